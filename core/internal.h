@@ -1,0 +1,84 @@
+/*
+ * internal.h - types shared between the core's files (not installed).
+ *
+ * The seams between core parts:
+ *   registry.c / loader.c / params.c   -> loom_registry, loom_plugin
+ *   planner_manifest.c / pipeline.c    -> loom_planner_config, loom_pipeline
+ *   host_api.c                         -> loom_host_table(), struct loom_ctx
+ *   services.c                         -> loom_service_lookup()
+ *   graph_build.c / simulator.c / evaluator.c / engine.c -> planning
+ */
+#ifndef LOOM_INTERNAL_H
+#define LOOM_INTERNAL_H
+
+#include <loom/loom.h>
+
+/* ---- parameters ------------------------------------------------------- */
+
+enum loom_param_type {
+    LOOM_PARAM_INT = 0,
+    LOOM_PARAM_DOUBLE = 1,
+    LOOM_PARAM_BOOL = 2,
+    LOOM_PARAM_STRING = 3,
+    LOOM_PARAM_ENUM = 4
+};
+
+/* A resolved parameter value of one pipeline step (manifest default or the
+ * planner manifest's value, already validated). Strings are owned by the
+ * pipeline that holds the value. */
+typedef struct loom_param_value {
+    const char *name;
+    int type;        /* enum loom_param_type */
+    int64_t i;       /* INT, BOOL (0/1) */
+    double d;        /* DOUBLE (and INT as double) */
+    const char *s;   /* STRING, ENUM */
+} loom_param_value;
+
+/* ---- the per-step context handed to plugins --------------------------- */
+
+struct loom_engine;
+struct loom_pipeline;
+
+struct loom_ctx {
+    char plugin_id[128];
+    char label[64];                 /* "pipeline[2]" */
+    const loom_param_value *params; /* n_params */
+    int n_params;
+    uint64_t seed;                  /* run seed mixed with the step index */
+    double deadline_ms;             /* absolute loom_now_ms() deadline; < 0 none */
+    const loom_problem *problem;    /* set while planning */
+    struct loom_pipeline *pipeline; /* the pipeline this step belongs to */
+    struct loom_engine *engine;     /* set while planning */
+    int quiet;                      /* suppress info logs */
+};
+
+/* ---- host API and services -------------------------------------------- */
+
+/* The host API table (static, one per process). */
+const loom_host_api *loom_host_table(void);
+
+/* Monotonic clock in milliseconds. */
+double loom_now_ms(void);
+
+/* Service lookup behind loom_host_api.service (services.c). */
+const void *loom_service_lookup(const char *name, uint32_t min_version);
+
+/* Progress hook behind loom_host_api.progress (engine.c). */
+void loom_engine_progress(loom_ctx *ctx, double best_makespan_ms,
+                          int64_t evaluations);
+
+/* Set by a SIGINT handler; makes every ctx's expired() true. */
+extern volatile int loom_interrupted;
+
+/* ---- helpers ------------------------------------------------------------ */
+
+int loom_set_error(loom_error *err, int code, const char *fmt, ...)
+    LOOM_PRINTF(3, 4);
+
+/* Prefixes err->message with "plugin <id>: " (keeps the code). */
+void loom_error_prefix_plugin(loom_error *err, const char *plugin_id);
+
+/* splitmix64 step. */
+uint64_t loom_splitmix64(uint64_t *state);
+
+#endif

@@ -1,0 +1,176 @@
+/*
+ * loom/graph.h - the flat data of planning: partition (layout + data
+ * assignment), stage graph, schedule and simulated metrics.
+ *
+ * Ownership: all of these are host-owned. The host allocates every array
+ * with the capacities recorded in the struct; a plugin writes counts and
+ * elements within those capacities and never reallocates or frees them.
+ * Units: *_ms milliseconds, *_bytes bytes.
+ */
+#ifndef LOOM_GRAPH_H
+#define LOOM_GRAPH_H
+
+#include <loom/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------- */
+/* Partition: how layers become chunks on ranks and samples become        */
+/* microbatches. The core's graph builder turns it into a stage graph.    */
+/* ---------------------------------------------------------------------- */
+
+/* A contiguous run of one module's layers. */
+typedef struct loom_span {
+    int32_t module;
+    int32_t first_layer;
+    int32_t n_layers;
+    int32_t reserved;
+} loom_span;
+
+/* One pipeline position (a chunk): the spans it runs, on which rank. */
+typedef struct loom_position {
+    int32_t rank;
+    int32_t span_off;  /* first span in loom_partition.spans */
+    int32_t n_spans;
+    int32_t reserved;
+} loom_position;
+
+#define LOOM_MAX_FLOW_INPUTS 8
+
+/* A flow: the chain of positions one (sub-)microbatch traverses forward
+ * (and in reverse backward). Megatron uses one mixed flow; PipeWeaver one
+ * flow per module. A flow consumes the forward outputs of its inputs. */
+typedef struct loom_flow {
+    int32_t pos_off;   /* first position in loom_partition.positions */
+    int32_t n_pos;
+    int32_t module;    /* the module of every span, or -1 when mixed */
+    int32_t segments;  /* K: positions / P, informational */
+    int32_t n_inputs;
+    int32_t inputs[LOOM_MAX_FLOW_INPUTS]; /* indices of upstream flows */
+} loom_flow;
+
+typedef struct loom_partition {
+    uint32_t struct_size;
+    int32_t n_ranks;               /* pipeline ranks the layout uses */
+
+    int32_t n_flows, cap_flows;
+    loom_flow *flows;
+    int32_t n_positions, cap_positions;
+    loom_position *positions;
+    int32_t n_spans, cap_spans;
+    loom_span *spans;
+
+    /* Data level. sample_mb[module * n_samples + s] is the microbatch of
+     * sample s for that module, or -1 when the module does not see it.
+     * Different modules may group samples differently (Entrain). */
+    int32_t n_microbatches, cap_microbatches;
+    int32_t n_samples;
+    int32_t n_modules;
+    int32_t *sample_mb;            /* n_modules * n_samples */
+    /* subs[flow * cap_microbatches + mb]: sub-microbatches (>= 1) that
+     * microbatch mb is split into on that flow. */
+    int32_t *subs;
+
+    int32_t split_backward;        /* 1: backward as I + W stages */
+    int32_t tp;                    /* TP degree of every stage */
+    char label[64];                /* candidate description, for reports */
+} loom_partition;
+
+/* ---------------------------------------------------------------------- */
+/* Stage graph                                                             */
+/* ---------------------------------------------------------------------- */
+
+enum loom_stage_kind {
+    LOOM_STAGE_F = 0, /* forward */
+    LOOM_STAGE_B = 1, /* full backward */
+    LOOM_STAGE_I = 2, /* input-gradient half of backward */
+    LOOM_STAGE_W = 3  /* weight-gradient half of backward */
+};
+
+/* Memory policies a stage pair can use (memory tuner choices). */
+enum loom_mem_policy {
+    LOOM_POLICY_NONE = 0,      /* store every activation */
+    LOOM_POLICY_SELECTIVE = 1, /* recompute attention internals */
+    LOOM_POLICY_FULL = 2,      /* store layer inputs only, recompute all */
+    LOOM_POLICY_COUNT = 3
+};
+
+/* Cost of one stage pair under one memory policy. */
+typedef struct loom_policy_option {
+    double forward_ms;
+    double backward_ms;        /* B, or I + W when split (W part below) */
+    double weight_grad_ms;     /* part of backward_ms that is W */
+    int64_t activation_bytes;  /* held from F start until B/W end */
+} loom_policy_option;
+
+/* The stage graph of one iteration: stages as parallel arrays indexed by
+ * stage id, predecessors in compressed rows. */
+typedef struct loom_stage_graph {
+    uint32_t struct_size;
+    int32_t n_stages, n_ranks, n_groups, n_microbatches, n_edges, n_pairs;
+
+    int32_t *rank;          /* per stage */
+    uint8_t *kind;          /* enum loom_stage_kind */
+    int32_t *module;        /* module index, or -1 (mixed / stage-times) */
+    int32_t *flow;          /* flow index */
+    int32_t *position;      /* position within the flow (0 = first) */
+    int32_t *chunk;         /* virtual stage index on its rank */
+    int32_t *microbatch;
+    int32_t *sub;           /* sub-microbatch within the microbatch */
+    int32_t *group;         /* segment group (flow, microbatch) */
+    int32_t *pair;          /* stage pair id (F with its B or I+W) */
+    double *duration_ms;
+    int64_t *mem_delta_bytes; /* + allocated at start, - freed at end */
+    double *flops;          /* model FLOPs of the stage (0 unknown) */
+
+    int32_t *pred_off;      /* n_stages + 1 */
+    int32_t *pred;          /* n_edges predecessor stage ids */
+    double *pred_p2p_ms;    /* transfer time on each edge */
+
+    int32_t *group_flow;    /* per group */
+    int32_t *group_microbatch;
+    int32_t *group_pred_off; /* group precedence (n_groups + 1): a group's */
+    int32_t *group_pred;     /* forward cannot start before these groups'  */
+
+    /* Per stage pair: the F stage, the B (or I) stage, the W stage or -1,
+     * the chosen policy and the options (LOOM_POLICY_COUNT per pair). */
+    int32_t *pair_forward, *pair_backward, *pair_weight;
+    uint8_t *pair_policy;
+    loom_policy_option *pair_options; /* n_pairs * LOOM_POLICY_COUNT */
+
+    int64_t *static_bytes;  /* per rank: params, grads, optimizer state */
+    double memory_cap_bytes; /* per rank total cap; 0 = none */
+    double total_flops;     /* model FLOPs of the iteration (0 unknown) */
+    double peak_flops_per_rank; /* aggregated FLOP/s behind one rank */
+} loom_stage_graph;
+
+/* A schedule: the order of stage ids on every rank. */
+typedef struct loom_schedule {
+    int32_t n_ranks;
+    int32_t n_stages;      /* total entries in order */
+    int32_t *rank_off;     /* n_ranks + 1 offsets into order */
+    int32_t *order;        /* stage ids, rank by rank */
+} loom_schedule;
+
+/* What the simulator reports about one schedule. */
+typedef struct loom_metrics {
+    double makespan_ms;     /* from t = 0 to the last stage end */
+    double bubble_ratio;    /* 1 - busy / (ranks * makespan) */
+    double mfu;             /* model FLOPs utilisation, < 0 when unknown */
+    double max_span_ms;     /* max over ranks of (last end - first start) */
+    int64_t max_peak_bytes; /* max over ranks of peak memory */
+    int32_t cap_violations; /* ranks whose peak exceeds the cap */
+    int32_t reserved;
+    /* Optional per-rank / per-stage outputs; NULL when not requested. */
+    double *span_ms;        /* n_ranks */
+    int64_t *peak_bytes;    /* n_ranks */
+    double *start_ms;       /* n_stages */
+    double *end_ms;         /* n_stages */
+} loom_metrics;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,151 @@
+/*
+ * loom/host.h - the host API table passed to every plugin, and the
+ * optional services a plugin looks up by name (simulator, evaluator,
+ * cost model, graph builder).
+ *
+ * The table is size-prefixed and append-only: new members are added at the
+ * end, so a plugin built against an older SDK keeps working. A plugin must
+ * check `struct_size` before touching a member newer than the SDK version
+ * it requires (LOOM_HOST_HAS(host, member)).
+ *
+ * Ownership: a loom_ctx belongs to the host; it is valid from the role's
+ * create() until its destroy(). Strings returned by param_string() live as
+ * long as the ctx.
+ */
+#ifndef LOOM_HOST_H
+#define LOOM_HOST_H
+
+#include <stdarg.h>
+#include <loom/common.h>
+#include <loom/problem.h>
+#include <loom/graph.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Opaque per-pipeline-step context: params, seed, budget, log prefix. */
+typedef struct loom_ctx loom_ctx;
+
+enum loom_log_level {
+    LOOM_LOG_ERROR = 0,
+    LOOM_LOG_WARN = 1,
+    LOOM_LOG_INFO = 2,
+    LOOM_LOG_DEBUG = 3
+};
+
+/* ---------------------------------------------------------------------- */
+/* Services                                                                */
+/* ---------------------------------------------------------------------- */
+
+/* "loom.simulator" v1: the core event-driven simulator.
+ * simulate() replays `sched` over `graph` and fills `out` (its optional
+ * arrays when non-NULL). It uses `scratch`, created once and reused; no
+ * allocation happens per call once the scratch has seen a graph this big.
+ * Returns LOOM_EDEADLOCK naming the blocked stages when the orders cannot
+ * run, LOOM_EINVAL when a stage is missing or scheduled twice. */
+typedef struct loom_sim_scratch loom_sim_scratch;
+#define LOOM_SERVICE_SIMULATOR "loom.simulator"
+typedef struct loom_simulator_service {
+    uint32_t struct_size;
+    uint32_t version;
+    loom_sim_scratch *(*scratch_new)(void);              /* caller frees */
+    void (*scratch_free)(loom_sim_scratch *scratch);
+    int (*simulate)(loom_sim_scratch *scratch, const loom_stage_graph *graph,
+                    const loom_schedule *sched, loom_metrics *out,
+                    loom_error *err);
+} loom_simulator_service;
+
+/* "loom.evaluator" v1: interleaver + memory tuner + simulator as one call,
+ * the scoring function of every ranker. An evaluator is bound to one graph
+ * and owned by the caller; create one per worker thread.
+ * run(): `priorities` has one float per group (higher runs earlier);
+ * the metrics' optional arrays are left NULL. */
+typedef struct loom_evaluator loom_evaluator;
+#define LOOM_SERVICE_EVALUATOR "loom.evaluator"
+typedef struct loom_evaluator_service {
+    uint32_t struct_size;
+    uint32_t version;
+    int (*create)(loom_ctx *ctx, const loom_stage_graph *graph,
+                  loom_evaluator **out, loom_error *err);
+    int (*run)(loom_evaluator *ev, const float *priorities,
+               loom_metrics *out, loom_error *err);
+    void (*destroy)(loom_evaluator *ev);
+} loom_evaluator_service;
+
+/* "loom.cost" v1: the pipeline's cost model, for partitioners that need
+ * estimates (time of a module for a given sample set). */
+#define LOOM_SERVICE_COST "loom.cost"
+struct loom_shape;
+struct loom_layer_cost;
+typedef struct loom_cost_service {
+    uint32_t struct_size;
+    uint32_t version;
+    int (*layer)(loom_ctx *ctx, int32_t module, int32_t layer,
+                 const struct loom_shape *shape, int32_t policy,
+                 struct loom_layer_cost *out, loom_error *err);
+} loom_cost_service;
+
+/* ---------------------------------------------------------------------- */
+/* The host API table                                                      */
+/* ---------------------------------------------------------------------- */
+
+typedef struct loom_host_api {
+    uint32_t struct_size;  /* sizeof(loom_host_api) of the host */
+    uint32_t abi_version;  /* LOOM_ABI_VERSION of the host */
+
+    /* Memory. Blocks from alloc/realloc are freed with free(). */
+    void *(*alloc)(size_t bytes);
+    void *(*realloc)(void *ptr, size_t bytes);
+    void (*free)(void *ptr);
+
+    /* Logging, prefixed with the plugin id by the host. */
+    void (*log)(loom_ctx *ctx, int level, const char *fmt, ...)
+        LOOM_PRINTF(3, 4);
+
+    /* Error reporting: fills `err` (code + formatted message) and returns
+     * `code`, so `return host->error(err, LOOM_EINVAL, "...")` works. */
+    int (*error)(loom_error *err, int code, const char *fmt, ...)
+        LOOM_PRINTF(3, 4);
+
+    /* Typed parameters, already validated against the manifest (type,
+     * bounds, enum); a missing key returns the manifest default.
+     * Returns LOOM_ENOTFOUND for a key the manifest does not declare. */
+    int (*param_int)(loom_ctx *ctx, const char *key, int64_t *out);
+    int (*param_double)(loom_ctx *ctx, const char *key, double *out);
+    int (*param_bool)(loom_ctx *ctx, const char *key, int *out);
+    const char *(*param_string)(loom_ctx *ctx, const char *key);
+
+    /* Seeded RNG: seed() is the run's seed mixed with the step index;
+     * rng_next() advances a caller-owned 64-bit state (splitmix64). */
+    uint64_t (*seed)(loom_ctx *ctx);
+    uint64_t (*rng_next)(uint64_t *state);
+
+    /* Monotonic clock and time budget. budget_left_ms() is < 0 when the
+     * run has no budget; expired() becomes 1 at the deadline or on SIGINT. */
+    double (*now_ms)(void);
+    double (*budget_left_ms)(loom_ctx *ctx);
+    int (*expired)(loom_ctx *ctx);
+
+    /* Optional services by name and minimum version; NULL when absent.
+     * The returned table is static and never freed. */
+    const void *(*service)(const char *name, uint32_t min_version);
+
+    /* The problem being planned (immutable, host-owned). */
+    const loom_problem *(*problem)(loom_ctx *ctx);
+
+    /* Search progress: a ranker reports its best makespan so far and how
+     * many candidates it evaluated; the host draws progress and records
+     * the best-vs-time curve. Cheap; call it after every improvement. */
+    void (*progress)(loom_ctx *ctx, double best_makespan_ms,
+                     int64_t evaluations);
+} loom_host_api;
+
+#define LOOM_HOST_HAS(host, member)                                            \
+    ((host)->struct_size >= offsetof(loom_host_api, member) +                  \
+                                sizeof(((loom_host_api *)0)->member))
+
+#ifdef __cplusplus
+}
+#endif
+#endif

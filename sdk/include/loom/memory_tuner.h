@@ -1,0 +1,39 @@
+/*
+ * loom/memory_tuner.h - the memory_tuner role: a memory policy (enum
+ * loom_mem_policy) for every stage pair, keeping each rank under the
+ * graph's memory cap while adding as little time as possible.
+ *
+ * The options per pair are graph->pair_options[pair * LOOM_POLICY_COUNT +
+ * policy]. The host applies the chosen policies to the graph's durations
+ * and memory deltas in place, then simulates.
+ *
+ * Ownership: graph and schedule read-only; `policies` is host-owned with
+ * graph->n_pairs entries (prefilled with the current choice).
+ */
+#ifndef LOOM_MEMORY_TUNER_H
+#define LOOM_MEMORY_TUNER_H
+
+#include <loom/plugin.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LOOM_MEMORY_TUNER_VERSION 1u
+
+typedef struct loom_memory_tuner_vtable {
+    loom_role_header header; /* { sizeof(this), LOOM_MEMORY_TUNER_VERSION } */
+    int (*create)(const loom_host_api *host, loom_ctx *ctx, void *plugin_state,
+                  void **self, loom_error *err); /* required */
+    void (*destroy)(void *self);                  /* required */
+    /* Required. Returns LOOM_EINFEASIBLE (naming the rank and the bytes
+     * short) when no choice fits the cap. */
+    int (*tune)(void *self, const loom_stage_graph *graph,
+                const loom_schedule *schedule, uint8_t *policies,
+                loom_error *err);
+} loom_memory_tuner_vtable;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,95 @@
+/*
+ * loom/plugin.h - what a plugin binary exports: one entry function that
+ * returns a static info struct (handshake), and the macro that defines it.
+ *
+ * Handshake order the host checks: entry symbol present; info struct_size
+ * large enough; abi_version equal; build signature equal field by field;
+ * id and version equal to the manifest's; role vtables not newer than the
+ * host and with every required member; init() succeeding.
+ *
+ * Ownership: the info struct and every vtable are static const data of the
+ * plugin, never freed (the host never dlcloses). `state` from init() is
+ * owned by the plugin and released in fini().
+ */
+#ifndef LOOM_PLUGIN_H
+#define LOOM_PLUGIN_H
+
+#include <loom/common.h>
+#include <loom/host.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Every role vtable starts with this header. */
+typedef struct loom_role_header {
+    uint32_t struct_size;  /* sizeof the vtable as the plugin built it */
+    uint32_t role_version; /* LOOM_<ROLE>_VERSION the plugin built with */
+} loom_role_header;
+
+/* Role names as used in manifests. */
+#define LOOM_ROLE_COST_MODEL "cost_model"
+#define LOOM_ROLE_PARTITIONER "partitioner"
+#define LOOM_ROLE_RANKER "ranker"
+#define LOOM_ROLE_INTERLEAVER "interleaver"
+#define LOOM_ROLE_MEMORY_TUNER "memory_tuner"
+
+typedef struct loom_plugin_info {
+    uint32_t struct_size;          /* sizeof(loom_plugin_info) */
+    uint32_t abi_version;          /* LOOM_ABI_VERSION */
+    loom_build_signature build;    /* LOOM_BUILD_SIGNATURE_INIT */
+    const char *id;                /* must equal the manifest's id */
+    const char *version;           /* must equal the manifest's version */
+
+    /* Called once after loading. May set *state; returns LOOM_OK or an
+     * error (message in err). Optional (NULL). */
+    int (*init)(const loom_host_api *host, void **state, loom_error *err);
+    /* Called once at host shutdown with the state from init. Optional. */
+    void (*fini)(void *state);
+
+    /* The vtable this plugin provides for `role` (a LOOM_ROLE_* name), or
+     * NULL. The returned pointer is static const data. */
+    const loom_role_header *(*role)(const char *role);
+} loom_plugin_info;
+
+typedef const loom_plugin_info *(*loom_plugin_entry_fn)(void);
+
+#define LOOM_PLUGIN_ENTRY_SYMBOL "loom_plugin_entry"
+
+/*
+ * LOOM_PLUGIN_DEFINE(name, info) defines, for static info struct `info`:
+ *   - loom_static_<name>(): the static registration function, always;
+ *   - loom_plugin_entry(): the exported dynamic entry, unless the plugin is
+ *     compiled with -DLOOM_PLUGIN_STATIC (several plugins linked into one
+ *     binary, e.g. the test suites).
+ * Both return the same struct, so a plugin runs the same code either way.
+ */
+#define LOOM_PLUGIN_DEFINE(name, info)                                         \
+    LOOM_EXPORT const loom_plugin_info *loom_static_##name(void);              \
+    LOOM_EXPORT const loom_plugin_info *loom_static_##name(void)               \
+    {                                                                          \
+        return &(info);                                                        \
+    }                                                                          \
+    LOOM_PLUGIN_DYNAMIC_ENTRY_(name)
+
+#ifdef LOOM_PLUGIN_STATIC
+#define LOOM_PLUGIN_DYNAMIC_ENTRY_(name)                                       \
+    typedef int loom_static_plugin_##name##_defined_
+#else
+#define LOOM_PLUGIN_DYNAMIC_ENTRY_(name)                                       \
+    LOOM_EXPORT const loom_plugin_info *loom_plugin_entry(void);               \
+    LOOM_EXPORT const loom_plugin_info *loom_plugin_entry(void)                \
+    {                                                                          \
+        return loom_static_##name();                                           \
+    }                                                                          \
+    typedef int loom_dynamic_plugin_##name##_defined_
+#endif
+
+/* Fill an info struct's constant header. */
+#define LOOM_PLUGIN_INFO_HEADER                                                \
+    sizeof(loom_plugin_info), LOOM_ABI_VERSION, LOOM_BUILD_SIGNATURE_INIT
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,139 @@
+/*
+ * loom/problem.h - the validated, immutable planning problem as plugins see
+ * it: model (modules of layers, module DAG), cluster, parallel config and
+ * the sample metadata of one iteration.
+ *
+ * Ownership: every pointer in these structs is owned by the host and stays
+ * valid for the whole planning call it is passed to. Plugins never write
+ * through them and never free them.
+ * Units: times in milliseconds, sizes in bytes, rates per second.
+ */
+#ifndef LOOM_PROBLEM_H
+#define LOOM_PROBLEM_H
+
+#include <loom/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum loom_module_kind {
+    LOOM_MODULE_ENCODER = 0,
+    LOOM_MODULE_BACKBONE = 1,
+    LOOM_MODULE_DECODER = 2
+};
+
+/* What a module's input items are, i.e. which sample field feeds it. */
+enum loom_modality {
+    LOOM_MODALITY_TEXT = 0,  /* items = text tokens (+ upstream tokens)   */
+    LOOM_MODALITY_IMAGE = 1, /* items = images                           */
+    LOOM_MODALITY_VIDEO = 2, /* items = video seconds                     */
+    LOOM_MODALITY_AUDIO = 3  /* items = audio seconds                     */
+};
+
+/* One transformer layer's shape. */
+typedef struct loom_layer {
+    int64_t hidden;     /* embedding dimension */
+    int64_t ffn_hidden; /* FFN inner dimension */
+    int32_t heads;      /* attention heads */
+    int32_t kv_heads;   /* key/value heads (groups); == heads without GQA */
+    int32_t gated_ffn;  /* 1: SwiGLU (3 matrices), 0: GELU MLP (2) */
+    int32_t causal;     /* 1: causal attention (half the score FLOPs) */
+    int32_t cross_attention; /* 1: extra cross-attention block (DiT) */
+    int32_t reserved;
+} loom_layer;
+
+typedef struct loom_module {
+    const char *name;          /* unique within the model */
+    int32_t kind;              /* enum loom_module_kind */
+    int32_t modality;          /* enum loom_modality */
+    int32_t n_layers;
+    const loom_layer *layers;  /* n_layers entries */
+    int64_t tokens_per_item;   /* e.g. 169 per 768-px image; 1 for text */
+    int64_t vocab;             /* embedding rows (0: no embedding) */
+    int32_t frozen;            /* 1: no weight gradients */
+    int32_t n_inputs;          /* upstream modules in the module DAG */
+    const int32_t *inputs;     /* indices into loom_model.modules */
+} loom_module;
+
+typedef struct loom_model {
+    const char *name;
+    int32_t n_modules;
+    const loom_module *modules; /* in topological order of the DAG */
+} loom_model;
+
+typedef struct loom_cluster {
+    const char *name;
+    double peak_flops;            /* bf16 FLOP/s per GPU */
+    double hbm_bytes_per_s;       /* HBM bandwidth per GPU */
+    int64_t hbm_bytes;            /* HBM capacity per GPU */
+    int32_t gpus_per_node;
+    int32_t reserved;
+    double nvlink_bytes_per_s;    /* intra-node bandwidth per GPU */
+    double net_bytes_per_s;       /* inter-node bandwidth per GPU */
+    double eff_gemm;              /* efficiency factors in (0,1] */
+    double eff_attention;
+    double eff_memory;
+    double eff_collective;
+    double p2p_latency_ms;        /* fixed latency of one P2P transfer */
+} loom_cluster;
+
+typedef struct loom_parallel {
+    int32_t tp;           /* tensor-parallel degree */
+    int32_t pp;           /* pipeline ranks P */
+    int32_t dp;           /* data-parallel replicas */
+    int32_t vpp;          /* virtual stages per rank V */
+    int32_t microbatches; /* microbatches per iteration M (per replica) */
+    int32_t reserved;
+} loom_parallel;
+
+/* One training sample's metadata (what a prefetching data loader sees). */
+typedef struct loom_sample {
+    int64_t text_tokens;
+    int32_t images;
+    int32_t microbatch;  /* packing given by the workload, -1 when none */
+    double video_seconds;
+    double audio_seconds;
+} loom_sample;
+
+typedef struct loom_iteration {
+    int32_t index;             /* iteration number in the workload */
+    int32_t n_samples;
+    const loom_sample *samples;
+} loom_iteration;
+
+/* Stage-times problem: profiled per-stage times instead of a model. Stage
+ * s (0 <= s < ranks*virtual_stages) runs on rank s % ranks. */
+typedef struct loom_stage_times {
+    int32_t ranks, microbatches, virtual_stages;
+    int32_t split_backward;          /* 1: input_grad_ms + weight_grad_ms given */
+    const double *forward_ms;        /* ranks*virtual_stages entries */
+    const double *backward_ms;       /* when !split_backward */
+    const double *input_grad_ms;     /* when split_backward */
+    const double *weight_grad_ms;    /* when split_backward */
+    const double *microbatch_scale;  /* microbatches entries (1.0 default) */
+    const double *activation_bytes;  /* ranks*virtual_stages entries */
+    double p2p_ms;
+    double memory_cap_bytes;         /* 0: no cap */
+} loom_stage_times;
+
+enum loom_problem_kind {
+    LOOM_PROBLEM_MODEL = 0,       /* model + cluster + parallel + workload */
+    LOOM_PROBLEM_STAGE_TIMES = 1  /* loom_stage_times */
+};
+
+typedef struct loom_problem {
+    uint32_t struct_size;
+    int32_t kind;                      /* enum loom_problem_kind */
+    const loom_model *model;           /* NULL for stage-times problems */
+    const loom_cluster *cluster;       /* NULL for stage-times problems */
+    loom_parallel parallel;
+    const loom_stage_times *stage_times; /* NULL for model problems */
+    double memory_cap_bytes;           /* per-rank cap for activations +
+                                          static memory; 0 = no cap */
+} loom_problem;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,77 @@
+/* testutil.c - helpers shared by the Check suites. */
+#include "testutil.h"
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+static char slots[16][4096];
+static int next_slot;
+
+static char *slot(void)
+{
+    char *s = slots[next_slot];
+    next_slot = (next_slot + 1) % 16;
+    return s;
+}
+
+const char *loom_test_src(const char *rel)
+{
+    char *s = slot();
+    snprintf(s, 4096, "%s/%s", LOOM_TEST_SOURCE_DIR, rel);
+    return s;
+}
+
+const char *loom_test_bin(const char *rel)
+{
+    char *s = slot();
+    snprintf(s, 4096, "%s/%s", LOOM_TEST_BINARY_DIR, rel);
+    return s;
+}
+
+const char *loom_test_tmpfile(const char *suffix, const char *text)
+{
+    char *s = slot();
+    snprintf(s, 4096, "/tmp/loom-test-XXXXXX%s", suffix ? suffix : "");
+    int fd = mkstemps(s, suffix ? (int)strlen(suffix) : 0);
+    ck_assert_int_ge(fd, 0);
+    size_t n = strlen(text);
+    ck_assert_int_eq((long)write(fd, text, n), (long)n);
+    close(fd);
+    return s;
+}
+
+int loom_test_run(const char *cmd, char **output)
+{
+    char full[8192];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    if (!p)
+        return -1;
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    size_t n;
+    while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+        len += n;
+        if (cap - len < 1024) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+        }
+    }
+    buf[len] = 0;
+    int st = pclose(p);
+    if (output)
+        *output = buf;
+    else
+        free(buf);
+    return (st >= 0 && WIFEXITED(st)) ? WEXITSTATUS(st) : -1;
+}
+
+int loom_test_main(Suite *suite)
+{
+    SRunner *sr = srunner_create(suite);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

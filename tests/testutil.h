@@ -1,0 +1,22 @@
+/* testutil.h - helpers shared by the Check suites. */
+#ifndef LOOM_TESTUTIL_H
+#define LOOM_TESTUTIL_H
+#include <check.h>
+#include <stdio.h>
+
+/* Absolute path of a file in the source tree / build tree. */
+const char *loom_test_src(const char *rel);
+const char *loom_test_bin(const char *rel);
+
+/* Writes `text` to a fresh temporary file and returns its path (static
+ * storage per call slot, valid until 16 more calls). */
+const char *loom_test_tmpfile(const char *suffix, const char *text);
+
+/* Runs a shell command, capturing stdout+stderr into a malloc'd string;
+ * returns the exit status (or -1). */
+int loom_test_run(const char *cmd, char **output);
+
+/* Runs every suite returned by `make_suite` and returns the exit code. */
+int loom_test_main(Suite *suite);
+
+#endif

@@ -1,0 +1,23 @@
+/* cli.h - the `loom` command-line tool: one function per subcommand.
+ * Each returns the process exit code: 0 ok, 1 planning failure (or a
+ * regression for `ab`), 2 usage or input error, 3 plugin error. */
+#ifndef LOOM_CLI_H
+#define LOOM_CLI_H
+
+enum loom_exit {
+    LOOM_EXIT_OK = 0,
+    LOOM_EXIT_PLAN = 1,
+    LOOM_EXIT_USAGE = 2,
+    LOOM_EXIT_PLUGIN = 3
+};
+
+/* Maps a loom_status to an exit code (EABI/EPLUGIN -> 3, EINVAL/ENOTFOUND/
+ * EIO -> 2, others -> 1). */
+int loom_cli_exit_for_status(int status);
+
+int loom_cmd_plugins(int argc, char **argv);   /* cmd_plugins.c */
+int loom_cmd_validate(int argc, char **argv);  /* cmd_validate.c */
+int loom_cmd_plan(int argc, char **argv);      /* cmd_plan.c */
+int loom_cmd_workload(int argc, char **argv);  /* cmd_workload.c */
+
+#endif
