@@ -1,4 +1,5 @@
 /* testutil.c - helpers shared by the Check suites. */
+#define _DEFAULT_SOURCE
 #include "testutil.h"
 #include <stdlib.h>
 #include <string.h>

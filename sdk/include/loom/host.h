@@ -81,9 +81,23 @@ struct loom_layer_cost;
 typedef struct loom_cost_service {
     uint32_t struct_size;
     uint32_t version;
+    /* Cost of one layer for an explicit shape under a policy. */
     int (*layer)(loom_ctx *ctx, int32_t module, int32_t layer,
                  const struct loom_shape *shape, int32_t policy,
                  struct loom_layer_cost *out, loom_error *err);
+    /* Shape that `module` sees for the samples of `it` whose microbatch
+     * (sample.microbatch, or an even split into `microbatches` when the
+     * workload gives none) is `microbatch`; microbatch -1 gives the mean
+     * microbatch. `subs` divides it into sub-microbatches (>= 1). */
+    int (*module_shape)(loom_ctx *ctx, int32_t module,
+                        const loom_iteration *it, int32_t microbatches,
+                        int32_t microbatch, int32_t subs,
+                        struct loom_shape *out, loom_error *err);
+    /* Forward + backward time (policy NONE) of one layer for the mean
+     * microbatch of `it`: the estimate partitioners balance with. */
+    int (*mean_layer_ms)(loom_ctx *ctx, int32_t module, int32_t layer,
+                         const loom_iteration *it, int32_t microbatches,
+                         double *ms, loom_error *err);
 } loom_cost_service;
 
 /* ---------------------------------------------------------------------- */

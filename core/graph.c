@@ -1,0 +1,222 @@
+/* graph.c - stage graph and schedule storage: allocation, copy, policy
+ * application and structural checks. */
+#include <stdlib.h>
+#include <string.h>
+#include "engine_api.h"
+
+static void *zalloc(size_t n, size_t size)
+{
+    return calloc(n ? n : 1, size);
+}
+
+loom_stage_graph *loom_graph_alloc(int32_t n_stages, int32_t n_edges,
+                                   int32_t n_ranks, int32_t n_groups,
+                                   int32_t n_pairs)
+{
+    loom_stage_graph *g = calloc(1, sizeof *g);
+    if (!g)
+        return NULL;
+    g->struct_size = sizeof *g;
+    g->n_stages = n_stages;
+    g->n_edges = n_edges;
+    g->n_ranks = n_ranks;
+    g->n_groups = n_groups;
+    g->n_pairs = n_pairs;
+    size_t S = (size_t)n_stages;
+    g->rank = zalloc(S, sizeof(int32_t));
+    g->kind = zalloc(S, 1);
+    g->module = zalloc(S, sizeof(int32_t));
+    g->flow = zalloc(S, sizeof(int32_t));
+    g->position = zalloc(S, sizeof(int32_t));
+    g->chunk = zalloc(S, sizeof(int32_t));
+    g->microbatch = zalloc(S, sizeof(int32_t));
+    g->sub = zalloc(S, sizeof(int32_t));
+    g->group = zalloc(S, sizeof(int32_t));
+    g->pair = zalloc(S, sizeof(int32_t));
+    g->duration_ms = zalloc(S, sizeof(double));
+    g->mem_delta_bytes = zalloc(S, sizeof(int64_t));
+    g->flops = zalloc(S, sizeof(double));
+    g->pred_off = zalloc(S + 1, sizeof(int32_t));
+    g->pred = zalloc((size_t)n_edges, sizeof(int32_t));
+    g->pred_p2p_ms = zalloc((size_t)n_edges, sizeof(double));
+    g->group_flow = zalloc((size_t)n_groups, sizeof(int32_t));
+    g->group_microbatch = zalloc((size_t)n_groups, sizeof(int32_t));
+    g->group_pred_off = zalloc((size_t)n_groups + 1, sizeof(int32_t));
+    g->group_pred = NULL; /* set by the builder when groups have precedence */
+    g->pair_forward = zalloc((size_t)n_pairs, sizeof(int32_t));
+    g->pair_backward = zalloc((size_t)n_pairs, sizeof(int32_t));
+    g->pair_weight = zalloc((size_t)n_pairs, sizeof(int32_t));
+    g->pair_policy = zalloc((size_t)n_pairs, 1);
+    g->pair_options = zalloc((size_t)n_pairs * LOOM_POLICY_COUNT,
+                             sizeof(loom_policy_option));
+    g->static_bytes = zalloc((size_t)n_ranks, sizeof(int64_t));
+    if (!g->rank || !g->kind || !g->module || !g->flow || !g->position ||
+        !g->chunk || !g->microbatch || !g->sub || !g->group || !g->pair ||
+        !g->duration_ms || !g->mem_delta_bytes || !g->flops || !g->pred_off ||
+        !g->pred || !g->pred_p2p_ms || !g->group_flow ||
+        !g->group_microbatch || !g->group_pred_off || !g->pair_forward ||
+        !g->pair_backward || !g->pair_weight || !g->pair_policy ||
+        !g->pair_options || !g->static_bytes) {
+        loom_graph_free(g);
+        return NULL;
+    }
+    for (int32_t p = 0; p < n_pairs; p++)
+        g->pair_weight[p] = -1;
+    return g;
+}
+
+void loom_graph_free(loom_stage_graph *g)
+{
+    if (!g)
+        return;
+    free(g->rank);
+    free(g->kind);
+    free(g->module);
+    free(g->flow);
+    free(g->position);
+    free(g->chunk);
+    free(g->microbatch);
+    free(g->sub);
+    free(g->group);
+    free(g->pair);
+    free(g->duration_ms);
+    free(g->mem_delta_bytes);
+    free(g->flops);
+    free(g->pred_off);
+    free(g->pred);
+    free(g->pred_p2p_ms);
+    free(g->group_flow);
+    free(g->group_microbatch);
+    free(g->group_pred_off);
+    free(g->group_pred);
+    free(g->pair_forward);
+    free(g->pair_backward);
+    free(g->pair_weight);
+    free(g->pair_policy);
+    free(g->pair_options);
+    free(g->static_bytes);
+    free(g);
+}
+
+#define COPY(field, count)                                                     \
+    memcpy(c->field, g->field, (size_t)(count) * sizeof *g->field)
+
+loom_stage_graph *loom_graph_clone(const loom_stage_graph *g)
+{
+    loom_stage_graph *c = loom_graph_alloc(g->n_stages, g->n_edges, g->n_ranks,
+                                           g->n_groups, g->n_pairs);
+    if (!c)
+        return NULL;
+    c->n_microbatches = g->n_microbatches;
+    COPY(rank, g->n_stages);
+    COPY(kind, g->n_stages);
+    COPY(module, g->n_stages);
+    COPY(flow, g->n_stages);
+    COPY(position, g->n_stages);
+    COPY(chunk, g->n_stages);
+    COPY(microbatch, g->n_stages);
+    COPY(sub, g->n_stages);
+    COPY(group, g->n_stages);
+    COPY(pair, g->n_stages);
+    COPY(duration_ms, g->n_stages);
+    COPY(mem_delta_bytes, g->n_stages);
+    COPY(flops, g->n_stages);
+    COPY(pred_off, g->n_stages + 1);
+    COPY(pred, g->n_edges);
+    COPY(pred_p2p_ms, g->n_edges);
+    COPY(group_flow, g->n_groups);
+    COPY(group_microbatch, g->n_groups);
+    COPY(group_pred_off, g->n_groups + 1);
+    if (g->group_pred) {
+        int32_t n = g->group_pred_off[g->n_groups];
+        c->group_pred = malloc((size_t)(n ? n : 1) * sizeof(int32_t));
+        if (!c->group_pred) {
+            loom_graph_free(c);
+            return NULL;
+        }
+        COPY(group_pred, n);
+    }
+    COPY(pair_forward, g->n_pairs);
+    COPY(pair_backward, g->n_pairs);
+    COPY(pair_weight, g->n_pairs);
+    COPY(pair_policy, g->n_pairs);
+    COPY(pair_options, (size_t)g->n_pairs * LOOM_POLICY_COUNT);
+    COPY(static_bytes, g->n_ranks);
+    c->memory_cap_bytes = g->memory_cap_bytes;
+    c->total_flops = g->total_flops;
+    c->peak_flops_per_rank = g->peak_flops_per_rank;
+    return c;
+}
+
+void loom_graph_apply_policies(loom_stage_graph *g)
+{
+    for (int32_t p = 0; p < g->n_pairs; p++) {
+        const loom_policy_option *o =
+            &g->pair_options[(size_t)p * LOOM_POLICY_COUNT + g->pair_policy[p]];
+        int32_t f = g->pair_forward[p], b = g->pair_backward[p],
+                w = g->pair_weight[p];
+        g->duration_ms[f] = o->forward_ms;
+        g->mem_delta_bytes[f] = o->activation_bytes;
+        if (w >= 0) {
+            g->duration_ms[b] = o->backward_ms - o->weight_grad_ms;
+            g->duration_ms[w] = o->weight_grad_ms;
+            g->mem_delta_bytes[b] = 0;
+            g->mem_delta_bytes[w] = -o->activation_bytes;
+        } else if (b >= 0) {
+            g->duration_ms[b] = o->backward_ms;
+            g->mem_delta_bytes[b] = -o->activation_bytes;
+        }
+    }
+}
+
+int loom_graph_check(const loom_stage_graph *g, loom_error *err)
+{
+    if (g->n_stages < 0 || g->n_ranks <= 0)
+        return loom_set_error(err, LOOM_EINVAL, "stage graph: %d stages on %d ranks",
+                              g->n_stages, g->n_ranks);
+    for (int32_t s = 0; s < g->n_stages; s++) {
+        if (g->rank[s] < 0 || g->rank[s] >= g->n_ranks)
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "stage graph: stage %d on rank %d, expected 0..%d",
+                                  s, g->rank[s], g->n_ranks - 1);
+        if (g->group[s] < 0 || g->group[s] >= g->n_groups)
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "stage graph: stage %d in group %d, expected 0..%d",
+                                  s, g->group[s], g->n_groups - 1);
+        if (!(g->duration_ms[s] >= 0))
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "stage graph: stage %d has duration %g ms, expected >= 0",
+                                  s, g->duration_ms[s]);
+        for (int32_t e = g->pred_off[s]; e < g->pred_off[s + 1]; e++)
+            if (g->pred[e] < 0 || g->pred[e] >= g->n_stages || g->pred[e] == s)
+                return loom_set_error(err, LOOM_EINVAL,
+                                      "stage graph: stage %d has predecessor %d",
+                                      s, g->pred[e]);
+    }
+    return LOOM_OK;
+}
+
+loom_schedule *loom_schedule_new(int32_t n_ranks, int32_t n_stages)
+{
+    loom_schedule *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->n_ranks = n_ranks;
+    s->n_stages = n_stages;
+    s->rank_off = calloc((size_t)n_ranks + 1, sizeof(int32_t));
+    s->order = calloc((size_t)(n_stages ? n_stages : 1), sizeof(int32_t));
+    if (!s->rank_off || !s->order) {
+        loom_schedule_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void loom_schedule_free(loom_schedule *s)
+{
+    if (!s)
+        return;
+    free(s->rank_off);
+    free(s->order);
+    free(s);
+}

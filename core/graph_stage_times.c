@@ -1,0 +1,115 @@
+/* graph_stage_times.c - the stage graph of a stage-times problem: one flow
+ * of P*V positions, position s on rank s % P (Megatron's interleaved
+ * placement), every microbatch through every position forward and back. */
+#include <math.h>
+#include <stdlib.h>
+#include "engine_api.h"
+
+int loom_graph_from_stage_times(const loom_stage_times *st, int split_backward,
+                                loom_stage_graph **out, loom_error *err)
+{
+    int32_t P = st->ranks, V = st->virtual_stages, M = st->microbatches;
+    if (P < 1 || V < 1 || M < 1)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "stage-times: ranks, virtual_stages and microbatches must be >= 1");
+    int32_t S = P * V;
+    int split = split_backward || st->split_backward;
+    int32_t per_mb = S * (split ? 3 : 2);
+    int64_t n_stages = (int64_t)M * per_mb;
+    /* edges per mb: F chain S-1, F->B 1, B chain S-1, W<-I S */
+    int64_t n_edges = (int64_t)M * ((S - 1) + 1 + (S - 1) + (split ? S : 0));
+    if (n_stages > 50000000 || n_edges > 100000000)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "stage-times: %lld stages is more than Loom plans at once",
+                              (long long)n_stages);
+    loom_stage_graph *g = loom_graph_alloc((int32_t)n_stages, (int32_t)n_edges,
+                                           P, M, M * S);
+    if (!g)
+        return loom_set_error(err, LOOM_ENOMEM, "stage-times: out of memory");
+    g->n_microbatches = M;
+    g->memory_cap_bytes = st->memory_cap_bytes;
+
+    int32_t e = 0;
+    for (int32_t mb = 0; mb < M; mb++) {
+        double scale = st->microbatch_scale ? st->microbatch_scale[mb] : 1.0;
+        int32_t base = mb * per_mb;
+        g->group_flow[mb] = 0;
+        g->group_microbatch[mb] = mb;
+        for (int32_t i = 0; i < per_mb; i++) {
+            int32_t id = base + i;
+            int32_t s, kind;
+            if (i < S) {
+                s = i;
+                kind = LOOM_STAGE_F;
+            } else if (!split) {
+                s = S - 1 - (i - S);
+                kind = LOOM_STAGE_B;
+            } else {
+                int32_t j = i - S; /* I/W interleaved per position, last first */
+                s = S - 1 - j / 2;
+                kind = (j % 2) ? LOOM_STAGE_W : LOOM_STAGE_I;
+            }
+            int32_t pair = mb * S + s;
+            g->rank[id] = s % P;
+            g->kind[id] = (uint8_t)kind;
+            g->module[id] = -1;
+            g->flow[id] = 0;
+            g->position[id] = s;
+            g->chunk[id] = s / P;
+            g->microbatch[id] = mb;
+            g->sub[id] = 0;
+            g->group[id] = mb;
+            g->pair[id] = pair;
+            g->pred_off[id] = e;
+            if (kind == LOOM_STAGE_F) {
+                g->pair_forward[pair] = id;
+                if (s > 0) {
+                    g->pred[e] = id - 1;
+                    g->pred_p2p_ms[e++] = st->p2p_ms;
+                }
+            } else if (kind == LOOM_STAGE_W) {
+                g->pair_weight[pair] = id;
+                g->pred[e] = id - 1; /* its I */
+                g->pred_p2p_ms[e++] = 0;
+            } else { /* B or I */
+                g->pair_backward[pair] = id;
+                if (s == S - 1) {
+                    g->pred[e] = base + S - 1; /* own forward */
+                    g->pred_p2p_ms[e++] = 0;
+                } else {
+                    /* the previous backward (B or I) of position s + 1 */
+                    g->pred[e] = split ? id - 2 : id - 1;
+                    g->pred_p2p_ms[e++] = st->p2p_ms;
+                }
+            }
+        }
+        for (int32_t s = 0; s < S; s++) {
+            int32_t pair = mb * S + s;
+            double f = st->forward_ms[s] * scale, b, w;
+            if (st->split_backward) {
+                w = st->weight_grad_ms[s] * scale;
+                b = st->input_grad_ms[s] * scale + w;
+            } else {
+                b = st->backward_ms[s] * scale;
+                w = split ? b / 2 : 0;
+            }
+            double act = st->activation_bytes ? st->activation_bytes[s] : 1.0;
+            int64_t bytes = (int64_t)llround(act * scale);
+            for (int p = 0; p < LOOM_POLICY_COUNT; p++) {
+                loom_policy_option *o = &g->pair_options[(size_t)pair * LOOM_POLICY_COUNT + p];
+                o->forward_ms = f;
+                o->backward_ms = b;
+                o->weight_grad_ms = split ? w : 0;
+                o->activation_bytes = bytes;
+            }
+        }
+    }
+    g->pred_off[n_stages] = e;
+    g->n_edges = e;
+    g->group_pred_off[0] = 0;
+    for (int32_t k = 1; k <= M; k++)
+        g->group_pred_off[k] = 0;
+    loom_graph_apply_policies(g);
+    *out = g;
+    return LOOM_OK;
+}

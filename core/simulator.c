@@ -1,0 +1,312 @@
+/* simulator.c - the event-driven pipeline simulator (the hot path of every
+ * search). Each rank runs its stage list in order; a stage starts when its
+ * rank is free and every predecessor has ended plus the edge's P2P time.
+ * Ranks blocked on a predecessor wait on it and are woken when it ends, so
+ * one run touches every stage and edge a constant number of times. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "engine_api.h"
+
+struct loom_sim_scratch {
+    int32_t cap_stages, cap_ranks;
+    double *end_ms;       /* per stage */
+    uint8_t *done;        /* per stage */
+    int32_t *seen;        /* per stage: validation stamp */
+    int32_t *wait_head;   /* per stage: first rank waiting on it, -1 */
+    int32_t *wait_next;   /* per rank: next rank waiting on the same stage */
+    int32_t *cursor;      /* per rank: index into order */
+    int32_t *scan;        /* per rank: next predecessor edge to check */
+    double *ready_ms;     /* per rank: max pred end seen for the head */
+    double *free_ms;      /* per rank */
+    double *first_ms;     /* per rank */
+    int64_t *mem;         /* per rank: current activation bytes */
+    int64_t *peak;        /* per rank: peak activation bytes */
+    int32_t *stack;       /* ranks to advance */
+    int32_t stamp;
+};
+
+loom_sim_scratch *loom_sim_scratch_new(void)
+{
+    return calloc(1, sizeof(loom_sim_scratch));
+}
+
+void loom_sim_scratch_free(loom_sim_scratch *s)
+{
+    if (!s)
+        return;
+    free(s->end_ms);
+    free(s->done);
+    free(s->seen);
+    free(s->wait_head);
+    free(s->wait_next);
+    free(s->cursor);
+    free(s->scan);
+    free(s->ready_ms);
+    free(s->free_ms);
+    free(s->first_ms);
+    free(s->mem);
+    free(s->peak);
+    free(s->stack);
+    free(s);
+}
+
+/* Grows the scratch to hold a graph of this size (no-op when it fits). */
+static int reserve(loom_sim_scratch *s, int32_t n_stages, int32_t n_ranks)
+{
+    if (n_stages > s->cap_stages) {
+        size_t n = (size_t)n_stages;
+        free(s->end_ms);
+        free(s->done);
+        free(s->seen);
+        free(s->wait_head);
+        s->end_ms = malloc(n * sizeof(double));
+        s->done = malloc(n);
+        s->seen = calloc(n, sizeof(int32_t));
+        s->wait_head = malloc(n * sizeof(int32_t));
+        s->stamp = 0;
+        if (!s->end_ms || !s->done || !s->seen || !s->wait_head) {
+            s->cap_stages = 0;
+            return LOOM_ENOMEM;
+        }
+        s->cap_stages = n_stages;
+    }
+    if (n_ranks > s->cap_ranks) {
+        size_t n = (size_t)n_ranks;
+        free(s->wait_next);
+        free(s->cursor);
+        free(s->scan);
+        free(s->ready_ms);
+        free(s->free_ms);
+        free(s->first_ms);
+        free(s->mem);
+        free(s->peak);
+        free(s->stack);
+        s->wait_next = malloc(n * sizeof(int32_t));
+        s->cursor = malloc(n * sizeof(int32_t));
+        s->scan = malloc(n * sizeof(int32_t));
+        s->ready_ms = malloc(n * sizeof(double));
+        s->free_ms = malloc(n * sizeof(double));
+        s->first_ms = malloc(n * sizeof(double));
+        s->mem = malloc(n * sizeof(int64_t));
+        s->peak = malloc(n * sizeof(int64_t));
+        s->stack = malloc(n * sizeof(int32_t));
+        if (!s->wait_next || !s->cursor || !s->scan || !s->ready_ms ||
+            !s->free_ms || !s->first_ms || !s->mem || !s->peak || !s->stack) {
+            s->cap_ranks = 0;
+            return LOOM_ENOMEM;
+        }
+        s->cap_ranks = n_ranks;
+    }
+    return LOOM_OK;
+}
+
+const char *loom_stage_name(const loom_stage_graph *g, int32_t stage,
+                            char *buf, size_t size)
+{
+    static const char kinds[] = "FBIW";
+    uint8_t k = g->kind[stage];
+    snprintf(buf, size, "%c(mb %d.%d, flow %d, pos %d, rank %d)",
+             k < 4 ? kinds[k] : '?', g->microbatch[stage], g->sub[stage],
+             g->flow[stage], g->position[stage], g->rank[stage]);
+    return buf;
+}
+
+/* Every stage exactly once, each in its own rank's list. */
+static int validate(loom_sim_scratch *s, const loom_stage_graph *g,
+                    const loom_schedule *sched, loom_error *err)
+{
+    if (sched->n_ranks != g->n_ranks)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "schedule has %d ranks, the stage graph %d",
+                              sched->n_ranks, g->n_ranks);
+    if (sched->rank_off[0] != 0 || sched->rank_off[g->n_ranks] != g->n_stages)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "schedule holds %d stages, the stage graph %d",
+                              sched->rank_off[g->n_ranks] - sched->rank_off[0],
+                              g->n_stages);
+    if (++s->stamp == 0x7fffffff) {
+        memset(s->seen, 0, (size_t)s->cap_stages * sizeof(int32_t));
+        s->stamp = 1;
+    }
+    char name[96];
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        for (int32_t i = sched->rank_off[r]; i < sched->rank_off[r + 1]; i++) {
+            int32_t st = sched->order[i];
+            if (st < 0 || st >= g->n_stages)
+                return loom_set_error(err, LOOM_EINVAL,
+                                      "schedule: rank %d lists stage %d, expected 0..%d",
+                                      r, st, g->n_stages - 1);
+            if (g->rank[st] != r)
+                return loom_set_error(err, LOOM_EINVAL,
+                                      "schedule: rank %d lists %s, which belongs to rank %d",
+                                      r, loom_stage_name(g, st, name, sizeof name),
+                                      g->rank[st]);
+            if (s->seen[st] == s->stamp)
+                return loom_set_error(err, LOOM_EINVAL,
+                                      "schedule: %s is scheduled twice",
+                                      loom_stage_name(g, st, name, sizeof name));
+            s->seen[st] = s->stamp;
+        }
+    }
+    return LOOM_OK;
+}
+
+/* Names the blocked rank heads and what they wait for. */
+static int deadlock(const loom_sim_scratch *s, const loom_stage_graph *g,
+                    const loom_schedule *sched, loom_error *err)
+{
+    char msg[LOOM_ERROR_MSG_BYTES];
+    size_t len = (size_t)snprintf(msg, sizeof msg, "schedule deadlocks:");
+    int shown = 0;
+    for (int32_t r = 0; r < g->n_ranks && shown < 4; r++) {
+        if (s->cursor[r] >= sched->rank_off[r + 1])
+            continue;
+        int32_t st = sched->order[s->cursor[r]];
+        int32_t waits = -1;
+        for (int32_t e = g->pred_off[st]; e < g->pred_off[st + 1]; e++)
+            if (!s->done[g->pred[e]]) {
+                waits = g->pred[e];
+                break;
+            }
+        char a[96], b[96];
+        loom_stage_name(g, st, a, sizeof a);
+        if (waits >= 0)
+            loom_stage_name(g, waits, b, sizeof b);
+        else
+            snprintf(b, sizeof b, "nothing");
+        if (len < sizeof msg)
+            len += (size_t)snprintf(msg + len, sizeof msg - len,
+                                    "%s rank %d blocked at %s waiting for %s",
+                                    shown ? ";" : "", r, a, b);
+        shown++;
+    }
+    return loom_set_error(err, LOOM_EDEADLOCK, "%s", msg);
+}
+
+int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
+                 const loom_schedule *sched, loom_metrics *m, loom_error *err)
+{
+    int32_t n = g->n_stages, P = g->n_ranks;
+    if (reserve(s, n, P) != LOOM_OK)
+        return loom_set_error(err, LOOM_ENOMEM, "simulator: out of memory");
+    int rc = validate(s, g, sched, err);
+    if (rc != LOOM_OK)
+        return rc;
+
+    memset(s->done, 0, (size_t)n);
+    for (int32_t i = 0; i < n; i++)
+        s->wait_head[i] = -1;
+    int32_t top = 0;
+    for (int32_t r = 0; r < P; r++) {
+        s->cursor[r] = sched->rank_off[r];
+        s->scan[r] = -1;
+        s->ready_ms[r] = 0;
+        s->free_ms[r] = 0;
+        s->first_ms[r] = -1;
+        s->mem[r] = 0;
+        s->peak[r] = 0;
+        s->stack[top++] = r;
+    }
+    int32_t completed = 0;
+    double busy = 0;
+    while (top > 0) {
+        int32_t r = s->stack[--top];
+        while (s->cursor[r] < sched->rank_off[r + 1]) {
+            int32_t st = sched->order[s->cursor[r]];
+            if (s->scan[r] < 0) {
+                s->scan[r] = g->pred_off[st];
+                s->ready_ms[r] = 0;
+            }
+            int32_t e = s->scan[r], end = g->pred_off[st + 1];
+            for (; e < end; e++) {
+                int32_t p = g->pred[e];
+                if (!s->done[p])
+                    break;
+                double t = s->end_ms[p] + g->pred_p2p_ms[e];
+                if (t > s->ready_ms[r])
+                    s->ready_ms[r] = t;
+            }
+            s->scan[r] = e;
+            if (e < end) { /* wait on the unfinished predecessor */
+                int32_t p = g->pred[e];
+                s->wait_next[r] = s->wait_head[p];
+                s->wait_head[p] = r;
+                break;
+            }
+            double start = s->free_ms[r] > s->ready_ms[r] ? s->free_ms[r]
+                                                          : s->ready_ms[r];
+            double fin = start + g->duration_ms[st];
+            int64_t d = g->mem_delta_bytes[st];
+            if (d > 0) {
+                s->mem[r] += d;
+                if (s->mem[r] > s->peak[r])
+                    s->peak[r] = s->mem[r];
+            } else {
+                s->mem[r] += d;
+            }
+            if (s->first_ms[r] < 0)
+                s->first_ms[r] = start;
+            s->end_ms[st] = fin;
+            s->free_ms[r] = fin;
+            s->done[st] = 1;
+            busy += g->duration_ms[st];
+            completed++;
+            if (m->start_ms)
+                m->start_ms[st] = start;
+            s->cursor[r]++;
+            s->scan[r] = -1;
+            for (int32_t w = s->wait_head[st]; w >= 0;) {
+                int32_t next = s->wait_next[w];
+                s->stack[top++] = w;
+                w = next;
+            }
+            s->wait_head[st] = -1;
+        }
+    }
+    if (completed < n)
+        return deadlock(s, g, sched, err);
+
+    double makespan = 0, max_span = 0;
+    int64_t max_peak = 0;
+    int32_t violations = 0;
+    for (int32_t r = 0; r < P; r++) {
+        double span = s->first_ms[r] < 0 ? 0 : s->free_ms[r] - s->first_ms[r];
+        if (s->free_ms[r] > makespan)
+            makespan = s->free_ms[r];
+        if (span > max_span)
+            max_span = span;
+        int64_t peak = g->static_bytes[r] + s->peak[r];
+        if (peak > max_peak)
+            max_peak = peak;
+        if (g->memory_cap_bytes > 0 && (double)peak > g->memory_cap_bytes)
+            violations++;
+        if (m->span_ms)
+            m->span_ms[r] = span;
+        if (m->peak_bytes)
+            m->peak_bytes[r] = peak;
+    }
+    if (m->end_ms)
+        memcpy(m->end_ms, s->end_ms, (size_t)n * sizeof(double));
+    m->makespan_ms = makespan;
+    m->max_span_ms = max_span;
+    m->bubble_ratio = makespan > 0 ? 1.0 - busy / ((double)P * makespan) : 0;
+    m->max_peak_bytes = max_peak;
+    m->cap_violations = violations;
+    m->mfu = (g->total_flops > 0 && g->peak_flops_per_rank > 0 && makespan > 0)
+                 ? g->total_flops /
+                       (makespan / 1e3 * (double)P * g->peak_flops_per_rank)
+                 : -1;
+    return LOOM_OK;
+}
+
+int loom_simulate(const loom_stage_graph *g, const loom_schedule *s,
+                  loom_metrics *m, loom_error *err)
+{
+    loom_sim_scratch *scratch = loom_sim_scratch_new();
+    if (!scratch)
+        return loom_set_error(err, LOOM_ENOMEM, "simulator: out of memory");
+    int rc = loom_sim_run(scratch, g, s, m, err);
+    loom_sim_scratch_free(scratch);
+    return rc;
+}
