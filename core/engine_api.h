@@ -13,18 +13,19 @@
 
 /* ---- stage graph storage (graph.c) ------------------------------------- */
 
-/* Allocates a graph with room for the given counts; every array zeroed,
+/* Allocates a graph with room for the given counts (n_entries: layer
+ * entries carrying memory-policy options); every array zeroed,
  * pair_weight set to -1, memory_cap_bytes 0. */
 loom_stage_graph *loom_graph_alloc(int32_t n_stages, int32_t n_edges,
                                    int32_t n_ranks, int32_t n_groups,
-                                   int32_t n_pairs);
+                                   int32_t n_pairs, int32_t n_entries);
 void loom_graph_free(loom_stage_graph *g);
 
 /* Deep copy (the evaluator works on a copy whose durations it rewrites). */
 loom_stage_graph *loom_graph_clone(const loom_stage_graph *g);
 
-/* Sets every pair's durations and memory deltas from its chosen policy
- * (pair_policy and pair_options). */
+/* Sets every pair's stage durations and memory deltas to the sums of its
+ * layer entries' options under their chosen policies (layer_policy). */
 void loom_graph_apply_policies(loom_stage_graph *g);
 
 /* Checks structural invariants: ids in range, edges acyclic, every pair
@@ -72,3 +73,91 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
                      loom_stage_graph **out, loom_error *err);
 
 #endif
+
+/* ---- shapes and costs (shape.c, services.c) ----------------------------- */
+
+/* The shape module `module` sees for the samples of `it` assigned to
+ * microbatch `mb` by `sample_mb` (n_samples entries for this module; NULL:
+ * even contiguous split into `microbatches`, or the samples' own
+ * microbatch fields), divided into `subs` sub-microbatches. Image items are
+ * sequences of tokens_per_item tokens; video/audio seconds become one
+ * sequence per sample; a text module's sequence per sample adds the output
+ * tokens of its upstream modules. */
+void loom_shape_for(const loom_problem *problem, int32_t module,
+                    const loom_iteration *it, const int32_t *sample_mb,
+                    int32_t microbatches, int32_t mb, int32_t subs,
+                    loom_shape *out);
+
+/* Microbatch of sample i when the partition gives none: the sample's own
+ * field when >= 0, else the even contiguous split. */
+int32_t loom_default_microbatch(const loom_iteration *it, int32_t i,
+                                int32_t microbatches);
+
+/* The pipeline's cost model, called through the cost step's ctx. */
+int loom_cost_estimate(loom_ctx *cost_ctx, int32_t module, int32_t layer,
+                       const loom_shape *shape, int32_t policy,
+                       loom_layer_cost *out, loom_error *err);
+int loom_cost_module_extra(loom_ctx *cost_ctx, int32_t module, int32_t tp,
+                           int64_t *param_bytes, int64_t *state_bytes,
+                           loom_error *err);
+
+/* 1 when some module upstream of `module` (transitively) is trainable. */
+int loom_upstream_trainable(const loom_model *model, int32_t module);
+
+/* ---- planning one iteration (engine.c) ---------------------------------- */
+
+/* A finished plan for one iteration. Everything is owned by the plan. */
+typedef struct loom_plan {
+    const loom_problem *problem;     /* borrowed */
+    const loom_iteration *iteration; /* borrowed; NULL for stage-times */
+    loom_partition *partition;       /* chosen candidate (NULL: stage-times) */
+    loom_stage_graph *graph;         /* with the chosen policies applied */
+    loom_schedule *schedule;         /* per-rank order */
+    loom_metrics metrics;            /* with every optional array set */
+    float *priorities;               /* graph->n_groups */
+    int32_t candidate, n_candidates;
+    double plan_time_ms;             /* wall time of partition+search */
+    int64_t evaluations;             /* evaluator runs the ranker spent */
+    char label[64];
+} loom_plan;
+
+struct loom_pipeline;
+/* Runs the pipeline for one iteration (or a stage-times problem, when
+ * it == NULL) and fills *plan. Errors of a plugin name its id. */
+int loom_engine_plan(struct loom_pipeline *pl, const loom_problem *problem,
+                     const loom_iteration *it, loom_plan *plan,
+                     loom_error *err);
+void loom_plan_clear(loom_plan *plan);
+
+/* Best-makespan-against-time curve of the last search (for benchmarks). */
+typedef struct loom_progress_point {
+    double elapsed_ms;
+    double best_makespan_ms;
+    int64_t evaluations;
+} loom_progress_point;
+int32_t loom_engine_progress_curve(const loom_progress_point **points);
+
+/* Optional live progress callback (CLI progress display). */
+typedef void (*loom_progress_fn)(void *user, double elapsed_ms,
+                                 double best_makespan_ms, int64_t evaluations);
+void loom_engine_set_progress(loom_progress_fn fn, void *user);
+
+/* ---- evaluator (evaluator.c) -------------------------------------------- */
+
+int loom_evaluator_create(loom_ctx *ctx, const loom_stage_graph *graph,
+                          loom_evaluator **out, loom_error *err);
+/* Runs interleaver + memory tuner + simulator. The schedule and the graph
+ * with the chosen policies stay readable through loom_evaluator_schedule /
+ * loom_evaluator_graph until the next run. */
+int loom_evaluator_run(loom_evaluator *ev, const float *priorities,
+                       loom_metrics *out, loom_error *err);
+const loom_schedule *loom_evaluator_schedule(const loom_evaluator *ev);
+const loom_stage_graph *loom_evaluator_graph(const loom_evaluator *ev);
+void loom_evaluator_destroy(loom_evaluator *ev);
+
+/* Candidate set storage (candidates.c). */
+loom_candidates *loom_candidates_new(const loom_problem *problem,
+                                     const loom_iteration *it);
+void loom_candidates_free(loom_candidates *set);
+loom_partition *loom_partition_clone(const loom_partition *p);
+void loom_partition_free(loom_partition *p);

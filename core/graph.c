@@ -11,7 +11,7 @@ static void *zalloc(size_t n, size_t size)
 
 loom_stage_graph *loom_graph_alloc(int32_t n_stages, int32_t n_edges,
                                    int32_t n_ranks, int32_t n_groups,
-                                   int32_t n_pairs)
+                                   int32_t n_pairs, int32_t n_entries)
 {
     loom_stage_graph *g = calloc(1, sizeof *g);
     if (!g)
@@ -22,6 +22,7 @@ loom_stage_graph *loom_graph_alloc(int32_t n_stages, int32_t n_edges,
     g->n_ranks = n_ranks;
     g->n_groups = n_groups;
     g->n_pairs = n_pairs;
+    g->n_layer_entries = n_entries;
     size_t S = (size_t)n_stages;
     g->rank = zalloc(S, sizeof(int32_t));
     g->kind = zalloc(S, 1);
@@ -46,17 +47,18 @@ loom_stage_graph *loom_graph_alloc(int32_t n_stages, int32_t n_edges,
     g->pair_forward = zalloc((size_t)n_pairs, sizeof(int32_t));
     g->pair_backward = zalloc((size_t)n_pairs, sizeof(int32_t));
     g->pair_weight = zalloc((size_t)n_pairs, sizeof(int32_t));
-    g->pair_policy = zalloc((size_t)n_pairs, 1);
-    g->pair_options = zalloc((size_t)n_pairs * LOOM_POLICY_COUNT,
-                             sizeof(loom_policy_option));
+    g->pair_layer_off = zalloc((size_t)n_pairs + 1, sizeof(int32_t));
+    g->layer_options = zalloc((size_t)n_entries * LOOM_POLICY_COUNT,
+                              sizeof(loom_policy_option));
+    g->layer_policy = zalloc((size_t)n_entries, 1);
     g->static_bytes = zalloc((size_t)n_ranks, sizeof(int64_t));
     if (!g->rank || !g->kind || !g->module || !g->flow || !g->position ||
         !g->chunk || !g->microbatch || !g->sub || !g->group || !g->pair ||
         !g->duration_ms || !g->mem_delta_bytes || !g->flops || !g->pred_off ||
         !g->pred || !g->pred_p2p_ms || !g->group_flow ||
         !g->group_microbatch || !g->group_pred_off || !g->pair_forward ||
-        !g->pair_backward || !g->pair_weight || !g->pair_policy ||
-        !g->pair_options || !g->static_bytes) {
+        !g->pair_backward || !g->pair_weight || !g->pair_layer_off ||
+        !g->layer_options || !g->layer_policy || !g->static_bytes) {
         loom_graph_free(g);
         return NULL;
     }
@@ -92,8 +94,9 @@ void loom_graph_free(loom_stage_graph *g)
     free(g->pair_forward);
     free(g->pair_backward);
     free(g->pair_weight);
-    free(g->pair_policy);
-    free(g->pair_options);
+    free(g->pair_layer_off);
+    free(g->layer_options);
+    free(g->layer_policy);
     free(g->static_bytes);
     free(g);
 }
@@ -104,7 +107,8 @@ void loom_graph_free(loom_stage_graph *g)
 loom_stage_graph *loom_graph_clone(const loom_stage_graph *g)
 {
     loom_stage_graph *c = loom_graph_alloc(g->n_stages, g->n_edges, g->n_ranks,
-                                           g->n_groups, g->n_pairs);
+                                           g->n_groups, g->n_pairs,
+                                           g->n_layer_entries);
     if (!c)
         return NULL;
     c->n_microbatches = g->n_microbatches;
@@ -139,8 +143,9 @@ loom_stage_graph *loom_graph_clone(const loom_stage_graph *g)
     COPY(pair_forward, g->n_pairs);
     COPY(pair_backward, g->n_pairs);
     COPY(pair_weight, g->n_pairs);
-    COPY(pair_policy, g->n_pairs);
-    COPY(pair_options, (size_t)g->n_pairs * LOOM_POLICY_COUNT);
+    COPY(pair_layer_off, g->n_pairs + 1);
+    COPY(layer_options, (size_t)g->n_layer_entries * LOOM_POLICY_COUNT);
+    COPY(layer_policy, g->n_layer_entries);
     COPY(static_bytes, g->n_ranks);
     c->memory_cap_bytes = g->memory_cap_bytes;
     c->total_flops = g->total_flops;
@@ -151,20 +156,27 @@ loom_stage_graph *loom_graph_clone(const loom_stage_graph *g)
 void loom_graph_apply_policies(loom_stage_graph *g)
 {
     for (int32_t p = 0; p < g->n_pairs; p++) {
-        const loom_policy_option *o =
-            &g->pair_options[(size_t)p * LOOM_POLICY_COUNT + g->pair_policy[p]];
+        loom_policy_option o = {0};
+        for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++) {
+            const loom_policy_option *x =
+                &g->layer_options[(size_t)e * LOOM_POLICY_COUNT + g->layer_policy[e]];
+            o.forward_ms += x->forward_ms;
+            o.backward_ms += x->backward_ms;
+            o.weight_grad_ms += x->weight_grad_ms;
+            o.activation_bytes += x->activation_bytes;
+        }
         int32_t f = g->pair_forward[p], b = g->pair_backward[p],
                 w = g->pair_weight[p];
-        g->duration_ms[f] = o->forward_ms;
-        g->mem_delta_bytes[f] = o->activation_bytes;
+        g->duration_ms[f] = o.forward_ms;
+        g->mem_delta_bytes[f] = o.activation_bytes;
         if (w >= 0) {
-            g->duration_ms[b] = o->backward_ms - o->weight_grad_ms;
-            g->duration_ms[w] = o->weight_grad_ms;
+            g->duration_ms[b] = o.backward_ms - o.weight_grad_ms;
+            g->duration_ms[w] = o.weight_grad_ms;
             g->mem_delta_bytes[b] = 0;
-            g->mem_delta_bytes[w] = -o->activation_bytes;
+            g->mem_delta_bytes[w] = -o.activation_bytes;
         } else if (b >= 0) {
-            g->duration_ms[b] = o->backward_ms;
-            g->mem_delta_bytes[b] = -o->activation_bytes;
+            g->duration_ms[b] = o.backward_ms;
+            g->mem_delta_bytes[b] = -o.activation_bytes;
         }
     }
 }

@@ -23,7 +23,7 @@ int loom_graph_from_stage_times(const loom_stage_times *st, int split_backward,
                               "stage-times: %lld stages is more than Loom plans at once",
                               (long long)n_stages);
     loom_stage_graph *g = loom_graph_alloc((int32_t)n_stages, (int32_t)n_edges,
-                                           P, M, M * S);
+                                           P, M, M * S, M * S);
     if (!g)
         return loom_set_error(err, LOOM_ENOMEM, "stage-times: out of memory");
     g->n_microbatches = M;
@@ -95,8 +95,10 @@ int loom_graph_from_stage_times(const loom_stage_times *st, int split_backward,
             }
             double act = st->activation_bytes ? st->activation_bytes[s] : 1.0;
             int64_t bytes = (int64_t)llround(act * scale);
+            g->pair_layer_off[pair] = pair; /* one entry per pair */
+            g->pair_layer_off[pair + 1] = pair + 1;
             for (int p = 0; p < LOOM_POLICY_COUNT; p++) {
-                loom_policy_option *o = &g->pair_options[(size_t)pair * LOOM_POLICY_COUNT + p];
+                loom_policy_option *o = &g->layer_options[(size_t)pair * LOOM_POLICY_COUNT + p];
                 o->forward_ms = f;
                 o->backward_ms = b;
                 o->weight_grad_ms = split ? w : 0;

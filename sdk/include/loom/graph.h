@@ -97,7 +97,7 @@ enum loom_mem_policy {
     LOOM_POLICY_COUNT = 3
 };
 
-/* Cost of one stage pair under one memory policy. */
+/* Cost of one layer entry (or a whole stage pair) under one policy. */
 typedef struct loom_policy_option {
     double forward_ms;
     double backward_ms;        /* B, or I + W when split (W part below) */
@@ -134,11 +134,17 @@ typedef struct loom_stage_graph {
     int32_t *group_pred_off; /* group precedence (n_groups + 1): a group's */
     int32_t *group_pred;     /* forward cannot start before these groups'  */
 
-    /* Per stage pair: the F stage, the B (or I) stage, the W stage or -1,
-     * the chosen policy and the options (LOOM_POLICY_COUNT per pair). */
+    /* Per stage pair: the F stage, the B (or I) stage, the W stage or -1. */
     int32_t *pair_forward, *pair_backward, *pair_weight;
-    uint8_t *pair_policy;
-    loom_policy_option *pair_options; /* n_pairs * LOOM_POLICY_COUNT */
+    /* Memory policies are chosen per layer entry: a pair's layers are the
+     * entries pair_layer_off[p] .. pair_layer_off[p+1]-1 (one entry per
+     * layer of the chunk; one per pair for stage-times problems). Each
+     * entry has LOOM_POLICY_COUNT options and its chosen policy. A pair's
+     * costs are the sums over its entries. */
+    int32_t n_layer_entries;
+    int32_t *pair_layer_off;           /* n_pairs + 1 */
+    loom_policy_option *layer_options; /* n_layer_entries * LOOM_POLICY_COUNT */
+    uint8_t *layer_policy;             /* n_layer_entries */
 
     int64_t *static_bytes;  /* per rank: params, grads, optimizer state */
     double memory_cap_bytes; /* per rank total cap; 0 = none */

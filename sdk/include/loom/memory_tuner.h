@@ -1,14 +1,15 @@
 /*
  * loom/memory_tuner.h - the memory_tuner role: a memory policy (enum
- * loom_mem_policy) for every stage pair, keeping each rank under the
- * graph's memory cap while adding as little time as possible.
+ * loom_mem_policy) for every layer of every stage pair, keeping each rank
+ * under the graph's memory cap while adding as little time as possible.
  *
- * The options per pair are graph->pair_options[pair * LOOM_POLICY_COUNT +
- * policy]. The host applies the chosen policies to the graph's durations
- * and memory deltas in place, then simulates.
+ * A pair's layer entries are graph->pair_layer_off[p] ..
+ * pair_layer_off[p+1]-1; entry e's options are graph->layer_options[e *
+ * LOOM_POLICY_COUNT + policy]. The host sums the chosen options into the
+ * pair's stage durations and memory deltas, then simulates.
  *
  * Ownership: graph and schedule read-only; `policies` is host-owned with
- * graph->n_pairs entries (prefilled with the current choice).
+ * graph->n_layer_entries entries (prefilled with the current choice).
  */
 #ifndef LOOM_MEMORY_TUNER_H
 #define LOOM_MEMORY_TUNER_H

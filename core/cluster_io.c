@@ -1,0 +1,160 @@
+/* cluster_io.c - reading cluster.json (GPU peak, memory, bandwidths,
+ * efficiency factors) and loom_cluster_load (preset name or path). */
+#include <stdlib.h>
+#include <string.h>
+#include "json_util.h"
+#include "problem_io_priv.h"
+
+struct loom_cluster_data {
+    loom_cluster cluster;
+    char *name; /* cluster.name points here */
+};
+
+const loom_cluster *loom_cluster_data_cluster(const loom_cluster_data *c)
+{
+    return c ? &c->cluster : NULL;
+}
+
+void loom_cluster_data_free(loom_cluster_data *c)
+{
+    if (!c)
+        return;
+    free(c->name);
+    free(c);
+}
+
+/* Reads efficiency.<key>, a factor in (0, 1]. */
+static int get_factor(const char *file, const cJSON *obj, const char *key, double *out,
+                      loom_error *err)
+{
+    double v = *out;
+    int rc = loom_json_get_double(file, obj, "efficiency", key, 0, 0.0, 1.0, &v, err);
+    if (rc)
+        return rc;
+    if (!(v > 0.0))
+        return loom_set_error(err, LOOM_EINVAL,
+                              "%s: efficiency.%s: expected a number in (0, 1], found %.15g",
+                              file, key, v);
+    *out = v;
+    return LOOM_OK;
+}
+
+/* Parses the cluster.json tree into c (name borrowed from the tree). */
+static int parse_cluster(const char *file, const cJSON *root, loom_cluster *c,
+                         loom_error *err)
+{
+    static const char *const keys[] = {"name", "peak_flops", "hbm_bytes_per_s", "hbm_bytes",
+                                       "gpus_per_node", "nvlink_bytes_per_s",
+                                       "net_bytes_per_s", "efficiency", "p2p_latency_ms",
+                                       NULL};
+    static const char *const eff_keys[] = {"gemm", "attention", "memory", "collective", NULL};
+    const cJSON *eff = NULL;
+    int64_t hbm = 0, gpn = 8;
+    memset(c, 0, sizeof *c);
+    c->eff_gemm = 0.75;
+    c->eff_attention = 0.6;
+    c->eff_memory = 0.8;
+    c->eff_collective = 0.7;
+    c->p2p_latency_ms = 0.02;
+    int rc = loom_json_check_keys(file, root, "", keys, err);
+    if (!rc)
+        rc = loom_json_get_string(file, root, "", "name", 1, &c->name, err);
+    if (!rc)
+        rc = loom_check_name(file, "name", c->name, err);
+    if (!rc)
+        rc = loom_json_get_double(file, root, "", "peak_flops", 1, 1.0, 1e18, &c->peak_flops,
+                                  err);
+    if (!rc)
+        rc = loom_json_get_double(file, root, "", "hbm_bytes_per_s", 1, 1.0, 1e15,
+                                  &c->hbm_bytes_per_s, err);
+    if (!rc)
+        rc = loom_json_get_int(file, root, "", "hbm_bytes", 1, 1, (int64_t)1 << 50, &hbm, err);
+    if (!rc)
+        rc = loom_json_get_int(file, root, "", "gpus_per_node", 0, 1, 1024, &gpn, err);
+    if (!rc)
+        rc = loom_json_get_double(file, root, "", "nvlink_bytes_per_s", 1, 1.0, 1e15,
+                                  &c->nvlink_bytes_per_s, err);
+    if (!rc)
+        rc = loom_json_get_double(file, root, "", "net_bytes_per_s", 1, 1.0, 1e15,
+                                  &c->net_bytes_per_s, err);
+    if (!rc)
+        rc = loom_json_get_double(file, root, "", "p2p_latency_ms", 0, 0.0, 1e6,
+                                  &c->p2p_latency_ms, err);
+    if (!rc)
+        rc = loom_json_get_object(file, root, "", "efficiency", 0, &eff, err);
+    if (rc)
+        return rc;
+    if (eff) {
+        rc = loom_json_check_keys(file, eff, "efficiency", eff_keys, err);
+        if (!rc)
+            rc = get_factor(file, eff, "gemm", &c->eff_gemm, err);
+        if (!rc)
+            rc = get_factor(file, eff, "attention", &c->eff_attention, err);
+        if (!rc)
+            rc = get_factor(file, eff, "memory", &c->eff_memory, err);
+        if (!rc)
+            rc = get_factor(file, eff, "collective", &c->eff_collective, err);
+        if (rc)
+            return rc;
+    }
+    c->hbm_bytes = hbm;
+    c->gpus_per_node = (int32_t)gpn;
+    return LOOM_OK;
+}
+
+/* Wraps a parsed or preset cluster in an owned object (copies the name). */
+static int make_data(const loom_cluster *c, loom_cluster_data **out, loom_error *err)
+{
+    loom_cluster_data *d = calloc(1, sizeof *d);
+    size_t n = strlen(c->name) + 1;
+    char *name = malloc(n);
+    if (!d || !name) {
+        free(d);
+        free(name);
+        return loom_set_error(err, LOOM_ENOMEM, "cluster: out of memory");
+    }
+    memcpy(name, c->name, n);
+    d->cluster = *c;
+    d->cluster.name = name;
+    d->name = name;
+    *out = d;
+    return LOOM_OK;
+}
+
+int loom_cluster_load(const char *spec, loom_cluster_data **out, loom_error *err)
+{
+    loom_cluster c;
+    char list[128];
+    *out = NULL;
+    if (!spec || !*spec)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "cluster: expected a preset name or a path to a cluster.json, "
+                              "found an empty string");
+    if (loom_cluster_preset(spec, &c))
+        return make_data(&c, out, err);
+    loom_join_names(loom_cluster_preset_names(), list, sizeof list);
+    size_t n = strlen(spec);
+    int pathlike = strchr(spec, '/') || (n > 5 && strcmp(spec + n - 5, ".json") == 0);
+    if (!pathlike) {
+        FILE *f = fopen(spec, "rb");
+        if (!f)
+            return loom_set_error(err, LOOM_ENOTFOUND,
+                                  "cluster \"%.200s\": expected a cluster preset (%s) or a path "
+                                  "to a cluster.json, found neither", spec, list);
+        fclose(f);
+    }
+    cJSON *root = NULL;
+    int rc = loom_json_load(spec, &root, err);
+    if (rc == LOOM_EIO && err) {
+        char msg[LOOM_ERROR_MSG_BYTES];
+        snprintf(msg, sizeof msg, "%s", err->message);
+        return loom_set_error(err, rc, "%.300s (cluster presets: %s)", msg, list);
+    }
+    if (rc)
+        return rc;
+    rc = parse_cluster(spec, root, &c, err);
+    if (!rc)
+        rc = make_data(&c, out, err);
+    cJSON_Delete(root);
+    return rc;
+}

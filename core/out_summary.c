@@ -1,0 +1,73 @@
+/* out_summary.c - the human summary of a plan (summary.txt and what
+ * `loom plan` prints): headline metrics and a per-rank table of span,
+ * busy time, idle share and peak memory against the cap. */
+#include <stdlib.h>
+#include "output.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* Writes the summary; busy_ms is scratch of n_ranks entries. */
+static void write_table(const loom_plan *plan, FILE *out, double *busy_ms)
+{
+    const loom_stage_graph *g = plan->graph;
+    const loom_metrics *m = &plan->metrics;
+    double cap = g->memory_cap_bytes;
+    if (!(cap > 0) && plan->problem)
+        cap = plan->problem->memory_cap_bytes;
+
+    for (int32_t r = 0; r < g->n_ranks; r++)
+        busy_ms[r] = 0;
+    for (int32_t s = 0; s < g->n_stages; s++)
+        busy_ms[g->rank[s]] += m->end_ms[s] - m->start_ms[s];
+
+    fprintf(out, "Loom plan: %s\n", plan->label[0] ? plan->label : "(unlabelled)");
+    if (plan->partition && plan->partition->label[0])
+        fprintf(out, "  partition     %s\n", plan->partition->label);
+    if (plan->n_candidates > 1)
+        fprintf(out, "  candidate     %d of %d\n", plan->candidate + 1, plan->n_candidates);
+    fprintf(out, "  stages        %d on %d ranks, %d microbatches\n", g->n_stages,
+            g->n_ranks, g->n_microbatches);
+    fprintf(out, "  makespan      %.3f ms\n", m->makespan_ms);
+    fprintf(out, "  bubble ratio  %.2f %%\n", m->bubble_ratio * 100);
+    if (m->mfu >= 0)
+        fprintf(out, "  MFU           %.2f %%\n", m->mfu * 100);
+    else
+        fputs("  MFU           n/a\n", out);
+    fprintf(out, "  plan time     %.3f ms (%lld evaluations)\n", plan->plan_time_ms,
+            (long long)plan->evaluations);
+    if (cap > 0)
+        fprintf(out, "  memory cap    %.3f GiB per rank\n", cap / GIB);
+    else
+        fputs("  memory cap    none\n", out);
+
+    fputs("\n  rank     span ms     busy ms   idle %    peak GiB\n", out);
+    int over = 0;
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        double idle = m->makespan_ms > 0 ? 100.0 * (1.0 - busy_ms[r] / m->makespan_ms) : 0;
+        fprintf(out, "  %4d  %10.3f  %10.3f  %7.2f  %10.3f", r, m->span_ms[r], busy_ms[r],
+                idle, (double)m->peak_bytes[r] / GIB);
+        if (cap > 0 && (double)m->peak_bytes[r] > cap) {
+            fputs("  OVER CAP", out);
+            over++;
+        }
+        fputc('\n', out);
+    }
+    if (over)
+        fprintf(out, "\n  %d rank%s over the %.3f GiB memory cap\n", over,
+                over == 1 ? "" : "s", cap / GIB);
+}
+
+int loom_write_summary(const loom_plan *plan, FILE *out, loom_error *err)
+{
+    loom_out_frame frame;
+    int rc = loom_out_begin(plan, "summary", &frame, err);
+    if (rc == LOOM_OK) {
+        double *busy = malloc((size_t)plan->graph->n_ranks * sizeof(double));
+        if (busy)
+            write_table(plan, out, busy);
+        else
+            rc = loom_set_error(err, LOOM_ENOMEM, "summary: out of memory");
+        free(busy);
+    }
+    return loom_out_end(&frame, out, "summary", rc, err);
+}

@@ -1,0 +1,133 @@
+/* parallel_io.c - the parallel config string ("tp=4,pp=4,mb=16") and the
+ * checks every parallel config passes. */
+#include <string.h>
+#include "problem_io_priv.h"
+
+static const char *const parallel_keys[] = {"tp", "pp", "dp", "vpp", "mb", "microbatches", NULL};
+
+/* Field index (0 tp, 1 pp, 2 dp, 3 vpp, 4 microbatches) of a key, or -1. */
+static int key_field(const char *key, size_t len)
+{
+    for (int i = 0; parallel_keys[i]; i++)
+        if (strlen(parallel_keys[i]) == len && memcmp(parallel_keys[i], key, len) == 0)
+            return i < 5 ? i : 4;
+    return -1;
+}
+
+/* Parses a decimal integer in [1, LOOM_MAX_PARALLEL_DEGREE] from s[0..len). */
+static int parse_degree(const char *s, size_t len, int32_t *out)
+{
+    int64_t v = 0;
+    if (len == 0 || len > 6)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v < 1 || v > LOOM_MAX_PARALLEL_DEGREE)
+        return 0;
+    *out = (int32_t)v;
+    return 1;
+}
+
+/* Shrinks [*s, *s + *len) past leading and trailing blanks. */
+static void trim(const char **s, size_t *len)
+{
+    while (*len && (**s == ' ' || **s == '\t')) {
+        (*s)++;
+        (*len)--;
+    }
+    while (*len && ((*s)[*len - 1] == ' ' || (*s)[*len - 1] == '\t'))
+        (*len)--;
+}
+
+int loom_parallel_parse(const char *spec, loom_parallel *inout, loom_error *err)
+{
+    int32_t v[5] = {inout->tp, inout->pp, inout->dp, inout->vpp, inout->microbatches};
+    int seen[5] = {0};
+    char list[96];
+    loom_join_names(parallel_keys, list, sizeof list);
+    if (!spec || strspn(spec, " \t") == strlen(spec))
+        return loom_set_error(err, LOOM_EINVAL,
+                              "parallel config: expected key=value pairs like tp=4,pp=4 "
+                              "(keys %s), found an empty string", list);
+    const char *p = spec;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        const char *item = p;
+        trim(&item, &len);
+        const char *eq = memchr(item, '=', len);
+        if (!eq)
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "parallel config \"%.100s\": expected key=value, found \"%.*s\"",
+                                  spec, (int)(len > 60 ? 60 : len), item);
+        const char *key = item, *val = eq + 1;
+        size_t klen = (size_t)(eq - item), vlen = len - klen - 1;
+        trim(&key, &klen);
+        trim(&val, &vlen);
+        int f = key_field(key, klen);
+        if (f < 0)
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "parallel config \"%.100s\": expected a key among %s, "
+                                  "found \"%.*s\"", spec, list, (int)(klen > 40 ? 40 : klen), key);
+        if (seen[f])
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "parallel config \"%.100s\": expected each key once, "
+                                  "found \"%.*s\" again", spec, (int)(klen > 40 ? 40 : klen), key);
+        seen[f] = 1;
+        if (!parse_degree(val, vlen, &v[f]))
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "parallel config \"%.100s\": %.*s: expected an integer in "
+                                  "[1, %d], found \"%.*s\"", spec, (int)(klen > 40 ? 40 : klen),
+                                  key, LOOM_MAX_PARALLEL_DEGREE, (int)(vlen > 40 ? 40 : vlen), val);
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    inout->tp = v[0];
+    inout->pp = v[1];
+    inout->dp = v[2];
+    inout->vpp = v[3];
+    inout->microbatches = v[4];
+    return LOOM_OK;
+}
+
+/* Checks the model-dependent conditions: layers present, tp | heads. */
+static int validate_model(const loom_parallel *p, const loom_model *model, loom_error *err)
+{
+    for (int32_t i = 0; i < model->n_modules; i++) {
+        const loom_module *m = &model->modules[i];
+        if (m->n_layers < 1)
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "model: modules[%d].layers (module \"%s\"): expected at least "
+                                  "1 layer, found %d", (int)i, m->name, (int)m->n_layers);
+        for (int32_t l = 0; l < m->n_layers; l++)
+            if (m->layers[l].heads % p->tp != 0)
+                return loom_set_error(err, LOOM_EINVAL,
+                                      "parallel.tp: expected a divisor of every layer's attention "
+                                      "heads, found %d (module \"%s\" layer %d has %d heads)",
+                                      (int)p->tp, m->name, (int)l, (int)m->layers[l].heads);
+    }
+    return LOOM_OK;
+}
+
+int loom_parallel_validate(const loom_parallel *p, const loom_model *model,
+                           loom_error *err)
+{
+    static const char *const names[] = {"tp", "pp", "dp", "vpp", "microbatches"};
+    const int32_t v[5] = {p->tp, p->pp, p->dp, p->vpp, p->microbatches};
+    for (int i = 0; i < 5; i++)
+        if (v[i] < 1 || v[i] > LOOM_MAX_PARALLEL_DEGREE)
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "parallel.%s: expected an integer in [1, %d], found %d",
+                                  names[i], LOOM_MAX_PARALLEL_DEGREE, (int)v[i]);
+    int64_t gpus = (int64_t)p->tp * p->pp * p->dp;
+    if (gpus > LOOM_MAX_GPUS)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "parallel: expected tp*pp*dp <= %d GPUs, found %lld (tp %d, pp %d, "
+                              "dp %d)", LOOM_MAX_GPUS, (long long)gpus, (int)p->tp, (int)p->pp,
+                              (int)p->dp);
+    return model ? validate_model(p, model, err) : LOOM_OK;
+}

@@ -1,0 +1,195 @@
+/* presets.c - built-in models (PipeWeaver Table 3 shapes and the Table 4 /
+ * Table 6 combinations with their parallel configs) and clusters (H800,
+ * H100, A100, A40). */
+#include <string.h>
+#include "problem_io_priv.h"
+
+#define GIB(n) ((int64_t)(n) * 1024 * 1024 * 1024)
+
+/* Latent video tokens per second of video: 16 FPS / 8x temporal
+ * compression = 2 latent frames; 768 px / 8x spatial = 96x96 latents in
+ * 2x2 patches = 2304 tokens per latent frame. */
+#define VIDEO_TOKENS_PER_SECOND (2 * 48 * 48)
+#define IMAGE_TOKENS 169 /* 768 px image through the ViT */
+
+/* One pretrained network: its module shape (a single layer group). */
+typedef struct base_model {
+    const char *preset;   /* "vit-5b" */
+    const char *module;   /* module name when used alone */
+    int32_t kind;
+    int32_t modality;
+    int64_t tokens_per_item;
+    int64_t vocab;
+    loom_layer_group group;
+} base_model;
+
+/* count, {hidden, ffn_hidden, heads, kv_heads, gated_ffn, causal, cross_attention} */
+static const base_model bases[] = {
+    {"vit-5b", "vit", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE, IMAGE_TOKENS, 0,
+     {63, {1792, 15360, 16, 16, 0, 0, 0, 0}}},
+    {"vit-22b", "vit", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE, IMAGE_TOKENS, 0,
+     {48, {6144, 24576, 48, 48, 0, 0, 0, 0}}},
+    {"llama3-8b", "llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 1, 128256,
+     {32, {4096, 14336, 32, 8, 1, 1, 0, 0}}},
+    {"qwen2-32b", "llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 1, 152064,
+     {64, {5120, 27648, 40, 8, 1, 1, 0, 0}}},
+    {"qwen2-72b", "llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 1, 152064,
+     {80, {8192, 29568, 64, 8, 1, 1, 0, 0}}},
+    {"dit-5b", "dit", LOOM_MODULE_DECODER, LOOM_MODALITY_VIDEO, VIDEO_TOKENS_PER_SECOND, 0,
+     {28, {3584, 10240, 28, 28, 0, 0, 1, 0}}},
+    {"dit-30b", "dit", LOOM_MODULE_DECODER, LOOM_MODALITY_VIDEO, VIDEO_TOKENS_PER_SECOND, 0,
+     {48, {6144, 24576, 48, 48, 0, 0, 1, 0}}},
+    {"gpt-175b", "llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 1, 50257,
+     {96, {12288, 49152, 96, 96, 0, 1, 0, 0}}},
+};
+#define N_BASES ((int)(sizeof bases / sizeof bases[0]))
+
+/* A two-module combination: upstream -> downstream. */
+typedef struct combo_model {
+    const char *preset;
+    const char *up, *down;       /* base presets */
+    int t2v;                     /* 1: text encoder -> DiT; 0: ViT -> LLM */
+    int32_t tp, pp, dp;
+} combo_model;
+
+static const combo_model combos[] = {
+    {"vlm-s", "vit-5b", "llama3-8b", 0, 4, 4, 1},
+    {"vlm-m", "vit-5b", "qwen2-32b", 0, 8, 4, 1},
+    {"vlm-l", "vit-22b", "qwen2-72b", 0, 8, 8, 1},
+    {"t2v-s", "llama3-8b", "dit-5b", 1, 4, 4, 1},
+    {"t2v-l", "qwen2-32b", "dit-30b", 1, 8, 8, 1},
+    {"vlm-xl", "vit-22b", "gpt-175b", 0, 8, 8, 128},
+    {"t2v-xl", "qwen2-72b", "dit-30b", 1, 8, 4, 96},
+};
+#define N_COMBOS ((int)(sizeof combos / sizeof combos[0]))
+
+static const char *const model_names[] = {
+    "vlm-s", "vlm-m", "vlm-l", "t2v-s", "t2v-l", "vlm-xl", "t2v-xl",
+    "vit-5b", "vit-22b", "llama3-8b", "qwen2-32b", "qwen2-72b", "dit-5b",
+    "dit-30b", "gpt-175b", NULL};
+
+/* Cluster presets: bf16 dense peak, HBM, NVLink (PCIe for A40) and
+ * per-GPU network bandwidth; shared efficiency factors and latency. */
+static const loom_cluster clusters[] = {
+    {"h800", 989e12, 3.35e12, GIB(80), 8, 0, 200e9, 25e9, 0.75, 0.6, 0.8, 0.7, 0.02},
+    {"h100", 989e12, 3.35e12, GIB(80), 8, 0, 450e9, 50e9, 0.75, 0.6, 0.8, 0.7, 0.02},
+    {"a100", 312e12, 2.0e12, GIB(80), 8, 0, 300e9, 25e9, 0.75, 0.6, 0.8, 0.7, 0.02},
+    {"a40", 149.7e12, 696e9, GIB(48), 8, 0, 32e9, 12.5e9, 0.75, 0.6, 0.8, 0.7, 0.02},
+};
+
+static const char *const cluster_names[] = {"h800", "h100", "a100", "a40", NULL};
+
+const char *const *loom_model_preset_names(void)
+{
+    return model_names;
+}
+
+const char *const *loom_cluster_preset_names(void)
+{
+    return cluster_names;
+}
+
+int loom_name_eq(const char *a, const char *b)
+{
+    for (;; a++, b++) {
+        char x = *a, y = *b;
+        if (x >= 'A' && x <= 'Z')
+            x = (char)(x - 'A' + 'a');
+        if (y >= 'A' && y <= 'Z')
+            y = (char)(y - 'A' + 'a');
+        if (x != y)
+            return 0;
+        if (!x)
+            return 1;
+    }
+}
+
+void loom_join_names(const char *const *names, char *buf, size_t size)
+{
+    size_t n = 0;
+    if (!size)
+        return;
+    buf[0] = 0;
+    for (int i = 0; names[i] && n < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? ", " : "", names[i]);
+}
+
+/* The base model named `name` (case-insensitive), or NULL. */
+static const base_model *find_base(const char *name)
+{
+    for (int i = 0; i < N_BASES; i++)
+        if (loom_name_eq(bases[i].preset, name))
+            return &bases[i];
+    return NULL;
+}
+
+/* Fills a module description from a base model. */
+static void base_desc(const base_model *b, loom_module_desc *md)
+{
+    memset(md, 0, sizeof *md);
+    md->name = b->module;
+    md->kind = b->kind;
+    md->modality = b->modality;
+    md->tokens_per_item = b->tokens_per_item;
+    md->vocab = b->vocab;
+    md->n_groups = 1;
+    md->groups = &b->group;
+}
+
+int loom_model_preset(const char *name, loom_model_data **out, loom_error *err)
+{
+    loom_module_desc mods[2];
+    loom_model_desc d;
+    loom_parallel par;
+    static const char *const vit_input[] = {"vit"};
+    static const char *const text_input[] = {"text_encoder"};
+    memset(&d, 0, sizeof d);
+    memset(&par, 0, sizeof par);
+    *out = NULL;
+    const base_model *b = find_base(name);
+    if (b) {
+        base_desc(b, &mods[0]);
+        d.name = b->preset;
+        d.n_modules = 1;
+        d.modules = mods;
+        return loom_model_build("preset", &d, out, err);
+    }
+    for (int i = 0; i < N_COMBOS; i++) {
+        const combo_model *c = &combos[i];
+        if (!loom_name_eq(c->preset, name))
+            continue;
+        base_desc(find_base(c->up), &mods[0]);
+        base_desc(find_base(c->down), &mods[1]);
+        if (c->t2v) {
+            mods[0].name = "text_encoder";
+            mods[0].kind = LOOM_MODULE_ENCODER;
+            mods[1].inputs = text_input;
+        } else {
+            mods[1].inputs = vit_input;
+        }
+        mods[1].n_inputs = 1;
+        par.tp = c->tp;
+        par.pp = c->pp;
+        par.dp = c->dp;
+        par.vpp = 1;
+        par.microbatches = 4 * c->pp;
+        d.name = c->preset;
+        d.n_modules = 2;
+        d.modules = mods;
+        d.parallel = &par;
+        d.family = c->t2v ? "video" : "interleaved";
+        return loom_model_build("preset", &d, out, err);
+    }
+    return LOOM_ENOTFOUND;
+}
+
+int loom_cluster_preset(const char *name, loom_cluster *out)
+{
+    for (size_t i = 0; i < sizeof clusters / sizeof clusters[0]; i++) {
+        if (loom_name_eq(clusters[i].name, name)) {
+            *out = clusters[i];
+            return 1;
+        }
+    }
+    return 0;
+}

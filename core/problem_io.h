@@ -1,0 +1,110 @@
+/*
+ * problem_io.h - loading the planning problem's inputs: model.json (or a
+ * model preset), cluster.json (or a cluster preset), the parallel config
+ * string, workloads as JSON Lines (and the seeded workload generator) and
+ * stage-times problems. Formats: docs/formats.md.
+ *
+ * Ownership: every loader returns an object the caller frees with the
+ * matching *_free (NULL is accepted). Pointers returned by accessors stay
+ * valid until that object is freed. Name lists are static.
+ * Errors: every message names the file, the JSON path or line, what was
+ * expected and what was found.
+ * Units: milliseconds, bytes, bytes per second, FLOP/s.
+ */
+#ifndef LOOM_PROBLEM_IO_H
+#define LOOM_PROBLEM_IO_H
+
+#include <stdio.h>
+#include <loom/problem.h>
+
+/* ---- bounds ------------------------------------------------------------ */
+
+#define LOOM_MAX_MODULES 64
+#define LOOM_MAX_LAYERS_PER_MODULE 100000
+#define LOOM_MAX_PARALLEL_DEGREE 65536     /* tp, pp, dp, vpp, microbatches */
+#define LOOM_MAX_GPUS (1 << 20)            /* tp*pp*dp */
+#define LOOM_MAX_ITERATIONS 100000
+#define LOOM_MAX_SAMPLES_PER_ITERATION 1000000
+#define LOOM_MAX_SAMPLES_TOTAL (1 << 24)   /* whole workload */
+#define LOOM_MAX_STAGE_POSITIONS 4096      /* ranks*virtual_stages */
+
+/* ---- model ------------------------------------------------------------- */
+
+typedef struct loom_model_data loom_model_data; /* owns everything loom_model points to */
+
+const loom_model *loom_model_data_model(const loom_model_data *m);
+/* Parallel config in the file or preset; NULL when none. */
+const loom_parallel *loom_model_data_parallel(const loom_model_data *m);
+/* Default workload family: "interleaved" for VLMs, "video" for T2V, NULL
+ * when neither the file nor the modules suggest one. */
+const char *loom_model_data_family(const loom_model_data *m);
+
+/* `spec` is a preset name (case-insensitive, e.g. "vlm-s") or a path to a
+ * model.json. Unknown preset / missing file: LOOM_ENOTFOUND / LOOM_EIO with
+ * a message listing the presets. Bad content: LOOM_EINVAL. *out is owned
+ * by the caller (loom_model_data_free). */
+int loom_model_load(const char *spec, loom_model_data **out, loom_error *err);
+void loom_model_data_free(loom_model_data *m);
+const char *const *loom_model_preset_names(void); /* NULL-terminated */
+
+/* ---- cluster ----------------------------------------------------------- */
+
+typedef struct loom_cluster_data loom_cluster_data;
+
+const loom_cluster *loom_cluster_data_cluster(const loom_cluster_data *c);
+/* Preset "h800", "h100", "a100", "a40" (case-insensitive) or a path to a
+ * cluster.json. Errors as loom_model_load. */
+int loom_cluster_load(const char *spec, loom_cluster_data **out, loom_error *err);
+void loom_cluster_data_free(loom_cluster_data *c);
+const char *const *loom_cluster_preset_names(void); /* NULL-terminated */
+
+/* ---- parallel config ----------------------------------------------------- */
+
+/* Parses "tp=4,pp=4,dp=1,vpp=1,mb=16" (keys tp, pp, dp, vpp, mb or
+ * microbatches; any subset, each at most once) and applies the values over
+ * *inout; *inout is unchanged on error. */
+int loom_parallel_parse(const char *spec, loom_parallel *inout, loom_error *err);
+/* Checks tp, pp, dp, vpp, microbatches in [1, 65536] and tp*pp*dp <= 2^20;
+ * when `model` is non-NULL also that every module has >= 1 layer and that
+ * tp divides every layer's attention heads. The message names the field. */
+int loom_parallel_validate(const loom_parallel *p, const loom_model *model,
+                           loom_error *err);
+
+/* ---- workloads ----------------------------------------------------------- */
+
+/* A workload: per-iteration sample metadata. `iterations[i].samples` point
+ * into `samples` (all samples, iteration after iteration). */
+typedef struct loom_workload {
+    int32_t n_iterations;
+    loom_iteration *iterations; /* n_iterations entries */
+    int64_t n_samples;          /* total over all iterations */
+    loom_sample *samples;       /* n_samples entries, owned */
+} loom_workload;
+
+/* Reads JSON Lines: one iteration per line, blank lines skipped. Errors
+ * read "file:LINE: samples[3].images: expected ..., found ...". */
+int loom_workload_load(const char *path, loom_workload **out, loom_error *err);
+/* Generates `iterations` iterations of `microbatches` packed microbatches
+ * each (every sample's microbatch set) for a family of
+ * loom_workload_family_names(). Same arguments -> same samples on every
+ * platform. */
+int loom_workload_generate(const char *family, int32_t iterations,
+                           int32_t microbatches, uint64_t seed,
+                           loom_workload **out, loom_error *err);
+/* "image-pairs", "interleaved", "video", "rise-and-fall", "text", NULL. */
+const char *const *loom_workload_family_names(void);
+void loom_workload_free(loom_workload *w);
+/* Writes JSON Lines that loom_workload_load reads back identically.
+ * LOOM_EIO when writing fails. */
+int loom_workload_write(const loom_workload *w, FILE *out, loom_error *err);
+
+/* ---- stage-times problems ------------------------------------------------ */
+
+typedef struct loom_stage_times_data loom_stage_times_data;
+
+const loom_stage_times *loom_stage_times_data_get(const loom_stage_times_data *s);
+int loom_stage_times_load(const char *path, loom_stage_times_data **out,
+                          loom_error *err);
+void loom_stage_times_data_free(loom_stage_times_data *s);
+
+#endif

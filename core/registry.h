@@ -1,0 +1,168 @@
+/*
+ * registry.h - plugin manifests, the plugin registry, the loader and
+ * parameter resolution (internal, not installed).
+ *
+ *   manifest.c  loom_parse_plugin_manifest, loom_plugin_manifest_clear
+ *   registry.c  loom_registry_* (discovery, duplicates, lookup)
+ *   loader.c    loom_plugin_load (dlopen + handshake), role tables
+ *   params.c    loom_params_* (manifest params -> typed values)
+ *
+ * Ownership: the registry owns every loom_plugin and its manifest; the
+ * pointers it hands out stay valid until loom_registry_free(). Loaded
+ * plugins are never dlclosed. Destroy every pipeline built on a registry
+ * before freeing the registry (fini() runs in loom_registry_free).
+ */
+#ifndef LOOM_REGISTRY_H
+#define LOOM_REGISTRY_H
+
+#include <cjson/cJSON.h>
+#include "internal.h"
+
+/* One declared parameter of a plugin (manifest "params" member). */
+typedef struct loom_param_spec {
+    char *name;          /* owned */
+    int type;            /* enum loom_param_type (internal.h) */
+    int has_min, has_max;
+    double min, max;     /* inclusive bounds (INT and DOUBLE only) */
+    loom_param_value def; /* default; def.name aliases name, def.s owned */
+    char **values;       /* ENUM: allowed values (owned), n_values > 0 */
+    int n_values;
+    char *doc;           /* owned, "" when absent */
+} loom_param_spec;
+
+/* A parsed and validated manifest.json. Every string is owned. */
+typedef struct loom_plugin_manifest {
+    char *id, *version, *description;
+    char *dir;           /* absolute folder holding manifest.json */
+    char *manifest_path; /* absolute path of manifest.json */
+    char *binary_path;   /* absolute: dir + "/" + binary */
+    char *entry;         /* entry symbol (default LOOM_PLUGIN_ENTRY_SYMBOL) */
+    char *role;          /* a LOOM_ROLE_* name */
+    char *name;          /* provides.name */
+    int abi;             /* ABI the manifest declares */
+    uint32_t role_version;
+    int thread_safe;
+    loom_param_spec *params;
+    int n_params;
+} loom_plugin_manifest;
+
+enum loom_plugin_state { LOOM_PLUGIN_FOUND, LOOM_PLUGIN_LOADED, LOOM_PLUGIN_FAILED };
+
+/* A plugin known to the registry. `info`, `vtable` and `plugin_state` are
+ * set by a successful load; `load_error` holds the failure otherwise. */
+typedef struct loom_plugin {
+    loom_plugin_manifest m;
+    int state;                       /* enum loom_plugin_state */
+    int is_static;                   /* registered in-process, no dlopen */
+    const loom_plugin_info *info;    /* plugin's static data */
+    void *plugin_state;              /* from info->init, released by fini */
+    const loom_role_header *vtable;  /* plugin's static vtable for m.role */
+    loom_error load_error;
+    loom_plugin_entry_fn static_entry; /* static plugins only */
+} loom_plugin;
+
+typedef struct loom_registry loom_registry;
+
+/* ---- registry.c --------------------------------------------------------- */
+
+/* Creates an empty registry (NULL on allocation failure). */
+loom_registry *loom_registry_new(void);
+
+/* Calls fini() of every loaded plugin and frees everything; never dlcloses. */
+void loom_registry_free(loom_registry *reg);
+
+/* Registers dir/manifest.json (when dir is itself a plugin folder) and every
+ * dir/<x>/manifest.json. Reads manifests only (no dlopen). A malformed
+ * manifest is skipped with a warning on stderr. LOOM_ENOTFOUND when dir does
+ * not exist; LOOM_EINVAL for two binaries with the same id and version. */
+int loom_registry_add_dir(loom_registry *reg, const char *dir, loom_error *err);
+
+/* Adds every dir of LOOM_PLUGIN_PATH (colon-separated), then
+ * <dir of libloom>/../plugins and <dir of libloom>/loom/plugins. Missing
+ * dirs are skipped silently. */
+int loom_registry_add_default_dirs(loom_registry *reg, loom_error *err);
+
+/* Registers a plugin linked into the process: its manifest at
+ * manifest_path and its static registration function (loom_static_<x>). */
+int loom_registry_add_static(loom_registry *reg, const char *manifest_path,
+                             loom_plugin_entry_fn entry, loom_error *err);
+
+/* Number of plugins and the i-th one (registry-owned; NULL out of range).
+ * Order: registration order. */
+int loom_registry_count(const loom_registry *reg);
+loom_plugin *loom_registry_at(loom_registry *reg, int i);
+
+/* Finds a plugin by id, or by provides.name within `role` (role may be
+ * NULL: any role). NULL when absent. */
+loom_plugin *loom_registry_find(loom_registry *reg, const char *role,
+                                const char *id_or_name);
+
+/* ---- loader.c ------------------------------------------------------------ */
+
+/* Loads `plugin` once (dlopen RTLD_NOW|RTLD_LOCAL, or its static entry),
+ * runs the handshake and init(). Later calls return the stored outcome.
+ * Errors (message starts with the plugin id): LOOM_EPLUGIN (dlopen, entry
+ * symbol, id/version, missing vtable or member, init), LOOM_EABI (struct
+ * sizes, ABI version, build signature, role version). */
+int loom_plugin_load(loom_registry *reg, loom_plugin *plugin, loom_error *err);
+
+/* Host sizeof of a role's vtable, and the smallest struct_size a plugin's
+ * vtable may have (the end of its last required member). */
+size_t loom_role_vtable_bytes(int index);
+size_t loom_role_vtable_min_bytes(int index);
+
+/* ---- manifest.c ---------------------------------------------------------- */
+
+/* Parses and validates a plugin manifest.json into *out (zeroed first;
+ * clear it with loom_plugin_manifest_clear even on failure). LOOM_EIO /
+ * LOOM_EINVAL with file, JSON path or line:column. */
+int loom_parse_plugin_manifest(const char *path, loom_plugin_manifest *out,
+                               loom_error *err);
+
+/* Frees every member and zeroes *m. */
+void loom_plugin_manifest_clear(loom_plugin_manifest *m);
+
+/* Role name <-> index in the order cost_model, partitioner, ranker,
+ * interleaver, memory_tuner (enum loom_role_id in pipeline.h); -1 / NULL
+ * when unknown. */
+int loom_role_index(const char *role);
+const char *loom_role_name(int index);
+
+/* Parses "MAJOR.MINOR.PATCH" into three numbers; LOOM_EINVAL otherwise. */
+int loom_version_parse(const char *version, unsigned long v[3]);
+
+/* Compares two valid versions: <0, 0, >0. */
+int loom_version_compare(const char *a, const char *b);
+
+/* Name of a param type as written in manifests ("int", "float", ...). */
+const char *loom_param_type_name(int type);
+
+/* ---- params.c ------------------------------------------------------------ */
+
+/* Resolves the params object of one pipeline step against the manifest:
+ * every declared param gets the given value or its default, in manifest
+ * order. `params` may be NULL. Unknown keys, wrong types, out-of-range
+ * numbers and unlisted enum values are LOOM_EINVAL naming
+ * "<file>: <json_path>.<key>". *out (n_params entries) owns its strings;
+ * free with loom_params_free. */
+int loom_params_resolve(const loom_plugin_manifest *m, const cJSON *params,
+                        const char *file, const char *json_path,
+                        loom_param_value **out, int *n_out, loom_error *err);
+
+/* Frees an array from loom_params_resolve (NULL allowed). */
+void loom_params_free(loom_param_value *v, int n);
+
+/* Sets values[key] (an array from loom_params_resolve for manifest m) from
+ * command-line text, parsed according to the param's type and checked
+ * against its bounds / enum values. LOOM_ENOTFOUND for an undeclared key,
+ * LOOM_EINVAL for a bad value ("<id>.<key>: expected ..., found ..."). */
+int loom_params_set_from_string(const loom_plugin_manifest *m,
+                                loom_param_value *values, int n_values,
+                                const char *key, const char *text,
+                                loom_error *err);
+
+/* Writes "key=value" pairs separated by spaces into buf (for describe). */
+void loom_params_format(const loom_param_value *v, int n, char *buf,
+                        size_t size);
+
+#endif

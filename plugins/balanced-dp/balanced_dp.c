@@ -1,0 +1,326 @@
+/*
+ * balanced_dp.c - the Megatron-LM "balanced" partitioner (Optimus
+ * appendix B): the uniform layout of S = pp * vpp positions (position s on
+ * rank s % pp), with cut points chosen by a min-max dynamic programme over
+ * per-layer times so the slowest position is as fast as possible.
+ *
+ * Per-layer times come from the "loom.cost" service (mean_layer_ms:
+ * forward + backward of the mean microbatch). Data assignment is the same
+ * as the uniform partitioner's: the workload's packing or an even split.
+ */
+#include <float.h>
+#include <stdio.h>
+#include <string.h>
+#include <loom/loom.h>
+#include "balanced_dp.h"
+
+/* Number of (m, l) cells of the DP tables. */
+static size_t bdp_cells(int32_t n_layers, int32_t n_stages)
+{
+    return (size_t)n_stages * ((size_t)n_layers + 1);
+}
+
+/* Scratch bytes of the DP: prefix sums, F table and argmin table. */
+size_t loom_balanced_dp_scratch_bytes(int32_t n_layers, int32_t n_stages)
+{
+    if (n_layers < 0 || n_stages < 1)
+        return 0;
+    size_t cells = bdp_cells(n_layers, n_stages);
+    return ((size_t)n_layers + 1) * sizeof(double) + cells * sizeof(double) +
+           cells * sizeof(int32_t);
+}
+
+/* Runs the min-max DP and reconstructs the run lengths (see header). */
+int loom_balanced_dp_split(const double *layer_ms, int32_t n_layers,
+                           int32_t n_stages, void *scratch, int32_t *sizes,
+                           double *bottleneck_ms)
+{
+    if (n_stages < 1 || n_layers < n_stages)
+        return LOOM_EINVAL;
+    size_t row = (size_t)n_layers + 1;
+    double *pre = scratch;                  /* prefix sums, row entries */
+    double *best = pre + row;               /* best[(m-1)*row + l] = F(l,m) */
+    int32_t *arg = (int32_t *)(best + bdp_cells(n_layers, n_stages));
+
+    pre[0] = 0.0;
+    for (int32_t l = 1; l <= n_layers; l++)
+        pre[l] = pre[l - 1] + layer_ms[l - 1];
+    for (int32_t l = 0; l <= n_layers; l++) {
+        best[l] = pre[l];
+        arg[l] = 0;
+    }
+    for (int32_t m = 2; m <= n_stages; m++) {
+        const double *prev = best + (size_t)(m - 2) * row;
+        double *cur = best + (size_t)(m - 1) * row;
+        int32_t *cur_arg = arg + (size_t)(m - 1) * row;
+        /* Leave at least one layer for every later stage. */
+        int32_t last = n_layers - (n_stages - m);
+        for (int32_t l = m; l <= last; l++) {
+            double f = DBL_MAX;
+            int32_t fj = m - 1;
+            for (int32_t j = m - 1; j < l; j++) {
+                double tail = pre[l] - pre[j];
+                double v = prev[j] > tail ? prev[j] : tail;
+                if (v < f) {
+                    f = v;
+                    fj = j;
+                }
+            }
+            cur[l] = f;
+            cur_arg[l] = fj;
+        }
+    }
+    int32_t l = n_layers;
+    for (int32_t m = n_stages; m >= 2; m--) {
+        int32_t j = arg[(size_t)(m - 1) * row + (size_t)l];
+        sizes[m - 1] = l - j;
+        l = j;
+    }
+    sizes[0] = l;
+    *bottleneck_ms = best[(size_t)(n_stages - 1) * row + (size_t)n_layers];
+    return LOOM_OK;
+}
+
+typedef struct bdp_self {
+    const loom_host_api *host;
+    loom_ctx *ctx;
+} bdp_self;
+
+/* Creates an instance holding the host table and the step context. */
+static int bdp_create(const loom_host_api *host, loom_ctx *ctx,
+                      void *plugin_state, void **self, loom_error *err)
+{
+    (void)plugin_state;
+    bdp_self *b = host->alloc(sizeof *b);
+    if (!b)
+        return host->error(err, LOOM_ENOMEM, "balanced-dp: out of memory");
+    b->host = host;
+    b->ctx = ctx;
+    *self = b;
+    return LOOM_OK;
+}
+
+/* Releases an instance from bdp_create. */
+static void bdp_destroy(void *self)
+{
+    bdp_self *b = self;
+    if (b)
+        b->host->free(b);
+}
+
+/* Fills layer_ms (all layers in module order) from the cost service. */
+static int bdp_layer_times(bdp_self *b, const loom_model *model,
+                           const loom_iteration *it, int32_t microbatches,
+                           double *layer_ms, loom_error *err)
+{
+    const loom_host_api *host = b->host;
+    const loom_cost_service *cost = host->service(LOOM_SERVICE_COST, 1);
+    if (!cost || cost->struct_size < offsetof(loom_cost_service, mean_layer_ms) +
+                                         sizeof cost->mean_layer_ms ||
+        !cost->mean_layer_ms)
+        return host->error(err, LOOM_ENOTFOUND,
+                           "balanced-dp: needs the \"%s\" service with "
+                           "mean_layer_ms (a cost_model step before it)",
+                           LOOM_SERVICE_COST);
+    int32_t k = 0;
+    for (int32_t m = 0; m < model->n_modules; m++) {
+        for (int32_t l = 0; l < model->modules[m].n_layers; l++) {
+            double ms = 0.0;
+            int rc = cost->mean_layer_ms(b->ctx, m, l, it, microbatches, &ms,
+                                         err);
+            if (rc != LOOM_OK)
+                return rc;
+            if (!(ms >= 0.0) || ms > DBL_MAX)
+                return host->error(err, LOOM_EINVAL,
+                                   "balanced-dp: cost of module %s layer %d: "
+                                   "expected a finite time >= 0 ms, found %g",
+                                   model->modules[m].name, l, ms);
+            layer_ms[k++] = ms;
+        }
+    }
+    return LOOM_OK;
+}
+
+/* Writes positions and spans for per-position layer counts `sizes`. */
+static int bdp_layout(const loom_host_api *host, const loom_model *model,
+                      int32_t pp, int32_t n_pos, const int32_t *sizes,
+                      loom_partition *part, loom_error *err)
+{
+    if (part->cap_flows < 1 || part->cap_positions < n_pos)
+        return host->error(err, LOOM_EINVAL,
+                           "balanced-dp: candidate has room for %d flows and "
+                           "%d positions, need 1 and %d",
+                           part->cap_flows, part->cap_positions, n_pos);
+    int32_t module = 0, layer = 0, n_spans = 0, used_modules = 0;
+    for (int32_t m = 0; m < model->n_modules; m++)
+        used_modules += model->modules[m].n_layers > 0;
+    for (int32_t s = 0; s < n_pos; s++) {
+        loom_position *pos = &part->positions[s];
+        pos->rank = s % pp;
+        pos->span_off = n_spans;
+        pos->n_spans = 0;
+        pos->reserved = 0;
+        for (int32_t left = sizes[s]; left > 0;) {
+            while (module < model->n_modules &&
+                   layer >= model->modules[module].n_layers) {
+                module++;
+                layer = 0;
+            }
+            if (module >= model->n_modules || n_spans >= part->cap_spans)
+                return host->error(err, LOOM_EINVAL,
+                                   "balanced-dp: position %d: no room for "
+                                   "its layers (%d spans of room)",
+                                   s, part->cap_spans);
+            int32_t take = model->modules[module].n_layers - layer;
+            if (take > left)
+                take = left;
+            loom_span *sp = &part->spans[n_spans++];
+            sp->module = module;
+            sp->first_layer = layer;
+            sp->n_layers = take;
+            sp->reserved = 0;
+            pos->n_spans++;
+            layer += take;
+            left -= take;
+        }
+    }
+    loom_flow *fl = &part->flows[0];
+    memset(fl, 0, sizeof *fl);
+    fl->n_pos = n_pos;
+    fl->module = (used_modules == 1) ? part->spans[0].module : -1;
+    fl->segments = n_pos / pp;
+    part->n_flows = 1;
+    part->n_positions = n_pos;
+    part->n_spans = n_spans;
+    part->n_ranks = pp;
+    return LOOM_OK;
+}
+
+/* Samples to microbatches: the workload's packing (must be < microbatches)
+ * or sample i to i * microbatches / n_samples; one sub-microbatch each. */
+static int bdp_data(const loom_host_api *host, const loom_model *model,
+                    const loom_iteration *it, int32_t microbatches,
+                    loom_partition *part, loom_error *err)
+{
+    if (part->cap_microbatches < microbatches)
+        return host->error(err, LOOM_EINVAL,
+                           "balanced-dp: candidate has room for %d "
+                           "microbatches, parallel.microbatches is %d",
+                           part->cap_microbatches, microbatches);
+    int32_t n = it ? it->n_samples : 0;
+    if (n > 0 && !part->sample_mb)
+        return host->error(err, LOOM_EINVAL,
+                           "balanced-dp: candidate has no sample map for %d "
+                           "samples", n);
+    for (int32_t i = 0; i < n; i++) {
+        int32_t mb = it->samples[i].microbatch;
+        if (mb >= microbatches)
+            return host->error(err, LOOM_EINVAL,
+                               "iteration %d: samples[%d].microbatch: "
+                               "expected < %d (parallel.microbatches), "
+                               "found %d",
+                               it->index, i, microbatches, mb);
+        if (mb < 0)
+            mb = (int32_t)((int64_t)i * microbatches / n);
+        for (int32_t m = 0; m < model->n_modules; m++)
+            part->sample_mb[(size_t)m * (size_t)n + (size_t)i] = mb;
+    }
+    part->n_microbatches = microbatches;
+    part->n_samples = n;
+    part->n_modules = model->n_modules;
+    if (part->subs)
+        for (int32_t mb = 0; mb < microbatches; mb++)
+            part->subs[mb] = 1;
+    return LOOM_OK;
+}
+
+/* Computes the balanced cut points of all layers into pp * vpp positions
+ * and appends them as one candidate. Declines stage-times problems. */
+static int bdp_partition(void *self, const loom_problem *problem,
+                         const loom_iteration *iteration,
+                         loom_candidates *set, loom_error *err)
+{
+    bdp_self *b = self;
+    const loom_host_api *host = b->host;
+    if (problem->kind != LOOM_PROBLEM_MODEL || !problem->model)
+        return host->error(err, LOOM_DECLINED,
+                           "balanced-dp: only model problems are partitioned");
+    const loom_model *model = problem->model;
+    int32_t pp = problem->parallel.pp;
+    int32_t vpp = problem->parallel.vpp > 0 ? problem->parallel.vpp : 1;
+    int32_t mbs = problem->parallel.microbatches;
+    if (pp < 1 || mbs < 1)
+        return host->error(err, LOOM_EINVAL,
+                           "balanced-dp: parallel.pp and "
+                           "parallel.microbatches: expected >= 1, found %d "
+                           "and %d", pp, mbs);
+    int64_t n_layers = 0;
+    for (int32_t m = 0; m < model->n_modules; m++)
+        n_layers += model->modules[m].n_layers;
+    int64_t n_pos = (int64_t)pp * vpp;
+    if (n_layers < n_pos || n_layers > INT32_MAX - 1)
+        return host->error(err, LOOM_EINVAL,
+                           "balanced-dp: the model has %lld layers, fewer "
+                           "than the %lld positions (pp %d x vpp %d); every "
+                           "position needs at least one layer",
+                           (long long)n_layers, (long long)n_pos, pp, vpp);
+    int32_t nl = (int32_t)n_layers, np = (int32_t)n_pos;
+    double *layer_ms = host->alloc((size_t)nl * sizeof *layer_ms);
+    int32_t *sizes = host->alloc((size_t)np * sizeof *sizes);
+    void *scratch = host->alloc(loom_balanced_dp_scratch_bytes(nl, np));
+    int rc = LOOM_OK;
+    double bottleneck_ms = 0.0;
+    loom_partition *part = NULL;
+    if (!layer_ms || !sizes || !scratch)
+        rc = host->error(err, LOOM_ENOMEM, "balanced-dp: out of memory for "
+                         "%d layers x %d positions", nl, np);
+    if (rc == LOOM_OK)
+        rc = bdp_layer_times(b, model, iteration, mbs, layer_ms, err);
+    if (rc == LOOM_OK)
+        rc = loom_balanced_dp_split(layer_ms, nl, np, scratch, sizes,
+                                    &bottleneck_ms);
+    if (rc == LOOM_OK)
+        rc = set->add(set, &part, err);
+    if (rc == LOOM_OK)
+        rc = bdp_layout(host, model, pp, np, sizes, part, err);
+    if (rc == LOOM_OK)
+        rc = bdp_data(host, model, iteration, mbs, part, err);
+    if (rc == LOOM_OK) {
+        snprintf(part->label, sizeof part->label,
+                 "balanced-dp pp=%d vpp=%d max=%.3gms", pp, vpp, bottleneck_ms);
+        host->log(b->ctx, LOOM_LOG_DEBUG,
+                  "slowest of %d positions: %.3f ms", np, bottleneck_ms);
+    } else if (part) {
+        set->remove(set, set->n - 1);
+    }
+    host->free(scratch);
+    host->free(sizes);
+    host->free(layer_ms);
+    return rc;
+}
+
+static const loom_partitioner_vtable bdp_vtable = {
+    { sizeof(loom_partitioner_vtable), LOOM_PARTITIONER_VERSION },
+    bdp_create,
+    bdp_destroy,
+    bdp_partition,
+};
+
+/* Returns the partitioner vtable for role "partitioner", else NULL. */
+static const loom_role_header *bdp_role(const char *role)
+{
+    if (role && strcmp(role, LOOM_ROLE_PARTITIONER) == 0)
+        return &bdp_vtable.header;
+    return NULL;
+}
+
+static const loom_plugin_info bdp_info = {
+    LOOM_PLUGIN_INFO_HEADER,
+    "org.loom.balanced-dp",
+    "1.0.0",
+    NULL,
+    NULL,
+    bdp_role,
+};
+
+LOOM_PLUGIN_DEFINE(balanced_dp, bdp_info);

@@ -1,0 +1,288 @@
+/* roofline.c - the `roofline` cost model plugin: operator-level roofline
+ * times (SEMU), Korthikanti activation sizes, frozen-aware backward
+ * (Cornstarch). The arithmetic lives in roofline_ops.c / roofline_memory.c;
+ * this file validates inputs and fills the role's output struct. */
+#include <loom/loom.h>
+
+#include <string.h>
+
+#include "roofline_model.h"
+
+#define RF_ID "org.loom.roofline"
+
+/* One instance: the host and the params read at create(). */
+typedef struct rf_self {
+    const loom_host_api *host;
+    double gemm_scale;          /* gemm_efficiency_scale, (0, 2] */
+    int distributed_optimizer;  /* shard optimizer states over dp */
+    int flash_attention;        /* fused attention core */
+} rf_self;
+
+/* Reads a float param, leaving *out (the default) when it is not set. */
+static int rf_param_double(const loom_host_api *host, loom_ctx *ctx,
+                           const char *key, double *out, loom_error *err)
+{
+    int rc = host->param_double(ctx, key, out);
+    if (rc == LOOM_OK || rc == LOOM_ENOTFOUND)
+        return LOOM_OK;
+    return host->error(err, LOOM_EINVAL,
+                       "roofline: param %s: expected a number (host status %d)",
+                       key, rc);
+}
+
+/* Reads a bool param, leaving *out (the default) when it is not set. */
+static int rf_param_bool(const loom_host_api *host, loom_ctx *ctx,
+                         const char *key, int *out, loom_error *err)
+{
+    int rc = host->param_bool(ctx, key, out);
+    if (rc == LOOM_OK || rc == LOOM_ENOTFOUND)
+        return LOOM_OK;
+    return host->error(err, LOOM_EINVAL,
+                       "roofline: param %s: expected true or false (host "
+                       "status %d)",
+                       key, rc);
+}
+
+/* create(): reads gemm_efficiency_scale (1.0), distributed_optimizer (true)
+ * and flash_attention (false). */
+static int rf_create(const loom_host_api *host, loom_ctx *ctx,
+                     void *plugin_state, void **self, loom_error *err)
+{
+    (void)plugin_state;
+    double scale = 1.0;
+    int dist = 1, flash = 0;
+    int rc = rf_param_double(host, ctx, "gemm_efficiency_scale", &scale, err);
+    if (rc == LOOM_OK)
+        rc = rf_param_bool(host, ctx, "distributed_optimizer", &dist, err);
+    if (rc == LOOM_OK)
+        rc = rf_param_bool(host, ctx, "flash_attention", &flash, err);
+    if (rc != LOOM_OK)
+        return rc;
+    if (!(scale > 0.0 && scale <= 2.0))
+        return host->error(err, LOOM_EINVAL,
+                           "roofline: param gemm_efficiency_scale: expected "
+                           "a number in (0, 2], found %g", scale);
+    rf_self *s = host->alloc(sizeof *s);
+    if (!s)
+        return host->error(err, LOOM_ENOMEM, "roofline: out of memory");
+    s->host = host;
+    s->gemm_scale = scale;
+    s->distributed_optimizer = dist != 0;
+    s->flash_attention = flash != 0;
+    *self = s;
+    return LOOM_OK;
+}
+
+/* destroy(): frees the instance. */
+static void rf_destroy(void *self)
+{
+    rf_self *s = self;
+    if (s)
+        s->host->free(s);
+}
+
+/* Rounds a non-negative byte count up to an integer. */
+static int64_t rf_bytes(double x)
+{
+    if (!(x > 0.0))
+        return 0;
+    int64_t v = (int64_t)x;
+    return ((double)v < x) ? v + 1 : v;
+}
+
+/* Checks that the problem is a model problem and `module` exists. */
+static int rf_check_module(const rf_self *s, const loom_problem *p,
+                           int32_t module, loom_error *err)
+{
+    if (!p || p->kind != LOOM_PROBLEM_MODEL || !p->model || !p->cluster)
+        return s->host->error(err, LOOM_EINVAL,
+                              "roofline: expected a model problem (model + "
+                              "cluster), found %s",
+                              !p ? "no problem" : "a stage-times problem");
+    if (module < 0 || module >= p->model->n_modules)
+        return s->host->error(err, LOOM_EINVAL,
+                              "roofline: module index %d out of range "
+                              "[0, %d)",
+                              (int)module, (int)p->model->n_modules);
+    return LOOM_OK;
+}
+
+/* Checks one layer's shape fields. */
+static int rf_check_layer(const rf_self *s, const loom_module *m,
+                          int32_t index, loom_error *err)
+{
+    const loom_layer *L = &m->layers[index];
+    const char *what = NULL;
+    long long found = 0;
+    if (L->hidden <= 0)
+        what = "hidden > 0", found = (long long)L->hidden;
+    else if (L->heads <= 0)
+        what = "heads > 0", found = L->heads;
+    else if (L->kv_heads <= 0 || L->kv_heads > L->heads)
+        what = "kv_heads in [1, heads]", found = L->kv_heads;
+    else if (L->ffn_hidden < 0)
+        what = "ffn_hidden >= 0", found = (long long)L->ffn_hidden;
+    if (!what)
+        return LOOM_OK;
+    return s->host->error(err, LOOM_EINVAL,
+                          "roofline: module \"%s\" layer %d: expected %s, "
+                          "found %lld",
+                          m->name ? m->name : "?", (int)index, what, found);
+}
+
+/* Builds the hardware rates for a TP degree, checking the cluster. */
+static int rf_hardware(const rf_self *s, const loom_cluster *c, int32_t tp,
+                       loom_roofline_hw *hw, loom_error *err)
+{
+    const char *name = c->name ? c->name : "?";
+    struct { const char *key; double v; int needed; } f[] = {
+        {"peak_flops", c->peak_flops, 1},
+        {"hbm_bytes_per_s", c->hbm_bytes_per_s, 1},
+        {"eff_gemm", c->eff_gemm, 1},
+        {"eff_attention", c->eff_attention, 1},
+        {"eff_memory", c->eff_memory, 1},
+        {"eff_collective", c->eff_collective, tp > 1},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        int is_eff = strncmp(f[i].key, "eff_", 4) == 0;
+        if (f[i].needed && !(f[i].v > 0.0 && (!is_eff || f[i].v <= 1.0)))
+            return s->host->error(err, LOOM_EINVAL,
+                                  "roofline: cluster \"%s\": expected %s %s, "
+                                  "found %g",
+                                  name, f[i].key,
+                                  is_eff ? "in (0, 1]" : "> 0", f[i].v);
+    }
+    int intra = c->gpus_per_node <= 0 || tp <= c->gpus_per_node;
+    hw->peak_flops = c->peak_flops;
+    hw->hbm_bytes_per_s = c->hbm_bytes_per_s;
+    hw->link_bytes_per_s = intra ? c->nvlink_bytes_per_s : c->net_bytes_per_s;
+    if (tp > 1 && !(hw->link_bytes_per_s > 0.0))
+        return s->host->error(err, LOOM_EINVAL,
+                              "roofline: cluster \"%s\": expected %s > 0 for "
+                              "TP %d, found %g",
+                              name,
+                              intra ? "nvlink_bytes_per_s" : "net_bytes_per_s",
+                              (int)tp, hw->link_bytes_per_s);
+    hw->eff_gemm = c->eff_gemm * s->gemm_scale;
+    if (hw->eff_gemm > 1.0)
+        hw->eff_gemm = 1.0;
+    hw->eff_attention = c->eff_attention;
+    hw->eff_memory = c->eff_memory;
+    hw->eff_collective = c->eff_collective;
+    return LOOM_OK;
+}
+
+/* estimate(): one layer's times and memory under a policy. */
+static int rf_estimate(void *self, const loom_problem *problem,
+                       int32_t module, int32_t layer, const loom_shape *shape,
+                       int32_t policy, loom_layer_cost *out, loom_error *err)
+{
+    const rf_self *s = self;
+    int rc = rf_check_module(s, problem, module, err);
+    if (rc != LOOM_OK)
+        return rc;
+    const loom_module *m = &problem->model->modules[module];
+    const char *mname = m->name ? m->name : "?";
+    if (layer < 0 || layer >= m->n_layers || !m->layers)
+        return s->host->error(err, LOOM_EINVAL,
+                              "roofline: module \"%s\": layer %d out of "
+                              "range [0, %d)",
+                              mname, (int)layer, (int)m->n_layers);
+    if (!shape || shape->tokens < 0 || !(shape->seq_sq_sum >= 0.0) ||
+        shape->tp < 1)
+        return s->host->error(err, LOOM_EINVAL,
+                              "roofline: module \"%s\" layer %d: expected a "
+                              "shape with tokens >= 0, seq_sq_sum >= 0, "
+                              "tp >= 1, found %s",
+                              mname, (int)layer,
+                              !shape ? "none" : "an invalid shape");
+    if (policy < 0 || policy >= LOOM_POLICY_COUNT)
+        return s->host->error(err, LOOM_EINVAL,
+                              "roofline: expected a memory policy in [0, %d), "
+                              "found %d",
+                              (int)LOOM_POLICY_COUNT, (int)policy);
+    if ((rc = rf_check_layer(s, m, layer, err)) != LOOM_OK)
+        return rc;
+    loom_roofline_hw hw;
+    if ((rc = rf_hardware(s, problem->cluster, shape->tp, &hw, err)) !=
+        LOOM_OK)
+        return rc;
+
+    const loom_layer *L = &m->layers[layer];
+    loom_roofline_costs c;
+    loom_roofline_layer_costs(L, shape, &hw, policy, s->flash_attention,
+                              shape->trainable_upstream != 0, !m->frozen, &c);
+    double params = loom_roofline_layer_params(L);
+    memset(out, 0, sizeof *out);
+    out->forward_ms = c.forward_ms;
+    out->input_grad_ms = c.input_grad_ms;
+    out->weight_grad_ms = c.weight_grad_ms;
+    out->recompute_ms = c.recompute_ms;
+    out->activation_bytes = rf_bytes(c.activation_bytes);
+    out->transient_bytes = rf_bytes(c.transient_bytes);
+    out->param_bytes = rf_bytes(2.0 * params / shape->tp);
+    out->state_bytes = rf_bytes(loom_roofline_state_bytes(
+        params, shape->tp, problem->parallel.dp, s->distributed_optimizer,
+        m->frozen));
+    out->flops = c.flops;
+    return LOOM_OK;
+}
+
+/* module_extra(): the embedding (and untied output head of a backbone or
+ * decoder) of a module with vocab > 0: vocab * hidden params each. */
+static int rf_module_extra(void *self, const loom_problem *problem,
+                           int32_t module, int32_t tp, int64_t *param_bytes,
+                           int64_t *state_bytes, loom_error *err)
+{
+    const rf_self *s = self;
+    int rc = rf_check_module(s, problem, module, err);
+    if (rc != LOOM_OK)
+        return rc;
+    const loom_module *m = &problem->model->modules[module];
+    if (tp < 1)
+        return s->host->error(err, LOOM_EINVAL,
+                              "roofline: module \"%s\": expected tp >= 1, "
+                              "found %d",
+                              m->name ? m->name : "?", (int)tp);
+    *param_bytes = 0;
+    *state_bytes = 0;
+    if (m->vocab <= 0)
+        return LOOM_OK;
+    if (m->n_layers < 1 || !m->layers || m->layers[0].hidden <= 0)
+        return s->host->error(err, LOOM_EINVAL,
+                              "roofline: module \"%s\": expected a first "
+                              "layer with hidden > 0 to size its vocab %lld "
+                              "embedding, found none",
+                              m->name ? m->name : "?", (long long)m->vocab);
+    int tables = (m->kind == LOOM_MODULE_BACKBONE ||
+                  m->kind == LOOM_MODULE_DECODER) ? 2 : 1;
+    double params = (double)tables * (double)m->vocab *
+                    (double)m->layers[0].hidden;
+    *param_bytes = rf_bytes(2.0 * params / tp);
+    *state_bytes = rf_bytes(loom_roofline_state_bytes(
+        params, tp, problem->parallel.dp, s->distributed_optimizer,
+        m->frozen));
+    return LOOM_OK;
+}
+
+static const loom_cost_model_vtable rf_vtable = {
+    {sizeof(loom_cost_model_vtable), LOOM_COST_MODEL_VERSION},
+    rf_create,
+    rf_destroy,
+    rf_estimate,
+    rf_module_extra,
+};
+
+/* The vtable for the cost_model role, NULL for any other. */
+static const loom_role_header *rf_role(const char *role)
+{
+    if (role && strcmp(role, LOOM_ROLE_COST_MODEL) == 0)
+        return &rf_vtable.header;
+    return NULL;
+}
+
+static const loom_plugin_info rf_info = {
+    LOOM_PLUGIN_INFO_HEADER, RF_ID, "1.0.0", NULL, NULL, rf_role,
+};
+
+LOOM_PLUGIN_DEFINE(roofline, rf_info);

@@ -1,0 +1,56 @@
+/* roofline_memory.c - parameter counts, stored activations (Korthikanti et
+ * al. 2022) and gradient / optimizer state sizes of a transformer layer. */
+#include "roofline_model.h"
+
+/* Parameters of one layer (see header). */
+double loom_roofline_layer_params(const loom_layer *layer)
+{
+    double h = (double)layer->hidden;
+    double f = (double)layer->ffn_hidden;
+    double kv = layer->heads > 0
+                    ? h * (double)layer->kv_heads / (double)layer->heads
+                    : h;
+    double p = h * (h + 2.0 * kv)                     /* QKV */
+               + h * h                                /* attention output */
+               + (layer->gated_ffn ? 3.0 : 2.0) * h * f /* MLP */
+               + 4.0 * h;                             /* two norms */
+    if (layer->cross_attention)
+        p += 2.0 * h * h; /* cross-attention query and output */
+    return p;
+}
+
+/* Stored activation bytes per GPU under a policy (see header). With s*b =
+ * N tokens, t the TP degree and a the heads, per layer:
+ *   none:      N*h*(10 + 24/t) + 5*a*seq_sq_sum/t
+ *   selective: N*h*(10 + 24/t)          (attention core recomputed)
+ *   full:      2*N*h                    (the layer input only)
+ * A cross-attention block adds N*h*(4 + 4/t) to none and selective (its
+ * norm input and query-projection input, full; its query and context, /t).
+ * With flash_attention the scores are never stored: none == selective. */
+double loom_roofline_activation_bytes(const loom_layer *layer,
+                                      const loom_shape *shape, int policy,
+                                      int flash_attention)
+{
+    double N = (double)shape->tokens;
+    double h = (double)layer->hidden;
+    double t = shape->tp > 1 ? (double)shape->tp : 1.0;
+    if (policy == LOOM_POLICY_FULL)
+        return 2.0 * N * h;
+    double bytes = N * h * (10.0 + 24.0 / t);
+    if (layer->cross_attention)
+        bytes += N * h * (4.0 + 4.0 / t);
+    if (policy == LOOM_POLICY_NONE && !flash_attention)
+        bytes += 5.0 * (double)layer->heads * shape->seq_sq_sum / t;
+    return bytes;
+}
+
+/* Gradient + optimizer bytes per GPU (see header). */
+double loom_roofline_state_bytes(double params, int32_t tp, int32_t dp,
+                                 int distributed_optimizer, int frozen)
+{
+    if (frozen)
+        return 0.0;
+    double t = tp > 1 ? (double)tp : 1.0;
+    double d = (distributed_optimizer && dp > 1) ? (double)dp : 1.0;
+    return 2.0 * params / t + 12.0 * params / t / d;
+}

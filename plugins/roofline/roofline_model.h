@@ -1,0 +1,97 @@
+/*
+ * roofline_model.h - the operator-level (SEMU-style) cost model behind the
+ * `roofline` plugin: operator counts of a transformer layer, their roofline
+ * times, and the layer's parameter / activation sizes.
+ *
+ * Everything here is pure arithmetic on caller-provided structs; nothing
+ * allocates. Counts are per GPU of a TP group of degree shape->tp, with
+ * 2-byte (bf16) elements. Units: FLOPs, bytes, milliseconds.
+ */
+#ifndef LOOM_ROOFLINE_MODEL_H
+#define LOOM_ROOFLINE_MODEL_H
+
+#include <loom/loom.h>
+
+/* Which efficiency factor an operator's compute term uses. */
+enum loom_roofline_unit {
+    LOOM_ROOFLINE_GEMM = 0,       /* eff_gemm x gemm_efficiency_scale */
+    LOOM_ROOFLINE_ATTENTION = 1,  /* eff_attention: the attention core */
+    LOOM_ROOFLINE_MEMORY = 2,     /* element-wise: no FLOPs counted */
+    LOOM_ROOFLINE_COLLECTIVE = 3  /* TP all-reduce: link bytes only */
+};
+
+/* One forward operator of a layer, per GPU. */
+typedef struct loom_roofline_op {
+    const char *name;  /* "qkv", "attn_core", "softmax", ... (static) */
+    int unit;          /* enum loom_roofline_unit */
+    double flops;      /* FLOPs on this GPU */
+    double mem_bytes;  /* HBM bytes read + written on this GPU */
+    double net_bytes;  /* bytes this GPU sends over its link */
+} loom_roofline_op;
+
+/* Upper bound on the forward operators of one layer. */
+#define LOOM_ROOFLINE_MAX_OPS 24
+
+/* Hardware rates an operator is timed against (per GPU, per second). */
+typedef struct loom_roofline_hw {
+    double peak_flops;        /* FLOP/s */
+    double hbm_bytes_per_s;
+    double link_bytes_per_s;  /* NVLink when tp <= gpus_per_node, else net */
+    double eff_gemm;          /* already multiplied by the calibration scale */
+    double eff_attention;
+    double eff_memory;
+    double eff_collective;
+} loom_roofline_hw;
+
+/* Fills ops[] (capacity LOOM_ROOFLINE_MAX_OPS) with the forward operators
+ * of `layer` for `shape`, in execution order, and returns their count.
+ * flash_attention != 0 fuses the softmax into the attention core (scores
+ * never reach HBM). Collectives appear only when shape->tp > 1; a shape
+ * with no tokens has no operators. */
+int loom_roofline_forward_ops(const loom_layer *layer, const loom_shape *shape,
+                              int flash_attention, loom_roofline_op *ops);
+
+/* Roofline time of one operator in ms: the max of its compute, HBM and
+ * link terms, each against the rate times its efficiency. */
+double loom_roofline_op_ms(const loom_roofline_op *op,
+                           const loom_roofline_hw *hw);
+
+/* Model FLOPs of one layer's forward pass over all TP ranks, split into
+ * GEMMs and the attention core. */
+void loom_roofline_forward_flops(const loom_layer *layer,
+                                 const loom_shape *shape, double *gemm_flops,
+                                 double *attention_flops);
+
+/* Parameters of one layer: QKV, attention output, MLP, optional
+ * cross-attention query/output, and two norms (4*hidden). */
+double loom_roofline_layer_params(const loom_layer *layer);
+
+/* Activation bytes one GPU stores from forward to backward under `policy`
+ * (enum loom_mem_policy), after Korthikanti et al. 2022. */
+double loom_roofline_activation_bytes(const loom_layer *layer,
+                                      const loom_shape *shape, int policy,
+                                      int flash_attention);
+
+/* Gradient + optimizer bytes per GPU for `params` parameters: 2 bytes of
+ * gradient and 12 of fp32 master + Adam m, v, all / tp, the optimizer part
+ * further / dp when `distributed_optimizer`. 0 when `frozen`. */
+double loom_roofline_state_bytes(double params, int32_t tp, int32_t dp,
+                                 int distributed_optimizer, int frozen);
+
+/* Everything estimate() reports, before rounding to the output struct. */
+typedef struct loom_roofline_costs {
+    double forward_ms, input_grad_ms, weight_grad_ms, recompute_ms;
+    double activation_bytes, transient_bytes, flops;
+} loom_roofline_costs;
+
+/* Times, model FLOPs and activation / transient bytes of one layer.
+ * pays_input_grad / pays_weight_grad are the frozen-aware switches
+ * (Cornstarch): a part not paid costs 0 ms and 0 FLOPs, and a layer that
+ * pays no backward at all stores no activations and recomputes nothing. */
+void loom_roofline_layer_costs(const loom_layer *layer,
+                               const loom_shape *shape,
+                               const loom_roofline_hw *hw, int policy,
+                               int flash_attention, int pays_input_grad,
+                               int pays_weight_grad, loom_roofline_costs *out);
+
+#endif

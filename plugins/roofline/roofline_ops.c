@@ -1,0 +1,233 @@
+/* roofline_ops.c - operator counts of a transformer layer and their
+ * roofline times (PipeWeaver section 4.1, SEMU's analytical model). */
+#include "roofline_model.h"
+
+#include <string.h>
+
+/* bf16 / fp16 element size in bytes. */
+#define RF_ELEM_BYTES 2.0
+
+/* Appends one operator to ops[*n]. */
+static void rf_push(loom_roofline_op *ops, int *n, const char *name, int unit,
+                    double flops, double mem_bytes, double net_bytes)
+{
+    if (*n >= LOOM_ROOFLINE_MAX_OPS)
+        return;
+    ops[*n].name = name;
+    ops[*n].unit = unit;
+    ops[*n].flops = flops;
+    ops[*n].mem_bytes = mem_bytes;
+    ops[*n].net_bytes = net_bytes;
+    (*n)++;
+}
+
+/* Appends a GEMM [tokens x in] * [in x out] whose weight (in x out) is
+ * split over tp ranks along `out` (column parallel) or `in` (row
+ * parallel); the unsplit side's activation is full on every rank. */
+static void rf_gemm(loom_roofline_op *ops, int *n, const char *name,
+                    double tokens, double in, double out, double tp,
+                    int row_parallel)
+{
+    double flops = 2.0 * tokens * in * out / tp;
+    double weights = in * out / tp;
+    double x = row_parallel ? tokens * in / tp : tokens * in;
+    double y = row_parallel ? tokens * out : tokens * out / tp;
+    rf_push(ops, n, name, LOOM_ROOFLINE_GEMM, flops,
+            RF_ELEM_BYTES * (weights + x + y), 0.0);
+}
+
+/* Appends a ring all-reduce of `elems` elements over tp ranks: each GPU
+ * sends 2 (tp - 1) / tp of the buffer. Nothing when tp == 1. */
+static void rf_allreduce(loom_roofline_op *ops, int *n, const char *name,
+                         double elems, double tp)
+{
+    if (tp <= 1.0)
+        return;
+    rf_push(ops, n, name, LOOM_ROOFLINE_COLLECTIVE, 0.0, 0.0,
+            2.0 * (tp - 1.0) / tp * RF_ELEM_BYTES * elems);
+}
+
+/* Appends an element-wise operator moving `elems_moved` elements. */
+static void rf_memop(loom_roofline_op *ops, int *n, const char *name,
+                     double elems_moved)
+{
+    rf_push(ops, n, name, LOOM_ROOFLINE_MEMORY, 0.0,
+            RF_ELEM_BYTES * elems_moved, 0.0);
+}
+
+/* Fills ops[] with the forward operators of one layer (see header). */
+int loom_roofline_forward_ops(const loom_layer *layer, const loom_shape *shape,
+                              int flash_attention, loom_roofline_op *ops)
+{
+    double N = (double)shape->tokens;
+    double h = (double)layer->hidden;
+    double f = (double)layer->ffn_hidden;
+    double a = (double)layer->heads;
+    double kv = layer->heads > 0 ? h * layer->kv_heads / a : h;
+    double S = shape->seq_sq_sum;
+    double t = shape->tp > 1 ? (double)shape->tp : 1.0;
+    double causal = layer->causal ? 0.5 : 1.0;
+    double fc1_mult = layer->gated_ffn ? 2.0 : 1.0;
+    int n = 0;
+    if (shape->tokens <= 0)
+        return 0; /* no kernel runs for an empty shape */
+
+    /* Self-attention block. */
+    rf_memop(ops, &n, "norm1", 2.0 * N * h);
+    rf_gemm(ops, &n, "qkv", N, h, h + 2.0 * kv, t, 0);
+    {
+        /* Q, K, V read and O written; unfused kernels also write the
+         * scores and read the probabilities back (a * S elements each). */
+        double qkvo = (2.0 * N * h + 2.0 * N * kv) / t;
+        double scores = flash_attention ? 0.0 : 2.0 * a * S / t;
+        rf_push(ops, &n, "attn_core", LOOM_ROOFLINE_ATTENTION,
+                4.0 * h * S * causal / t, RF_ELEM_BYTES * (qkvo + scores),
+                0.0);
+    }
+    if (!flash_attention)
+        rf_memop(ops, &n, "softmax", 2.0 * a * S / t);
+    rf_gemm(ops, &n, "attn_out", N, h, h, t, 1);
+    rf_allreduce(ops, &n, "allreduce_attn", N * h, t);
+    rf_memop(ops, &n, "residual1", 3.0 * N * h);
+
+    /* Cross-attention block: query and output projections only; the
+     * conditioning context is short, so its K/V cost is ignored. */
+    if (layer->cross_attention) {
+        rf_memop(ops, &n, "norm_cross", 2.0 * N * h);
+        rf_gemm(ops, &n, "cross_q", N, h, h, t, 0);
+        rf_gemm(ops, &n, "cross_out", N, h, h, t, 1);
+        rf_allreduce(ops, &n, "allreduce_cross", N * h, t);
+        rf_memop(ops, &n, "residual_cross", 3.0 * N * h);
+    }
+
+    /* MLP block: fc1 (gate and up fused when gated), activation, fc2. */
+    rf_memop(ops, &n, "norm2", 2.0 * N * h);
+    rf_gemm(ops, &n, "fc1", N, h, fc1_mult * f, t, 0);
+    rf_memop(ops, &n, "activation", (fc1_mult + 1.0) * N * f / t);
+    rf_gemm(ops, &n, "fc2", N, f, h, t, 1);
+    rf_allreduce(ops, &n, "allreduce_mlp", N * h, t);
+    rf_memop(ops, &n, "residual2", 3.0 * N * h);
+    return n;
+}
+
+/* Returns rate * eff in units per ms, or 0 when either is not positive. */
+static double rf_rate_per_ms(double rate, double eff)
+{
+    return (rate > 0 && eff > 0) ? rate * eff / 1e3 : 0.0;
+}
+
+/* Time of `amount` at `rate_per_ms`; an amount with no rate costs 0. */
+static double rf_term_ms(double amount, double rate_per_ms)
+{
+    return (amount > 0 && rate_per_ms > 0) ? amount / rate_per_ms : 0.0;
+}
+
+/* Roofline time of one operator: max of compute, HBM and link terms. */
+double loom_roofline_op_ms(const loom_roofline_op *op,
+                           const loom_roofline_hw *hw)
+{
+    double eff = op->unit == LOOM_ROOFLINE_ATTENTION ? hw->eff_attention
+                                                     : hw->eff_gemm;
+    double compute = rf_term_ms(op->flops, rf_rate_per_ms(hw->peak_flops, eff));
+    double memory = rf_term_ms(op->mem_bytes,
+                               rf_rate_per_ms(hw->hbm_bytes_per_s,
+                                              hw->eff_memory));
+    double network = rf_term_ms(op->net_bytes,
+                                rf_rate_per_ms(hw->link_bytes_per_s,
+                                               hw->eff_collective));
+    double ms = compute;
+    if (memory > ms)
+        ms = memory;
+    if (network > ms)
+        ms = network;
+    return ms;
+}
+
+/* Forward model FLOPs over all TP ranks: GEMMs and the attention core. */
+void loom_roofline_forward_flops(const loom_layer *layer,
+                                 const loom_shape *shape, double *gemm_flops,
+                                 double *attention_flops)
+{
+    double N = (double)shape->tokens;
+    double h = (double)layer->hidden;
+    double f = (double)layer->ffn_hidden;
+    double kv = layer->heads > 0 ? h * layer->kv_heads / layer->heads : h;
+    double gemm = 2.0 * N * h * (h + 2.0 * kv) + 2.0 * N * h * h +
+                  (layer->gated_ffn ? 6.0 : 4.0) * N * h * f;
+    if (layer->cross_attention)
+        gemm += 4.0 * N * h * h;
+    *gemm_flops = gemm;
+    *attention_flops = 4.0 * h * shape->seq_sq_sum * (layer->causal ? 0.5 : 1.0);
+}
+
+/* Time of one operator's backward input-gradient part: GEMM dgrad equals
+ * the forward GEMM, the attention core costs twice its forward, an
+ * element-wise op moves 1.5x its forward bytes (the saved input is read
+ * next to the incoming gradient), an all-reduce is repeated as is. */
+static double rf_input_grad_ms(const loom_roofline_op *op,
+                               const loom_roofline_hw *hw)
+{
+    loom_roofline_op b = *op;
+    if (op->unit == LOOM_ROOFLINE_ATTENTION) {
+        b.flops *= 2.0;
+        b.mem_bytes *= 2.0;
+    } else if (op->unit == LOOM_ROOFLINE_MEMORY) {
+        b.mem_bytes *= 1.5;
+    }
+    return loom_roofline_op_ms(&b, hw);
+}
+
+/* Fills *out with the times, FLOPs and memory of one layer (see header). */
+void loom_roofline_layer_costs(const loom_layer *layer,
+                               const loom_shape *shape,
+                               const loom_roofline_hw *hw, int policy,
+                               int flash_attention, int pays_input_grad,
+                               int pays_weight_grad, loom_roofline_costs *out)
+{
+    loom_roofline_op ops[LOOM_ROOFLINE_MAX_OPS];
+    int n = loom_roofline_forward_ops(layer, shape, flash_attention, ops);
+    double fwd = 0, ig = 0, wg = 0, attn_fwd = 0, biggest = 0;
+    for (int i = 0; i < n; i++) {
+        double ms = loom_roofline_op_ms(&ops[i], hw);
+        fwd += ms;
+        ig += rf_input_grad_ms(&ops[i], hw);
+        if (ops[i].unit == LOOM_ROOFLINE_GEMM)
+            wg += ms;
+        if (ops[i].unit == LOOM_ROOFLINE_ATTENTION ||
+            strcmp(ops[i].name, "softmax") == 0)
+            attn_fwd += ms;
+        if (ops[i].mem_bytes > biggest)
+            biggest = ops[i].mem_bytes;
+    }
+
+    double gemm_flops, attention_flops;
+    loom_roofline_forward_flops(layer, shape, &gemm_flops, &attention_flops);
+    int any_backward = pays_input_grad || pays_weight_grad;
+
+    memset(out, 0, sizeof *out);
+    out->forward_ms = fwd;
+    out->input_grad_ms = pays_input_grad ? ig : 0.0;
+    out->weight_grad_ms = pays_weight_grad ? wg : 0.0;
+    out->flops = gemm_flops + attention_flops;
+    if (pays_input_grad)
+        out->flops += gemm_flops + 2.0 * attention_flops;
+    if (pays_weight_grad)
+        out->flops += gemm_flops;
+
+    out->transient_bytes = biggest;
+    if (!any_backward)
+        return; /* nothing stored for a backward that never runs */
+
+    double stored_all = loom_roofline_activation_bytes(
+        layer, shape, LOOM_POLICY_NONE, flash_attention);
+    out->activation_bytes = loom_roofline_activation_bytes(
+        layer, shape, policy, flash_attention);
+    if (policy == LOOM_POLICY_SELECTIVE)
+        out->recompute_ms = attn_fwd;
+    else if (policy == LOOM_POLICY_FULL)
+        out->recompute_ms = fwd;
+    /* Recomputation rebuilds what was not stored, live during backward. */
+    double rebuilt = stored_all - out->activation_bytes;
+    if (rebuilt > out->transient_bytes)
+        out->transient_bytes = rebuilt;
+}

@@ -1,0 +1,713 @@
+/* test_roofline.c - the `roofline` cost model: closed-form FLOPs, bytes,
+ * times, activation sizes and parameter counts, frozen-aware backward,
+ * params and error messages. Problems are built by hand here. */
+#include <loom/mock_host.h>
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "roofline_model.h"
+#include "testutil.h"
+
+const loom_plugin_info *loom_static_roofline(void);
+
+/* A one-module model problem around one layer shape. */
+typedef struct fixture {
+    loom_layer layer;
+    loom_module module;
+    loom_model model;
+    loom_cluster cluster;
+    loom_problem problem;
+} fixture;
+
+#define ASSERT_REL(got, want)                                                  \
+    do {                                                                       \
+        double g_ = (got), w_ = (want);                                        \
+        ck_assert_msg(fabs(g_ - w_) <= 1e-9 * fabs(w_) + 1e-300,               \
+                      "%s = %.17g, expected %.17g", #got, g_, w_);             \
+    } while (0)
+
+static const loom_layer LLAMA3_8B = {4096, 14336, 32, 8, 1, 1, 0, 0};
+static const loom_layer QWEN2_72B = {8192, 29568, 64, 8, 1, 1, 0, 0};
+static const loom_layer GPT_175B = {12288, 49152, 96, 96, 0, 1, 0, 0};
+static const loom_layer VIT_5B = {1792, 15360, 16, 16, 0, 0, 0, 0};
+static const loom_layer VIT_22B = {6144, 24576, 48, 48, 0, 0, 0, 0};
+static const loom_layer DIT_5B = {3584, 10240, 28, 28, 0, 0, 1, 0};
+static const loom_layer DIT_30B = {6144, 24576, 48, 48, 0, 0, 1, 0};
+
+/* An H800-like cluster with distinct efficiency factors. */
+static loom_cluster test_cluster(void)
+{
+    loom_cluster c;
+    memset(&c, 0, sizeof c);
+    c.name = "test";
+    c.peak_flops = 989e12;
+    c.hbm_bytes_per_s = 3.35e12;
+    c.hbm_bytes = 80LL << 30;
+    c.gpus_per_node = 8;
+    c.nvlink_bytes_per_s = 200e9;
+    c.net_bytes_per_s = 25e9;
+    c.eff_gemm = 0.7;
+    c.eff_attention = 0.6;
+    c.eff_memory = 0.8;
+    c.eff_collective = 0.75;
+    return c;
+}
+
+/* Fills a fixture: one module named "llm" of `n_layers` copies of the
+ * layer (all point at the same shape, so n_layers is only for bounds). */
+static void fx_init(fixture *fx, loom_layer layer, int32_t n_layers,
+                    int32_t kind, int64_t vocab, int32_t frozen)
+{
+    memset(fx, 0, sizeof *fx);
+    fx->layer = layer;
+    fx->module.name = "llm";
+    fx->module.kind = kind;
+    fx->module.modality = LOOM_MODALITY_TEXT;
+    fx->module.n_layers = n_layers;
+    fx->module.layers = &fx->layer;
+    fx->module.tokens_per_item = 1;
+    fx->module.vocab = vocab;
+    fx->module.frozen = frozen;
+    fx->model.name = "test-model";
+    fx->model.n_modules = 1;
+    fx->model.modules = &fx->module;
+    fx->cluster = test_cluster();
+    fx->problem.struct_size = sizeof fx->problem;
+    fx->problem.kind = LOOM_PROBLEM_MODEL;
+    fx->problem.model = &fx->model;
+    fx->problem.cluster = &fx->cluster;
+    fx->problem.parallel.tp = 1;
+    fx->problem.parallel.pp = 1;
+    fx->problem.parallel.dp = 1;
+    fx->problem.parallel.vpp = 1;
+    fx->problem.parallel.microbatches = 1;
+}
+
+/* A shape of `sequences` equal sequences of `len` tokens. */
+static loom_shape seq_shape(int64_t sequences, int64_t len, int32_t tp,
+                            int32_t trainable_upstream)
+{
+    loom_shape s;
+    memset(&s, 0, sizeof s);
+    s.tokens = sequences * len;
+    s.seq_sq_sum = (double)sequences * (double)len * (double)len;
+    s.sequences = sequences;
+    s.tp = tp;
+    s.trainable_upstream = trainable_upstream;
+    return s;
+}
+
+/* The plugin's cost_model vtable through its static twin. */
+static const loom_cost_model_vtable *vtable(void)
+{
+    const loom_plugin_info *info = loom_static_roofline();
+    ck_assert_ptr_nonnull(info);
+    const loom_role_header *h = info->role(LOOM_ROLE_COST_MODEL);
+    ck_assert_ptr_nonnull(h);
+    return (const loom_cost_model_vtable *)h;
+}
+
+/* create + estimate + destroy on a mock host with the given params
+ * ("key=value" strings, NULL-terminated list or NULL). */
+static int estimate_with(fixture *fx, const char *const *params,
+                         loom_shape shape, int32_t policy,
+                         loom_layer_cost *out, loom_error *err)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    for (int i = 0; params && params[i]; i += 2)
+        loom_mock_host_set_param(h, params[i], params[i + 1]);
+    loom_mock_host_set_problem(h, &fx->problem);
+    const loom_cost_model_vtable *vt = vtable();
+    void *self = NULL;
+    int rc = vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL,
+                        &self, err);
+    if (rc == LOOM_OK) {
+        rc = vt->estimate(self, &fx->problem, 0, 0, &shape, policy, out, err);
+        vt->destroy(self);
+    }
+    loom_mock_host_free(h);
+    return rc;
+}
+
+/* estimate_with() without params, asserting success. */
+static loom_layer_cost estimate(fixture *fx, loom_shape shape, int32_t policy)
+{
+    loom_layer_cost c;
+    loom_error err = {0, ""};
+    int rc = estimate_with(fx, NULL, shape, policy, &c, &err);
+    ck_assert_msg(rc == LOOM_OK, "estimate failed: %s", err.message);
+    return c;
+}
+
+/* Forward FLOPs of a layer, written out term by term from the formulas. */
+static double analytic_forward_flops(loom_layer L, double N, double S)
+{
+    double h = (double)L.hidden, f = (double)L.ffn_hidden;
+    double qkv = 2 * N * h * (h + 2 * h * L.kv_heads / L.heads);
+    double scores_values = 4 * h * S * (L.causal ? 0.5 : 1.0);
+    double out_proj = 2 * N * h * h;
+    double mlp = (L.gated_ffn ? 6 : 4) * N * h * f;
+    double cross = L.cross_attention ? 4 * N * h * h : 0;
+    return qkv + scores_values + out_proj + mlp + cross;
+}
+
+START_TEST(llama3_8b_forward_flops)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 128256, 1);
+    /* frozen and nothing trainable upstream: model FLOPs = forward only */
+    loom_layer_cost c = estimate(&fx, seq_shape(1, 8192, 1, 0),
+                                 LOOM_POLICY_NONE);
+    double N = 8192, S = 8192.0 * 8192.0;
+    double qkv = 2 * N * 4096 * (4096 + 2 * 1024);
+    double attn = 4 * 4096 * S / 2;
+    double out = 2 * N * 4096 * 4096;
+    double mlp = 6 * N * 4096 * 14336;
+    ck_assert_double_eq(c.flops, qkv + attn + out + mlp);
+    ck_assert_double_eq(c.flops, 4123168604160.0);
+    ck_assert_double_eq(c.flops, analytic_forward_flops(LLAMA3_8B, N, S));
+
+    double gemm, att;
+    loom_roofline_forward_flops(&fx.layer, &(loom_shape){8192, S, 1, 1, 0},
+                                &gemm, &att);
+    ck_assert_double_eq(gemm, qkv + out + mlp);
+    ck_assert_double_eq(att, attn);
+
+    /* everything paid: F x 3, the attention core twice in input grads */
+    fx.module.frozen = 0;
+    c = estimate(&fx, seq_shape(1, 8192, 1, 1), LOOM_POLICY_NONE);
+    ck_assert_double_eq(c.flops, 3 * (gemm + att));
+    /* input grads only: gemm x 2 + attention x 3 */
+    fx.module.frozen = 1;
+    c = estimate(&fx, seq_shape(1, 8192, 1, 1), LOOM_POLICY_NONE);
+    ck_assert_double_eq(c.flops, 2 * gemm + 3 * att);
+    /* weight grads only: gemm x 2 + attention x 1 */
+    fx.module.frozen = 0;
+    c = estimate(&fx, seq_shape(1, 8192, 1, 0), LOOM_POLICY_NONE);
+    ck_assert_double_eq(c.flops, 2 * gemm + att);
+    /* model FLOPs do not depend on TP */
+    c = estimate(&fx, seq_shape(1, 8192, 4, 0), LOOM_POLICY_NONE);
+    ck_assert_double_eq(c.flops, 2 * gemm + att);
+}
+END_TEST
+
+START_TEST(causal_and_cross_attention_flops)
+{
+    loom_layer L = VIT_5B;
+    double g1, a1, g2, a2;
+    loom_shape s = seq_shape(4, 1000, 1, 1);
+    loom_roofline_forward_flops(&L, &s, &g1, &a1);
+    L.causal = 1;
+    loom_roofline_forward_flops(&L, &s, &g2, &a2);
+    ck_assert_double_eq(g1, g2);
+    ck_assert_double_eq(a2, a1 / 2);
+    ck_assert_double_eq(a1, 4.0 * 1792 * 4 * 1000.0 * 1000.0);
+    L.cross_attention = 1;
+    loom_roofline_forward_flops(&L, &s, &g2, &a2);
+    ck_assert_double_eq(g2 - g1, 4.0 * 4000 * 1792 * 1792);
+    ck_assert_double_eq(g2 + a2, analytic_forward_flops(L, 4000, 4e6));
+}
+END_TEST
+
+START_TEST(operator_time_is_max_of_three_terms)
+{
+    loom_roofline_hw hw = {100e12, 1e12, 1e11, 0.5, 0.25, 0.5, 0.5};
+    loom_roofline_op op = {"gemm", LOOM_ROOFLINE_GEMM, 1e12, 1e9, 0};
+    /* compute 1e12 / 50e12 = 20 ms; HBM 1e9 / 0.5e12 = 2 ms */
+    ASSERT_REL(loom_roofline_op_ms(&op, &hw), 20.0);
+    op.mem_bytes = 2e10; /* HBM 40 ms wins */
+    ASSERT_REL(loom_roofline_op_ms(&op, &hw), 40.0);
+    op.net_bytes = 3e9;  /* link 3e9 / 0.5e11 = 60 ms wins */
+    ASSERT_REL(loom_roofline_op_ms(&op, &hw), 60.0);
+    loom_roofline_op att = {"attn", LOOM_ROOFLINE_ATTENTION, 1e12, 0, 0};
+    ASSERT_REL(loom_roofline_op_ms(&att, &hw), 40.0); /* eff_attention */
+    loom_roofline_op mem = {"norm", LOOM_ROOFLINE_MEMORY, 0, 5e9, 0};
+    ASSERT_REL(loom_roofline_op_ms(&mem, &hw), 10.0);
+}
+END_TEST
+
+START_TEST(compute_bound_layer_time_closed_form)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    fx.cluster.hbm_bytes_per_s = 1e30;
+    fx.cluster.nvlink_bytes_per_s = 1e30;
+    loom_layer_cost c = estimate(&fx, seq_shape(1, 8192, 1, 1),
+                                 LOOM_POLICY_NONE);
+    double gemm, att;
+    loom_roofline_forward_flops(&fx.layer, &(loom_shape){8192, 8192.0 * 8192,
+                                                         1, 1, 1},
+                                &gemm, &att);
+    double gemm_ms = gemm / (989e12 * 0.7) * 1e3;
+    double att_ms = att / (989e12 * 0.6) * 1e3;
+    ASSERT_REL(c.forward_ms, gemm_ms + att_ms);
+    ASSERT_REL(c.weight_grad_ms, gemm_ms);
+    ASSERT_REL(c.input_grad_ms, gemm_ms + 2 * att_ms);
+    ck_assert_double_eq(c.recompute_ms, 0);
+
+    /* a pure GEMM layer (no attention scores) */
+    loom_shape s = seq_shape(1, 8192, 1, 1);
+    s.seq_sq_sum = 0;
+    c = estimate(&fx, s, LOOM_POLICY_NONE);
+    ASSERT_REL(c.forward_ms, gemm_ms);
+}
+END_TEST
+
+/* HBM bytes of one forward pass at TP 1, counted from the operator list
+ * in docs/cost-models.md: norms 2 elements per token*hidden, GEMMs
+ * weights + input + output, attention core Q,K,V,O + scores + probs,
+ * softmax 2*a*S, activation (m+1)*N*f, residual adds 3*N*h. */
+static double forward_bytes_t1(loom_layer L, double N, double S,
+                               double *gemm, double *attn, double *mem)
+{
+    double h = (double)L.hidden, f = (double)L.ffn_hidden, a = L.heads;
+    double kv = h * L.kv_heads / L.heads, m = L.gated_ffn ? 2 : 1;
+    *gemm = 2 * (h * (h + 2 * kv) + N * h + N * (h + 2 * kv)) /* qkv */
+            + 2 * (h * h + N * h + N * h)                    /* out */
+            + 2 * (h * m * f + N * h + N * m * f)            /* fc1 */
+            + 2 * (f * h + N * f + N * h);                   /* fc2 */
+    *attn = 2 * (2 * N * h + 2 * N * kv) + 2 * 2 * a * S;
+    *mem = 2 * (2 * N * h) * 2      /* two norms */
+           + 2 * 2 * a * S          /* softmax */
+           + 2 * (m + 1) * N * f    /* activation */
+           + 2 * (3 * N * h) * 2;   /* two residual adds */
+    return *gemm + *attn + *mem;
+}
+
+START_TEST(memory_bound_layer_time_closed_form)
+{
+    loom_layer small = {64, 256, 4, 2, 1, 0, 0, 0};
+    fixture fx;
+    fx_init(&fx, small, 2, LOOM_MODULE_ENCODER, 0, 0);
+    fx.cluster.peak_flops = 1e30;
+    loom_layer_cost c = estimate(&fx, seq_shape(2, 50, 1, 1),
+                                 LOOM_POLICY_NONE);
+    double gemm, attn, mem;
+    double total = forward_bytes_t1(small, 100, 5000, &gemm, &attn, &mem);
+    double bw = 3.35e12 * 0.8 / 1e3; /* bytes per ms */
+    ck_assert_double_eq(total, 54784 + 33792 + 180736 + 96768 + 118400 +
+                                   2 * 25600 + 80000 + 153600 + 2 * 38400);
+    ASSERT_REL(c.forward_ms, total / bw);
+    ASSERT_REL(c.weight_grad_ms, gemm / bw);
+    ASSERT_REL(c.input_grad_ms, (gemm + 2 * attn + 1.5 * mem) / bw);
+    /* transient: the largest operator, fc1 here */
+    ck_assert_int_eq(c.transient_bytes, 180736);
+}
+END_TEST
+
+START_TEST(tensor_parallel_halves_compute_and_adds_collectives)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    fx.cluster.hbm_bytes_per_s = 1e30;
+    loom_layer_cost t1 = estimate(&fx, seq_shape(1, 8192, 1, 1),
+                                  LOOM_POLICY_NONE);
+    loom_layer_cost t2 = estimate(&fx, seq_shape(1, 8192, 2, 1),
+                                  LOOM_POLICY_NONE);
+    double buffer = 8192.0 * 4096 * 2;                 /* N*h bf16 bytes */
+    double ring2 = 2.0 * (2 - 1) / 2 * buffer;         /* per GPU, t = 2 */
+    double coll2 = 2 * ring2 / (200e9 * 0.75) * 1e3;   /* two all-reduces */
+    ck_assert(coll2 > 0);
+    ASSERT_REL(t2.forward_ms, t1.forward_ms / 2 + coll2);
+    ASSERT_REL(t2.input_grad_ms, t1.input_grad_ms / 2 + coll2);
+    ASSERT_REL(t2.weight_grad_ms, t1.weight_grad_ms / 2);
+
+    /* t = 16 spans two 8-GPU nodes: the network carries the all-reduce */
+    loom_layer_cost t16 = estimate(&fx, seq_shape(1, 8192, 16, 1),
+                                   LOOM_POLICY_NONE);
+    double ring16 = 2.0 * 15 / 16 * buffer;
+    ASSERT_REL(t16.forward_ms,
+               t1.forward_ms / 16 + 2 * ring16 / (25e9 * 0.75) * 1e3);
+
+    /* a cross-attention block adds a third all-reduce */
+    fx.layer.cross_attention = 1;
+    t1 = estimate(&fx, seq_shape(1, 8192, 1, 1), LOOM_POLICY_NONE);
+    t2 = estimate(&fx, seq_shape(1, 8192, 2, 1), LOOM_POLICY_NONE);
+    ASSERT_REL(t2.forward_ms, t1.forward_ms / 2 + 1.5 * coll2);
+}
+END_TEST
+
+START_TEST(frozen_aware_backward)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    loom_shape s = seq_shape(2, 2048, 2, 1);
+    loom_layer_cost all = estimate(&fx, s, LOOM_POLICY_NONE);
+    ck_assert(all.input_grad_ms > 0 && all.weight_grad_ms > 0);
+    ck_assert(all.state_bytes > 0);
+
+    fx.module.frozen = 1; /* frozen LLM behind a trainable projector */
+    loom_layer_cost frozen = estimate(&fx, s, LOOM_POLICY_NONE);
+    ck_assert_double_eq(frozen.weight_grad_ms, 0);
+    ck_assert_double_eq(frozen.input_grad_ms, all.input_grad_ms);
+    ck_assert_double_eq(frozen.forward_ms, all.forward_ms);
+    ck_assert_int_eq(frozen.activation_bytes, all.activation_bytes);
+    ck_assert_int_eq(frozen.state_bytes, 0);
+    ck_assert_int_eq(frozen.param_bytes, all.param_bytes);
+
+    fx.module.frozen = 0; /* trainable, nothing trainable before it */
+    s.trainable_upstream = 0;
+    loom_layer_cost first = estimate(&fx, s, LOOM_POLICY_NONE);
+    ck_assert_double_eq(first.input_grad_ms, 0);
+    ck_assert_double_eq(first.weight_grad_ms, all.weight_grad_ms);
+
+    fx.module.frozen = 1; /* frozen encoder, nothing upstream: forward only */
+    loom_layer_cost none = estimate(&fx, s, LOOM_POLICY_FULL);
+    ck_assert_double_eq(none.input_grad_ms, 0);
+    ck_assert_double_eq(none.weight_grad_ms, 0);
+    ck_assert_double_eq(none.recompute_ms, 0);
+    ck_assert_int_eq(none.activation_bytes, 0);
+    ck_assert_double_eq(none.forward_ms, all.forward_ms);
+}
+END_TEST
+
+START_TEST(policies_order_memory_and_recompute)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    loom_shape s = seq_shape(1, 8192, 2, 1);
+    loom_layer_cost n = estimate(&fx, s, LOOM_POLICY_NONE);
+    loom_layer_cost sel = estimate(&fx, s, LOOM_POLICY_SELECTIVE);
+    loom_layer_cost full = estimate(&fx, s, LOOM_POLICY_FULL);
+    double N = 8192, h = 4096, S = 8192.0 * 8192;
+    ck_assert_int_eq(n.activation_bytes,
+                     (int64_t)(N * h * (10 + 24 / 2) + 5 * 32 * S / 2));
+    ck_assert_int_eq(sel.activation_bytes, (int64_t)(N * h * (10 + 12)));
+    ck_assert_int_eq(full.activation_bytes, (int64_t)(2 * N * h));
+    ck_assert(n.activation_bytes > sel.activation_bytes);
+    ck_assert(sel.activation_bytes > full.activation_bytes);
+
+    ck_assert_double_eq(n.recompute_ms, 0);
+    ck_assert(sel.recompute_ms > 0 && sel.recompute_ms < full.recompute_ms);
+    ck_assert_double_eq(full.recompute_ms, full.forward_ms);
+    /* the policy changes neither forward nor backward proper */
+    ck_assert_double_eq(sel.forward_ms, n.forward_ms);
+    ck_assert_double_eq(full.input_grad_ms, n.input_grad_ms);
+
+    /* selective recomputes the attention core and softmax */
+    loom_roofline_op ops[LOOM_ROOFLINE_MAX_OPS];
+    int k = loom_roofline_forward_ops(&fx.layer, &s, 0, ops);
+    loom_roofline_hw hw = {989e12, 3.35e12, 200e9, 0.7, 0.6, 0.8, 0.75};
+    double att_ms = 0;
+    for (int i = 0; i < k; i++)
+        if (!strcmp(ops[i].name, "attn_core") || !strcmp(ops[i].name, "softmax"))
+            att_ms += loom_roofline_op_ms(&ops[i], &hw);
+    ASSERT_REL(sel.recompute_ms, att_ms);
+
+    /* recomputation rebuilds the dropped activations during backward */
+    ck_assert_int_ge(full.transient_bytes,
+                     n.activation_bytes - full.activation_bytes);
+    ck_assert_int_ge(sel.transient_bytes,
+                     n.activation_bytes - sel.activation_bytes);
+}
+END_TEST
+
+START_TEST(flash_attention_param)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    loom_shape s = seq_shape(1, 8192, 2, 1);
+    const char *const flash[] = {"flash_attention", "true", NULL};
+    loom_layer_cost a, b, plain = estimate(&fx, s, LOOM_POLICY_NONE);
+    loom_error err = {0, ""};
+    ck_assert_int_eq(estimate_with(&fx, flash, s, LOOM_POLICY_NONE, &a, &err),
+                     LOOM_OK);
+    ck_assert_int_eq(estimate_with(&fx, flash, s, LOOM_POLICY_SELECTIVE, &b,
+                                   &err), LOOM_OK);
+    ck_assert_int_eq(a.activation_bytes, b.activation_bytes);
+    ck_assert(a.forward_ms < plain.forward_ms);
+    ck_assert(a.transient_bytes < plain.transient_bytes);
+    ck_assert_double_eq(a.flops, plain.flops);
+
+    loom_roofline_op ops[LOOM_ROOFLINE_MAX_OPS];
+    int n_plain = loom_roofline_forward_ops(&fx.layer, &s, 0, ops);
+    int n_flash = loom_roofline_forward_ops(&fx.layer, &s, 1, ops);
+    ck_assert_int_eq(n_plain, n_flash + 1); /* no separate softmax */
+}
+END_TEST
+
+/* Total parameters of a model of `n_layers` x `L` plus its embeddings, as
+ * the plugin reports them (bytes / 2 at TP 1). */
+static double model_params(loom_layer L, int32_t n_layers, int32_t kind,
+                           int64_t vocab)
+{
+    fixture fx;
+    fx_init(&fx, L, n_layers, kind, vocab, 0);
+    loom_layer_cost c = estimate(&fx, seq_shape(1, 16, 1, 1),
+                                 LOOM_POLICY_NONE);
+    int64_t extra_p = -1, extra_s = -1;
+    loom_error err = {0, ""};
+    loom_mock_host *h = loom_mock_host_new();
+    const loom_cost_model_vtable *vt = vtable();
+    void *self = NULL;
+    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
+                                NULL, &self, &err), LOOM_OK);
+    ck_assert_int_eq(vt->module_extra(self, &fx.problem, 0, 1, &extra_p,
+                                      &extra_s, &err), LOOM_OK);
+    vt->destroy(self);
+    loom_mock_host_free(h);
+    ck_assert_int_eq(c.param_bytes % 2, 0);
+    return (double)n_layers * (double)(c.param_bytes / 2) +
+           (double)(extra_p / 2);
+}
+
+/* |got / want - 1| <= 2 %. */
+static int within_2pct(double got, double want)
+{
+    return fabs(got / want - 1.0) <= 0.02;
+}
+
+START_TEST(preset_parameter_counts)
+{
+    ck_assert_double_eq(loom_roofline_layer_params(&LLAMA3_8B), 218120192);
+    double llama = model_params(LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 128256);
+    ck_assert_double_eq(llama, 8030519296.0);
+    ck_assert(within_2pct(llama, 8.0e9));
+    double qwen = model_params(QWEN2_72B, 80, LOOM_MODULE_BACKBONE, 152064);
+    ck_assert_double_eq(qwen, 72706686976.0);
+    ck_assert(within_2pct(qwen, 72.7e9));
+    /* untied head: GPT-3 ties it, which would give 174.57e9 */
+    double gpt = model_params(GPT_175B, 96, LOOM_MODULE_BACKBONE, 50257);
+    ck_assert_double_eq(gpt, 175186010112.0);
+    ck_assert(within_2pct(gpt, 175e9));
+    double vit22 = model_params(VIT_22B, 48, LOOM_MODULE_ENCODER, 0);
+    ck_assert_double_eq(vit22, 21744451584.0);
+    ck_assert(within_2pct(vit22, 22e9));
+
+    /* Table 3's ViT 5B and DiT shapes fall short of their names */
+    double vit5 = model_params(VIT_5B, 63, LOOM_MODULE_ENCODER, 0);
+    ck_assert_double_eq(vit5, 4277855232.0);
+    ck_assert(!within_2pct(vit5, 5e9));
+    double dit5 = model_params(DIT_5B, 28, LOOM_MODULE_DECODER, 0);
+    ck_assert_double_eq(dit5, 4213579776.0);
+    ck_assert(!within_2pct(dit5, 5e9));
+    double dit30 = model_params(DIT_30B, 48, LOOM_MODULE_DECODER, 0);
+    ck_assert_double_eq(dit30, 25368330240.0);
+    ck_assert(!within_2pct(dit30, 30e9));
+}
+END_TEST
+
+START_TEST(param_and_state_bytes)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 128256, 0);
+    fx.problem.parallel.dp = 8;
+    const double p = 218120192;
+    loom_layer_cost c = estimate(&fx, seq_shape(1, 4096, 8, 1),
+                                 LOOM_POLICY_NONE);
+    ck_assert_int_eq(c.param_bytes, (int64_t)(2 * p / 8));
+    /* gradients 2 bytes, optimizer 12 bytes / dp, all / tp */
+    ck_assert_int_eq(c.state_bytes, (int64_t)(2 * p / 8 + 12 * p / 8 / 8));
+
+    const char *const no_dist[] = {"distributed_optimizer", "false", NULL};
+    loom_error err = {0, ""};
+    ck_assert_int_eq(estimate_with(&fx, no_dist, seq_shape(1, 4096, 8, 1),
+                                   LOOM_POLICY_NONE, &c, &err), LOOM_OK);
+    ck_assert_int_eq(c.state_bytes, (int64_t)(14 * p / 8));
+
+    /* embeddings: input table + untied head of a backbone, vocab-parallel */
+    loom_mock_host *h = loom_mock_host_new();
+    const loom_cost_model_vtable *vt = vtable();
+    void *self = NULL;
+    int64_t pb = 0, sb = 0;
+    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
+                                NULL, &self, &err), LOOM_OK);
+    ck_assert_int_eq(vt->module_extra(self, &fx.problem, 0, 8, &pb, &sb, &err),
+                     LOOM_OK);
+    double e = 2.0 * 128256 * 4096;
+    ck_assert_int_eq(pb, (int64_t)(2 * e / 8));
+    ck_assert_int_eq(sb, (int64_t)(2 * e / 8 + 12 * e / 8 / 8));
+    fx.module.kind = LOOM_MODULE_ENCODER; /* one table */
+    ck_assert_int_eq(vt->module_extra(self, &fx.problem, 0, 8, &pb, &sb, &err),
+                     LOOM_OK);
+    ck_assert_int_eq(pb, (int64_t)(e / 8));
+    fx.module.frozen = 1;
+    ck_assert_int_eq(vt->module_extra(self, &fx.problem, 0, 8, &pb, &sb, &err),
+                     LOOM_OK);
+    ck_assert_int_eq(sb, 0);
+    fx.module.vocab = 0;
+    ck_assert_int_eq(vt->module_extra(self, &fx.problem, 0, 8, &pb, &sb, &err),
+                     LOOM_OK);
+    ck_assert_int_eq(pb, 0);
+    ck_assert_int_eq(sb, 0);
+    vt->destroy(self);
+    loom_mock_host_free(h);
+}
+END_TEST
+
+START_TEST(gemm_efficiency_scale_param)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    fx.cluster.hbm_bytes_per_s = 1e30;
+    loom_shape s = seq_shape(1, 8192, 1, 1);
+    s.seq_sq_sum = 0; /* GEMMs only */
+    loom_layer_cost base = estimate(&fx, s, LOOM_POLICY_NONE), c;
+    loom_error err = {0, ""};
+    const char *const half[] = {"gemm_efficiency_scale", "0.5", NULL};
+    ck_assert_int_eq(estimate_with(&fx, half, s, LOOM_POLICY_NONE, &c, &err),
+                     LOOM_OK);
+    ASSERT_REL(c.forward_ms, 2 * base.forward_ms);
+    /* 0.7 x 2 is capped at peak */
+    const char *const two[] = {"gemm_efficiency_scale", "2", NULL};
+    ck_assert_int_eq(estimate_with(&fx, two, s, LOOM_POLICY_NONE, &c, &err),
+                     LOOM_OK);
+    ASSERT_REL(c.forward_ms, base.forward_ms * 0.7);
+
+    const char *const zero[] = {"gemm_efficiency_scale", "0", NULL};
+    ck_assert_int_eq(estimate_with(&fx, zero, s, LOOM_POLICY_NONE, &c, &err),
+                     LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "gemm_efficiency_scale"));
+    ck_assert_ptr_nonnull(strstr(err.message, "(0, 2], found 0"));
+    const char *const word[] = {"gemm_efficiency_scale", "fast", NULL};
+    ck_assert_int_eq(estimate_with(&fx, word, s, LOOM_POLICY_NONE, &c, &err),
+                     LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "expected a number"));
+    const char *const bad_bool[] = {"distributed_optimizer", "2", NULL};
+    ck_assert_int_eq(estimate_with(&fx, bad_bool, s, LOOM_POLICY_NONE, &c,
+                                   &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "distributed_optimizer"));
+}
+END_TEST
+
+START_TEST(zero_tokens_cost_nothing_but_weights)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    loom_layer_cost c = estimate(&fx, seq_shape(0, 0, 4, 1), LOOM_POLICY_NONE);
+    ck_assert_double_eq(c.forward_ms, 0);
+    ck_assert_double_eq(c.input_grad_ms, 0);
+    ck_assert_double_eq(c.flops, 0);
+    ck_assert_int_eq(c.activation_bytes, 0);
+    ck_assert(c.param_bytes > 0);
+}
+END_TEST
+
+/* Runs estimate on `fx` and checks the status and a message fragment. */
+static void expect_error(fixture *fx, int32_t module, int32_t layer,
+                         loom_shape s, int32_t policy, const char *fragment)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    const loom_cost_model_vtable *vt = vtable();
+    void *self = NULL;
+    loom_error err = {0, ""};
+    loom_layer_cost c;
+    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
+                                NULL, &self, &err), LOOM_OK);
+    int rc = vt->estimate(self, &fx->problem, module, layer, &s, policy, &c,
+                          &err);
+    vt->destroy(self);
+    loom_mock_host_free(h);
+    ck_assert_int_eq(rc, LOOM_EINVAL);
+    ck_assert_int_eq(err.code, LOOM_EINVAL);
+    ck_assert_msg(strstr(err.message, fragment) != NULL,
+                  "message \"%s\" lacks \"%s\"", err.message, fragment);
+}
+
+START_TEST(errors_name_what_was_expected)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 1, LOOM_MODULE_BACKBONE, 0, 0);
+    loom_shape s = seq_shape(1, 128, 1, 1);
+    expect_error(&fx, 3, 0, s, 0, "module index 3 out of range [0, 1)");
+    expect_error(&fx, 0, 1, s, 0, "module \"llm\": layer 1 out of range [0, 1)");
+    expect_error(&fx, 0, 0, s, 7, "memory policy in [0, 3), found 7");
+    s.tp = 0;
+    expect_error(&fx, 0, 0, s, 0, "tp >= 1");
+    s.tp = 1;
+    fx.cluster.eff_gemm = 0;
+    expect_error(&fx, 0, 0, s, 0,
+                 "cluster \"test\": expected eff_gemm in (0, 1], found 0");
+    fx.cluster.eff_gemm = 0.7;
+    fx.cluster.peak_flops = -1;
+    expect_error(&fx, 0, 0, s, 0, "expected peak_flops > 0, found -1");
+    fx.cluster.peak_flops = 989e12;
+    fx.cluster.nvlink_bytes_per_s = 0;
+    s.tp = 2;
+    expect_error(&fx, 0, 0, s, 0, "expected nvlink_bytes_per_s > 0 for TP 2");
+    s.tp = 1;
+    fx.layer.kv_heads = 64;
+    expect_error(&fx, 0, 0, s, 0,
+                 "layer 0: expected kv_heads in [1, heads], found 64");
+    fx.layer.kv_heads = 8;
+    loom_stage_times st;
+    memset(&st, 0, sizeof st);
+    fx.problem.kind = LOOM_PROBLEM_STAGE_TIMES;
+    fx.problem.model = NULL;
+    fx.problem.stage_times = &st;
+    expect_error(&fx, 0, 0, s, 0,
+                 "expected a model problem (model + cluster), found a "
+                 "stage-times problem");
+}
+END_TEST
+
+START_TEST(manifest_matches_binary)
+{
+    const loom_plugin_info *info = loom_static_roofline();
+    ck_assert_uint_eq(info->struct_size, sizeof(loom_plugin_info));
+    ck_assert_uint_eq(info->abi_version, LOOM_ABI_VERSION);
+    ck_assert_ptr_null(info->role(LOOM_ROLE_RANKER));
+    const loom_cost_model_vtable *vt = vtable();
+    ck_assert_uint_eq(vt->header.struct_size, sizeof(loom_cost_model_vtable));
+    ck_assert_uint_eq(vt->header.role_version, LOOM_COST_MODEL_VERSION);
+
+    FILE *f = fopen(loom_test_src("plugins/roofline/manifest.json"), "rb");
+    ck_assert_ptr_nonnull(f);
+    static char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    cJSON *m = cJSON_Parse(text);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(cJSON_GetObjectItem(m, "id")->valuestring, info->id);
+    ck_assert_str_eq(cJSON_GetObjectItem(m, "version")->valuestring,
+                     info->version);
+    const cJSON *prov = cJSON_GetObjectItem(m, "provides");
+    ck_assert_str_eq(cJSON_GetObjectItem(prov, "role")->valuestring,
+                     LOOM_ROLE_COST_MODEL);
+    ck_assert_str_eq(cJSON_GetObjectItem(prov, "name")->valuestring,
+                     "roofline");
+    /* the manifest defaults are the ones the plugin falls back to */
+    const cJSON *params = cJSON_GetObjectItem(m, "params");
+    ck_assert_double_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(
+        params, "gemm_efficiency_scale"), "default")->valuedouble, 1.0);
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(
+        params, "distributed_optimizer"), "default")));
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(
+        params, "flash_attention"), "default")));
+    cJSON_Delete(m);
+}
+END_TEST
+
+/* The roofline suite. */
+static Suite *roofline_suite(void)
+{
+    Suite *s = suite_create("roofline");
+    TCase *tc = tcase_create("model");
+    tcase_add_test(tc, llama3_8b_forward_flops);
+    tcase_add_test(tc, causal_and_cross_attention_flops);
+    tcase_add_test(tc, operator_time_is_max_of_three_terms);
+    tcase_add_test(tc, compute_bound_layer_time_closed_form);
+    tcase_add_test(tc, memory_bound_layer_time_closed_form);
+    tcase_add_test(tc, tensor_parallel_halves_compute_and_adds_collectives);
+    tcase_add_test(tc, frozen_aware_backward);
+    tcase_add_test(tc, policies_order_memory_and_recompute);
+    tcase_add_test(tc, flash_attention_param);
+    tcase_add_test(tc, preset_parameter_counts);
+    tcase_add_test(tc, param_and_state_bytes);
+    tcase_add_test(tc, gemm_efficiency_scale_param);
+    tcase_add_test(tc, zero_tokens_cost_nothing_but_weights);
+    tcase_add_test(tc, errors_name_what_was_expected);
+    tcase_add_test(tc, manifest_matches_binary);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+/* Runs the suite. */
+int main(void)
+{
+    return loom_test_main(roofline_suite());
+}

@@ -1,0 +1,273 @@
+/* table.c - the `table` cost model plugin: profiled per-layer costs from a
+ * CSV or JSON file, interpolated in tokens, with ratio-based memory
+ * policies and frozen-aware backward (Cornstarch). */
+#include <loom/loom.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "table_data.h"
+
+#define TB_ID "org.loom.table"
+
+/* One instance: the loaded table and the params read at create(). */
+typedef struct tb_self {
+    const loom_host_api *host;
+    loom_table *table;           /* owned */
+    double selective_activation; /* stored fraction under selective */
+    double full_activation;      /* stored fraction under full */
+    double selective_recompute;  /* recompute time / forward under selective */
+    int distributed_optimizer;
+} tb_self;
+
+/* Reads a ratio param in [0, 1], keeping *out (the default) when unset. */
+static int tb_param_ratio(const loom_host_api *host, loom_ctx *ctx,
+                          const char *key, double *out, loom_error *err)
+{
+    int rc = host->param_double(ctx, key, out);
+    if (rc != LOOM_OK && rc != LOOM_ENOTFOUND)
+        return host->error(err, LOOM_EINVAL,
+                           "table: param %s: expected a number in [0, 1] "
+                           "(host status %d)",
+                           key, rc);
+    if (!(*out >= 0.0 && *out <= 1.0))
+        return host->error(err, LOOM_EINVAL,
+                           "table: param %s: expected a number in [0, 1], "
+                           "found %g",
+                           key, *out);
+    return LOOM_OK;
+}
+
+/* create(): reads the params and loads the file named by `file`. */
+static int tb_create(const loom_host_api *host, loom_ctx *ctx,
+                     void *plugin_state, void **self, loom_error *err)
+{
+    (void)plugin_state;
+    const char *file = host->param_string(ctx, "file");
+    if (!file || !file[0])
+        return host->error(err, LOOM_EINVAL,
+                           "table: param file: expected the path of a CSV "
+                           "or JSON cost table, found %s",
+                           file ? "an empty string" : "no value");
+    double sel = 0.5, full = 0.1, sel_re = 0.15;
+    int dist = 1;
+    int rc = tb_param_ratio(host, ctx, "selective_activation_ratio", &sel, err);
+    if (rc == LOOM_OK)
+        rc = tb_param_ratio(host, ctx, "full_activation_ratio", &full, err);
+    if (rc == LOOM_OK)
+        rc = tb_param_ratio(host, ctx, "selective_recompute_ratio", &sel_re,
+                            err);
+    if (rc != LOOM_OK)
+        return rc;
+    rc = host->param_bool(ctx, "distributed_optimizer", &dist);
+    if (rc != LOOM_OK && rc != LOOM_ENOTFOUND)
+        return host->error(err, LOOM_EINVAL,
+                           "table: param distributed_optimizer: expected "
+                           "true or false (host status %d)",
+                           rc);
+
+    tb_self *s = host->alloc(sizeof *s);
+    if (!s)
+        return host->error(err, LOOM_ENOMEM, "table: out of memory");
+    memset(s, 0, sizeof *s);
+    s->host = host;
+    s->selective_activation = sel;
+    s->full_activation = full;
+    s->selective_recompute = sel_re;
+    s->distributed_optimizer = dist != 0;
+    rc = loom_table_load(file, &s->table, err);
+    if (rc != LOOM_OK) {
+        host->free(s);
+        return rc;
+    }
+    *self = s;
+    return LOOM_OK;
+}
+
+/* destroy(): frees the table and the instance. */
+static void tb_destroy(void *self)
+{
+    tb_self *s = self;
+    if (!s)
+        return;
+    loom_table_free(s->table);
+    s->host->free(s);
+}
+
+/* Rounds a non-negative byte count to the nearest integer. */
+static int64_t tb_bytes(double x)
+{
+    return x > 0.0 ? (int64_t)(x + 0.5) : 0;
+}
+
+/* Index of the model module called `name`, or -1. */
+static int32_t tb_model_module(const loom_model *model, const char *name)
+{
+    for (int32_t i = 0; i < model->n_modules; i++)
+        if (model->modules[i].name &&
+            strcmp(model->modules[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* Checks that every module the table names exists in the model with
+ * enough layers for its rows. */
+static int tb_check_modules(const tb_self *s, const loom_model *model,
+                            loom_error *err)
+{
+    const loom_table *t = s->table;
+    char where[48];
+    for (int32_t i = 0; i < t->n_modules; i++) {
+        const loom_table_module *tm = &t->modules[i];
+        int32_t m = tb_model_module(model, tm->name);
+        if (m < 0) {
+            char names[256] = "";
+            size_t used = 0;
+            for (int32_t k = 0; k < model->n_modules && used < sizeof names;
+                 k++)
+                used += (size_t)snprintf(names + used, sizeof names - used,
+                                         "%s%s", k ? ", " : "",
+                                         model->modules[k].name
+                                             ? model->modules[k].name
+                                             : "?");
+            loom_table_where(t, tm->source, where, sizeof where);
+            return s->host->error(err, LOOM_EINVAL,
+                                  "table: %s: %s: expected a module of model "
+                                  "\"%s\" (%s), found module \"%s\"",
+                                  t->file, where,
+                                  model->name ? model->name : "?", names,
+                                  tm->name);
+        }
+        int32_t n_layers = model->modules[m].n_layers;
+        if (tm->max_layer < n_layers)
+            continue;
+        for (int32_t r = 0; r < t->n_rows; r++) {
+            const loom_table_row *row = &t->rows[r];
+            if (row->layer >= n_layers && strcmp(row->module, tm->name) == 0) {
+                loom_table_where(t, row->source, where, sizeof where);
+                return s->host->error(err, LOOM_EINVAL,
+                                      "table: %s: %s: expected a layer of "
+                                      "module \"%s\" in [0, %d), found %d",
+                                      t->file, where, tm->name, (int)n_layers,
+                                      (int)row->layer);
+            }
+        }
+    }
+    return LOOM_OK;
+}
+
+/* Checks the problem, module, layer, shape and policy of a query. */
+static int tb_check_query(const tb_self *s, const loom_problem *p,
+                          int32_t module, int32_t layer,
+                          const loom_shape *shape, int32_t policy,
+                          loom_error *err)
+{
+    if (!p || p->kind != LOOM_PROBLEM_MODEL || !p->model)
+        return s->host->error(err, LOOM_EINVAL,
+                              "table: expected a model problem, found %s",
+                              !p ? "no problem" : "a stage-times problem");
+    if (module < 0 || module >= p->model->n_modules)
+        return s->host->error(err, LOOM_EINVAL,
+                              "table: module index %d out of range [0, %d)",
+                              (int)module, (int)p->model->n_modules);
+    const loom_module *m = &p->model->modules[module];
+    if (!m->name)
+        return s->host->error(err, LOOM_EINVAL,
+                              "table: module %d: expected a name to match "
+                              "table rows, found none",
+                              (int)module);
+    if (layer < 0 || layer >= m->n_layers)
+        return s->host->error(err, LOOM_EINVAL,
+                              "table: module \"%s\": layer %d out of range "
+                              "[0, %d)",
+                              m->name, (int)layer, (int)m->n_layers);
+    if (!shape || shape->tokens < 0)
+        return s->host->error(err, LOOM_EINVAL,
+                              "table: module \"%s\" layer %d: expected a "
+                              "shape with tokens >= 0, found %s",
+                              m->name, (int)layer,
+                              !shape ? "none" : "negative tokens");
+    if (policy < 0 || policy >= LOOM_POLICY_COUNT)
+        return s->host->error(err, LOOM_EINVAL,
+                              "table: expected a memory policy in [0, %d), "
+                              "found %d",
+                              (int)LOOM_POLICY_COUNT, (int)policy);
+    return tb_check_modules(s, p->model, err);
+}
+
+/* estimate(): interpolates the layer's rows at shape->tokens. */
+static int tb_estimate(void *self, const loom_problem *problem,
+                       int32_t module, int32_t layer, const loom_shape *shape,
+                       int32_t policy, loom_layer_cost *out, loom_error *err)
+{
+    const tb_self *s = self;
+    int rc = tb_check_query(s, problem, module, layer, shape, policy, err);
+    if (rc != LOOM_OK)
+        return rc;
+    const loom_module *m = &problem->model->modules[module];
+    const loom_table_row *rows = NULL;
+    int32_t n = 0;
+    loom_table_lookup(s->table, m->name, layer, &rows, &n);
+    if (n == 0)
+        return s->host->error(err, LOOM_EINVAL,
+                              "table: %s: expected rows for module \"%s\" "
+                              "layer %d (or layer \"*\"), found none",
+                              s->table->file, m->name, (int)layer);
+    loom_table_point pt;
+    loom_table_interpolate(rows, n, (double)shape->tokens, &pt);
+
+    memset(out, 0, sizeof *out);
+    out->param_bytes = tb_bytes(pt.param_bytes);
+    if (!m->frozen) {
+        int32_t dp = problem->parallel.dp;
+        double shards = (s->distributed_optimizer && dp > 1) ? dp : 1.0;
+        /* 2-byte params: grads as big, 12 optimizer bytes = 6x */
+        out->state_bytes = tb_bytes(pt.param_bytes +
+                                    6.0 * pt.param_bytes / shards);
+    }
+    if (shape->tokens == 0)
+        return LOOM_OK; /* no stage runs for an empty shape */
+
+    int pays_input = shape->trainable_upstream != 0;
+    int pays_weight = !m->frozen;
+    out->forward_ms = pt.forward_ms;
+    out->input_grad_ms = pays_input ? pt.input_grad_ms : 0.0;
+    out->weight_grad_ms = pays_weight ? pt.weight_grad_ms : 0.0;
+    if (!pays_input && !pays_weight)
+        return LOOM_OK; /* no backward: nothing stored or recomputed */
+
+    double stored = pt.activation_bytes;
+    if (policy == LOOM_POLICY_SELECTIVE) {
+        stored *= s->selective_activation;
+        out->recompute_ms = s->selective_recompute * pt.forward_ms;
+    } else if (policy == LOOM_POLICY_FULL) {
+        stored *= s->full_activation;
+        out->recompute_ms = pt.forward_ms;
+    }
+    out->activation_bytes = tb_bytes(stored);
+    /* what recomputation rebuilds is live during the backward */
+    out->transient_bytes = tb_bytes(pt.activation_bytes - stored);
+    return LOOM_OK;
+}
+
+static const loom_cost_model_vtable tb_vtable = {
+    {sizeof(loom_cost_model_vtable), LOOM_COST_MODEL_VERSION},
+    tb_create,
+    tb_destroy,
+    tb_estimate,
+    NULL,
+};
+
+/* The vtable for the cost_model role, NULL for any other. */
+static const loom_role_header *tb_role(const char *role)
+{
+    if (role && strcmp(role, LOOM_ROLE_COST_MODEL) == 0)
+        return &tb_vtable.header;
+    return NULL;
+}
+
+static const loom_plugin_info tb_info = {
+    LOOM_PLUGIN_INFO_HEADER, TB_ID, "1.0.0", NULL, NULL, tb_role,
+};
+
+LOOM_PLUGIN_DEFINE(table, tb_info);

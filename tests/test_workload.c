@@ -1,0 +1,609 @@
+/* test_workload.c - workload JSON Lines (reading, errors with line numbers,
+ * writing and the round trip), the seeded generator (determinism and the
+ * properties of every family) and `loom workload generate`. */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "json_util.h"
+#include "problem_io.h"
+#include "testutil.h"
+
+/* Writes w as JSON Lines into a malloc'd string. */
+static char *to_jsonl(const loom_workload *w)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    loom_error e;
+    memset(&e, 0, sizeof e);
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(loom_workload_write(w, f, &e), LOOM_OK);
+    fclose(f);
+    return buf;
+}
+
+/* Generates a workload that must generate. */
+static loom_workload *gen(const char *family, int32_t iterations, int32_t mb, uint64_t seed)
+{
+    loom_error e;
+    loom_workload *w = NULL;
+    memset(&e, 0, sizeof e);
+    int rc = loom_workload_generate(family, iterations, mb, seed, &w, &e);
+    ck_assert_msg(rc == LOOM_OK, "%s: %s", family, e.message);
+    ck_assert_int_eq(w->n_iterations, iterations);
+    return w;
+}
+
+/* Loads a workload file that must load. */
+static loom_workload *must_load(const char *path)
+{
+    loom_error e;
+    loom_workload *w = NULL;
+    memset(&e, 0, sizeof e);
+    int rc = loom_workload_load(path, &w, &e);
+    ck_assert_msg(rc == LOOM_OK, "%s: %s", path, e.message);
+    return w;
+}
+
+/* Asserts that JSONL `text` fails with EINVAL; `frag` follows the file name. */
+static void expect_error(const char *text, const char *frag)
+{
+    loom_error e;
+    loom_workload *w = NULL;
+    memset(&e, 0, sizeof e);
+    const char *path = loom_test_tmpfile(".jsonl", text);
+    ck_assert_int_eq(loom_workload_load(path, &w, &e), LOOM_EINVAL);
+    ck_assert_ptr_null(w);
+    char want[1024];
+    snprintf(want, sizeof want, "%s%s", path, frag);
+    ck_assert_msg(strstr(e.message, want) != NULL, "message \"%s\" lacks \"%s\"", e.message,
+                  want);
+}
+
+/* Asserts two workloads are identical (doubles bit for bit). */
+static void workload_eq(const loom_workload *a, const loom_workload *b)
+{
+    ck_assert_int_eq(a->n_iterations, b->n_iterations);
+    ck_assert_int_eq(a->n_samples, b->n_samples);
+    for (int32_t i = 0; i < a->n_iterations; i++) {
+        const loom_iteration *x = &a->iterations[i], *y = &b->iterations[i];
+        ck_assert_int_eq(x->index, y->index);
+        ck_assert_int_eq(x->n_samples, y->n_samples);
+        for (int32_t k = 0; k < x->n_samples; k++) {
+            const loom_sample *p = &x->samples[k], *q = &y->samples[k];
+            ck_assert_int_eq(p->text_tokens, q->text_tokens);
+            ck_assert_int_eq(p->images, q->images);
+            ck_assert_int_eq(p->microbatch, q->microbatch);
+            ck_assert_int_eq(memcmp(&p->video_seconds, &q->video_seconds, sizeof(double)), 0);
+            ck_assert_int_eq(memcmp(&p->audio_seconds, &q->audio_seconds, sizeof(double)), 0);
+        }
+    }
+}
+
+/* ---- reading ---------------------------------------------------------------- */
+
+START_TEST(test_load_small_example)
+{
+    loom_workload *w = must_load(loom_test_src("examples/workloads/small.jsonl"));
+    ck_assert_int_eq(w->n_iterations, 3);
+    ck_assert_int_eq(w->n_samples, 7);
+    const loom_iteration *it = w->iterations;
+    ck_assert_int_eq(it[0].index, 0);
+    ck_assert_int_eq(it[0].n_samples, 3);
+    ck_assert_int_eq(it[0].samples[0].text_tokens, 812);
+    ck_assert_int_eq(it[0].samples[0].images, 3);
+    ck_assert_int_eq(it[0].samples[0].microbatch, -1); /* absent */
+    ck_assert_double_eq(it[0].samples[0].video_seconds, 0.0);
+    ck_assert_int_eq(it[0].samples[2].images, 0);
+    ck_assert_int_eq(it[1].index, 1);
+    ck_assert_double_eq(it[1].samples[0].video_seconds, 4.5);
+    ck_assert_double_eq(it[1].samples[1].audio_seconds, 12.25);
+    ck_assert_int_eq(it[2].index, 2); /* absent: position among iterations */
+    ck_assert_int_eq(it[2].samples[1].microbatch, 1);
+    ck_assert_int_eq(it[2].samples[1].text_tokens, 6000);
+    ck_assert_ptr_eq(it[1].samples, w->samples + 3);
+    loom_workload_free(w);
+}
+END_TEST
+
+/* Generated examples and the arguments that reproduce them. */
+static const struct {
+    const char *file, *family;
+    int32_t iterations, microbatches;
+} generated[] = {
+    {"examples/workloads/interleaved.jsonl", "interleaved", 8, 16},
+    {"examples/workloads/rise-and-fall.jsonl", "rise-and-fall", 40, 16},
+    {"examples/workloads/video.jsonl", "video", 8, 16},
+    {"examples/workloads/image-pairs.jsonl", "image-pairs", 2, 16},
+    {"examples/workloads/text.jsonl", "text", 4, 16},
+};
+#define N_GENERATED ((int)(sizeof generated / sizeof generated[0]))
+
+START_TEST(test_examples_regenerate)
+{
+    for (int i = 0; i < N_GENERATED; i++) {
+        char *file = NULL;
+        loom_error e;
+        memset(&e, 0, sizeof e);
+        ck_assert_int_eq(loom_read_file(loom_test_src(generated[i].file), &file, NULL, &e),
+                         LOOM_OK);
+        loom_workload *w = gen(generated[i].family, generated[i].iterations,
+                               generated[i].microbatches, 1);
+        char *text = to_jsonl(w);
+        ck_assert_msg(strcmp(text, file) == 0, "%s differs from its generator", generated[i].file);
+        loom_workload *l = must_load(loom_test_src(generated[i].file));
+        workload_eq(w, l);
+        free(text);
+        free(file);
+        loom_workload_free(w);
+        loom_workload_free(l);
+    }
+}
+END_TEST
+
+START_TEST(test_blank_lines_and_crlf)
+{
+    const char *path = loom_test_tmpfile(".jsonl",
+        "\n   \n{\"iteration\": 5, \"samples\": [{\"text_tokens\": 3}]}\r\n\r\n\t\n"
+        "{\"samples\": [{\"text_tokens\": 0, \"images\": 2}]}");
+    loom_workload *w = must_load(path);
+    ck_assert_int_eq(w->n_iterations, 2);
+    ck_assert_int_eq(w->iterations[0].index, 5);
+    ck_assert_int_eq(w->iterations[1].index, 1);
+    ck_assert_int_eq(w->iterations[1].samples[0].images, 2);
+    loom_workload_free(w);
+}
+END_TEST
+
+#define OK_LINE "{\"samples\": [{\"text_tokens\": 1}]}\n"
+
+START_TEST(test_load_errors)
+{
+    expect_error(OK_LINE "\n{\"samples\": [{\"text_tokens\": 1}, {\"text_tokens\": 1}, "
+                 "{\"text_tokens\": 1}, {\"text_tokens\": 5, \"images\": -2}]}\n",
+                 ":3: samples[3].images: expected an integer in [0, 1048576], found -2");
+    expect_error(OK_LINE OK_LINE "{\"iteration\": 2, \"samples\": []}\n",
+                 ":3: samples: expected at least one sample, found none");
+    expect_error(OK_LINE "{\"samples\": [}\n", ":2:14: malformed JSON: unexpected '}'");
+    expect_error(OK_LINE "{\"samples\": [\n", ":2:14: malformed JSON: unexpected end of line");
+    expect_error(OK_LINE "{\"samples\": [{\"text_tokens\": 1}]} x\n",
+                 ":2:35: malformed JSON: unexpected 'x'");
+    expect_error("{\"samples\": [{\"text_tokens\": 1, \"image\": 2}]}",
+                 ":1: samples[0]: unknown field \"image\"");
+    expect_error("{\"iter\": 0, \"samples\": [{\"text_tokens\": 1}]}", ":1: unknown field \"iter\"");
+    expect_error("{\"samples\": [{\"images\": 1}]}",
+                 ":1: samples[0].text_tokens: expected an integer in [0, 4294967296], found "
+                 "nothing (missing field)");
+    expect_error("{\"samples\": [{\"text_tokens\": 2.5}]}",
+                 ":1: samples[0].text_tokens: expected an integer in [0, 4294967296], found 2.5");
+    expect_error("{\"samples\": [{\"text_tokens\": 0}]}",
+                 ":1: samples[0]: expected a sample with text tokens, images, video or audio, "
+                 "found an empty sample");
+    expect_error("{\"samples\": [{\"text_tokens\": 1, \"microbatch\": 0}, {\"text_tokens\": 1}]}",
+                 ":1: samples[1].microbatch: expected a microbatch index like samples[0], "
+                 "found none");
+    expect_error("{\"samples\": [{\"text_tokens\": 1}, {\"text_tokens\": 1, \"microbatch\": 0}]}",
+                 ":1: samples[1].microbatch: expected no microbatch like samples[0], found one");
+    expect_error("{\"samples\": [{\"text_tokens\": 1, \"microbatch\": 65536}]}",
+                 ":1: samples[0].microbatch: expected an integer in [-1, 65535], found 65536");
+    expect_error("{\"samples\": [{\"text_tokens\": 1, \"images\": 1, \"images\": 2}]}",
+                 ":1: samples[0]: expected unique field names, found \"images\" twice");
+    expect_error("{\"samples\": [{\"text_tokens\": 1}], \"samples\": []}",
+                 ":1: expected unique field names, found \"samples\" twice");
+    expect_error("[1, 2]", ":1: expected an iteration object");
+    expect_error("{\"samples\": [3]}", ":1: samples[0]: expected a sample object, found 3");
+    expect_error("{\"samples\": {}}", ":1: samples: expected an array, found an object");
+    expect_error("{\"iteration\": -1, \"samples\": [{\"text_tokens\": 1}]}",
+                 ":1: iteration: expected an integer in [0, 2147483647], found -1");
+    expect_error("{\"samples\": [{\"text_tokens\": 1, \"video_seconds\": -0.5}]}",
+                 ":1: samples[0].video_seconds: expected a number in [0, 1000000], found -0.5");
+    expect_error("{\"samples\": [{\"text_tokens\": 1, \"audio_seconds\": 1e999}]}",
+                 ":1: samples[0].audio_seconds: expected a number in [0, 1000000]");
+    expect_error("{\"samples\": [{\"text_tokens\": 1, \"video_seconds\": \"4\"}]}",
+                 ":1: samples[0].video_seconds: expected a number in [0, 1000000], found \"4\"");
+    expect_error("", ": expected at least one iteration");
+    expect_error("\n \n", ": expected at least one iteration");
+}
+END_TEST
+
+START_TEST(test_load_missing_file)
+{
+    loom_error e;
+    loom_workload *w = NULL;
+    memset(&e, 0, sizeof e);
+    ck_assert_int_eq(loom_workload_load("/nonexistent/w.jsonl", &w, &e), LOOM_EIO);
+    ck_assert_ptr_nonnull(strstr(e.message, "/nonexistent/w.jsonl: cannot open"));
+}
+END_TEST
+
+/* ---- writing ---------------------------------------------------------------- */
+
+START_TEST(test_round_trip)
+{
+    const char *const *fam = loom_workload_family_names();
+    for (int f = 0; fam[f]; f++) {
+        loom_workload *w = gen(fam[f], 3, 5, 11);
+        char *text = to_jsonl(w);
+        loom_workload *l = must_load(loom_test_tmpfile(".jsonl", text));
+        workload_eq(w, l);
+        char *again = to_jsonl(l);
+        ck_assert_str_eq(text, again);
+        free(text);
+        free(again);
+        loom_workload_free(w);
+        loom_workload_free(l);
+    }
+
+    /* Awkward doubles and mixed microbatch use survive bit for bit. */
+    loom_sample s[4];
+    memset(s, 0, sizeof s);
+    s[0] = (loom_sample){7, 0, -1, 0.1, 1.0 / 3.0};
+    s[1] = (loom_sample){0, 0, -1, 1e-300, 0};
+    s[2] = (loom_sample){4096, 48, 3, 123456.789, 999999.99999999988};
+    s[3] = (loom_sample){1, 1, 0, 0, 2.0 / 7.0};
+    loom_iteration its[2] = {{9, 2, s}, {2147483647, 2, s + 2}};
+    loom_workload w = {2, its, 4, s};
+    char *text = to_jsonl(&w);
+    loom_workload *l = must_load(loom_test_tmpfile(".jsonl", text));
+    workload_eq(&w, l);
+    free(text);
+    loom_workload_free(l);
+}
+END_TEST
+
+START_TEST(test_write_error)
+{
+    loom_workload *w = gen("text", 1, 1, 1);
+    FILE *f = fopen("/dev/full", "w");
+    if (f) {
+        loom_error e;
+        memset(&e, 0, sizeof e);
+        setvbuf(f, NULL, _IONBF, 0);
+        ck_assert_int_eq(loom_workload_write(w, f, &e), LOOM_EIO);
+        ck_assert_ptr_nonnull(strstr(e.message, "writing JSON Lines failed"));
+        fclose(f);
+    }
+    loom_workload_free(w);
+}
+END_TEST
+
+/* ---- generator ---------------------------------------------------------------- */
+
+START_TEST(test_generate_arguments)
+{
+    loom_error e;
+    loom_workload *w = NULL;
+    memset(&e, 0, sizeof e);
+    ck_assert_int_eq(loom_workload_generate("laion", 1, 1, 1, &w, &e), LOOM_ENOTFOUND);
+    ck_assert_ptr_nonnull(strstr(e.message, "expected one of image-pairs, interleaved, video, "
+                                            "rise-and-fall, text, found \"laion\""));
+    ck_assert_int_eq(loom_workload_generate(NULL, 1, 1, 1, &w, &e), LOOM_ENOTFOUND);
+    ck_assert_int_eq(loom_workload_generate("text", 0, 1, 1, &w, &e), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.message, "iterations: expected an integer in [1, 100000], found 0"));
+    ck_assert_int_eq(loom_workload_generate("text", 100001, 1, 1, &w, &e), LOOM_EINVAL);
+    ck_assert_int_eq(loom_workload_generate("text", 1, 65537, 1, &w, &e), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.message, "microbatches: expected an integer in [1, 65536], "
+                                            "found 65537"));
+    ck_assert_ptr_null(w);
+}
+END_TEST
+
+START_TEST(test_determinism)
+{
+    const char *const *fam = loom_workload_family_names();
+    int n = 0;
+    for (int f = 0; fam[f]; f++, n++) {
+        loom_workload *a = gen(fam[f], 4, 8, 42), *b = gen(fam[f], 4, 8, 42);
+        loom_workload *c = gen(fam[f], 4, 8, 43);
+        char *ta = to_jsonl(a), *tb = to_jsonl(b), *tc = to_jsonl(c);
+        ck_assert_str_eq(ta, tb);
+        ck_assert_msg(strcmp(ta, tc) != 0, "%s: seeds 42 and 43 give the same workload", fam[f]);
+        free(ta);
+        free(tb);
+        free(tc);
+        loom_workload_free(a);
+        loom_workload_free(b);
+        loom_workload_free(c);
+    }
+    ck_assert_int_eq(n, 5);
+}
+END_TEST
+
+/* Per-microbatch totals of one iteration. */
+typedef struct mb_stats {
+    int64_t tokens, images, frames, clips, samples;
+    const loom_sample *first;
+} mb_stats;
+
+/* Sums the samples of `it` per microbatch (0..m-1) after checking that
+ * samples are ordered by microbatch and every microbatch is non-empty. */
+static void collect(const loom_iteration *it, int32_t m, mb_stats *st)
+{
+    memset(st, 0, (size_t)m * sizeof *st);
+    int32_t prev = 0;
+    for (int32_t k = 0; k < it->n_samples; k++) {
+        const loom_sample *s = &it->samples[k];
+        ck_assert_int_ge(s->microbatch, prev);
+        ck_assert_int_lt(s->microbatch, m);
+        prev = s->microbatch;
+        mb_stats *x = &st[s->microbatch];
+        if (!x->first)
+            x->first = s;
+        x->tokens += s->text_tokens + 169 * (int64_t)s->images;
+        x->images += s->images;
+        x->frames += (int64_t)(s->video_seconds * 16);
+        x->clips += s->video_seconds > 0;
+        x->samples++;
+    }
+    for (int32_t i = 0; i < m; i++)
+        ck_assert_int_ge(st[i].samples, 1);
+}
+
+/* Checks the packing limits of every microbatch and that each microbatch
+ * was closed only because the next sample in the stream did not fit. */
+static void check_packing(const loom_workload *w, int32_t m)
+{
+    mb_stats st[64];
+    mb_stats prev;
+    int have_prev = 0;
+    ck_assert_int_le(m, 64);
+    for (int32_t i = 0; i < w->n_iterations; i++) {
+        ck_assert_int_eq(w->iterations[i].index, i);
+        collect(&w->iterations[i], m, st);
+        for (int32_t k = 0; k < m; k++) {
+            ck_assert_int_le(st[k].tokens, 8192);
+            ck_assert_int_le(st[k].images, 48);
+            ck_assert_int_le(st[k].frames, 256);
+            ck_assert_int_le(st[k].clips, 8);
+            if (have_prev) {
+                const loom_sample *s = st[k].first;
+                int fits = prev.tokens + s->text_tokens + 169 * (int64_t)s->images <= 8192 &&
+                           prev.images + s->images <= 48 &&
+                           prev.frames + (int64_t)(s->video_seconds * 16) <= 256 &&
+                           prev.clips + (s->video_seconds > 0) <= 8;
+                ck_assert_msg(!fits, "iteration %d microbatch %d: its first sample would have "
+                              "fit the previous microbatch", (int)i, (int)k);
+            }
+            prev = st[k];
+            have_prev = 1;
+        }
+    }
+}
+
+START_TEST(test_family_image_pairs)
+{
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        loom_workload *w = gen("image-pairs", 3, 16, seed);
+        check_packing(w, 16);
+        int64_t text = 0;
+        for (int64_t k = 0; k < w->n_samples; k++) {
+            ck_assert_int_eq(w->samples[k].images, 1);
+            ck_assert_int_ge(w->samples[k].text_tokens, 6);
+            ck_assert_int_le(w->samples[k].text_tokens, 26);
+            text += w->samples[k].text_tokens;
+        }
+        /* LAION-like: about 16 caption tokens per image */
+        ck_assert_int_le(text, 17 * w->n_samples);
+        ck_assert_int_ge(text, 15 * w->n_samples);
+        loom_workload_free(w);
+    }
+}
+END_TEST
+
+START_TEST(test_family_interleaved)
+{
+    loom_workload *w = gen("interleaved", 20, 16, 3);
+    check_packing(w, 16);
+    int none = 0, many = 0;
+    double lo = 1e9, hi = 0;
+    for (int64_t k = 0; k < w->n_samples; k++) {
+        const loom_sample *s = &w->samples[k];
+        ck_assert_int_ge(s->text_tokens, 1);
+        ck_assert_double_eq(s->video_seconds, 0);
+        none += s->images == 0;
+        many += s->images >= 13;
+        if (s->images > 0) {
+            double r = (double)s->text_tokens / s->images;
+            lo = r < lo ? r : lo;
+            hi = r > hi ? r : hi;
+        }
+    }
+    ck_assert_int_gt(none, w->n_samples / 10); /* many documents without images */
+    ck_assert_int_gt(many, 0);                 /* and some with many */
+    ck_assert_double_lt(lo, 2.0);              /* OBELICS spans 0.4 .. 3115 tokens/image */
+    ck_assert_double_gt(hi, 1000.0);
+    ck_assert_double_le(hi, 3115.0);
+    loom_workload_free(w);
+}
+END_TEST
+
+START_TEST(test_family_video)
+{
+    loom_workload *w = gen("video", 6, 16, 5);
+    check_packing(w, 16);
+    for (int64_t k = 0; k < w->n_samples; k++) {
+        const loom_sample *s = &w->samples[k];
+        ck_assert_double_ge(s->video_seconds, 1.0);
+        ck_assert_double_le(s->video_seconds, 16.0);
+        double frames = s->video_seconds * 16;
+        ck_assert_double_eq(frames, (double)(int64_t)frames); /* whole frames at 16 FPS */
+        ck_assert_int_ge(s->text_tokens, 20);
+        ck_assert_int_le(s->text_tokens, 120);
+        ck_assert_int_eq(s->images, 0);
+    }
+    loom_workload_free(w);
+}
+END_TEST
+
+START_TEST(test_family_rise_and_fall)
+{
+    /* §8.1: iterations 1-5 raise the lower bound 0..16 under an upper bound
+     * of 32; iterations 6-20 lower both bounds linearly to 0 (rounded). */
+    static const int bounds[20][2] = {
+        {0, 32}, {4, 32}, {8, 32}, {12, 32}, {16, 32}, {15, 30}, {14, 28}, {13, 26},
+        {12, 23}, {11, 21}, {10, 19}, {9, 17}, {7, 15}, {6, 13}, {5, 11}, {4, 9},
+        {3, 6}, {2, 4}, {1, 2}, {0, 0}};
+    loom_workload *w = gen("rise-and-fall", 40, 16, 7);
+    for (int32_t i = 0; i < 40; i++) {
+        const loom_iteration *it = &w->iterations[i];
+        ck_assert_int_eq(it->index, i);
+        ck_assert_int_eq(it->n_samples, 16);
+        for (int32_t k = 0; k < 16; k++) {
+            const loom_sample *s = &it->samples[k];
+            ck_assert_int_eq(s->microbatch, k);
+            ck_assert_int_ge(s->images, bounds[i % 20][0]);
+            ck_assert_int_le(s->images, bounds[i % 20][1]);
+            ck_assert_int_eq(s->text_tokens + 169 * (int64_t)s->images, 8192);
+        }
+    }
+    loom_workload_free(w);
+}
+END_TEST
+
+START_TEST(test_family_text)
+{
+    loom_workload *w = gen("text", 4, 8, 9);
+    check_packing(w, 8);
+    for (int64_t k = 0; k < w->n_samples; k++) {
+        ck_assert_int_eq(w->samples[k].images, 0);
+        ck_assert_double_eq(w->samples[k].video_seconds, 0);
+        ck_assert_int_ge(w->samples[k].text_tokens, 16);
+    }
+    loom_workload_free(w);
+}
+END_TEST
+
+/* ---- CLI ---------------------------------------------------------------- */
+
+/* Runs `loom <args>` and returns its exit status; *out gets the output. */
+static int run_loom(const char *args, char **out)
+{
+    char cmd[2048];
+    const char *bin = loom_test_bin("bin/loom");
+    ck_assert_msg(access(bin, X_OK) == 0, "%s is missing", bin);
+    snprintf(cmd, sizeof cmd, "%s %s", bin, args);
+    return loom_test_run(cmd, out);
+}
+
+START_TEST(test_cli_generate)
+{
+    char *out = NULL;
+    ck_assert_int_eq(run_loom("workload generate --family video --iterations 2 "
+                              "--microbatches 4 --seed 9", &out), 0);
+    loom_workload *w = gen("video", 2, 4, 9);
+    char *want = to_jsonl(w);
+    ck_assert_str_eq(out, want);
+    free(out);
+
+    char dir[] = "/tmp/loom-test-dir-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char args[512], path[256];
+    snprintf(path, sizeof path, "%s/w.jsonl", dir);
+    snprintf(args, sizeof args, "workload generate --family=video --iterations=2 "
+             "--microbatches=4 --seed=9 --out %s", path);
+    ck_assert_int_eq(run_loom(args, &out), 0);
+    ck_assert_str_eq(out, "");
+    free(out);
+    char *file = NULL;
+    loom_error e;
+    memset(&e, 0, sizeof e);
+    ck_assert_int_eq(loom_read_file(path, &file, NULL, &e), LOOM_OK);
+    ck_assert_str_eq(file, want);
+    struct stat sb;
+    ck_assert_int_eq(stat(path, &sb), 0);
+    mode_t mask = umask(0);
+    umask(mask);
+    ck_assert_int_eq(sb.st_mode & 0777, 0666 & ~mask);
+    /* nothing but the output is left in the directory */
+    DIR *d = opendir(dir);
+    int entries = 0;
+    for (struct dirent *de; (de = readdir(d));)
+        entries += de->d_name[0] != '.';
+    closedir(d);
+    ck_assert_int_eq(entries, 1);
+    unlink(path);
+    rmdir(dir);
+    free(file);
+    free(want);
+    loom_workload_free(w);
+
+    ck_assert_int_eq(run_loom("workload generate --family rise-and-fall --microbatches 2", &out), 0);
+    int lines = 0;
+    for (char *p = out; *p; p++)
+        lines += *p == '\n';
+    ck_assert_int_eq(lines, 40); /* the §8.1 default: two patterns of 20 */
+    free(out);
+}
+END_TEST
+
+START_TEST(test_cli_errors)
+{
+    char *out = NULL;
+    ck_assert_int_eq(run_loom("workload --help", &out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "rise-and-fall"));
+    ck_assert_ptr_nonnull(strstr(out, "--microbatches"));
+    free(out);
+    ck_assert_int_eq(run_loom("workload generate --help", &out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "--seed"));
+    free(out);
+    ck_assert_int_eq(run_loom("workload generate --family laion", &out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "expected one of image-pairs, interleaved"));
+    free(out);
+    ck_assert_int_eq(run_loom("workload generate --family text --iterations 0", &out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "--iterations: expected an integer in [1, 100000], "
+                                      "found \"0\""));
+    free(out);
+    ck_assert_int_eq(run_loom("workload generate --family text --seed -3", &out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "--seed: expected an unsigned 64-bit integer"));
+    free(out);
+    ck_assert_int_eq(run_loom("workload generate --iterations 2", &out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "--family is required"));
+    free(out);
+    ck_assert_int_eq(run_loom("workload generate --family text --bogus", &out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "unknown argument \"--bogus\""));
+    free(out);
+    ck_assert_int_eq(run_loom("workload generate --family text --out "
+                              "/nonexistent-dir/w.jsonl", &out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "/nonexistent-dir/w.jsonl"));
+    free(out);
+    ck_assert_int_eq(run_loom("workload shuffle", &out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "unknown subcommand \"shuffle\""));
+    free(out);
+}
+END_TEST
+
+/* Builds the suite. */
+static Suite *workload_suite(void)
+{
+    Suite *s = suite_create("workload");
+    TCase *io = tcase_create("io");
+    tcase_add_test(io, test_load_small_example);
+    tcase_add_test(io, test_examples_regenerate);
+    tcase_add_test(io, test_blank_lines_and_crlf);
+    tcase_add_test(io, test_load_errors);
+    tcase_add_test(io, test_load_missing_file);
+    tcase_add_test(io, test_round_trip);
+    tcase_add_test(io, test_write_error);
+    suite_add_tcase(s, io);
+    TCase *g = tcase_create("generator");
+    tcase_add_test(g, test_generate_arguments);
+    tcase_add_test(g, test_determinism);
+    tcase_add_test(g, test_family_image_pairs);
+    tcase_add_test(g, test_family_interleaved);
+    tcase_add_test(g, test_family_video);
+    tcase_add_test(g, test_family_rise_and_fall);
+    tcase_add_test(g, test_family_text);
+    suite_add_tcase(s, g);
+    TCase *cli = tcase_create("cli");
+    tcase_add_test(cli, test_cli_generate);
+    tcase_add_test(cli, test_cli_errors);
+    suite_add_tcase(s, cli);
+    return s;
+}
+
+int main(void)
+{
+    return loom_test_main(workload_suite());
+}
