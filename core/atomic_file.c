@@ -181,6 +181,7 @@ static int make_dirs(const char *dir, loom_error *err)
     return rc;
 }
 
+/* Adapters from loom_write_atomic's callback to the writers (ctx: plan). */
 static int put_plan(void *ctx, FILE *out, loom_error *err)
 {
     return loom_write_plan_json(ctx, out, err);

@@ -49,13 +49,13 @@ static int parse_cluster(const char *file, const cJSON *root, loom_cluster *c,
                                        NULL};
     static const char *const eff_keys[] = {"gemm", "attention", "memory", "collective", NULL};
     const cJSON *eff = NULL;
-    int64_t hbm = 0, gpn = 8;
+    int64_t hbm = 0, gpn = LOOM_DEFAULT_GPUS_PER_NODE;
     memset(c, 0, sizeof *c);
-    c->eff_gemm = 0.75;
-    c->eff_attention = 0.6;
-    c->eff_memory = 0.8;
-    c->eff_collective = 0.7;
-    c->p2p_latency_ms = 0.02;
+    c->eff_gemm = LOOM_DEFAULT_EFF_GEMM;
+    c->eff_attention = LOOM_DEFAULT_EFF_ATTENTION;
+    c->eff_memory = LOOM_DEFAULT_EFF_MEMORY;
+    c->eff_collective = LOOM_DEFAULT_EFF_COLLECTIVE;
+    c->p2p_latency_ms = LOOM_DEFAULT_P2P_LATENCY_MS;
     int rc = loom_json_check_keys(file, root, "", keys, err);
     if (!rc)
         rc = loom_json_get_string(file, root, "", "name", 1, &c->name, err);
@@ -124,7 +124,6 @@ static int make_data(const loom_cluster *c, loom_cluster_data **out, loom_error 
 int loom_cluster_load(const char *spec, loom_cluster_data **out, loom_error *err)
 {
     loom_cluster c;
-    char list[128];
     *out = NULL;
     if (!spec || !*spec)
         return loom_set_error(err, LOOM_EINVAL,
@@ -132,24 +131,8 @@ int loom_cluster_load(const char *spec, loom_cluster_data **out, loom_error *err
                               "found an empty string");
     if (loom_cluster_preset(spec, &c))
         return make_data(&c, out, err);
-    loom_join_names(loom_cluster_preset_names(), list, sizeof list);
-    size_t n = strlen(spec);
-    int pathlike = strchr(spec, '/') || (n > 5 && strcmp(spec + n - 5, ".json") == 0);
-    if (!pathlike) {
-        FILE *f = fopen(spec, "rb");
-        if (!f)
-            return loom_set_error(err, LOOM_ENOTFOUND,
-                                  "cluster \"%.200s\": expected a cluster preset (%s) or a path "
-                                  "to a cluster.json, found neither", spec, list);
-        fclose(f);
-    }
     cJSON *root = NULL;
-    int rc = loom_json_load(spec, &root, err);
-    if (rc == LOOM_EIO && err) {
-        char msg[LOOM_ERROR_MSG_BYTES];
-        snprintf(msg, sizeof msg, "%s", err->message);
-        return loom_set_error(err, rc, "%.300s (cluster presets: %s)", msg, list);
-    }
+    int rc = loom_load_spec_json("cluster", spec, loom_cluster_preset_names(), &root, err);
     if (rc)
         return rc;
     rc = parse_cluster(spec, root, &c, err);

@@ -72,7 +72,6 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
                      const loom_iteration *it, const loom_partition *part,
                      loom_stage_graph **out, loom_error *err);
 
-#endif
 
 /* ---- shapes and costs (shape.c, services.c) ----------------------------- */
 
@@ -161,3 +160,5 @@ loom_candidates *loom_candidates_new(const loom_problem *problem,
 void loom_candidates_free(loom_candidates *set);
 loom_partition *loom_partition_clone(const loom_partition *p);
 void loom_partition_free(loom_partition *p);
+
+#endif

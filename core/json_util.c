@@ -33,6 +33,7 @@ int loom_read_file(const char *path, char **text_out, size_t *len_out,
                               file_name(path));
     }
     size_t cap = 4096, len = 0;
+    /* Regular files: room for the contents, an EOF probe and the NUL. */
     if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
         if ((uint64_t)st.st_size > LOOM_MAX_INPUT_BYTES) {
             fclose(f);
@@ -41,7 +42,7 @@ int loom_read_file(const char *path, char **text_out, size_t *len_out,
                                   file_name(path), LOOM_MAX_INPUT_BYTES,
                                   (unsigned long long)st.st_size);
         }
-        cap = (size_t)st.st_size + 1;
+        cap = (size_t)st.st_size + 2;
     }
     char *buf = malloc(cap);
     if (!buf) {
@@ -207,13 +208,34 @@ int loom_json_parse(const char *file, const char *text, size_t len,
                               "%s:%d:%d: malformed JSON: empty document",
                               file_name(file), line, col);
     }
-    /* Length includes the terminating NUL so trailing garbage is detected. */
     const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len + 1, &end, 1);
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    size_t pos = len;
     if (!root) {
-        size_t pos = len;
-        if (end && end >= text && end <= text + len)
-            pos = (size_t)(end - text);
+        /* cJSON clamps the error offset to the last byte; parse a
+         * NUL-terminated copy so running out of input reports the end. */
+        char *copy = malloc(len + 1);
+        if (!copy)
+            return loom_set_error(err, LOOM_ENOMEM, "%s: out of memory", file_name(file));
+        memcpy(copy, text, len);
+        copy[len] = 0;
+        const char *cend = NULL;
+        cJSON *again = cJSON_ParseWithLengthOpts(copy, len + 1, &cend, 1);
+        cJSON_Delete(again);
+        if (cend && cend >= copy && cend <= copy + len)
+            pos = (size_t)(cend - copy);
+        free(copy);
+    } else {
+        pos = end ? (size_t)(end - text) : len;
+        while (pos < len && (text[pos] == ' ' || text[pos] == '\t' ||
+                             text[pos] == '\n' || text[pos] == '\r'))
+            pos++;
+        if (pos < len) { /* trailing content after the document */
+            cJSON_Delete(root);
+            root = NULL;
+        }
+    }
+    if (!root) {
         char what[64];
         describe_byte(text, len, pos, what, sizeof what);
         line_col(text, pos, &line, &col);

@@ -294,10 +294,12 @@ int loom_model_build(const char *file, const loom_model_desc *d,
             if (strcmp(fam[i], d->family) == 0)
                 m->family = fam[i];
         if (!m->family) {
+            char list[160];
+            loom_join_names(fam, list, sizeof list);
             loom_model_data_free(m);
             return loom_set_error(err, LOOM_EINVAL,
-                                  "%s: workload_family: expected a workload family, found \"%s\"",
-                                  file, d->family);
+                                  "%s: workload_family: expected one of %s, found \"%.60s\"",
+                                  file, list, d->family);
         }
     }
     *out = m;

@@ -1,7 +1,6 @@
 /* model_io.c - reading model.json (modules, layer groups, module DAG,
  * optional parallel config and workload family) and loom_model_load, which
  * accepts a preset name or a path. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "json_util.h"
@@ -236,7 +235,8 @@ static int parse_module(const char *file, const cJSON *mod, const char *path,
     return rc;
 }
 
-/* Parses the optional "parallel" object; microbatches defaults to 4*pp. */
+/* Parses the optional "parallel" object (each degree in [1, 65536]);
+ * microbatches defaults to 4*pp. */
 static int parse_parallel(const char *file, const cJSON *root, loom_parallel *p,
                           int *present, loom_error *err)
 {
@@ -261,13 +261,7 @@ static int parse_parallel(const char *file, const cJSON *root, loom_parallel *p,
     p->dp = (int32_t)v[2];
     p->vpp = (int32_t)v[3];
     p->microbatches = (int32_t)v[4];
-    rc = loom_parallel_validate(p, NULL, err);
-    if (rc) {
-        char msg[LOOM_ERROR_MSG_BYTES];
-        snprintf(msg, sizeof msg, "%s", err ? err->message : "");
-        return loom_set_error(err, rc, "%s: %s", file, msg);
-    }
-    *present = 1;
+    *present = 1; /* checked against the model once it is built */
     return LOOM_OK;
 }
 
@@ -300,19 +294,6 @@ static int parse_model(const char *file, const cJSON *root, loom_model_data **ou
         rc = parse_parallel(file, root, &par, &has_par, err);
     if (!rc)
         rc = loom_json_get_string(file, root, "", "workload_family", 0, &d.family, err);
-    if (!rc && d.family) {
-        const char *const *fam = loom_workload_family_names();
-        int ok = 0;
-        for (int i = 0; fam[i]; i++)
-            ok |= strcmp(fam[i], d.family) == 0;
-        if (!ok) {
-            char list[160];
-            loom_join_names(fam, list, sizeof list);
-            rc = loom_set_error(err, LOOM_EINVAL,
-                                "%s: workload_family: expected one of %s, found \"%.60s\"",
-                                file, list, d.family);
-        }
-    }
     if (!rc)
         rc = loom_json_get_array(file, root, "", "modules", 1, &mods, err);
     if (rc)
@@ -339,9 +320,7 @@ static int parse_model(const char *file, const cJSON *root, loom_model_data **ou
     if (!rc && has_par) {
         rc = loom_parallel_validate(&par, loom_model_data_model(*out), err);
         if (rc) {
-            char msg[LOOM_ERROR_MSG_BYTES];
-            snprintf(msg, sizeof msg, "%s", err ? err->message : "");
-            loom_set_error(err, rc, "%s: %s", file, msg);
+            loom_error_prefix(err, rc, file);
             loom_model_data_free(*out);
             *out = NULL;
         }
@@ -350,16 +329,8 @@ static int parse_model(const char *file, const cJSON *root, loom_model_data **ou
     return rc;
 }
 
-/* True when `spec` looks like a file path rather than a preset name. */
-static int looks_like_path(const char *spec)
-{
-    size_t n = strlen(spec);
-    return strchr(spec, '/') != NULL || (n > 5 && strcmp(spec + n - 5, ".json") == 0);
-}
-
 int loom_model_load(const char *spec, loom_model_data **out, loom_error *err)
 {
-    char list[512];
     *out = NULL;
     if (!spec || !*spec)
         return loom_set_error(err, LOOM_EINVAL,
@@ -368,22 +339,8 @@ int loom_model_load(const char *spec, loom_model_data **out, loom_error *err)
     int rc = loom_model_preset(spec, out, err);
     if (rc != LOOM_ENOTFOUND)
         return rc;
-    loom_join_names(loom_model_preset_names(), list, sizeof list);
-    if (!looks_like_path(spec)) {
-        FILE *f = fopen(spec, "rb");
-        if (!f)
-            return loom_set_error(err, LOOM_ENOTFOUND,
-                                  "model \"%.200s\": expected a model preset (%s) or a path to "
-                                  "a model.json, found neither", spec, list);
-        fclose(f);
-    }
     cJSON *root = NULL;
-    rc = loom_json_load(spec, &root, err);
-    if (rc == LOOM_EIO && err) {
-        char msg[LOOM_ERROR_MSG_BYTES];
-        snprintf(msg, sizeof msg, "%s", err->message);
-        return loom_set_error(err, rc, "%.200s (model presets: %s)", msg, list);
-    }
+    rc = loom_load_spec_json("model", spec, loom_model_preset_names(), &root, err);
     if (rc)
         return rc;
     rc = parse_model(spec, root, out, err);

@@ -22,6 +22,7 @@ typedef struct csv_numbering {
     int32_t *unit_base; /* per (flow, microbatch): index of its sub 0 */
 } csv_numbering;
 
+/* Releases the numbering arrays. */
 static void numbering_free(csv_numbering *nb)
 {
     free(nb->pos_base);

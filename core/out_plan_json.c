@@ -373,6 +373,7 @@ typedef struct action_index {
     int32_t n_items;
 } action_index;
 
+/* Releases the index arrays (safe on a partly built index). */
 static void action_index_free(action_index *ix)
 {
     free(ix->consumer);

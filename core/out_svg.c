@@ -154,8 +154,8 @@ static int write_svg(const loom_plan *plan, FILE *out)
                 kind_label[k]);
         x += 150;
     }
-    fprintf(out, "<text x=\"%d\" y=\"%d\" fill=\"#666666\">lighter = later microbatch "
-                 "(%d shades), number = microbatch</text>\n", x, legend_y, SVG_SHADES);
+    fprintf(out, "<text x=\"%d\" y=\"%d\" fill=\"#666666\">shade: microbatch mod %d "
+                 "(lighter = higher); number: microbatch</text>\n", x, legend_y, SVG_SHADES);
     fputs("</g>\n</svg>\n", out);
     return LOOM_OK;
 }

@@ -1,6 +1,7 @@
 /* presets.c - built-in models (PipeWeaver Table 3 shapes and the Table 4 /
  * Table 6 combinations with their parallel configs) and clusters (H800,
  * H100, A100, A40). */
+#include <stdio.h>
 #include <string.h>
 #include "problem_io_priv.h"
 
@@ -68,13 +69,17 @@ static const char *const model_names[] = {
     "vit-5b", "vit-22b", "llama3-8b", "qwen2-32b", "qwen2-72b", "dit-5b",
     "dit-30b", "gpt-175b", NULL};
 
-/* Cluster presets: bf16 dense peak, HBM, NVLink (PCIe for A40) and
- * per-GPU network bandwidth; shared efficiency factors and latency. */
+/* Efficiency factors and P2P latency shared by every cluster preset. */
+#define DEFAULTS LOOM_DEFAULT_EFF_GEMM, LOOM_DEFAULT_EFF_ATTENTION, LOOM_DEFAULT_EFF_MEMORY, \
+    LOOM_DEFAULT_EFF_COLLECTIVE, LOOM_DEFAULT_P2P_LATENCY_MS
+
+/* Cluster presets: bf16 dense peak, HBM bandwidth and size, GPUs per node,
+ * NVLink (PCIe for the A40) and per-GPU network bandwidth. */
 static const loom_cluster clusters[] = {
-    {"h800", 989e12, 3.35e12, GIB(80), 8, 0, 200e9, 25e9, 0.75, 0.6, 0.8, 0.7, 0.02},
-    {"h100", 989e12, 3.35e12, GIB(80), 8, 0, 450e9, 50e9, 0.75, 0.6, 0.8, 0.7, 0.02},
-    {"a100", 312e12, 2.0e12, GIB(80), 8, 0, 300e9, 25e9, 0.75, 0.6, 0.8, 0.7, 0.02},
-    {"a40", 149.7e12, 696e9, GIB(48), 8, 0, 32e9, 12.5e9, 0.75, 0.6, 0.8, 0.7, 0.02},
+    {"h800", 989e12, 3.35e12, GIB(80), 8, 0, 200e9, 25e9, DEFAULTS},
+    {"h100", 989e12, 3.35e12, GIB(80), 8, 0, 450e9, 50e9, DEFAULTS},
+    {"a100", 312e12, 2.0e12, GIB(80), 8, 0, 300e9, 25e9, DEFAULTS},
+    {"a40", 149.7e12, 696e9, GIB(48), 8, 0, 32e9, 12.5e9, DEFAULTS},
 };
 
 static const char *const cluster_names[] = {"h800", "h100", "a100", "a40", NULL};
@@ -112,6 +117,37 @@ void loom_join_names(const char *const *names, char *buf, size_t size)
     buf[0] = 0;
     for (int i = 0; names[i] && n < size; i++)
         n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? ", " : "", names[i]);
+}
+
+int loom_error_prefix(loom_error *err, int code, const char *prefix)
+{
+    char msg[LOOM_ERROR_MSG_BYTES];
+    snprintf(msg, sizeof msg, "%s", err ? err->message : "");
+    return loom_set_error(err, code, "%.200s: %s", prefix, msg);
+}
+
+int loom_load_spec_json(const char *what, const char *spec, const char *const *presets,
+                        cJSON **root, loom_error *err)
+{
+    char list[512];
+    size_t n = strlen(spec);
+    *root = NULL;
+    loom_join_names(presets, list, sizeof list);
+    if (!strchr(spec, '/') && !(n > 5 && strcmp(spec + n - 5, ".json") == 0)) {
+        FILE *f = fopen(spec, "rb");
+        if (!f)
+            return loom_set_error(err, LOOM_ENOTFOUND,
+                                  "%s \"%.200s\": expected a %s preset (%s) or a path to a "
+                                  "%s.json, found neither", what, spec, what, list, what);
+        fclose(f);
+    }
+    int rc = loom_json_load(spec, root, err);
+    if (rc == LOOM_EIO && err) {
+        char msg[LOOM_ERROR_MSG_BYTES];
+        snprintf(msg, sizeof msg, "%s", err->message);
+        return loom_set_error(err, rc, "%.250s (%s presets: %s)", msg, what, list);
+    }
+    return rc;
 }
 
 /* The base model named `name` (case-insensitive), or NULL. */

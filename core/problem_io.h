@@ -84,6 +84,10 @@ typedef struct loom_workload {
 /* Reads JSON Lines: one iteration per line, blank lines skipped. Errors
  * read "file:LINE: samples[3].images: expected ..., found ...". */
 int loom_workload_load(const char *path, loom_workload **out, loom_error *err);
+/* The same from text in memory (`name` is used in messages; text[len] must
+ * be writable, e.g. the NUL terminator). */
+int loom_workload_parse(const char *name, char *text, size_t len, loom_workload **out,
+                        loom_error *err);
 /* Generates `iterations` iterations of `microbatches` packed microbatches
  * each (every sample's microbatch set) for a family of
  * loom_workload_family_names(). Same arguments -> same samples on every

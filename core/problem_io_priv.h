@@ -54,12 +54,29 @@ int loom_model_build(const char *file, const loom_model_desc *d,
 
 /* ---- presets (presets.c) ------------------------------------------------- */
 
+/* Cluster defaults shared by cluster.json and the presets. */
+#define LOOM_DEFAULT_EFF_GEMM 0.75
+#define LOOM_DEFAULT_EFF_ATTENTION 0.6
+#define LOOM_DEFAULT_EFF_MEMORY 0.8
+#define LOOM_DEFAULT_EFF_COLLECTIVE 0.7
+#define LOOM_DEFAULT_P2P_LATENCY_MS 0.02
+#define LOOM_DEFAULT_GPUS_PER_NODE 8
+
 /* Builds the model preset `name` (case-insensitive). LOOM_ENOTFOUND, with
  * err untouched, when there is no such preset. */
 int loom_model_preset(const char *name, loom_model_data **out, loom_error *err);
 /* Fills *out with the cluster preset `name` (case-insensitive); returns 1
  * when found, 0 otherwise. out->name points to static storage. */
 int loom_cluster_preset(const char *name, loom_cluster *out);
+/* Reads the JSON file named by `spec`, a string that is not a preset name
+ * of `what` ("model", "cluster"). A spec that neither looks like a path
+ * (contains '/' or ends in ".json") nor names an existing file is
+ * LOOM_ENOTFOUND listing `presets`; an unreadable file is LOOM_EIO with the
+ * presets appended. Caller frees *root with cJSON_Delete. */
+int loom_load_spec_json(const char *what, const char *spec, const char *const *presets,
+                        cJSON **root, loom_error *err);
+/* Rewrites err's message as "<prefix>: <message>" and returns `code`. */
+int loom_error_prefix(loom_error *err, int code, const char *prefix);
 /* Writes "a, b, c" (a NULL-terminated list) into buf. */
 void loom_join_names(const char *const *names, char *buf, size_t size);
 /* ASCII case-insensitive string equality. */

@@ -111,6 +111,11 @@ int loom_plugin_load(loom_registry *reg, loom_plugin *plugin, loom_error *err);
 size_t loom_role_vtable_bytes(int index);
 size_t loom_role_vtable_min_bytes(int index);
 
+/* Copies a plugin's vtable for role `index` into dst (host-sized, zeroed
+ * past the plugin's struct_size). Returns the name of the first required
+ * member that is NULL, or NULL when all are present. */
+const char *loom_role_copy_vtable(int index, const loom_role_header *vt, void *dst);
+
 /* ---- manifest.c ---------------------------------------------------------- */
 
 /* Parses and validates a plugin manifest.json into *out (zeroed first;

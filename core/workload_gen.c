@@ -6,6 +6,7 @@
  * Determinism: xoshiro256** seeded through splitmix64, integer arithmetic
  * only (video durations are whole frames at 16 FPS, exact in binary), so
  * the same arguments give the same samples on every platform. */
+#include <stdio.h>
 #include <string.h>
 #include "problem_io_priv.h"
 
@@ -262,8 +263,11 @@ int loom_workload_generate(const char *family, int32_t iterations, int32_t micro
             rc = g.draw ? pack_microbatch(&g, m, err) : rise_and_fall_microbatch(&g, i, m, err);
     }
     if (rc) {
+        char what[128];
+        snprintf(what, sizeof what, "workload generate (%s, %d iterations of %d microbatches)",
+                 family, (int)iterations, (int)microbatches);
         loom_wb_abort(&g.b);
-        return rc;
+        return loom_error_prefix(err, rc, what);
     }
     loom_wb_finish(&g.b, out);
     return LOOM_OK;

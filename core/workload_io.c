@@ -199,11 +199,8 @@ static int parse_line(const char *where, const cJSON *root, int32_t default_inde
                                   where, path, with_mb ? "a microbatch index" : "no microbatch",
                                   with_mb ? "none" : "one");
         rc = loom_wb_add_sample(b, &smp, err);
-        if (rc) {
-            char msg[LOOM_ERROR_MSG_BYTES];
-            snprintf(msg, sizeof msg, "%s", err ? err->message : "");
-            return loom_set_error(err, rc, "%s: %.400s", where, msg);
-        }
+        if (rc)
+            return loom_error_prefix(err, rc, where);
     }
     return rc;
 }
@@ -246,16 +243,12 @@ static int load_line(const char *path, int line, char *text, size_t len,
     return rc;
 }
 
-int loom_workload_load(const char *path, loom_workload **out, loom_error *err)
+int loom_workload_parse(const char *name, char *text, size_t len, loom_workload **out,
+                        loom_error *err)
 {
-    char *text = NULL;
-    size_t len = 0;
     loom_workload_builder b;
     *out = NULL;
-    int rc = loom_read_file(path, &text, &len, err);
-    if (rc)
-        return rc;
-    rc = loom_wb_init(&b, err);
+    int rc = loom_wb_init(&b, err);
     int line = 0;
     for (size_t at = 0; !rc && at < len;) {
         char *nl = memchr(text + at, '\n', len - at);
@@ -265,19 +258,31 @@ int loom_workload_load(const char *path, loom_workload **out, loom_error *err)
         if (n && text[at + n - 1] == '\r')
             n--;
         if (strspn(text + at, " \t\r") < n)
-            rc = load_line(path, line, text + at, n, &b, err);
+            rc = load_line(name, line, text + at, n, &b, err);
         at = end + 1;
     }
-    free(text);
     if (!rc && b.w->n_iterations == 0)
         rc = loom_set_error(err, LOOM_EINVAL, "%s: expected at least one iteration (one JSON "
-                            "object per line), found none", path);
+                            "object per line), found none", name);
     if (rc) {
         loom_wb_abort(&b);
         return rc;
     }
     loom_wb_finish(&b, out);
     return LOOM_OK;
+}
+
+int loom_workload_load(const char *path, loom_workload **out, loom_error *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    *out = NULL;
+    int rc = loom_read_file(path, &text, &len, err);
+    if (rc)
+        return rc;
+    rc = loom_workload_parse(path, text, len, out, err);
+    free(text);
+    return rc;
 }
 
 /* Writes `v` with the fewest digits that read back to the same double. */

@@ -78,6 +78,7 @@ static char *slurp(const char *path)
     return buf;
 }
 
+/* Creates or truncates path with text. */
 static void put_file(const char *path, const char *text)
 {
     FILE *f = fopen(path, "wb");

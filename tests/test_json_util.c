@@ -210,6 +210,24 @@ START_TEST(nul_byte_rejected)
 }
 END_TEST
 
+START_TEST(parse_slice_of_buffer)
+{
+    /* Only the first len bytes count; nothing past them is read. */
+    static const char buf[] = "{\"a\": [1, 2]}{\"b\": 3}";
+    cJSON *root = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_json_parse("in.json", buf, 13, &root, &err), LOOM_OK);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(root, "a")), 2);
+    cJSON_Delete(root);
+    ck_assert_int_eq(loom_json_parse("in.json", buf, 12, &root, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "in.json:1:13: malformed JSON: unexpected end of input");
+    ck_assert_int_eq(loom_json_parse("in.json", buf, 14, &root, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "in.json:1:14: malformed JSON: unexpected '{'");
+    ck_assert_int_eq(loom_json_parse("in.json", "[1,}", 4, &root, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "in.json:1:4: malformed JSON: unexpected '}'");
+}
+END_TEST
+
 /* Builds the suite. */
 static Suite *json_suite(void)
 {
@@ -225,6 +243,7 @@ static Suite *json_suite(void)
     tcase_add_test(tc, type_names);
     tcase_add_test(tc, load_files);
     tcase_add_test(tc, nul_byte_rejected);
+    tcase_add_test(tc, parse_slice_of_buffer);
     suite_add_tcase(s, tc);
     return s;
 }

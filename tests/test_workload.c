@@ -286,6 +286,11 @@ START_TEST(test_generate_arguments)
     ck_assert_int_eq(loom_workload_generate("text", 1, 65537, 1, &w, &e), LOOM_EINVAL);
     ck_assert_ptr_nonnull(strstr(e.message, "microbatches: expected an integer in [1, 65536], "
                                             "found 65537"));
+    /* about 44 pairs per microbatch: more than a million samples in one iteration */
+    ck_assert_int_eq(loom_workload_generate("image-pairs", 1, 65536, 1, &w, &e), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.message, "workload generate (image-pairs, 1 iterations of "
+                                            "65536 microbatches): workload: iteration 0: "
+                                            "expected at most 1000000 samples"));
     ck_assert_ptr_null(w);
 }
 END_TEST

@@ -30,6 +30,17 @@ const char *loom_test_bin(const char *rel)
     return s;
 }
 
+static char made[64][4096];
+static int n_made;
+
+/* Removes the temporary files this process created. */
+static void remove_tmpfiles(void)
+{
+    for (int i = 0; i < n_made; i++)
+        unlink(made[i]);
+    n_made = 0;
+}
+
 const char *loom_test_tmpfile(const char *suffix, const char *text)
 {
     char *s = slot();
@@ -39,6 +50,14 @@ const char *loom_test_tmpfile(const char *suffix, const char *text)
     size_t n = strlen(text);
     ck_assert_int_eq((long)write(fd, text, n), (long)n);
     close(fd);
+    if (n_made == 0)
+        atexit(remove_tmpfiles);
+    if (n_made == 64) {
+        unlink(made[0]);
+        memmove(made[0], made[1], sizeof made - sizeof made[0]);
+        n_made--;
+    }
+    snprintf(made[n_made++], sizeof made[0], "%s", s);
     return s;
 }
 

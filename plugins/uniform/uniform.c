@@ -82,7 +82,7 @@ static int uniform_layout(const loom_host_api *host, const loom_model *model,
             sp->module = module;
             sp->first_layer = layer;
             sp->n_layers = take;
-            sp->reserved = 0;
+            sp->tp = 0;
             pos->n_spans++;
             layer += take;
             left -= take;

@@ -1,11 +1,207 @@
-/* cmd_plan.c - `loom plan` (placeholder until its implementation lands). */
+/* cmd_plan.c - `loom plan`: load a planner manifest and a problem, plan
+ * every iteration of the workload, print the summary (or --json), and
+ * write the plan, trace, CSV and SVG with --out. */
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include "cli.h"
+#include "engine_api.h"
+#include "output.h"
+#include "pipeline.h"
+#include "planner_manifest.h"
+#include "problem_io.h"
+#include "registry.h"
+#include "session.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: loom plan [options]\n\n"
+            "Plans every iteration of a workload with a planner manifest's pipeline.\n"
+            "With no options: the default manifest (megatron-1f1b), model vlm-s on h800,\n"
+            "a seeded interleaved image-text workload, 4 iterations; prints a summary.\n\n"
+            "  --manifest FILE       planner manifest (default examples/manifests/megatron-1f1b.json)\n"
+            "  --model SPEC          model preset name or model.json (default vlm-s)\n"
+            "  --cluster SPEC        cluster preset or cluster.json (default h800)\n"
+            "  --parallel SPEC       e.g. tp=4,pp=4,dp=1,vpp=2,mb=16 (over the model's own)\n"
+            "  --workload FILE       workload JSON Lines (one iteration per line)\n"
+            "  --generate FAMILY     generate a seeded workload (%s)\n"
+            "  --iterations N        iterations to plan (default 4; all of --workload)\n"
+            "  --seed S              seed for generation and search (default: the manifest's)\n"
+            "  --stage-times FILE    plan a stage-times problem instead of a model\n"
+            "  --memory-cap BYTES    per-rank memory cap (default: the GPU's HBM)\n"
+            "  --use ROLE=NAME       replace the plugin of a pipeline role\n"
+            "  --param ROLE.KEY=VAL  set a plugin parameter\n"
+            "  --out DIR             write plan.json, trace.json, schedule.csv, timeline.svg,\n"
+            "                        summary.txt (DIR/iter-NNN/ when planning several iterations)\n"
+            "  --json                print the metrics as one JSON object\n"
+            "  --quiet               no progress or summary table\n"
+            "exit codes: 0 ok, 1 planning failure, 2 usage or input error, 3 plugin error\n",
+            "image-pairs, interleaved, video, rise-and-fall, text");
+}
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    loom_interrupted = 1;
+}
+
+/* JSON number or null. */
+static void json_num(FILE *out, double v)
+{
+    if (v < 0)
+        fputs("null", out);
+    else
+        fprintf(out, "%.6f", v);
+}
+
+static void json_metrics(FILE *out, const loom_plan *p)
+{
+    const loom_metrics *m = &p->metrics;
+    fprintf(out, "\"makespan_ms\": %.6f, \"span_ms\": %.6f, \"bubble_ratio\": %.6f, ",
+            m->makespan_ms, m->max_span_ms, m->bubble_ratio);
+    fputs("\"peak_mem_bytes\": [", out);
+    for (int32_t r = 0; r < p->graph->n_ranks; r++)
+        fprintf(out, "%s%lld", r ? ", " : "", (long long)m->peak_bytes[r]);
+    fprintf(out, "], \"plan_time_ms\": %.3f, \"mfu\": ", p->plan_time_ms);
+    json_num(out, m->mfu);
+}
 
 int loom_cmd_plan(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "loom plan: not available in this build\n");
-    return LOOM_EXIT_USAGE;
+    loom_session_args a;
+    loom_session_args_init(&a);
+    const char *out_dir = NULL;
+    int json = 0, quiet = 0;
+    for (int i = 1; i < argc; i++) {
+        int used = loom_session_args_take(&a, argc, argv, &i);
+        if (used < 0)
+            return LOOM_EXIT_USAGE;
+        if (used)
+            continue;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return LOOM_EXIT_OK;
+        } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
+            out_dir = argv[++i];
+        } else if (!strcmp(argv[i], "--json")) {
+            json = 1;
+        } else if (!strcmp(argv[i], "--quiet")) {
+            quiet = 1;
+        } else {
+            fprintf(stderr, "loom plan: unknown or incomplete option '%s'\n", argv[i]);
+            usage(stderr);
+            return LOOM_EXIT_USAGE;
+        }
+    }
+    loom_session s;
+    loom_error err = {0};
+    int rc = loom_session_open(&s, &a, &err);
+    if (rc != LOOM_OK) {
+        fprintf(stderr, "loom plan: %s\n", err.message);
+        loom_session_close(&s);
+        return loom_cli_exit_for_status(rc);
+    }
+    signal(SIGINT, on_sigint);
+
+    int32_t n = s.n_iterations;
+    double sum_ms = 0, sum_bubble = 0, sum_plan = 0, sum_mfu = 0, sum_span = 0;
+    int mfu_known = 1;
+    int32_t ranks = 0;
+    int64_t *peak = NULL;
+    char *iter_json = NULL;
+    size_t iter_len = 0;
+    FILE *iters = json ? open_memstream(&iter_json, &iter_len) : NULL;
+    if (!quiet && !json)
+        printf("%-5s %12s %8s %8s %10s  %s\n", "iter", "makespan_ms", "bubble", "mfu",
+               "plan_ms", "candidate");
+    int32_t done = 0;
+    for (int32_t k = 0; k < n; k++) {
+        loom_plan plan;
+        rc = loom_session_plan(&s, k, &plan, &err);
+        if (rc != LOOM_OK) {
+            fprintf(stderr, "loom plan: iteration %d: %s\n", k, err.message);
+            break;
+        }
+        const loom_metrics *m = &plan.metrics;
+        if (!peak) {
+            ranks = plan.graph->n_ranks;
+            peak = calloc((size_t)ranks, sizeof *peak);
+        }
+        for (int32_t r = 0; r < ranks && r < plan.graph->n_ranks; r++)
+            if (m->peak_bytes[r] > peak[r])
+                peak[r] = m->peak_bytes[r];
+        sum_ms += m->makespan_ms;
+        sum_span += m->max_span_ms;
+        sum_bubble += m->bubble_ratio;
+        sum_plan += plan.plan_time_ms;
+        if (m->mfu < 0)
+            mfu_known = 0;
+        else
+            sum_mfu += m->mfu;
+        if (m->cap_violations > 0 && !quiet)
+            fprintf(stderr, "loom plan: warning: iteration %d exceeds the memory cap on %d rank(s)\n",
+                    k, m->cap_violations);
+        if (iters) {
+            fputs(k ? ",\n    {" : "\n    {", iters);
+            fprintf(iters, "\"iteration\": %d, ", plan.iteration ? plan.iteration->index : k);
+            json_metrics(iters, &plan);
+            fputc('}', iters);
+        } else if (!quiet) {
+            char mfu[16];
+            if (m->mfu < 0)
+                snprintf(mfu, sizeof mfu, "n/a");
+            else
+                snprintf(mfu, sizeof mfu, "%.3f", m->mfu);
+            printf("%-5d %12.3f %7.2f%% %8s %10.1f  %s\n", k, m->makespan_ms,
+                   100 * m->bubble_ratio, mfu, plan.plan_time_ms, plan.label);
+        }
+        if (out_dir) {
+            char dir[4096];
+            if (n > 1)
+                snprintf(dir, sizeof dir, "%s/iter-%03d", out_dir, k);
+            else
+                snprintf(dir, sizeof dir, "%s", out_dir);
+            rc = loom_write_outputs(&plan, dir, &err);
+            if (rc != LOOM_OK) {
+                fprintf(stderr, "loom plan: %s\n", err.message);
+                loom_plan_clear(&plan);
+                break;
+            }
+        }
+        if (!quiet && !json && n == 1)
+            loom_write_summary(&plan, stdout, &err);
+        loom_plan_clear(&plan);
+        done++;
+        if (loom_interrupted) {
+            fprintf(stderr, "loom plan: interrupted after %d iteration(s)\n", done);
+            rc = LOOM_EINTERRUPTED;
+            break;
+        }
+    }
+    if (iters)
+        fclose(iters);
+    if (rc == LOOM_OK && done > 0) {
+        if (json) {
+            printf("{\"makespan_ms\": %.6f, \"span_ms\": %.6f, \"bubble_ratio\": %.6f, "
+                   "\"peak_mem_bytes\": [",
+                   sum_ms / done, sum_span / done, sum_bubble / done);
+            for (int32_t r = 0; r < ranks; r++)
+                printf("%s%lld", r ? ", " : "", (long long)peak[r]);
+            printf("], \"plan_time_ms\": %.3f, \"mfu\": ", sum_plan / done);
+            json_num(stdout, mfu_known ? sum_mfu / done : -1);
+            printf(", \"mean_iteration_ms\": %.6f, \"iterations\": [%s\n  ]}\n", sum_ms / done,
+                   iter_json ? iter_json : "");
+        } else if (!quiet && n > 1) {
+            printf("mean iteration %.3f ms, mean bubble %.2f%%, mean plan time %.1f ms over %d "
+                   "iterations (%s)\n",
+                   sum_ms / done, 100 * sum_bubble / done, sum_plan / done, done, s.manifest_name);
+        }
+    }
+    free(iter_json);
+    free(peak);
+    loom_session_close(&s);
+    return loom_cli_exit_for_status(rc);
 }

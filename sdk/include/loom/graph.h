@@ -26,7 +26,7 @@ typedef struct loom_span {
     int32_t module;
     int32_t first_layer;
     int32_t n_layers;
-    int32_t reserved;
+    int32_t tp;        /* TP degree of this span; 0 = the partition's tp */
 } loom_span;
 
 /* One pipeline position (a chunk): the spans it runs, on which rank. */

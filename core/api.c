@@ -1,0 +1,184 @@
+/* api.c - the stable embedding API (loom/api.h) over a planning session. */
+#include <stdlib.h>
+#include <string.h>
+#include <loom/api.h>
+#include "output.h"
+#include "problem_io.h"
+#include "session.h"
+
+struct loom_planner {
+    loom_session session;
+};
+
+struct loom_result {
+    loom_plan plan;
+    loom_sample *samples;
+    loom_iteration iteration;
+};
+
+const char *loom_version(void)
+{
+    return LOOM_VERSION_STRING;
+}
+
+int loom_planner_open(const loom_planner_options *o, loom_planner **out, loom_error *err)
+{
+    *out = NULL;
+    if (!o || o->struct_size < offsetof(loom_planner_options, memory_cap_bytes))
+        return loom_set_error(err, LOOM_EABI, "loom_planner_open: options struct_size %u is too small",
+                              o ? o->struct_size : 0);
+    loom_session_args a;
+    loom_session_args_init(&a);
+    a.manifest = o->manifest;
+    a.model = o->model;
+    a.cluster = o->cluster;
+    a.parallel = o->parallel;
+    if (o->struct_size >= sizeof *o) {
+        a.memory_cap_bytes = o->memory_cap_bytes;
+        a.has_seed = o->has_seed;
+        a.seed = o->seed;
+    }
+    a.no_workload = 1;
+    loom_planner *p = calloc(1, sizeof *p);
+    if (!p)
+        return loom_set_error(err, LOOM_ENOMEM, "out of memory");
+    int rc = loom_session_open(&p->session, &a, err);
+    if (rc != LOOM_OK) {
+        loom_session_close(&p->session);
+        free(p);
+        return rc;
+    }
+    if (p->session.problem.kind != LOOM_PROBLEM_MODEL) {
+        loom_session_close(&p->session);
+        free(p);
+        return loom_set_error(err, LOOM_EINVAL, "loom_planner_open: needs a model problem");
+    }
+    *out = p;
+    return LOOM_OK;
+}
+
+void loom_planner_close(loom_planner *p)
+{
+    if (!p)
+        return;
+    loom_session_close(&p->session);
+    free(p);
+}
+
+int loom_planner_plan(loom_planner *p, const loom_sample *samples, int32_t n, loom_result **out,
+                      loom_error *err)
+{
+    *out = NULL;
+    if (!p || !samples || n < 1 || n > LOOM_MAX_SAMPLES_PER_ITERATION)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "loom_planner_plan: expected 1..%d samples, found %d",
+                              LOOM_MAX_SAMPLES_PER_ITERATION, n);
+    loom_result *r = calloc(1, sizeof *r);
+    if (!r || !(r->samples = malloc((size_t)n * sizeof *samples))) {
+        free(r);
+        return loom_set_error(err, LOOM_ENOMEM, "out of memory");
+    }
+    memcpy(r->samples, samples, (size_t)n * sizeof *samples);
+    r->iteration.n_samples = n;
+    r->iteration.samples = r->samples;
+    int rc = loom_session_plan_iteration(&p->session, &r->iteration, &r->plan, err);
+    if (rc != LOOM_OK) {
+        loom_result_free(r);
+        return rc;
+    }
+    r->plan.iteration = &r->iteration;
+    *out = r;
+    return LOOM_OK;
+}
+
+int loom_planner_plan_json(loom_planner *p, const char *json, loom_result **out, loom_error *err)
+{
+    *out = NULL;
+    if (!json)
+        return loom_set_error(err, LOOM_EINVAL, "loom_planner_plan_json: no JSON given");
+    size_t len = strlen(json);
+    char *text = malloc(len + 1);
+    if (!text)
+        return loom_set_error(err, LOOM_ENOMEM, "out of memory");
+    memcpy(text, json, len + 1);
+    for (size_t i = 0; i < len; i++)
+        if (text[i] == '\n' || text[i] == '\r')
+            text[i] = ' ';
+    loom_workload *w = NULL;
+    int rc = loom_workload_parse("<iteration>", text, len, &w, err);
+    free(text);
+    if (rc != LOOM_OK)
+        return rc;
+    rc = loom_planner_plan(p, w->iterations[0].samples, w->iterations[0].n_samples, out, err);
+    loom_workload_free(w);
+    return rc;
+}
+
+double loom_result_makespan_ms(const loom_result *r)
+{
+    return r->plan.metrics.makespan_ms;
+}
+
+double loom_result_bubble_ratio(const loom_result *r)
+{
+    return r->plan.metrics.bubble_ratio;
+}
+
+double loom_result_mfu(const loom_result *r)
+{
+    return r->plan.metrics.mfu;
+}
+
+double loom_result_plan_time_ms(const loom_result *r)
+{
+    return r->plan.plan_time_ms;
+}
+
+int32_t loom_result_ranks(const loom_result *r)
+{
+    return r->plan.graph->n_ranks;
+}
+
+int64_t loom_result_peak_bytes(const loom_result *r, int32_t rank)
+{
+    if (rank < 0 || rank >= r->plan.graph->n_ranks)
+        return -1;
+    return r->plan.metrics.peak_bytes[rank];
+}
+
+char *loom_result_plan_json(const loom_result *r, loom_error *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) {
+        loom_set_error(err, LOOM_ENOMEM, "out of memory");
+        return NULL;
+    }
+    int rc = loom_write_plan_json(&r->plan, f, err);
+    fclose(f);
+    if (rc != LOOM_OK) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+int loom_result_write(const loom_result *r, const char *dir, loom_error *err)
+{
+    return loom_write_outputs(&r->plan, dir, err);
+}
+
+void loom_result_free(loom_result *r)
+{
+    if (!r)
+        return;
+    loom_plan_clear(&r->plan);
+    free(r->samples);
+    free(r);
+}
+
+void loom_free(void *p)
+{
+    free(p);
+}

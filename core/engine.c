@@ -1,0 +1,241 @@
+/* engine.c - runs a pipeline for one iteration: partitioners fill the
+ * candidate set, the core builds a stage graph per candidate, the ranker
+ * searches with the evaluator, and the chosen plan is re-simulated with
+ * every per-stage and per-rank figure recorded. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "engine_api.h"
+#include "pipeline.h"
+
+static struct {
+    pthread_mutex_t lock;
+    loom_progress_point *points;
+    int32_t n, cap;
+    double t0_ms;
+    loom_progress_fn fn;
+    void *user;
+} progress = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, NULL, NULL};
+
+void loom_engine_set_progress(loom_progress_fn fn, void *user)
+{
+    pthread_mutex_lock(&progress.lock);
+    progress.fn = fn;
+    progress.user = user;
+    pthread_mutex_unlock(&progress.lock);
+}
+
+void loom_engine_progress(loom_ctx *ctx, double best_makespan_ms, int64_t evaluations)
+{
+    (void)ctx;
+    pthread_mutex_lock(&progress.lock);
+    double elapsed = loom_now_ms() - progress.t0_ms;
+    if (progress.n == progress.cap && progress.cap < (1 << 20)) {
+        int32_t cap = progress.cap ? progress.cap * 2 : 256;
+        loom_progress_point *p = realloc(progress.points, (size_t)cap * sizeof *p);
+        if (p) {
+            progress.points = p;
+            progress.cap = cap;
+        }
+    }
+    if (progress.n < progress.cap)
+        progress.points[progress.n++] = (loom_progress_point){elapsed, best_makespan_ms, evaluations};
+    if (progress.fn)
+        progress.fn(progress.user, elapsed, best_makespan_ms, evaluations);
+    pthread_mutex_unlock(&progress.lock);
+}
+
+int32_t loom_engine_progress_curve(const loom_progress_point **points)
+{
+    *points = progress.points;
+    return progress.n;
+}
+
+static void progress_reset(void)
+{
+    pthread_mutex_lock(&progress.lock);
+    progress.n = 0;
+    progress.t0_ms = loom_now_ms();
+    pthread_mutex_unlock(&progress.lock);
+}
+
+void loom_plan_clear(loom_plan *plan)
+{
+    if (!plan)
+        return;
+    loom_partition_free(plan->partition);
+    loom_graph_free(plan->graph);
+    loom_schedule_free(plan->schedule);
+    free(plan->metrics.span_ms);
+    free(plan->metrics.peak_bytes);
+    free(plan->metrics.start_ms);
+    free(plan->metrics.end_ms);
+    free(plan->priorities);
+    memset(plan, 0, sizeof *plan);
+}
+
+/* Keeps a plugin's own status for input-shaped failures, else EPLUGIN. */
+static int plugin_status(int rc)
+{
+    switch (rc) {
+    case LOOM_EINVAL:
+    case LOOM_EINFEASIBLE:
+    case LOOM_EDEADLOCK:
+    case LOOM_ETIMEOUT:
+    case LOOM_EINTERRUPTED:
+    case LOOM_ENOMEM:
+        return rc;
+    default:
+        return LOOM_EPLUGIN;
+    }
+}
+
+static int fail_step(loom_step *st, int rc, loom_error *err)
+{
+    if (!strstr(err->message, st->ctx.plugin_id))
+        loom_error_prefix_plugin(err, st->ctx.plugin_id);
+    err->code = plugin_status(rc);
+    return err->code;
+}
+
+/* Re-simulates the chosen schedule with every optional output recorded. */
+static int finish_plan(loom_plan *plan, loom_evaluator *ev, loom_error *err)
+{
+    const loom_stage_graph *g = loom_evaluator_graph(ev);
+    const loom_schedule *s = loom_evaluator_schedule(ev);
+    plan->graph = loom_graph_clone(g);
+    plan->schedule = loom_schedule_new(s->n_ranks, s->n_stages);
+    plan->metrics.span_ms = calloc((size_t)g->n_ranks, sizeof(double));
+    plan->metrics.peak_bytes = calloc((size_t)g->n_ranks, sizeof(int64_t));
+    plan->metrics.start_ms = calloc((size_t)g->n_stages + 1, sizeof(double));
+    plan->metrics.end_ms = calloc((size_t)g->n_stages + 1, sizeof(double));
+    if (!plan->graph || !plan->schedule || !plan->metrics.span_ms || !plan->metrics.peak_bytes ||
+        !plan->metrics.start_ms || !plan->metrics.end_ms)
+        return loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
+    memcpy(plan->schedule->rank_off, s->rank_off, (size_t)(s->n_ranks + 1) * sizeof(int32_t));
+    memcpy(plan->schedule->order, s->order, (size_t)s->n_stages * sizeof(int32_t));
+    return loom_simulate(plan->graph, plan->schedule, &plan->metrics, err);
+}
+
+int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_iteration *it,
+                     loom_plan *plan, loom_error *err)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->problem = problem;
+    plan->iteration = it;
+    double t0 = loom_now_ms();
+    progress_reset();
+    for (int i = 0; i < pl->n_steps; i++)
+        pl->steps[i].ctx.problem = problem;
+
+    loom_step *inter = &pl->steps[pl->interleaver];
+    int split = inter->vt.interleaver.wants_split_backward &&
+                inter->vt.interleaver.wants_split_backward(inter->instance);
+
+    loom_candidates *set = NULL;
+    loom_stage_graph **graphs = NULL;
+    int32_t n = 0;
+    int rc = LOOM_OK;
+    if (problem->kind == LOOM_PROBLEM_STAGE_TIMES) {
+        graphs = calloc(1, sizeof *graphs);
+        if (!graphs)
+            return loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
+        rc = loom_graph_from_stage_times(problem->stage_times, split, &graphs[0], err);
+        if (rc != LOOM_OK)
+            goto done;
+        n = 1;
+        snprintf(plan->label, sizeof plan->label, "stage-times P=%d V=%d M=%d",
+                 problem->stage_times->ranks, problem->stage_times->virtual_stages,
+                 problem->stage_times->microbatches);
+    } else {
+        set = loom_candidates_new(problem, it);
+        if (!set)
+            return loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
+        for (int i = 0; i < pl->n_partitioners; i++) {
+            loom_step *st = &pl->steps[pl->first_partitioner + i];
+            rc = st->vt.partitioner.partition(st->instance, problem, it, set, err);
+            if (rc == LOOM_DECLINED) {
+                rc = LOOM_OK;
+                continue;
+            }
+            if (rc != LOOM_OK) {
+                rc = fail_step(st, rc, err);
+                goto done;
+            }
+        }
+        if (set->n == 0) {
+            rc = loom_set_error(err, LOOM_EINVAL, "plan: no partitioner produced a candidate");
+            goto done;
+        }
+        graphs = calloc((size_t)set->n, sizeof *graphs);
+        if (!graphs) {
+            rc = loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
+            goto done;
+        }
+        loom_ctx *cost_ctx = &pl->steps[pl->cost_model].ctx;
+        for (int32_t c = 0; c < set->n; c++) {
+            if (split)
+                set->items[c]->split_backward = 1;
+            rc = loom_graph_build(cost_ctx, problem, it, set->items[c], &graphs[c], err);
+            if (rc != LOOM_OK)
+                goto done;
+            n++;
+        }
+    }
+
+    int32_t max_groups = 1;
+    for (int32_t c = 0; c < n; c++)
+        if (graphs[c]->n_groups > max_groups)
+            max_groups = graphs[c]->n_groups;
+    loom_ranking ranking = {0};
+    ranking.cap_priorities = max_groups;
+    ranking.priorities = calloc((size_t)max_groups, sizeof(float));
+    if (!ranking.priorities) {
+        rc = loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
+        goto done;
+    }
+    plan->priorities = ranking.priorities;
+    loom_step *rk = &pl->steps[pl->ranker];
+    rk->ctx.deadline_ms = pl->budget_ms > 0 ? loom_now_ms() + pl->budget_ms : -1;
+    rc = rk->vt.ranker.rank(rk->instance, (const loom_stage_graph *const *)graphs, n, &ranking, err);
+    rk->ctx.deadline_ms = -1;
+    if (rc != LOOM_OK) {
+        rc = fail_step(rk, rc, err);
+        goto done;
+    }
+    if (ranking.candidate < 0 || ranking.candidate >= n) {
+        rc = loom_set_error(err, LOOM_EPLUGIN, "plugin %s: chose candidate %d of %d",
+                            rk->ctx.plugin_id, ranking.candidate, n);
+        goto done;
+    }
+    plan->candidate = ranking.candidate;
+    plan->n_candidates = n;
+    plan->evaluations = ranking.evaluations;
+
+    loom_evaluator *ev = NULL;
+    rc = loom_evaluator_create(&rk->ctx, graphs[ranking.candidate], &ev, err);
+    if (rc == LOOM_OK)
+        rc = loom_evaluator_run(ev, ranking.priorities, &plan->metrics, err);
+    if (rc == LOOM_OK)
+        rc = finish_plan(plan, ev, err);
+    loom_evaluator_destroy(ev);
+    if (rc != LOOM_OK)
+        goto done;
+    if (set) {
+        plan->partition = loom_partition_clone(set->items[ranking.candidate]);
+        memcpy(plan->label, set->items[ranking.candidate]->label, sizeof plan->label);
+    }
+    plan->plan_time_ms = loom_now_ms() - t0;
+done:
+    for (int32_t c = 0; c < n; c++)
+        loom_graph_free(graphs[c]);
+    free(graphs);
+    loom_candidates_free(set);
+    if (rc != LOOM_OK) {
+        float *keep = plan->priorities;
+        plan->priorities = NULL;
+        free(keep);
+        loom_plan_clear(plan);
+    }
+    return rc;
+}

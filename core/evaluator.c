@@ -1,0 +1,129 @@
+/* evaluator.c - the scoring function of every search: one interleaver
+ * instance, one memory-tuner instance and one simulator scratch bound to
+ * one stage graph, reused for every priority vector a ranker tries. */
+#include <stdlib.h>
+#include <string.h>
+#include "engine_api.h"
+#include "pipeline.h"
+
+struct loom_evaluator {
+    const loom_stage_graph *base; /* the candidate graph (policies as built) */
+    loom_stage_graph *work;       /* copy with the tuner's policies applied */
+    loom_step *inter, *mem;
+    void *inter_inst, *mem_inst;
+    loom_schedule *sched;
+    uint8_t *policies;
+    loom_sim_scratch *sim;
+    const loom_stage_graph *last; /* graph the last run simulated */
+};
+
+int loom_evaluator_create(loom_ctx *ctx, const loom_stage_graph *graph,
+                          loom_evaluator **out, loom_error *err)
+{
+    loom_pipeline *pl = ctx ? ctx->pipeline : NULL;
+    if (!pl || pl->interleaver < 0)
+        return loom_set_error(err, LOOM_EINVAL, "evaluator: the pipeline has no interleaver");
+    loom_evaluator *ev = calloc(1, sizeof *ev);
+    if (!ev)
+        return loom_set_error(err, LOOM_ENOMEM, "evaluator: out of memory");
+    const loom_host_api *host = loom_host_table();
+    ev->base = graph;
+    ev->last = graph;
+    ev->inter = &pl->steps[pl->interleaver];
+    ev->sched = loom_schedule_new(graph->n_ranks, graph->n_stages);
+    ev->sim = loom_sim_scratch_new();
+    if (!ev->sched || !ev->sim) {
+        loom_evaluator_destroy(ev);
+        return loom_set_error(err, LOOM_ENOMEM, "evaluator: out of memory");
+    }
+    int rc = ev->inter->vt.interleaver.create(host, &ev->inter->ctx, ev->inter->plugin->plugin_state,
+                                              &ev->inter_inst, err);
+    if (rc != LOOM_OK) {
+        loom_error_prefix_plugin(err, ev->inter->ctx.plugin_id);
+        ev->inter = NULL;
+        loom_evaluator_destroy(ev);
+        return rc == LOOM_EINVAL ? rc : LOOM_EPLUGIN;
+    }
+    if (pl->memory_tuner >= 0) {
+        ev->mem = &pl->steps[pl->memory_tuner];
+        ev->work = loom_graph_clone(graph);
+        ev->policies = malloc((size_t)(graph->n_layer_entries ? graph->n_layer_entries : 1));
+        if (!ev->work || !ev->policies) {
+            ev->mem = NULL;
+            loom_evaluator_destroy(ev);
+            return loom_set_error(err, LOOM_ENOMEM, "evaluator: out of memory");
+        }
+        rc = ev->mem->vt.memory_tuner.create(host, &ev->mem->ctx, ev->mem->plugin->plugin_state,
+                                             &ev->mem_inst, err);
+        if (rc != LOOM_OK) {
+            loom_error_prefix_plugin(err, ev->mem->ctx.plugin_id);
+            ev->mem = NULL;
+            loom_evaluator_destroy(ev);
+            return rc == LOOM_EINVAL ? rc : LOOM_EPLUGIN;
+        }
+    }
+    *out = ev;
+    return LOOM_OK;
+}
+
+int loom_evaluator_run(loom_evaluator *ev, const float *priorities,
+                       loom_metrics *out, loom_error *err)
+{
+    const loom_stage_graph *g = ev->base;
+    ev->sched->n_ranks = g->n_ranks;
+    ev->sched->n_stages = g->n_stages;
+    int rc = ev->inter->vt.interleaver.interleave(ev->inter_inst, g, priorities, ev->sched, err);
+    if (rc != LOOM_OK) {
+        loom_error_prefix_plugin(err, ev->inter->ctx.plugin_id);
+        return rc;
+    }
+    if (ev->mem) {
+        memcpy(ev->policies, g->layer_policy, (size_t)g->n_layer_entries);
+        rc = ev->mem->vt.memory_tuner.tune(ev->mem_inst, g, ev->sched, ev->policies, err);
+        if (rc != LOOM_OK) {
+            loom_error_prefix_plugin(err, ev->mem->ctx.plugin_id);
+            return rc;
+        }
+        for (int32_t e = 0; e < g->n_layer_entries; e++)
+            if (ev->policies[e] >= LOOM_POLICY_COUNT)
+                return loom_set_error(err, LOOM_EPLUGIN,
+                                      "plugin %s: chose policy %d for layer entry %d, expected 0..%d",
+                                      ev->mem->ctx.plugin_id, ev->policies[e], e,
+                                      LOOM_POLICY_COUNT - 1);
+        memcpy(ev->work->layer_policy, ev->policies, (size_t)g->n_layer_entries);
+        loom_graph_apply_policies(ev->work);
+        g = ev->work;
+    }
+    ev->last = g;
+    rc = loom_sim_run(ev->sim, g, ev->sched, out, err);
+    if (rc != LOOM_OK) {
+        loom_error_prefix_plugin(err, ev->inter->ctx.plugin_id);
+        return rc;
+    }
+    return LOOM_OK;
+}
+
+const loom_schedule *loom_evaluator_schedule(const loom_evaluator *ev)
+{
+    return ev->sched;
+}
+
+const loom_stage_graph *loom_evaluator_graph(const loom_evaluator *ev)
+{
+    return ev->last;
+}
+
+void loom_evaluator_destroy(loom_evaluator *ev)
+{
+    if (!ev)
+        return;
+    if (ev->inter && ev->inter_inst)
+        ev->inter->vt.interleaver.destroy(ev->inter_inst);
+    if (ev->mem && ev->mem_inst)
+        ev->mem->vt.memory_tuner.destroy(ev->mem_inst);
+    loom_graph_free(ev->work);
+    free(ev->policies);
+    loom_schedule_free(ev->sched);
+    loom_sim_scratch_free(ev->sim);
+    free(ev);
+}

@@ -1,0 +1,482 @@
+/* graph_build.c - turns a partition (flows of positions of layer spans,
+ * samples assigned to microbatches) into the stage graph of one iteration,
+ * costing every stage pair under every memory policy with the pipeline's
+ * cost model. Stage ids are ordered microbatch, flow, sub-microbatch, then
+ * F by position followed by the backward stages from the last position. */
+#include <stdlib.h>
+#include <string.h>
+#include "engine_api.h"
+
+typedef struct build {
+    const loom_problem *problem;
+    const loom_iteration *it;
+    const loom_partition *part;
+    loom_ctx *cost_ctx;
+    int split;
+    int32_t M, F;            /* microbatches, flows */
+    int32_t *unit_base;      /* [f * M + mb]: first stage of (f, mb, sub 0) */
+    int32_t *per_unit;       /* [f]: stages per (f, mb, sub) */
+    int32_t *consumers;      /* [f * F + k]: flows consuming f */
+    int32_t *n_consumers;    /* [f] */
+    double *out_bytes;       /* [stage]: activation bytes each F sends on */
+    int32_t *layers_of_flow; /* [f]: layers over all its positions */
+    int32_t *layer_base;     /* [position]: layers before it in its flow */
+} build;
+
+static int32_t subs_of(const build *b, int32_t f, int32_t mb)
+{
+    int32_t s = b->part->subs ? b->part->subs[f * b->part->cap_microbatches + mb] : 1;
+    return s < 1 ? 1 : s;
+}
+
+/* Stage id of (f, mb, sub) at position p; what: 0 F, 1 B or I, 2 W. */
+static int32_t stage_id(const build *b, int32_t f, int32_t mb, int32_t sub,
+                        int32_t p, int what)
+{
+    int32_t n = b->part->flows[f].n_pos;
+    int32_t base = b->unit_base[f * b->M + mb] + sub * b->per_unit[f];
+    if (what == 0)
+        return base + p;
+    int32_t j = n - 1 - p;
+    return b->split ? base + n + 2 * j + (what == 2) : base + n + j;
+}
+
+static int check_partition(const loom_problem *pb, const loom_partition *pt,
+                           loom_error *err)
+{
+    const loom_model *model = pb->model;
+    if (pt->n_flows < 1 || pt->n_ranks < 1 || pt->n_microbatches < 1)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "partition: %d flows on %d ranks with %d microbatches",
+                              pt->n_flows, pt->n_ranks, pt->n_microbatches);
+    int32_t total_layers = 0;
+    for (int32_t m = 0; m < model->n_modules; m++)
+        total_layers += model->modules[m].n_layers;
+    uint8_t *placed = calloc((size_t)total_layers + 1, 1);
+    int32_t *first = calloc((size_t)model->n_modules + 1, sizeof(int32_t));
+    if (!placed || !first) {
+        free(placed);
+        free(first);
+        return loom_set_error(err, LOOM_ENOMEM, "partition: out of memory");
+    }
+    for (int32_t m = 1; m < model->n_modules; m++)
+        first[m] = first[m - 1] + model->modules[m - 1].n_layers;
+    int rc = LOOM_OK;
+    for (int32_t f = 0; f < pt->n_flows && rc == LOOM_OK; f++) {
+        const loom_flow *fl = &pt->flows[f];
+        if (fl->n_pos < 1 || fl->pos_off < 0 || fl->pos_off + fl->n_pos > pt->n_positions)
+            rc = loom_set_error(err, LOOM_EINVAL, "partition: flow %d has positions %d..%d of %d",
+                                f, fl->pos_off, fl->pos_off + fl->n_pos - 1, pt->n_positions);
+        for (int32_t k = 0; k < fl->n_inputs && rc == LOOM_OK; k++)
+            if (fl->inputs[k] < 0 || fl->inputs[k] >= f)
+                rc = loom_set_error(err, LOOM_EINVAL,
+                                    "partition: flow %d input %d must be an earlier flow", f,
+                                    fl->inputs[k]);
+        for (int32_t p = 0; p < fl->n_pos && rc == LOOM_OK; p++) {
+            const loom_position *pos = &pt->positions[fl->pos_off + p];
+            if (pos->rank < 0 || pos->rank >= pt->n_ranks)
+                rc = loom_set_error(err, LOOM_EINVAL, "partition: flow %d position %d on rank %d of %d",
+                                    f, p, pos->rank, pt->n_ranks);
+            else if (pos->span_off < 0 || pos->n_spans < 1 || pos->span_off + pos->n_spans > pt->n_spans)
+                rc = loom_set_error(err, LOOM_EINVAL, "partition: flow %d position %d has no valid spans",
+                                    f, p);
+            for (int32_t s = 0; s < pos->n_spans && rc == LOOM_OK; s++) {
+                const loom_span *sp = &pt->spans[pos->span_off + s];
+                if (sp->module < 0 || sp->module >= model->n_modules || sp->n_layers < 1 ||
+                    sp->first_layer < 0 ||
+                    sp->first_layer + sp->n_layers > model->modules[sp->module].n_layers) {
+                    rc = loom_set_error(err, LOOM_EINVAL,
+                                        "partition: flow %d position %d span %d is not a layer range of a module",
+                                        f, p, s);
+                    break;
+                }
+                for (int32_t l = 0; l < sp->n_layers && rc == LOOM_OK; l++)
+                    if (placed[first[sp->module] + sp->first_layer + l]++)
+                        rc = loom_set_error(err, LOOM_EINVAL, "partition: layer %d of module %s is placed twice",
+                                            sp->first_layer + l, model->modules[sp->module].name);
+            }
+        }
+    }
+    for (int32_t m = 0; m < model->n_modules && rc == LOOM_OK; m++)
+        for (int32_t l = 0; l < model->modules[m].n_layers; l++)
+            if (!placed[first[m] + l]) {
+                rc = loom_set_error(err, LOOM_EINVAL, "partition: layer %d of module %s is not placed", l,
+                                    model->modules[m].name);
+                break;
+            }
+    for (int32_t i = 0; i < pt->n_modules * pt->n_samples && rc == LOOM_OK; i++)
+        if (pt->sample_mb[i] < -1 || pt->sample_mb[i] >= pt->n_microbatches)
+            rc = loom_set_error(err, LOOM_EINVAL, "partition: sample %d of module %d in microbatch %d of %d",
+                                i % pt->n_samples, i / pt->n_samples, pt->sample_mb[i], pt->n_microbatches);
+    free(placed);
+    free(first);
+    return rc;
+}
+
+/* P2P time of `bytes` between two pipeline ranks (each a TP group). */
+static double p2p_ms(const loom_problem *pb, int32_t a, int32_t b, double bytes)
+{
+    if (a == b || !pb->cluster)
+        return 0;
+    const loom_cluster *c = pb->cluster;
+    int32_t tp = pb->parallel.tp > 0 ? pb->parallel.tp : 1;
+    int32_t gpn = c->gpus_per_node > 0 ? c->gpus_per_node : 1;
+    int same_node = (a * tp) / gpn == (b * tp) / gpn;
+    double bw = same_node ? c->nvlink_bytes_per_s : c->net_bytes_per_s;
+    double eff = c->eff_collective > 0 ? c->eff_collective : 1;
+    return c->p2p_latency_ms + (bw > 0 ? bytes / (bw * eff) * 1e3 : 0);
+}
+
+/* Layers in one position (its layer entries). */
+static int32_t position_layers(const loom_partition *pt, const loom_position *pos)
+{
+    int32_t n = 0;
+    for (int32_t s = 0; s < pos->n_spans; s++)
+        n += pt->spans[pos->span_off + s].n_layers;
+    return n;
+}
+
+/* Per-layer costs of one position for one (flow, mb) under every policy:
+ * entries[l * LOOM_POLICY_COUNT + policy] for the position's l-th layer. */
+static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *pos,
+                         loom_policy_option *entries, double *flops,
+                         double *out_bytes, loom_error *err)
+{
+    const loom_problem *pb = b->problem;
+    const loom_model *model = pb->model;
+    *flops = 0;
+    *out_bytes = 0;
+    int32_t subs = subs_of(b, f, mb), k = 0;
+    for (int32_t s = 0; s < pos->n_spans; s++) {
+        const loom_span *sp = &b->part->spans[pos->span_off + s];
+        const loom_module *mod = &model->modules[sp->module];
+        loom_shape shape;
+        loom_shape_for(pb, sp->module, b->it, b->part->sample_mb + (size_t)sp->module * b->part->n_samples,
+                       b->M, mb, subs, &shape);
+        if (sp->tp > 0)
+            shape.tp = sp->tp;
+        else if (b->part->tp > 0)
+            shape.tp = b->part->tp;
+        int up = loom_upstream_trainable(model, sp->module);
+        for (int32_t l = sp->first_layer; l < sp->first_layer + sp->n_layers; l++, k++) {
+            loom_policy_option *opt = &entries[(size_t)k * LOOM_POLICY_COUNT];
+            memset(opt, 0, sizeof(loom_policy_option) * LOOM_POLICY_COUNT);
+            shape.trainable_upstream = up || (!mod->frozen && l > 0);
+            int needs_backward = shape.trainable_upstream || !mod->frozen;
+            if (shape.tokens <= 0)
+                continue;
+            for (int p = 0; p < LOOM_POLICY_COUNT; p++) {
+                loom_layer_cost c = {0};
+                int rc = loom_cost_estimate(b->cost_ctx, sp->module, l, &shape, p, &c, err);
+                if (rc != LOOM_OK)
+                    return rc;
+                opt[p].forward_ms = c.forward_ms;
+                opt[p].backward_ms = c.input_grad_ms + c.weight_grad_ms + c.recompute_ms;
+                opt[p].weight_grad_ms = c.weight_grad_ms;
+                opt[p].activation_bytes = needs_backward ? c.activation_bytes : 0;
+                if (p == 0)
+                    *flops += c.flops;
+            }
+        }
+        if (s == pos->n_spans - 1) {
+            int32_t tp = shape.tp > 0 ? shape.tp : 1;
+            *out_bytes = (double)shape.tokens *
+                         (double)mod->layers[sp->first_layer + sp->n_layers - 1].hidden * 2.0 / tp;
+        }
+    }
+    return LOOM_OK;
+}
+
+/* Params + states of every layer placed on each rank, plus embeddings. */
+static int static_memory(build *b, loom_stage_graph *g, loom_error *err)
+{
+    const loom_problem *pb = b->problem;
+    const loom_model *model = pb->model;
+    const loom_partition *pt = b->part;
+    for (int32_t f = 0; f < pt->n_flows; f++) {
+        const loom_flow *fl = &pt->flows[f];
+        for (int32_t p = 0; p < fl->n_pos; p++) {
+            const loom_position *pos = &pt->positions[fl->pos_off + p];
+            for (int32_t s = 0; s < pos->n_spans; s++) {
+                const loom_span *sp = &pt->spans[pos->span_off + s];
+                loom_shape shape = {1, 1, 1, sp->tp > 0 ? sp->tp : pt->tp > 0 ? pt->tp : pb->parallel.tp, 1};
+                if (shape.tp < 1)
+                    shape.tp = 1;
+                for (int32_t l = sp->first_layer; l < sp->first_layer + sp->n_layers; l++) {
+                    loom_layer_cost c = {0};
+                    int rc = loom_cost_estimate(b->cost_ctx, sp->module, l, &shape, 0, &c, err);
+                    if (rc != LOOM_OK)
+                        return rc;
+                    g->static_bytes[pos->rank] += c.param_bytes + c.state_bytes;
+                }
+                const loom_module *mod = &model->modules[sp->module];
+                int first = sp->first_layer == 0, last = sp->first_layer + sp->n_layers == mod->n_layers;
+                if (mod->vocab > 0 && (first || last)) {
+                    int64_t pbytes = 0, sbytes = 0;
+                    int rc = loom_cost_module_extra(b->cost_ctx, sp->module, shape.tp, &pbytes, &sbytes, err);
+                    if (rc != LOOM_OK)
+                        return rc;
+                    int64_t share = (pbytes + sbytes) / ((first && last) ? 1 : 2);
+                    g->static_bytes[pos->rank] += share;
+                }
+            }
+        }
+    }
+    return LOOM_OK;
+}
+
+static int fill(build *b, loom_stage_graph *g, loom_error *err)
+{
+    const loom_partition *pt = b->part;
+    const loom_problem *pb = b->problem;
+    int32_t M = b->M, F = b->F, e = 0, pair = 0;
+    /* chunk index of each position on its rank */
+    int32_t *chunk_of = calloc((size_t)pt->n_positions + 1, sizeof(int32_t));
+    int32_t *rank_count = calloc((size_t)pt->n_ranks, sizeof(int32_t));
+    if (!chunk_of || !rank_count) {
+        free(chunk_of);
+        free(rank_count);
+        return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
+    }
+    for (int32_t f = 0; f < F; f++)
+        for (int32_t p = 0; p < pt->flows[f].n_pos; p++) {
+            int32_t idx = pt->flows[f].pos_off + p;
+            chunk_of[idx] = rank_count[pt->positions[idx].rank]++;
+        }
+    free(rank_count);
+
+    int rc = LOOM_OK;
+    int32_t entry = 0, max_layers = 1;
+    for (int32_t i = 0; i < pt->n_positions; i++) {
+        int32_t n = position_layers(pt, &pt->positions[i]);
+        max_layers = n > max_layers ? n : max_layers;
+    }
+    loom_policy_option *opt = calloc((size_t)max_layers * LOOM_POLICY_COUNT, sizeof *opt);
+    if (!opt) {
+        free(chunk_of);
+        return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
+    }
+    for (int32_t mb = 0; mb < M && rc == LOOM_OK; mb++) {
+        for (int32_t f = 0; f < F && rc == LOOM_OK; f++) {
+            const loom_flow *fl = &pt->flows[f];
+            int32_t n = fl->n_pos, subs = subs_of(b, f, mb), grp = mb * F + f;
+            g->group_flow[grp] = f;
+            g->group_microbatch[grp] = mb;
+            /* cost once per position, shared by every sub-microbatch */
+            for (int32_t p = 0; p < n && rc == LOOM_OK; p++) {
+                const loom_position *pos = &pt->positions[fl->pos_off + p];
+                int32_t nl = position_layers(pt, pos);
+                double flops = 0, ob = 0;
+                rc = cost_position(b, f, mb, pos, opt, &flops, &ob, err);
+                for (int32_t s = 0; s < subs && rc == LOOM_OK; s++) {
+                    int32_t pid = pair + s * n + p;
+                    /* entries of (f, mb, s) are laid out position by position */
+                    int32_t e0 = entry + s * b->layers_of_flow[f] + b->layer_base[fl->pos_off + p];
+                    g->pair_layer_off[pid] = e0;
+                    g->pair_layer_off[pid + 1] = e0 + nl;
+                    memcpy(&g->layer_options[(size_t)e0 * LOOM_POLICY_COUNT], opt,
+                           (size_t)nl * LOOM_POLICY_COUNT * sizeof *opt);
+                    int32_t fid = stage_id(b, f, mb, s, p, 0);
+                    g->flops[fid] = flops;
+                    g->total_flops += flops;
+                    b->out_bytes[fid] = ob;
+                }
+            }
+            for (int32_t s = 0; s < subs; s++) {
+                int32_t base = stage_id(b, f, mb, s, 0, 0);
+                for (int32_t k = 0; k < b->per_unit[f]; k++) {
+                    int32_t id = base + k, p, what;
+                    if (k < n) {
+                        p = k;
+                        what = 0;
+                    } else if (!b->split) {
+                        p = n - 1 - (k - n);
+                        what = 1;
+                    } else {
+                        p = n - 1 - (k - n) / 2;
+                        what = ((k - n) % 2) ? 2 : 1;
+                    }
+                    const loom_position *pos = &pt->positions[fl->pos_off + p];
+                    int32_t pid = pair + s * n + p;
+                    g->rank[id] = pos->rank;
+                    g->kind[id] = (uint8_t)(what == 0 ? LOOM_STAGE_F
+                                            : what == 2 ? LOOM_STAGE_W
+                                            : b->split  ? LOOM_STAGE_I
+                                                        : LOOM_STAGE_B);
+                    g->module[id] = fl->module;
+                    g->flow[id] = f;
+                    g->position[id] = p;
+                    g->chunk[id] = chunk_of[fl->pos_off + p];
+                    g->microbatch[id] = mb;
+                    g->sub[id] = s;
+                    g->group[id] = grp;
+                    g->pair[id] = pid;
+                    g->pred_off[id] = e;
+                    if (what == 0) {
+                        g->pair_forward[pid] = id;
+                        if (p > 0) {
+                            int32_t q = id - 1;
+                            g->pred[e] = q;
+                            g->pred_p2p_ms[e++] = p2p_ms(pb, g->rank[q], pos->rank, b->out_bytes[q]);
+                        } else {
+                            for (int32_t k2 = 0; k2 < fl->n_inputs; k2++) {
+                                int32_t in = fl->inputs[k2];
+                                for (int32_t s2 = 0; s2 < subs_of(b, in, mb); s2++) {
+                                    int32_t q = stage_id(b, in, mb, s2, pt->flows[in].n_pos - 1, 0);
+                                    g->pred[e] = q;
+                                    g->pred_p2p_ms[e++] =
+                                        p2p_ms(pb, g->rank[q], pos->rank, b->out_bytes[q] / subs);
+                                }
+                            }
+                        }
+                    } else if (what == 2) {
+                        g->pair_weight[pid] = id;
+                        g->pred[e] = id - 1;
+                        g->pred_p2p_ms[e++] = 0;
+                    } else {
+                        g->pair_backward[pid] = id;
+                        if (p == n - 1) {
+                            g->pred[e] = stage_id(b, f, mb, s, p, 0);
+                            g->pred_p2p_ms[e++] = 0;
+                            for (int32_t k2 = 0; k2 < b->n_consumers[f]; k2++) {
+                                int32_t cf = b->consumers[f * F + k2];
+                                for (int32_t s2 = 0; s2 < subs_of(b, cf, mb); s2++) {
+                                    int32_t q = stage_id(b, cf, mb, s2, 0, 1);
+                                    double bytes = b->out_bytes[stage_id(b, f, mb, s, p, 0)];
+                                    g->pred[e] = q;
+                                    g->pred_p2p_ms[e++] = p2p_ms(pb, pt->positions[pt->flows[cf].pos_off].rank,
+                                                                 pos->rank, bytes / subs_of(b, cf, mb));
+                                }
+                            }
+                        } else {
+                            int32_t q = stage_id(b, f, mb, s, p + 1, 1);
+                            int32_t up = stage_id(b, f, mb, s, p, 0);
+                            g->pred[e] = q;
+                            g->pred_p2p_ms[e++] = p2p_ms(pb, pt->positions[fl->pos_off + p + 1].rank,
+                                                         pos->rank, b->out_bytes[up]);
+                        }
+                    }
+                }
+            }
+            pair += subs * n;
+            entry += subs * b->layers_of_flow[f];
+        }
+    }
+    free(opt);
+    free(chunk_of);
+    if (rc != LOOM_OK)
+        return rc;
+    g->pred_off[g->n_stages] = e;
+    g->n_edges = e;
+    return LOOM_OK;
+}
+
+int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
+                     const loom_iteration *it, const loom_partition *part,
+                     loom_stage_graph **out, loom_error *err)
+{
+    if (problem->kind != LOOM_PROBLEM_MODEL || !problem->model)
+        return loom_set_error(err, LOOM_EINVAL, "graph builder: needs a model problem");
+    int rc = check_partition(problem, part, err);
+    if (rc != LOOM_OK)
+        return rc;
+    build b = {0};
+    b.problem = problem;
+    b.it = it;
+    b.part = part;
+    b.cost_ctx = cost_ctx;
+    b.split = part->split_backward != 0;
+    b.M = part->n_microbatches;
+    b.F = part->n_flows;
+    int32_t M = b.M, F = b.F;
+    b.unit_base = calloc((size_t)F * M, sizeof(int32_t));
+    b.per_unit = calloc((size_t)F, sizeof(int32_t));
+    b.consumers = calloc((size_t)F * F, sizeof(int32_t));
+    b.n_consumers = calloc((size_t)F, sizeof(int32_t));
+    if (!b.unit_base || !b.per_unit || !b.consumers || !b.n_consumers) {
+        rc = loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
+        goto done;
+    }
+    b.layers_of_flow = calloc((size_t)F, sizeof(int32_t));
+    b.layer_base = calloc((size_t)part->n_positions + 1, sizeof(int32_t));
+    if (!b.layers_of_flow || !b.layer_base) {
+        rc = loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
+        goto done;
+    }
+    for (int32_t f = 0; f < F; f++) {
+        for (int32_t p = 0; p < part->flows[f].n_pos; p++) {
+            int32_t idx = part->flows[f].pos_off + p;
+            b.layer_base[idx] = b.layers_of_flow[f];
+            b.layers_of_flow[f] += position_layers(part, &part->positions[idx]);
+        }
+        b.per_unit[f] = part->flows[f].n_pos * (b.split ? 3 : 2);
+        for (int32_t k = 0; k < part->flows[f].n_inputs; k++) {
+            int32_t in = part->flows[f].inputs[k];
+            b.consumers[in * F + b.n_consumers[in]++] = f;
+        }
+    }
+    int64_t n_stages = 0, n_edges = 0, n_pairs = 0, n_group_edges = 0, n_entries = 0;
+    for (int32_t mb = 0; mb < M; mb++)
+        for (int32_t f = 0; f < F; f++) {
+            int32_t subs = subs_of(&b, f, mb), n = part->flows[f].n_pos;
+            b.unit_base[f * M + mb] = (int32_t)n_stages;
+            n_stages += (int64_t)subs * b.per_unit[f];
+            n_pairs += (int64_t)subs * n;
+            n_entries += (int64_t)subs * b.layers_of_flow[f];
+            int64_t ext = 0;
+            for (int32_t k = 0; k < part->flows[f].n_inputs; k++)
+                ext += subs_of(&b, part->flows[f].inputs[k], mb);
+            for (int32_t k = 0; k < b.n_consumers[f]; k++)
+                ext += subs_of(&b, b.consumers[f * F + k], mb);
+            n_edges += (int64_t)subs * (2 * (n - 1) + 1 + (b.split ? n : 0) + ext);
+            n_group_edges += part->flows[f].n_inputs;
+        }
+    if (n_stages > 20000000 || n_edges > 100000000 || n_entries > 100000000) {
+        rc = loom_set_error(err, LOOM_EINVAL,
+                            "graph builder: %lld stages is more than Loom plans at once (20000000)",
+                            (long long)n_stages);
+        goto done;
+    }
+    loom_stage_graph *g = loom_graph_alloc((int32_t)n_stages, (int32_t)n_edges, part->n_ranks,
+                                           M * F, (int32_t)n_pairs, (int32_t)n_entries);
+    b.out_bytes = calloc((size_t)n_stages + 1, sizeof(double));
+    if (!g || !b.out_bytes) {
+        loom_graph_free(g);
+        rc = loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
+        goto done;
+    }
+    g->n_microbatches = M;
+    g->group_pred = calloc((size_t)n_group_edges + 1, sizeof(int32_t));
+    int32_t ge = 0;
+    for (int32_t mb = 0; mb < M; mb++)
+        for (int32_t f = 0; f < F; f++) {
+            g->group_pred_off[mb * F + f] = ge;
+            for (int32_t k = 0; k < part->flows[f].n_inputs; k++)
+                g->group_pred[ge++] = mb * F + part->flows[f].inputs[k];
+        }
+    g->group_pred_off[M * F] = ge;
+    rc = fill(&b, g, err);
+    if (rc == LOOM_OK)
+        rc = static_memory(&b, g, err);
+    if (rc != LOOM_OK) {
+        loom_graph_free(g);
+        goto done;
+    }
+    g->memory_cap_bytes = problem->memory_cap_bytes > 0 ? problem->memory_cap_bytes
+                          : problem->cluster ? (double)problem->cluster->hbm_bytes
+                                             : 0;
+    if (problem->cluster)
+        g->peak_flops_per_rank = problem->cluster->peak_flops *
+                                 (problem->parallel.tp > 0 ? problem->parallel.tp : 1);
+    loom_graph_apply_policies(g);
+    *out = g;
+done:
+    free(b.unit_base);
+    free(b.per_unit);
+    free(b.consumers);
+    free(b.n_consumers);
+    free(b.out_bytes);
+    free(b.layers_of_flow);
+    free(b.layer_base);
+    return rc;
+}

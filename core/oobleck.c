@@ -1,0 +1,454 @@
+/*
+ * oobleck.c - Oobleck's node specification and the divide-and-conquer
+ * GPU-stage mapping of pipeline templates (dissertation §2.4.1).
+ *
+ * T(S', u, v, d) is the best 1F1B time of layers [u, v) in S' stages on d
+ * GPUs, split into T1 (one F+B of every stage), T2 (the slowest stage k*
+ * alternating, (N_b - S' + k* - 1) * c_{k*} with N_b = 4 S') and T3 (F+B
+ * of the stages from k* on). A sub-problem is split at a layer k, a stage
+ * count s and a device split (whole nodes while it spans several nodes,
+ * GPUs inside its node otherwise); a stage never spans nodes. Sub-results
+ * are memoised by (S', u, v, nodes, GPUs) in a hash table that lives as
+ * long as the planner, so later templates reuse earlier work.
+ *
+ * Uses only the C library (see oobleck.h).
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "oobleck.h"
+
+/* Fills err (code + message) and returns code. */
+static int oob_fail(loom_error *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        err->code = code;
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+int loom_oobleck_node_spec(int32_t nodes, int32_t f, int32_t n0,
+                           int32_t *first, int32_t *last, loom_error *err)
+{
+    if (nodes < 1 || f < 0 || n0 < 1)
+        return oob_fail(err, LOOM_EINVAL,
+                        "oobleck: nodes and n0 must be >= 1 and f >= 0, "
+                        "found nodes %d, f %d, n0 %d", nodes, f, n0);
+    if ((int64_t)(f + 1) * n0 > nodes)
+        return oob_fail(err, LOOM_EINFEASIBLE,
+                        "oobleck: %d nodes cannot hold f+1 = %d pipelines of "
+                        "at least n0 = %d nodes (need %lld)", nodes, f + 1, n0,
+                        (long long)(f + 1) * n0);
+    *first = n0;
+    *last = nodes - f * n0;
+    return LOOM_OK;
+}
+
+void loom_oobleck_template_clear(loom_oobleck_template *t)
+{
+    if (!t)
+        return;
+    free(t->stages);
+    memset(t, 0, sizeof *t);
+}
+
+/* Steady-phase multiplier N_b - S + k* - 1, never below 0. */
+static double oob_steady(int32_t nb, int32_t stages, int32_t kstar)
+{
+    double m = (double)nb - stages + kstar - 1;
+    return m > 0 ? m : 0;
+}
+
+double loom_oobleck_template_time_ms(const loom_oobleck_template *t,
+                                     int32_t microbatches)
+{
+    if (!t || microbatches <= 0)
+        return 0;
+    return t->t1_ms + t->t3_ms +
+           oob_steady(microbatches, t->n_stages, t->slowest) * t->slowest_ms;
+}
+
+/* ---- memo --------------------------------------------------------------- */
+
+/* One memoised sub-result: terms of the best layout and how it was split. */
+typedef struct dc_result {
+    double t1, t3, cstar, total; /* total = T1 + T2 + T3, INFINITY: none */
+    int32_t kstar;               /* slowest stage, 0-based in the sub-pipe */
+    int32_t split_k;             /* layer of the split; -1 for a leaf */
+    int32_t split_s;             /* stages on the left */
+    int32_t split_m;             /* left nodes (several nodes) or GPUs */
+} dc_result;
+
+typedef struct dc_slot {
+    uint64_t key;
+    int32_t used;
+    dc_result r;
+} dc_slot;
+
+struct loom_oobleck_planner {
+    int32_t n_layers, max_gpus, gpus_per_node, pow2;
+    double *prefix;      /* (max_gpus) x (n_layers + 1): sum of F + B */
+    int32_t *bad;        /* same shape: prefix count of unusable entries */
+    dc_slot *slots;
+    size_t cap, count;
+    int64_t hits;
+    int oom;
+};
+
+/* Packs a sub-problem into a 64-bit key (bounds checked by the caller). */
+static uint64_t dc_key(int32_t s, int32_t u, int32_t v, int32_t nodes,
+                       int32_t g)
+{
+    /* 13 bits each for s, u, v and nodes (<= 4096), 7 bits for g (<= 64) */
+    return ((uint64_t)(uint32_t)s << 46) | ((uint64_t)(uint32_t)u << 33) |
+           ((uint64_t)(uint32_t)v << 20) | ((uint64_t)(uint32_t)nodes << 7) |
+           (uint64_t)(uint32_t)g;
+}
+
+/* Mixes a key into a table index (splitmix64 finaliser). */
+static size_t dc_hash(uint64_t k)
+{
+    k ^= k >> 30;
+    k *= 0xbf58476d1ce4e5b9ULL;
+    k ^= k >> 27;
+    k *= 0x94d049bb133111ebULL;
+    k ^= k >> 31;
+    return (size_t)k;
+}
+
+/* Finds key's slot, or NULL. */
+static const dc_result *dc_find(loom_oobleck_planner *p, uint64_t key)
+{
+    size_t mask = p->cap - 1;
+    for (size_t i = dc_hash(key) & mask;; i = (i + 1) & mask) {
+        if (!p->slots[i].used)
+            return NULL;
+        if (p->slots[i].key == key)
+            return &p->slots[i].r;
+    }
+}
+
+/* Inserts (key, r), doubling the table when 70 % full. */
+static void dc_store(loom_oobleck_planner *p, uint64_t key, const dc_result *r)
+{
+    if ((p->count + 1) * 10 > p->cap * 7) {
+        size_t ncap = p->cap * 2;
+        dc_slot *ns = calloc(ncap, sizeof *ns);
+        if (!ns) {
+            p->oom = 1;
+            return;
+        }
+        for (size_t i = 0; i < p->cap; i++) {
+            if (!p->slots[i].used)
+                continue;
+            size_t j = dc_hash(p->slots[i].key) & (ncap - 1);
+            while (ns[j].used)
+                j = (j + 1) & (ncap - 1);
+            ns[j] = p->slots[i];
+        }
+        free(p->slots);
+        p->slots = ns;
+        p->cap = ncap;
+    }
+    size_t mask = p->cap - 1;
+    size_t i = dc_hash(key) & mask;
+    while (p->slots[i].used)
+        i = (i + 1) & mask;
+    p->slots[i].used = 1;
+    p->slots[i].key = key;
+    p->slots[i].r = *r;
+    p->count++;
+}
+
+int loom_oobleck_planner_new(const loom_oobleck_costs *costs,
+                             int32_t gpus_per_node, int pow2_gpus,
+                             loom_oobleck_planner **out, loom_error *err)
+{
+    *out = NULL;
+    if (!costs || costs->n_layers < 1 ||
+        costs->n_layers > LOOM_OOBLECK_MAX_LAYERS || !costs->forward_ms ||
+        !costs->backward_ms)
+        return oob_fail(err, LOOM_EINVAL,
+                        "oobleck: expected 1 to %d layers with forward and "
+                        "backward times, found %d", LOOM_OOBLECK_MAX_LAYERS,
+                        costs ? costs->n_layers : 0);
+    if (gpus_per_node < 1 || gpus_per_node > LOOM_OOBLECK_MAX_GPUS_PER_NODE)
+        return oob_fail(err, LOOM_EINVAL,
+                        "oobleck: GPUs per node: expected 1 to %d, found %d",
+                        LOOM_OOBLECK_MAX_GPUS_PER_NODE, gpus_per_node);
+    if (costs->max_gpus < gpus_per_node)
+        return oob_fail(err, LOOM_EINVAL,
+                        "oobleck: costs cover stages of up to %d GPUs, a node "
+                        "has %d", costs->max_gpus, gpus_per_node);
+    loom_oobleck_planner *p = calloc(1, sizeof *p);
+    if (!p)
+        return oob_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+    p->n_layers = costs->n_layers;
+    p->max_gpus = gpus_per_node;
+    p->gpus_per_node = gpus_per_node;
+    p->pow2 = pow2_gpus != 0;
+    size_t row = (size_t)costs->n_layers + 1;
+    p->prefix = malloc(row * (size_t)gpus_per_node * sizeof *p->prefix);
+    p->bad = malloc(row * (size_t)gpus_per_node * sizeof *p->bad);
+    p->cap = 1024;
+    p->slots = calloc(p->cap, sizeof *p->slots);
+    if (!p->prefix || !p->bad || !p->slots) {
+        loom_oobleck_planner_free(p);
+        return oob_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+    }
+    for (int32_t d = 0; d < gpus_per_node; d++) {
+        double *pre = p->prefix + (size_t)d * row;
+        int32_t *bad = p->bad + (size_t)d * row;
+        pre[0] = 0;
+        bad[0] = 0;
+        for (int32_t l = 0; l < costs->n_layers; l++) {
+            size_t i = (size_t)d * (size_t)costs->n_layers + (size_t)l;
+            double c = costs->forward_ms[i] + costs->backward_ms[i];
+            int ok = isfinite(c) && costs->forward_ms[i] >= 0 &&
+                     costs->backward_ms[i] >= 0;
+            pre[l + 1] = pre[l] + (ok ? c : 0);
+            bad[l + 1] = bad[l] + !ok;
+        }
+    }
+    *out = p;
+    return LOOM_OK;
+}
+
+void loom_oobleck_planner_free(loom_oobleck_planner *p)
+{
+    if (!p)
+        return;
+    free(p->prefix);
+    free(p->bad);
+    free(p->slots);
+    free(p);
+}
+
+int64_t loom_oobleck_memo_entries(const loom_oobleck_planner *p)
+{
+    return p ? (int64_t)p->count : 0;
+}
+
+int64_t loom_oobleck_memo_hits(const loom_oobleck_planner *p)
+{
+    return p ? p->hits : 0;
+}
+
+/* F + B of layers [u, v) on d GPUs, INFINITY when d is unusable there. */
+static double dc_stage_cost(const loom_oobleck_planner *p, int32_t u,
+                            int32_t v, int32_t d)
+{
+    size_t row = (size_t)p->n_layers + 1;
+    const int32_t *bad = p->bad + (size_t)(d - 1) * row;
+    if (bad[v] != bad[u])
+        return INFINITY;
+    const double *pre = p->prefix + (size_t)(d - 1) * row;
+    return pre[v] - pre[u];
+}
+
+/* 1 when g is a power of two. */
+static int dc_pow2(int32_t g)
+{
+    return g > 0 && (g & (g - 1)) == 0;
+}
+
+/* T(S', u, v, nodes x g GPUs): memoised divide and conquer. */
+static dc_result dc_solve(loom_oobleck_planner *p, int32_t s_all, int32_t u,
+                          int32_t v, int32_t nodes, int32_t g)
+{
+    dc_result best = {INFINITY, INFINITY, INFINITY, INFINITY, 0, -1, 0, 0};
+    if (s_all > v - u || (nodes == 1 && g < s_all) ||
+        (nodes > 1 && nodes > s_all))
+        return best;
+    uint64_t key = dc_key(s_all, u, v, nodes, g);
+    const dc_result *hit = dc_find(p, key);
+    if (hit) {
+        p->hits++;
+        return *hit;
+    }
+    if (s_all == 1) {
+        /* nodes == 1 here: one stage on all g GPUs of the node */
+        double c = (p->pow2 && !dc_pow2(g)) ? INFINITY
+                                            : dc_stage_cost(p, u, v, g);
+        if (isfinite(c)) {
+            best.t1 = c;
+            best.t3 = c;
+            best.cstar = c;
+            best.kstar = 0;
+            best.total = 4 * c; /* T1 + 2c + T3 (Eq. 2.4) */
+        }
+        dc_store(p, key, &best);
+        return best;
+    }
+    int32_t nb = 4 * s_all;
+    int32_t splits = nodes > 1 ? nodes : g;
+    for (int32_t k = u + 1; k < v; k++) {
+        for (int32_t s = 1; s < s_all; s++) {
+            if (s > k - u || s_all - s > v - k)
+                continue;
+            for (int32_t m = 1; m < splits; m++) {
+                dc_result l, r;
+                if (nodes > 1) {
+                    l = dc_solve(p, s, u, k, m, g);
+                    if (!isfinite(l.total))
+                        continue;
+                    r = dc_solve(p, s_all - s, k, v, nodes - m, g);
+                } else {
+                    l = dc_solve(p, s, u, k, 1, m);
+                    if (!isfinite(l.total))
+                        continue;
+                    r = dc_solve(p, s_all - s, k, v, 1, g - m);
+                }
+                if (!isfinite(r.total))
+                    continue;
+                double t1 = l.t1 + r.t1, t3, cstar;
+                int32_t kstar;
+                if (l.cstar >= r.cstar) {
+                    kstar = l.kstar;
+                    cstar = l.cstar;
+                    t3 = l.t3 + r.t1;
+                } else {
+                    kstar = s + r.kstar;
+                    cstar = r.cstar;
+                    t3 = r.t3;
+                }
+                double total = t1 + oob_steady(nb, s_all, kstar) * cstar + t3;
+                if (total < best.total) {
+                    best.t1 = t1;
+                    best.t3 = t3;
+                    best.cstar = cstar;
+                    best.kstar = kstar;
+                    best.total = total;
+                    best.split_k = k;
+                    best.split_s = s;
+                    best.split_m = m;
+                }
+            }
+        }
+    }
+    dc_store(p, key, &best);
+    return best;
+}
+
+/* Appends the stages of the memoised layout (S', u, v, nodes, g) whose
+ * GPUs start at node `node0`, GPU `gpu0`; returns the next stage index. */
+static int32_t dc_emit(loom_oobleck_planner *p, int32_t s_all, int32_t u,
+                       int32_t v, int32_t nodes, int32_t g, int32_t node0,
+                       int32_t gpu0, loom_oobleck_stage *out, int32_t at)
+{
+    const dc_result *r = dc_find(p, dc_key(s_all, u, v, nodes, g));
+    if (!r || r->split_k < 0) {
+        loom_oobleck_stage *st = &out[at];
+        st->first_layer = u;
+        st->n_layers = v - u;
+        st->gpus = g;
+        st->node = node0;
+        st->first_gpu = gpu0;
+        st->cost_ms = dc_stage_cost(p, u, v, g);
+        return at + 1;
+    }
+    int32_t k = r->split_k, s = r->split_s, m = r->split_m;
+    if (nodes > 1) {
+        at = dc_emit(p, s, u, k, m, g, node0, 0, out, at);
+        return dc_emit(p, s_all - s, k, v, nodes - m, g, node0 + m, 0, out,
+                       at);
+    }
+    at = dc_emit(p, s, u, k, 1, m, node0, gpu0, out, at);
+    return dc_emit(p, s_all - s, k, v, 1, g - m, node0, gpu0 + m, out, at);
+}
+
+int loom_oobleck_plan_stages(loom_oobleck_planner *p, int32_t nodes,
+                             int32_t stages, loom_oobleck_template *out,
+                             loom_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (nodes < 1 || nodes > LOOM_OOBLECK_MAX_NODES || stages < 1 ||
+        stages > LOOM_OOBLECK_MAX_LAYERS)
+        return oob_fail(err, LOOM_EINVAL,
+                        "oobleck: nodes in [1, %d] and stages in [1, %d] "
+                        "expected, found %d and %d", LOOM_OOBLECK_MAX_NODES,
+                        LOOM_OOBLECK_MAX_LAYERS, nodes, stages);
+    dc_result r = dc_solve(p, stages, 0, p->n_layers, nodes, p->gpus_per_node);
+    if (p->oom)
+        return oob_fail(err, LOOM_ENOMEM, "oobleck: out of memory (memo)");
+    if (!isfinite(r.total))
+        return oob_fail(err, LOOM_EINFEASIBLE,
+                        "oobleck: no layout of %d layers in %d stages on %d "
+                        "node(s) of %d GPUs (a stage may not span nodes)",
+                        p->n_layers, stages, nodes, p->gpus_per_node);
+    out->stages = calloc((size_t)stages, sizeof *out->stages);
+    if (!out->stages)
+        return oob_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+    int32_t n = dc_emit(p, stages, 0, p->n_layers, nodes, p->gpus_per_node, 0,
+                        0, out->stages, 0);
+    out->nodes = nodes;
+    out->n_stages = n;
+    out->slowest = r.kstar;
+    out->slowest_ms = r.cstar;
+    out->t1_ms = r.t1;
+    out->t3_ms = r.t3;
+    out->iteration_ms = r.total;
+    return LOOM_OK;
+}
+
+int loom_oobleck_plan_template(loom_oobleck_planner *p, int32_t nodes,
+                               int32_t max_stages, loom_oobleck_template *out,
+                               loom_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (nodes < 1 || nodes > LOOM_OOBLECK_MAX_NODES)
+        return oob_fail(err, LOOM_EINVAL,
+                        "oobleck: nodes: expected 1 to %d, found %d",
+                        LOOM_OOBLECK_MAX_NODES, nodes);
+    int64_t hi = (int64_t)nodes * p->gpus_per_node;
+    if (hi > p->n_layers)
+        hi = p->n_layers;
+    if (max_stages > 0 && hi > max_stages)
+        hi = max_stages;
+    if (hi < nodes)
+        return oob_fail(err, LOOM_EINFEASIBLE,
+                        "oobleck: no template for %d nodes: a stage may not "
+                        "span nodes, so it needs at least %d stages, but the "
+                        "model has %d layers%s", nodes, nodes, p->n_layers,
+                        max_stages > 0 && max_stages < nodes
+                            ? " (or max_stages is smaller)" : "");
+    int32_t ref_nb = (int32_t)(4 * hi);
+    loom_oobleck_template best;
+    memset(&best, 0, sizeof best);
+    double best_ms = INFINITY;
+    for (int32_t s = nodes; s <= hi; s++) {
+        loom_oobleck_template t;
+        loom_error e = {0, ""};
+        int rc = loom_oobleck_plan_stages(p, nodes, s, &t, &e);
+        if (rc == LOOM_EINFEASIBLE)
+            continue;
+        if (rc != LOOM_OK) {
+            loom_oobleck_template_clear(&best);
+            if (err)
+                *err = e;
+            return rc;
+        }
+        double ms = loom_oobleck_template_time_ms(&t, ref_nb);
+        if (ms < best_ms) {
+            loom_oobleck_template_clear(&best);
+            best = t;
+            best_ms = ms;
+        } else {
+            loom_oobleck_template_clear(&t);
+        }
+    }
+    if (!isfinite(best_ms))
+        return oob_fail(err, LOOM_EINFEASIBLE,
+                        "oobleck: no template for %d nodes of %d GPUs and %d "
+                        "layers (every GPU count a stage could use is "
+                        "unusable or not a power of two)", nodes,
+                        p->gpus_per_node, p->n_layers);
+    *out = best;
+    return LOOM_OK;
+}

@@ -1,0 +1,152 @@
+/* services.c - the optional services plugins look up by name through the
+ * host API: the simulator, the evaluator and the cost model. */
+#include <string.h>
+#include "engine_api.h"
+#include "pipeline.h"
+
+static loom_sim_scratch *svc_scratch_new(void)
+{
+    return loom_sim_scratch_new();
+}
+
+static const loom_simulator_service simulator_v1 = {
+    sizeof(loom_simulator_service), 1, svc_scratch_new, loom_sim_scratch_free, loom_sim_run,
+};
+
+static const loom_evaluator_service evaluator_v1 = {
+    sizeof(loom_evaluator_service), 1, loom_evaluator_create, loom_evaluator_run,
+    loom_evaluator_destroy,
+};
+
+/* The cost-model step of the pipeline `ctx` belongs to. */
+static loom_step *cost_step(loom_ctx *ctx, loom_error *err)
+{
+    loom_pipeline *pl = ctx ? ctx->pipeline : NULL;
+    if (!pl || pl->cost_model < 0) {
+        loom_set_error(err, LOOM_ENOTFOUND, "the pipeline has no cost model");
+        return NULL;
+    }
+    return &pl->steps[pl->cost_model];
+}
+
+int loom_cost_estimate(loom_ctx *ctx, int32_t module, int32_t layer,
+                       const loom_shape *shape, int32_t policy,
+                       loom_layer_cost *out, loom_error *err)
+{
+    loom_step *st = cost_step(ctx, err);
+    if (!st)
+        return LOOM_ENOTFOUND;
+    const loom_problem *pb = ctx->problem;
+    int rc = st->vt.cost_model.estimate(st->instance, pb, module, layer, shape, policy, out, err);
+    if (rc != LOOM_OK) {
+        loom_error_prefix_plugin(err, st->ctx.plugin_id);
+        return rc;
+    }
+    if (!(out->forward_ms >= 0) || !(out->input_grad_ms >= 0) || !(out->weight_grad_ms >= 0) ||
+        !(out->recompute_ms >= 0) || out->activation_bytes < 0)
+        return loom_set_error(err, LOOM_EPLUGIN,
+                              "plugin %s: returned a negative or NaN cost for module %d layer %d",
+                              st->ctx.plugin_id, module, layer);
+    return LOOM_OK;
+}
+
+int loom_cost_module_extra(loom_ctx *ctx, int32_t module, int32_t tp,
+                           int64_t *param_bytes, int64_t *state_bytes,
+                           loom_error *err)
+{
+    loom_step *st = cost_step(ctx, err);
+    *param_bytes = *state_bytes = 0;
+    if (!st)
+        return LOOM_ENOTFOUND;
+    if (!st->vt.cost_model.module_extra)
+        return LOOM_OK;
+    int rc = st->vt.cost_model.module_extra(st->instance, ctx->problem, module, tp, param_bytes,
+                                            state_bytes, err);
+    if (rc != LOOM_OK)
+        loom_error_prefix_plugin(err, st->ctx.plugin_id);
+    return rc;
+}
+
+/* The cost step's ctx carries the problem; plugins call with their own. */
+static loom_ctx *cost_ctx_of(loom_ctx *ctx, loom_error *err)
+{
+    loom_step *st = cost_step(ctx, err);
+    if (!st)
+        return NULL;
+    st->ctx.problem = ctx->problem;
+    return &st->ctx;
+}
+
+static int svc_layer(loom_ctx *ctx, int32_t module, int32_t layer, const loom_shape *shape,
+                     int32_t policy, loom_layer_cost *out, loom_error *err)
+{
+    loom_ctx *cc = cost_ctx_of(ctx, err);
+    return cc ? loom_cost_estimate(cc, module, layer, shape, policy, out, err) : LOOM_ENOTFOUND;
+}
+
+static int svc_module_shape(loom_ctx *ctx, int32_t module, const loom_iteration *it,
+                            int32_t microbatches, int32_t microbatch, int32_t subs,
+                            loom_shape *out, loom_error *err)
+{
+    const loom_problem *pb = ctx ? ctx->problem : NULL;
+    if (!pb || !pb->model || module < 0 || module >= pb->model->n_modules || !it ||
+        microbatches < 1)
+        return loom_set_error(err, LOOM_EINVAL, "module_shape: bad arguments");
+    if (microbatch >= 0) {
+        loom_shape_for(pb, module, it, NULL, microbatches, microbatch, subs, out);
+        return LOOM_OK;
+    }
+    loom_shape sum = {0};
+    for (int32_t mb = 0; mb < microbatches; mb++) {
+        loom_shape s;
+        loom_shape_for(pb, module, it, NULL, microbatches, mb, subs, &s);
+        sum.tokens += s.tokens;
+        sum.seq_sq_sum += s.seq_sq_sum;
+        sum.sequences += s.sequences;
+        sum.tp = s.tp;
+    }
+    out->tokens = sum.tokens / microbatches;
+    out->seq_sq_sum = sum.seq_sq_sum / microbatches;
+    out->sequences = (sum.sequences + microbatches - 1) / microbatches;
+    out->tp = sum.tp;
+    out->trainable_upstream = 0;
+    return LOOM_OK;
+}
+
+static int svc_mean_layer_ms(loom_ctx *ctx, int32_t module, int32_t layer,
+                             const loom_iteration *it, int32_t microbatches, double *ms,
+                             loom_error *err)
+{
+    loom_shape shape;
+    int rc = svc_module_shape(ctx, module, it, microbatches, -1, 1, &shape, err);
+    if (rc != LOOM_OK)
+        return rc;
+    const loom_model *model = ctx->problem->model;
+    shape.trainable_upstream = loom_upstream_trainable(model, module) ||
+                               (!model->modules[module].frozen && layer > 0);
+    *ms = 0;
+    if (shape.tokens <= 0)
+        return LOOM_OK;
+    loom_layer_cost c = {0};
+    rc = svc_layer(ctx, module, layer, &shape, LOOM_POLICY_NONE, &c, err);
+    if (rc == LOOM_OK)
+        *ms = c.forward_ms + c.input_grad_ms + c.weight_grad_ms;
+    return rc;
+}
+
+static const loom_cost_service cost_v1 = {
+    sizeof(loom_cost_service), 1, svc_layer, svc_module_shape, svc_mean_layer_ms,
+};
+
+const void *loom_service_lookup(const char *name, uint32_t min_version)
+{
+    if (!name)
+        return NULL;
+    if (!strcmp(name, LOOM_SERVICE_SIMULATOR) && min_version <= 1)
+        return &simulator_v1;
+    if (!strcmp(name, LOOM_SERVICE_EVALUATOR) && min_version <= 1)
+        return &evaluator_v1;
+    if (!strcmp(name, LOOM_SERVICE_COST) && min_version <= 1)
+        return &cost_v1;
+    return NULL;
+}

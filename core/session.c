@@ -1,0 +1,251 @@
+/* session.c - opens a planning run (manifest, plugins, problem, workload)
+ * and plans its iterations. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "pipeline.h"
+#include "planner_manifest.h"
+#include "problem_io.h"
+#include "registry.h"
+#include "session.h"
+
+#ifndef LOOM_INSTALL_DATA_DIR
+#define LOOM_INSTALL_DATA_DIR "/usr/local/share/loom"
+#endif
+#ifndef LOOM_SOURCE_DIR
+#define LOOM_SOURCE_DIR "."
+#endif
+
+#define LOOM_DEFAULT_ITERATIONS 4
+#define LOOM_MAX_ITERATIONS 100000
+
+void loom_session_args_init(loom_session_args *a)
+{
+    memset(a, 0, sizeof *a);
+}
+
+/* Value of an option with an argument; prints and returns NULL if absent. */
+static const char *value(int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "loom: option %s needs a value\n", argv[*i]);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+int loom_session_args_take(loom_session_args *a, int argc, char **argv, int *i)
+{
+    static const char *const simple[] = {"--manifest", "--model", "--cluster", "--parallel",
+                                         "--workload", "--generate", "--stage-times"};
+    const char **slots[] = {&a->manifest, &a->model, &a->cluster, &a->parallel,
+                            &a->workload, &a->generate, &a->stage_times};
+    const char *opt = argv[*i];
+    for (size_t k = 0; k < sizeof simple / sizeof simple[0]; k++)
+        if (!strcmp(opt, simple[k])) {
+            const char *v = value(argc, argv, i);
+            if (!v)
+                return -1;
+            *slots[k] = v;
+            return 1;
+        }
+    if (!strcmp(opt, "--iterations") || !strcmp(opt, "--seed") || !strcmp(opt, "--memory-cap")) {
+        const char *v = value(argc, argv, i);
+        if (!v)
+            return -1;
+        char *end = NULL;
+        double d = strtod(v, &end);
+        if (!end || *end || !(d >= 0) || d > 1.8e19) {
+            fprintf(stderr, "loom: %s: expected a non-negative number, found '%s'\n", opt, v);
+            return -1;
+        }
+        if (!strcmp(opt, "--iterations")) {
+            if (d < 1 || d > LOOM_MAX_ITERATIONS || d != (double)(int32_t)d) {
+                fprintf(stderr, "loom: --iterations: expected an integer in [1, %d], found '%s'\n",
+                        LOOM_MAX_ITERATIONS, v);
+                return -1;
+            }
+            a->iterations = (int32_t)d;
+        } else if (!strcmp(opt, "--seed")) {
+            a->has_seed = 1;
+            a->seed = strtoull(v, NULL, 10);
+        } else {
+            a->memory_cap_bytes = d;
+        }
+        return 1;
+    }
+    const char **list = NULL;
+    int *count = NULL;
+    if (!strcmp(opt, "--use")) {
+        list = a->uses;
+        count = &a->n_uses;
+    } else if (!strcmp(opt, "--param")) {
+        list = a->params;
+        count = &a->n_params;
+    } else if (!strcmp(opt, "--plugin-path")) {
+        list = a->plugin_paths;
+        count = &a->n_plugin_paths;
+    }
+    if (!list)
+        return 0;
+    const char *v = value(argc, argv, i);
+    if (!v)
+        return -1;
+    if (*count >= LOOM_SESSION_MAX_OVERRIDES) {
+        fprintf(stderr, "loom: too many %s options (at most %d)\n", opt, LOOM_SESSION_MAX_OVERRIDES);
+        return -1;
+    }
+    list[(*count)++] = v;
+    return 1;
+}
+
+const char *loom_default_manifest(char *buf, size_t size)
+{
+    const char *candidates[] = {"examples/manifests/megatron-1f1b.json",
+                                LOOM_INSTALL_DATA_DIR "/manifests/megatron-1f1b.json",
+                                LOOM_SOURCE_DIR "/examples/manifests/megatron-1f1b.json"};
+    for (size_t k = 0; k < sizeof candidates / sizeof candidates[0]; k++)
+        if (access(candidates[k], R_OK) == 0) {
+            snprintf(buf, size, "%s", candidates[k]);
+            return buf;
+        }
+    snprintf(buf, size, "%s", candidates[0]);
+    return buf;
+}
+
+static int open_problem(loom_session *s, const loom_session_args *a, loom_error *err)
+{
+    loom_problem *pb = &s->problem;
+    pb->struct_size = sizeof *pb;
+    if (a->stage_times) {
+        int rc = loom_stage_times_load(a->stage_times, &s->stage_times, err);
+        if (rc != LOOM_OK)
+            return rc;
+        const loom_stage_times *st = loom_stage_times_data_get(s->stage_times);
+        pb->kind = LOOM_PROBLEM_STAGE_TIMES;
+        pb->stage_times = st;
+        pb->parallel = (loom_parallel){1, st->ranks, 1, st->virtual_stages, st->microbatches, 0};
+        pb->memory_cap_bytes = st->memory_cap_bytes;
+        s->n_iterations = 1;
+        return LOOM_OK;
+    }
+    int rc = loom_model_load(a->model ? a->model : "vlm-s", &s->model, err);
+    if (rc == LOOM_OK)
+        rc = loom_cluster_load(a->cluster ? a->cluster : "h800", &s->cluster, err);
+    if (rc != LOOM_OK)
+        return rc;
+    pb->kind = LOOM_PROBLEM_MODEL;
+    pb->model = loom_model_data_model(s->model);
+    pb->cluster = loom_cluster_data_cluster(s->cluster);
+    const loom_parallel *own = loom_model_data_parallel(s->model);
+    pb->parallel = own ? *own : (loom_parallel){1, 1, 1, 1, 4, 0};
+    if (a->parallel && (rc = loom_parallel_parse(a->parallel, &pb->parallel, err)) != LOOM_OK)
+        return rc;
+    if ((rc = loom_parallel_validate(&pb->parallel, pb->model, err)) != LOOM_OK)
+        return rc;
+    pb->memory_cap_bytes = a->memory_cap_bytes > 0 ? a->memory_cap_bytes : s->cfg->memory_cap_bytes;
+
+    uint64_t seed = a->has_seed ? a->seed : s->cfg->seed;
+    if (a->no_workload) {
+        s->n_iterations = 0;
+    } else if (a->workload) {
+        if (a->generate)
+            return loom_set_error(err, LOOM_EINVAL, "give --workload or --generate, not both");
+        rc = loom_workload_load(a->workload, &s->workload, err);
+        if (rc != LOOM_OK)
+            return rc;
+        s->n_iterations = s->workload->n_iterations;
+        if (a->iterations > 0 && a->iterations < s->n_iterations)
+            s->n_iterations = a->iterations;
+    } else {
+        const char *family = a->generate ? a->generate : loom_model_data_family(s->model);
+        if (!family)
+            family = "interleaved";
+        s->n_iterations = a->iterations > 0 ? a->iterations : LOOM_DEFAULT_ITERATIONS;
+        rc = loom_workload_generate(family, s->n_iterations, pb->parallel.microbatches, seed,
+                                    &s->workload, err);
+        if (rc != LOOM_OK)
+            return rc;
+    }
+    return LOOM_OK;
+}
+
+int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *err)
+{
+    memset(s, 0, sizeof *s);
+    if (a->manifest)
+        snprintf(s->manifest_path, sizeof s->manifest_path, "%s", a->manifest);
+    else
+        loom_default_manifest(s->manifest_path, sizeof s->manifest_path);
+    int rc = loom_planner_config_load(s->manifest_path, &s->cfg, err);
+    for (int k = 0; rc == LOOM_OK && k < a->n_uses; k++)
+        rc = loom_planner_config_use(s->cfg, a->uses[k], err);
+    for (int k = 0; rc == LOOM_OK && k < a->n_params; k++)
+        rc = loom_planner_config_param(s->cfg, a->params[k], err);
+    if (rc != LOOM_OK)
+        return rc;
+    if (a->has_seed)
+        s->cfg->seed = a->seed;
+    s->manifest_name = s->cfg->name ? s->cfg->name : s->manifest_path;
+    s->reg = loom_registry_new();
+    if (!s->reg)
+        return loom_set_error(err, LOOM_ENOMEM, "out of memory");
+    for (int k = 0; k < a->n_plugin_paths; k++)
+        if ((rc = loom_registry_add_dir(s->reg, a->plugin_paths[k], err)) != LOOM_OK)
+            return rc;
+    if ((rc = loom_registry_add_default_dirs(s->reg, err)) != LOOM_OK)
+        return rc;
+    if ((rc = open_problem(s, a, err)) != LOOM_OK)
+        return rc;
+    rc = loom_pipeline_open(s->reg, s->cfg, &s->pl, err);
+    if (rc != LOOM_OK)
+        return rc;
+    for (int i = 0; i < s->pl->n_steps; i++)
+        s->pl->steps[i].ctx.problem = &s->problem;
+    return LOOM_OK;
+}
+
+int loom_session_plan_iteration(loom_session *s, const loom_iteration *it, loom_plan *plan,
+                                loom_error *err)
+{
+    if (!it || it->n_samples < 1)
+        return loom_set_error(err, LOOM_EINVAL, "iteration: expected at least one sample");
+    int32_t M = s->problem.parallel.microbatches;
+    for (int32_t i = 0; i < it->n_samples; i++)
+        if (it->samples[i].microbatch >= M)
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "iteration %d: samples[%d].microbatch: expected -1..%d "
+                                  "(the parallel config has %d microbatches), found %d",
+                                  it->index, i, M - 1, M, it->samples[i].microbatch);
+    return loom_engine_plan(s->pl, &s->problem, it, plan, err);
+}
+
+int loom_session_plan(loom_session *s, int32_t k, loom_plan *plan, loom_error *err)
+{
+    if (s->problem.kind == LOOM_PROBLEM_STAGE_TIMES)
+        return loom_engine_plan(s->pl, &s->problem, NULL, plan, err);
+    if (k < 0 || k >= s->n_iterations)
+        return loom_set_error(err, LOOM_EINVAL, "no iteration %d (the workload has %d)", k,
+                              s->n_iterations);
+    return loom_session_plan_iteration(s, &s->workload->iterations[k], plan, err);
+}
+
+void loom_session_close(loom_session *s)
+{
+    if (s->pl)
+        loom_pipeline_close(s->pl);
+    if (s->reg)
+        loom_registry_free(s->reg);
+    if (s->cfg)
+        loom_planner_config_free(s->cfg);
+    if (s->workload)
+        loom_workload_free(s->workload);
+    if (s->model)
+        loom_model_data_free(s->model);
+    if (s->cluster)
+        loom_cluster_data_free(s->cluster);
+    if (s->stage_times)
+        loom_stage_times_data_free(s->stage_times);
+    memset(s, 0, sizeof *s);
+}

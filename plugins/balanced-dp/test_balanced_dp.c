@@ -1,0 +1,356 @@
+/* test_balanced_dp.c - the min-max layer split of Optimus appendix B: the
+ * digest's and PipeWeaver's oracles, optimality against brute force, the
+ * tie rule, and the partitioner around it (cost service, layout, errors). */
+#include <stdlib.h>
+#include <string.h>
+#include <loom/mock_host.h>
+#include "balanced_dp.h"
+#include "engine_api.h"
+#include "json_util.h"
+#include "testutil.h"
+
+/* Static twins of the plugins under test (linked into every suite). */
+const loom_plugin_info *loom_static_balanced_dp(void);
+
+/* Runs the DP on t[0..L-1] into S stages; returns the bottleneck and
+ * checks the sizes (each >= 1, summing to L, slowest run = bottleneck). */
+static double split(const double *t, int L, int S, int32_t *sizes)
+{
+    void *scratch = malloc(loom_balanced_dp_scratch_bytes(L, S));
+    double f = -1.0;
+    ck_assert_int_eq(loom_balanced_dp_split(t, L, S, scratch, sizes, &f),
+                     LOOM_OK);
+    free(scratch);
+    int k = 0;
+    double worst = 0.0;
+    for (int s = 0; s < S; s++) {
+        ck_assert_int_ge(sizes[s], 1);
+        double sum = 0.0;
+        for (int i = 0; i < sizes[s]; i++)
+            sum += t[k++];
+        if (sum > worst)
+            worst = sum;
+    }
+    ck_assert_int_eq(k, L);
+    ck_assert_double_eq_tol(worst, f, 1e-9);
+    return f;
+}
+
+/* Fills t with n_a layers of a ms then n_b layers of b ms. */
+static int two_kinds(double *t, int n_a, double a, int n_b, double b)
+{
+    for (int i = 0; i < n_a; i++)
+        t[i] = a;
+    for (int i = 0; i < n_b; i++)
+        t[n_a + i] = b;
+    return n_a + n_b;
+}
+
+START_TEST(small_oracles)
+{
+    int32_t sizes[8];
+    const double six[6] = {1, 2, 3, 4, 5, 6};
+    ck_assert_double_eq(split(six, 6, 3, sizes), 9.0);
+    ck_assert_int_eq(sizes[0], 3); /* [1,2,3] [4,5] [6] */
+    ck_assert_int_eq(sizes[1], 2);
+    ck_assert_int_eq(sizes[2], 1);
+    const double five[5] = {1, 2, 3, 4, 5};
+    ck_assert_double_eq(split(five, 5, 2, sizes), 9.0);
+    ck_assert_int_eq(sizes[0], 3);
+    ck_assert_int_eq(sizes[1], 2);
+    ck_assert_double_eq(split(five, 5, 3, sizes), 6.0);
+    ck_assert_int_eq(sizes[0], 3);
+    ck_assert_int_eq(sizes[1], 1);
+    ck_assert_int_eq(sizes[2], 1);
+    ck_assert_double_eq(split(five, 5, 5, sizes), 5.0);
+    ck_assert_double_eq(split(five, 5, 1, sizes), 15.0);
+    ck_assert_int_eq(sizes[0], 5);
+}
+END_TEST
+
+START_TEST(paper_oracles)
+{
+    static double t[256];
+    static int32_t sizes[128];
+    /* PipeWeaver 2.2: 64 layers of 6.75 then 64 of 10.5 into 16 stages */
+    int L = two_kinds(t, 64, 6.75, 64, 10.5);
+    ck_assert_double_eq(split(t, L, 16, sizes), 73.5);
+    /* Optimus model D: 48 ViT layers at 1/4 + 96 GPT layers into 96 */
+    L = two_kinds(t, 48, 0.25, 96, 1.0);
+    ck_assert_double_eq(split(t, L, 96, sizes), 2.0);
+    /* Optimus model A: 48 ViT layers at 1/4 + 80 LLaMA layers into 24, 16 */
+    L = two_kinds(t, 48, 0.25, 80, 1.0);
+    ck_assert_double_eq(split(t, L, 24, sizes), 4.0);
+    ck_assert_double_eq(split(t, L, 16, sizes), 6.0);
+}
+END_TEST
+
+/* Smallest possible bottleneck of t[from..L-1] in S runs, by search. */
+static double brute(const double *t, int from, int L, int S)
+{
+    if (S == 1) {
+        double sum = 0.0;
+        for (int i = from; i < L; i++)
+            sum += t[i];
+        return sum;
+    }
+    double best = 1e300, head = 0.0;
+    for (int end = from; end <= L - S; end++) {
+        head += t[end];
+        double rest = brute(t, end + 1, L, S - 1);
+        double v = head > rest ? head : rest;
+        if (v < best)
+            best = v;
+    }
+    return best;
+}
+
+START_TEST(optimal_against_brute_force)
+{
+    uint64_t state = 42;
+    double t[12];
+    int32_t sizes[12];
+    for (int trial = 0; trial < 300; trial++) {
+        int L = 1 + (int)(loom_splitmix64(&state) % 12);
+        int S = 1 + (int)(loom_splitmix64(&state) % (uint64_t)L);
+        for (int i = 0; i < L; i++)
+            t[i] = (double)(loom_splitmix64(&state) % 10);
+        ck_assert_double_eq(split(t, L, S, sizes), brute(t, 0, L, S));
+    }
+}
+END_TEST
+
+START_TEST(ties_take_the_smallest_cut)
+{
+    /* [2,2,2,2] into 3: bottleneck 4 wherever the pair goes; taking the
+     * smallest cut index at every step leaves the pair last: 1,1,2 */
+    const double t[4] = {2, 2, 2, 2};
+    int32_t sizes[3];
+    ck_assert_double_eq(split(t, 4, 3, sizes), 4.0);
+    ck_assert_int_eq(sizes[0], 1);
+    ck_assert_int_eq(sizes[1], 1);
+    ck_assert_int_eq(sizes[2], 2);
+}
+END_TEST
+
+START_TEST(rejects_more_stages_than_layers)
+{
+    const double t[3] = {1, 1, 1};
+    int32_t sizes[4] = {-7, -7, -7, -7};
+    double f = -1.0;
+    char scratch[256];
+    ck_assert_int_eq(loom_balanced_dp_split(t, 3, 4, scratch, sizes, &f),
+                     LOOM_EINVAL);
+    ck_assert_int_eq(loom_balanced_dp_split(t, 3, 0, scratch, sizes, &f),
+                     LOOM_EINVAL);
+    ck_assert_int_eq(sizes[0], -7);
+    ck_assert_double_eq(f, -1.0);
+    ck_assert_uint_eq(loom_balanced_dp_scratch_bytes(3, 0), 0);
+}
+END_TEST
+
+/* ---- the partitioner, with a table-driven cost service ---------------- */
+
+static loom_layer layers[8];
+static const int32_t llm_inputs[1] = {0};
+static double layer_table_ms[2][3] = {{1, 2, 3}, {4, 5, 6}};
+static int cost_calls, cost_seen_mbs, cost_fail;
+static const loom_iteration *cost_seen_it;
+
+/* mean_layer_ms from layer_table_ms, recording what it was asked. */
+static int table_mean_layer_ms(loom_ctx *ctx, int32_t module, int32_t layer,
+                               const loom_iteration *it, int32_t microbatches,
+                               double *ms, loom_error *err)
+{
+    ck_assert_ptr_nonnull(ctx);
+    cost_calls++;
+    cost_seen_it = it;
+    cost_seen_mbs = microbatches;
+    if (cost_fail) {
+        snprintf(err->message, sizeof err->message, "no cost for layer %d",
+                 layer);
+        err->code = LOOM_EPLUGIN;
+        return LOOM_EPLUGIN;
+    }
+    *ms = layer_table_ms[module][layer];
+    return LOOM_OK;
+}
+
+static const loom_cost_service table_cost = {
+    sizeof(loom_cost_service), 1, NULL, NULL, table_mean_layer_ms,
+};
+
+typedef struct fixture {
+    loom_module modules[2];
+    loom_model model;
+    loom_problem problem;
+} fixture;
+
+/* Two modules of 3 layers each, pp x 1 positions, 4 microbatches. */
+static void setup(fixture *f, int pp)
+{
+    memset(f, 0, sizeof *f);
+    f->modules[0].name = "vit";
+    f->modules[0].n_layers = 3;
+    f->modules[0].layers = layers;
+    f->modules[1].name = "llm";
+    f->modules[1].kind = LOOM_MODULE_BACKBONE;
+    f->modules[1].n_layers = 3;
+    f->modules[1].layers = layers;
+    f->modules[1].n_inputs = 1;
+    f->modules[1].inputs = llm_inputs;
+    f->model.name = "toy";
+    f->model.n_modules = 2;
+    f->model.modules = f->modules;
+    f->problem.struct_size = sizeof f->problem;
+    f->problem.kind = LOOM_PROBLEM_MODEL;
+    f->problem.model = &f->model;
+    f->problem.parallel.tp = 1;
+    f->problem.parallel.pp = pp;
+    f->problem.parallel.dp = 1;
+    f->problem.parallel.vpp = 1;
+    f->problem.parallel.microbatches = 4;
+}
+
+/* Runs the partitioner on host h. */
+static int partition(loom_mock_host *h, const loom_problem *pb,
+                     const loom_iteration *it, loom_candidates *set,
+                     loom_error *err)
+{
+    const loom_partitioner_vtable *vt =
+        (const loom_partitioner_vtable *)loom_static_balanced_dp()->role(
+            LOOM_ROLE_PARTITIONER);
+    ck_assert_ptr_nonnull(vt);
+    void *self = NULL;
+    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
+                                NULL, &self, err), LOOM_OK);
+    int rc = vt->partition(self, pb, it, set, err);
+    vt->destroy(self);
+    return rc;
+}
+
+START_TEST(partitioner_cuts_by_cost)
+{
+    /* layer times [1,2,3 | 4,5,6] into 3 positions: [1,2,3] [4,5] [6] */
+    fixture f;
+    setup(&f, 3);
+    loom_sample samples[6];
+    memset(samples, 0, sizeof samples);
+    for (int i = 0; i < 6; i++)
+        samples[i].microbatch = -1;
+    loom_iteration it = {0, 6, samples};
+    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &table_cost);
+    loom_candidates *set = loom_candidates_new(&f.problem, &it);
+    loom_error err = {0, ""};
+    ck_assert_msg(partition(h, &f.problem, &it, set, &err) == LOOM_OK, "%s",
+                  err.message);
+    ck_assert_int_eq(cost_calls, 6);
+    ck_assert_ptr_eq(cost_seen_it, &it);
+    ck_assert_int_eq(cost_seen_mbs, 4);
+    ck_assert_int_eq(set->n, 1);
+    const loom_partition *p = set->items[0];
+    ck_assert_int_eq(p->n_positions, 3);
+    ck_assert_int_eq(p->n_spans, 3);
+    ck_assert_int_eq(p->spans[0].module, 0);
+    ck_assert_int_eq(p->spans[0].n_layers, 3);
+    ck_assert_int_eq(p->spans[1].module, 1);
+    ck_assert_int_eq(p->spans[1].first_layer, 0);
+    ck_assert_int_eq(p->spans[1].n_layers, 2);
+    ck_assert_int_eq(p->spans[2].first_layer, 2);
+    ck_assert_int_eq(p->spans[2].n_layers, 1);
+    for (int s = 0; s < 3; s++)
+        ck_assert_int_eq(p->positions[s].rank, s);
+    ck_assert_int_eq(p->flows[0].module, -1);
+    ck_assert_int_eq(p->n_microbatches, 4);
+    ck_assert_int_eq(p->sample_mb[0 * 6 + 5], 3); /* 5 * 4 / 6 */
+    ck_assert_int_eq(p->sample_mb[1 * 6 + 2], 1); /* 2 * 4 / 6 */
+    ck_assert_ptr_nonnull(strstr(p->label, "max=9ms"));
+    loom_candidates_free(set);
+    loom_mock_host_free(h);
+}
+END_TEST
+
+START_TEST(partitioner_errors)
+{
+    fixture f;
+    setup(&f, 3);
+    loom_mock_host *h = loom_mock_host_new();
+    loom_candidates *set = loom_candidates_new(&f.problem, NULL);
+    loom_error err = {0, ""};
+    /* no cost service */
+    ck_assert_int_eq(partition(h, &f.problem, NULL, set, &err), LOOM_ENOTFOUND);
+    ck_assert_ptr_nonnull(strstr(err.message, "\"loom.cost\""));
+    /* a cost service too old to have mean_layer_ms */
+    loom_cost_service old = table_cost;
+    old.struct_size = (uint32_t)offsetof(loom_cost_service, mean_layer_ms);
+    loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &old);
+    ck_assert_int_eq(partition(h, &f.problem, NULL, set, &err), LOOM_ENOTFOUND);
+    loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &table_cost);
+    /* the cost model's failure comes back */
+    cost_fail = 1;
+    ck_assert_int_eq(partition(h, &f.problem, NULL, set, &err), LOOM_EPLUGIN);
+    ck_assert_str_eq(err.message, "no cost for layer 0");
+    cost_fail = 0;
+    /* a negative time names the module and layer */
+    layer_table_ms[1][1] = -1.0;
+    ck_assert_int_eq(partition(h, &f.problem, NULL, set, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "module llm layer 1"));
+    layer_table_ms[1][1] = 5.0;
+    /* more positions than layers */
+    f.problem.parallel.pp = 4;
+    f.problem.parallel.vpp = 2;
+    ck_assert_int_eq(partition(h, &f.problem, NULL, set, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "6 layers, fewer than the 8 positions"));
+    /* stage-times problems are not for it */
+    f.problem.kind = LOOM_PROBLEM_STAGE_TIMES;
+    ck_assert_int_eq(partition(h, &f.problem, NULL, set, &err), LOOM_DECLINED);
+    ck_assert_int_eq(set->n, 0);
+    loom_candidates_free(set);
+    loom_mock_host_free(h);
+}
+END_TEST
+
+START_TEST(manifest_matches_binary)
+{
+    const loom_plugin_info *info = loom_static_balanced_dp();
+    ck_assert_int_eq(info->abi_version, LOOM_ABI_VERSION);
+    cJSON *m = NULL;
+    loom_error err = {0, ""};
+    ck_assert_int_eq(loom_json_load(loom_test_src("plugins/balanced-dp/manifest.json"),
+                                    &m, &err), LOOM_OK);
+    ck_assert_str_eq(cJSON_GetObjectItem(m, "id")->valuestring, info->id);
+    ck_assert_str_eq(cJSON_GetObjectItem(m, "version")->valuestring, info->version);
+    ck_assert_str_eq(cJSON_GetObjectItem(m, "binary")->valuestring,
+                     "loom-balanced-dp.so");
+    const cJSON *prov = cJSON_GetObjectItem(m, "provides");
+    ck_assert_str_eq(cJSON_GetObjectItem(prov, "role")->valuestring,
+                     LOOM_ROLE_PARTITIONER);
+    ck_assert_str_eq(cJSON_GetObjectItem(prov, "name")->valuestring,
+                     "balanced-dp");
+    cJSON_Delete(m);
+}
+END_TEST
+
+/* The balanced-dp suite. */
+static Suite *suite(void)
+{
+    Suite *s = suite_create("balanced-dp");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, small_oracles);
+    tcase_add_test(tc, paper_oracles);
+    tcase_add_test(tc, optimal_against_brute_force);
+    tcase_add_test(tc, ties_take_the_smallest_cut);
+    tcase_add_test(tc, rejects_more_stages_than_layers);
+    tcase_add_test(tc, partitioner_cuts_by_cost);
+    tcase_add_test(tc, partitioner_errors);
+    tcase_add_test(tc, manifest_matches_binary);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+/* Runs the suite; exits non-zero when a check fails. */
+int main(void)
+{
+    return loom_test_main(suite());
+}

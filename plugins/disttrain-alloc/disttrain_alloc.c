@@ -1,0 +1,259 @@
+/*
+ * disttrain_alloc.c - the disttrain-alloc partitioner: DistTrain's
+ * disaggregated model orchestration (DistTrain §5, Algorithm 1).
+ *
+ * Measures C_m(TP) for TP in {1,2,4,8} of the encoder, backbone and
+ * generator through the "loom.cost" service (forward + backward of the
+ * iteration's mean LLM microbatch), their parameter and optimizer bytes
+ * and their activation bytes under selective recomputation, searches TP x DP with the integer allocator of
+ * dt_alloc.c, and appends the `candidates` best plans as partitions
+ * (dt_layout.c). Params: see manifest.json.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <loom/loom.h>
+#include "dt_alloc.h"
+#include "dt_layout.h"
+
+#define DT_MAX_CANDIDATES 16
+
+typedef struct dt_self {
+    const loom_host_api *host;
+    loom_ctx *ctx;
+} dt_self;
+
+/* Creates an instance holding the host table and the step context. */
+static int dt_create(const loom_host_api *host, loom_ctx *ctx,
+                     void *plugin_state, void **self, loom_error *err)
+{
+    (void)plugin_state;
+    dt_self *d = host->alloc(sizeof *d);
+    if (!d)
+        return host->error(err, LOOM_ENOMEM, "disttrain-alloc: out of memory");
+    d->host = host;
+    d->ctx = ctx;
+    *self = d;
+    return LOOM_OK;
+}
+
+/* Releases an instance from dt_create. */
+static void dt_destroy(void *self)
+{
+    dt_self *d = self;
+    if (d)
+        d->host->free(d);
+}
+
+/* 1 when some module upstream of `module` has trainable weights. */
+static int dt_upstream_trainable(const loom_model *model, int32_t module)
+{
+    const loom_module *mod = &model->modules[module];
+    for (int32_t k = 0; k < mod->n_inputs; k++) {
+        int32_t j = mod->inputs[k];
+        if (!model->modules[j].frozen || dt_upstream_trainable(model, j))
+            return 1;
+    }
+    return 0;
+}
+
+/* Integer param `key` (manifest default when the host has none). */
+static int64_t dt_int(dt_self *d, const char *key, int64_t fallback)
+{
+    int64_t v = fallback;
+    if (d->host->param_int(d->ctx, key, &v) != LOOM_OK)
+        v = fallback;
+    return v;
+}
+
+/* Float param `key` (manifest default when the host has none). */
+static double dt_double(dt_self *d, const char *key, double fallback)
+{
+    double v = fallback;
+    if (d->host->param_double(d->ctx, key, &v) != LOOM_OK)
+        v = fallback;
+    return v;
+}
+
+/* Fills unit u for module `module`: C(TP) for every TP of the set, and
+ * the parameter, optimizer and activation bytes. */
+static int dt_measure(dt_self *d, const loom_cost_service *cost,
+                      const loom_model *model, int32_t module,
+                      const loom_iteration *it, int32_t units,
+                      double grad_bytes_per_param, double opt_bytes_per_param,
+                      loom_dt_unit *u, loom_error *err)
+{
+    const loom_module *mod = &model->modules[module];
+    loom_shape shape;
+    int rc = cost->module_shape(d->ctx, module, it, units, -1, 1, &shape, err);
+    if (rc != LOOM_OK)
+        return rc;
+    int up = dt_upstream_trainable(model, module);
+    memset(u, 0, sizeof *u);
+    u->present = 1;
+    u->max_pp = mod->n_layers;
+    double weight_bytes = 0, act = 0;
+    for (int i = 0; i < LOOM_DT_N_TP; i++) {
+        shape.tp = 1 << i;
+        double c = 0;
+        for (int32_t l = 0; l < mod->n_layers; l++) {
+            shape.trainable_upstream = up || (!mod->frozen && l > 0);
+            loom_layer_cost lc;
+            memset(&lc, 0, sizeof lc);
+            rc = cost->layer(d->ctx, module, l, &shape, LOOM_POLICY_NONE, &lc, err);
+            if (rc != LOOM_OK)
+                return rc;
+            if (shape.tokens > 0)
+                c += lc.forward_ms + lc.input_grad_ms + lc.weight_grad_ms;
+            if (i == 0 && shape.tokens > 0) {
+                /* peak activations under selective recomputation
+                 * (Megatron's default): the memory bound's L */
+                loom_layer_cost sel;
+                memset(&sel, 0, sizeof sel);
+                rc = cost->layer(d->ctx, module, l, &shape, LOOM_POLICY_SELECTIVE,
+                                 &sel, err);
+                if (rc != LOOM_OK)
+                    return rc;
+                act += (double)sel.activation_bytes;
+            }
+            if (i == 0)
+                weight_bytes += (double)lc.param_bytes;
+        }
+        u->c_ms[i] = c;
+    }
+    /* param_bytes at TP 1 are the bf16 weights: 2 bytes per parameter */
+    double params = weight_bytes / 2.0;
+    u->param_bytes = mod->frozen ? weight_bytes : params * grad_bytes_per_param;
+    u->state_bytes = mod->frozen ? 0 : params * opt_bytes_per_param;
+    u->act_bytes = act;
+    return LOOM_OK;
+}
+
+/* LLM microbatches of the iteration: the workload's packing, or
+ * parallel.microbatches for an even split. */
+static int32_t dt_units(const loom_problem *problem, const loom_iteration *it)
+{
+    int32_t most = -1;
+    for (int32_t i = 0; i < it->n_samples; i++)
+        if (it->samples[i].microbatch > most)
+            most = it->samples[i].microbatch;
+    return most >= 0 ? most + 1 : problem->parallel.microbatches;
+}
+
+/* Runs Algorithm 1 and appends the best plans as candidates. */
+static int dt_partition(void *self, const loom_problem *problem,
+                        const loom_iteration *it, loom_candidates *set,
+                        loom_error *err)
+{
+    dt_self *d = self;
+    const loom_host_api *host = d->host;
+    if (problem->kind != LOOM_PROBLEM_MODEL || !problem->model)
+        return host->error(err, LOOM_DECLINED,
+                           "disttrain-alloc: only model problems are "
+                           "partitioned");
+    const loom_model *model = problem->model;
+    if (!it || it->n_samples < 1)
+        return host->error(err, LOOM_EINVAL,
+                           "disttrain-alloc: expected the iteration's samples "
+                           "(the data distribution C_m is measured on), "
+                           "found none");
+    int32_t unit_module[LOOM_DT_UNITS];
+    int rc = loom_dt_find_units(model, unit_module, err);
+    if (rc != LOOM_OK)
+        return rc;
+    const loom_cost_service *cost = host->service(LOOM_SERVICE_COST, 1);
+    if (!cost)
+        return host->error(err, LOOM_ENOTFOUND,
+                           "disttrain-alloc: the \"%s\" service is not "
+                           "available", LOOM_SERVICE_COST);
+    int32_t units = dt_units(problem, it);
+    const loom_parallel *par = &problem->parallel;
+    loom_dt_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gpus = (int32_t)dt_int(d, "gpus", 0);
+    if (cfg.gpus <= 0)
+        cfg.gpus = par->tp * par->pp * (par->dp > 0 ? par->dp : 1);
+    cfg.global_batch = (int32_t)dt_int(d, "global_batch", 0);
+    if (cfg.global_batch <= 0)
+        cfg.global_batch = units;
+    cfg.max_tp = (int32_t)dt_int(d, "max_tp", 8);
+    if (problem->cluster && problem->cluster->gpus_per_node > 0 &&
+        problem->cluster->gpus_per_node < cfg.max_tp)
+        cfg.max_tp = problem->cluster->gpus_per_node;
+    cfg.vpp = par->vpp > 0 ? par->vpp : 1;
+    int above = 0;
+    if (host->param_bool(d->ctx, "dp_above_backbone", &above) != LOOM_OK)
+        above = 0;
+    cfg.dp_above_backbone = above;
+    cfg.gpu_bytes = problem->memory_cap_bytes > 0 ? problem->memory_cap_bytes
+                    : problem->cluster ? (double)problem->cluster->hbm_bytes
+                                       : 0;
+    double grad_b = dt_double(d, "param_grad_bytes", 4.0);
+    double opt_b = dt_double(d, "optimizer_bytes", 12.0);
+
+    loom_dt_unit u[LOOM_DT_UNITS];
+    memset(u, 0, sizeof u);
+    for (int k = 0; k < LOOM_DT_UNITS; k++) {
+        if (unit_module[k] < 0)
+            continue;
+        rc = dt_measure(d, cost, model, unit_module[k], it, units, grad_b,
+                        opt_b, &u[k], err);
+        if (rc != LOOM_OK)
+            return rc;
+    }
+    int32_t want = (int32_t)dt_int(d, "candidates", 4);
+    if (want < 1 || want > DT_MAX_CANDIDATES)
+        want = want < 1 ? 1 : DT_MAX_CANDIDATES;
+    loom_dt_plan best[DT_MAX_CANDIDATES];
+    int32_t n_best = 0;
+    loom_dt_stats stats;
+    double t0 = host->now_ms();
+    rc = loom_dt_search(u, &cfg, best, want, &n_best, &stats, err);
+    double spent = host->now_ms() - t0;
+    if (rc != LOOM_OK)
+        return rc;
+    host->log(d->ctx, LOOM_LOG_INFO,
+              "%lld TP x DP choices, %lld solved, %lld pruned in %.1f ms; "
+              "best %.3f ms on %d+%d+%d GPUs",
+              (long long)stats.parallelisms, (long long)stats.solved,
+              (long long)stats.pruned, spent, best[0].iter_ms,
+              best[0].gpus[LOOM_DT_ENC], best[0].gpus[LOOM_DT_LLM],
+              best[0].gpus[LOOM_DT_GEN]);
+    for (int32_t c = 0; c < n_best; c++) {
+        loom_partition *part = NULL;
+        rc = set->add(set, &part, err);
+        if (rc != LOOM_OK)
+            return rc;
+        rc = loom_dt_layout(model, unit_module, &best[c], it, units, part, err);
+        if (rc != LOOM_OK) {
+            set->remove(set, set->n - 1);
+            return rc;
+        }
+    }
+    return LOOM_OK;
+}
+
+static const loom_partitioner_vtable dt_vtable = {
+    { sizeof(loom_partitioner_vtable), LOOM_PARTITIONER_VERSION },
+    dt_create,
+    dt_destroy,
+    dt_partition,
+};
+
+/* Returns the partitioner vtable for role "partitioner", else NULL. */
+static const loom_role_header *dt_role(const char *role)
+{
+    if (role && strcmp(role, LOOM_ROLE_PARTITIONER) == 0)
+        return &dt_vtable.header;
+    return NULL;
+}
+
+static const loom_plugin_info dt_info = {
+    LOOM_PLUGIN_INFO_HEADER,
+    "org.loom.disttrain-alloc",
+    "1.0.0",
+    NULL,
+    NULL,
+    dt_role,
+};
+
+LOOM_PLUGIN_DEFINE(disttrain_alloc, dt_info);

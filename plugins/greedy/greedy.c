@@ -1,0 +1,98 @@
+/*
+ * greedy.c - the "greedy" memory tuner (PipeWeaver section 6.3's greedy
+ * solution, usable on its own).
+ *
+ * Every layer entry starts at policy NONE. The schedule is simulated
+ * ("loom.simulator") with those choices; for every rank whose static
+ * bytes plus activation peak exceed the cap, the entry with the best
+ * bytes-saved per ms-added ratio among the pairs live at that peak moves
+ * to its next more frugal policy (the policy with the most bytes strictly
+ * below its current one), the peak is recomputed, and so on until the rank
+ * fits (memtune.h: peaks depend only on each rank's order, so the
+ * recomputation is exact). The result is simulated again to confirm.
+ * LOOM_EINFEASIBLE names the rank and the bytes short when every entry
+ * live at its peak is already at its most frugal policy.
+ */
+#include <string.h>
+#include "memtune.h"
+
+typedef struct greedy_self {
+    const loom_host_api *host;
+    loom_ctx *ctx;
+    loom_mt_driver drv;
+    loom_mt_entry_chains chains;
+} greedy_self;
+
+/* Creates an instance; the driver looks up the simulator once. */
+static int greedy_create(const loom_host_api *host, loom_ctx *ctx,
+                         void *plugin_state, void **self, loom_error *err)
+{
+    (void)plugin_state;
+    greedy_self *s = host->alloc(sizeof *s);
+    if (!s)
+        return host->error(err, LOOM_ENOMEM, "greedy: out of memory");
+    memset(s, 0, sizeof *s);
+    s->host = host;
+    s->ctx = ctx;
+    loom_mt_driver_init(host, &s->drv);
+    *self = s;
+    return LOOM_OK;
+}
+
+/* Releases an instance from greedy_create. */
+static void greedy_destroy(void *self)
+{
+    greedy_self *s = self;
+    if (!s)
+        return;
+    loom_mt_entry_chains_free(s->host, &s->chains);
+    loom_mt_driver_free(s->host, &s->drv);
+    s->host->free(s);
+}
+
+/* Chooses a policy for every layer entry (see the file comment). */
+static int greedy_tune(void *self, const loom_stage_graph *g,
+                       const loom_schedule *sched, uint8_t *policies,
+                       loom_error *err)
+{
+    greedy_self *s = self;
+    int rc = loom_mt_check_inputs(s->host, g, sched, policies, "greedy", err);
+    if (rc == LOOM_OK)
+        rc = loom_mt_entry_chains_build(s->host, &s->chains, g, err);
+    if (rc != LOOM_OK)
+        return rc;
+    loom_mt_units u = loom_mt_entry_units(&s->chains, g);
+    rc = loom_mt_driver_run(s->host, &s->drv, g, sched, &u,
+                            s->chains.pair_bytes, loom_mt_entry_materialise,
+                            &s->chains, policies, "greedy", err);
+    if (rc == LOOM_OK && s->drv.descended)
+        s->host->log(s->ctx, LOOM_LOG_DEBUG, "greedy: %lld policy moves",
+                     (long long)s->drv.moves);
+    return rc;
+}
+
+static const loom_memory_tuner_vtable greedy_vtable = {
+    { sizeof(loom_memory_tuner_vtable), LOOM_MEMORY_TUNER_VERSION },
+    greedy_create,
+    greedy_destroy,
+    greedy_tune,
+};
+
+/* Returns the memory_tuner vtable for role "memory_tuner", else NULL. */
+static const loom_role_header *greedy_role(const char *role)
+{
+    if (role && strcmp(role, LOOM_ROLE_MEMORY_TUNER) == 0)
+        return &greedy_vtable.header;
+    return NULL;
+}
+
+static const loom_plugin_info greedy_info = {
+    LOOM_PLUGIN_INFO_HEADER,
+    "org.loom.greedy",
+    "1.0.0",
+    NULL,
+    NULL,
+    greedy_role,
+};
+
+LOOM_PLUGIN_DEFINE(greedy, greedy_info);

@@ -1,0 +1,265 @@
+/* test_greedy.c - the greedy memory tuner and the shared memory timeline:
+ * a hand-computed descent, the cap on seeded graphs (checked with the core
+ * simulator), infeasible caps, and timeline peaks equal to simulated ones. */
+#include <stdio.h>
+
+#include "memtune.h"
+#include "memtune_testing.h"
+
+const loom_plugin_info *loom_static_greedy(void);
+
+/* Sets entry e's three options: (forward + backward ms, bytes) each; the
+ * forward is 1 ms of it. */
+static void set_entry(loom_stage_graph *g, int32_t e, const double ms[3],
+                      const int64_t bytes[3])
+{
+    for (int q = 0; q < 3; q++) {
+        loom_policy_option *o = &g->layer_options[(size_t)e * 3 + (size_t)q];
+        o->forward_ms = 1.0;
+        o->backward_ms = ms[q] - 1.0;
+        o->weight_grad_ms = 0.0;
+        o->activation_bytes = bytes[q];
+    }
+}
+
+/* One rank, two microbatches, two entries per pair, GPipe order: the peak
+ * holds all four entries. Ratios (bytes per ms) of the first moves:
+ * e0 80, e1 60, e2 50, e3 16.7 (its SELECTIVE saves nothing). */
+static loom_stage_graph *hand_graph(void)
+{
+    loom_stage_graph *g = mtt_chain(1, 2, 2, 0, 1);
+    const double ms0[3] = {3, 3.5, 5}, ms1[3] = {3, 4, 4.5},
+                 ms2[3] = {3, 3.2, 5}, ms3[3] = {3, 3.1, 6};
+    const int64_t b0[3] = {100, 60, 10}, b1[3] = {100, 40, 20},
+                  b2[3] = {100, 90, 0}, b3[3] = {100, 100, 50};
+    set_entry(g, 0, ms0, b0);
+    set_entry(g, 1, ms1, b1);
+    set_entry(g, 2, ms2, b2);
+    set_entry(g, 3, ms3, b3);
+    loom_graph_apply_policies(g);
+    return g;
+}
+
+START_TEST(hand_computed_descent)
+{
+    loom_stage_graph *g = hand_graph();
+    loom_schedule *s = mtt_order(1, 2, 0, 1);
+    const loom_memory_tuner_vtable *vt = mtt_vtable(loom_static_greedy());
+    uint8_t pol[4];
+    loom_error err = {0};
+    for (int with_sim = 0; with_sim < 2; with_sim++) {
+        /* 400 bytes at NONE, cap 300: e0 -> SELECTIVE (360), e1 -> SELECTIVE */
+        g->memory_cap_bytes = 300;
+        g->static_bytes[0] = 0;
+        ck_assert_int_eq(mtt_tune(vt, NULL, with_sim, g, s, pol, &err), LOOM_OK);
+        ck_assert_int_eq(pol[0], LOOM_POLICY_SELECTIVE);
+        ck_assert_int_eq(pol[1], LOOM_POLICY_SELECTIVE);
+        ck_assert_int_eq(pol[2], LOOM_POLICY_NONE);
+        ck_assert_int_eq(pol[3], LOOM_POLICY_NONE);
+        /* 50 static bytes: then e2 -> SELECTIVE (ratio 50) and e2 -> FULL
+         * (90 bytes for 1.8 ms, ratio 50, beating e1's 40 and e0's 33) */
+        g->static_bytes[0] = 50;
+        ck_assert_int_eq(mtt_tune(vt, NULL, with_sim, g, s, pol, &err), LOOM_OK);
+        ck_assert_int_eq(pol[0], LOOM_POLICY_SELECTIVE);
+        ck_assert_int_eq(pol[1], LOOM_POLICY_SELECTIVE);
+        ck_assert_int_eq(pol[2], LOOM_POLICY_FULL);
+        ck_assert_int_eq(pol[3], LOOM_POLICY_NONE);
+        loom_metrics m = mtt_simulate(g, s, pol, NULL);
+        ck_assert_int_eq(m.max_peak_bytes, 50 + 60 + 40 + 0 + 100);
+        /* the most frugal choice holds 10 + 20 + 0 + 50 = 80 bytes */
+        g->memory_cap_bytes = 90;
+        ck_assert_int_eq(mtt_tune(vt, NULL, with_sim, g, s, pol, &err),
+                         LOOM_EINFEASIBLE);
+        ck_assert_ptr_nonnull(strstr(err.message, "rank 0 is 40 bytes short"));
+    }
+    loom_schedule_free(s);
+    loom_graph_free(g);
+}
+END_TEST
+
+START_TEST(no_pressure_keeps_none)
+{
+    loom_stage_graph *g = mtt_chain(3, 4, 2, 0, 7);
+    loom_schedule *s = mtt_order(3, 4, 0, 0);
+    const loom_memory_tuner_vtable *vt = mtt_vtable(loom_static_greedy());
+    uint8_t *pol = malloc((size_t)g->n_layer_entries);
+    loom_error err = {0};
+    g->memory_cap_bytes = 0; /* no cap */
+    ck_assert_int_eq(mtt_tune(vt, NULL, 1, g, s, pol, &err), LOOM_OK);
+    for (int32_t e = 0; e < g->n_layer_entries; e++)
+        ck_assert_int_eq(pol[e], LOOM_POLICY_NONE);
+    g->memory_cap_bytes = (double)mtt_uniform_peak(g, s, LOOM_POLICY_NONE);
+    ck_assert_int_eq(mtt_tune(vt, NULL, 1, g, s, pol, &err), LOOM_OK);
+    for (int32_t e = 0; e < g->n_layer_entries; e++)
+        ck_assert_int_eq(pol[e], LOOM_POLICY_NONE);
+    free(pol);
+    loom_schedule_free(s);
+    loom_graph_free(g);
+}
+END_TEST
+
+/* Seeded graphs with caps between the most frugal and the NONE peak: the
+ * result never exceeds the cap, and ranks that fit at NONE keep NONE. */
+START_TEST(never_exceeds_a_feasible_cap)
+{
+    const loom_memory_tuner_vtable *vt = mtt_vtable(loom_static_greedy());
+    loom_error err = {0};
+    for (uint64_t seed = 1; seed <= 24; seed++) {
+        int P = 2 + (int)(seed % 3), M = 3 + (int)(seed % 4);
+        int E = 1 + (int)(seed % 4), split = (int)(seed / 2 % 2);
+        int gpipe = (int)(seed / 4 % 2);
+        loom_stage_graph *g = mtt_chain(P, M, E, split, seed);
+        loom_schedule *s = mtt_order(P, M, split, gpipe);
+        for (int r = 0; r < P; r++)
+            g->static_bytes[r] = 3000 * r;
+        int64_t lo = mtt_uniform_peak(g, s, LOOM_POLICY_FULL);
+        int64_t hi = mtt_uniform_peak(g, s, LOOM_POLICY_NONE);
+        g->memory_cap_bytes = (double)(lo + (hi - lo) * (int64_t)(seed % 5 + 1) / 7);
+        int64_t none_peaks[8];
+        uint8_t *none = calloc((size_t)g->n_layer_entries, 1);
+        mtt_simulate(g, s, none, none_peaks);
+        uint8_t *pol = malloc((size_t)g->n_layer_entries);
+        ck_assert_int_eq(mtt_tune(vt, NULL, (int)(seed % 2), g, s, pol, &err),
+                         LOOM_OK);
+        int64_t peaks[8];
+        loom_metrics m = mtt_simulate(g, s, pol, peaks);
+        ck_assert_int_eq(m.cap_violations, 0);
+        ck_assert(m.max_peak_bytes <= (int64_t)g->memory_cap_bytes);
+        for (int32_t p = 0; p < g->n_pairs; p++) {
+            int r = g->rank[g->pair_forward[p]];
+            if ((double)none_peaks[r] > g->memory_cap_bytes)
+                continue;
+            for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++)
+                ck_assert_int_eq(pol[e], LOOM_POLICY_NONE);
+        }
+        free(none);
+        free(pol);
+        loom_schedule_free(s);
+        loom_graph_free(g);
+    }
+}
+END_TEST
+
+START_TEST(infeasible_cap_names_rank_and_bytes)
+{
+    loom_stage_graph *g = mtt_chain(4, 6, 3, 0, 99);
+    loom_schedule *s = mtt_order(4, 6, 0, 0);
+    for (int r = 0; r < 4; r++)
+        g->static_bytes[r] = 100000 - 1000 * r;
+    int64_t peaks[4];
+    uint8_t *full = malloc((size_t)g->n_layer_entries);
+    memset(full, LOOM_POLICY_FULL, (size_t)g->n_layer_entries);
+    mtt_simulate(g, s, full, peaks);
+    int worst = 0;
+    for (int r = 1; r < 4; r++)
+        if (peaks[r] > peaks[worst])
+            worst = r;
+    g->memory_cap_bytes = (double)(peaks[worst] - 7);
+    const loom_memory_tuner_vtable *vt = mtt_vtable(loom_static_greedy());
+    loom_error err = {0};
+    for (int with_sim = 0; with_sim < 2; with_sim++) {
+        ck_assert_int_eq(mtt_tune(vt, NULL, with_sim, g, s, full, &err),
+                         LOOM_EINFEASIBLE);
+        char want[64];
+        snprintf(want, sizeof want, "rank %d is 7 bytes short", worst);
+        ck_assert_msg(strstr(err.message, want), "%s", err.message);
+        ck_assert_ptr_nonnull(strstr(err.message, "greedy"));
+    }
+    free(full);
+    loom_schedule_free(s);
+    loom_graph_free(g);
+}
+END_TEST
+
+/* The timeline's prefix-sum peaks equal the simulator's for random
+ * policies, orders and split backward. */
+START_TEST(timeline_peaks_match_simulator)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    const loom_host_api *host = loom_mock_host_api(h);
+    loom_mt_timeline t;
+    memset(&t, 0, sizeof t);
+    uint64_t rng = 5;
+    for (uint64_t seed = 1; seed <= 16; seed++) {
+        int P = 1 + (int)(seed % 4), M = 1 + (int)(seed % 5);
+        int split = (int)(seed % 2), gpipe = (int)(seed / 2 % 2);
+        loom_stage_graph *g = mtt_chain(P, M, 2, split, seed);
+        loom_schedule *s = mtt_order(P, M, split, gpipe);
+        uint8_t *pol = malloc((size_t)g->n_layer_entries);
+        for (int32_t e = 0; e < g->n_layer_entries; e++)
+            pol[e] = (uint8_t)(mtt_uniform(&rng) * 3);
+        int64_t peaks[8];
+        mtt_simulate(g, s, pol, peaks);
+        loom_error err = {0};
+        ck_assert_int_eq(loom_mt_timeline_build(host, &t, g, s, &err), LOOM_OK);
+        int64_t *bytes = calloc((size_t)g->n_pairs, sizeof *bytes);
+        for (int32_t p = 0; p < g->n_pairs; p++)
+            for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++)
+                bytes[p] += loom_mt_entry_bytes(g, e, pol[e]);
+        for (int r = 0; r < P; r++) {
+            int64_t peak = loom_mt_rank_peak(&t, r, bytes);
+            ck_assert_int_eq(peak + g->static_bytes[r], peaks[r]);
+            /* the live set at the peak sums to the peak */
+            int32_t live[64];
+            int32_t n = loom_mt_live_pairs(&t, r, t.peak_slot[r], live);
+            int64_t sum = 0;
+            for (int32_t i = 0; i < n; i++)
+                sum += bytes[live[i]];
+            ck_assert_int_eq(sum, peak);
+            ck_assert(loom_mt_is_crest(&t, r, t.peak_slot[r]));
+        }
+        free(bytes);
+        free(pol);
+        loom_schedule_free(s);
+        loom_graph_free(g);
+    }
+    loom_mt_timeline_free(host, &t);
+    loom_mock_host_free(h);
+}
+END_TEST
+
+START_TEST(bad_schedules_are_rejected)
+{
+    loom_stage_graph *g = mtt_chain(2, 2, 1, 0, 3);
+    loom_schedule *s = mtt_order(2, 2, 0, 0);
+    g->memory_cap_bytes = 1; /* forces the timeline */
+    int32_t tmp = s->order[0]; /* move a rank-0 stage into rank 1's list */
+    s->order[0] = s->order[s->rank_off[1]];
+    s->order[s->rank_off[1]] = tmp;
+    const loom_memory_tuner_vtable *vt = mtt_vtable(loom_static_greedy());
+    uint8_t pol[8];
+    loom_error err = {0};
+    ck_assert_int_eq(mtt_tune(vt, NULL, 0, g, s, pol, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "another rank"));
+    loom_schedule_free(s);
+    /* backward listed before its forward on rank 1 */
+    s = mtt_order(2, 2, 0, 0);
+    int32_t a = s->rank_off[1];
+    tmp = s->order[a];
+    s->order[a] = s->order[a + 1];
+    s->order[a + 1] = tmp;
+    ck_assert_int_eq(mtt_tune(vt, NULL, 0, g, s, pol, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "before its forward"));
+    loom_schedule_free(s);
+    loom_graph_free(g);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("greedy");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, hand_computed_descent);
+    tcase_add_test(tc, no_pressure_keeps_none);
+    tcase_add_test(tc, never_exceeds_a_feasible_cap);
+    tcase_add_test(tc, infeasible_cap_names_rank_and_bytes);
+    tcase_add_test(tc, timeline_peaks_match_simulator);
+    tcase_add_test(tc, bad_schedules_are_rejected);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return loom_test_main(suite());
+}

@@ -1,0 +1,320 @@
+/*
+ * ilp_memory.c - the "ilp" memory tuner (PipeWeaver section 6.3): the
+ * knapsack candidates of every stage pair, two greedy warm starts (the
+ * knapsack tuner's choice over candidates and the greedy tuner's choice
+ * over single layers, the better of which bounds the search), then the
+ * integer programme of ilp_memory.h solved with lp_solve to a relative gap
+ * or a time limit; the ILP's choice is used only when it beats both. The result is
+ * confirmed in simulation like the other tuners'. An infeasible cap is
+ * found by the warm start already (its descent stops only when every pair
+ * live at a rank's peak is at its most frugal candidate, where no choice
+ * fits) and reported as LOOM_EINFEASIBLE naming the rank and bytes short.
+ */
+#include <string.h>
+#include "ilp_memory.h"
+
+typedef struct ilpm_self {
+    const loom_host_api *host;
+    loom_ctx *ctx;
+    int32_t k, resolution;
+    loom_ilpm_params prm;
+    loom_mt_driver drv;
+    loom_mckp_set set;
+    loom_mt_entry_chains chains; /* the per-layer greedy warm start */
+    loom_ilpm_work work;
+    loom_ilpm_stats last;  /* the last solve, for logs */
+    int32_t *unit_off;     /* per pair + 1: one unit per pair */
+    int32_t *state;        /* per pair: candidate within the pair */
+    int32_t *choice;       /* per pair: the final candidate choice */
+    int64_t *pair_bytes;   /* per pair */
+    uint8_t *warm;         /* per entry: the warm start's policies */
+    double *cand_rank_ms;  /* per rank: latency under the candidate greedy */
+    double *entry_rank_ms; /* per rank: latency under the layer greedy */
+    double *warm_rank_ms;  /* per rank: the better of the two */
+    uint8_t *improved;     /* per rank: 1 when the ILP's choice is used */
+    int32_t cap_pairs, cap_ranks, cap_entries;
+} ilpm_self;
+
+/* Reads an int param with a default and bounds. */
+static int ilpm_param_int(const loom_host_api *host, loom_ctx *ctx,
+                          const char *key, int64_t def, int64_t lo, int64_t hi,
+                          int64_t *out, loom_error *err)
+{
+    int64_t v = def;
+    int rc = host->param_int(ctx, key, &v);
+    if (rc == LOOM_ENOTFOUND)
+        v = def;
+    else if (rc != LOOM_OK)
+        return host->error(err, LOOM_EINVAL,
+                           "ilp: params.%s: expected an integer", key);
+    if (v < lo || v > hi)
+        return host->error(err, LOOM_EINVAL,
+                           "ilp: params.%s: expected %lld..%lld, found %lld",
+                           key, (long long)lo, (long long)hi, (long long)v);
+    *out = v;
+    return LOOM_OK;
+}
+
+/* Reads k, resolution, gap and timeout_ms. */
+static int ilpm_params(const loom_host_api *host, loom_ctx *ctx, ilpm_self *s,
+                       loom_error *err)
+{
+    int64_t k = 6, res = 64, timeout = 1000;
+    int rc = ilpm_param_int(host, ctx, "k", 6, 2, 62, &k, err);
+    if (rc == LOOM_OK)
+        rc = ilpm_param_int(host, ctx, "resolution", 64, 1, 1 << 20, &res, err);
+    if (rc == LOOM_OK)
+        rc = ilpm_param_int(host, ctx, "timeout_ms", 1000, 1, 3600000,
+                            &timeout, err);
+    if (rc != LOOM_OK)
+        return rc;
+    double gap = 0.05;
+    rc = host->param_double(ctx, "gap", &gap);
+    if (rc == LOOM_ENOTFOUND)
+        gap = 0.05;
+    else if (rc != LOOM_OK)
+        return host->error(err, LOOM_EINVAL,
+                           "ilp: params.gap: expected a number");
+    if (!(gap >= 0.0 && gap <= 1.0))
+        return host->error(err, LOOM_EINVAL,
+                           "ilp: params.gap: expected 0..1, found %g", gap);
+    s->k = (int32_t)k;
+    s->resolution = (int32_t)res;
+    s->prm.gap = gap;
+    s->prm.timeout_ms = (double)timeout;
+    return LOOM_OK;
+}
+
+/* Creates an instance: reads the params, finds the simulator. */
+static int ilpm_create(const loom_host_api *host, loom_ctx *ctx,
+                       void *plugin_state, void **self, loom_error *err)
+{
+    (void)plugin_state;
+    ilpm_self *s = host->alloc(sizeof *s);
+    if (!s)
+        return host->error(err, LOOM_ENOMEM, "ilp: out of memory");
+    memset(s, 0, sizeof *s);
+    int rc = ilpm_params(host, ctx, s, err);
+    if (rc != LOOM_OK) {
+        host->free(s);
+        return rc;
+    }
+    s->host = host;
+    s->ctx = ctx;
+    loom_mt_driver_init(host, &s->drv);
+    *self = s;
+    return LOOM_OK;
+}
+
+/* Releases an instance from ilpm_create. */
+static void ilpm_destroy(void *self)
+{
+    ilpm_self *s = self;
+    if (!s)
+        return;
+    loom_mt_driver_free(s->host, &s->drv);
+    loom_mckp_free(s->host, &s->set);
+    loom_mt_entry_chains_free(s->host, &s->chains);
+    loom_ilpm_free(s->host, &s->work);
+    s->host->free(s->unit_off);
+    s->host->free(s->state);
+    s->host->free(s->choice);
+    s->host->free(s->pair_bytes);
+    s->host->free(s->warm);
+    s->host->free(s->cand_rank_ms);
+    s->host->free(s->entry_rank_ms);
+    s->host->free(s->warm_rank_ms);
+    s->host->free(s->improved);
+    s->host->free(s);
+}
+
+/* Grows the per-pair, per-rank and per-entry arrays. */
+static int ilpm_reserve(ilpm_self *s, int32_t n_pairs, int32_t n_ranks,
+                        int32_t n_entries, loom_error *err)
+{
+    const loom_host_api *h = s->host;
+    if (n_entries > s->cap_entries || !s->warm) {
+        h->free(s->warm);
+        s->warm = h->alloc((size_t)n_entries + 1);
+        s->cap_entries = n_entries;
+    }
+    if (n_pairs > s->cap_pairs || !s->unit_off) {
+        h->free(s->unit_off);
+        h->free(s->state);
+        h->free(s->choice);
+        h->free(s->pair_bytes);
+        size_t n = (size_t)n_pairs + 1;
+        s->unit_off = h->alloc(n * sizeof *s->unit_off);
+        s->state = h->alloc(n * sizeof *s->state);
+        s->choice = h->alloc(n * sizeof *s->choice);
+        s->pair_bytes = h->alloc(n * sizeof *s->pair_bytes);
+        s->cap_pairs = n_pairs;
+    }
+    if (n_ranks > s->cap_ranks || !s->improved) {
+        h->free(s->cand_rank_ms);
+        h->free(s->entry_rank_ms);
+        h->free(s->warm_rank_ms);
+        h->free(s->improved);
+        size_t n = (size_t)n_ranks + 1;
+        s->cand_rank_ms = h->alloc(n * sizeof *s->cand_rank_ms);
+        s->entry_rank_ms = h->alloc(n * sizeof *s->entry_rank_ms);
+        s->warm_rank_ms = h->alloc(n * sizeof *s->warm_rank_ms);
+        s->improved = h->alloc(n * sizeof *s->improved);
+        s->cap_ranks = n_ranks;
+    }
+    if (!s->unit_off || !s->state || !s->choice || !s->pair_bytes ||
+        !s->cand_rank_ms || !s->entry_rank_ms || !s->warm_rank_ms ||
+        !s->improved || !s->warm) {
+        s->cap_pairs = s->cap_ranks = s->cap_entries = 0;
+        return h->error(err, LOOM_ENOMEM, "ilp: out of memory");
+    }
+    return LOOM_OK;
+}
+
+/* Writes every pair's chosen candidate as per-entry policies
+ * (loom_mt_materialise_fn). */
+static void ilpm_materialise(void *user, const loom_stage_graph *g,
+                             const loom_mt_units *u, uint8_t *policies)
+{
+    const ilpm_self *s = user;
+    for (int32_t p = 0; p < g->n_pairs; p++)
+        loom_mckp_apply(&s->set, g, p, u->chain_off[p] + u->state[p],
+                        policies);
+}
+
+/* The per-layer greedy (the greedy tuner's choice) on the timeline the
+ * candidate greedy built. */
+static int ilpm_entry_greedy(ilpm_self *s, const loom_stage_graph *g,
+                             loom_error *err)
+{
+    int rc = loom_mt_entry_chains_build(s->host, &s->chains, g, err);
+    if (rc != LOOM_OK)
+        return rc;
+    loom_mt_units eu = loom_mt_entry_units(&s->chains, g);
+    return loom_mt_descend(s->host, &s->drv.desc, &s->drv.tl, g, &eu,
+                           s->chains.pair_bytes, -1, "ilp", NULL, err);
+}
+
+/* The warm start: per rank, the faster of the candidate greedy (whose
+ * policies are in `policies`) and the layer greedy, written to s->warm. */
+static void ilpm_warm_start(ilpm_self *s, const loom_stage_graph *g,
+                            const uint8_t *policies)
+{
+    const loom_mt_entry_chains *c = &s->chains;
+    for (int32_t r = 0; r < g->n_ranks; r++)
+        s->cand_rank_ms[r] = s->entry_rank_ms[r] = 0.0;
+    for (int32_t p = 0; p < g->n_pairs; p++) {
+        int32_t r = s->drv.tl.pair_rank[p];
+        s->cand_rank_ms[r] += s->set.cand_ms[s->set.cand_off[p] + s->state[p]];
+        for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++)
+            s->entry_rank_ms[r] += c->chain_ms[c->chain_off[e] + c->state[e]];
+    }
+    for (int32_t p = 0; p < g->n_pairs; p++) {
+        int32_t r = s->drv.tl.pair_rank[p];
+        int layer = s->entry_rank_ms[r] < s->cand_rank_ms[r];
+        for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++)
+            s->warm[e] = layer ? c->chain_pol[c->chain_off[e] + c->state[e]]
+                               : policies[e];
+    }
+}
+
+/* Expresses the warm start in the candidate set built with it: per pair
+ * the fastest candidate holding no more bytes than the warm combination
+ * (the combination itself, or one dominating it), into s->choice; per
+ * rank the resulting latency into s->warm_rank_ms. */
+static void ilpm_warm_choice(ilpm_self *s, const loom_stage_graph *g)
+{
+    for (int32_t r = 0; r < g->n_ranks; r++)
+        s->warm_rank_ms[r] = 0.0;
+    for (int32_t p = 0; p < g->n_pairs; p++) {
+        int64_t bytes = 0;
+        for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++)
+            bytes += loom_mt_entry_bytes(g, e, s->warm[e]);
+        int32_t a = s->set.cand_off[p], b = s->set.cand_off[p + 1], j = b - 1;
+        for (int32_t c = a; c < b; c++)
+            if (s->set.cand_bytes[c] <= bytes) {
+                j = c; /* Pareto order: the first that fits is fastest */
+                break;
+            }
+        s->choice[p] = j - a;
+        s->warm_rank_ms[s->drv.tl.pair_rank[p]] += s->set.cand_ms[j];
+    }
+}
+
+/* Candidates, greedy warm starts, then the ILP (see file comment). */
+static int ilpm_tune(void *self, const loom_stage_graph *g,
+                     const loom_schedule *sched, uint8_t *policies,
+                     loom_error *err)
+{
+    ilpm_self *s = self;
+    int rc = loom_mt_check_inputs(s->host, g, sched, policies, "ilp", err);
+    if (rc == LOOM_OK)
+        rc = ilpm_reserve(s, g->n_pairs, g->n_ranks, g->n_layer_entries, err);
+    if (rc == LOOM_OK)
+        rc = loom_mckp_build(s->host, &s->set, g, s->k, s->resolution, err);
+    if (rc != LOOM_OK)
+        return rc;
+    for (int32_t p = 0; p <= g->n_pairs; p++)
+        s->unit_off[p] = p;
+    for (int32_t p = 0; p < g->n_pairs; p++) {
+        s->state[p] = 0;
+        s->pair_bytes[p] = s->set.cand_bytes[s->set.cand_off[p]];
+    }
+    loom_mt_units u = {g->n_pairs, s->unit_off, s->set.cand_off,
+                       s->set.cand_ms, s->set.cand_bytes, s->state};
+    memset(&s->last, 0, sizeof s->last);
+    rc = loom_mt_driver_run(s->host, &s->drv, g, sched, &u, s->pair_bytes,
+                            ilpm_materialise, s, policies, "ilp", err);
+    if (rc != LOOM_OK || !s->drv.descended)
+        return rc; /* failed, or the fastest choice fits: optimal */
+    rc = ilpm_entry_greedy(s, g, err);
+    if (rc != LOOM_OK)
+        return rc;
+    ilpm_warm_start(s, g, policies);
+    loom_mckp_add(&s->set, g, s->warm);
+    ilpm_warm_choice(s, g);
+    rc = loom_ilpm_solve(s->host, &s->work, &s->drv.tl, g, &s->set, &s->prm,
+                         s->warm_rank_ms, s->choice, s->improved, &s->last,
+                         err);
+    if (rc != LOOM_OK)
+        return rc;
+    s->host->log(s->ctx, LOOM_LOG_DEBUG,
+                 "ilp: %d memory rows, %d pairs, %d columns, %d LPs, %d MIPs, "
+                 "%.3f ms; %d ranks improved, latency %.6g ms (warm start "
+                 "%.6g ms)%s",
+                 s->last.constraints, s->last.active_pairs, s->last.columns,
+                 s->last.lp_ranks, s->last.mip_ranks, s->last.solve_ms,
+                 s->last.improved, s->last.best_ms, s->last.warm_ms,
+                 s->last.timed_out ? ", stopped by timeout_ms" : "");
+    for (int32_t p = 0; p < g->n_pairs; p++)
+        loom_mckp_apply(&s->set, g, p, s->set.cand_off[p] + s->choice[p],
+                        policies);
+    return loom_mt_driver_confirm(s->host, &s->drv, g, sched, policies, "ilp",
+                                  err);
+}
+
+static const loom_memory_tuner_vtable ilpm_vtable = {
+    { sizeof(loom_memory_tuner_vtable), LOOM_MEMORY_TUNER_VERSION },
+    ilpm_create,
+    ilpm_destroy,
+    ilpm_tune,
+};
+
+/* Returns the memory_tuner vtable for role "memory_tuner", else NULL. */
+static const loom_role_header *ilpm_role(const char *role)
+{
+    if (role && strcmp(role, LOOM_ROLE_MEMORY_TUNER) == 0)
+        return &ilpm_vtable.header;
+    return NULL;
+}
+
+static const loom_plugin_info ilpm_info = {
+    LOOM_PLUGIN_INFO_HEADER,
+    "org.loom.ilp-memory",
+    "1.0.0",
+    NULL,
+    NULL,
+    ilpm_role,
+};
+
+LOOM_PLUGIN_DEFINE(ilp_memory, ilpm_info);

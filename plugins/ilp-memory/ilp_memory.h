@@ -1,0 +1,80 @@
+/*
+ * ilp_memory.h - the integer programme behind the "ilp" memory tuner
+ * (PipeWeaver section 6.3, "ILP Formulation"), separated from the plugin
+ * glue so it can be tested and benchmarked on its own.
+ *
+ * Variables o[p][j] in {0,1}: stage pair p takes its j-th knapsack
+ * candidate. Minimise sum lat[p][j] o[p][j] subject to sum_j o[p][j] = 1
+ * for every pair and, for every rank and every stage start of that rank
+ * at which memory can peak, sum over the pairs live there of
+ * mem[p][j] o[p][j] <= cap - static bytes of the rank.
+ *
+ * A pair's activations live on one rank and every memory row belongs to
+ * one rank, so the programme splits into one independent programme per
+ * rank; each is solved on its own (smaller models, and a rank whose warm
+ * start is already within the gap costs one LP relaxation).
+ *
+ * Ownership: the work struct is caller-owned (zero it first) and released
+ * with loom_ilpm_free; everything else is borrowed. Units: ms, bytes.
+ */
+#ifndef LOOM_ILP_MEMORY_H
+#define LOOM_ILP_MEMORY_H
+
+#include "memtune.h"
+#include "mckp.h"
+
+/* What one solve did (summed over ranks), for logs and benchmarks. */
+typedef struct loom_ilpm_stats {
+    int32_t constraints;   /* memory rows kept (binding at all-fastest) */
+    int32_t active_pairs;  /* pairs in some kept row (the others stay fast) */
+    int32_t columns;       /* variables over all rank programmes */
+    int32_t lp_ranks;      /* ranks whose LP relaxation was solved */
+    int32_t mip_ranks;     /* ranks that needed branch and bound */
+    int32_t improved;      /* ranks where the ILP beat the warm start */
+    int32_t timed_out;     /* 1 when the deadline stopped a solve */
+    double warm_ms;        /* total latency of the warm starts */
+    double best_ms;        /* total latency of the returned choice */
+    double solve_ms;       /* wall time of building and solving */
+} loom_ilpm_stats;
+
+/* Reused scratch. */
+typedef struct loom_ilpm_work {
+    int32_t *col_of;      /* per pair: first column, or -1 when inactive */
+    int32_t *row_off;     /* per kept memory row + 1 */
+    int32_t *row_pairs;   /* pairs of each kept row */
+    int32_t *row_rank;    /* per kept row */
+    int32_t *live;        /* per pair (scratch) */
+    int32_t *colno;       /* per column + 1 */
+    double *vals;         /* per column + 1 */
+    int32_t *trial;       /* per pair: the ILP's choice */
+    int64_t *bytes;       /* per pair (scratch) */
+    int32_t cap_pairs, cap_rows, cap_row_pairs, cap_cols;
+} loom_ilpm_work;
+
+/* Solve parameters. */
+typedef struct loom_ilpm_params {
+    double gap;         /* relative gap at which a rank's search stops */
+    double timeout_ms;  /* wall-clock limit of the whole solve */
+} loom_ilpm_params;
+
+/* Solves the programme over the memory timeline `t` (built for the
+ * schedule). warm_rank_ms[r] is the total latency of rank r's pairs under
+ * the best warm start; only strictly better choices are sought (it is
+ * lp_solve's initial objective bound), and a rank whose LP relaxation
+ * shows the warm start within `gap` of optimal is left to it. Rows that
+ * the all-fastest choice satisfies cannot bind and are dropped; pairs in
+ * no kept row take their fastest candidate. For every rank where the
+ * solver's choice is valid under the exact timeline and faster than its
+ * warm start, the choice of the rank's pairs is written to `choice` (per
+ * pair: a candidate index within the pair) and rank_improved[r] is set to
+ * 1 (else 0, and `choice` is untouched for that rank). A solver failure
+ * or the deadline is not an error. */
+int loom_ilpm_solve(const loom_host_api *host, loom_ilpm_work *w,
+                    loom_mt_timeline *t, const loom_stage_graph *g,
+                    const loom_mckp_set *set, const loom_ilpm_params *prm,
+                    const double *warm_rank_ms, int32_t *choice,
+                    uint8_t *rank_improved, loom_ilpm_stats *st,
+                    loom_error *err);
+void loom_ilpm_free(const loom_host_api *host, loom_ilpm_work *w);
+
+#endif

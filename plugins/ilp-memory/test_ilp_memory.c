@@ -1,0 +1,248 @@
+/* test_ilp_memory.c - the "ilp" memory tuner: never over a feasible cap,
+ * never slower than the greedy and knapsack tuners, optimal over the
+ * knapsack candidates on instances small enough to enumerate, infeasible
+ * caps and params. */
+#include <math.h>
+#include <stdio.h>
+
+#include "../greedy/memtune.h"
+#include "../greedy/memtune_testing.h"
+#include "../knapsack/mckp.h"
+
+const loom_plugin_info *loom_static_ilp_memory(void);
+const loom_plugin_info *loom_static_greedy(void);
+const loom_plugin_info *loom_static_knapsack(void);
+
+/* A seeded instance with a cap `frac` of the way from the most frugal
+ * peak to the NONE peak, and static bytes that differ per rank. */
+static loom_stage_graph *instance(uint64_t seed, int P, int M, int E,
+                                  int split, int gpipe, double frac,
+                                  loom_schedule **s_out)
+{
+    loom_stage_graph *g = mtt_chain(P, M, E, split, seed);
+    loom_schedule *s = mtt_order(P, M, split, gpipe);
+    for (int r = 0; r < P; r++)
+        g->static_bytes[r] = 1500 * ((r + (int)seed) % P);
+    int64_t lo = mtt_uniform_peak(g, s, LOOM_POLICY_FULL);
+    int64_t hi = mtt_uniform_peak(g, s, LOOM_POLICY_NONE);
+    g->memory_cap_bytes = floor((double)lo + (double)(hi - lo) * frac);
+    *s_out = s;
+    return g;
+}
+
+START_TEST(never_slower_than_greedy_or_knapsack)
+{
+    const loom_memory_tuner_vtable *ilp = mtt_vtable(loom_static_ilp_memory());
+    const loom_memory_tuner_vtable *gr = mtt_vtable(loom_static_greedy());
+    const loom_memory_tuner_vtable *ks = mtt_vtable(loom_static_knapsack());
+    loom_error err = {0};
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        loom_schedule *s = NULL;
+        int P = 2 + (int)(seed % 3);
+        loom_stage_graph *g =
+            instance(seed, P, 3 + (int)(seed % 4), 1 + (int)(seed % 4),
+                     (int)(seed / 2 % 2), (int)(seed / 4 % 2),
+                     0.15 + 0.1 * (double)(seed % 7), &s);
+        size_t n = (size_t)g->n_layer_entries;
+        uint8_t *a = malloc(n), *b = malloc(n), *c = malloc(n);
+        ck_assert_int_eq(mtt_tune(ilp, NULL, (int)(seed % 2), g, s, a, &err),
+                         LOOM_OK);
+        ck_assert_int_eq(mtt_tune(gr, NULL, 1, g, s, b, &err), LOOM_OK);
+        ck_assert_int_eq(mtt_tune(ks, NULL, 1, g, s, c, &err), LOOM_OK);
+        loom_metrics m = mtt_simulate(g, s, a, NULL);
+        ck_assert_int_eq(m.cap_violations, 0);
+        double la = mtt_latency(g, a), lb = mtt_latency(g, b),
+               lc = mtt_latency(g, c);
+        ck_assert_msg(la <= lb + 1e-9 && la <= lc + 1e-9,
+                      "seed %llu: ilp %.9g greedy %.9g knapsack %.9g",
+                      (unsigned long long)seed, la, lb, lc);
+        free(a);
+        free(b);
+        free(c);
+        loom_schedule_free(s);
+        loom_graph_free(g);
+    }
+}
+END_TEST
+
+/* Smallest total latency over every choice of one candidate per pair
+ * that fits the cap (odometer over the candidate sets). */
+static double best_over_candidates(const loom_stage_graph *g,
+                                   const loom_schedule *s,
+                                   const loom_mckp_set *set)
+{
+    int32_t n = g->n_pairs;
+    int32_t *pick = calloc((size_t)n, sizeof *pick);
+    uint8_t *pol = malloc((size_t)g->n_layer_entries);
+    double best = HUGE_VAL;
+    for (;;) {
+        for (int32_t p = 0; p < n; p++)
+            loom_mckp_apply(set, g, p, set->cand_off[p] + pick[p], pol);
+        loom_metrics m = mtt_simulate(g, s, pol, NULL);
+        double lat = mtt_latency(g, pol);
+        if (m.cap_violations == 0 && lat < best)
+            best = lat;
+        int32_t p = 0;
+        while (p < n && ++pick[p] == set->cand_off[p + 1] - set->cand_off[p])
+            pick[p++] = 0;
+        if (p == n)
+            break;
+    }
+    free(pick);
+    free(pol);
+    return best;
+}
+
+/* Smallest total latency over every per-layer choice that fits. */
+static double best_over_layers(const loom_stage_graph *g,
+                               const loom_schedule *s)
+{
+    int32_t n = g->n_layer_entries;
+    uint8_t *pol = calloc((size_t)n, 1);
+    double best = HUGE_VAL;
+    for (;;) {
+        loom_metrics m = mtt_simulate(g, s, pol, NULL);
+        double lat = mtt_latency(g, pol);
+        if (m.cap_violations == 0 && lat < best)
+            best = lat;
+        int32_t e = 0;
+        while (e < n && ++pol[e] == LOOM_POLICY_COUNT)
+            pol[e++] = 0;
+        if (e == n)
+            break;
+    }
+    free(pol);
+    return best;
+}
+
+/* With gap 0, the result is at least as good as the best choice over the
+ * candidates, and no better than the best choice over single layers. The
+ * ILP must beat both greedy warm starts on some of these instances. */
+START_TEST(optimal_over_candidates_on_small_instances)
+{
+    const loom_memory_tuner_vtable *ilp = mtt_vtable(loom_static_ilp_memory());
+    const loom_memory_tuner_vtable *gr = mtt_vtable(loom_static_greedy());
+    const loom_memory_tuner_vtable *ks = mtt_vtable(loom_static_knapsack());
+    loom_mock_host *h = loom_mock_host_new();
+    loom_mckp_set set;
+    memset(&set, 0, sizeof set);
+    loom_error err = {0};
+    const char *exact[] = {"gap", "0", "k", "4", NULL};
+    const char *k4[] = {"k", "4", NULL};
+    int beat_both = 0;
+    for (uint64_t seed = 1; seed <= 24; seed++) {
+        loom_schedule *s = NULL;
+        loom_stage_graph *g = instance(seed, 2, 2, 2, (int)(seed % 2), 0,
+                                       0.1 + 0.05 * (double)(seed % 10), &s);
+        size_t n = (size_t)g->n_layer_entries;
+        uint8_t *a = malloc(n), *b = malloc(n), *c = malloc(n);
+        ck_assert_int_eq(mtt_tune(ilp, exact, 1, g, s, a, &err), LOOM_OK);
+        ck_assert_int_eq(mtt_tune(gr, NULL, 1, g, s, b, &err), LOOM_OK);
+        ck_assert_int_eq(mtt_tune(ks, k4, 1, g, s, c, &err), LOOM_OK);
+        ck_assert_int_eq(loom_mckp_build(loom_mock_host_api(h), &set, g, 4, 64,
+                                         &err), LOOM_OK);
+        double la = mtt_latency(g, a);
+        double cand = best_over_candidates(g, s, &set);
+        double layers = best_over_layers(g, s);
+        ck_assert_msg(la <= cand + 1e-9, "seed %llu: ilp %.9g, candidates %.9g",
+                      (unsigned long long)seed, la, cand);
+        ck_assert(la >= layers - 1e-9);
+        ck_assert_int_eq(mtt_simulate(g, s, a, NULL).cap_violations, 0);
+        if (la < mtt_latency(g, b) - 1e-9 && la < mtt_latency(g, c) - 1e-9)
+            beat_both++;
+        free(a);
+        free(b);
+        free(c);
+        loom_schedule_free(s);
+        loom_graph_free(g);
+    }
+    ck_assert_int_gt(beat_both, 0);
+    loom_mckp_free(loom_mock_host_api(h), &set);
+    loom_mock_host_free(h);
+}
+END_TEST
+
+START_TEST(no_cap_and_loose_cap_take_the_fastest)
+{
+    const loom_memory_tuner_vtable *ilp = mtt_vtable(loom_static_ilp_memory());
+    loom_schedule *s = NULL;
+    loom_stage_graph *g = instance(3, 3, 4, 2, 0, 0, 2.0, &s);
+    uint8_t *a = malloc((size_t)g->n_layer_entries);
+    loom_error err = {0};
+    ck_assert_int_eq(mtt_tune(ilp, NULL, 1, g, s, a, &err), LOOM_OK);
+    for (int32_t e = 0; e < g->n_layer_entries; e++)
+        ck_assert_int_eq(a[e], LOOM_POLICY_NONE);
+    g->memory_cap_bytes = 0;
+    ck_assert_int_eq(mtt_tune(ilp, NULL, 0, g, s, a, &err), LOOM_OK);
+    for (int32_t e = 0; e < g->n_layer_entries; e++)
+        ck_assert_int_eq(a[e], LOOM_POLICY_NONE);
+    free(a);
+    loom_schedule_free(s);
+    loom_graph_free(g);
+}
+END_TEST
+
+START_TEST(infeasible_cap_names_rank_and_bytes)
+{
+    const loom_memory_tuner_vtable *ilp = mtt_vtable(loom_static_ilp_memory());
+    loom_schedule *s = NULL;
+    loom_stage_graph *g = instance(11, 3, 5, 2, 1, 0, 0.5, &s);
+    int64_t peaks[3];
+    uint8_t *a = malloc((size_t)g->n_layer_entries);
+    memset(a, LOOM_POLICY_FULL, (size_t)g->n_layer_entries);
+    mtt_simulate(g, s, a, peaks);
+    int worst = 0;
+    for (int r = 1; r < 3; r++)
+        if (peaks[r] > peaks[worst])
+            worst = r;
+    g->memory_cap_bytes = (double)(peaks[worst] - 123);
+    loom_error err = {0};
+    ck_assert_int_eq(mtt_tune(ilp, NULL, 1, g, s, a, &err), LOOM_EINFEASIBLE);
+    char want[64];
+    snprintf(want, sizeof want, "ilp: rank %d is 123 bytes short", worst);
+    ck_assert_msg(strstr(err.message, want), "%s", err.message);
+    free(a);
+    loom_schedule_free(s);
+    loom_graph_free(g);
+}
+END_TEST
+
+START_TEST(params_are_checked)
+{
+    const loom_memory_tuner_vtable *vt = mtt_vtable(loom_static_ilp_memory());
+    const char *bad[][2] = {{"gap", "1.5"}, {"timeout_ms", "0"}, {"k", "1"},
+                            {"resolution", "0"}, {"gap", "x"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        loom_mock_host *h = loom_mock_host_new();
+        loom_mock_host_set_param(h, bad[i][0], bad[i][1]);
+        void *self = NULL;
+        loom_error err = {0};
+        ck_assert_int_eq(vt->create(loom_mock_host_api(h),
+                                    loom_mock_host_ctx(h), NULL, &self, &err),
+                         LOOM_EINVAL);
+        char want[32];
+        snprintf(want, sizeof want, "params.%s", bad[i][0]);
+        ck_assert_msg(strstr(err.message, want), "%s", err.message);
+        loom_mock_host_free(h);
+    }
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("ilp-memory");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, never_slower_than_greedy_or_knapsack);
+    tcase_add_test(tc, optimal_over_candidates_on_small_instances);
+    tcase_add_test(tc, no_cap_and_loose_cap_take_the_fastest);
+    tcase_add_test(tc, infeasible_cap_names_rank_and_bytes);
+    tcase_add_test(tc, params_are_checked);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return loom_test_main(suite());
+}

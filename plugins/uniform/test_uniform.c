@@ -1,0 +1,276 @@
+/* test_uniform.c - the uniform (Megatron) partitioner: the layer split
+ * across a module boundary, position-to-rank placement, the even and the
+ * workload-given sample split, and its input errors. */
+#include <stdlib.h>
+#include <string.h>
+#include <loom/mock_host.h>
+#include "engine_api.h"
+#include "json_util.h"
+#include "testutil.h"
+
+/* Static twins of the plugins under test (linked into every suite). */
+const loom_plugin_info *loom_static_uniform(void);
+
+static loom_layer layers[64];
+static const int32_t llm_inputs[1] = {0};
+
+/* A two-module model (encoder of n_enc layers feeding a backbone of n_llm
+ * layers) planned with pp x vpp positions and `mbs` microbatches. */
+typedef struct fixture {
+    loom_module modules[2];
+    loom_model model;
+    loom_problem problem;
+} fixture;
+
+/* Fills f with the model and parallel config above. */
+static void setup(fixture *f, int n_enc, int n_llm, int pp, int vpp, int mbs)
+{
+    memset(f, 0, sizeof *f);
+    for (int i = 0; i < 64; i++) {
+        layers[i].hidden = 1024;
+        layers[i].ffn_hidden = 4096;
+        layers[i].heads = 16;
+        layers[i].kv_heads = 16;
+    }
+    f->modules[0].name = "vit";
+    f->modules[0].kind = LOOM_MODULE_ENCODER;
+    f->modules[0].modality = LOOM_MODALITY_IMAGE;
+    f->modules[0].n_layers = n_enc;
+    f->modules[0].layers = layers;
+    f->modules[0].tokens_per_item = 169;
+    f->modules[1].name = "llm";
+    f->modules[1].kind = LOOM_MODULE_BACKBONE;
+    f->modules[1].modality = LOOM_MODALITY_TEXT;
+    f->modules[1].n_layers = n_llm;
+    f->modules[1].layers = layers;
+    f->modules[1].tokens_per_item = 1;
+    f->modules[1].n_inputs = 1;
+    f->modules[1].inputs = llm_inputs;
+    f->model.name = "toy";
+    f->model.n_modules = 2;
+    f->model.modules = f->modules;
+    f->problem.struct_size = sizeof f->problem;
+    f->problem.kind = LOOM_PROBLEM_MODEL;
+    f->problem.model = &f->model;
+    f->problem.parallel.tp = 1;
+    f->problem.parallel.pp = pp;
+    f->problem.parallel.dp = 1;
+    f->problem.parallel.vpp = vpp;
+    f->problem.parallel.microbatches = mbs;
+}
+
+/* Runs the uniform partitioner on `set`. */
+static int partition(const loom_problem *pb, const loom_iteration *it,
+                     loom_candidates *set, loom_error *err)
+{
+    const loom_partitioner_vtable *vt =
+        (const loom_partitioner_vtable *)loom_static_uniform()->role(
+            LOOM_ROLE_PARTITIONER);
+    ck_assert_ptr_nonnull(vt);
+    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host_set_problem(h, pb);
+    void *self = NULL;
+    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
+                                NULL, &self, err), LOOM_OK);
+    int rc = vt->partition(self, pb, it, set, err);
+    vt->destroy(self);
+    loom_mock_host_free(h);
+    return rc;
+}
+
+/* Asserts span k of p is (module, first layer, count). */
+static void check_span(const loom_partition *p, int k, int module, int first,
+                       int count)
+{
+    ck_assert_int_eq(p->spans[k].module, module);
+    ck_assert_int_eq(p->spans[k].first_layer, first);
+    ck_assert_int_eq(p->spans[k].n_layers, count);
+}
+
+START_TEST(split_crosses_module_boundary)
+{
+    /* 5 + 11 = 16 layers into pp 2 x vpp 3 = 6 positions: 3,3,3,3,2,2 */
+    fixture f;
+    setup(&f, 5, 11, 2, 3, 4);
+    loom_candidates *set = loom_candidates_new(&f.problem, NULL);
+    loom_error err = {0, ""};
+    ck_assert_msg(partition(&f.problem, NULL, set, &err) == LOOM_OK, "%s",
+                  err.message);
+    ck_assert_int_eq(set->n, 1);
+    const loom_partition *p = set->items[0];
+    ck_assert_int_eq(p->n_ranks, 2);
+    ck_assert_int_eq(p->n_flows, 1);
+    ck_assert_int_eq(p->flows[0].pos_off, 0);
+    ck_assert_int_eq(p->flows[0].n_pos, 6);
+    ck_assert_int_eq(p->flows[0].module, -1);
+    ck_assert_int_eq(p->flows[0].segments, 3);
+    ck_assert_int_eq(p->flows[0].n_inputs, 0);
+    ck_assert_int_eq(p->n_positions, 6);
+    static const int n_spans[6] = {1, 2, 1, 1, 1, 1};
+    int off = 0;
+    for (int s = 0; s < 6; s++) {
+        ck_assert_int_eq(p->positions[s].rank, s % 2);
+        ck_assert_int_eq(p->positions[s].span_off, off);
+        ck_assert_int_eq(p->positions[s].n_spans, n_spans[s]);
+        off += n_spans[s];
+    }
+    ck_assert_int_eq(p->n_spans, 7);
+    check_span(p, 0, 0, 0, 3);
+    check_span(p, 1, 0, 3, 2); /* position 1: vit 3..4 and llm 0 */
+    check_span(p, 2, 1, 0, 1);
+    check_span(p, 3, 1, 1, 3);
+    check_span(p, 4, 1, 4, 3);
+    check_span(p, 5, 1, 7, 2);
+    check_span(p, 6, 1, 9, 2);
+    ck_assert_int_eq(p->n_microbatches, 4);
+    for (int mb = 0; mb < 4; mb++)
+        ck_assert_int_eq(p->subs[mb], 1);
+    ck_assert_ptr_nonnull(strstr(p->label, "uniform"));
+    loom_candidates_free(set);
+}
+END_TEST
+
+START_TEST(single_module_flow)
+{
+    fixture f;
+    setup(&f, 0, 8, 4, 1, 8);
+    loom_candidates *set = loom_candidates_new(&f.problem, NULL);
+    loom_error err = {0, ""};
+    ck_assert_int_eq(partition(&f.problem, NULL, set, &err), LOOM_OK);
+    const loom_partition *p = set->items[0];
+    ck_assert_int_eq(p->flows[0].module, 1);
+    ck_assert_int_eq(p->flows[0].segments, 1);
+    for (int s = 0; s < 4; s++) {
+        ck_assert_int_eq(p->positions[s].rank, s);
+        ck_assert_int_eq(p->positions[s].n_spans, 1);
+        check_span(p, s, 1, 2 * s, 2);
+    }
+    /* a second call appends a second candidate, leaving the first alone */
+    ck_assert_int_eq(partition(&f.problem, NULL, set, &err), LOOM_OK);
+    ck_assert_int_eq(set->n, 2);
+    ck_assert_int_eq(set->items[1]->n_positions, 4);
+    loom_candidates_free(set);
+}
+END_TEST
+
+START_TEST(even_sample_split)
+{
+    fixture f;
+    setup(&f, 2, 4, 2, 1, 4);
+    loom_sample samples[10];
+    memset(samples, 0, sizeof samples);
+    for (int i = 0; i < 10; i++) {
+        samples[i].text_tokens = 100;
+        samples[i].images = 1;
+        samples[i].microbatch = -1;
+    }
+    loom_iteration it = {0, 10, samples};
+    loom_candidates *set = loom_candidates_new(&f.problem, &it);
+    loom_error err = {0, ""};
+    ck_assert_int_eq(partition(&f.problem, &it, set, &err), LOOM_OK);
+    const loom_partition *p = set->items[0];
+    ck_assert_int_eq(p->n_samples, 10);
+    ck_assert_int_eq(p->n_modules, 2);
+    static const int want[10] = {0, 0, 0, 1, 1, 2, 2, 2, 3, 3}; /* i*4/10 */
+    for (int m = 0; m < 2; m++)
+        for (int i = 0; i < 10; i++)
+            ck_assert_int_eq(p->sample_mb[m * 10 + i], want[i]);
+    loom_candidates_free(set);
+}
+END_TEST
+
+START_TEST(workload_packing_and_its_errors)
+{
+    fixture f;
+    setup(&f, 2, 4, 2, 1, 4);
+    loom_sample samples[4];
+    memset(samples, 0, sizeof samples);
+    static const int given[4] = {3, 2, 2, 0};
+    for (int i = 0; i < 4; i++)
+        samples[i].microbatch = given[i];
+    loom_iteration it = {7, 4, samples};
+    loom_candidates *set = loom_candidates_new(&f.problem, &it);
+    loom_error err = {0, ""};
+    ck_assert_int_eq(partition(&f.problem, &it, set, &err), LOOM_OK);
+    for (int m = 0; m < 2; m++)
+        for (int i = 0; i < 4; i++)
+            ck_assert_int_eq(set->items[0]->sample_mb[m * 4 + i], given[i]);
+    samples[2].microbatch = 4;
+    ck_assert_int_eq(partition(&f.problem, &it, set, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "iteration 7: samples[2].microbatch: "
+                                  "expected < 4 (parallel.microbatches), "
+                                  "found 4");
+    ck_assert_int_eq(set->n, 1); /* the failed candidate is dropped */
+    loom_candidates_free(set);
+}
+END_TEST
+
+START_TEST(too_few_layers)
+{
+    fixture f;
+    setup(&f, 2, 3, 2, 3, 4);
+    loom_candidates *set = loom_candidates_new(&f.problem, NULL);
+    loom_error err = {0, ""};
+    ck_assert_int_eq(partition(&f.problem, NULL, set, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "5 layers, fewer than the 6 positions"));
+    ck_assert_ptr_nonnull(strstr(err.message, "pp 2 x vpp 3"));
+    ck_assert_int_eq(set->n, 0);
+    loom_candidates_free(set);
+}
+END_TEST
+
+START_TEST(declines_stage_times)
+{
+    fixture f;
+    setup(&f, 2, 3, 2, 1, 4);
+    f.problem.kind = LOOM_PROBLEM_STAGE_TIMES;
+    f.problem.model = NULL;
+    loom_candidates *set = loom_candidates_new(&f.problem, NULL);
+    loom_error err = {0, ""};
+    ck_assert_int_eq(partition(&f.problem, NULL, set, &err), LOOM_DECLINED);
+    ck_assert_int_eq(set->n, 0);
+    loom_candidates_free(set);
+}
+END_TEST
+
+START_TEST(manifest_matches_binary)
+{
+    const loom_plugin_info *info = loom_static_uniform();
+    ck_assert_int_eq(info->abi_version, LOOM_ABI_VERSION);
+    ck_assert_ptr_null(info->role(LOOM_ROLE_RANKER));
+    cJSON *m = NULL;
+    loom_error err = {0, ""};
+    ck_assert_int_eq(loom_json_load(loom_test_src("plugins/uniform/manifest.json"),
+                                    &m, &err), LOOM_OK);
+    ck_assert_str_eq(cJSON_GetObjectItem(m, "id")->valuestring, info->id);
+    ck_assert_str_eq(cJSON_GetObjectItem(m, "version")->valuestring, info->version);
+    ck_assert_str_eq(cJSON_GetObjectItem(m, "binary")->valuestring, "loom-uniform.so");
+    const cJSON *prov = cJSON_GetObjectItem(m, "provides");
+    ck_assert_str_eq(cJSON_GetObjectItem(prov, "role")->valuestring,
+                     LOOM_ROLE_PARTITIONER);
+    ck_assert_str_eq(cJSON_GetObjectItem(prov, "name")->valuestring, "uniform");
+    cJSON_Delete(m);
+}
+END_TEST
+
+/* The uniform suite. */
+static Suite *suite(void)
+{
+    Suite *s = suite_create("uniform");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, split_crosses_module_boundary);
+    tcase_add_test(tc, single_module_flow);
+    tcase_add_test(tc, even_sample_split);
+    tcase_add_test(tc, workload_packing_and_its_errors);
+    tcase_add_test(tc, too_few_layers);
+    tcase_add_test(tc, declines_stage_times);
+    tcase_add_test(tc, manifest_matches_binary);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+/* Runs the suite; exits non-zero when a check fails. */
+int main(void)
+{
+    return loom_test_main(suite());
+}
