@@ -1,6 +1,5 @@
-/* host_api.c - the host API table every plugin receives: memory, logging,
- * errors, typed parameters, the seeded RNG, the clock and time budget,
- * services and search progress. */
+/* host_api.c - the host API table handed to every plugin: memory, logging,
+ * errors, typed params, seeded RNG, clock and budget, services. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,73 +16,63 @@ double loom_now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* host->alloc: malloc that returns a block even for 0 bytes. */
 static void *host_alloc(size_t bytes)
 {
     return malloc(bytes ? bytes : 1);
 }
 
+/* host->realloc: realloc that keeps a block even for 0 bytes. */
 static void *host_realloc(void *ptr, size_t bytes)
 {
     return realloc(ptr, bytes ? bytes : 1);
 }
 
-static void host_free(void *ptr)
-{
-    free(ptr);
-}
-
-/* Log threshold from LOOM_LOG (error, warn, info, debug); default warn. */
+/* Highest log level printed: LOOM_LOG=error, warn (default), info or debug. */
 static int log_threshold(void)
 {
-    static int level = -1;
-    if (level < 0) {
-        const char *v = getenv("LOOM_LOG");
-        level = LOOM_LOG_WARN;
-        if (v && !strcmp(v, "info"))
-            level = LOOM_LOG_INFO;
-        else if (v && !strcmp(v, "debug"))
-            level = LOOM_LOG_DEBUG;
-        else if (v && !strcmp(v, "error"))
-            level = LOOM_LOG_ERROR;
-    }
-    return level;
+    const char *v = getenv("LOOM_LOG");
+    if (v && !strcmp(v, "debug"))
+        return LOOM_LOG_DEBUG;
+    if (v && !strcmp(v, "info"))
+        return LOOM_LOG_INFO;
+    if (v && !strcmp(v, "error"))
+        return LOOM_LOG_ERROR;
+    return LOOM_LOG_WARN;
 }
 
+/* host->log: stderr, "loom: <plugin id>: " prefix, one line per call. */
 static void host_log(loom_ctx *ctx, int level, const char *fmt, ...)
 {
-    if (level > log_threshold() || (ctx && ctx->quiet && level > LOOM_LOG_WARN))
+    if (level > log_threshold() || (level >= LOOM_LOG_INFO && ctx && ctx->quiet))
         return;
-    static const char *const names[] = {"error", "warning", "info", "debug"};
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "loom: %s: %s: %s\n", ctx ? ctx->plugin_id : "host",
-            names[level < 0 ? 0 : level > 3 ? 3 : level], msg);
+    size_t n = strlen(msg);
+    while (n && msg[n - 1] == '\n')
+        msg[--n] = 0;
+    const char *tag = level == LOOM_LOG_ERROR ? "error: "
+                      : level == LOOM_LOG_WARN ? "warning: "
+                                               : "";
+    fprintf(stderr, "loom: %s: %s%s\n", ctx ? ctx->plugin_id : "?", tag, msg);
 }
 
-static int host_error(loom_error *err, int code, const char *fmt, ...)
+/* The ctx's resolved value for key, or NULL. */
+static const loom_param_value *find_param(const loom_ctx *ctx, const char *key)
 {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-        err->code = code;
-    }
-    return code;
-}
-
-static const loom_param_value *find_param(loom_ctx *ctx, const char *key)
-{
-    for (int i = 0; ctx && i < ctx->n_params; i++)
-        if (!strcmp(ctx->params[i].name, key))
+    if (!ctx || !key)
+        return NULL;
+    for (int i = 0; i < ctx->n_params; i++)
+        if (ctx->params[i].name && !strcmp(ctx->params[i].name, key))
             return &ctx->params[i];
     return NULL;
 }
 
-static int param_int(loom_ctx *ctx, const char *key, int64_t *out)
+/* host->param_int: INT and BOOL params. */
+static int host_param_int(loom_ctx *ctx, const char *key, int64_t *out)
 {
     const loom_param_value *v = find_param(ctx, key);
     if (!v)
@@ -94,32 +83,35 @@ static int param_int(loom_ctx *ctx, const char *key, int64_t *out)
     return LOOM_OK;
 }
 
-static int param_double(loom_ctx *ctx, const char *key, double *out)
+/* host->param_double: INT and float params. */
+static int host_param_double(loom_ctx *ctx, const char *key, double *out)
 {
     const loom_param_value *v = find_param(ctx, key);
     if (!v)
         return LOOM_ENOTFOUND;
-    if (v->type == LOOM_PARAM_DOUBLE)
-        *out = v->d;
-    else if (v->type == LOOM_PARAM_INT)
+    if (v->type == LOOM_PARAM_INT)
         *out = (double)v->i;
+    else if (v->type == LOOM_PARAM_DOUBLE)
+        *out = v->d;
     else
         return LOOM_EINVAL;
     return LOOM_OK;
 }
 
-static int param_bool(loom_ctx *ctx, const char *key, int *out)
+/* host->param_bool: bool params. */
+static int host_param_bool(loom_ctx *ctx, const char *key, int *out)
 {
     const loom_param_value *v = find_param(ctx, key);
     if (!v)
         return LOOM_ENOTFOUND;
     if (v->type != LOOM_PARAM_BOOL)
         return LOOM_EINVAL;
-    *out = v->i != 0;
+    *out = v->i ? 1 : 0;
     return LOOM_OK;
 }
 
-static const char *param_string(loom_ctx *ctx, const char *key)
+/* host->param_string: string and enum params; NULL otherwise. */
+static const char *host_param_string(loom_ctx *ctx, const char *key)
 {
     const loom_param_value *v = find_param(ctx, key);
     if (!v || (v->type != LOOM_PARAM_STRING && v->type != LOOM_PARAM_ENUM))
@@ -127,12 +119,14 @@ static const char *param_string(loom_ctx *ctx, const char *key)
     return v->s;
 }
 
+/* host->seed: the run seed mixed with the step index. */
 static uint64_t host_seed(loom_ctx *ctx)
 {
     return ctx ? ctx->seed : 0;
 }
 
-static double budget_left_ms(loom_ctx *ctx)
+/* host->budget_left_ms: -1 without a deadline, else >= 0. */
+static double host_budget_left_ms(loom_ctx *ctx)
 {
     if (!ctx || ctx->deadline_ms < 0)
         return -1;
@@ -140,6 +134,7 @@ static double budget_left_ms(loom_ctx *ctx)
     return left > 0 ? left : 0;
 }
 
+/* host->expired: deadline passed or interrupted. */
 static int host_expired(loom_ctx *ctx)
 {
     if (loom_interrupted)
@@ -147,31 +142,32 @@ static int host_expired(loom_ctx *ctx)
     return ctx && ctx->deadline_ms >= 0 && loom_now_ms() >= ctx->deadline_ms;
 }
 
+/* host->problem: the problem being planned (NULL outside planning). */
 static const loom_problem *host_problem(loom_ctx *ctx)
 {
     return ctx ? ctx->problem : NULL;
 }
 
 static const loom_host_api host_table = {
-    sizeof(loom_host_api),
-    LOOM_ABI_VERSION,
-    host_alloc,
-    host_realloc,
-    host_free,
-    host_log,
-    host_error,
-    param_int,
-    param_double,
-    param_bool,
-    param_string,
-    host_seed,
-    loom_splitmix64,
-    loom_now_ms,
-    budget_left_ms,
-    host_expired,
-    loom_service_lookup,
-    host_problem,
-    loom_engine_progress,
+    .struct_size = sizeof(loom_host_api),
+    .abi_version = LOOM_ABI_VERSION,
+    .alloc = host_alloc,
+    .realloc = host_realloc,
+    .free = free,
+    .log = host_log,
+    .error = loom_set_error,
+    .param_int = host_param_int,
+    .param_double = host_param_double,
+    .param_bool = host_param_bool,
+    .param_string = host_param_string,
+    .seed = host_seed,
+    .rng_next = loom_splitmix64,
+    .now_ms = loom_now_ms,
+    .budget_left_ms = host_budget_left_ms,
+    .expired = host_expired,
+    .service = loom_service_lookup,
+    .problem = host_problem,
+    .progress = loom_engine_progress,
 };
 
 const loom_host_api *loom_host_table(void)

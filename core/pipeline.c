@@ -1,126 +1,41 @@
-/* pipeline.c - resolves a planner manifest's steps to plugins, validates
- * their params against the plugins' manifests, loads them, keeps host
- * copies of their vtables and creates one instance per step. */
+/* pipeline.c - resolving a planner manifest into loaded, created steps. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pipeline.h"
 
-/* "a, b, c": the ids of every plugin of `role` in the registry. */
-static void list_role(loom_registry *reg, const char *role, char *buf, size_t size)
+/* Calls the step's create() through its role vtable. */
+static int step_create(loom_step *st, loom_error *err)
 {
-    size_t len = 0;
-    buf[0] = 0;
-    for (int i = 0; i < loom_registry_count(reg) && len < size; i++) {
-        const loom_plugin *p = loom_registry_at(reg, i);
-        if (!strcmp(p->m.role, role))
-            len += (size_t)snprintf(buf + len, size - len, "%s%s (%s)", len ? ", " : "", p->m.name,
-                                    p->m.id);
+    const loom_host_api *host = loom_host_table();
+    void *ps = st->plugin->plugin_state;
+    switch (st->role) {
+    case LOOM_ROLE_ID_COST_MODEL:
+        return st->vt.cost_model.create(host, &st->ctx, ps, &st->instance, err);
+    case LOOM_ROLE_ID_PARTITIONER:
+        return st->vt.partitioner.create(host, &st->ctx, ps, &st->instance, err);
+    case LOOM_ROLE_ID_RANKER:
+        return st->vt.ranker.create(host, &st->ctx, ps, &st->instance, err);
+    case LOOM_ROLE_ID_INTERLEAVER:
+        return st->vt.interleaver.create(host, &st->ctx, ps, &st->instance, err);
+    default:
+        return st->vt.memory_tuner.create(host, &st->ctx, ps, &st->instance, err);
     }
-    if (!buf[0])
-        snprintf(buf, size, "none");
 }
 
-/* Keeps input-shaped failures as they are; anything else is EPLUGIN. */
-static int plugin_code(int rc)
+/* Calls the step's destroy() when it has an instance. */
+static void step_destroy(loom_step *st)
 {
-    return (rc == LOOM_EINVAL || rc == LOOM_ENOTFOUND || rc == LOOM_EIO || rc == LOOM_ENOMEM)
-               ? rc
-               : LOOM_EPLUGIN;
-}
-
-static int open_step(loom_pipeline *pl, const loom_planner_config *cfg, int i, loom_error *err)
-{
-    const loom_step_config *sc = &cfg->steps[i];
-    loom_step *st = &pl->steps[i];
-    st->role = loom_role_index(sc->role);
-    loom_plugin *plugin = loom_registry_find(pl->registry, sc->role, sc->use);
-    if (!plugin) {
-        loom_plugin *other = loom_registry_find(pl->registry, NULL, sc->use);
-        if (other)
-            return loom_set_error(err, LOOM_EINVAL,
-                                  "%s: %s.use: '%s' is a %s plugin, expected a %s", cfg->path,
-                                  sc->path, sc->use, other->m.role, sc->role);
-        char avail[320];
-        list_role(pl->registry, sc->role, avail, sizeof avail);
-        return loom_set_error(err, LOOM_ENOTFOUND,
-                              "%s: %s.use: no %s plugin named '%s' was found (available: %s)",
-                              cfg->path, sc->path, sc->role, sc->use, avail);
+    if (!st->instance)
+        return;
+    switch (st->role) {
+    case LOOM_ROLE_ID_COST_MODEL: st->vt.cost_model.destroy(st->instance); break;
+    case LOOM_ROLE_ID_PARTITIONER: st->vt.partitioner.destroy(st->instance); break;
+    case LOOM_ROLE_ID_RANKER: st->vt.ranker.destroy(st->instance); break;
+    case LOOM_ROLE_ID_INTERLEAVER: st->vt.interleaver.destroy(st->instance); break;
+    default: st->vt.memory_tuner.destroy(st->instance); break;
     }
-    st->plugin = plugin;
-    char ppath[64];
-    snprintf(ppath, sizeof ppath, "%s.params", sc->path);
-    int rc = loom_params_resolve(&plugin->m, sc->params, cfg->path, ppath, &st->params,
-                                 &st->n_params, err);
-    if (rc != LOOM_OK)
-        return rc;
-    rc = loom_plugin_load(pl->registry, plugin, err);
-    if (rc != LOOM_OK)
-        return rc;
-    if (loom_role_copy_vtable(st->role, plugin->vtable, &st->vt))
-        return loom_set_error(err, LOOM_EPLUGIN, "plugin %s: incomplete vtable", plugin->m.id);
-    snprintf(st->ctx.plugin_id, sizeof st->ctx.plugin_id, "%s", plugin->m.id);
-    snprintf(st->ctx.label, sizeof st->ctx.label, "%s", sc->path);
-    st->ctx.params = st->params;
-    st->ctx.n_params = st->n_params;
-    uint64_t s = cfg->seed * 0x9E3779B97F4A7C15ull + (uint64_t)(i + 1);
-    st->ctx.seed = loom_splitmix64(&s);
-    st->ctx.deadline_ms = -1;
-    st->ctx.pipeline = pl;
-    rc = st->vt.cost_model.create(loom_host_table(), &st->ctx, plugin->plugin_state,
-                                  &st->instance, err);
-    if (rc != LOOM_OK) {
-        st->instance = NULL;
-        loom_error_prefix_plugin(err, plugin->m.id);
-        err->code = plugin_code(rc);
-        return err->code;
-    }
-    return LOOM_OK;
-}
-
-int loom_pipeline_open(loom_registry *reg, const loom_planner_config *cfg, loom_pipeline **out,
-                       loom_error *err)
-{
-    *out = NULL;
-    int rc = loom_planner_config_check(cfg, err);
-    if (rc != LOOM_OK)
-        return rc;
-    for (int i = 0; i < cfg->n_plugin_dirs; i++)
-        if ((rc = loom_registry_add_dir(reg, cfg->plugin_dirs[i], err)) != LOOM_OK)
-            return rc;
-    loom_pipeline *pl = calloc(1, sizeof *pl);
-    if (!pl || !(pl->steps = calloc((size_t)cfg->n_steps, sizeof *pl->steps))) {
-        free(pl);
-        return loom_set_error(err, LOOM_ENOMEM, "out of memory");
-    }
-    pl->n_steps = cfg->n_steps;
-    pl->registry = reg;
-    pl->seed = cfg->seed;
-    pl->budget_ms = cfg->budget_ms;
-    pl->memory_cap_bytes = cfg->memory_cap_bytes;
-    pl->name = strdup(cfg->name ? cfg->name : "");
-    pl->manifest_path = strdup(cfg->path ? cfg->path : "");
-    pl->cost_model = pl->ranker = pl->interleaver = pl->memory_tuner = -1;
-    pl->first_partitioner = -1;
-    for (int i = 0; i < cfg->n_steps && rc == LOOM_OK; i++) {
-        rc = open_step(pl, cfg, i, err);
-        switch (pl->steps[i].role) {
-        case LOOM_ROLE_ID_COST_MODEL: pl->cost_model = i; break;
-        case LOOM_ROLE_ID_RANKER: pl->ranker = i; break;
-        case LOOM_ROLE_ID_INTERLEAVER: pl->interleaver = i; break;
-        case LOOM_ROLE_ID_MEMORY_TUNER: pl->memory_tuner = i; break;
-        default:
-            if (pl->first_partitioner < 0)
-                pl->first_partitioner = i;
-            pl->n_partitioners++;
-        }
-    }
-    if (rc != LOOM_OK) {
-        loom_pipeline_close(pl);
-        return rc;
-    }
-    *out = pl;
-    return LOOM_OK;
+    st->instance = NULL;
 }
 
 void loom_pipeline_close(loom_pipeline *p)
@@ -128,10 +43,8 @@ void loom_pipeline_close(loom_pipeline *p)
     if (!p)
         return;
     for (int i = p->n_steps - 1; i >= 0; i--) {
-        loom_step *st = &p->steps[i];
-        if (st->instance && st->vt.cost_model.destroy)
-            st->vt.cost_model.destroy(st->instance);
-        loom_params_free(st->params, st->n_params);
+        step_destroy(&p->steps[i]);
+        loom_params_free(p->steps[i].params, p->steps[i].n_params);
     }
     free(p->steps);
     free(p->name);
@@ -139,16 +52,183 @@ void loom_pipeline_close(loom_pipeline *p)
     free(p);
 }
 
+/* Error for a `use` that names no plugin of the step's role. */
+static int not_found(loom_registry *reg, const loom_planner_config *cfg,
+                     const loom_step_config *sc, loom_error *err)
+{
+    loom_plugin *other = loom_registry_find(reg, NULL, sc->use);
+    if (other)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "%s: %s.use: expected a plugin with role %s, found "
+                              "\"%s\" (%s), which has role %s",
+                              cfg->path, sc->path, sc->role, sc->use, other->m.id,
+                              other->m.role);
+    char list[300];
+    size_t n = 0;
+    list[0] = 0;
+    for (int i = 0; i < loom_registry_count(reg) && n < sizeof list; i++) {
+        const loom_plugin *p = loom_registry_at(reg, i);
+        if (strcmp(p->m.role, sc->role))
+            continue;
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%s (%s)", n ? ", " : "",
+                              p->m.name, p->m.id);
+    }
+    if (!n)
+        return loom_set_error(err, LOOM_ENOTFOUND,
+                              "%s: %s.use: no %s plugin \"%s\"; no %s plugins were "
+                              "found (check LOOM_PLUGIN_PATH or plugin_dirs)",
+                              cfg->path, sc->path, sc->role, sc->use, sc->role);
+    return loom_set_error(err, LOOM_ENOTFOUND,
+                          "%s: %s.use: no %s plugin \"%s\" (available: %s)", cfg->path,
+                          sc->path, sc->role, sc->use, list);
+}
+
+/* Records the step index of each role in p. */
+static void index_roles(loom_pipeline *p)
+{
+    p->cost_model = p->ranker = p->interleaver = p->memory_tuner = -1;
+    p->first_partitioner = -1;
+    p->n_partitioners = 0;
+    for (int i = 0; i < p->n_steps; i++) {
+        switch (p->steps[i].role) {
+        case LOOM_ROLE_ID_COST_MODEL: p->cost_model = i; break;
+        case LOOM_ROLE_ID_RANKER: p->ranker = i; break;
+        case LOOM_ROLE_ID_INTERLEAVER: p->interleaver = i; break;
+        case LOOM_ROLE_ID_MEMORY_TUNER: p->memory_tuner = i; break;
+        default:
+            if (p->first_partitioner < 0)
+                p->first_partitioner = i;
+            p->n_partitioners++;
+            break;
+        }
+    }
+}
+
+/* Resolves the plugin and params of every step (no loading yet). */
+static int resolve_steps(loom_pipeline *p, const loom_planner_config *cfg,
+                         loom_error *err)
+{
+    for (int i = 0; i < cfg->n_steps; i++) {
+        const loom_step_config *sc = &cfg->steps[i];
+        loom_step *st = &p->steps[i];
+        st->role = loom_role_index(sc->role);
+        st->plugin = loom_registry_find(p->registry, sc->role, sc->use);
+        if (!st->plugin)
+            return not_found(p->registry, cfg, sc, err);
+        char json_path[64];
+        snprintf(json_path, sizeof json_path, "%s.params", sc->path);
+        int rc = loom_params_resolve(&st->plugin->m, sc->params, cfg->path, json_path,
+                                     &st->params, &st->n_params, err);
+        if (rc)
+            return rc;
+    }
+    return LOOM_OK;
+}
+
+/* Status for a failed create(): input-shaped failures (a bad value, a
+ * missing file, no memory) keep their code, anything else is EPLUGIN. */
+static int create_status(int rc)
+{
+    switch (rc) {
+    case LOOM_EINVAL:
+    case LOOM_ENOTFOUND:
+    case LOOM_EIO:
+    case LOOM_ENOMEM:
+        return rc;
+    default:
+        return LOOM_EPLUGIN;
+    }
+}
+
+/* Loads step i's plugin, copies its vtable, fills the ctx and creates the
+ * instance. */
+static int start_step(loom_pipeline *p, int i, const loom_planner_config *cfg,
+                      loom_error *err)
+{
+    loom_step *st = &p->steps[i];
+    loom_plugin *pl = st->plugin;
+    int rc = loom_plugin_load(p->registry, pl, err);
+    if (rc)
+        return rc;
+    memset(&st->vt, 0, sizeof st->vt);
+    const char *missing = loom_role_copy_vtable(st->role, pl->vtable, &st->vt);
+    if (missing) /* the loader checked this already */
+        return loom_set_error(err, LOOM_EPLUGIN, "%s: %s vtable member %s is NULL (required)",
+                              pl->m.id, pl->m.role, missing);
+
+    loom_ctx *c = &st->ctx;
+    memset(c, 0, sizeof *c);
+    snprintf(c->plugin_id, sizeof c->plugin_id, "%s", pl->m.id);
+    snprintf(c->label, sizeof c->label, "%s", cfg->steps[i].path);
+    c->params = st->params;
+    c->n_params = st->n_params;
+    uint64_t mix = cfg->seed * 0x9E3779B97F4A7C15ull + (uint64_t)(i + 1);
+    c->seed = loom_splitmix64(&mix);
+    c->deadline_ms = -1;
+    c->pipeline = p;
+
+    loom_error cerr = {0};
+    rc = step_create(st, &cerr);
+    if (rc != LOOM_OK) {
+        st->instance = NULL;
+        if (!cerr.message[0])
+            snprintf(cerr.message, sizeof cerr.message, "%s: create failed with %s",
+                     cfg->steps[i].path, loom_status_name(rc));
+        loom_error_prefix_plugin(&cerr, pl->m.id);
+        return loom_set_error(err, create_status(rc), "%s", cerr.message);
+    }
+    return LOOM_OK;
+}
+
+int loom_pipeline_open(loom_registry *reg, const loom_planner_config *cfg,
+                       loom_pipeline **out, loom_error *err)
+{
+    *out = NULL;
+    int rc;
+    for (int i = 0; i < cfg->n_plugin_dirs; i++)
+        if ((rc = loom_registry_add_dir(reg, cfg->plugin_dirs[i], err)))
+            return rc;
+    if ((rc = loom_planner_config_check(cfg, err)))
+        return rc;
+    loom_pipeline *p = calloc(1, sizeof *p);
+    if (!p)
+        return loom_set_error(err, LOOM_ENOMEM, "out of memory");
+    p->steps = calloc((size_t)cfg->n_steps, sizeof *p->steps);
+    p->name = strdup(cfg->name ? cfg->name : "");
+    p->manifest_path = strdup(cfg->path ? cfg->path : "");
+    if (!p->steps || !p->name || !p->manifest_path) {
+        loom_pipeline_close(p);
+        return loom_set_error(err, LOOM_ENOMEM, "out of memory");
+    }
+    p->n_steps = cfg->n_steps;
+    p->registry = reg;
+    p->seed = cfg->seed;
+    p->budget_ms = cfg->budget_ms;
+    p->memory_cap_bytes = cfg->memory_cap_bytes;
+    rc = resolve_steps(p, cfg, err);
+    for (int i = 0; i < p->n_steps && !rc; i++)
+        rc = start_step(p, i, cfg, err);
+    if (rc) {
+        loom_pipeline_close(p);
+        return rc;
+    }
+    index_roles(p);
+    *out = p;
+    return LOOM_OK;
+}
+
 void loom_pipeline_describe(const loom_pipeline *p, FILE *out)
 {
-    fprintf(out, "pipeline %s (%s)\n", p->name, p->manifest_path);
+    fprintf(out, "pipeline %s (%s): seed %llu, budget_ms %.15g, memory_cap_bytes %.15g\n",
+            p->name, p->manifest_path, (unsigned long long)p->seed, p->budget_ms,
+            p->memory_cap_bytes);
     for (int i = 0; i < p->n_steps; i++) {
         const loom_step *st = &p->steps[i];
-        char params[512];
+        const loom_plugin_manifest *m = &st->plugin->m;
+        char params[1024];
         loom_params_format(st->params, st->n_params, params, sizeof params);
-        fprintf(out, "  [%d] %-12s %-28s %-8s %s%s%s\n", i, loom_role_name(st->role),
-                st->plugin->m.id, st->plugin->m.version,
-                st->plugin->is_static ? "(linked in)" : st->plugin->m.binary_path,
-                params[0] ? "  " : "", params);
+        fprintf(out, "  [%d] %-12s %s %s %s params: %s\n", i, m->role, m->id,
+                m->version, st->plugin->is_static ? "(static)" : m->binary_path,
+                st->n_params ? params : "(none)");
     }
 }

@@ -351,7 +351,7 @@ static void collect(const loom_iteration *it, int32_t m, mb_stats *st)
 static void check_packing(const loom_workload *w, int32_t m)
 {
     mb_stats st[64];
-    mb_stats prev;
+    mb_stats prev = {0};
     int have_prev = 0;
     ck_assert_int_le(m, 64);
     for (int32_t i = 0; i < w->n_iterations; i++) {

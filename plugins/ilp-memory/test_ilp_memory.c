@@ -65,12 +65,31 @@ START_TEST(never_slower_than_greedy_or_knapsack)
 }
 END_TEST
 
+/* A clone of g and a simulator scratch for evaluating many choices. */
+typedef struct evaluator {
+    loom_stage_graph *c;
+    loom_sim_scratch *scratch;
+    const loom_schedule *s;
+} evaluator;
+
+/* Total latency of `pol` when it fits the cap, else HUGE_VAL. */
+static double evaluate(evaluator *ev, const uint8_t *pol)
+{
+    memcpy(ev->c->layer_policy, pol, (size_t)ev->c->n_layer_entries);
+    loom_graph_apply_policies(ev->c);
+    loom_metrics m;
+    memset(&m, 0, sizeof m);
+    loom_error err = {0};
+    ck_assert_int_eq(loom_sim_run(ev->scratch, ev->c, ev->s, &m, &err),
+                     LOOM_OK);
+    return m.cap_violations == 0 ? mtt_latency(ev->c, pol) : HUGE_VAL;
+}
+
 /* Smallest total latency over every choice of one candidate per pair
  * that fits the cap (odometer over the candidate sets). */
-static double best_over_candidates(const loom_stage_graph *g,
-                                   const loom_schedule *s,
-                                   const loom_mckp_set *set)
+static double best_over_candidates(evaluator *ev, const loom_mckp_set *set)
 {
+    const loom_stage_graph *g = ev->c;
     int32_t n = g->n_pairs;
     int32_t *pick = calloc((size_t)n, sizeof *pick);
     uint8_t *pol = malloc((size_t)g->n_layer_entries);
@@ -78,9 +97,8 @@ static double best_over_candidates(const loom_stage_graph *g,
     for (;;) {
         for (int32_t p = 0; p < n; p++)
             loom_mckp_apply(set, g, p, set->cand_off[p] + pick[p], pol);
-        loom_metrics m = mtt_simulate(g, s, pol, NULL);
-        double lat = mtt_latency(g, pol);
-        if (m.cap_violations == 0 && lat < best)
+        double lat = evaluate(ev, pol);
+        if (lat < best)
             best = lat;
         int32_t p = 0;
         while (p < n && ++pick[p] == set->cand_off[p + 1] - set->cand_off[p])
@@ -94,16 +112,14 @@ static double best_over_candidates(const loom_stage_graph *g,
 }
 
 /* Smallest total latency over every per-layer choice that fits. */
-static double best_over_layers(const loom_stage_graph *g,
-                               const loom_schedule *s)
+static double best_over_layers(evaluator *ev)
 {
-    int32_t n = g->n_layer_entries;
+    int32_t n = ev->c->n_layer_entries;
     uint8_t *pol = calloc((size_t)n, 1);
     double best = HUGE_VAL;
     for (;;) {
-        loom_metrics m = mtt_simulate(g, s, pol, NULL);
-        double lat = mtt_latency(g, pol);
-        if (m.cap_violations == 0 && lat < best)
+        double lat = evaluate(ev, pol);
+        if (lat < best)
             best = lat;
         int32_t e = 0;
         while (e < n && ++pol[e] == LOOM_POLICY_COUNT)
@@ -142,8 +158,11 @@ START_TEST(optimal_over_candidates_on_small_instances)
         ck_assert_int_eq(loom_mckp_build(loom_mock_host_api(h), &set, g, 4, 64,
                                          &err), LOOM_OK);
         double la = mtt_latency(g, a);
-        double cand = best_over_candidates(g, s, &set);
-        double layers = best_over_layers(g, s);
+        evaluator ev = {loom_graph_clone(g), loom_sim_scratch_new(), s};
+        double cand = best_over_candidates(&ev, &set);
+        double layers = best_over_layers(&ev);
+        loom_sim_scratch_free(ev.scratch);
+        loom_graph_free(ev.c);
         ck_assert_msg(la <= cand + 1e-9, "seed %llu: ilp %.9g, candidates %.9g",
                       (unsigned long long)seed, la, cand);
         ck_assert(la >= layers - 1e-9);

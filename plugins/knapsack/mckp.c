@@ -309,16 +309,20 @@ static void mckp_push(loom_mckp_set *set, int32_t *n_cands, int32_t *pol_used,
 /* Swaps the shadow arrays in. */
 static void mckp_swap(loom_mckp_set *set)
 {
-    int32_t *i32;
-    double *f;
-    int64_t *i64;
-    uint8_t *u8;
-    i32 = set->cand_off, set->cand_off = set->b_off, set->b_off = i32;
-    i32 = set->cand_pol_off, set->cand_pol_off = set->b_pol_off,
-    set->b_pol_off = i32;
-    f = set->cand_ms, set->cand_ms = set->b_ms, set->b_ms = f;
-    i64 = set->cand_bytes, set->cand_bytes = set->b_bytes, set->b_bytes = i64;
-    u8 = set->policy, set->policy = set->b_policy, set->b_policy = u8;
+    int32_t *off = set->cand_off, *pol_off = set->cand_pol_off;
+    double *ms = set->cand_ms;
+    int64_t *bytes = set->cand_bytes;
+    uint8_t *policy = set->policy;
+    set->cand_off = set->b_off;
+    set->cand_pol_off = set->b_pol_off;
+    set->cand_ms = set->b_ms;
+    set->cand_bytes = set->b_bytes;
+    set->policy = set->b_policy;
+    set->b_off = off;
+    set->b_pol_off = pol_off;
+    set->b_ms = ms;
+    set->b_bytes = bytes;
+    set->b_policy = policy;
 }
 
 /* Merges each pair's `extra` combination into its candidates (see

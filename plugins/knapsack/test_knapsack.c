@@ -184,6 +184,45 @@ START_TEST(candidates_pareto_extremes_and_buckets)
 }
 END_TEST
 
+/* Adding a combination keeps the Pareto order; it is kept unless a
+ * candidate dominates it, and drops what it dominates. */
+START_TEST(adding_a_combination)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    const loom_host_api *host = loom_mock_host_api(h);
+    loom_stage_graph *g = hand_graph();
+    loom_mckp_set set;
+    memset(&set, 0, sizeof set);
+    loom_error err = {0};
+    /* k = 3, bound 105 bytes: NONE,NONE (6/180), NF (7.2/120 is over),
+     * SS (7.5/80), FULL,FULL (9.2/30) */
+    ck_assert_int_eq(loom_mckp_build(host, &set, g, 3, 150, &err), LOOM_OK);
+    ck_assert_int_eq(set.cand_off[1], 3);
+    want(&set, g, 1, 7.5, 80, 1, 1);
+    const uint8_t sn[2] = {1, 0}; /* 6.5 ms / 130 bytes: a new point */
+    loom_mckp_add(&set, g, sn);
+    ck_assert_int_eq(set.cand_off[1], 4);
+    want(&set, g, 0, 6.0, 180, 0, 0);
+    want(&set, g, 1, 6.5, 130, 1, 0);
+    want(&set, g, 2, 7.5, 80, 1, 1);
+    want(&set, g, 3, 9.2, 30, 2, 2);
+    const uint8_t fn[2] = {2, 0}; /* 8 ms / 90 bytes: dominated by SS */
+    loom_mckp_add(&set, g, fn);
+    ck_assert_int_eq(set.cand_off[1], 4);
+    want(&set, g, 2, 7.5, 80, 1, 1);
+    /* make SF 7.4 ms / 70 bytes: it dominates SS and replaces it */
+    g->layer_options[1 * 3 + 2].backward_ms = 2.9;
+    const uint8_t sf[2] = {1, 2};
+    loom_mckp_add(&set, g, sf);
+    ck_assert_int_eq(set.cand_off[1], 4);
+    want(&set, g, 2, 7.4, 70, 1, 2);
+    want(&set, g, 3, 9.2, 30, 2, 2);
+    loom_mckp_free(host, &set);
+    loom_graph_free(g);
+    loom_mock_host_free(h);
+}
+END_TEST
+
 START_TEST(tuner_keeps_the_cap)
 {
     const loom_memory_tuner_vtable *vt = mtt_vtable(loom_static_knapsack());
@@ -262,6 +301,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, hand_candidates);
     tcase_add_test(tc, candidates_pareto_extremes_and_buckets);
+    tcase_add_test(tc, adding_a_combination);
     tcase_add_test(tc, tuner_keeps_the_cap);
     tcase_add_test(tc, no_cap_takes_the_fastest);
     tcase_add_test(tc, params_are_checked);

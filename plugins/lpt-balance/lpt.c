@@ -64,12 +64,12 @@ double loom_lpt_assign(const double *sizes, int32_t n, int32_t m,
         loads[best] += sizes[it];
         held[best]++;
     }
-    /* perm: groups in order, each in dealing order */
+    /* perm: the groups in order, each in item order */
     int32_t at = 0;
     for (int32_t j = 0; j < m; j++)
-        for (int32_t k = 0; k < n; k++)
-            if (group_of[order[k]] == j)
-                perm[at++] = order[k];
+        for (int32_t i = 0; i < n; i++)
+            if (group_of[i] == j)
+                perm[at++] = i;
     double worst = 0;
     for (int32_t j = 0; j < m; j++)
         worst = loads[j] > worst ? loads[j] : worst;

@@ -20,7 +20,8 @@
  * ties by index; each goes to the group with the least load among those
  * holding fewer than `cap` items (cap <= 0: no limit), ties to the lowest
  * group. Writes group_of[n], perm[n] (the groups concatenated, each in
- * dealing order: group j's items become DP group j's samples) and
+ * item order: group j's items become DP group j's samples; with m = 1
+ * the identity) and
  * loads[m]; `scratch` holds 2n ints. Returns the largest load, or -1 when
  * the arguments are invalid (m < 1, n < 0, or cap * m < n). */
 double loom_lpt_assign(const double *sizes, int32_t n, int32_t m,

@@ -37,6 +37,8 @@ static void usage(FILE *out)
             "  --out DIR             write plan.json, trace.json, schedule.csv, timeline.svg,\n"
             "                        summary.txt (DIR/iter-NNN/ when planning several iterations)\n"
             "  --json                print the metrics as one JSON object\n"
+            "  --progress-csv FILE   write the search's best-makespan-vs-time curve of every\n"
+            "                        iteration (iteration,elapsed_ms,best_makespan_ms,evaluations)\n"
             "  --quiet               no progress or summary table\n"
             "exit codes: 0 ok, 1 planning failure, 2 usage or input error, 3 plugin error\n",
             "image-pairs, interleaved, video, rise-and-fall, text");
@@ -73,7 +75,7 @@ int loom_cmd_plan(int argc, char **argv)
 {
     loom_session_args a;
     loom_session_args_init(&a);
-    const char *out_dir = NULL;
+    const char *out_dir = NULL, *progress_csv = NULL;
     int json = 0, quiet = 0;
     for (int i = 1; i < argc; i++) {
         int used = loom_session_args_take(&a, argc, argv, &i);
@@ -86,6 +88,8 @@ int loom_cmd_plan(int argc, char **argv)
             return LOOM_EXIT_OK;
         } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
             out_dir = argv[++i];
+        } else if (!strcmp(argv[i], "--progress-csv") && i + 1 < argc) {
+            progress_csv = argv[++i];
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
         } else if (!strcmp(argv[i], "--quiet")) {
@@ -105,6 +109,16 @@ int loom_cmd_plan(int argc, char **argv)
         return loom_cli_exit_for_status(rc);
     }
     signal(SIGINT, on_sigint);
+    FILE *curve = NULL;
+    if (progress_csv) {
+        curve = fopen(progress_csv, "w");
+        if (!curve) {
+            fprintf(stderr, "loom plan: --progress-csv %s: cannot open for writing\n", progress_csv);
+            loom_session_close(&s);
+            return LOOM_EXIT_USAGE;
+        }
+        fprintf(curve, "iteration,elapsed_ms,best_makespan_ms,evaluations\n");
+    }
 
     int32_t n = s.n_iterations;
     double sum_ms = 0, sum_bubble = 0, sum_plan = 0, sum_mfu = 0, sum_span = 0;
@@ -126,6 +140,13 @@ int loom_cmd_plan(int argc, char **argv)
             break;
         }
         const loom_metrics *m = &plan.metrics;
+        if (curve) {
+            const loom_progress_point *pts = NULL;
+            int32_t np = loom_engine_progress_curve(&pts);
+            for (int32_t j = 0; j < np; j++)
+                fprintf(curve, "%d,%.3f,%.6f,%lld\n", k, pts[j].elapsed_ms, pts[j].best_makespan_ms,
+                        (long long)pts[j].evaluations);
+        }
         if (!peak) {
             ranks = plan.graph->n_ranks;
             peak = calloc((size_t)ranks, sizeof *peak);
@@ -183,6 +204,8 @@ int loom_cmd_plan(int argc, char **argv)
     }
     if (iters)
         fclose(iters);
+    if (curve)
+        fclose(curve);
     if (rc == LOOM_OK && done > 0) {
         if (json) {
             printf("{\"makespan_ms\": %.6f, \"span_ms\": %.6f, \"bubble_ratio\": %.6f, "

@@ -1,11 +1,310 @@
-/* cmd_plugins.c - `loom plugins` (placeholder until its implementation lands). */
+/* cmd_plugins.c - `loom plugins list|inspect`: the plugins Loom can find,
+ * their manifests, params and (with --load) whether they load. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cjson/cJSON.h>
 #include "cli.h"
+#include "registry.h"
+
+/* Options shared by both subcommands. */
+typedef struct plugins_opts {
+    int json;
+    int load;
+    const char *id; /* inspect only */
+    const char **paths;
+    int n_paths;
+} plugins_opts;
+
+/* Prints the usage text. */
+static void plugins_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: loom plugins list [--json] [--load] [--path DIR]...\n"
+            "       loom plugins inspect ID|NAME [--json] [--load] [--path DIR]...\n"
+            "\n"
+            "Lists the plugins found in every --path DIR, then in LOOM_PLUGIN_PATH\n"
+            "(colon-separated), then beside libloom (../plugins, loom/plugins).\n"
+            "Listing reads manifests only; --load also loads each plugin (dlopen,\n"
+            "handshake, init) and shows loaded or failed: <reason> as its status.\n"
+            "\n"
+            "  --json       machine-readable output\n"
+            "  --load       load the plugins to check them\n"
+            "  --path DIR   also search DIR (a plugin folder or a folder of them)\n"
+            "\n"
+            "exit codes: 0 ok, 2 usage error or unknown plugin, 3 plugin error\n");
+}
+
+/* Parses argv after the subcommand; returns -1 on success, else an exit code. */
+static int parse_opts(int argc, char **argv, int want_id, plugins_opts *o)
+{
+    o->paths = calloc((size_t)argc + 1, sizeof *o->paths);
+    if (!o->paths)
+        return LOOM_EXIT_PLAN;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            plugins_usage(stdout);
+            return LOOM_EXIT_OK;
+        } else if (!strcmp(a, "--json")) {
+            o->json = 1;
+        } else if (!strcmp(a, "--load")) {
+            o->load = 1;
+        } else if (!strcmp(a, "--path")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "loom plugins: --path needs a directory\n");
+                return LOOM_EXIT_USAGE;
+            }
+            o->paths[o->n_paths++] = argv[++i];
+        } else if (!strncmp(a, "--path=", 7)) {
+            o->paths[o->n_paths++] = a + 7;
+        } else if (a[0] == '-' || !want_id || o->id) {
+            fprintf(stderr, "loom plugins: unexpected argument '%s'\n", a);
+            plugins_usage(stderr);
+            return LOOM_EXIT_USAGE;
+        } else {
+            o->id = a;
+        }
+    }
+    if (want_id && !o->id) {
+        fprintf(stderr, "loom plugins inspect: expected a plugin id or name\n");
+        plugins_usage(stderr);
+        return LOOM_EXIT_USAGE;
+    }
+    return -1;
+}
+
+/* Builds the registry from --path dirs and the default search path. */
+static int open_registry(const plugins_opts *o, loom_registry **out)
+{
+    loom_error err = {0};
+    loom_registry *reg = loom_registry_new();
+    int rc = reg ? LOOM_OK : loom_set_error(&err, LOOM_ENOMEM, "out of memory");
+    for (int i = 0; i < o->n_paths && !rc; i++)
+        rc = loom_registry_add_dir(reg, o->paths[i], &err);
+    if (!rc)
+        rc = loom_registry_add_default_dirs(reg, &err);
+    if (rc) {
+        fprintf(stderr, "loom plugins: %s\n", err.message);
+        loom_registry_free(reg);
+        return loom_cli_exit_for_status(rc);
+    }
+    *out = reg;
+    return -1;
+}
+
+/* Status text of a plugin: found, loaded or failed: <message>. */
+static void status_text(const loom_plugin *p, char *buf, size_t size)
+{
+    if (p->state == LOOM_PLUGIN_LOADED)
+        snprintf(buf, size, "loaded");
+    else if (p->state == LOOM_PLUGIN_FAILED)
+        snprintf(buf, size, "failed: %s", p->load_error.message);
+    else
+        snprintf(buf, size, "found");
+}
+
+/* Prints cJSON to stdout and frees it. */
+static int print_json(cJSON *root)
+{
+    char *text = root ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (!text) {
+        fprintf(stderr, "loom plugins: out of memory\n");
+        return LOOM_EXIT_PLAN;
+    }
+    printf("%s\n", text);
+    free(text);
+    return LOOM_EXIT_OK;
+}
+
+/* `loom plugins list`. */
+static int cmd_list(loom_registry *reg, const plugins_opts *o)
+{
+    int n = loom_registry_count(reg);
+    char status[LOOM_ERROR_MSG_BYTES + 16];
+    if (o->json) {
+        cJSON *arr = cJSON_CreateArray();
+        for (int i = 0; arr && i < n; i++) {
+            const loom_plugin *p = loom_registry_at(reg, i);
+            cJSON *obj = cJSON_CreateObject();
+            status_text(p, status, sizeof status);
+            cJSON_AddStringToObject(obj, "id", p->m.id);
+            cJSON_AddStringToObject(obj, "role", p->m.role);
+            cJSON_AddStringToObject(obj, "name", p->m.name);
+            cJSON_AddStringToObject(obj, "version", p->m.version);
+            cJSON_AddStringToObject(obj, "path", p->m.binary_path);
+            cJSON_AddStringToObject(obj, "status", status);
+            cJSON_AddItemToArray(arr, obj);
+        }
+        return print_json(arr);
+    }
+    int w_id = 2, w_role = 4, w_name = 4, w_ver = 7;
+    for (int i = 0; i < n; i++) {
+        const loom_plugin *p = loom_registry_at(reg, i);
+        int l;
+        if ((l = (int)strlen(p->m.id)) > w_id) w_id = l;
+        if ((l = (int)strlen(p->m.role)) > w_role) w_role = l;
+        if ((l = (int)strlen(p->m.name)) > w_name) w_name = l;
+        if ((l = (int)strlen(p->m.version)) > w_ver) w_ver = l;
+    }
+    printf("%-*s  %-*s  %-*s  %-*s  %s  %s\n", w_id, "ID", w_role, "ROLE", w_name,
+           "NAME", w_ver, "VERSION", "PATH", "STATUS");
+    for (int i = 0; i < n; i++) {
+        const loom_plugin *p = loom_registry_at(reg, i);
+        status_text(p, status, sizeof status);
+        printf("%-*s  %-*s  %-*s  %-*s  %s  %s\n", w_id, p->m.id, w_role, p->m.role,
+               w_name, p->m.name, w_ver, p->m.version, p->m.binary_path, status);
+    }
+    if (n == 0)
+        printf("(no plugins found; use --path DIR or set LOOM_PLUGIN_PATH)\n");
+    return LOOM_EXIT_OK;
+}
+
+/* Writes a param's default value as text. */
+static void default_text(const loom_param_spec *ps, char *buf, size_t size)
+{
+    switch (ps->type) {
+    case LOOM_PARAM_INT: snprintf(buf, size, "%lld", (long long)ps->def.i); break;
+    case LOOM_PARAM_DOUBLE: snprintf(buf, size, "%.15g", ps->def.d); break;
+    case LOOM_PARAM_BOOL: snprintf(buf, size, "%s", ps->def.i ? "true" : "false"); break;
+    case LOOM_PARAM_STRING: snprintf(buf, size, "\"%s\"", ps->def.s); break;
+    default: snprintf(buf, size, "%s", ps->def.s); break;
+    }
+}
+
+/* Writes a param's bounds or values as text ("" when unconstrained). */
+static void limits_text(const loom_param_spec *ps, char *buf, size_t size)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    if (ps->type == LOOM_PARAM_ENUM) {
+        n = (size_t)snprintf(buf, size, "values");
+        for (int k = 0; k < ps->n_values && n < size; k++)
+            n += (size_t)snprintf(buf + n, size - n, "%s %s", k ? "," : "", ps->values[k]);
+    } else if (ps->has_min && ps->has_max) {
+        snprintf(buf, size, "range [%.15g, %.15g]", ps->min, ps->max);
+    } else if (ps->has_min) {
+        snprintf(buf, size, "range >= %.15g", ps->min);
+    } else if (ps->has_max) {
+        snprintf(buf, size, "range <= %.15g", ps->max);
+    }
+}
+
+/* A param spec as a JSON object. */
+static cJSON *param_json(const loom_param_spec *ps)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", ps->name);
+    cJSON_AddStringToObject(o, "type", loom_param_type_name(ps->type));
+    switch (ps->type) {
+    case LOOM_PARAM_INT: cJSON_AddNumberToObject(o, "default", (double)ps->def.i); break;
+    case LOOM_PARAM_DOUBLE: cJSON_AddNumberToObject(o, "default", ps->def.d); break;
+    case LOOM_PARAM_BOOL: cJSON_AddBoolToObject(o, "default", ps->def.i != 0); break;
+    default: cJSON_AddStringToObject(o, "default", ps->def.s); break;
+    }
+    if (ps->has_min)
+        cJSON_AddNumberToObject(o, "min", ps->min);
+    if (ps->has_max)
+        cJSON_AddNumberToObject(o, "max", ps->max);
+    if (ps->type == LOOM_PARAM_ENUM) {
+        cJSON *vals = cJSON_AddArrayToObject(o, "values");
+        for (int k = 0; k < ps->n_values; k++)
+            cJSON_AddItemToArray(vals, cJSON_CreateString(ps->values[k]));
+    }
+    cJSON_AddStringToObject(o, "doc", ps->doc);
+    return o;
+}
+
+/* `loom plugins inspect`. */
+static int cmd_inspect(loom_registry *reg, const plugins_opts *o)
+{
+    loom_plugin *p = loom_registry_find(reg, NULL, o->id);
+    if (!p) {
+        fprintf(stderr,
+                "loom plugins inspect: no plugin \"%s\" (by id or name); "
+                "`loom plugins list` shows what was found\n",
+                o->id);
+        return LOOM_EXIT_USAGE;
+    }
+    if (o->load)
+        loom_plugin_load(reg, p, NULL);
+    const loom_plugin_manifest *m = &p->m;
+    char status[LOOM_ERROR_MSG_BYTES + 16], def[256], lim[512];
+    status_text(p, status, sizeof status);
+    if (o->json) {
+        cJSON *obj = cJSON_CreateObject();
+        cJSON_AddStringToObject(obj, "id", m->id);
+        cJSON_AddStringToObject(obj, "version", m->version);
+        cJSON_AddStringToObject(obj, "description", m->description);
+        cJSON_AddStringToObject(obj, "role", m->role);
+        cJSON_AddNumberToObject(obj, "role_version", m->role_version);
+        cJSON_AddStringToObject(obj, "name", m->name);
+        cJSON_AddNumberToObject(obj, "abi", m->abi);
+        cJSON_AddStringToObject(obj, "path", m->binary_path);
+        cJSON_AddStringToObject(obj, "entry", m->entry);
+        cJSON_AddStringToObject(obj, "manifest", m->manifest_path);
+        cJSON_AddBoolToObject(obj, "thread_safe", m->thread_safe != 0);
+        cJSON_AddStringToObject(obj, "status", status);
+        cJSON *params = cJSON_AddArrayToObject(obj, "params");
+        for (int i = 0; i < m->n_params; i++)
+            cJSON_AddItemToArray(params, param_json(&m->params[i]));
+        return print_json(obj);
+    }
+    printf("id:           %s\n", m->id);
+    printf("version:      %s\n", m->version);
+    printf("description:  %s\n", m->description);
+    printf("role:         %s (role_version %u)\n", m->role, (unsigned)m->role_version);
+    printf("name:         %s\n", m->name);
+    printf("abi:          %d\n", m->abi);
+    printf("binary:       %s\n", m->binary_path);
+    printf("entry:        %s\n", m->entry);
+    printf("manifest:     %s\n", m->manifest_path);
+    printf("thread_safe:  %s\n", m->thread_safe ? "yes" : "no");
+    printf("status:       %s\n", status);
+    printf("params:%s\n", m->n_params ? "" : "       (none)");
+    for (int i = 0; i < m->n_params; i++) {
+        const loom_param_spec *ps = &m->params[i];
+        default_text(ps, def, sizeof def);
+        limits_text(ps, lim, sizeof lim);
+        printf("  %s (%s) default %s%s%s\n", ps->name, loom_param_type_name(ps->type),
+               def, lim[0] ? ", " : "", lim);
+        if (ps->doc[0])
+            printf("      %s\n", ps->doc);
+    }
+    return LOOM_EXIT_OK;
+}
 
 int loom_cmd_plugins(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "loom plugins: not available in this build\n");
-    return LOOM_EXIT_USAGE;
+    if (argc < 2) {
+        plugins_usage(stderr);
+        return LOOM_EXIT_USAGE;
+    }
+    const char *sub = argv[1];
+    if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
+        plugins_usage(stdout);
+        return LOOM_EXIT_OK;
+    }
+    int is_list = !strcmp(sub, "list"), is_inspect = !strcmp(sub, "inspect");
+    if (!is_list && !is_inspect) {
+        fprintf(stderr, "loom plugins: unknown subcommand '%s'\n", sub);
+        plugins_usage(stderr);
+        return LOOM_EXIT_USAGE;
+    }
+    plugins_opts o;
+    memset(&o, 0, sizeof o);
+    int code = parse_opts(argc - 2, argv + 2, is_inspect, &o);
+    loom_registry *reg = NULL;
+    if (code < 0)
+        code = open_registry(&o, &reg);
+    if (code < 0) {
+        if (is_list && o.load)
+            for (int i = 0; i < loom_registry_count(reg); i++)
+                loom_plugin_load(reg, loom_registry_at(reg, i), NULL);
+        code = is_list ? cmd_list(reg, &o) : cmd_inspect(reg, &o);
+    }
+    loom_registry_free(reg);
+    free(o.paths);
+    return code;
 }

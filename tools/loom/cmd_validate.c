@@ -1,11 +1,141 @@
-/* cmd_validate.c - `loom validate` (placeholder until its implementation lands). */
+/* cmd_validate.c - `loom validate MANIFEST`: loads and checks a planner
+ * manifest (config, plugins, params, create) without planning, and prints
+ * the resolved pipeline. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "cli.h"
+#include "pipeline.h"
+
+/* Prints the usage text. */
+static void validate_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: loom validate MANIFEST [--path DIR]... [--use ROLE=NAME]...\n"
+            "                     [--param ROLE.KEY=VALUE]...\n"
+            "\n"
+            "Reads the planner manifest, finds and loads every plugin it names,\n"
+            "checks their params and creates each step once, without planning.\n"
+            "Prints the resolved pipeline.\n"
+            "\n"
+            "  --path DIR              also search DIR for plugins\n"
+            "  --use ROLE=NAME         use plugin NAME (id or name) for ROLE\n"
+            "  --param ROLE.KEY=VALUE  set a param of the ROLE step (VALUE is JSON\n"
+            "                          when it parses, else a string)\n"
+            "\n"
+            "exit codes: 0 valid, 2 usage or input error, 3 plugin error\n");
+}
+
+/* Collected command-line arguments. */
+typedef struct validate_opts {
+    const char *manifest;
+    const char **paths, **uses, **params;
+    int n_paths, n_uses, n_params;
+} validate_opts;
+
+/* Takes the value of option argv[*i] ("--opt V" or "--opt=V"); NULL when
+ * argv[*i] is not that option or the value is missing. */
+static const char *opt_value(int argc, char **argv, int *i, const char *opt,
+                             int *missing)
+{
+    size_t n = strlen(opt);
+    const char *a = argv[*i];
+    if (strncmp(a, opt, n))
+        return NULL;
+    if (a[n] == '=')
+        return a + n + 1;
+    if (a[n])
+        return NULL;
+    if (*i + 1 >= argc) {
+        *missing = 1;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+/* Parses argv; returns -1 to continue, else an exit code. */
+static int parse_args(int argc, char **argv, validate_opts *o)
+{
+    size_t cap = (size_t)argc + 1;
+    o->paths = calloc(cap, sizeof *o->paths);
+    o->uses = calloc(cap, sizeof *o->uses);
+    o->params = calloc(cap, sizeof *o->params);
+    if (!o->paths || !o->uses || !o->params)
+        return LOOM_EXIT_PLAN;
+    for (int i = 1; i < argc; i++) {
+        int missing = 0;
+        const char *v;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            validate_usage(stdout);
+            return LOOM_EXIT_OK;
+        } else if ((v = opt_value(argc, argv, &i, "--path", &missing))) {
+            o->paths[o->n_paths++] = v;
+        } else if ((v = opt_value(argc, argv, &i, "--use", &missing))) {
+            o->uses[o->n_uses++] = v;
+        } else if ((v = opt_value(argc, argv, &i, "--param", &missing))) {
+            o->params[o->n_params++] = v;
+        } else if (missing) {
+            fprintf(stderr, "loom validate: %s needs a value\n", argv[i]);
+            return LOOM_EXIT_USAGE;
+        } else if (argv[i][0] == '-' || o->manifest) {
+            fprintf(stderr, "loom validate: unexpected argument '%s'\n", argv[i]);
+            validate_usage(stderr);
+            return LOOM_EXIT_USAGE;
+        } else {
+            o->manifest = argv[i];
+        }
+    }
+    if (!o->manifest) {
+        fprintf(stderr, "loom validate: expected a planner manifest\n");
+        validate_usage(stderr);
+        return LOOM_EXIT_USAGE;
+    }
+    return -1;
+}
+
+/* Loads the config, applies overrides and opens the pipeline. */
+static int run_validate(const validate_opts *o, loom_error *err)
+{
+    loom_planner_config *cfg = NULL;
+    loom_registry *reg = NULL;
+    loom_pipeline *pipe = NULL;
+    int rc = loom_planner_config_load(o->manifest, &cfg, err);
+    for (int i = 0; i < o->n_uses && !rc; i++)
+        rc = loom_planner_config_use(cfg, o->uses[i], err);
+    for (int i = 0; i < o->n_params && !rc; i++)
+        rc = loom_planner_config_param(cfg, o->params[i], err);
+    if (!rc && !(reg = loom_registry_new()))
+        rc = loom_set_error(err, LOOM_ENOMEM, "out of memory");
+    for (int i = 0; i < o->n_paths && !rc; i++)
+        rc = loom_registry_add_dir(reg, o->paths[i], err);
+    if (!rc)
+        rc = loom_registry_add_default_dirs(reg, err);
+    if (!rc)
+        rc = loom_pipeline_open(reg, cfg, &pipe, err);
+    if (!rc) {
+        loom_pipeline_describe(pipe, stdout);
+        printf("%s: valid (%d steps)\n", o->manifest, pipe->n_steps);
+    }
+    loom_pipeline_close(pipe);
+    loom_registry_free(reg);
+    loom_planner_config_free(cfg);
+    return rc;
+}
 
 int loom_cmd_validate(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "loom validate: not available in this build\n");
-    return LOOM_EXIT_USAGE;
+    validate_opts o;
+    memset(&o, 0, sizeof o);
+    int code = parse_args(argc, argv, &o);
+    if (code < 0) {
+        loom_error err = {0};
+        int rc = run_validate(&o, &err);
+        if (rc)
+            fprintf(stderr, "loom validate: %s\n", err.message);
+        code = loom_cli_exit_for_status(rc);
+    }
+    free(o.paths);
+    free(o.uses);
+    free(o.params);
+    return code;
 }

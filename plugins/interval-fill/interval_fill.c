@@ -1,0 +1,224 @@
+/*
+ * interval_fill.c - the interval-fill ranker: DistTrain's inter-microbatch
+ * reordering (DistTrain §6.2) as the order in which microbatches enter
+ * the pipeline, and the choice among candidates.
+ *
+ * For every candidate graph it reads each microbatch's forward and
+ * backward time on every rank (rank r standing for pipeline stage r, as
+ * disttrain-alloc numbers them along the encoder -> backbone -> generator
+ * chain), orders the microbatches with loom_ifill_order, turns the order
+ * into group priorities (earlier microbatch, higher priority; within a
+ * microbatch lower flows first) and scores them through "loom.evaluator".
+ * With keep_better it also scores the workload order and keeps the faster
+ * of the two. The candidate with the lowest makespan wins (ties: lowest
+ * index).
+ */
+#include <string.h>
+#include <loom/loom.h>
+#include "ifill.h"
+
+typedef struct ifr_self {
+    const loom_host_api *host;
+    loom_ctx *ctx;
+} ifr_self;
+
+/* Creates an instance holding the host table and the step context. */
+static int ifr_create(const loom_host_api *host, loom_ctx *ctx,
+                      void *plugin_state, void **self, loom_error *err)
+{
+    (void)plugin_state;
+    ifr_self *s = host->alloc(sizeof *s);
+    if (!s)
+        return host->error(err, LOOM_ENOMEM, "interval-fill: out of memory");
+    s->host = host;
+    s->ctx = ctx;
+    *self = s;
+    return LOOM_OK;
+}
+
+/* Releases an instance from ifr_create. */
+static void ifr_destroy(void *self)
+{
+    ifr_self *s = self;
+    if (s)
+        s->host->free(s);
+}
+
+/* Working memory for one graph. */
+typedef struct ifr_work {
+    double *fwd, *bwd, *sim, *zf, *zb;
+    int32_t *order, *pos, *iscratch;
+} ifr_work;
+
+/* Frees the arrays of w. */
+static void ifr_free(const loom_host_api *host, ifr_work *w)
+{
+    host->free(w->fwd);
+    host->free(w->bwd);
+    host->free(w->sim);
+    host->free(w->zf);
+    host->free(w->zb);
+    host->free(w->order);
+    host->free(w->pos);
+    host->free(w->iscratch);
+    memset(w, 0, sizeof *w);
+}
+
+/* Fills prio (one per group) with the interval-fill order of graph g. */
+static int ifr_priorities(ifr_self *s, const loom_stage_graph *g, float *prio,
+                          loom_error *err)
+{
+    const loom_host_api *host = s->host;
+    int32_t p = g->n_ranks, l = g->n_microbatches;
+    if (p < 1 || l < 1)
+        return host->error(err, LOOM_EINVAL,
+                           "interval-fill: graph with %d ranks and %d "
+                           "microbatches", p, l);
+    size_t lp = (size_t)l * (size_t)p;
+    ifr_work w;
+    w.fwd = host->alloc(lp * sizeof(double));
+    w.bwd = host->alloc(lp * sizeof(double));
+    w.sim = host->alloc(LOOM_IFILL_SIM_DOUBLES(l, p) * sizeof(double));
+    w.zf = host->alloc(lp * sizeof(double));
+    w.zb = host->alloc(lp * sizeof(double));
+    w.order = host->alloc((size_t)l * sizeof(int32_t));
+    w.pos = host->alloc((size_t)l * sizeof(int32_t));
+    w.iscratch = host->alloc(LOOM_IFILL_ORDER_INTS(l, p) * sizeof(int32_t));
+    if (!w.fwd || !w.bwd || !w.sim || !w.zf || !w.zb || !w.order || !w.pos ||
+        !w.iscratch) {
+        ifr_free(host, &w);
+        return host->error(err, LOOM_ENOMEM, "interval-fill: out of memory");
+    }
+    memset(w.fwd, 0, lp * sizeof(double));
+    memset(w.bwd, 0, lp * sizeof(double));
+    for (int32_t v = 0; v < g->n_stages; v++) {
+        size_t at = (size_t)g->microbatch[v] * (size_t)p + (size_t)g->rank[v];
+        if (g->kind[v] == LOOM_STAGE_F)
+            w.fwd[at] += g->duration_ms[v];
+        else
+            w.bwd[at] += g->duration_ms[v];
+    }
+    loom_ifill_order(p, l, w.fwd, w.bwd, w.order, w.sim, w.iscratch, w.zf, w.zb);
+    for (int32_t k = 0; k < l; k++)
+        w.pos[w.order[k]] = k;
+    int32_t flows = g->n_groups / l > 0 ? g->n_groups / l : 1;
+    for (int32_t grp = 0; grp < g->n_groups; grp++) {
+        int32_t mb = g->group_microbatch[grp];
+        prio[grp] = (float)((int64_t)(l - w.pos[mb]) * flows +
+                            (flows - 1 - g->group_flow[grp] % flows));
+    }
+    ifr_free(host, &w);
+    return LOOM_OK;
+}
+
+/* Scores priorities `prio` on graph g through the evaluator. */
+static int ifr_score(ifr_self *s, const loom_evaluator_service *ev_svc,
+                     const loom_stage_graph *g, const float *prio,
+                     double *makespan_ms, loom_error *err)
+{
+    loom_evaluator *ev = NULL;
+    int rc = ev_svc->create(s->ctx, g, &ev, err);
+    if (rc != LOOM_OK)
+        return rc;
+    loom_metrics m;
+    memset(&m, 0, sizeof m);
+    rc = ev_svc->run(ev, prio, &m, err);
+    ev_svc->destroy(ev);
+    *makespan_ms = m.makespan_ms;
+    return rc;
+}
+
+/* Orders every candidate's microbatches and keeps the fastest. */
+static int ifr_rank(void *self, const loom_stage_graph *const *graphs,
+                    int32_t n_graphs, loom_ranking *out, loom_error *err)
+{
+    ifr_self *s = self;
+    const loom_host_api *host = s->host;
+    if (n_graphs < 1 || !graphs)
+        return host->error(err, LOOM_EINVAL,
+                           "interval-fill: expected at least one candidate "
+                           "graph, found %d", n_graphs);
+    const loom_evaluator_service *ev_svc = host->service(LOOM_SERVICE_EVALUATOR, 1);
+    if (!ev_svc)
+        return host->error(err, LOOM_ENOTFOUND,
+                           "interval-fill: the \"%s\" service is not available",
+                           LOOM_SERVICE_EVALUATOR);
+    int keep = 1;
+    if (host->param_bool(s->ctx, "keep_better", &keep) != LOOM_OK)
+        keep = 1;
+    int32_t most = 1;
+    for (int32_t c = 0; c < n_graphs; c++)
+        most = graphs[c]->n_groups > most ? graphs[c]->n_groups : most;
+    if (out->cap_priorities < most || !out->priorities)
+        return host->error(err, LOOM_EINVAL,
+                           "interval-fill: room for %d priorities, a graph "
+                           "has %d groups", out->cap_priorities, most);
+    float *fill = host->alloc((size_t)most * sizeof *fill);
+    float *fifo = host->alloc((size_t)most * sizeof *fifo);
+    int rc = fill && fifo ? LOOM_OK
+                          : host->error(err, LOOM_ENOMEM, "interval-fill: out of memory");
+    int64_t evals = 0;
+    out->candidate = -1;
+    for (int32_t c = 0; c < n_graphs && rc == LOOM_OK; c++) {
+        if (c > 0 && host->expired(s->ctx))
+            break;
+        const loom_stage_graph *g = graphs[c];
+        double t_fill = 0, t_fifo = 0;
+        rc = ifr_priorities(s, g, fill, err);
+        if (rc == LOOM_OK)
+            rc = ifr_score(s, ev_svc, g, fill, &t_fill, err);
+        evals += rc == LOOM_OK;
+        const float *use = fill;
+        double t = t_fill;
+        if (rc == LOOM_OK && keep) {
+            for (int32_t i = 0; i < g->n_groups; i++)
+                fifo[i] = (float)(g->n_groups - i);
+            rc = ifr_score(s, ev_svc, g, fifo, &t_fifo, err);
+            evals += rc == LOOM_OK;
+            if (rc == LOOM_OK && t_fifo < t_fill) {
+                use = fifo;
+                t = t_fifo;
+            }
+            host->log(s->ctx, LOOM_LOG_INFO,
+                      "candidate %d: interval fill %.3f ms, workload order "
+                      "%.3f ms", c, t_fill, t_fifo);
+        }
+        if (rc == LOOM_OK && (out->candidate < 0 || t < out->best_makespan_ms)) {
+            out->candidate = c;
+            out->best_makespan_ms = t;
+            memcpy(out->priorities, use, (size_t)g->n_groups * sizeof *use);
+            if (LOOM_HOST_HAS(host, progress) && host->progress)
+                host->progress(s->ctx, t, evals);
+        }
+    }
+    host->free(fill);
+    host->free(fifo);
+    out->evaluations = evals;
+    return rc;
+}
+
+static const loom_ranker_vtable ifr_vtable = {
+    { sizeof(loom_ranker_vtable), LOOM_RANKER_VERSION },
+    ifr_create,
+    ifr_destroy,
+    ifr_rank,
+};
+
+/* Returns the ranker vtable for role "ranker", else NULL. */
+static const loom_role_header *ifr_role(const char *role)
+{
+    if (role && strcmp(role, LOOM_ROLE_RANKER) == 0)
+        return &ifr_vtable.header;
+    return NULL;
+}
+
+static const loom_plugin_info ifr_info = {
+    LOOM_PLUGIN_INFO_HEADER,
+    "org.loom.interval-fill",
+    "1.0.0",
+    NULL,
+    NULL,
+    ifr_role,
+};
+
+LOOM_PLUGIN_DEFINE(interval_fill, ifr_info);

@@ -1,0 +1,395 @@
+/* test_interval_fill.c - DistTrain's inter-microbatch reordering: the 1F1B
+ * recurrence against the digest's oracles ((l+p-1)(tf+tb) = 27 and 33;
+ * encoder-bottleneck 51 and 108 where Eq. 1 + 5 says 57 and 117; 31.5 when
+ * a downstream stage is the bottleneck) and against the core simulator,
+ * the interval-fill order's shape (smallest first, p-1 smallest last, a
+ * permutation for any l, including Fig. 12's p=4, l=6), its quality
+ * against brute force, and the ranker over a test evaluator. */
+#include <stdlib.h>
+#include <string.h>
+#include <loom/mock_host.h>
+#include "engine_api.h"
+#include "json_util.h"
+#include "testutil.h"
+#include "ifill.h"
+
+const loom_plugin_info *loom_static_interval_fill(void);
+const loom_plugin_info *loom_static_1f1b(void);
+
+#define MAXL 16
+#define MAXP 8
+
+/* Times of l microbatches on p stages: stage s takes f[s] * scale[j]
+ * forward and twice that backward. */
+typedef struct inst {
+    int32_t p, l;
+    double fwd[MAXL * MAXP], bwd[MAXL * MAXP];
+} inst;
+
+/* Fills in from per-stage forward times and per-microbatch scales. */
+static void make(inst *in, int32_t p, int32_t l, const double *f,
+                 const double *scale)
+{
+    in->p = p;
+    in->l = l;
+    for (int32_t j = 0; j < l; j++)
+        for (int32_t s = 0; s < p; s++) {
+            double t = f[s] * (scale ? scale[j] : 1.0);
+            in->fwd[j * p + s] = t;
+            in->bwd[j * p + s] = 2 * t;
+        }
+}
+
+/* Makespan of `order` (NULL: identity). */
+static double span(const inst *in, const int32_t *order)
+{
+    double scratch[2 * MAXL * MAXP + MAXP];
+    int32_t cursor[MAXP], ident[MAXL];
+    for (int32_t k = 0; k < in->l; k++)
+        ident[k] = k;
+    return loom_ifill_makespan(in->p, in->l, order ? order : ident, in->fwd,
+                               in->bwd, scratch, cursor);
+}
+
+/* The interval-fill order of in. */
+static void fill_order(const inst *in, int32_t *order)
+{
+    double scratch[2 * MAXL * MAXP + MAXP], zf[MAXL * MAXP], zb[MAXL * MAXP];
+    int32_t iscratch[4 * MAXL + MAXP];
+    loom_ifill_order(in->p, in->l, in->fwd, in->bwd, order, scratch, iscratch,
+                     zf, zb);
+}
+
+START_TEST(uniform_stages_closed_form)
+{
+    static const double f[4] = {1, 1, 1, 1};
+    inst in;
+    make(&in, 4, 6, f, NULL);
+    ck_assert_double_eq(span(&in, NULL), 27); /* (6 + 4 - 1) * 3 */
+    make(&in, 4, 8, f, NULL);
+    ck_assert_double_eq(span(&in, NULL), 33);
+    int32_t order[MAXL];
+    fill_order(&in, order);
+    ck_assert_double_eq(span(&in, order), 33); /* any order */
+    make(&in, 1, 5, f, NULL);
+    ck_assert_double_eq(span(&in, NULL), 15);
+}
+END_TEST
+
+START_TEST(encoder_bottleneck_simulated)
+{
+    /* 1 encoder stage, 3 LLM stages at tf 1, tb = 2 tf */
+    double f[4] = {2, 1, 1, 1};
+    inst in;
+    make(&in, 4, 8, f, NULL);
+    ck_assert_double_eq(span(&in, NULL), 51); /* Eq. 1 + 5: 57 */
+    f[0] = 3;
+    make(&in, 4, 12, f, NULL);
+    ck_assert_double_eq(span(&in, NULL), 108); /* Eq. 1 + 5: 117 */
+    f[0] = 0.5;
+    make(&in, 4, 8, f, NULL);
+    ck_assert_double_eq(span(&in, NULL), 31.5); /* both agree */
+}
+END_TEST
+
+/* Deterministic pseudo-random numbers. */
+static uint64_t rs = 7;
+static uint32_t rnd(uint32_t n)
+{
+    rs = rs * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rs >> 33) % n;
+}
+
+START_TEST(recurrence_matches_core_simulator)
+{
+    for (int trial = 0; trial < 40; trial++) {
+        int32_t p = 1 + (int32_t)rnd(5), l = 1 + (int32_t)rnd(10);
+        double f[MAXP], scale[MAXL];
+        for (int32_t s = 0; s < p; s++)
+            f[s] = 0.5 + rnd(8) * 0.25;
+        for (int32_t j = 0; j < l; j++)
+            scale[j] = 0.25 + rnd(12) * 0.25;
+        inst in;
+        make(&in, p, l, f, scale);
+        double fw[MAXP], bw[MAXP];
+        for (int32_t s = 0; s < p; s++) {
+            fw[s] = f[s];
+            bw[s] = 2 * f[s];
+        }
+        loom_stage_times st;
+        memset(&st, 0, sizeof st);
+        st.ranks = p;
+        st.microbatches = l;
+        st.virtual_stages = 1;
+        st.forward_ms = fw;
+        st.backward_ms = bw;
+        st.microbatch_scale = scale;
+        loom_stage_graph *g = NULL;
+        loom_error err = {0, ""};
+        ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
+        const loom_interleaver_vtable *vt =
+            (const loom_interleaver_vtable *)loom_static_1f1b()->role(LOOM_ROLE_INTERLEAVER);
+        loom_mock_host *h = loom_mock_host_new();
+        void *self = NULL;
+        ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
+                                    NULL, &self, &err), LOOM_OK);
+        loom_schedule *sch = loom_schedule_new(g->n_ranks, g->n_stages);
+        ck_assert_int_eq(vt->interleave(self, g, NULL, sch, &err), LOOM_OK);
+        loom_metrics m;
+        memset(&m, 0, sizeof m);
+        ck_assert_int_eq(loom_simulate(g, sch, &m, &err), LOOM_OK);
+        ck_assert_double_eq_tol(span(&in, NULL), m.makespan_ms, 1e-9);
+        loom_schedule_free(sch);
+        vt->destroy(self);
+        loom_mock_host_free(h);
+        loom_graph_free(g);
+    }
+}
+END_TEST
+
+/* 1 when order is a permutation of 0..l-1. */
+static int is_perm(const int32_t *order, int32_t l)
+{
+    int seen[MAXL] = {0};
+    for (int32_t k = 0; k < l; k++) {
+        if (order[k] < 0 || order[k] >= l || seen[order[k]]++)
+            return 0;
+    }
+    return 1;
+}
+
+START_TEST(order_shape)
+{
+    /* sizes 1..9 in shuffled order, p = 3: smallest first, the 2 next
+     * smallest last (largest of them first) */
+    static const double scale[9] = {5, 9, 2, 7, 1, 8, 3, 6, 4};
+    static const double f[3] = {1, 1, 1};
+    inst in;
+    make(&in, 3, 9, f, scale);
+    int32_t order[MAXL];
+    fill_order(&in, order);
+    ck_assert(is_perm(order, 9));
+    ck_assert_int_eq(order[0], 4);  /* scale 1 */
+    ck_assert_int_eq(order[7], 6);  /* scale 3 */
+    ck_assert_int_eq(order[8], 2);  /* scale 2, the very end */
+    /* every (p, l), including Fig. 12's p = 4, l = 6 < 2p - 1 */
+    for (int32_t p = 1; p <= 6; p++)
+        for (int32_t l = 1; l <= 12; l++) {
+            double fs[MAXP], sc[MAXL];
+            for (int32_t s = 0; s < p; s++)
+                fs[s] = 1;
+            for (int32_t j = 0; j < l; j++)
+                sc[j] = 1 + (j * 7) % 5;
+            make(&in, p, l, fs, sc);
+            fill_order(&in, order);
+            ck_assert_msg(is_perm(order, l), "p %d l %d", p, l);
+        }
+}
+END_TEST
+
+/* Smallest makespan over every order (l <= 7). */
+static double brute(const inst *in)
+{
+    int32_t a[MAXL];
+    for (int32_t k = 0; k < in->l; k++)
+        a[k] = k;
+    double best = span(in, a);
+    /* Heap's algorithm */
+    int32_t c[MAXL] = {0};
+    int32_t i = 0;
+    while (i < in->l) {
+        if (c[i] < i) {
+            int32_t j = i % 2 == 0 ? 0 : c[i];
+            int32_t t = a[j];
+            a[j] = a[i];
+            a[i] = t;
+            double v = span(in, a);
+            best = v < best ? v : best;
+            c[i]++;
+            i = 0;
+        } else {
+            c[i] = 0;
+            i++;
+        }
+    }
+    return best;
+}
+
+START_TEST(quality_against_brute_force)
+{
+    /* the digest's setting: p 3, l 7, stage-1 times from {0.2, 0.5, 1,
+     * 1.5, 3}, LLM stages 1, tb = 2 tf */
+    static const double pick[5] = {0.2, 0.5, 1, 1.5, 3};
+    double sum_fill = 0, sum_ident = 0;
+    int n = 60;
+    for (int trial = 0; trial < n; trial++) {
+        inst in;
+        in.p = 3;
+        in.l = 7;
+        for (int32_t j = 0; j < 7; j++) {
+            double t0 = pick[rnd(5)];
+            for (int32_t s = 0; s < 3; s++) {
+                in.fwd[j * 3 + s] = s == 0 ? t0 : 1;
+                in.bwd[j * 3 + s] = 2 * in.fwd[j * 3 + s];
+            }
+        }
+        int32_t order[MAXL];
+        fill_order(&in, order);
+        double opt = brute(&in), got = span(&in, order), id = span(&in, NULL);
+        ck_assert_double_ge(got, opt - 1e-9);
+        sum_fill += got / opt;
+        sum_ident += id / opt;
+    }
+    ck_assert_double_lt(sum_fill / n, sum_ident / n);
+    ck_assert_double_le(sum_fill / n, 1.10);
+}
+END_TEST
+
+/* Test evaluator: the 1f1b interleaver plus the core simulator. */
+static int ev_create(loom_ctx *ctx, const loom_stage_graph *graph,
+                     loom_evaluator **out, loom_error *err)
+{
+    (void)ctx, (void)err;
+    *out = (loom_evaluator *)(uintptr_t)graph;
+    return LOOM_OK;
+}
+static int ev_run(loom_evaluator *e, const float *prio, loom_metrics *out,
+                  loom_error *err)
+{
+    const loom_stage_graph *g = (const loom_stage_graph *)(uintptr_t)e;
+    const loom_interleaver_vtable *vt =
+        (const loom_interleaver_vtable *)loom_static_1f1b()->role(LOOM_ROLE_INTERLEAVER);
+    loom_mock_host *h = loom_mock_host_new();
+    void *self = NULL;
+    int rc = vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self, err);
+    loom_schedule *s = loom_schedule_new(g->n_ranks, g->n_stages);
+    if (rc == LOOM_OK)
+        rc = vt->interleave(self, g, prio, s, err);
+    if (rc == LOOM_OK)
+        rc = loom_simulate(g, s, out, err);
+    vt->destroy(self);
+    loom_mock_host_free(h);
+    loom_schedule_free(s);
+    return rc;
+}
+static void ev_destroy(loom_evaluator *e)
+{
+    (void)e;
+}
+static const loom_evaluator_service test_ev = {
+    sizeof(loom_evaluator_service), 1, ev_create, ev_run, ev_destroy,
+};
+
+/* A stage-times graph: p ranks, microbatch scales `scale` (l of them). */
+static loom_stage_graph *graph(int32_t p, int32_t l, const double *f,
+                               const double *scale)
+{
+    double bw[MAXP];
+    for (int32_t s = 0; s < p; s++)
+        bw[s] = 2 * f[s];
+    loom_stage_times st;
+    memset(&st, 0, sizeof st);
+    st.ranks = p;
+    st.microbatches = l;
+    st.virtual_stages = 1;
+    st.forward_ms = f;
+    st.backward_ms = bw;
+    st.microbatch_scale = scale;
+    loom_stage_graph *g = NULL;
+    loom_error err = {0, ""};
+    ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
+    return g;
+}
+
+START_TEST(ranker_orders_and_chooses)
+{
+    static const double f[3] = {1, 1, 1}, f2[3] = {2, 2, 2};
+    static const double scale[7] = {3, 1, 0.5, 2, 1.5, 0.2, 1};
+    loom_stage_graph *g[2] = {graph(3, 7, f2, scale), graph(3, 7, f, scale)};
+    const loom_ranker_vtable *vt =
+        (const loom_ranker_vtable *)loom_static_interval_fill()->role(LOOM_ROLE_RANKER);
+    ck_assert_ptr_nonnull(vt);
+    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host_add_service(h, LOOM_SERVICE_EVALUATOR, 1, &test_ev);
+    loom_mock_host_set_param(h, "keep_better", "false");
+    void *self = NULL;
+    loom_error err = {0, ""};
+    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL,
+                                &self, &err), LOOM_OK);
+    float prio[64];
+    loom_ranking r = {0, 64, prio, 0, 0};
+    ck_assert_msg(vt->rank(self, (const loom_stage_graph *const *)g, 2, &r, &err) == LOOM_OK,
+                  "%s", err.message);
+    ck_assert_int_eq(r.candidate, 1); /* half the stage times */
+    ck_assert_int_eq(r.evaluations, 2);
+    /* the priorities follow loom_ifill_order on the graph's times */
+    inst in;
+    make(&in, 3, 7, f, scale);
+    int32_t order[MAXL];
+    fill_order(&in, order);
+    for (int32_t k = 1; k < 7; k++)
+        ck_assert_float_gt(prio[order[k - 1]],
+                           prio[order[k]]);
+    ck_assert_double_eq_tol(r.best_makespan_ms, span(&in, order), 1e-9);
+    ck_assert_double_eq_tol(loom_mock_host_best_makespan_ms(h), r.best_makespan_ms, 1e-9);
+    /* keep_better: never worse than the workload order */
+    loom_mock_host_set_param(h, "keep_better", "true");
+    ck_assert_int_eq(vt->rank(self, (const loom_stage_graph *const *)g, 2, &r, &err), LOOM_OK);
+    ck_assert_int_eq(r.evaluations, 4);
+    ck_assert_double_le(r.best_makespan_ms, span(&in, NULL) + 1e-9);
+    ck_assert_double_le(r.best_makespan_ms, span(&in, order) + 1e-9);
+    vt->destroy(self);
+    loom_mock_host_free(h);
+
+    /* no evaluator */
+    h = loom_mock_host_new();
+    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL,
+                                &self, &err), LOOM_OK);
+    ck_assert_int_eq(vt->rank(self, (const loom_stage_graph *const *)g, 2, &r, &err),
+                     LOOM_ENOTFOUND);
+    ck_assert_ptr_nonnull(strstr(err.message, "loom.evaluator"));
+    ck_assert_int_eq(vt->rank(self, (const loom_stage_graph *const *)g, 0, &r, &err),
+                     LOOM_EINVAL);
+    vt->destroy(self);
+    loom_mock_host_free(h);
+    loom_graph_free(g[0]);
+    loom_graph_free(g[1]);
+}
+END_TEST
+
+START_TEST(manifest_matches_binary)
+{
+    const loom_plugin_info *info = loom_static_interval_fill();
+    cJSON *m = NULL;
+    loom_error err = {0, ""};
+    ck_assert_int_eq(loom_json_load(loom_test_src("plugins/interval-fill/manifest.json"),
+                                    &m, &err), LOOM_OK);
+    ck_assert_str_eq(cJSON_GetObjectItem(m, "id")->valuestring, info->id);
+    ck_assert_str_eq(cJSON_GetObjectItem(m, "version")->valuestring, info->version);
+    ck_assert_ptr_nonnull(info->role(LOOM_ROLE_RANKER));
+    cJSON_Delete(m);
+}
+END_TEST
+
+/* The interval-fill suite. */
+static Suite *suite(void)
+{
+    Suite *s = suite_create("interval-fill");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, uniform_stages_closed_form);
+    tcase_add_test(tc, encoder_bottleneck_simulated);
+    tcase_add_test(tc, recurrence_matches_core_simulator);
+    tcase_add_test(tc, order_shape);
+    tcase_add_test(tc, quality_against_brute_force);
+    tcase_add_test(tc, ranker_orders_and_chooses);
+    tcase_add_test(tc, manifest_matches_binary);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+/* Runs the suite; exits non-zero when a check fails. */
+int main(void)
+{
+    return loom_test_main(suite());
+}
