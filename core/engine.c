@@ -153,7 +153,9 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
             return loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
         for (int i = 0; i < pl->n_partitioners; i++) {
             loom_step *st = &pl->steps[pl->first_partitioner + i];
+            loom_mark_step(pl->first_partitioner + i);
             rc = st->vt.partitioner.partition(st->instance, problem, it, set, err);
+            loom_mark_step(-1);
             if (rc == LOOM_DECLINED) {
                 rc = LOOM_OK;
                 continue;
@@ -197,7 +199,9 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
     plan->priorities = ranking.priorities;
     loom_step *rk = &pl->steps[pl->ranker];
     rk->ctx.deadline_ms = pl->budget_ms > 0 ? loom_now_ms() + pl->budget_ms : -1;
+    loom_mark_step(pl->ranker);
     rc = rk->vt.ranker.rank(rk->instance, (const loom_stage_graph *const *)graphs, n, &ranking, err);
+    loom_mark_step(-1);
     rk->ctx.deadline_ms = -1;
     if (rc != LOOM_OK) {
         rc = fail_step(rk, rc, err);
@@ -216,6 +220,7 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
     rc = loom_evaluator_create(&rk->ctx, graphs[ranking.candidate], &ev, err);
     if (rc == LOOM_OK)
         rc = loom_evaluator_run(ev, ranking.priorities, &plan->metrics, err);
+    loom_mark_step(-1);
     if (rc == LOOM_OK)
         rc = finish_plan(plan, ev, err);
     loom_evaluator_destroy(ev);

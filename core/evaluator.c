@@ -15,6 +15,7 @@ struct loom_evaluator {
     uint8_t *policies;
     loom_sim_scratch *sim;
     const loom_stage_graph *last; /* graph the last run simulated */
+    int32_t inter_index, mem_index, caller_index; /* pipeline step indices */
 };
 
 int loom_evaluator_create(loom_ctx *ctx, const loom_stage_graph *graph,
@@ -30,14 +31,22 @@ int loom_evaluator_create(loom_ctx *ctx, const loom_stage_graph *graph,
     ev->base = graph;
     ev->last = graph;
     ev->inter = &pl->steps[pl->interleaver];
+    ev->inter_index = pl->interleaver;
+    ev->mem_index = pl->memory_tuner;
+    ev->caller_index = -1; /* the step whose plugin called us (usually the ranker) */
+    for (int i = 0; i < pl->n_steps; i++)
+        if (&pl->steps[i].ctx == ctx)
+            ev->caller_index = i;
     ev->sched = loom_schedule_new(graph->n_ranks, graph->n_stages);
     ev->sim = loom_sim_scratch_new();
     if (!ev->sched || !ev->sim) {
         loom_evaluator_destroy(ev);
         return loom_set_error(err, LOOM_ENOMEM, "evaluator: out of memory");
     }
+    loom_mark_step(ev->inter_index);
     int rc = ev->inter->vt.interleaver.create(host, &ev->inter->ctx, ev->inter->plugin->plugin_state,
                                               &ev->inter_inst, err);
+    loom_mark_step(ev->caller_index);
     if (rc != LOOM_OK) {
         loom_error_prefix_plugin(err, ev->inter->ctx.plugin_id);
         ev->inter = NULL;
@@ -53,8 +62,10 @@ int loom_evaluator_create(loom_ctx *ctx, const loom_stage_graph *graph,
             loom_evaluator_destroy(ev);
             return loom_set_error(err, LOOM_ENOMEM, "evaluator: out of memory");
         }
+        loom_mark_step(ev->mem_index);
         rc = ev->mem->vt.memory_tuner.create(host, &ev->mem->ctx, ev->mem->plugin->plugin_state,
                                              &ev->mem_inst, err);
+        loom_mark_step(ev->caller_index);
         if (rc != LOOM_OK) {
             loom_error_prefix_plugin(err, ev->mem->ctx.plugin_id);
             ev->mem = NULL;
@@ -72,6 +83,7 @@ int loom_evaluator_run(loom_evaluator *ev, const float *priorities,
     const loom_stage_graph *g = ev->base;
     ev->sched->n_ranks = g->n_ranks;
     ev->sched->n_stages = g->n_stages;
+    loom_mark_step(ev->inter_index);
     int rc = ev->inter->vt.interleaver.interleave(ev->inter_inst, g, priorities, ev->sched, err);
     if (rc != LOOM_OK) {
         loom_error_prefix_plugin(err, ev->inter->ctx.plugin_id);
@@ -79,6 +91,7 @@ int loom_evaluator_run(loom_evaluator *ev, const float *priorities,
     }
     if (ev->mem) {
         memcpy(ev->policies, g->layer_policy, (size_t)g->n_layer_entries);
+        loom_mark_step(ev->mem_index);
         rc = ev->mem->vt.memory_tuner.tune(ev->mem_inst, g, ev->sched, ev->policies, err);
         if (rc != LOOM_OK) {
             loom_error_prefix_plugin(err, ev->mem->ctx.plugin_id);
@@ -95,7 +108,9 @@ int loom_evaluator_run(loom_evaluator *ev, const float *priorities,
         g = ev->work;
     }
     ev->last = g;
+    loom_mark_step(-1);
     rc = loom_sim_run(ev->sim, g, ev->sched, out, err);
+    loom_mark_step(ev->caller_index);
     if (rc != LOOM_OK) {
         loom_error_prefix_plugin(err, ev->inter->ctx.plugin_id);
         return rc;

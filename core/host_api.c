@@ -8,6 +8,7 @@
 #include "internal.h"
 
 volatile int loom_interrupted;
+volatile int32_t *loom_current_step;
 
 double loom_now_ms(void)
 {

@@ -70,6 +70,20 @@ void loom_engine_progress(loom_ctx *ctx, double best_makespan_ms,
 /* Set by a SIGINT handler; makes every ctx's expired() true. */
 extern volatile int loom_interrupted;
 
+/* When non-NULL, the engine stores here the index of the pipeline step
+ * whose plugin code is about to run (-1 when core code runs), so a parent
+ * process can name the plugin that crashed or hung an isolated child
+ * (point it at shared memory before forking). */
+extern volatile int32_t *loom_current_step;
+
+/* Records that the plugin of step `i` runs now (cheap; no-op unless
+ * loom_current_step is set). */
+static inline void loom_mark_step(int32_t i)
+{
+    if (loom_current_step)
+        *loom_current_step = i;
+}
+
 /* ---- helpers ------------------------------------------------------------ */
 
 int loom_set_error(loom_error *err, int code, const char *fmt, ...)

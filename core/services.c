@@ -18,6 +18,12 @@ static const loom_evaluator_service evaluator_v1 = {
     loom_evaluator_destroy,
 };
 
+/* Step index of the cost model in ctx's pipeline. */
+static int32_t pl_index(loom_ctx *ctx)
+{
+    return ctx && ctx->pipeline ? ctx->pipeline->cost_model : -1;
+}
+
 /* The cost-model step of the pipeline `ctx` belongs to. */
 static loom_step *cost_step(loom_ctx *ctx, loom_error *err)
 {
@@ -37,7 +43,10 @@ int loom_cost_estimate(loom_ctx *ctx, int32_t module, int32_t layer,
     if (!st)
         return LOOM_ENOTFOUND;
     const loom_problem *pb = ctx->problem;
+    int32_t caller = loom_current_step ? *loom_current_step : -1;
+    loom_mark_step(pl_index(ctx));
     int rc = st->vt.cost_model.estimate(st->instance, pb, module, layer, shape, policy, out, err);
+    loom_mark_step(caller);
     if (rc != LOOM_OK) {
         loom_error_prefix_plugin(err, st->ctx.plugin_id);
         return rc;

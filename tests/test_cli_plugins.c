@@ -198,7 +198,10 @@ START_TEST(validate_errors)
     has(out, "interleaver vtable member interleave is NULL");
     free(out);
     ck_assert_int_eq(loom("validate " PLANNERS "create-fails.json", &out), 3);
-    has(out, "plugin fixture.good-rank: create refused: fail_create is set");
+    has(out, "plugin fixture.good-rank: create refused: fail_create is internal");
+    free(out);
+    ck_assert_int_eq(loom("validate " PLANNERS "good.json --param ranker.fail_create=input", &out), 2);
+    has(out, "plugin fixture.good-rank: create refused: fail_create is input");
     free(out);
     ck_assert_int_eq(loom("validate " PLANNERS "bad-order.json", &out), 2);
     has(out, "pipeline[1].role: expected \"partitioner\", found \"ranker\"");

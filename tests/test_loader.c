@@ -418,6 +418,56 @@ START_TEST(default_search_path)
 }
 END_TEST
 
+/* Stand-ins for vtable members (never called). */
+static int stub_create(const loom_host_api *h, loom_ctx *c, void *ps, void **self, loom_error *e)
+{
+    (void)h, (void)c, (void)ps, (void)self, (void)e;
+    return LOOM_OK;
+}
+
+/* Stand-in destroy. */
+static void stub_destroy(void *self)
+{
+    (void)self;
+}
+
+/* Stand-in interleave. */
+static int stub_interleave(void *self, const loom_stage_graph *g, const float *p,
+                           loom_schedule *out, loom_error *e)
+{
+    (void)self, (void)g, (void)p, (void)out, (void)e;
+    return LOOM_OK;
+}
+
+/* Stand-in wants_split_backward. */
+static int stub_wants(void *self)
+{
+    (void)self;
+    return 1;
+}
+
+START_TEST(vtable_copy_zero_fills)
+{
+    /* A plugin built before wants_split_backward existed: its struct ends
+     * at interleave, so the host copy must read that member as NULL. */
+    loom_interleaver_vtable src = {
+        {(uint32_t)offsetof(loom_interleaver_vtable, wants_split_backward), 1},
+        stub_create, stub_destroy, stub_interleave, stub_wants};
+    loom_interleaver_vtable dst;
+    memset(&dst, 0xab, sizeof dst);
+    ck_assert_ptr_null(loom_role_copy_vtable(3, &src.header, &dst));
+    ck_assert(dst.interleave == stub_interleave);
+    ck_assert(dst.wants_split_backward == NULL);
+    src.header.struct_size = sizeof src;
+    ck_assert_ptr_null(loom_role_copy_vtable(3, &src.header, &dst));
+    ck_assert(dst.wants_split_backward == stub_wants);
+    src.interleave = NULL;
+    ck_assert_str_eq(loom_role_copy_vtable(3, &src.header, &dst), "interleave");
+    src.create = NULL;
+    ck_assert_str_eq(loom_role_copy_vtable(3, &src.header, &dst), "create");
+}
+END_TEST
+
 START_TEST(role_tables)
 {
     ck_assert_uint_eq(loom_role_vtable_bytes(2), sizeof(loom_ranker_vtable));
@@ -461,6 +511,9 @@ START_TEST(host_table)
     loom_error err = {0};
     ck_assert_int_eq(h->error(&err, LOOM_EINVAL, "x=%d", 3), LOOM_EINVAL);
     ck_assert_str_eq(err.message, "x=3");
+    void *z = h->alloc(0); /* a block even for 0 bytes */
+    ck_assert_ptr_nonnull(z);
+    h->free(z);
     void *m = h->alloc(16);
     m = h->realloc(m, 32);
     ck_assert_ptr_nonnull(m);
@@ -532,6 +585,7 @@ static Suite *loader_suite(void)
     tcase_add_test(ok, good_plugin_dlopen_and_static_agree);
     tcase_add_test(ok, static_registration_runs_the_checks);
     tcase_add_test(ok, role_tables);
+    tcase_add_test(ok, vtable_copy_zero_fills);
     suite_add_tcase(s, ok);
     TCase *reg = tcase_create("registry");
     tcase_add_test(reg, duplicate_ids);

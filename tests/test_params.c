@@ -63,7 +63,7 @@ START_TEST(defaults_when_absent)
     ck_assert_double_eq(v[2].d, 1.0);
     ck_assert_int_eq(v[3].i, 1);
     ck_assert_str_eq(v[4].s, "");
-    ck_assert_int_eq(v[5].i, 0);
+    ck_assert_str_eq(v[5].s, "no");
     loom_params_free(v, n);
 
     ck_assert_int_eq(resolve("{}", &v, &n, &err), LOOM_OK);
@@ -86,11 +86,11 @@ START_TEST(given_values)
     ck_assert_double_eq(v[2].d, 2.0);
     ck_assert_int_eq(v[3].i, 0);
     ck_assert_str_eq(v[4].s, "a.txt");
-    ck_assert_int_eq(v[5].i, 0);
+    ck_assert_str_eq(v[5].s, "no");
     char buf[256];
     loom_params_format(v, n, buf, sizeof buf);
     ck_assert_str_eq(buf, "budget_ms=3600000 mode=exact alpha=2 deterministic=false "
-                          "file=\"a.txt\" fail_create=false");
+                          "file=\"a.txt\" fail_create=no");
     loom_params_free(v, n);
 }
 END_TEST
@@ -187,7 +187,7 @@ START_TEST(set_from_string)
     char buf[256];
     loom_params_format(v, n, buf, sizeof buf);
     ck_assert_str_eq(buf, "budget_ms=42 mode=exact alpha=0.25 deterministic=false "
-                          "file=\"x y.txt\" fail_create=false");
+                          "file=\"x y.txt\" fail_create=no");
     loom_params_free(v, n);
 }
 END_TEST

@@ -287,7 +287,7 @@ START_TEST(open_good_pipeline)
         ck_assert_str_eq(st->ctx.label, label);
         ck_assert_double_eq(st->ctx.deadline_ms, -1);
         ck_assert_ptr_eq(st->ctx.pipeline, p);
-        uint64_t mix = 7 ^ ((uint64_t)(i + 1) * 0xD1B54A32D192ED03ull);
+        uint64_t mix = 7 * 0x9E3779B97F4A7C15ull + (uint64_t)(i + 1);
         ck_assert_uint_eq(st->ctx.seed, loom_splitmix64(&mix));
         ck_assert_uint_eq(st->vt.header.struct_size, loom_role_vtable_bytes(i));
     }
@@ -322,7 +322,7 @@ START_TEST(open_good_pipeline)
     ck_assert_ptr_nonnull(strstr(text, "seed 7, budget_ms 50, memory_cap_bytes 1073741824"));
     ck_assert_ptr_nonnull(strstr(text, "  [2] ranker       fixture.good-rank 1.2.0 "));
     ck_assert_ptr_nonnull(strstr(text, "fixture-good-rank.so params: budget_ms=250 mode=exact "
-                                       "alpha=2 deterministic=true file=\"\" fail_create=false\n"));
+                                       "alpha=2 deterministic=true file=\"\" fail_create=no\n"));
     ck_assert_ptr_nonnull(strstr(text, "  [0] cost_model   fixture.good-cost 1.0.0 "));
     ck_assert_ptr_nonnull(strstr(text, "params: (none)"));
     free(text);
@@ -343,7 +343,9 @@ START_TEST(open_failures)
     m = open_fails("missing-member", LOOM_EPLUGIN);
     ck_assert_ptr_nonnull(strstr(m, "interleaver vtable member interleave is NULL"));
     m = open_fails("create-fails", LOOM_EPLUGIN);
-    ck_assert_str_eq(m, "plugin fixture.good-rank: create refused: fail_create is set");
+    ck_assert_str_eq(m, "plugin fixture.good-rank: create refused: fail_create is internal");
+    m = open_fails("create-input", LOOM_EINVAL);
+    ck_assert_str_eq(m, "plugin fixture.good-rank: create refused: fail_create is input");
     m = open_fails("undefined-symbol", LOOM_EPLUGIN);
     ck_assert_ptr_nonnull(strstr(m, "undefined symbol: loom_fixture_symbol_nobody_defines"));
     m = open_fails("unknown-plugin", LOOM_ENOTFOUND);
