@@ -16,6 +16,7 @@ struct loom_evaluator {
     loom_sim_scratch *sim;
     const loom_stage_graph *last; /* graph the last run simulated */
     int32_t inter_index, mem_index, caller_index; /* pipeline step indices */
+    int applied;                  /* work graph reflects its layer_policy */
 };
 
 int loom_evaluator_create(loom_ctx *ctx, const loom_stage_graph *graph,
@@ -103,8 +104,13 @@ int loom_evaluator_run(loom_evaluator *ev, const float *priorities,
                                       "plugin %s: chose policy %d for layer entry %d, expected 0..%d",
                                       ev->mem->ctx.plugin_id, ev->policies[e], e,
                                       LOOM_POLICY_COUNT - 1);
-        memcpy(ev->work->layer_policy, ev->policies, (size_t)g->n_layer_entries);
-        loom_graph_apply_policies(ev->work);
+        /* re-derive durations only when the choice changed since last run */
+        if (!ev->applied ||
+            memcmp(ev->work->layer_policy, ev->policies, (size_t)g->n_layer_entries)) {
+            memcpy(ev->work->layer_policy, ev->policies, (size_t)g->n_layer_entries);
+            loom_graph_apply_policies(ev->work);
+            ev->applied = 1;
+        }
         g = ev->work;
     }
     ev->last = g;

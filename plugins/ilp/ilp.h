@@ -28,6 +28,8 @@ typedef struct loom_ilpi_problem {
     int32_t *rank_off;     /* n_ranks + 1: stages of each rank, by id */
     int32_t *rank_stages;
     double lower_bound_ms; /* max(critical path, per-rank load bound) */
+    double *work;          /* scratch of replay / list: 3n + 3 * ranks */
+    int32_t *cursor;       /* scratch: n_ranks + 1 */
 } loom_ilpi_problem;
 
 /* Analyses g: successors, a topological order, reachability, earliest
@@ -45,7 +47,7 @@ void loom_ilpi_free(const loom_host_api *host, loom_ilpi_problem *pb);
  * Writes start times (may be NULL) and returns the makespan, or a
  * negative value when the orders deadlock or (with a cap) some rank's
  * memory exceeds the cap. */
-double loom_ilpi_replay(const loom_ilpi_problem *pb, const int32_t *rank_off,
+double loom_ilpi_replay(loom_ilpi_problem *pb, const int32_t *rank_off,
                         const int32_t *order, double *start_ms);
 
 /* List-scheduling rules for incumbents. */
@@ -59,10 +61,9 @@ enum loom_ilpi_rule {
 /* Builds per-rank orders by list scheduling: repeatedly start, among the
  * stages whose predecessors are placed (and, with a cap, whose memory
  * fits), the one that can start earliest, ties broken by `rule`. Returns
- * the makespan, or a negative value when the cap blocks every rank.
- * `scratch` holds at least 4 * n doubles. */
-double loom_ilpi_list(const loom_ilpi_problem *pb, int rule, int32_t *rank_off,
-                      int32_t *order, double *scratch);
+ * the makespan, or a negative value when the cap blocks every rank. */
+double loom_ilpi_list(loom_ilpi_problem *pb, int rule, int32_t *rank_off,
+                      int32_t *order);
 
 /* Searches, with lp_solve, per-rank orders with a makespan below
  * incumbent_ms (< 0: none known): start times s_u >= est_u, makespan T
@@ -74,11 +75,12 @@ double loom_ilpi_list(const loom_ilpi_problem *pb, int rule, int32_t *rank_off,
  * delta_v <= cap. Minimises T.
  * Returns LOOM_OK with *makespan_ms the replayed makespan of the orders it
  * wrote to rank_off / order (stages sorted by start time) when it found
- * better ones, or incumbent_ms (orders untouched) when not; *proven is 1
+ * better ones, or incumbent_ms when not (the arrays' contents are then
+ * unspecified: keep the incumbent elsewhere); *proven is 1
  * when the search finished (the result is optimal) and 0 when timeout_ms
  * stopped it. LOOM_EINFEASIBLE when lp_solve proves that no order fits
  * the cap; LOOM_ENOMEM. */
-int loom_ilpi_solve(const loom_host_api *host, const loom_ilpi_problem *pb,
+int loom_ilpi_solve(const loom_host_api *host, loom_ilpi_problem *pb,
                     double incumbent_ms, double timeout_ms, int32_t *rank_off,
                     int32_t *order, double *makespan_ms, int *proven,
                     loom_error *err);

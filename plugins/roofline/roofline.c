@@ -14,6 +14,7 @@
 typedef struct rf_self {
     const loom_host_api *host;
     double gemm_scale;          /* gemm_efficiency_scale, (0, 2] */
+    double launch_ms;           /* kernel_launch_us / 1000 */
     int distributed_optimizer;  /* shard optimizer states over dp */
     int flash_attention;        /* fused attention core */
 } rf_self;
@@ -43,21 +44,28 @@ static int rf_param_bool(const loom_host_api *host, loom_ctx *ctx,
                        key, rc);
 }
 
-/* create(): reads gemm_efficiency_scale (1.0), distributed_optimizer (true)
- * and flash_attention (false). */
+/* create(): reads gemm_efficiency_scale (1.0), distributed_optimizer (true),
+ * flash_attention (true) and kernel_launch_us (0). */
 static int rf_create(const loom_host_api *host, loom_ctx *ctx,
                      void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
     double scale = 1.0;
-    int dist = 1, flash = 0;
+    int dist = 1, flash = 1;
     int rc = rf_param_double(host, ctx, "gemm_efficiency_scale", &scale, err);
     if (rc == LOOM_OK)
         rc = rf_param_bool(host, ctx, "distributed_optimizer", &dist, err);
     if (rc == LOOM_OK)
         rc = rf_param_bool(host, ctx, "flash_attention", &flash, err);
+    double launch_us = 0.0;
+    if (rc == LOOM_OK)
+        rc = rf_param_double(host, ctx, "kernel_launch_us", &launch_us, err);
     if (rc != LOOM_OK)
         return rc;
+    if (!(launch_us >= 0.0 && launch_us <= 1000.0))
+        return host->error(err, LOOM_EINVAL,
+                           "roofline: param kernel_launch_us: expected a number in [0, 1000], "
+                           "found %g", launch_us);
     if (!(scale > 0.0 && scale <= 2.0))
         return host->error(err, LOOM_EINVAL,
                            "roofline: param gemm_efficiency_scale: expected "
@@ -69,6 +77,7 @@ static int rf_create(const loom_host_api *host, loom_ctx *ctx,
     s->gemm_scale = scale;
     s->distributed_optimizer = dist != 0;
     s->flash_attention = flash != 0;
+    s->launch_ms = launch_us / 1000.0;
     *self = s;
     return LOOM_OK;
 }
@@ -168,6 +177,7 @@ static int rf_hardware(const rf_self *s, const loom_cluster *c, int32_t tp,
         hw->eff_gemm = 1.0;
     hw->eff_attention = c->eff_attention;
     hw->eff_memory = c->eff_memory;
+    hw->launch_ms = s->launch_ms;
     hw->eff_collective = c->eff_collective;
     return LOOM_OK;
 }

@@ -41,6 +41,7 @@ typedef struct loom_roofline_hw {
     double eff_attention;
     double eff_memory;
     double eff_collective;
+    double launch_ms;         /* fixed overhead per kernel (launch, tail) */
 } loom_roofline_hw;
 
 /* Fills ops[] (capacity LOOM_ROOFLINE_MAX_OPS) with the forward operators
@@ -52,7 +53,8 @@ int loom_roofline_forward_ops(const loom_layer *layer, const loom_shape *shape,
                               int flash_attention, loom_roofline_op *ops);
 
 /* Roofline time of one operator in ms: the max of its compute, HBM and
- * link terms, each against the rate times its efficiency. */
+ * link terms, each against the rate times its efficiency, plus the fixed
+ * per-kernel overhead (launch_ms) when the operator does any work. */
 double loom_roofline_op_ms(const loom_roofline_op *op,
                            const loom_roofline_hw *hw);
 

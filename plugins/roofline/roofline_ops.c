@@ -140,7 +140,7 @@ double loom_roofline_op_ms(const loom_roofline_op *op,
         ms = memory;
     if (network > ms)
         ms = network;
-    return ms;
+    return ms > 0 ? ms + hw->launch_ms : 0.0;
 }
 
 /* Forward model FLOPs over all TP ranks: GEMMs and the attention core. */

@@ -132,12 +132,14 @@ static int estimate_with(fixture *fx, const char *const *params,
     return rc;
 }
 
-/* estimate_with() without params, asserting success. */
+/* estimate_with() with the unfused attention the closed forms below count
+ * (flash_attention=false), asserting success. */
 static loom_layer_cost estimate(fixture *fx, loom_shape shape, int32_t policy)
 {
     loom_layer_cost c;
     loom_error err = {0, ""};
-    int rc = estimate_with(fx, NULL, shape, policy, &c, &err);
+    const char *const unfused[] = {"flash_attention", "false", NULL};
+    int rc = estimate_with(fx, unfused, shape, policy, &c, &err);
     ck_assert_msg(rc == LOOM_OK, "estimate failed: %s", err.message);
     return c;
 }
@@ -214,7 +216,7 @@ END_TEST
 
 START_TEST(operator_time_is_max_of_three_terms)
 {
-    loom_roofline_hw hw = {100e12, 1e12, 1e11, 0.5, 0.25, 0.5, 0.5};
+    loom_roofline_hw hw = {100e12, 1e12, 1e11, 0.5, 0.25, 0.5, 0.5, 0};
     loom_roofline_op op = {"gemm", LOOM_ROOFLINE_GEMM, 1e12, 1e9, 0};
     /* compute 1e12 / 50e12 = 20 ms; HBM 1e9 / 0.5e12 = 2 ms */
     ASSERT_REL(loom_roofline_op_ms(&op, &hw), 20.0);
@@ -390,7 +392,7 @@ START_TEST(policies_order_memory_and_recompute)
     /* selective recomputes the attention core and softmax */
     loom_roofline_op ops[LOOM_ROOFLINE_MAX_OPS];
     int k = loom_roofline_forward_ops(&fx.layer, &s, 0, ops);
-    loom_roofline_hw hw = {989e12, 3.35e12, 200e9, 0.7, 0.6, 0.8, 0.75};
+    loom_roofline_hw hw = {989e12, 3.35e12, 200e9, 0.7, 0.6, 0.8, 0.75, 0};
     double att_ms = 0;
     for (int i = 0; i < k; i++)
         if (!strcmp(ops[i].name, "attn_core") || !strcmp(ops[i].name, "softmax"))
@@ -676,7 +678,7 @@ START_TEST(manifest_matches_binary)
         params, "gemm_efficiency_scale"), "default")->valuedouble, 1.0);
     ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(
         params, "distributed_optimizer"), "default")));
-    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(
         params, "flash_attention"), "default")));
     cJSON_Delete(m);
 }
