@@ -16,7 +16,6 @@
 #include <lp_lib.h>
 #include <math.h>
 #include <string.h>
-#include <stdio.h>
 #include "ilp.h"
 
 /* The abort callback's view of the clock. */
@@ -138,12 +137,14 @@ static int ilpi_disjunction_rows(lprec *lp, const loom_ilpi_problem *pb,
             double m2 = lv + ub_v - pb->est_ms[u];
             m1 = m1 > 0.0 ? m1 : 0.0;
             m2 = m2 > 0.0 ? m2 : 0.0;
-            int c[3] = {ilpi_scol(v), ilpi_scol(u), col};
+            /* lp_solve may reorder a row's arrays: one pair per row */
+            int ca[3] = {ilpi_scol(v), ilpi_scol(u), col};
             double a[3] = {1.0, -1.0, -m1}; /* o = 1: u, then v */
-            if (!add_constraintex(lp, 3, a, c, GE, lu - m1))
+            if (!add_constraintex(lp, 3, a, ca, GE, lu - m1))
                 return 0;
+            int cb[3] = {ilpi_scol(v), ilpi_scol(u), col};
             double b[3] = {-1.0, 1.0, m2}; /* o = 0: v, then u */
-            if (!add_constraintex(lp, 3, b, c, GE, lv))
+            if (!add_constraintex(lp, 3, b, cb, GE, lv))
                 return 0;
         }
     return 1;
@@ -282,7 +283,6 @@ int loom_ilpi_solve(const loom_host_api *host, loom_ilpi_problem *pb,
         set_mip_gap(lp, TRUE, 1e-9);
         set_mip_gap(lp, FALSE, 1e-9);
         int st = solve(lp);
-        fprintf(stderr, "DBG inc %g lb %g horizon %g cols %d status %d obj %g\n", incumbent_ms, pb->lower_bound_ms, m.horizon_ms, m.cols, st, get_objective(lp));
         REAL *x = NULL;
         if ((st == OPTIMAL || st == SUBOPTIMAL) && get_ptr_variables(lp, &x)) {
             ilpi_extract(pb, &m, x, rank_off, order);

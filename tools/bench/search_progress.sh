@@ -19,7 +19,7 @@
 #
 # Needs from `loom plan`: --model, --iterations, --manifest, --use,
 # --param and --progress-csv FILE (one row per improvement:
-# elapsed_ms,best_makespan_ms,evaluations). The script says which one is
+# iteration,elapsed_ms,best_makespan_ms,evaluations). The script says which one is
 # missing when the CLI refuses.
 set -euo pipefail
 
@@ -66,7 +66,7 @@ for r in "${rankers[@]}"; do
     if grep -q -- "progress-csv" "$log"; then
       echo "search_progress.sh: this loom has no --progress-csv FILE; it needs" \
            "the best-vs-time curve (loom_engine_progress_curve) written as" \
-           "elapsed_ms,best_makespan_ms,evaluations rows" >&2
+           "iteration,elapsed_ms,best_makespan_ms,evaluations rows" >&2
     fi
     exit 1
   fi
@@ -82,8 +82,8 @@ awk -v points="$points" -v budget="$budget_ms" -v names="${rankers[*]}" '
   BEGIN { n = split(names, name, " ") }
   FNR == 1 { k++ }
   $1 ~ /^[0-9.eE+-]+$/ {
-    split($0, f, ",")
-    m[k]++; t[k, m[k]] = f[1] + 0; best[k, m[k]] = f[2] + 0; ev[k, m[k]] = f[3] + 0
+    split($0, f, ",")  # iteration,elapsed_ms,best_makespan_ms,evaluations
+    m[k]++; t[k, m[k]] = f[2] + 0; best[k, m[k]] = f[3] + 0; ev[k, m[k]] = f[4] + 0
   }
   END {
     printf "%12s", "elapsed_ms"
