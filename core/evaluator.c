@@ -8,6 +8,7 @@
 
 struct loom_evaluator {
     const loom_stage_graph *base; /* the candidate graph (policies as built) */
+    loom_stage_graph *view;       /* what the interleaver sees (NULL: base) */
     loom_stage_graph *work;       /* copy with the tuner's policies applied */
     loom_step *inter, *mem;
     void *inter_inst, *mem_inst;
@@ -18,6 +19,23 @@ struct loom_evaluator {
     int32_t inter_index, mem_index, caller_index; /* pipeline step indices */
     int applied;                  /* work graph reflects its layer_policy */
 };
+
+/* Gives every layer entry of `view` its most memory-frugal policy, then
+ * restores the durations of `base`: memory as if fully tuned, time as
+ * built. */
+static void frugal_view(loom_stage_graph *view, const loom_stage_graph *base)
+{
+    for (int32_t e = 0; e < view->n_layer_entries; e++) {
+        const loom_policy_option *o = &view->layer_options[(size_t)e * LOOM_POLICY_COUNT];
+        uint8_t best = 0;
+        for (uint8_t p = 1; p < LOOM_POLICY_COUNT; p++)
+            if (o[p].activation_bytes < o[best].activation_bytes)
+                best = p;
+        view->layer_policy[e] = best;
+    }
+    loom_graph_apply_policies(view);
+    memcpy(view->duration_ms, base->duration_ms, (size_t)base->n_stages * sizeof(double));
+}
 
 int loom_evaluator_create(loom_ctx *ctx, const loom_stage_graph *graph,
                           loom_evaluator **out, loom_error *err)
@@ -74,6 +92,16 @@ int loom_evaluator_create(loom_ctx *ctx, const loom_stage_graph *graph,
             return rc == LOOM_EINVAL ? rc : LOOM_EPLUGIN;
         }
     }
+    if (ev->mem && ev->mem->vt.memory_tuner.interleave_view &&
+        ev->mem->vt.memory_tuner.interleave_view(ev->mem_inst) == LOOM_VIEW_FRUGAL &&
+        graph->memory_cap_bytes > 0) {
+        ev->view = loom_graph_clone(graph);
+        if (!ev->view) {
+            loom_evaluator_destroy(ev);
+            return loom_set_error(err, LOOM_ENOMEM, "evaluator: out of memory");
+        }
+        frugal_view(ev->view, graph);
+    }
     *out = ev;
     return LOOM_OK;
 }
@@ -85,7 +113,8 @@ int loom_evaluator_run(loom_evaluator *ev, const float *priorities,
     ev->sched->n_ranks = g->n_ranks;
     ev->sched->n_stages = g->n_stages;
     loom_mark_step(ev->inter_index);
-    int rc = ev->inter->vt.interleaver.interleave(ev->inter_inst, g, priorities, ev->sched, err);
+    int rc = ev->inter->vt.interleaver.interleave(ev->inter_inst, ev->view ? ev->view : g,
+                                                  priorities, ev->sched, err);
     if (rc != LOOM_OK) {
         loom_error_prefix_plugin(err, ev->inter->ctx.plugin_id);
         return rc;
@@ -143,6 +172,7 @@ void loom_evaluator_destroy(loom_evaluator *ev)
     if (ev->mem && ev->mem_inst)
         ev->mem->vt.memory_tuner.destroy(ev->mem_inst);
     loom_graph_free(ev->work);
+    loom_graph_free(ev->view);
     free(ev->policies);
     loom_schedule_free(ev->sched);
     loom_sim_scratch_free(ev->sim);

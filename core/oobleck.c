@@ -111,15 +111,19 @@ static uint64_t dc_key(int32_t s, int32_t u, int32_t v, int32_t nodes,
            (uint64_t)(uint32_t)g;
 }
 
-/* Mixes a key into a table index (splitmix64 finaliser). */
-static size_t dc_hash(uint64_t k)
+/* Table index of a key: the splitmix64 finaliser of everything but v,
+ * plus v, so the sub-problems a split loop visits one after another
+ * (consecutive v) sit in neighbouring slots. */
+static size_t dc_hash(uint64_t key)
 {
+    uint64_t v = (key >> 20) & 0x1fff;
+    uint64_t k = key & ~((uint64_t)0x1fff << 20);
     k ^= k >> 30;
     k *= 0xbf58476d1ce4e5b9ULL;
     k ^= k >> 27;
     k *= 0x94d049bb133111ebULL;
     k ^= k >> 31;
-    return (size_t)k;
+    return (size_t)(k + v);
 }
 
 /* Finds key's slot, or NULL. */
@@ -134,10 +138,10 @@ static const dc_result *dc_find(loom_oobleck_planner *p, uint64_t key)
     }
 }
 
-/* Inserts (key, r), doubling the table when 70 % full. */
+/* Inserts (key, r), doubling the table when half full. */
 static void dc_store(loom_oobleck_planner *p, uint64_t key, const dc_result *r)
 {
-    if ((p->count + 1) * 10 > p->cap * 7) {
+    if ((p->count + 1) * 2 > p->cap) {
         size_t ncap = p->cap * 2;
         dc_slot *ns = calloc(ncap, sizeof *ns);
         if (!ns) {
@@ -292,7 +296,18 @@ static dc_result dc_solve(loom_oobleck_planner *p, int32_t s_all, int32_t u,
         for (int32_t s = 1; s < s_all; s++) {
             if (s > k - u || s_all - s > v - k)
                 continue;
-            for (int32_t m = 1; m < splits; m++) {
+            /* split range: inside a node each side needs a GPU per stage;
+             * across nodes each side needs at least as many stages as
+             * nodes (a stage never spans two) */
+            int32_t lo = 1, hi = splits - 1;
+            if (nodes > 1) {
+                hi = hi < s ? hi : s;
+                lo = nodes - (s_all - s) > lo ? nodes - (s_all - s) : lo;
+            } else {
+                lo = s;
+                hi = g - (s_all - s) < hi ? g - (s_all - s) : hi;
+            }
+            for (int32_t m = lo; m <= hi; m++) {
                 dc_result l, r;
                 if (nodes > 1) {
                     l = dc_solve(p, s, u, k, m, g);

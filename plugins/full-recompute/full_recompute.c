@@ -112,11 +112,20 @@ static int fr_tune(void *self, const loom_stage_graph *g,
     return LOOM_OK;
 }
 
+/* The interleaver budgets with every layer at its most frugal policy:
+ * this tuner then buys time back where the schedule leaves memory free. */
+static int fr_view(void *self)
+{
+    (void)self;
+    return LOOM_VIEW_FRUGAL;
+}
+
 static const loom_memory_tuner_vtable fr_vtable = {
     { sizeof(loom_memory_tuner_vtable), LOOM_MEMORY_TUNER_VERSION },
     fr_create,
     fr_destroy,
     fr_tune,
+    fr_view,
 };
 
 /* Returns the memory_tuner vtable for role "memory_tuner", else NULL. */

@@ -71,11 +71,21 @@ static int greedy_tune(void *self, const loom_stage_graph *g,
     return rc;
 }
 
+/* The interleaver budgets with every layer at its most frugal option:
+ * memory this tuner recovers by recomputation must not throttle the
+ * order. */
+static int greedy_interleave_view(void *self)
+{
+    (void)self;
+    return LOOM_VIEW_FRUGAL;
+}
+
 static const loom_memory_tuner_vtable greedy_vtable = {
     { sizeof(loom_memory_tuner_vtable), LOOM_MEMORY_TUNER_VERSION },
     greedy_create,
     greedy_destroy,
     greedy_tune,
+    greedy_interleave_view,
 };
 
 /* Returns the memory_tuner vtable for role "memory_tuner", else NULL. */

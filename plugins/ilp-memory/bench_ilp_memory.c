@@ -1,16 +1,20 @@
 /*
- * bench_ilp_memory.c - median time of the "ilp" memory tuner on a
- * synthetic instance the size of a VLM-M iteration (PipeWeaver section
- * 8.2: ViT 5B + Qwen2 32B on PP = 4): 4 ranks, 16 pipeline positions
- * (position s on rank s % 4), 24 (sub-)microbatches, 10 layer entries per
- * stage pair - 384 stage pairs, 3840 layer entries, 768 stages. The
- * schedule is a backward-first list schedule (many memory crests per
- * rank); the cap sits halfway between the most frugal and the NONE peak.
+ * bench_ilp_memory.c - median time of the "ilp" memory tuner (PipeWeaver
+ * section 6.3; the target is < 10 ms for a VLM-M iteration).
  *
- * Usage: loom_bench_ilp_memory [runs] [seed] [gap] [timeout_ms]
- *        (defaults 21, 1, the tuner's default gap 0.05 and 1000 ms)
- * Prints the instance, the median wall time of one tune() call and the
- * median time of its ILP part (from the tuner's debug log).
+ * By default it plans iteration 0 of VLM-M with the PipeWeaver manifest
+ * (ranker replaced by fifo) and hands that iteration's stage graph and
+ * schedule to the tuner alone; --synthetic uses a generated instance of
+ * the same order of size instead (no other plugin involved). The cap is
+ * set cap_frac of the way from the most frugal peak to the all-NONE peak
+ * of that schedule, so the tuner has to work.
+ *
+ * Usage: loom_bench_ilp_memory [--synthetic] [--runs N] [--model M]
+ *          [--manifest FILE] [--iteration K] [--cap-frac X] [--gap G]
+ *          [--timeout-ms T] [--seed S]
+ * Prints the instance, the median wall time of one tune() call, the
+ * median time of its ILP part (from the tuner's debug log) and the total
+ * latency of the greedy and ilp choices.
  */
 #include <loom/mock_host.h>
 
@@ -18,164 +22,65 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_api.h"
+#include "bench_ilp_memory.h"
 
 const loom_plugin_info *loom_static_ilp_memory(void);
-
-enum { P = 4, V = 4, S = P * V, U = 24, E = 10 };
+const loom_plugin_info *loom_static_greedy(void);
 
 static const loom_simulator_service SIM = {
     sizeof(loom_simulator_service), 1, loom_sim_scratch_new,
     loom_sim_scratch_free, loom_sim_run,
 };
 
-/* splitmix64 uniform in [0, 1). */
-static double uniform(uint64_t *st)
-{
-    uint64_t z = (*st += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return (double)(z >> 11) / 9007199254740992.0;
-}
+typedef struct bench_opts {
+    int synthetic, runs;
+    const char *model, *manifest, *gap, *timeout_ms;
+    int32_t iteration;
+    double cap_frac;
+    uint64_t seed;
+} bench_opts;
 
-/* The single-flow graph: per unit S forwards then S backwards. */
-static loom_stage_graph *build(uint64_t seed)
+/* Parses the command line; returns 0 on a bad option. */
+static int parse(int argc, char **argv, bench_opts *o)
 {
-    int32_t n = U * 2 * S, edges = U * (2 * (S - 1) + 1);
-    loom_stage_graph *g = loom_graph_alloc(n, edges, P, U, U * S, U * S * E);
-    if (!g)
-        return NULL;
-    g->n_microbatches = U;
-    int32_t e = 0;
-    for (int32_t v = 0; v < n; v++) {
-        int u = v / (2 * S), i = v % (2 * S);
-        int pos = i < S ? i : 2 * S - 1 - i, back = i >= S;
-        int32_t pair = u * S + pos;
-        g->rank[v] = pos % P;
-        g->kind[v] = (uint8_t)(back ? LOOM_STAGE_B : LOOM_STAGE_F);
-        g->module[v] = -1;
-        g->position[v] = pos;
-        g->chunk[v] = pos / P;
-        g->microbatch[v] = u;
-        g->group[v] = u;
-        g->pair[v] = pair;
-        g->pred_off[v] = e;
-        if (!back)
-            g->pair_forward[pair] = v;
+    o->synthetic = 0;
+    o->runs = 21;
+    o->model = "vlm-m";
+    o->manifest = LOOM_BENCH_SOURCE_DIR "/examples/manifests/pipeweaver.json";
+    o->gap = NULL;
+    o->timeout_ms = NULL;
+    o->iteration = 0;
+    o->cap_frac = 0.5;
+    o->seed = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--synthetic")) {
+            o->synthetic = 1;
+            continue;
+        }
+        if (!v)
+            return 0;
+        if (!strcmp(a, "--runs"))
+            o->runs = atoi(v);
+        else if (!strcmp(a, "--model"))
+            o->model = v;
+        else if (!strcmp(a, "--manifest"))
+            o->manifest = v;
+        else if (!strcmp(a, "--iteration"))
+            o->iteration = atoi(v);
+        else if (!strcmp(a, "--cap-frac"))
+            o->cap_frac = atof(v);
+        else if (!strcmp(a, "--gap"))
+            o->gap = v;
+        else if (!strcmp(a, "--timeout-ms"))
+            o->timeout_ms = v;
+        else if (!strcmp(a, "--seed"))
+            o->seed = strtoull(v, NULL, 10);
         else
-            g->pair_backward[pair] = v;
-        if (i > 0) {
-            g->pred[e] = v - 1;
-            g->pred_p2p_ms[e++] = i == S ? 0.0 : 0.05;
-        }
+            return 0;
+        i++;
     }
-    g->pred_off[n] = e;
-    g->n_edges = e;
-    for (int u = 0; u < U; u++) {
-        g->group_flow[u] = 0;
-        g->group_microbatch[u] = u;
-    }
-    uint64_t st = seed;
-    for (int32_t p = 0; p < U * S; p++) {
-        g->pair_layer_off[p] = p * E;
-        for (int k = 0; k < E; k++) {
-            loom_policy_option *o =
-                &g->layer_options[(size_t)(p * E + k) * LOOM_POLICY_COUNT];
-            double f = 2.0 + 8.0 * uniform(&st);
-            int64_t bytes = (int64_t)((200.0 + 600.0 * uniform(&st)) * 1048576.0);
-            o[0].forward_ms = f;
-            o[0].backward_ms = 2 * f;
-            o[0].activation_bytes = bytes;
-            o[1].forward_ms = f;
-            o[1].backward_ms = 2 * f + f * (0.05 + 0.3 * uniform(&st));
-            o[1].activation_bytes = (int64_t)((double)bytes * (0.3 + 0.3 * uniform(&st)));
-            o[2].forward_ms = f;
-            o[2].backward_ms = 3 * f;
-            o[2].activation_bytes = (int64_t)((double)bytes * (0.05 + 0.1 * uniform(&st)));
-        }
-    }
-    g->pair_layer_off[U * S] = U * S * E;
-    loom_graph_apply_policies(g);
-    return g;
-}
-
-/* Backward-first list schedule: each free rank runs its ready backward
- * with the lowest unit, else its ready forward with the lowest (unit,
- * position). */
-static loom_schedule *list_schedule(const loom_stage_graph *g)
-{
-    loom_schedule *s = loom_schedule_new(P, g->n_stages);
-    double *end = malloc((size_t)g->n_stages * sizeof *end);
-    uint8_t *done = calloc((size_t)g->n_stages, 1);
-    int32_t *lists = malloc((size_t)g->n_stages * sizeof *lists);
-    int32_t count[P] = {0};
-    double free_at[P] = {0};
-    for (int32_t placed = 0; placed < g->n_stages;) {
-        int best_r = -1, best_v = -1;
-        double best_t = 0;
-        for (int r = 0; r < P; r++) {
-            int pick = -1;
-            double pick_t = 0;
-            for (int32_t v = 0; v < g->n_stages; v++) {
-                if (done[v] || g->rank[v] != r)
-                    continue;
-                double ready = 0;
-                int ok = 1;
-                for (int32_t k = g->pred_off[v]; k < g->pred_off[v + 1]; k++) {
-                    if (!done[g->pred[k]])
-                        ok = 0;
-                    else if (end[g->pred[k]] + g->pred_p2p_ms[k] > ready)
-                        ready = end[g->pred[k]] + g->pred_p2p_ms[k];
-                }
-                if (!ok)
-                    continue;
-                double t = ready > free_at[r] ? ready : free_at[r];
-                int better = pick < 0 || t < pick_t ||
-                             (t == pick_t && g->kind[v] > g->kind[pick]);
-                if (better) {
-                    pick = v;
-                    pick_t = t;
-                }
-            }
-            if (pick >= 0 && (best_v < 0 || pick_t < best_t)) {
-                best_r = r;
-                best_v = pick;
-                best_t = pick_t;
-            }
-        }
-        end[best_v] = best_t + g->duration_ms[best_v];
-        free_at[best_r] = end[best_v];
-        done[best_v] = 1;
-        lists[best_r * (g->n_stages / P) + count[best_r]++] = best_v;
-        placed++;
-    }
-    int32_t k = 0;
-    for (int r = 0; r < P; r++) {
-        s->rank_off[r] = k;
-        for (int32_t i = 0; i < count[r]; i++)
-            s->order[k++] = lists[r * (g->n_stages / P) + i];
-    }
-    s->rank_off[P] = k;
-    free(end);
-    free(done);
-    free(lists);
-    return s;
-}
-
-/* Peak (max over ranks) with every entry at policy pol. */
-static int64_t uniform_peak(const loom_stage_graph *g, const loom_schedule *s,
-                            int pol)
-{
-    loom_stage_graph *c = loom_graph_clone(g);
-    memset(c->layer_policy, pol, (size_t)c->n_layer_entries);
-    loom_graph_apply_policies(c);
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
-    loom_error err = {0};
-    loom_simulate(c, s, &m, &err);
-    loom_graph_free(c);
-    return m.max_peak_bytes;
+    return o->runs >= 1;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -184,75 +89,115 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int main(int argc, char **argv)
+/* Total forward + backward latency of a policy choice. */
+static double latency(const loom_stage_graph *g, const uint8_t *pol)
 {
-    int runs = argc > 1 ? atoi(argv[1]) : 21;
-    uint64_t seed = argc > 2 ? (uint64_t)strtoull(argv[2], NULL, 10) : 1;
-    if (runs < 1)
-        runs = 1;
-    loom_stage_graph *g = build(seed);
-    if (!g)
-        return 1;
-    loom_schedule *s = list_schedule(g);
-    int64_t lo = uniform_peak(g, s, LOOM_POLICY_FULL);
-    int64_t hi = uniform_peak(g, s, LOOM_POLICY_NONE);
-    g->memory_cap_bytes = (double)lo + 0.5 * (double)(hi - lo);
+    double sum = 0.0;
+    for (int32_t e = 0; e < g->n_layer_entries; e++) {
+        const loom_policy_option *o =
+            &g->layer_options[(size_t)e * LOOM_POLICY_COUNT + pol[e]];
+        sum += o->forward_ms + o->backward_ms;
+    }
+    return sum;
+}
 
-    loom_mock_host *h = loom_mock_host_new();
-    loom_mock_host_add_service(h, LOOM_SERVICE_SIMULATOR, 1, &SIM);
-    if (argc > 3)
-        loom_mock_host_set_param(h, "gap", argv[3]);
-    if (argc > 4)
-        loom_mock_host_set_param(h, "timeout_ms", argv[4]);
-    const loom_memory_tuner_vtable *vt =
-        (const loom_memory_tuner_vtable *)loom_static_ilp_memory()->role(
-            LOOM_ROLE_MEMORY_TUNER);
+/* Creates a tuner from a static plugin on host h. */
+static void *make(const loom_memory_tuner_vtable *vt, loom_mock_host *h)
+{
     void *self = NULL;
     loom_error err = {0};
     if (vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self,
                    &err) != LOOM_OK) {
         fprintf(stderr, "create: %s\n", err.message);
+        exit(1);
+    }
+    return self;
+}
+
+int main(int argc, char **argv)
+{
+    bench_opts o;
+    if (!parse(argc, argv, &o)) {
+        fprintf(stderr, "usage: %s [--synthetic] [--runs N] [--model M] "
+                        "[--manifest FILE] [--iteration K] [--cap-frac X] "
+                        "[--gap G] [--timeout-ms T] [--seed S]\n", argv[0]);
+        return 2;
+    }
+    loom_bench_instance in;
+    loom_error err = {0};
+    int rc = o.synthetic ? loom_bench_synthetic(o.seed, &in)
+                         : loom_bench_planned(o.manifest, o.model, o.iteration,
+                                              &in, &err);
+    if (rc != LOOM_OK) {
+        fprintf(stderr, "instance: %s\n", err.message);
         return 1;
     }
-    uint8_t *pol = malloc((size_t)g->n_layer_entries);
-    double *total = malloc((size_t)runs * sizeof *total);
-    double *ilp = malloc((size_t)runs * sizeof *ilp);
-    int rows = 0, cols = 0, lps = 0, mips = 0, better = 0;
+    loom_stage_graph *g = in.graph;
+    int64_t lo = loom_bench_uniform_peak(g, in.schedule, LOOM_POLICY_FULL);
+    int64_t hi = loom_bench_uniform_peak(g, in.schedule, LOOM_POLICY_NONE);
+    g->memory_cap_bytes = (double)lo + o.cap_frac * (double)(hi - lo);
+
+    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host_add_service(h, LOOM_SERVICE_SIMULATOR, 1, &SIM);
+    if (o.gap)
+        loom_mock_host_set_param(h, "gap", o.gap);
+    if (o.timeout_ms)
+        loom_mock_host_set_param(h, "timeout_ms", o.timeout_ms);
+    const loom_memory_tuner_vtable *ilp =
+        (const loom_memory_tuner_vtable *)loom_static_ilp_memory()->role(
+            LOOM_ROLE_MEMORY_TUNER);
+    const loom_memory_tuner_vtable *gr =
+        (const loom_memory_tuner_vtable *)loom_static_greedy()->role(
+            LOOM_ROLE_MEMORY_TUNER);
+    void *self = make(ilp, h), *greedy = make(gr, h);
+    uint8_t *pol = malloc((size_t)g->n_layer_entries + 1);
+    double *total = malloc((size_t)o.runs * sizeof *total);
+    double *part = malloc((size_t)o.runs * sizeof *part);
     const loom_host_api *host = loom_mock_host_api(h);
-    for (int i = 0; i < runs; i++) {
+    if (gr->tune(greedy, g, in.schedule, pol, &err) != LOOM_OK) {
+        fprintf(stderr, "greedy: %s\n", err.message);
+        return 1;
+    }
+    double greedy_ms = latency(g, pol);
+    int rows = 0, cols = 0, bounds = 0, lps = 0, mips = 0, better = 0;
+    for (int i = 0; i < o.runs; i++) {
         double t0 = host->now_ms();
-        int rc = vt->tune(self, g, s, pol, &err);
+        rc = ilp->tune(self, g, in.schedule, pol, &err);
         total[i] = host->now_ms() - t0;
         if (rc != LOOM_OK) {
-            fprintf(stderr, "tune: %s\n", err.message);
+            fprintf(stderr, "ilp: %s\n", err.message);
             return 1;
         }
-        ilp[i] = 0;
+        part[i] = 0.0;
         const char *at = strstr(loom_mock_host_last_log(h), "ilp: ");
         if (at && strstr(at, "memory rows"))
-            sscanf(at, "ilp: %d memory rows, %*d pairs, %d columns, %d LPs, "
-                       "%d MIPs, %lf ms; %d ranks improved",
-                   &rows, &cols, &lps, &mips, &ilp[i], &better);
+            sscanf(at, "ilp: %d memory rows, %*d pairs, %d columns, %d bounds, "
+                       "%d LPs, %d MIPs, %lf ms; %d ranks improved",
+                   &rows, &cols, &bounds, &lps, &mips, &part[i], &better);
     }
-    qsort(total, (size_t)runs, sizeof *total, cmp_double);
-    qsort(ilp, (size_t)runs, sizeof *ilp, cmp_double);
-    printf("ilp memory tuner, synthetic VLM-M-sized instance: %d ranks, %d "
-           "positions, %d sub-microbatches, %d stage pairs, %d layer entries, "
-           "cap %.0f MiB\n",
-           P, S, U, g->n_pairs, g->n_layer_entries,
-           g->memory_cap_bytes / 1048576.0);
-    printf("ILP: %d memory rows, %d columns, %d rank LPs, %d rank MIPs, %d "
-           "ranks improved over the greedy warm starts\n",
-           rows, cols, lps, mips, better);
-    printf("median over %d runs (gap %s): tune %.3f ms, ILP build+solve "
-           "%.3f ms\n", runs, argc > 3 ? argv[3] : "0.05", total[runs / 2],
-           ilp[runs / 2]);
-    vt->destroy(self);
+    qsort(total, (size_t)o.runs, sizeof *total, cmp_double);
+    qsort(part, (size_t)o.runs, sizeof *part, cmp_double);
+    printf("instance: %s\n", in.label);
+    printf("  %d stages, %d stage pairs, %d layer entries, %d ranks; cap "
+           "%.0f MiB (%.2f of the way from the most frugal to the NONE "
+           "peak)\n",
+           g->n_stages, g->n_pairs, g->n_layer_entries, g->n_ranks,
+           g->memory_cap_bytes / 1048576.0, o.cap_frac);
+    printf("ILP: %d memory rows, %d columns; ranks settled by the window "
+           "bound %d, by an LP %d, by branch and bound %d; %d ranks improved "
+           "on the warm start\n",
+           rows, cols, bounds, lps - mips, mips, better);
+    printf("median over %d runs (gap %s): tune %.3f ms, of which ILP %.3f ms\n",
+           o.runs, o.gap ? o.gap : "0.05", total[o.runs / 2],
+           part[o.runs / 2]);
+    printf("total latency: greedy %.3f ms, ilp %.3f ms\n", greedy_ms,
+           latency(g, pol));
+    ilp->destroy(self);
+    gr->destroy(greedy);
     loom_mock_host_free(h);
     free(pol);
     free(total);
-    free(ilp);
-    loom_schedule_free(s);
-    loom_graph_free(g);
+    free(part);
+    loom_bench_instance_free(&in);
     return 0;
 }

@@ -279,11 +279,12 @@ static int ilpm_tune(void *self, const loom_stage_graph *g,
     if (rc != LOOM_OK)
         return rc;
     s->host->log(s->ctx, LOOM_LOG_DEBUG,
-                 "ilp: %d memory rows, %d pairs, %d columns, %d LPs, %d MIPs, "
-                 "%.3f ms; %d ranks improved, latency %.6g ms (warm start "
-                 "%.6g ms)%s",
+                 "ilp: %d memory rows, %d pairs, %d columns, %d bounds, %d "
+                 "LPs, %d MIPs, %.3f ms; %d ranks improved, latency %.6g ms "
+                 "(warm start %.6g ms)%s",
                  s->last.constraints, s->last.active_pairs, s->last.columns,
-                 s->last.lp_ranks, s->last.mip_ranks, s->last.solve_ms,
+                 s->last.bound_ranks, s->last.lp_ranks, s->last.mip_ranks,
+                 s->last.solve_ms,
                  s->last.improved, s->last.best_ms, s->last.warm_ms,
                  s->last.timed_out ? ", stopped by timeout_ms" : "");
     for (int32_t p = 0; p < g->n_pairs; p++)
@@ -293,11 +294,21 @@ static int ilpm_tune(void *self, const loom_stage_graph *g,
                                   err);
 }
 
+/* The interleaver budgets with every layer at its most frugal option:
+ * memory this tuner recovers by recomputation must not throttle the
+ * order. */
+static int ilpm_interleave_view(void *self)
+{
+    (void)self;
+    return LOOM_VIEW_FRUGAL;
+}
+
 static const loom_memory_tuner_vtable ilpm_vtable = {
     { sizeof(loom_memory_tuner_vtable), LOOM_MEMORY_TUNER_VERSION },
     ilpm_create,
     ilpm_destroy,
     ilpm_tune,
+    ilpm_interleave_view,
 };
 
 /* Returns the memory_tuner vtable for role "memory_tuner", else NULL. */

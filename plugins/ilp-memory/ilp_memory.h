@@ -28,6 +28,7 @@ typedef struct loom_ilpm_stats {
     int32_t constraints;   /* memory rows kept (binding at all-fastest) */
     int32_t active_pairs;  /* pairs in some kept row (the others stay fast) */
     int32_t columns;       /* variables over all rank programmes */
+    int32_t bound_ranks;   /* ranks settled by the window bound */
     int32_t lp_ranks;      /* ranks whose LP relaxation was solved */
     int32_t mip_ranks;     /* ranks that needed branch and bound */
     int32_t improved;      /* ranks where the ILP beat the warm start */
@@ -37,18 +38,38 @@ typedef struct loom_ilpm_stats {
     double solve_ms;       /* wall time of building and solving */
 } loom_ilpm_stats;
 
+/* One convex-hull step of a pair's candidates: `bytes` saved for
+ * `slope` ms per byte (ilpm_bound.c). */
+typedef struct loom_ilpm_seg {
+    double slope, bytes;
+    int32_t pair, reserved;
+} loom_ilpm_seg;
+
+/* A memory row as the slot interval [start, end) in which its live pairs
+ * are all live at once, with its single-row bound (ilpm_bound.c). */
+typedef struct loom_ilpm_win {
+    int32_t start, end;
+    double gain_ms;
+} loom_ilpm_win;
+
 /* Reused scratch. */
 typedef struct loom_ilpm_work {
     int32_t *col_of;      /* per pair: first column, or -1 when inactive */
     int32_t *row_off;     /* per kept memory row + 1 */
     int32_t *row_pairs;   /* pairs of each kept row */
     int32_t *row_rank;    /* per kept row */
+    int32_t *row_slot;    /* per kept row: its slot in the rank's order */
     int32_t *live;        /* per pair (scratch) */
     int32_t *colno;       /* per column + 1 */
     double *vals;         /* per column + 1 */
     int32_t *trial;       /* per pair: the ILP's choice */
     int64_t *bytes;       /* per pair (scratch) */
     int32_t cap_pairs, cap_rows, cap_row_pairs, cap_cols;
+    /* window bound scratch (ilpm_bound.c) */
+    struct loom_ilpm_seg *segs; /* convex-hull steps of a rank's pairs */
+    struct loom_ilpm_win *wins; /* a rank's rows as slot intervals */
+    double *dp;                 /* weighted interval scheduling table */
+    int32_t cap_segs, cap_wins;
 } loom_ilpm_work;
 
 /* Solve parameters. */
@@ -76,5 +97,18 @@ int loom_ilpm_solve(const loom_host_api *host, loom_ilpm_work *w,
                     uint8_t *rank_improved, loom_ilpm_stats *st,
                     loom_error *err);
 void loom_ilpm_free(const loom_host_api *host, loom_ilpm_work *w);
+
+/* A lower bound on the latency rank r's pairs must add over their
+ * fastest candidates to satisfy its memory rows [lo, hi) (collected by
+ * loom_ilpm_solve): for each row, the LP relaxation of the row alone (a
+ * multiple-choice knapsack: cheapest convex-hull steps first); then the
+ * best sum over rows whose live pairs are pairwise disjoint (weighted
+ * interval scheduling), since disjoint rows need disjoint savings.
+ * Returns < 0 when out of memory. */
+double loom_ilpm_window_bound(const loom_host_api *host, loom_ilpm_work *w,
+                              const loom_mt_timeline *t,
+                              const loom_stage_graph *g,
+                              const loom_mckp_set *set, int32_t r, int32_t lo,
+                              int32_t hi);
 
 #endif

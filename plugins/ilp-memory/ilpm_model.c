@@ -11,10 +11,11 @@
  * shaved by 1e-7 of that unit; the solver's answer is then re-checked with
  * exact integers on the timeline before it is accepted.
  *
- * Per rank: the LP relaxation is solved first. When the warm start's
- * latency is within the relative gap of the LP bound it is kept (proven
- * near-optimal: the incumbent test branch and bound would make at its
- * root); when the relaxation is integral it is the rank's optimum. Else
+ * Per rank, lower bounds of increasing cost decide whether the warm start
+ * is already within the relative gap (the incumbent test branch and bound
+ * would make at its root): every active pair at its fastest candidate,
+ * then the window bound (ilpm_bound.c), then the LP relaxation. When the
+ * relaxation is integral it is the rank's optimum. Else
  * the columns become binary and branch and bound runs with the warm
  * start's objective as lp_solve's initial bound (set_obj_bound: nodes no
  * better are pruned from the start), the relative gap (set_mip_gap) and
@@ -47,6 +48,10 @@ void loom_ilpm_free(const loom_host_api *host, loom_ilpm_work *w)
     host->free(w->row_off);
     host->free(w->row_pairs);
     host->free(w->row_rank);
+    host->free(w->row_slot);
+    host->free(w->segs);
+    host->free(w->wins);
+    host->free(w->dp);
     host->free(w->live);
     host->free(w->colno);
     host->free(w->vals);
@@ -112,8 +117,9 @@ static int32_t ilpm_rows(const loom_host_api *host, loom_ilpm_work *w,
 {
     int32_t rows = 0, used = 0;
     void *off = w->row_off, *rank = w->row_rank, *pairs = w->row_pairs;
+    void *slot = w->row_slot;
     int32_t cap_rows = w->cap_rows, cap_rank = w->cap_rows;
-    int32_t cap_pairs = w->cap_row_pairs;
+    int32_t cap_slot = w->cap_rows, cap_pairs = w->cap_row_pairs;
     for (int32_t r = 0; r < t->n_ranks; r++) {
         int64_t stat = g->static_bytes ? g->static_bytes[r] : 0;
         for (int32_t k = t->rank_off[r]; k < t->rank_off[r + 1]; k++) {
@@ -125,26 +131,29 @@ static int32_t ilpm_rows(const loom_host_api *host, loom_ilpm_work *w,
                 sum += ilpm_fast_bytes(set, w->live[i]);
             if ((double)sum <= g->memory_cap_bytes)
                 continue;
-            if (ilpm_grow(host, &off, &cap_rows, rows + 2, sizeof(int32_t)) ||
+            int bad =
+                ilpm_grow(host, &off, &cap_rows, rows + 2, sizeof(int32_t)) ||
                 ilpm_grow(host, &rank, &cap_rank, rows + 2, sizeof(int32_t)) ||
+                ilpm_grow(host, &slot, &cap_slot, rows + 2, sizeof(int32_t)) ||
                 ilpm_grow(host, &pairs, &cap_pairs, (int64_t)used + n + 1,
-                          sizeof(int32_t))) {
-                w->row_off = off;
-                w->row_rank = rank;
-                w->row_pairs = pairs;
-                return -1;
-            }
+                          sizeof(int32_t));
             w->row_off = off;
             w->row_rank = rank;
+            w->row_slot = slot;
             w->row_pairs = pairs;
+            if (bad)
+                return -1;
             w->row_off[rows] = used;
             w->row_rank[rows] = r;
+            w->row_slot[rows] = k;
             memcpy(&w->row_pairs[used], w->live, (size_t)n * sizeof(int32_t));
             used += n;
             rows++;
         }
     }
     w->cap_rows = cap_rows < cap_rank ? cap_rows : cap_rank;
+    if (cap_slot < w->cap_rows)
+        w->cap_rows = cap_slot;
     w->cap_row_pairs = cap_pairs;
     if (rows > 0)
         w->row_off[rows] = used;
@@ -318,6 +327,13 @@ static int ilpm_solve_rank(const loom_host_api *host, loom_ilpm_work *w,
             fastest += set->cand_ms[set->cand_off[t->rank_pairs[i]]];
     if (bound - fastest <= prm->gap * fabs(bound))
         return 0; /* the warm start is proven within the gap */
+    double window = loom_ilpm_window_bound(host, w, t, g, set, r, lo, hi);
+    if (window < 0.0)
+        return -1;
+    if (bound - (fastest + window) <= prm->gap * fabs(bound)) {
+        st->bound_ranks++;
+        return 0; /* proven by the window bound */
+    }
     lprec *lp = make_lp(0, cols);
     if (!lp)
         return -1;

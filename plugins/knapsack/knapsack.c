@@ -144,11 +144,21 @@ static int ks_tune(void *self, const loom_stage_graph *g,
                               ks_materialise, s, policies, "knapsack", err);
 }
 
+/* The interleaver budgets with every layer at its most frugal option:
+ * memory this tuner recovers by recomputation must not throttle the
+ * order. */
+static int ks_interleave_view(void *self)
+{
+    (void)self;
+    return LOOM_VIEW_FRUGAL;
+}
+
 static const loom_memory_tuner_vtable ks_vtable = {
     { sizeof(loom_memory_tuner_vtable), LOOM_MEMORY_TUNER_VERSION },
     ks_create,
     ks_destroy,
     ks_tune,
+    ks_interleave_view,
 };
 
 /* Returns the memory_tuner vtable for role "memory_tuner", else NULL. */

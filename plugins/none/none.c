@@ -116,6 +116,7 @@ static const loom_memory_tuner_vtable none_vtable = {
     none_create,
     none_destroy,
     none_tune,
+    NULL, /* interleave_view: the graph as built */
 };
 
 /* Returns the memory_tuner vtable for role "memory_tuner", else NULL. */

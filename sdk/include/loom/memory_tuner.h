@@ -32,7 +32,18 @@ typedef struct loom_memory_tuner_vtable {
     int (*tune)(void *self, const loom_stage_graph *graph,
                 const loom_schedule *schedule, uint8_t *policies,
                 loom_error *err);
+    /* Optional. Which memory the interleaver should budget with before
+     * this tuner runs: LOOM_VIEW_AS_BUILT (NULL member: the graph's own
+     * policies) or LOOM_VIEW_FRUGAL (every layer at its most memory-frugal
+     * option, durations as built), so the order is not throttled by memory
+     * the tuner will then recover by recomputation. */
+    int (*interleave_view)(void *self);
 } loom_memory_tuner_vtable;
+
+enum loom_interleave_view {
+    LOOM_VIEW_AS_BUILT = 0,
+    LOOM_VIEW_FRUGAL = 1
+};
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,287 @@
+/*
+ * oobleck_instantiate.c - Oobleck's instantiation (dissertation §2.4.2)
+ * as a ranker over the candidates of oobleck-templates: every template is
+ * simulated (through the evaluator) for each microbatch share, the
+ * coin-change enumeration lists every plan that uses all N nodes with at
+ * least f+1 pipelines, the batch is distributed over each plan's pipelines
+ * and the plan with the shortest iteration (highest throughput) wins. The
+ * chosen candidate is the plan's slowest pipeline with its share, so the
+ * plan's simulated makespan is the plan's iteration time. The algorithms
+ * are core/oobleck_plan.c, compiled into this plugin (libc only).
+ *
+ * Graphs carry no node counts, so the candidate order of oobleck-templates
+ * is the contract: templates by ascending node count n0..N-f*n0, each for
+ * shares 1..M or only M. With p templates, n0 = (N + 1 - p) / (f + 1);
+ * give both steps the same nodes, gpus_per_node and fault_tolerance.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <loom/loom.h>
+#include "oobleck.h"
+#include "../oobleck-templates/oobleck_common.h"
+
+typedef struct oi_self {
+    const loom_host_api *host;
+    loom_ctx *ctx;
+} oi_self;
+
+/* Creates an instance holding the host table and the step context. */
+static int oi_create(const loom_host_api *host, loom_ctx *ctx,
+                     void *plugin_state, void **self, loom_error *err)
+{
+    (void)plugin_state;
+    oi_self *o = host->alloc(sizeof *o);
+    if (!o)
+        return host->error(err, LOOM_ENOMEM, "oobleck-instantiate: out of memory");
+    o->host = host;
+    o->ctx = ctx;
+    *self = o;
+    return LOOM_OK;
+}
+
+/* Releases an instance from oi_create. */
+static void oi_destroy(void *self)
+{
+    oi_self *o = self;
+    if (o)
+        o->host->free(o);
+}
+
+/* Per-template times for shares 1..mbs: ms[j * mbs + s - 1]. */
+typedef struct oi_times {
+    const double *ms;
+    int32_t mbs;
+} oi_times;
+
+/* loom_oobleck_time_fn over the table. */
+static double oi_time(void *user, int32_t j, int32_t s)
+{
+    const oi_times *t = user;
+    if (s <= 0)
+        return 0;
+    if (s > t->mbs)
+        return INFINITY;
+    return t->ms[(size_t)j * (size_t)t->mbs + (size_t)(s - 1)];
+}
+
+/* Evaluates graph g with first-in-first-out priorities into *ms. */
+static int oi_eval(oi_self *o, const loom_evaluator_service *svc,
+                   const loom_stage_graph *g, float *prio, double *ms,
+                   loom_error *err)
+{
+    for (int32_t i = 0; i < g->n_groups; i++)
+        prio[i] = (float)(g->n_groups - i);
+    loom_evaluator *ev = NULL;
+    int rc = svc->create(o->ctx, g, &ev, err);
+    if (rc != LOOM_OK)
+        return rc;
+    loom_metrics m;
+    memset(&m, 0, sizeof m);
+    rc = svc->run(ev, prio, &m, err);
+    svc->destroy(ev);
+    *ms = m.makespan_ms;
+    return rc;
+}
+
+/* Splits the graphs into template groups; *first[j] is group j's first
+ * graph, *shares 1 (full batch only) or mbs. */
+static int oi_groups(const loom_host_api *host,
+                     const loom_stage_graph *const *g, int32_t n,
+                     int32_t *first, int32_t *p, int32_t *mbs, int *all,
+                     loom_error *err)
+{
+    *mbs = g[0]->n_microbatches;
+    *all = g[0]->n_microbatches == 1 && n > 1 && g[1]->n_microbatches == 2;
+    for (int32_t i = 0; i < n; i++)
+        if (g[i]->n_microbatches > *mbs)
+            *mbs = g[i]->n_microbatches;
+    int32_t per = *all ? *mbs : 1;
+    if (n % per != 0)
+        return host->error(err, LOOM_EINVAL,
+                           "oobleck-instantiate: %d candidates do not form "
+                           "templates of %d shares each (is oobleck-templates "
+                           "the partitioner?)", n, per);
+    *p = n / per;
+    for (int32_t j = 0; j < *p; j++) {
+        first[j] = j * per;
+        for (int32_t s = 0; s < per; s++)
+            if (g[j * per + s]->n_microbatches != (*all ? s + 1 : *mbs))
+                return host->error(err, LOOM_EINVAL,
+                                   "oobleck-instantiate: candidate %d holds %d "
+                                   "microbatches, expected %d (is "
+                                   "oobleck-templates the partitioner?)",
+                                   j * per + s, g[j * per + s]->n_microbatches,
+                                   *all ? s + 1 : *mbs);
+    }
+    return LOOM_OK;
+}
+
+/* Logs the chosen plan. */
+static void oi_log(oi_self *o, const loom_oobleck_choice *ch, const int32_t *sizes,
+                   int32_t mbs, int32_t nodes, int32_t f)
+{
+    char line[384];
+    int at = snprintf(line, sizeof line, "plan %d of %d for %d node(s), f = %d:",
+                      ch->plan_index + 1, ch->plans, nodes, f);
+    for (int32_t j = 0; j < ch->n_sizes && at > 0 && (size_t)at < sizeof line; j++)
+        if (ch->x[j] > 0)
+            at += snprintf(line + at, sizeof line - (size_t)at,
+                           " %d x %d-node (%d microbatches)", ch->x[j], sizes[j],
+                           ch->mb[j]);
+    o->host->log(o->ctx, LOOM_LOG_INFO, "%s; iteration %.3f ms for %d microbatches",
+                 line, ch->iteration_ms, mbs);
+}
+
+/* Instantiates the best plan and picks its slowest pipeline's graph. */
+static int oi_rank(void *self, const loom_stage_graph *const *graphs,
+                   int32_t n, loom_ranking *out, loom_error *err)
+{
+    oi_self *o = self;
+    const loom_host_api *host = o->host;
+    const loom_problem *pb = host->problem(o->ctx);
+    if (n < 1 || !graphs || !pb)
+        return host->error(err, LOOM_EINVAL,
+                           "oobleck-instantiate: expected template candidates "
+                           "and a problem, found %d candidates", n);
+    const loom_evaluator_service *svc = host->service(LOOM_SERVICE_EVALUATOR, 1);
+    if (!svc)
+        return host->error(err, LOOM_ENOTFOUND,
+                           "oobleck-instantiate: the \"%s\" service is not "
+                           "available", LOOM_SERVICE_EVALUATOR);
+    int32_t nodes = 0, gpus = 0, p = 0, mbs = 0;
+    int all = 0;
+    int rc = oobleck_nodes(host, o->ctx, pb, &nodes, &gpus, err);
+    if (rc != LOOM_OK)
+        return rc;
+    int64_t f = 1, max_plans = 10000;
+    if (host->param_int(o->ctx, "fault_tolerance", &f) != LOOM_OK)
+        f = 1;
+    if (host->param_int(o->ctx, "max_plans", &max_plans) != LOOM_OK)
+        max_plans = 10000;
+    int32_t *first = host->alloc((size_t)n * sizeof *first);
+    int32_t *sizes = host->alloc((size_t)n * sizeof *sizes);
+    double *ms = NULL;
+    int32_t max_groups = 1;
+    for (int32_t i = 0; i < n; i++)
+        max_groups = graphs[i]->n_groups > max_groups ? graphs[i]->n_groups : max_groups;
+    float *prio = host->alloc((size_t)max_groups * sizeof *prio);
+    loom_oobleck_choice ch;
+    memset(&ch, 0, sizeof ch);
+    if (!first || !sizes || !prio) {
+        rc = host->error(err, LOOM_ENOMEM, "oobleck-instantiate: out of memory");
+        goto done;
+    }
+    rc = oi_groups(host, graphs, n, first, &p, &mbs, &all, err);
+    if (rc != LOOM_OK)
+        goto done;
+    int32_t n0 = (int32_t)((nodes + 1 - p) / (f + 1));
+    if (n0 < 1 || (nodes + 1 - p) % (f + 1) != 0) {
+        rc = host->error(err, LOOM_EINVAL,
+                         "oobleck-instantiate: %d templates do not fit %d "
+                         "nodes with fault_tolerance %lld (N - (f+1) n0 + 1 "
+                         "templates expected); give oobleck-templates the same "
+                         "nodes and fault_tolerance", p, nodes, (long long)f);
+        goto done;
+    }
+    ms = host->alloc((size_t)p * (size_t)mbs * sizeof *ms);
+    if (!ms) {
+        rc = host->error(err, LOOM_ENOMEM, "oobleck-instantiate: out of memory");
+        goto done;
+    }
+    for (int32_t j = 0; j < p && rc == LOOM_OK; j++) {
+        sizes[j] = n0 + j;
+        const loom_stage_graph *g0 = graphs[first[j]];
+        if (g0->n_ranks < sizes[j] || g0->n_ranks > sizes[j] * gpus) {
+            rc = host->error(err, LOOM_EINVAL,
+                             "oobleck-instantiate: candidate %d has %d stages, "
+                             "not a template of %d node(s) of %d GPUs (give "
+                             "both Oobleck steps the same nodes and "
+                             "fault_tolerance)", first[j], g0->n_ranks, sizes[j],
+                             gpus);
+            break;
+        }
+        double run = 0;
+        for (int32_t s = 1; s <= mbs && rc == LOOM_OK; s++) {
+            double t = 0;
+            if (all || s == mbs)
+                rc = oi_eval(o, svc, graphs[first[j] + (all ? s - 1 : 0)], prio,
+                             &t, err);
+            run = t > run ? t : run; /* shares never get faster */
+            ms[(size_t)j * mbs + (size_t)(s - 1)] = run;
+        }
+        if (!all) /* only the full batch: the paper's linear N_b * T_j */
+            for (int32_t s = 1; s < mbs; s++)
+                ms[(size_t)j * mbs + (size_t)(s - 1)] =
+                    ms[(size_t)j * mbs + (size_t)(mbs - 1)] * s / mbs;
+    }
+    if (rc != LOOM_OK)
+        goto done;
+    oi_times times = {ms, mbs};
+    rc = loom_oobleck_choose(sizes, p, oi_time, &times, nodes, (int32_t)f, mbs,
+                             (int32_t)max_plans, &ch, err);
+    if (rc != LOOM_OK)
+        goto done;
+    /* the slowest pipeline of the plan: its template with its share */
+    int32_t pick = -1, pick_s = 0;
+    double pick_t = -1;
+    for (int32_t j = 0; j < p; j++) {
+        if (ch.x[j] == 0)
+            continue;
+        int32_t s = loom_oobleck_share(ch.mb[j], ch.x[j], 0);
+        double t = oi_time(&times, j, s);
+        if (t > pick_t) {
+            pick_t = t;
+            pick = j;
+            pick_s = s;
+        }
+    }
+    out->candidate = first[pick] + (all ? pick_s - 1 : 0);
+    const loom_stage_graph *g = graphs[out->candidate];
+    if (out->cap_priorities < g->n_groups) {
+        rc = host->error(err, LOOM_EINVAL,
+                         "oobleck-instantiate: room for %d priorities, graph "
+                         "has %d groups", out->cap_priorities, g->n_groups);
+        goto done;
+    }
+    for (int32_t i = 0; i < g->n_groups; i++)
+        out->priorities[i] = (float)(g->n_groups - i);
+    out->best_makespan_ms = ch.iteration_ms;
+    out->evaluations = all ? n : p;
+    oi_log(o, &ch, sizes, mbs, nodes, (int32_t)f);
+    if (LOOM_HOST_HAS(host, progress) && host->progress)
+        host->progress(o->ctx, ch.iteration_ms, out->evaluations);
+done:
+    loom_oobleck_choice_clear(&ch);
+    host->free(first);
+    host->free(sizes);
+    host->free(prio);
+    host->free(ms);
+    return rc;
+}
+
+static const loom_ranker_vtable oi_vtable = {
+    { sizeof(loom_ranker_vtable), LOOM_RANKER_VERSION },
+    oi_create,
+    oi_destroy,
+    oi_rank,
+};
+
+/* Returns the ranker vtable for role "ranker", else NULL. */
+static const loom_role_header *oi_role(const char *role)
+{
+    if (role && strcmp(role, LOOM_ROLE_RANKER) == 0)
+        return &oi_vtable.header;
+    return NULL;
+}
+
+static const loom_plugin_info oi_info = {
+    LOOM_PLUGIN_INFO_HEADER,
+    "org.loom.oobleck-instantiate",
+    "1.0.0",
+    NULL,
+    NULL,
+    oi_role,
+};
+
+LOOM_PLUGIN_DEFINE(oobleck_instantiate, oi_info);

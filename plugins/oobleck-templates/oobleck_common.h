@@ -1,0 +1,50 @@
+/*
+ * oobleck_common.h - what the two Oobleck plugins must agree on: the node
+ * count N and GPUs per node M of the cluster they plan for, and the order
+ * of the candidates oobleck-templates emits (templates by ascending node
+ * count n0..N-f*n0, each for 1..M microbatches or only the full batch).
+ * Header-only (static functions) so both plugins share one definition.
+ */
+#ifndef LOOM_OOBLECK_COMMON_H
+#define LOOM_OOBLECK_COMMON_H
+
+#include <loom/loom.h>
+
+/* Pipelines never hold more microbatch shares than this many candidates. */
+#define OOBLECK_MAX_SHARES 128
+
+/* N and M from the params "nodes" and "gpus_per_node" (0: derived): M is
+ * the cluster's GPUs per node (all of them when fewer GPUs exist), N the
+ * tp * pp * dp GPUs of the problem divided by M. */
+static int oobleck_nodes(const loom_host_api *host, loom_ctx *ctx,
+                         const loom_problem *pb, int32_t *nodes,
+                         int32_t *gpus_per_node, loom_error *err)
+{
+    int64_t n = 0, m = 0;
+    if (host->param_int(ctx, "nodes", &n) != LOOM_OK)
+        n = 0;
+    if (host->param_int(ctx, "gpus_per_node", &m) != LOOM_OK)
+        m = 0;
+    int64_t gpus = (int64_t)(pb->parallel.tp > 0 ? pb->parallel.tp : 1) *
+                   (pb->parallel.pp > 0 ? pb->parallel.pp : 1) *
+                   (pb->parallel.dp > 0 ? pb->parallel.dp : 1);
+    if (m <= 0)
+        m = pb->cluster && pb->cluster->gpus_per_node > 0
+                ? pb->cluster->gpus_per_node
+                : 8;
+    if (m > gpus && n <= 0)
+        m = gpus;
+    if (n <= 0)
+        n = gpus / m;
+    if (n < 1 || n > 4096 || m < 1 || m > 64)
+        return host->error(err, LOOM_EINVAL,
+                           "oobleck: expected 1 to 4096 nodes of 1 to 64 GPUs, "
+                           "found %lld nodes of %lld (params nodes, "
+                           "gpus_per_node; or tp*pp*dp = %lld GPUs)",
+                           (long long)n, (long long)m, (long long)gpus);
+    *nodes = (int32_t)n;
+    *gpus_per_node = (int32_t)m;
+    return LOOM_OK;
+}
+
+#endif

@@ -1,0 +1,343 @@
+/*
+ * oobleck_templates.c - Oobleck's pipeline templates (dissertation
+ * §2.4.1) as a partitioner. n0 is the smallest node count whose GPU memory
+ * holds the model's parameters, gradients and optimizer states; one
+ * template is planned for every node count n0 .. N - f*n0 by the divide
+ * and conquer over layers and GPUs (core/oobleck.c, compiled into this
+ * plugin: it uses only libc), memoised across templates. A template's
+ * stages become pipeline positions on their own ranks, each stage's GPU
+ * count its spans' TP degree.
+ *
+ * Candidates, in this order (oobleck-instantiate relies on it): for every
+ * template by ascending node count, the template holding the first s
+ * microbatches of the iteration for s = 1..M ("shares": "all", so the
+ * ranker can read each pipeline's time for any share from the simulator),
+ * or only the full batch ("full").
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <loom/loom.h>
+#include "oobleck.h"
+#include "oobleck_common.h"
+
+typedef struct ot_self {
+    const loom_host_api *host;
+    loom_ctx *ctx;
+} ot_self;
+
+/* Creates an instance holding the host table and the step context. */
+static int ot_create(const loom_host_api *host, loom_ctx *ctx,
+                     void *plugin_state, void **self, loom_error *err)
+{
+    (void)plugin_state;
+    ot_self *o = host->alloc(sizeof *o);
+    if (!o)
+        return host->error(err, LOOM_ENOMEM, "oobleck-templates: out of memory");
+    o->host = host;
+    o->ctx = ctx;
+    *self = o;
+    return LOOM_OK;
+}
+
+/* Releases an instance from ot_create. */
+static void ot_destroy(void *self)
+{
+    ot_self *o = self;
+    if (o)
+        o->host->free(o);
+}
+
+/* 1 when a module upstream of `module` is trainable. */
+static int ot_upstream(const loom_model *model, int32_t module)
+{
+    const loom_module *mod = &model->modules[module];
+    for (int32_t k = 0; k < mod->n_inputs; k++) {
+        int32_t j = mod->inputs[k];
+        if (!model->modules[j].frozen || ot_upstream(model, j))
+            return 1;
+    }
+    return 0;
+}
+
+/* F_{l,d}, B_{l,d} of every layer of the chain for d = 1..M into f, b
+ * ((d-1)*L + l), -1 where the cost model rejects d; *model_bytes gets the
+ * parameters and states on one GPU. */
+static int ot_costs(ot_self *o, const loom_cost_service *cost,
+                    const loom_problem *pb, const loom_iteration *it,
+                    int32_t gpus, int32_t n_layers, double *f, double *b,
+                    double *model_bytes, loom_error *err)
+{
+    const loom_model *model = pb->model;
+    int32_t mbs = pb->parallel.microbatches > 0 ? pb->parallel.microbatches : 1;
+    *model_bytes = 0;
+    for (int32_t d = 1; d <= gpus; d++) {
+        int32_t at = 0;
+        for (int32_t m = 0; m < model->n_modules; m++) {
+            const loom_module *mod = &model->modules[m];
+            loom_shape shape;
+            memset(&shape, 0, sizeof shape);
+            int rc = cost->module_shape(o->ctx, m, it, mbs, -1, 1, &shape, err);
+            if (rc != LOOM_OK)
+                return rc;
+            shape.tp = d;
+            int up = ot_upstream(model, m);
+            for (int32_t l = 0; l < mod->n_layers; l++, at++) {
+                size_t i = (size_t)(d - 1) * (size_t)n_layers + (size_t)at;
+                shape.trainable_upstream = up || (!mod->frozen && l > 0);
+                loom_layer_cost c;
+                memset(&c, 0, sizeof c);
+                loom_error e = {0, ""};
+                rc = cost->layer(o->ctx, m, l, &shape, LOOM_POLICY_NONE, &c, &e);
+                if (rc != LOOM_OK) {
+                    if (d == 1) {
+                        *err = e;
+                        return rc;
+                    }
+                    f[i] = b[i] = -1; /* e.g. d does not divide the heads */
+                    continue;
+                }
+                f[i] = shape.tokens > 0 ? c.forward_ms : 0;
+                b[i] = shape.tokens > 0 ? c.input_grad_ms + c.weight_grad_ms : 0;
+                if (d == 1)
+                    *model_bytes += (double)(c.param_bytes + c.state_bytes);
+            }
+        }
+    }
+    return LOOM_OK;
+}
+
+/* Fills candidate p with template t holding the first `share` of the
+ * iteration's `mbs` microbatches. */
+static int ot_candidate(const loom_host_api *host, const loom_model *model,
+                        const loom_iteration *it, const loom_oobleck_template *t,
+                        int32_t share, int32_t mbs, loom_partition *p,
+                        loom_error *err)
+{
+    if (p->cap_flows < 1 || p->cap_positions < t->n_stages ||
+        p->cap_microbatches < share || (it->n_samples > 0 && !p->sample_mb))
+        return host->error(err, LOOM_EINVAL,
+                           "oobleck-templates: candidate has room for %d "
+                           "positions and %d microbatches, need %d and %d",
+                           p->cap_positions, p->cap_microbatches, t->n_stages,
+                           share);
+    int32_t m = 0, layer = 0, ns = 0;
+    for (int32_t k = 0; k < t->n_stages; k++) {
+        loom_position *pos = &p->positions[k];
+        pos->rank = k;
+        pos->span_off = ns;
+        pos->n_spans = 0;
+        pos->reserved = 0;
+        for (int32_t left = t->stages[k].n_layers; left > 0;) {
+            while (layer >= model->modules[m].n_layers) {
+                m++;
+                layer = 0;
+            }
+            int32_t take = model->modules[m].n_layers - layer;
+            take = take < left ? take : left;
+            if (ns >= p->cap_spans)
+                return host->error(err, LOOM_EINVAL,
+                                   "oobleck-templates: candidate has room for "
+                                   "%d spans", p->cap_spans);
+            p->spans[ns++] = (loom_span){m, layer, take, t->stages[k].gpus};
+            pos->n_spans++;
+            layer += take;
+            left -= take;
+        }
+    }
+    loom_flow *fl = &p->flows[0];
+    memset(fl, 0, sizeof *fl);
+    fl->n_pos = t->n_stages;
+    fl->module = model->n_modules == 1 ? 0 : -1;
+    fl->segments = 1;
+    p->n_flows = 1;
+    p->n_positions = t->n_stages;
+    p->n_spans = ns;
+    p->n_ranks = t->n_stages;
+    int32_t n = it->n_samples;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t mb = it->samples[i].microbatch;
+        if (mb >= mbs)
+            return host->error(err, LOOM_EINVAL,
+                               "iteration %d: samples[%d].microbatch: expected "
+                               "< %d (parallel.microbatches), found %d",
+                               it->index, i, mbs, mb);
+        if (mb < 0)
+            mb = (int32_t)((int64_t)i * mbs / n);
+        for (int32_t k = 0; k < model->n_modules; k++)
+            p->sample_mb[(size_t)k * (size_t)n + (size_t)i] = mb < share ? mb : -1;
+    }
+    p->n_microbatches = share;
+    p->n_samples = n;
+    p->n_modules = model->n_modules;
+    if (p->subs)
+        for (int32_t k = 0; k < share; k++)
+            p->subs[k] = 1;
+    snprintf(p->label, sizeof p->label, "oobleck n=%d S=%d mb=%d/%d", t->nodes,
+             t->n_stages, share, mbs);
+    return LOOM_OK;
+}
+
+/* Logs a template's stages. */
+static void ot_log(ot_self *o, const loom_oobleck_template *t)
+{
+    char line[384];
+    int at = snprintf(line, sizeof line, "template %d node(s): %d stage(s)",
+                      t->nodes, t->n_stages);
+    for (int32_t k = 0; k < t->n_stages && at > 0 && (size_t)at < sizeof line; k++) {
+        const loom_oobleck_stage *s = &t->stages[k];
+        at += snprintf(line + at, sizeof line - (size_t)at, " [L%d-%d %dgpu n%d]",
+                       s->first_layer, s->first_layer + s->n_layers - 1, s->gpus,
+                       s->node);
+    }
+    o->host->log(o->ctx, LOOM_LOG_INFO, "%s, T(N_b=4S) = %.3f ms", line,
+                 t->iteration_ms);
+}
+
+/* Plans every template and emits the candidates. */
+static int ot_run(ot_self *o, const loom_problem *pb, const loom_iteration *it,
+                  loom_candidates *set, double *f, double *b, int32_t n_layers,
+                  int32_t nodes, int32_t gpus, loom_error *err)
+{
+    const loom_host_api *host = o->host;
+    int64_t fault = 1, n0 = 0, max_stages = 0;
+    int pow2 = 1;
+    if (host->param_int(o->ctx, "fault_tolerance", &fault) != LOOM_OK)
+        fault = 1;
+    if (host->param_int(o->ctx, "min_nodes", &n0) != LOOM_OK)
+        n0 = 0;
+    if (host->param_int(o->ctx, "max_stages", &max_stages) != LOOM_OK)
+        max_stages = 0;
+    if (host->param_bool(o->ctx, "pow2_gpus", &pow2) != LOOM_OK)
+        pow2 = 1;
+    const char *shares = host->param_string(o->ctx, "shares");
+    int32_t mbs = pb->parallel.microbatches > 0 ? pb->parallel.microbatches : 1;
+    int all = !(shares && strcmp(shares, "full") == 0) && mbs <= OOBLECK_MAX_SHARES;
+    double model_bytes = 0;
+    const loom_cost_service *cost = host->service(LOOM_SERVICE_COST, 1);
+    int rc = ot_costs(o, cost, pb, it, gpus, n_layers, f, b, &model_bytes, err);
+    if (rc != LOOM_OK)
+        return rc;
+    if (n0 <= 0) {
+        double cap = pb->memory_cap_bytes > 0 ? pb->memory_cap_bytes
+                     : pb->cluster ? (double)pb->cluster->hbm_bytes : 0;
+        n0 = cap > 0 ? (int64_t)ceil(model_bytes / (cap * gpus)) : 1;
+        if (n0 < 1)
+            n0 = 1;
+    }
+    int32_t first = 0, last = 0;
+    rc = loom_oobleck_node_spec(nodes, (int32_t)fault, (int32_t)n0, &first, &last,
+                                err);
+    if (rc != LOOM_OK)
+        return rc;
+    loom_oobleck_costs costs = {n_layers, gpus, f, b};
+    loom_oobleck_planner *pl = NULL;
+    rc = loom_oobleck_planner_new(&costs, gpus, pow2, &pl, err);
+    for (int32_t n = first; rc == LOOM_OK && n <= last; n++) {
+        loom_oobleck_template t;
+        rc = loom_oobleck_plan_template(pl, n, (int32_t)max_stages, &t, err);
+        if (rc != LOOM_OK) {
+            if (rc == LOOM_EINFEASIBLE) {
+                char why[LOOM_ERROR_MSG_BYTES];
+                snprintf(why, sizeof why, "%s", err->message);
+                host->error(err, rc,
+                            "oobleck-templates: no template for %d node(s), "
+                            "but f = %lld and n0 = %lld need every node count "
+                            "%d..%d (%s)", n, (long long)fault, (long long)n0,
+                            first, last, why);
+            }
+            break;
+        }
+        ot_log(o, &t);
+        for (int32_t s = all ? 1 : mbs; rc == LOOM_OK && s <= mbs; s++) {
+            loom_partition *p = NULL;
+            rc = set->add(set, &p, err);
+            if (rc == LOOM_OK)
+                rc = ot_candidate(host, pb->model, it, &t, s, mbs, p, err);
+            if (rc != LOOM_OK && p)
+                set->remove(set, set->n - 1);
+        }
+        loom_oobleck_template_clear(&t);
+    }
+    if (rc == LOOM_OK)
+        host->log(o->ctx, LOOM_LOG_INFO,
+                  "%d node(s) of %d GPUs, f = %lld, n0 = %lld (model states "
+                  "%.1f GiB): templates for %d..%d nodes, memo %lld entries",
+                  nodes, gpus, (long long)fault, (long long)n0,
+                  model_bytes / 1073741824.0, first, last,
+                  (long long)loom_oobleck_memo_entries(pl));
+    loom_oobleck_planner_free(pl);
+    return rc;
+}
+
+/* Emits the template candidates. */
+static int ot_partition(void *self, const loom_problem *problem,
+                        const loom_iteration *it, loom_candidates *set,
+                        loom_error *err)
+{
+    ot_self *o = self;
+    const loom_host_api *host = o->host;
+    if (problem->kind != LOOM_PROBLEM_MODEL || !problem->model)
+        return host->error(err, LOOM_DECLINED,
+                           "oobleck-templates: only model problems are "
+                           "partitioned");
+    if (!it)
+        return host->error(err, LOOM_EINVAL,
+                           "oobleck-templates: needs the iteration's samples");
+    const loom_cost_service *cost = host->service(LOOM_SERVICE_COST, 1);
+    if (!cost ||
+        cost->struct_size < offsetof(loom_cost_service, module_shape) +
+                                sizeof cost->module_shape ||
+        !cost->layer || !cost->module_shape)
+        return host->error(err, LOOM_ENOTFOUND,
+                           "oobleck-templates: the \"%s\" service with layer "
+                           "and module_shape is not available",
+                           LOOM_SERVICE_COST);
+    int32_t nodes = 0, gpus = 0;
+    int rc = oobleck_nodes(host, o->ctx, problem, &nodes, &gpus, err);
+    if (rc != LOOM_OK)
+        return rc;
+    int64_t n_layers = 0;
+    for (int32_t m = 0; m < problem->model->n_modules; m++)
+        n_layers += problem->model->modules[m].n_layers;
+    if (n_layers > LOOM_OOBLECK_MAX_LAYERS)
+        return host->error(err, LOOM_EINVAL,
+                           "oobleck-templates: the model has %lld layers, at "
+                           "most %d are planned", (long long)n_layers,
+                           LOOM_OOBLECK_MAX_LAYERS);
+    size_t cells = (size_t)n_layers * (size_t)gpus;
+    double *f = host->alloc(cells * sizeof *f), *b = host->alloc(cells * sizeof *b);
+    if (!f || !b)
+        rc = host->error(err, LOOM_ENOMEM, "oobleck-templates: out of memory");
+    else
+        rc = ot_run(o, problem, it, set, f, b, (int32_t)n_layers, nodes, gpus, err);
+    host->free(f);
+    host->free(b);
+    return rc;
+}
+
+static const loom_partitioner_vtable ot_vtable = {
+    { sizeof(loom_partitioner_vtable), LOOM_PARTITIONER_VERSION },
+    ot_create,
+    ot_destroy,
+    ot_partition,
+};
+
+/* Returns the partitioner vtable for role "partitioner", else NULL. */
+static const loom_role_header *ot_role(const char *role)
+{
+    if (role && strcmp(role, LOOM_ROLE_PARTITIONER) == 0)
+        return &ot_vtable.header;
+    return NULL;
+}
+
+static const loom_plugin_info ot_info = {
+    LOOM_PLUGIN_INFO_HEADER,
+    "org.loom.oobleck-templates",
+    "1.0.0",
+    NULL,
+    NULL,
+    ot_role,
+};
+
+LOOM_PLUGIN_DEFINE(oobleck_templates, ot_info);
