@@ -79,95 +79,101 @@ double loom_oobleck_template_time_ms(const loom_oobleck_template *t,
 /* One memoised sub-result: terms of the best layout and how it was split. */
 typedef struct dc_result {
     double t1, t3, cstar, total; /* total = T1 + T2 + T3, INFINITY: none */
-    int32_t kstar;               /* slowest stage, 0-based in the sub-pipe */
-    int32_t split_k;             /* layer of the split; -1 for a leaf */
-    int32_t split_s;             /* stages on the left */
-    int32_t split_m;             /* left nodes (several nodes) or GPUs */
+    int16_t kstar;               /* slowest stage, 0-based in the sub-pipe */
+    int16_t split_k;             /* layer of the split; -1 for a leaf */
+    int16_t split_s;             /* stages on the left */
+    int16_t split_m;             /* left nodes (several nodes) or GPUs */
+    int16_t known;               /* 1 once computed */
 } dc_result;
 
-typedef struct dc_slot {
-    uint64_t key;
-    int32_t used;
-    dc_result r;
-} dc_slot;
+/* A block: every (u, v) sub-range of one (stage count, devices) pair,
+ * stored as the upper triangle u < v. */
+typedef struct dc_block {
+    int32_t stages, dev; /* dev: GPUs - 1 inside one node, M + nodes - 2 */
+    dc_result *r;
+} dc_block;
+
+/* Bytes of memo a planner may allocate. */
+#define DC_MEMO_BUDGET ((size_t)2 << 30)
 
 struct loom_oobleck_planner {
     int32_t n_layers, max_gpus, gpus_per_node, pow2;
     double *prefix;      /* (max_gpus) x (n_layers + 1): sum of F + B */
     int32_t *bad;        /* same shape: prefix count of unusable entries */
-    dc_slot *slots;
-    size_t cap, count;
-    int64_t hits;
+    int64_t *tri;        /* tri[u]: first triangle index of row u */
+    dc_block *blocks;    /* open addressing on (stages, dev) */
+    size_t cap, count, bytes;
+    int64_t entries, hits;
     int oom;
 };
 
-/* Packs a sub-problem into a 64-bit key (bounds checked by the caller). */
-static uint64_t dc_key(int32_t s, int32_t u, int32_t v, int32_t nodes,
-                       int32_t g)
+/* Device key of a sub-problem: GPUs inside one node, or whole nodes. */
+static int32_t dc_dev(const loom_oobleck_planner *p, int32_t nodes, int32_t g)
 {
-    /* 13 bits each for s, u, v and nodes (<= 4096), 7 bits for g (<= 64) */
-    return ((uint64_t)(uint32_t)s << 46) | ((uint64_t)(uint32_t)u << 33) |
-           ((uint64_t)(uint32_t)v << 20) | ((uint64_t)(uint32_t)nodes << 7) |
-           (uint64_t)(uint32_t)g;
+    return nodes > 1 ? p->gpus_per_node + nodes - 2 : g - 1;
 }
 
-/* Table index of a key: the splitmix64 finaliser of everything but v,
- * plus v, so the sub-problems a split loop visits one after another
- * (consecutive v) sit in neighbouring slots. */
-static size_t dc_hash(uint64_t key)
-{
-    uint64_t v = (key >> 20) & 0x1fff;
-    uint64_t k = key & ~((uint64_t)0x1fff << 20);
-    k ^= k >> 30;
-    k *= 0xbf58476d1ce4e5b9ULL;
-    k ^= k >> 27;
-    k *= 0x94d049bb133111ebULL;
-    k ^= k >> 31;
-    return (size_t)(k + v);
-}
-
-/* Finds key's slot, or NULL. */
-static const dc_result *dc_find(loom_oobleck_planner *p, uint64_t key)
+/* The block of (stages, dev), allocated on first use; NULL when out of
+ * memory or over the budget (p->oom set). */
+static dc_result *dc_block_for(loom_oobleck_planner *p, int32_t stages,
+                               int32_t dev)
 {
     size_t mask = p->cap - 1;
-    for (size_t i = dc_hash(key) & mask;; i = (i + 1) & mask) {
-        if (!p->slots[i].used)
-            return NULL;
-        if (p->slots[i].key == key)
-            return &p->slots[i].r;
+    size_t h = ((size_t)stages * 0x9e3779b1u) ^ ((size_t)dev * 0x85ebca6bu);
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        dc_block *b = &p->blocks[i];
+        if (b->r && b->stages == stages && b->dev == dev)
+            return b->r;
+        if (!b->r)
+            break;
     }
-}
-
-/* Inserts (key, r), doubling the table when half full. */
-static void dc_store(loom_oobleck_planner *p, uint64_t key, const dc_result *r)
-{
-    if ((p->count + 1) * 2 > p->cap) {
+    if ((p->count + 1) * 2 > p->cap) { /* grow the block table */
         size_t ncap = p->cap * 2;
-        dc_slot *ns = calloc(ncap, sizeof *ns);
-        if (!ns) {
+        dc_block *nb = calloc(ncap, sizeof *nb);
+        if (!nb) {
             p->oom = 1;
-            return;
+            return NULL;
         }
         for (size_t i = 0; i < p->cap; i++) {
-            if (!p->slots[i].used)
+            if (!p->blocks[i].r)
                 continue;
-            size_t j = dc_hash(p->slots[i].key) & (ncap - 1);
-            while (ns[j].used)
+            size_t hh = ((size_t)p->blocks[i].stages * 0x9e3779b1u) ^
+                        ((size_t)p->blocks[i].dev * 0x85ebca6bu);
+            size_t j = hh & (ncap - 1);
+            while (nb[j].r)
                 j = (j + 1) & (ncap - 1);
-            ns[j] = p->slots[i];
+            nb[j] = p->blocks[i];
         }
-        free(p->slots);
-        p->slots = ns;
+        free(p->blocks);
+        p->blocks = nb;
         p->cap = ncap;
+        mask = ncap - 1;
     }
-    size_t mask = p->cap - 1;
-    size_t i = dc_hash(key) & mask;
-    while (p->slots[i].used)
+    size_t cells = (size_t)p->tri[p->n_layers];
+    size_t bytes = cells * sizeof(dc_result);
+    if (p->bytes + bytes > DC_MEMO_BUDGET) {
+        p->oom = 1;
+        return NULL;
+    }
+    dc_result *r = calloc(cells, sizeof *r);
+    if (!r) {
+        p->oom = 1;
+        return NULL;
+    }
+    size_t i = h & mask;
+    while (p->blocks[i].r)
         i = (i + 1) & mask;
-    p->slots[i].used = 1;
-    p->slots[i].key = key;
-    p->slots[i].r = *r;
+    p->blocks[i] = (dc_block){stages, dev, r};
     p->count++;
+    p->bytes += bytes;
+    return r;
+}
+
+/* The cell of (u, v) in a block. */
+static dc_result *dc_cell(const loom_oobleck_planner *p, dc_result *block,
+                          int32_t u, int32_t v)
+{
+    return &block[p->tri[u] + (v - u - 1)];
 }
 
 int loom_oobleck_planner_new(const loom_oobleck_costs *costs,
@@ -200,12 +206,16 @@ int loom_oobleck_planner_new(const loom_oobleck_costs *costs,
     size_t row = (size_t)costs->n_layers + 1;
     p->prefix = malloc(row * (size_t)gpus_per_node * sizeof *p->prefix);
     p->bad = malloc(row * (size_t)gpus_per_node * sizeof *p->bad);
-    p->cap = 1024;
-    p->slots = calloc(p->cap, sizeof *p->slots);
-    if (!p->prefix || !p->bad || !p->slots) {
+    p->tri = malloc((row + 1) * sizeof *p->tri);
+    p->cap = 64;
+    p->blocks = calloc(p->cap, sizeof *p->blocks);
+    if (!p->prefix || !p->bad || !p->tri || !p->blocks) {
         loom_oobleck_planner_free(p);
         return oob_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
     }
+    p->tri[0] = 0; /* row u of the triangle holds v = u+1 .. L */
+    for (int32_t u = 0; u < costs->n_layers + 1; u++)
+        p->tri[u + 1] = p->tri[u] + (costs->n_layers - u);
     for (int32_t d = 0; d < gpus_per_node; d++) {
         double *pre = p->prefix + (size_t)d * row;
         int32_t *bad = p->bad + (size_t)d * row;
@@ -230,13 +240,16 @@ void loom_oobleck_planner_free(loom_oobleck_planner *p)
         return;
     free(p->prefix);
     free(p->bad);
-    free(p->slots);
+    free(p->tri);
+    for (size_t i = 0; p->blocks && i < p->cap; i++)
+        free(p->blocks[i].r);
+    free(p->blocks);
     free(p);
 }
 
 int64_t loom_oobleck_memo_entries(const loom_oobleck_planner *p)
 {
-    return p ? (int64_t)p->count : 0;
+    return p ? p->entries : 0;
 }
 
 int64_t loom_oobleck_memo_hits(const loom_oobleck_planner *p)
@@ -266,15 +279,17 @@ static int dc_pow2(int32_t g)
 static dc_result dc_solve(loom_oobleck_planner *p, int32_t s_all, int32_t u,
                           int32_t v, int32_t nodes, int32_t g)
 {
-    dc_result best = {INFINITY, INFINITY, INFINITY, INFINITY, 0, -1, 0, 0};
+    dc_result best = {INFINITY, INFINITY, INFINITY, INFINITY, 0, -1, 0, 0, 1};
     if (s_all > v - u || (nodes == 1 && g < s_all) ||
         (nodes > 1 && nodes > s_all))
         return best;
-    uint64_t key = dc_key(s_all, u, v, nodes, g);
-    const dc_result *hit = dc_find(p, key);
-    if (hit) {
+    dc_result *block = dc_block_for(p, s_all, dc_dev(p, nodes, g));
+    if (!block)
+        return best;
+    dc_result *cell = dc_cell(p, block, u, v);
+    if (cell->known) {
         p->hits++;
-        return *hit;
+        return *cell;
     }
     if (s_all == 1) {
         /* nodes == 1 here: one stage on all g GPUs of the node */
@@ -287,39 +302,42 @@ static dc_result dc_solve(loom_oobleck_planner *p, int32_t s_all, int32_t u,
             best.kstar = 0;
             best.total = 4 * c; /* T1 + 2c + T3 (Eq. 2.4) */
         }
-        dc_store(p, key, &best);
+        *cell = best;
+        p->entries++;
         return best;
     }
     int32_t nb = 4 * s_all;
     int32_t splits = nodes > 1 ? nodes : g;
-    for (int32_t k = u + 1; k < v; k++) {
-        for (int32_t s = 1; s < s_all; s++) {
-            if (s > k - u || s_all - s > v - k)
-                continue;
-            /* split range: inside a node each side needs a GPU per stage;
-             * across nodes each side needs at least as many stages as
-             * nodes (a stage never spans two) */
-            int32_t lo = 1, hi = splits - 1;
-            if (nodes > 1) {
-                hi = hi < s ? hi : s;
-                lo = nodes - (s_all - s) > lo ? nodes - (s_all - s) : lo;
-            } else {
-                lo = s;
-                hi = g - (s_all - s) < hi ? g - (s_all - s) : hi;
-            }
-            for (int32_t m = lo; m <= hi; m++) {
-                dc_result l, r;
-                if (nodes > 1) {
-                    l = dc_solve(p, s, u, k, m, g);
-                    if (!isfinite(l.total))
-                        continue;
-                    r = dc_solve(p, s_all - s, k, v, nodes - m, g);
-                } else {
-                    l = dc_solve(p, s, u, k, 1, m);
-                    if (!isfinite(l.total))
-                        continue;
-                    r = dc_solve(p, s_all - s, k, v, 1, g - m);
-                }
+    for (int32_t s = 1; s < s_all; s++) {
+        /* split range: inside a node each side needs a GPU per stage;
+         * across nodes each side needs at least as many stages as nodes
+         * (a stage never spans two) */
+        int32_t lo = 1, hi = splits - 1;
+        if (nodes > 1) {
+            hi = hi < s ? hi : s;
+            lo = nodes - (s_all - s) > lo ? nodes - (s_all - s) : lo;
+        } else {
+            lo = s;
+            hi = g - (s_all - s) < hi ? g - (s_all - s) : hi;
+        }
+        for (int32_t m = lo; m <= hi; m++) {
+            int32_t ln = nodes > 1 ? m : 1, rn = nodes > 1 ? nodes - m : 1;
+            int32_t lg = nodes > 1 ? g : m, rg = nodes > 1 ? g : g - m;
+            /* both blocks stay put while the recursion fills them */
+            dc_result *lb = dc_block_for(p, s, dc_dev(p, ln, lg));
+            dc_result *rb = dc_block_for(p, s_all - s, dc_dev(p, rn, rg));
+            if (!lb || !rb)
+                return best;
+            for (int32_t k = u + s; k <= v - (s_all - s); k++) {
+                const dc_result *lc = dc_cell(p, lb, u, k);
+                p->hits += lc->known;
+                dc_result l = lc->known ? *lc : dc_solve(p, s, u, k, ln, lg);
+                if (!isfinite(l.total))
+                    continue;
+                const dc_result *rc = dc_cell(p, rb, k, v);
+                p->hits += rc->known;
+                dc_result r = rc->known ? *rc
+                                        : dc_solve(p, s_all - s, k, v, rn, rg);
                 if (!isfinite(r.total))
                     continue;
                 double t1 = l.t1 + r.t1, t3, cstar;
@@ -338,16 +356,18 @@ static dc_result dc_solve(loom_oobleck_planner *p, int32_t s_all, int32_t u,
                     best.t1 = t1;
                     best.t3 = t3;
                     best.cstar = cstar;
-                    best.kstar = kstar;
+                    best.kstar = (int16_t)kstar;
                     best.total = total;
-                    best.split_k = k;
-                    best.split_s = s;
-                    best.split_m = m;
+                    best.split_k = (int16_t)k;
+                    best.split_s = (int16_t)s;
+                    best.split_m = (int16_t)m;
                 }
             }
         }
     }
-    dc_store(p, key, &best);
+    /* the recursion may have grown the block table, not moved blocks */
+    *dc_cell(p, block, u, v) = best;
+    p->entries++;
     return best;
 }
 
@@ -357,7 +377,8 @@ static int32_t dc_emit(loom_oobleck_planner *p, int32_t s_all, int32_t u,
                        int32_t v, int32_t nodes, int32_t g, int32_t node0,
                        int32_t gpu0, loom_oobleck_stage *out, int32_t at)
 {
-    const dc_result *r = dc_find(p, dc_key(s_all, u, v, nodes, g));
+    dc_result *block = dc_block_for(p, s_all, dc_dev(p, nodes, g));
+    const dc_result *r = block ? dc_cell(p, block, u, v) : NULL;
     if (!r || r->split_k < 0) {
         loom_oobleck_stage *st = &out[at];
         st->first_layer = u;
@@ -391,7 +412,10 @@ int loom_oobleck_plan_stages(loom_oobleck_planner *p, int32_t nodes,
                         LOOM_OOBLECK_MAX_LAYERS, nodes, stages);
     dc_result r = dc_solve(p, stages, 0, p->n_layers, nodes, p->gpus_per_node);
     if (p->oom)
-        return oob_fail(err, LOOM_ENOMEM, "oobleck: out of memory (memo)");
+        return oob_fail(err, LOOM_ENOMEM,
+                        "oobleck: the divide and conquer's memo would exceed "
+                        "%zu MiB for %d layers on %d node(s); lower max_stages",
+                        DC_MEMO_BUDGET >> 20, p->n_layers, nodes);
     if (!isfinite(r.total))
         return oob_fail(err, LOOM_EINFEASIBLE,
                         "oobleck: no layout of %d layers in %d stages on %d "

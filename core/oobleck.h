@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 /* Upper bounds the planner checks before allocating. */
-#define LOOM_OOBLECK_MAX_LAYERS 4096
+#define LOOM_OOBLECK_MAX_LAYERS 1024
 #define LOOM_OOBLECK_MAX_NODES 4096
 #define LOOM_OOBLECK_MAX_GPUS_PER_NODE 64
 #define LOOM_OOBLECK_MAX_MICROBATCHES 1000000
@@ -100,7 +100,8 @@ int loom_oobleck_plan_stages(loom_oobleck_planner *p, int32_t nodes,
                              int32_t stages, loom_oobleck_template *out,
                              loom_error *err);
 
-/* Memoised sub-results so far and how many lookups hit the memo. */
+/* Memoised sub-results so far and how many lookups hit the memo. The memo
+ * is dense per (stage count, devices) pair, at most 2 GiB in all. */
 int64_t loom_oobleck_memo_entries(const loom_oobleck_planner *p);
 int64_t loom_oobleck_memo_hits(const loom_oobleck_planner *p);
 
@@ -238,13 +239,11 @@ void loom_oobleck_state_clear_pipelines(loom_oobleck_state *st);
 /* Name of an action ("keep", "reinstantiate", ...). */
 const char *loom_oobleck_action_name(int action);
 
-/* The C-API form of `loom replan`: `job_json` is a job description (the
- * format of `loom replan --job`, docs/algorithms-dissertation.md), the
- * failed node ids are given separately; *result_json (caller frees with
- * free()) is the report `loom replan --json` prints. */
-LOOM_EXPORT int loom_replan_json(const char *job_json, const int32_t *failed,
-                                 int32_t n_failed, char **result_json,
-                                 loom_error *err);
+/* Distributes st->microbatches over st's pipelines with the templates'
+ * times (Eq. 2.6), setting every pipeline's microbatches; *iteration_ms
+ * gets the slowest pipeline's time. */
+int loom_oobleck_redistribute(loom_oobleck_state *st, double *iteration_ms,
+                              loom_error *err);
 
 #ifdef __cplusplus
 }

@@ -128,6 +128,47 @@ static int rp_instantiate_ids(loom_oobleck_state *st, const int32_t *ids,
     return rc;
 }
 
+int loom_oobleck_redistribute(loom_oobleck_state *st, double *iteration_ms,
+                              loom_error *err)
+{
+    int rc = rp_check_templates(st, err);
+    if (rc != LOOM_OK)
+        return rc;
+    int32_t *x = calloc((size_t)st->n_templates, sizeof *x);
+    int32_t *mb = calloc((size_t)st->n_templates, sizeof *mb);
+    if (!x || !mb) {
+        free(x);
+        free(mb);
+        return rp_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+    }
+    for (int32_t i = 0; i < st->n_pipelines; i++) {
+        int32_t j = st->pipelines[i].template_index;
+        if (j < 0 || j >= st->n_templates) {
+            free(x);
+            free(mb);
+            return rp_fail(err, LOOM_EINVAL,
+                           "oobleck: pipelines[%d] uses template %d of %d", i,
+                           j, st->n_templates);
+        }
+        x[j]++;
+    }
+    rc = loom_oobleck_distribute(x, st->n_templates, rp_time, st,
+                                 st->microbatches, mb, iteration_ms, NULL, err);
+    if (rc == LOOM_OK) {
+        memset(x, 0, (size_t)st->n_templates * sizeof *x);
+        for (int32_t i = 0; i < st->n_pipelines; i++) {
+            loom_oobleck_pipeline *q = &st->pipelines[i];
+            int32_t j = q->template_index, cnt = 0;
+            for (int32_t k = 0; k < st->n_pipelines; k++)
+                cnt += st->pipelines[k].template_index == j;
+            q->microbatches = loom_oobleck_share(mb[j], cnt, x[j]++);
+        }
+    }
+    free(x);
+    free(mb);
+    return rc;
+}
+
 int loom_oobleck_instantiate(loom_oobleck_state *st, int32_t nodes,
                              loom_error *err)
 {

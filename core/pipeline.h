@@ -58,9 +58,10 @@ typedef struct loom_pipeline {
 /* Adds cfg->plugin_dirs to reg, resolves every step (not found ->
  * LOOM_ENOTFOUND naming pipeline[i].use and listing the plugins of that
  * role), checks the plugin's role, validates params (before init), loads
- * the plugins, copies vtables and calls create() once per step (failure:
- * LOOM_EPLUGIN, message prefixed "plugin <id>: "). *out is owned by the
- * caller (loom_pipeline_close). */
+ * the plugins, copies vtables and calls create() once per step. A failed
+ * create() keeps LOOM_EINVAL / ENOTFOUND / EIO / ENOMEM (input-shaped) and
+ * becomes LOOM_EPLUGIN otherwise; its message is prefixed "plugin <id>: ".
+ * *out is owned by the caller (loom_pipeline_close). */
 int loom_pipeline_open(loom_registry *reg, const loom_planner_config *cfg,
                        loom_pipeline **out, loom_error *err);
 

@@ -62,6 +62,19 @@ typedef struct loom_co {
     int32_t *rank_index;      /* per rank: pipeline index in the backbone, -1 */
 } loom_co;
 
+/* Scheduling efficiency (Optimus Table 7): the share of the encoder's
+ * time enc_ms that does not lengthen the iteration, (enc + llm - mllm) /
+ * enc clamped to [0, 1]; llm_ms is the backbone alone, mllm_ms with the
+ * encoder scheduled. 1 when enc_ms <= 0. */
+static inline double loom_co_efficiency(double enc_ms, double llm_ms,
+                                        double mllm_ms)
+{
+    if (!(enc_ms > 0))
+        return 1;
+    double e = (enc_ms + llm_ms - mllm_ms) / enc_ms;
+    return e < 0 ? 0 : e > 1 ? 1 : e;
+}
+
 /* Releases every array of co. */
 static inline void loom_co_free(loom_co *co)
 {

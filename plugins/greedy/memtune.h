@@ -42,6 +42,12 @@ typedef struct loom_mt_timeline {
     int32_t *peak_slot;      /* per rank: slot first reaching it, -1 none */
     int32_t *stage_slot;     /* per stage (scratch) */
     int32_t cap_ranks, cap_pairs, cap_slots, cap_stages;
+    /* Segment tree over one rank's slots (mt_tree.c): memory after each
+     * slot, with range add and the leftmost maximum. */
+    int64_t *tree_max, *tree_lazy;
+    int32_t *tree_idx;
+    int64_t *tree_vals;      /* per slot of the rank: the leaf values */
+    int32_t tree_rank, tree_n, cap_tree;
 } loom_mt_timeline;
 
 /* Builds the timeline of `sched` over `g` (reusing t's arrays). LOOM_EINVAL
@@ -53,9 +59,16 @@ int loom_mt_timeline_build(const loom_host_api *host, loom_mt_timeline *t,
 void loom_mt_timeline_free(const loom_host_api *host, loom_mt_timeline *t);
 
 /* Recomputes rank r's activation peak (peak_bytes, peak_slot) for the
- * per-pair activation bytes `pair_bytes`; returns the peak. */
+ * per-pair activation bytes `pair_bytes`; returns the peak. Also builds
+ * the rank's segment tree for loom_mt_rank_add (O(slots of the rank)). */
 int64_t loom_mt_rank_peak(loom_mt_timeline *t, int32_t r,
                           const int64_t *pair_bytes);
+
+/* Changes pair p's bytes by `delta` in the segment tree of its rank (built
+ * by the last loom_mt_rank_peak, which must have been for that rank) and
+ * updates the rank's peak_bytes / peak_slot; returns the new peak
+ * (O(log slots)). */
+int64_t loom_mt_rank_add(loom_mt_timeline *t, int32_t p, int64_t delta);
 
 /* Writes to out the pairs of rank r live at `slot` (allocated at or
  * before it, freed after it) and returns how many (<= pairs of r). */
@@ -83,9 +96,14 @@ typedef struct loom_mt_units {
     int32_t *state;               /* per unit, updated by the descent */
 } loom_mt_units;
 
-/* Scratch of the descent, grown on demand. */
+/* Scratch of the descent, grown on demand. Each pair caches its best
+ * next move (recomputed only when one of its units moves), and the live
+ * set of the peak slot is kept while the peak stays at that slot. */
 typedef struct loom_mt_descent {
     int32_t *live;
+    int32_t *best_unit;    /* per pair: its best unit to move, or -1 */
+    int64_t *best_saved;   /* per pair: bytes that move saves */
+    double *best_added;    /* per pair: ms that move adds */
     int32_t cap_live;
 } loom_mt_descent;
 

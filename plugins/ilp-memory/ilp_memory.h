@@ -98,13 +98,24 @@ int loom_ilpm_solve(const loom_host_api *host, loom_ilpm_work *w,
                     loom_error *err);
 void loom_ilpm_free(const loom_host_api *host, loom_ilpm_work *w);
 
+/* Collects into w the memory rows that bind with every pair at its
+ * fastest candidate: for every rank, each slot where memory can peak
+ * (loom_mt_is_crest) whose live pairs' fastest bytes plus the rank's
+ * static bytes exceed the cap; rows come rank by rank in slot order
+ * (row_off / row_pairs / row_rank / row_slot). Returns their count, or
+ * < 0 when out of memory. */
+int32_t loom_ilpm_rows(const loom_host_api *host, loom_ilpm_work *w,
+                       const loom_mt_timeline *t, const loom_stage_graph *g,
+                       const loom_mckp_set *set);
+
 /* A lower bound on the latency rank r's pairs must add over their
  * fastest candidates to satisfy its memory rows [lo, hi) (collected by
  * loom_ilpm_solve): for each row, the LP relaxation of the row alone (a
  * multiple-choice knapsack: cheapest convex-hull steps first); then the
  * best sum over rows whose live pairs are pairwise disjoint (weighted
  * interval scheduling), since disjoint rows need disjoint savings.
- * Returns < 0 when out of memory. */
+ * [lo, hi) must be rank r's rows from loom_ilpm_rows. Returns < 0 when out
+ * of memory. */
 double loom_ilpm_window_bound(const loom_host_api *host, loom_ilpm_work *w,
                               const loom_mt_timeline *t,
                               const loom_stage_graph *g,

@@ -109,12 +109,13 @@ static int64_t ilpm_fast_bytes(const loom_mckp_set *set, int32_t p)
     return set->cand_bytes[set->cand_off[p]];
 }
 
-/* Collects the binding memory rows into w; returns their count or < 0
- * when out of memory. */
-static int32_t ilpm_rows(const loom_host_api *host, loom_ilpm_work *w,
-                         const loom_mt_timeline *t, const loom_stage_graph *g,
-                         const loom_mckp_set *set)
+/* Collects the binding memory rows (see ilp_memory.h). */
+int32_t loom_ilpm_rows(const loom_host_api *host, loom_ilpm_work *w,
+                       const loom_mt_timeline *t, const loom_stage_graph *g,
+                       const loom_mckp_set *set)
 {
+    if (ilpm_reserve_pairs(host, w, g->n_pairs) != LOOM_OK)
+        return -1;
     int32_t rows = 0, used = 0;
     void *off = w->row_off, *rank = w->row_rank, *pairs = w->row_pairs;
     void *slot = w->row_slot;
@@ -385,9 +386,7 @@ int loom_ilpm_solve(const loom_host_api *host, loom_ilpm_work *w,
     st->best_ms = st->warm_ms;
     if (!(g->memory_cap_bytes > 0.0))
         return LOOM_OK;
-    if (ilpm_reserve_pairs(host, w, g->n_pairs) != LOOM_OK)
-        return host->error(err, LOOM_ENOMEM, "ilp: out of memory");
-    int32_t rows = ilpm_rows(host, w, t, g, set);
+    int32_t rows = loom_ilpm_rows(host, w, t, g, set);
     if (rows < 0)
         return host->error(err, LOOM_ENOMEM, "ilp: out of memory");
     st->constraints = rows;

@@ -8,6 +8,8 @@
 #include "../greedy/memtune.h"
 #include "../greedy/memtune_testing.h"
 #include "../knapsack/mckp.h"
+#include "ilp_memory.h"
+#include "session.h"
 
 const loom_plugin_info *loom_static_ilp_memory(void);
 const loom_plugin_info *loom_static_greedy(void);
@@ -181,6 +183,78 @@ START_TEST(optimal_over_candidates_on_small_instances)
 }
 END_TEST
 
+/* The window bound never exceeds the true extra latency a rank must pay
+ * over all-fastest (brute force over the candidates of its pairs). */
+START_TEST(window_bound_is_a_lower_bound)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    const loom_host_api *host = loom_mock_host_api(h);
+    loom_mckp_set set;
+    loom_mt_timeline t;
+    loom_ilpm_work w;
+    memset(&set, 0, sizeof set);
+    memset(&t, 0, sizeof t);
+    memset(&w, 0, sizeof w);
+    loom_error err = {0};
+    int positive = 0;
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+        loom_schedule *s = NULL;
+        loom_stage_graph *g = instance(seed, 2, 3 + (int)(seed % 2), 1,
+                                       (int)(seed % 2), (int)(seed / 2 % 2),
+                                       0.2 + 0.05 * (double)(seed % 6), &s);
+        ck_assert_int_eq(loom_mckp_build(host, &set, g, 4, 64, &err), LOOM_OK);
+        ck_assert_int_eq(loom_mt_timeline_build(host, &t, g, s, &err), LOOM_OK);
+        int32_t rows = loom_ilpm_rows(host, &w, &t, g, &set);
+        ck_assert_int_ge(rows, 0);
+        for (int32_t lo = 0; lo < rows;) {
+            int32_t r = w.row_rank[lo], hi = lo;
+            while (hi < rows && w.row_rank[hi] == r)
+                hi++;
+            double bound = loom_ilpm_window_bound(host, &w, &t, g, &set, r,
+                                                  lo, hi);
+            /* brute force over the rank's pairs' candidates */
+            int32_t a = t.rank_pair_off[r], b = t.rank_pair_off[r + 1];
+            int32_t pick[16] = {0};
+            int64_t bytes[64];
+            double best = HUGE_VAL, fast = 0.0;
+            for (int32_t i = a; i < b; i++)
+                fast += set.cand_ms[set.cand_off[t.rank_pairs[i]]];
+            for (;;) {
+                double ms = 0.0;
+                for (int32_t i = a; i < b; i++) {
+                    int32_t p = t.rank_pairs[i];
+                    int32_t c = set.cand_off[p] + pick[i - a];
+                    bytes[p] = set.cand_bytes[c];
+                    ms += set.cand_ms[c];
+                }
+                int64_t peak = loom_mt_rank_peak(&t, r, bytes);
+                if ((double)(peak + g->static_bytes[r]) <= g->memory_cap_bytes &&
+                    ms < best)
+                    best = ms;
+                int32_t i = a;
+                while (i < b && ++pick[i - a] == set.cand_off[t.rank_pairs[i] + 1] -
+                                                     set.cand_off[t.rank_pairs[i]])
+                    pick[i++ - a] = 0;
+                if (i == b)
+                    break;
+            }
+            ck_assert_msg(bound <= best - fast + 1e-9,
+                          "seed %llu rank %d: bound %.9g > extra %.9g",
+                          (unsigned long long)seed, r, bound, best - fast);
+            positive += bound > 0.0;
+            lo = hi;
+        }
+        loom_schedule_free(s);
+        loom_graph_free(g);
+    }
+    ck_assert_int_gt(positive, 0);
+    loom_ilpm_free(host, &w);
+    loom_mt_timeline_free(host, &t);
+    loom_mckp_free(host, &set);
+    loom_mock_host_free(h);
+}
+END_TEST
+
 START_TEST(no_cap_and_loose_cap_take_the_fastest)
 {
     const loom_memory_tuner_vtable *ilp = mtt_vtable(loom_static_ilp_memory());
@@ -247,6 +321,57 @@ START_TEST(params_are_checked)
 }
 END_TEST
 
+/* Plans VLM-S iteration 0 with the PipeWeaver manifest (ranker fifo),
+ * memory tuner `tuner` and the given cap; returns the plan's metrics. */
+static loom_metrics plan_with(const char *tuner, double cap, int *rc_out)
+{
+    char use[64];
+    snprintf(use, sizeof use, "memory_tuner=%s", tuner);
+    loom_session_args a;
+    loom_session_args_init(&a);
+    a.manifest = loom_test_src("examples/manifests/pipeweaver.json");
+    a.model = "vlm-s";
+    a.iterations = 1;
+    a.memory_cap_bytes = cap;
+    a.uses[a.n_uses++] = "ranker=fifo";
+    a.uses[a.n_uses++] = use;
+    loom_session sess;
+    memset(&sess, 0, sizeof sess);
+    loom_error err = {0};
+    ck_assert_msg(loom_session_open(&sess, &a, &err) == LOOM_OK, "%s",
+                  err.message);
+    loom_plan plan;
+    memset(&plan, 0, sizeof plan);
+    *rc_out = loom_session_plan(&sess, 0, &plan, &err);
+    loom_metrics m = plan.metrics;
+    m.span_ms = NULL;
+    m.peak_bytes = NULL;
+    m.start_ms = NULL;
+    m.end_ms = NULL;
+    loom_plan_clear(&plan);
+    loom_session_close(&sess);
+    return m;
+}
+
+/* End to end through the engine: with a cap below the uncapped peak, the
+ * greedy, knapsack and ilp tuners all produce plans that fit it. */
+START_TEST(engine_plans_fit_the_cap)
+{
+    int rc = 0;
+    loom_metrics free_run = plan_with("none", 0, &rc);
+    ck_assert_int_eq(rc, LOOM_OK);
+    double cap = 0.9 * (double)free_run.max_peak_bytes;
+    const char *tuners[] = {"greedy", "knapsack", "ilp"};
+    for (int i = 0; i < 3; i++) {
+        loom_metrics m = plan_with(tuners[i], cap, &rc);
+        ck_assert_msg(rc == LOOM_OK, "%s failed", tuners[i]);
+        ck_assert_int_eq(m.cap_violations, 0);
+        ck_assert_msg((double)m.max_peak_bytes <= cap, "%s: peak %lld > %.0f",
+                      tuners[i], (long long)m.max_peak_bytes, cap);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ilp-memory");
@@ -254,9 +379,11 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, never_slower_than_greedy_or_knapsack);
     tcase_add_test(tc, optimal_over_candidates_on_small_instances);
+    tcase_add_test(tc, window_bound_is_a_lower_bound);
     tcase_add_test(tc, no_cap_and_loose_cap_take_the_fastest);
     tcase_add_test(tc, infeasible_cap_names_rank_and_bytes);
     tcase_add_test(tc, params_are_checked);
+    tcase_add_test(tc, engine_plans_fit_the_cap);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -173,11 +173,12 @@ static int32_t mckp_buckets(loom_mckp_set *set, const loom_stage_graph *g,
         }
     }
     double *dp = set->dp, *next = set->dp_next;
-    for (int32_t c = 0; c <= R; c++)
+    int32_t top = (int32_t)((int64_t)R * (k - 2) / (k - 1)); /* largest cap */
+    for (int32_t c = 0; c <= top; c++)
         dp[c] = 0.0;
     for (int32_t i = 0; i < n; i++) {
         uint8_t *ch = &set->choice[(size_t)i * row];
-        for (int32_t c = 0; c <= R; c++) {
+        for (int32_t c = 0; c <= top; c++) {
             double best = MCKP_INF;
             int bo = frugal[i];
             for (int o = 0; o < LOOM_POLICY_COUNT; o++) {

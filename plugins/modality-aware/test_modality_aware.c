@@ -8,6 +8,7 @@
 
 #include "engine_api.h"
 #include "modality_aware.h"
+#include "session.h"
 #include "testutil.h"
 
 const loom_plugin_info *loom_static_modality_aware(void);
@@ -423,6 +424,52 @@ START_TEST(errors_name_the_cause)
 }
 END_TEST
 
+/* End to end: the engine plans a VLM-S iteration with the PipeWeaver
+ * manifest (ranker fifo for speed); the graph it builds from this
+ * partitioner's candidate has P*K_i positions per flow, position s on
+ * rank s % P, and 2 stages per position per sub-microbatch. */
+START_TEST(engine_builds_the_partition)
+{
+    loom_session_args a;
+    loom_session_args_init(&a);
+    a.manifest = loom_test_src("examples/manifests/pipeweaver.json");
+    a.model = "vlm-s";
+    a.iterations = 1;
+    a.uses[a.n_uses++] = "ranker=fifo";
+    loom_session sess;
+    memset(&sess, 0, sizeof sess);
+    loom_error err = {0};
+    ck_assert_msg(loom_session_open(&sess, &a, &err) == LOOM_OK, "%s",
+                  err.message);
+    loom_plan plan;
+    memset(&plan, 0, sizeof plan);
+    ck_assert_msg(loom_session_plan(&sess, 0, &plan, &err) == LOOM_OK, "%s",
+                  err.message);
+    const loom_partition *p = plan.partition;
+    const loom_stage_graph *g = plan.graph;
+    int32_t P = sess.problem.parallel.pp;
+    ck_assert_ptr_nonnull(strstr(p->label, "modality-aware K=["));
+    ck_assert_int_eq(p->n_flows, sess.problem.model->n_modules);
+    for (int32_t f = 0; f < p->n_flows; f++) {
+        ck_assert_int_eq(p->flows[f].n_pos, P * p->flows[f].segments);
+        int64_t subs = 0, stages = 0;
+        for (int32_t mb = 0; mb < p->n_microbatches; mb++)
+            subs += p->subs[(size_t)f * (size_t)p->cap_microbatches + (size_t)mb];
+        for (int32_t v = 0; v < g->n_stages; v++) {
+            if (g->flow[v] != f)
+                continue;
+            stages++;
+            ck_assert_int_lt(g->position[v], p->flows[f].n_pos);
+            ck_assert_int_eq(g->rank[v], g->position[v] % P);
+        }
+        ck_assert_int_eq(stages, 2 * subs * p->flows[f].n_pos);
+    }
+    ck_assert(plan.metrics.makespan_ms > 0.0);
+    loom_plan_clear(&plan);
+    loom_session_close(&sess);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("modality-aware");
@@ -436,6 +483,7 @@ static Suite *suite(void)
     tcase_add_test(tc, params_change_the_choice);
     tcase_add_test(tc, workload_packing_is_kept);
     tcase_add_test(tc, errors_name_the_cause);
+    tcase_add_test(tc, engine_builds_the_partition);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -8,6 +8,10 @@
  * stages become pipeline positions on their own ranks, each stage's GPU
  * count its spans' TP degree.
  *
+ * Stage times use activation checkpointing ("policy": "full", as Oobleck
+ * trains) unless told otherwise; pair the step with the full-recompute
+ * memory tuner so the simulator charges the same.
+ *
  * Candidates, in this order (oobleck-instantiate relies on it): for every
  * template by ascending node count, the template holding the first s
  * microbatches of the iteration for s = 1..M ("shares": "all", so the
@@ -69,6 +73,9 @@ static int ot_costs(ot_self *o, const loom_cost_service *cost,
                     double *model_bytes, loom_error *err)
 {
     const loom_model *model = pb->model;
+    const char *pol = o->host->param_string(o->ctx, "policy");
+    int32_t policy = pol && strcmp(pol, "none") == 0 ? LOOM_POLICY_NONE
+                                                     : LOOM_POLICY_FULL;
     int32_t mbs = pb->parallel.microbatches > 0 ? pb->parallel.microbatches : 1;
     *model_bytes = 0;
     for (int32_t d = 1; d <= gpus; d++) {
@@ -88,7 +95,7 @@ static int ot_costs(ot_self *o, const loom_cost_service *cost,
                 loom_layer_cost c;
                 memset(&c, 0, sizeof c);
                 loom_error e = {0, ""};
-                rc = cost->layer(o->ctx, m, l, &shape, LOOM_POLICY_NONE, &c, &e);
+                rc = cost->layer(o->ctx, m, l, &shape, policy, &c, &e);
                 if (rc != LOOM_OK) {
                     if (d == 1) {
                         *err = e;
@@ -98,7 +105,9 @@ static int ot_costs(ot_self *o, const loom_cost_service *cost,
                     continue;
                 }
                 f[i] = shape.tokens > 0 ? c.forward_ms : 0;
-                b[i] = shape.tokens > 0 ? c.input_grad_ms + c.weight_grad_ms : 0;
+                b[i] = shape.tokens > 0
+                           ? c.input_grad_ms + c.weight_grad_ms + c.recompute_ms
+                           : 0;
                 if (d == 1)
                     *model_bytes += (double)(c.param_bytes + c.state_bytes);
             }

@@ -187,11 +187,3 @@ void loom_optimus_1f1b_idle(int32_t p, int32_t s, double tf, double tb,
     *other = (p - 1 - s) * (tf + tb);
     *tail = s * tb;
 }
-
-double loom_optimus_efficiency(double enc_ms, double llm_ms, double mllm_ms)
-{
-    if (!(enc_ms > 0))
-        return 1;
-    double e = (enc_ms + llm_ms - mllm_ms) / enc_ms;
-    return e < 0 ? 0 : e > 1 ? 1 : e;
-}

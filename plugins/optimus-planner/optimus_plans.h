@@ -10,7 +10,8 @@
  *   - microbatch splits: the compositions of N_mb into m parts >= 1;
  *   - the placement of encoder pipeline (a, b), stage k, on the backbone;
  *   - global ordering and CheckEncLLMDep (Optimus §4.3);
- *   - 1F1B bubbles per stage and the scheduling efficiency metric.
+ *   - 1F1B bubbles per stage (the scheduling efficiency metric is
+ *     loom_co_efficiency in ../encoder-first/colocated_order.h).
  *
  * Ownership: every array is caller-provided; nothing here allocates.
  * Units: bytes, milliseconds.
@@ -93,11 +94,5 @@ int64_t loom_optimus_p2p_pairs(int32_t n_pipes, const int32_t *count);
 double loom_optimus_1f1b_makespan(int32_t p, int32_t n, double tf, double tb);
 void loom_optimus_1f1b_idle(int32_t p, int32_t s, double tf, double tb,
                             double *warm, double *other, double *tail);
-
-/* Scheduling efficiency (Optimus Table 7): the share of the encoder's
- * time enc_ms that does not lengthen the iteration, (enc + llm - mllm) /
- * enc clamped to [0, 1]; llm_ms is the backbone alone, mllm_ms with the
- * encoder scheduled. 1 when enc_ms <= 0. */
-double loom_optimus_efficiency(double enc_ms, double llm_ms, double mllm_ms);
 
 #endif

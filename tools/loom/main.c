@@ -15,6 +15,9 @@ static const loom_command commands[] = {
     {"plugins", loom_cmd_plugins, "list or inspect the plugins Loom can find"},
     {"validate", loom_cmd_validate, "load and check a planner manifest without planning"},
     {"workload", loom_cmd_workload, "generate a seeded synthetic workload (JSON Lines)"},
+    {"replan", loom_cmd_replan, "Oobleck: repair pipelines after node failures"},
+    {"cp-balance", loom_cmd_cp_balance, "Cornstarch: balance attention blocks over a CP group"},
+    {"calibrate-batch", loom_cmd_calibrate, "Entrain: minimum stable profiling batch size"},
 };
 
 static void usage(FILE *out)

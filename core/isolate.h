@@ -1,0 +1,167 @@
+/*
+ * isolate.h - fault isolation for planning runs (internal, not installed).
+ *
+ * A planning run (one manifest over one problem, every iteration) can run
+ * in a forked child: the child opens the session, plans each iteration and
+ * sends fixed-size, checksummed records over a pipe; the parent enforces a
+ * wall-clock limit per iteration and an address-space limit, and turns a
+ * crash, an abort, a timeout, an exhausted limit or garbage on the pipe
+ * into a loom_failure naming the plugin that was running (from
+ * loom_current_step), the signal or limit and the iteration. Without
+ * isolation the same code runs in-process, with no limits.
+ *
+ * Ownership: loom_run_output owns its results array; release it with
+ * loom_run_output_clear. Session arguments are borrowed.
+ * Units: milliseconds, bytes, MiB where the name says so.
+ */
+#ifndef LOOM_ISOLATE_H
+#define LOOM_ISOLATE_H
+
+#include <stddef.h>
+#include "session.h"
+
+/* Defaults of the CLI options --timeout-ms and --memory-limit-mb. */
+#define LOOM_ISOLATE_DEFAULT_TIMEOUT_MS 60000.0
+#define LOOM_ISOLATE_DEFAULT_MEMORY_MB 8192
+/* Grace added to a manifest's budget_ms: the iteration limit is
+ * min(timeout, budget + max(LOOM_ISOLATE_GRACE_MS, budget)). */
+#define LOOM_ISOLATE_GRACE_MS 2000.0
+
+/* How a run failed. */
+enum loom_fail_kind {
+    LOOM_FAIL_NONE = 0,
+    LOOM_FAIL_STATUS = 1,  /* the engine returned an error status */
+    LOOM_FAIL_SIGNAL = 2,  /* the child was killed by a signal */
+    LOOM_FAIL_TIMEOUT = 3, /* an iteration passed its wall-clock limit */
+    LOOM_FAIL_MEMORY = 4,  /* out of memory under the address-space limit */
+    LOOM_FAIL_GARBAGE = 5, /* a malformed record arrived on the pipe */
+    LOOM_FAIL_EXIT = 6     /* the child exited before finishing */
+};
+
+/* When a run failed. */
+enum loom_fail_phase {
+    LOOM_PHASE_OPEN = 0,      /* opening the session (loading plugins) */
+    LOOM_PHASE_ITERATION = 1, /* planning `iteration` */
+    LOOM_PHASE_AFTER = 2      /* after `iteration` finished (between
+                                 iterations or closing the session) */
+};
+
+/* What went wrong, where and when. */
+typedef struct loom_failure {
+    int kind;             /* enum loom_fail_kind */
+    int status;           /* loom_status (STATUS, MEMORY; EPLUGIN otherwise) */
+    int signal;           /* SIGNAL: the signal number */
+    int exit_code;        /* EXIT: the child's exit status */
+    double limit_ms;      /* TIMEOUT: the limit that passed */
+    int64_t limit_mb;     /* MEMORY: the address-space limit, 0 none */
+    int32_t phase;        /* enum loom_fail_phase */
+    int32_t iteration;    /* see phase; -1 while opening */
+    int32_t step;         /* pipeline step whose plugin ran; -1 core */
+    char plugin_id[128];  /* that step's plugin id; "" for the core */
+    char message[LOOM_ERROR_MSG_BYTES]; /* the engine's message, or "" */
+} loom_failure;
+
+/* One planned iteration's figures. */
+typedef struct loom_iter_result {
+    int32_t iteration;      /* index in the run's workload */
+    int32_t ranks;
+    int32_t cap_violations;
+    int32_t reserved;
+    double makespan_ms;
+    double bubble_ratio;
+    double mfu;             /* < 0 unknown */
+    double plan_time_ms;
+    int64_t peak_bytes;     /* max over ranks */
+    int64_t evaluations;
+} loom_iter_result;
+
+/* Limits of a run. */
+typedef struct loom_isolate_opts {
+    int isolate;             /* 1: fork a child; 0: run in this process */
+    double timeout_ms;       /* wall clock per iteration (and for opening /
+                                closing the session); <= 0: none */
+    int64_t memory_limit_mb; /* RLIMIT_AS of the child; <= 0: none */
+} loom_isolate_opts;
+
+/* Everything a run produced. */
+typedef struct loom_run_output {
+    loom_iter_result *results; /* n_results entries, in iteration order */
+    int32_t n_results;
+    int32_t n_iterations;      /* iterations the run meant to plan */
+    char manifest_name[128];   /* the pipeline's name ("" if never opened) */
+    loom_failure failure;      /* kind LOOM_FAIL_NONE when all went well */
+} loom_run_output;
+
+/* Called when an iteration starts (done = 0) and ends (done = 1); for
+ * progress displays. */
+typedef void (*loom_iter_fn)(void *user, int32_t iteration,
+                             int32_t n_iterations, int done);
+
+/* Child side of a run: records go to the parent through this channel. */
+typedef struct loom_channel loom_channel;
+
+/* Body of a run, executed in the child (or in-process). Reports through
+ * the loom_channel_* calls below; its return value is ignored. */
+typedef int (*loom_isolate_body)(void *user, loom_channel *ch);
+
+/* Announces the run: iterations to plan and the manifest's name. */
+int loom_channel_info(loom_channel *ch, int32_t n_iterations,
+                      const char *manifest_name);
+/* Announces pipeline step `step` and its plugin id. */
+int loom_channel_step(loom_channel *ch, int32_t step, const char *plugin_id);
+/* Iteration `iteration` starts now; it may take `limit_ms` (<= 0: the
+ * run's timeout). */
+int loom_channel_begin(loom_channel *ch, int32_t iteration, double limit_ms);
+/* The current iteration finished with these figures. */
+int loom_channel_result(loom_channel *ch, const loom_iter_result *r);
+/* The run failed with `status` at `iteration` (-1: while opening). */
+int loom_channel_fail(loom_channel *ch, int32_t iteration, int status,
+                      const char *message);
+/* The pipe's file descriptor in a child (-1 in-process); for tests that
+ * need to write garbage. */
+int loom_channel_fd(const loom_channel *ch);
+
+/* Runs `body` under `opts` and collects its records into *out (zeroed
+ * first; clear it with loom_run_output_clear). Returns LOOM_OK when the
+ * run was carried out, whether or not it failed (see out->failure);
+ * LOOM_EIO / LOOM_ENOMEM when the child could not be started;
+ * LOOM_EINTERRUPTED when SIGINT arrived (loom_interrupted) and the child
+ * was stopped. */
+int loom_isolate_call(const loom_isolate_opts *opts, loom_isolate_body body,
+                      void *user, loom_iter_fn on_iter, void *iter_user,
+                      loom_run_output *out, loom_error *err);
+
+/* Opens a session from `args`, plans every iteration and closes it, under
+ * `opts` (loom_isolate_call with the planning body). The iteration limit
+ * is opts->timeout_ms, lowered to budget + grace when the manifest sets a
+ * budget. */
+int loom_isolate_plan(const loom_session_args *args,
+                      const loom_isolate_opts *opts, loom_iter_fn on_iter,
+                      void *iter_user, loom_run_output *out, loom_error *err);
+
+/* Frees the results and zeroes *out (NULL allowed). */
+void loom_run_output_clear(loom_run_output *out);
+
+/* 1 when the address-space limit is applied in this build; 0 in
+ * AddressSanitizer builds, whose shadow memory needs terabytes of address
+ * space (the limit is then skipped). */
+int loom_isolate_memory_limit_supported(void);
+
+/* One line describing a failure, e.g. "plugin fixture.crash-rank
+ * (pipeline[2]) was killed by signal 11 (SIGSEGV) at iteration 2". */
+void loom_failure_describe(const loom_failure *f, char *buf, size_t size);
+
+/* Short name of a failure kind: "status", "signal", "timeout", "memory",
+ * "garbage", "exit" ("none"). */
+const char *loom_fail_kind_name(int kind);
+
+/* "SIGSEGV" etc., or "signal N" in buf for others. */
+const char *loom_signal_name(int sig, char *buf, size_t size);
+
+/* The status a failure maps to for exit codes: the engine's status for
+ * STATUS, LOOM_OK for NONE and LOOM_EPLUGIN for everything the isolation
+ * caught (a crash, a timeout, the memory limit, garbage, an early exit):
+ * those are plugin failures. */
+int loom_failure_status(const loom_failure *f);
+
+#endif
