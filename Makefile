@@ -4,8 +4,11 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 WERROR     ?= ON
 CMAKE_ARGS ?=
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 3
 
-.PHONY: all deps configure build demo test test-plain test-asan install bench clean
+.PHONY: all deps configure build demo test test-plain test-asan fuzz fuzz-smoke install bench clean
 
 all: build
 
@@ -24,7 +27,7 @@ build: deps configure
 demo: build
 	$(BUILD)/bin/loom plan
 
-test: test-plain test-asan
+test: test-plain test-asan fuzz-smoke
 
 test-plain: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
@@ -35,8 +38,17 @@ test-asan: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
 
+# libFuzzer harnesses (clang): FUZZ_SECONDS per harness, then a table of
+# executions and seconds; fails on any crash (tools/fuzz.sh).
+fuzz: deps
+	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) bash tools/fuzz.sh
+
+# A few seconds per harness plus every regression input (part of `make test`).
+fuzz-smoke: deps
+	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS) bash tools/fuzz.sh
+
 install: build
 	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX),)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -22,14 +22,13 @@
 /* Base of every case's bootstrap seed (mixed with the case name). */
 #define LOOM_AB_SEED 0x5EED0AB5ull
 #define LOOM_AB_MAX_CASES 1000
-#define LOOM_AB_MAX_NAME 64
 
 /* ---- suite file (ab_suite.c) ---------------------------------------------- */
 
 /* One case: a problem as `loom plan` takes it. Strings are preset names or
  * paths already resolved against the suite file's folder; NULL: absent. */
 typedef struct loom_ab_case {
-    char *name;        /* unique, [A-Za-z0-9._-], at most 64 characters */
+    char *name;        /* unique, [A-Za-z0-9._-], at most 63 characters */
     char *model;
     char *cluster;
     char *parallel;

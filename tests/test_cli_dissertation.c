@@ -40,7 +40,9 @@ START_TEST(cp_balance_figure_3_3)
     free(out);
     ck_assert_int_eq(loom("cp-balance --gpus 2 --segments image:256,text:256 --block 64",
                           &out), 0);
-    ck_assert_ptr_nonnull(strstr(out, "4 block(s) over 2 GPU(s)"));
+    /* 4 image blocks seeing the 4 image blocks, text blocks 5..8 tiles */
+    ck_assert_ptr_nonnull(strstr(out, "8 block(s) over 2 GPU(s)"));
+    ck_assert_ptr_nonnull(strstr(out, "makespan 21 tiles (lower bound 21"));
     free(out);
     ck_assert_int_eq(loom("cp-balance --gpus 4", &out), 2);
     free(out);

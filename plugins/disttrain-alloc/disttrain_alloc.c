@@ -174,7 +174,10 @@ static int dt_partition(void *self, const loom_problem *problem,
         cfg.gpus = par->tp * par->pp * (par->dp > 0 ? par->dp : 1);
     cfg.global_batch = (int32_t)dt_int(d, "global_batch", 0);
     if (cfg.global_batch <= 0)
-        cfg.global_batch = units;
+        cfg.global_batch = units * (par->dp > 0 ? par->dp : 1);
+    /* the modelled pipeline's BS / DP_lm microbatches come from the
+     * iteration's units: DP_lm >= BS / units */
+    cfg.min_dp_llm = (cfg.global_batch + units - 1) / units;
     cfg.max_tp = (int32_t)dt_int(d, "max_tp", 8);
     if (problem->cluster && problem->cluster->gpus_per_node > 0 &&
         problem->cluster->gpus_per_node < cfg.max_tp)
@@ -223,7 +226,8 @@ static int dt_partition(void *self, const loom_problem *problem,
         rc = set->add(set, &part, err);
         if (rc != LOOM_OK)
             return rc;
-        rc = loom_dt_layout(model, unit_module, &best[c], it, units, part, err);
+        rc = loom_dt_layout(model, unit_module, &best[c], it, units,
+                            cfg.global_batch, part, err);
         if (rc != LOOM_OK) {
             set->remove(set, set->n - 1);
             return rc;

@@ -444,6 +444,8 @@ int loom_dt_search(const loom_dt_unit u[LOOM_DT_UNITS],
     for (int a = 0; a < n_tp[LOOM_DT_LLM]; a++)
         for (int32_t i = 0; i < n_div; i++) {
             int32_t dp_llm = divs[i];
+            if (dp_llm < cfg->min_dp_llm)
+                continue;
             if (!dt_choose(&u[LOOM_DT_LLM], tps[LOOM_DT_LLM][a], dp_llm, dp_llm,
                            cfg, &c[LOOM_DT_LLM]))
                 continue;

@@ -49,6 +49,7 @@ typedef struct loom_dt_config {
     int32_t max_tp;            /* TP at most this (GPUs per node) */
     int32_t vpp;               /* interleaved chunks; warm-up / vpp */
     int32_t dp_above_backbone; /* 1: allow DP_me or DP_mg > DP_lm */
+    int32_t min_dp_llm;        /* DP_lm at least this (0 or 1: any) */
     double gpu_bytes;          /* M: memory per GPU; 0 = unconstrained */
 } loom_dt_config;
 
@@ -136,8 +137,8 @@ void loom_dt_plan_eval(const loom_dt_unit u[LOOM_DT_UNITS],
 int loom_dt_plan_better(const loom_dt_plan *a, const loom_dt_plan *b);
 
 /* Algorithm 1: enumerates TP_m in {1,2,4,8} (<= max_tp, C usable) and
- * DP_m dividing the global batch (DP_me, DP_mg <= DP_lm unless
- * dp_above_backbone), solves each integer subproblem and keeps the k best
+ * DP_m dividing the global batch (DP_lm >= min_dp_llm; DP_me, DP_mg <=
+ * DP_lm unless dp_above_backbone), solves each integer subproblem and keeps the k best
  * plans in rank order in best[0..*n_best-1]. stats may be NULL.
  * LOOM_EINVAL on bad inputs and LOOM_EINFEASIBLE when no plan fits, both
  * with a message in err. */

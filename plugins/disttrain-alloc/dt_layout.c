@@ -125,7 +125,8 @@ static void lay_inputs(const loom_model *model, const int32_t *flow_of_module,
 int loom_dt_layout(const loom_model *model,
                    const int32_t unit_module[LOOM_DT_UNITS],
                    const loom_dt_plan *plan, const loom_iteration *it,
-                   int32_t units, loom_partition *part, loom_error *err)
+                   int32_t units, int32_t global_batch, loom_partition *part,
+                   loom_error *err)
 {
     int32_t dp_llm = plan->dp[LOOM_DT_LLM];
     int32_t flow_of_module[64];
@@ -162,7 +163,10 @@ int loom_dt_layout(const loom_model *model,
     part->n_ranks = rank;
     part->tp = plan->tp[LOOM_DT_LLM];
 
-    int32_t mbs = (units + dp_llm - 1) / dp_llm;
+    int32_t want = global_batch / dp_llm > 0 ? global_batch / dp_llm : 1;
+    int32_t stride = units / want > 1 ? units / want : 1;
+    int32_t mbs = (units + stride - 1) / stride < want ? (units + stride - 1) / stride
+                                                       : want;
     if (mbs > part->cap_microbatches)
         return lay_fail(err, LOOM_EINVAL,
                         "disttrain-alloc: candidate has room for %d "
@@ -175,7 +179,7 @@ int loom_dt_layout(const loom_model *model,
             return lay_fail(err, LOOM_EINVAL,
                             "iteration %d: samples[%d].microbatch: expected "
                             "< %d, found %d", it->index, i, units, unit);
-        int32_t mb = unit % dp_llm == 0 ? unit / dp_llm : -1;
+        int32_t mb = unit % stride == 0 && unit / stride < mbs ? unit / stride : -1;
         for (int32_t m = 0; m < model->n_modules; m++)
             part->sample_mb[(size_t)m * (size_t)n + (size_t)i] = mb;
     }

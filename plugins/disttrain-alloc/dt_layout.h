@@ -11,10 +11,12 @@
  * stage the paper's stage time T_m = DP_lm TP_m C_m / GPUs_m exactly when
  * DP_lm divides PP_m * DP_m. Layers are split evenly over positions.
  *
- * Data: the iteration's LLM microbatches ("units": the workload's packed
- * sequences, or an even split into `units`) are dealt round-robin to the
- * DP_lm groups and the partition models group 0: unit u is its microbatch
- * u / DP_lm when u % DP_lm == 0; samples of other groups are -1.
+ * Data: the modelled pipeline runs l = BS / DP_lm microbatches taken from
+ * the iteration's LLM microbatches ("units": the workload's packed
+ * sequences, or an even split into `units`): with stride G = units / l
+ * (at least 1), unit u is its microbatch u / G when u % G == 0 and
+ * u / G < l - the units dealt round-robin to G groups, group 0 modelled.
+ * Samples of other units are -1.
  *
  * Ownership: `part` is host-owned (capacities from the host); nothing here
  * allocates.
@@ -46,6 +48,7 @@ int32_t loom_dt_unit_of(const loom_iteration *it, int32_t i, int32_t units);
 int loom_dt_layout(const loom_model *model,
                    const int32_t unit_module[LOOM_DT_UNITS],
                    const loom_dt_plan *plan, const loom_iteration *it,
-                   int32_t units, loom_partition *part, loom_error *err);
+                   int32_t units, int32_t global_batch, loom_partition *part,
+                   loom_error *err);
 
 #endif

@@ -226,7 +226,7 @@ START_TEST(memory_lower_bound)
     us[LOOM_DT_LLM] = unit(8, -1, -1, -1, 8);
     us[LOOM_DT_GEN].present = 0;
     us[LOOM_DT_LLM].param_bytes = 700;
-    loom_dt_config cfg = {9, 4, 8, 1, 0, 100.0};
+    loom_dt_config cfg = {9, 4, 8, 1, 0, 0, 100.0};
     loom_dt_plan best[1];
     int32_t n;
     loom_error err = {0, ""};
@@ -402,6 +402,14 @@ START_TEST(search_input_errors)
     cfg.global_batch = 2;
     ck_assert_int_eq(loom_dt_search(u, &cfg, best, 1, &n, NULL, &err), LOOM_OK);
     ck_assert_int_le(best[0].dp[LOOM_DT_LLM], 2);
+    /* DP_lm at least min_dp_llm */
+    worked(u, &cfg);
+    cfg.min_dp_llm = 2;
+    ck_assert_int_eq(loom_dt_search(u, &cfg, best, 1, &n, NULL, &err), LOOM_OK);
+    ck_assert_int_eq(best[0].dp[LOOM_DT_LLM], 2);
+    ck_assert_double_eq_tol(best[0].iter_ms, 67.6, 1e-9);
+    worked(u, &cfg);
+    cfg.global_batch = 1;
     /* BS / DP_lm = 1: no steady state, fewest GPUs */
     cfg.global_batch = 1;
     ck_assert_int_eq(loom_dt_search(u, &cfg, best, 1, &n, NULL, &err), LOOM_OK);
@@ -554,7 +562,7 @@ START_TEST(layout_one_flow_per_module_on_disjoint_ranks)
     loom_candidates *set = loom_candidates_new(&f.problem, &f.it);
     loom_partition *p = NULL;
     ck_assert_int_eq(set->add(set, &p, &err), LOOM_OK);
-    ck_assert_int_eq(loom_dt_layout(&f.model, um, &plan, &f.it, 4, p, &err), LOOM_OK);
+    ck_assert_int_eq(loom_dt_layout(&f.model, um, &plan, &f.it, 4, 4, p, &err), LOOM_OK);
     /* encoder share 1*4/2 = 2 ranks, LLM 4, generator 2*2/2 = 2 */
     ck_assert_int_eq(p->n_flows, 3);
     ck_assert_int_eq(p->n_ranks, 8);
@@ -587,11 +595,18 @@ START_TEST(layout_one_flow_per_module_on_disjoint_ranks)
     plan.dp[0] = 2;
     plan.dp[1] = 3;
     plan.dp[2] = 1;
-    ck_assert_int_eq(loom_dt_layout(&f.model, um, &plan, &f.it, 4, p, &err), LOOM_OK);
+    ck_assert_int_eq(loom_dt_layout(&f.model, um, &plan, &f.it, 4, 4, p, &err), LOOM_OK);
     ck_assert_ptr_nonnull(strstr(p->label, "conn1,1"));
     ck_assert_int_eq(p->flows[0].n_pos, 1); /* share 2/3 rounds to 1 */
-    ck_assert_int_eq(p->n_microbatches, 2); /* units 0 and 3 */
-    ck_assert_int_eq(p->sample_mb[6], 1);
+    ck_assert_int_eq(p->n_microbatches, 1); /* BS 4 / DP 3: unit 0 */
+    ck_assert_int_eq(p->sample_mb[0], 0);
+    ck_assert_int_eq(p->sample_mb[6], -1);
+    /* the global batch is 4 replicas' share: 8 microbatches per pipeline
+     * of DP 2 but only 4 units: all 4, in order */
+    plan.dp[1] = 2;
+    ck_assert_int_eq(loom_dt_layout(&f.model, um, &plan, &f.it, 4, 16, p, &err), LOOM_OK);
+    ck_assert_int_eq(p->n_microbatches, 4);
+    ck_assert_int_eq(p->sample_mb[7], 3);
     loom_candidates_free(set);
 }
 END_TEST
@@ -705,7 +720,7 @@ START_TEST(plugin_emits_the_ranked_plans)
     for (int c = 0; c < 3; c++) {
         loom_partition *want = NULL;
         ck_assert_int_eq(set->add(set, &want, &err), LOOM_OK);
-        ck_assert_int_eq(loom_dt_layout(&f.model, um, &best[c], &f.it, 4, want, &err),
+        ck_assert_int_eq(loom_dt_layout(&f.model, um, &best[c], &f.it, 4, 4, want, &err),
                          LOOM_OK);
         ck_assert_str_eq(set->items[c]->label, want->label);
         ck_assert_int_eq(set->items[c]->n_ranks, want->n_ranks);

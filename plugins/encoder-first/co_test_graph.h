@@ -2,7 +2,8 @@
  * co_test_graph.h - a small stage-graph builder for the tests of the
  * colocated (Optimus) interleavers: flows of positions on given ranks with
  * given forward / backward times, flow inputs, M microbatches, one
- * sub-microbatch each, no split backward, 1 byte of activation per stage.
+ * sub-microbatch each, no split backward, 1 byte of activation per stage,
+ * and optionally replica flows that run only some microbatches.
  * It follows the core graph builder's rules: a flow's first forward waits
  * for the last forward of each input flow (same microbatch); a flow's last
  * backward waits for its own last forward and the first backward of each
@@ -24,21 +25,31 @@ typedef struct co_tg_flow {
     double f_ms[CO_TG_MAX_POS], b_ms[CO_TG_MAX_POS];
     int32_t n_inputs, inputs[4];
     int32_t module;
-    int32_t skip_mb_from; /* microbatches >= this have zero-time stages; 0 none */
+    int32_t masked;       /* 1: the flow runs only microbatches with runs[mb] */
+    uint8_t runs[64];     /* replica flows: which microbatches it runs */
 } co_tg_flow;
 
-/* Stage id of (mb, flow f, position p, back) in the layout below. */
+/* 1 when flow f runs microbatch mb. */
+static int co_tg_runs(const co_tg_flow *fl, int32_t f, int32_t mb)
+{
+    return !fl[f].masked || fl[f].runs[mb];
+}
+
+/* Stage id of (mb, flow f, position p, back): microbatch by microbatch,
+ * flow by flow (only flows that run it), F by position then B reversed. */
 static int32_t co_tg_id(const co_tg_flow *fl, int32_t n_flows, int32_t mb,
                         int32_t f, int32_t p, int back)
 {
-    int32_t per_mb = 0, before = 0;
-    for (int32_t k = 0; k < n_flows; k++) {
-        per_mb += 2 * fl[k].n_pos;
-        if (k < f)
-            before += 2 * fl[k].n_pos;
-    }
+    int32_t base = 0;
+    for (int32_t m = 0; m <= mb; m++)
+        for (int32_t k = 0; k < n_flows; k++) {
+            if (m == mb && k == f)
+                break;
+            if (co_tg_runs(fl, k, m))
+                base += 2 * fl[k].n_pos;
+        }
     int32_t n = fl[f].n_pos;
-    return mb * per_mb + before + (back ? n + (n - 1 - p) : p);
+    return base + (back ? n + (n - 1 - p) : p);
 }
 
 /* Builds the graph of `n_flows` flows over `n_ranks` ranks, M
@@ -46,18 +57,20 @@ static int32_t co_tg_id(const co_tg_flow *fl, int32_t n_flows, int32_t mb,
 static loom_stage_graph *co_tg_build(const co_tg_flow *fl, int32_t n_flows,
                                      int32_t n_ranks, int32_t M)
 {
-    int32_t per_mb = 0, edges = 0, pairs = 0;
-    for (int32_t f = 0; f < n_flows; f++) {
-        per_mb += 2 * fl[f].n_pos;
-        pairs += fl[f].n_pos;
-        edges += 2 * (fl[f].n_pos - 1) + 1 + fl[f].n_inputs;
-        for (int32_t c = 0; c < n_flows; c++)
-            for (int32_t k = 0; k < fl[c].n_inputs; k++)
-                edges += fl[c].inputs[k] == f;
-    }
-    int32_t n_stages = per_mb * M;
-    loom_stage_graph *g = loom_graph_alloc(n_stages, edges * M, n_ranks,
-                                           n_flows * M, pairs * M, pairs * M);
+    int32_t n_stages = 0, edges = 0, pairs = 0;
+    for (int32_t mb = 0; mb < M; mb++)
+        for (int32_t f = 0; f < n_flows; f++) {
+            if (!co_tg_runs(fl, f, mb))
+                continue;
+            n_stages += 2 * fl[f].n_pos;
+            pairs += fl[f].n_pos;
+            edges += 2 * (fl[f].n_pos - 1) + 1 + fl[f].n_inputs;
+            for (int32_t c = 0; c < n_flows; c++)
+                for (int32_t k = 0; k < fl[c].n_inputs; k++)
+                    edges += fl[c].inputs[k] == f;
+        }
+    loom_stage_graph *g = loom_graph_alloc(n_stages, edges, n_ranks, n_flows * M,
+                                           pairs, pairs);
     g->n_microbatches = M;
     g->group_pred = calloc((size_t)(n_flows * M * 4 + 1), sizeof(int32_t));
     int32_t e = 0, ge = 0, pair = 0;
@@ -68,8 +81,10 @@ static loom_stage_graph *co_tg_build(const co_tg_flow *fl, int32_t n_flows,
             g->group_microbatch[grp] = mb;
             g->group_pred_off[grp] = ge;
             for (int32_t k = 0; k < fl[f].n_inputs; k++)
-                g->group_pred[ge++] = mb * n_flows + fl[f].inputs[k];
-            double scale = fl[f].skip_mb_from > 0 && mb >= fl[f].skip_mb_from ? 0 : 1;
+                if (co_tg_runs(fl, fl[f].inputs[k], mb))
+                    g->group_pred[ge++] = mb * n_flows + fl[f].inputs[k];
+            if (!co_tg_runs(fl, f, mb))
+                continue;
             for (int32_t k = 0; k < 2 * n; k++) {
                 int back = k >= n;
                 int32_t p = back ? n - 1 - (k - n) : k;
@@ -83,7 +98,7 @@ static loom_stage_graph *co_tg_build(const co_tg_flow *fl, int32_t n_flows,
                 g->microbatch[id] = mb;
                 g->group[id] = grp;
                 g->pair[id] = pid;
-                g->duration_ms[id] = scale * (back ? fl[f].b_ms[p] : fl[f].f_ms[p]);
+                g->duration_ms[id] = back ? fl[f].b_ms[p] : fl[f].f_ms[p];
                 g->mem_delta_bytes[id] = back ? -1 : 1;
                 g->pred_off[id] = e;
                 if (!back) {
@@ -92,8 +107,8 @@ static loom_stage_graph *co_tg_build(const co_tg_flow *fl, int32_t n_flows,
                     g->pair_layer_off[pid + 1] = pid + 1;
                     for (int q = 0; q < LOOM_POLICY_COUNT; q++) {
                         loom_policy_option *o = &g->layer_options[pid * LOOM_POLICY_COUNT + q];
-                        o->forward_ms = g->duration_ms[id];
-                        o->backward_ms = scale * fl[f].b_ms[p];
+                        o->forward_ms = fl[f].f_ms[p];
+                        o->backward_ms = fl[f].b_ms[p];
                         o->activation_bytes = 1;
                     }
                     if (p > 0)
@@ -101,7 +116,9 @@ static loom_stage_graph *co_tg_build(const co_tg_flow *fl, int32_t n_flows,
                     else
                         for (int32_t k2 = 0; k2 < fl[f].n_inputs; k2++) {
                             int32_t in = fl[f].inputs[k2];
-                            g->pred[e++] = co_tg_id(fl, n_flows, mb, in, fl[in].n_pos - 1, 0);
+                            if (co_tg_runs(fl, in, mb))
+                                g->pred[e++] = co_tg_id(fl, n_flows, mb, in,
+                                                        fl[in].n_pos - 1, 0);
                         }
                 } else {
                     g->pair_backward[pid] = id;
@@ -109,7 +126,7 @@ static loom_stage_graph *co_tg_build(const co_tg_flow *fl, int32_t n_flows,
                         g->pred[e++] = co_tg_id(fl, n_flows, mb, f, p, 0);
                         for (int32_t c = 0; c < n_flows; c++)
                             for (int32_t k2 = 0; k2 < fl[c].n_inputs; k2++)
-                                if (fl[c].inputs[k2] == f)
+                                if (fl[c].inputs[k2] == f && co_tg_runs(fl, c, mb))
                                     g->pred[e++] = co_tg_id(fl, n_flows, mb, c, 0, 1);
                     } else {
                         g->pred[e++] = co_tg_id(fl, n_flows, mb, f, p + 1, 1);

@@ -8,7 +8,8 @@
 #include <string.h>
 #include "memtune.h"
 
-/* Frees and reallocates `field` with n elements when it is too small. */
+/* Frees `field` and allocates it anew with room for n elements (the
+ * callers decide when it is too small; contents are not kept). */
 #define MT_RESERVE(host, field, n)                                             \
     do {                                                                       \
         (host)->free(field);                                                   \

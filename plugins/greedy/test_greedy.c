@@ -245,6 +245,7 @@ START_TEST(bad_schedules_are_rejected)
 }
 END_TEST
 
+/* The suite: every test in one case. */
 static Suite *suite(void)
 {
     Suite *s = suite_create("greedy");
@@ -259,6 +260,7 @@ static Suite *suite(void)
     return s;
 }
 
+/* Runs the suite. */
 int main(void)
 {
     return loom_test_main(suite());

@@ -83,6 +83,7 @@ static int parse(int argc, char **argv, bench_opts *o)
     return o->runs >= 1;
 }
 
+/* qsort order of doubles, ascending. */
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -114,6 +115,7 @@ static void *make(const loom_memory_tuner_vtable *vt, loom_mock_host *h)
     return self;
 }
 
+/* Builds the instance, times both tuners and prints the figures. */
 int main(int argc, char **argv)
 {
     bench_opts o;

@@ -4,11 +4,12 @@
  * knapsack tuner's choice over candidates and the greedy tuner's choice
  * over single layers, the better of which bounds the search), then the
  * integer programme of ilp_memory.h solved with lp_solve to a relative gap
- * or a time limit; the ILP's choice is used only when it beats both. The result is
- * confirmed in simulation like the other tuners'. An infeasible cap is
- * found by the warm start already (its descent stops only when every pair
- * live at a rank's peak is at its most frugal candidate, where no choice
- * fits) and reported as LOOM_EINFEASIBLE naming the rank and bytes short.
+ * or a time limit; the ILP's choice is used only when it beats both. The
+ * result is confirmed in simulation like the other tuners'. An infeasible
+ * cap is found by the warm start already (its descent stops only when
+ * every pair live at a rank's peak is at its most frugal candidate, where
+ * no choice fits) and reported as LOOM_EINFEASIBLE naming the rank and the
+ * bytes short.
  */
 #include <string.h>
 #include "ilp_memory.h"

@@ -372,6 +372,7 @@ START_TEST(engine_plans_fit_the_cap)
 }
 END_TEST
 
+/* The suite: every test in one case. */
 static Suite *suite(void)
 {
     Suite *s = suite_create("ilp-memory");
@@ -388,6 +389,7 @@ static Suite *suite(void)
     return s;
 }
 
+/* Runs the suite. */
 int main(void)
 {
     return loom_test_main(suite());

@@ -98,8 +98,7 @@ static void ilpi_bounds(lprec *lp, const loom_ilpi_problem *pb,
 }
 
 /* Makespan and precedence rows. */
-static int ilpi_timing_rows(lprec *lp, const loom_ilpi_problem *pb,
-                            ilpi_model *m)
+static int ilpi_timing_rows(lprec *lp, const loom_ilpi_problem *pb)
 {
     const loom_stage_graph *g = pb->g;
     int ok = 1;
@@ -115,7 +114,6 @@ static int ilpi_timing_rows(lprec *lp, const loom_ilpi_problem *pb,
                                   g->duration_ms[u] + g->pred_p2p_ms[k]);
         }
     }
-    (void)m;
     return ok;
 }
 
@@ -228,7 +226,7 @@ static void ilpi_extract(const loom_ilpi_problem *pb, const ilpi_model *m,
 static int ilpi_fill(lprec *lp, const loom_ilpi_problem *pb, ilpi_model *m)
 {
     set_add_rowmode(lp, TRUE);
-    int ok = ilpi_timing_rows(lp, pb, m) && ilpi_disjunction_rows(lp, pb, m);
+    int ok = ilpi_timing_rows(lp, pb) && ilpi_disjunction_rows(lp, pb, m);
     if (ok && pb->g->memory_cap_bytes > 0.0)
         ok = ilpi_memory_rows(lp, pb, m);
     set_add_rowmode(lp, FALSE);

@@ -390,6 +390,7 @@ START_TEST(lower_bound_and_replay)
 }
 END_TEST
 
+/* The suite: every test in one case. */
 static Suite *suite(void)
 {
     Suite *s = suite_create("ilp");
@@ -405,6 +406,7 @@ static Suite *suite(void)
     return s;
 }
 
+/* Runs the suite. */
 int main(void)
 {
     return loom_test_main(suite());

@@ -104,7 +104,7 @@ static int mckp_reserve(const loom_host_api *host, loom_mckp_set *set,
     return LOOM_OK;
 }
 
-/* Time (forward + backward) and bytes of option o of entry e. */
+/* Time (forward + backward) of option o of entry e. */
 static double mckp_ms(const loom_stage_graph *g, int32_t e, int o)
 {
     const loom_policy_option *x =
@@ -112,6 +112,7 @@ static double mckp_ms(const loom_stage_graph *g, int32_t e, int o)
     return x->forward_ms + x->backward_ms;
 }
 
+/* Activation bytes of option o of entry e. */
 static int64_t mckp_bytes(const loom_stage_graph *g, int32_t e, int o)
 {
     return g->layer_options[(size_t)e * LOOM_POLICY_COUNT + (size_t)o]

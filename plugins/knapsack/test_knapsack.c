@@ -295,6 +295,7 @@ START_TEST(params_are_checked)
 }
 END_TEST
 
+/* The suite: every test in one case. */
 static Suite *suite(void)
 {
     Suite *s = suite_create("knapsack");
@@ -309,6 +310,7 @@ static Suite *suite(void)
     return s;
 }
 
+/* Runs the suite. */
 int main(void)
 {
     return loom_test_main(suite());

@@ -356,7 +356,7 @@ static int mcts_rank(void *self, const loom_stage_graph *const *graphs,
     const loom_host_api *host = s->host;
     loom_sk_params prm;
     int64_t rollouts = 10;
-    double alpha = 1.0, beta = 0.5;
+    double alpha = 1.0, beta = 0.1;
     int rc = loom_sk_read_params(host, s->ctx, "mcts", &prm, err);
     if (rc == LOOM_OK)
         rc = loom_sk_param_int(host, s->ctx, "mcts", "rollouts", 10, 1, 1000,
@@ -365,7 +365,7 @@ static int mcts_rank(void *self, const loom_stage_graph *const *graphs,
         rc = loom_sk_param_double(host, s->ctx, "mcts", "alpha", 1.0, 0, 100,
                                   &alpha, err);
     if (rc == LOOM_OK)
-        rc = loom_sk_param_double(host, s->ctx, "mcts", "beta", 0.5, 0, 100,
+        rc = loom_sk_param_double(host, s->ctx, "mcts", "beta", 0.1, 0, 100,
                                   &beta, err);
     if (rc != LOOM_OK)
         return rc;

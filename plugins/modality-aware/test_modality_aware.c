@@ -78,6 +78,7 @@ static void fixture(void)
     LAYER_CALLS = 0;
 }
 
+/* Fake cost_service.layer: max(floor, tokens x per-token) forward. */
 static int fake_layer(loom_ctx *ctx, int32_t module, int32_t layer,
                       const loom_shape *shape, int32_t policy,
                       loom_layer_cost *out, loom_error *err)
@@ -117,6 +118,7 @@ static int fake_shape(loom_ctx *ctx, int32_t module, const loom_iteration *it,
     return LOOM_OK;
 }
 
+/* Fake cost_service.mean_layer_ms: the module's constant. */
 static int fake_mean(loom_ctx *ctx, int32_t module, int32_t layer,
                      const loom_iteration *it, int32_t microbatches,
                      double *ms, loom_error *err)
@@ -470,6 +472,7 @@ START_TEST(engine_builds_the_partition)
 }
 END_TEST
 
+/* The suite: every test in one case. */
 static Suite *suite(void)
 {
     Suite *s = suite_create("modality-aware");
@@ -488,6 +491,7 @@ static Suite *suite(void)
     return s;
 }
 
+/* Runs the suite. */
 int main(void)
 {
     return loom_test_main(suite());

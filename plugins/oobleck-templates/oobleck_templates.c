@@ -8,6 +8,10 @@
  * stages become pipeline positions on their own ranks, each stage's GPU
  * count its spans' TP degree.
  *
+ * Templates are planned from the first iteration's mean microbatch and
+ * kept for the following ones, as Oobleck fixes them for the whole run
+ * ("per_iteration": true re-plans them every iteration).
+ *
  * Stage times use activation checkpointing ("policy": "full", as Oobleck
  * trains) unless told otherwise; pair the step with the full-recompute
  * memory tuner so the simulator charges the same.
@@ -28,7 +32,23 @@
 typedef struct ot_self {
     const loom_host_api *host;
     loom_ctx *ctx;
+    /* templates are planned once and kept for later iterations (Oobleck
+     * never changes them during training) unless per_iteration is set */
+    loom_oobleck_template *t;
+    int32_t n_t;
+    const loom_model *model;
+    int32_t nodes, gpus;
 } ot_self;
+
+/* Drops the cached templates. */
+static void ot_forget(ot_self *o)
+{
+    for (int32_t i = 0; i < o->n_t; i++)
+        loom_oobleck_template_clear(&o->t[i]);
+    o->host->free(o->t);
+    o->t = NULL;
+    o->n_t = 0;
+}
 
 /* Creates an instance holding the host table and the step context. */
 static int ot_create(const loom_host_api *host, loom_ctx *ctx,
@@ -38,6 +58,7 @@ static int ot_create(const loom_host_api *host, loom_ctx *ctx,
     ot_self *o = host->alloc(sizeof *o);
     if (!o)
         return host->error(err, LOOM_ENOMEM, "oobleck-templates: out of memory");
+    memset(o, 0, sizeof *o);
     o->host = host;
     o->ctx = ctx;
     *self = o;
@@ -48,8 +69,10 @@ static int ot_create(const loom_host_api *host, loom_ctx *ctx,
 static void ot_destroy(void *self)
 {
     ot_self *o = self;
-    if (o)
+    if (o) {
+        ot_forget(o);
         o->host->free(o);
+    }
 }
 
 /* 1 when a module upstream of `module` is trainable. */
@@ -203,10 +226,10 @@ static void ot_log(ot_self *o, const loom_oobleck_template *t)
                  t->iteration_ms);
 }
 
-/* Plans every template and emits the candidates. */
-static int ot_run(ot_self *o, const loom_problem *pb, const loom_iteration *it,
-                  loom_candidates *set, double *f, double *b, int32_t n_layers,
-                  int32_t nodes, int32_t gpus, loom_error *err)
+/* Plans the templates for n0..N-f*n0 into o->t. */
+static int ot_plan(ot_self *o, const loom_problem *pb, const loom_iteration *it,
+                   double *f, double *b, int32_t n_layers, int32_t nodes,
+                   int32_t gpus, loom_error *err)
 {
     const loom_host_api *host = o->host;
     int64_t fault = 1, n0 = 0, max_stages = 0;
@@ -219,9 +242,6 @@ static int ot_run(ot_self *o, const loom_problem *pb, const loom_iteration *it,
         max_stages = 0;
     if (host->param_bool(o->ctx, "pow2_gpus", &pow2) != LOOM_OK)
         pow2 = 1;
-    const char *shares = host->param_string(o->ctx, "shares");
-    int32_t mbs = pb->parallel.microbatches > 0 ? pb->parallel.microbatches : 1;
-    int all = !(shares && strcmp(shares, "full") == 0) && mbs <= OOBLECK_MAX_SHARES;
     double model_bytes = 0;
     const loom_cost_service *cost = host->service(LOOM_SERVICE_COST, 1);
     int rc = ot_costs(o, cost, pb, it, gpus, n_layers, f, b, &model_bytes, err);
@@ -239,34 +259,26 @@ static int ot_run(ot_self *o, const loom_problem *pb, const loom_iteration *it,
                                 err);
     if (rc != LOOM_OK)
         return rc;
+    o->t = host->alloc((size_t)(last - first + 1) * sizeof *o->t);
+    if (!o->t)
+        return host->error(err, LOOM_ENOMEM, "oobleck-templates: out of memory");
     loom_oobleck_costs costs = {n_layers, gpus, f, b};
     loom_oobleck_planner *pl = NULL;
     rc = loom_oobleck_planner_new(&costs, gpus, pow2, &pl, err);
     for (int32_t n = first; rc == LOOM_OK && n <= last; n++) {
-        loom_oobleck_template t;
-        rc = loom_oobleck_plan_template(pl, n, (int32_t)max_stages, &t, err);
-        if (rc != LOOM_OK) {
-            if (rc == LOOM_EINFEASIBLE) {
-                char why[LOOM_ERROR_MSG_BYTES];
-                snprintf(why, sizeof why, "%s", err->message);
-                host->error(err, rc,
-                            "oobleck-templates: no template for %d node(s), "
-                            "but f = %lld and n0 = %lld need every node count "
-                            "%d..%d (%s)", n, (long long)fault, (long long)n0,
-                            first, last, why);
-            }
-            break;
+        rc = loom_oobleck_plan_template(pl, n, (int32_t)max_stages, &o->t[o->n_t], err);
+        if (rc == LOOM_OK) {
+            ot_log(o, &o->t[o->n_t]);
+            o->n_t++;
+        } else if (rc == LOOM_EINFEASIBLE) {
+            char why[LOOM_ERROR_MSG_BYTES];
+            snprintf(why, sizeof why, "%s", err->message);
+            host->error(err, rc,
+                        "oobleck-templates: no template for %d node(s), but "
+                        "f = %lld and n0 = %lld need every node count %d..%d "
+                        "(%s)", n, (long long)fault, (long long)n0, first, last,
+                        why);
         }
-        ot_log(o, &t);
-        for (int32_t s = all ? 1 : mbs; rc == LOOM_OK && s <= mbs; s++) {
-            loom_partition *p = NULL;
-            rc = set->add(set, &p, err);
-            if (rc == LOOM_OK)
-                rc = ot_candidate(host, pb->model, it, &t, s, mbs, p, err);
-            if (rc != LOOM_OK && p)
-                set->remove(set, set->n - 1);
-        }
-        loom_oobleck_template_clear(&t);
     }
     if (rc == LOOM_OK)
         host->log(o->ctx, LOOM_LOG_INFO,
@@ -276,6 +288,28 @@ static int ot_run(ot_self *o, const loom_problem *pb, const loom_iteration *it,
                   model_bytes / 1073741824.0, first, last,
                   (long long)loom_oobleck_memo_entries(pl));
     loom_oobleck_planner_free(pl);
+    if (rc != LOOM_OK)
+        ot_forget(o);
+    return rc;
+}
+
+/* Emits every template's candidates for this iteration. */
+static int ot_emit(ot_self *o, const loom_problem *pb, const loom_iteration *it,
+                   loom_candidates *set, loom_error *err)
+{
+    const char *shares = o->host->param_string(o->ctx, "shares");
+    int32_t mbs = pb->parallel.microbatches > 0 ? pb->parallel.microbatches : 1;
+    int all = !(shares && strcmp(shares, "full") == 0) && mbs <= OOBLECK_MAX_SHARES;
+    int rc = LOOM_OK;
+    for (int32_t i = 0; rc == LOOM_OK && i < o->n_t; i++)
+        for (int32_t s = all ? 1 : mbs; rc == LOOM_OK && s <= mbs; s++) {
+            loom_partition *p = NULL;
+            rc = set->add(set, &p, err);
+            if (rc == LOOM_OK)
+                rc = ot_candidate(o->host, pb->model, it, &o->t[i], s, mbs, p, err);
+            if (rc != LOOM_OK && p)
+                set->remove(set, set->n - 1);
+        }
     return rc;
 }
 
@@ -314,15 +348,28 @@ static int ot_partition(void *self, const loom_problem *problem,
                            "oobleck-templates: the model has %lld layers, at "
                            "most %d are planned", (long long)n_layers,
                            LOOM_OOBLECK_MAX_LAYERS);
-    size_t cells = (size_t)n_layers * (size_t)gpus;
-    double *f = host->alloc(cells * sizeof *f), *b = host->alloc(cells * sizeof *b);
-    if (!f || !b)
-        rc = host->error(err, LOOM_ENOMEM, "oobleck-templates: out of memory");
-    else
-        rc = ot_run(o, problem, it, set, f, b, (int32_t)n_layers, nodes, gpus, err);
-    host->free(f);
-    host->free(b);
-    return rc;
+    int per_iteration = 0;
+    if (host->param_bool(o->ctx, "per_iteration", &per_iteration) != LOOM_OK)
+        per_iteration = 0;
+    if (per_iteration || o->model != problem->model || o->nodes != nodes ||
+        o->gpus != gpus)
+        ot_forget(o);
+    if (o->n_t == 0) {
+        size_t cells = (size_t)n_layers * (size_t)gpus;
+        double *f = host->alloc(cells * sizeof *f), *b = host->alloc(cells * sizeof *b);
+        if (!f || !b)
+            rc = host->error(err, LOOM_ENOMEM, "oobleck-templates: out of memory");
+        else
+            rc = ot_plan(o, problem, it, f, b, (int32_t)n_layers, nodes, gpus, err);
+        host->free(f);
+        host->free(b);
+        if (rc != LOOM_OK)
+            return rc;
+        o->model = problem->model;
+        o->nodes = nodes;
+        o->gpus = gpus;
+    }
+    return ot_emit(o, problem, it, set, err);
 }
 
 static const loom_partitioner_vtable ot_vtable = {

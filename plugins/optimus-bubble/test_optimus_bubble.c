@@ -78,28 +78,44 @@ static double makespan(const loom_stage_graph *g, const loom_schedule *s,
 }
 
 /* An encoder of `layers` layers (one position each, spread evenly over
- * the P ranks, f / b per layer) colocated with a P-stage backbone (F 1,
- * B 2 per stage). */
+ * ranks 0 .. enc_ranks-1, f / b per layer) with a P-stage backbone (F 1,
+ * B 2 per stage); `pipes` > 1 makes that many replica encoder pipelines,
+ * pipeline a on ranks a * enc_ranks ..., running the microbatches
+ * a, a + pipes, ... */
+static loom_stage_graph *layout(int P, int M, int layers, int enc_ranks,
+                                int pipes, double f, double b)
+{
+    co_tg_flow fl[CO_TG_MAX_FLOWS];
+    memset(fl, 0, sizeof fl);
+    for (int a = 0; a < pipes; a++) {
+        fl[a].n_pos = layers;
+        fl[a].masked = pipes > 1;
+        for (int mb = 0; mb < M; mb++)
+            fl[a].runs[mb] = mb % pipes == a;
+        for (int l = 0; l < layers; l++) {
+            fl[a].rank[l] = a * enc_ranks + l * enc_ranks / layers;
+            fl[a].f_ms[l] = f;
+            fl[a].b_ms[l] = b;
+        }
+    }
+    co_tg_flow *bb = &fl[pipes];
+    bb->n_pos = P;
+    bb->n_inputs = pipes;
+    for (int a = 0; a < pipes; a++)
+        bb->inputs[a] = a;
+    bb->module = 1;
+    for (int p = 0; p < P; p++) {
+        bb->rank[p] = p;
+        bb->f_ms[p] = 1;
+        bb->b_ms[p] = 2;
+    }
+    return co_tg_build(fl, pipes + 1, P, M);
+}
+
+/* An encoder colocated stage by stage with a P-stage backbone. */
 static loom_stage_graph *colocated(int P, int M, int layers, double f, double b)
 {
-    co_tg_flow fl[2];
-    memset(fl, 0, sizeof fl);
-    fl[0].n_pos = layers;
-    for (int l = 0; l < layers; l++) {
-        fl[0].rank[l] = l * P / layers;
-        fl[0].f_ms[l] = f;
-        fl[0].b_ms[l] = b;
-    }
-    fl[1].n_pos = P;
-    fl[1].n_inputs = 1;
-    fl[1].inputs[0] = 0;
-    fl[1].module = 1;
-    for (int p = 0; p < P; p++) {
-        fl[1].rank[p] = p;
-        fl[1].f_ms[p] = 1;
-        fl[1].b_ms[p] = 2;
-    }
-    return co_tg_build(fl, 2, P, M);
+    return layout(P, M, layers, P, 1, f, b);
 }
 
 /* Checks the dependency and order invariants of a fine schedule. */
@@ -108,7 +124,7 @@ static void check_invariants(const loom_stage_graph *g, const loom_schedule *s)
     loom_metrics m;
     makespan(g, s, &m);
     for (int32_t v = 0; v < g->n_stages; v++) {
-        if (g->flow[v] != 1 || g->position[v] != 0 || g->kind[v] != LOOM_STAGE_F)
+        if (g->module[v] != 1 || g->position[v] != 0 || g->kind[v] != LOOM_STAGE_F)
             continue;
         /* EF <= F: the encoder's last forward of this microbatch ends first */
         for (int32_t e = g->pred_off[v]; e < g->pred_off[v + 1]; e++)
@@ -119,8 +135,8 @@ static void check_invariants(const loom_stage_graph *g, const loom_schedule *s)
         for (int32_t i = s->rank_off[r]; i < s->rank_off[r + 1]; i++)
             for (int32_t j = i + 1; j < s->rank_off[r + 1]; j++) {
                 int32_t a = s->order[i], c = s->order[j];
-                if (g->flow[a] != 0 || g->flow[c] != 0 || g->microbatch[a] != g->microbatch[c] ||
-                    g->kind[a] != g->kind[c])
+                if (g->module[a] == 1 || g->flow[a] != g->flow[c] ||
+                    g->microbatch[a] != g->microbatch[c] || g->kind[a] != g->kind[c])
                     continue;
                 if (g->kind[a] == LOOM_STAGE_F)
                     ck_assert_int_lt(g->position[a], g->position[c]);
@@ -133,7 +149,9 @@ static void check_invariants(const loom_stage_graph *g, const loom_schedule *s)
 
 START_TEST(fills_bubbles_and_is_faster)
 {
-    loom_stage_graph *g = colocated(4, 8, 8, 0.25, 0.5);
+    /* the encoder on ranks 0-1 ends where the backbone has its
+     * warm-up -> steady bubbles (the last rank has none with V = 1) */
+    loom_stage_graph *g = layout(4, 8, 8, 2, 1, 0.25, 0.5);
     loom_schedule *coarse = NULL, *fine = NULL;
     loom_error err = {0, ""};
     const char *log = NULL;
@@ -154,6 +172,7 @@ START_TEST(fills_bubbles_and_is_faster)
     ck_assert_double_eq_tol(lc, tc, 1e-3);
     ck_assert_double_eq_tol(lf, tf, 1e-3);
     ck_assert_double_eq_tol(lb, (8 + 4 - 1) * 3.0, 1e-3); /* 1F1B alone */
+    ck_assert_int_ge(fm, 1);
     ck_assert_double_gt(ef, ec);
     ck_assert_int_ge(fm + bm, 1);
     loom_schedule_free(coarse);
@@ -184,6 +203,31 @@ START_TEST(never_slower_than_coarse)
         loom_schedule_free(fine);
         loom_graph_free(g);
     }
+}
+END_TEST
+
+START_TEST(replica_pipelines)
+{
+    /* Optimus with m = 2: two encoder pipelines of 2 stages on ranks 0-1
+     * and 2-3, microbatches dealt alternately */
+    loom_stage_graph *g = layout(4, 8, 4, 2, 2, 0.4, 0.8);
+    loom_schedule *coarse = NULL, *fine = NULL;
+    loom_error err = {0, ""};
+    const char *log = NULL;
+    ck_assert_int_eq(run(loom_static_encoder_first(), g, NULL, 0, &coarse, NULL, &err),
+                     LOOM_OK);
+    ck_assert_msg(run(loom_static_optimus_bubble(), g, NULL, 1, &fine, &log, &err) == LOOM_OK,
+                  "%s", err.message);
+    double tc = makespan(g, coarse, NULL), tf = makespan(g, fine, NULL);
+    ck_assert_msg(tf < tc, "%s", log);
+    check_invariants(g, fine);
+    /* pipeline 1's stages stay on ranks 2-3 */
+    for (int32_t v = 0; v < g->n_stages; v++)
+        if (g->flow[v] == 1)
+            ck_assert_int_ge(g->rank[v], 2);
+    loom_schedule_free(coarse);
+    loom_schedule_free(fine);
+    loom_graph_free(g);
 }
 END_TEST
 
@@ -267,6 +311,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, fills_bubbles_and_is_faster);
     tcase_add_test(tc, never_slower_than_coarse);
+    tcase_add_test(tc, replica_pipelines);
     tcase_add_test(tc, no_bubbles_no_moves);
     tcase_add_test(tc, no_passes_is_encoder_first);
     tcase_add_test(tc, needs_the_simulator);

@@ -15,6 +15,7 @@ enum loom_exit {
  * EIO -> 2, others -> 1). */
 int loom_cli_exit_for_status(int status);
 
+int loom_cmd_ab(int argc, char **argv);        /* cmd_ab.c */
 int loom_cmd_plugins(int argc, char **argv);   /* cmd_plugins.c */
 int loom_cmd_validate(int argc, char **argv);  /* cmd_validate.c */
 int loom_cmd_plan(int argc, char **argv);      /* cmd_plan.c */

@@ -11,6 +11,7 @@ typedef struct loom_command {
 } loom_command;
 
 static const loom_command commands[] = {
+    {"ab", loom_cmd_ab, "compare two planner manifests on the same workloads (A/B test)"},
     {"plan", loom_cmd_plan, "plan iterations of a workload and write the plan"},
     {"plugins", loom_cmd_plugins, "list or inspect the plugins Loom can find"},
     {"validate", loom_cmd_validate, "load and check a planner manifest without planning"},

@@ -1,0 +1,176 @@
+/* test_min_latency.c - the min-latency ranker: the lowest makespan wins,
+ * ties go to the lowest index, candidates that cannot be scheduled are
+ * skipped (all failing is an error naming the last), the budget stops it
+ * after the first candidate, and the evaluator service is required. */
+#include <stdlib.h>
+#include <string.h>
+#include <loom/mock_host.h>
+#include "engine_api.h"
+#include "json_util.h"
+#include "testutil.h"
+#include "../encoder-first/co_test_graph.h"
+
+const loom_plugin_info *loom_static_min_latency(void);
+const loom_plugin_info *loom_static_encoder_first(void);
+
+static int ev_runs;
+
+/* Test evaluator: encoder-first plus the core simulator. */
+static int ev_create(loom_ctx *ctx, const loom_stage_graph *graph,
+                     loom_evaluator **out, loom_error *err)
+{
+    (void)ctx, (void)err;
+    *out = (loom_evaluator *)(uintptr_t)graph;
+    return LOOM_OK;
+}
+static int ev_run(loom_evaluator *e, const float *prio, loom_metrics *out,
+                  loom_error *err)
+{
+    const loom_stage_graph *g = (const loom_stage_graph *)(uintptr_t)e;
+    const loom_interleaver_vtable *vt =
+        (const loom_interleaver_vtable *)loom_static_encoder_first()->role(
+            LOOM_ROLE_INTERLEAVER);
+    loom_mock_host *h = loom_mock_host_new();
+    void *self = NULL;
+    int rc = vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self, err);
+    loom_schedule *s = loom_schedule_new(g->n_ranks, g->n_stages);
+    if (rc == LOOM_OK)
+        rc = vt->interleave(self, g, prio, s, err);
+    if (rc == LOOM_OK)
+        rc = loom_simulate(g, s, out, err);
+    vt->destroy(self);
+    loom_mock_host_free(h);
+    loom_schedule_free(s);
+    ev_runs++;
+    return rc;
+}
+static void ev_destroy(loom_evaluator *e)
+{
+    (void)e;
+}
+static const loom_evaluator_service test_ev = {
+    sizeof(loom_evaluator_service), 1, ev_create, ev_run, ev_destroy,
+};
+
+/* A backbone of P stages (F f, B 2f) fed by a 1-stage encoder on rank 0;
+ * bad = 1 makes the encoder a second unconsumed flow (cannot schedule). */
+static loom_stage_graph *graph(int P, double f, int bad)
+{
+    co_tg_flow fl[2];
+    memset(fl, 0, sizeof fl);
+    fl[0].n_pos = 1;
+    fl[0].f_ms[0] = 0.5;
+    fl[0].b_ms[0] = 1;
+    fl[1].n_pos = P;
+    fl[1].n_inputs = bad ? 0 : 1;
+    fl[1].module = 1;
+    for (int p = 0; p < P; p++) {
+        fl[1].rank[p] = p;
+        fl[1].f_ms[p] = f;
+        fl[1].b_ms[p] = 2 * f;
+    }
+    return co_tg_build(fl, 2, P, 4);
+}
+
+/* Ranks `n` graphs; budget_ms < 0: none. */
+static int rank(loom_stage_graph **g, int n, int with_ev, int expired,
+                loom_ranking *r, loom_error *err)
+{
+    const loom_ranker_vtable *vt =
+        (const loom_ranker_vtable *)loom_static_min_latency()->role(LOOM_ROLE_RANKER);
+    loom_mock_host *h = loom_mock_host_new();
+    if (with_ev)
+        loom_mock_host_add_service(h, LOOM_SERVICE_EVALUATOR, 1, &test_ev);
+    loom_mock_host_set_expired(h, expired);
+    void *self = NULL;
+    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL,
+                                &self, err), LOOM_OK);
+    ev_runs = 0;
+    int rc = vt->rank(self, (const loom_stage_graph *const *)g, n, r, err);
+    if (rc == LOOM_OK)
+        ck_assert_double_eq(loom_mock_host_best_makespan_ms(h), r->best_makespan_ms);
+    vt->destroy(self);
+    loom_mock_host_free(h);
+    return rc;
+}
+
+START_TEST(lowest_makespan_wins)
+{
+    loom_stage_graph *g[4] = {graph(4, 2, 0), graph(4, 1, 0), graph(2, 1, 0),
+                              graph(2, 1, 0)};
+    float prio[64];
+    loom_ranking r = {0, 64, prio, 0, 0};
+    loom_error err = {0, ""};
+    ck_assert_msg(rank(g, 4, 1, 0, &r, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_int_eq(r.candidate, 2); /* 2 and 3 tie: the lower index */
+    ck_assert_int_eq(r.evaluations, 4);
+    ck_assert_int_eq(ev_runs, 4);
+    /* encoder-first on rank 0: 4 encoder forwards (2 ms), the 1F1B of 2
+     * stages and 4 microbatches (15 ms), 4 encoder backwards (4 ms) */
+    ck_assert_double_eq_tol(r.best_makespan_ms, 4 * 0.5 + (4 + 2 - 1) * 3 + 4 * 1, 1e-9);
+    for (int32_t i = 1; i < g[2]->n_groups; i++)
+        ck_assert_float_gt(prio[i - 1], prio[i]);
+    for (int i = 0; i < 4; i++)
+        loom_graph_free(g[i]);
+}
+END_TEST
+
+START_TEST(skips_what_cannot_run)
+{
+    loom_stage_graph *g[3] = {graph(4, 1, 1), graph(4, 2, 0), graph(2, 1, 1)};
+    float prio[64];
+    loom_ranking r = {0, 64, prio, 0, 0};
+    loom_error err = {0, ""};
+    ck_assert_int_eq(rank(g, 3, 1, 0, &r, &err), LOOM_OK);
+    ck_assert_int_eq(r.candidate, 1);
+    ck_assert_int_eq(r.evaluations, 3);
+    loom_stage_graph *bad[2] = {g[0], g[2]};
+    ck_assert_int_eq(rank(bad, 2, 1, 0, &r, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "none of the 2 candidates could be "
+                                              "scheduled; the last: encoder-first: "
+                                              "expects one backbone flow"));
+    /* an expired budget stops after the first schedulable candidate */
+    loom_stage_graph *two[2] = {g[1], graph(2, 1, 0)};
+    ck_assert_int_eq(rank(two, 2, 1, 1, &r, &err), LOOM_OK);
+    ck_assert_int_eq(r.candidate, 0);
+    ck_assert_int_eq(r.evaluations, 1);
+    ck_assert_int_eq(rank(two, 2, 0, 0, &r, &err), LOOM_ENOTFOUND);
+    ck_assert_ptr_nonnull(strstr(err.message, "loom.evaluator"));
+    ck_assert_int_eq(rank(two, 0, 1, 0, &r, &err), LOOM_EINVAL);
+    loom_graph_free(two[1]);
+    for (int i = 0; i < 3; i++)
+        loom_graph_free(g[i]);
+}
+END_TEST
+
+START_TEST(manifest_matches_binary)
+{
+    const loom_plugin_info *info = loom_static_min_latency();
+    cJSON *m = NULL;
+    loom_error err = {0, ""};
+    ck_assert_int_eq(loom_json_load(loom_test_src("plugins/min-latency/manifest.json"),
+                                    &m, &err), LOOM_OK);
+    ck_assert_str_eq(cJSON_GetObjectItem(m, "id")->valuestring, info->id);
+    ck_assert_str_eq(cJSON_GetObjectItem(m, "version")->valuestring, info->version);
+    ck_assert_ptr_nonnull(info->role(LOOM_ROLE_RANKER));
+    cJSON_Delete(m);
+}
+END_TEST
+
+/* The min-latency suite. */
+static Suite *suite(void)
+{
+    Suite *s = suite_create("min-latency");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, lowest_makespan_wins);
+    tcase_add_test(tc, skips_what_cannot_run);
+    tcase_add_test(tc, manifest_matches_binary);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+/* Runs the suite; exits non-zero when a check fails. */
+int main(void)
+{
+    return loom_test_main(suite());
+}

@@ -1,0 +1,457 @@
+/* test_isolate.c - fault isolation: records from a forked child, a crash,
+ * an abort, a timeout (with the plugin named through loom_current_step),
+ * garbage and truncated records, an early exit, the address-space limit,
+ * and real planning runs with the segfaulting and never-returning fixture
+ * rankers, isolated and in-process. */
+#define _DEFAULT_SOURCE
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "testutil.h"
+#include "isolate.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+/* AddressSanitizer would turn a fixture's segfault into its own report and
+ * exit(1); let the kernel deliver the signal as in a normal build. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "handle_segv=0";
+}
+#endif
+
+#define PLANNERS LOOM_TEST_BINARY_DIR "/tests/isolation-fixtures/planners/"
+
+/* Asserts that `text` contains `frag`. */
+static void has(const char *text, const char *frag)
+{
+    ck_assert_msg(strstr(text, frag) != NULL, "missing \"%s\" in:\n%s", frag, text);
+}
+
+/* What a test body does. */
+typedef enum body_mode {
+    GOOD,      /* three results */
+    ABORT,     /* abort() in iteration 1 */
+    SEGV,      /* SIGSEGV in iteration 0 with step 1 marked */
+    HANG,      /* sleeps in iteration 0 with step 2 marked */
+    GARBAGE,   /* raw bytes on the pipe */
+    TRUNCATED, /* half a record, then exit */
+    SEQUENCE,  /* a result without a begin */
+    EXIT7,     /* _exit(7) in iteration 1 */
+    STATUS,    /* reports LOOM_EINVAL at iteration 0 */
+    HOG        /* allocates 1 GiB, reports LOOM_ENOMEM when that fails */
+} body_mode;
+
+/* A result with distinct figures for iteration k. */
+static loom_iter_result result_for(int32_t k)
+{
+    loom_iter_result r;
+    memset(&r, 0, sizeof r);
+    r.iteration = k;
+    r.ranks = 4;
+    r.makespan_ms = 100.0 + k;
+    r.bubble_ratio = 0.25;
+    r.mfu = -1;
+    r.plan_time_ms = 1.5;
+    r.peak_bytes = 1000 + k;
+    r.evaluations = 7;
+    return r;
+}
+
+/* Test body: announces two steps, then behaves as `mode` says. */
+static int body(void *user, loom_channel *ch)
+{
+    body_mode mode = *(const body_mode *)user;
+    loom_channel_info(ch, 3, "test-run");
+    loom_channel_step(ch, 0, "test.cost");
+    loom_channel_step(ch, 1, "test.crasher");
+    loom_channel_step(ch, 2, "test.sleeper");
+    if (mode == GARBAGE) {
+        char junk[700];
+        memset(junk, 'x', sizeof junk);
+        ck_assert_int_eq((int)write(loom_channel_fd(ch), junk, sizeof junk), (int)sizeof junk);
+        return 0;
+    }
+    if (mode == TRUNCATED) {
+        char junk[100] = {0};
+        ck_assert_int_eq((int)write(loom_channel_fd(ch), junk, sizeof junk), (int)sizeof junk);
+        _exit(0);
+    }
+    if (mode == SEQUENCE) {
+        loom_iter_result r = result_for(0);
+        loom_channel_result(ch, &r);
+        return 0;
+    }
+    for (int32_t k = 0; k < 3; k++) {
+        loom_channel_begin(ch, k, 0);
+        if (mode == ABORT && k == 1)
+            abort();
+        if (mode == EXIT7 && k == 1)
+            _exit(7);
+        if (mode == SEGV) {
+            *loom_current_step = 1;
+            signal(SIGSEGV, SIG_DFL);
+            raise(SIGSEGV);
+        }
+        if (mode == HANG) {
+            *loom_current_step = 2;
+            for (;;) {
+                struct timespec ts = {1, 0};
+                nanosleep(&ts, NULL);
+            }
+        }
+        if (mode == STATUS) {
+            loom_channel_fail(ch, k, LOOM_EINVAL, "model.json: modules[1].layers: expected 1+");
+            return 0;
+        }
+        if (mode == HOG) {
+            char *p = malloc((size_t)1 << 30);
+            if (!p) {
+                loom_channel_fail(ch, k, LOOM_ENOMEM, "out of memory");
+                return 0;
+            }
+            memset(p, 1, 4096);
+            free(p);
+        }
+        loom_iter_result r = result_for(k);
+        loom_channel_result(ch, &r);
+    }
+    return 0;
+}
+
+/* Collects begin/end callbacks. */
+typedef struct calls {
+    int begins, ends;
+} calls;
+
+static void count_calls(void *user, int32_t iteration, int32_t n, int done)
+{
+    calls *c = user;
+    ck_assert_int_eq(n, 3);
+    ck_assert_int_ge(iteration, 0);
+    if (done)
+        c->ends++;
+    else
+        c->begins++;
+}
+
+/* Runs the body in `mode` isolated with a 300 ms timeout and `mb` MiB. */
+static void run_mode(body_mode mode, int isolate, int64_t mb, loom_run_output *out, calls *c)
+{
+    loom_isolate_opts opts = {isolate, 300, mb};
+    loom_error err = {0};
+    memset(c, 0, sizeof *c);
+    int rc = loom_isolate_call(&opts, body, &mode, count_calls, c, out, &err);
+    ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+}
+
+START_TEST(good_run_isolated_and_in_process)
+{
+    for (int isolate = 0; isolate < 2; isolate++) {
+        loom_run_output out;
+        calls c;
+        run_mode(GOOD, isolate, 0, &out, &c);
+        ck_assert_int_eq(out.failure.kind, LOOM_FAIL_NONE);
+        ck_assert_int_eq(out.n_results, 3);
+        ck_assert_int_eq(out.n_iterations, 3);
+        ck_assert_str_eq(out.manifest_name, "test-run");
+        for (int k = 0; k < 3; k++) {
+            ck_assert_int_eq(out.results[k].iteration, k);
+            ck_assert_double_eq(out.results[k].makespan_ms, 100.0 + k);
+            ck_assert_int_eq(out.results[k].peak_bytes, 1000 + k);
+            ck_assert_int_eq(out.results[k].evaluations, 7);
+        }
+        ck_assert_int_eq(c.begins, 3);
+        ck_assert_int_eq(c.ends, 3);
+        ck_assert_int_eq(loom_failure_status(&out.failure), LOOM_OK);
+        loom_run_output_clear(&out);
+    }
+}
+END_TEST
+
+START_TEST(abort_is_a_signal_at_its_iteration)
+{
+    loom_run_output out;
+    calls c;
+    run_mode(ABORT, 1, 0, &out, &c);
+    ck_assert_int_eq(out.failure.kind, LOOM_FAIL_SIGNAL);
+    ck_assert_int_eq(out.failure.signal, SIGABRT);
+    ck_assert_int_eq(out.failure.iteration, 1);
+    ck_assert_int_eq(out.failure.phase, LOOM_PHASE_ITERATION);
+    ck_assert_int_eq(out.failure.step, -1);
+    ck_assert_str_eq(out.failure.plugin_id, "");
+    ck_assert_int_eq(out.n_results, 1);
+    ck_assert_int_eq(loom_failure_status(&out.failure), LOOM_EPLUGIN);
+    char buf[512];
+    loom_failure_describe(&out.failure, buf, sizeof buf);
+    ck_assert_str_eq(buf, "the core (no plugin running) was killed by signal 6 (SIGABRT) at "
+                          "iteration 1");
+    loom_run_output_clear(&out);
+}
+END_TEST
+
+START_TEST(segv_names_the_running_plugin)
+{
+    loom_run_output out;
+    calls c;
+    run_mode(SEGV, 1, 0, &out, &c);
+    ck_assert_int_eq(out.failure.kind, LOOM_FAIL_SIGNAL);
+    ck_assert_int_eq(out.failure.signal, SIGSEGV);
+    ck_assert_int_eq(out.failure.iteration, 0);
+    ck_assert_int_eq(out.failure.step, 1);
+    ck_assert_str_eq(out.failure.plugin_id, "test.crasher");
+    char buf[512];
+    loom_failure_describe(&out.failure, buf, sizeof buf);
+    ck_assert_str_eq(buf, "plugin test.crasher (pipeline[1]) was killed by signal 11 (SIGSEGV) "
+                          "at iteration 0");
+    loom_run_output_clear(&out);
+}
+END_TEST
+
+START_TEST(hang_times_out)
+{
+    loom_run_output out;
+    calls c;
+    double t0 = loom_now_ms();
+    run_mode(HANG, 1, 0, &out, &c);
+    double took = loom_now_ms() - t0;
+    ck_assert_int_eq(out.failure.kind, LOOM_FAIL_TIMEOUT);
+    ck_assert_double_eq(out.failure.limit_ms, 300);
+    ck_assert_int_eq(out.failure.iteration, 0);
+    ck_assert_str_eq(out.failure.plugin_id, "test.sleeper");
+    ck_assert_msg(took >= 290 && took < 5000, "took %.0f ms", took);
+    char buf[512];
+    loom_failure_describe(&out.failure, buf, sizeof buf);
+    ck_assert_str_eq(buf, "plugin test.sleeper (pipeline[2]) exceeded the time limit of 300 ms "
+                          "at iteration 0 (timeout)");
+    loom_run_output_clear(&out);
+}
+END_TEST
+
+START_TEST(garbage_and_truncated_records)
+{
+    static const body_mode modes[] = {GARBAGE, TRUNCATED, SEQUENCE};
+    static const char *const frags[] = {"bad magic number or checksum", "a truncated record",
+                                        "out-of-sequence"};
+    for (int m = 0; m < 3; m++) {
+        loom_run_output out;
+        calls c;
+        run_mode(modes[m], 1, 0, &out, &c);
+        ck_assert_int_eq(out.failure.kind, LOOM_FAIL_GARBAGE);
+        ck_assert_int_eq(out.failure.status, LOOM_EPLUGIN);
+        has(out.failure.message, "garbage on the result pipe");
+        has(out.failure.message, frags[m]);
+        ck_assert_int_eq(out.n_results, 0);
+        loom_run_output_clear(&out);
+    }
+}
+END_TEST
+
+START_TEST(early_exit)
+{
+    loom_run_output out;
+    calls c;
+    run_mode(EXIT7, 1, 0, &out, &c);
+    ck_assert_int_eq(out.failure.kind, LOOM_FAIL_EXIT);
+    ck_assert_int_eq(out.failure.exit_code, 7);
+    ck_assert_int_eq(out.failure.iteration, 1);
+    ck_assert_int_eq(out.n_results, 1);
+    char buf[512];
+    loom_failure_describe(&out.failure, buf, sizeof buf);
+    has(buf, "exited with status 7 before finishing at iteration 1");
+    loom_run_output_clear(&out);
+}
+END_TEST
+
+START_TEST(status_failure_keeps_message)
+{
+    for (int isolate = 0; isolate < 2; isolate++) {
+        loom_run_output out;
+        calls c;
+        run_mode(STATUS, isolate, 0, &out, &c);
+        ck_assert_int_eq(out.failure.kind, LOOM_FAIL_STATUS);
+        ck_assert_int_eq(out.failure.status, LOOM_EINVAL);
+        ck_assert_int_eq(loom_failure_status(&out.failure), LOOM_EINVAL);
+        ck_assert_str_eq(out.failure.message, "model.json: modules[1].layers: expected 1+");
+        ck_assert_int_eq(out.failure.iteration, 0);
+        ck_assert_int_eq(out.n_results, 0);
+        loom_run_output_clear(&out);
+    }
+}
+END_TEST
+
+START_TEST(memory_limit)
+{
+    loom_run_output out;
+    calls c;
+    run_mode(HOG, 1, 128, &out, &c);
+    if (!loom_isolate_memory_limit_supported()) {
+        /* ASan builds skip the limit: the gigabyte is granted */
+        ck_assert_int_eq(out.failure.kind, LOOM_FAIL_NONE);
+        ck_assert_int_eq(out.n_results, 3);
+    } else {
+        ck_assert_int_eq(out.failure.kind, LOOM_FAIL_MEMORY);
+        ck_assert_int_eq(out.failure.limit_mb, 128);
+        ck_assert_int_eq(out.failure.iteration, 0);
+        char buf[512];
+        loom_failure_describe(&out.failure, buf, sizeof buf);
+        ck_assert_str_eq(buf, "out of memory under the 128 MiB address-space limit at "
+                              "iteration 0: out of memory");
+    }
+    loom_run_output_clear(&out);
+    run_mode(HOG, 1, 0, &out, &c); /* no limit: the gigabyte is there */
+    ck_assert_int_eq(out.failure.kind, LOOM_FAIL_NONE);
+    loom_run_output_clear(&out);
+}
+END_TEST
+
+START_TEST(names)
+{
+    char buf[32];
+    ck_assert_str_eq(loom_signal_name(SIGSEGV, buf, sizeof buf), "SIGSEGV");
+    ck_assert_str_eq(loom_signal_name(SIGKILL, buf, sizeof buf), "SIGKILL");
+    ck_assert_str_eq(loom_signal_name(63, buf, sizeof buf), "signal 63");
+    ck_assert_str_eq(loom_fail_kind_name(LOOM_FAIL_TIMEOUT), "timeout");
+    ck_assert_str_eq(loom_fail_kind_name(LOOM_FAIL_GARBAGE), "garbage");
+    ck_assert_str_eq(loom_fail_kind_name(99), "unknown");
+}
+END_TEST
+
+/* Session args for a fixture planner over vlm-s, 4 iterations. */
+static void fixture_args(loom_session_args *a, const char *planner)
+{
+    loom_session_args_init(a);
+    a->manifest = planner;
+    a->model = "vlm-s";
+    a->parallel = "tp=4,pp=4,mb=8";
+    a->iterations = 4;
+    a->has_seed = 1;
+    a->seed = 2;
+}
+
+START_TEST(plan_with_segfaulting_ranker)
+{
+    loom_session_args a;
+    fixture_args(&a, PLANNERS "crash.json");
+    loom_isolate_opts opts = {1, 60000, LOOM_ISOLATE_DEFAULT_MEMORY_MB};
+    loom_run_output out;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_isolate_plan(&a, &opts, NULL, NULL, &out, &err), LOOM_OK);
+    ck_assert_int_eq(out.failure.kind, LOOM_FAIL_SIGNAL);
+    ck_assert_int_eq(out.failure.signal, SIGSEGV);
+    ck_assert_int_eq(out.failure.iteration, 2);
+    ck_assert_int_eq(out.failure.step, 2);
+    ck_assert_str_eq(out.failure.plugin_id, "fixture.crash-rank");
+    ck_assert_int_eq(out.n_iterations, 4);
+    ck_assert_int_eq(out.n_results, 2);
+    ck_assert_str_eq(out.manifest_name, "isolation-crash");
+    loom_run_output_clear(&out);
+}
+END_TEST
+
+START_TEST(plan_with_hanging_ranker)
+{
+    loom_session_args a;
+    fixture_args(&a, PLANNERS "hang.json");
+    loom_isolate_opts opts = {1, 500, 0};
+    loom_run_output out;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_isolate_plan(&a, &opts, NULL, NULL, &out, &err), LOOM_OK);
+    ck_assert_int_eq(out.failure.kind, LOOM_FAIL_TIMEOUT);
+    ck_assert_double_eq(out.failure.limit_ms, 500);
+    ck_assert_int_eq(out.failure.iteration, 2);
+    ck_assert_str_eq(out.failure.plugin_id, "fixture.hang-rank");
+    ck_assert_int_eq(out.n_results, 2);
+    loom_run_output_clear(&out);
+}
+END_TEST
+
+START_TEST(budget_plus_grace_bounds_a_hanging_ranker)
+{
+    /* hang.json sets budget_ms 100: the limit is 100 + max(2000, 100) */
+    loom_session_args a;
+    fixture_args(&a, PLANNERS "hang.json");
+    loom_isolate_opts opts = {1, 60000, 0};
+    loom_run_output out;
+    loom_error err = {0};
+    double t0 = loom_now_ms();
+    ck_assert_int_eq(loom_isolate_plan(&a, &opts, NULL, NULL, &out, &err), LOOM_OK);
+    ck_assert_int_eq(out.failure.kind, LOOM_FAIL_TIMEOUT);
+    ck_assert_double_eq(out.failure.limit_ms, 2100);
+    ck_assert_double_lt(loom_now_ms() - t0, 30000);
+    loom_run_output_clear(&out);
+}
+END_TEST
+
+START_TEST(isolated_equals_in_process)
+{
+    loom_session_args a;
+    fixture_args(&a, PLANNERS "base.json");
+    loom_run_output iso, inproc;
+    loom_error err = {0};
+    loom_isolate_opts o1 = {1, 60000, LOOM_ISOLATE_DEFAULT_MEMORY_MB}, o0 = {0, 60000, 0};
+    ck_assert_int_eq(loom_isolate_plan(&a, &o1, NULL, NULL, &iso, &err), LOOM_OK);
+    ck_assert_int_eq(loom_isolate_plan(&a, &o0, NULL, NULL, &inproc, &err), LOOM_OK);
+    ck_assert_int_eq(iso.failure.kind, LOOM_FAIL_NONE);
+    ck_assert_int_eq(inproc.failure.kind, LOOM_FAIL_NONE);
+    ck_assert_int_eq(iso.n_results, 4);
+    ck_assert_int_eq(inproc.n_results, 4);
+    for (int k = 0; k < 4; k++) {
+        ck_assert_double_eq(iso.results[k].makespan_ms, inproc.results[k].makespan_ms);
+        ck_assert_int_eq(iso.results[k].peak_bytes, inproc.results[k].peak_bytes);
+        ck_assert_double_gt(iso.results[k].makespan_ms, 0);
+        ck_assert_int_eq(iso.results[k].ranks, 4);
+    }
+    loom_run_output_clear(&iso);
+    loom_run_output_clear(&inproc);
+}
+END_TEST
+
+START_TEST(bad_input_is_a_status_failure)
+{
+    loom_session_args a;
+    fixture_args(&a, PLANNERS "base.json");
+    a.model = "/nonexistent/model.json";
+    loom_isolate_opts opts = {1, 60000, 0};
+    loom_run_output out;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_isolate_plan(&a, &opts, NULL, NULL, &out, &err), LOOM_OK);
+    ck_assert_int_eq(out.failure.kind, LOOM_FAIL_STATUS);
+    ck_assert_int_eq(out.failure.phase, LOOM_PHASE_OPEN);
+    ck_assert_int_eq(out.failure.iteration, -1);
+    has(out.failure.message, "/nonexistent/model.json");
+    int st = loom_failure_status(&out.failure);
+    ck_assert_msg(st == LOOM_EIO || st == LOOM_ENOTFOUND || st == LOOM_EINVAL, "status %d", st);
+    loom_run_output_clear(&out);
+}
+END_TEST
+
+static Suite *isolate_suite(void)
+{
+    Suite *s = suite_create("isolate");
+    TCase *tc = tcase_create("isolate");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, good_run_isolated_and_in_process);
+    tcase_add_test(tc, abort_is_a_signal_at_its_iteration);
+    tcase_add_test(tc, segv_names_the_running_plugin);
+    tcase_add_test(tc, hang_times_out);
+    tcase_add_test(tc, garbage_and_truncated_records);
+    tcase_add_test(tc, early_exit);
+    tcase_add_test(tc, status_failure_keeps_message);
+    tcase_add_test(tc, memory_limit);
+    tcase_add_test(tc, names);
+    tcase_add_test(tc, plan_with_segfaulting_ranker);
+    tcase_add_test(tc, plan_with_hanging_ranker);
+    tcase_add_test(tc, budget_plus_grace_bounds_a_hanging_ranker);
+    tcase_add_test(tc, isolated_equals_in_process);
+    tcase_add_test(tc, bad_input_is_a_status_failure);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return loom_test_main(isolate_suite());
+}

@@ -1,0 +1,414 @@
+/* cmd_ab.c - `loom ab A.json B.json`: plans the same problems with two
+ * planner manifests (each run in an isolated child by default), compares
+ * the paired iterations and writes Markdown, JSON and JUnit reports. Exit
+ * 0 no regression, 1 regression, 2 bad input, 3 plugin failure. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ab.h"
+#include "cli.h"
+#include "isolate.h"
+#include "output.h"
+#include "planner_manifest.h"
+#include "progress.h"
+#include "session.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: loom ab A.json B.json [problem options] [options]\n\n"
+            "Plans the same iterations with planner manifests A and B and compares the\n"
+            "simulated iteration times (B/A) pair by pair: mean and median ratio, 95 %% CI of\n"
+            "the mean by paired bootstrap, wins/losses/ties and a verdict per case.\n\n"
+            "problem options (one case; as `loom plan`): --model, --cluster, --parallel,\n"
+            "  --workload, --generate, --stage-times, --iterations, --seed\n"
+            "applied to A and B in every case: --use ROLE=NAME, --param ROLE.KEY=VAL,\n"
+            "  --plugin-path DIR, --memory-cap BYTES\n\n"
+            "  --suite FILE          cases from a suite file instead of the problem options\n"
+            "                        (--iterations / --seed then give defaults)\n"
+            "  --threshold T         relative threshold of the verdict (default 0.01 = 1 %%)\n"
+            "  --markdown FILE       also write the Markdown table to FILE\n"
+            "  --json FILE           write the JSON report (same inputs: same bytes)\n"
+            "  --junit FILE          write JUnit XML (one test case per case)\n"
+            "  --timings             put plan times into the JSON report (no longer\n"
+            "                        byte-identical between runs)\n"
+            "  --isolate             plan in a forked child per case and manifest (default)\n"
+            "  --no-isolate          plan in this process (no limits; a crash ends the run)\n"
+            "  --timeout-ms N        wall-clock limit per iteration (default 60000; lowered to\n"
+            "                        budget + max(2000, budget) when a manifest sets budget_ms)\n"
+            "  --memory-limit-mb N   address-space limit of each child (default 8192; 0 none;\n"
+            "                        not applied in AddressSanitizer builds)\n"
+            "  --quiet               no progress display\n"
+            "The Markdown table is printed on stdout. docs/ab-testing.md has the rules.\n"
+            "exit codes: 0 no regression, 1 regression (or a case could not be planned),\n"
+            "2 bad input, 3 plugin failure (crash, timeout, memory limit, garbage)\n");
+}
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    loom_interrupted = 1;
+}
+
+/* Options of one `loom ab` call. */
+typedef struct ab_cli {
+    const char *manifest[2];
+    const char *suite;
+    const char *markdown, *json, *junit;
+    double threshold;
+    int timings, quiet;
+    loom_isolate_opts iso;
+    loom_session_args base;
+} ab_cli;
+
+/* Parses a non-negative number option; prints why on failure. */
+static int number_arg(const char *opt, const char *v, double max, double *out)
+{
+    char *end = NULL;
+    double d = v ? strtod(v, &end) : -1;
+    if (!v || !end || *end || !(d >= 0) || d > max) {
+        fprintf(stderr, "loom ab: %s: expected a number in [0, %g], found '%s'\n", opt, max,
+                v ? v : "");
+        return -1;
+    }
+    *out = d;
+    return 0;
+}
+
+/* Parses argv; returns -1 for a usage error, 1 for --help, 0 to run. */
+static int parse(ab_cli *o, int argc, char **argv)
+{
+    int n_manifests = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--manifest")) {
+            fprintf(stderr, "loom ab: give the two manifests as A.json B.json, not --manifest\n");
+            return -1;
+        }
+        int used = loom_session_args_take(&o->base, argc, argv, &i);
+        if (used < 0)
+            return -1;
+        if (used)
+            continue;
+        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+        double d;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            return 1;
+        } else if (!strcmp(a, "--suite") && next) {
+            o->suite = argv[++i];
+        } else if (!strcmp(a, "--markdown") && next) {
+            o->markdown = argv[++i];
+        } else if (!strcmp(a, "--json") && next) {
+            o->json = argv[++i];
+        } else if (!strcmp(a, "--junit") && next) {
+            o->junit = argv[++i];
+        } else if (!strcmp(a, "--threshold")) {
+            if (number_arg(a, next, 0.99, &o->threshold))
+                return -1;
+            i++;
+        } else if (!strcmp(a, "--timeout-ms")) {
+            if (number_arg(a, next, 1e9, &d))
+                return -1;
+            o->iso.timeout_ms = d;
+            i++;
+        } else if (!strcmp(a, "--memory-limit-mb")) {
+            if (number_arg(a, next, 1 << 30, &d))
+                return -1;
+            o->iso.memory_limit_mb = (int64_t)d;
+            i++;
+        } else if (!strcmp(a, "--isolate")) {
+            o->iso.isolate = 1;
+        } else if (!strcmp(a, "--no-isolate")) {
+            o->iso.isolate = 0;
+        } else if (!strcmp(a, "--timings")) {
+            o->timings = 1;
+        } else if (!strcmp(a, "--quiet")) {
+            o->quiet = 1;
+        } else if (a[0] != '-' && n_manifests < 2) {
+            o->manifest[n_manifests++] = a;
+        } else {
+            fprintf(stderr, "loom ab: unknown or incomplete option '%s'\n", a);
+            return -1;
+        }
+    }
+    if (n_manifests != 2) {
+        fprintf(stderr, "loom ab: expected two planner manifests (A.json B.json), found %d\n",
+                n_manifests);
+        return -1;
+    }
+    const loom_session_args *b = &o->base;
+    if (o->suite && (b->model || b->cluster || b->parallel || b->workload || b->generate ||
+                     b->stage_times)) {
+        fprintf(stderr, "loom ab: --suite names the problems; drop --model, --cluster, "
+                        "--parallel, --workload, --generate and --stage-times\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* One case to run: its name, a description and its session args per side. */
+typedef struct ab_case {
+    const char *name;
+    char problem[512];
+    loom_session_args args[2];
+    int32_t expected_iterations; /* for the progress estimate */
+} ab_case;
+
+/* Counts the non-blank lines of a JSON Lines file (0 when unreadable). */
+static int32_t count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int32_t n = 0;
+    int c, blank = 1;
+    while ((c = fgetc(f)) != EOF) {
+        if (c == '\n') {
+            n += !blank;
+            blank = 1;
+        } else if (c != ' ' && c != '\t' && c != '\r') {
+            blank = 0;
+        }
+    }
+    n += !blank;
+    fclose(f);
+    return n;
+}
+
+/* Describes a case's problem in one line and estimates its iterations. */
+static void describe(ab_case *c)
+{
+    const loom_session_args *a = &c->args[0];
+    size_t n = 0;
+    char *p = c->problem;
+    size_t size = sizeof c->problem;
+    if (a->stage_times) {
+        snprintf(p, size, "stage-times %s", a->stage_times);
+        c->expected_iterations = 1;
+        return;
+    }
+    n += (size_t)snprintf(p + n, size - n, "model %s, cluster %s", a->model ? a->model : "vlm-s",
+                          a->cluster ? a->cluster : "h800");
+    if (a->parallel && n < size)
+        n += (size_t)snprintf(p + n, size - n, ", parallel %s", a->parallel);
+    int32_t iters = a->iterations > 0 ? a->iterations : 4;
+    if (a->workload && n < size) {
+        int32_t lines = count_lines(a->workload);
+        iters = a->iterations > 0 && a->iterations < lines ? a->iterations : lines;
+        n += (size_t)snprintf(p + n, size - n, ", workload %s", a->workload);
+    } else if (n < size) {
+        n += (size_t)snprintf(p + n, size - n, ", generated %s",
+                              a->generate ? a->generate : "(the model's family)");
+    }
+    if (n < size)
+        n += (size_t)snprintf(p + n, size - n, ", %d iteration%s", iters, iters == 1 ? "" : "s");
+    if (a->has_seed && n < size)
+        snprintf(p + n, size - n, ", seed %llu", (unsigned long long)a->seed);
+    c->expected_iterations = iters;
+}
+
+/* Progress state shared with the iteration callback. */
+typedef struct ab_progress {
+    loom_progress *bar;
+    char label[96];
+    int64_t done;
+} ab_progress;
+
+/* Iteration callback of a run: advances the display. */
+static void on_iter(void *user, int32_t iteration, int32_t n_iterations, int done)
+{
+    ab_progress *p = user;
+    if (done)
+        p->done++;
+    loom_progress_update(p->bar, p->label, iteration, n_iterations, p->done);
+}
+
+/* Adapters from the report writers to loom_write_atomic. */
+static int write_md(void *r, FILE *out, loom_error *err)
+{
+    return loom_ab_write_markdown(r, out, err);
+}
+static int write_json(void *r, FILE *out, loom_error *err)
+{
+    return loom_ab_write_json(r, out, err);
+}
+static int write_junit(void *r, FILE *out, loom_error *err)
+{
+    return loom_ab_write_junit(r, out, err);
+}
+
+/* Loads a manifest in this process to fail early on bad input and to
+ * learn its name (copied into name). */
+static int check_manifest(const char *path, char *name, size_t size)
+{
+    loom_planner_config *cfg = NULL;
+    loom_error err = {0};
+    int rc = loom_planner_config_load(path, &cfg, &err);
+    if (rc != LOOM_OK) {
+        fprintf(stderr, "loom ab: %s\n", err.message);
+        return rc;
+    }
+    snprintf(name, size, "%s", cfg->name ? cfg->name : "");
+    loom_planner_config_free(cfg);
+    return LOOM_OK;
+}
+
+/* Builds the case list from the suite or the command line. */
+static int build_cases(ab_cli *o, loom_ab_suite *suite, ab_case **out, int32_t *n_out)
+{
+    int32_t n = suite ? suite->n_cases : 1;
+    ab_case *cases = calloc((size_t)n, sizeof *cases);
+    if (!cases) {
+        fprintf(stderr, "loom ab: out of memory\n");
+        return -1;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        ab_case *c = &cases[i];
+        for (int k = 0; k < 2; k++) {
+            if (suite) {
+                loom_ab_case_args(&suite->cases[i], &o->base, o->manifest[k], &c->args[k]);
+            } else {
+                c->args[k] = o->base;
+                c->args[k].manifest = o->manifest[k];
+            }
+        }
+        c->name = suite ? suite->cases[i].name : "default";
+        describe(c);
+    }
+    *out = cases;
+    *n_out = n;
+    return 0;
+}
+
+/* Runs side k of one case and reports a failure on stderr at once. */
+static int run_side(ab_cli *o, ab_case *c, int k, ab_progress *prog, loom_run_output *out)
+{
+    loom_error err = {0};
+    snprintf(prog->label, sizeof prog->label, "case %s, %s", c->name, k ? "B" : "A");
+    loom_progress_update(prog->bar, prog->label, -1, 0, prog->done);
+    int rc = loom_isolate_plan(&c->args[k], &o->iso, on_iter, prog, out, &err);
+    if (rc != LOOM_OK) {
+        loom_progress_finish(prog->bar);
+        fprintf(stderr, "loom ab: case %s, %s: %s\n", c->name, k ? "B" : "A", err.message);
+        return rc;
+    }
+    if (out->failure.kind != LOOM_FAIL_NONE) {
+        char buf[1024];
+        loom_failure_describe(&out->failure, buf, sizeof buf);
+        loom_progress_finish(prog->bar);
+        fprintf(stderr, "loom ab: case %s, %s (%s): %s\n", c->name, k ? "B" : "A",
+                o->manifest[k], buf);
+    }
+    return LOOM_OK;
+}
+
+/* Writes the reports; returns a non-zero exit code when one fails. */
+static int write_reports(ab_cli *o, loom_ab_report *rep)
+{
+    loom_error err = {0};
+    if (loom_ab_write_markdown(rep, stdout, &err) != LOOM_OK) {
+        fprintf(stderr, "loom ab: %s\n", err.message);
+        return LOOM_EXIT_USAGE;
+    }
+    fflush(stdout);
+    const char *paths[3] = {o->markdown, o->json, o->junit};
+    int (*writers[3])(void *, FILE *, loom_error *) = {write_md, write_json, write_junit};
+    for (int k = 0; k < 3; k++) {
+        if (!paths[k])
+            continue;
+        if (loom_write_atomic(paths[k], writers[k], rep, &err) != LOOM_OK) {
+            fprintf(stderr, "loom ab: %s\n", err.message);
+            return LOOM_EXIT_USAGE;
+        }
+    }
+    return LOOM_EXIT_OK;
+}
+
+/* Runs every case on both sides, evaluates and reports. */
+static int run_all(ab_cli *o, ab_case *cases, int32_t n, const char *names[2])
+{
+    loom_ab_case_result *res = calloc((size_t)n, sizeof *res);
+    if (!res) {
+        fprintf(stderr, "loom ab: out of memory\n");
+        return LOOM_EXIT_PLAN;
+    }
+    ab_progress prog = {loom_progress_new(stderr, o->quiet), "", 0};
+    int64_t total = 0;
+    for (int32_t i = 0; i < n; i++)
+        total += 2 * (int64_t)cases[i].expected_iterations;
+    loom_progress_set_total(prog.bar, total);
+    int code = LOOM_EXIT_OK, stopped = 0;
+    int32_t ran = 0;
+    for (int32_t i = 0; i < n && !stopped; i++) {
+        res[i].name = cases[i].name;
+        res[i].problem = cases[i].problem;
+        loom_run_output *side[2] = {&res[i].a, &res[i].b};
+        for (int k = 0; k < 2 && !stopped; k++)
+            stopped = run_side(o, &cases[i], k, &prog, side[k]) != LOOM_OK;
+        loom_error err = {0};
+        if (!stopped && loom_ab_evaluate(&res[i], o->threshold, LOOM_AB_RESAMPLES, &err)) {
+            fprintf(stderr, "loom ab: case %s: %s\n", cases[i].name, err.message);
+            stopped = 1;
+        }
+        ran = i + 1;
+    }
+    loom_progress_finish(prog.bar);
+    loom_progress_free(prog.bar);
+    if (stopped) {
+        code = LOOM_EXIT_PLAN;
+    } else {
+        loom_ab_report rep = {o->manifest[0], o->manifest[1], names[0], names[1], o->suite,
+                              o->threshold, LOOM_AB_RESAMPLES, o->timings, res, n};
+        code = write_reports(o, &rep);
+        if (code == LOOM_EXIT_OK)
+            code = loom_ab_exit_code(&rep);
+    }
+    for (int32_t i = 0; i < ran; i++)
+        loom_ab_case_result_clear(&res[i]);
+    free(res);
+    return code;
+}
+
+int loom_cmd_ab(int argc, char **argv)
+{
+    ab_cli o;
+    memset(&o, 0, sizeof o);
+    loom_session_args_init(&o.base);
+    o.threshold = LOOM_AB_DEFAULT_THRESHOLD;
+    o.iso.isolate = 1;
+    o.iso.timeout_ms = LOOM_ISOLATE_DEFAULT_TIMEOUT_MS;
+    o.iso.memory_limit_mb = LOOM_ISOLATE_DEFAULT_MEMORY_MB;
+    int p = parse(&o, argc, argv);
+    if (p != 0) {
+        usage(p > 0 ? stdout : stderr);
+        return p > 0 ? LOOM_EXIT_OK : LOOM_EXIT_USAGE;
+    }
+    char name_a[128], name_b[128];
+    if (check_manifest(o.manifest[0], name_a, sizeof name_a) != LOOM_OK ||
+        check_manifest(o.manifest[1], name_b, sizeof name_b) != LOOM_OK)
+        return LOOM_EXIT_USAGE;
+    loom_ab_suite *suite = NULL;
+    if (o.suite) {
+        loom_error err = {0};
+        if (loom_ab_suite_load(o.suite, &suite, &err) != LOOM_OK) {
+            fprintf(stderr, "loom ab: %s\n", err.message);
+            return LOOM_EXIT_USAGE;
+        }
+    }
+    ab_case *cases = NULL;
+    int32_t n = 0;
+    if (build_cases(&o, suite, &cases, &n) != 0) {
+        loom_ab_suite_free(suite);
+        return LOOM_EXIT_PLAN;
+    }
+    void (*old)(int) = signal(SIGINT, on_sigint);
+    const char *names[2] = {name_a, name_b};
+    int code = run_all(&o, cases, n, names);
+    signal(SIGINT, old);
+    if (loom_interrupted)
+        fprintf(stderr, "loom ab: interrupted\n");
+    free(cases);
+    loom_ab_suite_free(suite);
+    return code;
+}
