@@ -60,6 +60,13 @@ static void md_text(FILE *out, const char *s)
     }
 }
 
+/* Writes text for a code span: backticks become quotes, no escapes. */
+static void md_code(FILE *out, const char *s)
+{
+    for (; s && *s; s++)
+        fputc(*s == '`' ? '\'' : *s == '\n' ? ' ' : *s, out);
+}
+
 /* One table row. */
 static void md_row(FILE *out, const loom_ab_case_result *c)
 {
@@ -99,9 +106,9 @@ int loom_ab_write_markdown(const loom_ab_report *r, FILE *out, loom_error *err)
     if (rc != LOOM_OK)
         return rc;
     fputs("## loom ab: `", out);
-    md_text(out, r->name_a && r->name_a[0] ? r->name_a : r->manifest_a);
+    md_code(out, r->name_a && r->name_a[0] ? r->name_a : r->manifest_a);
     fputs("` (A) vs `", out);
-    md_text(out, r->name_b && r->name_b[0] ? r->name_b : r->manifest_b);
+    md_code(out, r->name_b && r->name_b[0] ? r->name_b : r->manifest_b);
     fputs("` (B)\n\n", out);
     fprintf(out,
             "B/A is the ratio of simulated iteration times (makespan) on the same iterations; "
@@ -128,7 +135,7 @@ int loom_ab_write_markdown(const loom_ab_report *r, FILE *out, loom_error *err)
             if (!failures++)
                 fputs("\n### Failures\n\n", out);
             fputs("- case `", out);
-            md_text(out, c->name);
+            md_code(out, c->name);
             fprintf(out, "`, %s: ", k ? "B" : "A");
             md_text(out, buf);
             fputc('\n', out);

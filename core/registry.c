@@ -8,10 +8,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "registry.h"
+#include "trust.h"
 
 struct loom_registry {
     loom_plugin **plugins; /* owned, n entries */
     int n, cap;
+    int allow_untrusted;   /* 1: skip the ownership/permission rules (trust.h) */
 };
 
 /* An object inside libloom, used to find the library's own path. */
@@ -35,6 +37,12 @@ void loom_registry_free(loom_registry *reg)
     }
     free(reg->plugins);
     free(reg);
+}
+
+void loom_registry_set_trust(loom_registry *reg, int allow_untrusted)
+{
+    if (reg)
+        reg->allow_untrusted = allow_untrusted != 0;
 }
 
 int loom_registry_count(const loom_registry *reg)
@@ -157,6 +165,8 @@ static int add_manifest_file(loom_registry *reg, const char *path,
     loom_plugin_manifest m;
     loom_error perr = {0};
     int rc = loom_parse_plugin_manifest(path, &m, &perr);
+    if (!rc && !entry)
+        rc = loom_trust_check_plugin(&m, reg->allow_untrusted, &perr);
     if (rc) {
         loom_plugin_manifest_clear(&m);
         if (lenient && rc != LOOM_ENOMEM) {

@@ -87,6 +87,12 @@ int loom_registry_add_default_dirs(loom_registry *reg, loom_error *err);
 int loom_registry_add_static(loom_registry *reg, const char *manifest_path,
                              loom_plugin_entry_fn entry, loom_error *err);
 
+/* Trust rules for manifests added from now on (trust.h): 0 (the default)
+ * skips, with a warning naming the file and why, plugins whose files others
+ * could have changed; 1 (--allow-untrusted-plugins) registers them. A
+ * binary resolving outside its plugin folder is skipped either way. */
+void loom_registry_set_trust(loom_registry *reg, int allow_untrusted);
+
 /* Number of plugins and the i-th one (registry-owned; NULL out of range).
  * Order: registration order. */
 int loom_registry_count(const loom_registry *reg);

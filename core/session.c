@@ -42,6 +42,10 @@ int loom_session_args_take(loom_session_args *a, int argc, char **argv, int *i)
     const char **slots[] = {&a->manifest, &a->model, &a->cluster, &a->parallel,
                             &a->workload, &a->generate, &a->stage_times};
     const char *opt = argv[*i];
+    if (!strcmp(opt, "--allow-untrusted-plugins")) {
+        a->allow_untrusted = 1;
+        return 1;
+    }
     for (size_t k = 0; k < sizeof simple / sizeof simple[0]; k++)
         if (!strcmp(opt, simple[k])) {
             const char *v = value(argc, argv, i);
@@ -191,6 +195,7 @@ int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *e
     s->reg = loom_registry_new();
     if (!s->reg)
         return loom_set_error(err, LOOM_ENOMEM, "out of memory");
+    loom_registry_set_trust(s->reg, a->allow_untrusted);
     for (int k = 0; k < a->n_plugin_paths; k++)
         if ((rc = loom_registry_add_dir(s->reg, a->plugin_paths[k], err)) != LOOM_OK)
             return rc;

@@ -32,6 +32,7 @@ typedef struct loom_session_args {
     const char *plugin_paths[LOOM_SESSION_MAX_OVERRIDES];
     int n_plugin_paths;
     int no_workload;         /* 1: the caller supplies iterations (C API) */
+    int allow_untrusted;     /* 1: --allow-untrusted-plugins (core/trust.h) */
 } loom_session_args;
 
 struct loom_planner_config;

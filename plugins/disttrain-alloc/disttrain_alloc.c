@@ -192,6 +192,14 @@ static int dt_partition(void *self, const loom_problem *problem,
                                        : 0;
     double grad_b = dt_double(d, "param_grad_bytes", 4.0);
     double opt_b = dt_double(d, "optimizer_bytes", 12.0);
+    int zero1 = 0;
+    if (host->param_bool(d->ctx, "zero1", &zero1) != LOOM_OK)
+        zero1 = 0;
+    cfg.zero1 = zero1;
+    /* without ZeRO-1 over module GPUs, optimizer state is sharded the way
+     * the cost model shards it: over the problem's data parallelism */
+    if (!zero1 && par->dp > 1)
+        opt_b /= par->dp;
 
     loom_dt_unit u[LOOM_DT_UNITS];
     memset(u, 0, sizeof u);

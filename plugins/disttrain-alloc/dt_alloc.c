@@ -108,7 +108,8 @@ double loom_dt_iter_ms(const loom_dt_unit u[LOOM_DT_UNITS],
 }
 
 int loom_dt_min_gpus(const loom_dt_unit *u, int32_t tp, int32_t dp,
-                     int32_t dp_llm, double gpu_bytes, double *min_gpus)
+                     int32_t dp_llm, double gpu_bytes, int zero1,
+                     double *min_gpus)
 {
     *min_gpus = 0;
     if (!u->present || gpu_bytes <= 0)
@@ -116,8 +117,12 @@ int loom_dt_min_gpus(const loom_dt_unit *u, int32_t tp, int32_t dp,
     double act = (double)dp_llm / (double)dp * u->act_bytes / (double)tp;
     if (act >= gpu_bytes)
         return LOOM_EINFEASIBLE;
-    *min_gpus = ((double)dp * u->param_bytes + u->state_bytes) /
-                (gpu_bytes - act);
+    if (zero1)
+        *min_gpus = ((double)dp * u->param_bytes + u->state_bytes) /
+                    (gpu_bytes - act);
+    else
+        *min_gpus = (double)(dp > dp_llm ? dp : dp_llm) *
+                    (u->param_bytes + u->state_bytes) / (gpu_bytes - act);
     return LOOM_OK;
 }
 
@@ -337,7 +342,8 @@ static int dt_choose(const loom_dt_unit *u, int32_t tp, int32_t dp,
     if ((int64_t)tp * dp > cfg->gpus)
         return 0;
     double g_min = 0;
-    if (loom_dt_min_gpus(u, tp, dp, dp_llm, cfg->gpu_bytes, &g_min) != LOOM_OK)
+    if (loom_dt_min_gpus(u, tp, dp, dp_llm, cfg->gpu_bytes, cfg->zero1, &g_min) !=
+        LOOM_OK)
         return 0;
     double per = (double)tp * dp;
     double pmin = ceil(g_min / per - 1e-9);

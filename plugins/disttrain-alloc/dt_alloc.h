@@ -51,6 +51,7 @@ typedef struct loom_dt_config {
     int32_t dp_above_backbone; /* 1: allow DP_me or DP_mg > DP_lm */
     int32_t min_dp_llm;        /* DP_lm at least this (0 or 1: any) */
     double gpu_bytes;          /* M: memory per GPU; 0 = unconstrained */
+    int32_t zero1;             /* memory bound: see loom_dt_min_gpus */
 } loom_dt_config;
 
 /* One integer-feasible plan. Absent units have zeros everywhere. */
@@ -98,12 +99,18 @@ double loom_dt_iter_ms(const loom_dt_unit u[LOOM_DT_UNITS],
                        const double gpus[LOOM_DT_UNITS], int32_t global_batch,
                        int32_t vpp);
 
-/* Fewest GPUs module u needs with (tp, dp) when the backbone has dp_llm:
- * (DP*P + S) / (M - act), act = (DP_lm/DP) * L / TP the peak activations
- * of the first 1F1B stage. gpu_bytes 0: no bound (0). LOOM_EINFEASIBLE
- * when act >= M. */
+/* Fewest GPUs module u needs with (tp, dp) when the backbone has dp_llm,
+ * act = (DP_lm/DP) * L / TP being the peak activations of the first 1F1B
+ * stage. zero1 (DistTrain §5.1, ZeRO-1 over the module's GPUs):
+ * (DP*P + S) / (M - act). Otherwise every rank holds the parameters,
+ * gradients and optimizer state of its layers, as Loom's simulator
+ * charges them (S then already divided by any sharding the caller
+ * knows), on the rank count one backbone pipeline sees:
+ * max(DP, DP_lm) (P + S) / (M - act). gpu_bytes 0: no bound (0).
+ * LOOM_EINFEASIBLE when act >= M. */
 int loom_dt_min_gpus(const loom_dt_unit *u, int32_t tp, int32_t dp,
-                     int32_t dp_llm, double gpu_bytes, double *min_gpus);
+                     int32_t dp_llm, double gpu_bytes, int zero1,
+                     double *min_gpus);
 
 /* The relaxed subproblem for fixed TP and DP: continuous x, y, z >= the
  * lower bounds min_gpus with x + y + z <= n minimising max_m T_m. Without

@@ -38,6 +38,8 @@ typedef struct loom_mt_timeline {
     int32_t *slot_close;     /* per slot: pair freed there, or -1 */
     int32_t *rank_pair_off;  /* n_ranks + 1 */
     int32_t *rank_pairs;     /* pairs of each rank by opening slot */
+    int32_t *close_prefix;   /* per rank_pairs entry: the latest close
+                                slot among the rank's pairs up to it */
     int64_t *peak_bytes;     /* per rank: last computed activation peak */
     int32_t *peak_slot;      /* per rank: slot first reaching it, -1 none */
     int32_t *stage_slot;     /* per stage (scratch) */
@@ -103,7 +105,9 @@ typedef struct loom_mt_descent {
     int32_t *live;
     int32_t *best_unit;    /* per pair: its best unit to move, or -1 */
     int64_t *best_saved;   /* per pair: bytes that move saves */
-    double *best_added;    /* per pair: ms that move adds */
+    double *best_key;      /* per pair: bytes per ms that move adds, or the
+                              bytes it saves when it adds no time */
+    uint8_t *best_free;    /* per pair: 1 when that move adds no time */
     int32_t cap_live;
 } loom_mt_descent;
 

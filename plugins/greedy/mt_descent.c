@@ -8,22 +8,14 @@
 #include <string.h>
 #include "memtune.h"
 
-/* 1 when saving sa bytes for ta ms beats saving sb bytes for tb ms. A move
- * that adds no time beats any that does (then more bytes saved wins). */
-static int mt_better(int64_t sa, double ta, int64_t sb, double tb)
+/* How a move saving `saved` bytes for `added` ms ranks: *is_free is 1
+ * when it adds no time (those outrank every other, more bytes first);
+ * the key is then the bytes saved, else bytes saved per ms added. Larger
+ * keys move first. */
+static double mt_key(int64_t saved, double added, uint8_t *is_free)
 {
-    int free_a = !(ta > 0.0), free_b = !(tb > 0.0);
-    if (free_a != free_b)
-        return free_a;
-    if (free_a)
-        return sa > sb;
-    return (double)sa * tb > (double)sb * ta;
-}
-
-/* 1 when the two moves compare equal (neither beats the other). */
-static int mt_tied(int64_t sa, double ta, int64_t sb, double tb)
-{
-    return !mt_better(sa, ta, sb, tb) && !mt_better(sb, tb, sa, ta);
+    *is_free = !(added > 0.0);
+    return *is_free ? (double)saved : (double)saved / added;
 }
 
 /* Releases the descent's scratch. */
@@ -32,48 +24,49 @@ void loom_mt_descent_free(const loom_host_api *host, loom_mt_descent *d)
     host->free(d->live);
     host->free(d->best_unit);
     host->free(d->best_saved);
-    host->free(d->best_added);
+    host->free(d->best_key);
+    host->free(d->best_free);
     memset(d, 0, sizeof *d);
 }
 
-/* 1 when move (sa, ta) of unit xa beats move (sb, tb) of unit xb: the
- * better ratio, ties to the lower unit. */
-static int mt_wins(int64_t sa, double ta, int32_t xa, int64_t sb, double tb,
-                   int32_t xb)
-{
-    if (mt_better(sa, ta, sb, tb))
-        return 1;
-    return xa < xb && mt_tied(sa, ta, sb, tb);
-}
-
-/* Recomputes pair p's best next move into the cache. */
+/* Recomputes pair p's best next move into the cache: the largest key,
+ * ties to the lower unit. */
 static void mt_pair_best(loom_mt_descent *d, const loom_mt_units *u, int32_t p)
 {
     int32_t best = -1;
     int64_t best_saved = 0;
-    double best_added = 0.0;
+    double best_key = 0.0;
+    uint8_t best_free = 0;
     for (int32_t x = u->pair_unit_off[p]; x < u->pair_unit_off[p + 1]; x++) {
         int32_t s = u->chain_off[x] + u->state[x];
         if (s + 1 >= u->chain_off[x + 1])
             continue; /* already at its most frugal state */
         int64_t saved = u->chain_bytes[s] - u->chain_bytes[s + 1];
-        double added = u->chain_ms[s + 1] - u->chain_ms[s];
-        if (best < 0 || mt_wins(saved, added, x, best_saved, best_added, best)) {
+        uint8_t is_free = 0;
+        double key = mt_key(saved, u->chain_ms[s + 1] - u->chain_ms[s],
+                            &is_free);
+        if (best < 0 || is_free > best_free ||
+            (is_free == best_free && key > best_key)) {
             best = x;
             best_saved = saved;
-            best_added = added;
+            best_key = key;
+            best_free = is_free;
         }
     }
     d->best_unit[p] = best;
     d->best_saved[p] = best_saved;
-    d->best_added[p] = best_added;
+    d->best_key[p] = best_key;
+    d->best_free[p] = best_free;
 }
 
-/* 1 when pair a's cached move beats pair b's. */
+/* 1 when pair a's cached move beats pair b's (ties: the lower unit). */
 static int mt_pair_wins(const loom_mt_descent *d, int32_t a, int32_t b)
 {
-    return mt_wins(d->best_saved[a], d->best_added[a], d->best_unit[a],
-                   d->best_saved[b], d->best_added[b], d->best_unit[b]);
+    if (d->best_free[a] != d->best_free[b])
+        return d->best_free[a] > d->best_free[b];
+    if (d->best_key[a] != d->best_key[b])
+        return d->best_key[a] > d->best_key[b];
+    return d->best_unit[a] < d->best_unit[b];
 }
 
 /* Restores the heap order of d->live[0..n) below position i (the best
@@ -166,9 +159,11 @@ int loom_mt_descend(const loom_host_api *host, loom_mt_descent *d,
         d->live = host->alloc(n * sizeof *d->live);
         d->best_unit = host->alloc(n * sizeof *d->best_unit);
         d->best_saved = host->alloc(n * sizeof *d->best_saved);
-        d->best_added = host->alloc(n * sizeof *d->best_added);
+        d->best_key = host->alloc(n * sizeof *d->best_key);
+        d->best_free = host->alloc(n * sizeof *d->best_free);
         d->cap_live = t->n_pairs;
-        if (!d->live || !d->best_unit || !d->best_saved || !d->best_added) {
+        if (!d->live || !d->best_unit || !d->best_saved || !d->best_key ||
+            !d->best_free) {
             loom_mt_descent_free(host, d);
             return host->error(err, LOOM_ENOMEM, "%s: out of memory", who);
         }

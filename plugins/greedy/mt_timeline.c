@@ -32,6 +32,7 @@ static int mt_reserve(const loom_host_api *host, loom_mt_timeline *t,
         MT_RESERVE(host, t->pair_open, n_pairs);
         MT_RESERVE(host, t->pair_close, n_pairs);
         MT_RESERVE(host, t->rank_pairs, n_pairs);
+        MT_RESERVE(host, t->close_prefix, n_pairs);
         t->cap_pairs = n_pairs;
     }
     if (n_stages > t->cap_stages || !t->stage_slot) {
@@ -43,6 +44,7 @@ static int mt_reserve(const loom_host_api *host, loom_mt_timeline *t,
     }
     if (!t->rank_off || !t->rank_pair_off || !t->peak_bytes || !t->peak_slot ||
         !t->pair_rank || !t->pair_open || !t->pair_close || !t->rank_pairs ||
+        !t->close_prefix ||
         !t->stage_slot || !t->slot_open || !t->slot_close) {
         t->cap_ranks = t->cap_pairs = t->cap_stages = t->cap_slots = 0;
         return LOOM_ENOMEM;
@@ -61,6 +63,7 @@ void loom_mt_timeline_free(const loom_host_api *host, loom_mt_timeline *t)
     host->free(t->slot_close);
     host->free(t->rank_pair_off);
     host->free(t->rank_pairs);
+    host->free(t->close_prefix);
     host->free(t->peak_bytes);
     host->free(t->peak_slot);
     host->free(t->stage_slot);
@@ -160,9 +163,15 @@ int loom_mt_timeline_build(const loom_host_api *host, loom_mt_timeline *t,
     int32_t widest = 1;
     for (int32_t r = 0; r < g->n_ranks; r++) {
         int32_t n = t->rank_pair_off[r];
+        int32_t latest = -1;
         for (int32_t k = t->rank_off[r]; k < t->rank_off[r + 1]; k++)
-            if (t->slot_open[k] >= 0)
-                t->rank_pairs[n++] = t->slot_open[k];
+            if (t->slot_open[k] >= 0) {
+                int32_t p = t->slot_open[k];
+                if (t->pair_close[p] > latest)
+                    latest = t->pair_close[p];
+                t->close_prefix[n] = latest;
+                t->rank_pairs[n++] = p;
+            }
         t->peak_bytes[r] = 0;
         t->peak_slot[r] = -1;
         if (t->rank_off[r + 1] - t->rank_off[r] > widest)
@@ -184,15 +193,28 @@ int loom_mt_timeline_build(const loom_host_api *host, loom_mt_timeline *t,
     return LOOM_OK;
 }
 
-/* Pairs of rank r live at `slot` (see header). */
+/* Pairs of rank r live at `slot` (see header). Pairs are in opening
+ * order, so those opened after the slot form a suffix; and every pair
+ * before the first whose close_prefix passes the slot is already freed:
+ * only the entries between are scanned (in a first-in-first-out order,
+ * just the live window). */
 int32_t loom_mt_live_pairs(const loom_mt_timeline *t, int32_t r, int32_t slot,
                            int32_t *out)
 {
+    int32_t a = t->rank_pair_off[r], b = t->rank_pair_off[r + 1];
+    int32_t lo = a, hi = b; /* first entry with close_prefix > slot */
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (t->close_prefix[mid] > slot)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
     int32_t n = 0;
-    for (int32_t i = t->rank_pair_off[r]; i < t->rank_pair_off[r + 1]; i++) {
+    for (int32_t i = lo; i < b; i++) {
         int32_t p = t->rank_pairs[i];
         if (t->pair_open[p] > slot)
-            break; /* rank_pairs is in opening order */
+            break;
         if (t->pair_close[p] > slot)
             out[n++] = p;
     }

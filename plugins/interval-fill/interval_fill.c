@@ -11,7 +11,8 @@
  * microbatch lower flows first) and scores them through "loom.evaluator".
  * With keep_better it also scores the workload order and keeps the faster
  * of the two. The candidate with the lowest makespan wins (ties: lowest
- * index).
+ * index); candidates that cannot be scheduled (e.g. over the memory cap)
+ * are skipped, and it fails only when none can.
  */
 #include <string.h>
 #include <loom/loom.h>
@@ -158,16 +159,25 @@ static int ifr_rank(void *self, const loom_stage_graph *const *graphs,
     int rc = fill && fifo ? LOOM_OK
                           : host->error(err, LOOM_ENOMEM, "interval-fill: out of memory");
     int64_t evals = 0;
+    int last_rc = LOOM_OK;
     out->candidate = -1;
     for (int32_t c = 0; c < n_graphs && rc == LOOM_OK; c++) {
-        if (c > 0 && host->expired(s->ctx))
+        if (out->candidate >= 0 && host->expired(s->ctx))
             break;
         const loom_stage_graph *g = graphs[c];
         double t_fill = 0, t_fifo = 0;
         rc = ifr_priorities(s, g, fill, err);
-        if (rc == LOOM_OK)
+        if (rc == LOOM_OK) {
             rc = ifr_score(s, ev_svc, g, fill, &t_fill, err);
-        evals += rc == LOOM_OK;
+            evals++;
+            if (rc != LOOM_OK && rc != LOOM_ENOMEM && rc != LOOM_EINTERRUPTED) {
+                /* this candidate cannot be scheduled: try the next */
+                host->log(s->ctx, LOOM_LOG_INFO, "candidate %d: %s", c, err->message);
+                last_rc = rc;
+                rc = LOOM_OK;
+                continue;
+            }
+        }
         const float *use = fill;
         double t = t_fill;
         if (rc == LOOM_OK && keep) {
@@ -194,6 +204,13 @@ static int ifr_rank(void *self, const loom_stage_graph *const *graphs,
     host->free(fill);
     host->free(fifo);
     out->evaluations = evals;
+    if (rc == LOOM_OK && out->candidate < 0) {
+        char why[LOOM_ERROR_MSG_BYTES];
+        memcpy(why, err->message, sizeof why);
+        return host->error(err, last_rc != LOOM_OK ? last_rc : LOOM_EINFEASIBLE,
+                           "interval-fill: none of the %d candidates could be "
+                           "scheduled; the last: %.400s", n_graphs, why);
+    }
     return rc;
 }
 

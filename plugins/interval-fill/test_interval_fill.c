@@ -245,7 +245,9 @@ START_TEST(quality_against_brute_force)
 }
 END_TEST
 
-/* Test evaluator: the 1f1b interleaver plus the core simulator. */
+/* Test evaluator: the 1f1b interleaver plus the core simulator; it
+ * fails on ev_fail_graph as a memory tuner over the cap would. */
+static const loom_stage_graph *ev_fail_graph;
 static int ev_create(loom_ctx *ctx, const loom_stage_graph *graph,
                      loom_evaluator **out, loom_error *err)
 {
@@ -257,6 +259,10 @@ static int ev_run(loom_evaluator *e, const float *prio, loom_metrics *out,
                   loom_error *err)
 {
     const loom_stage_graph *g = (const loom_stage_graph *)(uintptr_t)e;
+    if (g == ev_fail_graph) {
+        snprintf(err->message, sizeof err->message, "test: over the cap");
+        return err->code = LOOM_EINFEASIBLE;
+    }
     const loom_interleaver_vtable *vt =
         (const loom_interleaver_vtable *)loom_static_1f1b()->role(LOOM_ROLE_INTERLEAVER);
     loom_mock_host *h = loom_mock_host_new();
@@ -338,6 +344,16 @@ START_TEST(ranker_orders_and_chooses)
     ck_assert_int_eq(r.evaluations, 4);
     ck_assert_double_le(r.best_makespan_ms, span(&in, NULL) + 1e-9);
     ck_assert_double_le(r.best_makespan_ms, span(&in, order) + 1e-9);
+    /* a candidate that cannot be scheduled is skipped */
+    ev_fail_graph = g[1];
+    ck_assert_int_eq(vt->rank(self, (const loom_stage_graph *const *)g, 2, &r, &err), LOOM_OK);
+    ck_assert_int_eq(r.candidate, 0);
+    loom_stage_graph *only[1] = {g[1]};
+    ck_assert_int_eq(vt->rank(self, (const loom_stage_graph *const *)only, 1, &r, &err),
+                     LOOM_EINFEASIBLE);
+    ck_assert_ptr_nonnull(strstr(err.message, "none of the 1 candidates could be "
+                                              "scheduled; the last: test: over the cap"));
+    ev_fail_graph = NULL;
     vt->destroy(self);
     loom_mock_host_free(h);
 

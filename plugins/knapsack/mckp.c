@@ -36,6 +36,8 @@ void loom_mckp_free(const loom_host_api *host, loom_mckp_set *set)
     host->free(set->weight);
     host->free(set->opt_ms);
     host->free(set->tmp);
+    host->free(set->sig_hash);
+    host->free(set->sig_pair);
     memset(set, 0, sizeof *set);
 }
 
@@ -83,6 +85,17 @@ static int mckp_reserve(const loom_host_api *host, loom_mckp_set *set,
     MCKP_RESERVE(host, set->tmp, tmp, set->cap_tmp, ok);
     MCKP_RESERVE(host, set->weight, weight, set->cap_weight, ok);
     MCKP_RESERVE(host, set->opt_ms, weight, set->cap_weight, ok);
+    int32_t sig = 16;
+    while (sig < 2 * g->n_pairs && sig < (1 << 30))
+        sig *= 2;
+    if (sig > set->cap_sig || !set->sig_hash) {
+        host->free(set->sig_hash);
+        host->free(set->sig_pair);
+        set->sig_hash = host->alloc((size_t)sig * sizeof *set->sig_hash);
+        set->sig_pair = host->alloc((size_t)sig * sizeof *set->sig_pair);
+        set->cap_sig = sig;
+        ok = ok && set->sig_hash && set->sig_pair;
+    }
     if (!ok) {
         loom_mckp_free(host, set);
         return LOOM_ENOMEM;
@@ -261,6 +274,56 @@ static void mckp_pair(loom_mckp_set *set, const loom_stage_graph *g,
     }
 }
 
+/* A signature of pair p's layer options (a multiply-xorshift hash of
+ * their bytes, with the entry count). */
+static uint64_t mckp_signature(const loom_stage_graph *g, int32_t p)
+{
+    int32_t e0 = g->pair_layer_off[p], n = g->pair_layer_off[p + 1] - e0;
+    const unsigned char *b =
+        (const unsigned char *)&g->layer_options[(size_t)e0 * LOOM_POLICY_COUNT];
+    size_t len = (size_t)n * LOOM_POLICY_COUNT * sizeof(loom_policy_option);
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)len;
+    for (size_t i = 0; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 33;
+    }
+    return h;
+}
+
+/* 1 when pairs p and q have byte-identical layer options. */
+static int mckp_same(const loom_stage_graph *g, int32_t p, int32_t q)
+{
+    int32_t np = g->pair_layer_off[p + 1] - g->pair_layer_off[p];
+    int32_t nq = g->pair_layer_off[q + 1] - g->pair_layer_off[q];
+    if (np != nq)
+        return 0;
+    return !memcmp(
+        &g->layer_options[(size_t)g->pair_layer_off[p] * LOOM_POLICY_COUNT],
+        &g->layer_options[(size_t)g->pair_layer_off[q] * LOOM_POLICY_COUNT],
+        (size_t)np * LOOM_POLICY_COUNT * sizeof(loom_policy_option));
+}
+
+/* Copies pair q's candidates (already built) as pair p's. */
+static void mckp_copy(loom_mckp_set *set, const loom_stage_graph *g,
+                      int32_t p, int32_t q, int32_t *pol_used)
+{
+    int32_t n = g->pair_layer_off[p + 1] - g->pair_layer_off[p];
+    set->cand_off[p] = set->n_cands;
+    int32_t a = set->cand_off[q];
+    int32_t b = q + 1 == p ? set->cand_off[p] : set->cand_off[q + 1];
+    for (int32_t c = a; c < b; c++) {
+        int32_t d = set->n_cands++;
+        set->cand_ms[d] = set->cand_ms[c];
+        set->cand_bytes[d] = set->cand_bytes[c];
+        set->cand_pol_off[d] = *pol_used;
+        memmove(&set->policy[*pol_used], &set->policy[set->cand_pol_off[c]],
+                (size_t)n);
+        *pol_used += n;
+    }
+}
+
 /* Builds the candidates of every pair (see header). */
 int loom_mckp_build(const loom_host_api *host, loom_mckp_set *set,
                     const loom_stage_graph *g, int32_t k, int32_t resolution,
@@ -280,9 +343,30 @@ int loom_mckp_build(const loom_host_api *host, loom_mckp_set *set,
                            g->n_pairs, k);
     set->n_pairs = g->n_pairs;
     set->n_cands = 0;
+    uint64_t mask = (uint64_t)set->cap_sig - 1;
+    for (int32_t i = 0; i < set->cap_sig; i++)
+        set->sig_pair[i] = -1;
     int32_t pol_used = 0;
-    for (int32_t p = 0; p < g->n_pairs; p++)
+    for (int32_t p = 0; p < g->n_pairs; p++) {
+        uint64_t h = mckp_signature(g, p);
+        uint64_t slot = h & mask;
+        int32_t twin = -1;
+        while (set->sig_pair[slot] >= 0) {
+            int32_t q = set->sig_pair[slot];
+            if (set->sig_hash[slot] == h && mckp_same(g, p, q)) {
+                twin = q;
+                break;
+            }
+            slot = (slot + 1) & mask;
+        }
+        if (twin >= 0) {
+            mckp_copy(set, g, p, twin, &pol_used);
+            continue;
+        }
         mckp_pair(set, g, p, k, resolution, &pol_used);
+        set->sig_pair[slot] = p;
+        set->sig_hash[slot] = h;
+    }
     set->cand_off[g->n_pairs] = set->n_cands;
     return LOOM_OK;
 }

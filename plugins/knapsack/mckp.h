@@ -10,7 +10,8 @@
  * discretised into `resolution` steps, rounded up so a DP-feasible
  * combination always meets its true bound). The candidates of a pair are
  * Pareto-sorted: strictly increasing time, strictly decreasing memory,
- * from the fastest (index 0) to the most frugal (last).
+ * from the fastest (index 0) to the most frugal (last). Pairs whose layer
+ * options are identical (same layers, same shape) are solved once.
  *
  * Ownership: the set is caller-owned; loom_mckp_free releases what
  * loom_mckp_build allocated with the host's allocator. Units: ms, bytes.
@@ -40,6 +41,11 @@ typedef struct loom_mckp_set {
     double *opt_ms;        /* entries x LOOM_POLICY_COUNT: option times */
     uint8_t *tmp;          /* K x entries: raw candidates of one pair */
     int32_t cap_res, cap_choice, cap_tmp, cap_weight;
+    /* pairs with identical layer options share their candidates: an open
+     * addressing table from an options signature to the first such pair */
+    uint64_t *sig_hash;
+    int32_t *sig_pair;     /* -1: empty slot */
+    int32_t cap_sig;       /* a power of two */
 } loom_mckp_set;
 
 /* Builds up to k (>= 2) candidates for every pair of g with `resolution`

@@ -184,6 +184,43 @@ START_TEST(candidates_pareto_extremes_and_buckets)
 }
 END_TEST
 
+/* Pairs with identical layer options get identical candidates (they are
+ * solved once and copied); a pair that differs in one byte count does
+ * not share them. */
+START_TEST(identical_pairs_share_candidates)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    const loom_host_api *host = loom_mock_host_api(h);
+    loom_stage_graph *g = mtt_chain(2, 3, 3, 0, 5);
+    size_t opts = 3 * LOOM_POLICY_COUNT * sizeof(loom_policy_option);
+    /* pairs 0, 2 and 4 (position 0 of each microbatch) become twins */
+    memcpy(&g->layer_options[2 * 3 * LOOM_POLICY_COUNT], g->layer_options, opts);
+    memcpy(&g->layer_options[4 * 3 * LOOM_POLICY_COUNT], g->layer_options, opts);
+    g->layer_options[4 * 3 * LOOM_POLICY_COUNT].activation_bytes += 1;
+    loom_mckp_set set;
+    memset(&set, 0, sizeof set);
+    loom_error err = {0};
+    ck_assert_int_eq(loom_mckp_build(host, &set, g, 6, 64, &err), LOOM_OK);
+    int32_t n0 = set.cand_off[1] - set.cand_off[0];
+    ck_assert_int_eq(set.cand_off[3] - set.cand_off[2], n0);
+    uint8_t a[18], b[18];
+    for (int32_t j = 0; j < n0; j++) {
+        int32_t c0 = set.cand_off[0] + j, c2 = set.cand_off[2] + j;
+        ck_assert_double_eq(set.cand_ms[c0], set.cand_ms[c2]);
+        ck_assert_int_eq(set.cand_bytes[c0], set.cand_bytes[c2]);
+        loom_mckp_apply(&set, g, 0, c0, a);
+        loom_mckp_apply(&set, g, 2, c2, b);
+        ck_assert_mem_eq(a, b + 6, 3);
+    }
+    /* pair 4 differs: its fastest candidate holds one more byte */
+    ck_assert_int_eq(set.cand_bytes[set.cand_off[4]],
+                     set.cand_bytes[set.cand_off[0]] + 1);
+    loom_mckp_free(host, &set);
+    loom_graph_free(g);
+    loom_mock_host_free(h);
+}
+END_TEST
+
 /* Adding a combination keeps the Pareto order; it is kept unless a
  * candidate dominates it, and drops what it dominates. */
 START_TEST(adding_a_combination)
@@ -303,6 +340,7 @@ static Suite *suite(void)
     tcase_add_test(tc, hand_candidates);
     tcase_add_test(tc, candidates_pareto_extremes_and_buckets);
     tcase_add_test(tc, adding_a_combination);
+    tcase_add_test(tc, identical_pairs_share_candidates);
     tcase_add_test(tc, tuner_keeps_the_cap);
     tcase_add_test(tc, no_cap_takes_the_fastest);
     tcase_add_test(tc, params_are_checked);

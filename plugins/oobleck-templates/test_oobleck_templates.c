@@ -175,6 +175,56 @@ START_TEST(memory_sets_n0_and_params)
 }
 END_TEST
 
+START_TEST(templates_kept_across_iterations)
+{
+    /* the instance plans once and re-emits; per_iteration plans again */
+    static loom_module mods[1];
+    mods[0] = (loom_module){"llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 12,
+                            &layer, 1, 0, 0, 0, NULL};
+    loom_model model = {"toy", 1, mods};
+    loom_cluster cl;
+    memset(&cl, 0, sizeof cl);
+    cl.gpus_per_node = 8;
+    cl.hbm_bytes = 8LL << 30;
+    loom_problem pb;
+    memset(&pb, 0, sizeof pb);
+    pb.struct_size = sizeof pb;
+    pb.kind = LOOM_PROBLEM_MODEL;
+    pb.model = &model;
+    pb.cluster = &cl;
+    pb.parallel = (loom_parallel){1, 16, 1, 1, 2, 0};
+    loom_sample smp[2] = {{100, 0, -1, 0, 0}, {100, 0, -1, 0, 0}};
+    loom_iteration it = {0, 2, smp};
+    for (int per = 0; per < 2; per++) {
+        loom_mock_host *h = loom_mock_host_new();
+        loom_mock_host_set_problem(h, &pb);
+        loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &mock_cost);
+        loom_mock_host_set_param(h, "per_iteration", per ? "true" : "false");
+        const loom_partitioner_vtable *vt = (const loom_partitioner_vtable *)
+            loom_static_oobleck_templates()->role(LOOM_ROLE_PARTITIONER);
+        void *self = NULL;
+        loom_error err = {0, ""};
+        ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
+                                    NULL, &self, &err), LOOM_OK);
+        int64_t logs[2];
+        for (int k = 0; k < 2; k++) {
+            loom_candidates *set = loom_candidates_new(&pb, &it);
+            ck_assert_int_eq(vt->partition(self, &pb, &it, set, &err), LOOM_OK);
+            ck_assert_int_eq(set->n, 2); /* N = 2, f = 1: one template, 2 shares */
+            loom_candidates_free(set);
+            logs[k] = loom_mock_host_log_count(h);
+        }
+        /* planning logs the template and a summary: none the second time */
+        if (per)
+            ck_assert_int_eq(logs[1], 2 * logs[0]);
+        else
+            ck_assert_int_eq(logs[1], logs[0]);
+        vt->destroy(self);
+        loom_mock_host_free(h);
+    }
+}
+END_TEST
+
 /* The suite of this file. */
 static Suite *ot_suite(void)
 {
@@ -182,6 +232,7 @@ static Suite *ot_suite(void)
     TCase *tc = tcase_create("partitioner");
     tcase_add_test(tc, templates_in_order);
     tcase_add_test(tc, memory_sets_n0_and_params);
+    tcase_add_test(tc, templates_kept_across_iterations);
     suite_add_tcase(s, tc);
     return s;
 }

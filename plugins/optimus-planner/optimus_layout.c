@@ -37,9 +37,12 @@ void loom_optimus_layout_size(const loom_model *model,
         f += lay->pipelines;
         pos += lay->pipelines * (lay->per_layer ? mod->n_layers : stages);
     }
+    int32_t chain = 0;
+    for (int32_t m = 0; m < model->n_modules; m++)
+        chain += model->modules[m].kind != LOOM_MODULE_ENCODER;
     *flows = f;
     *positions = pos;
-    *spans = pos;
+    *spans = pos + (chain > 1 ? chain - 1 : 0); /* module boundaries */
 }
 
 /* Appends a position of one span on `rank`. */
@@ -87,17 +90,23 @@ int loom_optimus_layout_write(const loom_model *model,
                               const loom_iteration *it, loom_partition *part,
                               loom_error *err)
 {
-    int32_t backbone = -1;
-    for (int32_t m = 0; m < model->n_modules; m++)
-        if (model->modules[m].kind == LOOM_MODULE_BACKBONE)
+    /* the backbone chain: the backbone, then any decoders, in module order */
+    int32_t backbone = -1, chain_layers = 0, chain_modules = 0;
+    for (int32_t m = 0; m < model->n_modules; m++) {
+        int32_t kind = model->modules[m].kind;
+        if (kind == LOOM_MODULE_BACKBONE)
             backbone = m;
+        if (kind != LOOM_MODULE_ENCODER) {
+            chain_layers += model->modules[m].n_layers;
+            chain_modules++;
+        }
+    }
     int32_t P = lay->pp, S = lay->pp * lay->vpp, M = lay->microbatches;
-    if (backbone < 0 || model->modules[backbone].n_layers < S)
+    if (backbone < 0 || chain_layers < S)
         return lay_fail(err, LOOM_EINVAL,
                         "optimus-planner: the backbone has %d layers, fewer "
                         "than the %d positions (pp %d x vpp %d)",
-                        backbone < 0 ? 0 : model->modules[backbone].n_layers,
-                        S, P, lay->vpp);
+                        chain_layers, S, P, lay->vpp);
     int32_t nf, np, ns;
     loom_optimus_layout_size(model, lay, &nf, &np, &ns);
     if (nf > part->cap_flows || np > part->cap_positions || ns > part->cap_spans ||
@@ -118,16 +127,35 @@ int loom_optimus_layout_write(const loom_model *model,
     memset(fl, 0, sizeof *fl);
     fl->pos_off = part->n_positions;
     fl->n_pos = S;
-    fl->module = backbone;
+    fl->module = chain_modules == 1 ? backbone : -1;
     fl->segments = lay->vpp;
     fl->n_inputs = n_enc;
     for (int32_t f = 0; f < n_enc; f++)
         fl->inputs[f] = f;
-    int32_t L = model->modules[backbone].n_layers, first = 0;
+    int32_t cm = 0, layer = 0;
     for (int32_t s = 0; s < S; s++) {
-        int32_t count = lay_stage_layers(L, S, s);
-        lay_position(part, s % P, backbone, first, count);
-        first += count;
+        loom_position *pos = &part->positions[part->n_positions++];
+        pos->rank = s % P;
+        pos->span_off = part->n_spans;
+        pos->n_spans = 0;
+        pos->reserved = 0;
+        for (int32_t left = lay_stage_layers(chain_layers, S, s); left > 0;) {
+            while (model->modules[cm].kind == LOOM_MODULE_ENCODER ||
+                   layer >= model->modules[cm].n_layers) {
+                cm++;
+                layer = 0;
+            }
+            int32_t take = model->modules[cm].n_layers - layer;
+            take = take < left ? take : left;
+            loom_span *sp = &part->spans[part->n_spans++];
+            sp->module = cm;
+            sp->first_layer = layer;
+            sp->n_layers = take;
+            sp->tp = 0;
+            pos->n_spans++;
+            layer += take;
+            left -= take;
+        }
     }
     part->n_ranks = P;
 

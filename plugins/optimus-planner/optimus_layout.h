@@ -5,6 +5,9 @@
  * colocated on the backbone's ranks: encoder pipeline a's stage k runs on
  * backbone rank a * PP_enc + k. With several encoder modules every stage
  * holds a slice of each (Optimus §4.4), one flow per (pipeline, module).
+ * Optimus has no generators (§3); decoder modules are appended to the
+ * backbone's layer chain, as Megatron-LM stacks extra modules as
+ * pipeline stages, so a position may hold spans of two modules.
  * Each encoder stage is one position, or one position per layer so an
  * interleaver can place single layers into bubbles.
  *

@@ -20,7 +20,9 @@
  *     max_splits), capped at max_candidates. Needs the graph builder's
  *     replica flows (subs 0 = the flow skips that microbatch).
  *
- * Costs come from the "loom.cost" service. Params: see manifest.json.
+ * Decoders (generators, outside Optimus's scope) join the backbone's layer
+ * chain (optimus_layout.h). Costs come from the "loom.cost" service.
+ * Params: see manifest.json.
  */
 #include <stdio.h>
 #include <string.h>
@@ -70,7 +72,8 @@ typedef struct opt_sizes {
     double phi_enc, phi_llm;   /* parameters */
     double act_enc[4];         /* encoder activations of one mean microbatch,
                                   all layers, at TP 1 << i, per GPU */
-    double act_llm;            /* backbone, all layers, at TP_llm, per GPU */
+    double act_llm;            /* backbone (+ decoders), all layers, at
+                                  TP_llm, per GPU */
 } opt_sizes;
 
 /* Measures parameters and activations through the cost service. */
@@ -113,7 +116,7 @@ static int opt_measure(opt_self *s, const loom_cost_service *cost,
                     return rc;
                 if (enc)
                     z->act_enc[i] += (double)c.activation_bytes;
-                else if (mod->kind == LOOM_MODULE_BACKBONE)
+                else
                     z->act_llm += (double)c.activation_bytes;
             }
         }
@@ -216,14 +219,8 @@ static int opt_partition(void *self, const loom_problem *problem,
                            "optimus-planner: only model problems are partitioned");
     const loom_model *model = problem->model;
     int32_t backbones = 0;
-    for (int32_t m = 0; m < model->n_modules; m++) {
-        if (model->modules[m].kind == LOOM_MODULE_DECODER)
-            return host->error(err, LOOM_EINVAL,
-                               "optimus-planner: expected encoders feeding one "
-                               "backbone (Optimus §3), found decoder module %s",
-                               model->modules[m].name);
+    for (int32_t m = 0; m < model->n_modules; m++)
         backbones += model->modules[m].kind == LOOM_MODULE_BACKBONE;
-    }
     if (backbones != 1)
         return host->error(err, LOOM_EINVAL,
                            "optimus-planner: expected one backbone module, "

@@ -67,6 +67,26 @@ START_TEST(k_eff_oracles)
     ck_assert_int_eq(loom_strat_keff(text, NULL, 3, 1), 1);  /* K = 1 */
     const int32_t idx[2] = {1, 2};
     ck_assert_int_eq(loom_strat_keff(b, idx, 2, 8), 2);
+    /* an all-text batch balances the backbone instead: 5,4,3,3 -> 8, 7;
+     * zero-work samples are still placed */
+    const double none[6] = {0, 0, 0, 0, 0, 0}, llm[6] = {5, 4, 3, 3, 0, 0};
+    int32_t mb[6];
+    loom_error err = {0, ""};
+    ck_assert_int_eq(loom_strat_keff(none, NULL, 6, 2), 2);
+    ck_assert_int_eq(loom_strat_assign(none, llm, NULL, 6, 2, LOOM_STRAT_MEAN, mb,
+                                       NULL, &err), LOOM_OK);
+    double load[2] = {0, 0};
+    for (int i = 0; i < 6; i++) {
+        ck_assert(mb[i] == 0 || mb[i] == 1);
+        load[mb[i]] += llm[i];
+    }
+    ck_assert_double_eq(load[0], 8);
+    ck_assert_double_eq(load[1], 7);
+    /* K = 1: everything in one microbatch */
+    ck_assert_int_eq(loom_strat_assign(b, b, NULL, 6, 1, LOOM_STRAT_MEAN, mb, NULL,
+                                       &err), LOOM_OK);
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(mb[i], 0);
 }
 END_TEST
 
