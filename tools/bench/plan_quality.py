@@ -43,7 +43,7 @@ def main():
     loom = os.path.join(ROOT, a.build, "bin", "loom")
     mdir = os.path.join(ROOT, "examples", "manifests")
     planners = [("pipeweaver", ["--param", "ranker.budget_ms=%d" % a.budget_ms]),
-                ("megatron-1f1b", []), ("optimus", [])]
+                ("megatron-1f1b", []), ("megatron-balanced", []), ("optimus", [])]
     planners = [(n, x) for n, x in planners if os.path.exists(os.path.join(mdir, n + ".json"))]
 
     print("Mean simulated iteration time over %d generated iterations (seed %d), H800 presets"
