@@ -154,6 +154,63 @@ START_TEST(entrain_encoder_and_backbone_differ)
 }
 END_TEST
 
+/* Sum of backward (B, I, W) stage durations per rank of one plan of vlm-s
+ * with the given frozen flags (megatron-1f1b: rank 3 holds only backbone
+ * layers 9..31, rank 0 only encoder layers). */
+static void backward_by_rank(int vit_frozen, int llm_frozen, double *b)
+{
+    char model[2048];
+    snprintf(model, sizeof model,
+             "{\"name\": \"vlm-f\", \"parallel\": {\"tp\": 4, \"pp\": 4, \"microbatches\": 8},\n"
+             " \"modules\": [\n"
+             "  {\"name\": \"vit\", \"kind\": \"encoder\", \"modality\": \"image\",\n"
+             "   \"tokens_per_item\": 169, \"frozen\": %s, \"layers\": {\"count\": 63,\n"
+             "   \"hidden\": 1792, \"ffn_hidden\": 15360, \"heads\": 16}},\n"
+             "  {\"name\": \"llm\", \"kind\": \"backbone\", \"vocab\": 128256,\n"
+             "   \"frozen\": %s, \"inputs\": [\"vit\"], \"layers\": {\"count\": 32,\n"
+             "   \"hidden\": 4096, \"ffn_hidden\": 14336, \"heads\": 32, \"kv_heads\": 8,\n"
+             "   \"gated_ffn\": true, \"causal\": true}}]}\n",
+             vit_frozen ? "true" : "false", llm_frozen ? "true" : "false");
+    loom_session_args a;
+    loom_session_args_init(&a);
+    a.manifest = loom_test_src("examples/manifests/megatron-1f1b.json");
+    a.model = loom_test_tmpfile(".json", model);
+    a.iterations = 1;
+    loom_session s;
+    loom_error err = {0, ""};
+    ck_assert_msg(loom_session_open(&s, &a, &err) == LOOM_OK, "%s", err.message);
+    loom_plan plan;
+    ck_assert_msg(loom_session_plan(&s, 0, &plan, &err) == LOOM_OK, "%s", err.message);
+    for (int r = 0; r < 4; r++)
+        b[r] = 0;
+    const loom_stage_graph *g = plan.graph;
+    for (int i = 0; i < g->n_stages; i++)
+        if (g->kind[i] != LOOM_STAGE_F)
+            b[g->rank[i]] += g->duration_ms[i];
+    loom_plan_clear(&plan);
+    loom_session_close(&s);
+}
+
+START_TEST(frozen_status_in_the_graph)
+{
+    /* the core's graph builder and the cost model charge Eq. 3.2 */
+    double all[4], none[4], enc[4], llm[4];
+    backward_by_rank(0, 0, all);
+    backward_by_rank(1, 1, none);  /* all frozen: a pure forward */
+    backward_by_rank(0, 1, enc);   /* trainable encoder, frozen backbone */
+    backward_by_rank(1, 0, llm);   /* frozen encoder, trainable backbone */
+    for (int r = 0; r < 4; r++)
+        ck_assert_double_eq(none[r], 0);
+    /* the frozen backbone still pays input gradients for the encoder,
+     * but no weight gradients: less than when it trains */
+    ck_assert_double_gt(enc[3], 0);
+    ck_assert_double_lt(enc[3], all[3]);
+    /* a frozen encoder with nothing upstream has no backward at all */
+    ck_assert_double_eq(llm[0], 0);
+    ck_assert_double_eq_tol(llm[3], all[3], 1e-6 * all[3]);
+}
+END_TEST
+
 /* The suite of this file. */
 static Suite *cli_suite(void)
 {
@@ -164,6 +221,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, calibrate_batch);
     tcase_add_test(tc, manifests_end_to_end);
     tcase_add_test(tc, entrain_encoder_and_backbone_differ);
+    tcase_add_test(tc, frozen_status_in_the_graph);
     suite_add_tcase(s, tc);
     return s;
 }

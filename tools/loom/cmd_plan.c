@@ -33,6 +33,7 @@ static void usage(FILE *out)
             "  --stage-times FILE    plan a stage-times problem instead of a model\n"
             "  --memory-cap BYTES    per-rank memory cap (default: the GPU's HBM)\n"
             "  --use ROLE=NAME       replace the plugin of a pipeline role\n"
+            "  --allow-untrusted-plugins  load plugins others could have changed (docs/security.md)\n"
             "  --param ROLE.KEY=VAL  set a plugin parameter\n"
             "  --out DIR             write plan.json, trace.json, schedule.csv, timeline.svg,\n"
             "                        summary.txt (DIR/iter-NNN/ when planning several iterations)\n"
@@ -48,6 +49,7 @@ static void on_sigint(int sig)
 {
     (void)sig;
     loom_interrupted = 1;
+    signal(SIGINT, SIG_DFL); /* a second Ctrl-C stops at once */
 }
 
 /* JSON number or null. */
@@ -197,7 +199,9 @@ int loom_cmd_plan(int argc, char **argv)
         loom_plan_clear(&plan);
         done++;
         if (loom_interrupted) {
-            fprintf(stderr, "loom plan: interrupted after %d iteration(s)\n", done);
+            fprintf(stderr, "loom plan: interrupted: kept the best plan found so far; %d "
+                    "iteration(s) planned%s%s\n", done, out_dir ? ", written to " : "",
+                    out_dir ? out_dir : "");
             rc = LOOM_EINTERRUPTED;
             break;
         }

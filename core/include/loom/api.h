@@ -69,6 +69,15 @@ LOOM_EXPORT int loom_result_write(const loom_result *r, const char *dir,
 LOOM_EXPORT void loom_result_free(loom_result *r);
 LOOM_EXPORT void loom_free(void *p);
 
+/* Oobleck reconfiguration after node failures (what `loom replan` does):
+ * `job_json` describes the job (see docs/algorithms-dissertation.md),
+ * `failed` lists the failed node ids, full = 1 re-instantiates from
+ * scratch. *result_json (free with loom_free) is the report: the new
+ * pipelines and the layers to copy from which surviving replica. */
+LOOM_EXPORT int loom_replan_json(const char *job_json, const int32_t *failed,
+                                 int32_t n_failed, int full, char **result_json,
+                                 loom_error *err);
+
 #ifdef __cplusplus
 }
 #endif

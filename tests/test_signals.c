@@ -1,0 +1,206 @@
+/*
+ * test_signals.c - SIGINT during a long search: `loom plan` stops within
+ * seconds, exits 1, keeps the best plan found so far, writes it with
+ * --out (complete files only) and says so.
+ */
+#define _DEFAULT_SOURCE /* mkdtemp, usleep */
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "json_util.h"
+#include "testutil.h"
+
+/* A search that would run for ten minutes per iteration. */
+#define LONG_SEARCH_BUDGET_MS "600000"
+
+/* Seconds on the monotonic clock. */
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* 1 when process `pid` has a handler installed for SIGINT. */
+static int catches_sigint(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int yes = 0;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "SigCgt:", 7)) {
+            unsigned long long mask = strtoull(line + 7, NULL, 16);
+            yes = (mask >> (SIGINT - 1)) & 1;
+        }
+    fclose(f);
+    return yes;
+}
+
+/* Starts bin/loom with argv (NULL-terminated), output to `log`. */
+static pid_t start_loom(char *const argv[], const char *log)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0)
+            _exit(126);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        close(fd);
+        setenv("LOOM_PLUGIN_PATH", "", 1);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Waits up to `limit_s` for pid; returns its wait status, or -1 (after
+ * killing it) when it did not stop in time. */
+static int wait_for(pid_t pid, double limit_s)
+{
+    double end = now_s() + limit_s;
+    int status = 0;
+    while (now_s() < end) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            return status;
+        usleep(20000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return -1;
+}
+
+/* Interrupts a long MCTS search of a 3-iteration workload once the CLI
+ * has installed its handler and searched for a moment. Returns the output
+ * (caller frees) and the exit code in *code. */
+static char *interrupt_search(const char *out_dir, int *code)
+{
+    char loom[4096], manifest[4096], log[] = "/tmp/loom-sigint-XXXXXX";
+    snprintf(loom, sizeof loom, "%s", loom_test_bin("bin/loom"));
+    snprintf(manifest, sizeof manifest, "%s", loom_test_src("examples/manifests/pipeweaver.json"));
+    int fd = mkstemp(log);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    char *argv[20];
+    int n = 0;
+    argv[n++] = loom;
+    argv[n++] = "plan";
+    argv[n++] = "--manifest";
+    argv[n++] = manifest;
+    argv[n++] = "--iterations";
+    argv[n++] = "3";
+    argv[n++] = "--param";
+    argv[n++] = "ranker.budget_ms=" LONG_SEARCH_BUDGET_MS;
+    if (out_dir) {
+        argv[n++] = "--out";
+        argv[n++] = (char *)out_dir;
+    }
+    argv[n] = NULL;
+    pid_t pid = start_loom(argv, log);
+    double give_up = now_s() + 120;
+    while (!catches_sigint(pid) && now_s() < give_up) {
+        ck_assert_int_eq(waitpid(pid, NULL, WNOHANG), 0); /* still running */
+        usleep(20000);
+    }
+    ck_assert_msg(catches_sigint(pid), "loom plan never installed its SIGINT handler");
+    usleep(1000000); /* let the search run */
+    double sent = now_s();
+    ck_assert_int_eq(kill(pid, SIGINT), 0);
+    int status = wait_for(pid, 60);
+    double took = now_s() - sent;
+    ck_assert_msg(status != -1, "loom plan did not stop within 60 s of SIGINT");
+    ck_assert_msg(WIFEXITED(status), "loom plan died of signal %d instead of stopping cleanly",
+                  WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    ck_assert_msg(took < 30, "loom plan took %.1f s to stop after SIGINT", took);
+    *code = WEXITSTATUS(status);
+    char *text = NULL;
+    loom_error err = {0, ""};
+    ck_assert_int_eq(loom_read_file(log, &text, NULL, &err), LOOM_OK);
+    unlink(log);
+    return text;
+}
+
+START_TEST(sigint_writes_the_best_plan_so_far)
+{
+    char dir[] = "/tmp/loom-sigint-out-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    int code = -1;
+    char *out = interrupt_search(dir, &code);
+    ck_assert_msg(code == 1, "exit %d, expected 1 (interrupted)\n%s", code, out);
+    char want[512];
+    snprintf(want, sizeof want,
+             "loom plan: interrupted: kept the best plan found so far; 1 iteration(s) "
+             "planned, written to %s", dir);
+    ck_assert_msg(strstr(out, want) != NULL, "output lacks \"%s\":\n%s", want, out);
+    free(out);
+
+    /* The interrupted iteration's outputs are complete; nothing else. */
+    char path[600];
+    snprintf(path, sizeof path, "%s/iter-000/plan.json", dir);
+    cJSON *plan = NULL;
+    loom_error err = {0, ""};
+    ck_assert_msg(loom_json_load(path, &plan, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_ptr_nonnull(cJSON_GetObjectItemCaseSensitive(plan, "metrics"));
+    cJSON_Delete(plan);
+    snprintf(path, sizeof path, "%s/iter-001", dir);
+    struct stat st;
+    ck_assert_int_ne(stat(path, &st), 0);
+    snprintf(path, sizeof path, "%s/iter-000", dir);
+    DIR *d = opendir(path);
+    ck_assert_ptr_nonnull(d);
+    int files = 0;
+    for (struct dirent *de = readdir(d); de; de = readdir(d)) {
+        if (de->d_name[0] == '.' && (!de->d_name[1] || !strcmp(de->d_name, "..")))
+            continue;
+        ck_assert_msg(strstr(de->d_name, "tmp") == NULL && de->d_name[0] != '.',
+                      "left-over temporary file %s/%s", path, de->d_name);
+        files++;
+    }
+    closedir(d);
+    ck_assert_int_eq(files, 5);
+    char rm[200];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(rm), 0);
+}
+END_TEST
+
+START_TEST(sigint_without_out_still_reports)
+{
+    int code = -1;
+    char *out = interrupt_search(NULL, &code);
+    ck_assert_msg(code == 1, "exit %d, expected 1 (interrupted)\n%s", code, out);
+    ck_assert_msg(strstr(out, "loom plan: interrupted: kept the best plan found so far; 1 "
+                              "iteration(s) planned\n") != NULL,
+                  "%s", out);
+    /* The summary row of the interrupted iteration is printed. */
+    ck_assert_msg(strstr(out, "\n0 ") != NULL, "%s", out);
+    free(out);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("signals");
+    TCase *tc = tcase_create("sigint");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, sigint_writes_the_best_plan_so_far);
+    tcase_add_test(tc, sigint_without_out_still_reports);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return loom_test_main(suite());
+}
