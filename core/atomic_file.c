@@ -78,6 +78,10 @@ int loom_write_atomic(const char *path,
         return loom_set_error(err, LOOM_EINVAL, "output: no path or no writer given");
     if (strcmp(path, "-") == 0)
         return write_stdout(writer, ctx, err);
+    struct stat target; /* renaming over a device node (/dev/null) would replace it */
+    if (stat(path, &target) == 0 && !S_ISREG(target.st_mode))
+        return loom_set_error(err, LOOM_EIO, "cannot write %s: it exists and is not a regular "
+                              "file (outputs replace their file by a rename)", path);
 
     size_t len = strlen(path);
     const char *slash = strrchr(path, '/');

@@ -294,6 +294,7 @@ static int handle(collector *c, const rec *r, char *why, size_t why_size)
         if (c->in_iteration)
             break;
         c->ended = 1;
+        o->body_status = r->status;
         return 0;
     default:
         break;
@@ -320,14 +321,16 @@ static _Noreturn void child_main(int fd, volatile int32_t *shared, const loom_is
 {
     signal(SIGINT, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
-    dup2(STDERR_FILENO, STDOUT_FILENO); /* plugin chatter must not reach stdout */
+    if (!opts->keep_stdout)
+        dup2(STDERR_FILENO, STDOUT_FILENO); /* plugin chatter must not reach stdout */
     apply_memory_limit(opts->memory_limit_mb);
     loom_current_step = shared;
     *shared = -1;
     loom_channel ch = {fd, NULL};
-    body(user, &ch);
+    int status = body(user, &ch);
     loom_current_step = NULL;
     rec r = new_rec(REC_END, 0);
+    r.status = status;
     send_rec(&ch, &r);
     fflush(stdout);
     fflush(stderr);
@@ -501,7 +504,7 @@ int loom_isolate_call(const loom_isolate_opts *opts, loom_isolate_body body, voi
         volatile int32_t *saved = loom_current_step;
         loom_current_step = &step;
         loom_channel ch = {-1, &c};
-        body(user, &ch);
+        out->body_status = body(user, &ch);
         loom_current_step = saved;
         c.ended = 1;
         rc = LOOM_OK;
@@ -527,14 +530,15 @@ typedef struct plan_job {
     const loom_isolate_opts *opts;
 } plan_job;
 
-/* Iteration limit: the timeout, lowered to budget + grace with a budget. */
-static double iteration_limit(double timeout_ms, double budget_ms)
+double loom_isolate_iteration_limit(const loom_isolate_opts *opts, double budget_ms)
 {
     if (!(budget_ms > 0))
-        return timeout_ms;
+        return opts->timeout_ms;
     double grace = budget_ms > LOOM_ISOLATE_GRACE_MS ? budget_ms : LOOM_ISOLATE_GRACE_MS;
     double limit = budget_ms + grace;
-    return (timeout_ms > 0 && timeout_ms < limit) ? timeout_ms : limit;
+    if (opts->timeout_given && opts->timeout_ms > 0 && opts->timeout_ms < limit)
+        return opts->timeout_ms;
+    return limit;
 }
 
 /* Copies the figures of a finished plan into a result record. */
@@ -568,7 +572,7 @@ static int plan_body(void *user, loom_channel *ch)
     loom_channel_info(ch, s.n_iterations, s.manifest_name);
     for (int i = 0; i < s.pl->n_steps; i++)
         loom_channel_step(ch, i, s.pl->steps[i].ctx.plugin_id);
-    double limit = iteration_limit(job->opts->timeout_ms, s.pl->budget_ms);
+    double limit = loom_isolate_iteration_limit(job->opts, s.pl->budget_ms);
     for (int32_t k = 0; k < s.n_iterations; k++) {
         loom_plan plan;
         loom_channel_begin(ch, k, limit);

@@ -23,8 +23,8 @@
 /* Defaults of the CLI options --timeout-ms and --memory-limit-mb. */
 #define LOOM_ISOLATE_DEFAULT_TIMEOUT_MS 60000.0
 #define LOOM_ISOLATE_DEFAULT_MEMORY_MB 8192
-/* Grace added to a manifest's budget_ms: the iteration limit is
- * min(timeout, budget + max(LOOM_ISOLATE_GRACE_MS, budget)). */
+/* Grace added to a manifest's budget_ms: with a budget the iteration
+ * limit is budget + max(LOOM_ISOLATE_GRACE_MS, budget). */
 #define LOOM_ISOLATE_GRACE_MS 2000.0
 
 /* How a run failed. */
@@ -75,12 +75,17 @@ typedef struct loom_iter_result {
     int64_t evaluations;
 } loom_iter_result;
 
-/* Limits of a run. */
+/* Limits of a run. The wall-clock limit of an iteration is timeout_ms
+ * for a manifest without budget_ms; with a budget it is budget + grace,
+ * lowered to timeout_ms when timeout_given. Opening the session and the
+ * time between iterations are limited by timeout_ms. */
 typedef struct loom_isolate_opts {
     int isolate;             /* 1: fork a child; 0: run in this process */
-    double timeout_ms;       /* wall clock per iteration (and for opening /
-                                closing the session); <= 0: none */
+    double timeout_ms;       /* see above; <= 0: none */
     int64_t memory_limit_mb; /* RLIMIT_AS of the child; <= 0: none */
+    int timeout_given;       /* 1: timeout_ms also caps a budget's limit */
+    int keep_stdout;         /* 1: the child writes to stdout; 0: its
+                                stdout goes to stderr */
 } loom_isolate_opts;
 
 /* Everything a run produced. */
@@ -89,6 +94,8 @@ typedef struct loom_run_output {
     int32_t n_results;
     int32_t n_iterations;      /* iterations the run meant to plan */
     char manifest_name[128];   /* the pipeline's name ("" if never opened) */
+    int32_t body_status;       /* what the body returned (0 when it never
+                                  finished) */
     loom_failure failure;      /* kind LOOM_FAIL_NONE when all went well */
 } loom_run_output;
 
@@ -101,7 +108,8 @@ typedef void (*loom_iter_fn)(void *user, int32_t iteration,
 typedef struct loom_channel loom_channel;
 
 /* Body of a run, executed in the child (or in-process). Reports through
- * the loom_channel_* calls below; its return value is ignored. */
+ * the loom_channel_* calls below; its return value ends up in
+ * loom_run_output.body_status. */
 typedef int (*loom_isolate_body)(void *user, loom_channel *ch);
 
 /* Announces the run: iterations to plan and the manifest's name. */
@@ -132,15 +140,17 @@ int loom_isolate_call(const loom_isolate_opts *opts, loom_isolate_body body,
                       loom_run_output *out, loom_error *err);
 
 /* Opens a session from `args`, plans every iteration and closes it, under
- * `opts` (loom_isolate_call with the planning body). The iteration limit
- * is opts->timeout_ms, lowered to budget + grace when the manifest sets a
- * budget. */
+ * `opts` (loom_isolate_call with the planning body). */
 int loom_isolate_plan(const loom_session_args *args,
                       const loom_isolate_opts *opts, loom_iter_fn on_iter,
                       void *iter_user, loom_run_output *out, loom_error *err);
 
 /* Frees the results and zeroes *out (NULL allowed). */
 void loom_run_output_clear(loom_run_output *out);
+
+/* The wall-clock limit of one iteration under opts for a manifest with
+ * budget_ms (0: none); see loom_isolate_opts. */
+double loom_isolate_iteration_limit(const loom_isolate_opts *opts, double budget_ms);
 
 /* 1 when the address-space limit is applied in this build; 0 in
  * AddressSanitizer builds, whose shadow memory needs terabytes of address

@@ -174,7 +174,7 @@ void loom_progress_search(loom_progress *p, double best_makespan_ms, int64_t eva
     draw(p, 0);
 }
 
-void loom_progress_finish(loom_progress *p)
+void loom_progress_clear(loom_progress *p)
 {
     if (!p || p->quiet)
         return;
@@ -182,7 +182,13 @@ void loom_progress_finish(loom_progress *p)
         fputs("\r\033[K", p->out);
         fflush(p->out);
         p->drawn = 0;
+        p->last_draw_ms = -1;
     }
+}
+
+void loom_progress_finish(loom_progress *p)
+{
+    loom_progress_clear(p);
 }
 
 void loom_progress_free(loom_progress *p)

@@ -47,6 +47,10 @@ void loom_progress_update(loom_progress *p, const char *label,
 void loom_progress_search(loom_progress *p, double best_makespan_ms,
                           int64_t evaluations);
 
+/* Erases the bar from a terminal so other output can be printed on it;
+ * the next draw shows it again. No-op for plain lines. */
+void loom_progress_clear(loom_progress *p);
+
 /* Ends the display: clears the bar on a terminal. */
 void loom_progress_finish(loom_progress *p);
 

@@ -118,7 +118,7 @@ static int body(void *user, loom_channel *ch)
         loom_iter_result r = result_for(k);
         loom_channel_result(ch, &r);
     }
-    return 0;
+    return 40 + (int)mode;
 }
 
 /* Collects begin/end callbacks. */
@@ -141,7 +141,8 @@ static void count_calls(void *user, int32_t iteration, int32_t n, int done)
  * which sanitizers slow down) and `mb` MiB. */
 static void run_mode(body_mode mode, int isolate, int64_t mb, loom_run_output *out, calls *c)
 {
-    loom_isolate_opts opts = {isolate, mode == HOG ? 20000 : 300, mb};
+    loom_isolate_opts opts = {.isolate = isolate, .timeout_ms = mode == HOG ? 20000 : 300,
+                              .memory_limit_mb = mb};
     loom_error err = {0};
     memset(c, 0, sizeof *c);
     int rc = loom_isolate_call(&opts, body, &mode, count_calls, c, out, &err);
@@ -166,6 +167,7 @@ START_TEST(good_run_isolated_and_in_process)
         }
         ck_assert_int_eq(c.begins, 3);
         ck_assert_int_eq(c.ends, 3);
+        ck_assert_int_eq(out.body_status, 40);
         ck_assert_int_eq(loom_failure_status(&out.failure), LOOM_OK);
         loom_run_output_clear(&out);
     }
@@ -308,6 +310,24 @@ START_TEST(memory_limit)
 }
 END_TEST
 
+START_TEST(iteration_limits)
+{
+    loom_isolate_opts o = {.isolate = 1, .timeout_ms = 60000};
+    ck_assert_double_eq(loom_isolate_iteration_limit(&o, 0), 60000);
+    ck_assert_double_eq(loom_isolate_iteration_limit(&o, 100), 2100);
+    ck_assert_double_eq(loom_isolate_iteration_limit(&o, 5000), 10000);
+    ck_assert_double_eq(loom_isolate_iteration_limit(&o, 600000), 1200000);
+    o.timeout_given = 1;
+    ck_assert_double_eq(loom_isolate_iteration_limit(&o, 600000), 60000);
+    ck_assert_double_eq(loom_isolate_iteration_limit(&o, 100), 2100);
+    o.timeout_ms = 500;
+    ck_assert_double_eq(loom_isolate_iteration_limit(&o, 100), 500);
+    o.timeout_ms = 0;
+    ck_assert_double_eq(loom_isolate_iteration_limit(&o, 0), 0);
+    ck_assert_double_eq(loom_isolate_iteration_limit(&o, 100), 2100);
+}
+END_TEST
+
 START_TEST(names)
 {
     char buf[32];
@@ -336,7 +356,8 @@ START_TEST(plan_with_segfaulting_ranker)
 {
     loom_session_args a;
     fixture_args(&a, PLANNERS "crash.json");
-    loom_isolate_opts opts = {1, 60000, LOOM_ISOLATE_DEFAULT_MEMORY_MB};
+    loom_isolate_opts opts = {.isolate = 1, .timeout_ms = 60000,
+                              .memory_limit_mb = LOOM_ISOLATE_DEFAULT_MEMORY_MB};
     loom_run_output out;
     loom_error err = {0};
     ck_assert_int_eq(loom_isolate_plan(&a, &opts, NULL, NULL, &out, &err), LOOM_OK);
@@ -356,7 +377,7 @@ START_TEST(plan_with_hanging_ranker)
 {
     loom_session_args a;
     fixture_args(&a, PLANNERS "hang.json");
-    loom_isolate_opts opts = {1, 500, 0};
+    loom_isolate_opts opts = {.isolate = 1, .timeout_ms = 500, .timeout_given = 1};
     loom_run_output out;
     loom_error err = {0};
     ck_assert_int_eq(loom_isolate_plan(&a, &opts, NULL, NULL, &out, &err), LOOM_OK);
@@ -374,7 +395,7 @@ START_TEST(budget_plus_grace_bounds_a_hanging_ranker)
     /* hang.json sets budget_ms 100: the limit is 100 + max(2000, 100) */
     loom_session_args a;
     fixture_args(&a, PLANNERS "hang.json");
-    loom_isolate_opts opts = {1, 60000, 0};
+    loom_isolate_opts opts = {.isolate = 1, .timeout_ms = 60000};
     loom_run_output out;
     loom_error err = {0};
     double t0 = loom_now_ms();
@@ -392,7 +413,9 @@ START_TEST(isolated_equals_in_process)
     fixture_args(&a, PLANNERS "base.json");
     loom_run_output iso, inproc;
     loom_error err = {0};
-    loom_isolate_opts o1 = {1, 60000, LOOM_ISOLATE_DEFAULT_MEMORY_MB}, o0 = {0, 60000, 0};
+    loom_isolate_opts o1 = {.isolate = 1, .timeout_ms = 60000,
+                            .memory_limit_mb = LOOM_ISOLATE_DEFAULT_MEMORY_MB};
+    loom_isolate_opts o0 = {.isolate = 0, .timeout_ms = 60000};
     ck_assert_int_eq(loom_isolate_plan(&a, &o1, NULL, NULL, &iso, &err), LOOM_OK);
     ck_assert_int_eq(loom_isolate_plan(&a, &o0, NULL, NULL, &inproc, &err), LOOM_OK);
     ck_assert_int_eq(iso.failure.kind, LOOM_FAIL_NONE);
@@ -415,7 +438,7 @@ START_TEST(bad_input_is_a_status_failure)
     loom_session_args a;
     fixture_args(&a, PLANNERS "base.json");
     a.model = "/nonexistent/model.json";
-    loom_isolate_opts opts = {1, 60000, 0};
+    loom_isolate_opts opts = {.isolate = 1, .timeout_ms = 60000};
     loom_run_output out;
     loom_error err = {0};
     ck_assert_int_eq(loom_isolate_plan(&a, &opts, NULL, NULL, &out, &err), LOOM_OK);
@@ -442,6 +465,7 @@ static Suite *isolate_suite(void)
     tcase_add_test(tc, early_exit);
     tcase_add_test(tc, status_failure_keeps_message);
     tcase_add_test(tc, memory_limit);
+    tcase_add_test(tc, iteration_limits);
     tcase_add_test(tc, names);
     tcase_add_test(tc, plan_with_segfaulting_ranker);
     tcase_add_test(tc, plan_with_hanging_ranker);

@@ -6,8 +6,10 @@
  * It enumerates encoder plans (PP_enc | PP_llm, TP_enc | TP_llm), drops
  * those over the memory cap (k bytes per parameter of model state, §4.5,
  * plus activations: the encoder's PRE-region microbatches on one stage and
- * the backbone's in-flight microbatches on its first rank, under
- * selective recomputation), and emits candidates for the ranker:
+ * the backbone's in-flight microbatches on its first rank, at their most
+ * frugal - full recomputation, which the pipeline's memory tuner may
+ * choose - so only plans no policy can fit are dropped), and emits
+ * candidates for the ranker:
  *
  *   - replicas off (default): one encoder pipeline per backbone pipeline,
  *     PP_enc = PP_llm, colocated stage by stage. Encoder TP groups
@@ -111,7 +113,7 @@ static int opt_measure(opt_self *s, const loom_cost_service *cost,
                 }
                 if (shape.tokens <= 0)
                     continue;
-                rc = cost->layer(s->ctx, m, l, &shape, LOOM_POLICY_SELECTIVE, &c, err);
+                rc = cost->layer(s->ctx, m, l, &shape, LOOM_POLICY_FULL, &c, err);
                 if (rc != LOOM_OK)
                     return rc;
                 if (enc)

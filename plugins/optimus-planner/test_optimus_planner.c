@@ -483,10 +483,10 @@ START_TEST(plugin_memory_and_errors)
     setup(&f);
     loom_candidates *set = loom_candidates_new(&f.problem, &f.it);
     loom_error err = {0, ""};
-    /* states 6 (6e6 + 8e6) / 8 GPUs = 1.05e7; activations at TP 2: the
-     * encoder's 8 PRE microbatches x 6 layers x 5e7 / 4 stages = 6e8, the
-     * backbone's 11 in-flight chunks (2*3 + 4 warm-up + 1) x 8 layers x
-     * 5e7 / 8 chunks = 5.5e8: 1.1605e9 */
+    /* states 6 (6e6 + 8e6) / 8 GPUs = 1.05e7; activations (full
+     * recomputation) at TP 2: the encoder's 8 PRE microbatches x 6 layers
+     * x 5e7 / 4 stages = 6e8, the backbone's 11 in-flight chunks (2*3 + 4
+     * warm-up + 1) x 8 layers x 5e7 / 8 chunks = 5.5e8: 1.1605e9 */
     f.problem.memory_cap_bytes = 1e6;
     ck_assert_int_eq(run(&f.problem, &f.it, set, NULL, 1, &err), LOOM_EINFEASIBLE);
     ck_assert_ptr_nonnull(strstr(err.message, "no encoder plan fits the memory cap: "

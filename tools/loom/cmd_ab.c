@@ -35,8 +35,9 @@ static void usage(FILE *out)
             "                        byte-identical between runs)\n"
             "  --isolate             plan in a forked child per case and manifest (default)\n"
             "  --no-isolate          plan in this process (no limits; a crash ends the run)\n"
-            "  --timeout-ms N        wall-clock limit per iteration (default 60000; lowered to\n"
-            "                        budget + max(2000, budget) when a manifest sets budget_ms)\n"
+            "  --timeout-ms N        wall-clock limit per iteration (default 60000; for a\n"
+            "                        manifest with budget_ms: budget + max(2000, budget), or N\n"
+            "                        when given and smaller)\n"
             "  --memory-limit-mb N   address-space limit of each child (default 8192; 0 none;\n"
             "                        not applied in AddressSanitizer builds)\n"
             "  --quiet               no progress display\n"
@@ -111,6 +112,7 @@ static int parse(ab_cli *o, int argc, char **argv)
             if (number_arg(a, next, 1e9, &d))
                 return -1;
             o->iso.timeout_ms = d;
+            o->iso.timeout_given = 1;
             i++;
         } else if (!strcmp(a, "--memory-limit-mb")) {
             if (number_arg(a, next, 1 << 30, &d))

@@ -1,6 +1,8 @@
 /* cmd_plan.c - `loom plan`: load a planner manifest and a problem, plan
  * every iteration of the workload, print the summary (or --json), and
- * write the plan, trace, CSV and SVG with --out. */
+ * write the plan, trace, CSV and SVG with --out. With --isolate the whole
+ * run happens in a forked child under a time and memory limit, so a
+ * crashing or hanging plugin is reported instead of taking `loom` down. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,10 +10,12 @@
 #include <unistd.h>
 #include "cli.h"
 #include "engine_api.h"
+#include "isolate.h"
 #include "output.h"
 #include "pipeline.h"
 #include "planner_manifest.h"
 #include "problem_io.h"
+#include "progress.h"
 #include "registry.h"
 #include "session.h"
 
@@ -41,6 +45,15 @@ static void usage(FILE *out)
             "  --progress-csv FILE   write the search's best-makespan-vs-time curve of every\n"
             "                        iteration (iteration,elapsed_ms,best_makespan_ms,evaluations)\n"
             "  --quiet               no progress or summary table\n"
+            "  --isolate             plan in a forked child: a crash, a hang or exhausted memory\n"
+            "                        is reported with the plugin, signal or limit and iteration\n"
+            "  --timeout-ms N        with --isolate: wall-clock limit per iteration (default\n"
+            "                        60000; for a manifest with budget_ms: budget + max(2000,\n"
+            "                        budget), or N when given and smaller)\n"
+            "  --memory-limit-mb N   with --isolate: address-space limit (default 8192; 0 none;\n"
+            "                        not applied in AddressSanitizer builds)\n"
+            "A progress display (stderr) accompanies runs of several iterations and searches\n"
+            "with a budget over a second: a bar on a terminal, a line every 2 s otherwise.\n"
             "exit codes: 0 ok, 1 planning failure, 2 usage or input error, 3 plugin error\n",
             "image-pairs, interleaved, video, rise-and-fall, text");
 }
@@ -73,44 +86,57 @@ static void json_metrics(FILE *out, const loom_plan *p)
     json_num(out, m->mfu);
 }
 
-int loom_cmd_plan(int argc, char **argv)
-{
+/* Options of one `loom plan` call. */
+typedef struct plan_cli {
     loom_session_args a;
-    loom_session_args_init(&a);
-    const char *out_dir = NULL, *progress_csv = NULL;
-    int json = 0, quiet = 0;
-    for (int i = 1; i < argc; i++) {
-        int used = loom_session_args_take(&a, argc, argv, &i);
-        if (used < 0)
-            return LOOM_EXIT_USAGE;
-        if (used)
-            continue;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return LOOM_EXIT_OK;
-        } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
-            out_dir = argv[++i];
-        } else if (!strcmp(argv[i], "--progress-csv") && i + 1 < argc) {
-            progress_csv = argv[++i];
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else if (!strcmp(argv[i], "--quiet")) {
-            quiet = 1;
-        } else {
-            fprintf(stderr, "loom plan: unknown or incomplete option '%s'\n", argv[i]);
-            usage(stderr);
-            return LOOM_EXIT_USAGE;
-        }
-    }
+    const char *out_dir, *progress_csv;
+    int json, quiet;
+    loom_isolate_opts iso;
+} plan_cli;
+
+/* Engine callback of a search: shows its best makespan so far. */
+static void on_search(void *user, double elapsed_ms, double best_makespan_ms,
+                      int64_t evaluations)
+{
+    (void)elapsed_ms;
+    loom_progress_search(user, best_makespan_ms, evaluations);
+}
+
+/* The figures of a finished plan, for the isolation records. */
+static void result_of(const loom_plan *plan, int32_t k, loom_iter_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->iteration = k;
+    r->ranks = plan->graph->n_ranks;
+    r->cap_violations = plan->metrics.cap_violations;
+    r->makespan_ms = plan->metrics.makespan_ms;
+    r->bubble_ratio = plan->metrics.bubble_ratio;
+    r->mfu = plan->metrics.mfu;
+    r->plan_time_ms = plan->plan_time_ms;
+    r->peak_bytes = plan->metrics.max_peak_bytes;
+    r->evaluations = plan->evaluations;
+}
+
+/* Opens the session, plans every iteration, prints and writes; returns
+ * the exit code. `ch` is the isolation channel, or NULL in-process. */
+static int run_plan(const plan_cli *o, loom_channel *ch)
+{
+    const char *out_dir = o->out_dir, *progress_csv = o->progress_csv;
+    int json = o->json, quiet = o->quiet;
     loom_session s;
     loom_error err = {0};
-    int rc = loom_session_open(&s, &a, &err);
+    int rc = loom_session_open(&s, &o->a, &err);
     if (rc != LOOM_OK) {
         fprintf(stderr, "loom plan: %s\n", err.message);
         loom_session_close(&s);
         return loom_cli_exit_for_status(rc);
     }
     signal(SIGINT, on_sigint);
+    if (ch) {
+        loom_channel_info(ch, s.n_iterations, s.manifest_name);
+        for (int i = 0; i < s.pl->n_steps; i++)
+            loom_channel_step(ch, i, s.pl->steps[i].ctx.plugin_id);
+    }
     FILE *curve = NULL;
     if (progress_csv) {
         curve = fopen(progress_csv, "w");
@@ -133,13 +159,29 @@ int loom_cmd_plan(int argc, char **argv)
     if (!quiet && !json)
         printf("%-5s %12s %8s %8s %10s  %s\n", "iter", "makespan_ms", "bubble", "mfu",
                "plan_ms", "candidate");
+    loom_progress *bar = NULL;
+    if (!quiet && (n > 1 || s.pl->budget_ms > 1000)) {
+        bar = loom_progress_new(stderr, 0);
+        loom_progress_set_total(bar, n);
+        loom_engine_set_progress(on_search, bar);
+    }
+    double limit_ms = loom_isolate_iteration_limit(&o->iso, s.pl->budget_ms);
     int32_t done = 0;
     for (int32_t k = 0; k < n; k++) {
         loom_plan plan;
+        loom_progress_update(bar, "", k, n, done);
+        if (ch)
+            loom_channel_begin(ch, k, limit_ms);
         rc = loom_session_plan(&s, k, &plan, &err);
+        loom_progress_clear(bar);
         if (rc != LOOM_OK) {
             fprintf(stderr, "loom plan: iteration %d: %s\n", k, err.message);
             break;
+        }
+        if (ch) {
+            loom_iter_result r;
+            result_of(&plan, k, &r);
+            loom_channel_result(ch, &r);
         }
         const loom_metrics *m = &plan.metrics;
         if (curve) {
@@ -196,6 +238,8 @@ int loom_cmd_plan(int argc, char **argv)
         }
         if (!quiet && !json && n == 1)
             loom_write_summary(&plan, stdout, &err);
+        if (ch)
+            fflush(stdout); /* keep the rows printed so far if a plugin crashes later */
         loom_plan_clear(&plan);
         done++;
         if (loom_interrupted) {
@@ -205,6 +249,11 @@ int loom_cmd_plan(int argc, char **argv)
             rc = LOOM_EINTERRUPTED;
             break;
         }
+    }
+    if (bar) {
+        loom_engine_set_progress(NULL, NULL);
+        loom_progress_finish(bar);
+        loom_progress_free(bar);
     }
     if (iters)
         fclose(iters);
@@ -232,3 +281,102 @@ int loom_cmd_plan(int argc, char **argv)
     loom_session_close(&s);
     return loom_cli_exit_for_status(rc);
 }
+
+/* Parses a non-negative number option; prints why on failure. */
+static int number_arg(const char *opt, const char *v, double max, double *out)
+{
+    char *end = NULL;
+    double d = v ? strtod(v, &end) : -1;
+    if (!v || !end || *end || !(d >= 0) || d > max) {
+        fprintf(stderr, "loom plan: %s: expected a number in [0, %g], found '%s'\n", opt, max,
+                v ? v : "");
+        return -1;
+    }
+    *out = d;
+    return 0;
+}
+
+/* run_plan as an isolation body. */
+static int plan_body(void *user, loom_channel *ch)
+{
+    return run_plan(user, ch);
+}
+
+/* Runs the planning body under isolation and reports what the isolation
+ * caught; returns the exit code. */
+static int run_isolated(plan_cli *o)
+{
+    loom_run_output out;
+    loom_error err = {0};
+    void (*old)(int) = signal(SIGINT, SIG_IGN); /* the child handles Ctrl-C */
+    int rc = loom_isolate_call(&o->iso, plan_body, o, NULL, NULL, &out, &err);
+    signal(SIGINT, old);
+    int code;
+    if (rc != LOOM_OK) {
+        fprintf(stderr, "loom plan: %s\n", err.message);
+        code = loom_cli_exit_for_status(rc);
+    } else if (out.failure.kind != LOOM_FAIL_NONE && out.failure.kind != LOOM_FAIL_STATUS) {
+        char buf[1024];
+        loom_failure_describe(&out.failure, buf, sizeof buf);
+        fprintf(stderr, "loom plan: %s\n", buf);
+        code = loom_cli_exit_for_status(loom_failure_status(&out.failure));
+    } else {
+        code = out.body_status;
+    }
+    loom_run_output_clear(&out);
+    return code;
+}
+
+int loom_cmd_plan(int argc, char **argv)
+{
+    plan_cli o;
+    memset(&o, 0, sizeof o);
+    loom_session_args_init(&o.a);
+    o.iso.timeout_ms = LOOM_ISOLATE_DEFAULT_TIMEOUT_MS;
+    o.iso.memory_limit_mb = LOOM_ISOLATE_DEFAULT_MEMORY_MB;
+    o.iso.keep_stdout = 1;
+    for (int i = 1; i < argc; i++) {
+        int used = loom_session_args_take(&o.a, argc, argv, &i);
+        if (used < 0)
+            return LOOM_EXIT_USAGE;
+        if (used)
+            continue;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return LOOM_EXIT_OK;
+        } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
+            o.out_dir = argv[++i];
+        } else if (!strcmp(argv[i], "--progress-csv") && i + 1 < argc) {
+            o.progress_csv = argv[++i];
+        } else if (!strcmp(argv[i], "--json")) {
+            o.json = 1;
+        } else if (!strcmp(argv[i], "--quiet")) {
+            o.quiet = 1;
+        } else if (!strcmp(argv[i], "--isolate")) {
+            o.iso.isolate = 1;
+        } else if (!strcmp(argv[i], "--no-isolate")) {
+            o.iso.isolate = 0;
+        } else if (!strcmp(argv[i], "--timeout-ms") || !strcmp(argv[i], "--memory-limit-mb")) {
+            double d;
+            int timeout = !strcmp(argv[i], "--timeout-ms");
+            if (number_arg(argv[i], i + 1 < argc ? argv[i + 1] : NULL,
+                           timeout ? 1e9 : (double)(1 << 30), &d))
+                return LOOM_EXIT_USAGE;
+            i++;
+            if (timeout) {
+                o.iso.timeout_ms = d;
+                o.iso.timeout_given = 1;
+            } else {
+                o.iso.memory_limit_mb = (int64_t)d;
+            }
+        } else {
+            fprintf(stderr, "loom plan: unknown or incomplete option '%s'\n", argv[i]);
+            usage(stderr);
+            return LOOM_EXIT_USAGE;
+        }
+    }
+    if (o.iso.isolate)
+        return run_isolated(&o);
+    return run_plan(&o, NULL);
+}
+
