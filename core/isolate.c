@@ -373,6 +373,9 @@ static int poll_budget(const collector *c, double deadline_ms)
     return left > 1e9 ? 1000000000 : (int)ceil(left);
 }
 
+/* Interval of the progress ticks while the parent waits. */
+#define TICK_MS 250
+
 /* Parent side: reads records until the child ends, fails or times out. */
 static int parent_loop(collector *c, pid_t pid, int fd, volatile int32_t *shared, loom_error *err)
 {
@@ -385,8 +388,13 @@ static int parent_loop(collector *c, pid_t pid, int fd, volatile int32_t *shared
     for (;;) {
         double limit = c->in_iteration ? c->iter_limit_ms : c->opts->timeout_ms;
         int wait_ms = poll_budget(c, phase_start + limit);
+        int tick = c->on_iter && (wait_ms < 0 || wait_ms > TICK_MS);
         struct pollfd pfd = {fd, POLLIN, 0};
-        int n = wait_ms == 0 ? 0 : poll(&pfd, 1, wait_ms);
+        int n = wait_ms == 0 ? 0 : poll(&pfd, 1, tick ? TICK_MS : wait_ms);
+        if (n == 0 && tick) {
+            c->on_iter(c->iter_user, c->current, c->out->n_iterations, 2);
+            continue;
+        }
         if (n < 0 && errno == EINTR) {
             if (loom_interrupted) {
                 kill_child(pid);
@@ -530,6 +538,22 @@ typedef struct plan_job {
     const loom_isolate_opts *opts;
 } plan_job;
 
+double loom_isolate_search_budget_ms(const loom_pipeline *pl)
+{
+    if (pl->budget_ms > 0)
+        return pl->budget_ms;
+    if (pl->ranker < 0)
+        return 0;
+    const loom_step *st = &pl->steps[pl->ranker];
+    for (int i = 0; i < st->n_params; i++) {
+        const loom_param_value *v = &st->params[i];
+        if (v->name && !strcmp(v->name, "budget_ms") &&
+            (v->type == LOOM_PARAM_INT || v->type == LOOM_PARAM_DOUBLE))
+            return v->d > 0 ? v->d : 0;
+    }
+    return 0;
+}
+
 double loom_isolate_iteration_limit(const loom_isolate_opts *opts, double budget_ms)
 {
     if (!(budget_ms > 0))
@@ -572,7 +596,7 @@ static int plan_body(void *user, loom_channel *ch)
     loom_channel_info(ch, s.n_iterations, s.manifest_name);
     for (int i = 0; i < s.pl->n_steps; i++)
         loom_channel_step(ch, i, s.pl->steps[i].ctx.plugin_id);
-    double limit = loom_isolate_iteration_limit(job->opts, s.pl->budget_ms);
+    double limit = loom_isolate_iteration_limit(job->opts, loom_isolate_search_budget_ms(s.pl));
     for (int32_t k = 0; k < s.n_iterations; k++) {
         loom_plan plan;
         loom_channel_begin(ch, k, limit);

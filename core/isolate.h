@@ -25,7 +25,7 @@
 #define LOOM_ISOLATE_DEFAULT_MEMORY_MB 8192
 /* Grace added to a manifest's budget_ms: with a budget the iteration
  * limit is budget + max(LOOM_ISOLATE_GRACE_MS, budget). */
-#define LOOM_ISOLATE_GRACE_MS 2000.0
+#define LOOM_ISOLATE_GRACE_MS 5000.0
 
 /* How a run failed. */
 enum loom_fail_kind {
@@ -76,8 +76,8 @@ typedef struct loom_iter_result {
 } loom_iter_result;
 
 /* Limits of a run. The wall-clock limit of an iteration is timeout_ms
- * for a manifest without budget_ms; with a budget it is budget + grace,
- * lowered to timeout_ms when timeout_given. Opening the session and the
+ * without a search budget (loom_isolate_search_budget_ms); with one it is
+ * budget + grace, lowered to timeout_ms when timeout_given. Opening the session and the
  * time between iterations are limited by timeout_ms. */
 typedef struct loom_isolate_opts {
     int isolate;             /* 1: fork a child; 0: run in this process */
@@ -99,8 +99,9 @@ typedef struct loom_run_output {
     loom_failure failure;      /* kind LOOM_FAIL_NONE when all went well */
 } loom_run_output;
 
-/* Called when an iteration starts (done = 0) and ends (done = 1); for
- * progress displays. */
+/* Called when an iteration starts (done = 0) and ends (done = 1), and
+ * about every 250 ms while an isolated child works (done = 2, with the
+ * current iteration or -1); for progress displays. */
 typedef void (*loom_iter_fn)(void *user, int32_t iteration,
                              int32_t n_iterations, int done);
 
@@ -148,9 +149,15 @@ int loom_isolate_plan(const loom_session_args *args,
 /* Frees the results and zeroes *out (NULL allowed). */
 void loom_run_output_clear(loom_run_output *out);
 
-/* The wall-clock limit of one iteration under opts for a manifest with
- * budget_ms (0: none); see loom_isolate_opts. */
+/* The wall-clock limit of one iteration under opts for a search budget
+ * (0: none); see loom_isolate_opts. */
 double loom_isolate_iteration_limit(const loom_isolate_opts *opts, double budget_ms);
+
+struct loom_pipeline;
+/* The time a search may take per iteration: the manifest's budget_ms,
+ * else the ranker's own "budget_ms" param (the convention of searching
+ * rankers such as mcts, exhaustive, random), else 0. */
+double loom_isolate_search_budget_ms(const struct loom_pipeline *pl);
 
 /* 1 when the address-space limit is applied in this build; 0 in
  * AddressSanitizer builds, whose shadow memory needs terabytes of address

@@ -1,13 +1,22 @@
 /* progress.c - a progress bar on a terminal, periodic plain lines
  * elsewhere, nothing when quiet. */
+#include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 #include "internal.h"
 #include "progress.h"
 
+#define TICK_MS 250
+
 struct loom_progress {
+    pthread_mutex_t lock;   /* guards everything below */
+    pthread_cond_t wake;    /* signals the ticker to stop */
+    pthread_t ticker;
+    int ticking, stop;
     FILE *out;
     int quiet;
     int terminal;
@@ -27,6 +36,8 @@ loom_progress *loom_progress_new(FILE *out, int quiet)
     loom_progress *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->wake, NULL);
     p->out = out;
     p->quiet = quiet || !out;
     p->terminal = out && isatty(fileno(out));
@@ -42,14 +53,19 @@ void loom_progress_configure(loom_progress *p, int terminal, double line_interva
 {
     if (!p)
         return;
+    pthread_mutex_lock(&p->lock);
     p->terminal = terminal != 0;
     p->line_interval_ms = line_interval_ms;
+    pthread_mutex_unlock(&p->lock);
 }
 
 void loom_progress_set_total(loom_progress *p, int64_t total)
 {
-    if (p)
-        p->total = total > 0 ? total : 0;
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->total = total > 0 ? total : 0;
+    pthread_mutex_unlock(&p->lock);
 }
 
 char *loom_progress_duration(char *buf, size_t size, double ms)
@@ -122,10 +138,10 @@ char *loom_progress_format(char *buf, size_t size, const loom_progress_view *v, 
     return buf;
 }
 
-/* Draws now when the throttle allows it (or `force`). */
+/* Draws now when the throttle allows it (or `force`); lock held. */
 static void draw(loom_progress *p, int force)
 {
-    if (!p || p->quiet)
+    if (p->quiet)
         return;
     double now = loom_now_ms();
     double gap = p->terminal ? LOOM_PROGRESS_REDRAW_MS : p->line_interval_ms;
@@ -150,11 +166,58 @@ static void draw(loom_progress *p, int force)
     p->last_draw_ms = now;
 }
 
+/* Ticker thread: redraws until told to stop. */
+static void *tick_main(void *arg)
+{
+    loom_progress *p = arg;
+    pthread_mutex_lock(&p->lock);
+    while (!p->stop) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_nsec += TICK_MS * 1000000L;
+        if (t.tv_nsec >= 1000000000L) {
+            t.tv_sec++;
+            t.tv_nsec -= 1000000000L;
+        }
+        int rc = pthread_cond_timedwait(&p->wake, &p->lock, &t);
+        if (rc == ETIMEDOUT && !p->stop && p->iteration >= 0)
+            draw(p, 0);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+void loom_progress_start_ticker(loom_progress *p)
+{
+    if (!p || p->quiet)
+        return;
+    pthread_mutex_lock(&p->lock);
+    if (!p->ticking) {
+        p->stop = 0;
+        p->ticking = pthread_create(&p->ticker, NULL, tick_main, p) == 0;
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* Stops the ticker thread, if any (lock not held). */
+static void stop_ticker(loom_progress *p)
+{
+    pthread_mutex_lock(&p->lock);
+    int ticking = p->ticking;
+    p->stop = 1;
+    p->ticking = 0;
+    pthread_cond_signal(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+    if (ticking)
+        pthread_join(p->ticker, NULL);
+}
+
 void loom_progress_update(loom_progress *p, const char *label, int32_t iteration,
                           int32_t n_iterations, int64_t done)
 {
     if (!p || p->quiet)
         return;
+    pthread_mutex_lock(&p->lock);
     int changed = strncmp(p->label, label ? label : "", sizeof p->label - 1) != 0;
     snprintf(p->label, sizeof p->label, "%s", label ? label : "");
     if (iteration != p->iteration)
@@ -163,35 +226,48 @@ void loom_progress_update(loom_progress *p, const char *label, int32_t iteration
     p->n_iterations = n_iterations;
     p->done = done;
     draw(p, changed && p->terminal);
+    pthread_mutex_unlock(&p->lock);
 }
 
 void loom_progress_search(loom_progress *p, double best_makespan_ms, int64_t evaluations)
 {
     if (!p || p->quiet)
         return;
+    pthread_mutex_lock(&p->lock);
     p->best_ms = best_makespan_ms;
     p->evaluations = evaluations;
     draw(p, 0);
+    pthread_mutex_unlock(&p->lock);
 }
 
 void loom_progress_clear(loom_progress *p)
 {
     if (!p || p->quiet)
         return;
+    pthread_mutex_lock(&p->lock);
     if (p->terminal && p->drawn) {
         fputs("\r\033[K", p->out);
         fflush(p->out);
         p->drawn = 0;
         p->last_draw_ms = -1;
     }
+    pthread_mutex_unlock(&p->lock);
 }
 
 void loom_progress_finish(loom_progress *p)
 {
+    if (!p)
+        return;
+    stop_ticker(p);
     loom_progress_clear(p);
 }
 
 void loom_progress_free(loom_progress *p)
 {
+    if (!p)
+        return;
+    stop_ticker(p);
+    pthread_cond_destroy(&p->wake);
+    pthread_mutex_destroy(&p->lock);
     free(p);
 }

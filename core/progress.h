@@ -6,9 +6,9 @@
  * displays do nothing. Internal, not installed.
  *
  * Ownership: loom_progress_new returns a display the caller frees with
- * loom_progress_free; the stream is borrowed (never closed). Not
- * thread-safe: the engine serializes its progress callback.
- * Units: milliseconds.
+ * loom_progress_free; the stream is borrowed (never closed). Every call
+ * is thread-safe (a search reports from its worker threads, the ticker
+ * draws from its own). Units: milliseconds.
  */
 #ifndef LOOM_PROGRESS_H
 #define LOOM_PROGRESS_H
@@ -32,6 +32,12 @@ loom_progress *loom_progress_new(FILE *out, int quiet);
  * between plain lines (<= 0: a line for every update); for tests. */
 void loom_progress_configure(loom_progress *p, int terminal,
                              double line_interval_ms);
+
+/* Starts a thread that redraws the display about every 250 ms, so the
+ * elapsed time and the periodic lines keep coming while one long step
+ * (a search) runs. Stopped by loom_progress_finish / loom_progress_free.
+ * Do not fork while it runs. No-op for a quiet display. */
+void loom_progress_start_ticker(loom_progress *p);
 
 /* Total work units (iterations over every run), for the estimate. */
 void loom_progress_set_total(loom_progress *p, int64_t total);

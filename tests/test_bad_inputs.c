@@ -155,6 +155,7 @@ START_TEST(bad_input_case)
 }
 END_TEST
 
+/* The catalogue suite: one loop iteration per case. */
 static Suite *suite(void)
 {
     Suite *s = suite_create("bad_inputs");
@@ -166,6 +167,7 @@ static Suite *suite(void)
     return s;
 }
 
+/* Reads the catalogue, then runs the suite over it. */
 int main(void)
 {
     load_cases();

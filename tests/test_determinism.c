@@ -29,6 +29,7 @@ static void outdir_init(outdir *o)
     ck_assert_ptr_nonnull(mkdtemp(o->path));
 }
 
+/* Removes an output folder and its files. */
 static void outdir_done(const outdir *o)
 {
     char cmd[400];
@@ -182,6 +183,7 @@ START_TEST(blanking_touches_only_plan_time)
 }
 END_TEST
 
+/* The determinism suite. */
 static Suite *suite(void)
 {
     Suite *s = suite_create("determinism");

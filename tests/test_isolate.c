@@ -1,8 +1,9 @@
 /* test_isolate.c - fault isolation: records from a forked child, a crash,
  * an abort, a timeout (with the plugin named through loom_current_step),
  * garbage and truncated records, an early exit, the address-space limit,
- * and real planning runs with the segfaulting and never-returning fixture
- * rankers, isolated and in-process. */
+ * the iteration limit rule, real planning runs with the segfaulting and
+ * never-returning fixture rankers (isolated and in-process), and `loom
+ * plan --isolate` with its progress display. */
 #define _DEFAULT_SOURCE
 #include <signal.h>
 #include <stdlib.h>
@@ -121,14 +122,19 @@ static int body(void *user, loom_channel *ch)
     return 40 + (int)mode;
 }
 
-/* Collects begin/end callbacks. */
+/* Collects begin/end/tick callbacks. */
 typedef struct calls {
-    int begins, ends;
+    int begins, ends, ticks;
 } calls;
 
+/* Counts the callbacks of a run. */
 static void count_calls(void *user, int32_t iteration, int32_t n, int done)
 {
     calls *c = user;
+    if (done == 2) {
+        c->ticks++;
+        return;
+    }
     ck_assert_int_eq(n, 3);
     ck_assert_int_ge(iteration, 0);
     if (done)
@@ -225,6 +231,7 @@ START_TEST(hang_times_out)
     ck_assert_int_eq(out.failure.iteration, 0);
     ck_assert_str_eq(out.failure.plugin_id, "test.sleeper");
     ck_assert_msg(took >= 290 && took < 5000, "took %.0f ms", took);
+    ck_assert_int_ge(c.ticks, 1); /* the parent woke up for progress while waiting */
     char buf[512];
     loom_failure_describe(&out.failure, buf, sizeof buf);
     ck_assert_str_eq(buf, "plugin test.sleeper (pipeline[2]) exceeded the time limit of 300 ms "
@@ -314,17 +321,17 @@ START_TEST(iteration_limits)
 {
     loom_isolate_opts o = {.isolate = 1, .timeout_ms = 60000};
     ck_assert_double_eq(loom_isolate_iteration_limit(&o, 0), 60000);
-    ck_assert_double_eq(loom_isolate_iteration_limit(&o, 100), 2100);
-    ck_assert_double_eq(loom_isolate_iteration_limit(&o, 5000), 10000);
+    ck_assert_double_eq(loom_isolate_iteration_limit(&o, 100), 5100);
+    ck_assert_double_eq(loom_isolate_iteration_limit(&o, 8000), 16000);
     ck_assert_double_eq(loom_isolate_iteration_limit(&o, 600000), 1200000);
     o.timeout_given = 1;
     ck_assert_double_eq(loom_isolate_iteration_limit(&o, 600000), 60000);
-    ck_assert_double_eq(loom_isolate_iteration_limit(&o, 100), 2100);
+    ck_assert_double_eq(loom_isolate_iteration_limit(&o, 100), 5100);
     o.timeout_ms = 500;
     ck_assert_double_eq(loom_isolate_iteration_limit(&o, 100), 500);
     o.timeout_ms = 0;
     ck_assert_double_eq(loom_isolate_iteration_limit(&o, 0), 0);
-    ck_assert_double_eq(loom_isolate_iteration_limit(&o, 100), 2100);
+    ck_assert_double_eq(loom_isolate_iteration_limit(&o, 100), 5100);
 }
 END_TEST
 
@@ -392,7 +399,7 @@ END_TEST
 
 START_TEST(budget_plus_grace_bounds_a_hanging_ranker)
 {
-    /* hang.json sets budget_ms 100: the limit is 100 + max(2000, 100) */
+    /* hang.json sets budget_ms 100: the limit is 100 + max(5000, 100) */
     loom_session_args a;
     fixture_args(&a, PLANNERS "hang.json");
     loom_isolate_opts opts = {.isolate = 1, .timeout_ms = 60000};
@@ -401,7 +408,7 @@ START_TEST(budget_plus_grace_bounds_a_hanging_ranker)
     double t0 = loom_now_ms();
     ck_assert_int_eq(loom_isolate_plan(&a, &opts, NULL, NULL, &out, &err), LOOM_OK);
     ck_assert_int_eq(out.failure.kind, LOOM_FAIL_TIMEOUT);
-    ck_assert_double_eq(out.failure.limit_ms, 2100);
+    ck_assert_double_eq(out.failure.limit_ms, 5100);
     ck_assert_double_lt(loom_now_ms() - t0, 30000);
     loom_run_output_clear(&out);
 }
@@ -452,6 +459,96 @@ START_TEST(bad_input_is_a_status_failure)
 }
 END_TEST
 
+/* ---- `loom plan --isolate` and its progress display ------------------------ */
+
+/* Runs `loom <args>` (stdout and stderr); AddressSanitizer leaves
+ * segfaults to the kernel. Returns the exit code. */
+static int loom(const char *args, char **out)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0\" %s/bin/loom %s",
+             LOOM_TEST_BINARY_DIR, args);
+    return loom_test_run(cmd, out);
+}
+
+/* The makespans of the summary table rows in `text` (at most 8). */
+static int table_makespans(const char *text, double ms[8])
+{
+    int n = 0;
+    for (const char *line = text; line && *line && n < 8; line = strchr(line, '\n')) {
+        while (*line == '\n')
+            line++;
+        int k;
+        double v;
+        if (sscanf(line, "%d %lf", &k, &v) == 2 && k == n)
+            ms[n++] = v;
+    }
+    return n;
+}
+
+START_TEST(cli_plan_isolated_matches_in_process)
+{
+    char *a = NULL, *b = NULL;
+    const char *args = "plan --model vlm-s --parallel tp=4,pp=4,mb=8 --iterations 3 --seed 5";
+    char iso[512];
+    snprintf(iso, sizeof iso, "%s --isolate --timeout-ms 60000 --memory-limit-mb 8192", args);
+    ck_assert_int_eq(loom(args, &a), 0);
+    ck_assert_int_eq(loom(iso, &b), 0);
+    double ma[8], mb[8];
+    ck_assert_int_eq(table_makespans(a, ma), 3);
+    ck_assert_int_eq(table_makespans(b, mb), 3);
+    for (int k = 0; k < 3; k++)
+        ck_assert_double_eq(ma[k], mb[k]);
+    has(b, "mean iteration ");
+    free(a);
+    free(b);
+}
+END_TEST
+
+START_TEST(cli_plan_isolated_reports_crash_and_hang)
+{
+    char *out = NULL;
+    ck_assert_int_eq(loom("plan --manifest " PLANNERS "crash.json --model vlm-s "
+                          "--parallel tp=4,pp=4,mb=8 --isolate",
+                          &out),
+                     3);
+    double ms[8];
+    ck_assert_int_eq(table_makespans(out, ms), 2); /* the rows before the crash */
+    has(out, "loom plan: plugin fixture.crash-rank (pipeline[2]) was killed by signal 11 "
+             "(SIGSEGV) at iteration 2");
+    free(out);
+    ck_assert_int_eq(loom("plan --manifest " PLANNERS "hang.json --model vlm-s "
+                          "--parallel tp=4,pp=4,mb=8 --isolate --timeout-ms 400 --json",
+                          &out),
+                     3);
+    has(out, "loom plan: plugin fixture.hang-rank (pipeline[2]) exceeded the time limit of 400 ms "
+             "at iteration 2 (timeout)");
+    free(out);
+    ck_assert_int_eq(loom("plan --isolate --timeout-ms x", &out), 2);
+    has(out, "--timeout-ms: expected a number in [0, 1e+09], found 'x'");
+    free(out);
+}
+END_TEST
+
+START_TEST(cli_plan_progress_lines)
+{
+    char *out = NULL;
+    const char *args = "plan --manifest " LOOM_TEST_SOURCE_DIR "/examples/manifests/pipeweaver.json "
+                       "--iterations 1 --param ranker.budget_ms=2600";
+    ck_assert_int_eq(loom(args, &out), 0);
+    has(out, "loom:   0% (0/1) iteration 1/1 best ");
+    has(out, " evaluations) elapsed 2.");
+    ck_assert_ptr_null(strchr(out, '\r')); /* not a terminal: plain lines */
+    free(out);
+    char quiet[1024];
+    snprintf(quiet, sizeof quiet, "%s --quiet", args);
+    ck_assert_int_eq(loom(quiet, &out), 0);
+    ck_assert_ptr_null(strstr(out, "loom: "));
+    free(out);
+}
+END_TEST
+
 static Suite *isolate_suite(void)
 {
     Suite *s = suite_create("isolate");
@@ -473,6 +570,12 @@ static Suite *isolate_suite(void)
     tcase_add_test(tc, isolated_equals_in_process);
     tcase_add_test(tc, bad_input_is_a_status_failure);
     suite_add_tcase(s, tc);
+    TCase *cli = tcase_create("cli");
+    tcase_set_timeout(cli, 180);
+    tcase_add_test(cli, cli_plan_isolated_matches_in_process);
+    tcase_add_test(cli, cli_plan_isolated_reports_crash_and_hang);
+    tcase_add_test(cli, cli_plan_progress_lines);
+    suite_add_tcase(s, cli);
     return s;
 }
 

@@ -1,7 +1,8 @@
 /*
  * test_signals.c - SIGINT during a long search: `loom plan` stops within
  * seconds, exits 1, keeps the best plan found so far, writes it with
- * --out (complete files only) and says so.
+ * --out (complete files only) and says so; also for Ctrl-C (SIGINT to the
+ * process group) on an --isolate run.
  */
 #define _DEFAULT_SOURCE /* mkdtemp, usleep */
 #include <dirent.h>
@@ -45,12 +46,14 @@ static int catches_sigint(pid_t pid)
     return yes;
 }
 
-/* Starts bin/loom with argv (NULL-terminated), output to `log`. */
+/* Starts bin/loom with argv (NULL-terminated), output to `log`, in a
+ * process group of its own (as a terminal job is). */
 static pid_t start_loom(char *const argv[], const char *log)
 {
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
+        setpgid(0, 0);
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fd < 0)
             _exit(126);
@@ -82,9 +85,11 @@ static int wait_for(pid_t pid, double limit_s)
 }
 
 /* Interrupts a long MCTS search of a 3-iteration workload once the CLI
- * has installed its handler and searched for a moment. Returns the output
- * (caller frees) and the exit code in *code. */
-static char *interrupt_search(const char *out_dir, int *code)
+ * has installed its handler and searched for a moment: SIGINT to the
+ * process, or with `isolate` (--isolate) to its whole process group, as
+ * Ctrl-C in a terminal does. Returns the output (caller frees) and the
+ * exit code in *code. */
+static char *interrupt_search(const char *out_dir, int isolate, int *code)
 {
     char loom[4096], manifest[4096], log[] = "/tmp/loom-sigint-XXXXXX";
     snprintf(loom, sizeof loom, "%s", loom_test_bin("bin/loom"));
@@ -106,6 +111,8 @@ static char *interrupt_search(const char *out_dir, int *code)
         argv[n++] = "--out";
         argv[n++] = (char *)out_dir;
     }
+    if (isolate)
+        argv[n++] = "--isolate";
     argv[n] = NULL;
     pid_t pid = start_loom(argv, log);
     double give_up = now_s() + 120;
@@ -116,7 +123,7 @@ static char *interrupt_search(const char *out_dir, int *code)
     ck_assert_msg(catches_sigint(pid), "loom plan never installed its SIGINT handler");
     usleep(1000000); /* let the search run */
     double sent = now_s();
-    ck_assert_int_eq(kill(pid, SIGINT), 0);
+    ck_assert_int_eq(kill(isolate ? -pid : pid, SIGINT), 0);
     int status = wait_for(pid, 60);
     double took = now_s() - sent;
     ck_assert_msg(status != -1, "loom plan did not stop within 60 s of SIGINT");
@@ -131,12 +138,14 @@ static char *interrupt_search(const char *out_dir, int *code)
     return text;
 }
 
-START_TEST(sigint_writes_the_best_plan_so_far)
+/* Interrupts a run writing to a fresh folder and checks the message and
+ * the files: iteration 0 complete, nothing else, no temporary file. */
+static void check_interrupted_outputs(int isolate)
 {
     char dir[] = "/tmp/loom-sigint-out-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
     int code = -1;
-    char *out = interrupt_search(dir, &code);
+    char *out = interrupt_search(dir, isolate, &code);
     ck_assert_msg(code == 1, "exit %d, expected 1 (interrupted)\n%s", code, out);
     char want[512];
     snprintf(want, sizeof want,
@@ -173,12 +182,23 @@ START_TEST(sigint_writes_the_best_plan_so_far)
     snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
     ck_assert_int_eq(system(rm), 0);
 }
+
+START_TEST(sigint_writes_the_best_plan_so_far)
+{
+    check_interrupted_outputs(0);
+}
+END_TEST
+
+START_TEST(ctrl_c_on_an_isolated_run_writes_the_best_plan_so_far)
+{
+    check_interrupted_outputs(1);
+}
 END_TEST
 
 START_TEST(sigint_without_out_still_reports)
 {
     int code = -1;
-    char *out = interrupt_search(NULL, &code);
+    char *out = interrupt_search(NULL, 0, &code);
     ck_assert_msg(code == 1, "exit %d, expected 1 (interrupted)\n%s", code, out);
     ck_assert_msg(strstr(out, "loom plan: interrupted: kept the best plan found so far; 1 "
                               "iteration(s) planned\n") != NULL,
@@ -189,6 +209,7 @@ START_TEST(sigint_without_out_still_reports)
 }
 END_TEST
 
+/* The SIGINT suite. */
 static Suite *suite(void)
 {
     Suite *s = suite_create("signals");
@@ -196,6 +217,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, sigint_writes_the_best_plan_so_far);
     tcase_add_test(tc, sigint_without_out_still_reports);
+    tcase_add_test(tc, ctrl_c_on_an_isolated_run_writes_the_best_plan_so_far);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -37,6 +37,7 @@ static void write_file(const char *path, const char *text, mode_t mode)
     ck_assert_int_eq(chmod(path, mode), 0);
 }
 
+/* Creates the fixture's folders and files. */
 static void fx_init(fixture *fx)
 {
     snprintf(fx->root, sizeof fx->root, "/tmp/loom-trust-XXXXXX");
@@ -51,6 +52,7 @@ static void fx_init(fixture *fx)
     write_file(fx->binary, "not really an ELF file\n", 0755);
 }
 
+/* Removes the fixture's root folder and everything in it. */
 static void fx_done(fixture *fx)
 {
     char cmd[400];
@@ -323,6 +325,7 @@ START_TEST(cli_names_the_file_and_honours_the_flag)
 }
 END_TEST
 
+/* The trust suite: rules, then the registry and the CLI. */
 static Suite *suite(void)
 {
     Suite *s = suite_create("trust");

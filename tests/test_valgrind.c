@@ -134,6 +134,7 @@ static int plugin_cycle(void)
     return 0;
 }
 
+/* The memcheck suite. */
 static Suite *suite(void)
 {
     Suite *s = suite_create("valgrind");
@@ -146,6 +147,7 @@ static Suite *suite(void)
     return s;
 }
 
+/* Runs the suite, or the plugin cycle when called with --plugin-cycle. */
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--plugin-cycle"))

@@ -24,7 +24,7 @@ cd "$root"
 seconds=${FUZZ_SECONDS:-60}
 build=${FUZZ_BUILD:-build-fuzz}
 jobs=${FUZZ_JOBS:-1}
-all=(json plugin_manifest planner_manifest model cluster workload stage_times table parallel)
+all=(json plugin_manifest planner_manifest model cluster workload stage_times table parallel suite)
 read -r -a only <<<"${FUZZ_ONLY:-${all[*]}}"
 
 case "$seconds" in ''|*[!0-9]*) echo "fuzz.sh: FUZZ_SECONDS must be a whole number, found '$seconds'" >&2; exit 2;; esac
@@ -56,6 +56,7 @@ seeds_for() {
     cluster) ls examples/clusters/*.json ;;
     workload) ls examples/workloads/*.jsonl ;;
     stage_times) ls examples/stage-times/*.json ;;
+    suite) ls examples/ci/suite.json tests/fuzz/seeds/suite/* ;;
     table|parallel) ls tests/fuzz/seeds/"$1"/* ;;
   esac
 }
@@ -71,9 +72,6 @@ seed_corpus() {
     [ -e "$dst" ] && continue
     if [ "$h" = workload ]; then head -n 4 "$f" >"$dst"; else cp "$f" "$dst"; fi
   done
-  if [ -d "tests/fuzz/seeds/$h" ] && [ "$h" != table ] && [ "$h" != parallel ]; then
-    cp -n tests/fuzz/seeds/"$h"/* "$dir"/ 2>/dev/null || true
-  fi
 }
 
 # Runs harness $1: regressions first, then fuzzing; writes a result line

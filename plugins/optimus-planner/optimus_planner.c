@@ -11,12 +11,13 @@
  * choose - so only plans no policy can fit are dropped), and emits
  * candidates for the ranker:
  *
+ *   - encoder TP groups smaller than the backbone's run side by side
+ *     inside one Loom rank (a whole TP group), so TP_enc only changes
+ *     memory: of the plans differing only in TP_enc the one with the
+ *     least memory, TP_enc = TP_llm, is emitted;
  *   - replicas off (default): one encoder pipeline per backbone pipeline,
- *     PP_enc = PP_llm, colocated stage by stage. Encoder TP groups
- *     smaller than the backbone's run side by side inside one Loom rank
- *     (a whole TP group), so TP_enc only changes memory and the planner
- *     keeps the plan with the least memory;
- *   - replicas on: every feasible plan with its m_pp = PP_llm / PP_enc
+ *     PP_enc = PP_llm, colocated stage by stage;
+ *   - replicas on: every feasible PP_enc with its m_pp = PP_llm / PP_enc
  *     encoder pipelines as replica flows and the microbatch splits over
  *     them (the most even split, then splits one microbatch away, up to
  *     max_splits), capped at max_candidates. Needs the graph builder's
@@ -263,9 +264,10 @@ static int opt_partition(void *self, const loom_problem *problem,
     int32_t emitted = 0, feasible = 0, M = par->microbatches;
     double least = -1;
     for (int32_t i = 0; i < n && emitted < max_cand; i++) {
-        /* single: tp descending among PP_enc = PP_llm (least memory first) */
-        const loom_optimus_plan *p = replicas ? &plans[i] : &plans[n - 1 - i];
-        if (!replicas && p->pp != par->pp)
+        /* TP_enc < TP_llm simulates like TP_llm (folded into the rank) with
+         * more memory, so only TP_enc = TP_llm is emitted */
+        const loom_optimus_plan *p = &plans[i];
+        if (p->tp != par->tp || (!replicas && p->pp != par->pp))
             continue;
         if (replicas && p->m_pp > OPT_MAX_PIPES)
             continue;
@@ -291,8 +293,6 @@ static int opt_partition(void *self, const loom_problem *problem,
                 return rc;
             emitted++;
         }
-        if (!replicas && emitted > 0)
-            break;
     }
     if (emitted == 0)
         return host->error(err, LOOM_EINFEASIBLE,

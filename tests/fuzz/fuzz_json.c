@@ -44,6 +44,8 @@ static void walk(const cJSON *item, const char *path, int depth)
     }
 }
 
+/* libFuzzer entry: runs one input through the parser; never fails on bad
+ * input, only on a crash, a leak or a broken invariant. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *text = loom_fuzz_strdup(data, size);

@@ -6,6 +6,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* libFuzzer entry: runs one input through the parser; never fails on bad
+ * input, only on a crash, a leak or a broken invariant. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *path = loom_fuzz_file("model.json", data, size);

@@ -54,6 +54,8 @@ static void round_trip(const loom_workload *w)
     free(text);
 }
 
+/* libFuzzer entry: runs one input through the parser; never fails on bad
+ * input, only on a crash, a leak or a broken invariant. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *text = loom_fuzz_strdup(data, size);

@@ -35,9 +35,9 @@ static void usage(FILE *out)
             "                        byte-identical between runs)\n"
             "  --isolate             plan in a forked child per case and manifest (default)\n"
             "  --no-isolate          plan in this process (no limits; a crash ends the run)\n"
-            "  --timeout-ms N        wall-clock limit per iteration (default 60000; for a\n"
-            "                        manifest with budget_ms: budget + max(2000, budget), or N\n"
-            "                        when given and smaller)\n"
+            "  --timeout-ms N        wall-clock limit per iteration (default 60000; with a\n"
+            "                        search budget (budget_ms of the manifest or the ranker):\n"
+            "                        budget + max(5000, budget), or N when given and smaller)\n"
             "  --memory-limit-mb N   address-space limit of each child (default 8192; 0 none;\n"
             "                        not applied in AddressSanitizer builds)\n"
             "  --quiet               no progress display\n"
@@ -217,11 +217,12 @@ typedef struct ab_progress {
     int64_t done;
 } ab_progress;
 
-/* Iteration callback of a run: advances the display. */
+/* Iteration callback of a run: advances (or, on a tick, redraws) the
+ * display. */
 static void on_iter(void *user, int32_t iteration, int32_t n_iterations, int done)
 {
     ab_progress *p = user;
-    if (done)
+    if (done == 1)
         p->done++;
     loom_progress_update(p->bar, p->label, iteration, n_iterations, p->done);
 }

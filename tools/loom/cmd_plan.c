@@ -48,8 +48,9 @@ static void usage(FILE *out)
             "  --isolate             plan in a forked child: a crash, a hang or exhausted memory\n"
             "                        is reported with the plugin, signal or limit and iteration\n"
             "  --timeout-ms N        with --isolate: wall-clock limit per iteration (default\n"
-            "                        60000; for a manifest with budget_ms: budget + max(2000,\n"
-            "                        budget), or N when given and smaller)\n"
+            "                        60000; with a search budget (budget_ms of the manifest or\n"
+            "                        the ranker): budget + max(5000, budget), or N when given\n"
+            "                        and smaller)\n"
             "  --memory-limit-mb N   with --isolate: address-space limit (default 8192; 0 none;\n"
             "                        not applied in AddressSanitizer builds)\n"
             "A progress display (stderr) accompanies runs of several iterations and searches\n"
@@ -159,13 +160,15 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
     if (!quiet && !json)
         printf("%-5s %12s %8s %8s %10s  %s\n", "iter", "makespan_ms", "bubble", "mfu",
                "plan_ms", "candidate");
+    double budget_ms = loom_isolate_search_budget_ms(s.pl);
     loom_progress *bar = NULL;
-    if (!quiet && (n > 1 || s.pl->budget_ms > 1000)) {
+    if (!quiet && (n > 1 || budget_ms > 1000)) {
         bar = loom_progress_new(stderr, 0);
         loom_progress_set_total(bar, n);
         loom_engine_set_progress(on_search, bar);
+        loom_progress_start_ticker(bar);
     }
-    double limit_ms = loom_isolate_iteration_limit(&o->iso, s.pl->budget_ms);
+    double limit_ms = loom_isolate_iteration_limit(&o->iso, budget_ms);
     int32_t done = 0;
     for (int32_t k = 0; k < n; k++) {
         loom_plan plan;
