@@ -26,7 +26,7 @@ typedef struct build {
 static int32_t subs_of(const build *b, int32_t f, int32_t mb)
 {
     int32_t s = b->part->subs ? b->part->subs[f * b->part->cap_microbatches + mb] : 1;
-    return s < 1 ? 1 : s;
+    return s < 0 ? 0 : s; /* 0: the flow skips this microbatch (a replica flow) */
 }
 
 /* Stage id of (f, mb, sub) at position p; what: 0 F, 1 B or I, 2 W. */
@@ -52,7 +52,7 @@ static int check_partition(const loom_problem *pb, const loom_partition *pt,
     int32_t total_layers = 0;
     for (int32_t m = 0; m < model->n_modules; m++)
         total_layers += model->modules[m].n_layers;
-    uint8_t *placed = calloc((size_t)total_layers + 1, 1);
+    int32_t *placed = calloc((size_t)total_layers + 1, sizeof(int32_t));
     int32_t *first = calloc((size_t)model->n_modules + 1, sizeof(int32_t));
     if (!placed || !first) {
         free(placed);
@@ -90,10 +90,8 @@ static int check_partition(const loom_problem *pb, const loom_partition *pt,
                                         f, p, s);
                     break;
                 }
-                for (int32_t l = 0; l < sp->n_layers && rc == LOOM_OK; l++)
-                    if (placed[first[sp->module] + sp->first_layer + l]++)
-                        rc = loom_set_error(err, LOOM_EINVAL, "partition: layer %d of module %s is placed twice",
-                                            sp->first_layer + l, model->modules[sp->module].name);
+                for (int32_t l = 0; l < sp->n_layers; l++)
+                    placed[first[sp->module] + sp->first_layer + l]++;
             }
         }
     }
@@ -104,6 +102,37 @@ static int check_partition(const loom_problem *pb, const loom_partition *pt,
                                     model->modules[m].name);
                 break;
             }
+    /* A layer held by several flows (replica pipelines) must run exactly
+     * once in every microbatch: the flows holding it run disjoint ones. */
+    int replicas = 0;
+    for (int32_t i = 0; i < total_layers && rc == LOOM_OK; i++)
+        replicas |= placed[i] > 1;
+    for (int32_t mb = 0; replicas && mb < pt->n_microbatches && rc == LOOM_OK; mb++) {
+        memset(placed, 0, (size_t)total_layers * sizeof(int32_t));
+        for (int32_t f = 0; f < pt->n_flows; f++) {
+            if (pt->subs && pt->subs[f * pt->cap_microbatches + mb] < 1)
+                continue;
+            const loom_flow *fl = &pt->flows[f];
+            for (int32_t p = 0; p < fl->n_pos; p++) {
+                const loom_position *pos = &pt->positions[fl->pos_off + p];
+                for (int32_t s = 0; s < pos->n_spans; s++) {
+                    const loom_span *sp = &pt->spans[pos->span_off + s];
+                    for (int32_t l = 0; l < sp->n_layers; l++)
+                        placed[first[sp->module] + sp->first_layer + l]++;
+                }
+            }
+        }
+        for (int32_t m = 0; m < model->n_modules && rc == LOOM_OK; m++)
+            for (int32_t l = 0; l < model->modules[m].n_layers; l++)
+                if (placed[first[m] + l] != 1) {
+                    rc = loom_set_error(err, LOOM_EINVAL,
+                                        "partition: layer %d of module %s runs %d times in "
+                                        "microbatch %d (flows holding a layer must run disjoint "
+                                        "microbatches)",
+                                        l, model->modules[m].name, placed[first[m] + l], mb);
+                    break;
+                }
+    }
     for (int32_t i = 0; i < pt->n_modules * pt->n_samples && rc == LOOM_OK; i++)
         if (pt->sample_mb[i] < -1 || pt->sample_mb[i] >= pt->n_microbatches)
             rc = loom_set_error(err, LOOM_EINVAL, "partition: sample %d of module %d in microbatch %d of %d",

@@ -122,6 +122,7 @@ static int is(const token *t, const char *word)
     return (int)strlen(word) == t->len && !strncmp(t->s, word, (size_t)t->len);
 }
 
+/* 1 when token t is an identifier. */
 static int is_ident(const token *t)
 {
     return isalpha((unsigned char)t->s[0]) || t->s[0] == '_';

@@ -14,6 +14,7 @@
 #include "progress.h"
 #include "session.h"
 
+/* Prints the usage text. */
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -46,6 +47,7 @@ static void usage(FILE *out)
             "2 bad input, 3 plugin failure (crash, timeout, memory limit, garbage)\n");
 }
 
+/* SIGINT: stop the running child and the run. */
 static void on_sigint(int sig)
 {
     (void)sig;
@@ -227,15 +229,19 @@ static void on_iter(void *user, int32_t iteration, int32_t n_iterations, int don
     loom_progress_update(p->bar, p->label, iteration, n_iterations, p->done);
 }
 
-/* Adapters from the report writers to loom_write_atomic. */
+/* The Markdown writer in the shape loom_write_atomic calls. */
 static int write_md(void *r, FILE *out, loom_error *err)
 {
     return loom_ab_write_markdown(r, out, err);
 }
+
+/* The JSON writer in the shape loom_write_atomic calls. */
 static int write_json(void *r, FILE *out, loom_error *err)
 {
     return loom_ab_write_json(r, out, err);
 }
+
+/* The JUnit writer in the shape loom_write_atomic calls. */
 static int write_junit(void *r, FILE *out, loom_error *err)
 {
     return loom_ab_write_junit(r, out, err);

@@ -19,6 +19,7 @@
 #include "registry.h"
 #include "session.h"
 
+/* Prints the usage text. */
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -59,6 +60,8 @@ static void usage(FILE *out)
             "image-pairs, interleaved, video, rise-and-fall, text");
 }
 
+/* SIGINT: the search stops and keeps its best plan; a second one stops
+ * the process at once. */
 static void on_sigint(int sig)
 {
     (void)sig;
@@ -75,6 +78,7 @@ static void json_num(FILE *out, double v)
         fprintf(out, "%.6f", v);
 }
 
+/* One iteration's metrics as JSON members. */
 static void json_metrics(FILE *out, const loom_plan *p)
 {
     const loom_metrics *m = &p->metrics;
@@ -305,19 +309,35 @@ static int plan_body(void *user, loom_channel *ch)
     return run_plan(user, ch);
 }
 
+static volatile sig_atomic_t parent_interrupted;
+
+/* SIGINT in the parent of an isolated run: Ctrl-C reaches the child too
+ * (same process group), which keeps its best plan and stops; the parent
+ * waits for it. A second Ctrl-C stops both at once. */
+static void on_parent_sigint(int sig)
+{
+    (void)sig;
+    parent_interrupted = 1;
+    signal(SIGINT, SIG_DFL);
+}
+
 /* Runs the planning body under isolation and reports what the isolation
  * caught; returns the exit code. */
 static int run_isolated(plan_cli *o)
 {
     loom_run_output out;
     loom_error err = {0};
-    void (*old)(int) = signal(SIGINT, SIG_IGN); /* the child handles Ctrl-C */
+    void (*old)(int) = signal(SIGINT, on_parent_sigint);
     int rc = loom_isolate_call(&o->iso, plan_body, o, NULL, NULL, &out, &err);
     signal(SIGINT, old);
     int code;
     if (rc != LOOM_OK) {
         fprintf(stderr, "loom plan: %s\n", err.message);
         code = loom_cli_exit_for_status(rc);
+    } else if (out.failure.kind == LOOM_FAIL_SIGNAL && out.failure.signal == SIGINT &&
+               parent_interrupted) {
+        fprintf(stderr, "loom plan: interrupted\n");
+        code = loom_cli_exit_for_status(LOOM_EINTERRUPTED);
     } else if (out.failure.kind != LOOM_FAIL_NONE && out.failure.kind != LOOM_FAIL_STATUS) {
         char buf[1024];
         loom_failure_describe(&out.failure, buf, sizeof buf);

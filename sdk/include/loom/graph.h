@@ -69,8 +69,10 @@ typedef struct loom_partition {
     int32_t n_samples;
     int32_t n_modules;
     int32_t *sample_mb;            /* n_modules * n_samples */
-    /* subs[flow * cap_microbatches + mb]: sub-microbatches (>= 1) that
-     * microbatch mb is split into on that flow. */
+    /* subs[flow * cap_microbatches + mb]: sub-microbatches that microbatch
+     * mb is split into on that flow (>= 1), or 0 when the flow does not run
+     * mb (one of several replica pipelines of a module, each running its
+     * own microbatches; every layer still runs once per microbatch). */
     int32_t *subs;
 
     int32_t split_backward;        /* 1: backward as I + W stages */

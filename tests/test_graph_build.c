@@ -1,0 +1,127 @@
+/* test_graph_build.c - the core graph builder on a real pipeline: stage
+ * and edge counts of a modality-aware partition, replica flows that split
+ * the microbatches between them, and the partition errors it reports. */
+#include <string.h>
+#include "testutil.h"
+#include "engine_api.h"
+#include "pipeline.h"
+#include "problem_io.h"
+#include "session.h"
+
+static loom_session s;
+
+static void open_session(const char *manifest)
+{
+    loom_session_args a;
+    loom_session_args_init(&a);
+    a.manifest = manifest;
+    a.model = "vlm-s";
+    a.iterations = 1;
+    loom_error err = {0};
+    int rc = loom_session_open(&s, &a, &err);
+    ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+}
+
+/* One flow per module over 4 ranks, one layer per position... */
+static loom_partition *two_flows(loom_candidates *set, int replicate)
+{
+    loom_partition *p = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(set->add(set, &p, &err), LOOM_OK);
+    const loom_model *m = s.problem.model;
+    int32_t n_pos = 0, n_spans = 0;
+    int copies = replicate ? 2 : 1;
+    p->n_flows = 0;
+    for (int32_t mod = 0; mod < m->n_modules; mod++) {
+        int reps = mod == 0 ? copies : 1;
+        for (int r = 0; r < reps; r++) {
+            loom_flow *fl = &p->flows[p->n_flows];
+            memset(fl, 0, sizeof *fl);
+            fl->pos_off = n_pos;
+            fl->module = mod;
+            for (int32_t q = 0; q < 4; q++) {
+                int32_t per = m->modules[mod].n_layers / 4;
+                int32_t first = q * per, n = q == 3 ? m->modules[mod].n_layers - first : per;
+                p->spans[n_spans] = (loom_span){mod, first, n, 0};
+                p->positions[n_pos] = (loom_position){q, n_spans, 1, 0};
+                n_spans++;
+                n_pos++;
+            }
+            fl->n_pos = 4;
+            if (mod == 1) {
+                fl->n_inputs = copies;
+                for (int k = 0; k < copies; k++)
+                    fl->inputs[k] = k;
+            }
+            p->n_flows++;
+        }
+    }
+    p->n_positions = n_pos;
+    p->n_spans = n_spans;
+    p->n_microbatches = s.problem.parallel.microbatches;
+    for (int32_t i = 0; i < p->n_modules * p->n_samples; i++)
+        p->sample_mb[i] = loom_default_microbatch(&s.workload->iterations[0], i % p->n_samples,
+                                                  p->n_microbatches);
+    if (replicate) /* flow 0 runs even microbatches, flow 1 odd ones */
+        for (int32_t mb = 0; mb < p->n_microbatches; mb++) {
+            p->subs[0 * p->cap_microbatches + mb] = mb % 2 == 0;
+            p->subs[1 * p->cap_microbatches + mb] = mb % 2 == 1;
+        }
+    return p;
+}
+
+START_TEST(test_counts_and_replicas)
+{
+    open_session(loom_test_src("examples/manifests/megatron-1f1b.json"));
+    const loom_iteration *it = &s.workload->iterations[0];
+    loom_candidates *set = loom_candidates_new(&s.problem, it);
+    loom_ctx *cost = &s.pl->steps[s.pl->cost_model].ctx;
+    loom_error err = {0};
+    int32_t M = s.problem.parallel.microbatches;
+
+    loom_stage_graph *g = NULL;
+    loom_partition *p = two_flows(set, 0);
+    ck_assert_int_eq(loom_graph_build(cost, &s.problem, it, p, &g, &err), LOOM_OK);
+    /* 2 flows x 4 positions x (F + B) per microbatch */
+    ck_assert_int_eq(g->n_stages, M * 2 * 4 * 2);
+    ck_assert_int_eq(g->n_groups, M * 2);
+    ck_assert_int_eq(loom_graph_check(g, &err), LOOM_OK);
+    /* the backbone's first F waits for the encoder's last F */
+    int32_t first_llm_f = 8 + 0;
+    ck_assert_int_eq(g->pred_off[first_llm_f + 1] - g->pred_off[first_llm_f], 1);
+    ck_assert_int_eq(g->flow[g->pred[g->pred_off[first_llm_f]]], 0);
+    loom_graph_free(g);
+
+    p = two_flows(set, 1);
+    ck_assert_int_eq(loom_graph_build(cost, &s.problem, it, p, &g, &err), LOOM_OK);
+    /* each microbatch runs one encoder replica: the same stage count */
+    ck_assert_int_eq(g->n_stages, M * 2 * 4 * 2);
+    for (int32_t v = 0; v < g->n_stages; v++)
+        if (g->flow[v] < 2 && g->kind[v] == LOOM_STAGE_F)
+            ck_assert_int_eq(g->microbatch[v] % 2, g->flow[v]);
+    loom_graph_free(g);
+
+    /* both replicas running microbatch 0: its layers would run twice */
+    p->subs[1 * p->cap_microbatches + 0] = 1;
+    ck_assert_int_eq(loom_graph_build(cost, &s.problem, it, p, &g, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "runs 2 times in microbatch 0"));
+
+    /* a layer nobody holds */
+    p = two_flows(set, 0);
+    p->spans[3].n_layers--;
+    ck_assert_int_eq(loom_graph_build(cost, &s.problem, it, p, &g, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "is not placed"));
+    loom_candidates_free(set);
+    loom_session_close(&s);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("graph_build");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_counts_and_replicas);
+    suite_add_tcase(su, tc);
+    return loom_test_main(su);
+}
