@@ -35,7 +35,7 @@ if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
     echo "fuzz.sh: clang not found (Debian: apt-get install clang libclang-rt-14-dev)" >&2
     exit 2
   fi
-  if ! grep -q '^LOOM_FUZZ:UNINITIALIZED=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+  if ! grep -q '^LOOM_FUZZ:[A-Z]*=ON' "$build/CMakeCache.txt" 2>/dev/null; then
     CC=clang cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_FUZZ=ON \
       -DLOOM_BUILD_TESTS=OFF >"$build.configure.log" 2>&1 ||
       { cat "$build.configure.log" >&2; exit 2; }
