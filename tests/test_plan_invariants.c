@@ -1,0 +1,153 @@
+/* test_plan_invariants.c - what every plan from the PipeWeaver pipeline
+ * must satisfy: every stage once, dependencies honoured, peak memory under
+ * the cap, the same seed gives the same plan, and replaying plan.json's own
+ * per-rank action lists in the simulator gives the plan's makespan. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+#include "testutil.h"
+#include "engine_api.h"
+#include "output.h"
+#include "session.h"
+
+/* Plans iteration k of `model` with the pipeweaver manifest (short search). */
+static void plan_one(const char *model, int32_t k, const char *memory_tuner, loom_session *s,
+                     loom_plan *plan)
+{
+    loom_session_args a;
+    loom_session_args_init(&a);
+    a.manifest = loom_test_src("examples/manifests/pipeweaver.json");
+    a.model = model;
+    a.iterations = k + 1;
+    a.params[a.n_params++] = "ranker.max_evaluations=40";
+    a.params[a.n_params++] = "ranker.budget_ms=60000";
+    static char use[64];
+    snprintf(use, sizeof use, "memory_tuner=%s", memory_tuner);
+    a.uses[a.n_uses++] = use;
+    loom_error err = {0};
+    int rc = loom_session_open(s, &a, &err);
+    ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+    rc = loom_session_plan(s, k, plan, &err);
+    ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+}
+
+/* plan.json text of a plan (caller frees). */
+static char *plan_json(const loom_plan *plan)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    loom_error err = {0};
+    ck_assert_int_eq(loom_write_plan_json(plan, f, &err), LOOM_OK);
+    fclose(f);
+    return buf;
+}
+
+static void check_invariants(const loom_plan *plan)
+{
+    const loom_stage_graph *g = plan->graph;
+    const loom_schedule *s = plan->schedule;
+    /* every stage exactly once, in its own rank's list */
+    char *seen = calloc((size_t)g->n_stages, 1);
+    for (int32_t r = 0; r < g->n_ranks; r++)
+        for (int32_t i = s->rank_off[r]; i < s->rank_off[r + 1]; i++) {
+            int32_t v = s->order[i];
+            ck_assert_int_eq(g->rank[v], r);
+            ck_assert_int_eq(seen[v], 0);
+            seen[v] = 1;
+        }
+    for (int32_t v = 0; v < g->n_stages; v++)
+        ck_assert_int_eq(seen[v], 1);
+    free(seen);
+    /* dependencies: every stage starts after each predecessor ends + P2P */
+    for (int32_t v = 0; v < g->n_stages; v++)
+        for (int32_t e = g->pred_off[v]; e < g->pred_off[v + 1]; e++)
+            ck_assert(plan->metrics.start_ms[v] + 1e-9 >=
+                      plan->metrics.end_ms[g->pred[e]] + g->pred_p2p_ms[e]);
+    /* memory cap */
+    ck_assert(g->memory_cap_bytes > 0);
+    for (int32_t r = 0; r < g->n_ranks; r++)
+        ck_assert_msg((double)plan->metrics.peak_bytes[r] <= g->memory_cap_bytes,
+                      "rank %d peak %lld over cap %.0f", r,
+                      (long long)plan->metrics.peak_bytes[r], g->memory_cap_bytes);
+}
+
+/* Rebuilds per-rank orders from plan.json's rank_actions and re-simulates. */
+static double replay_actions(const loom_plan *plan, const char *json)
+{
+    cJSON *root = cJSON_Parse(json);
+    ck_assert_ptr_nonnull(root);
+    const cJSON *ranks = cJSON_GetObjectItem(root, "rank_actions");
+    ck_assert(cJSON_IsArray(ranks));
+    const loom_stage_graph *g = plan->graph;
+    loom_schedule *s = loom_schedule_new(g->n_ranks, g->n_stages);
+    int32_t k = 0;
+    ck_assert_int_eq(cJSON_GetArraySize(ranks), g->n_ranks);
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        const cJSON *acts = cJSON_GetObjectItem(cJSON_GetArrayItem(ranks, r), "actions");
+        s->rank_off[r] = k;
+        const cJSON *a;
+        cJSON_ArrayForEach(a, acts) {
+            const char *what = cJSON_GetObjectItem(a, "action")->valuestring;
+            if (!strcmp(what, "forward_stage") || !strcmp(what, "backward_stage")) {
+                ck_assert_int_lt(k, g->n_stages);
+                s->order[k++] = (int32_t)cJSON_GetObjectItem(a, "stage")->valuedouble;
+            }
+        }
+    }
+    s->rank_off[g->n_ranks] = k;
+    ck_assert_int_eq(k, g->n_stages);
+    loom_metrics m = {0};
+    loom_error err = {0};
+    int rc = loom_simulate(g, s, &m, &err);
+    ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+    loom_schedule_free(s);
+    cJSON_Delete(root);
+    return m.makespan_ms;
+}
+
+START_TEST(test_pipeweaver_plan_invariants)
+{
+    const char *models[] = {"vlm-s", "t2v-s"};
+    const char *tuners[] = {"greedy", "knapsack"};
+    for (int i = 0; i < 2; i++) {
+        loom_session s;
+        loom_plan plan;
+        plan_one(models[i], 1, tuners[i], &s, &plan);
+        check_invariants(&plan);
+        char *json = plan_json(&plan);
+        ck_assert_double_eq_tol(replay_actions(&plan, json), plan.metrics.makespan_ms, 1e-6);
+
+        /* the same seed gives the same plan, byte for byte */
+        loom_session s2;
+        loom_plan plan2;
+        plan_one(models[i], 1, tuners[i], &s2, &plan2);
+        char *json2 = plan_json(&plan2);
+        char *a = strstr(json, "\"plan_time_ms\""), *b = strstr(json2, "\"plan_time_ms\"");
+        ck_assert_ptr_nonnull(a);
+        ck_assert_ptr_nonnull(b);
+        /* plan time is wall time: compare everything after it */
+        char *ra = strchr(a, ','), *rb = strchr(b, ',');
+        ck_assert_str_eq(ra, rb);
+        ck_assert_int_eq(a - json, b - json2);
+        ck_assert(!strncmp(json, json2, (size_t)(a - json)));
+        free(json);
+        free(json2);
+        loom_plan_clear(&plan);
+        loom_plan_clear(&plan2);
+        loom_session_close(&s);
+        loom_session_close(&s2);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("plan_invariants");
+    TCase *tc = tcase_create("pipeweaver");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_pipeweaver_plan_invariants);
+    suite_add_tcase(su, tc);
+    return loom_test_main(su);
+}
