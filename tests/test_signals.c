@@ -28,7 +28,9 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* 1 when process `pid` has a handler installed for SIGINT. */
+/* 1 when process `pid` runs loom (it has exec'd: between fork and exec it
+ * is a copy of this test, with the test runner's handlers) and has a
+ * handler installed for SIGINT. */
 static int catches_sigint(pid_t pid)
 {
     char path[64], line[256];
@@ -36,14 +38,17 @@ static int catches_sigint(pid_t pid)
     FILE *f = fopen(path, "r");
     if (!f)
         return 0;
-    int yes = 0;
-    while (fgets(line, sizeof line, f))
+    int is_loom = 0, yes = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "Name:", 5))
+            is_loom = !strcmp(line + 5 + strspn(line + 5, " \t"), "loom\n");
         if (!strncmp(line, "SigCgt:", 7)) {
             unsigned long long mask = strtoull(line + 7, NULL, 16);
             yes = (mask >> (SIGINT - 1)) & 1;
         }
+    }
     fclose(f);
-    return yes;
+    return is_loom && yes;
 }
 
 /* Starts bin/loom with argv (NULL-terminated), output to `log`, in a
@@ -53,6 +58,7 @@ static pid_t start_loom(char *const argv[], const char *log)
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
+        signal(SIGINT, SIG_DFL); /* not the test runner's handler */
         setpgid(0, 0);
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fd < 0)
