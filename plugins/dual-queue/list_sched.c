@@ -96,25 +96,15 @@ int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
         bad |= ls_grow(host, (void **)&ls->mem_bytes, n, sizeof *ls->mem_bytes);
         bad |= ls_grow(host, (void **)&ls->fill, n, sizeof *ls->fill);
         bad |= ls_grow(host, (void **)&ls->last_type, n, sizeof *ls->last_type);
-        bad |= ls_grow(host, (void **)&ls->version, n, sizeof *ls->version);
+        bad |= ls_grow(host, (void **)&ls->rank_t_ms, n, sizeof *ls->rank_t_ms);
+        bad |= ls_grow(host, (void **)&ls->rank_queued, n,
+                       sizeof *ls->rank_queued);
         bad |= ls_grow(host, (void **)&ls->dirty, n, sizeof *ls->dirty);
         bad |= ls_grow(host, (void **)&ls->is_dirty, n, sizeof *ls->is_dirty);
         if (!bad) {
             ls->cap_ranks = r;
             ls->cap_types = t;
         }
-    }
-    /* Each placement dirties its rank and its successors' ranks, and each
-     * dirty rank is queued at most once per placement. */
-    int64_t rq = (int64_t)g->n_stages + g->n_edges + g->n_ranks;
-    if (!bad && rq > ls->cap_rankq) {
-        if (rq > INT32_MAX)
-            return host->error(err, LOOM_EINVAL, "%s: graph too large (%lld "
-                               "stages and edges)", who, (long long)rq);
-        bad |= ls_grow(host, (void **)&ls->rank_store, (size_t)rq,
-                       sizeof *ls->rank_store);
-        if (!bad)
-            ls->cap_rankq = (int32_t)rq;
     }
     if (bad)
         return host->error(err, LOOM_ENOMEM, "%s: out of memory for a graph "
@@ -129,8 +119,8 @@ void loom_ls_release(loom_ls *ls)
     void *arrays[] = {ls->type, ls->prio, ls->tie, ls->succ_off, ls->succ,
                       ls->succ_edge, ls->left, ls->ready_ms, ls->end_ms,
                       ls->store, ls->ready, ls->pending, ls->last_ms,
-                      ls->mem_bytes, ls->fill, ls->last_type, ls->version,
-                      ls->dirty, ls->is_dirty, ls->rank_store};
+                      ls->mem_bytes, ls->fill, ls->last_type, ls->rank_t_ms,
+                      ls->rank_queued, ls->dirty, ls->is_dirty};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         ls->host->free(arrays[i]);
     memset(ls, 0, sizeof *ls);
@@ -168,12 +158,13 @@ int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
         ls->ready[i].n = 0;
         ls->pending[i].n = 0;
     }
+    ls->n_ranks = P;
     for (int32_t r = 0; r < P; r++) {
         ls->fill[r] = 0;
         ls->last_ms[r] = 0;
         ls->mem_bytes[r] = 0;
         ls->last_type[r] = -1;
-        ls->version[r] = 0;
+        ls->rank_queued[r] = 0;
         ls->is_dirty[r] = 0;
     }
     for (int32_t v = 0; v < n; v++) {
@@ -235,8 +226,6 @@ int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
     ls->succ_off[0] = 0;
 
     ls->n_dirty = 0;
-    ls->rankq.e = ls->rank_store;
-    ls->rankq.n = 0;
     ls->placed = 0;
     for (int32_t v = 0; v < n; v++)
         if (ls->left[v] == 0)
@@ -301,26 +290,25 @@ void loom_ls_place(loom_ls *ls, const loom_stage_graph *g, int32_t v,
 
 void loom_ls_rank_push(loom_ls *ls, int32_t r, double t_ms)
 {
-    loom_ls_entry x = {t_ms, 0.0f, ++ls->version[r], r, 0};
-    loom_ls_heap_push(&ls->rankq, x);
+    ls->rank_t_ms[r] = t_ms;
+    ls->rank_queued[r] = 1;
 }
 
 void loom_ls_rank_drop(loom_ls *ls, int32_t r)
 {
-    ls->version[r]++;
+    ls->rank_queued[r] = 0;
 }
 
 int32_t loom_ls_rank_pop(loom_ls *ls)
 {
-    while (ls->rankq.n > 0) {
-        loom_ls_entry x = ls->rankq.e[0];
-        loom_ls_heap_pop(&ls->rankq);
-        if (x.tie == ls->version[x.id]) {
-            ls->version[x.id]++; /* consumed */
-            return x.id;
-        }
-    }
-    return -1;
+    int32_t best = -1;
+    for (int32_t r = 0; r < ls->n_ranks; r++)
+        if (ls->rank_queued[r] &&
+            (best < 0 || ls->rank_t_ms[r] < ls->rank_t_ms[best]))
+            best = r;
+    if (best >= 0)
+        ls->rank_queued[best] = 0;
+    return best;
 }
 
 int loom_ls_end(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,

@@ -13,8 +13,9 @@
  *   - ready: stages whose earliest start is <= the rank's free time, ordered
  *     by priority, tie key, id (they would all start when the rank is free).
  * A rank's free time only grows, so a stage moves from pending to ready at
- * most once. A rank queue orders ranks by the earliest time the interleaver
- * says they can start something (lazy deletion by version).
+ * most once. Each rank holds the earliest time the interleaver says it can
+ * start something (or nothing); the next rank is found by a scan over the
+ * ranks, cheaper than a heap for the few dozen ranks of a pipeline.
  *
  * Every array is sized by loom_ls_reserve() and reused: no allocation
  * happens per call once the scratch has seen a graph this large. One call
@@ -51,8 +52,9 @@ typedef struct loom_ls_heap {
 
 typedef struct loom_ls {
     const loom_host_api *host;
-    int32_t cap_stages, cap_edges, cap_ranks, cap_types, cap_rankq;
+    int32_t cap_stages, cap_edges, cap_ranks, cap_types;
     int32_t n_types;
+    int32_t n_ranks;     /* ranks of the graph of the current call */
 
     /* Filled by the interleaver before loom_ls_begin(), per stage. */
     uint8_t *type;       /* queue type, < n_types */
@@ -77,14 +79,11 @@ typedef struct loom_ls {
     int64_t *mem_bytes;  /* activation bytes currently held */
     int32_t *fill;       /* next slot in out->order */
     int32_t *last_type;  /* type of the last placed stage, -1 none */
-    int32_t *version;    /* rank queue validity stamp */
+    double *rank_t_ms;   /* earliest start the interleaver queued */
+    uint8_t *rank_queued; /* 1 while rank_t_ms is valid */
     int32_t *dirty;      /* ranks whose choice may have changed */
     uint8_t *is_dirty;
     int32_t n_dirty;
-
-    /* Rank queue. */
-    loom_ls_entry *rank_store; /* cap_rankq entries */
-    loom_ls_heap rankq;
 
     int32_t placed;      /* stages placed so far in this call */
 } loom_ls;
@@ -122,15 +121,14 @@ int32_t loom_ls_peek(loom_ls *ls, int32_t r, int32_t q, double *start_ms);
 void loom_ls_place(loom_ls *ls, const loom_stage_graph *g, int32_t v,
                    loom_schedule *out);
 
-/* Queues rank r with its earliest start t_ms (bumps its version, so older
- * entries of r are ignored). */
+/* Queues rank r with its earliest start t_ms (replacing what it had). */
 void loom_ls_rank_push(loom_ls *ls, int32_t r, double t_ms);
 
-/* Invalidates rank r's queued entries without queueing it again. */
+/* Takes rank r out of the queue. */
 void loom_ls_rank_drop(loom_ls *ls, int32_t r);
 
-/* Pops the rank with the smallest queued start (ties: lower rank), or -1
- * when no valid entry is left. */
+/* Takes out and returns the queued rank with the smallest start (ties:
+ * lower rank), or -1 when none is queued. */
 int32_t loom_ls_rank_pop(loom_ls *ls);
 
 /* Finishes a call: checks every stage was placed (else a dependency cycle

@@ -102,47 +102,53 @@ static int32_t mt_heapify(loom_mt_descent *d, int32_t n)
     return m;
 }
 
-/* Runs the descent on one rank. */
+/* Runs the descent on one rank: takes the rank's peak slot, moves the
+ * best units live there until that slot fits the cap (every live pair
+ * covers the slot, so its bytes drop by exactly what each move saves),
+ * then goes on with the next peak, if it is still over the cap. Fixing a
+ * slot in one go, rather than switching whenever the peak moves to a
+ * neighbouring slot of nearly equal height, keeps the live set (a pass
+ * over the rank's pairs and a heapify) to one build per slot fixed. */
 static int mt_descend_rank(const loom_host_api *host, loom_mt_descent *d,
                            loom_mt_timeline *t, const loom_stage_graph *g,
                            loom_mt_units *u, int64_t *pair_bytes, int32_t r,
                            const char *who, int64_t *moves, loom_error *err)
 {
+    double cap = g->memory_cap_bytes;
     int64_t stat = g->static_bytes ? g->static_bytes[r] : 0;
     for (int32_t i = t->rank_pair_off[r]; i < t->rank_pair_off[r + 1]; i++)
         mt_pair_best(d, u, t->rank_pairs[i]);
     int64_t peak = loom_mt_rank_peak(t, r, pair_bytes);
-    int32_t live_slot = -1, n = 0; /* d->live[0..n) is a heap */
-    for (;;) {
-        double total = (double)stat + (double)peak;
-        if (total <= g->memory_cap_bytes)
-            return LOOM_OK;
-        if (t->peak_slot[r] != live_slot) {
-            live_slot = t->peak_slot[r];
-            n = live_slot >= 0 ? loom_mt_live_pairs(t, r, live_slot, d->live)
-                               : 0;
-            n = mt_heapify(d, n);
+    while ((double)stat + (double)peak > cap) {
+        int32_t slot = t->peak_slot[r];
+        int64_t at = peak; /* activation bytes after `slot` */
+        int32_t n = slot >= 0 ? loom_mt_live_pairs(t, r, slot, d->live) : 0;
+        n = mt_heapify(d, n); /* d->live[0..n) is a heap */
+        while ((double)stat + (double)at > cap) {
+            if (n == 0)
+                return host->error(
+                    err, LOOM_EINFEASIBLE,
+                    "%s: rank %d is %.0f bytes short of the memory cap of "
+                    "%.0f bytes: static %lld + activations %lld bytes at its "
+                    "peak, with every layer live there at its most frugal "
+                    "choice",
+                    who, r, (double)stat + (double)at - cap, cap,
+                    (long long)stat, (long long)at);
+            int32_t p = d->live[0];
+            int64_t saved = d->best_saved[p];
+            u->state[d->best_unit[p]]++;
+            pair_bytes[p] -= saved;
+            at -= saved;
+            mt_pair_best(d, u, p);
+            if (d->best_unit[p] < 0)
+                d->live[0] = d->live[--n]; /* p cannot move any more */
+            mt_sift(d, n, 0);
+            if (moves)
+                (*moves)++;
         }
-        if (n == 0)
-            return host->error(
-                err, LOOM_EINFEASIBLE,
-                "%s: rank %d is %.0f bytes short of the memory cap of %.0f "
-                "bytes: static %lld + activations %lld bytes at its peak, "
-                "with every layer live there at its most frugal choice",
-                who, r, total - g->memory_cap_bytes, g->memory_cap_bytes,
-                (long long)stat, (long long)peak);
-        int32_t p = d->live[0];
-        int64_t saved = d->best_saved[p];
-        u->state[d->best_unit[p]]++;
-        pair_bytes[p] -= saved;
-        mt_pair_best(d, u, p);
-        if (d->best_unit[p] < 0)
-            d->live[0] = d->live[--n]; /* p cannot move any more */
-        mt_sift(d, n, 0);
-        peak = loom_mt_rank_add(t, p, -saved);
-        if (moves)
-            (*moves)++;
+        peak = loom_mt_rank_peak(t, r, pair_bytes);
     }
+    return LOOM_OK;
 }
 
 /* Greedy descent over every rank over the cap (see header). */
