@@ -2,14 +2,14 @@
  * greedy.c - the "greedy" memory tuner (PipeWeaver section 6.3's greedy
  * solution, usable on its own).
  *
- * Every layer entry starts at policy NONE. The schedule is simulated
- * ("loom.simulator") with those choices; for every rank whose static
- * bytes plus activation peak exceed the cap, the entry with the best
- * bytes-saved per ms-added ratio among the pairs live at that peak moves
- * to its next more frugal policy (the policy with the most bytes strictly
- * below its current one), the peak is recomputed, and so on until the rank
- * fits (memtune.h: peaks depend only on each rank's order, so the
- * recomputation is exact). The result is simulated again to confirm.
+ * Every layer entry starts at policy NONE. For every rank whose static
+ * bytes plus activation peak exceed the cap (from the schedule's memory
+ * timeline: peaks depend only on each rank's order and the chosen bytes,
+ * memtune.h, so they are exact without simulating), the entry with the
+ * best bytes-saved per ms-added ratio among the pairs live at the peak
+ * slot moves to its next more frugal policy (the policy with the most
+ * bytes strictly below its current one), and so on until that slot fits;
+ * then the next peak, until the rank fits.
  * LOOM_EINFEASIBLE names the rank and the bytes short when every entry
  * live at its peak is already at its most frugal policy.
  */

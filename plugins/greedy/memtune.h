@@ -44,12 +44,6 @@ typedef struct loom_mt_timeline {
     int32_t *peak_slot;      /* per rank: slot first reaching it, -1 none */
     int32_t *stage_slot;     /* per stage (scratch) */
     int32_t cap_ranks, cap_pairs, cap_slots, cap_stages;
-    /* Segment tree over one rank's slots (mt_tree.c): memory after each
-     * slot, with range add and the leftmost maximum. */
-    int64_t *tree_max, *tree_lazy;
-    int32_t *tree_idx;
-    int64_t *tree_vals;      /* per slot of the rank: the leaf values */
-    int32_t tree_rank, tree_n, cap_tree;
 } loom_mt_timeline;
 
 /* Builds the timeline of `sched` over `g` (reusing t's arrays). LOOM_EINVAL
@@ -60,17 +54,12 @@ int loom_mt_timeline_build(const loom_host_api *host, loom_mt_timeline *t,
                            const loom_schedule *sched, loom_error *err);
 void loom_mt_timeline_free(const loom_host_api *host, loom_mt_timeline *t);
 
-/* Recomputes rank r's activation peak (peak_bytes, peak_slot) for the
- * per-pair activation bytes `pair_bytes`; returns the peak. Also builds
- * the rank's segment tree for loom_mt_rank_add (O(slots of the rank)). */
+/* Recomputes rank r's activation peak (peak_bytes, and peak_slot: the
+ * first slot reaching it, -1 when memory never rises above 0) for the
+ * per-pair activation bytes `pair_bytes`; returns the peak. One pass over
+ * the rank's slots. */
 int64_t loom_mt_rank_peak(loom_mt_timeline *t, int32_t r,
                           const int64_t *pair_bytes);
-
-/* Changes pair p's bytes by `delta` in the segment tree of its rank (built
- * by the last loom_mt_rank_peak, which must have been for that rank) and
- * updates the rank's peak_bytes / peak_slot; returns the new peak
- * (O(log slots)). */
-int64_t loom_mt_rank_add(loom_mt_timeline *t, int32_t p, int64_t delta);
 
 /* Writes to out the pairs of rank r live at `slot` (allocated at or
  * before it, freed after it) and returns how many (<= pairs of r). */
@@ -99,10 +88,12 @@ typedef struct loom_mt_units {
 } loom_mt_units;
 
 /* Scratch of the descent, grown on demand. Each pair caches its best
- * next move (recomputed only when one of its units moves), and the live
- * set of the peak slot is kept while the peak stays at that slot. */
+ * next move, computed when the pair is first live at a slot being fixed
+ * and recomputed only when one of its units moves. */
 typedef struct loom_mt_descent {
     int32_t *live;
+    uint32_t *best_epoch;  /* per pair: epoch its cache was computed in */
+    uint32_t epoch;        /* bumped by every loom_mt_descend call */
     int32_t *best_unit;    /* per pair: its best unit to move, or -1 */
     int64_t *best_saved;   /* per pair: bytes that move saves */
     double *best_key;      /* per pair: bytes per ms that move adds, or the
@@ -112,10 +103,11 @@ typedef struct loom_mt_descent {
 } loom_mt_descent;
 
 /* For every rank whose static bytes plus activation peak exceed `cap`
- * (> 0), repeatedly moves the unit with the best bytes-saved per
- * ms-added ratio among the units of the pairs live at the peak to its next
- * state (a move that adds no time ranks first, then by bytes saved; ties
- * go to the lower unit), updating pair_bytes, until the rank fits.
+ * (> 0): takes the peak slot and repeatedly moves the unit with the best
+ * bytes-saved per ms-added ratio among the units of the pairs live there
+ * to its next state (a move that adds no time ranks first, then by bytes
+ * saved; ties go to the lower unit), updating pair_bytes, until that slot
+ * fits; then the next peak, until the rank fits.
  * `only_rank` >= 0 restricts the work to that rank. LOOM_EINFEASIBLE
  * naming the rank and the bytes short when no live unit can move; *moves
  * (may be NULL) counts the moves made. */
@@ -217,12 +209,12 @@ typedef struct loom_mt_driver {
 void loom_mt_driver_init(const loom_host_api *host, loom_mt_driver *d);
 void loom_mt_driver_free(const loom_host_api *host, loom_mt_driver *d);
 
-/* The tuning loop: with every unit at its current state, simulates the
- * schedule (when the service is there); for each rank over the cap, runs
- * loom_mt_descend on it over the memory timeline (built into d->tl); then
- * writes the resulting policies and simulates again to confirm. Without a
- * cap nothing moves. LOOM_EINFEASIBLE from the descent, LOOM_EPLUGIN when
- * the confirming simulation still sees a rank over the cap. */
+/* The tuning loop: builds the memory timeline of the schedule (d->tl);
+ * for each rank whose peak with every unit at its current state is over
+ * the cap, runs loom_mt_descend on it; then writes the resulting policies.
+ * The timeline's peaks are exact (memory depends on the order and the
+ * bytes only), so the descent's result fits without simulating. Without a
+ * cap nothing moves. LOOM_EINFEASIBLE from the descent. */
 int loom_mt_driver_run(const loom_host_api *host, loom_mt_driver *d,
                        const loom_stage_graph *g, const loom_schedule *sched,
                        loom_mt_units *u, int64_t *pair_bytes,

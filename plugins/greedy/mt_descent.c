@@ -22,6 +22,7 @@ static double mt_key(int64_t saved, double added, uint8_t *is_free)
 void loom_mt_descent_free(const loom_host_api *host, loom_mt_descent *d)
 {
     host->free(d->live);
+    host->free(d->best_epoch);
     host->free(d->best_unit);
     host->free(d->best_saved);
     host->free(d->best_key);
@@ -89,14 +90,22 @@ static void mt_sift(const loom_mt_descent *d, int32_t n, int32_t i)
     }
 }
 
-/* Keeps the live pairs that can still move and heapifies them; returns
- * how many. */
-static int32_t mt_heapify(loom_mt_descent *d, int32_t n)
+/* Keeps the live pairs that can still move (computing the cached move of
+ * pairs not seen in this descent yet) and heapifies them; returns how
+ * many. */
+static int32_t mt_heapify(loom_mt_descent *d, const loom_mt_units *u,
+                          int32_t n)
 {
     int32_t m = 0;
-    for (int32_t i = 0; i < n; i++)
-        if (d->best_unit[d->live[i]] >= 0)
-            d->live[m++] = d->live[i];
+    for (int32_t i = 0; i < n; i++) {
+        int32_t p = d->live[i];
+        if (d->best_epoch[p] != d->epoch) {
+            d->best_epoch[p] = d->epoch;
+            mt_pair_best(d, u, p);
+        }
+        if (d->best_unit[p] >= 0)
+            d->live[m++] = p;
+    }
     for (int32_t i = m / 2 - 1; i >= 0; i--)
         mt_sift(d, m, i);
     return m;
@@ -116,14 +125,12 @@ static int mt_descend_rank(const loom_host_api *host, loom_mt_descent *d,
 {
     double cap = g->memory_cap_bytes;
     int64_t stat = g->static_bytes ? g->static_bytes[r] : 0;
-    for (int32_t i = t->rank_pair_off[r]; i < t->rank_pair_off[r + 1]; i++)
-        mt_pair_best(d, u, t->rank_pairs[i]);
     int64_t peak = loom_mt_rank_peak(t, r, pair_bytes);
     while ((double)stat + (double)peak > cap) {
         int32_t slot = t->peak_slot[r];
         int64_t at = peak; /* activation bytes after `slot` */
         int32_t n = slot >= 0 ? loom_mt_live_pairs(t, r, slot, d->live) : 0;
-        n = mt_heapify(d, n); /* d->live[0..n) is a heap */
+        n = mt_heapify(d, u, n); /* d->live[0..n) is a heap */
         while ((double)stat + (double)at > cap) {
             if (n == 0)
                 return host->error(
@@ -163,16 +170,23 @@ int loom_mt_descend(const loom_host_api *host, loom_mt_descent *d,
         size_t n = (size_t)t->n_pairs + 1;
         loom_mt_descent_free(host, d);
         d->live = host->alloc(n * sizeof *d->live);
+        d->best_epoch = host->alloc(n * sizeof *d->best_epoch);
         d->best_unit = host->alloc(n * sizeof *d->best_unit);
         d->best_saved = host->alloc(n * sizeof *d->best_saved);
         d->best_key = host->alloc(n * sizeof *d->best_key);
         d->best_free = host->alloc(n * sizeof *d->best_free);
         d->cap_live = t->n_pairs;
-        if (!d->live || !d->best_unit || !d->best_saved || !d->best_key ||
+        if (d->best_epoch)
+            memset(d->best_epoch, 0, n * sizeof *d->best_epoch);
+        if (!d->live || !d->best_epoch || !d->best_unit || !d->best_saved || !d->best_key ||
             !d->best_free) {
             loom_mt_descent_free(host, d);
             return host->error(err, LOOM_ENOMEM, "%s: out of memory", who);
         }
+    }
+    if (++d->epoch == 0) { /* wrapped: no cache may look current */
+        memset(d->best_epoch, 0, ((size_t)d->cap_live + 1) * sizeof *d->best_epoch);
+        d->epoch = 1;
     }
     for (int32_t r = 0; r < t->n_ranks; r++) {
         if (only_rank >= 0 && r != only_rank)

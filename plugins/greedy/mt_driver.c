@@ -1,7 +1,7 @@
 /*
- * mt_driver.c - the tuning loop of the memory tuners: simulate the
- * current choice, descend greedily on every rank over the cap (over the
- * exact memory timeline), and confirm the result in simulation.
+ * mt_driver.c - the tuning loop of the memory tuners: the exact memory
+ * timeline of the order, a greedy descent on every rank over the cap,
+ * and a confirming simulation for choices made some other way (the ILP).
  */
 #include <string.h>
 #include "memtune.h"
@@ -79,26 +79,23 @@ int loom_mt_driver_run(const loom_host_api *host, loom_mt_driver *d,
     materialise(user, g, u, policies);
     if (!(g->memory_cap_bytes > 0.0))
         return LOOM_OK;
-    int32_t over = 1;
-    int rc;
-    if (d->sim && (rc = mt_confirm(host, d, g, sched, policies, &over, err)))
-        return rc;
-    if (over == 0)
-        return LOOM_OK;
-    rc = loom_mt_timeline_build(host, &d->tl, g, sched, err);
+    int rc = loom_mt_timeline_build(host, &d->tl, g, sched, err);
     if (rc != LOOM_OK)
         return rc;
-    d->descended = 1;
     for (int32_t r = 0; r < g->n_ranks; r++) {
-        if (d->sim && (double)d->view.peak_bytes[r] <= g->memory_cap_bytes)
-            continue; /* the simulation saw this rank fit */
+        int64_t stat = g->static_bytes ? g->static_bytes[r] : 0;
+        int64_t peak = loom_mt_rank_peak(&d->tl, r, pair_bytes);
+        if ((double)stat + (double)peak <= g->memory_cap_bytes)
+            continue;
+        d->descended = 1;
         rc = loom_mt_descend(host, &d->desc, &d->tl, g, u, pair_bytes, r, who,
                              &d->moves, err);
         if (rc != LOOM_OK)
             return rc;
     }
-    materialise(user, g, u, policies);
-    return loom_mt_driver_confirm(host, d, g, sched, policies, who, err);
+    if (d->descended)
+        materialise(user, g, u, policies);
+    return LOOM_OK;
 }
 
 /* Confirms a choice in simulation (see header). */

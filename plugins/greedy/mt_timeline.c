@@ -67,10 +67,6 @@ void loom_mt_timeline_free(const loom_host_api *host, loom_mt_timeline *t)
     host->free(t->peak_bytes);
     host->free(t->peak_slot);
     host->free(t->stage_slot);
-    host->free(t->tree_max);
-    host->free(t->tree_lazy);
-    host->free(t->tree_idx);
-    host->free(t->tree_vals);
     memset(t, 0, sizeof *t);
 }
 
@@ -160,7 +156,6 @@ int loom_mt_timeline_build(const loom_host_api *host, loom_mt_timeline *t,
         t->rank_pair_off[t->pair_rank[p] + 1]++;
     for (int32_t r = 0; r < g->n_ranks; r++)
         t->rank_pair_off[r + 1] += t->rank_pair_off[r];
-    int32_t widest = 1;
     for (int32_t r = 0; r < g->n_ranks; r++) {
         int32_t n = t->rank_pair_off[r];
         int32_t latest = -1;
@@ -174,23 +169,30 @@ int loom_mt_timeline_build(const loom_host_api *host, loom_mt_timeline *t,
             }
         t->peak_bytes[r] = 0;
         t->peak_slot[r] = -1;
-        if (t->rank_off[r + 1] - t->rank_off[r] > widest)
-            widest = t->rank_off[r + 1] - t->rank_off[r];
-    }
-    t->tree_rank = -1;
-    if (4 * widest > t->cap_tree || !t->tree_max) {
-        MT_RESERVE(host, t->tree_max, 4 * widest);
-        MT_RESERVE(host, t->tree_lazy, 4 * widest);
-        MT_RESERVE(host, t->tree_idx, 4 * widest);
-        MT_RESERVE(host, t->tree_vals, widest);
-        t->cap_tree = 4 * widest;
-        if (!t->tree_max || !t->tree_lazy || !t->tree_idx || !t->tree_vals) {
-            t->cap_tree = 0;
-            return host->error(err, LOOM_ENOMEM,
-                               "memory tuner: out of memory");
-        }
     }
     return LOOM_OK;
+}
+
+/* Rank r's peak by one prefix pass (see header). */
+int64_t loom_mt_rank_peak(loom_mt_timeline *t, int32_t r,
+                          const int64_t *pair_bytes)
+{
+    int64_t cur = 0, peak = 0;
+    int32_t at = -1;
+    for (int32_t k = t->rank_off[r]; k < t->rank_off[r + 1]; k++) {
+        int32_t o = t->slot_open[k], c = t->slot_close[k];
+        if (o >= 0)
+            cur += pair_bytes[o];
+        if (c >= 0)
+            cur -= pair_bytes[c];
+        if (cur > peak) {
+            peak = cur;
+            at = k;
+        }
+    }
+    t->peak_bytes[r] = peak;
+    t->peak_slot[r] = at;
+    return peak;
 }
 
 /* Pairs of rank r live at `slot` (see header). Pairs are in opening
