@@ -45,21 +45,28 @@ static int mt_chains_reserve(const loom_host_api *host,
     return LOOM_OK;
 }
 
-/* The policy after `cur` on entry e's chain, or -1 (see header). */
-static int mt_next_policy(const loom_stage_graph *g, int32_t e, int cur)
+/* Writes to pol the chain of one entry's options o (LOOM_POLICY_COUNT of
+ * them): NONE, then each time the policy with the most bytes strictly
+ * below the current one (ties: less time, then the lower policy); returns
+ * its length. */
+static int mt_chain_of(const loom_policy_option *o, uint8_t *pol)
 {
-    int64_t cur_bytes = loom_mt_entry_bytes(g, e, cur);
-    int best = -1;
-    for (int p = 0; p < LOOM_POLICY_COUNT; p++) {
-        int64_t b = loom_mt_entry_bytes(g, e, p);
-        if (b >= cur_bytes)
-            continue;
-        if (best < 0 || b > loom_mt_entry_bytes(g, e, best) ||
-            (b == loom_mt_entry_bytes(g, e, best) &&
-             loom_mt_entry_ms(g, e, p) < loom_mt_entry_ms(g, e, best)))
-            best = p;
+    int n = 0;
+    for (int cur = LOOM_POLICY_NONE; cur >= 0;) {
+        pol[n++] = (uint8_t)cur;
+        int best = -1;
+        for (int p = 0; p < LOOM_POLICY_COUNT; p++) {
+            if (o[p].activation_bytes >= o[cur].activation_bytes)
+                continue;
+            if (best < 0 || o[p].activation_bytes > o[best].activation_bytes ||
+                (o[p].activation_bytes == o[best].activation_bytes &&
+                 o[p].forward_ms + o[p].backward_ms <
+                     o[best].forward_ms + o[best].backward_ms))
+                best = p;
+        }
+        cur = best;
     }
-    return best;
+    return n;
 }
 
 /* Builds the chains (see header). */
@@ -70,14 +77,22 @@ int loom_mt_entry_chains_build(const loom_host_api *host,
     if (mt_chains_reserve(host, c, g->n_layer_entries, g->n_pairs) != LOOM_OK)
         return host->error(err, LOOM_ENOMEM, "memory tuner: out of memory");
     int32_t k = 0;
+    const loom_policy_option *prev = NULL;
+    uint8_t pol[LOOM_POLICY_COUNT];
+    int len = 0;
     for (int32_t e = 0; e < g->n_layer_entries; e++) {
+        const loom_policy_option *o =
+            &g->layer_options[(size_t)e * LOOM_POLICY_COUNT];
+        /* runs of identical layers share one chain */
+        if (!prev || memcmp(o, prev, LOOM_POLICY_COUNT * sizeof *o) != 0)
+            len = mt_chain_of(o, pol);
+        prev = o;
         c->chain_off[e] = k;
         c->state[e] = 0;
-        for (int p = LOOM_POLICY_NONE; p >= 0; p = mt_next_policy(g, e, p)) {
-            c->chain_pol[k] = (uint8_t)p;
-            c->chain_ms[k] = loom_mt_entry_ms(g, e, p);
-            c->chain_bytes[k] = loom_mt_entry_bytes(g, e, p);
-            k++;
+        for (int i = 0; i < len; i++, k++) {
+            c->chain_pol[k] = pol[i];
+            c->chain_ms[k] = o[pol[i]].forward_ms + o[pol[i]].backward_ms;
+            c->chain_bytes[k] = o[pol[i]].activation_bytes;
         }
     }
     c->chain_off[g->n_layer_entries] = k;
