@@ -12,9 +12,13 @@
  * deterministic = true: the search is a function of the evaluation count.
  * It runs in rounds: the calling thread selects and expands up to
  * MCTS_ROUND_LEAVES leaves in turn (virtual visits steer later picks away
- * from earlier ones), all workers run that round's rollouts with seeds
- * derived from the run seed and the rollout's global index, then the
- * results are reported and backpropagated in leaf order. Threads change
+ * from earlier ones) and adds `polish` jobs that perturb the best order
+ * found so far with 1-3 precedence-preserving moves (a Loom addition:
+ * a deep tree alone barely leaves its root within a short budget); all
+ * workers run that round's jobs with seeds derived from the run seed and
+ * the job's global index, then the results are reported and
+ * backpropagated in leaf order (polish results only compete for the
+ * best). Threads change
  * only the speed. The search stops between rounds (max_evaluations, an
  * exhausted space, or a deadline the next round would not meet); only a
  * deadline that has already passed skips the rest of a round as a safety
@@ -28,7 +32,7 @@
 #include <string.h>
 #include "mcts.h"
 
-#define MCTS_ROUND_LEAVES 16
+#define MCTS_ROUND_LEAVES 2
 
 typedef struct mcts_self {
     const loom_host_api *host;
@@ -45,6 +49,12 @@ typedef struct mcts_run {
     loom_mcts_fill main_fill;                  /* regenerating improvements */
     float *main_prio;
     uint64_t rng;                          /* expansion choices */
+
+    /* Polish jobs: local moves on the best order so far (deterministic
+     * rounds only). */
+    int64_t polish;                        /* jobs per round, 0: none */
+    int32_t *inc_order;                    /* the best order at round start */
+    int32_t *mut;                          /* (workers + 1) * 2n scratch */
 
     /* Deterministic round. */
     int32_t n_leaves, n_jobs;
@@ -106,17 +116,36 @@ static int mcts_make_prio(mcts_run *m, loom_mcts_fill *f, const int32_t *value_o
     return loom_mcts_fill_complete(f, &m->sk.prec, &rng, prio);
 }
 
+/* The priorities of polish job `index`: the round's incumbent order with
+ * 1-3 random local moves, seeded by the run seed and the index. `scratch`
+ * is 2n ints. */
+static void mcts_polish_prio(mcts_run *m, int32_t *scratch, int64_t index,
+                             float *prio)
+{
+    int32_t *order = scratch, *slot_of = scratch + m->n;
+    memcpy(order, m->inc_order, (size_t)m->n * sizeof *order);
+    uint64_t rng = loom_sk_job_seed(m->sk.prm.seed ^ 0x9e3779b97f4a7c15ull, index);
+    int32_t moves = 1 + (int32_t)loom_sk_below(&rng, 3);
+    loom_sk_mutate_order(&m->sk.prec, &rng, order, slot_of, moves);
+    loom_sk_order_to_prio(order, m->n, prio);
+}
+
 /* Round job: rollout j of the current round on `worker`. */
 static int mcts_round_job(void *user, int32_t worker, int32_t j, loom_error *err)
 {
     mcts_run *m = user;
-    const int32_t *values = m->leaf_values + (size_t)m->job_leaf[j] * (size_t)m->n;
     float *prio = loom_sk_worker_prio(&m->sk, worker);
     memset(&m->job_res[j], 0, sizeof m->job_res[j]);
     if (!loom_sk_time_left(&m->sk)) {
         m->job_res[j].skipped = 1; /* safety stop past the deadline */
         return LOOM_OK;
     }
+    if (m->job_leaf[j] < 0) {
+        mcts_polish_prio(m, m->mut + (size_t)(worker + 1) * 2 * (size_t)m->n,
+                         m->job_base + j, prio);
+        return loom_sk_evaluate(&m->sk, worker, prio, &m->job_res[j], err);
+    }
+    const int32_t *values = m->leaf_values + (size_t)m->job_leaf[j] * (size_t)m->n;
     if (!mcts_make_prio(m, &m->fills[worker], values, m->job_base + j, prio))
         return LOOM_OK; /* not ok: scores 0 */
     return loom_sk_evaluate(&m->sk, worker, prio, &m->job_res[j], err);
@@ -166,6 +195,15 @@ static int mcts_plan_round(mcts_run *m, loom_error *err)
             m->job_leaf[m->n_jobs++] = i;
     }
     m->leaf_first[m->n_leaves] = m->n_jobs;
+    int64_t k = m->polish < left - m->n_jobs ? m->polish : left - m->n_jobs;
+    if (k > 0) {
+        int rc = mcts_reserve_jobs(m, m->n_jobs + (int32_t)k, err);
+        if (rc != LOOM_OK)
+            return rc;
+        loom_sk_prio_to_order(m->sk.best_prio, m->n, m->inc_order);
+        for (int64_t r = 0; r < k; r++)
+            m->job_leaf[m->n_jobs++] = -1;
+    }
     return LOOM_OK;
 }
 
@@ -191,6 +229,18 @@ static void mcts_absorb_round(mcts_run *m)
             }
         }
         loom_mcts_tree_backprop(&m->tree, m->leaf_node[i], best);
+    }
+    for (int32_t j = m->leaf_first[m->n_leaves]; j < m->n_jobs; j++) {
+        if (m->job_res[j].skipped) {
+            sk->stopped_by_time = 1;
+            continue;
+        }
+        sk->evaluations++;
+        loom_sk_score(sk, &m->job_res[j]);
+        if (loom_sk_improves(sk, &m->job_res[j])) {
+            mcts_polish_prio(m, m->mut, m->job_base + j, m->main_prio);
+            loom_sk_offer(sk, m->main_prio, &m->job_res[j], sk->evaluations);
+        }
     }
 }
 
@@ -322,7 +372,9 @@ static int mcts_prepare(mcts_run *m, double alpha, double beta, loom_error *err)
         bad = loom_mcts_fill_init(&m->fills[w], host, m->n) != LOOM_OK;
     m->main_prio = host->alloc(n * sizeof *m->main_prio);
     m->leaf_values = host->alloc(MCTS_ROUND_LEAVES * n * sizeof *m->leaf_values);
-    if (bad || !m->main_prio || !m->leaf_values)
+    m->inc_order = host->alloc(n * sizeof *m->inc_order);
+    m->mut = host->alloc(((size_t)m->sk.n_workers + 1) * 2 * n * sizeof *m->mut);
+    if (bad || !m->main_prio || !m->leaf_values || !m->inc_order || !m->mut)
         return host->error(err, LOOM_ENOMEM, "mcts: out of memory");
     m->rng = loom_sk_job_seed(m->sk.prm.seed ^ 0x2545F4914F6CDD1Dull, -1);
     return LOOM_OK;
@@ -340,6 +392,8 @@ static void mcts_cleanup(mcts_run *m)
         loom_mcts_fill_free(&m->fills[w]);
     host->free(m->main_prio);
     host->free(m->leaf_values);
+    host->free(m->inc_order);
+    host->free(m->mut);
     host->free(m->job_leaf);
     host->free(m->job_res);
     host->free(m->work_values);
@@ -355,12 +409,15 @@ static int mcts_rank(void *self, const loom_stage_graph *const *graphs,
     mcts_self *s = self;
     const loom_host_api *host = s->host;
     loom_sk_params prm;
-    int64_t rollouts = 10;
+    int64_t rollouts = 10, polish = 8;
     double alpha = 1.0, beta = 0.1;
     int rc = loom_sk_read_params(host, s->ctx, "mcts", &prm, err);
     if (rc == LOOM_OK)
         rc = loom_sk_param_int(host, s->ctx, "mcts", "rollouts", 10, 1, 1000,
                                &rollouts, err);
+    if (rc == LOOM_OK)
+        rc = loom_sk_param_int(host, s->ctx, "mcts", "polish", 8, 0, 1000,
+                               &polish, err);
     if (rc == LOOM_OK)
         rc = loom_sk_param_double(host, s->ctx, "mcts", "alpha", 1.0, 0, 100,
                                   &alpha, err);
@@ -375,6 +432,7 @@ static int mcts_rank(void *self, const loom_stage_graph *const *graphs,
         return host->error(err, LOOM_ENOMEM, "mcts: out of memory");
     memset(m, 0, sizeof *m);
     m->rollouts = rollouts;
+    m->polish = polish;
     rc = loom_sk_open(&m->sk, host, s->ctx, "mcts", &prm, graphs, n_graphs,
                       out, err);
     if (rc != LOOM_OK) {

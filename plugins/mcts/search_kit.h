@@ -195,6 +195,17 @@ int loom_sk_prec_build(const loom_host_api *host, const char *who,
                        loom_error *err);
 void loom_sk_prec_free(const loom_host_api *host, loom_sk_prec *pc);
 
+/* The order of an assignment: groups by priority, higher first (ties: the
+ * lower group). O(n^2) worst case, meant for once per batch. */
+void loom_sk_prio_to_order(const float *prio, int32_t n, int32_t *order);
+
+/* Applies `moves` random local moves to a valid order (search_mutate.c):
+ * each takes a uniformly drawn group out and reinserts it at a uniformly
+ * drawn slot after its last predecessor and before its first successor,
+ * so the order stays valid. slot_of is n scratch ints. */
+void loom_sk_mutate_order(const loom_sk_prec *pc, uint64_t *rng,
+                          int32_t *order, int32_t *slot_of, int32_t moves);
+
 /* The reference order: repeatedly the lowest-index group whose
  * predecessors are placed. `left` is n scratch ints. */
 void loom_sk_first_order(const loom_sk_prec *pc, int32_t *left,
