@@ -60,6 +60,25 @@ static void mt_pair_best(loom_mt_descent *d, const loom_mt_units *u, int32_t p)
     d->best_free[p] = best_free;
 }
 
+/* 1 when unit y, about to move, makes exactly the move unit x just made
+ * (x moved from state k to k + 1, y sits at k with an identical chain
+ * from there on). */
+static int mt_same_move(const loom_mt_units *u, int32_t x, int32_t y)
+{
+    int32_t k = u->state[x] - 1;
+    if (u->state[y] != k)
+        return 0;
+    int32_t ax = u->chain_off[x], ay = u->chain_off[y];
+    int32_t lx = u->chain_off[x + 1] - ax, ly = u->chain_off[y + 1] - ay;
+    if (lx != ly)
+        return 0;
+    for (int32_t i = k; i < lx; i++)
+        if (u->chain_bytes[ax + i] != u->chain_bytes[ay + i] ||
+            u->chain_ms[ax + i] != u->chain_ms[ay + i])
+            return 0;
+    return 1;
+}
+
 /* 1 when pair a's cached move beats pair b's (ties: the lower unit). */
 static int mt_pair_wins(const loom_mt_descent *d, int32_t a, int32_t b)
 {
@@ -142,10 +161,24 @@ static int mt_descend_rank(const loom_host_api *host, loom_mt_descent *d,
                     who, r, (double)stat + (double)at - cap, cap,
                     (long long)stat, (long long)at);
             int32_t p = d->live[0];
+            int32_t x = d->best_unit[p];
             int64_t saved = d->best_saved[p];
-            u->state[d->best_unit[p]]++;
+            u->state[x]++;
             pair_bytes[p] -= saved;
             at -= saved;
+            /* The pair's next units that are the same layer in the same
+             * state make the same move with the same key: take them while
+             * the slot still needs bytes, then rescan the pair once. */
+            for (int32_t y = x + 1; y < u->pair_unit_off[p + 1] &&
+                                    (double)stat + (double)at > cap &&
+                                    mt_same_move(u, x, y);
+                 y++) {
+                u->state[y]++;
+                pair_bytes[p] -= saved;
+                at -= saved;
+                if (moves)
+                    (*moves)++;
+            }
             mt_pair_best(d, u, p);
             if (d->best_unit[p] < 0)
                 d->live[0] = d->live[--n]; /* p cannot move any more */

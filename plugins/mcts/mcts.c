@@ -33,6 +33,8 @@
 #include "mcts.h"
 
 #define MCTS_ROUND_LEAVES 2
+#define MCTS_POLISH_JOBS 8
+#define MCTS_POLISH_SHARE 0.75
 
 typedef struct mcts_self {
     const loom_host_api *host;
@@ -52,7 +54,8 @@ typedef struct mcts_run {
 
     /* Polish jobs: local moves on the best order so far (deterministic
      * rounds only). */
-    int64_t polish;                        /* jobs per round, 0: none */
+    double polish;                         /* share of evaluations, 0: none */
+    int64_t polish_evals;                  /* polish jobs reported so far */
     int32_t *inc_order;                    /* the best order at round start */
     int32_t *mut;                          /* (workers + 1) * 2n scratch */
 
@@ -175,7 +178,10 @@ static int mcts_plan_round(mcts_run *m, loom_error *err)
     int64_t left = loom_sk_evals_left(&m->sk);
     m->n_leaves = 0;
     m->n_jobs = 0;
-    while (m->n_leaves < MCTS_ROUND_LEAVES && m->n_jobs < left) {
+    /* a polish round while polish is below its share of the evaluations */
+    int polish_round = m->polish > 0 &&
+                       (double)m->polish_evals < m->polish * (double)m->sk.evaluations;
+    while (!polish_round && m->n_leaves < MCTS_ROUND_LEAVES && m->n_jobs < left) {
         int32_t leaf = loom_mcts_tree_select(&m->tree, &m->rng);
         if (leaf == -2)
             return m->sk.host->error(err, LOOM_ENOMEM, "mcts: out of memory");
@@ -195,7 +201,9 @@ static int mcts_plan_round(mcts_run *m, loom_error *err)
             m->job_leaf[m->n_jobs++] = i;
     }
     m->leaf_first[m->n_leaves] = m->n_jobs;
-    int64_t k = m->polish < left - m->n_jobs ? m->polish : left - m->n_jobs;
+    int64_t k = polish_round ? MCTS_POLISH_JOBS : 0;
+    if (k > left)
+        k = left;
     if (k > 0) {
         int rc = mcts_reserve_jobs(m, m->n_jobs + (int32_t)k, err);
         if (rc != LOOM_OK)
@@ -226,6 +234,10 @@ static void mcts_absorb_round(mcts_run *m)
                 const int32_t *values = m->leaf_values + (size_t)i * (size_t)m->n;
                 mcts_make_prio(m, &m->main_fill, values, m->job_base + j, m->main_prio);
                 loom_sk_offer(sk, m->main_prio, &m->job_res[j], sk->evaluations);
+                sk->host->log(sk->ctx, LOOM_LOG_DEBUG,
+                              "mcts: rollout %lld (depth %d) improves to %.3f ms",
+                              (long long)(m->job_base + j), m->tree.nodes[m->leaf_node[i]].depth,
+                              m->job_res[j].makespan_ms);
             }
         }
         loom_mcts_tree_backprop(&m->tree, m->leaf_node[i], best);
@@ -236,10 +248,13 @@ static void mcts_absorb_round(mcts_run *m)
             continue;
         }
         sk->evaluations++;
+        m->polish_evals++;
         loom_sk_score(sk, &m->job_res[j]);
         if (loom_sk_improves(sk, &m->job_res[j])) {
             mcts_polish_prio(m, m->mut, m->job_base + j, m->main_prio);
             loom_sk_offer(sk, m->main_prio, &m->job_res[j], sk->evaluations);
+            sk->host->log(sk->ctx, LOOM_LOG_DEBUG, "mcts: polish job %lld improves to %.3f ms",
+                          (long long)(m->job_base + j), m->job_res[j].makespan_ms);
         }
     }
 }
@@ -409,15 +424,15 @@ static int mcts_rank(void *self, const loom_stage_graph *const *graphs,
     mcts_self *s = self;
     const loom_host_api *host = s->host;
     loom_sk_params prm;
-    int64_t rollouts = 10, polish = 8;
-    double alpha = 1.0, beta = 0.1;
+    int64_t rollouts = 10;
+    double alpha = 1.0, beta = 0.1, polish = MCTS_POLISH_SHARE;
     int rc = loom_sk_read_params(host, s->ctx, "mcts", &prm, err);
     if (rc == LOOM_OK)
         rc = loom_sk_param_int(host, s->ctx, "mcts", "rollouts", 10, 1, 1000,
                                &rollouts, err);
     if (rc == LOOM_OK)
-        rc = loom_sk_param_int(host, s->ctx, "mcts", "polish", 8, 0, 1000,
-                               &polish, err);
+        rc = loom_sk_param_double(host, s->ctx, "mcts", "polish", MCTS_POLISH_SHARE,
+                                  0, 0.95, &polish, err);
     if (rc == LOOM_OK)
         rc = loom_sk_param_double(host, s->ctx, "mcts", "alpha", 1.0, 0, 100,
                                   &alpha, err);
