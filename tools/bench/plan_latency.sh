@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# plan_latency.sh - how close a short search gets to a long one: plans one
+# VLM-L iteration (PP 8) with the PipeWeaver manifest under a short and a
+# long ranker budget, per workload seed, and prints both makespans, the
+# evaluations each search made and the gap (short / long - 1). The target
+# is a plan within 1 s that is within 1 % of a 30 s search, on 2 cores.
+#
+# Usage: tools/bench/plan_latency.sh [options]
+#   --build DIR        build tree holding bin/loom (default: build)
+#   --short-ms N       short ranker budget (default: 950, so the whole plan,
+#                      graph building included, takes about 1 s)
+#   --long-ms N        long budget (default: 30000)
+#   --threads N        ranker worker threads (default: 2)
+#   --model NAME       model preset (default: vlm-l)
+#   --seeds "S ..."    workload and search seeds (default: "1 2 3")
+#   --manifest FILE    planner manifest (default: examples/manifests/pipeweaver.json)
+set -euo pipefail
+
+build=build
+short_ms=950
+long_ms=30000
+threads=2
+model=vlm-l
+seeds="1 2 3"
+manifest=examples/manifests/pipeweaver.json
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) build=$2; shift 2 ;;
+    --short-ms) short_ms=$2; shift 2 ;;
+    --long-ms) long_ms=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --model) model=$2; shift 2 ;;
+    --seeds) seeds=$2; shift 2 ;;
+    --manifest) manifest=$2; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "plan_latency.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+loom="$build/bin/loom"
+if [ ! -x "$loom" ]; then
+  echo "plan_latency.sh: $loom not found; build first (make build)" >&2
+  exit 2
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Prints "makespan_ms plan_time_ms evaluations" of one planned iteration.
+plan_once() {
+  local seed=$1 budget=$2 csv="$tmp/progress-$1-$2.csv"
+  local json
+  if ! json=$("$loom" plan --manifest "$manifest" --model "$model" --iterations 1 \
+        --seed "$seed" --param "ranker.budget_ms=$budget" \
+        --param "ranker.threads=$threads" --json --quiet --progress-csv "$csv" 2>"$tmp/err"); then
+    echo "plan_latency.sh: loom plan failed (seed $seed, budget $budget ms):" >&2
+    sed 's/^/  /' "$tmp/err" >&2
+    exit 1
+  fi
+  local ms plan evals
+  ms=$(printf '%s\n' "$json" | sed -n 's/^{"makespan_ms": \([0-9.]*\).*/\1/p' | head -1)
+  plan=$(printf '%s\n' "$json" | sed -n 's/.*"plan_time_ms": \([0-9.]*\).*/\1/p' | head -1)
+  evals=$(tail -n 1 "$csv" | cut -d, -f4)
+  echo "$ms $plan $evals"
+}
+
+printf "%-6s %14s %10s %8s   %14s %10s %8s   %7s\n" seed "short_ms" "plan_ms" evals \
+  "long_ms" "plan_ms" evals gap
+gaps=()
+for s in $seeds; do
+  read -r a ap ae < <(plan_once "$s" "$short_ms")
+  read -r b bp be < <(plan_once "$s" "$long_ms")
+  gap=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", (a / b - 1) * 100 }')
+  gaps+=("$gap")
+  printf "%-6s %14.3f %10.1f %8s   %14.3f %10.1f %8s   %6s%%\n" "$s" "$a" "$ap" "$ae" \
+    "$b" "$bp" "$be" "$gap"
+done
+printf '%s\n' "${gaps[@]}" | sort -g | awk '{ v[NR] = $1 } END {
+  m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+  printf "median gap over %d seeds: %.2f%% (budgets '"$short_ms"' ms vs '"$long_ms"' ms, '"$threads"' threads; evals = evaluations at the last improvement)\n", NR, m }'
