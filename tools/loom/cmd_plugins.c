@@ -14,14 +14,16 @@ typedef struct plugins_opts {
     const char *id; /* inspect only */
     const char **paths;
     int n_paths;
+    int allow_untrusted;
 } plugins_opts;
 
 /* Prints the usage text. */
 static void plugins_usage(FILE *out)
 {
     fprintf(out,
-            "usage: loom plugins list [--json] [--load] [--path DIR]...\n"
+            "usage: loom plugins list [--json] [--load] [--path DIR]... [--allow-untrusted-plugins]\n"
             "       loom plugins inspect ID|NAME [--json] [--load] [--path DIR]...\n"
+            "                            [--allow-untrusted-plugins]\n"
             "\n"
             "Lists the plugins found in every --path DIR, then in LOOM_PLUGIN_PATH\n"
             "(colon-separated), then beside libloom (../plugins, loom/plugins).\n"
@@ -31,8 +33,11 @@ static void plugins_usage(FILE *out)
             "  --json       machine-readable output\n"
             "  --load       load the plugins to check them\n"
             "  --path DIR   also search DIR (a plugin folder or a folder of them)\n"
+            "  --allow-untrusted-plugins  also list plugins others could have changed\n"
+            "               (docs/security.md; skipped with a warning otherwise)\n"
             "\n"
-            "exit codes: 0 ok, 2 usage error or unknown plugin, 3 plugin error\n");
+            "exit codes: 0 ok, 2 usage error or unknown plugin, 3 a plugin failed to\n"
+            "load (--load)\n");
 }
 
 /* Parses argv after the subcommand; returns -1 on success, else an exit code. */
@@ -50,6 +55,8 @@ static int parse_opts(int argc, char **argv, int want_id, plugins_opts *o)
             o->json = 1;
         } else if (!strcmp(a, "--load")) {
             o->load = 1;
+        } else if (!strcmp(a, "--allow-untrusted-plugins")) {
+            o->allow_untrusted = 1;
         } else if (!strcmp(a, "--path")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "loom plugins: --path needs a directory\n");
@@ -80,6 +87,8 @@ static int open_registry(const plugins_opts *o, loom_registry **out)
     loom_error err = {0};
     loom_registry *reg = loom_registry_new();
     int rc = reg ? LOOM_OK : loom_set_error(&err, LOOM_ENOMEM, "out of memory");
+    if (reg)
+        loom_registry_set_trust(reg, o->allow_untrusted);
     for (int i = 0; i < o->n_paths && !rc; i++)
         rc = loom_registry_add_dir(reg, o->paths[i], &err);
     if (!rc)
@@ -159,6 +168,22 @@ static int cmd_list(loom_registry *reg, const plugins_opts *o)
     if (n == 0)
         printf("(no plugins found; use --path DIR or set LOOM_PLUGIN_PATH)\n");
     return LOOM_EXIT_OK;
+}
+
+/* With --load: names every plugin that failed to load on stderr and turns
+ * `code` (from printing) into LOOM_EXIT_PLUGIN when one did. */
+static int load_failures(loom_registry *reg, const loom_plugin *only, int code)
+{
+    int failed = 0;
+    for (int i = 0; i < loom_registry_count(reg); i++) {
+        const loom_plugin *p = loom_registry_at(reg, i);
+        if ((only && p != only) || p->state != LOOM_PLUGIN_FAILED)
+            continue;
+        fprintf(stderr, "loom plugins: %s failed to load: %s\n", p->m.id,
+                p->load_error.message);
+        failed++;
+    }
+    return failed && code == LOOM_EXIT_OK ? LOOM_EXIT_PLUGIN : code;
 }
 
 /* Writes a param's default value as text. */
@@ -303,6 +328,9 @@ int loom_cmd_plugins(int argc, char **argv)
             for (int i = 0; i < loom_registry_count(reg); i++)
                 loom_plugin_load(reg, loom_registry_at(reg, i), NULL);
         code = is_list ? cmd_list(reg, &o) : cmd_inspect(reg, &o);
+        if (o.load && (code == LOOM_EXIT_OK))
+            code = load_failures(reg, is_list ? NULL : loom_registry_find(reg, NULL, o.id),
+                                 code);
     }
     loom_registry_free(reg);
     free(o.paths);

@@ -12,7 +12,7 @@ static void validate_usage(FILE *out)
 {
     fprintf(out,
             "usage: loom validate MANIFEST [--path DIR]... [--use ROLE=NAME]...\n"
-            "                     [--param ROLE.KEY=VALUE]...\n"
+            "                     [--param ROLE.KEY=VALUE]... [--allow-untrusted-plugins]\n"
             "\n"
             "Reads the planner manifest, finds and loads every plugin it names,\n"
             "checks their params and creates each step once, without planning.\n"
@@ -22,6 +22,8 @@ static void validate_usage(FILE *out)
             "  --use ROLE=NAME         use plugin NAME (id or name) for ROLE\n"
             "  --param ROLE.KEY=VALUE  set a param of the ROLE step (VALUE is JSON\n"
             "                          when it parses, else a string)\n"
+            "  --allow-untrusted-plugins  register plugins others could have changed\n"
+            "                          (docs/security.md)\n"
             "\n"
             "exit codes: 0 valid, 2 usage or input error, 3 plugin error\n");
 }
@@ -31,6 +33,7 @@ typedef struct validate_opts {
     const char *manifest;
     const char **paths, **uses, **params;
     int n_paths, n_uses, n_params;
+    int allow_untrusted;
 } validate_opts;
 
 /* Takes the value of option argv[*i] ("--opt V" or "--opt=V"); NULL when
@@ -68,6 +71,8 @@ static int parse_args(int argc, char **argv, validate_opts *o)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             validate_usage(stdout);
             return LOOM_EXIT_OK;
+        } else if (!strcmp(argv[i], "--allow-untrusted-plugins")) {
+            o->allow_untrusted = 1;
         } else if ((v = opt_value(argc, argv, &i, "--path", &missing))) {
             o->paths[o->n_paths++] = v;
         } else if ((v = opt_value(argc, argv, &i, "--use", &missing))) {
@@ -104,7 +109,9 @@ static int run_validate(const validate_opts *o, loom_error *err)
         rc = loom_planner_config_use(cfg, o->uses[i], err);
     for (int i = 0; i < o->n_params && !rc; i++)
         rc = loom_planner_config_param(cfg, o->params[i], err);
-    if (!rc && !(reg = loom_registry_new()))
+    if (!rc && (reg = loom_registry_new()) != NULL)
+        loom_registry_set_trust(reg, o->allow_untrusted);
+    if (!rc && !reg)
         rc = loom_set_error(err, LOOM_ENOMEM, "out of memory");
     for (int i = 0; i < o->n_paths && !rc; i++)
         rc = loom_registry_add_dir(reg, o->paths[i], err);
