@@ -19,18 +19,29 @@ static int feasible(loom_mcts_fill *f, const loom_sk_prec *pc,
     return loom_mcts_fill_feasible(f, pc);
 }
 
-START_TEST(partial_assignment_feasibility)
+static loom_mock_host *five_host;
+
+/* Five groups, 0 before 1 before 2 (a chain), 3 before 4: the graph, and
+ * its precedence in *pc, built through a new mock host in five_host. */
+static loom_stage_graph *five_groups(loom_sk_prec *pc)
 {
-    /* Five groups, 0 before 1 before 2 (a chain), 3 before 4. Values 5..1
-     * are slots 0..4. */
     loom_stage_graph *g = mock_graph(2, 5);
     static const int pairs[] = {0, 1, 1, 2, 3, 4};
     mock_precede(g, pairs, 3);
-    loom_mock_host *h = loom_mock_host_new();
-    const loom_host_api *api = loom_mock_host_api(h);
-    loom_sk_prec pc;
+    five_host = loom_mock_host_new();
     loom_error err = {0};
-    ck_assert_int_eq(loom_sk_prec_build(api, "t", g, &pc, &err), LOOM_OK);
+    ck_assert_int_eq(loom_sk_prec_build(loom_mock_host_api(five_host), "t", g, pc, &err),
+                     LOOM_OK);
+    return g;
+}
+
+START_TEST(partial_assignment_feasibility)
+{
+    /* Values 5..1 are slots 0..4. */
+    loom_sk_prec pc;
+    loom_stage_graph *g = five_groups(&pc);
+    loom_mock_host *h = five_host;
+    const loom_host_api *api = loom_mock_host_api(h);
     loom_mcts_fill f;
     ck_assert_int_eq(loom_mcts_fill_init(&f, api, 5), LOOM_OK);
 
@@ -86,14 +97,10 @@ START_TEST(polish_moves_keep_orders_valid)
      * move can reach is valid, the moves reach every valid order (10 of
      * them: choose the slots of 3 and 4 among 5), the same seed moves the
      * same way, and prio_to_order inverts order_to_prio. */
-    loom_stage_graph *g = mock_graph(2, 5);
-    static const int pairs[] = {0, 1, 1, 2, 3, 4};
-    mock_precede(g, pairs, 3);
-    loom_mock_host *h = loom_mock_host_new();
-    const loom_host_api *api = loom_mock_host_api(h);
     loom_sk_prec pc;
-    loom_error err = {0};
-    ck_assert_int_eq(loom_sk_prec_build(api, "t", g, &pc, &err), LOOM_OK);
+    loom_stage_graph *g = five_groups(&pc);
+    loom_mock_host *h = five_host;
+    const loom_host_api *api = loom_mock_host_api(h);
     int32_t seen[1 << 10] = {0}, distinct = 0;
     for (int i = 0; i < 4000; i++) {
         int32_t order[5] = {0, 1, 2, 3, 4}, slot_of[5];
