@@ -148,8 +148,11 @@ static int start_step(loom_pipeline *p, int i, const loom_planner_config *cfg,
     loom_step *st = &p->steps[i];
     loom_plugin *pl = st->plugin;
     int rc = loom_plugin_load(p->registry, pl, err);
-    if (rc)
-        return rc;
+    if (rc) { /* name the manifest and step that asked for the plugin */
+        char why[sizeof err->message];
+        snprintf(why, sizeof why, "%s", err->message);
+        return loom_set_error(err, rc, "%s: %s: %s", cfg->path, cfg->steps[i].path, why);
+    }
     memset(&st->vt, 0, sizeof st->vt);
     const char *missing = loom_role_copy_vtable(st->role, pl->vtable, &st->vt);
     if (missing) /* the loader checked this already */
@@ -175,7 +178,8 @@ static int start_step(loom_pipeline *p, int i, const loom_planner_config *cfg,
             snprintf(cerr.message, sizeof cerr.message, "%s: create failed with %s",
                      cfg->steps[i].path, loom_status_name(rc));
         loom_error_prefix_plugin(&cerr, pl->m.id);
-        return loom_set_error(err, create_status(rc), "%s", cerr.message);
+        return loom_set_error(err, create_status(rc), "%s: %s: %s", cfg->path,
+                              cfg->steps[i].path, cerr.message);
     }
     return LOOM_OK;
 }
