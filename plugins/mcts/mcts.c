@@ -10,20 +10,21 @@
  * makespan_ref / makespan and the best score is backpropagated as a max.
  *
  * deterministic = true: the search is a function of the evaluation count.
- * It runs in rounds: the calling thread selects and expands up to
- * MCTS_ROUND_LEAVES leaves in turn (virtual visits steer later picks away
- * from earlier ones) and adds `polish` jobs that perturb the best order
- * found so far with 1-3 precedence-preserving moves (a Loom addition:
- * a deep tree alone barely leaves its root within a short budget); all
- * workers run that round's jobs with seeds derived from the run seed and
- * the job's global index, then the results are reported and
- * backpropagated in leaf order (polish results only compete for the
- * best). Threads change
- * only the speed. The search stops between rounds (max_evaluations, an
- * exhausted space, or a deadline the next round would not meet); only a
- * deadline that has already passed skips the rest of a round as a safety
- * stop. A time limit that ends a run before max_evaluations is logged as
- * a warning: that result may differ run to run.
+ * It runs in rounds of two kinds. A tree round: the calling thread selects
+ * and expands up to MCTS_ROUND_LEAVES leaves in turn (virtual visits steer
+ * later picks away from earlier ones) and the workers run their rollouts.
+ * A polish round (a Loom addition, while polish jobs are below `polish` x
+ * the evaluations so far): MCTS_POLISH_JOBS jobs that each perturb the
+ * best order found so far with 1-3 precedence-preserving moves, since a
+ * deep tree alone barely leaves its root within a short budget. Jobs are
+ * seeded by the run seed and their global index; results are reported in
+ * job order and backpropagated per leaf (polish results only compete for
+ * the best). Threads change only the speed. The search stops between
+ * rounds (max_evaluations, an exhausted space, or a deadline the next
+ * round would not meet); only a deadline that has already passed skips
+ * the rest of a round as a safety stop. A time limit that ends a run
+ * before max_evaluations is logged as a warning: that result may differ
+ * run to run.
  * deterministic = false: every worker loops select / roll out /
  * backpropagate on the shared tree under a mutex, stopping at the deadline.
  */
