@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <loom/loom.h>
+#include "layout_kit.h"
 #include "balanced_dp.h"
 
 /* Number of (m, l) cells of the DP tables. */
@@ -141,99 +142,6 @@ static int bdp_layer_times(bdp_self *b, const loom_model *model,
     return LOOM_OK;
 }
 
-/* Writes positions and spans for per-position layer counts `sizes`. */
-static int bdp_layout(const loom_host_api *host, const loom_model *model,
-                      int32_t pp, int32_t n_pos, const int32_t *sizes,
-                      loom_partition *part, loom_error *err)
-{
-    if (part->cap_flows < 1 || part->cap_positions < n_pos)
-        return host->error(err, LOOM_EINVAL,
-                           "balanced-dp: candidate has room for %d flows and "
-                           "%d positions, need 1 and %d",
-                           part->cap_flows, part->cap_positions, n_pos);
-    int32_t module = 0, layer = 0, n_spans = 0, used_modules = 0;
-    for (int32_t m = 0; m < model->n_modules; m++)
-        used_modules += model->modules[m].n_layers > 0;
-    for (int32_t s = 0; s < n_pos; s++) {
-        loom_position *pos = &part->positions[s];
-        pos->rank = s % pp;
-        pos->span_off = n_spans;
-        pos->n_spans = 0;
-        pos->reserved = 0;
-        for (int32_t left = sizes[s]; left > 0;) {
-            while (module < model->n_modules &&
-                   layer >= model->modules[module].n_layers) {
-                module++;
-                layer = 0;
-            }
-            if (module >= model->n_modules || n_spans >= part->cap_spans)
-                return host->error(err, LOOM_EINVAL,
-                                   "balanced-dp: position %d: no room for "
-                                   "its layers (%d spans of room)",
-                                   s, part->cap_spans);
-            int32_t take = model->modules[module].n_layers - layer;
-            if (take > left)
-                take = left;
-            loom_span *sp = &part->spans[n_spans++];
-            sp->module = module;
-            sp->first_layer = layer;
-            sp->n_layers = take;
-            sp->tp = 0;
-            pos->n_spans++;
-            layer += take;
-            left -= take;
-        }
-    }
-    loom_flow *fl = &part->flows[0];
-    memset(fl, 0, sizeof *fl);
-    fl->n_pos = n_pos;
-    fl->module = (used_modules == 1) ? part->spans[0].module : -1;
-    fl->segments = n_pos / pp;
-    part->n_flows = 1;
-    part->n_positions = n_pos;
-    part->n_spans = n_spans;
-    part->n_ranks = pp;
-    return LOOM_OK;
-}
-
-/* Samples to microbatches: the workload's packing (must be < microbatches)
- * or sample i to i * microbatches / n_samples; one sub-microbatch each. */
-static int bdp_data(const loom_host_api *host, const loom_model *model,
-                    const loom_iteration *it, int32_t microbatches,
-                    loom_partition *part, loom_error *err)
-{
-    if (part->cap_microbatches < microbatches)
-        return host->error(err, LOOM_EINVAL,
-                           "balanced-dp: candidate has room for %d "
-                           "microbatches, parallel.microbatches is %d",
-                           part->cap_microbatches, microbatches);
-    int32_t n = it ? it->n_samples : 0;
-    if (n > 0 && !part->sample_mb)
-        return host->error(err, LOOM_EINVAL,
-                           "balanced-dp: candidate has no sample map for %d "
-                           "samples", n);
-    for (int32_t i = 0; i < n; i++) {
-        int32_t mb = it->samples[i].microbatch;
-        if (mb >= microbatches)
-            return host->error(err, LOOM_EINVAL,
-                               "iteration %d: samples[%d].microbatch: "
-                               "expected < %d (parallel.microbatches), "
-                               "found %d",
-                               it->index, i, microbatches, mb);
-        if (mb < 0)
-            mb = (int32_t)((int64_t)i * microbatches / n);
-        for (int32_t m = 0; m < model->n_modules; m++)
-            part->sample_mb[(size_t)m * (size_t)n + (size_t)i] = mb;
-    }
-    part->n_microbatches = microbatches;
-    part->n_samples = n;
-    part->n_modules = model->n_modules;
-    if (part->subs)
-        for (int32_t mb = 0; mb < microbatches; mb++)
-            part->subs[mb] = 1;
-    return LOOM_OK;
-}
-
 /* Computes the balanced cut points of all layers into pp * vpp positions
  * and appends them as one candidate. Declines stage-times problems. */
 static int bdp_partition(void *self, const loom_problem *problem,
@@ -282,9 +190,9 @@ static int bdp_partition(void *self, const loom_problem *problem,
     if (rc == LOOM_OK)
         rc = set->add(set, &part, err);
     if (rc == LOOM_OK)
-        rc = bdp_layout(host, model, pp, np, sizes, part, err);
+        rc = loom_lk_layout(host, "balanced-dp", model, pp, np, sizes, part, err);
     if (rc == LOOM_OK)
-        rc = bdp_data(host, model, iteration, mbs, part, err);
+        rc = loom_lk_assign_samples(host, "balanced-dp", model, iteration, mbs, part, err);
     if (rc == LOOM_OK) {
         snprintf(part->label, sizeof part->label,
                  "balanced-dp pp=%d vpp=%d max=%.3gms", pp, vpp, bottleneck_ms);

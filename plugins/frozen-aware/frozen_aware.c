@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <loom/loom.h>
+#include "layout_kit.h"
 #include "frozen_aware.h"
 
 typedef struct fa_self {
@@ -92,83 +93,6 @@ static int fa_layer_costs(fa_self *f, const loom_problem *pb,
     return LOOM_OK;
 }
 
-/* One mixed flow of S positions from per-position layer counts. */
-static int fa_layout(const loom_host_api *host, const loom_model *model,
-                     int32_t pp, int32_t n_pos, const int32_t *sizes,
-                     loom_partition *p, loom_error *err)
-{
-    if (p->cap_flows < 1 || p->cap_positions < n_pos)
-        return host->error(err, LOOM_EINVAL,
-                           "frozen-aware: candidate has room for %d "
-                           "positions, need %d", p->cap_positions, n_pos);
-    int32_t m = 0, layer = 0, ns = 0;
-    for (int32_t s = 0; s < n_pos; s++) {
-        loom_position *pos = &p->positions[s];
-        pos->rank = s % pp;
-        pos->span_off = ns;
-        pos->n_spans = 0;
-        pos->reserved = 0;
-        for (int32_t left = sizes[s]; left > 0;) {
-            while (layer >= model->modules[m].n_layers) {
-                m++;
-                layer = 0;
-            }
-            int32_t take = model->modules[m].n_layers - layer;
-            take = take < left ? take : left;
-            if (ns >= p->cap_spans)
-                return host->error(err, LOOM_EINVAL,
-                                   "frozen-aware: candidate has room for %d "
-                                   "spans, position %d needs more",
-                                   p->cap_spans, s);
-            p->spans[ns++] = (loom_span){m, layer, take, 0};
-            pos->n_spans++;
-            layer += take;
-            left -= take;
-        }
-    }
-    loom_flow *fl = &p->flows[0];
-    memset(fl, 0, sizeof *fl);
-    fl->n_pos = n_pos;
-    fl->module = model->n_modules == 1 ? 0 : -1;
-    fl->segments = n_pos / pp;
-    p->n_flows = 1;
-    p->n_positions = n_pos;
-    p->n_spans = ns;
-    p->n_ranks = pp;
-    return LOOM_OK;
-}
-
-/* Samples to microbatches: the workload's packing, else an even split. */
-static int fa_data(const loom_host_api *host, const loom_model *model,
-                   const loom_iteration *it, int32_t mbs, loom_partition *p,
-                   loom_error *err)
-{
-    if (p->cap_microbatches < mbs || (it->n_samples > 0 && !p->sample_mb))
-        return host->error(err, LOOM_EINVAL,
-                           "frozen-aware: candidate has room for %d "
-                           "microbatches, need %d", p->cap_microbatches, mbs);
-    int32_t n = it->n_samples;
-    for (int32_t i = 0; i < n; i++) {
-        int32_t mb = it->samples[i].microbatch;
-        if (mb >= mbs)
-            return host->error(err, LOOM_EINVAL,
-                               "iteration %d: samples[%d].microbatch: "
-                               "expected < %d (parallel.microbatches), "
-                               "found %d", it->index, i, mbs, mb);
-        if (mb < 0)
-            mb = (int32_t)((int64_t)i * mbs / n);
-        for (int32_t m = 0; m < model->n_modules; m++)
-            p->sample_mb[(size_t)m * (size_t)n + (size_t)i] = mb;
-    }
-    p->n_microbatches = mbs;
-    p->n_samples = n;
-    p->n_modules = model->n_modules;
-    if (p->subs)
-        for (int32_t k = 0; k < mbs; k++)
-            p->subs[k] = 1;
-    return LOOM_OK;
-}
-
 /* Appends one candidate: the frozen-aware min-max layout. */
 static int fa_partition(void *self, const loom_problem *problem,
                         const loom_iteration *it, loom_candidates *set,
@@ -213,9 +137,9 @@ static int fa_partition(void *self, const loom_problem *problem,
     if (rc == LOOM_OK)
         rc = set->add(set, &p, err);
     if (rc == LOOM_OK)
-        rc = fa_layout(host, model, pp, (int32_t)s, sizes, p, err);
+        rc = loom_lk_layout(host, "frozen-aware", model, pp, (int32_t)s, sizes, p, err);
     if (rc == LOOM_OK)
-        rc = fa_data(host, model, it, mbs, p, err);
+        rc = loom_lk_assign_samples(host, "frozen-aware", model, it, mbs, p, err);
     if (rc == LOOM_OK) {
         int unaware = fa_param_is(host, f->ctx, "mode", "unaware");
         snprintf(p->label, sizeof p->label, "frozen-%s S=%lld max=%.2fms",

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <loom/loom.h>
+#include "layout_kit.h"
 
 typedef struct uniform_self {
     const loom_host_api *host;
@@ -37,111 +38,6 @@ static void uniform_destroy(void *self)
     uniform_self *u = self;
     if (u)
         u->host->free(u);
-}
-
-/* Fills the flow, positions and spans of `part` from per-position layer
- * counts `sizes` (n_pos entries summing to the model's layer count). */
-static int uniform_layout(const loom_host_api *host, const loom_model *model,
-                          int32_t pp, int32_t n_pos, const int32_t *sizes,
-                          loom_partition *part, loom_error *err)
-{
-    if (part->cap_flows < 1 || part->cap_positions < n_pos)
-        return host->error(err, LOOM_EINVAL,
-                           "uniform: candidate has room for %d flows and %d "
-                           "positions, need 1 and %d",
-                           part->cap_flows, part->cap_positions, n_pos);
-    int32_t module = 0, layer = 0, n_spans = 0, used_modules = 0;
-    for (int32_t m = 0; m < model->n_modules; m++)
-        used_modules += model->modules[m].n_layers > 0;
-    for (int32_t s = 0; s < n_pos; s++) {
-        loom_position *pos = &part->positions[s];
-        pos->rank = s % pp;
-        pos->span_off = n_spans;
-        pos->n_spans = 0;
-        pos->reserved = 0;
-        int32_t left = sizes[s];
-        while (left > 0) {
-            while (module < model->n_modules &&
-                   layer >= model->modules[module].n_layers) {
-                module++;
-                layer = 0;
-            }
-            if (module >= model->n_modules)
-                return host->error(err, LOOM_EINVAL,
-                                   "uniform: position %d asks for more layers "
-                                   "than the model has", s);
-            int32_t take = model->modules[module].n_layers - layer;
-            if (take > left)
-                take = left;
-            if (n_spans >= part->cap_spans)
-                return host->error(err, LOOM_EINVAL,
-                                   "uniform: candidate has room for %d spans, "
-                                   "position %d needs more",
-                                   part->cap_spans, s);
-            loom_span *sp = &part->spans[n_spans++];
-            sp->module = module;
-            sp->first_layer = layer;
-            sp->n_layers = take;
-            sp->tp = 0;
-            pos->n_spans++;
-            layer += take;
-            left -= take;
-        }
-    }
-    loom_flow *fl = &part->flows[0];
-    memset(fl, 0, sizeof *fl);
-    fl->pos_off = 0;
-    fl->n_pos = n_pos;
-    fl->module = -1;
-    if (used_modules == 1 && n_spans > 0)
-        fl->module = part->spans[0].module;
-    fl->segments = n_pos / pp;
-    fl->n_inputs = 0;
-    part->n_flows = 1;
-    part->n_positions = n_pos;
-    part->n_spans = n_spans;
-    part->n_ranks = pp;
-    return LOOM_OK;
-}
-
-/* Assigns samples to microbatches: the workload's packing when a sample
- * names one (which must be < microbatches), else sample i goes to
- * i * microbatches / n_samples. Every module sees every sample; one
- * sub-microbatch per microbatch. */
-static int uniform_data(const loom_host_api *host, const loom_model *model,
-                        const loom_iteration *it, int32_t microbatches,
-                        loom_partition *part, loom_error *err)
-{
-    if (part->cap_microbatches < microbatches)
-        return host->error(err, LOOM_EINVAL,
-                           "uniform: candidate has room for %d microbatches, "
-                           "parallel.microbatches is %d",
-                           part->cap_microbatches, microbatches);
-    int32_t n = it ? it->n_samples : 0;
-    if (n > 0 && !part->sample_mb)
-        return host->error(err, LOOM_EINVAL,
-                           "uniform: candidate has no sample map for %d "
-                           "samples", n);
-    for (int32_t i = 0; i < n; i++) {
-        int32_t mb = it->samples[i].microbatch;
-        if (mb >= microbatches)
-            return host->error(err, LOOM_EINVAL,
-                               "iteration %d: samples[%d].microbatch: "
-                               "expected < %d (parallel.microbatches), "
-                               "found %d",
-                               it->index, i, microbatches, mb);
-        if (mb < 0)
-            mb = (int32_t)((int64_t)i * microbatches / n);
-        for (int32_t m = 0; m < model->n_modules; m++)
-            part->sample_mb[(size_t)m * (size_t)n + (size_t)i] = mb;
-    }
-    part->n_microbatches = microbatches;
-    part->n_samples = n;
-    part->n_modules = model->n_modules;
-    if (part->subs)
-        for (int32_t mb = 0; mb < microbatches; mb++)
-            part->subs[mb] = 1;
-    return LOOM_OK;
 }
 
 /* Appends one candidate with the uniform layer split. Declines
@@ -181,10 +77,10 @@ static int uniform_partition(void *self, const loom_problem *problem,
     loom_partition *part = NULL;
     int rc = set->add(set, &part, err);
     if (rc == LOOM_OK)
-        rc = uniform_layout(host, model, pp, (int32_t)n_pos, sizes, part, err);
+        rc = loom_lk_layout(host, "uniform", model, pp, (int32_t)n_pos, sizes, part, err);
     host->free(sizes);
     if (rc == LOOM_OK)
-        rc = uniform_data(host, model, iteration, mbs, part, err);
+        rc = loom_lk_assign_samples(host, "uniform", model, iteration, mbs, part, err);
     if (rc != LOOM_OK) {
         if (part)
             set->remove(set, set->n - 1);
