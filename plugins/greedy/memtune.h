@@ -196,7 +196,7 @@ typedef void (*loom_mt_materialise_fn)(void *user, const loom_stage_graph *g,
 /* Everything one tuner instance reuses across calls. */
 typedef struct loom_mt_driver {
     const loom_simulator_service *sim; /* NULL: timeline only */
-    loom_sim_scratch *scratch;
+    loom_sim_scratch *scratch;         /* NULL until the first confirmation */
     loom_mt_timeline tl;
     loom_mt_descent desc;
     loom_mt_view view;
@@ -204,8 +204,9 @@ typedef struct loom_mt_driver {
     int64_t moves;   /* last run: descent moves */
 } loom_mt_driver;
 
-/* Looks up the simulator service and creates its scratch (d is zeroed
- * first; without the service the driver works from the timeline alone). */
+/* Looks up the simulator service (d is zeroed first; without the service
+ * the driver works from the timeline alone and nothing is confirmed). The
+ * simulator's scratch is created by the first confirmation. */
 void loom_mt_driver_init(const loom_host_api *host, loom_mt_driver *d);
 void loom_mt_driver_free(const loom_host_api *host, loom_mt_driver *d);
 
@@ -228,6 +229,13 @@ int loom_mt_driver_confirm(const loom_host_api *host, loom_mt_driver *d,
                            const loom_schedule *sched,
                            const uint8_t *policies, const char *who,
                            loom_error *err);
+
+/* Reads int param `key` into *out: `def` when the run does not set it,
+ * else a value in lo..hi. LOOM_EINVAL "who: params.key: expected ..."
+ * otherwise. */
+int loom_mt_param_int(const loom_host_api *host, loom_ctx *ctx,
+                      const char *who, const char *key, int64_t def,
+                      int64_t lo, int64_t hi, int64_t *out, loom_error *err);
 
 /* Checks that g carries per-layer options and that sched and policies are
  * there; LOOM_EINVAL naming `who` otherwise. */

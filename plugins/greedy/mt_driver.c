@@ -6,7 +6,7 @@
 #include <string.h>
 #include "memtune.h"
 
-/* Looks up the simulator and creates its scratch (see header). */
+/* Looks up the simulator (see header); its scratch is made on first use. */
 void loom_mt_driver_init(const loom_host_api *host, loom_mt_driver *d)
 {
     memset(d, 0, sizeof *d);
@@ -14,10 +14,6 @@ void loom_mt_driver_init(const loom_host_api *host, loom_mt_driver *d)
     if (d->sim && (d->sim->struct_size < sizeof(loom_simulator_service) ||
                    !d->sim->scratch_new || !d->sim->scratch_free ||
                    !d->sim->simulate))
-        d->sim = NULL;
-    if (d->sim)
-        d->scratch = d->sim->scratch_new();
-    if (!d->scratch)
         d->sim = NULL;
 }
 
@@ -30,6 +26,27 @@ void loom_mt_driver_free(const loom_host_api *host, loom_mt_driver *d)
     if (d->scratch)
         d->sim->scratch_free(d->scratch);
     memset(d, 0, sizeof *d);
+}
+
+/* Reads an int param with a default and bounds (see header). */
+int loom_mt_param_int(const loom_host_api *host, loom_ctx *ctx,
+                      const char *who, const char *key, int64_t def,
+                      int64_t lo, int64_t hi, int64_t *out, loom_error *err)
+{
+    int64_t v = def;
+    int rc = host->param_int(ctx, key, &v);
+    if (rc == LOOM_ENOTFOUND)
+        v = def;
+    else if (rc != LOOM_OK)
+        return host->error(err, LOOM_EINVAL,
+                           "%s: params.%s: expected an integer", who, key);
+    if (v < lo || v > hi)
+        return host->error(err, LOOM_EINVAL,
+                           "%s: params.%s: expected %lld..%lld, found %lld",
+                           who, key, (long long)lo, (long long)hi,
+                           (long long)v);
+    *out = v;
+    return LOOM_OK;
 }
 
 /* Checks the inputs of a tune call (see header). */
@@ -109,6 +126,8 @@ int loom_mt_driver_confirm(const loom_host_api *host, loom_mt_driver *d,
     int rc;
     if (!d->sim || !(g->memory_cap_bytes > 0.0))
         return LOOM_OK;
+    if (!d->scratch && !(d->scratch = d->sim->scratch_new()))
+        return host->error(err, LOOM_ENOMEM, "%s: out of memory", who);
     if ((rc = mt_confirm(host, d, g, sched, policies, &over, err)))
         return rc;
     if (over > 0)

@@ -24,10 +24,8 @@ typedef struct ilpm_self {
     loom_mt_entry_chains chains; /* the per-layer greedy warm start */
     loom_ilpm_work work;
     loom_ilpm_stats last;  /* the last solve, for logs */
-    int32_t *unit_off;     /* per pair + 1: one unit per pair */
-    int32_t *state;        /* per pair: candidate within the pair */
+    loom_mckp_units units; /* the candidates as descent units */
     int32_t *choice;       /* per pair: the final candidate choice */
-    int64_t *pair_bytes;   /* per pair */
     uint8_t *warm;         /* per entry: the warm start's policies */
     double *cand_rank_ms;  /* per rank: latency under the candidate greedy */
     double *entry_rank_ms; /* per rank: latency under the layer greedy */
@@ -36,36 +34,16 @@ typedef struct ilpm_self {
     int32_t cap_pairs, cap_ranks, cap_entries;
 } ilpm_self;
 
-/* Reads an int param with a default and bounds. */
-static int ilpm_param_int(const loom_host_api *host, loom_ctx *ctx,
-                          const char *key, int64_t def, int64_t lo, int64_t hi,
-                          int64_t *out, loom_error *err)
-{
-    int64_t v = def;
-    int rc = host->param_int(ctx, key, &v);
-    if (rc == LOOM_ENOTFOUND)
-        v = def;
-    else if (rc != LOOM_OK)
-        return host->error(err, LOOM_EINVAL,
-                           "ilp: params.%s: expected an integer", key);
-    if (v < lo || v > hi)
-        return host->error(err, LOOM_EINVAL,
-                           "ilp: params.%s: expected %lld..%lld, found %lld",
-                           key, (long long)lo, (long long)hi, (long long)v);
-    *out = v;
-    return LOOM_OK;
-}
-
 /* Reads k, resolution, gap and timeout_ms. */
 static int ilpm_params(const loom_host_api *host, loom_ctx *ctx, ilpm_self *s,
                        loom_error *err)
 {
     int64_t k = 6, res = 64, timeout = 1000;
-    int rc = ilpm_param_int(host, ctx, "k", 6, 2, 62, &k, err);
+    int rc = loom_mt_param_int(host, ctx, "ilp", "k", 6, 2, 62, &k, err);
     if (rc == LOOM_OK)
-        rc = ilpm_param_int(host, ctx, "resolution", 64, 1, 1 << 20, &res, err);
+        rc = loom_mt_param_int(host, ctx, "ilp", "resolution", 64, 1, 1 << 20, &res, err);
     if (rc == LOOM_OK)
-        rc = ilpm_param_int(host, ctx, "timeout_ms", 1000, 1, 3600000,
+        rc = loom_mt_param_int(host, ctx, "ilp", "timeout_ms", 1000, 1, 3600000,
                             &timeout, err);
     if (rc != LOOM_OK)
         return rc;
@@ -117,10 +95,8 @@ static void ilpm_destroy(void *self)
     loom_mckp_free(s->host, &s->set);
     loom_mt_entry_chains_free(s->host, &s->chains);
     loom_ilpm_free(s->host, &s->work);
-    s->host->free(s->unit_off);
-    s->host->free(s->state);
+    loom_mckp_units_free(s->host, &s->units);
     s->host->free(s->choice);
-    s->host->free(s->pair_bytes);
     s->host->free(s->warm);
     s->host->free(s->cand_rank_ms);
     s->host->free(s->entry_rank_ms);
@@ -139,16 +115,10 @@ static int ilpm_reserve(ilpm_self *s, int32_t n_pairs, int32_t n_ranks,
         s->warm = h->alloc((size_t)n_entries + 1);
         s->cap_entries = n_entries;
     }
-    if (n_pairs > s->cap_pairs || !s->unit_off) {
-        h->free(s->unit_off);
-        h->free(s->state);
+    if (n_pairs > s->cap_pairs || !s->choice) {
         h->free(s->choice);
-        h->free(s->pair_bytes);
         size_t n = (size_t)n_pairs + 1;
-        s->unit_off = h->alloc(n * sizeof *s->unit_off);
-        s->state = h->alloc(n * sizeof *s->state);
         s->choice = h->alloc(n * sizeof *s->choice);
-        s->pair_bytes = h->alloc(n * sizeof *s->pair_bytes);
         s->cap_pairs = n_pairs;
     }
     if (n_ranks > s->cap_ranks || !s->improved) {
@@ -163,24 +133,13 @@ static int ilpm_reserve(ilpm_self *s, int32_t n_pairs, int32_t n_ranks,
         s->improved = h->alloc(n * sizeof *s->improved);
         s->cap_ranks = n_ranks;
     }
-    if (!s->unit_off || !s->state || !s->choice || !s->pair_bytes ||
+    if (!s->choice ||
         !s->cand_rank_ms || !s->entry_rank_ms || !s->warm_rank_ms ||
         !s->improved || !s->warm) {
         s->cap_pairs = s->cap_ranks = s->cap_entries = 0;
         return h->error(err, LOOM_ENOMEM, "ilp: out of memory");
     }
     return LOOM_OK;
-}
-
-/* Writes every pair's chosen candidate as per-entry policies
- * (loom_mt_materialise_fn). */
-static void ilpm_materialise(void *user, const loom_stage_graph *g,
-                             const loom_mt_units *u, uint8_t *policies)
-{
-    const ilpm_self *s = user;
-    for (int32_t p = 0; p < g->n_pairs; p++)
-        loom_mckp_apply(&s->set, g, p, u->chain_off[p] + u->state[p],
-                        policies);
 }
 
 /* The per-layer greedy (the greedy tuner's choice) on the timeline the
@@ -206,7 +165,7 @@ static void ilpm_warm_start(ilpm_self *s, const loom_stage_graph *g,
         s->cand_rank_ms[r] = s->entry_rank_ms[r] = 0.0;
     for (int32_t p = 0; p < g->n_pairs; p++) {
         int32_t r = s->drv.tl.pair_rank[p];
-        s->cand_rank_ms[r] += s->set.cand_ms[s->set.cand_off[p] + s->state[p]];
+        s->cand_rank_ms[r] += s->set.cand_ms[s->set.cand_off[p] + s->units.state[p]];
         for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++)
             s->entry_rank_ms[r] += c->chain_ms[c->chain_off[e] + c->state[e]];
     }
@@ -255,17 +214,13 @@ static int ilpm_tune(void *self, const loom_stage_graph *g,
         rc = loom_mckp_build(s->host, &s->set, g, s->k, s->resolution, err);
     if (rc != LOOM_OK)
         return rc;
-    for (int32_t p = 0; p <= g->n_pairs; p++)
-        s->unit_off[p] = p;
-    for (int32_t p = 0; p < g->n_pairs; p++) {
-        s->state[p] = 0;
-        s->pair_bytes[p] = s->set.cand_bytes[s->set.cand_off[p]];
-    }
-    loom_mt_units u = {g->n_pairs, s->unit_off, s->set.cand_off,
-                       s->set.cand_ms, s->set.cand_bytes, s->state};
+    loom_mt_units u;
+    rc = loom_mckp_units_reset(s->host, &s->units, &s->set, &u, "ilp", err);
+    if (rc != LOOM_OK)
+        return rc;
     memset(&s->last, 0, sizeof s->last);
-    rc = loom_mt_driver_run(s->host, &s->drv, g, sched, &u, s->pair_bytes,
-                            ilpm_materialise, s, policies, "ilp", err);
+    rc = loom_mt_driver_run(s->host, &s->drv, g, sched, &u, s->units.pair_bytes,
+                            loom_mckp_materialise, &s->set, policies, "ilp", err);
     if (rc != LOOM_OK || !s->drv.descended)
         return rc; /* failed, or the fastest choice fits: optimal */
     rc = ilpm_entry_greedy(s, g, err);

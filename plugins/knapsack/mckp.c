@@ -453,3 +453,48 @@ void loom_mckp_add(loom_mckp_set *set, const loom_stage_graph *g,
     set->n_cands = n_cands;
     mckp_swap(set);
 }
+
+int loom_mckp_units_reset(const loom_host_api *host, loom_mckp_units *mu,
+                          const loom_mckp_set *set, loom_mt_units *out,
+                          const char *who, loom_error *err)
+{
+    int32_t n_pairs = set->n_pairs;
+    if (n_pairs > mu->cap_pairs || !mu->unit_off) {
+        loom_mckp_units_free(host, mu);
+        size_t n = (size_t)n_pairs + 1;
+        mu->unit_off = host->alloc(n * sizeof *mu->unit_off);
+        mu->state = host->alloc(n * sizeof *mu->state);
+        mu->pair_bytes = host->alloc(n * sizeof *mu->pair_bytes);
+        if (!mu->unit_off || !mu->state || !mu->pair_bytes) {
+            loom_mckp_units_free(host, mu);
+            return host->error(err, LOOM_ENOMEM, "%s: out of memory", who);
+        }
+        mu->cap_pairs = n_pairs;
+    }
+    for (int32_t p = 0; p <= n_pairs; p++)
+        mu->unit_off[p] = p;
+    for (int32_t p = 0; p < n_pairs; p++) {
+        mu->state[p] = 0;
+        mu->pair_bytes[p] = set->cand_bytes[set->cand_off[p]];
+    }
+    loom_mt_units u = {n_pairs, mu->unit_off, set->cand_off, set->cand_ms,
+                       set->cand_bytes, mu->state};
+    *out = u;
+    return LOOM_OK;
+}
+
+void loom_mckp_units_free(const loom_host_api *host, loom_mckp_units *mu)
+{
+    host->free(mu->unit_off);
+    host->free(mu->state);
+    host->free(mu->pair_bytes);
+    memset(mu, 0, sizeof *mu);
+}
+
+void loom_mckp_materialise(void *user, const loom_stage_graph *g,
+                           const loom_mt_units *u, uint8_t *policies)
+{
+    const loom_mckp_set *set = user;
+    for (int32_t p = 0; p < g->n_pairs; p++)
+        loom_mckp_apply(set, g, p, u->chain_off[p] + u->state[p], policies);
+}

@@ -20,6 +20,7 @@
 #define LOOM_MCKP_H
 
 #include <loom/loom.h>
+#include "memtune.h"
 
 typedef struct loom_mckp_set {
     int32_t n_pairs, n_cands;
@@ -69,5 +70,27 @@ void loom_mckp_free(const loom_host_api *host, loom_mckp_set *set);
  * indexed like the graph's layer entries. */
 void loom_mckp_apply(const loom_mckp_set *set, const loom_stage_graph *g,
                      int32_t pair, int32_t cand, uint8_t *policies);
+
+/* The candidate set as descent units for the memory tuners' driver: one
+ * unit per pair, walking the pair's candidates from the fastest to the
+ * most frugal. Owns its per-pair arrays. */
+typedef struct loom_mckp_units {
+    int32_t *unit_off;   /* per pair + 1: pair p owns unit p */
+    int32_t *state;      /* per pair: index within its candidates */
+    int64_t *pair_bytes; /* per pair: bytes of its current candidate */
+    int32_t cap_pairs;
+} loom_mckp_units;
+
+/* Puts every pair of `set` at its fastest candidate (growing the arrays)
+ * and writes the units view to *out. LOOM_ENOMEM naming `who`. */
+int loom_mckp_units_reset(const loom_host_api *host, loom_mckp_units *mu,
+                          const loom_mckp_set *set, loom_mt_units *out,
+                          const char *who, loom_error *err);
+void loom_mckp_units_free(const loom_host_api *host, loom_mckp_units *mu);
+
+/* loom_mt_materialise_fn for those units (user = the loom_mckp_set): each
+ * pair's current candidate as per-entry policies. */
+void loom_mckp_materialise(void *user, const loom_stage_graph *g,
+                           const loom_mt_units *u, uint8_t *policies);
 
 #endif
