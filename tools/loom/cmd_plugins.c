@@ -170,9 +170,9 @@ static int cmd_list(loom_registry *reg, const plugins_opts *o)
     return LOOM_EXIT_OK;
 }
 
-/* With --load: names every plugin that failed to load on stderr and turns
- * `code` (from printing) into LOOM_EXIT_PLUGIN when one did. */
-static int load_failures(loom_registry *reg, const loom_plugin *only, int code)
+/* With --load: names on stderr every plugin (or only `only`) that failed
+ * to load; LOOM_EXIT_PLUGIN when one did, else LOOM_EXIT_OK. */
+static int load_failures(loom_registry *reg, const loom_plugin *only)
 {
     int failed = 0;
     for (int i = 0; i < loom_registry_count(reg); i++) {
@@ -183,7 +183,7 @@ static int load_failures(loom_registry *reg, const loom_plugin *only, int code)
                 p->load_error.message);
         failed++;
     }
-    return failed && code == LOOM_EXIT_OK ? LOOM_EXIT_PLUGIN : code;
+    return failed ? LOOM_EXIT_PLUGIN : LOOM_EXIT_OK;
 }
 
 /* Writes a param's default value as text. */
@@ -328,9 +328,8 @@ int loom_cmd_plugins(int argc, char **argv)
             for (int i = 0; i < loom_registry_count(reg); i++)
                 loom_plugin_load(reg, loom_registry_at(reg, i), NULL);
         code = is_list ? cmd_list(reg, &o) : cmd_inspect(reg, &o);
-        if (o.load && (code == LOOM_EXIT_OK))
-            code = load_failures(reg, is_list ? NULL : loom_registry_find(reg, NULL, o.id),
-                                 code);
+        if (o.load && code == LOOM_EXIT_OK)
+            code = load_failures(reg, is_list ? NULL : loom_registry_find(reg, NULL, o.id));
     }
     loom_registry_free(reg);
     free(o.paths);

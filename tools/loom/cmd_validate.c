@@ -109,10 +109,10 @@ static int run_validate(const validate_opts *o, loom_error *err)
         rc = loom_planner_config_use(cfg, o->uses[i], err);
     for (int i = 0; i < o->n_params && !rc; i++)
         rc = loom_planner_config_param(cfg, o->params[i], err);
-    if (!rc && (reg = loom_registry_new()) != NULL)
-        loom_registry_set_trust(reg, o->allow_untrusted);
-    if (!rc && !reg)
+    if (!rc && !(reg = loom_registry_new()))
         rc = loom_set_error(err, LOOM_ENOMEM, "out of memory");
+    if (!rc)
+        loom_registry_set_trust(reg, o->allow_untrusted);
     for (int i = 0; i < o->n_paths && !rc; i++)
         rc = loom_registry_add_dir(reg, o->paths[i], err);
     if (!rc)
