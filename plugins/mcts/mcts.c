@@ -134,7 +134,8 @@ static void mcts_polish_prio(mcts_run *m, int32_t *scratch, int64_t index,
     loom_sk_order_to_prio(order, m->n, prio);
 }
 
-/* Round job: rollout j of the current round on `worker`. */
+/* Round job j on `worker`: a rollout below its leaf, or a polish job
+ * (job_leaf -1). */
 static int mcts_round_job(void *user, int32_t worker, int32_t j, loom_error *err)
 {
     mcts_run *m = user;
