@@ -7,100 +7,28 @@
 #include <loom/mock_host.h>
 #include "engine_api.h"
 #include "testutil.h"
+#include "interleaver_testkit.h"
 
 /* Static twins of the plugins under test (linked into every suite). */
 const loom_plugin_info *loom_static_1f1b(void);
-
-#define MAX_POS 64
-
-/* A stage-times graph of P ranks, V chunks each, M microbatches; stage s
- * takes f[s] forward and b[s] backward (f, b NULL: 1 and 2 ms). */
-static loom_stage_graph *st_graph(int P, int M, int V, const double *f,
-                                  const double *b, int split)
-{
-    double fw[MAX_POS], bw[MAX_POS];
-    for (int s = 0; s < P * V; s++) {
-        fw[s] = f ? f[s] : 1.0;
-        bw[s] = b ? b[s] : 2.0;
-    }
-    loom_stage_times st;
-    memset(&st, 0, sizeof st);
-    st.ranks = P;
-    st.microbatches = M;
-    st.virtual_stages = V;
-    st.forward_ms = fw;
-    st.backward_ms = bw;
-    loom_stage_graph *g = NULL;
-    loom_error err = {0, ""};
-    ck_assert_msg(loom_graph_from_stage_times(&st, split, &g, &err) == LOOM_OK,
-                  "%s", err.message);
-    return g;
-}
 
 /* Runs the 1f1b interleaver over g into a fresh schedule (*out). */
 static int interleave(const loom_stage_graph *g, const float *prio,
                       loom_schedule **out, loom_error *err)
 {
-    const loom_interleaver_vtable *vt =
-        (const loom_interleaver_vtable *)loom_static_1f1b()->role(
-            LOOM_ROLE_INTERLEAVER);
-    ck_assert_ptr_nonnull(vt);
-    loom_mock_host *h = loom_mock_host_new();
-    void *self = NULL;
-    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
-                                NULL, &self, err), LOOM_OK);
-    *out = loom_schedule_new(g->n_ranks, g->n_stages);
-    int rc = vt->interleave(self, g, prio, *out, err);
-    /* a second call on the same instance must give the same order */
-    if (rc == LOOM_OK) {
-        loom_schedule *again = loom_schedule_new(g->n_ranks, g->n_stages);
-        ck_assert_int_eq(vt->interleave(self, g, prio, again, err), LOOM_OK);
-        ck_assert_int_eq(memcmp(again->order, (*out)->order,
-                                (size_t)g->n_stages * sizeof(int32_t)), 0);
-        loom_schedule_free(again);
-    }
-    vt->destroy(self);
-    loom_mock_host_free(h);
-    return rc;
+    return ik_interleave(loom_static_1f1b(), g, prio, out, err);
 }
 
-/* Asserts every stage appears exactly once, on its own rank. */
-static void check_complete(const loom_stage_graph *g, const loom_schedule *s)
-{
-    ck_assert_int_eq(s->n_stages, g->n_stages);
-    ck_assert_int_eq(s->rank_off[0], 0);
-    ck_assert_int_eq(s->rank_off[g->n_ranks], g->n_stages);
-    int *seen = calloc((size_t)g->n_stages, sizeof *seen);
-    for (int r = 0; r < g->n_ranks; r++)
-        for (int i = s->rank_off[r]; i < s->rank_off[r + 1]; i++) {
-            int v = s->order[i];
-            ck_assert_int_ge(v, 0);
-            ck_assert_int_lt(v, g->n_stages);
-            ck_assert_int_eq(g->rank[v], r);
-            seen[v]++;
-        }
-    for (int v = 0; v < g->n_stages; v++)
-        ck_assert_int_eq(seen[v], 1);
-    free(seen);
-}
-
-/* Interleaves and simulates g; fills m (with per-rank peaks in peak). */
+/* Interleaves, checks and simulates g with 1f1b. */
 static void plan(const loom_stage_graph *g, const float *prio,
                  loom_metrics *m, int64_t *peak)
 {
-    loom_schedule *s = NULL;
-    loom_error err = {0, ""};
-    ck_assert_msg(interleave(g, prio, &s, &err) == LOOM_OK, "%s", err.message);
-    check_complete(g, s);
-    memset(m, 0, sizeof *m);
-    m->peak_bytes = peak;
-    ck_assert_msg(loom_simulate(g, s, m, &err) == LOOM_OK, "%s", err.message);
-    loom_schedule_free(s);
+    ik_plan(loom_static_1f1b(), g, prio, m, peak);
 }
 
 START_TEST(makespan_p4_m8)
 {
-    loom_stage_graph *g = st_graph(4, 8, 1, NULL, NULL, 0);
+    loom_stage_graph *g = ik_st_graph(4, 8, 1, NULL, NULL, 0);
     loom_metrics m;
     int64_t peak[4];
     plan(g, NULL, &m, peak);
@@ -119,7 +47,7 @@ START_TEST(bubble_and_peak_closed_forms)
 {
     for (int P = 1; P <= 6; P++)
         for (int M = 1; M <= 12; M++) {
-            loom_stage_graph *g = st_graph(P, M, 1, NULL, NULL, 0);
+            loom_stage_graph *g = ik_st_graph(P, M, 1, NULL, NULL, 0);
             loom_metrics m;
             int64_t peak[6];
             plan(g, NULL, &m, peak);
@@ -135,7 +63,7 @@ END_TEST
 
 START_TEST(exact_order_rank0_and_last)
 {
-    loom_stage_graph *g = st_graph(4, 8, 1, NULL, NULL, 0);
+    loom_stage_graph *g = ik_st_graph(4, 8, 1, NULL, NULL, 0);
     loom_schedule *s = NULL;
     loom_error err = {0, ""};
     ck_assert_int_eq(interleave(g, NULL, &s, &err), LOOM_OK);
@@ -169,7 +97,7 @@ START_TEST(non_uniform_stage_times)
      * and rank 0 then finishes with B_0 = 2: 9 M + 9 for M >= 3. */
     const double f[4] = {1, 3, 2, 2}, b[4] = {2, 6, 4, 4};
     for (int M = 3; M <= 10; M++) {
-        loom_stage_graph *g = st_graph(4, M, 1, f, b, 0);
+        loom_stage_graph *g = ik_st_graph(4, M, 1, f, b, 0);
         loom_metrics m;
         int64_t peak[4];
         plan(g, NULL, &m, peak);
@@ -177,7 +105,7 @@ START_TEST(non_uniform_stage_times)
         ck_assert(m.makespan_ms < 24.0 + 9.0 * (M - 1));
         loom_graph_free(g);
     }
-    loom_stage_graph *g = st_graph(4, 1, 1, f, b, 0);
+    loom_stage_graph *g = ik_st_graph(4, 1, 1, f, b, 0);
     loom_metrics m;
     int64_t peak[4];
     plan(g, NULL, &m, peak);
@@ -190,11 +118,11 @@ START_TEST(split_backward_i_then_w)
 {
     /* B = 2 split as I = W = 1: the backward chain only waits on I, so
      * M (F + I + W) + (P - 1) (F + I) = 24 + 6 */
-    loom_stage_graph *g = st_graph(4, 8, 1, NULL, NULL, 1);
+    loom_stage_graph *g = ik_st_graph(4, 8, 1, NULL, NULL, 1);
     loom_schedule *s = NULL;
     loom_error err = {0, ""};
     ck_assert_int_eq(interleave(g, NULL, &s, &err), LOOM_OK);
-    check_complete(g, s);
+    ik_check_complete(g, s);
     for (int r = 0; r < 4; r++)
         for (int i = s->rank_off[r]; i < s->rank_off[r + 1]; i++) {
             int v = s->order[i];
@@ -216,7 +144,7 @@ END_TEST
 START_TEST(priorities_order_microbatches)
 {
     /* reversed priorities: the last microbatch goes first everywhere */
-    loom_stage_graph *g = st_graph(3, 5, 1, NULL, NULL, 0);
+    loom_stage_graph *g = ik_st_graph(3, 5, 1, NULL, NULL, 0);
     float prio[5];
     for (int i = 0; i < 5; i++)
         prio[i] = (float)i;
@@ -239,7 +167,7 @@ END_TEST
 
 START_TEST(rejects_virtual_stages)
 {
-    loom_stage_graph *g = st_graph(2, 4, 2, NULL, NULL, 0);
+    loom_stage_graph *g = ik_st_graph(2, 4, 2, NULL, NULL, 0);
     loom_schedule *s = NULL;
     loom_error err = {0, ""};
     ck_assert_int_eq(interleave(g, NULL, &s, &err), LOOM_EINVAL);
@@ -252,7 +180,7 @@ END_TEST
 
 START_TEST(rejects_several_flows)
 {
-    loom_stage_graph *g = st_graph(2, 2, 1, NULL, NULL, 0);
+    loom_stage_graph *g = ik_st_graph(2, 2, 1, NULL, NULL, 0);
     g->flow[g->n_stages - 1] = 1;
     loom_schedule *s = NULL;
     loom_error err = {0, ""};
@@ -269,7 +197,7 @@ START_TEST(deadlock_free_many_shapes)
     for (int P = 1; P <= 8; P++)
         for (int M = 1; M <= 2 * P + 3; M++)
             for (int split = 0; split < 2; split++) {
-                loom_stage_graph *g = st_graph(P, M, 1, NULL, NULL, split);
+                loom_stage_graph *g = ik_st_graph(P, M, 1, NULL, NULL, split);
                 float prio[32];
                 for (int i = 0; i < M; i++) /* a scrambled priority order */
                     prio[i] = (float)((i * 7 + 3) % M);

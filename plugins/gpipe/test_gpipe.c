@@ -7,35 +7,10 @@
 #include <loom/mock_host.h>
 #include "engine_api.h"
 #include "testutil.h"
+#include "interleaver_testkit.h"
 
 /* Static twins of the plugins under test (linked into every suite). */
 const loom_plugin_info *loom_static_gpipe(void);
-
-#define MAX_POS 64
-
-/* A stage-times graph of P ranks, V chunks each, M microbatches; stage s
- * takes f[s] forward and b[s] backward (f, b NULL: 1 and 2 ms). */
-static loom_stage_graph *st_graph(int P, int M, int V, const double *f,
-                                  const double *b, int split)
-{
-    double fw[MAX_POS], bw[MAX_POS];
-    for (int s = 0; s < P * V; s++) {
-        fw[s] = f ? f[s] : 1.0;
-        bw[s] = b ? b[s] : 2.0;
-    }
-    loom_stage_times st;
-    memset(&st, 0, sizeof st);
-    st.ranks = P;
-    st.microbatches = M;
-    st.virtual_stages = V;
-    st.forward_ms = fw;
-    st.backward_ms = bw;
-    loom_stage_graph *g = NULL;
-    loom_error err = {0, ""};
-    ck_assert_msg(loom_graph_from_stage_times(&st, split, &g, &err) == LOOM_OK,
-                  "%s", err.message);
-    return g;
-}
 
 /* Id of stage (flow f, position p, microbatch mb, backward?) in the
  * two-flow graph below: per microbatch 2 flows x P positions x {F, B}. */
@@ -105,60 +80,25 @@ static loom_stage_graph *two_flow_graph(int P, int M)
     return g;
 }
 
-/* Runs the gpipe interleaver over g into a fresh schedule (*out). */
+/* Runs the gpipe interleaver over g into a fresh schedule (*out); gpipe
+ * provides no other role. */
 static int interleave(const loom_stage_graph *g, const float *prio,
                       loom_schedule **out, loom_error *err)
 {
-    const loom_interleaver_vtable *vt =
-        (const loom_interleaver_vtable *)loom_static_gpipe()->role(
-            LOOM_ROLE_INTERLEAVER);
-    ck_assert_ptr_nonnull(vt);
     ck_assert_ptr_null(loom_static_gpipe()->role(LOOM_ROLE_RANKER));
-    loom_mock_host *h = loom_mock_host_new();
-    void *self = NULL;
-    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
-                                NULL, &self, err), LOOM_OK);
-    *out = loom_schedule_new(g->n_ranks, g->n_stages);
-    int rc = vt->interleave(self, g, prio, *out, err);
-    vt->destroy(self);
-    loom_mock_host_free(h);
-    return rc;
+    return ik_interleave(loom_static_gpipe(), g, prio, out, err);
 }
 
-/* Asserts every stage appears exactly once, on its own rank. */
-static void check_complete(const loom_stage_graph *g, const loom_schedule *s)
-{
-    ck_assert_int_eq(s->n_stages, g->n_stages);
-    ck_assert_int_eq(s->rank_off[g->n_ranks], g->n_stages);
-    int *seen = calloc((size_t)g->n_stages, sizeof *seen);
-    for (int r = 0; r < g->n_ranks; r++)
-        for (int i = s->rank_off[r]; i < s->rank_off[r + 1]; i++) {
-            int v = s->order[i];
-            ck_assert_int_eq(g->rank[v], r);
-            seen[v]++;
-        }
-    for (int v = 0; v < g->n_stages; v++)
-        ck_assert_int_eq(seen[v], 1);
-    free(seen);
-}
-
-/* Interleaves and simulates g; fills m (with per-rank peaks in peak). */
+/* Interleaves, checks and simulates g with gpipe. */
 static void plan(const loom_stage_graph *g, const float *prio,
                  loom_metrics *m, int64_t *peak)
 {
-    loom_schedule *s = NULL;
-    loom_error err = {0, ""};
-    ck_assert_msg(interleave(g, prio, &s, &err) == LOOM_OK, "%s", err.message);
-    check_complete(g, s);
-    memset(m, 0, sizeof *m);
-    m->peak_bytes = peak;
-    ck_assert_msg(loom_simulate(g, s, m, &err) == LOOM_OK, "%s", err.message);
-    loom_schedule_free(s);
+    ik_plan(loom_static_gpipe(), g, prio, m, peak);
 }
 
 START_TEST(makespan_p4_m8)
 {
-    loom_stage_graph *g = st_graph(4, 8, 1, NULL, NULL, 0);
+    loom_stage_graph *g = ik_st_graph(4, 8, 1, NULL, NULL, 0);
     loom_metrics m;
     int64_t peak[4];
     plan(g, NULL, &m, peak);
@@ -172,7 +112,7 @@ END_TEST
 
 START_TEST(exact_order)
 {
-    loom_stage_graph *g = st_graph(3, 4, 1, NULL, NULL, 0);
+    loom_stage_graph *g = ik_st_graph(3, 4, 1, NULL, NULL, 0);
     loom_schedule *s = NULL;
     loom_error err = {0, ""};
     ck_assert_int_eq(interleave(g, NULL, &s, &err), LOOM_OK);
@@ -198,7 +138,7 @@ START_TEST(alpa_latency_formula)
      * is exactly sum(t) + (M - 1) max(t) = 24 + 9 (M - 1) */
     const double f[4] = {1, 3, 2, 2}, b[4] = {2, 6, 4, 4};
     for (int M = 1; M <= 8; M++) {
-        loom_stage_graph *g = st_graph(4, M, 1, f, b, 0);
+        loom_stage_graph *g = ik_st_graph(4, M, 1, f, b, 0);
         loom_metrics m;
         int64_t peak[4];
         plan(g, NULL, &m, peak);
@@ -215,7 +155,7 @@ START_TEST(virtual_stages_closed_form)
     for (int P = 1; P <= 5; P++)
         for (int V = 1; V <= 3; V++)
             for (int M = P; M <= 3 * P; M++) {
-                loom_stage_graph *g = st_graph(P, M, V, NULL, NULL, 0);
+                loom_stage_graph *g = ik_st_graph(P, M, V, NULL, NULL, 0);
                 loom_metrics m;
                 int64_t peak[5];
                 plan(g, NULL, &m, peak);
@@ -231,11 +171,11 @@ END_TEST
 START_TEST(split_backward_i_then_w)
 {
     /* I = W = 1: M F + (P-1) F + M (I + W) + (P-1) I = 8 + 3 + 16 + 3 */
-    loom_stage_graph *g = st_graph(4, 8, 1, NULL, NULL, 1);
+    loom_stage_graph *g = ik_st_graph(4, 8, 1, NULL, NULL, 1);
     loom_schedule *s = NULL;
     loom_error err = {0, ""};
     ck_assert_int_eq(interleave(g, NULL, &s, &err), LOOM_OK);
-    check_complete(g, s);
+    ik_check_complete(g, s);
     for (int r = 0; r < 4; r++)
         for (int i = s->rank_off[r]; i < s->rank_off[r + 1]; i++) {
             int v = s->order[i];
@@ -255,7 +195,7 @@ END_TEST
 
 START_TEST(ignores_priorities)
 {
-    loom_stage_graph *g = st_graph(3, 5, 1, NULL, NULL, 0);
+    loom_stage_graph *g = ik_st_graph(3, 5, 1, NULL, NULL, 0);
     float prio[5] = {0, 1, 2, 3, 4};
     loom_schedule *a = NULL, *b = NULL;
     loom_error err = {0, ""};
@@ -280,7 +220,7 @@ START_TEST(two_flows_input_flow_first)
             loom_error err = {0, ""};
             ck_assert_msg(interleave(g, NULL, &s, &err) == LOOM_OK, "%s",
                           err.message);
-            check_complete(g, s);
+            ik_check_complete(g, s);
             ck_assert_int_eq(g->flow[s->order[0]], 1);
             ck_assert_int_eq(g->kind[s->order[0]], LOOM_STAGE_F);
             int last = s->order[s->rank_off[1] - 1];
@@ -299,7 +239,7 @@ END_TEST
 
 START_TEST(rejects_i_without_w)
 {
-    loom_stage_graph *g = st_graph(2, 2, 1, NULL, NULL, 1);
+    loom_stage_graph *g = ik_st_graph(2, 2, 1, NULL, NULL, 1);
     g->pair_weight[1] = -1;
     loom_schedule *s = NULL;
     loom_error err = {0, ""};
@@ -316,7 +256,7 @@ START_TEST(deadlock_free_many_shapes)
         for (int V = 1; V <= 3; V++)
             for (int M = 1; M <= 2 * P + 1; M++)
                 for (int split = 0; split < 2; split++) {
-                    loom_stage_graph *g = st_graph(P, M, V, NULL, NULL, split);
+                    loom_stage_graph *g = ik_st_graph(P, M, V, NULL, NULL, split);
                     loom_metrics m;
                     int64_t peak[6];
                     plan(g, NULL, &m, peak);

@@ -8,91 +8,38 @@
 #include <loom/mock_host.h>
 #include "engine_api.h"
 #include "testutil.h"
+#include "interleaver_testkit.h"
 
 /* Static twins of the plugins under test (linked into every suite). */
 const loom_plugin_info *loom_static_interleaved_1f1b(void);
 const loom_plugin_info *loom_static_1f1b(void);
-
-#define MAX_POS 64
 
 /* A stage-times graph of P ranks, V chunks, M microbatches with f ms
  * forward and b ms backward on every stage. */
 static loom_stage_graph *st_graph(int P, int M, int V, double f, double b,
                                   int split)
 {
-    double fw[MAX_POS], bw[MAX_POS];
+    double fw[IK_MAX_POS], bw[IK_MAX_POS];
+    ck_assert_int_le(P * V, IK_MAX_POS);
     for (int s = 0; s < P * V; s++) {
         fw[s] = f;
         bw[s] = b;
     }
-    loom_stage_times st;
-    memset(&st, 0, sizeof st);
-    st.ranks = P;
-    st.microbatches = M;
-    st.virtual_stages = V;
-    st.forward_ms = fw;
-    st.backward_ms = bw;
-    loom_stage_graph *g = NULL;
-    loom_error err = {0, ""};
-    ck_assert_msg(loom_graph_from_stage_times(&st, split, &g, &err) == LOOM_OK,
-                  "%s", err.message);
-    return g;
-}
-
-/* Runs interleaver `info` over g into a fresh schedule (*out). */
-static int interleave_with(const loom_plugin_info *info,
-                           const loom_stage_graph *g, const float *prio,
-                           loom_schedule **out, loom_error *err)
-{
-    const loom_interleaver_vtable *vt =
-        (const loom_interleaver_vtable *)info->role(LOOM_ROLE_INTERLEAVER);
-    ck_assert_ptr_nonnull(vt);
-    loom_mock_host *h = loom_mock_host_new();
-    void *self = NULL;
-    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
-                                NULL, &self, err), LOOM_OK);
-    *out = loom_schedule_new(g->n_ranks, g->n_stages);
-    int rc = vt->interleave(self, g, prio, *out, err);
-    vt->destroy(self);
-    loom_mock_host_free(h);
-    return rc;
+    return ik_st_graph(P, M, V, fw, bw, split);
 }
 
 /* Runs interleaved-1f1b over g. */
 static int interleave(const loom_stage_graph *g, const float *prio,
                       loom_schedule **out, loom_error *err)
 {
-    return interleave_with(loom_static_interleaved_1f1b(), g, prio, out, err);
-}
-
-/* Asserts every stage appears exactly once, on its own rank. */
-static void check_complete(const loom_stage_graph *g, const loom_schedule *s)
-{
-    ck_assert_int_eq(s->n_stages, g->n_stages);
-    ck_assert_int_eq(s->rank_off[g->n_ranks], g->n_stages);
-    int *seen = calloc((size_t)g->n_stages, sizeof *seen);
-    for (int r = 0; r < g->n_ranks; r++)
-        for (int i = s->rank_off[r]; i < s->rank_off[r + 1]; i++) {
-            int v = s->order[i];
-            ck_assert_int_eq(g->rank[v], r);
-            seen[v]++;
-        }
-    for (int v = 0; v < g->n_stages; v++)
-        ck_assert_int_eq(seen[v], 1);
-    free(seen);
+    return ik_interleave(loom_static_interleaved_1f1b(), g, prio, out, err);
 }
 
 /* Interleaves, checks and simulates g; returns the makespan in ms. */
 static double makespan(const loom_stage_graph *g, const float *prio)
 {
-    loom_schedule *s = NULL;
-    loom_error err = {0, ""};
-    ck_assert_msg(interleave(g, prio, &s, &err) == LOOM_OK, "%s", err.message);
-    check_complete(g, s);
     loom_metrics m;
-    memset(&m, 0, sizeof m);
-    ck_assert_msg(loom_simulate(g, s, &m, &err) == LOOM_OK, "%s", err.message);
-    loom_schedule_free(s);
+    ik_plan(loom_static_interleaved_1f1b(), g, prio, &m, NULL);
     return m.makespan_ms;
 }
 
@@ -162,7 +109,7 @@ START_TEST(v1_equals_1f1b)
                 loom_schedule *a = NULL, *b = NULL;
                 loom_error err = {0, ""};
                 ck_assert_int_eq(interleave(g, prio, &a, &err), LOOM_OK);
-                ck_assert_int_eq(interleave_with(loom_static_1f1b(), g, prio,
+                ck_assert_int_eq(ik_interleave(loom_static_1f1b(), g, prio,
                                                  &b, &err), LOOM_OK);
                 ck_assert_int_eq(memcmp(a->rank_off, b->rank_off,
                                         (size_t)(P + 1) * sizeof(int32_t)), 0);
@@ -214,7 +161,7 @@ START_TEST(split_backward_i_then_w)
     loom_schedule *s = NULL;
     loom_error err = {0, ""};
     ck_assert_int_eq(interleave(g, NULL, &s, &err), LOOM_OK);
-    check_complete(g, s);
+    ik_check_complete(g, s);
     for (int r = 0; r < 4; r++)
         for (int i = s->rank_off[r]; i < s->rank_off[r + 1]; i++) {
             int v = s->order[i];
