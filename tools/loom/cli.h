@@ -15,6 +15,11 @@ enum loom_exit {
  * EIO -> 2, others -> 1). */
 int loom_cli_exit_for_status(int status);
 
+/* The value of option `name` at argv[*i]: from "--name=V", or the next
+ * argument (advancing *i); "" when "--name" is the last argument; NULL
+ * when argv[*i] is another option. The value is borrowed from argv. */
+const char *loom_cli_opt_value(int argc, char **argv, int *i, const char *name);
+
 int loom_cmd_ab(int argc, char **argv);        /* cmd_ab.c */
 int loom_cmd_plugins(int argc, char **argv);   /* cmd_plugins.c */
 int loom_cmd_validate(int argc, char **argv);  /* cmd_validate.c */

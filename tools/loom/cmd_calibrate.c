@@ -50,21 +50,6 @@ static void usage(FILE *out)
             "input error\n");
 }
 
-/* Returns the option's value (from "--opt=V" or the next argument) or NULL. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name)
-{
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) != 0)
-        return NULL;
-    if (argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (argv[*i][n] != 0)
-        return NULL;
-    if (*i + 1 >= argc)
-        return "";
-    return argv[++*i];
-}
-
 /* Parses a finite number in [lo, hi]. */
 static int parse_num(const char *s, double lo, double hi, double *out)
 {
@@ -171,7 +156,7 @@ int loom_cmd_calibrate(int argc, char **argv)
             {"--iterations", &iters, 1, 100000}, {"--seed", &seed, 0, 9e15}};
         int matched = 0;
         for (size_t k = 0; k < sizeof nums / sizeof nums[0] && !matched; k++) {
-            if (!(s = opt_value(argc, argv, &i, nums[k].name)))
+            if (!(s = loom_cli_opt_value(argc, argv, &i, nums[k].name)))
                 continue;
             matched = 1;
             if (!parse_num(s, nums[k].lo, nums[k].hi, &v) ||
@@ -188,15 +173,15 @@ int loom_cmd_calibrate(int argc, char **argv)
         }
         if (matched)
             continue;
-        if ((s = opt_value(argc, argv, &i, "--model")))
+        if ((s = loom_cli_opt_value(argc, argv, &i, "--model")))
             model_spec = s;
-        else if ((s = opt_value(argc, argv, &i, "--workload")))
+        else if ((s = loom_cli_opt_value(argc, argv, &i, "--workload")))
             wl = s;
-        else if ((s = opt_value(argc, argv, &i, "--generate")))
+        else if ((s = loom_cli_opt_value(argc, argv, &i, "--generate")))
             family = s;
-        else if ((s = opt_value(argc, argv, &i, "--costs")))
+        else if ((s = loom_cli_opt_value(argc, argv, &i, "--costs")))
             costs = s;
-        else if ((s = opt_value(argc, argv, &i, "--estimator")))
+        else if ((s = loom_cli_opt_value(argc, argv, &i, "--estimator")))
             estimator = s;
         else if (!strcmp(argv[i], "--json"))
             json = 1;

@@ -36,21 +36,6 @@ static void usage(FILE *out)
             "  -h, --help          show this help\n");
 }
 
-/* Returns the option's value (from "--opt=V" or the next argument) or NULL. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name)
-{
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) != 0)
-        return NULL;
-    if (argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (argv[*i][n] != 0)
-        return NULL;
-    if (*i + 1 >= argc)
-        return "";
-    return argv[++*i];
-}
-
 /* Parses a decimal integer in [lo, hi]; 0 on junk. */
 static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
@@ -179,29 +164,29 @@ int loom_cmd_cp_balance(int argc, char **argv)
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
             return LOOM_EXIT_OK;
-        } else if ((v = opt_value(argc, argv, &i, "--gpus"))) {
+        } else if ((v = loom_cli_opt_value(argc, argv, &i, "--gpus"))) {
             if (!parse_i64(v, 1, LOOM_CP_MAX_GPUS, &gpus)) {
                 fprintf(stderr, "loom cp-balance: --gpus: expected an integer in "
                                 "[1, %d], found \"%s\"\n", LOOM_CP_MAX_GPUS, v);
                 return LOOM_EXIT_USAGE;
             }
-        } else if ((v = opt_value(argc, argv, &i, "--block"))) {
+        } else if ((v = loom_cli_opt_value(argc, argv, &i, "--block"))) {
             if (!parse_i64(v, 1, 1 << 20, &block)) {
                 fprintf(stderr, "loom cp-balance: --block: expected an integer in "
                                 "[1, 1048576], found \"%s\"\n", v);
                 return LOOM_EXIT_USAGE;
             }
-        } else if ((v = opt_value(argc, argv, &i, "--causal"))) {
+        } else if ((v = loom_cli_opt_value(argc, argv, &i, "--causal"))) {
             if (!parse_i64(v, 1, LOOM_CP_MAX_TOKENS, &causal)) {
                 fprintf(stderr, "loom cp-balance: --causal: expected a token "
                                 "count >= 1, found \"%s\"\n", v);
                 return LOOM_EXIT_USAGE;
             }
-        } else if ((v = opt_value(argc, argv, &i, "--workloads"))) {
+        } else if ((v = loom_cli_opt_value(argc, argv, &i, "--workloads"))) {
             list = v;
-        } else if ((v = opt_value(argc, argv, &i, "--segments"))) {
+        } else if ((v = loom_cli_opt_value(argc, argv, &i, "--segments"))) {
             segs = v;
-        } else if ((v = opt_value(argc, argv, &i, "--order"))) {
+        } else if ((v = loom_cli_opt_value(argc, argv, &i, "--order"))) {
             order = v;
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;

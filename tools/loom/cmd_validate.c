@@ -36,26 +36,6 @@ typedef struct validate_opts {
     int allow_untrusted;
 } validate_opts;
 
-/* Takes the value of option argv[*i] ("--opt V" or "--opt=V"); NULL when
- * argv[*i] is not that option or the value is missing. */
-static const char *opt_value(int argc, char **argv, int *i, const char *opt,
-                             int *missing)
-{
-    size_t n = strlen(opt);
-    const char *a = argv[*i];
-    if (strncmp(a, opt, n))
-        return NULL;
-    if (a[n] == '=')
-        return a + n + 1;
-    if (a[n])
-        return NULL;
-    if (*i + 1 >= argc) {
-        *missing = 1;
-        return NULL;
-    }
-    return argv[++*i];
-}
-
 /* Parses argv; returns -1 to continue, else an exit code. */
 static int parse_args(int argc, char **argv, validate_opts *o)
 {
@@ -66,29 +46,33 @@ static int parse_args(int argc, char **argv, validate_opts *o)
     if (!o->paths || !o->uses || !o->params)
         return LOOM_EXIT_PLAN;
     for (int i = 1; i < argc; i++) {
-        int missing = 0;
-        const char *v;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+        const char *opt = argv[i], *v;
+        const char **list = NULL;
+        int *count = NULL;
+        if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
             validate_usage(stdout);
             return LOOM_EXIT_OK;
-        } else if (!strcmp(argv[i], "--allow-untrusted-plugins")) {
+        } else if (!strcmp(opt, "--allow-untrusted-plugins")) {
             o->allow_untrusted = 1;
-        } else if ((v = opt_value(argc, argv, &i, "--path", &missing))) {
-            o->paths[o->n_paths++] = v;
-        } else if ((v = opt_value(argc, argv, &i, "--use", &missing))) {
-            o->uses[o->n_uses++] = v;
-        } else if ((v = opt_value(argc, argv, &i, "--param", &missing))) {
-            o->params[o->n_params++] = v;
-        } else if (missing) {
-            fprintf(stderr, "loom validate: %s needs a value\n", argv[i]);
-            return LOOM_EXIT_USAGE;
-        } else if (argv[i][0] == '-' || o->manifest) {
-            fprintf(stderr, "loom validate: unexpected argument '%s'\n", argv[i]);
+        } else if ((v = loom_cli_opt_value(argc, argv, &i, "--path"))) {
+            list = o->paths, count = &o->n_paths;
+        } else if ((v = loom_cli_opt_value(argc, argv, &i, "--use"))) {
+            list = o->uses, count = &o->n_uses;
+        } else if ((v = loom_cli_opt_value(argc, argv, &i, "--param"))) {
+            list = o->params, count = &o->n_params;
+        } else if (opt[0] == '-' || o->manifest) {
+            fprintf(stderr, "loom validate: unexpected argument '%s'\n", opt);
             validate_usage(stderr);
             return LOOM_EXIT_USAGE;
         } else {
-            o->manifest = argv[i];
+            o->manifest = opt;
         }
+        if (list && !*v) {
+            fprintf(stderr, "loom validate: %s needs a value\n", opt);
+            return LOOM_EXIT_USAGE;
+        }
+        if (list)
+            list[(*count)++] = v;
     }
     if (!o->manifest) {
         fprintf(stderr, "loom validate: expected a planner manifest\n");
