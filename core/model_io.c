@@ -307,9 +307,17 @@ static int parse_model(const char *file, const cJSON *root, loom_model_data **ou
         return loom_set_error(err, LOOM_ENOMEM, "%s: out of memory", file);
     int i = 0;
     char path[64];
+    int64_t layers = 0; /* across modules so far */
     for (const cJSON *m = mods->child; m && !rc; m = m->next, i++) {
         loom_json_path_index(path, sizeof path, "modules", i);
         rc = parse_module(file, m, path, &descs[i], err);
+        for (int k = 0; !rc && k < descs[i].n_groups; k++)
+            layers += descs[i].groups[k].count;
+        if (!rc && layers > LOOM_MAX_LAYERS_TOTAL)
+            rc = loom_set_error(err, LOOM_EINVAL,
+                                "%s: %s.layers: expected at most %d layers across all "
+                                "modules, found %lld by this module",
+                                file, path, LOOM_MAX_LAYERS_TOTAL, (long long)layers);
     }
     if (!rc) {
         d.n_modules = n;

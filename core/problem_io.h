@@ -21,6 +21,7 @@
 
 #define LOOM_MAX_MODULES 64
 #define LOOM_MAX_LAYERS_PER_MODULE 100000
+#define LOOM_MAX_LAYERS_TOTAL 100000 /* summed over a model's modules */
 #define LOOM_MAX_PARALLEL_DEGREE 65536     /* tp, pp, dp, vpp, microbatches */
 #define LOOM_MAX_GPUS (1 << 20)            /* tp*pp*dp */
 #define LOOM_MAX_ITERATIONS 100000
