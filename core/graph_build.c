@@ -21,6 +21,8 @@ typedef struct build {
     double *out_bytes;       /* [stage]: activation bytes each F sends on */
     int32_t *layers_of_flow; /* [f]: layers over all its positions */
     int32_t *layer_base;     /* [position]: layers before it in its flow */
+    int64_t *gpu0;           /* [rank]: first GPU of the rank's TP group */
+    int64_t gpus;            /* GPUs over all ranks */
 } build;
 
 static int32_t subs_of(const build *b, int32_t f, int32_t mb)
@@ -142,15 +144,57 @@ static int check_partition(const loom_problem *pb, const loom_partition *pt,
     return rc;
 }
 
-/* P2P time of `bytes` between two pipeline ranks (each a TP group). */
-static double p2p_ms(const loom_problem *pb, int32_t a, int32_t b, double bytes)
+/* TP degree of a span: its own, else the partition's, else the problem's. */
+static int32_t span_tp(const loom_problem *pb, const loom_partition *pt, const loom_span *sp)
 {
+    if (sp->tp > 0)
+        return sp->tp;
+    if (pt->tp > 0)
+        return pt->tp;
+    return pb->parallel.tp > 0 ? pb->parallel.tp : 1;
+}
+
+/* Lays the ranks' TP groups out on consecutive GPUs: rank r's degree is
+ * the largest TP degree of the spans it runs (the partition's or the
+ * problem's when it runs none); fills b->gpu0 and b->gpus. */
+static int rank_gpus(build *b, loom_error *err)
+{
+    const loom_partition *pt = b->part;
+    int32_t P = pt->n_ranks;
+    int32_t fallback = pt->tp > 0 ? pt->tp : b->problem->parallel.tp > 0 ? b->problem->parallel.tp : 1;
+    int32_t *tp = calloc((size_t)P + 1, sizeof *tp);
+    b->gpu0 = calloc((size_t)P + 1, sizeof *b->gpu0);
+    if (!tp || !b->gpu0) {
+        free(tp);
+        return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
+    }
+    for (int32_t i = 0; i < pt->n_positions; i++) {
+        const loom_position *pos = &pt->positions[i];
+        for (int32_t k = 0; k < pos->n_spans; k++) {
+            int32_t t = span_tp(b->problem, pt, &pt->spans[pos->span_off + k]);
+            if (t > tp[pos->rank])
+                tp[pos->rank] = t;
+        }
+    }
+    b->gpus = 0;
+    for (int32_t r = 0; r < P; r++) {
+        b->gpu0[r] = b->gpus;
+        b->gpus += tp[r] > 0 ? tp[r] : fallback;
+    }
+    free(tp);
+    return LOOM_OK;
+}
+
+/* P2P time of `bytes` between two pipeline ranks (each a TP group laid out
+ * on consecutive GPUs; the same node when their first GPUs share one). */
+static double p2p_ms(const build *bd, int32_t a, int32_t b, double bytes)
+{
+    const loom_problem *pb = bd->problem;
     if (a == b || !pb->cluster)
         return 0;
     const loom_cluster *c = pb->cluster;
-    int32_t tp = pb->parallel.tp > 0 ? pb->parallel.tp : 1;
     int32_t gpn = c->gpus_per_node > 0 ? c->gpus_per_node : 1;
-    int same_node = (a * tp) / gpn == (b * tp) / gpn;
+    int same_node = bd->gpu0[a] / gpn == bd->gpu0[b] / gpn;
     double bw = same_node ? c->nvlink_bytes_per_s : c->net_bytes_per_s;
     double eff = c->eff_collective > 0 ? c->eff_collective : 1;
     return c->p2p_latency_ms + (bw > 0 ? bytes / (bw * eff) * 1e3 : 0);
@@ -182,10 +226,8 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
         loom_shape shape;
         loom_shape_for(pb, sp->module, b->it, b->part->sample_mb + (size_t)sp->module * b->part->n_samples,
                        b->M, mb, subs, &shape);
-        if (sp->tp > 0)
-            shape.tp = sp->tp;
-        else if (b->part->tp > 0)
-            shape.tp = b->part->tp;
+        if (sp->tp > 0 || b->part->tp > 0)
+            shape.tp = span_tp(pb, b->part, sp);
         int up = loom_upstream_trainable(model, sp->module);
         for (int32_t l = sp->first_layer; l < sp->first_layer + sp->n_layers; l++, k++) {
             loom_policy_option *opt = &entries[(size_t)k * LOOM_POLICY_COUNT];
@@ -228,9 +270,7 @@ static int static_memory(build *b, loom_stage_graph *g, loom_error *err)
             const loom_position *pos = &pt->positions[fl->pos_off + p];
             for (int32_t s = 0; s < pos->n_spans; s++) {
                 const loom_span *sp = &pt->spans[pos->span_off + s];
-                loom_shape shape = {1, 1, 1, sp->tp > 0 ? sp->tp : pt->tp > 0 ? pt->tp : pb->parallel.tp, 1};
-                if (shape.tp < 1)
-                    shape.tp = 1;
+                loom_shape shape = {1, 1, 1, span_tp(pb, pt, sp), 1};
                 for (int32_t l = sp->first_layer; l < sp->first_layer + sp->n_layers; l++) {
                     loom_layer_cost c = {0};
                     int rc = loom_cost_estimate(b->cost_ctx, sp->module, l, &shape, 0, &c, err);
@@ -257,7 +297,6 @@ static int static_memory(build *b, loom_stage_graph *g, loom_error *err)
 static int fill(build *b, loom_stage_graph *g, loom_error *err)
 {
     const loom_partition *pt = b->part;
-    const loom_problem *pb = b->problem;
     int32_t M = b->M, F = b->F, e = 0, pair = 0;
     /* chunk index of each position on its rank */
     int32_t *chunk_of = calloc((size_t)pt->n_positions + 1, sizeof(int32_t));
@@ -346,7 +385,7 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
                         if (p > 0) {
                             int32_t q = id - 1;
                             g->pred[e] = q;
-                            g->pred_p2p_ms[e++] = p2p_ms(pb, g->rank[q], pos->rank, b->out_bytes[q]);
+                            g->pred_p2p_ms[e++] = p2p_ms(b, g->rank[q], pos->rank, b->out_bytes[q]);
                         } else {
                             for (int32_t k2 = 0; k2 < fl->n_inputs; k2++) {
                                 int32_t in = fl->inputs[k2];
@@ -354,7 +393,7 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
                                     int32_t q = stage_id(b, in, mb, s2, pt->flows[in].n_pos - 1, 0);
                                     g->pred[e] = q;
                                     g->pred_p2p_ms[e++] =
-                                        p2p_ms(pb, g->rank[q], pos->rank, b->out_bytes[q] / subs);
+                                        p2p_ms(b, g->rank[q], pos->rank, b->out_bytes[q] / subs);
                                 }
                             }
                         }
@@ -373,7 +412,7 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
                                     int32_t q = stage_id(b, cf, mb, s2, 0, 1);
                                     double bytes = b->out_bytes[stage_id(b, f, mb, s, p, 0)];
                                     g->pred[e] = q;
-                                    g->pred_p2p_ms[e++] = p2p_ms(pb, pt->positions[pt->flows[cf].pos_off].rank,
+                                    g->pred_p2p_ms[e++] = p2p_ms(b, pt->positions[pt->flows[cf].pos_off].rank,
                                                                  pos->rank, bytes / subs_of(b, cf, mb));
                                 }
                             }
@@ -381,7 +420,7 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
                             int32_t q = stage_id(b, f, mb, s, p + 1, 1);
                             int32_t up = stage_id(b, f, mb, s, p, 0);
                             g->pred[e] = q;
-                            g->pred_p2p_ms[e++] = p2p_ms(pb, pt->positions[fl->pos_off + p + 1].rank,
+                            g->pred_p2p_ms[e++] = p2p_ms(b, pt->positions[fl->pos_off + p + 1].rank,
                                                          pos->rank, b->out_bytes[up]);
                         }
                     }
@@ -432,6 +471,9 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
         rc = loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
         goto done;
     }
+    rc = rank_gpus(&b, err);
+    if (rc != LOOM_OK)
+        goto done;
     for (int32_t f = 0; f < F; f++) {
         for (int32_t p = 0; p < part->flows[f].n_pos; p++) {
             int32_t idx = part->flows[f].pos_off + p;
@@ -494,9 +536,8 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
     g->memory_cap_bytes = problem->memory_cap_bytes > 0 ? problem->memory_cap_bytes
                           : problem->cluster ? (double)problem->cluster->hbm_bytes
                                              : 0;
-    if (problem->cluster)
-        g->peak_flops_per_rank = problem->cluster->peak_flops *
-                                 (problem->parallel.tp > 0 ? problem->parallel.tp : 1);
+    if (problem->cluster) /* mean over ranks: each rank has its TP group's GPUs */
+        g->peak_flops_per_rank = problem->cluster->peak_flops * (double)b.gpus / part->n_ranks;
     loom_graph_apply_policies(g);
     *out = g;
 done:
@@ -507,5 +548,6 @@ done:
     free(b.out_bytes);
     free(b.layers_of_flow);
     free(b.layer_base);
+    free(b.gpu0);
     return rc;
 }

@@ -1,6 +1,7 @@
 /* test_graph_build.c - the core graph builder on a real pipeline: stage
  * and edge counts of a modality-aware partition, replica flows that split
- * the microbatches between them, and the partition errors it reports. */
+ * the microbatches between them, the partition errors it reports, and
+ * per-span TP degrees in P2P locality and peak FLOP/s. */
 #include <string.h>
 #include "testutil.h"
 #include "engine_api.h"
@@ -116,12 +117,69 @@ START_TEST(test_counts_and_replicas)
 }
 END_TEST
 
+/* Per-span TP: a rank's TP group is as wide as its widest span, the ranks'
+ * groups sit on consecutive GPUs (P2P between two ranks is intra-node when
+ * their first GPUs share a node) and the peak FLOP/s behind the ranks
+ * counts every rank's own GPUs. */
+START_TEST(test_span_tp)
+{
+    open_session(loom_test_src("examples/manifests/megatron-1f1b.json"));
+    const loom_iteration *it = &s.workload->iterations[0];
+    loom_candidates *set = loom_candidates_new(&s.problem, it);
+    loom_ctx *cost = &s.pl->steps[s.pl->cost_model].ctx;
+    loom_error err = {0};
+    const loom_cluster *c = s.problem.cluster;
+    ck_assert_int_eq(c->gpus_per_node, 8);
+    ck_assert_int_eq(s.problem.parallel.tp, 4);
+    ck_assert(c->net_bytes_per_s < c->nvlink_bytes_per_s);
+
+    loom_stage_graph *a = NULL, *b = NULL;
+    loom_partition *p = two_flows(set, 0);
+    p->tp = 0; /* every span at the problem's TP 4: GPUs 0, 4, 8, 12 */
+    ck_assert_int_eq(loom_graph_build(cost, &s.problem, it, p, &a, &err), LOOM_OK);
+    for (int32_t i = 0; i < p->n_positions; i++) /* rank 0 at TP 8: GPUs 0, 8, 12, 16 */
+        if (p->positions[i].rank == 0)
+            p->spans[p->positions[i].span_off].tp = 8;
+    ck_assert_int_eq(loom_graph_build(cost, &s.problem, it, p, &b, &err), LOOM_OK);
+    ck_assert_int_eq(a->n_edges, b->n_edges);
+
+    /* nodes of ranks 0..3: before 0 0 1 1, after 0 1 1 2 */
+    static const int node_a[4] = {0, 0, 1, 1}, node_b[4] = {0, 1, 1, 2};
+    int32_t checked = 0;
+    for (int32_t v = 0; v < a->n_stages; v++)
+        for (int32_t e = a->pred_off[v]; e < a->pred_off[v + 1]; e++) {
+            int32_t from = a->rank[a->pred[e]], to = a->rank[v];
+            if (from == to)
+                continue;
+            int inter_a = node_a[from] != node_a[to], inter_b = node_b[from] != node_b[to];
+            if (inter_b > inter_a)
+                ck_assert_msg(b->pred_p2p_ms[e] > a->pred_p2p_ms[e], "edge %d, ranks %d -> %d", e,
+                              from, to);
+            else if (inter_b < inter_a)
+                ck_assert_msg(b->pred_p2p_ms[e] < a->pred_p2p_ms[e], "edge %d, ranks %d -> %d", e,
+                              from, to);
+            else if (from != 0 && to != 0)
+                ck_assert_double_eq(b->pred_p2p_ms[e], a->pred_p2p_ms[e]);
+            checked++;
+        }
+    ck_assert_int_gt(checked, 0);
+    /* (8 + 4 + 4 + 4) GPUs against 4 x 4 */
+    ck_assert_double_eq_tol(a->peak_flops_per_rank, c->peak_flops * 4, 1e-6 * c->peak_flops);
+    ck_assert_double_eq_tol(b->peak_flops_per_rank, c->peak_flops * 5, 1e-6 * c->peak_flops);
+    loom_graph_free(a);
+    loom_graph_free(b);
+    loom_candidates_free(set);
+    loom_session_close(&s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("graph_build");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_counts_and_replicas);
+    tcase_add_test(tc, test_span_tp);
     suite_add_tcase(su, tc);
     return loom_test_main(su);
 }

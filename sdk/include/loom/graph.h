@@ -151,7 +151,7 @@ typedef struct loom_stage_graph {
     int64_t *static_bytes;  /* per rank: params, grads, optimizer state */
     double memory_cap_bytes; /* per rank total cap; 0 = none */
     double total_flops;     /* model FLOPs of the iteration (0 unknown) */
-    double peak_flops_per_rank; /* aggregated FLOP/s behind one rank */
+    double peak_flops_per_rank; /* FLOP/s behind one rank (its TP group), mean over ranks */
 } loom_stage_graph;
 
 /* A schedule: the order of stage ids on every rank. */
