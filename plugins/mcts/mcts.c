@@ -15,8 +15,13 @@
  * later picks away from earlier ones) and the workers run their rollouts.
  * A polish round (a Loom addition, while polish jobs are below `polish` x
  * the evaluations so far): MCTS_POLISH_JOBS jobs that each perturb the
- * best order found so far with 1-3 precedence-preserving moves, since a
- * deep tree alone barely leaves its root within a short budget. Jobs are
+ * walk's current order with 1-3 precedence-preserving moves, since a deep
+ * tree alone barely leaves its root within a short budget. The walk starts
+ * from the best order and restarts there whenever a tree rollout finds a
+ * better one; otherwise the round's best job becomes the current order
+ * when it is no worse than the current order now or `late_acceptance`
+ * polish rounds ago (late-acceptance hill climbing; 0: the walk always
+ * stays on the best order). Jobs are
  * seeded by the run seed and their global index; results are reported in
  * job order and backpropagated per leaf (polish results only compete for
  * the best). Threads change only the speed. The search stops between
@@ -36,6 +41,8 @@
 #define MCTS_ROUND_LEAVES 2
 #define MCTS_POLISH_JOBS 8
 #define MCTS_POLISH_SHARE 0.75
+#define MCTS_LATE_ROUNDS 40
+#define MCTS_MAX_LATE 1000
 
 typedef struct mcts_self {
     const loom_host_api *host;
@@ -57,7 +64,12 @@ typedef struct mcts_run {
      * rounds only). */
     double polish;                         /* share of evaluations, 0: none */
     int64_t polish_evals;                  /* polish jobs reported so far */
-    int32_t *inc_order;                    /* the best order at round start */
+    int32_t *inc_order;                    /* the walk's current order */
+    double cur_cost;                       /* its cost (1 / score), 0: unset */
+    int64_t best_seen;                     /* sk.best_at the walk has seen */
+    double hist[MCTS_MAX_LATE];            /* late acceptance: current costs */
+    int32_t hist_len;                      /* of the last hist_len rounds */
+    int64_t polish_rounds;
     int32_t *mut;                          /* (workers + 1) * 2n scratch */
 
     /* Deterministic round. */
@@ -210,7 +222,16 @@ static int mcts_plan_round(mcts_run *m, loom_error *err)
         int rc = mcts_reserve_jobs(m, m->n_jobs + (int32_t)k, err);
         if (rc != LOOM_OK)
             return rc;
-        loom_sk_prio_to_order(m->sk.best_prio, m->n, m->inc_order);
+        if (m->cur_cost == 0 || m->sk.best_at != m->best_seen) {
+            /* start, or a better best appeared elsewhere: walk from it */
+            loom_sk_prio_to_order(m->sk.best_prio, m->n, m->inc_order);
+            double sc = loom_sk_score(&m->sk, &m->sk.best);
+            m->cur_cost = sc > 0 ? 1.0 / sc : 1e300;
+            m->best_seen = m->sk.best_at;
+            for (int32_t i = 0; i < m->hist_len; i++)
+                if (m->hist[i] == 0)
+                    m->hist[i] = m->cur_cost;
+        }
         for (int64_t r = 0; r < k; r++)
             m->job_leaf[m->n_jobs++] = -1;
     }
@@ -244,6 +265,8 @@ static void mcts_absorb_round(mcts_run *m)
         }
         loom_mcts_tree_backprop(&m->tree, m->leaf_node[i], best);
     }
+    int32_t round_best = -1;
+    double round_cost = 0;
     for (int32_t j = m->leaf_first[m->n_leaves]; j < m->n_jobs; j++) {
         if (m->job_res[j].skipped) {
             sk->stopped_by_time = 1;
@@ -251,13 +274,33 @@ static void mcts_absorb_round(mcts_run *m)
         }
         sk->evaluations++;
         m->polish_evals++;
-        loom_sk_score(sk, &m->job_res[j]);
+        double sc = loom_sk_score(sk, &m->job_res[j]);
+        double cost = sc > 0 ? 1.0 / sc : 1e300;
+        if (round_best < 0 || cost < round_cost) {
+            round_best = j;
+            round_cost = cost;
+        }
         if (loom_sk_improves(sk, &m->job_res[j])) {
             mcts_polish_prio(m, m->mut, m->job_base + j, m->main_prio);
             loom_sk_offer(sk, m->main_prio, &m->job_res[j], sk->evaluations);
             sk->host->log(sk->ctx, LOOM_LOG_DEBUG, "mcts: polish job %lld improves to %.3f ms",
                           (long long)(m->job_base + j), m->job_res[j].makespan_ms);
         }
+    }
+    /* Late acceptance: the round's best job becomes the walk's current
+     * order when it is no worse than the current one or than the current
+     * one of hist_len rounds ago. */
+    if (round_best >= 0 && m->hist_len > 0) {
+        int32_t v = (int32_t)(m->polish_rounds++ % m->hist_len);
+        if (round_cost <= m->cur_cost || round_cost <= m->hist[v]) {
+            /* mcts_polish_prio leaves the job's order in its scratch */
+            mcts_polish_prio(m, m->mut, m->job_base + round_best, m->main_prio);
+            memcpy(m->inc_order, m->mut, (size_t)m->n * sizeof *m->inc_order);
+            m->cur_cost = round_cost;
+        }
+        if (m->cur_cost < m->hist[v])
+            m->hist[v] = m->cur_cost;
+        m->best_seen = sk->best_at;
     }
 }
 
@@ -426,7 +469,7 @@ static int mcts_rank(void *self, const loom_stage_graph *const *graphs,
     mcts_self *s = self;
     const loom_host_api *host = s->host;
     loom_sk_params prm;
-    int64_t rollouts = 10;
+    int64_t rollouts = 10, late = MCTS_LATE_ROUNDS;
     double alpha = 1.0, beta = 0.1, polish = MCTS_POLISH_SHARE;
     int rc = loom_sk_read_params(host, s->ctx, "mcts", &prm, err);
     if (rc == LOOM_OK)
@@ -435,6 +478,9 @@ static int mcts_rank(void *self, const loom_stage_graph *const *graphs,
     if (rc == LOOM_OK)
         rc = loom_sk_param_double(host, s->ctx, "mcts", "polish", MCTS_POLISH_SHARE,
                                   0, 0.95, &polish, err);
+    if (rc == LOOM_OK)
+        rc = loom_sk_param_int(host, s->ctx, "mcts", "late_acceptance", MCTS_LATE_ROUNDS, 0,
+                               MCTS_MAX_LATE, &late, err);
     if (rc == LOOM_OK)
         rc = loom_sk_param_double(host, s->ctx, "mcts", "alpha", 1.0, 0, 100,
                                   &alpha, err);
@@ -450,6 +496,7 @@ static int mcts_rank(void *self, const loom_stage_graph *const *graphs,
     memset(m, 0, sizeof *m);
     m->rollouts = rollouts;
     m->polish = polish;
+    m->hist_len = (int32_t)late;
     rc = loom_sk_open(&m->sk, host, s->ctx, "mcts", &prm, graphs, n_graphs,
                       out, err);
     if (rc != LOOM_OK) {

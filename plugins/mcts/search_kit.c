@@ -160,6 +160,7 @@ int loom_sk_offer(loom_sk *sk, const float *prio, const loom_sk_result *res,
     if (!sk_better(res, &sk->best))
         return 0;
     sk->best = *res;
+    sk->best_at = at_evaluation;
     if (sk->n_groups > 0)
         memcpy(sk->best_prio, prio, (size_t)sk->n_groups * sizeof *prio);
     if (LOOM_HOST_HAS(sk->host, progress) && sk->host->progress)

@@ -88,6 +88,7 @@ typedef struct loom_sk {
     int64_t evaluations;         /* evaluator runs so far */
     float *best_prio;            /* n_groups */
     loom_sk_result best;
+    int64_t best_at;             /* at_evaluation of the last loom_sk_offer() that won */
     char ref_error[LOOM_ERROR_MSG_BYTES]; /* why the reference failed */
 } loom_sk;
 

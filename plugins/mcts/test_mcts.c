@@ -157,11 +157,15 @@ START_TEST(reaches_optimum_never_beats_it)
     loom_mock_host_set_param(r.h, "max_evaluations", "1500");
     /* The tree search alone (polish 0, the paper's Algorithm 1) and with
      * the default share of polish rounds (0.75, which leaves the tree a
-     * quarter of the evaluations) both reach it. */
-    static const char *const polish[] = {"0", "0.75"};
-    static const char *const evals[] = {"3000", "3000"};
-    for (int k = 0; k < 2; k++) {
+     * quarter of the evaluations), whose walk either stays on the best
+     * order (late_acceptance 0) or accepts what is no worse than 40
+     * rounds ago (the default), all reach it. */
+    static const char *const polish[] = {"0", "0.75", "0.75"};
+    static const char *const late[] = {"40", "0", "40"};
+    static const char *const evals[] = {"3000", "3000", "3000"};
+    for (int k = 0; k < 3; k++) {
         loom_mock_host_set_param(r.h, "polish", polish[k]);
+        loom_mock_host_set_param(r.h, "late_acceptance", late[k]);
         loom_mock_host_set_param(r.h, "max_evaluations", evals[k]);
         for (int seed = 1; seed <= 4; seed++) {
             char s[8];
@@ -170,8 +174,8 @@ START_TEST(reaches_optimum_never_beats_it)
             float prio[8];
             loom_ranking out = run_mcts(&r, g, prio);
             ck_assert_msg(fabs(out.best_makespan_ms - best) < 1e-9,
-                          "polish %s seed %d: %.3f, optimum %.3f", polish[k],
-                          seed, out.best_makespan_ms, best);
+                          "polish %s late %s seed %d: %.3f, optimum %.3f", polish[k],
+                          late[k], seed, out.best_makespan_ms, best);
             ck_assert(mock_valid(g, prio));
             ck_assert_int_le(out.evaluations, atoi(evals[k]));
         }
@@ -292,6 +296,11 @@ START_TEST(time_stop_warns_and_params)
     ck_assert_int_eq(mock_rank(&r, gs, 1, prio, &out, &err), LOOM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "params.threads"));
     loom_mock_host_set_param(r.h, "threads", NULL);
+    loom_mock_host_set_param(r.h, "late_acceptance", "1001");
+    ck_assert_int_eq(mock_rank(&r, gs, 1, prio, &out, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "mcts: params.late_acceptance: expected an integer "
+                                  "in [0, 1000], found 1001");
+    loom_mock_host_set_param(r.h, "late_acceptance", NULL);
     loom_mock_host_set_param(r.h, "beta", "much");
     ck_assert_int_eq(mock_rank(&r, gs, 1, prio, &out, &err), LOOM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "params.beta"));
