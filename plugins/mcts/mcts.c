@@ -69,7 +69,7 @@ typedef struct mcts_run {
     int64_t best_seen;                     /* sk.best_at the walk has seen */
     double hist[MCTS_MAX_LATE];            /* late acceptance: current costs */
     int32_t hist_len;                      /* of the last hist_len rounds */
-    int64_t polish_rounds;
+    int64_t polish_rounds;                 /* polish rounds absorbed so far */
     int32_t *mut;                          /* (workers + 1) * 2n scratch */
 
     /* Deterministic round. */
