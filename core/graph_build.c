@@ -160,28 +160,25 @@ static int32_t span_tp(const loom_problem *pb, const loom_partition *pt, const l
 static int rank_gpus(build *b, loom_error *err)
 {
     const loom_partition *pt = b->part;
-    int32_t P = pt->n_ranks;
-    int32_t fallback = pt->tp > 0 ? pt->tp : b->problem->parallel.tp > 0 ? b->problem->parallel.tp : 1;
-    int32_t *tp = calloc((size_t)P + 1, sizeof *tp);
-    b->gpu0 = calloc((size_t)P + 1, sizeof *b->gpu0);
-    if (!tp || !b->gpu0) {
-        free(tp);
+    const loom_span none = {0, 0, 0, 0};
+    b->gpu0 = calloc((size_t)pt->n_ranks + 1, sizeof *b->gpu0);
+    if (!b->gpu0)
         return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
-    }
+    /* gpu0[r] holds rank r's degree first, then its first GPU */
     for (int32_t i = 0; i < pt->n_positions; i++) {
         const loom_position *pos = &pt->positions[i];
         for (int32_t k = 0; k < pos->n_spans; k++) {
             int32_t t = span_tp(b->problem, pt, &pt->spans[pos->span_off + k]);
-            if (t > tp[pos->rank])
-                tp[pos->rank] = t;
+            if (t > b->gpu0[pos->rank])
+                b->gpu0[pos->rank] = t;
         }
     }
     b->gpus = 0;
-    for (int32_t r = 0; r < P; r++) {
+    for (int32_t r = 0; r < pt->n_ranks; r++) {
+        int64_t width = b->gpu0[r] > 0 ? b->gpu0[r] : span_tp(b->problem, pt, &none);
         b->gpu0[r] = b->gpus;
-        b->gpus += tp[r] > 0 ? tp[r] : fallback;
+        b->gpus += width;
     }
-    free(tp);
     return LOOM_OK;
 }
 
@@ -226,8 +223,7 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
         loom_shape shape;
         loom_shape_for(pb, sp->module, b->it, b->part->sample_mb + (size_t)sp->module * b->part->n_samples,
                        b->M, mb, subs, &shape);
-        if (sp->tp > 0 || b->part->tp > 0)
-            shape.tp = span_tp(pb, b->part, sp);
+        shape.tp = span_tp(pb, b->part, sp);
         int up = loom_upstream_trainable(model, sp->module);
         for (int32_t l = sp->first_layer; l < sp->first_layer + sp->n_layers; l++, k++) {
             loom_policy_option *opt = &entries[(size_t)k * LOOM_POLICY_COUNT];

@@ -71,12 +71,30 @@ static loom_partition *two_flows(loom_candidates *set, int replicate)
     return p;
 }
 
-START_TEST(test_counts_and_replicas)
+/* The megatron-1f1b session on vlm-s with its first iteration, a
+ * candidate set and the cost model's context. */
+typedef struct fixture {
+    const loom_iteration *it;
+    loom_candidates *set;
+    loom_ctx *cost;
+} fixture;
+
+static fixture open_fixture(void)
 {
     open_session(loom_test_src("examples/manifests/megatron-1f1b.json"));
-    const loom_iteration *it = &s.workload->iterations[0];
-    loom_candidates *set = loom_candidates_new(&s.problem, it);
-    loom_ctx *cost = &s.pl->steps[s.pl->cost_model].ctx;
+    fixture fx;
+    fx.it = &s.workload->iterations[0];
+    fx.set = loom_candidates_new(&s.problem, fx.it);
+    fx.cost = &s.pl->steps[s.pl->cost_model].ctx;
+    return fx;
+}
+
+START_TEST(test_counts_and_replicas)
+{
+    fixture fx = open_fixture();
+    const loom_iteration *it = fx.it;
+    loom_candidates *set = fx.set;
+    loom_ctx *cost = fx.cost;
     loom_error err = {0};
     int32_t M = s.problem.parallel.microbatches;
 
@@ -123,10 +141,10 @@ END_TEST
  * counts every rank's own GPUs. */
 START_TEST(test_span_tp)
 {
-    open_session(loom_test_src("examples/manifests/megatron-1f1b.json"));
-    const loom_iteration *it = &s.workload->iterations[0];
-    loom_candidates *set = loom_candidates_new(&s.problem, it);
-    loom_ctx *cost = &s.pl->steps[s.pl->cost_model].ctx;
+    fixture fx = open_fixture();
+    const loom_iteration *it = fx.it;
+    loom_candidates *set = fx.set;
+    loom_ctx *cost = fx.cost;
     loom_error err = {0};
     const loom_cluster *c = s.problem.cluster;
     ck_assert_int_eq(c->gpus_per_node, 8);
