@@ -28,6 +28,12 @@ loom_stage_graph *loom_graph_clone(const loom_stage_graph *g);
  * layer entries' options under their chosen policies (layer_policy). */
 void loom_graph_apply_policies(loom_stage_graph *g);
 
+/* Recomputation time per rank under the chosen policies: for every pair,
+ * its entries' forward + backward time minus the same under policy NONE,
+ * charged to the rank of the pair's stages. per_rank_ms has n_ranks
+ * entries; every one is written. */
+void loom_graph_recompute_ms(const loom_stage_graph *g, double *per_rank_ms);
+
 /* Checks structural invariants: ids in range, edges acyclic, every pair
  * well formed. LOOM_EINVAL naming the first problem. */
 int loom_graph_check(const loom_stage_graph *g, loom_error *err);

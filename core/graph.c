@@ -181,6 +181,25 @@ void loom_graph_apply_policies(loom_stage_graph *g)
     }
 }
 
+void loom_graph_recompute_ms(const loom_stage_graph *g, double *per_rank_ms)
+{
+    for (int32_t r = 0; r < g->n_ranks; r++)
+        per_rank_ms[r] = 0;
+    for (int32_t p = 0; p < g->n_pairs; p++) {
+        int32_t f = g->pair_forward[p];
+        if (f < 0 || f >= g->n_stages || g->rank[f] < 0 || g->rank[f] >= g->n_ranks)
+            continue;
+        double extra = 0;
+        for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++) {
+            const loom_policy_option *o = &g->layer_options[(size_t)e * LOOM_POLICY_COUNT];
+            const loom_policy_option *x = &o[g->layer_policy[e]];
+            extra += (x->forward_ms + x->backward_ms) -
+                     (o[LOOM_POLICY_NONE].forward_ms + o[LOOM_POLICY_NONE].backward_ms);
+        }
+        per_rank_ms[g->rank[f]] += extra;
+    }
+}
+
 int loom_graph_check(const loom_stage_graph *g, loom_error *err)
 {
     if (g->n_stages < 0 || g->n_ranks <= 0)

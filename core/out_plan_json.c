@@ -180,6 +180,18 @@ static void write_metrics(const loom_plan *plan, FILE *out)
     fputs(", \"peak_mem_bytes\": [", out);
     for (int32_t r = 0; r < g->n_ranks; r++)
         fprintf(out, "%s%lld", r ? ", " : "", (long long)m->peak_bytes[r]);
+    fputs("], \"recompute_ms\": [", out);
+    double *recompute = malloc((size_t)g->n_ranks * sizeof *recompute);
+    if (recompute)
+        loom_graph_recompute_ms(g, recompute);
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        fputs(r ? ", " : "", out);
+        if (recompute)
+            loom_out_json_number(out, recompute[r]);
+        else
+            fputs("null", out);
+    }
+    free(recompute);
     fputs("], \"mfu\": ", out);
     if (m->mfu >= 0)
         loom_out_json_number(out, m->mfu);

@@ -1,13 +1,16 @@
 /* out_summary.c - the human summary of a plan (summary.txt and what
  * `loom plan` prints): headline metrics and a per-rank table of span,
- * busy time, idle share and peak memory against the cap. */
+ * busy time, recomputation, idle time before the first and after the last
+ * stage, idle share and peak memory against the cap. */
 #include <stdlib.h>
 #include "output.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-/* Writes the summary; busy_ms is scratch of n_ranks entries. */
-static void write_table(const loom_plan *plan, FILE *out, double *busy_ms)
+/* Writes the summary; busy_ms, recompute_ms, first_ms and last_ms are
+ * scratch of n_ranks entries each. */
+static void write_table(const loom_plan *plan, FILE *out, double *busy_ms,
+                        double *recompute_ms, double *first_ms, double *last_ms)
 {
     const loom_stage_graph *g = plan->graph;
     const loom_metrics *m = &plan->metrics;
@@ -15,10 +18,20 @@ static void write_table(const loom_plan *plan, FILE *out, double *busy_ms)
     if (!(cap > 0) && plan->problem)
         cap = plan->problem->memory_cap_bytes;
 
-    for (int32_t r = 0; r < g->n_ranks; r++)
+    for (int32_t r = 0; r < g->n_ranks; r++) {
         busy_ms[r] = 0;
-    for (int32_t s = 0; s < g->n_stages; s++)
-        busy_ms[g->rank[s]] += m->end_ms[s] - m->start_ms[s];
+        first_ms[r] = m->makespan_ms;
+        last_ms[r] = 0;
+    }
+    for (int32_t s = 0; s < g->n_stages; s++) {
+        int32_t r = g->rank[s];
+        busy_ms[r] += m->end_ms[s] - m->start_ms[s];
+        if (m->start_ms[s] < first_ms[r])
+            first_ms[r] = m->start_ms[s];
+        if (m->end_ms[s] > last_ms[r])
+            last_ms[r] = m->end_ms[s];
+    }
+    loom_graph_recompute_ms(g, recompute_ms);
 
     fprintf(out, "Loom plan: %s\n", plan->label[0] ? plan->label : "(unlabelled)");
     if (plan->partition && plan->partition->label[0])
@@ -40,12 +53,16 @@ static void write_table(const loom_plan *plan, FILE *out, double *busy_ms)
     else
         fputs("  memory cap    none\n", out);
 
-    fputs("\n  rank     span ms     busy ms   idle %    peak GiB\n", out);
+    fputs("\n  rank     span ms     busy ms   recomp ms     fill ms    drain ms   idle %"
+          "    peak GiB\n", out);
     int over = 0;
     for (int32_t r = 0; r < g->n_ranks; r++) {
         double idle = m->makespan_ms > 0 ? 100.0 * (1.0 - busy_ms[r] / m->makespan_ms) : 0;
-        fprintf(out, "  %4d  %10.3f  %10.3f  %7.2f  %10.3f", r, m->span_ms[r], busy_ms[r],
-                idle, (double)m->peak_bytes[r] / GIB);
+        double fill = first_ms[r] <= last_ms[r] ? first_ms[r] : 0;
+        double drain = first_ms[r] <= last_ms[r] ? m->makespan_ms - last_ms[r] : 0;
+        fprintf(out, "  %4d  %10.3f  %10.3f  %10.3f  %10.3f  %10.3f  %7.2f  %10.3f", r,
+                m->span_ms[r], busy_ms[r], recompute_ms[r], fill, drain, idle,
+                (double)m->peak_bytes[r] / GIB);
         if (cap > 0 && (double)m->peak_bytes[r] > cap) {
             fputs("  OVER CAP", out);
             over++;
@@ -62,9 +79,10 @@ int loom_write_summary(const loom_plan *plan, FILE *out, loom_error *err)
     loom_out_frame frame;
     int rc = loom_out_begin(plan, "summary", &frame, err);
     if (rc == LOOM_OK) {
-        double *busy = malloc((size_t)plan->graph->n_ranks * sizeof(double));
+        size_t n = (size_t)plan->graph->n_ranks;
+        double *busy = malloc(4 * n * sizeof(double));
         if (busy)
-            write_table(plan, out, busy);
+            write_table(plan, out, busy, busy + n, busy + 2 * n, busy + 3 * n);
         else
             rc = loom_set_error(err, LOOM_ENOMEM, "summary: out of memory");
         free(busy);

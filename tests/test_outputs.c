@@ -970,11 +970,15 @@ START_TEST(test_summary_table)
     ck_assert_ptr_nonnull(strstr(text, "plan time     12.500 ms (42 evaluations)"));
     ck_assert_ptr_nonnull(strstr(text, "memory cap    none"));
     ck_assert_ptr_null(strstr(text, "OVER CAP"));
-    /* every rank is busy 8 x 3 ms = 24 ms of 33: 27.27 % idle */
+    ck_assert_ptr_nonnull(strstr(text, "  rank     span ms     busy ms   recomp ms     fill ms"
+                                       "    drain ms   idle %    peak GiB\n"));
+    /* every rank is busy 8 x 3 ms = 24 ms of 33: 27.27 % idle; 1F1B with
+     * F = 1 ms, B = 2 ms: rank r starts at r ms (fill) and its last B
+     * ends 2r ms before rank 0's (drain); nothing is recomputed */
     for (int r = 0; r < 4; r++) {
-        char row[128];
-        snprintf(row, sizeof row, "  %4d  %10.3f      24.000    27.27", r,
-                 fx.plan.metrics.span_ms[r]);
+        char row[160];
+        snprintf(row, sizeof row, "  %4d  %10.3f      24.000       0.000  %10.3f  %10.3f    27.27",
+                 r, fx.plan.metrics.span_ms[r], (double)r, 2.0 * r);
         ck_assert_msg(strstr(text, row) != NULL, "missing row '%s' in\n%s", row, text);
     }
     free(text);
@@ -986,6 +990,57 @@ START_TEST(test_summary_table)
     ck_assert_int_eq(count(text, "OVER CAP"), 2);
     ck_assert_ptr_nonnull(strstr(text, "2 ranks over the"));
     ck_assert_ptr_nonnull(strstr(text, "MFU           41.23 %"));
+    free(text);
+    fixture_free(&fx);
+}
+END_TEST
+
+/* Full recomputation on every pair of rank 0 (its backward redoes the
+ * 1 ms forward), re-simulated: rank 0 then recomputes 8 x 1 ms. */
+static void recompute_rank0(fixture *fx)
+{
+    loom_stage_graph *g = fx->plan.graph;
+    for (int32_t p = 0; p < g->n_pairs; p++) {
+        if (g->rank[g->pair_forward[p]] != 0)
+            continue;
+        for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++) {
+            loom_policy_option *o = &g->layer_options[(size_t)e * LOOM_POLICY_COUNT];
+            o[LOOM_POLICY_FULL].backward_ms = o[LOOM_POLICY_NONE].backward_ms +
+                                              o[LOOM_POLICY_NONE].forward_ms;
+            g->layer_policy[e] = LOOM_POLICY_FULL;
+        }
+    }
+    loom_graph_apply_policies(g);
+    loom_error err = {0};
+    ck_assert_int_eq(loom_simulate(g, fx->plan.schedule, &fx->plan.metrics, &err), LOOM_OK);
+}
+
+START_TEST(test_recompute_reported)
+{
+    fixture fx;
+    stage_times_plan(&fx, 4, 8, 0, 0, 0, 1);
+    recompute_rank0(&fx);
+    double per_rank[4];
+    loom_graph_recompute_ms(fx.plan.graph, per_rank);
+    ck_assert_double_eq(per_rank[0], 8.0);
+    for (int r = 1; r < 4; r++)
+        ck_assert_double_eq(per_rank[r], 0.0);
+
+    char *text = render(loom_write_summary, &fx.plan);
+    char row[160];
+    snprintf(row, sizeof row, "     0  %10.3f      32.000       8.000       0.000",
+             fx.plan.metrics.span_ms[0]);
+    ck_assert_msg(strstr(text, row) != NULL, "missing row '%s' in\n%s", row, text);
+    free(text);
+
+    text = render(loom_write_plan_json, &fx.plan);
+    cJSON *doc = parse(text);
+    const cJSON *rec = get(get(doc, "metrics"), "recompute_ms");
+    ck_assert_int_eq(cJSON_GetArraySize(rec), 4);
+    ck_assert_double_eq(cJSON_GetArrayItem(rec, 0)->valuedouble, 8.0);
+    for (int r = 1; r < 4; r++)
+        ck_assert_double_eq(cJSON_GetArrayItem(rec, r)->valuedouble, 0.0);
+    cJSON_Delete(doc);
     free(text);
     fixture_free(&fx);
 }
@@ -1090,6 +1145,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_schedule_csv_deadlock);
     tcase_add_test(tc, test_svg_timeline);
     tcase_add_test(tc, test_summary_table);
+    tcase_add_test(tc, test_recompute_reported);
     tcase_add_test(tc, test_incomplete_plans_rejected);
     tcase_add_test(tc, test_write_outputs_directory);
     suite_add_tcase(s, tc);
