@@ -20,6 +20,47 @@ struct loom_evaluator {
     int applied;                  /* work graph reflects its layer_policy */
 };
 
+/* A graph that shares every array of `base` except the three a policy
+ * choice rewrites (durations, memory deltas, chosen policies), which it
+ * owns as copies. Cloning whole graphs per evaluator cost more than the
+ * search's first evaluations on large models (page faults on megabytes
+ * of policy options). Free with overlay_free(); base must outlive it. */
+static loom_stage_graph *overlay_new(const loom_stage_graph *base)
+{
+    loom_stage_graph *o = malloc(sizeof *o);
+    if (!o)
+        return NULL;
+    *o = *base;
+    size_t S = (size_t)(base->n_stages ? base->n_stages : 1);
+    size_t E = (size_t)(base->n_layer_entries ? base->n_layer_entries : 1);
+    o->duration_ms = malloc(S * sizeof *o->duration_ms);
+    o->mem_delta_bytes = malloc(S * sizeof *o->mem_delta_bytes);
+    o->layer_policy = malloc(E);
+    if (!o->duration_ms || !o->mem_delta_bytes || !o->layer_policy) {
+        free(o->duration_ms);
+        free(o->mem_delta_bytes);
+        free(o->layer_policy);
+        free(o);
+        return NULL;
+    }
+    memcpy(o->duration_ms, base->duration_ms, (size_t)base->n_stages * sizeof(double));
+    memcpy(o->mem_delta_bytes, base->mem_delta_bytes,
+           (size_t)base->n_stages * sizeof(int64_t));
+    memcpy(o->layer_policy, base->layer_policy, (size_t)base->n_layer_entries);
+    return o;
+}
+
+/* Frees an overlay's own arrays (not the shared ones). */
+static void overlay_free(loom_stage_graph *o)
+{
+    if (!o)
+        return;
+    free(o->duration_ms);
+    free(o->mem_delta_bytes);
+    free(o->layer_policy);
+    free(o);
+}
+
 /* Gives every layer entry of `view` its most memory-frugal policy, then
  * restores the durations of `base`: memory as if fully tuned, time as
  * built. */
@@ -74,7 +115,7 @@ int loom_evaluator_create(loom_ctx *ctx, const loom_stage_graph *graph,
     }
     if (pl->memory_tuner >= 0) {
         ev->mem = &pl->steps[pl->memory_tuner];
-        ev->work = loom_graph_clone(graph);
+        ev->work = overlay_new(graph);
         ev->policies = malloc((size_t)(graph->n_layer_entries ? graph->n_layer_entries : 1));
         if (!ev->work || !ev->policies) {
             ev->mem = NULL;
@@ -95,7 +136,7 @@ int loom_evaluator_create(loom_ctx *ctx, const loom_stage_graph *graph,
     if (ev->mem && ev->mem->vt.memory_tuner.interleave_view &&
         ev->mem->vt.memory_tuner.interleave_view(ev->mem_inst) == LOOM_VIEW_FRUGAL &&
         graph->memory_cap_bytes > 0) {
-        ev->view = loom_graph_clone(graph);
+        ev->view = overlay_new(graph);
         if (!ev->view) {
             loom_evaluator_destroy(ev);
             return loom_set_error(err, LOOM_ENOMEM, "evaluator: out of memory");
@@ -171,8 +212,8 @@ void loom_evaluator_destroy(loom_evaluator *ev)
         ev->inter->vt.interleaver.destroy(ev->inter_inst);
     if (ev->mem && ev->mem_inst)
         ev->mem->vt.memory_tuner.destroy(ev->mem_inst);
-    loom_graph_free(ev->work);
-    loom_graph_free(ev->view);
+    overlay_free(ev->work);
+    overlay_free(ev->view);
     free(ev->policies);
     loom_schedule_free(ev->sched);
     loom_sim_scratch_free(ev->sim);
