@@ -21,7 +21,7 @@ loom_stage_graph *loom_graph_alloc(int32_t n_stages, int32_t n_edges,
                                    int32_t n_pairs, int32_t n_entries);
 void loom_graph_free(loom_stage_graph *g);
 
-/* Deep copy (the evaluator works on a copy whose durations it rewrites). */
+/* Deep copy (a finished plan owns one). */
 loom_stage_graph *loom_graph_clone(const loom_stage_graph *g);
 
 /* Sets every pair's stage durations and memory deltas to the sums of its
