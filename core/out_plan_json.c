@@ -164,7 +164,7 @@ static void module_field(FILE *out, const loom_plan *plan, const char *key,
 }
 
 /* The "metrics" object. */
-static void write_metrics(const loom_plan *plan, FILE *out)
+static int write_metrics(const loom_plan *plan, FILE *out, loom_error *err)
 {
     const loom_metrics *m = &plan->metrics;
     const loom_stage_graph *g = plan->graph;
@@ -180,16 +180,14 @@ static void write_metrics(const loom_plan *plan, FILE *out)
     fputs(", \"peak_mem_bytes\": [", out);
     for (int32_t r = 0; r < g->n_ranks; r++)
         fprintf(out, "%s%lld", r ? ", " : "", (long long)m->peak_bytes[r]);
-    fputs("], \"recompute_ms\": [", out);
     double *recompute = malloc((size_t)g->n_ranks * sizeof *recompute);
-    if (recompute)
-        loom_graph_recompute_ms(g, recompute);
+    if (!recompute)
+        return loom_set_error(err, LOOM_ENOMEM, "plan.json: out of memory");
+    loom_graph_recompute_ms(g, recompute);
+    fputs("], \"recompute_ms\": [", out);
     for (int32_t r = 0; r < g->n_ranks; r++) {
         fputs(r ? ", " : "", out);
-        if (recompute)
-            loom_out_json_number(out, recompute[r]);
-        else
-            fputs("null", out);
+        loom_out_json_number(out, recompute[r]);
     }
     free(recompute);
     fputs("], \"mfu\": ", out);
@@ -210,6 +208,7 @@ static void write_metrics(const loom_plan *plan, FILE *out)
     else
         fputs("null", out);
     fputs("},\n", out);
+    return LOOM_OK;
 }
 
 /* Chunk (virtual stage index on its rank) of every partition position:
@@ -564,8 +563,10 @@ static int write_plan(const loom_plan *plan, FILE *out, loom_error *err)
     fprintf(out, ",\n  \"ranks\": %d,\n  \"microbatches\": %d,\n"
                  "  \"candidate\": %d,\n  \"candidates\": %d,\n",
             g->n_ranks, g->n_microbatches, plan->candidate, plan->n_candidates);
-    write_metrics(plan, out);
-    int rc = write_partition(plan, out, err);
+    int rc = write_metrics(plan, out, err);
+    if (rc != LOOM_OK)
+        return rc;
+    rc = write_partition(plan, out, err);
     if (rc != LOOM_OK)
         return rc;
     fputs("  \"priorities\": ", out);

@@ -7,10 +7,10 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-/* Writes the summary; busy_ms, recompute_ms, first_ms and last_ms are
- * scratch of n_ranks entries each. */
+/* Writes the summary; busy_ms, recompute_ms and first_ms are scratch of
+ * n_ranks entries each. */
 static void write_table(const loom_plan *plan, FILE *out, double *busy_ms,
-                        double *recompute_ms, double *first_ms, double *last_ms)
+                        double *recompute_ms, double *first_ms)
 {
     const loom_stage_graph *g = plan->graph;
     const loom_metrics *m = &plan->metrics;
@@ -20,16 +20,13 @@ static void write_table(const loom_plan *plan, FILE *out, double *busy_ms,
 
     for (int32_t r = 0; r < g->n_ranks; r++) {
         busy_ms[r] = 0;
-        first_ms[r] = m->makespan_ms;
-        last_ms[r] = 0;
+        first_ms[r] = m->makespan_ms; /* a rank without stages idles throughout */
     }
     for (int32_t s = 0; s < g->n_stages; s++) {
         int32_t r = g->rank[s];
         busy_ms[r] += m->end_ms[s] - m->start_ms[s];
         if (m->start_ms[s] < first_ms[r])
             first_ms[r] = m->start_ms[s];
-        if (m->end_ms[s] > last_ms[r])
-            last_ms[r] = m->end_ms[s];
     }
     loom_graph_recompute_ms(g, recompute_ms);
 
@@ -58,10 +55,9 @@ static void write_table(const loom_plan *plan, FILE *out, double *busy_ms,
     int over = 0;
     for (int32_t r = 0; r < g->n_ranks; r++) {
         double idle = m->makespan_ms > 0 ? 100.0 * (1.0 - busy_ms[r] / m->makespan_ms) : 0;
-        double fill = first_ms[r] <= last_ms[r] ? first_ms[r] : 0;
-        double drain = first_ms[r] <= last_ms[r] ? m->makespan_ms - last_ms[r] : 0;
+        double drain = m->makespan_ms - first_ms[r] - m->span_ms[r];
         fprintf(out, "  %4d  %10.3f  %10.3f  %10.3f  %10.3f  %10.3f  %7.2f  %10.3f", r,
-                m->span_ms[r], busy_ms[r], recompute_ms[r], fill, drain, idle,
+                m->span_ms[r], busy_ms[r], recompute_ms[r], first_ms[r], drain, idle,
                 (double)m->peak_bytes[r] / GIB);
         if (cap > 0 && (double)m->peak_bytes[r] > cap) {
             fputs("  OVER CAP", out);
@@ -80,9 +76,9 @@ int loom_write_summary(const loom_plan *plan, FILE *out, loom_error *err)
     int rc = loom_out_begin(plan, "summary", &frame, err);
     if (rc == LOOM_OK) {
         size_t n = (size_t)plan->graph->n_ranks;
-        double *busy = malloc(4 * n * sizeof(double));
+        double *busy = malloc(3 * n * sizeof(double));
         if (busy)
-            write_table(plan, out, busy, busy + n, busy + 2 * n, busy + 3 * n);
+            write_table(plan, out, busy, busy + n, busy + 2 * n);
         else
             rc = loom_set_error(err, LOOM_ENOMEM, "summary: out of memory");
         free(busy);
