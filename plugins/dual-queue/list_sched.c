@@ -2,19 +2,16 @@
  * list_sched.c - the list-scheduling core shared by the dual-queue and
  * zero-bubble interleavers (see list_sched.h).
  */
+#include <math.h>
 #include <string.h>
 #include "list_sched.h"
 
-/* 1 when entry a comes before entry b. */
+/* 1 when pending entry a comes before pending entry b. */
 static int ls_before(const loom_ls_entry *a, const loom_ls_entry *b)
 {
     if (a->t_ms != b->t_ms)
         return a->t_ms < b->t_ms;
-    if (a->prio != b->prio)
-        return a->prio > b->prio;
-    if (a->tie != b->tie)
-        return a->tie < b->tie;
-    return a->id < b->id;
+    return a->slot < b->slot;
 }
 
 void loom_ls_heap_push(loom_ls_heap *h, loom_ls_entry x)
@@ -49,7 +46,7 @@ void loom_ls_heap_pop(loom_ls_heap *h)
         h->e[i] = x;
 }
 
-/* Grows *p to hold n elements of `size` bytes (no-op when cap >= n). */
+/* Grows *p to hold n elements of `size` bytes. */
 static int ls_grow(const loom_host_api *host, void **p, size_t n, size_t size)
 {
     void *q = host->realloc(*p, (n ? n : 1) * size);
@@ -66,6 +63,8 @@ int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
     ls->host = host;
     ls->n_types = n_types;
     int bad = 0;
+    if (ls->cap_stages == 0)
+        ls->tie_n = -1;
     if (g->n_stages > ls->cap_stages) {
         size_t n = (size_t)g->n_stages;
         bad |= ls_grow(host, (void **)&ls->type, n, sizeof *ls->type);
@@ -75,7 +74,14 @@ int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
         bad |= ls_grow(host, (void **)&ls->left, n, sizeof *ls->left);
         bad |= ls_grow(host, (void **)&ls->ready_ms, n, sizeof *ls->ready_ms);
         bad |= ls_grow(host, (void **)&ls->end_ms, n, sizeof *ls->end_ms);
-        bad |= ls_grow(host, (void **)&ls->store, 2 * n, sizeof *ls->store);
+        bad |= ls_grow(host, (void **)&ls->slot, n, sizeof *ls->slot);
+        bad |= ls_grow(host, (void **)&ls->tie_order, n, sizeof *ls->tie_order);
+        bad |= ls_grow(host, (void **)&ls->tie_seen, n, sizeof *ls->tie_seen);
+        bad |= ls_grow(host, (void **)&ls->sort_key, 2 * n, sizeof *ls->sort_key);
+        bad |= ls_grow(host, (void **)&ls->sort_id, 2 * n, sizeof *ls->sort_id);
+        bad |= ls_grow(host, (void **)&ls->slot_stage, n, sizeof *ls->slot_stage);
+        bad |= ls_grow(host, (void **)&ls->store, n, sizeof *ls->store);
+        ls->tie_n = -1; /* the cached order may sit in moved arrays */
         if (!bad)
             ls->cap_stages = g->n_stages;
     }
@@ -90,21 +96,37 @@ int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
         int32_t r = g->n_ranks > ls->cap_ranks ? g->n_ranks : ls->cap_ranks;
         int32_t t = n_types > ls->cap_types ? n_types : ls->cap_types;
         size_t n = (size_t)r, nq = (size_t)r * (size_t)t;
-        bad |= ls_grow(host, (void **)&ls->ready, nq, sizeof *ls->ready);
+        bad |= ls_grow(host, (void **)&ls->q_off, nq + 1, sizeof *ls->q_off);
+        bad |= ls_grow(host, (void **)&ls->q_count, nq, sizeof *ls->q_count);
+        bad |= ls_grow(host, (void **)&ls->word_off, nq + 1, sizeof *ls->word_off);
+        bad |= ls_grow(host, (void **)&ls->sum_off, nq + 1, sizeof *ls->sum_off);
         bad |= ls_grow(host, (void **)&ls->pending, nq, sizeof *ls->pending);
         bad |= ls_grow(host, (void **)&ls->last_ms, n, sizeof *ls->last_ms);
         bad |= ls_grow(host, (void **)&ls->mem_bytes, n, sizeof *ls->mem_bytes);
         bad |= ls_grow(host, (void **)&ls->fill, n, sizeof *ls->fill);
         bad |= ls_grow(host, (void **)&ls->last_type, n, sizeof *ls->last_type);
         bad |= ls_grow(host, (void **)&ls->rank_t_ms, n, sizeof *ls->rank_t_ms);
-        bad |= ls_grow(host, (void **)&ls->rank_queued, n,
-                       sizeof *ls->rank_queued);
         bad |= ls_grow(host, (void **)&ls->dirty, n, sizeof *ls->dirty);
         bad |= ls_grow(host, (void **)&ls->is_dirty, n, sizeof *ls->is_dirty);
         if (!bad) {
             ls->cap_ranks = r;
             ls->cap_types = t;
         }
+    }
+    /* Each queue rounds its slots up to whole words, and its words up to
+     * whole summary words. */
+    int64_t nq = (int64_t)g->n_ranks * n_types;
+    int64_t words = g->n_stages / 64 + nq + 1;
+    int64_t sums = words / 64 + nq + 1;
+    if (!bad && words > ls->cap_words) {
+        bad |= ls_grow(host, (void **)&ls->words, (size_t)words, sizeof *ls->words);
+        if (!bad)
+            ls->cap_words = (int32_t)words;
+    }
+    if (!bad && sums > ls->cap_sums) {
+        bad |= ls_grow(host, (void **)&ls->sums, (size_t)sums, sizeof *ls->sums);
+        if (!bad)
+            ls->cap_sums = (int32_t)sums;
     }
     if (bad)
         return host->error(err, LOOM_ENOMEM, "%s: out of memory for a graph "
@@ -118,12 +140,134 @@ void loom_ls_release(loom_ls *ls)
         return;
     void *arrays[] = {ls->type, ls->prio, ls->tie, ls->succ_off, ls->succ,
                       ls->succ_edge, ls->left, ls->ready_ms, ls->end_ms,
-                      ls->store, ls->ready, ls->pending, ls->last_ms,
-                      ls->mem_bytes, ls->fill, ls->last_type, ls->rank_t_ms,
-                      ls->rank_queued, ls->dirty, ls->is_dirty};
+                      ls->slot, ls->tie_order, ls->tie_seen, ls->sort_key,
+                      ls->sort_id, ls->q_off, ls->q_count, ls->slot_stage, ls->word_off,
+                      ls->sum_off, ls->words, ls->sums, ls->store,
+                      ls->pending, ls->last_ms, ls->mem_bytes, ls->fill,
+                      ls->last_type, ls->rank_t_ms, ls->dirty, ls->is_dirty};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         ls->host->free(arrays[i]);
     memset(ls, 0, sizeof *ls);
+}
+
+/* Sorts the n ids in `id` stably by the matching 32-bit keys in `key`,
+ * least significant byte first; a byte shared by every key is skipped.
+ * key2/id2 are scratch of n entries. Returns the array holding the
+ * result (id or id2). */
+static int32_t *ls_radix(uint32_t *key, int32_t *id, uint32_t *key2,
+                         int32_t *id2, int32_t n)
+{
+    uint32_t all_and = 0xffffffffu, all_or = 0;
+    for (int32_t i = 0; i < n; i++) {
+        all_and &= key[i];
+        all_or |= key[i];
+    }
+    uint32_t varies = all_and ^ all_or;
+    for (int shift = 0; shift < 32; shift += 8) {
+        if (((varies >> shift) & 0xffu) == 0)
+            continue;
+        int32_t count[257] = {0};
+        for (int32_t i = 0; i < n; i++)
+            count[((key[i] >> shift) & 0xffu) + 1]++;
+        for (int b = 0; b < 256; b++)
+            count[b + 1] += count[b];
+        for (int32_t i = 0; i < n; i++) {
+            int32_t at = count[(key[i] >> shift) & 0xffu]++;
+            key2[at] = key[i];
+            id2[at] = id[i];
+        }
+        uint32_t *tk = key;
+        key = key2;
+        key2 = tk;
+        int32_t *ti = id;
+        id = id2;
+        id2 = ti;
+    }
+    return id;
+}
+
+/* A key whose ascending unsigned order is the descending order of p, with
+ * -0 equal to +0 and NaN after every number. */
+static uint32_t ls_prio_key(float p)
+{
+    if (p != p)
+        return 0xffffffffu;
+    if (p == 0)
+        p = 0; /* -0 sorts with +0 */
+    uint32_t u;
+    memcpy(&u, &p, sizeof u);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u); /* ascending order */
+    return ~u;
+}
+
+/* Gives every stage its slot: its position in its queue's order by
+ * priority (higher first), tie key, stage id. */
+static void ls_order(loom_ls *ls, const loom_stage_graph *g)
+{
+    int32_t n = g->n_stages, T = ls->n_types;
+    uint32_t *key = ls->sort_key, *key2 = ls->sort_key + n;
+    int32_t *id = ls->sort_id, *id2 = ls->sort_id + n;
+    if (ls->tie_n != n || memcmp(ls->tie_seen, ls->tie, (size_t)n * sizeof *ls->tie)) {
+        for (int32_t v = 0; v < n; v++) {
+            key[v] = (uint32_t)ls->tie[v] ^ 0x80000000u;
+            id[v] = v;
+        }
+        const int32_t *sorted = ls_radix(key, id, key2, id2, n);
+        memcpy(ls->tie_order, sorted, (size_t)n * sizeof *sorted);
+        memcpy(ls->tie_seen, ls->tie, (size_t)n * sizeof *ls->tie);
+        ls->tie_n = n;
+    }
+    for (int32_t q = 0; q < g->n_ranks * T; q++)
+        ls->q_count[q] = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t v = ls->tie_order[i];
+        id[i] = v;
+        key[i] = ls_prio_key(ls->prio[v]);
+    }
+    const int32_t *sorted = ls_radix(key, id, key2, id2, n);
+    for (int32_t i = 0; i < n; i++) {
+        int32_t v = sorted[i];
+        int32_t q = g->rank[v] * T + ls->type[v];
+        int32_t s = ls->q_count[q]++;
+        ls->slot[v] = s;
+        ls->slot_stage[ls->q_off[q] + s] = v;
+    }
+}
+
+/* Adds slot s of queue q to the ready set. */
+static void ls_ready_add(loom_ls *ls, int32_t q, int32_t s)
+{
+    int32_t w = s >> 6;
+    ls->words[ls->word_off[q] + w] |= (uint64_t)1 << (s & 63);
+    ls->sums[ls->sum_off[q] + (w >> 6)] |= (uint64_t)1 << (w & 63);
+}
+
+/* Removes slot s of queue q from the ready set; 0 when it was not there. */
+static int ls_ready_remove(loom_ls *ls, int32_t q, int32_t s)
+{
+    int32_t w = s >> 6;
+    uint64_t *word = &ls->words[ls->word_off[q] + w];
+    uint64_t bit = (uint64_t)1 << (s & 63);
+    if (!(*word & bit))
+        return 0;
+    *word &= ~bit;
+    if (!*word)
+        ls->sums[ls->sum_off[q] + (w >> 6)] &= ~((uint64_t)1 << (w & 63));
+    return 1;
+}
+
+/* The first ready slot of queue q, or -1. */
+static int32_t ls_ready_first(const loom_ls *ls, int32_t q)
+{
+    const uint64_t *sums = ls->sums + ls->sum_off[q];
+    int32_t n_sums = ls->sum_off[q + 1] - ls->sum_off[q];
+    for (int32_t i = 0; i < n_sums; i++) {
+        if (sums[i]) {
+            int32_t w = i * 64 + __builtin_ctzll(sums[i]);
+            return w * 64 + __builtin_ctzll(ls->words[ls->word_off[q] + w]);
+        }
+    }
+    return -1;
 }
 
 /* Marks rank r dirty (once). */
@@ -135,12 +279,18 @@ static void ls_mark(loom_ls *ls, int32_t r)
     }
 }
 
-/* Puts a released stage into its rank's pending heap. */
+/* Queues a released stage: ready when it can start once its rank is
+ * free, else pending. */
 static void ls_release(loom_ls *ls, const loom_stage_graph *g, int32_t v)
 {
     int32_t r = g->rank[v];
-    loom_ls_entry x = {ls->ready_ms[v], ls->prio[v], ls->tie[v], v, 0};
-    loom_ls_heap_push(&ls->pending[r * ls->n_types + ls->type[v]], x);
+    int32_t q = r * ls->n_types + ls->type[v];
+    if (ls->ready_ms[v] <= ls->last_ms[r]) {
+        ls_ready_add(ls, q, ls->slot[v]);
+    } else {
+        loom_ls_entry x = {ls->ready_ms[v], ls->slot[v], 0};
+        loom_ls_heap_push(&ls->pending[q], x);
+    }
     ls_mark(ls, r);
 }
 
@@ -148,25 +298,23 @@ int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
                   const char *who, loom_error *err)
 {
     const loom_host_api *host = ls->host;
-    int32_t n = g->n_stages, P = g->n_ranks, T = ls->n_types;
+    int32_t n = g->n_stages, P = g->n_ranks, T = ls->n_types, Q = P * T;
     if (g->pred_off[0] != 0 || g->pred_off[n] != g->n_edges)
         return host->error(err, LOOM_EINVAL, "%s: predecessor rows cover "
                            "edges %d..%d, expected 0..%d", who, g->pred_off[0],
                            g->pred_off[n], g->n_edges);
-    /* Per-(rank, type) counts give each heap pair its slice of store. */
-    for (int32_t i = 0; i < P * T; i++) {
-        ls->ready[i].n = 0;
-        ls->pending[i].n = 0;
-    }
     ls->n_ranks = P;
     for (int32_t r = 0; r < P; r++) {
         ls->fill[r] = 0;
         ls->last_ms[r] = 0;
         ls->mem_bytes[r] = 0;
         ls->last_type[r] = -1;
-        ls->rank_queued[r] = 0;
+        ls->rank_t_ms[r] = INFINITY;
         ls->is_dirty[r] = 0;
     }
+    /* Count the stages of every queue into q_off[q + 1]. */
+    for (int32_t q = 0; q <= Q; q++)
+        ls->q_off[q] = 0;
     for (int32_t v = 0; v < n; v++) {
         int32_t r = g->rank[v];
         if (r < 0 || r >= P)
@@ -176,24 +324,28 @@ int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
             return host->error(err, LOOM_EINVAL, "%s: stage %d has kind %d, "
                                "expected F, B, I or W", who, v, g->kind[v]);
         ls->fill[r]++;
-        ls->ready[r * T + ls->type[v]].n++; /* count, reset below */
+        ls->q_off[r * T + ls->type[v] + 1]++;
         if (g->pred_off[v + 1] < g->pred_off[v])
             return host->error(err, LOOM_EINVAL, "%s: stage %d has a negative "
                                "predecessor count", who, v);
     }
-    int64_t off = 0;
-    for (int32_t i = 0; i < P * T; i++) {
-        int32_t c = ls->ready[i].n;
-        ls->ready[i].e = ls->store + off;
-        ls->pending[i].e = ls->store + off + c;
-        ls->ready[i].n = 0;
-        off += 2 * (int64_t)c;
+    ls->word_off[0] = 0;
+    ls->sum_off[0] = 0;
+    for (int32_t q = 0; q < Q; q++) {
+        int32_t c = ls->q_off[q + 1];
+        int32_t w = (c + 63) / 64;
+        ls->q_off[q + 1] = ls->q_off[q] + c;
+        ls->word_off[q + 1] = ls->word_off[q] + w;
+        ls->sum_off[q + 1] = ls->sum_off[q] + (w + 63) / 64;
+        ls->pending[q].e = ls->store + ls->q_off[q];
+        ls->pending[q].n = 0;
     }
+    memset(ls->words, 0, (size_t)ls->word_off[Q] * sizeof *ls->words);
+    memset(ls->sums, 0, (size_t)ls->sum_off[Q] * sizeof *ls->sums);
     int32_t k = 0;
     for (int32_t r = 0; r < P; r++) {
         out->rank_off[r] = k;
         k += ls->fill[r];
-        ls->fill[r] = out->rank_off[r];
     }
     out->rank_off[P] = k;
     out->n_ranks = P;
@@ -225,6 +377,10 @@ int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
         ls->succ_off[v] = ls->succ_off[v - 1];
     ls->succ_off[0] = 0;
 
+    ls_order(ls, g);
+    for (int32_t r = 0; r < P; r++)
+        ls->fill[r] = out->rank_off[r];
+
     ls->n_dirty = 0;
     ls->placed = 0;
     for (int32_t v = 0; v < n; v++)
@@ -237,22 +393,21 @@ int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
 
 int32_t loom_ls_peek(loom_ls *ls, int32_t r, int32_t q, double *start_ms)
 {
-    loom_ls_heap *rd = &ls->ready[r * ls->n_types + q];
-    loom_ls_heap *pd = &ls->pending[r * ls->n_types + q];
+    int32_t qi = r * ls->n_types + q;
+    loom_ls_heap *pd = &ls->pending[qi];
     double now = ls->last_ms[r];
     while (pd->n > 0 && pd->e[0].t_ms <= now) {
-        loom_ls_entry x = pd->e[0];
+        ls_ready_add(ls, qi, pd->e[0].slot);
         loom_ls_heap_pop(pd);
-        x.t_ms = 0;
-        loom_ls_heap_push(rd, x);
     }
-    if (rd->n > 0) {
+    int32_t s = ls_ready_first(ls, qi);
+    if (s >= 0) {
         *start_ms = now;
-        return rd->e[0].id;
+        return ls->slot_stage[ls->q_off[qi] + s];
     }
     if (pd->n > 0) {
         *start_ms = pd->e[0].t_ms;
-        return pd->e[0].id;
+        return ls->slot_stage[ls->q_off[qi] + pd->e[0].slot];
     }
     return -1;
 }
@@ -261,11 +416,9 @@ void loom_ls_place(loom_ls *ls, const loom_stage_graph *g, int32_t v,
                    loom_schedule *out)
 {
     int32_t r = g->rank[v], q = ls->type[v];
-    loom_ls_heap *rd = &ls->ready[r * ls->n_types + q];
-    if (rd->n > 0 && rd->e[0].id == v)
-        loom_ls_heap_pop(rd);
-    else
-        loom_ls_heap_pop(&ls->pending[r * ls->n_types + q]);
+    int32_t qi = r * ls->n_types + q;
+    if (!ls_ready_remove(ls, qi, ls->slot[v]))
+        loom_ls_heap_pop(&ls->pending[qi]);
 
     double start = ls->last_ms[r] > ls->ready_ms[v] ? ls->last_ms[r]
                                                      : ls->ready_ms[v];
@@ -291,23 +444,22 @@ void loom_ls_place(loom_ls *ls, const loom_stage_graph *g, int32_t v,
 void loom_ls_rank_push(loom_ls *ls, int32_t r, double t_ms)
 {
     ls->rank_t_ms[r] = t_ms;
-    ls->rank_queued[r] = 1;
 }
 
 void loom_ls_rank_drop(loom_ls *ls, int32_t r)
 {
-    ls->rank_queued[r] = 0;
+    ls->rank_t_ms[r] = INFINITY;
 }
 
 int32_t loom_ls_rank_pop(loom_ls *ls)
 {
-    int32_t best = -1;
-    for (int32_t r = 0; r < ls->n_ranks; r++)
-        if (ls->rank_queued[r] &&
-            (best < 0 || ls->rank_t_ms[r] < ls->rank_t_ms[best]))
+    int32_t best = 0;
+    for (int32_t r = 1; r < ls->n_ranks; r++)
+        if (ls->rank_t_ms[r] < ls->rank_t_ms[best])
             best = r;
-    if (best >= 0)
-        ls->rank_queued[best] = 0;
+    if (ls->n_ranks == 0 || ls->rank_t_ms[best] == INFINITY)
+        return -1;
+    ls->rank_t_ms[best] = INFINITY;
     return best;
 }
 

@@ -6,20 +6,28 @@
  * "released" once every predecessor is placed, and from then on its
  * earliest start (max over predecessors of end + edge P2P time) is known.
  * Released stages wait in typed queues per rank (the interleaver decides
- * what a type is: forward / backward, or F / I / W). Each (rank, type) has
- * two binary heaps:
- *   - pending: stages that cannot start before the rank is free, ordered by
- *     earliest start, then priority (higher first), then tie key, then id;
- *   - ready: stages whose earliest start is <= the rank's free time, ordered
- *     by priority, tie key, id (they would all start when the rank is free).
+ * what a type is: forward / backward, or F / I / W).
+ *
+ * Within one (rank, type) queue the stages are totally ordered by priority
+ * (higher first), then tie key (lower first), then stage id. At the start
+ * of a call every stage gets its position in that order, its *slot*
+ * (a stable radix sort: the (tie, id) order is cached while the tie keys
+ * stay the same, and the priorities reorder it). A queue then holds:
+ *   - ready: the stages whose earliest start is <= the rank's free time,
+ *     as a two-level bitset over slots, so taking the best is a
+ *     find-first-set and adding or removing one is a bit operation;
+ *   - pending: the stages that cannot start before the rank is free, as a
+ *     binary min-heap by (earliest start, slot).
  * A rank's free time only grows, so a stage moves from pending to ready at
- * most once. Each rank holds the earliest time the interleaver says it can
- * start something (or nothing); the next rank is found by a scan over the
+ * most once; a stage released already startable goes straight to ready.
+ * Each rank holds the earliest time the interleaver says it can start
+ * something (or nothing); the next rank is found by a scan over the
  * ranks, cheaper than a heap for the few dozen ranks of a pipeline.
  *
  * Every array is sized by loom_ls_reserve() and reused: no allocation
  * happens per call once the scratch has seen a graph this large. One call
- * costs O((stages + edges) log stages).
+ * costs O(stages log stages + edges) in the worst case, and mostly
+ * O(stages + edges) with a few heap steps per stage.
  *
  * Ownership: a loom_ls is embedded in the interleaver instance, which owns
  * its arrays (host->alloc) and releases them with loom_ls_release(). The
@@ -33,13 +41,10 @@
 
 #define LOOM_LS_MAX_TYPES 3
 
-/* One heap entry: ordered by t_ms ascending, prio descending, tie
- * ascending, id ascending. */
+/* One pending entry: ordered by t_ms ascending, then slot ascending. */
 typedef struct loom_ls_entry {
     double t_ms;
-    float prio;
-    int32_t tie;
-    int32_t id;
+    int32_t slot;
     int32_t reserved;
 } loom_ls_entry;
 
@@ -52,7 +57,7 @@ typedef struct loom_ls_heap {
 
 typedef struct loom_ls {
     const loom_host_api *host;
-    int32_t cap_stages, cap_edges, cap_ranks, cap_types;
+    int32_t cap_stages, cap_edges, cap_ranks, cap_types, cap_words, cap_sums;
     int32_t n_types;
     int32_t n_ranks;     /* ranks of the graph of the current call */
 
@@ -68,19 +73,34 @@ typedef struct loom_ls {
     int32_t *left;       /* predecessors not placed yet */
     double *ready_ms;    /* max over placed predecessors of end + p2p */
     double *end_ms;      /* end time once placed */
+    int32_t *slot;       /* position in its queue's order */
 
-    /* Per (rank, type): heaps over `store`. */
-    loom_ls_entry *store;    /* 2 * cap_stages entries */
-    loom_ls_heap *ready;     /* n_ranks * n_types */
-    loom_ls_heap *pending;   /* n_ranks * n_types */
+    /* The (tie, id) order, kept while the tie keys stay the same. */
+    int32_t *tie_order;  /* stage ids sorted by tie, then id */
+    int32_t *tie_seen;   /* the tie keys tie_order was built from */
+    int32_t tie_n;       /* stages of tie_order, -1 when not built */
+    int32_t reserved;
+    uint32_t *sort_key;  /* radix sort scratch: 2 * n_stages keys */
+    int32_t *sort_id;    /* radix sort scratch: 2 * n_stages ids */
+
+    /* Per queue q = rank * n_types + type. */
+    int32_t *q_off;      /* n_queues + 1: first slot of each queue ... */
+    int32_t *q_count;    /* n_queues: slots handed out while ordering */
+    int32_t *slot_stage; /* ... in this array of stage ids by slot */
+    int32_t *word_off;   /* n_queues + 1: ready bitset words of each queue */
+    int32_t *sum_off;    /* n_queues + 1: summary words (a bit per word) */
+    uint64_t *words;     /* ready bits, a bit per slot */
+    uint64_t *sums;      /* a bit per non-empty word */
+    loom_ls_entry *store;    /* n_stages pending entries, sliced per queue */
+    loom_ls_heap *pending;   /* n_queues */
 
     /* Per rank. */
     double *last_ms;     /* end of the last placed stage (t_last) */
     int64_t *mem_bytes;  /* activation bytes currently held */
     int32_t *fill;       /* next slot in out->order */
     int32_t *last_type;  /* type of the last placed stage, -1 none */
-    double *rank_t_ms;   /* earliest start the interleaver queued */
-    uint8_t *rank_queued; /* 1 while rank_t_ms is valid */
+    double *rank_t_ms;   /* earliest start the interleaver queued, or
+                            +infinity when the rank is not queued */
     int32_t *dirty;      /* ranks whose choice may have changed */
     uint8_t *is_dirty;
     int32_t n_dirty;
@@ -104,9 +124,10 @@ int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
 void loom_ls_release(loom_ls *ls);
 
 /* Starts one call: builds successor rows, checks ids, counts the stages of
- * every rank into out->rank_off and releases the stages without
- * predecessors. ls->type/prio/tie must be filled. Every rank is dirty
- * afterwards. LOOM_EINVAL naming the first bad stage or edge. */
+ * every rank into out->rank_off, orders every queue and releases the
+ * stages without predecessors. ls->type/prio/tie must be filled (a NaN
+ * priority runs last). Every rank is dirty afterwards. LOOM_EINVAL naming
+ * the first bad stage or edge. */
 int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
                   const char *who, loom_error *err);
 
