@@ -87,11 +87,20 @@ typedef struct loom_mt_units {
     int32_t *state;               /* per unit, updated by the descent */
 } loom_mt_units;
 
+/* One entry of the descent's heap: a live pair and its cached best move,
+ * copied in so that comparisons touch only the heap. */
+typedef struct loom_mt_move {
+    double key;      /* bytes per ms added, or bytes saved when free */
+    int32_t unit;    /* the unit that moves */
+    int32_t pair;    /* pair * 2 + 1 when the move adds no time, else * 2 */
+} loom_mt_move;
+
 /* Scratch of the descent, grown on demand. Each pair caches its best
  * next move, computed when the pair is first live at a slot being fixed
  * and recomputed only when one of its units moves. */
 typedef struct loom_mt_descent {
     int32_t *live;
+    loom_mt_move *heap;    /* the live pairs that can still move */
     uint32_t *best_epoch;  /* per pair: epoch its cache was computed in */
     uint32_t epoch;        /* bumped by every loom_mt_descend call */
     int32_t *best_unit;    /* per pair: its best unit to move, or -1 */

@@ -22,6 +22,7 @@ static double mt_key(int64_t saved, double added, uint8_t *is_free)
 void loom_mt_descent_free(const loom_host_api *host, loom_mt_descent *d)
 {
     host->free(d->live);
+    host->free(d->heap);
     host->free(d->best_epoch);
     host->free(d->best_unit);
     host->free(d->best_saved);
@@ -79,39 +80,46 @@ static int mt_same_move(const loom_mt_units *u, int32_t x, int32_t y)
     return 1;
 }
 
-/* 1 when pair a's cached move beats pair b's (ties: the lower unit). */
-static int mt_pair_wins(const loom_mt_descent *d, int32_t a, int32_t b)
+/* 1 when move a beats move b: a move that adds no time first, then the
+ * larger key, then the lower unit. */
+static int mt_move_wins(const loom_mt_move *a, const loom_mt_move *b)
 {
-    if (d->best_free[a] != d->best_free[b])
-        return d->best_free[a] > d->best_free[b];
-    if (d->best_key[a] != d->best_key[b])
-        return d->best_key[a] > d->best_key[b];
-    return d->best_unit[a] < d->best_unit[b];
+    int fa = a->pair & 1, fb = b->pair & 1;
+    if (fa != fb)
+        return fa > fb;
+    if (a->key != b->key)
+        return a->key > b->key;
+    return a->unit < b->unit;
 }
 
-/* Restores the heap order of d->live[0..n) below position i (the best
- * cached move at the root). */
-static void mt_sift(const loom_mt_descent *d, int32_t n, int32_t i)
+/* Restores the heap order of h[0..n) below position i. */
+static void mt_sift(loom_mt_move *h, int32_t n, int32_t i)
 {
-    int32_t *h = d->live;
+    loom_mt_move x = h[i];
     for (;;) {
-        int32_t a = 2 * i + 1, b = a + 1, top = i;
-        if (a < n && mt_pair_wins(d, h[a], h[top]))
-            top = a;
-        if (b < n && mt_pair_wins(d, h[b], h[top]))
-            top = b;
-        if (top == i)
-            return;
-        int32_t x = h[i];
-        h[i] = h[top];
-        h[top] = x;
-        i = top;
+        int32_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && mt_move_wins(&h[c + 1], &h[c]))
+            c++;
+        if (!mt_move_wins(&h[c], &x))
+            break;
+        h[i] = h[c];
+        i = c;
     }
+    h[i] = x;
 }
 
-/* Keeps the live pairs that can still move (computing the cached move of
- * pairs not seen in this descent yet) and heapifies them; returns how
- * many. */
+/* The heap entry of pair p's cached move. */
+static loom_mt_move mt_move_of(const loom_mt_descent *d, int32_t p)
+{
+    loom_mt_move m = {d->best_key[p], d->best_unit[p], p * 2 + d->best_free[p]};
+    return m;
+}
+
+/* Puts the live pairs that can still move (computing the cached move of
+ * pairs not seen in this descent yet) into the heap and heapifies it;
+ * returns how many. */
 static int32_t mt_heapify(loom_mt_descent *d, const loom_mt_units *u,
                           int32_t n)
 {
@@ -123,10 +131,10 @@ static int32_t mt_heapify(loom_mt_descent *d, const loom_mt_units *u,
             mt_pair_best(d, u, p);
         }
         if (d->best_unit[p] >= 0)
-            d->live[m++] = p;
+            d->heap[m++] = mt_move_of(d, p);
     }
     for (int32_t i = m / 2 - 1; i >= 0; i--)
-        mt_sift(d, m, i);
+        mt_sift(d->heap, m, i);
     return m;
 }
 
@@ -149,7 +157,7 @@ static int mt_descend_rank(const loom_host_api *host, loom_mt_descent *d,
         int32_t slot = t->peak_slot[r];
         int64_t at = peak; /* activation bytes after `slot` */
         int32_t n = slot >= 0 ? loom_mt_live_pairs(t, r, slot, d->live) : 0;
-        n = mt_heapify(d, u, n); /* d->live[0..n) is a heap */
+        n = mt_heapify(d, u, n); /* d->heap[0..n) */
         while ((double)stat + (double)at > cap) {
             if (n == 0)
                 return host->error(
@@ -160,7 +168,7 @@ static int mt_descend_rank(const loom_host_api *host, loom_mt_descent *d,
                     "choice",
                     who, r, (double)stat + (double)at - cap, cap,
                     (long long)stat, (long long)at);
-            int32_t p = d->live[0];
+            int32_t p = d->heap[0].pair >> 1;
             int32_t x = d->best_unit[p];
             int64_t saved = d->best_saved[p];
             u->state[x]++;
@@ -181,8 +189,11 @@ static int mt_descend_rank(const loom_host_api *host, loom_mt_descent *d,
             }
             mt_pair_best(d, u, p);
             if (d->best_unit[p] < 0)
-                d->live[0] = d->live[--n]; /* p cannot move any more */
-            mt_sift(d, n, 0);
+                d->heap[0] = d->heap[--n]; /* p cannot move any more */
+            else
+                d->heap[0] = mt_move_of(d, p);
+            if (n > 0)
+                mt_sift(d->heap, n, 0);
             if (moves)
                 (*moves)++;
         }
@@ -203,6 +214,7 @@ int loom_mt_descend(const loom_host_api *host, loom_mt_descent *d,
         size_t n = (size_t)t->n_pairs + 1;
         loom_mt_descent_free(host, d);
         d->live = host->alloc(n * sizeof *d->live);
+        d->heap = host->alloc(n * sizeof *d->heap);
         d->best_epoch = host->alloc(n * sizeof *d->best_epoch);
         d->best_unit = host->alloc(n * sizeof *d->best_unit);
         d->best_saved = host->alloc(n * sizeof *d->best_saved);
@@ -211,7 +223,7 @@ int loom_mt_descend(const loom_host_api *host, loom_mt_descent *d,
         d->cap_live = t->n_pairs;
         if (d->best_epoch)
             memset(d->best_epoch, 0, n * sizeof *d->best_epoch);
-        if (!d->live || !d->best_epoch || !d->best_unit || !d->best_saved || !d->best_key ||
+        if (!d->live || !d->heap || !d->best_epoch || !d->best_unit || !d->best_saved || !d->best_key ||
             !d->best_free) {
             loom_mt_descent_free(host, d);
             return host->error(err, LOOM_ENOMEM, "%s: out of memory", who);

@@ -59,8 +59,9 @@ int main(int argc, char **argv)
         return 1;
     }
     const loom_stage_graph *g = plan.graph;
-    printf("graph: %d stages, %d edges, %d ranks, %d groups (%s, %s)\n", g->n_stages, g->n_edges,
-           g->n_ranks, g->n_groups, s.manifest_name, plan.label);
+    printf("graph: %d stages, %d edges, %d ranks, %d groups, %d layer entries (%s, %s)\n",
+           g->n_stages, g->n_edges, g->n_ranks, g->n_groups, g->n_layer_entries, s.manifest_name,
+           plan.label);
 
     /* simulator alone: replay the plan's schedule */
     loom_sim_scratch *scratch = loom_sim_scratch_new();
