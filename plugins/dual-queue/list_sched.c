@@ -63,14 +63,17 @@ int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
     ls->host = host;
     ls->n_types = n_types;
     int bad = 0;
-    if (ls->cap_stages == 0)
+    if (ls->cap_stages == 0) {
         ls->tie_n = -1;
+        ls->succ_n = -1;
+    }
     if (g->n_stages > ls->cap_stages) {
         size_t n = (size_t)g->n_stages;
         bad |= ls_grow(host, (void **)&ls->type, n, sizeof *ls->type);
         bad |= ls_grow(host, (void **)&ls->prio, n, sizeof *ls->prio);
         bad |= ls_grow(host, (void **)&ls->tie, n, sizeof *ls->tie);
         bad |= ls_grow(host, (void **)&ls->succ_off, n + 1, sizeof *ls->succ_off);
+        bad |= ls_grow(host, (void **)&ls->pred_off_seen, n + 1, sizeof *ls->pred_off_seen);
         bad |= ls_grow(host, (void **)&ls->left, n, sizeof *ls->left);
         bad |= ls_grow(host, (void **)&ls->ready_ms, n, sizeof *ls->ready_ms);
         bad |= ls_grow(host, (void **)&ls->end_ms, n, sizeof *ls->end_ms);
@@ -82,6 +85,7 @@ int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
         bad |= ls_grow(host, (void **)&ls->slot_stage, n, sizeof *ls->slot_stage);
         bad |= ls_grow(host, (void **)&ls->store, n, sizeof *ls->store);
         ls->tie_n = -1; /* the cached order may sit in moved arrays */
+        ls->succ_n = -1;
         if (!bad)
             ls->cap_stages = g->n_stages;
     }
@@ -89,6 +93,8 @@ int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
         size_t n = (size_t)g->n_edges;
         bad |= ls_grow(host, (void **)&ls->succ, n, sizeof *ls->succ);
         bad |= ls_grow(host, (void **)&ls->succ_edge, n, sizeof *ls->succ_edge);
+        bad |= ls_grow(host, (void **)&ls->pred_seen, n, sizeof *ls->pred_seen);
+        ls->succ_n = -1;
         if (!bad)
             ls->cap_edges = g->n_edges;
     }
@@ -139,6 +145,7 @@ void loom_ls_release(loom_ls *ls)
     if (!ls->host)
         return;
     void *arrays[] = {ls->type, ls->prio, ls->tie, ls->succ_off, ls->succ,
+                      ls->pred_off_seen, ls->pred_seen,
                       ls->succ_edge, ls->left, ls->ready_ms, ls->end_ms,
                       ls->slot, ls->tie_order, ls->tie_seen, ls->sort_key,
                       ls->sort_id, ls->q_off, ls->q_count, ls->slot_stage, ls->word_off,
@@ -294,6 +301,53 @@ static void ls_release(loom_ls *ls, const loom_stage_graph *g, int32_t v)
     ls_mark(ls, r);
 }
 
+/* 1 when g's predecessor rows are the ones the successor rows were built
+ * from. */
+static int ls_same_edges(const loom_ls *ls, const loom_stage_graph *g)
+{
+    int32_t n = g->n_stages;
+    return ls->succ_n == n && ls->succ_e == g->n_edges &&
+           !memcmp(ls->pred_off_seen, g->pred_off, ((size_t)n + 1) * sizeof *g->pred_off) &&
+           !memcmp(ls->pred_seen, g->pred, (size_t)g->n_edges * sizeof *g->pred);
+}
+
+/* Builds the successor rows (a counting sort of the edges by predecessor)
+ * and remembers the predecessor rows they stand for. LOOM_EINVAL names
+ * the first edge with a predecessor out of range. */
+static int ls_successors(loom_ls *ls, const loom_stage_graph *g,
+                         const char *who, loom_error *err)
+{
+    int32_t n = g->n_stages;
+    ls->succ_n = -1;
+    for (int32_t v = 0; v <= n; v++)
+        ls->succ_off[v] = 0;
+    for (int32_t e = 0; e < g->n_edges; e++) {
+        int32_t p = g->pred[e];
+        if (p < 0 || p >= n)
+            return ls->host->error(err, LOOM_EINVAL, "%s: edge %d names stage %d "
+                                   "as predecessor, expected 0..%d", who, e, p,
+                                   n - 1);
+        ls->succ_off[p + 1]++;
+    }
+    for (int32_t v = 0; v < n; v++)
+        ls->succ_off[v + 1] += ls->succ_off[v];
+    for (int32_t v = 0; v < n; v++) {
+        for (int32_t e = g->pred_off[v]; e < g->pred_off[v + 1]; e++) {
+            int32_t slot = ls->succ_off[g->pred[e]]++;
+            ls->succ[slot] = v;
+            ls->succ_edge[slot] = e;
+        }
+    }
+    for (int32_t v = n; v > 0; v--)
+        ls->succ_off[v] = ls->succ_off[v - 1];
+    ls->succ_off[0] = 0;
+    memcpy(ls->pred_off_seen, g->pred_off, ((size_t)n + 1) * sizeof *g->pred_off);
+    memcpy(ls->pred_seen, g->pred, (size_t)g->n_edges * sizeof *g->pred);
+    ls->succ_n = n;
+    ls->succ_e = g->n_edges;
+    return LOOM_OK;
+}
+
 int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
                   const char *who, loom_error *err)
 {
@@ -351,31 +405,15 @@ int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
     out->n_ranks = P;
     out->n_stages = 0;
 
-    /* Successor rows (counting sort of the edges by predecessor). */
-    for (int32_t v = 0; v <= n; v++)
-        ls->succ_off[v] = 0;
-    for (int32_t e = 0; e < g->n_edges; e++) {
-        int32_t p = g->pred[e];
-        if (p < 0 || p >= n)
-            return host->error(err, LOOM_EINVAL, "%s: edge %d names stage %d "
-                               "as predecessor, expected 0..%d", who, e, p,
-                               n - 1);
-        ls->succ_off[p + 1]++;
+    if (!ls_same_edges(ls, g)) {
+        int rc = ls_successors(ls, g, who, err);
+        if (rc != LOOM_OK)
+            return rc;
     }
-    for (int32_t v = 0; v < n; v++)
-        ls->succ_off[v + 1] += ls->succ_off[v];
     for (int32_t v = 0; v < n; v++) {
         ls->left[v] = g->pred_off[v + 1] - g->pred_off[v];
         ls->ready_ms[v] = 0;
-        for (int32_t e = g->pred_off[v]; e < g->pred_off[v + 1]; e++) {
-            int32_t slot = ls->succ_off[g->pred[e]]++;
-            ls->succ[slot] = v;
-            ls->succ_edge[slot] = e;
-        }
     }
-    for (int32_t v = n; v > 0; v--)
-        ls->succ_off[v] = ls->succ_off[v - 1];
-    ls->succ_off[0] = 0;
 
     ls_order(ls, g);
     for (int32_t r = 0; r < P; r++)
@@ -453,11 +491,17 @@ void loom_ls_rank_drop(loom_ls *ls, int32_t r)
 
 int32_t loom_ls_rank_pop(loom_ls *ls)
 {
+    if (ls->n_ranks == 0)
+        return -1;
     int32_t best = 0;
-    for (int32_t r = 1; r < ls->n_ranks; r++)
-        if (ls->rank_t_ms[r] < ls->rank_t_ms[best])
-            best = r;
-    if (ls->n_ranks == 0 || ls->rank_t_ms[best] == INFINITY)
+    double t = ls->rank_t_ms[0];
+    for (int32_t r = 1; r < ls->n_ranks; r++) {
+        double x = ls->rank_t_ms[r];
+        int lower = x < t;
+        best = lower ? r : best;
+        t = lower ? x : t;
+    }
+    if (t == INFINITY)
         return -1;
     ls->rank_t_ms[best] = INFINITY;
     return best;

@@ -70,6 +70,9 @@ typedef struct loom_ls {
     int32_t *succ_off;   /* successor rows, n_stages + 1 */
     int32_t *succ;       /* successor stage of each edge */
     int32_t *succ_edge;  /* index of that edge in graph->pred */
+    int32_t *pred_off_seen; /* the predecessor rows the successor rows */
+    int32_t *pred_seen;     /* were built from (n_stages + 1, n_edges) */
+    int32_t succ_n, succ_e; /* their stage and edge counts, -1 none */
     int32_t *left;       /* predecessors not placed yet */
     double *ready_ms;    /* max over placed predecessors of end + p2p */
     double *end_ms;      /* end time once placed */
