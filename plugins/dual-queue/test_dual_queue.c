@@ -1,6 +1,8 @@
 /* test_dual_queue.c - the dual-queue interleaver on stage-times graphs:
  * 1F1B's closed form on uniform pipelines, memory caps, priorities, random
- * graphs that must never deadlock, non-uniform microbatches against 1F1B,
+ * graphs that must never deadlock, the rule written out as a brute-force
+ * reference on random graphs and priorities, non-uniform microbatches
+ * against 1F1B,
  * no allocation after the first call, and input errors. */
 #include <loom/mock_host.h>
 
@@ -248,6 +250,228 @@ START_TEST(random_graphs_never_deadlock)
 }
 END_TEST
 
+/* The dual-queue rule written out directly (docs/search.md, steps 1-5):
+ * every step scans every released stage, with no queues or caches. */
+static float ref_prio(const loom_stage_graph *g, const float *prio, int32_t v)
+{
+    int32_t grp = g->group[v];
+    float p = prio && grp >= 0 && grp < g->n_groups ? prio[grp] : -(float)grp;
+    return p != p ? -3.0e38f : p;
+}
+
+static int32_t ref_tie(const loom_stage_graph *g, int32_t v)
+{
+    int32_t sub = g->sub[v], pos = g->position[v];
+    if (g->kind[v] == LOOM_STAGE_F)
+        return sub * 131072 + pos;
+    return sub * 131072 + (g->kind[v] == LOOM_STAGE_W ? 65536 : 0) + (65535 - pos);
+}
+
+/* 1 when stage a (starting at ta) is taken before stage b (at tb). */
+static int ref_before(const loom_stage_graph *g, const float *prio, int32_t a,
+                      double ta, int32_t b, double tb)
+{
+    if (ta != tb)
+        return ta < tb;
+    float pa = ref_prio(g, prio, a), pb = ref_prio(g, prio, b);
+    if (pa != pb)
+        return pa > pb;
+    if (ref_tie(g, a) != ref_tie(g, b))
+        return ref_tie(g, a) < ref_tie(g, b);
+    return a < b;
+}
+
+static void ref_schedule(const loom_stage_graph *g, const float *prio,
+                         int32_t *order)
+{
+    int32_t n = g->n_stages, P = g->n_ranks;
+    int32_t *left = calloc((size_t)n, sizeof *left), *fill = calloc((size_t)P, sizeof *fill);
+    int32_t *last_type = malloc((size_t)P * sizeof *last_type);
+    double *ready = calloc((size_t)n, sizeof *ready), *last = calloc((size_t)P, sizeof *last);
+    int64_t *mem = calloc((size_t)P, sizeof *mem);
+    char *done = calloc((size_t)n, 1);
+    for (int32_t v = 0; v < n; v++) {
+        left[v] = g->pred_off[v + 1] - g->pred_off[v];
+        fill[g->rank[v]]++;
+    }
+    for (int32_t r = 0, k = 0; r < P; r++) {
+        int32_t c = fill[r];
+        fill[r] = k;
+        k += c;
+        last_type[r] = -1;
+    }
+    for (int32_t placed = 0; placed < n; placed++) {
+        int32_t best = -1, best_r = -1, forced = -1;
+        double best_t = 0, forced_t = 0;
+        int64_t forced_bytes = 0;
+        for (int32_t r = 0; r < P; r++) {
+            int32_t c[2] = {-1, -1};
+            double t[2] = {0, 0};
+            for (int32_t v = 0; v < n; v++) {
+                if (done[v] || left[v] || g->rank[v] != r)
+                    continue;
+                int q = g->kind[v] == LOOM_STAGE_F ? 0 : 1;
+                double tv = ready[v] > last[r] ? ready[v] : last[r];
+                if (c[q] < 0 || ref_before(g, prio, v, tv, c[q], t[q])) {
+                    c[q] = v;
+                    t[q] = tv;
+                }
+            }
+            int32_t f = c[0], b = c[1];
+            if (f >= 0 && g->memory_cap_bytes > 0 &&
+                (double)(g->static_bytes[r] + mem[r] + g->mem_delta_bytes[f]) >
+                    g->memory_cap_bytes) {
+                if (b < 0) {
+                    int64_t bytes = g->static_bytes[r] + mem[r] + g->mem_delta_bytes[f];
+                    if (forced < 0 || bytes < forced_bytes ||
+                        (bytes == forced_bytes && t[0] < forced_t)) {
+                        forced = f;
+                        forced_bytes = bytes;
+                        forced_t = t[0];
+                    }
+                }
+                f = -1;
+            }
+            int32_t pick;
+            if (f < 0 || b < 0)
+                pick = f < 0 ? b : f;
+            else if (t[0] != t[1])
+                pick = t[0] < t[1] ? f : b;
+            else if (t[0] <= last[r])
+                pick = last_type[r] == 0 ? b : f;
+            else
+                pick = f;
+            if (pick < 0)
+                continue;
+            double tp = pick == f ? t[0] : t[1];
+            if (best < 0 || tp < best_t) {
+                best = pick;
+                best_t = tp;
+                best_r = r;
+            }
+        }
+        if (best < 0)
+            best = forced;
+        ck_assert_int_ge(best, 0);
+        best_r = g->rank[best];
+        double start = ready[best] > last[best_r] ? ready[best] : last[best_r];
+        double end = start + g->duration_ms[best];
+        last[best_r] = end;
+        mem[best_r] += g->mem_delta_bytes[best];
+        last_type[best_r] = g->kind[best] == LOOM_STAGE_F ? 0 : 1;
+        done[best] = 1;
+        order[fill[best_r]++] = best;
+        for (int32_t s = 0; s < n; s++)
+            for (int32_t e = g->pred_off[s]; e < g->pred_off[s + 1]; e++)
+                if (g->pred[e] == best) {
+                    if (end + g->pred_p2p_ms[e] > ready[s])
+                        ready[s] = end + g->pred_p2p_ms[e];
+                    left[s]--;
+                }
+    }
+    free(left);
+    free(fill);
+    free(last_type);
+    free(ready);
+    free(last);
+    free(mem);
+    free(done);
+}
+
+/* A copy of g with its stages numbered by perm (stage v becomes perm[v]):
+ * the same problem with other predecessor rows and tie keys. */
+static loom_stage_graph *relabel(const loom_stage_graph *g, const int32_t *perm)
+{
+    loom_stage_graph *c = loom_graph_alloc(g->n_stages, g->n_edges, g->n_ranks, g->n_groups,
+                                           g->n_pairs, g->n_layer_entries);
+    int32_t *inv = malloc((size_t)g->n_stages * sizeof *inv);
+    for (int32_t v = 0; v < g->n_stages; v++)
+        inv[perm[v]] = v;
+    c->n_microbatches = g->n_microbatches;
+    int32_t e = 0;
+    for (int32_t w = 0; w < g->n_stages; w++) {
+        int32_t v = inv[w];
+        c->rank[w] = g->rank[v];
+        c->kind[w] = g->kind[v];
+        c->position[w] = g->position[v];
+        c->microbatch[w] = g->microbatch[v];
+        c->sub[w] = g->sub[v];
+        c->group[w] = g->group[v];
+        c->duration_ms[w] = g->duration_ms[v];
+        c->mem_delta_bytes[w] = g->mem_delta_bytes[v];
+        c->pred_off[w] = e;
+        for (int32_t k = g->pred_off[v]; k < g->pred_off[v + 1]; k++, e++) {
+            c->pred[e] = perm[g->pred[k]];
+            c->pred_p2p_ms[e] = g->pred_p2p_ms[k];
+        }
+    }
+    c->pred_off[g->n_stages] = e;
+    memcpy(c->static_bytes, g->static_bytes, (size_t)g->n_ranks * sizeof *c->static_bytes);
+    c->memory_cap_bytes = g->memory_cap_bytes;
+    free(inv);
+    return c;
+}
+
+START_TEST(matches_the_rule_written_out)
+{
+    /* Random graphs and priorities with ties, -0 and +0 and NaN; one
+     * instance serves them all, so its caches must follow every change of
+     * graph, including a relabelled copy of the same size. */
+    static const float pool[] = {3, 3, 1, -0.0f, 0.0f, 2.5f, -1, 7};
+    uint64_t seed = 7;
+    inst dq = open_inst(loom_static_dual_queue());
+    for (int it = 0; it < 150; it++) {
+        int P = 1 + (int)(rnd(&seed) % 5), V = 1 + (int)(rnd(&seed) % 3);
+        int M = 1 + (int)(rnd(&seed) % 8);
+        loom_stage_times st = times(P, M, V, 1, 2);
+        for (int i = 0; i < P * V; i++) {
+            fwd[i] = 0.5 + (double)(rnd(&seed) % 8) / 4;
+            bwd[i] = 0.5 + (double)(rnd(&seed) % 12) / 4;
+            act[i] = 1 + (double)(rnd(&seed) % 3);
+        }
+        for (int i = 0; i < M; i++)
+            scale[i] = 0.25 + (double)(rnd(&seed) % 12) / 4;
+        st.p2p_ms = (double)(rnd(&seed) % 3) / 4;
+        st.memory_cap_bytes = (rnd(&seed) % 2) ? 0 : (double)(2 + rnd(&seed) % 8);
+        loom_stage_graph *g = NULL;
+        loom_error err = {0};
+        ck_assert_int_eq(loom_graph_from_stage_times(&st, (int)(rnd(&seed) % 2), &g, &err),
+                         LOOM_OK);
+        float *p = malloc((size_t)g->n_groups * sizeof *p);
+        for (int i = 0; i < g->n_groups; i++)
+            p[i] = rnd(&seed) % 10 == 0 ? NAN : pool[rnd(&seed) % 8];
+        int32_t *perm = malloc((size_t)g->n_stages * sizeof *perm);
+        for (int32_t v = 0; v < g->n_stages; v++)
+            perm[v] = v;
+        for (int32_t v = g->n_stages - 1; v > 0; v--) {
+            int32_t k = (int32_t)(rnd(&seed) % (uint64_t)(v + 1)), x = perm[v];
+            perm[v] = perm[k];
+            perm[k] = x;
+        }
+        loom_stage_graph *h = relabel(g, perm);
+        const loom_stage_graph *graphs[2] = {g, h};
+        for (int k = 0; k < 2; k++) {
+            const loom_stage_graph *x = graphs[k];
+            loom_schedule *sc = loom_schedule_new(x->n_ranks, x->n_stages);
+            int32_t *want = malloc((size_t)x->n_stages * sizeof *want);
+            ck_assert_int_eq(dq.vt->interleave(dq.self, x, it % 7 ? p : NULL, sc, &err), LOOM_OK);
+            ref_schedule(x, it % 7 ? p : NULL, want);
+            for (int32_t i = 0; i < x->n_stages; i++)
+                ck_assert_msg(sc->order[i] == want[i],
+                              "case %d graph %d: slot %d holds stage %d, expected %d", it, k, i,
+                              sc->order[i], want[i]);
+            free(want);
+            loom_schedule_free(sc);
+        }
+        free(perm);
+        free(p);
+        loom_graph_free(h);
+        loom_graph_free(g);
+    }
+    close_inst(&dq);
+}
+END_TEST
+
 START_TEST(non_uniform_microbatches_vs_1f1b)
 {
     /* P=4, F=1, B=2, M=8 with one long microbatch in the middle: 1F1B
@@ -388,6 +612,7 @@ static Suite *suite(void)
     tcase_add_test(tc, cap_below_one_activation_still_progresses);
     tcase_add_test(tc, priorities_order_forwards);
     tcase_add_test(tc, random_graphs_never_deadlock);
+    tcase_add_test(tc, matches_the_rule_written_out);
     tcase_add_test(tc, non_uniform_microbatches_vs_1f1b);
     tcase_add_test(tc, no_allocation_after_first_call);
     tcase_add_test(tc, input_errors);
