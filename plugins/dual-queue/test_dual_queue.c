@@ -201,23 +201,33 @@ static uint64_t rnd(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+/* A random stage-times problem: up to max_p ranks, 1-3 virtual stages, up
+ * to max_m microbatches of uneven scale, random F/B times, activations,
+ * P2P time and (half the time) a memory cap. */
+static loom_stage_times random_times(uint64_t *seed, int max_p, int max_m)
+{
+    int P = 1 + (int)(rnd(seed) % (uint64_t)max_p), V = 1 + (int)(rnd(seed) % 3);
+    int M = 1 + (int)(rnd(seed) % (uint64_t)max_m);
+    loom_stage_times st = times(P, M, V, 1, 2);
+    for (int i = 0; i < P * V; i++) {
+        fwd[i] = 0.5 + (double)(rnd(seed) % 8) / 4;
+        bwd[i] = 0.5 + (double)(rnd(seed) % 12) / 4;
+        act[i] = 1 + (double)(rnd(seed) % 3);
+    }
+    for (int i = 0; i < M; i++)
+        scale[i] = 0.25 + (double)(rnd(seed) % 12) / 4;
+    st.p2p_ms = (double)(rnd(seed) % 3) / 4;
+    st.memory_cap_bytes = (rnd(seed) % 2) ? 0 : (double)(2 + rnd(seed) % 8);
+    return st;
+}
+
 START_TEST(random_graphs_never_deadlock)
 {
     uint64_t seed = 42;
     inst dq = open_inst(loom_static_dual_queue());
     for (int it = 0; it < 200; it++) {
-        int P = 1 + (int)(rnd(&seed) % 6), V = 1 + (int)(rnd(&seed) % 3);
-        int M = 1 + (int)(rnd(&seed) % 12);
-        loom_stage_times st = times(P, M, V, 1, 2);
-        for (int i = 0; i < P * V; i++) {
-            fwd[i] = 0.5 + (double)(rnd(&seed) % 8) / 4;
-            bwd[i] = 0.5 + (double)(rnd(&seed) % 12) / 4;
-            act[i] = 1 + (double)(rnd(&seed) % 3);
-        }
-        for (int i = 0; i < M; i++)
-            scale[i] = 0.25 + (double)(rnd(&seed) % 12) / 4;
-        st.p2p_ms = (double)(rnd(&seed) % 3) / 4;
-        st.memory_cap_bytes = (rnd(&seed) % 2) ? 0 : (double)(2 + rnd(&seed) % 8);
+        loom_stage_times st = random_times(&seed, 6, 12);
+        int P = st.ranks, V = st.virtual_stages, M = st.microbatches;
         int split = (int)(rnd(&seed) % 2);
         loom_stage_graph *g = NULL;
         loom_error err = {0};
@@ -421,18 +431,7 @@ START_TEST(matches_the_rule_written_out)
     uint64_t seed = 7;
     inst dq = open_inst(loom_static_dual_queue());
     for (int it = 0; it < 150; it++) {
-        int P = 1 + (int)(rnd(&seed) % 5), V = 1 + (int)(rnd(&seed) % 3);
-        int M = 1 + (int)(rnd(&seed) % 8);
-        loom_stage_times st = times(P, M, V, 1, 2);
-        for (int i = 0; i < P * V; i++) {
-            fwd[i] = 0.5 + (double)(rnd(&seed) % 8) / 4;
-            bwd[i] = 0.5 + (double)(rnd(&seed) % 12) / 4;
-            act[i] = 1 + (double)(rnd(&seed) % 3);
-        }
-        for (int i = 0; i < M; i++)
-            scale[i] = 0.25 + (double)(rnd(&seed) % 12) / 4;
-        st.p2p_ms = (double)(rnd(&seed) % 3) / 4;
-        st.memory_cap_bytes = (rnd(&seed) % 2) ? 0 : (double)(2 + rnd(&seed) % 8);
+        loom_stage_times st = random_times(&seed, 5, 8);
         loom_stage_graph *g = NULL;
         loom_error err = {0};
         ck_assert_int_eq(loom_graph_from_stage_times(&st, (int)(rnd(&seed) % 2), &g, &err),
