@@ -76,7 +76,6 @@ int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
         bad |= ls_grow(host, (void **)&ls->pred_off_seen, n + 1, sizeof *ls->pred_off_seen);
         bad |= ls_grow(host, (void **)&ls->left, n, sizeof *ls->left);
         bad |= ls_grow(host, (void **)&ls->ready_ms, n, sizeof *ls->ready_ms);
-        bad |= ls_grow(host, (void **)&ls->end_ms, n, sizeof *ls->end_ms);
         bad |= ls_grow(host, (void **)&ls->slot, n, sizeof *ls->slot);
         bad |= ls_grow(host, (void **)&ls->tie_order, n, sizeof *ls->tie_order);
         bad |= ls_grow(host, (void **)&ls->tie_seen, n, sizeof *ls->tie_seen);
@@ -146,7 +145,7 @@ void loom_ls_release(loom_ls *ls)
         return;
     void *arrays[] = {ls->type, ls->prio, ls->tie, ls->succ_off, ls->succ,
                       ls->pred_off_seen, ls->pred_seen,
-                      ls->succ_edge, ls->left, ls->ready_ms, ls->end_ms,
+                      ls->succ_edge, ls->left, ls->ready_ms,
                       ls->slot, ls->tie_order, ls->tie_seen, ls->sort_key,
                       ls->sort_id, ls->q_off, ls->q_count, ls->slot_stage, ls->word_off,
                       ls->sum_off, ls->words, ls->sums, ls->store,
@@ -461,7 +460,6 @@ void loom_ls_place(loom_ls *ls, const loom_stage_graph *g, int32_t v,
     double start = ls->last_ms[r] > ls->ready_ms[v] ? ls->last_ms[r]
                                                      : ls->ready_ms[v];
     double end = start + g->duration_ms[v];
-    ls->end_ms[v] = end;
     ls->last_ms[r] = end;
     ls->mem_bytes[r] += g->mem_delta_bytes[v];
     ls->last_type[r] = q;

@@ -39,8 +39,6 @@
 
 #include <loom/loom.h>
 
-#define LOOM_LS_MAX_TYPES 3
-
 /* One pending entry: ordered by t_ms ascending, then slot ascending. */
 typedef struct loom_ls_entry {
     double t_ms;
@@ -75,14 +73,12 @@ typedef struct loom_ls {
     int32_t succ_n, succ_e; /* their stage and edge counts, -1 none */
     int32_t *left;       /* predecessors not placed yet */
     double *ready_ms;    /* max over placed predecessors of end + p2p */
-    double *end_ms;      /* end time once placed */
     int32_t *slot;       /* position in its queue's order */
 
     /* The (tie, id) order, kept while the tie keys stay the same. */
     int32_t *tie_order;  /* stage ids sorted by tie, then id */
     int32_t *tie_seen;   /* the tie keys tie_order was built from */
     int32_t tie_n;       /* stages of tie_order, -1 when not built */
-    int32_t reserved;
     uint32_t *sort_key;  /* radix sort scratch: 2 * n_stages keys */
     int32_t *sort_id;    /* radix sort scratch: 2 * n_stages ids */
 
