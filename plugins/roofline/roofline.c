@@ -16,7 +16,7 @@ typedef struct rf_self {
     double gemm_scale;          /* gemm_efficiency_scale, (0, 2] */
     double launch_ms;           /* kernel_launch_us / 1000 */
     int distributed_optimizer;  /* shard optimizer states over dp */
-    int flash_attention;        /* fused attention core */
+    unsigned flags;             /* LOOM_ROOFLINE_FLASH | _SEQ_PARALLEL */
 } rf_self;
 
 /* Reads a float param, leaving *out (the default) when it is not set. */
@@ -45,18 +45,21 @@ static int rf_param_bool(const loom_host_api *host, loom_ctx *ctx,
 }
 
 /* create(): reads gemm_efficiency_scale (1.0), distributed_optimizer (true),
- * flash_attention (true) and kernel_launch_us (0). */
+ * flash_attention (true), sequence_parallel (true) and kernel_launch_us
+ * (0). */
 static int rf_create(const loom_host_api *host, loom_ctx *ctx,
                      void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
     double scale = 1.0;
-    int dist = 1, flash = 1;
+    int dist = 1, flash = 1, seqpar = 1;
     int rc = rf_param_double(host, ctx, "gemm_efficiency_scale", &scale, err);
     if (rc == LOOM_OK)
         rc = rf_param_bool(host, ctx, "distributed_optimizer", &dist, err);
     if (rc == LOOM_OK)
         rc = rf_param_bool(host, ctx, "flash_attention", &flash, err);
+    if (rc == LOOM_OK)
+        rc = rf_param_bool(host, ctx, "sequence_parallel", &seqpar, err);
     double launch_us = 0.0;
     if (rc == LOOM_OK)
         rc = rf_param_double(host, ctx, "kernel_launch_us", &launch_us, err);
@@ -76,7 +79,8 @@ static int rf_create(const loom_host_api *host, loom_ctx *ctx,
     s->host = host;
     s->gemm_scale = scale;
     s->distributed_optimizer = dist != 0;
-    s->flash_attention = flash != 0;
+    s->flags = (flash ? LOOM_ROOFLINE_FLASH : 0u) |
+               (seqpar ? LOOM_ROOFLINE_SEQ_PARALLEL : 0u);
     s->launch_ms = launch_us / 1000.0;
     *self = s;
     return LOOM_OK;
@@ -220,7 +224,7 @@ static int rf_estimate(void *self, const loom_problem *problem,
 
     const loom_layer *L = &m->layers[layer];
     loom_roofline_costs c;
-    loom_roofline_layer_costs(L, shape, &hw, policy, s->flash_attention,
+    loom_roofline_layer_costs(L, shape, &hw, policy, s->flags,
                               shape->trainable_upstream != 0, !m->frozen, &c);
     double params = loom_roofline_layer_params(L);
     memset(out, 0, sizeof *out);

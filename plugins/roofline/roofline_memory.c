@@ -20,26 +20,31 @@ double loom_roofline_layer_params(const loom_layer *layer)
 }
 
 /* Stored activation bytes per GPU under a policy (see header). With s*b =
- * N tokens, t the TP degree and a the heads, per layer:
+ * N tokens, t the TP degree and a the heads, per layer (Korthikanti et
+ * al. 2022, section 4.2, Table 2):
  *   none:      N*h*(10 + 24/t) + 5*a*seq_sq_sum/t
  *   selective: N*h*(10 + 24/t)          (attention core recomputed)
  *   full:      2*N*h                    (the layer input only)
  * A cross-attention block adds N*h*(4 + 4/t) to none and selective (its
  * norm input and query-projection input, full; its query and context, /t).
+ * With sequence parallelism (t > 1) the norm, dropout and GEMM inputs that
+ * were full on every TP rank are split too: N*h*34/t, cross-attention
+ * N*h*8/t, and full keeps 2*N*h/t.
  * With flash_attention the scores are never stored: none == selective. */
 double loom_roofline_activation_bytes(const loom_layer *layer,
                                       const loom_shape *shape, int policy,
-                                      int flash_attention)
+                                      unsigned flags)
 {
     double N = (double)shape->tokens;
     double h = (double)layer->hidden;
     double t = shape->tp > 1 ? (double)shape->tp : 1.0;
+    int sp = (flags & LOOM_ROOFLINE_SEQ_PARALLEL) && t > 1.0;
     if (policy == LOOM_POLICY_FULL)
-        return 2.0 * N * h;
-    double bytes = N * h * (10.0 + 24.0 / t);
+        return sp ? 2.0 * N * h / t : 2.0 * N * h;
+    double bytes = sp ? N * h * 34.0 / t : N * h * (10.0 + 24.0 / t);
     if (layer->cross_attention)
-        bytes += N * h * (4.0 + 4.0 / t);
-    if (policy == LOOM_POLICY_NONE && !flash_attention)
+        bytes += sp ? N * h * 8.0 / t : N * h * (4.0 + 4.0 / t);
+    if (policy == LOOM_POLICY_NONE && !(flags & LOOM_ROOFLINE_FLASH))
         bytes += 5.0 * (double)layer->heads * shape->seq_sq_sum / t;
     return bytes;
 }

@@ -29,6 +29,10 @@ typedef struct loom_roofline_op {
     double net_bytes;  /* bytes this GPU sends over its link */
 } loom_roofline_op;
 
+/* Options of the operator and activation counts, as bit flags. */
+#define LOOM_ROOFLINE_FLASH 1u        /* fused attention core */
+#define LOOM_ROOFLINE_SEQ_PARALLEL 2u /* Megatron sequence parallelism */
+
 /* Upper bound on the forward operators of one layer. */
 #define LOOM_ROOFLINE_MAX_OPS 24
 
@@ -46,11 +50,15 @@ typedef struct loom_roofline_hw {
 
 /* Fills ops[] (capacity LOOM_ROOFLINE_MAX_OPS) with the forward operators
  * of `layer` for `shape`, in execution order, and returns their count.
- * flash_attention != 0 fuses the softmax into the attention core (scores
- * never reach HBM). Collectives appear only when shape->tp > 1; a shape
- * with no tokens has no operators. */
+ * LOOM_ROOFLINE_FLASH in `flags` fuses the softmax into the attention core
+ * (scores never reach HBM). Collectives appear only when shape->tp > 1:
+ * an all-reduce after each row-parallel GEMM, or, with
+ * LOOM_ROOFLINE_SEQ_PARALLEL, an all-gather before each column-parallel
+ * GEMM and a reduce-scatter after each row-parallel one, the norms and
+ * residuals then running on tokens / tp. A shape with no tokens has no
+ * operators. */
 int loom_roofline_forward_ops(const loom_layer *layer, const loom_shape *shape,
-                              int flash_attention, loom_roofline_op *ops);
+                              unsigned flags, loom_roofline_op *ops);
 
 /* Roofline time of one operator in ms: the max of its compute, HBM and
  * link terms, each against the rate times its efficiency, plus the fixed
@@ -69,10 +77,11 @@ void loom_roofline_forward_flops(const loom_layer *layer,
 double loom_roofline_layer_params(const loom_layer *layer);
 
 /* Activation bytes one GPU stores from forward to backward under `policy`
- * (enum loom_mem_policy), after Korthikanti et al. 2022. */
+ * (enum loom_mem_policy), after Korthikanti et al. 2022; `flags` as for
+ * loom_roofline_forward_ops. */
 double loom_roofline_activation_bytes(const loom_layer *layer,
                                       const loom_shape *shape, int policy,
-                                      int flash_attention);
+                                      unsigned flags);
 
 /* Gradient + optimizer bytes per GPU for `params` parameters: 2 bytes of
  * gradient and 12 of fp32 master + Adam m, v, all / tp, the optimizer part
@@ -93,7 +102,7 @@ typedef struct loom_roofline_costs {
 void loom_roofline_layer_costs(const loom_layer *layer,
                                const loom_shape *shape,
                                const loom_roofline_hw *hw, int policy,
-                               int flash_attention, int pays_input_grad,
+                               unsigned flags, int pays_input_grad,
                                int pays_weight_grad, loom_roofline_costs *out);
 
 #endif

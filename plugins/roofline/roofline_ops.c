@@ -47,6 +47,29 @@ static void rf_allreduce(loom_roofline_op *ops, int *n, const char *name,
             2.0 * (tp - 1.0) / tp * RF_ELEM_BYTES * elems);
 }
 
+/* Appends a ring all-gather or reduce-scatter over tp ranks whose full
+ * buffer has `elems` elements: each GPU sends (tp - 1) / tp of it, half
+ * of an all-reduce. Nothing when tp == 1. */
+static void rf_gather(loom_roofline_op *ops, int *n, const char *name,
+                      double elems, double tp)
+{
+    if (tp <= 1.0)
+        return;
+    rf_push(ops, n, name, LOOM_ROOFLINE_COLLECTIVE, 0.0, 0.0,
+            (tp - 1.0) / tp * RF_ELEM_BYTES * elems);
+}
+
+/* Appends the collective that follows a row-parallel GEMM (an all-reduce,
+ * or a reduce-scatter with sequence parallelism). */
+static void rf_reduce(loom_roofline_op *ops, int *n, const char *allreduce,
+                      const char *scatter, double elems, double tp, int sp)
+{
+    if (sp)
+        rf_gather(ops, n, scatter, elems, tp);
+    else
+        rf_allreduce(ops, n, allreduce, elems, tp);
+}
+
 /* Appends an element-wise operator moving `elems_moved` elements. */
 static void rf_memop(loom_roofline_op *ops, int *n, const char *name,
                      double elems_moved)
@@ -57,7 +80,7 @@ static void rf_memop(loom_roofline_op *ops, int *n, const char *name,
 
 /* Fills ops[] with the forward operators of one layer (see header). */
 int loom_roofline_forward_ops(const loom_layer *layer, const loom_shape *shape,
-                              int flash_attention, loom_roofline_op *ops)
+                              unsigned flags, loom_roofline_op *ops)
 {
     double N = (double)shape->tokens;
     double h = (double)layer->hidden;
@@ -68,45 +91,55 @@ int loom_roofline_forward_ops(const loom_layer *layer, const loom_shape *shape,
     double t = shape->tp > 1 ? (double)shape->tp : 1.0;
     double causal = layer->causal ? 0.5 : 1.0;
     double fc1_mult = layer->gated_ffn ? 2.0 : 1.0;
+    int flash = (flags & LOOM_ROOFLINE_FLASH) != 0;
+    int sp = (flags & LOOM_ROOFLINE_SEQ_PARALLEL) && t > 1.0;
+    double Nl = sp ? N / t : N; /* tokens of the norms and residuals */
     int n = 0;
     if (shape->tokens <= 0)
         return 0; /* no kernel runs for an empty shape */
 
     /* Self-attention block. */
-    rf_memop(ops, &n, "norm1", 2.0 * N * h);
+    rf_memop(ops, &n, "norm1", 2.0 * Nl * h);
+    if (sp)
+        rf_gather(ops, &n, "allgather_attn", N * h, t);
     rf_gemm(ops, &n, "qkv", N, h, h + 2.0 * kv, t, 0);
     {
         /* Q, K, V read and O written; unfused kernels also write the
          * scores and read the probabilities back (a * S elements each). */
         double qkvo = (2.0 * N * h + 2.0 * N * kv) / t;
-        double scores = flash_attention ? 0.0 : 2.0 * a * S / t;
+        double scores = flash ? 0.0 : 2.0 * a * S / t;
         rf_push(ops, &n, "attn_core", LOOM_ROOFLINE_ATTENTION,
                 4.0 * h * S * causal / t, RF_ELEM_BYTES * (qkvo + scores),
                 0.0);
     }
-    if (!flash_attention)
+    if (!flash)
         rf_memop(ops, &n, "softmax", 2.0 * a * S / t);
     rf_gemm(ops, &n, "attn_out", N, h, h, t, 1);
-    rf_allreduce(ops, &n, "allreduce_attn", N * h, t);
-    rf_memop(ops, &n, "residual1", 3.0 * N * h);
+    rf_reduce(ops, &n, "allreduce_attn", "reducescatter_attn", N * h, t, sp);
+    rf_memop(ops, &n, "residual1", 3.0 * Nl * h);
 
     /* Cross-attention block: query and output projections only; the
      * conditioning context is short, so its K/V cost is ignored. */
     if (layer->cross_attention) {
-        rf_memop(ops, &n, "norm_cross", 2.0 * N * h);
+        rf_memop(ops, &n, "norm_cross", 2.0 * Nl * h);
+        if (sp)
+            rf_gather(ops, &n, "allgather_cross", N * h, t);
         rf_gemm(ops, &n, "cross_q", N, h, h, t, 0);
         rf_gemm(ops, &n, "cross_out", N, h, h, t, 1);
-        rf_allreduce(ops, &n, "allreduce_cross", N * h, t);
-        rf_memop(ops, &n, "residual_cross", 3.0 * N * h);
+        rf_reduce(ops, &n, "allreduce_cross", "reducescatter_cross", N * h, t,
+                  sp);
+        rf_memop(ops, &n, "residual_cross", 3.0 * Nl * h);
     }
 
     /* MLP block: fc1 (gate and up fused when gated), activation, fc2. */
-    rf_memop(ops, &n, "norm2", 2.0 * N * h);
+    rf_memop(ops, &n, "norm2", 2.0 * Nl * h);
+    if (sp)
+        rf_gather(ops, &n, "allgather_mlp", N * h, t);
     rf_gemm(ops, &n, "fc1", N, h, fc1_mult * f, t, 0);
     rf_memop(ops, &n, "activation", (fc1_mult + 1.0) * N * f / t);
     rf_gemm(ops, &n, "fc2", N, f, h, t, 1);
-    rf_allreduce(ops, &n, "allreduce_mlp", N * h, t);
-    rf_memop(ops, &n, "residual2", 3.0 * N * h);
+    rf_reduce(ops, &n, "allreduce_mlp", "reducescatter_mlp", N * h, t, sp);
+    rf_memop(ops, &n, "residual2", 3.0 * Nl * h);
     return n;
 }
 
@@ -181,11 +214,11 @@ static double rf_input_grad_ms(const loom_roofline_op *op,
 void loom_roofline_layer_costs(const loom_layer *layer,
                                const loom_shape *shape,
                                const loom_roofline_hw *hw, int policy,
-                               int flash_attention, int pays_input_grad,
+                               unsigned flags, int pays_input_grad,
                                int pays_weight_grad, loom_roofline_costs *out)
 {
     loom_roofline_op ops[LOOM_ROOFLINE_MAX_OPS];
-    int n = loom_roofline_forward_ops(layer, shape, flash_attention, ops);
+    int n = loom_roofline_forward_ops(layer, shape, flags, ops);
     double fwd = 0, ig = 0, wg = 0, attn_fwd = 0, biggest = 0;
     for (int i = 0; i < n; i++) {
         double ms = loom_roofline_op_ms(&ops[i], hw);
@@ -219,9 +252,9 @@ void loom_roofline_layer_costs(const loom_layer *layer,
         return; /* nothing stored for a backward that never runs */
 
     double stored_all = loom_roofline_activation_bytes(
-        layer, shape, LOOM_POLICY_NONE, flash_attention);
+        layer, shape, LOOM_POLICY_NONE, flags);
     out->activation_bytes = loom_roofline_activation_bytes(
-        layer, shape, policy, flash_attention);
+        layer, shape, policy, flags);
     if (policy == LOOM_POLICY_SELECTIVE)
         out->recompute_ms = attn_fwd;
     else if (policy == LOOM_POLICY_FULL)

@@ -132,13 +132,15 @@ static int estimate_with(fixture *fx, const char *const *params,
     return rc;
 }
 
-/* estimate_with() with the unfused attention the closed forms below count
- * (flash_attention=false), asserting success. */
+/* estimate_with() with the unfused attention and plain tensor parallelism
+ * the closed forms below count (flash_attention=false,
+ * sequence_parallel=false), asserting success. */
 static loom_layer_cost estimate(fixture *fx, loom_shape shape, int32_t policy)
 {
     loom_layer_cost c;
     loom_error err = {0, ""};
-    const char *const unfused[] = {"flash_attention", "false", NULL};
+    const char *const unfused[] = {"flash_attention", "false",
+                                   "sequence_parallel", "false", NULL};
     int rc = estimate_with(fx, unfused, shape, policy, &c, &err);
     ck_assert_msg(rc == LOOM_OK, "estimate failed: %s", err.message);
     return c;
@@ -431,6 +433,81 @@ START_TEST(flash_attention_param)
 }
 END_TEST
 
+START_TEST(sequence_parallel_splits_activations_and_collectives)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    const char *const sp[] = {"flash_attention", "false",
+                              "sequence_parallel", "true", NULL};
+    loom_error err = {0, ""};
+    loom_layer_cost n, sel, full, plain;
+    loom_shape s = seq_shape(1, 8192, 2, 1);
+    double N = 8192, h = 4096, S = 8192.0 * 8192;
+    ck_assert_int_eq(estimate_with(&fx, sp, s, LOOM_POLICY_NONE, &n, &err),
+                     LOOM_OK);
+    ck_assert_int_eq(estimate_with(&fx, sp, s, LOOM_POLICY_SELECTIVE, &sel,
+                                   &err), LOOM_OK);
+    ck_assert_int_eq(estimate_with(&fx, sp, s, LOOM_POLICY_FULL, &full, &err),
+                     LOOM_OK);
+    /* Korthikanti et al. 2022, Table 2, with sequence parallelism */
+    ck_assert_int_eq(n.activation_bytes,
+                     (int64_t)(N * h * 34 / 2 + 5 * 32 * S / 2));
+    ck_assert_int_eq(sel.activation_bytes, (int64_t)(N * h * 34 / 2));
+    ck_assert_int_eq(full.activation_bytes, (int64_t)(2 * N * h / 2));
+    ck_assert_double_eq(full.recompute_ms, full.forward_ms);
+
+    /* compute-bound: the same FLOPs and link bytes as plain TP, so the
+     * same times (all-gather + reduce-scatter move one all-reduce) */
+    fx.cluster.hbm_bytes_per_s = 1e30;
+    plain = estimate(&fx, s, LOOM_POLICY_NONE);
+    ck_assert_int_eq(estimate_with(&fx, sp, s, LOOM_POLICY_NONE, &n, &err),
+                     LOOM_OK);
+    ASSERT_REL(n.forward_ms, plain.forward_ms);
+    ASSERT_REL(n.input_grad_ms, plain.input_grad_ms);
+    ASSERT_REL(n.weight_grad_ms, plain.weight_grad_ms);
+    ck_assert_double_eq(n.flops, plain.flops);
+
+    /* the operators: collectives around the GEMMs, norms on N / t */
+    loom_roofline_op ops[LOOM_ROOFLINE_MAX_OPS];
+    unsigned flags = LOOM_ROOFLINE_FLASH | LOOM_ROOFLINE_SEQ_PARALLEL;
+    int k_plain = loom_roofline_forward_ops(&fx.layer, &s, LOOM_ROOFLINE_FLASH,
+                                            ops);
+    int k = loom_roofline_forward_ops(&fx.layer, &s, flags, ops);
+    ck_assert_int_eq(k, k_plain + 2);
+    const char *const order[] = {"norm1", "allgather_attn", "qkv",
+                                 "attn_core", "attn_out",
+                                 "reducescatter_attn", "residual1", "norm2",
+                                 "allgather_mlp", "fc1", "activation", "fc2",
+                                 "reducescatter_mlp", "residual2"};
+    ck_assert_int_eq(k, (int)(sizeof order / sizeof order[0]));
+    for (int i = 0; i < k; i++) {
+        ck_assert_str_eq(ops[i].name, order[i]);
+        if (ops[i].unit == LOOM_ROOFLINE_COLLECTIVE)
+            ck_assert_double_eq(ops[i].net_bytes, 0.5 * 2 * N * h);
+    }
+    ck_assert_double_eq(ops[0].mem_bytes, 2 * 2 * (N / 2) * h);  /* norm1 */
+    ck_assert_double_eq(ops[6].mem_bytes, 2 * 3 * (N / 2) * h);  /* residual1 */
+
+    /* cross-attention adds 8 N h / t stored and one more collective pair */
+    fx.layer.cross_attention = 1;
+    ck_assert_int_eq(estimate_with(&fx, sp, s, LOOM_POLICY_SELECTIVE, &sel,
+                                   &err), LOOM_OK);
+    ck_assert_int_eq(sel.activation_bytes, (int64_t)(N * h * (34 + 8) / 2));
+    ck_assert_int_eq(loom_roofline_forward_ops(&fx.layer, &s, flags, ops),
+                     k + 6);
+
+    /* without tensor parallelism there is nothing to split */
+    fx.layer.cross_attention = 0;
+    s = seq_shape(1, 8192, 1, 1);
+    plain = estimate(&fx, s, LOOM_POLICY_NONE);
+    ck_assert_int_eq(estimate_with(&fx, sp, s, LOOM_POLICY_NONE, &n, &err),
+                     LOOM_OK);
+    ck_assert_int_eq(n.activation_bytes, plain.activation_bytes);
+    ck_assert_double_eq(n.forward_ms, plain.forward_ms);
+    ck_assert_double_eq(n.input_grad_ms, plain.input_grad_ms);
+}
+END_TEST
+
 /* Total parameters of a model of `n_layers` x `L` plus its embeddings, as
  * the plugin reports them (bytes / 2 at TP 1). */
 static double model_params(loom_layer L, int32_t n_layers, int32_t kind,
@@ -680,6 +757,8 @@ START_TEST(manifest_matches_binary)
         params, "distributed_optimizer"), "default")));
     ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(
         params, "flash_attention"), "default")));
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(
+        params, "sequence_parallel"), "default")));
     cJSON_Delete(m);
 }
 END_TEST
@@ -698,6 +777,7 @@ static Suite *roofline_suite(void)
     tcase_add_test(tc, frozen_aware_backward);
     tcase_add_test(tc, policies_order_memory_and_recompute);
     tcase_add_test(tc, flash_attention_param);
+    tcase_add_test(tc, sequence_parallel_splits_activations_and_collectives);
     tcase_add_test(tc, preset_parameter_counts);
     tcase_add_test(tc, param_and_state_bytes);
     tcase_add_test(tc, gemm_efficiency_scale_param);
