@@ -4,7 +4,9 @@
 # Fig. 12).
 #
 # Runs `loom plan` once per ranker with the same manifest, model and
-# iteration, asks each for its best-vs-time curve (--progress-csv) and
+# iteration (a ranker the manifest already uses keeps its params there;
+# the others are swapped in with --use and their defaults), asks each for
+# its best-vs-time curve (--progress-csv) and
 # prints the three curves side by side on a common time grid: at every
 # grid time, the best makespan each ranker had found by then.
 #
@@ -58,9 +60,13 @@ for r in "${rankers[@]}"; do
   log="$out/plan-$r.log"
   rm -f "$csv"
   params=(--param "ranker.budget_ms=$budget_ms" --param "ranker.threads=$threads")
+  use=(--use "ranker=$r")
+  if grep -Eq '"role": *"ranker", *"use": *"'"$r"'"' "$manifest"; then
+    use=()
+  fi
   echo "search_progress.sh: $r, ${budget_ms} ms, $threads thread(s) ..." >&2
   if ! "$loom" plan --model "$model" --iterations 1 --manifest "$manifest" \
-       --use "ranker=$r" "${params[@]}" --progress-csv "$csv" >"$log" 2>&1; then
+       "${use[@]}" "${params[@]}" --progress-csv "$csv" >"$log" 2>&1; then
     echo "search_progress.sh: 'loom plan' failed for ranker $r:" >&2
     sed 's/^/  /' "$log" >&2
     if grep -q -- "progress-csv" "$log"; then
