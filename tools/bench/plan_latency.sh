@@ -15,6 +15,8 @@
 #   --model NAME       model preset (default: vlm-l)
 #   --seeds "S ..."    workload and search seeds (default: "1 2 3")
 #   --manifest FILE    planner manifest (default: examples/manifests/pipeweaver.json)
+#   --param R.K=V      extra `loom plan --param` for both searches (repeatable),
+#                      e.g. cost_model.sequence_parallel=false
 set -euo pipefail
 
 build=build
@@ -24,6 +26,7 @@ threads=2
 model=vlm-l
 seeds="1 2 3"
 manifest=examples/manifests/pipeweaver.json
+extra=()
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -34,7 +37,8 @@ while [ $# -gt 0 ]; do
     --model) model=$2; shift 2 ;;
     --seeds) seeds=$2; shift 2 ;;
     --manifest) manifest=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --param) extra+=(--param "$2"); shift 2 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "plan_latency.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -54,7 +58,7 @@ plan_once() {
   local json
   if ! json=$(LOOM_LOG=info "$loom" plan --manifest "$manifest" --model "$model" --iterations 1 \
         --seed "$seed" --param "ranker.budget_ms=$budget" \
-        --param "ranker.threads=$threads" --json --quiet --progress-csv "$csv" 2>"$tmp/err"); then
+        --param "ranker.threads=$threads" "${extra[@]}" --json --quiet --progress-csv "$csv" 2>"$tmp/err"); then
     echo "plan_latency.sh: loom plan failed (seed $seed, budget $budget ms):" >&2
     sed 's/^/  /' "$tmp/err" >&2
     exit 1
