@@ -11,6 +11,10 @@ manifest over each other one, and the mean bubble ratio.
 usage: tools/bench/plan_quality.py [--build build] [--iterations 20]
            [--models vlm-s,vlm-m,vlm-l,t2v-s,t2v-l] [--seed 7]
            [--budget-ms 500] [--ablation vlm-s] [--no-ablation]
+           [--param ROLE.KEY=VALUE ...]
+
+--param is passed to every planner (e.g. cost_model.sequence_parallel=false
+for plain tensor parallelism in every manifest's cost model).
 """
 import argparse
 import json
@@ -39,7 +43,10 @@ def main():
     ap.add_argument("--budget-ms", type=int, default=500)
     ap.add_argument("--ablation", default="vlm-s")
     ap.add_argument("--no-ablation", action="store_true")
+    ap.add_argument("--param", action="append", default=[], metavar="ROLE.KEY=VALUE",
+                    help="a loom plan --param for every planner (repeatable)")
     a = ap.parse_args()
+    common = [x for p in a.param for x in ("--param", p)]
     loom = os.path.join(ROOT, a.build, "bin", "loom")
     mdir = os.path.join(ROOT, "examples", "manifests")
     planners = [("pipeweaver", ["--param", "ranker.budget_ms=%d" % a.budget_ms]),
@@ -54,7 +61,8 @@ def main():
     for model in a.models.split(","):
         res = {}
         for name, extra in planners:
-            r, e = plan(loom, os.path.join(mdir, name + ".json"), model, a.iterations, a.seed, extra)
+            r, e = plan(loom, os.path.join(mdir, name + ".json"), model, a.iterations, a.seed,
+                        extra + common)
             res[name] = r if r else e
         row = "%-7s" % model
         for name, _ in planners:
@@ -92,7 +100,7 @@ def main():
     print("%-32s %14s %10s %10s %10s" % ("technique", "iter time", "gain", "bubble", "over cap"))
     base = None
     for label, manifest, extra in steps:
-        r, e = plan(loom, manifest, m, a.iterations, a.seed, extra)
+        r, e = plan(loom, manifest, m, a.iterations, a.seed, extra + common)
         if not r:
             print("%-32s failed: %s" % (label, " ".join(e)))
             continue
