@@ -132,18 +132,33 @@ static int estimate_with(fixture *fx, const char *const *params,
     return rc;
 }
 
-/* estimate_with() with the unfused attention and plain tensor parallelism
- * the closed forms below count (flash_attention=false,
- * sequence_parallel=false), asserting success. */
-static loom_layer_cost estimate(fixture *fx, loom_shape shape, int32_t policy)
+/* estimate_with() asserting success. */
+static loom_layer_cost estimate_ok(fixture *fx, const char *const *params,
+                                   loom_shape shape, int32_t policy)
 {
     loom_layer_cost c;
     loom_error err = {0, ""};
-    const char *const unfused[] = {"flash_attention", "false",
-                                   "sequence_parallel", "false", NULL};
-    int rc = estimate_with(fx, unfused, shape, policy, &c, &err);
+    int rc = estimate_with(fx, params, shape, policy, &c, &err);
     ck_assert_msg(rc == LOOM_OK, "estimate failed: %s", err.message);
     return c;
+}
+
+/* The unfused attention and plain tensor parallelism the closed forms
+ * below count (flash_attention=false, sequence_parallel=false). */
+static loom_layer_cost estimate(fixture *fx, loom_shape shape, int32_t policy)
+{
+    const char *const plain[] = {"flash_attention", "false",
+                                 "sequence_parallel", "false", NULL};
+    return estimate_ok(fx, plain, shape, policy);
+}
+
+/* estimate() with sequence parallelism on (still unfused attention). */
+static loom_layer_cost estimate_sp(fixture *fx, loom_shape shape,
+                                   int32_t policy)
+{
+    const char *const sp[] = {"flash_attention", "false",
+                              "sequence_parallel", "true", NULL};
+    return estimate_ok(fx, sp, shape, policy);
 }
 
 /* Forward FLOPs of a layer, written out term by term from the formulas. */
@@ -437,18 +452,11 @@ START_TEST(sequence_parallel_splits_activations_and_collectives)
 {
     fixture fx;
     fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
-    const char *const sp[] = {"flash_attention", "false",
-                              "sequence_parallel", "true", NULL};
-    loom_error err = {0, ""};
-    loom_layer_cost n, sel, full, plain;
     loom_shape s = seq_shape(1, 8192, 2, 1);
     double N = 8192, h = 4096, S = 8192.0 * 8192;
-    ck_assert_int_eq(estimate_with(&fx, sp, s, LOOM_POLICY_NONE, &n, &err),
-                     LOOM_OK);
-    ck_assert_int_eq(estimate_with(&fx, sp, s, LOOM_POLICY_SELECTIVE, &sel,
-                                   &err), LOOM_OK);
-    ck_assert_int_eq(estimate_with(&fx, sp, s, LOOM_POLICY_FULL, &full, &err),
-                     LOOM_OK);
+    loom_layer_cost n = estimate_sp(&fx, s, LOOM_POLICY_NONE);
+    loom_layer_cost sel = estimate_sp(&fx, s, LOOM_POLICY_SELECTIVE);
+    loom_layer_cost full = estimate_sp(&fx, s, LOOM_POLICY_FULL);
     /* Korthikanti et al. 2022, Table 2, with sequence parallelism */
     ck_assert_int_eq(n.activation_bytes,
                      (int64_t)(N * h * 34 / 2 + 5 * 32 * S / 2));
@@ -459,9 +467,8 @@ START_TEST(sequence_parallel_splits_activations_and_collectives)
     /* compute-bound: the same FLOPs and link bytes as plain TP, so the
      * same times (all-gather + reduce-scatter move one all-reduce) */
     fx.cluster.hbm_bytes_per_s = 1e30;
-    plain = estimate(&fx, s, LOOM_POLICY_NONE);
-    ck_assert_int_eq(estimate_with(&fx, sp, s, LOOM_POLICY_NONE, &n, &err),
-                     LOOM_OK);
+    loom_layer_cost plain = estimate(&fx, s, LOOM_POLICY_NONE);
+    n = estimate_sp(&fx, s, LOOM_POLICY_NONE);
     ASSERT_REL(n.forward_ms, plain.forward_ms);
     ASSERT_REL(n.input_grad_ms, plain.input_grad_ms);
     ASSERT_REL(n.weight_grad_ms, plain.weight_grad_ms);
@@ -490,8 +497,7 @@ START_TEST(sequence_parallel_splits_activations_and_collectives)
 
     /* cross-attention adds 8 N h / t stored and one more collective pair */
     fx.layer.cross_attention = 1;
-    ck_assert_int_eq(estimate_with(&fx, sp, s, LOOM_POLICY_SELECTIVE, &sel,
-                                   &err), LOOM_OK);
+    sel = estimate_sp(&fx, s, LOOM_POLICY_SELECTIVE);
     ck_assert_int_eq(sel.activation_bytes, (int64_t)(N * h * (34 + 8) / 2));
     ck_assert_int_eq(loom_roofline_forward_ops(&fx.layer, &s, flags, ops),
                      k + 6);
@@ -500,8 +506,7 @@ START_TEST(sequence_parallel_splits_activations_and_collectives)
     fx.layer.cross_attention = 0;
     s = seq_shape(1, 8192, 1, 1);
     plain = estimate(&fx, s, LOOM_POLICY_NONE);
-    ck_assert_int_eq(estimate_with(&fx, sp, s, LOOM_POLICY_NONE, &n, &err),
-                     LOOM_OK);
+    n = estimate_sp(&fx, s, LOOM_POLICY_NONE);
     ck_assert_int_eq(n.activation_bytes, plain.activation_bytes);
     ck_assert_double_eq(n.forward_ms, plain.forward_ms);
     ck_assert_double_eq(n.input_grad_ms, plain.input_grad_ms);
