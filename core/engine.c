@@ -203,6 +203,8 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
     rc = rk->vt.ranker.rank(rk->instance, (const loom_stage_graph *const *)graphs, n, &ranking, err);
     loom_mark_step(-1);
     rk->ctx.deadline_ms = -1;
+    if (pl->memory_tuner >= 0) /* a ranker may have set one (set_deadline) */
+        pl->steps[pl->memory_tuner].ctx.deadline_ms = -1;
     if (rc != LOOM_OK) {
         rc = fail_step(rk, rc, err);
         goto done;

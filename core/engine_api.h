@@ -159,6 +159,9 @@ int loom_evaluator_run(loom_evaluator *ev, const float *priorities,
 const loom_schedule *loom_evaluator_schedule(const loom_evaluator *ev);
 const loom_stage_graph *loom_evaluator_graph(const loom_evaluator *ev);
 void loom_evaluator_destroy(loom_evaluator *ev);
+/* Gives the pipeline's memory tuner a deadline (loom.evaluator's
+ * set_deadline: the tuner step's ctx->deadline_ms, < 0 for none). */
+void loom_evaluator_set_deadline(loom_evaluator *ev, double deadline_ms);
 
 /* Candidate set storage (candidates.c). */
 loom_candidates *loom_candidates_new(const loom_problem *problem,

@@ -204,6 +204,12 @@ const loom_stage_graph *loom_evaluator_graph(const loom_evaluator *ev)
     return ev->last;
 }
 
+void loom_evaluator_set_deadline(loom_evaluator *ev, double deadline_ms)
+{
+    if (ev && ev->mem)
+        ev->mem->ctx.deadline_ms = deadline_ms >= 0 ? deadline_ms : -1;
+}
+
 void loom_evaluator_destroy(loom_evaluator *ev)
 {
     if (!ev)

@@ -15,7 +15,7 @@ static const loom_simulator_service simulator_v1 = {
 
 static const loom_evaluator_service evaluator_v1 = {
     sizeof(loom_evaluator_service), 1, loom_evaluator_create, loom_evaluator_run,
-    loom_evaluator_destroy,
+    loom_evaluator_destroy, loom_evaluator_set_deadline,
 };
 
 /* Step index of the cost model in ctx's pipeline. */

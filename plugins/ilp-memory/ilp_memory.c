@@ -229,6 +229,8 @@ static int ilpm_tune(void *self, const loom_stage_graph *g,
     ilpm_warm_start(s, g, policies);
     loom_mckp_add(&s->set, g, s->warm);
     ilpm_warm_choice(s, g);
+    double left = s->host->budget_left_ms(s->ctx);
+    s->prm.deadline_ms = left >= 0 ? s->host->now_ms() + left : -1.0;
     rc = loom_ilpm_solve(s->host, &s->work, &s->drv.tl, g, &s->set, &s->prm,
                          s->warm_rank_ms, s->choice, s->improved, &s->last,
                          err);
@@ -242,7 +244,8 @@ static int ilpm_tune(void *self, const loom_stage_graph *g,
                  s->last.bound_ranks, s->last.lp_ranks, s->last.mip_ranks,
                  s->last.solve_ms,
                  s->last.improved, s->last.best_ms, s->last.warm_ms,
-                 s->last.timed_out ? ", stopped by timeout_ms" : "");
+                 s->last.timed_out ? ", stopped by timeout_ms or the deadline"
+                                   : "");
     for (int32_t p = 0; p < g->n_pairs; p++)
         loom_mckp_apply(&s->set, g, p, s->set.cand_off[p] + s->choice[p],
                         policies);

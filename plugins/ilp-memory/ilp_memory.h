@@ -76,6 +76,7 @@ typedef struct loom_ilpm_work {
 typedef struct loom_ilpm_params {
     double gap;         /* relative gap at which a rank's search stops */
     double timeout_ms;  /* wall-clock limit of the whole solve */
+    double deadline_ms; /* host->now_ms() time to stop by as well; < 0 none */
 } loom_ilpm_params;
 
 /* Solves the programme over the memory timeline `t` (built for the

@@ -391,6 +391,8 @@ int loom_ilpm_solve(const loom_host_api *host, loom_ilpm_work *w,
         return host->error(err, LOOM_ENOMEM, "ilp: out of memory");
     st->constraints = rows;
     ilpm_clock clk = {host, t0 + prm->timeout_ms};
+    if (prm->deadline_ms >= 0 && prm->deadline_ms < clk.deadline_ms)
+        clk.deadline_ms = prm->deadline_ms; /* the caller's search deadline */
     for (int32_t lo = 0; lo < rows;) {
         int32_t r = w->row_rank[lo], hi = lo;
         while (hi < rows && w->row_rank[hi] == r)

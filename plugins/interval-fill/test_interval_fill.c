@@ -283,7 +283,7 @@ static void ev_destroy(loom_evaluator *e)
     (void)e;
 }
 static const loom_evaluator_service test_ev = {
-    sizeof(loom_evaluator_service), 1, ev_create, ev_run, ev_destroy,
+    sizeof(loom_evaluator_service), 1, ev_create, ev_run, ev_destroy, NULL,
 };
 
 /* A stage-times graph: p ranks, microbatch scales `scale` (l of them). */

@@ -2,6 +2,7 @@
  * search_kit.c - params, session, candidate screening, budget and best
  * tracking shared by the search rankers (see search_kit.h).
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -288,6 +289,18 @@ static int sk_choose(loom_sk *sk, const loom_stage_graph *const *graphs,
     return rc;
 }
 
+/* Passes the search's deadline to the evaluators' memory tuner, when the
+ * host's evaluator service can take one (deadline_ms < 0 removes it). */
+static void sk_tuner_deadline(loom_sk *sk, double deadline_ms)
+{
+    const loom_evaluator_service *v = sk->svc;
+    if (v && sk->ev[0] &&
+        v->struct_size >= offsetof(loom_evaluator_service, set_deadline) +
+                              sizeof v->set_deadline &&
+        v->set_deadline)
+        v->set_deadline(sk->ev[0], deadline_ms);
+}
+
 int loom_sk_open(loom_sk *sk, const loom_host_api *host, loom_ctx *ctx,
                  const char *who, const loom_sk_params *p,
                  const loom_stage_graph *const *graphs, int32_t n_graphs,
@@ -339,8 +352,10 @@ int loom_sk_open(loom_sk *sk, const loom_host_api *host, loom_ctx *ctx,
         if (!sk->work_prio)
             rc = host->error(err, LOOM_ENOMEM, "%s: out of memory", who);
     }
-    if (rc == LOOM_OK)
+    if (rc == LOOM_OK) {
+        sk_tuner_deadline(sk, sk->deadline_ms);
         rc = loom_sk_pool_start(sk, err);
+    }
     if (rc != LOOM_OK)
         loom_sk_close(sk);
     return rc;
@@ -391,6 +406,7 @@ void loom_sk_close(loom_sk *sk)
     if (!host)
         return;
     loom_sk_pool_stop(sk);
+    sk_tuner_deadline(sk, -1);
     for (int32_t w = 0; w < LOOM_SK_MAX_THREADS; w++)
         if (sk->ev[w]) {
             sk->svc->destroy(sk->ev[w]);

@@ -71,7 +71,7 @@ static void mock_ev_destroy(loom_evaluator *ev)
 
 static const loom_evaluator_service MOCK_EVALUATOR = {
     sizeof(loom_evaluator_service), 1, mock_ev_create, mock_ev_run,
-    mock_ev_destroy};
+    mock_ev_destroy, NULL};
 
 /* Storage for the stage-times arrays of mock_graph. */
 static double mock_f[16], mock_b[16], mock_act[16], mock_scale[16];

@@ -60,7 +60,13 @@ typedef struct loom_simulator_service {
  * the scoring function of every ranker. An evaluator is bound to one graph
  * and owned by the caller; create one per worker thread.
  * run(): `priorities` has one float per group (higher runs earlier);
- * the metrics' optional arrays are left NULL. */
+ * the metrics' optional arrays are left NULL.
+ * set_deadline() (present when struct_size covers it and non-NULL): the
+ * host->now_ms() time by which the search wants its evaluations back; the
+ * memory tuner sees it through host->budget_left_ms() and may stop
+ * refining there (the ilp tuner returns its warm start). < 0 removes it.
+ * It applies to every evaluator of the run: call it between batches, from
+ * the thread that created them, and remove it before returning. */
 typedef struct loom_evaluator loom_evaluator;
 #define LOOM_SERVICE_EVALUATOR "loom.evaluator"
 typedef struct loom_evaluator_service {
@@ -71,6 +77,7 @@ typedef struct loom_evaluator_service {
     int (*run)(loom_evaluator *ev, const float *priorities,
                loom_metrics *out, loom_error *err);
     void (*destroy)(loom_evaluator *ev);
+    void (*set_deadline)(loom_evaluator *ev, double deadline_ms);
 } loom_evaluator_service;
 
 /* "loom.cost" v1: the pipeline's cost model, for partitioners that need
