@@ -208,11 +208,14 @@ static inline int64_t mtt_uniform_peak(const loom_stage_graph *g,
 }
 
 /* Runs a memory tuner's vtable once on a fresh mock host with params
- * ("key", "value", ..., NULL) and, when with_sim, the simulator service. */
-static inline int mtt_tune(const loom_memory_tuner_vtable *vt,
-                           const char *const *params, int with_sim,
-                           const loom_stage_graph *g, const loom_schedule *s,
-                           uint8_t *policies, loom_error *err)
+ * ("key", "value", ..., NULL), the simulator service when with_sim, and a
+ * time budget of budget_ms from now when budget_ms >= 0 (0: already out of
+ * time). */
+static inline int mtt_tune_budget(const loom_memory_tuner_vtable *vt,
+                                  const char *const *params, int with_sim,
+                                  double budget_ms, const loom_stage_graph *g,
+                                  const loom_schedule *s, uint8_t *policies,
+                                  loom_error *err)
 {
     loom_mock_host *h = loom_mock_host_new();
     for (int i = 0; params && params[i]; i += 2)
@@ -220,6 +223,8 @@ static inline int mtt_tune(const loom_memory_tuner_vtable *vt,
                          LOOM_OK);
     if (with_sim)
         loom_mock_host_add_service(h, LOOM_SERVICE_SIMULATOR, 1, &MTT_SIM);
+    if (budget_ms >= 0)
+        loom_mock_host_set_budget_ms(h, budget_ms);
     void *self = NULL;
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
                                 NULL, &self, err),
@@ -229,6 +234,15 @@ static inline int mtt_tune(const loom_memory_tuner_vtable *vt,
     vt->destroy(self);
     loom_mock_host_free(h);
     return rc;
+}
+
+/* mtt_tune_budget() without a time budget. */
+static inline int mtt_tune(const loom_memory_tuner_vtable *vt,
+                           const char *const *params, int with_sim,
+                           const loom_stage_graph *g, const loom_schedule *s,
+                           uint8_t *policies, loom_error *err)
+{
+    return mtt_tune_budget(vt, params, with_sim, -1, g, s, policies, err);
 }
 
 /* The memory_tuner vtable of a static plugin. */

@@ -1,7 +1,7 @@
 /* test_ilp_memory.c - the "ilp" memory tuner: never over a feasible cap,
  * never slower than the greedy and knapsack tuners, optimal over the
- * knapsack candidates on instances small enough to enumerate, infeasible
- * caps and params. */
+ * knapsack candidates on instances small enough to enumerate, its warm
+ * start past the host's deadline, infeasible caps and params. */
 #include <math.h>
 #include <stdio.h>
 
@@ -135,7 +135,10 @@ static double best_over_layers(evaluator *ev)
 
 /* With gap 0, the result is at least as good as the best choice over the
  * candidates, and no better than the best choice over single layers. The
- * ILP must beat both greedy warm starts on some of these instances. */
+ * ILP must beat both greedy warm starts on some of these instances. On a
+ * host already past its deadline the tuner skips the ILP and returns its
+ * warm start: within the cap, no slower than greedy or knapsack, and on
+ * some instances slower than the ILP's result. */
 START_TEST(optimal_over_candidates_on_small_instances)
 {
     const loom_memory_tuner_vtable *ilp = mtt_vtable(loom_static_ilp_memory());
@@ -147,16 +150,21 @@ START_TEST(optimal_over_candidates_on_small_instances)
     loom_error err = {0};
     const char *exact[] = {"gap", "0", "k", "4", NULL};
     const char *k4[] = {"k", "4", NULL};
-    int beat_both = 0;
+    int beat_both = 0, late_slower = 0;
     for (uint64_t seed = 1; seed <= 24; seed++) {
         loom_schedule *s = NULL;
         loom_stage_graph *g = instance(seed, 2, 2, 2, (int)(seed % 2), 0,
                                        0.1 + 0.05 * (double)(seed % 10), &s);
         size_t n = (size_t)g->n_layer_entries;
-        uint8_t *a = malloc(n), *b = malloc(n), *c = malloc(n);
+        uint8_t *a = malloc(n), *b = malloc(n), *c = malloc(n),
+                *late = malloc(n);
         ck_assert_int_eq(mtt_tune(ilp, exact, 1, g, s, a, &err), LOOM_OK);
         ck_assert_int_eq(mtt_tune(gr, NULL, 1, g, s, b, &err), LOOM_OK);
         ck_assert_int_eq(mtt_tune(ks, k4, 1, g, s, c, &err), LOOM_OK);
+        /* past the host's deadline: no ILP, the warm start (per rank the
+         * better of greedy and knapsack), within the cap */
+        ck_assert_int_eq(mtt_tune_budget(ilp, exact, 1, 0, g, s, late, &err),
+                         LOOM_OK);
         ck_assert_int_eq(loom_mckp_build(loom_mock_host_api(h), &set, g, 4, 64,
                                          &err), LOOM_OK);
         double la = mtt_latency(g, a);
@@ -171,82 +179,23 @@ START_TEST(optimal_over_candidates_on_small_instances)
         ck_assert_int_eq(mtt_simulate(g, s, a, NULL).cap_violations, 0);
         if (la < mtt_latency(g, b) - 1e-9 && la < mtt_latency(g, c) - 1e-9)
             beat_both++;
+        double ll = mtt_latency(g, late);
+        ck_assert_int_eq(mtt_simulate(g, s, late, NULL).cap_violations, 0);
+        ck_assert(ll >= la - 1e-9);
+        ck_assert(ll <= mtt_latency(g, b) + 1e-9 && ll <= mtt_latency(g, c) + 1e-9);
+        if (ll > la + 1e-9)
+            late_slower++; /* the ILP would have beaten the warm start */
         free(a);
         free(b);
         free(c);
+        free(late);
         loom_schedule_free(s);
         loom_graph_free(g);
     }
     ck_assert_int_gt(beat_both, 0);
+    ck_assert_int_gt(late_slower, 0);
     loom_mckp_free(loom_mock_host_api(h), &set);
     loom_mock_host_free(h);
-}
-END_TEST
-
-/* mtt_tune() on a host whose time budget has already run out (as when a
- * search's deadline has passed: loom.evaluator's set_deadline). */
-static int tune_out_of_time(const loom_memory_tuner_vtable *vt,
-                            const char *const *params,
-                            const loom_stage_graph *g, const loom_schedule *s,
-                            uint8_t *policies, loom_error *err)
-{
-    loom_mock_host *h = loom_mock_host_new();
-    for (int i = 0; params && params[i]; i += 2)
-        ck_assert_int_eq(loom_mock_host_set_param(h, params[i], params[i + 1]),
-                         LOOM_OK);
-    loom_mock_host_add_service(h, LOOM_SERVICE_SIMULATOR, 1, &MTT_SIM);
-    loom_mock_host_set_budget_ms(h, 0);
-    void *self = NULL;
-    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
-                                NULL, &self, err),
-                     LOOM_OK);
-    memset(policies, 0xff, (size_t)g->n_layer_entries);
-    int rc = vt->tune(self, g, s, policies, err);
-    vt->destroy(self);
-    loom_mock_host_free(h);
-    return rc;
-}
-
-/* Past the host's deadline the ILP is not run: the tuner returns its warm
- * start (per rank the better of the greedy and knapsack solutions), which
- * fits the cap, is never slower than either, and on some instances is
- * slower than what the ILP finds with time. */
-START_TEST(past_the_deadline_returns_the_warm_start)
-{
-    const loom_memory_tuner_vtable *ilp = mtt_vtable(loom_static_ilp_memory());
-    const loom_memory_tuner_vtable *gr = mtt_vtable(loom_static_greedy());
-    const loom_memory_tuner_vtable *ks = mtt_vtable(loom_static_knapsack());
-    loom_error err = {0};
-    const char *exact[] = {"gap", "0", "k", "4", NULL};
-    const char *k4[] = {"k", "4", NULL};
-    int slower = 0;
-    for (uint64_t seed = 1; seed <= 24; seed++) {
-        loom_schedule *s = NULL;
-        loom_stage_graph *g = instance(seed, 2, 2, 2, (int)(seed % 2), 0,
-                                       0.1 + 0.05 * (double)(seed % 10), &s);
-        size_t n = (size_t)g->n_layer_entries;
-        uint8_t *a = malloc(n), *late = malloc(n), *b = malloc(n),
-                *c = malloc(n);
-        ck_assert_int_eq(mtt_tune(ilp, exact, 1, g, s, a, &err), LOOM_OK);
-        ck_assert_int_eq(tune_out_of_time(ilp, exact, g, s, late, &err),
-                         LOOM_OK);
-        ck_assert_int_eq(mtt_tune(gr, NULL, 1, g, s, b, &err), LOOM_OK);
-        ck_assert_int_eq(mtt_tune(ks, k4, 1, g, s, c, &err), LOOM_OK);
-        ck_assert_int_eq(mtt_simulate(g, s, late, NULL).cap_violations, 0);
-        double la = mtt_latency(g, a), ll = mtt_latency(g, late);
-        double lb = mtt_latency(g, b), lc = mtt_latency(g, c);
-        ck_assert(ll >= la - 1e-9);
-        ck_assert(ll <= lb + 1e-9 && ll <= lc + 1e-9);
-        if (ll > la + 1e-9)
-            slower++; /* the ILP would have beaten the warm start */
-        free(a);
-        free(late);
-        free(b);
-        free(c);
-        loom_schedule_free(s);
-        loom_graph_free(g);
-    }
-    ck_assert_int_gt(slower, 0);
 }
 END_TEST
 
@@ -447,7 +396,6 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, never_slower_than_greedy_or_knapsack);
     tcase_add_test(tc, optimal_over_candidates_on_small_instances);
-    tcase_add_test(tc, past_the_deadline_returns_the_warm_start);
     tcase_add_test(tc, window_bound_is_a_lower_bound);
     tcase_add_test(tc, no_cap_and_loose_cap_take_the_fastest);
     tcase_add_test(tc, infeasible_cap_names_rank_and_bytes);
