@@ -36,27 +36,17 @@ static void rf_gemm(loom_roofline_op *ops, int *n, const char *name,
             RF_ELEM_BYTES * (weights + x + y), 0.0);
 }
 
-/* Appends a ring all-reduce of `elems` elements over tp ranks: each GPU
- * sends 2 (tp - 1) / tp of the buffer. Nothing when tp == 1. */
-static void rf_allreduce(loom_roofline_op *ops, int *n, const char *name,
-                         double elems, double tp)
+/* Appends a ring collective over tp ranks whose full buffer has `elems`
+ * elements, in `passes` passes: each GPU sends passes * (tp - 1) / tp of
+ * the buffer (1 for an all-gather or reduce-scatter, 2 for an all-reduce).
+ * Nothing when tp == 1. */
+static void rf_ring(loom_roofline_op *ops, int *n, const char *name,
+                    double elems, double tp, double passes)
 {
     if (tp <= 1.0)
         return;
     rf_push(ops, n, name, LOOM_ROOFLINE_COLLECTIVE, 0.0, 0.0,
-            2.0 * (tp - 1.0) / tp * RF_ELEM_BYTES * elems);
-}
-
-/* Appends a ring all-gather or reduce-scatter over tp ranks whose full
- * buffer has `elems` elements: each GPU sends (tp - 1) / tp of it, half
- * of an all-reduce. Nothing when tp == 1. */
-static void rf_gather(loom_roofline_op *ops, int *n, const char *name,
-                      double elems, double tp)
-{
-    if (tp <= 1.0)
-        return;
-    rf_push(ops, n, name, LOOM_ROOFLINE_COLLECTIVE, 0.0, 0.0,
-            (tp - 1.0) / tp * RF_ELEM_BYTES * elems);
+            passes * (tp - 1.0) / tp * RF_ELEM_BYTES * elems);
 }
 
 /* Appends the collective that follows a row-parallel GEMM (an all-reduce,
@@ -65,9 +55,9 @@ static void rf_reduce(loom_roofline_op *ops, int *n, const char *allreduce,
                       const char *scatter, double elems, double tp, int sp)
 {
     if (sp)
-        rf_gather(ops, n, scatter, elems, tp);
+        rf_ring(ops, n, scatter, elems, tp, 1.0);
     else
-        rf_allreduce(ops, n, allreduce, elems, tp);
+        rf_ring(ops, n, allreduce, elems, tp, 2.0);
 }
 
 /* Appends an element-wise operator moving `elems_moved` elements. */
@@ -101,7 +91,7 @@ int loom_roofline_forward_ops(const loom_layer *layer, const loom_shape *shape,
     /* Self-attention block. */
     rf_memop(ops, &n, "norm1", 2.0 * Nl * h);
     if (sp)
-        rf_gather(ops, &n, "allgather_attn", N * h, t);
+        rf_ring(ops, &n, "allgather_attn", N * h, t, 1.0);
     rf_gemm(ops, &n, "qkv", N, h, h + 2.0 * kv, t, 0);
     {
         /* Q, K, V read and O written; unfused kernels also write the
@@ -123,7 +113,7 @@ int loom_roofline_forward_ops(const loom_layer *layer, const loom_shape *shape,
     if (layer->cross_attention) {
         rf_memop(ops, &n, "norm_cross", 2.0 * Nl * h);
         if (sp)
-            rf_gather(ops, &n, "allgather_cross", N * h, t);
+            rf_ring(ops, &n, "allgather_cross", N * h, t, 1.0);
         rf_gemm(ops, &n, "cross_q", N, h, h, t, 0);
         rf_gemm(ops, &n, "cross_out", N, h, h, t, 1);
         rf_reduce(ops, &n, "allreduce_cross", "reducescatter_cross", N * h, t,
@@ -134,7 +124,7 @@ int loom_roofline_forward_ops(const loom_layer *layer, const loom_shape *shape,
     /* MLP block: fc1 (gate and up fused when gated), activation, fc2. */
     rf_memop(ops, &n, "norm2", 2.0 * Nl * h);
     if (sp)
-        rf_gather(ops, &n, "allgather_mlp", N * h, t);
+        rf_ring(ops, &n, "allgather_mlp", N * h, t, 1.0);
     rf_gemm(ops, &n, "fc1", N, h, fc1_mult * f, t, 0);
     rf_memop(ops, &n, "activation", (fc1_mult + 1.0) * N * f / t);
     rf_gemm(ops, &n, "fc2", N, f, h, t, 1);
