@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cp_balance.h"
-#include "internal.h"
+#include "ctx.h"
 #include "testutil.h"
 
 static const int64_t fig33[8] = {1, 2, 2, 4, 5, 2, 2, 8};

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <loom/loom.h>
 #include "oobleck.h"
-#include "../oobleck-templates/oobleck_common.h"
+#include "oobleck_common.h"
 
 typedef struct oi_self {
     const loom_host_api *host;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
-#include "internal.h"
+#include "ctx.h"
 #include "output.h"
 #include "problem_io.h"
 

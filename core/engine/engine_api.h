@@ -9,59 +9,9 @@
 #define LOOM_ENGINE_API_H
 
 #include <stdio.h>
-#include "internal.h"
-
-/* ---- stage graph storage (graph.c) ------------------------------------- */
-
-/* Allocates a graph with room for the given counts (n_entries: layer
- * entries carrying memory-policy options); every array zeroed,
- * pair_weight set to -1, memory_cap_bytes 0. */
-loom_stage_graph *loom_graph_alloc(int32_t n_stages, int32_t n_edges,
-                                   int32_t n_ranks, int32_t n_groups,
-                                   int32_t n_pairs, int32_t n_entries);
-void loom_graph_free(loom_stage_graph *g);
-
-/* Deep copy (a finished plan owns one). */
-loom_stage_graph *loom_graph_clone(const loom_stage_graph *g);
-
-/* Sets every pair's stage durations and memory deltas to the sums of its
- * layer entries' options under their chosen policies (layer_policy). */
-void loom_graph_apply_policies(loom_stage_graph *g);
-
-/* Recomputation time per rank under the chosen policies: for every pair,
- * its entries' forward + backward time minus the same under policy NONE,
- * charged to the rank of the pair's stages. per_rank_ms has n_ranks
- * entries; every one is written. */
-void loom_graph_recompute_ms(const loom_stage_graph *g, double *per_rank_ms);
-
-/* Checks structural invariants: ids in range, edges acyclic, every pair
- * well formed. LOOM_EINVAL naming the first problem. */
-int loom_graph_check(const loom_stage_graph *g, loom_error *err);
-
-loom_schedule *loom_schedule_new(int32_t n_ranks, int32_t n_stages);
-void loom_schedule_free(loom_schedule *s);
-
-/* ---- simulator (simulator.c) -------------------------------------------- */
-
-loom_sim_scratch *loom_sim_scratch_new(void);
-void loom_sim_scratch_free(loom_sim_scratch *s);
-
-/* Event-driven replay of `sched` over `g`: each rank runs its list in
- * order; a stage starts when its rank is free and every predecessor has
- * ended plus the edge's P2P time. Fills `m` (and its optional arrays when
- * non-NULL). Allocation-free once the scratch has seen a graph this big.
- * LOOM_EINVAL: a stage missing, duplicated or on the wrong rank.
- * LOOM_EDEADLOCK: the orders block; the message names the blocked stages. */
-int loom_sim_run(loom_sim_scratch *scratch, const loom_stage_graph *g,
-                 const loom_schedule *sched, loom_metrics *m, loom_error *err);
-
-/* Convenience: a fresh scratch for one call. */
-int loom_simulate(const loom_stage_graph *g, const loom_schedule *s,
-                  loom_metrics *m, loom_error *err);
-
-/* "F3.1@r2" style name of a stage for messages (buf >= 48 bytes). */
-const char *loom_stage_name(const loom_stage_graph *g, int32_t stage,
-                            char *buf, size_t size);
+#include "ctx.h"
+#include "shape.h"
+#include "stage_graph.h"
 
 /* ---- graph construction (graph_stage_times.c, graph_build.c) ------------ */
 
@@ -79,24 +29,7 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
                      loom_stage_graph **out, loom_error *err);
 
 
-/* ---- shapes and costs (shape.c, services.c) ----------------------------- */
-
-/* The shape module `module` sees for the samples of `it` assigned to
- * microbatch `mb` by `sample_mb` (n_samples entries for this module; NULL:
- * even contiguous split into `microbatches`, or the samples' own
- * microbatch fields), divided into `subs` sub-microbatches. Image items are
- * sequences of tokens_per_item tokens; video/audio seconds become one
- * sequence per sample; a text module's sequence per sample adds the output
- * tokens of its upstream modules. */
-void loom_shape_for(const loom_problem *problem, int32_t module,
-                    const loom_iteration *it, const int32_t *sample_mb,
-                    int32_t microbatches, int32_t mb, int32_t subs,
-                    loom_shape *out);
-
-/* Microbatch of sample i when the partition gives none: the sample's own
- * field when >= 0, else the even contiguous split. */
-int32_t loom_default_microbatch(const loom_iteration *it, int32_t i,
-                                int32_t microbatches);
+/* ---- costs (services.c) ------------------------------------------------- */
 
 /* The pipeline's cost model, called through the cost step's ctx. */
 int loom_cost_estimate(loom_ctx *cost_ctx, int32_t module, int32_t layer,
@@ -105,9 +38,6 @@ int loom_cost_estimate(loom_ctx *cost_ctx, int32_t module, int32_t layer,
 int loom_cost_module_extra(loom_ctx *cost_ctx, int32_t module, int32_t tp,
                            int64_t *param_bytes, int64_t *state_bytes,
                            loom_error *err);
-
-/* 1 when some module upstream of `module` (transitively) is trainable. */
-int loom_upstream_trainable(const loom_model *model, int32_t module);
 
 /* ---- planning one iteration (engine.c) ---------------------------------- */
 

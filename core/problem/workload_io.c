@@ -186,7 +186,7 @@ static int parse_line(const char *where, const cJSON *root, int32_t default_inde
     rc = loom_wb_begin_iteration(b, (int32_t)index, err);
     int i = 0, with_mb = 0;
     for (const cJSON *s = samples->child; s && !rc; s = s->next, i++) {
-        loom_sample smp;
+        loom_sample smp = {0};
         loom_json_path_index(path, sizeof path, "samples", i);
         rc = parse_sample(where, s, path, &smp, err);
         if (rc)

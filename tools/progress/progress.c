@@ -7,7 +7,7 @@
 #include <time.h>
 #include <string.h>
 #include <unistd.h>
-#include "internal.h"
+#include "ctx.h"
 #include "progress.h"
 
 #define TICK_MS 250

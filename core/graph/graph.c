@@ -2,7 +2,7 @@
  * application and structural checks. */
 #include <stdlib.h>
 #include <string.h>
-#include "engine_api.h"
+#include "stage_graph.h"
 
 static void *zalloc(size_t n, size_t size)
 {

@@ -9,34 +9,6 @@
 static const char *const kind_names[] = {"encoder", "backbone", "decoder", NULL};
 static const char *const modality_names[] = {"text", "image", "video", "audio", NULL};
 
-const char *loom_json_describe(const cJSON *item, char *buf, size_t size)
-{
-    if (item && cJSON_IsNumber(item))
-        snprintf(buf, size, "%.15g", item->valuedouble);
-    else if (item && cJSON_IsString(item) && item->valuestring)
-        snprintf(buf, size, "\"%.60s%s\"", item->valuestring,
-                 strlen(item->valuestring) > 60 ? "..." : "");
-    else
-        snprintf(buf, size, "%s", loom_json_type_name(item));
-    return buf;
-}
-
-int loom_check_name(const char *file, const char *path, const char *name,
-                    loom_error *err)
-{
-    size_t n = strlen(name);
-    int ok = n >= 1 && n <= 63;
-    for (size_t i = 0; ok && i < n; i++) {
-        char c = name[i];
-        ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-             (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
-    }
-    if (ok)
-        return LOOM_OK;
-    return loom_set_error(err, LOOM_EINVAL,
-                          "%s: %s: expected a name of 1 to 63 letters, digits, '_', '-' "
-                          "or '.', found \"%.64s%s\"", file, path, name, n > 64 ? "..." : "");
-}
 
 /* Reads string obj[key] (optional when `dflt` >= 0) naming one entry of
  * `names`; stores its index. */

@@ -1,5 +1,6 @@
 /*
- * internal.h - types shared between the core's files (not installed).
+ * ctx.h - the host layer's shared types: resolved params, the per-step
+ * context handed to plugins, the host table (not installed).
  *
  * The seams between core parts:
  *   registry.c / loader.c / params.c   -> loom_registry, loom_plugin
@@ -8,10 +9,11 @@
  *   services.c                         -> loom_service_lookup()
  *   graph_build.c / simulator.c / evaluator.c / engine.c -> planning
  */
-#ifndef LOOM_INTERNAL_H
-#define LOOM_INTERNAL_H
+#ifndef LOOM_CTX_H
+#define LOOM_CTX_H
 
 #include <loom/loom.h>
+#include "base.h"
 
 /* ---- parameters ------------------------------------------------------- */
 
@@ -57,9 +59,6 @@ struct loom_ctx {
 /* The host API table (static, one per process). */
 const loom_host_api *loom_host_table(void);
 
-/* Monotonic clock in milliseconds. */
-double loom_now_ms(void);
-
 /* Service lookup behind loom_host_api.service (services.c). */
 const void *loom_service_lookup(const char *name, uint32_t min_version);
 
@@ -83,16 +82,5 @@ static inline void loom_mark_step(int32_t i)
     if (loom_current_step)
         *loom_current_step = i;
 }
-
-/* ---- helpers ------------------------------------------------------------ */
-
-int loom_set_error(loom_error *err, int code, const char *fmt, ...)
-    LOOM_PRINTF(3, 4);
-
-/* Prefixes err->message with "plugin <id>: " (keeps the code). */
-void loom_error_prefix_plugin(loom_error *err, const char *plugin_id);
-
-/* splitmix64 step. */
-uint64_t loom_splitmix64(uint64_t *state);
 
 #endif

@@ -5,17 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "internal.h"
+#include "ctx.h"
 
 volatile int loom_interrupted;
 volatile int32_t *loom_current_step;
 
-double loom_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* host->alloc: malloc that returns a block even for 0 bytes. */
 static void *host_alloc(size_t bytes)

@@ -10,7 +10,7 @@
 #define LOOM_PLANNER_MANIFEST_H
 
 #include <cjson/cJSON.h>
-#include "internal.h"
+#include "ctx.h"
 
 /* One pipeline step as written in the manifest. */
 typedef struct loom_step_config {

@@ -11,7 +11,7 @@
 #define LOOM_PIPELINE_H
 
 #include <stdio.h>
-#include "internal.h"
+#include "ctx.h"
 #include "planner_manifest.h"
 #include "registry.h"
 

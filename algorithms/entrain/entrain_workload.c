@@ -7,8 +7,19 @@
  * frozen-aware backward of Cornstarch (Eq. 3.2) at module granularity.
  */
 #include <math.h>
-#include "engine_api.h"
 #include "entrain_calibrate.h"
+
+/* 1 when some module upstream of `module` (transitively) is trainable. */
+static int upstream_trainable(const loom_model *model, int32_t module)
+{
+    const loom_module *mod = &model->modules[module];
+    for (int32_t k = 0; k < mod->n_inputs; k++) {
+        int32_t j = mod->inputs[k];
+        if (!model->modules[j].frozen || upstream_trainable(model, j))
+            return 1;
+    }
+    return 0;
+}
 
 /* Forward FLOPs coefficients of one layer: linear (b) and quadratic (a). */
 static void layer_coeffs(const loom_layer *l, double *a, double *b)
@@ -30,7 +41,7 @@ void loom_entrain_quad_from_shapes(const loom_model *model,
     for (int32_t m = 0; m < model->n_modules; m++) {
         const loom_module *mod = &model->modules[m];
         int trainable = !mod->frozen;
-        int input = trainable || loom_upstream_trainable(model, m);
+        int input = trainable || upstream_trainable(model, m);
         double factor = 1.0 + input + trainable; /* F + B_d + B_w */
         double a = 0, b = 0;
         for (int32_t l = 0; l < mod->n_layers; l++) {

@@ -11,7 +11,7 @@
 #define LOOM_PROBLEM_IO_PRIV_H
 
 #include <cjson/cJSON.h>
-#include "internal.h"
+#include "base.h"
 #include "json_util.h"
 #include "problem_io.h"
 

@@ -2,7 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include "internal.h"
+#include "base.h"
 
 const char *loom_status_name(int status)
 {

@@ -1,7 +1,7 @@
 /* shape.c - what a module processes for a set of samples: tokens, number
  * of sequences and the sum of squared sequence lengths (attention). */
 #include <math.h>
-#include "engine_api.h"
+#include "shape.h"
 
 int32_t loom_default_microbatch(const loom_iteration *it, int32_t i,
                                 int32_t microbatches)

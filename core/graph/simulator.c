@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine_api.h"
+#include "stage_graph.h"
 
 struct loom_sim_scratch {
     int32_t cap_stages, cap_ranks;

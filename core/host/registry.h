@@ -16,7 +16,7 @@
 #define LOOM_REGISTRY_H
 
 #include <cjson/cJSON.h>
-#include "internal.h"
+#include "ctx.h"
 
 /* One declared parameter of a plugin (manifest "params" member). */
 typedef struct loom_param_spec {
