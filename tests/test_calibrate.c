@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "entrain_calibrate.h"
+#include <loom/algorithms/entrain.h>
 #include "testutil.h"
 
 START_TEST(trial_counts)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "engine_api.h"
-#include "session.h"
+#include <loom/sys/session.h>
 #include "testutil.h"
 
 /* Runs `loom ARGS`, returns the exit status; *out must be freed. */

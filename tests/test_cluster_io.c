@@ -1,6 +1,6 @@
 /* test_cluster_io.c - cluster presets, cluster.json parsing and errors. */
 #include <string.h>
-#include "problem_io.h"
+#include <loom/sys/problem.h>
 #include "testutil.h"
 
 /* Loads a cluster that must load. */

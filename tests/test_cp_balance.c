@@ -4,7 +4,7 @@
  * bitfield masks, the zigzag baseline and the degenerate inputs. */
 #include <stdlib.h>
 #include <string.h>
-#include "cp_balance.h"
+#include <loom/algorithms/cp_balance.h>
 #include "ctx.h"
 #include "testutil.h"
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "json_util.h"
+#include <loom/sys/json.h>
 #include "testutil.h"
 
 /* MCTS stopped by an evaluation count, never by its (huge) time budget. */

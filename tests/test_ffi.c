@@ -9,7 +9,7 @@
 #include <string.h>
 #include "testutil.h"
 #include "pipeline.h"
-#include "session.h"
+#include <loom/sys/session.h>
 
 #define TESTLIB LOOM_TEST_BINARY_DIR "/tests/ffi-lib/libloomffitest.so"
 #define HEADER LOOM_TEST_SOURCE_DIR "/tests/ffi-lib/loomffitest.h"

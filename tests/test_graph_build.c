@@ -6,8 +6,8 @@
 #include "testutil.h"
 #include "engine_api.h"
 #include "pipeline.h"
-#include "problem_io.h"
-#include "session.h"
+#include <loom/sys/problem.h>
+#include <loom/sys/session.h>
 
 static loom_session s;
 

@@ -11,7 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "testutil.h"
-#include "isolate.h"
+#include <loom/sys/isolate.h>
+#include "ctx.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 /* AddressSanitizer would turn a fixture's segfault into its own report and

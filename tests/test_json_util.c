@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "testutil.h"
-#include "json_util.h"
+#include <loom/sys/json.h>
 
 /* Parses `text` as file "in.json"; fails the test on error. */
 static cJSON *parse_ok(const char *text)

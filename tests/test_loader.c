@@ -9,7 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "testutil.h"
-#include "registry.h"
+#include <loom/sys/registry.h>
+#include "ctx.h"
 
 /* Static twin of the good fixture ranker, linked into this test. */
 const loom_plugin_info *loom_static_fixture_good_rank(void);

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "testutil.h"
-#include "registry.h"
+#include <loom/sys/registry.h>
+#include "ctx.h"
 
 /* Parses a manifest expecting failure with `code`; returns the message
  * (static buffer). */

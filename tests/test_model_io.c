@@ -2,7 +2,7 @@
  * parallel config string and parallel validation. */
 #include <stdlib.h>
 #include <string.h>
-#include "problem_io.h"
+#include <loom/sys/problem.h>
 #include "testutil.h"
 
 /* Loads model JSON text from a temporary file; returns the status and

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "oobleck.h"
+#include <loom/algorithms/oobleck.h>
 #include "testutil.h"
 
 /* ---- node specification -------------------------------------------------- */

@@ -4,7 +4,7 @@
  * the (f+1)*n0 floor, lost replicas (Fig. 2.2) and the layer copies. */
 #include <stdlib.h>
 #include <string.h>
-#include "oobleck.h"
+#include <loom/algorithms/oobleck.h>
 #include "testutil.h"
 
 /* Templates for n0..n_max nodes of 8 uniform layers (1 ms each), one GPU

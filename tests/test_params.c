@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "testutil.h"
-#include "registry.h"
+#include <loom/sys/registry.h>
+#include "ctx.h"
 
 static loom_plugin_manifest man;
 

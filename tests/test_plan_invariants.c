@@ -9,7 +9,7 @@
 #include "testutil.h"
 #include "engine_api.h"
 #include "output.h"
-#include "session.h"
+#include <loom/sys/session.h>
 
 /* Plans iteration k of `model` with the pipeweaver manifest (short search). */
 static void plan_one(const char *model, int32_t k, const char *memory_tuner, loom_session *s,

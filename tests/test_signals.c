@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "json_util.h"
+#include <loom/sys/json.h>
 #include "testutil.h"
 
 /* A search that would run for ten minutes per iteration. */

@@ -1,7 +1,7 @@
 /* test_stage_times_io.c - stage-times problems: the example oracles,
  * broadcasting and defaults, and every error path. */
 #include <string.h>
-#include "problem_io.h"
+#include <loom/sys/problem.h>
 #include "testutil.h"
 
 /* Loads a stage-times file that must load. */

@@ -9,7 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "registry.h"
+#include <loom/sys/registry.h>
+#include "ctx.h"
 #include "testutil.h"
 #include "trust.h"
 

@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "registry.h"
+#include <loom/sys/registry.h>
+#include "ctx.h"
 #include "testutil.h"
 
 #if defined(__SANITIZE_ADDRESS__)

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "json_util.h"
-#include "problem_io.h"
+#include <loom/sys/json.h>
+#include <loom/sys/problem.h>
 #include "testutil.h"
 
 /* Writes w as JSON Lines into a malloc'd string. */

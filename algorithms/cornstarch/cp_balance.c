@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cp_balance.h"
+#include <loom/algorithms/cp_balance.h>
 
 /* Fills err (code + message) and returns code. */
 static int cp_fail(loom_error *err, int code, const char *fmt, ...)

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "entrain_calibrate.h"
+#include <loom/algorithms/entrain.h>
 #include "alg_util.h"
 
 int32_t loom_entrain_trials(double alpha, double p_error)

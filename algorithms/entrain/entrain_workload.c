@@ -7,7 +7,7 @@
  * frozen-aware backward of Cornstarch (Eq. 3.2) at module granularity.
  */
 #include <math.h>
-#include "entrain_calibrate.h"
+#include <loom/algorithms/entrain.h>
 
 /* 1 when some module upstream of `module` (transitively) is trainable. */
 static int upstream_trainable(const loom_model *model, int32_t module)

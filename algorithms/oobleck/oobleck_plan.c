@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "oobleck.h"
+#include <loom/algorithms/oobleck.h>
 
 /* Fills err (code + message) and returns code. */
 static int plan_fail(loom_error *err, int code, const char *fmt, ...)

@@ -9,29 +9,19 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 #include <loom/common.h>
+#include <loom/sys/json.h>
+#include <loom/sys/util.h>
 
 /* ---- helpers ------------------------------------------------------------ */
 
-int loom_set_error(loom_error *err, int code, const char *fmt, ...)
-    LOOM_PRINTF(3, 4);
 
 /* Prefixes err->message with "plugin <id>: " (keeps the code). */
 void loom_error_prefix_plugin(loom_error *err, const char *plugin_id);
 
-/* splitmix64 step. */
-uint64_t loom_splitmix64(uint64_t *state);
 
 
-/* Monotonic clock in milliseconds (clock.c). */
-double loom_now_ms(void);
 
 /* ---- names (names.c) ---------------------------------------------------- */
-
-/* 1 when a and b are equal ignoring ASCII case. */
-int loom_name_eq(const char *a, const char *b);
-
-/* "a, b, c" from a NULL-terminated list into buf (truncated to size). */
-void loom_join_names(const char *const *names, char *buf, size_t size);
 
 /* Rewrites err's message as "<prefix>: <message>" with code `code`;
  * returns code. */
@@ -45,9 +35,5 @@ int loom_load_spec_json(const char *what, const char *spec, const char *const *p
 /* "a string \"abc\"" style description of a JSON value for messages. */
 const char *loom_json_describe(const cJSON *item, char *buf, size_t size);
 
-/* Checks a user-given name (printable, bounded length): LOOM_EINVAL naming
- * file and JSON path otherwise. */
-int loom_check_name(const char *file, const char *path, const char *name,
-                    loom_error *err);
 
 #endif

@@ -1,6 +1,6 @@
 /* json_util.c - reading JSON files with precise errors (file, JSON path,
  * line/column, expected vs found). */
-#include "json_util.h"
+#include <loom/sys/json.h>
 
 #include <errno.h>
 #include <float.h>

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "base.h"
-#include "json_util.h"
+#include <loom/sys/json.h>
 
 int loom_name_eq(const char *a, const char *b)
 {

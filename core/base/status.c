@@ -4,7 +4,7 @@
 #include <string.h>
 #include "base.h"
 
-const char *loom_status_name(int status)
+LOOM_EXPORT const char *loom_status_name(int status)
 {
     switch (status) {
     case LOOM_OK: return "LOOM_OK";

@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 #include "ctx.h"
+#include <loom/sys/session.h>
 #include "shape.h"
 #include "stage_graph.h"
 
@@ -41,41 +42,12 @@ int loom_cost_module_extra(loom_ctx *cost_ctx, int32_t module, int32_t tp,
 
 /* ---- planning one iteration (engine.c) ---------------------------------- */
 
-/* A finished plan for one iteration. Everything is owned by the plan. */
-typedef struct loom_plan {
-    const loom_problem *problem;     /* borrowed */
-    const loom_iteration *iteration; /* borrowed; NULL for stage-times */
-    loom_partition *partition;       /* chosen candidate (NULL: stage-times) */
-    loom_stage_graph *graph;         /* with the chosen policies applied */
-    loom_schedule *schedule;         /* per-rank order */
-    loom_metrics metrics;            /* with every optional array set */
-    float *priorities;               /* graph->n_groups */
-    int32_t candidate, n_candidates;
-    double plan_time_ms;             /* wall time of partition+search */
-    int64_t evaluations;             /* evaluator runs the ranker spent */
-    char label[64];
-} loom_plan;
-
 struct loom_pipeline;
 /* Runs the pipeline for one iteration (or a stage-times problem, when
  * it == NULL) and fills *plan. Errors of a plugin name its id. */
 int loom_engine_plan(struct loom_pipeline *pl, const loom_problem *problem,
                      const loom_iteration *it, loom_plan *plan,
                      loom_error *err);
-void loom_plan_clear(loom_plan *plan);
-
-/* Best-makespan-against-time curve of the last search (for benchmarks). */
-typedef struct loom_progress_point {
-    double elapsed_ms;
-    double best_makespan_ms;
-    int64_t evaluations;
-} loom_progress_point;
-int32_t loom_engine_progress_curve(const loom_progress_point **points);
-
-/* Optional live progress callback (CLI progress display). */
-typedef void (*loom_progress_fn)(void *user, double elapsed_ms,
-                                 double best_makespan_ms, int64_t evaluations);
-void loom_engine_set_progress(loom_progress_fn fn, void *user);
 
 /* ---- evaluator (evaluator.c) -------------------------------------------- */
 

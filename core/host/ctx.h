@@ -14,27 +14,7 @@
 
 #include <loom/loom.h>
 #include "base.h"
-
-/* ---- parameters ------------------------------------------------------- */
-
-enum loom_param_type {
-    LOOM_PARAM_INT = 0,
-    LOOM_PARAM_DOUBLE = 1,
-    LOOM_PARAM_BOOL = 2,
-    LOOM_PARAM_STRING = 3,
-    LOOM_PARAM_ENUM = 4
-};
-
-/* A resolved parameter value of one pipeline step (manifest default or the
- * planner manifest's value, already validated). Strings are owned by the
- * pipeline that holds the value. */
-typedef struct loom_param_value {
-    const char *name;
-    int type;        /* enum loom_param_type */
-    int64_t i;       /* INT, BOOL (0/1) */
-    double d;        /* DOUBLE (and INT as double) */
-    const char *s;   /* STRING, ENUM */
-} loom_param_value;
+#include <loom/sys/registry.h>
 
 /* ---- the per-step context handed to plugins --------------------------- */
 

@@ -6,9 +6,20 @@
 #include <string.h>
 #include <time.h>
 #include "ctx.h"
+#include <loom/sys/session.h>
 
 volatile int loom_interrupted;
 volatile int32_t *loom_current_step;
+
+void loom_interrupt(void)
+{
+    loom_interrupted = 1;
+}
+
+int loom_interrupt_requested(void)
+{
+    return loom_interrupted != 0;
+}
 
 
 /* host->alloc: malloc that returns a block even for 0 bytes. */

@@ -5,7 +5,8 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include "registry.h"
+#include "ctx.h"
+#include <loom/sys/registry.h>
 
 /* A required function-pointer member of a role vtable. */
 typedef struct member_desc {

@@ -5,8 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "json_util.h"
-#include "registry.h"
+#include <loom/sys/json.h>
+#include "ctx.h"
+#include <loom/sys/registry.h>
 
 /* strdup that reports allocation failure through err. */
 static int dup_str(const char *s, char **out, loom_error *err)

@@ -6,8 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "json_util.h"
-#include "registry.h"
+#include <loom/sys/json.h>
+#include "ctx.h"
+#include <loom/sys/registry.h>
 
 void loom_params_free(loom_param_value *v, int n)
 {

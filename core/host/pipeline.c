@@ -236,3 +236,15 @@ void loom_pipeline_describe(const loom_pipeline *p, FILE *out)
                 st->n_params ? params : "(none)");
     }
 }
+
+int loom_pipeline_step_count(const loom_pipeline *p)
+{
+    return p ? p->n_steps : 0;
+}
+
+const char *loom_pipeline_step_plugin_id(const loom_pipeline *p, int i)
+{
+    if (!p || i < 0 || i >= p->n_steps)
+        return NULL;
+    return p->steps[i].ctx.plugin_id;
+}

@@ -12,8 +12,7 @@
 
 #include <stdio.h>
 #include "ctx.h"
-#include "planner_manifest.h"
-#include "registry.h"
+#include <loom/sys/planner.h>
 
 /* Role indices; the same order as loom_role_index(). */
 enum loom_role_id {
@@ -42,7 +41,7 @@ typedef struct loom_step {
     int n_params;
 } loom_step;
 
-typedef struct loom_pipeline {
+struct loom_pipeline {
     loom_step *steps;
     int n_steps;
     int cost_model, ranker, interleaver, memory_tuner; /* step index or -1 */
@@ -53,23 +52,6 @@ typedef struct loom_pipeline {
     double memory_cap_bytes;
     char *name;          /* owned */
     char *manifest_path; /* owned */
-} loom_pipeline;
-
-/* Adds cfg->plugin_dirs to reg, resolves every step (not found ->
- * LOOM_ENOTFOUND naming pipeline[i].use and listing the plugins of that
- * role), checks the plugin's role, validates params (before init), loads
- * the plugins, copies vtables and calls create() once per step. A failed
- * create() keeps LOOM_EINVAL / ENOTFOUND / EIO / ENOMEM (input-shaped) and
- * becomes LOOM_EPLUGIN otherwise; its message is prefixed "plugin <id>: ".
- * *out is owned by the caller (loom_pipeline_close). */
-int loom_pipeline_open(loom_registry *reg, const loom_planner_config *cfg,
-                       loom_pipeline **out, loom_error *err);
-
-/* Destroys every instance (last step first) and frees p (NULL allowed). */
-void loom_pipeline_close(loom_pipeline *p);
-
-/* Writes the resolved pipeline, one line per step: index, role, id,
- * version, binary path, params=values. */
-void loom_pipeline_describe(const loom_pipeline *p, FILE *out);
+};
 
 #endif

@@ -5,9 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "json_util.h"
-#include "planner_manifest.h"
-#include "registry.h"
+#include <loom/sys/json.h>
+#include "ctx.h"
+#include <loom/sys/planner.h>
+#include <loom/sys/registry.h>
 
 void loom_planner_config_free(loom_planner_config *cfg)
 {

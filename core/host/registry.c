@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "registry.h"
+#include <loom/sys/registry.h>
 #include "trust.h"
 
 struct loom_registry {

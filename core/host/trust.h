@@ -22,7 +22,7 @@
 #ifndef LOOM_TRUST_H
 #define LOOM_TRUST_H
 
-#include "registry.h"
+#include "ctx.h"
 
 /* Checks the plugin described by `m` (its manifest_path, dir and
  * binary_path, all absolute) against the rules above. Returns LOOM_OK, or

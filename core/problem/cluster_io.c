@@ -2,7 +2,7 @@
  * efficiency factors) and loom_cluster_load (preset name or path). */
 #include <stdlib.h>
 #include <string.h>
-#include "json_util.h"
+#include <loom/sys/json.h>
 #include "problem_io_priv.h"
 
 struct loom_cluster_data {

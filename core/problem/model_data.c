@@ -3,7 +3,7 @@
  * expansion), its accessors and freeing. */
 #include <stdlib.h>
 #include <string.h>
-#include "json_util.h"
+#include <loom/sys/json.h>
 #include "problem_io_priv.h"
 
 struct loom_model_data {

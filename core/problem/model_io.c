@@ -3,7 +3,7 @@
  * accepts a preset name or a path. */
 #include <stdlib.h>
 #include <string.h>
-#include "json_util.h"
+#include <loom/sys/json.h>
 #include "problem_io_priv.h"
 
 static const char *const kind_names[] = {"encoder", "backbone", "decoder", NULL};

@@ -12,8 +12,8 @@
 
 #include <cjson/cJSON.h>
 #include "base.h"
-#include "json_util.h"
-#include "problem_io.h"
+#include <loom/sys/json.h>
+#include <loom/sys/problem.h>
 
 /* ---- model builder (model_data.c) ---------------------------------------- */
 

@@ -3,7 +3,7 @@
  * sizes and a memory cap. */
 #include <stdlib.h>
 #include <string.h>
-#include "json_util.h"
+#include <loom/sys/json.h>
 #include "problem_io_priv.h"
 
 #define MAX_STAGE_MS 1e9     /* upper bound of any time in milliseconds */

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "json_util.h"
+#include <loom/sys/json.h>
 #include "problem_io_priv.h"
 
 void loom_workload_free(loom_workload *w)

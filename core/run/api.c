@@ -3,8 +3,8 @@
 #include <string.h>
 #include <loom/api.h>
 #include "output.h"
-#include "problem_io.h"
-#include "session.h"
+#include <loom/sys/problem.h>
+#include <loom/sys/session.h>
 
 struct loom_planner {
     loom_session session;

@@ -13,7 +13,8 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "isolate.h"
+#include <loom/sys/isolate.h>
+#include "engine_api.h"
 #include "pipeline.h"
 
 #if defined(__SANITIZE_ADDRESS__)

@@ -4,11 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "engine_api.h"
 #include "pipeline.h"
-#include "planner_manifest.h"
-#include "problem_io.h"
-#include "registry.h"
-#include "session.h"
+#include <loom/sys/planner.h>
+#include <loom/sys/problem.h>
+#include <loom/sys/registry.h>
+#include <loom/sys/session.h>
 
 #ifndef LOOM_INSTALL_DATA_DIR
 #define LOOM_INSTALL_DATA_DIR "/usr/local/share/loom"

@@ -6,7 +6,7 @@
 #include <loom/mock_host.h>
 #include "balanced_dp.h"
 #include "engine_api.h"
-#include "json_util.h"
+#include <loom/sys/json.h>
 #include "testutil.h"
 
 /* Static twins of the plugins under test (linked into every suite). */

@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <loom/loom.h>
-#include "cp_balance.h"
+#include <loom/algorithms/cp_balance.h>
 
 typedef struct cpb_self {
     const loom_host_api *host;

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <loom/mock_host.h>
 #include "engine_api.h"
-#include "problem_io.h"
+#include <loom/sys/problem.h>
 
 const loom_plugin_info *loom_static_disttrain_alloc(void);
 const loom_plugin_info *loom_static_roofline(void);

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <loom/mock_host.h>
 #include "engine_api.h"
-#include "json_util.h"
+#include <loom/sys/json.h>
 #include "testutil.h"
 #include "dt_alloc.h"
 #include "dt_layout.h"

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "bench_ilp_memory.h"
-#include "session.h"
+#include <loom/sys/session.h>
 
 enum { P = 4, V = 4, S = P * V, U = 24, E = 10 };
 

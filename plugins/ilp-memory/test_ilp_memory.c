@@ -9,7 +9,8 @@
 #include "../greedy/memtune_testing.h"
 #include "../knapsack/mckp.h"
 #include "ilp_memory.h"
-#include "session.h"
+#include <loom/sys/session.h>
+#include "ctx.h"
 
 const loom_plugin_info *loom_static_ilp_memory(void);
 const loom_plugin_info *loom_static_greedy(void);

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <loom/mock_host.h>
 #include "engine_api.h"
-#include "json_util.h"
+#include <loom/sys/json.h>
 #include "testutil.h"
 #include "ifill.h"
 

@@ -8,7 +8,7 @@
 
 #include "engine_api.h"
 #include "modality_aware.h"
-#include "session.h"
+#include <loom/sys/session.h>
 #include "testutil.h"
 
 const loom_plugin_info *loom_static_modality_aware(void);

@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <loom/loom.h>
-#include "oobleck.h"
-#include "oobleck_common.h"
+#include <loom/algorithms/oobleck.h>
+#include <loom/algorithms/oobleck_common.h>
 
 typedef struct oi_self {
     const loom_host_api *host;

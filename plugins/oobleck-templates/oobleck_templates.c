@@ -26,8 +26,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <loom/loom.h>
-#include "oobleck.h"
-#include "oobleck_common.h"
+#include <loom/algorithms/oobleck.h>
+#include <loom/algorithms/oobleck_common.h>
 
 typedef struct ot_self {
     const loom_host_api *host;

@@ -1,6 +1,6 @@
 /* fuzz_cluster.c - libFuzzer harness for cluster.json (core/cluster_io.c). */
 #include "fuzz_input.h"
-#include "problem_io.h"
+#include <loom/sys/problem.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -4,7 +4,7 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include "fuzz_input.h"
-#include "json_util.h"
+#include <loom/sys/json.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

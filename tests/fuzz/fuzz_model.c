@@ -2,7 +2,7 @@
  * model builder in core/model_data.c), followed by the parallel-config
  * checks that run against a loaded model. */
 #include "fuzz_input.h"
-#include "problem_io.h"
+#include <loom/sys/problem.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

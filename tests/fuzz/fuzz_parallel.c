@@ -2,7 +2,7 @@
  * ("tp=4,pp=4,mb=16", core/parallel_io.c). */
 #include <stdlib.h>
 #include "fuzz_input.h"
-#include "problem_io.h"
+#include <loom/sys/problem.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

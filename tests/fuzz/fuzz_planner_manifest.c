@@ -2,7 +2,7 @@
  * (core/planner_manifest.c), including the --use / --param edits applied
  * over a parsed manifest. */
 #include "fuzz_input.h"
-#include "planner_manifest.h"
+#include <loom/sys/planner.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

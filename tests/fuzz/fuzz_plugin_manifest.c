@@ -2,7 +2,7 @@
  * (core/manifest.c) and the resolution of their declared params
  * (core/params.c). */
 #include "fuzz_input.h"
-#include "registry.h"
+#include <loom/sys/registry.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -2,7 +2,7 @@
  * (core/stage_times_io.c). */
 #include <math.h>
 #include "fuzz_input.h"
-#include "problem_io.h"
+#include <loom/sys/problem.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

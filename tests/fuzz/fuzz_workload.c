@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fuzz_input.h"
-#include "problem_io.h"
+#include <loom/sys/problem.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -15,7 +15,8 @@
 #define LOOM_AB_H
 
 #include <stdio.h>
-#include "isolate.h"
+#include <loom/sys/isolate.h>
+#include <loom/sys/util.h>
 
 #define LOOM_AB_DEFAULT_THRESHOLD 0.01
 #define LOOM_AB_RESAMPLES 2000

@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 #include "ab.h"
-#include "json_util.h"
-#include "problem_io.h"
-#include "problem_io_priv.h"
+#include <loom/sys/json.h>
+#include <loom/sys/problem.h>
+#include <loom/sys/util.h>
 
 /* Copies a string (NULL stays NULL); sets *oom on failure. */
 static char *dup_str(const char *s, int *oom)

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine_api.h"
+#include "engine_api.h" /* internals: this benchmark times the simulator and evaluator */
 #include "pipeline.h"
-#include "session.h"
+#include <loom/sys/session.h>
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -4,6 +4,8 @@
 #ifndef LOOM_CLI_H
 #define LOOM_CLI_H
 
+#include <loom/sys/util.h>
+
 enum loom_exit {
     LOOM_EXIT_OK = 0,
     LOOM_EXIT_PLAN = 1,

@@ -8,11 +8,11 @@
 #include <string.h>
 #include "ab.h"
 #include "cli.h"
-#include "isolate.h"
-#include "output.h"
-#include "planner_manifest.h"
+#include <loom/sys/isolate.h>
+#include <loom/sys/output.h>
+#include <loom/sys/planner.h>
 #include "progress.h"
-#include "session.h"
+#include <loom/sys/session.h>
 
 /* Prints the usage text. */
 static void usage(FILE *out)
@@ -51,7 +51,7 @@ static void usage(FILE *out)
 static void on_sigint(int sig)
 {
     (void)sig;
-    loom_interrupted = 1;
+    loom_interrupt();
 }
 
 /* Options of one `loom ab` call. */
@@ -415,7 +415,7 @@ int loom_cmd_ab(int argc, char **argv)
     const char *names[2] = {name_a, name_b};
     int code = run_all(&o, cases, n, names);
     signal(SIGINT, old);
-    if (loom_interrupted)
+    if (loom_interrupt_requested())
         fprintf(stderr, "loom ab: interrupted\n");
     free(cases);
     loom_ab_suite_free(suite);

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
-#include "entrain_calibrate.h"
-#include "json_util.h"
-#include "problem_io.h"
+#include <loom/algorithms/entrain.h>
+#include <loom/sys/json.h>
+#include <loom/sys/problem.h>
 
 /* Prints the command's help text. */
 static void usage(FILE *out)

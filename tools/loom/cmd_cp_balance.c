@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
-#include "cp_balance.h"
+#include <loom/algorithms/cp_balance.h>
 
 /* Prints the command's help text. */
 static void usage(FILE *out)

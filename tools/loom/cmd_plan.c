@@ -9,15 +9,15 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
-#include "engine_api.h"
-#include "isolate.h"
-#include "output.h"
-#include "pipeline.h"
-#include "planner_manifest.h"
-#include "problem_io.h"
+#include <loom/sys/session.h>
+#include <loom/sys/isolate.h>
+#include <loom/sys/output.h>
+#include <loom/sys/planner.h>
+#include <loom/sys/planner.h>
+#include <loom/sys/problem.h>
 #include "progress.h"
-#include "registry.h"
-#include "session.h"
+#include <loom/sys/registry.h>
+#include <loom/sys/session.h>
 
 /* Prints the usage text. */
 static void usage(FILE *out)
@@ -65,7 +65,7 @@ static void usage(FILE *out)
 static void on_sigint(int sig)
 {
     (void)sig;
-    loom_interrupted = 1;
+    loom_interrupt();
     signal(SIGINT, SIG_DFL); /* a second Ctrl-C stops at once */
 }
 
@@ -139,8 +139,8 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
     signal(SIGINT, on_sigint);
     if (ch) {
         loom_channel_info(ch, s.n_iterations, s.manifest_name);
-        for (int i = 0; i < s.pl->n_steps; i++)
-            loom_channel_step(ch, i, s.pl->steps[i].ctx.plugin_id);
+        for (int i = 0; i < loom_pipeline_step_count(s.pl); i++)
+            loom_channel_step(ch, i, loom_pipeline_step_plugin_id(s.pl, i));
     }
     FILE *curve = NULL;
     if (progress_csv) {
@@ -249,7 +249,7 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
             fflush(stdout); /* keep the rows printed so far if a plugin crashes later */
         loom_plan_clear(&plan);
         done++;
-        if (loom_interrupted) {
+        if (loom_interrupt_requested()) {
             fprintf(stderr, "loom plan: interrupted: kept the best plan found so far; %d "
                     "iteration(s) planned%s%s\n", done, out_dir ? ", written to " : "",
                     out_dir ? out_dir : "");

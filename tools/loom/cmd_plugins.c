@@ -5,7 +5,7 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 #include "cli.h"
-#include "registry.h"
+#include <loom/sys/registry.h>
 
 /* Options shared by both subcommands. */
 typedef struct plugins_opts {

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
-#include "json_util.h"
+#include <loom/sys/json.h>
 #include "oobleck_job.h"
-#include "output.h"
+#include <loom/sys/output.h>
 
 /* Prints the command's help text. */
 static void usage(FILE *out)

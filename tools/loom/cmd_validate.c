@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
-#include "pipeline.h"
+#include <loom/sys/planner.h>
 
 /* Prints the usage text. */
 static void validate_usage(FILE *out)
@@ -105,7 +105,7 @@ static int run_validate(const validate_opts *o, loom_error *err)
         rc = loom_pipeline_open(reg, cfg, &pipe, err);
     if (!rc) {
         loom_pipeline_describe(pipe, stdout);
-        printf("%s: valid (%d steps)\n", o->manifest, pipe->n_steps);
+        printf("%s: valid (%d steps)\n", o->manifest, loom_pipeline_step_count(pipe));
     }
     loom_pipeline_close(pipe);
     loom_registry_free(reg);

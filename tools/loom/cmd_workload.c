@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
-#include "ctx.h"
-#include "output.h"
-#include "problem_io.h"
+#include <loom/sys/util.h>
+#include <loom/sys/output.h>
+#include <loom/sys/problem.h>
 
 /* Prints the command's help text. */
 static void usage(FILE *out)

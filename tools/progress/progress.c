@@ -7,7 +7,7 @@
 #include <time.h>
 #include <string.h>
 #include <unistd.h>
-#include "ctx.h"
+#include <loom/sys/util.h>
 #include "progress.h"
 
 #define TICK_MS 250

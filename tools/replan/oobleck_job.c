@@ -7,8 +7,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "json_util.h"
-#include "oobleck.h"
+#include <loom/sys/json.h>
+#include <loom/algorithms/oobleck.h>
 #include "oobleck_job.h"
 
 /* A parsed job and what was planned from it. */

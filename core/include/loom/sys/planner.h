@@ -6,11 +6,16 @@
  * Ownership: a loom_planner_config owns every string, array and cJSON
  * params copy in it; free it with loom_planner_config_free.
  */
-#ifndef LOOM_PLANNER_MANIFEST_H
-#define LOOM_PLANNER_MANIFEST_H
+#ifndef LOOM_SYS_PLANNER_H
+#define LOOM_SYS_PLANNER_H
 
 #include <cjson/cJSON.h>
-#include "ctx.h"
+#include <stdio.h>
+#include <loom/sys/registry.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* One pipeline step as written in the manifest. */
 typedef struct loom_step_config {
@@ -36,28 +41,64 @@ typedef struct loom_planner_config {
 
 /* Reads and validates a planner manifest (fields, types, pipeline order).
  * LOOM_EIO / LOOM_EINVAL with file and JSON path (`pipeline[2].role`). */
-int loom_planner_config_load(const char *path, loom_planner_config **out,
+LOOM_EXPORT int loom_planner_config_load(const char *path, loom_planner_config **out,
                              loom_error *err);
 
 /* Frees cfg (NULL allowed). */
-void loom_planner_config_free(loom_planner_config *cfg);
+LOOM_EXPORT void loom_planner_config_free(loom_planner_config *cfg);
 
 /* Checks the step order: exactly one cost_model first, one or more
  * partitioners, exactly one ranker, exactly one interleaver, at most one
  * memory_tuner. LOOM_EINVAL naming `pipeline[i].role` and what was expected
  * there. */
-int loom_planner_config_check(const loom_planner_config *cfg, loom_error *err);
+LOOM_EXPORT int loom_planner_config_check(const loom_planner_config *cfg, loom_error *err);
 
 /* "--use ROLE=NAME": replaces the use of the first step with that role
  * (dropping its params, which belonged to the previous plugin) or inserts a
  * new step in its legal position. Apply --use before --param. */
-int loom_planner_config_use(loom_planner_config *cfg, const char *role_eq_name,
+LOOM_EXPORT int loom_planner_config_use(loom_planner_config *cfg, const char *role_eq_name,
                             loom_error *err);
 
 /* "--param ROLE.KEY=VALUE": sets a param of the first step with that role;
  * VALUE is parsed as JSON when it parses, else taken as a string. The value
  * is validated later against the plugin manifest (loom_pipeline_open). */
-int loom_planner_config_param(loom_planner_config *cfg,
+LOOM_EXPORT int loom_planner_config_param(loom_planner_config *cfg,
                               const char *role_key_eq_value, loom_error *err);
+
+/* ---- pipelines ------------------------------------------------------- */
+
+/* An opened planning pipeline: the manifest's steps with their plugins
+ * loaded and instantiated (opaque; core/host/pipeline.h). */
+typedef struct loom_pipeline loom_pipeline;
+
+
+/* Adds cfg->plugin_dirs to reg, resolves every step (not found ->
+ * LOOM_ENOTFOUND naming pipeline[i].use and listing the plugins of that
+ * role), checks the plugin's role, validates params (before init), loads
+ * the plugins, copies vtables and calls create() once per step. A failed
+ * create() keeps LOOM_EINVAL / ENOTFOUND / EIO / ENOMEM (input-shaped) and
+ * becomes LOOM_EPLUGIN otherwise; its message is prefixed "plugin <id>: ".
+ * *out is owned by the caller (loom_pipeline_close). */
+LOOM_EXPORT int loom_pipeline_open(loom_registry *reg, const loom_planner_config *cfg,
+                       loom_pipeline **out, loom_error *err);
+
+/* Destroys every instance (last step first) and frees p (NULL allowed). */
+LOOM_EXPORT void loom_pipeline_close(loom_pipeline *p);
+
+/* Writes the resolved pipeline, one line per step: index, role, id,
+ * version, binary path, params=values. */
+LOOM_EXPORT void loom_pipeline_describe(const loom_pipeline *p, FILE *out);
+
+
+/* Number of steps of an opened pipeline. */
+LOOM_EXPORT int loom_pipeline_step_count(const loom_pipeline *p);
+
+/* Plugin id of step `i` (0 <= i < loom_pipeline_step_count), borrowed
+ * from the pipeline; NULL when i is out of range. */
+LOOM_EXPORT const char *loom_pipeline_step_plugin_id(const loom_pipeline *p, int i);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

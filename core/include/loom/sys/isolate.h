@@ -14,11 +14,16 @@
  * loom_run_output_clear. Session arguments are borrowed.
  * Units: milliseconds, bytes, MiB where the name says so.
  */
-#ifndef LOOM_ISOLATE_H
-#define LOOM_ISOLATE_H
+#ifndef LOOM_SYS_ISOLATE_H
+#define LOOM_SYS_ISOLATE_H
 
 #include <stddef.h>
-#include "session.h"
+#include <loom/sys/planner.h>
+#include <loom/sys/session.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* Defaults of the CLI options --timeout-ms and --memory-limit-mb. */
 #define LOOM_ISOLATE_DEFAULT_TIMEOUT_MS 60000.0
@@ -114,21 +119,21 @@ typedef struct loom_channel loom_channel;
 typedef int (*loom_isolate_body)(void *user, loom_channel *ch);
 
 /* Announces the run: iterations to plan and the manifest's name. */
-int loom_channel_info(loom_channel *ch, int32_t n_iterations,
+LOOM_EXPORT int loom_channel_info(loom_channel *ch, int32_t n_iterations,
                       const char *manifest_name);
 /* Announces pipeline step `step` and its plugin id. */
-int loom_channel_step(loom_channel *ch, int32_t step, const char *plugin_id);
+LOOM_EXPORT int loom_channel_step(loom_channel *ch, int32_t step, const char *plugin_id);
 /* Iteration `iteration` starts now; it may take `limit_ms` (<= 0: the
  * run's timeout). */
-int loom_channel_begin(loom_channel *ch, int32_t iteration, double limit_ms);
+LOOM_EXPORT int loom_channel_begin(loom_channel *ch, int32_t iteration, double limit_ms);
 /* The current iteration finished with these figures. */
-int loom_channel_result(loom_channel *ch, const loom_iter_result *r);
+LOOM_EXPORT int loom_channel_result(loom_channel *ch, const loom_iter_result *r);
 /* The run failed with `status` at `iteration` (-1: while opening). */
-int loom_channel_fail(loom_channel *ch, int32_t iteration, int status,
+LOOM_EXPORT int loom_channel_fail(loom_channel *ch, int32_t iteration, int status,
                       const char *message);
 /* The pipe's file descriptor in a child (-1 in-process); for tests that
  * need to write garbage. */
-int loom_channel_fd(const loom_channel *ch);
+LOOM_EXPORT int loom_channel_fd(const loom_channel *ch);
 
 /* Runs `body` under `opts` and collects its records into *out (zeroed
  * first; clear it with loom_run_output_clear). Returns LOOM_OK when the
@@ -136,49 +141,52 @@ int loom_channel_fd(const loom_channel *ch);
  * LOOM_EIO / LOOM_ENOMEM when the child could not be started;
  * LOOM_EINTERRUPTED when SIGINT arrived (loom_interrupted) and the child
  * was stopped. */
-int loom_isolate_call(const loom_isolate_opts *opts, loom_isolate_body body,
+LOOM_EXPORT int loom_isolate_call(const loom_isolate_opts *opts, loom_isolate_body body,
                       void *user, loom_iter_fn on_iter, void *iter_user,
                       loom_run_output *out, loom_error *err);
 
 /* Opens a session from `args`, plans every iteration and closes it, under
  * `opts` (loom_isolate_call with the planning body). */
-int loom_isolate_plan(const loom_session_args *args,
+LOOM_EXPORT int loom_isolate_plan(const loom_session_args *args,
                       const loom_isolate_opts *opts, loom_iter_fn on_iter,
                       void *iter_user, loom_run_output *out, loom_error *err);
 
 /* Frees the results and zeroes *out (NULL allowed). */
-void loom_run_output_clear(loom_run_output *out);
+LOOM_EXPORT void loom_run_output_clear(loom_run_output *out);
 
 /* The wall-clock limit of one iteration under opts for a search budget
  * (0: none); see loom_isolate_opts. */
-double loom_isolate_iteration_limit(const loom_isolate_opts *opts, double budget_ms);
+LOOM_EXPORT double loom_isolate_iteration_limit(const loom_isolate_opts *opts, double budget_ms);
 
-struct loom_pipeline;
 /* The time a search may take per iteration: the manifest's budget_ms,
  * else the ranker's own "budget_ms" param (the convention of searching
  * rankers such as mcts, exhaustive, random), else 0. */
-double loom_isolate_search_budget_ms(const struct loom_pipeline *pl);
+LOOM_EXPORT double loom_isolate_search_budget_ms(const loom_pipeline *pl);
 
 /* 1 when the address-space limit is applied in this build; 0 in
  * AddressSanitizer builds, whose shadow memory needs terabytes of address
  * space (the limit is then skipped). */
-int loom_isolate_memory_limit_supported(void);
+LOOM_EXPORT int loom_isolate_memory_limit_supported(void);
 
 /* One line describing a failure, e.g. "plugin fixture.crash-rank
  * (pipeline[2]) was killed by signal 11 (SIGSEGV) at iteration 2". */
-void loom_failure_describe(const loom_failure *f, char *buf, size_t size);
+LOOM_EXPORT void loom_failure_describe(const loom_failure *f, char *buf, size_t size);
 
 /* Short name of a failure kind: "status", "signal", "timeout", "memory",
  * "garbage", "exit" ("none"). */
-const char *loom_fail_kind_name(int kind);
+LOOM_EXPORT const char *loom_fail_kind_name(int kind);
 
 /* "SIGSEGV" etc., or "signal N" in buf for others. */
-const char *loom_signal_name(int sig, char *buf, size_t size);
+LOOM_EXPORT const char *loom_signal_name(int sig, char *buf, size_t size);
 
 /* The status a failure maps to for exit codes: the engine's status for
  * STATUS, LOOM_OK for NONE and LOOM_EPLUGIN for everything the isolation
  * caught (a crash, a timeout, the memory limit, garbage, an early exit):
  * those are plugin failures. */
-int loom_failure_status(const loom_failure *f);
+LOOM_EXPORT int loom_failure_status(const loom_failure *f);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * problem_io.h - loading the planning problem's inputs: model.json (or a
+ * loom/sys/problem.h - loading the planning problem's inputs: model.json (or a
  * model preset), cluster.json (or a cluster preset), the parallel config
  * string, workloads as JSON Lines (and the seeded workload generator) and
  * stage-times problems. Formats: docs/formats.md.
@@ -11,11 +11,15 @@
  * expected and what was found.
  * Units: milliseconds, bytes, bytes per second, FLOP/s.
  */
-#ifndef LOOM_PROBLEM_IO_H
-#define LOOM_PROBLEM_IO_H
+#ifndef LOOM_SYS_PROBLEM_H
+#define LOOM_SYS_PROBLEM_H
 
 #include <stdio.h>
 #include <loom/problem.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* ---- bounds ------------------------------------------------------------ */
 
@@ -33,42 +37,42 @@
 
 typedef struct loom_model_data loom_model_data; /* owns everything loom_model points to */
 
-const loom_model *loom_model_data_model(const loom_model_data *m);
+LOOM_EXPORT const loom_model *loom_model_data_model(const loom_model_data *m);
 /* Parallel config in the file or preset; NULL when none. */
-const loom_parallel *loom_model_data_parallel(const loom_model_data *m);
+LOOM_EXPORT const loom_parallel *loom_model_data_parallel(const loom_model_data *m);
 /* Default workload family: "interleaved" for VLMs, "video" for T2V, NULL
  * when neither the file nor the modules suggest one. */
-const char *loom_model_data_family(const loom_model_data *m);
+LOOM_EXPORT const char *loom_model_data_family(const loom_model_data *m);
 
 /* `spec` is a preset name (case-insensitive, e.g. "vlm-s") or a path to a
  * model.json. Unknown preset / missing file: LOOM_ENOTFOUND / LOOM_EIO with
  * a message listing the presets. Bad content: LOOM_EINVAL. *out is owned
  * by the caller (loom_model_data_free). */
-int loom_model_load(const char *spec, loom_model_data **out, loom_error *err);
-void loom_model_data_free(loom_model_data *m);
-const char *const *loom_model_preset_names(void); /* NULL-terminated */
+LOOM_EXPORT int loom_model_load(const char *spec, loom_model_data **out, loom_error *err);
+LOOM_EXPORT void loom_model_data_free(loom_model_data *m);
+LOOM_EXPORT const char *const *loom_model_preset_names(void); /* NULL-terminated */
 
 /* ---- cluster ----------------------------------------------------------- */
 
 typedef struct loom_cluster_data loom_cluster_data;
 
-const loom_cluster *loom_cluster_data_cluster(const loom_cluster_data *c);
+LOOM_EXPORT const loom_cluster *loom_cluster_data_cluster(const loom_cluster_data *c);
 /* Preset "h800", "h100", "a100", "a40" (case-insensitive) or a path to a
  * cluster.json. Errors as loom_model_load. */
-int loom_cluster_load(const char *spec, loom_cluster_data **out, loom_error *err);
-void loom_cluster_data_free(loom_cluster_data *c);
-const char *const *loom_cluster_preset_names(void); /* NULL-terminated */
+LOOM_EXPORT int loom_cluster_load(const char *spec, loom_cluster_data **out, loom_error *err);
+LOOM_EXPORT void loom_cluster_data_free(loom_cluster_data *c);
+LOOM_EXPORT const char *const *loom_cluster_preset_names(void); /* NULL-terminated */
 
 /* ---- parallel config ----------------------------------------------------- */
 
 /* Parses "tp=4,pp=4,dp=1,vpp=1,mb=16" (keys tp, pp, dp, vpp, mb or
  * microbatches; any subset, each at most once) and applies the values over
  * *inout; *inout is unchanged on error. */
-int loom_parallel_parse(const char *spec, loom_parallel *inout, loom_error *err);
+LOOM_EXPORT int loom_parallel_parse(const char *spec, loom_parallel *inout, loom_error *err);
 /* Checks tp, pp, dp, vpp, microbatches in [1, 65536] and tp*pp*dp <= 2^20;
  * when `model` is non-NULL also that every module has >= 1 layer and that
  * tp divides every layer's attention heads. The message names the field. */
-int loom_parallel_validate(const loom_parallel *p, const loom_model *model,
+LOOM_EXPORT int loom_parallel_validate(const loom_parallel *p, const loom_model *model,
                            loom_error *err);
 
 /* ---- workloads ----------------------------------------------------------- */
@@ -84,32 +88,36 @@ typedef struct loom_workload {
 
 /* Reads JSON Lines: one iteration per line, blank lines skipped. Errors
  * read "file:LINE: samples[3].images: expected ..., found ...". */
-int loom_workload_load(const char *path, loom_workload **out, loom_error *err);
+LOOM_EXPORT int loom_workload_load(const char *path, loom_workload **out, loom_error *err);
 /* The same from text in memory (`name` is used in messages; text[len] must
  * be writable, e.g. the NUL terminator). */
-int loom_workload_parse(const char *name, char *text, size_t len, loom_workload **out,
+LOOM_EXPORT int loom_workload_parse(const char *name, char *text, size_t len, loom_workload **out,
                         loom_error *err);
 /* Generates `iterations` iterations of `microbatches` packed microbatches
  * each (every sample's microbatch set) for a family of
  * loom_workload_family_names(). Same arguments -> same samples on every
  * platform. */
-int loom_workload_generate(const char *family, int32_t iterations,
+LOOM_EXPORT int loom_workload_generate(const char *family, int32_t iterations,
                            int32_t microbatches, uint64_t seed,
                            loom_workload **out, loom_error *err);
 /* "image-pairs", "interleaved", "video", "rise-and-fall", "text", NULL. */
-const char *const *loom_workload_family_names(void);
-void loom_workload_free(loom_workload *w);
+LOOM_EXPORT const char *const *loom_workload_family_names(void);
+LOOM_EXPORT void loom_workload_free(loom_workload *w);
 /* Writes JSON Lines that loom_workload_load reads back identically.
  * LOOM_EIO when writing fails. */
-int loom_workload_write(const loom_workload *w, FILE *out, loom_error *err);
+LOOM_EXPORT int loom_workload_write(const loom_workload *w, FILE *out, loom_error *err);
 
 /* ---- stage-times problems ------------------------------------------------ */
 
 typedef struct loom_stage_times_data loom_stage_times_data;
 
-const loom_stage_times *loom_stage_times_data_get(const loom_stage_times_data *s);
-int loom_stage_times_load(const char *path, loom_stage_times_data **out,
+LOOM_EXPORT const loom_stage_times *loom_stage_times_data_get(const loom_stage_times_data *s);
+LOOM_EXPORT int loom_stage_times_load(const char *path, loom_stage_times_data **out,
                           loom_error *err);
-void loom_stage_times_data_free(loom_stage_times_data *s);
+LOOM_EXPORT void loom_stage_times_data_free(loom_stage_times_data *s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

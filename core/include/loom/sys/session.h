@@ -1,0 +1,135 @@
+/*
+ * session.h - one planning run: a planner manifest's pipeline plus a
+ * problem (model + cluster + parallel config + workload, or a stage-times
+ * problem). Shared by `loom plan`, `loom ab` and the C API.
+ *
+ * Ownership: the session owns everything it loads; loom_session_close
+ * releases it. Strings in loom_session_args are borrowed.
+ */
+#ifndef LOOM_SYS_SESSION_H
+#define LOOM_SYS_SESSION_H
+
+#include <stddef.h>
+#include <loom/loom.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LOOM_SESSION_MAX_OVERRIDES 64
+
+typedef struct loom_session_args {
+    const char *manifest;    /* NULL: the default megatron-1f1b manifest */
+    const char *model;       /* preset or file; NULL: vlm-s */
+    const char *cluster;     /* preset or file; NULL: h800 */
+    const char *parallel;    /* "tp=..,pp=.." over the model's own */
+    const char *workload;    /* JSON Lines file */
+    const char *generate;    /* generator family; NULL: the model's */
+    const char *stage_times; /* stage-times problem file */
+    int32_t iterations;      /* 0: default (4 generated; all of a file) */
+    int has_seed;
+    uint64_t seed;
+    double memory_cap_bytes; /* 0: manifest's, else the GPU's HBM */
+    const char *uses[LOOM_SESSION_MAX_OVERRIDES];
+    int n_uses;
+    const char *params[LOOM_SESSION_MAX_OVERRIDES];
+    int n_params;
+    const char *plugin_paths[LOOM_SESSION_MAX_OVERRIDES];
+    int n_plugin_paths;
+    int no_workload;         /* 1: the caller supplies iterations (C API) */
+    int allow_untrusted;     /* 1: --allow-untrusted-plugins (core/host/trust.h) */
+} loom_session_args;
+
+/* ---- plans ------------------------------------------------------------ */
+
+/* A finished plan for one iteration. Everything is owned by the plan. */
+typedef struct loom_plan {
+    const loom_problem *problem;     /* borrowed */
+    const loom_iteration *iteration; /* borrowed; NULL for stage-times */
+    loom_partition *partition;       /* chosen candidate (NULL: stage-times) */
+    loom_stage_graph *graph;         /* with the chosen policies applied */
+    loom_schedule *schedule;         /* per-rank order */
+    loom_metrics metrics;            /* with every optional array set */
+    float *priorities;               /* graph->n_groups */
+    int32_t candidate, n_candidates;
+    double plan_time_ms;             /* wall time of partition+search */
+    int64_t evaluations;             /* evaluator runs the ranker spent */
+    char label[64];
+} loom_plan;
+
+/* Frees everything the plan owns and zeroes it. */
+LOOM_EXPORT void loom_plan_clear(loom_plan *plan);
+
+/* Best-makespan-against-time curve of the last search (for benchmarks). */
+typedef struct loom_progress_point {
+    double elapsed_ms;
+    double best_makespan_ms;
+    int64_t evaluations;
+} loom_progress_point;
+LOOM_EXPORT int32_t loom_engine_progress_curve(const loom_progress_point **points);
+
+/* Optional live progress callback (CLI progress display). */
+typedef void (*loom_progress_fn)(void *user, double elapsed_ms,
+                                 double best_makespan_ms, int64_t evaluations);
+LOOM_EXPORT void loom_engine_set_progress(loom_progress_fn fn, void *user);
+
+/* Asks every running search to stop at its next check (async-signal-safe:
+ * call it from a SIGINT handler). */
+LOOM_EXPORT void loom_interrupt(void);
+
+/* 1 once loom_interrupt() was called. */
+LOOM_EXPORT int loom_interrupt_requested(void);
+
+/* ---- sessions --------------------------------------------------------- */
+
+struct loom_planner_config;
+struct loom_registry;
+struct loom_model_data;
+struct loom_cluster_data;
+struct loom_stage_times_data;
+struct loom_workload;
+
+typedef struct loom_session {
+    struct loom_planner_config *cfg;
+    struct loom_registry *reg;
+    struct loom_pipeline *pl;
+    struct loom_model_data *model;
+    struct loom_cluster_data *cluster;
+    struct loom_stage_times_data *stage_times;
+    struct loom_workload *workload;
+    loom_problem problem;
+    int32_t n_iterations;
+    const char *manifest_name;
+    char manifest_path[4096];
+} loom_session;
+
+LOOM_EXPORT void loom_session_args_init(loom_session_args *a);
+
+/* Consumes the problem/manifest option at argv[*i] (advancing *i past its
+ * value): returns 1 when consumed, 0 when it is not a session option, -1
+ * (after printing why) when its value is missing or malformed. */
+LOOM_EXPORT int loom_session_args_take(loom_session_args *a, int argc, char **argv, int *i);
+
+/* Loads the manifest, the plugins and the problem. On failure the session
+ * is still safe to close. */
+LOOM_EXPORT int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *err);
+
+/* Plans iteration k (0 <= k < n_iterations; ignored for stage-times). */
+LOOM_EXPORT int loom_session_plan(loom_session *s, int32_t k, loom_plan *plan, loom_error *err);
+
+/* Plans a caller-provided iteration (checked against the problem first). */
+LOOM_EXPORT int loom_session_plan_iteration(loom_session *s, const loom_iteration *it, loom_plan *plan,
+                                loom_error *err);
+
+LOOM_EXPORT void loom_session_close(loom_session *s);
+
+/* Path of the default planner manifest (first that exists of: the
+ * working directory's examples/manifests, the installed data dir, the
+ * source tree). */
+LOOM_EXPORT const char *loom_default_manifest(char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
