@@ -5,7 +5,8 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
-#include "oobleck_job.h"
+#include <loom/api.h>
+#include <loom/sys/replan.h>
 #include "testutil.h"
 
 /* Runs `loom replan ARGS` and returns its exit status; *out is freed. */

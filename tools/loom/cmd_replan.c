@@ -8,7 +8,7 @@
 #include <string.h>
 #include "cli.h"
 #include <loom/sys/json.h>
-#include "oobleck_job.h"
+#include <loom/sys/replan.h>
 #include <loom/sys/output.h>
 
 /* Prints the command's help text. */

@@ -9,7 +9,8 @@
 #include <string.h>
 #include <loom/sys/json.h>
 #include <loom/algorithms/oobleck.h>
-#include "oobleck_job.h"
+#include <loom/api.h>
+#include <loom/sys/replan.h>
 
 /* A parsed job and what was planned from it. */
 typedef struct job {

@@ -1,5 +1,5 @@
 /*
- * oobleck_job.h - the job file of `loom replan` (an Oobleck job: nodes,
+ * loom/sys/replan.h - the job file of `loom replan` (an Oobleck job: nodes,
  * fault tolerance, per-layer costs, the running pipelines) and the report
  * of a reconfiguration, for the CLI and the C API. Format:
  * docs/algorithms-dissertation.md, "loom replan".
@@ -7,11 +7,19 @@
  * Ownership: *report_out is a cJSON tree the caller deletes;
  * *result_json is a string the caller frees with free().
  */
-#ifndef LOOM_OOBLECK_JOB_H
-#define LOOM_OOBLECK_JOB_H
+#ifndef LOOM_SYS_REPLAN_H
+#define LOOM_SYS_REPLAN_H
 
 #include <cjson/cJSON.h>
 #include <loom/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#ifdef __cplusplus
+}
+#endif
+
+#endif
 
 /* Parses the job `text` (named `name` in messages), plans its templates,
  * instantiates (or takes its "pipelines"), removes the failed nodes and
@@ -19,15 +27,14 @@
  * templates, the pipelines before and after, the actions and the layer
  * copies. Input errors: LOOM_EINVAL naming the file and JSON path;
  * unrecoverable failures: LOOM_EINFEASIBLE. */
-int loom_oobleck_job_replan(const char *name, const char *text,
+LOOM_EXPORT int loom_oobleck_job_replan(const char *name, const char *text,
                             const int32_t *failed, int32_t n_failed, int full,
                             cJSON **report_out, loom_error *err);
 
-/* The C-API form of `loom replan`: the job as JSON text, the failed node
- * ids, `full` to force a re-instantiation; *result_json is the report as
- * JSON text (what `loom replan --json` prints). */
-LOOM_EXPORT int loom_replan_json(const char *job_json, const int32_t *failed,
-                                 int32_t n_failed, int full, char **result_json,
-                                 loom_error *err);
+/* The C-API form, loom_replan_json, is declared in <loom/api.h>. */
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# check_exports.sh LIBLOOM SRC_DIR - libloom exports exactly the functions
+# its public headers declare: every LOOM_EXPORT function of
+# core/include/loom (api.h and the tooling API in sys/) and every
+# non-inline function the SDK headers declare. Prints the differences and
+# exits 1 when the two sets differ.
+set -euo pipefail
+lib=$1 src=$2
+declared=$(mktemp) exported=$(mktemp)
+trap 'rm -f "$declared" "$exported"' EXIT
+{
+  grep -rhoE '^LOOM_EXPORT [^(]*\bloom_[a-z0-9_]+\(' "$src/core/include/loom" |
+    grep -oE 'loom_[a-z0-9_]+\($' | tr -d '('
+  grep -rhE '^[a-z][a-z0-9_ ]*[ *]loom_[a-z0-9_]+\(' "$src/sdk/include/loom" |
+    grep -vE '^(static|typedef|return)' | grep -oE 'loom_[a-z0-9_]+\(' | head -n 999 | tr -d '('
+} | sort -u >"$declared"
+nm -D --defined-only "$lib" | awk '$2 == "T" || $2 == "W" { print $3 }' | sort -u >"$exported"
+if ! diff -u --label declared --label exported "$declared" "$exported"; then
+  echo "check_exports: libloom's exported functions differ from its public headers" >&2
+  exit 1
+fi
+echo "check_exports: $(wc -l <"$exported") exported functions, all declared in public headers"
