@@ -1,5 +1,5 @@
 /* test_isolate.c - fault isolation: records from a forked child, a crash,
- * an abort, a timeout (with the plugin named through loom_current_step),
+ * an abort, a timeout (with the plugin named through the channel's step marker),
  * garbage and truncated records, an early exit, the address-space limit,
  * the iteration limit rule, real planning runs with the segfaulting and
  * never-returning fixture rankers (isolated and in-process), and `loom
@@ -93,12 +93,12 @@ static int body(void *user, loom_channel *ch)
         if (mode == EXIT7 && k == 1)
             _exit(7);
         if (mode == SEGV) {
-            *loom_current_step = 1;
+            *loom_channel_step_marker(ch) = 1;
             signal(SIGSEGV, SIG_DFL);
             raise(SIGSEGV);
         }
         if (mode == HANG) {
-            *loom_current_step = 2;
+            *loom_channel_step_marker(ch) = 2;
             for (;;) {
                 struct timespec ts = {1, 0};
                 nanosleep(&ts, NULL);

@@ -2,62 +2,10 @@
  * candidate set, the core builds a stage graph per candidate, the ranker
  * searches with the evaluator, and the chosen plan is re-simulated with
  * every per-stage and per-rank figure recorded. */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "engine_api.h"
 #include "pipeline.h"
-
-static struct {
-    pthread_mutex_t lock;
-    loom_progress_point *points;
-    int32_t n, cap;
-    double t0_ms;
-    loom_progress_fn fn;
-    void *user;
-} progress = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, NULL, NULL};
-
-void loom_engine_set_progress(loom_progress_fn fn, void *user)
-{
-    pthread_mutex_lock(&progress.lock);
-    progress.fn = fn;
-    progress.user = user;
-    pthread_mutex_unlock(&progress.lock);
-}
-
-void loom_engine_progress(loom_ctx *ctx, double best_makespan_ms, int64_t evaluations)
-{
-    (void)ctx;
-    pthread_mutex_lock(&progress.lock);
-    double elapsed = loom_now_ms() - progress.t0_ms;
-    if (progress.n == progress.cap && progress.cap < (1 << 20)) {
-        int32_t cap = progress.cap ? progress.cap * 2 : 256;
-        loom_progress_point *p = realloc(progress.points, (size_t)cap * sizeof *p);
-        if (p) {
-            progress.points = p;
-            progress.cap = cap;
-        }
-    }
-    if (progress.n < progress.cap)
-        progress.points[progress.n++] = (loom_progress_point){elapsed, best_makespan_ms, evaluations};
-    if (progress.fn)
-        progress.fn(progress.user, elapsed, best_makespan_ms, evaluations);
-    pthread_mutex_unlock(&progress.lock);
-}
-
-int32_t loom_engine_progress_curve(const loom_progress_point **points)
-{
-    *points = progress.points;
-    return progress.n;
-}
-
-static void progress_reset(void)
-{
-    pthread_mutex_lock(&progress.lock);
-    progress.n = 0;
-    progress.t0_ms = loom_now_ms();
-    pthread_mutex_unlock(&progress.lock);
-}
 
 void loom_plan_clear(loom_plan *plan)
 {
@@ -74,28 +22,9 @@ void loom_plan_clear(loom_plan *plan)
     memset(plan, 0, sizeof *plan);
 }
 
-/* Keeps a plugin's own status for input-shaped failures, else EPLUGIN. */
-static int plugin_status(int rc)
-{
-    switch (rc) {
-    case LOOM_EINVAL:
-    case LOOM_EINFEASIBLE:
-    case LOOM_EDEADLOCK:
-    case LOOM_ETIMEOUT:
-    case LOOM_EINTERRUPTED:
-    case LOOM_ENOMEM:
-        return rc;
-    default:
-        return LOOM_EPLUGIN;
-    }
-}
-
 static int fail_step(loom_step *st, int rc, loom_error *err)
 {
-    if (!strstr(err->message, st->ctx.plugin_id))
-        loom_error_prefix_plugin(err, st->ctx.plugin_id);
-    err->code = plugin_status(rc);
-    return err->code;
+    return loom_plugin_fail(err, rc, st->ctx.plugin_id);
 }
 
 /* Re-simulates the chosen schedule with every optional output recorded. */
@@ -124,9 +53,9 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
     plan->problem = problem;
     plan->iteration = it;
     double t0 = loom_now_ms();
-    progress_reset();
-    for (int i = 0; i < pl->n_steps; i++)
-        pl->steps[i].ctx.problem = problem;
+    loom_progress_log_reset(&pl->progress);
+    pl->problem = problem;
+    pl->evaluator = &loom_evaluator_service_v1;
 
     loom_step *inter = &pl->steps[pl->interleaver];
     int split = inter->vt.interleaver.wants_split_backward &&
@@ -153,9 +82,9 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
             return loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
         for (int i = 0; i < pl->n_partitioners; i++) {
             loom_step *st = &pl->steps[pl->first_partitioner + i];
-            loom_mark_step(pl->first_partitioner + i);
+            loom_mark_step(pl, pl->first_partitioner + i);
             rc = st->vt.partitioner.partition(st->instance, problem, it, set, err);
-            loom_mark_step(-1);
+            loom_mark_step(pl, -1);
             if (rc == LOOM_DECLINED) {
                 rc = LOOM_OK;
                 continue;
@@ -199,9 +128,9 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
     plan->priorities = ranking.priorities;
     loom_step *rk = &pl->steps[pl->ranker];
     rk->ctx.deadline_ms = pl->budget_ms > 0 ? loom_now_ms() + pl->budget_ms : -1;
-    loom_mark_step(pl->ranker);
+    loom_mark_step(pl, pl->ranker);
     rc = rk->vt.ranker.rank(rk->instance, (const loom_stage_graph *const *)graphs, n, &ranking, err);
-    loom_mark_step(-1);
+    loom_mark_step(pl, -1);
     rk->ctx.deadline_ms = -1;
     if (pl->memory_tuner >= 0) /* a ranker may have set one (set_deadline) */
         pl->steps[pl->memory_tuner].ctx.deadline_ms = -1;
@@ -222,7 +151,7 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
     rc = loom_evaluator_create(&rk->ctx, graphs[ranking.candidate], &ev, err);
     if (rc == LOOM_OK)
         rc = loom_evaluator_run(ev, ranking.priorities, &plan->metrics, err);
-    loom_mark_step(-1);
+    loom_mark_step(pl, -1);
     if (rc == LOOM_OK)
         rc = finish_plan(plan, ev, err);
     loom_evaluator_destroy(ev);

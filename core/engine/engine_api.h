@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 #include "ctx.h"
+#include "services.h"
 #include <loom/sys/session.h>
 #include "shape.h"
 #include "stage_graph.h"
@@ -30,16 +31,6 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
                      loom_stage_graph **out, loom_error *err);
 
 
-/* ---- costs (services.c) ------------------------------------------------- */
-
-/* The pipeline's cost model, called through the cost step's ctx. */
-int loom_cost_estimate(loom_ctx *cost_ctx, int32_t module, int32_t layer,
-                       const loom_shape *shape, int32_t policy,
-                       loom_layer_cost *out, loom_error *err);
-int loom_cost_module_extra(loom_ctx *cost_ctx, int32_t module, int32_t tp,
-                           int64_t *param_bytes, int64_t *state_bytes,
-                           loom_error *err);
-
 /* ---- planning one iteration (engine.c) ---------------------------------- */
 
 struct loom_pipeline;
@@ -50,6 +41,10 @@ int loom_engine_plan(struct loom_pipeline *pl, const loom_problem *problem,
                      loom_error *err);
 
 /* ---- evaluator (evaluator.c) -------------------------------------------- */
+
+/* The evaluator as a service table; loom_engine_plan installs it in the
+ * pipeline it plans with (plugins reach it through host->evaluator). */
+extern const loom_evaluator_service loom_evaluator_service_v1;
 
 int loom_evaluator_create(loom_ctx *ctx, const loom_stage_graph *graph,
                           loom_evaluator **out, loom_error *err);

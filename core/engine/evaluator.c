@@ -7,6 +7,8 @@
 #include "pipeline.h"
 
 struct loom_evaluator {
+    loom_evaluator_head head;     /* first: the service that made it */
+    loom_pipeline *pl;            /* borrowed: the pipeline it evaluates for */
     const loom_stage_graph *base; /* the candidate graph (policies as built) */
     loom_stage_graph *view;       /* what the interleaver sees (NULL: base) */
     loom_stage_graph *work;       /* copy with the tuner's policies applied */
@@ -88,6 +90,8 @@ int loom_evaluator_create(loom_ctx *ctx, const loom_stage_graph *graph,
     if (!ev)
         return loom_set_error(err, LOOM_ENOMEM, "evaluator: out of memory");
     const loom_host_api *host = loom_host_table();
+    ev->head.service = &loom_evaluator_service_v1;
+    ev->pl = pl;
     ev->base = graph;
     ev->last = graph;
     ev->inter = &pl->steps[pl->interleaver];
@@ -103,15 +107,15 @@ int loom_evaluator_create(loom_ctx *ctx, const loom_stage_graph *graph,
         loom_evaluator_destroy(ev);
         return loom_set_error(err, LOOM_ENOMEM, "evaluator: out of memory");
     }
-    loom_mark_step(ev->inter_index);
+    loom_mark_step(ev->pl, ev->inter_index);
     int rc = ev->inter->vt.interleaver.create(host, &ev->inter->ctx, ev->inter->plugin->plugin_state,
                                               &ev->inter_inst, err);
-    loom_mark_step(ev->caller_index);
+    loom_mark_step(ev->pl, ev->caller_index);
     if (rc != LOOM_OK) {
-        loom_error_prefix_plugin(err, ev->inter->ctx.plugin_id);
+        rc = loom_plugin_fail(err, rc, ev->inter->ctx.plugin_id);
         ev->inter = NULL;
         loom_evaluator_destroy(ev);
-        return rc == LOOM_EINVAL ? rc : LOOM_EPLUGIN;
+        return rc;
     }
     if (pl->memory_tuner >= 0) {
         ev->mem = &pl->steps[pl->memory_tuner];
@@ -122,15 +126,15 @@ int loom_evaluator_create(loom_ctx *ctx, const loom_stage_graph *graph,
             loom_evaluator_destroy(ev);
             return loom_set_error(err, LOOM_ENOMEM, "evaluator: out of memory");
         }
-        loom_mark_step(ev->mem_index);
+        loom_mark_step(ev->pl, ev->mem_index);
         rc = ev->mem->vt.memory_tuner.create(host, &ev->mem->ctx, ev->mem->plugin->plugin_state,
                                              &ev->mem_inst, err);
-        loom_mark_step(ev->caller_index);
+        loom_mark_step(ev->pl, ev->caller_index);
         if (rc != LOOM_OK) {
-            loom_error_prefix_plugin(err, ev->mem->ctx.plugin_id);
+            rc = loom_plugin_fail(err, rc, ev->mem->ctx.plugin_id);
             ev->mem = NULL;
             loom_evaluator_destroy(ev);
-            return rc == LOOM_EINVAL ? rc : LOOM_EPLUGIN;
+            return rc;
         }
     }
     if (ev->mem && ev->mem->vt.memory_tuner.interleave_view &&
@@ -153,21 +157,17 @@ int loom_evaluator_run(loom_evaluator *ev, const float *priorities,
     const loom_stage_graph *g = ev->base;
     ev->sched->n_ranks = g->n_ranks;
     ev->sched->n_stages = g->n_stages;
-    loom_mark_step(ev->inter_index);
+    loom_mark_step(ev->pl, ev->inter_index);
     int rc = ev->inter->vt.interleaver.interleave(ev->inter_inst, ev->view ? ev->view : g,
                                                   priorities, ev->sched, err);
-    if (rc != LOOM_OK) {
-        loom_error_prefix_plugin(err, ev->inter->ctx.plugin_id);
-        return rc;
-    }
+    if (rc != LOOM_OK)
+        return loom_plugin_fail(err, rc, ev->inter->ctx.plugin_id);
     if (ev->mem) {
         memcpy(ev->policies, g->layer_policy, (size_t)g->n_layer_entries);
-        loom_mark_step(ev->mem_index);
+        loom_mark_step(ev->pl, ev->mem_index);
         rc = ev->mem->vt.memory_tuner.tune(ev->mem_inst, g, ev->sched, ev->policies, err);
-        if (rc != LOOM_OK) {
-            loom_error_prefix_plugin(err, ev->mem->ctx.plugin_id);
-            return rc;
-        }
+        if (rc != LOOM_OK)
+            return loom_plugin_fail(err, rc, ev->mem->ctx.plugin_id);
         for (int32_t e = 0; e < g->n_layer_entries; e++)
             if (ev->policies[e] >= LOOM_POLICY_COUNT)
                 return loom_set_error(err, LOOM_EPLUGIN,
@@ -184,9 +184,9 @@ int loom_evaluator_run(loom_evaluator *ev, const float *priorities,
         g = ev->work;
     }
     ev->last = g;
-    loom_mark_step(-1);
+    loom_mark_step(ev->pl, -1);
     rc = loom_sim_run(ev->sim, g, ev->sched, out, err);
-    loom_mark_step(ev->caller_index);
+    loom_mark_step(ev->pl, ev->caller_index);
     if (rc != LOOM_OK) {
         loom_error_prefix_plugin(err, ev->inter->ctx.plugin_id);
         return rc;
@@ -225,3 +225,8 @@ void loom_evaluator_destroy(loom_evaluator *ev)
     loom_sim_scratch_free(ev->sim);
     free(ev);
 }
+
+const loom_evaluator_service loom_evaluator_service_v1 = {
+    sizeof(loom_evaluator_service), 1, loom_evaluator_create, loom_evaluator_run,
+    loom_evaluator_destroy, loom_evaluator_set_deadline,
+};

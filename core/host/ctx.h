@@ -2,12 +2,10 @@
  * ctx.h - the host layer's shared types: resolved params, the per-step
  * context handed to plugins, the host table (not installed).
  *
- * The seams between core parts:
- *   registry.c / loader.c / params.c   -> loom_registry, loom_plugin
- *   planner_manifest.c / pipeline.c    -> loom_planner_config, loom_pipeline
- *   host_api.c                         -> loom_host_table(), struct loom_ctx
- *   services.c                         -> loom_service_lookup()
- *   graph_build.c / simulator.c / evaluator.c / engine.c -> planning
+ * A plugin reaches the run it belongs to only through its ctx: ctx->pipeline
+ * holds the problem, the engine's services, the step marker for isolation
+ * and the search-progress log, so nothing here is process-global except
+ * the SIGINT flag.
  */
 #ifndef LOOM_CTX_H
 #define LOOM_CTX_H
@@ -18,7 +16,6 @@
 
 /* ---- the per-step context handed to plugins --------------------------- */
 
-struct loom_engine;
 struct loom_pipeline;
 
 struct loom_ctx {
@@ -28,9 +25,7 @@ struct loom_ctx {
     int n_params;
     uint64_t seed;                  /* run seed mixed with the step index */
     double deadline_ms;             /* absolute loom_now_ms() deadline; < 0 none */
-    const loom_problem *problem;    /* set while planning */
     struct loom_pipeline *pipeline; /* the pipeline this step belongs to */
-    struct loom_engine *engine;     /* set while planning */
     int quiet;                      /* suppress info logs */
 };
 
@@ -39,28 +34,19 @@ struct loom_ctx {
 /* The host API table (static, one per process). */
 const loom_host_api *loom_host_table(void);
 
-/* Service lookup behind loom_host_api.service (services.c). */
-const void *loom_service_lookup(const char *name, uint32_t min_version);
-
-/* Progress hook behind loom_host_api.progress (engine.c). */
-void loom_engine_progress(loom_ctx *ctx, double best_makespan_ms,
-                          int64_t evaluations);
-
-/* Set by a SIGINT handler; makes every ctx's expired() true. */
+/* Set by loom_interrupt() (a SIGINT handler); makes every ctx's
+ * expired() true. */
 extern volatile int loom_interrupted;
 
-/* When non-NULL, the engine stores here the index of the pipeline step
- * whose plugin code is about to run (-1 when core code runs), so a parent
- * process can name the plugin that crashed or hung an isolated child
- * (point it at shared memory before forking). */
-extern volatile int32_t *loom_current_step;
+/* Status a failed plugin call maps to, the one rule for every role and
+ * entry point: input-shaped failures (a bad value, a missing or unreadable
+ * file, no memory, an infeasible problem, a deadlocked order, a timeout or
+ * an interrupt) keep the plugin's code; anything else is LOOM_EPLUGIN. */
+int loom_plugin_status(int rc);
 
-/* Records that the plugin of step `i` runs now (cheap; no-op unless
- * loom_current_step is set). */
-static inline void loom_mark_step(int32_t i)
-{
-    if (loom_current_step)
-        *loom_current_step = i;
-}
+/* Names plugin `plugin_id` in err ("plugin <id>: ...", unless the message
+ * already names it) and sets its code to loom_plugin_status(rc); returns
+ * that code. */
+int loom_plugin_fail(loom_error *err, int rc, const char *plugin_id);
 
 #endif

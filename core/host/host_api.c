@@ -1,16 +1,16 @@
 /* host_api.c - the host API table handed to every plugin: memory, logging,
- * errors, typed params, seeded RNG, clock and budget, services. */
+ * errors, typed params, seeded RNG, clock and budget, the run's services. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "ctx.h"
+#include "pipeline.h"
+#include "services.h"
 #include <loom/sys/session.h>
 
 volatile int loom_interrupted;
-volatile int32_t *loom_current_step;
-
 void loom_interrupt(void)
 {
     loom_interrupted = 1;
@@ -151,7 +151,33 @@ static int host_expired(loom_ctx *ctx)
 /* host->problem: the problem being planned (NULL outside planning). */
 static const loom_problem *host_problem(loom_ctx *ctx)
 {
-    return ctx ? ctx->problem : NULL;
+    return ctx && ctx->pipeline ? ctx->pipeline->problem : NULL;
+}
+
+/* host->progress: appends to the pipeline's progress log. */
+static void host_progress(loom_ctx *ctx, double best_makespan_ms, int64_t evaluations)
+{
+    if (ctx && ctx->pipeline)
+        loom_progress_log_add(&ctx->pipeline->progress, best_makespan_ms, evaluations);
+}
+
+/* host->evaluator: the evaluator of ctx's pipeline (NULL outside planning). */
+static const loom_evaluator_service *host_evaluator(loom_ctx *ctx)
+{
+    return ctx && ctx->pipeline ? ctx->pipeline->evaluator : NULL;
+}
+
+/* host->cost: the cost model of ctx's pipeline (NULL without one). */
+static const loom_cost_service *host_cost(loom_ctx *ctx)
+{
+    return ctx && ctx->pipeline && ctx->pipeline->cost_model >= 0 ? &loom_cost_service_v1 : NULL;
+}
+
+/* host->simulator: the core simulator. */
+static const loom_simulator_service *host_simulator(loom_ctx *ctx)
+{
+    (void)ctx;
+    return &loom_simulator_service_v1;
 }
 
 static const loom_host_api host_table = {
@@ -173,7 +199,10 @@ static const loom_host_api host_table = {
     .expired = host_expired,
     .service = loom_service_lookup,
     .problem = host_problem,
-    .progress = loom_engine_progress,
+    .progress = host_progress,
+    .evaluator = host_evaluator,
+    .cost = host_cost,
+    .simulator = host_simulator,
 };
 
 const loom_host_api *loom_host_table(void)

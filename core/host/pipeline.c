@@ -49,6 +49,8 @@ void loom_pipeline_close(loom_pipeline *p)
     free(p->steps);
     free(p->name);
     free(p->manifest_path);
+    loom_progress_log_free(&p->progress);
+    pthread_mutex_destroy(&p->progress.lock);
     free(p);
 }
 
@@ -125,21 +127,6 @@ static int resolve_steps(loom_pipeline *p, const loom_planner_config *cfg,
     return LOOM_OK;
 }
 
-/* Status for a failed create(): input-shaped failures (a bad value, a
- * missing file, no memory) keep their code, anything else is EPLUGIN. */
-static int create_status(int rc)
-{
-    switch (rc) {
-    case LOOM_EINVAL:
-    case LOOM_ENOTFOUND:
-    case LOOM_EIO:
-    case LOOM_ENOMEM:
-        return rc;
-    default:
-        return LOOM_EPLUGIN;
-    }
-}
-
 /* Loads step i's plugin, copies its vtable, fills the ctx and creates the
  * instance. */
 static int start_step(loom_pipeline *p, int i, const loom_planner_config *cfg,
@@ -178,7 +165,7 @@ static int start_step(loom_pipeline *p, int i, const loom_planner_config *cfg,
             snprintf(cerr.message, sizeof cerr.message, "%s: create failed with %s",
                      cfg->steps[i].path, loom_status_name(rc));
         loom_error_prefix_plugin(&cerr, pl->m.id);
-        return loom_set_error(err, create_status(rc), "%s: %s: %s", cfg->path,
+        return loom_set_error(err, loom_plugin_status(rc), "%s: %s: %s", cfg->path,
                               cfg->steps[i].path, cerr.message);
     }
     return LOOM_OK;
@@ -197,6 +184,7 @@ int loom_pipeline_open(loom_registry *reg, const loom_planner_config *cfg,
     loom_pipeline *p = calloc(1, sizeof *p);
     if (!p)
         return loom_set_error(err, LOOM_ENOMEM, "out of memory");
+    pthread_mutex_init(&p->progress.lock, NULL);
     p->steps = calloc((size_t)cfg->n_steps, sizeof *p->steps);
     p->name = strdup(cfg->name ? cfg->name : "");
     p->manifest_path = strdup(cfg->path ? cfg->path : "");

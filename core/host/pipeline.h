@@ -10,7 +10,9 @@
 #ifndef LOOM_PIPELINE_H
 #define LOOM_PIPELINE_H
 
+#include <pthread.h>
 #include <stdio.h>
+#include <loom/sys/session.h>
 #include "ctx.h"
 #include <loom/sys/planner.h>
 
@@ -41,6 +43,17 @@ typedef struct loom_step {
     int n_params;
 } loom_step;
 
+/* Best-makespan-against-time curve of a pipeline's last search, and an
+ * optional live listener (the CLI's progress display). */
+typedef struct loom_progress_log {
+    pthread_mutex_t lock;
+    loom_progress_point *points; /* owned, n of cap */
+    int32_t n, cap;
+    double t0_ms;
+    loom_progress_fn fn;         /* may be NULL */
+    void *user;
+} loom_progress_log;
+
 struct loom_pipeline {
     loom_step *steps;
     int n_steps;
@@ -52,6 +65,41 @@ struct loom_pipeline {
     double memory_cap_bytes;
     char *name;          /* owned */
     char *manifest_path; /* owned */
+
+    /* The run this pipeline plans for; every step's ctx reaches it through
+     * ctx->pipeline. */
+    const loom_problem *problem;            /* borrowed; set by the session/engine */
+    const loom_evaluator_service *evaluator; /* the engine's, set by loom_engine_plan */
+    volatile int32_t *step_marker;          /* see loom_mark_step; NULL: none */
+    loom_progress_log progress;             /* the last search's progress */
 };
+
+/* Records that the plugin of step `i` runs now (-1: core code), so an
+ * isolating parent can name the plugin that crashed or hung its child.
+ * Cheap; a no-op unless the pipeline has a step marker. */
+static inline void loom_mark_step(const loom_pipeline *pl, int32_t i)
+{
+    if (pl && pl->step_marker)
+        *pl->step_marker = i;
+}
+
+/* The step whose plugin runs now, or -1. */
+static inline int32_t loom_marked_step(const loom_pipeline *pl)
+{
+    return pl && pl->step_marker ? *pl->step_marker : -1;
+}
+
+/* ---- search progress (progress_log.c) ----------------------------------- */
+
+/* Starts a new curve at t = now (called when a plan starts). */
+void loom_progress_log_reset(loom_progress_log *log);
+
+/* Appends (elapsed, best, evaluations) and calls the listener; thread-safe
+ * (a parallel ranker's workers report concurrently). */
+void loom_progress_log_add(loom_progress_log *log, double best_makespan_ms,
+                           int64_t evaluations);
+
+/* Frees the curve (the listener is the caller's). */
+void loom_progress_log_free(loom_progress_log *log);
 
 #endif

@@ -66,7 +66,13 @@ typedef struct collector {
 struct loom_channel {
     int fd;              /* write end in a child; -1 in-process */
     collector *direct;   /* in-process receiver */
+    volatile int32_t *step_marker; /* running step (shared memory in a child) */
 };
+
+volatile int32_t *loom_channel_step_marker(loom_channel *ch)
+{
+    return ch ? ch->step_marker : NULL;
+}
 
 /* FNV-1a 64 over n bytes. */
 static uint64_t fnv1a(const void *p, size_t n)
@@ -325,11 +331,9 @@ static _Noreturn void child_main(int fd, volatile int32_t *shared, const loom_is
     if (!opts->keep_stdout)
         dup2(STDERR_FILENO, STDOUT_FILENO); /* plugin chatter must not reach stdout */
     apply_memory_limit(opts->memory_limit_mb);
-    loom_current_step = shared;
     *shared = -1;
-    loom_channel ch = {fd, NULL};
+    loom_channel ch = {fd, NULL, shared};
     int status = body(user, &ch);
-    loom_current_step = NULL;
     rec r = new_rec(REC_END, 0);
     r.status = status;
     send_rec(&ch, &r);
@@ -510,11 +514,8 @@ int loom_isolate_call(const loom_isolate_opts *opts, loom_isolate_body body, voi
         rc = run_forked(&c, body, user, err);
     } else {
         volatile int32_t step = -1;
-        volatile int32_t *saved = loom_current_step;
-        loom_current_step = &step;
-        loom_channel ch = {-1, &c};
+        loom_channel ch = {-1, &c, &step};
         out->body_status = body(user, &ch);
-        loom_current_step = saved;
         c.ended = 1;
         rc = LOOM_OK;
     }
@@ -588,7 +589,9 @@ static int plan_body(void *user, loom_channel *ch)
     const plan_job *job = user;
     loom_session s;
     loom_error err = {0};
-    int rc = loom_session_open(&s, job->args, &err);
+    loom_session_args args = *job->args;
+    args.step_marker = loom_channel_step_marker(ch);
+    int rc = loom_session_open(&s, &args, &err);
     if (rc != LOOM_OK) {
         loom_channel_fail(ch, -1, rc, err.message);
         loom_session_close(&s);

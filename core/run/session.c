@@ -207,8 +207,8 @@ int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *e
     rc = loom_pipeline_open(s->reg, s->cfg, &s->pl, err);
     if (rc != LOOM_OK)
         return rc;
-    for (int i = 0; i < s->pl->n_steps; i++)
-        s->pl->steps[i].ctx.problem = &s->problem;
+    s->pl->problem = &s->problem;
+    s->pl->step_marker = a->step_marker;
     return LOOM_OK;
 }
 
@@ -254,4 +254,20 @@ void loom_session_close(loom_session *s)
     if (s->stage_times)
         loom_stage_times_data_free(s->stage_times);
     memset(s, 0, sizeof *s);
+}
+
+void loom_session_set_progress(loom_session *s, loom_progress_fn fn, void *user)
+{
+    if (!s || !s->pl)
+        return;
+    pthread_mutex_lock(&s->pl->progress.lock);
+    s->pl->progress.fn = fn;
+    s->pl->progress.user = user;
+    pthread_mutex_unlock(&s->pl->progress.lock);
+}
+
+int32_t loom_session_progress_curve(const loom_session *s, const loom_progress_point **points)
+{
+    *points = s && s->pl ? s->pl->progress.points : NULL;
+    return s && s->pl ? s->pl->progress.n : 0;
 }

@@ -240,6 +240,36 @@ static const void *mock_service_lookup(const char *name, uint32_t min_version)
     return NULL;
 }
 
+/* The newest table named `name` registered on ctx's host, else on any
+ * live host (as service() finds it). */
+static const void *mock_ctx_service(loom_ctx *ctx, const char *name)
+{
+    if (!ctx || !ctx->host)
+        return mock_service_lookup(name, 1);
+    loom_mock_host *h = ctx->host;
+    for (int i = h->n_services - 1; i >= 0; i--)
+        if (strcmp(h->services[i].name, name) == 0)
+            return h->services[i].table;
+    return mock_service_lookup(name, 1);
+}
+
+/* host->evaluator / cost / simulator: the tables registered on ctx's host
+ * with loom_mock_host_add_service. */
+static const loom_evaluator_service *mock_evaluator(loom_ctx *ctx)
+{
+    return mock_ctx_service(ctx, LOOM_SERVICE_EVALUATOR);
+}
+
+static const loom_cost_service *mock_cost(loom_ctx *ctx)
+{
+    return mock_ctx_service(ctx, LOOM_SERVICE_COST);
+}
+
+static const loom_simulator_service *mock_simulator(loom_ctx *ctx)
+{
+    return mock_ctx_service(ctx, LOOM_SERVICE_SIMULATOR);
+}
+
 /* host->problem: the problem set on the host. */
 static const loom_problem *mock_problem(loom_ctx *ctx)
 {
@@ -295,6 +325,9 @@ loom_mock_host *loom_mock_host_new(void)
     h->api.service = mock_service_lookup;
     h->api.problem = mock_problem;
     h->api.progress = mock_progress;
+    h->api.evaluator = mock_evaluator;
+    h->api.cost = mock_cost;
+    h->api.simulator = mock_simulator;
     h->last_log_level = -1;
     h->best_makespan_ms = -1.0;
     h->next = mock_live_hosts;

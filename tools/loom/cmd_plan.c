@@ -130,7 +130,9 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
     int json = o->json, quiet = o->quiet;
     loom_session s;
     loom_error err = {0};
-    int rc = loom_session_open(&s, &o->a, &err);
+    loom_session_args args = o->a;
+    args.step_marker = loom_channel_step_marker(ch);
+    int rc = loom_session_open(&s, &args, &err);
     if (rc != LOOM_OK) {
         fprintf(stderr, "loom plan: %s\n", err.message);
         loom_session_close(&s);
@@ -169,7 +171,7 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
     if (!quiet && (n > 1 || budget_ms > 1000)) {
         bar = loom_progress_new(stderr, 0);
         loom_progress_set_total(bar, n);
-        loom_engine_set_progress(on_search, bar);
+        loom_session_set_progress(&s, on_search, bar);
         loom_progress_start_ticker(bar);
     }
     double limit_ms = loom_isolate_iteration_limit(&o->iso, budget_ms);
@@ -193,7 +195,7 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
         const loom_metrics *m = &plan.metrics;
         if (curve) {
             const loom_progress_point *pts = NULL;
-            int32_t np = loom_engine_progress_curve(&pts);
+            int32_t np = loom_session_progress_curve(&s, &pts);
             for (int32_t j = 0; j < np; j++)
                 fprintf(curve, "%d,%.3f,%.6f,%lld\n", k, pts[j].elapsed_ms, pts[j].best_makespan_ms,
                         (long long)pts[j].evaluations);
@@ -258,7 +260,7 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
         }
     }
     if (bar) {
-        loom_engine_set_progress(NULL, NULL);
+        loom_session_set_progress(&s, NULL, NULL);
         loom_progress_finish(bar);
         loom_progress_free(bar);
     }

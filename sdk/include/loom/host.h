@@ -160,11 +160,48 @@ typedef struct loom_host_api {
      * the best-vs-time curve. Cheap; call it after every improvement. */
     void (*progress)(loom_ctx *ctx, double best_makespan_ms,
                      int64_t evaluations);
+
+    /* The services of the run `ctx` belongs to, without a name look-up
+     * (NULL when absent): the evaluator (this pipeline's interleaver,
+     * memory tuner and simulator), the pipeline's cost model, and the
+     * simulator. Static tables, never freed. Prefer the helpers
+     * loom_host_evaluator / loom_host_cost / loom_host_simulator below,
+     * which fall back to service() on an older host. */
+    const loom_evaluator_service *(*evaluator)(loom_ctx *ctx);
+    const loom_cost_service *(*cost)(loom_ctx *ctx);
+    const loom_simulator_service *(*simulator)(loom_ctx *ctx);
 } loom_host_api;
 
 #define LOOM_HOST_HAS(host, member)                                            \
     ((host)->struct_size >= offsetof(loom_host_api, member) +                  \
                                 sizeof(((loom_host_api *)0)->member))
+
+/* The evaluator of ctx's run (host->evaluator, or the look-up by name on a
+ * host older than that member); NULL when the host has none. */
+static inline const loom_evaluator_service *
+loom_host_evaluator(const loom_host_api *host, loom_ctx *ctx)
+{
+    if (LOOM_HOST_HAS(host, evaluator) && host->evaluator)
+        return host->evaluator(ctx);
+    return (const loom_evaluator_service *)host->service(LOOM_SERVICE_EVALUATOR, 1);
+}
+
+/* The cost model of ctx's run, as loom_host_evaluator. */
+static inline const loom_cost_service *loom_host_cost(const loom_host_api *host, loom_ctx *ctx)
+{
+    if (LOOM_HOST_HAS(host, cost) && host->cost)
+        return host->cost(ctx);
+    return (const loom_cost_service *)host->service(LOOM_SERVICE_COST, 1);
+}
+
+/* The simulator, as loom_host_evaluator. */
+static inline const loom_simulator_service *
+loom_host_simulator(const loom_host_api *host, loom_ctx *ctx)
+{
+    if (LOOM_HOST_HAS(host, simulator) && host->simulator)
+        return host->simulator(ctx);
+    return (const loom_simulator_service *)host->service(LOOM_SERVICE_SIMULATOR, 1);
+}
 
 #ifdef __cplusplus
 }

@@ -7,7 +7,7 @@
  * wall-clock limit per iteration and an address-space limit, and turns a
  * crash, an abort, a timeout, an exhausted limit or garbage on the pipe
  * into a loom_failure naming the plugin that was running (from
- * loom_current_step), the signal or limit and the iteration. Without
+ * loom_channel_step_marker), the signal or limit and the iteration. Without
  * isolation the same code runs in-process, with no limits.
  *
  * Ownership: loom_run_output owns its results array; release it with
@@ -117,6 +117,12 @@ typedef struct loom_channel loom_channel;
  * the loom_channel_* calls below; its return value ends up in
  * loom_run_output.body_status. */
 typedef int (*loom_isolate_body)(void *user, loom_channel *ch);
+
+/* Where the running pipeline step's index goes during the body: shared
+ * memory the parent reads when a child crashes or hangs, so it can name
+ * the plugin. A body that opens a session passes it as
+ * loom_session_args.step_marker. */
+LOOM_EXPORT volatile int32_t *loom_channel_step_marker(loom_channel *ch);
 
 /* Announces the run: iterations to plan and the manifest's name. */
 LOOM_EXPORT int loom_channel_info(loom_channel *ch, int32_t n_iterations,

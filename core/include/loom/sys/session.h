@@ -38,6 +38,8 @@ typedef struct loom_session_args {
     int n_plugin_paths;
     int no_workload;         /* 1: the caller supplies iterations (C API) */
     int allow_untrusted;     /* 1: --allow-untrusted-plugins (core/host/trust.h) */
+    volatile int32_t *step_marker; /* where the running step's index goes, or
+                                    * NULL (loom_channel_step_marker) */
 } loom_session_args;
 
 /* ---- plans ------------------------------------------------------------ */
@@ -60,18 +62,16 @@ typedef struct loom_plan {
 /* Frees everything the plan owns and zeroes it. */
 LOOM_EXPORT void loom_plan_clear(loom_plan *plan);
 
-/* Best-makespan-against-time curve of the last search (for benchmarks). */
+/* One point of a search's best-makespan-against-time curve. */
 typedef struct loom_progress_point {
     double elapsed_ms;
     double best_makespan_ms;
     int64_t evaluations;
 } loom_progress_point;
-LOOM_EXPORT int32_t loom_engine_progress_curve(const loom_progress_point **points);
 
 /* Optional live progress callback (CLI progress display). */
 typedef void (*loom_progress_fn)(void *user, double elapsed_ms,
                                  double best_makespan_ms, int64_t evaluations);
-LOOM_EXPORT void loom_engine_set_progress(loom_progress_fn fn, void *user);
 
 /* Asks every running search to stop at its next check (async-signal-safe:
  * call it from a SIGINT handler). */
@@ -120,6 +120,16 @@ LOOM_EXPORT int loom_session_plan(loom_session *s, int32_t k, loom_plan *plan, l
 /* Plans a caller-provided iteration (checked against the problem first). */
 LOOM_EXPORT int loom_session_plan_iteration(loom_session *s, const loom_iteration *it, loom_plan *plan,
                                 loom_error *err);
+
+/* Calls fn(user, elapsed_ms, best_makespan_ms, evaluations) whenever the
+ * session's ranker reports progress (from the ranker's threads; fn must be
+ * thread-safe). fn NULL: none. */
+LOOM_EXPORT void loom_session_set_progress(loom_session *s, loom_progress_fn fn, void *user);
+
+/* The best-makespan-against-time curve of the session's last plan: the
+ * count, and *points borrowed until the next plan or close. */
+LOOM_EXPORT int32_t loom_session_progress_curve(const loom_session *s,
+                                                const loom_progress_point **points);
 
 LOOM_EXPORT void loom_session_close(loom_session *s);
 

@@ -1,28 +1,60 @@
-/* services.c - the optional services plugins look up by name through the
- * host API: the simulator, the evaluator and the cost model. */
+/* services.c - the services plugins reach through the host table: the
+ * simulator, the pipeline's cost model, and the evaluator the engine
+ * installs in each pipeline (forwarded, for the look-up by name). */
 #include <string.h>
-#include "engine_api.h"
 #include "pipeline.h"
+#include "services.h"
+#include "shape.h"
+#include "stage_graph.h"
 
 static loom_sim_scratch *svc_scratch_new(void)
 {
     return loom_sim_scratch_new();
 }
 
-static const loom_simulator_service simulator_v1 = {
+const loom_simulator_service loom_simulator_service_v1 = {
     sizeof(loom_simulator_service), 1, svc_scratch_new, loom_sim_scratch_free, loom_sim_run,
 };
 
-static const loom_evaluator_service evaluator_v1 = {
-    sizeof(loom_evaluator_service), 1, loom_evaluator_create, loom_evaluator_run,
-    loom_evaluator_destroy, loom_evaluator_set_deadline,
+/* ---- the evaluator, forwarded to ctx's pipeline ------------------------- */
+
+static int fwd_create(loom_ctx *ctx, const loom_stage_graph *graph, loom_evaluator **out,
+                      loom_error *err)
+{
+    const loom_evaluator_service *ev = ctx && ctx->pipeline ? ctx->pipeline->evaluator : NULL;
+    if (!ev)
+        return loom_set_error(err, LOOM_ENOTFOUND, "evaluator: no plan is running");
+    return ev->create(ctx, graph, out, err);
+}
+
+/* The service an evaluator was created by (its first member). */
+static const loom_evaluator_service *owner(const loom_evaluator *ev)
+{
+    return ((const loom_evaluator_head *)(const void *)ev)->service;
+}
+
+static int fwd_run(loom_evaluator *ev, const float *priorities, loom_metrics *out,
+                   loom_error *err)
+{
+    return owner(ev)->run(ev, priorities, out, err);
+}
+
+static void fwd_destroy(loom_evaluator *ev)
+{
+    if (ev)
+        owner(ev)->destroy(ev);
+}
+
+static void fwd_set_deadline(loom_evaluator *ev, double deadline_ms)
+{
+    owner(ev)->set_deadline(ev, deadline_ms);
+}
+
+static const loom_evaluator_service evaluator_forward_v1 = {
+    sizeof(loom_evaluator_service), 1, fwd_create, fwd_run, fwd_destroy, fwd_set_deadline,
 };
 
-/* Step index of the cost model in ctx's pipeline. */
-static int32_t pl_index(loom_ctx *ctx)
-{
-    return ctx && ctx->pipeline ? ctx->pipeline->cost_model : -1;
-}
+/* ---- the cost model ----------------------------------------------------- */
 
 /* The cost-model step of the pipeline `ctx` belongs to. */
 static loom_step *cost_step(loom_ctx *ctx, loom_error *err)
@@ -42,15 +74,14 @@ int loom_cost_estimate(loom_ctx *ctx, int32_t module, int32_t layer,
     loom_step *st = cost_step(ctx, err);
     if (!st)
         return LOOM_ENOTFOUND;
-    const loom_problem *pb = ctx->problem;
-    int32_t caller = loom_current_step ? *loom_current_step : -1;
-    loom_mark_step(pl_index(ctx));
-    int rc = st->vt.cost_model.estimate(st->instance, pb, module, layer, shape, policy, out, err);
-    loom_mark_step(caller);
-    if (rc != LOOM_OK) {
-        loom_error_prefix_plugin(err, st->ctx.plugin_id);
-        return rc;
-    }
+    loom_pipeline *pl = ctx->pipeline;
+    int32_t caller = loom_marked_step(pl);
+    loom_mark_step(pl, pl->cost_model);
+    int rc = st->vt.cost_model.estimate(st->instance, pl->problem, module, layer, shape, policy,
+                                        out, err);
+    loom_mark_step(pl, caller);
+    if (rc != LOOM_OK)
+        return loom_plugin_fail(err, rc, st->ctx.plugin_id);
     if (!(out->forward_ms >= 0) || !(out->input_grad_ms >= 0) || !(out->weight_grad_ms >= 0) ||
         !(out->recompute_ms >= 0) || out->activation_bytes < 0)
         return loom_set_error(err, LOOM_EPLUGIN,
@@ -69,35 +100,22 @@ int loom_cost_module_extra(loom_ctx *ctx, int32_t module, int32_t tp,
         return LOOM_ENOTFOUND;
     if (!st->vt.cost_model.module_extra)
         return LOOM_OK;
-    int rc = st->vt.cost_model.module_extra(st->instance, ctx->problem, module, tp, param_bytes,
-                                            state_bytes, err);
-    if (rc != LOOM_OK)
-        loom_error_prefix_plugin(err, st->ctx.plugin_id);
-    return rc;
-}
-
-/* The cost step's ctx carries the problem; plugins call with their own. */
-static loom_ctx *cost_ctx_of(loom_ctx *ctx, loom_error *err)
-{
-    loom_step *st = cost_step(ctx, err);
-    if (!st)
-        return NULL;
-    st->ctx.problem = ctx->problem;
-    return &st->ctx;
+    int rc = st->vt.cost_model.module_extra(st->instance, ctx->pipeline->problem, module, tp,
+                                            param_bytes, state_bytes, err);
+    return rc == LOOM_OK ? rc : loom_plugin_fail(err, rc, st->ctx.plugin_id);
 }
 
 static int svc_layer(loom_ctx *ctx, int32_t module, int32_t layer, const loom_shape *shape,
                      int32_t policy, loom_layer_cost *out, loom_error *err)
 {
-    loom_ctx *cc = cost_ctx_of(ctx, err);
-    return cc ? loom_cost_estimate(cc, module, layer, shape, policy, out, err) : LOOM_ENOTFOUND;
+    return loom_cost_estimate(ctx, module, layer, shape, policy, out, err);
 }
 
 static int svc_module_shape(loom_ctx *ctx, int32_t module, const loom_iteration *it,
                             int32_t microbatches, int32_t microbatch, int32_t subs,
                             loom_shape *out, loom_error *err)
 {
-    const loom_problem *pb = ctx ? ctx->problem : NULL;
+    const loom_problem *pb = ctx && ctx->pipeline ? ctx->pipeline->problem : NULL;
     if (!pb || !pb->model || module < 0 || module >= pb->model->n_modules || !it ||
         microbatches < 1)
         return loom_set_error(err, LOOM_EINVAL, "module_shape: bad arguments");
@@ -130,7 +148,7 @@ static int svc_mean_layer_ms(loom_ctx *ctx, int32_t module, int32_t layer,
     int rc = svc_module_shape(ctx, module, it, microbatches, -1, 1, &shape, err);
     if (rc != LOOM_OK)
         return rc;
-    const loom_model *model = ctx->problem->model;
+    const loom_model *model = ctx->pipeline->problem->model;
     shape.trainable_upstream = loom_upstream_trainable(model, module) ||
                                (!model->modules[module].frozen && layer > 0);
     *ms = 0;
@@ -143,7 +161,7 @@ static int svc_mean_layer_ms(loom_ctx *ctx, int32_t module, int32_t layer,
     return rc;
 }
 
-static const loom_cost_service cost_v1 = {
+const loom_cost_service loom_cost_service_v1 = {
     sizeof(loom_cost_service), 1, svc_layer, svc_module_shape, svc_mean_layer_ms,
 };
 
@@ -152,10 +170,10 @@ const void *loom_service_lookup(const char *name, uint32_t min_version)
     if (!name)
         return NULL;
     if (!strcmp(name, LOOM_SERVICE_SIMULATOR) && min_version <= 1)
-        return &simulator_v1;
+        return &loom_simulator_service_v1;
     if (!strcmp(name, LOOM_SERVICE_EVALUATOR) && min_version <= 1)
-        return &evaluator_v1;
+        return &evaluator_forward_v1;
     if (!strcmp(name, LOOM_SERVICE_COST) && min_version <= 1)
-        return &cost_v1;
+        return &loom_cost_service_v1;
     return NULL;
 }

@@ -1,0 +1,35 @@
+/*
+ * services.h - the services a plugin reaches through the host table: the
+ * simulator (graph layer), the pipeline's cost model, and the evaluator
+ * the engine installs in each pipeline (not installed).
+ */
+#ifndef LOOM_SERVICES_H
+#define LOOM_SERVICES_H
+
+#include "ctx.h"
+
+/* The service tables (static). */
+extern const loom_simulator_service loom_simulator_service_v1;
+extern const loom_cost_service loom_cost_service_v1;
+
+/* Every engine evaluator starts with this header, so the host can forward
+ * a call on one without knowing the engine (loom_host_api.service). */
+typedef struct loom_evaluator_head {
+    const loom_evaluator_service *service;
+} loom_evaluator_head;
+
+/* host->service: look-up by name, kept for plugins built before the
+ * evaluator/cost/simulator members; the evaluator it returns forwards to
+ * the pipeline's own. */
+const void *loom_service_lookup(const char *name, uint32_t min_version);
+
+/* The pipeline's cost model, called through the cost step's ctx (or any
+ * ctx of the same pipeline). */
+int loom_cost_estimate(loom_ctx *ctx, int32_t module, int32_t layer,
+                       const loom_shape *shape, int32_t policy,
+                       loom_layer_cost *out, loom_error *err);
+int loom_cost_module_extra(loom_ctx *ctx, int32_t module, int32_t tp,
+                           int64_t *param_bytes, int64_t *state_bytes,
+                           loom_error *err);
+
+#endif
