@@ -3,8 +3,8 @@
  * simulator), infeasible caps, and timeline peaks equal to simulated ones. */
 #include <stdio.h>
 
-#include "memtune.h"
-#include "memtune_testing.h"
+#include <loom/kits/memtune.h>
+#include <loom/mock_memtune.h>
 
 const loom_plugin_info *loom_static_greedy(void);
 

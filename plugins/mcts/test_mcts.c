@@ -6,7 +6,7 @@
  * to end when the example manifest and the engine are there. */
 #include <unistd.h>
 
-#include "search_mock.h"
+#include <loom/mock_search.h>
 #include "mcts.h"
 
 const loom_plugin_info *loom_static_mcts(void);

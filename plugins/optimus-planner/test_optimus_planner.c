@@ -13,7 +13,7 @@
 #include "testutil.h"
 #include "optimus_layout.h"
 #include "optimus_plans.h"
-#include "../encoder-first/colocated_order.h"
+#include <loom/kits/colocated.h>
 
 const loom_plugin_info *loom_static_optimus_planner(void);
 const loom_plugin_info *loom_static_encoder_first(void);

@@ -1,8 +1,8 @@
 /* test_random.c - the random ranker on a non-uniform stage-times graph
  * with the dual-queue mock evaluator: bounded by the brute-force optimum,
  * reproducible per seed and thread count, precedence always respected. */
-#include "../mcts/search_mock.h"
-#include "../mcts/search_kit.h"
+#include <loom/mock_search.h>
+#include <loom/kits/search.h>
 
 const loom_plugin_info *loom_static_random(void);
 
