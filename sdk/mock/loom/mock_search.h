@@ -5,7 +5,7 @@
  * small graphs with non-uniform microbatches and optional group
  * precedence, and a brute-force optimum over every valid assignment.
  *
- * Test-only code: static functions, included by one suite each.
+ * Test-only code: static inline functions, included by one suite each.
  * In-tree test code: it builds graphs and runs the simulator with the
  * core's internal engine API (engine_api.h) and Check (testutil.h), so it
  * is not installed with the SDK.
@@ -33,8 +33,8 @@ struct loom_evaluator {
 };
 
 /* service.create: binds an evaluator to graph g. */
-static int mock_ev_create(loom_ctx *ctx, const loom_stage_graph *g,
-                          loom_evaluator **out, loom_error *err)
+static inline int mock_ev_create(loom_ctx *ctx, const loom_stage_graph *g,
+                                 loom_evaluator **out, loom_error *err)
 {
     loom_mock_host *h = loom_mock_host_from_ctx(ctx);
     loom_evaluator *ev = calloc(1, sizeof *ev);
@@ -53,8 +53,8 @@ static int mock_ev_create(loom_ctx *ctx, const loom_stage_graph *g,
 }
 
 /* service.run: interleave with the priorities, then simulate. */
-static int mock_ev_run(loom_evaluator *ev, const float *prio,
-                       loom_metrics *out, loom_error *err)
+static inline int mock_ev_run(loom_evaluator *ev, const float *prio,
+                              loom_metrics *out, loom_error *err)
 {
     int rc = ev->vt->interleave(ev->dq, ev->g, prio, ev->sc, err);
     if (rc != LOOM_OK)
@@ -64,7 +64,7 @@ static int mock_ev_run(loom_evaluator *ev, const float *prio,
 }
 
 /* service.destroy. */
-static void mock_ev_destroy(loom_evaluator *ev)
+static inline void mock_ev_destroy(loom_evaluator *ev)
 {
     ev->vt->destroy(ev->dq);
     loom_schedule_free(ev->sc);
@@ -81,7 +81,7 @@ static double mock_f[16], mock_b[16], mock_act[16], mock_scale[16];
 
 /* P ranks, M groups (one per microbatch), F=1, B=2, scales cycling
  * through a non-uniform pattern. */
-static loom_stage_graph *mock_graph(int P, int M)
+static inline loom_stage_graph *mock_graph(int P, int M)
 {
     static const double pattern[] = {1, 3, 0.5, 2, 1, 1.5, 2.5, 0.75};
     for (int i = 0; i < P; i++) {
@@ -106,7 +106,8 @@ static loom_stage_graph *mock_graph(int P, int M)
 }
 
 /* Adds group precedence: pairs[2k] must rank above pairs[2k+1]. */
-static void mock_precede(loom_stage_graph *g, const int *pairs, int n_pairs)
+static inline void mock_precede(loom_stage_graph *g, const int *pairs,
+                                int n_pairs)
 {
     int n = g->n_groups, k = 0;
     free(g->group_pred);
@@ -121,7 +122,7 @@ static void mock_precede(loom_stage_graph *g, const int *pairs, int n_pairs)
 }
 
 /* 1 when prio honours g's group precedence. */
-static int mock_valid(const loom_stage_graph *g, const float *prio)
+static inline int mock_valid(const loom_stage_graph *g, const float *prio)
 {
     for (int v = 0; v < g->n_groups; v++)
         for (int e = g->group_pred_off[v]; e < g->group_pred_off[v + 1]; e++)
@@ -141,7 +142,7 @@ typedef struct mock_brute {
 } mock_brute;
 
 /* Gives group `depth` every unused value in turn; evaluates full ones. */
-static void mock_brute_at(mock_brute *b, int depth)
+static inline void mock_brute_at(mock_brute *b, int depth)
 {
     int n = b->g->n_groups;
     if (depth == n) {
@@ -167,8 +168,8 @@ static void mock_brute_at(mock_brute *b, int depth)
 
 /* Brute force over all permutations: the best makespan of a valid
  * assignment and how many valid assignments there are. */
-static double mock_optimum(loom_mock_host *h, const loom_stage_graph *g,
-                           int64_t *n_valid)
+static inline double mock_optimum(loom_mock_host *h, const loom_stage_graph *g,
+                                  int64_t *n_valid)
 {
     mock_brute b;
     loom_error err = {0};
@@ -190,7 +191,7 @@ typedef struct mock_ranker {
     void *self;
 } mock_ranker;
 
-static mock_ranker mock_ranker_open(const loom_plugin_info *info)
+static inline mock_ranker mock_ranker_open(const loom_plugin_info *info)
 {
     mock_ranker r;
     r.h = loom_mock_host_new();
@@ -202,9 +203,10 @@ static mock_ranker mock_ranker_open(const loom_plugin_info *info)
 }
 
 /* Creates the ranker (after the test set its params) and ranks g. */
-static int mock_rank(mock_ranker *r, const loom_stage_graph *const *graphs,
-                     int n_graphs, float *prio, loom_ranking *out,
-                     loom_error *err)
+static inline int mock_rank(mock_ranker *r,
+                            const loom_stage_graph *const *graphs,
+                            int n_graphs, float *prio, loom_ranking *out,
+                            loom_error *err)
 {
     int rc = r->vt->create(loom_mock_host_api(r->h), loom_mock_host_ctx(r->h),
                            NULL, &r->self, err);
@@ -219,7 +221,7 @@ static int mock_rank(mock_ranker *r, const loom_stage_graph *const *graphs,
     return rc;
 }
 
-static void mock_ranker_close(mock_ranker *r)
+static inline void mock_ranker_close(mock_ranker *r)
 {
     loom_mock_host_free(r->h);
 }
