@@ -64,6 +64,7 @@ int loom_mckp_build(const loom_host_api *host, loom_mckp_set *set,
  * feasible point of the programme. */
 void loom_mckp_add(loom_mckp_set *set, const loom_stage_graph *g,
                    const uint8_t *extra);
+/* Releases every array of the set (host allocator) and zeroes it. */
 void loom_mckp_free(const loom_host_api *host, loom_mckp_set *set);
 
 /* Writes the per-entry policies of candidate `cand` (an index into the
@@ -87,6 +88,7 @@ typedef struct loom_mckp_units {
 int loom_mckp_units_reset(const loom_host_api *host, loom_mckp_units *mu,
                           const loom_mckp_set *set, loom_mt_units *out,
                           const char *who, loom_error *err);
+/* Releases the units' arrays (host allocator) and zeroes them. */
 void loom_mckp_units_free(const loom_host_api *host, loom_mckp_units *mu);
 
 /* loom_mt_materialise_fn for those units (user = the loom_mckp_set): each

@@ -52,6 +52,7 @@ typedef struct loom_mt_timeline {
 int loom_mt_timeline_build(const loom_host_api *host, loom_mt_timeline *t,
                            const loom_stage_graph *g,
                            const loom_schedule *sched, loom_error *err);
+/* Releases the timeline's arrays (host allocator) and zeroes it. */
 void loom_mt_timeline_free(const loom_host_api *host, loom_mt_timeline *t);
 
 /* Recomputes rank r's activation peak (peak_bytes, and peak_slot: the
@@ -124,6 +125,7 @@ int loom_mt_descend(const loom_host_api *host, loom_mt_descent *d,
                     loom_mt_timeline *t, const loom_stage_graph *g,
                     loom_mt_units *u, int64_t *pair_bytes, int32_t only_rank,
                     const char *who, int64_t *moves, loom_error *err);
+/* Releases the descent's scratch (host allocator) and zeroes it. */
 void loom_mt_descent_free(const loom_host_api *host, loom_mt_descent *d);
 
 /* ---- per-layer policy chains (the greedy tuner's units) ------------------- */
@@ -145,6 +147,7 @@ typedef struct loom_mt_entry_chains {
 int loom_mt_entry_chains_build(const loom_host_api *host,
                                loom_mt_entry_chains *c,
                                const loom_stage_graph *g, loom_error *err);
+/* Releases the chains' arrays (host allocator) and zeroes them. */
 void loom_mt_entry_chains_free(const loom_host_api *host,
                                loom_mt_entry_chains *c);
 
@@ -179,11 +182,13 @@ typedef struct loom_mt_view {
 int loom_mt_view_apply(const loom_host_api *host, loom_mt_view *v,
                        const loom_stage_graph *g, const uint8_t *policies,
                        loom_error *err);
+/* Releases the view's own arrays (host allocator); the shared graph
+ * arrays stay the source's. */
 void loom_mt_view_free(const loom_host_api *host, loom_mt_view *v);
 
-/* Activation bytes / time (forward + backward) of layer entry e under
- * policy pol. */
+/* Activation bytes of layer entry e under policy pol. */
 int64_t loom_mt_entry_bytes(const loom_stage_graph *g, int32_t e, int pol);
+/* Forward + backward milliseconds of layer entry e under policy pol. */
 double loom_mt_entry_ms(const loom_stage_graph *g, int32_t e, int pol);
 
 /* Replays v's graph with `sched` through the simulator service (scratch
@@ -217,6 +222,8 @@ typedef struct loom_mt_driver {
  * the driver works from the timeline alone and nothing is confirmed). The
  * simulator's scratch is created by the first confirmation. */
 void loom_mt_driver_init(const loom_host_api *host, loom_mt_driver *d);
+/* Releases everything the driver holds (timeline, descent, view and the
+ * simulator scratch) and zeroes it. */
 void loom_mt_driver_free(const loom_host_api *host, loom_mt_driver *d);
 
 /* The tuning loop: builds the memory timeline of the schedule (d->tl);

@@ -99,14 +99,17 @@ typedef int (*loom_sk_job_fn)(void *user, int32_t worker, int32_t job,
 
 /* ---- params ------------------------------------------------------------- */
 
-/* Reads an int / float / bool param; a key the host does not know takes
- * `def`. Out-of-range values fail with "who: params.key: expected ...". */
+/* Reads an int param into *out; a key the host does not know takes `def`.
+ * Values outside lo..hi fail with "who: params.key: expected ...". */
 int loom_sk_param_int(const loom_host_api *host, loom_ctx *ctx,
                       const char *who, const char *key, int64_t def,
                       int64_t lo, int64_t hi, int64_t *out, loom_error *err);
+/* Reads a number param into *out like loom_sk_param_int (in [lo, hi]). */
 int loom_sk_param_double(const loom_host_api *host, loom_ctx *ctx,
                          const char *who, const char *key, double def,
                          double lo, double hi, double *out, loom_error *err);
+/* Reads a bool param into *out (0 or 1); a key the host does not know
+ * takes `def`. */
 int loom_sk_param_bool(const loom_host_api *host, loom_ctx *ctx,
                        const char *who, const char *key, int def, int *out,
                        loom_error *err);
@@ -195,6 +198,8 @@ void loom_sk_pool_stop(loom_sk *sk);
 int loom_sk_prec_build(const loom_host_api *host, const char *who,
                        const loom_stage_graph *g, loom_sk_prec *pc,
                        loom_error *err);
+/* Releases the arrays of loom_sk_prec_build (host allocator) and zeroes
+ * pc. */
 void loom_sk_prec_free(const loom_host_api *host, loom_sk_prec *pc);
 
 /* The order of an assignment: groups by priority, higher first (ties: the
