@@ -178,7 +178,8 @@ static int defer_partition(void *self, const loom_problem *problem,
                  ? LOOM_OK
                  : host->error(err, LOOM_ENOMEM, "pairwise-deferral: out of memory");
     if (rc == LOOM_OK)
-        rc = loom_ew_sample_work(host, d->ctx, cost, problem, it, b.enc, b.llm, err);
+        rc = loom_ew_sample_work(host, d->ctx, cost, problem, it, b.enc, b.llm,
+                                 err);
     for (int32_t c = 0; rc == LOOM_OK && c < set->n; c++)
         rc = defer_one(d, set->items[c], problem->model, n, &b, (double)steps,
                        err);

@@ -128,7 +128,8 @@ static int strat_partition(void *self, const loom_problem *problem,
                  ? LOOM_OK
                  : host->error(err, LOOM_ENOMEM, "stratified: out of memory");
     if (rc == LOOM_OK)
-        rc = loom_ew_sample_work(host, st->ctx, cost, problem, it, enc, llm, err);
+        rc = loom_ew_sample_work(host, st->ctx, cost, problem, it, enc, llm,
+                                 err);
     if (rc == LOOM_OK)
         rc = loom_strat_replicas(enc, llm, n, dp, rep, err);
     int32_t replica = 0;
