@@ -1,6 +1,8 @@
 # LoomInstall.cmake - installs what plugin authors build against:
 #   <libdir>/cmake/Loom/   LoomConfig.cmake (+ version file, exported targets
-#                          Loom::sdk, Loom::mock_host, Loom::loom, and the
+#                          Loom::sdk, Loom::mock_host, Loom::loom, the kits
+#                          Loom::kit_<name> (sdk/kits/CMakeLists.txt installs
+#                          them and sets their export names), and the
 #                          function loom_add_plugin for out-of-tree plugins)
 #   <libdir>/pkgconfig/    loom-sdk.pc (headers only; plugins never link libloom)
 # and lets the installed `loom` find libloom beside it ($ORIGIN/../<libdir>).

@@ -4,10 +4,13 @@
  * once with the host's "loom.evaluator" service.
  *
  * Everything a plugin needs comes from <loom/loom.h> and the host table it
- * receives; it never links libloom.
+ * receives; it never links libloom. Shared helpers come from the SDK's
+ * kits: here the search kit (<loom/kits/search.h>, CMake target
+ * Loom::kit_search) turns an order of groups into priorities.
  */
 #include <string.h>
 #include <loom/loom.h>
+#include <loom/kits/search.h>
 
 typedef struct reverse_self {
     const loom_host_api *host;
@@ -69,7 +72,8 @@ static int reverse_score(reverse_self *r, const loom_stage_graph *g,
     return LOOM_OK;
 }
 
-/* Candidate 0; group g gets priority g + 1, so higher groups run first. */
+/* Candidate 0; the groups ordered from the last to the first, so group g
+ * gets priority g + 1 and higher groups run first. */
 static int reverse_rank(void *self, const loom_stage_graph *const *graphs,
                         int32_t n_graphs, loom_ranking *out, loom_error *err)
 {
@@ -81,8 +85,15 @@ static int reverse_rank(void *self, const loom_stage_graph *const *graphs,
         return r->host->error(err, LOOM_EINVAL,
                               "reverse: room for %d priorities, graph has %d groups",
                               out->cap_priorities, g->n_groups);
-    for (int32_t i = 0; i < g->n_groups; i++)
-        out->priorities[i] = (float)(i + 1);
+    int32_t n = g->n_groups;
+    int32_t *order = r->host->alloc((size_t)(n > 0 ? n : 1) * sizeof *order);
+    if (!order)
+        return r->host->error(err, LOOM_ENOMEM, "reverse: out of memory");
+    for (int32_t k = 0; k < n; k++)
+        order[k] = n - 1 - k;
+    /* the search kit: the group in slot k of an order gets priority n - k */
+    loom_sk_order_to_prio(order, n, out->priorities);
+    r->host->free(order);
     out->candidate = 0;
     out->evaluations = 0;
     out->best_makespan_ms = -1;

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <loom/loom.h>
 #include <loom/mock_host.h>
+#include <loom/kits/search.h>
 
 const loom_plugin_info *loom_static_reverse(void);
 
@@ -83,6 +84,9 @@ int main(void)
     loom_ranking out;
     CHECK(run_rank(h, prio, &out) == LOOM_OK);
     CHECK(prio[0] == 1.0f && prio[1] == 2.0f && prio[2] == 3.0f);
+    int32_t order[3]; /* the search kit reads the order back: 2, 1, 0 */
+    loom_sk_prio_to_order(prio, 3, order);
+    CHECK(order[0] == 2 && order[1] == 1 && order[2] == 0);
     CHECK(out.candidate == 0);
     CHECK(out.evaluations == 1);
     CHECK(out.best_makespan_ms == 10.0);

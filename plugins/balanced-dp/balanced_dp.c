@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <loom/loom.h>
-#include "layout_kit.h"
+#include <loom/kits/layout.h>
 #include "balanced_dp.h"
 
 /* Number of (m, l) cells of the DP tables. */

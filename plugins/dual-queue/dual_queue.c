@@ -25,7 +25,7 @@
  *     then reports the cap violation) instead of deadlocking.
  */
 #include <string.h>
-#include "list_sched.h"
+#include <loom/kits/listsched.h>
 
 #define DQ_FWD 0
 #define DQ_BWD 1

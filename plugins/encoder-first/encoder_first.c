@@ -5,11 +5,11 @@
  * all-gather + PP warm-up bubble), every encoder backward after the
  * backbone ends (the PP cool-down + DP reduce-scatter bubble); the
  * backbone keeps its Megatron (interleaved) 1F1B order. See
- * colocated_order.h. Params: warmup (megatron | deferred).
+ * <loom/kits/colocated.h>. Params: warmup (megatron | deferred).
  */
 #include <string.h>
 #include <loom/loom.h>
-#include "colocated_order.h"
+#include <loom/kits/colocated.h>
 
 typedef struct ef_self {
     const loom_host_api *host;

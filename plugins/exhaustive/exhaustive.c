@@ -14,7 +14,7 @@
  * on the thread count.
  */
 #include <string.h>
-#include "search_kit.h"
+#include <loom/kits/search.h>
 
 #define EXH_BATCH 64
 

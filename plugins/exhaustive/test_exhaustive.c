@@ -2,7 +2,7 @@
  * permutations (dual-queue + simulator on non-uniform stage-times graphs):
  * exact optimum, exact evaluation counts, precedence, max_evaluations,
  * threads, and candidate screening. */
-#include "../mcts/search_mock.h"
+#include <loom/mock_search.h>
 
 const loom_plugin_info *loom_static_exhaustive(void);
 

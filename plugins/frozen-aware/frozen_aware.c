@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <loom/loom.h>
-#include "layout_kit.h"
+#include <loom/kits/layout.h>
 #include "frozen_aware.h"
 
 typedef struct fa_self {

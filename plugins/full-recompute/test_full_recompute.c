@@ -15,4 +15,4 @@ const loom_plugin_info *loom_static_full_recompute(void);
 #define STATIC_INFO loom_static_full_recompute
 #define NAME "full-recompute"
 
-#include "../none/test_fixed_policy.h"
+#include <loom/mock_fixedpolicy.h>

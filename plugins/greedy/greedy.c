@@ -14,7 +14,7 @@
  * live at its peak is already at its most frugal policy.
  */
 #include <string.h>
-#include "memtune.h"
+#include <loom/kits/memtune.h>
 
 typedef struct greedy_self {
     const loom_host_api *host;

@@ -1,10 +1,11 @@
-/* test_greedy.c - the greedy memory tuner and the shared memory timeline:
- * a hand-computed descent, the cap on seeded graphs (checked with the core
- * simulator), infeasible caps, and timeline peaks equal to simulated ones. */
+/* test_greedy.c - the greedy memory tuner: a hand-computed descent, the
+ * cap on seeded graphs (checked with the core simulator), infeasible caps
+ * and bad schedules. The memory timeline itself is tested with its kit
+ * (sdk/kits/memtune/test_memtune.c). */
 #include <stdio.h>
 
-#include "memtune.h"
-#include "memtune_testing.h"
+#include <loom/kits/memtune.h>
+#include <loom/mock_memtune.h>
 
 const loom_plugin_info *loom_static_greedy(void);
 
@@ -171,53 +172,6 @@ START_TEST(infeasible_cap_names_rank_and_bytes)
 }
 END_TEST
 
-/* The timeline's prefix-sum peaks equal the simulator's for random
- * policies, orders and split backward. */
-START_TEST(timeline_peaks_match_simulator)
-{
-    loom_mock_host *h = loom_mock_host_new();
-    const loom_host_api *host = loom_mock_host_api(h);
-    loom_mt_timeline t;
-    memset(&t, 0, sizeof t);
-    uint64_t rng = 5;
-    for (uint64_t seed = 1; seed <= 16; seed++) {
-        int P = 1 + (int)(seed % 4), M = 1 + (int)(seed % 5);
-        int split = (int)(seed % 2), gpipe = (int)(seed / 2 % 2);
-        loom_stage_graph *g = mtt_chain(P, M, 2, split, seed);
-        loom_schedule *s = mtt_order(P, M, split, gpipe);
-        uint8_t *pol = malloc((size_t)g->n_layer_entries);
-        for (int32_t e = 0; e < g->n_layer_entries; e++)
-            pol[e] = (uint8_t)(mtt_uniform(&rng) * 3);
-        int64_t peaks[8];
-        mtt_simulate(g, s, pol, peaks);
-        loom_error err = {0};
-        ck_assert_int_eq(loom_mt_timeline_build(host, &t, g, s, &err), LOOM_OK);
-        int64_t *bytes = calloc((size_t)g->n_pairs, sizeof *bytes);
-        for (int32_t p = 0; p < g->n_pairs; p++)
-            for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++)
-                bytes[p] += loom_mt_entry_bytes(g, e, pol[e]);
-        for (int r = 0; r < P; r++) {
-            int64_t peak = loom_mt_rank_peak(&t, r, bytes);
-            ck_assert_int_eq(peak + g->static_bytes[r], peaks[r]);
-            /* the live set at the peak sums to the peak */
-            int32_t live[64];
-            int32_t n = loom_mt_live_pairs(&t, r, t.peak_slot[r], live);
-            int64_t sum = 0;
-            for (int32_t i = 0; i < n; i++)
-                sum += bytes[live[i]];
-            ck_assert_int_eq(sum, peak);
-            ck_assert(loom_mt_is_crest(&t, r, t.peak_slot[r]));
-        }
-        free(bytes);
-        free(pol);
-        loom_schedule_free(s);
-        loom_graph_free(g);
-    }
-    loom_mt_timeline_free(host, &t);
-    loom_mock_host_free(h);
-}
-END_TEST
-
 START_TEST(bad_schedules_are_rejected)
 {
     loom_stage_graph *g = mtt_chain(2, 2, 1, 0, 3);
@@ -254,7 +208,6 @@ static Suite *suite(void)
     tcase_add_test(tc, no_pressure_keeps_none);
     tcase_add_test(tc, never_exceeds_a_feasible_cap);
     tcase_add_test(tc, infeasible_cap_names_rank_and_bytes);
-    tcase_add_test(tc, timeline_peaks_match_simulator);
     tcase_add_test(tc, bad_schedules_are_rejected);
     suite_add_tcase(s, tc);
     return s;

@@ -20,8 +20,8 @@
 #ifndef LOOM_ILP_MEMORY_H
 #define LOOM_ILP_MEMORY_H
 
-#include "memtune.h"
-#include "mckp.h"
+#include <loom/kits/memtune.h>
+#include <loom/kits/mckp.h>
 
 /* What one solve did (summed over ranks), for logs and benchmarks. */
 typedef struct loom_ilpm_stats {

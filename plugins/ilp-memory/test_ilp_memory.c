@@ -5,9 +5,9 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "../greedy/memtune.h"
-#include "../greedy/memtune_testing.h"
-#include "../knapsack/mckp.h"
+#include <loom/kits/memtune.h>
+#include <loom/mock_memtune.h>
+#include <loom/kits/mckp.h>
 #include "ilp_memory.h"
 #include <loom/sys/session.h>
 #include "ctx.h"

@@ -12,8 +12,8 @@
  * already at its most frugal candidate.
  */
 #include <string.h>
-#include "memtune.h"
-#include "mckp.h"
+#include <loom/kits/memtune.h>
+#include <loom/kits/mckp.h>
 
 typedef struct ks_self {
     const loom_host_api *host;

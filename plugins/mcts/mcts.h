@@ -18,7 +18,7 @@
 #ifndef LOOM_MCTS_H
 #define LOOM_MCTS_H
 
-#include "search_kit.h"
+#include <loom/kits/search.h>
 
 /* Scratch for one thread's work on partial assignments of n groups. */
 typedef struct loom_mcts_fill {

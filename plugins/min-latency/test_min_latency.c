@@ -8,7 +8,7 @@
 #include "engine_api.h"
 #include <loom/sys/json.h>
 #include "testutil.h"
-#include "../encoder-first/co_test_graph.h"
+#include <loom/mock_colocated.h>
 
 const loom_plugin_info *loom_static_min_latency(void);
 const loom_plugin_info *loom_static_encoder_first(void);

@@ -15,4 +15,4 @@ const loom_plugin_info *loom_static_none(void);
 #define STATIC_INFO loom_static_none
 #define NAME "none"
 
-#include "test_fixed_policy.h"
+#include <loom/mock_fixedpolicy.h>

@@ -1,7 +1,7 @@
 /*
  * bubble_fill.h - Optimus's fine-grained bubble exploitation (Optimus
  * §4.2-4.3, Algorithm 2 OptimizeSchedule) over a coarse colocated order
- * (colocated_order.h), at the granularity of the graph's stages (one per
+ * (<loom/kits/colocated.h>), at the granularity of the graph's stages (one per
  * encoder layer when the partition gives one position per layer).
  *
  * Forward pass, repeated: findCritical picks the encoder flow whose last
@@ -26,7 +26,7 @@
 #ifndef LOOM_BUBBLE_FILL_H
 #define LOOM_BUBBLE_FILL_H
 
-#include "../encoder-first/colocated_order.h"
+#include <loom/kits/colocated.h>
 
 /* Simulates sched over g into m (with start_ms / end_ms set). */
 typedef int (*loom_bf_sim_fn)(void *user, const loom_stage_graph *g,

@@ -1,7 +1,7 @@
 /*
  * optimus_bubble.c - the optimus-bubble interleaver: Optimus's bubble
  * scheduler (Optimus §4.2-4.3, Algorithm 2). It builds the coarse
- * encoder-first order (colocated_order.h), then runs OptimizeSchedule
+ * encoder-first order (<loom/kits/colocated.h>), then runs OptimizeSchedule
  * forward and backward (bubble_fill.c), simulating candidate orders
  * through the "loom.simulator" service. Each call logs the makespans and
  * the scheduling efficiency of the coarse and the fine order (Optimus

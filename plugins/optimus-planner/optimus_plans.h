@@ -11,7 +11,7 @@
  *   - the placement of encoder pipeline (a, b), stage k, on the backbone;
  *   - global ordering and CheckEncLLMDep (Optimus §4.3);
  *   - 1F1B bubbles per stage (the scheduling efficiency metric is
- *     loom_co_efficiency in ../encoder-first/colocated_order.h).
+ *     loom_co_efficiency in <loom/kits/colocated.h>).
  *
  * Ownership: every array is caller-provided; nothing here allocates.
  * Units: bytes, milliseconds.

@@ -3,8 +3,9 @@
  * memory table (ViT-22B + GPT-175B, k 6: 18.469 GB ... 82.406 GB pruned),
  * Fig. 5's m = 2, the split counts C(N-1, m-1) and Fig. 9's [3,5] among
  * the 7 splits of 8, Fig. 13's global ordering and 16 P2P pairs, the 1F1B
- * bubble closed forms (checked against the simulator), the efficiency
- * metric, and the layout / plugin. */
+ * bubble closed forms (checked against the simulator), and the layout /
+ * plugin. The efficiency metric is tested with its kit
+ * (sdk/kits/colocated/test_colocated.c). */
 #include <stdlib.h>
 #include <string.h>
 #include <loom/mock_host.h>
@@ -13,7 +14,6 @@
 #include "testutil.h"
 #include "optimus_layout.h"
 #include "optimus_plans.h"
-#include "../encoder-first/colocated_order.h"
 
 const loom_plugin_info *loom_static_optimus_planner(void);
 const loom_plugin_info *loom_static_encoder_first(void);
@@ -249,16 +249,6 @@ START_TEST(one_f_one_b_closed_forms_match_the_simulator)
             loom_mock_host_free(h);
             loom_graph_free(g);
         }
-}
-END_TEST
-
-START_TEST(efficiency_metric)
-{
-    ck_assert_double_eq_tol(loom_co_efficiency(10, 100, 104), 0.6, 1e-12);
-    ck_assert_double_eq(loom_co_efficiency(10, 100, 100), 1);
-    ck_assert_double_eq(loom_co_efficiency(10, 100, 110), 0);
-    ck_assert_double_eq(loom_co_efficiency(10, 100, 120), 0);
-    ck_assert_double_eq(loom_co_efficiency(0, 100, 100), 1);
 }
 END_TEST
 
@@ -533,7 +523,6 @@ static Suite *suite(void)
     tcase_add_test(tc, global_ordering_fig13);
     tcase_add_test(tc, deal_follows_the_split);
     tcase_add_test(tc, one_f_one_b_closed_forms_match_the_simulator);
-    tcase_add_test(tc, efficiency_metric);
     tcase_add_test(tc, layout_colocates_the_encoder);
     tcase_add_test(tc, plugin_single_and_replicas);
     tcase_add_test(tc, plugin_memory_and_errors);

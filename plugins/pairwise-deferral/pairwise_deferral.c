@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <loom/loom.h>
-#include "../stratified/entrain_work.h"
+#include <loom/kits/entrain.h>
 #include "deferral.h"
 
 typedef struct defer_self {
@@ -156,7 +156,7 @@ static int defer_partition(void *self, const loom_problem *problem,
     if (!it || it->n_samples < 1)
         return host->error(err, LOOM_EINVAL,
                            "pairwise-deferral: the iteration has no samples");
-    const loom_cost_service *cost = ew_cost_service(host);
+    const loom_cost_service *cost = loom_ew_cost_service(host);
     if (!cost)
         return host->error(err, LOOM_ENOTFOUND,
                            "pairwise-deferral: the \"%s\" service with layer "
@@ -178,7 +178,8 @@ static int defer_partition(void *self, const loom_problem *problem,
                  ? LOOM_OK
                  : host->error(err, LOOM_ENOMEM, "pairwise-deferral: out of memory");
     if (rc == LOOM_OK)
-        rc = ew_sample_work(host, d->ctx, cost, problem, it, b.enc, b.llm, err);
+        rc = loom_ew_sample_work(host, d->ctx, cost, problem, it, b.enc, b.llm,
+                                 err);
     for (int32_t c = 0; rc == LOOM_OK && c < set->n; c++)
         rc = defer_one(d, set->items[c], problem->model, n, &b, (double)steps,
                        err);

@@ -10,7 +10,7 @@
  * each is evaluated with its reference order and the best one is searched.
  */
 #include <string.h>
-#include "search_kit.h"
+#include <loom/kits/search.h>
 
 #define RANDOM_BATCH 64
 

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <loom/loom.h>
-#include "entrain_work.h"
+#include <loom/kits/entrain.h>
 #include "stratified.h"
 
 typedef struct strat_self {
@@ -105,7 +105,7 @@ static int strat_partition(void *self, const loom_problem *problem,
     if (!it || it->n_samples < 1)
         return host->error(err, LOOM_EINVAL,
                            "stratified: the iteration has no samples");
-    const loom_cost_service *cost = ew_cost_service(host);
+    const loom_cost_service *cost = loom_ew_cost_service(host);
     if (!cost)
         return host->error(err, LOOM_ENOTFOUND,
                            "stratified: the \"%s\" service with layer and "
@@ -128,7 +128,8 @@ static int strat_partition(void *self, const loom_problem *problem,
                  ? LOOM_OK
                  : host->error(err, LOOM_ENOMEM, "stratified: out of memory");
     if (rc == LOOM_OK)
-        rc = ew_sample_work(host, st->ctx, cost, problem, it, enc, llm, err);
+        rc = loom_ew_sample_work(host, st->ctx, cost, problem, it, enc, llm,
+                                 err);
     if (rc == LOOM_OK)
         rc = loom_strat_replicas(enc, llm, n, dp, rep, err);
     int32_t replica = 0;

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <loom/loom.h>
-#include "layout_kit.h"
+#include <loom/kits/layout.h>
 
 typedef struct uniform_self {
     const loom_host_api *host;

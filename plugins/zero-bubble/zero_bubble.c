@@ -23,7 +23,7 @@
  * blocked forward leaving its rank with the least memory runs anyway.
  */
 #include <string.h>
-#include "list_sched.h"
+#include <loom/kits/listsched.h>
 
 #define ZB_F 0
 #define ZB_I 1

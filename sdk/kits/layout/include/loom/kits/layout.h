@@ -1,0 +1,38 @@
+/*
+ * <loom/kits/layout.h> - the layout kit (CMake target loom_kit_layout,
+ * Loom::kit_layout when installed): what the layer-split partitioners
+ * (uniform, balanced-dp, frozen-aware) share: writing one mixed flow from
+ * per-position layer counts, and assigning an iteration's samples to
+ * microbatches.
+ *
+ * Ownership: the partition is the caller's (the host's candidate); the
+ * model and iteration are borrowed read-only. Errors go through
+ * host->error, prefixed with `who` (the plugin's name).
+ */
+#ifndef LOOM_KITS_LAYOUT_H
+#define LOOM_KITS_LAYOUT_H
+
+#include <loom/loom.h>
+
+/* Fills the single flow, positions and spans of `part`: position s runs
+ * on rank s % pp (chunk s / pp) and takes the next sizes[s] layers of all
+ * modules concatenated in module order, one span per module it touches.
+ * The flow's module is the only module with layers, else -1. LOOM_EINVAL
+ * when the candidate has too little room or the sizes ask for more layers
+ * than the model has. */
+int loom_lk_layout(const loom_host_api *host, const char *who,
+                   const loom_model *model, int32_t pp, int32_t n_pos,
+                   const int32_t *sizes, loom_partition *part,
+                   loom_error *err);
+
+/* Assigns samples to `microbatches` microbatches: the workload's packing
+ * when a sample names one (which must be < microbatches), else sample i
+ * goes to i * microbatches / n_samples. Every module sees every sample;
+ * one sub-microbatch per microbatch. LOOM_EINVAL naming the sample for a
+ * packing out of range. */
+int loom_lk_assign_samples(const loom_host_api *host, const char *who,
+                           const loom_model *model, const loom_iteration *it,
+                           int32_t microbatches, loom_partition *part,
+                           loom_error *err);
+
+#endif

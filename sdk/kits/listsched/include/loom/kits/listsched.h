@@ -1,0 +1,167 @@
+/*
+ * <loom/kits/listsched.h> - the list-scheduling kit (CMake target
+ * loom_kit_listsched, Loom::kit_listsched when installed): the core the
+ * dual-queue and zero-bubble interleavers share.
+ *
+ * A list scheduler builds the timeline while it orders: a stage becomes
+ * "released" once every predecessor is placed, and from then on its
+ * earliest start (max over predecessors of end + edge P2P time) is known.
+ * Released stages wait in typed queues per rank (the interleaver decides
+ * what a type is: forward / backward, or F / I / W).
+ *
+ * Within one (rank, type) queue the stages are totally ordered by priority
+ * (higher first), then tie key (lower first), then stage id. At the start
+ * of a call every stage gets its position in that order, its *slot*
+ * (a stable radix sort: the (tie, id) order is cached while the tie keys
+ * stay the same, and the priorities reorder it). A queue then holds:
+ *   - ready: the stages whose earliest start is <= the rank's free time,
+ *     as a two-level bitset over slots, so taking the best is a
+ *     find-first-set and adding or removing one is a bit operation;
+ *   - pending: the stages that cannot start before the rank is free, as a
+ *     binary min-heap by (earliest start, slot).
+ * A rank's free time only grows, so a stage moves from pending to ready at
+ * most once; a stage released already startable goes straight to ready.
+ * Each rank holds the earliest time the interleaver says it can start
+ * something (or nothing); the next rank is found by a scan over the
+ * ranks, cheaper than a heap for the few dozen ranks of a pipeline.
+ *
+ * Every array is sized by loom_ls_reserve() and reused: no allocation
+ * happens per call once the scratch has seen a graph this large. One call
+ * costs O(stages log stages + edges) in the worst case, and mostly
+ * O(stages + edges) with a few heap steps per stage.
+ *
+ * Ownership: a loom_ls is embedded in the interleaver instance, which owns
+ * its arrays (host->alloc) and releases them with loom_ls_release(). The
+ * graph and the schedule are borrowed for one call.
+ * Units: *_ms milliseconds, *_bytes bytes.
+ */
+#ifndef LOOM_KITS_LISTSCHED_H
+#define LOOM_KITS_LISTSCHED_H
+
+#include <loom/loom.h>
+
+/* One pending entry: ordered by t_ms ascending, then slot ascending. */
+typedef struct loom_ls_entry {
+    double t_ms;
+    int32_t slot;
+    int32_t reserved;
+} loom_ls_entry;
+
+/* A binary min-heap over borrowed storage. */
+typedef struct loom_ls_heap {
+    loom_ls_entry *e;
+    int32_t n;
+    int32_t reserved;
+} loom_ls_heap;
+
+typedef struct loom_ls {
+    const loom_host_api *host;
+    int32_t cap_stages, cap_edges, cap_ranks, cap_types, cap_words, cap_sums;
+    int32_t n_types;
+    int32_t n_ranks;     /* ranks of the graph of the current call */
+
+    /* Filled by the interleaver before loom_ls_begin(), per stage. */
+    uint8_t *type;       /* queue type, < n_types */
+    float *prio;         /* priority, higher runs earlier */
+    int32_t *tie;        /* secondary key, lower runs earlier */
+
+    /* Per stage. */
+    int32_t *succ_off;   /* successor rows, n_stages + 1 */
+    int32_t *succ;       /* successor stage of each edge */
+    int32_t *succ_edge;  /* index of that edge in graph->pred */
+    int32_t *pred_off_seen; /* the predecessor rows the successor rows */
+    int32_t *pred_seen;     /* were built from (n_stages + 1, n_edges) */
+    int32_t succ_n, succ_e; /* their stage and edge counts, -1 none */
+    int32_t *left;       /* predecessors not placed yet */
+    double *ready_ms;    /* max over placed predecessors of end + p2p */
+    int32_t *slot;       /* position in its queue's order */
+
+    /* The (tie, id) order, kept while the tie keys stay the same. */
+    int32_t *tie_order;  /* stage ids sorted by tie, then id */
+    int32_t *tie_seen;   /* the tie keys tie_order was built from */
+    int32_t tie_n;       /* stages of tie_order, -1 when not built */
+    uint32_t *sort_key;  /* radix sort scratch: 2 * n_stages keys */
+    int32_t *sort_id;    /* radix sort scratch: 2 * n_stages ids */
+
+    /* Per queue q = rank * n_types + type. */
+    int32_t *q_off;      /* n_queues + 1: first slot of each queue ... */
+    int32_t *q_count;    /* n_queues: slots handed out while ordering */
+    int32_t *slot_stage; /* ... in this array of stage ids by slot */
+    int32_t *word_off;   /* n_queues + 1: ready bitset words of each queue */
+    int32_t *sum_off;    /* n_queues + 1: summary words (a bit per word) */
+    uint64_t *words;     /* ready bits, a bit per slot */
+    uint64_t *sums;      /* a bit per non-empty word */
+    loom_ls_entry *store;    /* n_stages pending entries, sliced per queue */
+    loom_ls_heap *pending;   /* n_queues */
+
+    /* Per rank. */
+    double *last_ms;     /* end of the last placed stage (t_last) */
+    int64_t *mem_bytes;  /* activation bytes currently held */
+    int32_t *fill;       /* next slot in out->order */
+    int32_t *last_type;  /* type of the last placed stage, -1 none */
+    double *rank_t_ms;   /* earliest start the interleaver queued, or
+                            +infinity when the rank is not queued */
+    int32_t *dirty;      /* ranks whose choice may have changed */
+    uint8_t *is_dirty;
+    int32_t n_dirty;
+
+    int32_t placed;      /* stages placed so far in this call */
+} loom_ls;
+
+/* Pushes x onto h (the storage must have room). */
+void loom_ls_heap_push(loom_ls_heap *h, loom_ls_entry x);
+
+/* Removes the top of a non-empty heap. */
+void loom_ls_heap_pop(loom_ls_heap *h);
+
+/* Sizes the scratch for graph g and n_types queue types (grows only).
+ * LOOM_ENOMEM (message prefixed with `who`) when allocation fails. */
+int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
+                    const loom_stage_graph *g, int32_t n_types,
+                    const char *who, loom_error *err);
+
+/* Frees every scratch array. */
+void loom_ls_release(loom_ls *ls);
+
+/* Starts one call: builds successor rows, checks ids, counts the stages of
+ * every rank into out->rank_off, orders every queue and releases the
+ * stages without predecessors. ls->type/prio/tie must be filled (a NaN
+ * priority runs last). Every rank is dirty afterwards. LOOM_EINVAL naming
+ * the first bad stage or edge. */
+int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
+                  const char *who, loom_error *err);
+
+/* The stage of (rank r, type q) that would be taken now, or -1 when that
+ * queue is empty; *start_ms gets its start time on r (never before the
+ * rank is free). */
+int32_t loom_ls_peek(loom_ls *ls, int32_t r, int32_t q, double *start_ms);
+
+/* Places stage v, which must be what loom_ls_peek() returned for its rank
+ * and type: appends it to out, advances the rank's clock and memory,
+ * releases its successors and marks the touched ranks dirty. */
+void loom_ls_place(loom_ls *ls, const loom_stage_graph *g, int32_t v,
+                   loom_schedule *out);
+
+/* Queues rank r with its earliest start t_ms (replacing what it had). */
+void loom_ls_rank_push(loom_ls *ls, int32_t r, double t_ms);
+
+/* Takes rank r out of the queue. */
+void loom_ls_rank_drop(loom_ls *ls, int32_t r);
+
+/* Takes out and returns the queued rank with the smallest start (ties:
+ * lower rank), or -1 when none is queued. */
+int32_t loom_ls_rank_pop(loom_ls *ls);
+
+/* Finishes a call: checks every stage was placed (else a dependency cycle
+ * or a stage on no rank) and sets out->n_stages. */
+int loom_ls_end(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
+                const char *who, loom_error *err);
+
+/* Among ranks whose only startable stages are forwards blocked by memory
+ * (blocked_f[r] >= 0, the forward that rank would take), the one leaving
+ * its rank with the least memory (static + held + its activation; then
+ * the earliest start, then the lowest rank), or -1. */
+int32_t loom_ls_pick_forced(loom_ls *ls, const loom_stage_graph *g,
+                            const int32_t *blocked_f);
+
+#endif

@@ -1,0 +1,548 @@
+/*
+ * list_sched.c - the list-scheduling core shared by the dual-queue and
+ * zero-bubble interleavers (see <loom/kits/listsched.h>).
+ */
+#include <math.h>
+#include <string.h>
+#include <loom/kits/listsched.h>
+
+/* 1 when pending entry a comes before pending entry b. */
+static int ls_before(const loom_ls_entry *a, const loom_ls_entry *b)
+{
+    if (a->t_ms != b->t_ms)
+        return a->t_ms < b->t_ms;
+    return a->slot < b->slot;
+}
+
+void loom_ls_heap_push(loom_ls_heap *h, loom_ls_entry x)
+{
+    int32_t i = h->n++;
+    while (i > 0) {
+        int32_t parent = (i - 1) / 2;
+        if (!ls_before(&x, &h->e[parent]))
+            break;
+        h->e[i] = h->e[parent];
+        i = parent;
+    }
+    h->e[i] = x;
+}
+
+void loom_ls_heap_pop(loom_ls_heap *h)
+{
+    loom_ls_entry x = h->e[--h->n];
+    int32_t n = h->n, i = 0;
+    for (;;) {
+        int32_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && ls_before(&h->e[c + 1], &h->e[c]))
+            c++;
+        if (!ls_before(&h->e[c], &x))
+            break;
+        h->e[i] = h->e[c];
+        i = c;
+    }
+    if (n > 0)
+        h->e[i] = x;
+}
+
+/* Grows *p to hold n elements of `size` bytes. */
+static int ls_grow(const loom_host_api *host, void **p, size_t n, size_t size)
+{
+    void *q = host->realloc(*p, (n ? n : 1) * size);
+    if (!q)
+        return LOOM_ENOMEM;
+    *p = q;
+    return LOOM_OK;
+}
+
+int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
+                    const loom_stage_graph *g, int32_t n_types,
+                    const char *who, loom_error *err)
+{
+    ls->host = host;
+    ls->n_types = n_types;
+    int bad = 0;
+    if (ls->cap_stages == 0) {
+        ls->tie_n = -1;
+        ls->succ_n = -1;
+    }
+    if (g->n_stages > ls->cap_stages) {
+        size_t n = (size_t)g->n_stages;
+        bad |= ls_grow(host, (void **)&ls->type, n, sizeof *ls->type);
+        bad |= ls_grow(host, (void **)&ls->prio, n, sizeof *ls->prio);
+        bad |= ls_grow(host, (void **)&ls->tie, n, sizeof *ls->tie);
+        bad |= ls_grow(host, (void **)&ls->succ_off, n + 1, sizeof *ls->succ_off);
+        bad |= ls_grow(host, (void **)&ls->pred_off_seen, n + 1, sizeof *ls->pred_off_seen);
+        bad |= ls_grow(host, (void **)&ls->left, n, sizeof *ls->left);
+        bad |= ls_grow(host, (void **)&ls->ready_ms, n, sizeof *ls->ready_ms);
+        bad |= ls_grow(host, (void **)&ls->slot, n, sizeof *ls->slot);
+        bad |= ls_grow(host, (void **)&ls->tie_order, n, sizeof *ls->tie_order);
+        bad |= ls_grow(host, (void **)&ls->tie_seen, n, sizeof *ls->tie_seen);
+        bad |= ls_grow(host, (void **)&ls->sort_key, 2 * n, sizeof *ls->sort_key);
+        bad |= ls_grow(host, (void **)&ls->sort_id, 2 * n, sizeof *ls->sort_id);
+        bad |= ls_grow(host, (void **)&ls->slot_stage, n, sizeof *ls->slot_stage);
+        bad |= ls_grow(host, (void **)&ls->store, n, sizeof *ls->store);
+        ls->tie_n = -1; /* the cached order may sit in moved arrays */
+        ls->succ_n = -1;
+        if (!bad)
+            ls->cap_stages = g->n_stages;
+    }
+    if (!bad && g->n_edges > ls->cap_edges) {
+        size_t n = (size_t)g->n_edges;
+        bad |= ls_grow(host, (void **)&ls->succ, n, sizeof *ls->succ);
+        bad |= ls_grow(host, (void **)&ls->succ_edge, n, sizeof *ls->succ_edge);
+        bad |= ls_grow(host, (void **)&ls->pred_seen, n, sizeof *ls->pred_seen);
+        ls->succ_n = -1;
+        if (!bad)
+            ls->cap_edges = g->n_edges;
+    }
+    if (!bad && (g->n_ranks > ls->cap_ranks || n_types > ls->cap_types)) {
+        int32_t r = g->n_ranks > ls->cap_ranks ? g->n_ranks : ls->cap_ranks;
+        int32_t t = n_types > ls->cap_types ? n_types : ls->cap_types;
+        size_t n = (size_t)r, nq = (size_t)r * (size_t)t;
+        bad |= ls_grow(host, (void **)&ls->q_off, nq + 1, sizeof *ls->q_off);
+        bad |= ls_grow(host, (void **)&ls->q_count, nq, sizeof *ls->q_count);
+        bad |= ls_grow(host, (void **)&ls->word_off, nq + 1, sizeof *ls->word_off);
+        bad |= ls_grow(host, (void **)&ls->sum_off, nq + 1, sizeof *ls->sum_off);
+        bad |= ls_grow(host, (void **)&ls->pending, nq, sizeof *ls->pending);
+        bad |= ls_grow(host, (void **)&ls->last_ms, n, sizeof *ls->last_ms);
+        bad |= ls_grow(host, (void **)&ls->mem_bytes, n, sizeof *ls->mem_bytes);
+        bad |= ls_grow(host, (void **)&ls->fill, n, sizeof *ls->fill);
+        bad |= ls_grow(host, (void **)&ls->last_type, n, sizeof *ls->last_type);
+        bad |= ls_grow(host, (void **)&ls->rank_t_ms, n, sizeof *ls->rank_t_ms);
+        bad |= ls_grow(host, (void **)&ls->dirty, n, sizeof *ls->dirty);
+        bad |= ls_grow(host, (void **)&ls->is_dirty, n, sizeof *ls->is_dirty);
+        if (!bad) {
+            ls->cap_ranks = r;
+            ls->cap_types = t;
+        }
+    }
+    /* Each queue rounds its slots up to whole words, and its words up to
+     * whole summary words. */
+    int64_t nq = (int64_t)g->n_ranks * n_types;
+    int64_t words = g->n_stages / 64 + nq + 1;
+    int64_t sums = words / 64 + nq + 1;
+    if (!bad && words > ls->cap_words) {
+        bad |= ls_grow(host, (void **)&ls->words, (size_t)words, sizeof *ls->words);
+        if (!bad)
+            ls->cap_words = (int32_t)words;
+    }
+    if (!bad && sums > ls->cap_sums) {
+        bad |= ls_grow(host, (void **)&ls->sums, (size_t)sums, sizeof *ls->sums);
+        if (!bad)
+            ls->cap_sums = (int32_t)sums;
+    }
+    if (bad)
+        return host->error(err, LOOM_ENOMEM, "%s: out of memory for a graph "
+                           "of %d stages", who, g->n_stages);
+    return LOOM_OK;
+}
+
+void loom_ls_release(loom_ls *ls)
+{
+    if (!ls->host)
+        return;
+    void *arrays[] = {ls->type, ls->prio, ls->tie, ls->succ_off, ls->succ,
+                      ls->pred_off_seen, ls->pred_seen,
+                      ls->succ_edge, ls->left, ls->ready_ms,
+                      ls->slot, ls->tie_order, ls->tie_seen, ls->sort_key,
+                      ls->sort_id, ls->q_off, ls->q_count, ls->slot_stage, ls->word_off,
+                      ls->sum_off, ls->words, ls->sums, ls->store,
+                      ls->pending, ls->last_ms, ls->mem_bytes, ls->fill,
+                      ls->last_type, ls->rank_t_ms, ls->dirty, ls->is_dirty};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+        ls->host->free(arrays[i]);
+    memset(ls, 0, sizeof *ls);
+}
+
+/* Sorts the n ids in `id` stably by the matching 32-bit keys in `key`,
+ * least significant byte first; a byte shared by every key is skipped.
+ * key2/id2 are scratch of n entries. Returns the array holding the
+ * result (id or id2). */
+static int32_t *ls_radix(uint32_t *key, int32_t *id, uint32_t *key2,
+                         int32_t *id2, int32_t n)
+{
+    uint32_t all_and = 0xffffffffu, all_or = 0;
+    for (int32_t i = 0; i < n; i++) {
+        all_and &= key[i];
+        all_or |= key[i];
+    }
+    uint32_t varies = all_and ^ all_or;
+    for (int shift = 0; shift < 32; shift += 8) {
+        if (((varies >> shift) & 0xffu) == 0)
+            continue;
+        int32_t count[257] = {0};
+        for (int32_t i = 0; i < n; i++)
+            count[((key[i] >> shift) & 0xffu) + 1]++;
+        for (int b = 0; b < 256; b++)
+            count[b + 1] += count[b];
+        for (int32_t i = 0; i < n; i++) {
+            int32_t at = count[(key[i] >> shift) & 0xffu]++;
+            key2[at] = key[i];
+            id2[at] = id[i];
+        }
+        uint32_t *tk = key;
+        key = key2;
+        key2 = tk;
+        int32_t *ti = id;
+        id = id2;
+        id2 = ti;
+    }
+    return id;
+}
+
+/* A key whose ascending unsigned order is the descending order of p, with
+ * -0 equal to +0 and NaN after every number. */
+static uint32_t ls_prio_key(float p)
+{
+    if (p != p)
+        return 0xffffffffu;
+    if (p == 0)
+        p = 0; /* -0 sorts with +0 */
+    uint32_t u;
+    memcpy(&u, &p, sizeof u);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u); /* ascending order */
+    return ~u;
+}
+
+/* Gives every stage its slot: its position in its queue's order by
+ * priority (higher first), tie key, stage id. */
+static void ls_order(loom_ls *ls, const loom_stage_graph *g)
+{
+    int32_t n = g->n_stages, T = ls->n_types;
+    uint32_t *key = ls->sort_key, *key2 = ls->sort_key + n;
+    int32_t *id = ls->sort_id, *id2 = ls->sort_id + n;
+    if (ls->tie_n != n || memcmp(ls->tie_seen, ls->tie, (size_t)n * sizeof *ls->tie)) {
+        for (int32_t v = 0; v < n; v++) {
+            key[v] = (uint32_t)ls->tie[v] ^ 0x80000000u;
+            id[v] = v;
+        }
+        const int32_t *sorted = ls_radix(key, id, key2, id2, n);
+        memcpy(ls->tie_order, sorted, (size_t)n * sizeof *sorted);
+        memcpy(ls->tie_seen, ls->tie, (size_t)n * sizeof *ls->tie);
+        ls->tie_n = n;
+    }
+    for (int32_t q = 0; q < g->n_ranks * T; q++)
+        ls->q_count[q] = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t v = ls->tie_order[i];
+        id[i] = v;
+        key[i] = ls_prio_key(ls->prio[v]);
+    }
+    const int32_t *sorted = ls_radix(key, id, key2, id2, n);
+    for (int32_t i = 0; i < n; i++) {
+        int32_t v = sorted[i];
+        int32_t q = g->rank[v] * T + ls->type[v];
+        int32_t s = ls->q_count[q]++;
+        ls->slot[v] = s;
+        ls->slot_stage[ls->q_off[q] + s] = v;
+    }
+}
+
+/* Adds slot s of queue q to the ready set. */
+static void ls_ready_add(loom_ls *ls, int32_t q, int32_t s)
+{
+    int32_t w = s >> 6;
+    ls->words[ls->word_off[q] + w] |= (uint64_t)1 << (s & 63);
+    ls->sums[ls->sum_off[q] + (w >> 6)] |= (uint64_t)1 << (w & 63);
+}
+
+/* Removes slot s of queue q from the ready set; 0 when it was not there. */
+static int ls_ready_remove(loom_ls *ls, int32_t q, int32_t s)
+{
+    int32_t w = s >> 6;
+    uint64_t *word = &ls->words[ls->word_off[q] + w];
+    uint64_t bit = (uint64_t)1 << (s & 63);
+    if (!(*word & bit))
+        return 0;
+    *word &= ~bit;
+    if (!*word)
+        ls->sums[ls->sum_off[q] + (w >> 6)] &= ~((uint64_t)1 << (w & 63));
+    return 1;
+}
+
+/* The first ready slot of queue q, or -1. */
+static int32_t ls_ready_first(const loom_ls *ls, int32_t q)
+{
+    const uint64_t *sums = ls->sums + ls->sum_off[q];
+    int32_t n_sums = ls->sum_off[q + 1] - ls->sum_off[q];
+    for (int32_t i = 0; i < n_sums; i++) {
+        if (sums[i]) {
+            int32_t w = i * 64 + __builtin_ctzll(sums[i]);
+            return w * 64 + __builtin_ctzll(ls->words[ls->word_off[q] + w]);
+        }
+    }
+    return -1;
+}
+
+/* Marks rank r dirty (once). */
+static void ls_mark(loom_ls *ls, int32_t r)
+{
+    if (!ls->is_dirty[r]) {
+        ls->is_dirty[r] = 1;
+        ls->dirty[ls->n_dirty++] = r;
+    }
+}
+
+/* Queues a released stage: ready when it can start once its rank is
+ * free, else pending. */
+static void ls_release(loom_ls *ls, const loom_stage_graph *g, int32_t v)
+{
+    int32_t r = g->rank[v];
+    int32_t q = r * ls->n_types + ls->type[v];
+    if (ls->ready_ms[v] <= ls->last_ms[r]) {
+        ls_ready_add(ls, q, ls->slot[v]);
+    } else {
+        loom_ls_entry x = {ls->ready_ms[v], ls->slot[v], 0};
+        loom_ls_heap_push(&ls->pending[q], x);
+    }
+    ls_mark(ls, r);
+}
+
+/* 1 when g's predecessor rows are the ones the successor rows were built
+ * from. */
+static int ls_same_edges(const loom_ls *ls, const loom_stage_graph *g)
+{
+    int32_t n = g->n_stages;
+    return ls->succ_n == n && ls->succ_e == g->n_edges &&
+           !memcmp(ls->pred_off_seen, g->pred_off, ((size_t)n + 1) * sizeof *g->pred_off) &&
+           !memcmp(ls->pred_seen, g->pred, (size_t)g->n_edges * sizeof *g->pred);
+}
+
+/* Builds the successor rows (a counting sort of the edges by predecessor)
+ * and remembers the predecessor rows they stand for. LOOM_EINVAL names
+ * the first edge with a predecessor out of range. */
+static int ls_successors(loom_ls *ls, const loom_stage_graph *g,
+                         const char *who, loom_error *err)
+{
+    int32_t n = g->n_stages;
+    ls->succ_n = -1;
+    for (int32_t v = 0; v <= n; v++)
+        ls->succ_off[v] = 0;
+    for (int32_t e = 0; e < g->n_edges; e++) {
+        int32_t p = g->pred[e];
+        if (p < 0 || p >= n)
+            return ls->host->error(err, LOOM_EINVAL, "%s: edge %d names stage %d "
+                                   "as predecessor, expected 0..%d", who, e, p,
+                                   n - 1);
+        ls->succ_off[p + 1]++;
+    }
+    for (int32_t v = 0; v < n; v++)
+        ls->succ_off[v + 1] += ls->succ_off[v];
+    for (int32_t v = 0; v < n; v++) {
+        for (int32_t e = g->pred_off[v]; e < g->pred_off[v + 1]; e++) {
+            int32_t slot = ls->succ_off[g->pred[e]]++;
+            ls->succ[slot] = v;
+            ls->succ_edge[slot] = e;
+        }
+    }
+    for (int32_t v = n; v > 0; v--)
+        ls->succ_off[v] = ls->succ_off[v - 1];
+    ls->succ_off[0] = 0;
+    memcpy(ls->pred_off_seen, g->pred_off, ((size_t)n + 1) * sizeof *g->pred_off);
+    memcpy(ls->pred_seen, g->pred, (size_t)g->n_edges * sizeof *g->pred);
+    ls->succ_n = n;
+    ls->succ_e = g->n_edges;
+    return LOOM_OK;
+}
+
+int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
+                  const char *who, loom_error *err)
+{
+    const loom_host_api *host = ls->host;
+    int32_t n = g->n_stages, P = g->n_ranks, T = ls->n_types, Q = P * T;
+    if (g->pred_off[0] != 0 || g->pred_off[n] != g->n_edges)
+        return host->error(err, LOOM_EINVAL, "%s: predecessor rows cover "
+                           "edges %d..%d, expected 0..%d", who, g->pred_off[0],
+                           g->pred_off[n], g->n_edges);
+    ls->n_ranks = P;
+    for (int32_t r = 0; r < P; r++) {
+        ls->fill[r] = 0;
+        ls->last_ms[r] = 0;
+        ls->mem_bytes[r] = 0;
+        ls->last_type[r] = -1;
+        ls->rank_t_ms[r] = INFINITY;
+        ls->is_dirty[r] = 0;
+    }
+    /* Count the stages of every queue into q_off[q + 1]. */
+    for (int32_t q = 0; q <= Q; q++)
+        ls->q_off[q] = 0;
+    for (int32_t v = 0; v < n; v++) {
+        int32_t r = g->rank[v];
+        if (r < 0 || r >= P)
+            return host->error(err, LOOM_EINVAL, "%s: stage %d is on rank %d, "
+                               "expected 0..%d", who, v, r, P - 1);
+        if (ls->type[v] >= T)
+            return host->error(err, LOOM_EINVAL, "%s: stage %d has kind %d, "
+                               "expected F, B, I or W", who, v, g->kind[v]);
+        ls->fill[r]++;
+        ls->q_off[r * T + ls->type[v] + 1]++;
+        if (g->pred_off[v + 1] < g->pred_off[v])
+            return host->error(err, LOOM_EINVAL, "%s: stage %d has a negative "
+                               "predecessor count", who, v);
+    }
+    ls->word_off[0] = 0;
+    ls->sum_off[0] = 0;
+    for (int32_t q = 0; q < Q; q++) {
+        int32_t c = ls->q_off[q + 1];
+        int32_t w = (c + 63) / 64;
+        ls->q_off[q + 1] = ls->q_off[q] + c;
+        ls->word_off[q + 1] = ls->word_off[q] + w;
+        ls->sum_off[q + 1] = ls->sum_off[q] + (w + 63) / 64;
+        ls->pending[q].e = ls->store + ls->q_off[q];
+        ls->pending[q].n = 0;
+    }
+    memset(ls->words, 0, (size_t)ls->word_off[Q] * sizeof *ls->words);
+    memset(ls->sums, 0, (size_t)ls->sum_off[Q] * sizeof *ls->sums);
+    int32_t k = 0;
+    for (int32_t r = 0; r < P; r++) {
+        out->rank_off[r] = k;
+        k += ls->fill[r];
+    }
+    out->rank_off[P] = k;
+    out->n_ranks = P;
+    out->n_stages = 0;
+
+    if (!ls_same_edges(ls, g)) {
+        int rc = ls_successors(ls, g, who, err);
+        if (rc != LOOM_OK)
+            return rc;
+    }
+    for (int32_t v = 0; v < n; v++) {
+        ls->left[v] = g->pred_off[v + 1] - g->pred_off[v];
+        ls->ready_ms[v] = 0;
+    }
+
+    ls_order(ls, g);
+    for (int32_t r = 0; r < P; r++)
+        ls->fill[r] = out->rank_off[r];
+
+    ls->n_dirty = 0;
+    ls->placed = 0;
+    for (int32_t v = 0; v < n; v++)
+        if (ls->left[v] == 0)
+            ls_release(ls, g, v);
+    for (int32_t r = 0; r < P; r++)
+        ls_mark(ls, r);
+    return LOOM_OK;
+}
+
+int32_t loom_ls_peek(loom_ls *ls, int32_t r, int32_t q, double *start_ms)
+{
+    int32_t qi = r * ls->n_types + q;
+    loom_ls_heap *pd = &ls->pending[qi];
+    double now = ls->last_ms[r];
+    while (pd->n > 0 && pd->e[0].t_ms <= now) {
+        ls_ready_add(ls, qi, pd->e[0].slot);
+        loom_ls_heap_pop(pd);
+    }
+    int32_t s = ls_ready_first(ls, qi);
+    if (s >= 0) {
+        *start_ms = now;
+        return ls->slot_stage[ls->q_off[qi] + s];
+    }
+    if (pd->n > 0) {
+        *start_ms = pd->e[0].t_ms;
+        return ls->slot_stage[ls->q_off[qi] + pd->e[0].slot];
+    }
+    return -1;
+}
+
+void loom_ls_place(loom_ls *ls, const loom_stage_graph *g, int32_t v,
+                   loom_schedule *out)
+{
+    int32_t r = g->rank[v], q = ls->type[v];
+    int32_t qi = r * ls->n_types + q;
+    if (!ls_ready_remove(ls, qi, ls->slot[v]))
+        loom_ls_heap_pop(&ls->pending[qi]);
+
+    double start = ls->last_ms[r] > ls->ready_ms[v] ? ls->last_ms[r]
+                                                     : ls->ready_ms[v];
+    double end = start + g->duration_ms[v];
+    ls->last_ms[r] = end;
+    ls->mem_bytes[r] += g->mem_delta_bytes[v];
+    ls->last_type[r] = q;
+    out->order[ls->fill[r]++] = v;
+    ls->placed++;
+    ls_mark(ls, r);
+
+    for (int32_t i = ls->succ_off[v]; i < ls->succ_off[v + 1]; i++) {
+        int32_t s = ls->succ[i];
+        double t = end + g->pred_p2p_ms[ls->succ_edge[i]];
+        if (t > ls->ready_ms[s])
+            ls->ready_ms[s] = t;
+        if (--ls->left[s] == 0)
+            ls_release(ls, g, s);
+    }
+}
+
+void loom_ls_rank_push(loom_ls *ls, int32_t r, double t_ms)
+{
+    ls->rank_t_ms[r] = t_ms;
+}
+
+void loom_ls_rank_drop(loom_ls *ls, int32_t r)
+{
+    ls->rank_t_ms[r] = INFINITY;
+}
+
+int32_t loom_ls_rank_pop(loom_ls *ls)
+{
+    if (ls->n_ranks == 0)
+        return -1;
+    int32_t best = 0;
+    double t = ls->rank_t_ms[0];
+    for (int32_t r = 1; r < ls->n_ranks; r++) {
+        double x = ls->rank_t_ms[r];
+        int lower = x < t;
+        best = lower ? r : best;
+        t = lower ? x : t;
+    }
+    if (t == INFINITY)
+        return -1;
+    ls->rank_t_ms[best] = INFINITY;
+    return best;
+}
+
+int loom_ls_end(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
+                const char *who, loom_error *err)
+{
+    if (ls->placed != g->n_stages) {
+        int32_t stuck = -1;
+        for (int32_t v = 0; v < g->n_stages && stuck < 0; v++)
+            if (ls->left[v] > 0)
+                stuck = v;
+        return ls->host->error(err, LOOM_EINVAL,
+                               "%s: placed %d of %d stages; stage %d still "
+                               "waits for %d predecessors (dependency cycle?)",
+                               who, ls->placed, g->n_stages, stuck,
+                               stuck >= 0 ? ls->left[stuck] : 0);
+    }
+    out->n_stages = g->n_stages;
+    return LOOM_OK;
+}
+
+int32_t loom_ls_pick_forced(loom_ls *ls, const loom_stage_graph *g,
+                            const int32_t *blocked_f)
+{
+    int32_t best = -1;
+    int64_t best_bytes = 0;
+    double best_start = 0;
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        int32_t v = blocked_f[r];
+        if (v < 0)
+            continue;
+        int64_t bytes = g->static_bytes[r] + ls->mem_bytes[r] +
+                        g->mem_delta_bytes[v];
+        double start = ls->last_ms[r] > ls->ready_ms[v] ? ls->last_ms[r]
+                                                         : ls->ready_ms[v];
+        if (best < 0 || bytes < best_bytes ||
+            (bytes == best_bytes && start < best_start)) {
+            best = v;
+            best_bytes = bytes;
+            best_start = start;
+        }
+    }
+    return best;
+}

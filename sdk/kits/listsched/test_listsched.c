@@ -1,0 +1,244 @@
+/* test_listsched.c - the list-scheduling kit (<loom/kits/listsched.h>) on
+ * its own: the pending heap and the rank queue orders, a complete list
+ * schedule of a 2-rank, 2-microbatch graph worked out by hand (one queue
+ * type, earlier microbatches first), scratch reuse without allocation,
+ * and the errors of a schedule left unfinished or a bad stage. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <loom/kits/listsched.h>
+#include <loom/mock_host.h>
+#include "engine_api.h"
+#include "testutil.h"
+
+START_TEST(heap_and_rank_queue_orders)
+{
+    loom_ls_entry store[4];
+    loom_ls_heap hp = {store, 0, 0};
+    const loom_ls_entry in[4] = {{3, 0, 0}, {1, 5, 0}, {1, 2, 0}, {2, 1, 0}};
+    for (int i = 0; i < 4; i++)
+        loom_ls_heap_push(&hp, in[i]);
+    /* by time, then slot */
+    const double t[4] = {1, 1, 2, 3};
+    const int32_t slot[4] = {2, 5, 1, 0};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(hp.n, 4 - i);
+        ck_assert_double_eq(hp.e[0].t_ms, t[i]);
+        ck_assert_int_eq(hp.e[0].slot, slot[i]);
+        loom_ls_heap_pop(&hp);
+    }
+    ck_assert_int_eq(hp.n, 0);
+
+    /* the rank queue: smallest start first, ties to the lower rank */
+    loom_ls ls;
+    memset(&ls, 0, sizeof ls);
+    double rank_t[3];
+    ls.rank_t_ms = rank_t;
+    ls.n_ranks = 3;
+    for (int r = 0; r < 3; r++)
+        loom_ls_rank_drop(&ls, r);
+    ck_assert_int_eq(loom_ls_rank_pop(&ls), -1);
+    loom_ls_rank_push(&ls, 0, 5);
+    loom_ls_rank_push(&ls, 1, 3);
+    loom_ls_rank_push(&ls, 2, 3);
+    loom_ls_rank_push(&ls, 0, 4); /* replaces 5 */
+    ck_assert_int_eq(loom_ls_rank_pop(&ls), 1);
+    ck_assert_int_eq(loom_ls_rank_pop(&ls), 2);
+    loom_ls_rank_push(&ls, 1, 9);
+    loom_ls_rank_drop(&ls, 1);
+    ck_assert_int_eq(loom_ls_rank_pop(&ls), 0);
+    ck_assert_int_eq(loom_ls_rank_pop(&ls), -1);
+}
+END_TEST
+
+/* P = 2 ranks, M = 2 microbatches, F = 1 ms, B = 2 ms. */
+static loom_stage_graph *two_by_two(void)
+{
+    double fw[2] = {1, 1}, bw[2] = {2, 2};
+    loom_stage_times st;
+    memset(&st, 0, sizeof st);
+    st.ranks = 2;
+    st.microbatches = 2;
+    st.virtual_stages = 1;
+    st.forward_ms = fw;
+    st.backward_ms = bw;
+    loom_stage_graph *g = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
+    return g;
+}
+
+/* One queue type, priority M - microbatch (earlier microbatches first);
+ * each step places what loom_ls_peek offers on the rank the rank queue
+ * pops (the smallest start, ties to the lower rank). */
+static int list_schedule(loom_ls *ls, const loom_stage_graph *g,
+                         loom_schedule *out, loom_error *err)
+{
+    for (int32_t v = 0; v < g->n_stages; v++) {
+        ls->type[v] = 0;
+        ls->prio[v] = (float)(g->n_microbatches - g->microbatch[v]);
+        ls->tie[v] = 0;
+    }
+    int rc = loom_ls_begin(ls, g, out, "t", err);
+    if (rc != LOOM_OK)
+        return rc;
+    while (ls->placed < g->n_stages) {
+        for (int32_t i = 0; i < ls->n_dirty; i++) {
+            int32_t r = ls->dirty[i];
+            double t;
+            ls->is_dirty[r] = 0;
+            if (loom_ls_peek(ls, r, 0, &t) >= 0)
+                loom_ls_rank_push(ls, r, t);
+            else
+                loom_ls_rank_drop(ls, r);
+        }
+        ls->n_dirty = 0;
+        int32_t r = loom_ls_rank_pop(ls);
+        if (r < 0)
+            break;
+        double t;
+        loom_ls_place(ls, g, loom_ls_peek(ls, r, 0, &t), out);
+    }
+    return loom_ls_end(ls, g, out, "t", err);
+}
+
+/* Asserts that slot k of rank r's order is (kind, microbatch). */
+static void at(const loom_stage_graph *g, const loom_schedule *s, int32_t r,
+               int32_t k, int kind, int32_t mb)
+{
+    int32_t v = s->order[s->rank_off[r] + k];
+    ck_assert_int_eq(g->rank[v], r);
+    ck_assert_int_eq(g->kind[v], kind);
+    ck_assert_int_eq(g->microbatch[v], mb);
+}
+
+/* The mock host's allocator, counting calls. */
+static void *(*base_alloc)(size_t);
+static void *(*base_realloc)(void *, size_t);
+static int64_t n_allocs;
+
+static void *count_alloc(size_t n)
+{
+    n_allocs++;
+    return base_alloc(n);
+}
+
+static void *count_realloc(void *p, size_t n)
+{
+    n_allocs++;
+    return base_realloc(p, n);
+}
+
+/* By hand: rank 0 runs F0 [0,1], F1 [1,2]; rank 1 F0 [1,2], then at 2
+ * both B0 (released at 2) and F1 (from 2) are ready and B0 has the higher
+ * priority: B0 [2,4]; at 4 ranks 0 (B0) and 1 (F1) tie and rank 0 goes
+ * first: B0 [4,6]; rank 1 F1 [4,5], B1 [5,7]; rank 0 B1 [7,9]. */
+START_TEST(schedule_by_hand)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    loom_host_api api = *loom_mock_host_api(h);
+    base_alloc = api.alloc;
+    base_realloc = api.realloc;
+    api.alloc = count_alloc;
+    api.realloc = count_realloc;
+    loom_stage_graph *g = two_by_two();
+    loom_schedule *s = loom_schedule_new(2, g->n_stages);
+    loom_ls ls;
+    memset(&ls, 0, sizeof ls);
+    loom_error err = {0};
+    ck_assert_int_eq(loom_ls_reserve(&ls, &api, g, 1, "t", &err), LOOM_OK);
+    ck_assert_int_eq(list_schedule(&ls, g, s, &err), LOOM_OK);
+    ck_assert_int_eq(s->n_stages, 8);
+    ck_assert_int_eq(s->rank_off[1], 4);
+    ck_assert_int_eq(s->rank_off[2], 8);
+    at(g, s, 0, 0, LOOM_STAGE_F, 0);
+    at(g, s, 0, 1, LOOM_STAGE_F, 1);
+    at(g, s, 0, 2, LOOM_STAGE_B, 0);
+    at(g, s, 0, 3, LOOM_STAGE_B, 1);
+    at(g, s, 1, 0, LOOM_STAGE_F, 0);
+    at(g, s, 1, 1, LOOM_STAGE_B, 0);
+    at(g, s, 1, 2, LOOM_STAGE_F, 1);
+    at(g, s, 1, 3, LOOM_STAGE_B, 1);
+    ck_assert_double_eq(ls.last_ms[0], 9.0);
+    ck_assert_double_eq(ls.last_ms[1], 7.0);
+    ck_assert_int_eq(ls.mem_bytes[0], 0);
+    ck_assert_int_eq(ls.mem_bytes[1], 0);
+    ck_assert_int_eq(ls.last_type[0], 0);
+
+    /* the same again on the reused scratch: same order, no allocation */
+    int32_t first[8];
+    memcpy(first, s->order, sizeof first);
+    int64_t allocs = n_allocs;
+    ck_assert_int_gt(allocs, 0);
+    ck_assert_int_eq(loom_ls_reserve(&ls, &api, g, 1, "t", &err), LOOM_OK);
+    ck_assert_int_eq(list_schedule(&ls, g, s, &err), LOOM_OK);
+    ck_assert_mem_eq(s->order, first, sizeof first);
+    ck_assert_int_eq(n_allocs, allocs);
+
+    loom_ls_release(&ls);
+    loom_schedule_free(s);
+    loom_graph_free(g);
+    loom_mock_host_free(h);
+}
+END_TEST
+
+START_TEST(unfinished_and_bad_stages)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    loom_stage_graph *g = two_by_two();
+    loom_schedule *s = loom_schedule_new(2, g->n_stages);
+    loom_ls ls;
+    memset(&ls, 0, sizeof ls);
+    loom_error err = {0};
+    ck_assert_int_eq(loom_ls_reserve(&ls, loom_mock_host_api(h), g, 1, "t", &err),
+                     LOOM_OK);
+    for (int32_t v = 0; v < g->n_stages; v++) {
+        ls.type[v] = 0;
+        ls.prio[v] = 0;
+        ls.tie[v] = 0;
+    }
+    ck_assert_int_eq(loom_ls_begin(&ls, g, s, "t", &err), LOOM_OK);
+    int32_t stuck = 0;
+    while (g->pred_off[stuck + 1] == g->pred_off[stuck])
+        stuck++;
+    char want[160];
+    snprintf(want, sizeof want, "t: placed 0 of 8 stages; stage %d still waits "
+             "for 1 predecessors (dependency cycle?)", stuck);
+    ck_assert_int_eq(loom_ls_end(&ls, g, s, "t", &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, want);
+
+    /* a queue type beyond the ones reserved */
+    ls.type[3] = 1;
+    ck_assert_int_eq(loom_ls_begin(&ls, g, s, "t", &err), LOOM_EINVAL);
+    snprintf(want, sizeof want, "t: stage 3 has kind %d, expected F, B, I or W",
+             g->kind[3]);
+    ck_assert_str_eq(err.message, want);
+    ls.type[3] = 0;
+    g->rank[5] = 2;
+    ck_assert_int_eq(loom_ls_begin(&ls, g, s, "t", &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "t: stage 5 is on rank 2, expected 0..1");
+
+    loom_ls_release(&ls);
+    loom_schedule_free(s);
+    loom_graph_free(g);
+    loom_mock_host_free(h);
+}
+END_TEST
+
+/* The suite: every test in one case. */
+static Suite *suite(void)
+{
+    Suite *s = suite_create("kit-listsched");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, heap_and_rank_queue_orders);
+    tcase_add_test(tc, schedule_by_hand);
+    tcase_add_test(tc, unfinished_and_bad_stages);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+/* Runs the suite. */
+int main(void)
+{
+    return loom_test_main(suite());
+}

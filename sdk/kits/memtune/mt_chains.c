@@ -1,0 +1,136 @@
+/*
+ * mt_chains.c - per-layer policy chains: each layer entry's sequence of
+ * ever more frugal policies, starting from NONE, that the greedy descent
+ * walks (PipeWeaver section 6.3's per-layer memory options).
+ */
+#include <string.h>
+#include <loom/kits/memtune.h>
+
+/* Releases the chains' arrays. */
+void loom_mt_entry_chains_free(const loom_host_api *host,
+                               loom_mt_entry_chains *c)
+{
+    host->free(c->chain_off);
+    host->free(c->chain_ms);
+    host->free(c->chain_bytes);
+    host->free(c->chain_pol);
+    host->free(c->state);
+    host->free(c->pair_bytes);
+    memset(c, 0, sizeof *c);
+}
+
+/* Grows the arrays for n_entries entries and n_pairs pairs. */
+static int mt_chains_reserve(const loom_host_api *host,
+                             loom_mt_entry_chains *c, int32_t n_entries,
+                             int32_t n_pairs)
+{
+    if (n_entries <= c->cap_entries && n_pairs <= c->cap_pairs && c->chain_off)
+        return LOOM_OK;
+    loom_mt_entry_chains_free(host, c);
+    size_t ne = (size_t)n_entries + 1, np = (size_t)n_pairs + 1;
+    size_t ns = ne * LOOM_POLICY_COUNT;
+    c->chain_off = host->alloc(ne * sizeof *c->chain_off);
+    c->chain_ms = host->alloc(ns * sizeof *c->chain_ms);
+    c->chain_bytes = host->alloc(ns * sizeof *c->chain_bytes);
+    c->chain_pol = host->alloc(ns * sizeof *c->chain_pol);
+    c->state = host->alloc(ne * sizeof *c->state);
+    c->pair_bytes = host->alloc(np * sizeof *c->pair_bytes);
+    if (!c->chain_off || !c->chain_ms || !c->chain_bytes || !c->chain_pol ||
+        !c->state || !c->pair_bytes) {
+        loom_mt_entry_chains_free(host, c);
+        return LOOM_ENOMEM;
+    }
+    c->cap_entries = n_entries;
+    c->cap_pairs = n_pairs;
+    return LOOM_OK;
+}
+
+/* Writes to pol the chain of one entry's options o (LOOM_POLICY_COUNT of
+ * them): NONE, then each time the policy with the most bytes strictly
+ * below the current one (ties: less time, then the lower policy); returns
+ * its length. */
+static int mt_chain_of(const loom_policy_option *o, uint8_t *pol)
+{
+    int n = 0;
+    for (int cur = LOOM_POLICY_NONE; cur >= 0;) {
+        pol[n++] = (uint8_t)cur;
+        int best = -1;
+        for (int p = 0; p < LOOM_POLICY_COUNT; p++) {
+            if (o[p].activation_bytes >= o[cur].activation_bytes)
+                continue;
+            if (best < 0 || o[p].activation_bytes > o[best].activation_bytes ||
+                (o[p].activation_bytes == o[best].activation_bytes &&
+                 o[p].forward_ms + o[p].backward_ms <
+                     o[best].forward_ms + o[best].backward_ms))
+                best = p;
+        }
+        cur = best;
+    }
+    return n;
+}
+
+/* Builds the chains (see header). */
+int loom_mt_entry_chains_build(const loom_host_api *host,
+                               loom_mt_entry_chains *c,
+                               const loom_stage_graph *g, loom_error *err)
+{
+    if (mt_chains_reserve(host, c, g->n_layer_entries, g->n_pairs) != LOOM_OK)
+        return host->error(err, LOOM_ENOMEM, "memory tuner: out of memory");
+    int32_t k = 0;
+    const loom_policy_option *prev = NULL;
+    uint8_t pol[LOOM_POLICY_COUNT];
+    int len = 0;
+    for (int32_t e = 0; e < g->n_layer_entries; e++) {
+        const loom_policy_option *o =
+            &g->layer_options[(size_t)e * LOOM_POLICY_COUNT];
+        /* runs of identical layers share one chain */
+        if (!prev || memcmp(o, prev, LOOM_POLICY_COUNT * sizeof *o) != 0)
+            len = mt_chain_of(o, pol);
+        prev = o;
+        c->chain_off[e] = k;
+        c->state[e] = 0;
+        for (int i = 0; i < len; i++, k++) {
+            c->chain_pol[k] = pol[i];
+            c->chain_ms[k] = o[pol[i]].forward_ms + o[pol[i]].backward_ms;
+            c->chain_bytes[k] = o[pol[i]].activation_bytes;
+        }
+    }
+    c->chain_off[g->n_layer_entries] = k;
+    for (int32_t p = 0; p < g->n_pairs; p++) {
+        int64_t sum = 0;
+        for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++)
+            sum += c->chain_bytes[c->chain_off[e]];
+        c->pair_bytes[p] = sum;
+    }
+    return LOOM_OK;
+}
+
+/* The units view (see header). */
+loom_mt_units loom_mt_entry_units(loom_mt_entry_chains *c,
+                                  const loom_stage_graph *g)
+{
+    loom_mt_units u = {g->n_pairs, g->pair_layer_off, c->chain_off,
+                       c->chain_ms, c->chain_bytes, c->state};
+    return u;
+}
+
+/* Writes every entry's policy from its chain state (u may be NULL: the
+ * chains hold the states the units view points at). */
+void loom_mt_entry_materialise(void *user, const loom_stage_graph *g,
+                               const loom_mt_units *u, uint8_t *policies)
+{
+    const loom_mt_entry_chains *c = user;
+    (void)u;
+    for (int32_t e = 0; e < g->n_layer_entries; e++)
+        policies[e] = c->chain_pol[c->chain_off[e] + c->state[e]];
+}
+
+/* Total latency at the current states (see header). */
+double loom_mt_entry_total_ms(const loom_mt_entry_chains *c,
+                              const loom_stage_graph *g)
+{
+    double sum = 0.0;
+    for (int32_t e = 0; e < g->n_layer_entries; e++)
+        sum += c->chain_ms[c->chain_off[e] + c->state[e]];
+    return sum;
+}

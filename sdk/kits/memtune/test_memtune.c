@@ -1,0 +1,268 @@
+/* test_memtune.c - the memory-tuning kit (<loom/kits/memtune.h>) on its
+ * own: a memory timeline by hand (slots, peaks, live pairs, crests),
+ * per-layer policy chains and the tuning loop by hand (the moves, the
+ * policies, the bytes left, an infeasible cap's message), params and
+ * input checks, and timeline peaks equal to the core simulator's. */
+#include <stdio.h>
+#include <loom/kits/memtune.h>
+#include <loom/mock_memtune.h>
+
+/* One rank, two microbatches, one entry per pair: GPipe runs F0 F1 B0 B1,
+ * 1F1B runs F0 B0 F1 B1 (stage ids 0 = F0, 1 = B0, 2 = F1, 3 = B1). */
+START_TEST(timeline_by_hand)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    const loom_host_api *host = loom_mock_host_api(h);
+    loom_stage_graph *g = mtt_chain(1, 2, 1, 0, 1);
+    loom_schedule *gp = mtt_order(1, 2, 0, 1), *ob = mtt_order(1, 2, 0, 0);
+    static const int32_t gp_order[4] = {0, 2, 1, 3}, ob_order[4] = {0, 1, 2, 3};
+    ck_assert_mem_eq(gp->order, gp_order, sizeof gp_order);
+    ck_assert_mem_eq(ob->order, ob_order, sizeof ob_order);
+    loom_mt_timeline t;
+    memset(&t, 0, sizeof t);
+    loom_error err = {0};
+
+    ck_assert_int_eq(loom_mt_timeline_build(host, &t, g, gp, &err), LOOM_OK);
+    ck_assert_int_eq(t.n_pairs, 2);
+    ck_assert_int_eq(t.pair_open[0], 0);
+    ck_assert_int_eq(t.pair_open[1], 1);
+    ck_assert_int_eq(t.pair_close[0], 2);
+    ck_assert_int_eq(t.pair_close[1], 3);
+    int64_t bytes[2] = {100, 40};
+    ck_assert_int_eq(loom_mt_rank_peak(&t, 0, bytes), 140);
+    ck_assert_int_eq(t.peak_bytes[0], 140);
+    ck_assert_int_eq(t.peak_slot[0], 1);
+    int32_t live[2];
+    ck_assert_int_eq(loom_mt_live_pairs(&t, 0, 1, live), 2);
+    ck_assert_int_eq(live[0] + live[1], 1); /* pairs 0 and 1 */
+    ck_assert_int_eq(loom_mt_live_pairs(&t, 0, 2, live), 1);
+    ck_assert_int_eq(live[0], 1);
+    ck_assert_int_eq(loom_mt_is_crest(&t, 0, 0), 0); /* F1 allocates next */
+    ck_assert_int_eq(loom_mt_is_crest(&t, 0, 1), 1);
+    ck_assert_int_eq(loom_mt_is_crest(&t, 0, 2), 0); /* frees */
+
+    /* the same pairs in 1F1B order: never both live */
+    ck_assert_int_eq(loom_mt_timeline_build(host, &t, g, ob, &err), LOOM_OK);
+    ck_assert_int_eq(loom_mt_rank_peak(&t, 0, bytes), 100);
+    ck_assert_int_eq(t.peak_slot[0], 0);
+    int64_t later[2] = {100, 140};
+    ck_assert_int_eq(loom_mt_rank_peak(&t, 0, later), 140);
+    ck_assert_int_eq(t.peak_slot[0], 2);
+    int64_t none[2] = {0, 0};
+    ck_assert_int_eq(loom_mt_rank_peak(&t, 0, none), 0);
+    ck_assert_int_eq(t.peak_slot[0], -1);
+
+    loom_mt_timeline_free(host, &t);
+    loom_schedule_free(gp);
+    loom_schedule_free(ob);
+    loom_graph_free(g);
+    loom_mock_host_free(h);
+}
+END_TEST
+
+/* Sets entry e's three options: (forward + backward ms, bytes) each; the
+ * forward is 1 ms of it. */
+static void set_entry(loom_stage_graph *g, int32_t e, const double ms[3],
+                      const int64_t bytes[3])
+{
+    for (int q = 0; q < 3; q++) {
+        loom_policy_option *o = &g->layer_options[(size_t)e * 3 + (size_t)q];
+        o->forward_ms = 1.0;
+        o->backward_ms = ms[q] - 1.0;
+        o->weight_grad_ms = 0.0;
+        o->activation_bytes = bytes[q];
+    }
+}
+
+/* One rank, two microbatches, two entries per pair (GPipe: the peak holds
+ * all four). Bytes per ms of the first moves: e0 80, e1 60, e2 50, e3
+ * 16.7 (e3's SELECTIVE saves nothing, so its chain skips it). */
+START_TEST(chains_and_tuning_loop_by_hand)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    const loom_host_api *host = loom_mock_host_api(h);
+    loom_stage_graph *g = mtt_chain(1, 2, 2, 0, 1);
+    const double ms0[3] = {3, 3.5, 5}, ms1[3] = {3, 4, 4.5},
+                 ms2[3] = {3, 3.2, 5}, ms3[3] = {3, 3.1, 6};
+    const int64_t b0[3] = {100, 60, 10}, b1[3] = {100, 40, 20},
+                  b2[3] = {100, 90, 0}, b3[3] = {100, 100, 50};
+    set_entry(g, 0, ms0, b0);
+    set_entry(g, 1, ms1, b1);
+    set_entry(g, 2, ms2, b2);
+    set_entry(g, 3, ms3, b3);
+    loom_graph_apply_policies(g);
+    loom_schedule *s = mtt_order(1, 2, 0, 1);
+    ck_assert_double_eq(loom_mt_entry_ms(g, 0, LOOM_POLICY_SELECTIVE), 3.5);
+    ck_assert_int_eq(loom_mt_entry_bytes(g, 2, LOOM_POLICY_FULL), 0);
+
+    loom_mt_entry_chains c;
+    memset(&c, 0, sizeof c);
+    loom_error err = {0};
+    ck_assert_int_eq(loom_mt_entry_chains_build(host, &c, g, &err), LOOM_OK);
+    static const int32_t off[5] = {0, 3, 6, 9, 11};
+    static const uint8_t pol[11] = {0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 2};
+    static const int64_t cb[11] = {100, 60, 10, 100, 40, 20, 100, 90, 0, 100, 50};
+    ck_assert_mem_eq(c.chain_off, off, sizeof off);
+    ck_assert_mem_eq(c.chain_pol, pol, sizeof pol);
+    ck_assert_mem_eq(c.chain_bytes, cb, sizeof cb);
+    ck_assert_double_eq(c.chain_ms[10], 6.0);
+    ck_assert_int_eq(c.pair_bytes[0], 200);
+    ck_assert_int_eq(c.pair_bytes[1], 200);
+    ck_assert_double_eq(loom_mt_entry_total_ms(&c, g), 12.0);
+
+    /* cap 300 of a 400-byte peak: e0 -> SELECTIVE (360), then e1 ->
+     * SELECTIVE (60 bytes per ms, beating e2's 50 and e0's next 33) */
+    loom_mt_driver d;
+    loom_mt_driver_init(host, &d);
+    ck_assert_ptr_null(d.sim); /* no simulator on this host */
+    g->memory_cap_bytes = 300;
+    loom_mt_units u = loom_mt_entry_units(&c, g);
+    uint8_t got[4];
+    ck_assert_int_eq(loom_mt_driver_run(host, &d, g, s, &u, c.pair_bytes,
+                                        loom_mt_entry_materialise, &c, got,
+                                        "t", &err), LOOM_OK);
+    static const uint8_t want[4] = {LOOM_POLICY_SELECTIVE, LOOM_POLICY_SELECTIVE,
+                                    LOOM_POLICY_NONE, LOOM_POLICY_NONE};
+    ck_assert_mem_eq(got, want, sizeof want);
+    ck_assert_int_eq(d.descended, 1);
+    ck_assert_int_eq(d.moves, 2);
+    ck_assert_int_eq(c.pair_bytes[0], 100);
+    ck_assert_int_eq(c.pair_bytes[1], 200);
+    ck_assert_double_eq(loom_mt_entry_total_ms(&c, g), 13.5);
+    ck_assert_int_eq(loom_mt_driver_confirm(host, &d, g, s, got, "t", &err), LOOM_OK);
+
+    /* every layer at its most frugal choice holds 80 bytes: cap 10 fails */
+    ck_assert_int_eq(loom_mt_entry_chains_build(host, &c, g, &err), LOOM_OK);
+    g->memory_cap_bytes = 10;
+    u = loom_mt_entry_units(&c, g);
+    ck_assert_int_eq(loom_mt_driver_run(host, &d, g, s, &u, c.pair_bytes,
+                                        loom_mt_entry_materialise, &c, got,
+                                        "t", &err), LOOM_EINFEASIBLE);
+    ck_assert_str_eq(err.message,
+                     "t: rank 0 is 70 bytes short of the memory cap of 10 bytes: "
+                     "static 0 + activations 80 bytes at its peak, with every "
+                     "layer live there at its most frugal choice");
+
+    /* without a cap nothing moves */
+    ck_assert_int_eq(loom_mt_entry_chains_build(host, &c, g, &err), LOOM_OK);
+    g->memory_cap_bytes = 0;
+    u = loom_mt_entry_units(&c, g);
+    ck_assert_int_eq(loom_mt_driver_run(host, &d, g, s, &u, c.pair_bytes,
+                                        loom_mt_entry_materialise, &c, got,
+                                        "t", &err), LOOM_OK);
+    ck_assert_int_eq(d.descended, 0);
+    for (int e = 0; e < 4; e++)
+        ck_assert_int_eq(got[e], LOOM_POLICY_NONE);
+
+    loom_mt_driver_free(host, &d);
+    loom_mt_entry_chains_free(host, &c);
+    loom_schedule_free(s);
+    loom_graph_free(g);
+    loom_mock_host_free(h);
+}
+END_TEST
+
+START_TEST(params_and_inputs)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    const loom_host_api *host = loom_mock_host_api(h);
+    loom_ctx *ctx = loom_mock_host_ctx(h);
+    loom_error err = {0};
+    int64_t v = 0;
+    ck_assert_int_eq(loom_mt_param_int(host, ctx, "t", "k", 4, 2, 16, &v, &err),
+                     LOOM_OK);
+    ck_assert_int_eq(v, 4);
+    loom_mock_host_set_param(h, "k", "9");
+    ck_assert_int_eq(loom_mt_param_int(host, ctx, "t", "k", 4, 2, 16, &v, &err),
+                     LOOM_OK);
+    ck_assert_int_eq(v, 9);
+    loom_mock_host_set_param(h, "k", "17");
+    ck_assert_int_eq(loom_mt_param_int(host, ctx, "t", "k", 4, 2, 16, &v, &err),
+                     LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "t: params.k: expected 2..16, found 17");
+    loom_mock_host_set_param(h, "k", "many");
+    ck_assert_int_eq(loom_mt_param_int(host, ctx, "t", "k", 4, 2, 16, &v, &err),
+                     LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "t: params.k: expected an integer");
+    ck_assert_int_eq(v, 9);
+
+    loom_stage_graph *g = mtt_chain(2, 2, 1, 0, 3);
+    loom_schedule *s = mtt_order(2, 2, 0, 0);
+    uint8_t pol[4];
+    ck_assert_int_eq(loom_mt_check_inputs(host, g, s, pol, "t", &err), LOOM_OK);
+    ck_assert_int_eq(loom_mt_check_inputs(host, g, NULL, pol, "t", &err),
+                     LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "t: the stage graph has no per-layer memory "
+                                  "options, or the schedule or policy array is "
+                                  "missing");
+    loom_schedule_free(s);
+    loom_graph_free(g);
+    loom_mock_host_free(h);
+}
+END_TEST
+
+/* The timeline's prefix-sum peaks equal the simulator's for random
+ * policies, orders and split backward. */
+START_TEST(timeline_peaks_match_simulator)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    const loom_host_api *host = loom_mock_host_api(h);
+    loom_mt_timeline t;
+    memset(&t, 0, sizeof t);
+    uint64_t rng = 5;
+    for (uint64_t seed = 1; seed <= 16; seed++) {
+        int P = 1 + (int)(seed % 4), M = 1 + (int)(seed % 5);
+        int split = (int)(seed % 2), gpipe = (int)(seed / 2 % 2);
+        loom_stage_graph *g = mtt_chain(P, M, 2, split, seed);
+        loom_schedule *s = mtt_order(P, M, split, gpipe);
+        uint8_t *pol = malloc((size_t)g->n_layer_entries);
+        for (int32_t e = 0; e < g->n_layer_entries; e++)
+            pol[e] = (uint8_t)(mtt_uniform(&rng) * 3);
+        int64_t peaks[8];
+        mtt_simulate(g, s, pol, peaks);
+        loom_error err = {0};
+        ck_assert_int_eq(loom_mt_timeline_build(host, &t, g, s, &err), LOOM_OK);
+        int64_t *bytes = calloc((size_t)g->n_pairs, sizeof *bytes);
+        for (int32_t p = 0; p < g->n_pairs; p++)
+            for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++)
+                bytes[p] += loom_mt_entry_bytes(g, e, pol[e]);
+        for (int r = 0; r < P; r++) {
+            int64_t peak = loom_mt_rank_peak(&t, r, bytes);
+            ck_assert_int_eq(peak + g->static_bytes[r], peaks[r]);
+            /* the live set at the peak sums to the peak */
+            int32_t live[64];
+            int32_t n = loom_mt_live_pairs(&t, r, t.peak_slot[r], live);
+            int64_t sum = 0;
+            for (int32_t i = 0; i < n; i++)
+                sum += bytes[live[i]];
+            ck_assert_int_eq(sum, peak);
+            ck_assert(loom_mt_is_crest(&t, r, t.peak_slot[r]));
+        }
+        free(bytes);
+        free(pol);
+        loom_schedule_free(s);
+        loom_graph_free(g);
+    }
+    loom_mt_timeline_free(host, &t);
+    loom_mock_host_free(h);
+}
+END_TEST
+
+/* The suite: every test in one case. */
+static Suite *suite(void)
+{
+    Suite *s = suite_create("kit-memtune");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, timeline_by_hand);
+    tcase_add_test(tc, chains_and_tuning_loop_by_hand);
+    tcase_add_test(tc, params_and_inputs);
+    tcase_add_test(tc, timeline_peaks_match_simulator);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+/* Runs the suite. */
+int main(void)
+{
+    return loom_test_main(suite());
+}

@@ -1,0 +1,239 @@
+/*
+ * <loom/kits/search.h> - the search kit (CMake target loom_kit_search,
+ * Loom::kit_search when installed): what search rankers share (the mcts,
+ * random and exhaustive rankers use it): their params, the time /
+ * evaluation budget, candidate screening, one evaluator per worker thread,
+ * a batch job pool, group precedence and the best assignment found so far.
+ *
+ * Vocabulary. An assignment gives each of the n segment groups a distinct
+ * priority value in 1..n (higher runs earlier). An order lists the groups
+ * by slot: slot 0 holds the group with value n, slot k the group with
+ * value n - k. group_pred[g] lists the groups that must rank above g, so a
+ * valid order places every predecessor in an earlier slot.
+ *
+ * A session (loom_sk):
+ *   1. loom_sk_open(): reads nothing itself (the plugin passes its params),
+ *      screens the candidate graphs by evaluating each with its reference
+ *      order (groups in index order, predecessors first) and keeps the
+ *      best; that evaluation is makespan_ref, the first "best" and the
+ *      score scale. Creates one evaluator per worker and starts threads.
+ *   2. the plugin runs batches with loom_sk_run_jobs(); each job evaluates
+ *      through its worker's evaluator; the plugin then reports results in
+ *      job order with loom_sk_offer() (deterministic for any thread count);
+ *   3. loom_sk_finish() fills the ranking; loom_sk_close() frees it all.
+ *
+ * Threads: loom_sk_evaluate() and loom_sk_time_left() may run on workers
+ * (each worker its own evaluator); every other call belongs to the thread
+ * that opened the session, or must be serialised by the caller.
+ *
+ * Ownership: the session owns its evaluators, threads and arrays; the
+ * graphs and the ranking are borrowed from the host.
+ * Units: *_ms milliseconds.
+ */
+#ifndef LOOM_KITS_SEARCH_H
+#define LOOM_KITS_SEARCH_H
+
+#include <loom/loom.h>
+
+#define LOOM_SK_MAX_THREADS 64
+
+/* Params common to the search rankers. */
+typedef struct loom_sk_params {
+    int64_t budget_ms;       /* own time budget (the host's may be shorter) */
+    int64_t threads;         /* worker threads, 1..LOOM_SK_MAX_THREADS */
+    uint64_t seed;           /* 0: host->seed(ctx) */
+    int64_t max_evaluations; /* 0: unlimited */
+    int deterministic;       /* 1: results depend on the evaluation count only */
+} loom_sk_params;
+
+/* What one evaluation reported. */
+typedef struct loom_sk_result {
+    double makespan_ms;
+    int32_t violations;   /* ranks over the memory cap */
+    int16_t ok;           /* 0: infeasible or not evaluated */
+    int16_t skipped;      /* 1: not run, the deadline had passed */
+} loom_sk_result;
+
+/* Group precedence in both directions, plus a topological order. */
+typedef struct loom_sk_prec {
+    int32_t n, n_edges;
+    int32_t *pred_off, *pred;  /* copies of the graph's group_pred rows */
+    int32_t *succ_off, *succ;
+    int32_t *topo;             /* groups, predecessors first */
+} loom_sk_prec;
+
+struct loom_sk_pool;
+
+typedef struct loom_sk {
+    const loom_host_api *host;
+    loom_ctx *ctx;
+    const char *who;             /* plugin name for messages */
+    loom_sk_params prm;
+    const loom_evaluator_service *svc;
+
+    const loom_stage_graph *graph; /* the chosen candidate */
+    int32_t candidate, n_groups;
+    loom_sk_prec prec;
+    int32_t *ref_order;          /* reference order of the chosen graph */
+
+    int32_t n_workers;
+    loom_evaluator *ev[LOOM_SK_MAX_THREADS];
+    float *work_prio;            /* n_workers * n_groups scratch */
+    struct loom_sk_pool *pool;
+
+    double start_ms, deadline_ms;
+    int stopped_by_time;         /* a time limit ended the search */
+    int exhausted;               /* the plugin covered its whole space */
+
+    double ref_ms;               /* score scale (0 until a feasible run) */
+    int64_t evaluations;         /* evaluator runs so far */
+    float *best_prio;            /* n_groups */
+    loom_sk_result best;
+    int64_t best_at;             /* at_evaluation of the last loom_sk_offer() that won */
+    char ref_error[LOOM_ERROR_MSG_BYTES]; /* why the reference failed */
+} loom_sk;
+
+/* A batch job: evaluates something for job index `job` on `worker`. */
+typedef int (*loom_sk_job_fn)(void *user, int32_t worker, int32_t job,
+                              loom_error *err);
+
+/* ---- params ------------------------------------------------------------- */
+
+/* Reads an int param into *out; a key the host does not know takes `def`.
+ * Values outside lo..hi fail with "who: params.key: expected ...". */
+int loom_sk_param_int(const loom_host_api *host, loom_ctx *ctx,
+                      const char *who, const char *key, int64_t def,
+                      int64_t lo, int64_t hi, int64_t *out, loom_error *err);
+/* Reads a number param into *out like loom_sk_param_int (in [lo, hi]). */
+int loom_sk_param_double(const loom_host_api *host, loom_ctx *ctx,
+                         const char *who, const char *key, double def,
+                         double lo, double hi, double *out, loom_error *err);
+/* Reads a bool param into *out (0 or 1); a key the host does not know
+ * takes `def`. */
+int loom_sk_param_bool(const loom_host_api *host, loom_ctx *ctx,
+                       const char *who, const char *key, int def, int *out,
+                       loom_error *err);
+
+/* Reads budget_ms, threads, seed, max_evaluations and deterministic with
+ * the documented defaults (1000, 1, 0, 0, true). */
+int loom_sk_read_params(const loom_host_api *host, loom_ctx *ctx,
+                        const char *who, loom_sk_params *p, loom_error *err);
+
+/* ---- session ------------------------------------------------------------ */
+
+/* Opens a session (see the file comment). On failure everything opened so
+ * far is closed again. */
+int loom_sk_open(loom_sk *sk, const loom_host_api *host, loom_ctx *ctx,
+                 const char *who, const loom_sk_params *p,
+                 const loom_stage_graph *const *graphs, int32_t n_graphs,
+                 const loom_ranking *out, loom_error *err);
+
+/* Evaluates `prio` (n_groups values) with worker's evaluator. Infeasible
+ * assignments (LOOM_EINFEASIBLE, LOOM_EDEADLOCK) give res->ok = 0 and
+ * LOOM_OK; other failures are returned. */
+int loom_sk_evaluate(loom_sk *sk, int32_t worker, const float *prio,
+                     loom_sk_result *res, loom_error *err);
+
+/* The worker's priority scratch (n_groups floats). */
+float *loom_sk_worker_prio(loom_sk *sk, int32_t worker);
+
+/* Score of a result: makespan_ref / makespan / (1 + violations), 0 when
+ * not ok. Sets makespan_ref on the first feasible result if the reference
+ * failed. Caller serialises. */
+double loom_sk_score(loom_sk *sk, const loom_sk_result *res);
+
+/* 1 when res would replace the best (see loom_sk_offer). */
+int loom_sk_improves(const loom_sk *sk, const loom_sk_result *res);
+
+/* Keeps prio as the best when res beats it (feasible first, then fewer
+ * cap violations, then a strictly lower makespan) and reports progress
+ * with `at_evaluation`. Returns 1 on improvement. Caller serialises. */
+int loom_sk_offer(loom_sk *sk, const float *prio, const loom_sk_result *res,
+                  int64_t at_evaluation);
+
+/* 1 while the deadline (own budget and host budget) has not passed.
+ * Safe on worker threads. */
+int loom_sk_time_left(const loom_sk *sk);
+
+/* Main thread, between batches: 1 when the search must stop now (SIGINT or
+ * host expiry, a deadline closer than `next_batch_ms`, or max_evaluations
+ * reached); records whether time was the reason. */
+int loom_sk_should_stop(loom_sk *sk, double next_batch_ms);
+
+/* Evaluations still allowed (INT64_MAX when unlimited). */
+int64_t loom_sk_evals_left(const loom_sk *sk);
+
+/* Runs fn for jobs 0..n_jobs-1 on all workers (the caller's thread is
+ * worker 0) and waits for them. Returns the error of the lowest failing
+ * job. */
+int loom_sk_run_jobs(loom_sk *sk, int32_t n_jobs, loom_sk_job_fn fn,
+                     void *user, loom_error *err);
+
+/* Writes the best assignment into out and logs how the search ended (a
+ * warning when a time limit stopped a run that asked for a fixed number of
+ * evaluations). LOOM_EINFEASIBLE when nothing feasible was found. */
+int loom_sk_finish(loom_sk *sk, loom_ranking *out, loom_error *err);
+
+/* Stops the threads and frees everything the session owns. */
+void loom_sk_close(loom_sk *sk);
+
+/* The seed of job `index` in a stream: splitmix64 of seed and index. */
+uint64_t loom_sk_job_seed(uint64_t seed, int64_t index);
+
+/* Uniform integer in [0, n) from a splitmix64 state. */
+uint32_t loom_sk_below(uint64_t *state, uint32_t n);
+
+/* ---- thread pool (search_pool.c) ---------------------------------------- */
+
+/* Starts n_workers - 1 threads. LOOM_ENOMEM / LOOM_EPLUGIN on failure. */
+int loom_sk_pool_start(loom_sk *sk, loom_error *err);
+
+/* Joins the threads (no-op without a pool). */
+void loom_sk_pool_stop(loom_sk *sk);
+
+/* ---- group precedence and orders (search_order.c) ----------------------- */
+
+/* Builds both directions of g's group precedence and a topological order.
+ * LOOM_EINVAL naming the group for an id out of range or a cycle. */
+int loom_sk_prec_build(const loom_host_api *host, const char *who,
+                       const loom_stage_graph *g, loom_sk_prec *pc,
+                       loom_error *err);
+/* Releases the arrays of loom_sk_prec_build (host allocator) and zeroes
+ * pc. */
+void loom_sk_prec_free(const loom_host_api *host, loom_sk_prec *pc);
+
+/* The order of an assignment: groups by priority, higher first (ties: the
+ * lower group). O(n^2) worst case, meant for once per batch. */
+void loom_sk_prio_to_order(const float *prio, int32_t n, int32_t *order);
+
+/* Applies `moves` random local moves to a valid order (search_mutate.c):
+ * each takes a uniformly drawn group out and reinserts it at a uniformly
+ * drawn slot after its last predecessor and before its first successor,
+ * so the order stays valid. slot_of is n scratch ints. */
+void loom_sk_mutate_order(const loom_sk_prec *pc, uint64_t *rng,
+                          int32_t *order, int32_t *slot_of, int32_t moves);
+
+/* The reference order: repeatedly the lowest-index group whose
+ * predecessors are placed. `left` is n scratch ints. */
+void loom_sk_first_order(const loom_sk_prec *pc, int32_t *left,
+                         int32_t *order);
+
+/* A uniformly drawn next group at every slot among those whose
+ * predecessors are placed. `left`, `avail` are n scratch ints. */
+void loom_sk_random_order(const loom_sk_prec *pc, uint64_t *rng,
+                          int32_t *left, int32_t *avail, int32_t *order);
+
+/* Writes the assignment of an order: prio[order[k]] = n - k, so slot 0
+ * gets the highest priority. `order` lists n distinct groups; prio (n
+ * floats) is the caller's. Inline: usable with the kit's headers alone. */
+static inline void loom_sk_order_to_prio(const int32_t *order, int32_t n,
+                                         float *prio)
+{
+    for (int32_t k = 0; k < n; k++)
+        prio[order[k]] = (float)(n - k);
+}
+
+/* 1 when every group ranks strictly below its predecessors. */
+int loom_sk_prio_valid(const loom_sk_prec *pc, const float *prio);
+
+#endif

@@ -1,0 +1,262 @@
+/*
+ * loom/mock_memtune.h - test helpers for the memory-tuning kits
+ * (<loom/kits/memtune.h>, <loom/kits/mckp.h>) and the memory tuner suites
+ * (greedy, knapsack, ilp): small stage graphs built by hand with distinct
+ * per-layer memory options, 1F1B / GPipe orders, a simulator service for
+ * the mock host, and checks of a tuner's result against the core
+ * simulator. Header-only (static inline) so each suite compiles its own.
+ * In-tree test code: it builds graphs and runs the simulator with the
+ * core's internal engine API (engine_api.h) and Check (testutil.h), so it
+ * is not installed with the SDK.
+ *
+ * Ownership: graphs and schedules returned here are freed with
+ * loom_graph_free / loom_schedule_free.
+ */
+#ifndef LOOM_MOCK_MEMTUNE_H
+#define LOOM_MOCK_MEMTUNE_H
+
+#include <loom/mock_host.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_api.h"
+#include "testutil.h"
+
+/* The core simulator as a "loom.simulator" service table. */
+static const loom_simulator_service MTT_SIM = {
+    sizeof(loom_simulator_service), 1, loom_sim_scratch_new,
+    loom_sim_scratch_free, loom_sim_run,
+};
+
+/* Stage id of (mb, position, kind) in mtt_chain's layout: per microbatch
+ * the P forwards, then per position from the last the B (or I then W). */
+static inline int32_t mtt_sid(int P, int split, int mb, int pos, int kind)
+{
+    int per = P * (split ? 3 : 2);
+    if (kind == LOOM_STAGE_F)
+        return mb * per + pos;
+    int j = P - 1 - pos;
+    if (!split)
+        return mb * per + P + j;
+    return mb * per + P + 2 * j + (kind == LOOM_STAGE_W);
+}
+
+/* splitmix64-driven uniform double in [0, 1). */
+static inline double mtt_uniform(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0;
+}
+
+/* One flow of P positions (position s on rank s), M microbatches, E layer
+ * entries per pair with seeded, distinct options: NONE stores the most and
+ * is fastest, SELECTIVE stores 30-70% for a little recompute, FULL
+ * 5-20% for a full forward recompute. static_bytes = 0, no cap. */
+static inline loom_stage_graph *mtt_chain(int P, int M, int E, int split,
+                                          uint64_t seed)
+{
+    int per = P * (split ? 3 : 2);
+    int32_t n = M * per;
+    int32_t edges = M * ((P - 1) + 1 + (P - 1) + (split ? P : 0));
+    loom_stage_graph *g = loom_graph_alloc(n, edges, P, M, M * P, M * P * E);
+    ck_assert_ptr_nonnull(g);
+    g->n_microbatches = M;
+    int32_t e = 0;
+    for (int mb = 0; mb < M; mb++) {
+        g->group_flow[mb] = 0;
+        g->group_microbatch[mb] = mb;
+    }
+    for (int32_t v = 0; v < n; v++) {
+        int mb = v / per, i = v % per, pos, kind;
+        if (i < P) {
+            pos = i;
+            kind = LOOM_STAGE_F;
+        } else if (!split) {
+            pos = P - 1 - (i - P);
+            kind = LOOM_STAGE_B;
+        } else {
+            pos = P - 1 - (i - P) / 2;
+            kind = ((i - P) % 2) ? LOOM_STAGE_W : LOOM_STAGE_I;
+        }
+        int32_t pair = mb * P + pos;
+        g->rank[v] = pos;
+        g->kind[v] = (uint8_t)kind;
+        g->module[v] = -1;
+        g->position[v] = pos;
+        g->microbatch[v] = mb;
+        g->group[v] = mb;
+        g->pair[v] = pair;
+        g->pred_off[v] = e;
+        if (kind == LOOM_STAGE_F) {
+            g->pair_forward[pair] = v;
+            if (pos > 0) {
+                g->pred[e] = v - 1;
+                g->pred_p2p_ms[e++] = 0.25;
+            }
+        } else if (kind == LOOM_STAGE_W) {
+            g->pair_weight[pair] = v;
+            g->pred[e] = v - 1;
+            g->pred_p2p_ms[e++] = 0;
+        } else {
+            g->pair_backward[pair] = v;
+            g->pred[e] = pos == P - 1 ? mtt_sid(P, split, mb, P - 1, 0)
+                                      : mtt_sid(P, split, mb, pos + 1, kind);
+            g->pred_p2p_ms[e++] = pos == P - 1 ? 0 : 0.25;
+        }
+    }
+    g->pred_off[n] = e;
+    g->n_edges = e;
+    uint64_t st = seed;
+    for (int32_t p = 0; p < M * P; p++) {
+        g->pair_layer_off[p] = p * E;
+        for (int k = 0; k < E; k++) {
+            loom_policy_option *o =
+                &g->layer_options[(size_t)(p * E + k) * LOOM_POLICY_COUNT];
+            double f = 1.0 + 3.0 * mtt_uniform(&st);
+            int64_t bytes = 1000 + (int64_t)(9000 * mtt_uniform(&st));
+            o[0].forward_ms = f;
+            o[0].backward_ms = 2 * f;
+            o[0].activation_bytes = bytes;
+            o[1].forward_ms = f;
+            o[1].backward_ms = 2 * f + f * (0.05 + 0.4 * mtt_uniform(&st));
+            o[1].activation_bytes =
+                (int64_t)((double)bytes * (0.3 + 0.4 * mtt_uniform(&st)));
+            o[2].forward_ms = f;
+            o[2].backward_ms = 3 * f;
+            o[2].activation_bytes =
+                (int64_t)((double)bytes * (0.05 + 0.15 * mtt_uniform(&st)));
+            for (int q = 0; q < 3; q++)
+                o[q].weight_grad_ms = split ? f * 0.5 : 0.0;
+        }
+    }
+    g->pair_layer_off[M * P] = M * P * E;
+    loom_graph_apply_policies(g);
+    return g;
+}
+
+/* 1F1B (gpipe = 0) or GPipe (gpipe = 1) order for mtt_chain graphs; a
+ * split backward runs I then W at once. */
+static inline loom_schedule *mtt_order(int P, int M, int split, int gpipe)
+{
+    loom_schedule *s = loom_schedule_new(P, M * P * (split ? 3 : 2));
+    ck_assert_ptr_nonnull(s);
+    int k = 0;
+    for (int r = 0; r < P; r++) {
+        s->rank_off[r] = k;
+        int warm = gpipe ? M : (P - r - 1 < M ? P - r - 1 : M), f = 0, b = 0;
+        for (; f < warm; f++)
+            s->order[k++] = mtt_sid(P, split, f, r, LOOM_STAGE_F);
+        while (f < M || b < M) {
+            if (f < M)
+                s->order[k++] = mtt_sid(P, split, f++, r, LOOM_STAGE_F);
+            if (b < M && (f == M || !gpipe)) {
+                s->order[k++] = mtt_sid(P, split, b, r,
+                                        split ? LOOM_STAGE_I : LOOM_STAGE_B);
+                if (split)
+                    s->order[k++] = mtt_sid(P, split, b, r, LOOM_STAGE_W);
+                b++;
+            }
+        }
+    }
+    s->rank_off[P] = k;
+    return s;
+}
+
+/* Simulates g with `policies` applied (on a clone); returns the metrics
+ * and the per-rank peaks in peaks (n_ranks entries, may be NULL). */
+static inline loom_metrics mtt_simulate(const loom_stage_graph *g,
+                                        const loom_schedule *s,
+                                        const uint8_t *policies,
+                                        int64_t *peaks)
+{
+    loom_stage_graph *c = loom_graph_clone(g);
+    ck_assert_ptr_nonnull(c);
+    memcpy(c->layer_policy, policies, (size_t)g->n_layer_entries);
+    loom_graph_apply_policies(c);
+    loom_metrics m;
+    memset(&m, 0, sizeof m);
+    m.peak_bytes = peaks;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_simulate(c, s, &m, &err), LOOM_OK);
+    loom_graph_free(c);
+    m.peak_bytes = NULL;
+    return m;
+}
+
+/* Total latency (forward + backward over every entry) of a choice. */
+static inline double mtt_latency(const loom_stage_graph *g,
+                                 const uint8_t *policies)
+{
+    double sum = 0;
+    for (int32_t e = 0; e < g->n_layer_entries; e++) {
+        const loom_policy_option *o =
+            &g->layer_options[(size_t)e * LOOM_POLICY_COUNT + policies[e]];
+        sum += o->forward_ms + o->backward_ms;
+    }
+    return sum;
+}
+
+/* Highest per-rank peak (static included) with every entry at `pol`. */
+static inline int64_t mtt_uniform_peak(const loom_stage_graph *g,
+                                       const loom_schedule *s, int pol)
+{
+    uint8_t *p = malloc((size_t)g->n_layer_entries + 1);
+    memset(p, pol, (size_t)g->n_layer_entries);
+    loom_metrics m = mtt_simulate(g, s, p, NULL);
+    free(p);
+    return m.max_peak_bytes;
+}
+
+/* Runs a memory tuner's vtable once on a fresh mock host with params
+ * ("key", "value", ..., NULL), the simulator service when with_sim, and a
+ * time budget of budget_ms from now when budget_ms >= 0 (0: already out of
+ * time). */
+static inline int mtt_tune_budget(const loom_memory_tuner_vtable *vt,
+                                  const char *const *params, int with_sim,
+                                  double budget_ms, const loom_stage_graph *g,
+                                  const loom_schedule *s, uint8_t *policies,
+                                  loom_error *err)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    for (int i = 0; params && params[i]; i += 2)
+        ck_assert_int_eq(loom_mock_host_set_param(h, params[i], params[i + 1]),
+                         LOOM_OK);
+    if (with_sim)
+        loom_mock_host_add_service(h, LOOM_SERVICE_SIMULATOR, 1, &MTT_SIM);
+    if (budget_ms >= 0)
+        loom_mock_host_set_budget_ms(h, budget_ms);
+    void *self = NULL;
+    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
+                                NULL, &self, err),
+                     LOOM_OK);
+    memset(policies, 0xff, (size_t)g->n_layer_entries);
+    int rc = vt->tune(self, g, s, policies, err);
+    vt->destroy(self);
+    loom_mock_host_free(h);
+    return rc;
+}
+
+/* mtt_tune_budget() without a time budget. */
+static inline int mtt_tune(const loom_memory_tuner_vtable *vt,
+                           const char *const *params, int with_sim,
+                           const loom_stage_graph *g, const loom_schedule *s,
+                           uint8_t *policies, loom_error *err)
+{
+    return mtt_tune_budget(vt, params, with_sim, -1, g, s, policies, err);
+}
+
+/* The memory_tuner vtable of a static plugin. */
+static inline const loom_memory_tuner_vtable *
+mtt_vtable(const loom_plugin_info *info)
+{
+    ck_assert_ptr_nonnull(info);
+    const loom_role_header *h = info->role(LOOM_ROLE_MEMORY_TUNER);
+    ck_assert_ptr_nonnull(h);
+    return (const loom_memory_tuner_vtable *)h;
+}
+
+#endif
