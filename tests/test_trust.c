@@ -182,6 +182,42 @@ START_TEST(files_of_another_user_are_refused)
 }
 END_TEST
 
+/* Group-writable files and folders are trusted only when nobody but root
+ * or the user running Loom can be in the group: gid 54321 names no group,
+ * so its members cannot be known. */
+START_TEST(group_writable_files_of_a_shared_group_are_refused)
+{
+    if (geteuid() != 0) {
+        fprintf(stderr, "test_trust: skipping the group checks: they need root to chown\n");
+        return;
+    }
+    fixture fx;
+    fx_init(&fx);
+    ck_assert_int_eq(chown(fx.binary, 0, 54321), 0);
+    ck_assert_int_eq(chmod(fx.binary, 0775), 0);
+    char want[2048];
+    snprintf(want, sizeof want, "%s: the binary is group-writable (mode 0775) and gid 54321 "
+             "may have members other than root and the user running loom", fx.binary);
+    expect_untrusted(&fx, want, want);
+    ck_assert_int_eq(chmod(fx.binary, 0755), 0); /* not writable by the group: fine */
+    loom_error err;
+    ck_assert_int_eq(check(&fx, 0, &err), LOOM_OK);
+    ck_assert_int_eq(chown(fx.manifest, 0, 54321), 0);
+    ck_assert_int_eq(chmod(fx.manifest, 0664), 0);
+    snprintf(want, sizeof want, "%s: the manifest is group-writable (mode 0664)", fx.manifest);
+    expect_untrusted(&fx, want, want);
+    ck_assert_int_eq(chmod(fx.manifest, 0644), 0);
+    ck_assert_int_eq(chown(fx.dir, 0, 54321), 0);
+    ck_assert_int_eq(chmod(fx.dir, 0775), 0);
+    snprintf(want, sizeof want, "%s: the folder is group-writable without the sticky bit "
+             "(mode 0775) and gid 54321 may have members", fx.dir);
+    expect_untrusted(&fx, want, want);
+    ck_assert_int_eq(chmod(fx.dir, 01775), 0); /* sticky: members cannot replace our files */
+    ck_assert_int_eq(check(&fx, 0, &err), LOOM_OK);
+    fx_done(&fx);
+}
+END_TEST
+
 START_TEST(symlink_out_of_folder_is_refused_even_when_allowed)
 {
     fixture fx;
@@ -337,6 +373,7 @@ static Suite *suite(void)
     tcase_add_test(tc, world_writable_folder_needs_sticky_bit);
     tcase_add_test(tc, world_writable_parent_folder_is_refused);
     tcase_add_test(tc, files_of_another_user_are_refused);
+    tcase_add_test(tc, group_writable_files_of_a_shared_group_are_refused);
     tcase_add_test(tc, symlink_out_of_folder_is_refused_even_when_allowed);
     tcase_add_test(tc, symlink_to_nothing_is_refused);
     tcase_add_test(tc, symlink_inside_folder_is_followed);

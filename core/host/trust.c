@@ -3,6 +3,7 @@
  * plugin folder (rules in trust.h). */
 #define _DEFAULT_SOURCE /* realpath, S_ISVTX */
 #include <errno.h>
+#include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,43 @@
 static int trusted_owner(uid_t uid)
 {
     return uid == 0 || uid == geteuid();
+}
+
+/* 1 when nobody but root or the user running Loom can be in group `gid`:
+ * the group exists, every listed member is root or that user, and no other
+ * account has it as its primary group. */
+static int private_group(gid_t gid)
+{
+    struct group gr, *g = NULL;
+    char buf[16384];
+    if (getgrgid_r(gid, &gr, buf, sizeof buf, &g) != 0 || !g)
+        return 0;
+    uid_t me = geteuid();
+    for (char **m = g->gr_mem; *m; m++) {
+        struct passwd pw, *p = NULL;
+        char pbuf[4096];
+        if (getpwnam_r(*m, &pw, pbuf, sizeof pbuf, &p) != 0 || !p ||
+            (p->pw_uid != 0 && p->pw_uid != me))
+            return 0;
+    }
+    int ok = 1;
+    setpwent();
+    for (struct passwd *p; ok && (p = getpwent()) != NULL;)
+        if (p->pw_gid == gid && p->pw_uid != 0 && p->pw_uid != me)
+            ok = 0;
+    endpwent();
+    return ok;
+}
+
+/* Writes "gid 100 (users)" (or "gid 100") into buf. */
+static void describe_group(gid_t gid, char *buf, size_t size)
+{
+    struct group gr, *g = NULL;
+    char names[16384];
+    if (getgrgid_r(gid, &gr, names, sizeof names, &g) == 0 && g)
+        snprintf(buf, size, "gid %u (%s)", (unsigned)gid, g->gr_name);
+    else
+        snprintf(buf, size, "gid %u", (unsigned)gid);
 }
 
 /* Writes "uid 1000 (alice)" (or "uid 1000") into buf. */
@@ -54,6 +92,14 @@ int loom_trust_check_file(const char *path, const char *what, loom_error *err)
                               what, (unsigned)(st.st_mode & 07777));
     if (!trusted_owner(st.st_uid))
         return owner_error(path, what, st.st_uid, err);
+    if ((st.st_mode & S_IWGRP) && !private_group(st.st_gid)) {
+        char group[160];
+        describe_group(st.st_gid, group, sizeof group);
+        return loom_set_error(err, LOOM_EPLUGIN,
+                              "%s: the %s is group-writable (mode %04o) and %s may have members "
+                              "other than root and the user running loom",
+                              path, what, (unsigned)(st.st_mode & 07777), group);
+    }
     return LOOM_OK;
 }
 
@@ -77,6 +123,16 @@ int loom_trust_check_dirs(const char *dir, loom_error *err)
                                 "%s: the folder is world-writable without the sticky bit "
                                 "(mode %04o), so anybody can replace what is in it",
                                 buf, (unsigned)(st.st_mode & 07777));
+            break;
+        }
+        if ((st.st_mode & S_IWGRP) && !(st.st_mode & S_ISVTX) && !private_group(st.st_gid)) {
+            char group[160];
+            describe_group(st.st_gid, group, sizeof group);
+            rc = loom_set_error(err, LOOM_EPLUGIN,
+                                "%s: the folder is group-writable without the sticky bit "
+                                "(mode %04o) and %s may have members other than root and the "
+                                "user running loom, so they can replace what is in it",
+                                buf, (unsigned)(st.st_mode & 07777), group);
             break;
         }
         char *slash = strrchr(buf, '/');
