@@ -67,6 +67,80 @@ START_TEST(missing_entry_symbol)
 }
 END_TEST
 
+/* A copy of the good-rank fixture in a fresh folder, with manifest field
+ * "entry" set to `entry` (NULL: default) and the binary cut to
+ * `keep_bytes` (0: whole). Returns the folder (static storage). */
+static const char *fixture_copy(const char *entry, long keep_bytes)
+{
+    static char dir[256];
+    snprintf(dir, sizeof dir, "/tmp/loom-loader-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[512], cmd[2048];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s/fixture-good-rank.so'",
+             loom_test_bin("tests/fixtures/good-rank/fixture-good-rank.so"), dir);
+    ck_assert_int_eq(system(cmd), 0);
+    if (keep_bytes > 0) {
+        snprintf(path, sizeof path, "%s/fixture-good-rank.so", dir);
+        ck_assert_int_eq(truncate(path, keep_bytes), 0);
+    }
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "{\"loom_plugin\": 1, \"id\": \"fixture.copy\", \"version\": \"1.2.0\", "
+               "\"abi\": 1, \"binary\": \"fixture-good-rank.so\", %s%s%s"
+               "\"provides\": {\"role\": \"ranker\", \"role_version\": 1, "
+               "\"name\": \"copy\"}}\n",
+            entry ? "\"entry\": \"" : "", entry ? entry : "", entry ? "\", " : "");
+    fclose(f);
+    return dir;
+}
+
+/* Loads the plugin of folder `dir` and expects LOOM_EPLUGIN with `frag`;
+ * then `loom plugins list --load` and `loom validate` name the failure,
+ * exit non-zero, and no signal kills them. */
+static void expect_copy_fails(const char *dir, const char *frag)
+{
+    loom_registry *reg = loom_registry_new();
+    loom_error err = {0};
+    ck_assert_int_eq(loom_registry_add_dir(reg, dir, &err), LOOM_OK);
+    loom_plugin *p = loom_registry_find(reg, NULL, "fixture.copy");
+    ck_assert_ptr_nonnull(p);
+    ck_assert_int_eq(loom_plugin_load(reg, p, &err), LOOM_EPLUGIN);
+    ck_assert_msg(strstr(err.message, frag) != NULL, "missing \"%s\" in: %s", frag,
+                  err.message);
+    ck_assert_msg(strncmp(err.message, "fixture.copy: ", 14) == 0, "%s", err.message);
+    loom_registry_free(reg);
+    char cmd[2048], *out = NULL;
+    snprintf(cmd, sizeof cmd, "'%s' plugins list --load --path '%s' 2>&1",
+             loom_test_bin("bin/loom"), dir);
+    int rc = loom_test_run(cmd, &out);
+    ck_assert_msg(rc >= 0 && rc < 128, "plugins list --load died (%d): %s", rc, out);
+    ck_assert_msg(strstr(out, frag) != NULL, "missing \"%s\" in: %s", frag, out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+START_TEST(entry_symbol_outside_the_plugin)
+{
+    /* dlsym would find these in libc, which the plugin links. */
+    expect_copy_fails(fixture_copy("abort", 0),
+                      "entry symbol abort: it is defined in ");
+    expect_copy_fails(fixture_copy("pause", 0), "not in the plugin");
+    /* A data symbol of the plugin itself is no function either. */
+    expect_copy_fails(fixture_copy("loom_fixture_good_rank_finis", 0),
+                      "entry symbol loom_fixture_good_rank_finis: it is not a function");
+}
+END_TEST
+
+START_TEST(truncated_binary)
+{
+    expect_copy_fails(fixture_copy(NULL, 3000), "cannot load: truncated: segment");
+    expect_copy_fails(fixture_copy(NULL, 100), "cannot load: truncated: its program headers");
+    expect_copy_fails(fixture_copy(NULL, 10), "cannot load: not an ELF file (10 bytes)");
+}
+END_TEST
+
 START_TEST(abi_mismatch)
 {
     static const char *const f[] = {"fixture-abi.so", "loom_plugin_entry",
@@ -570,6 +644,8 @@ static Suite *loader_suite(void)
     Suite *s = suite_create("loader");
     TCase *tc = tcase_create("failures");
     tcase_add_test(tc, missing_entry_symbol);
+    tcase_add_test(tc, entry_symbol_outside_the_plugin);
+    tcase_add_test(tc, truncated_binary);
     tcase_add_test(tc, abi_mismatch);
     tcase_add_test(tc, build_signature_mismatch);
     tcase_add_test(tc, info_struct_too_small);

@@ -1,10 +1,16 @@
-/* loader.c - lazy plugin loading: dlopen, the handshake (struct size, ABI,
- * build signature, id/version), role vtable checks and init(). */
+/* loader.c - lazy plugin loading: the binary's ELF structure, dlopen, the
+ * entry symbol (a function of the plugin's own object), the handshake
+ * (struct size, ABI, build signature, id/version), role vtable checks and
+ * init(). */
+#define _GNU_SOURCE /* dladdr1, dlinfo */
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "ctx.h"
 #include <loom/sys/registry.h>
 
@@ -83,6 +89,84 @@ static int fail(loom_plugin *p, loom_error *err, int code, const char *fmt, ...)
     return code;
 }
 
+/* Checks that `path` is a whole ELF shared object for this machine before
+ * dlopen maps it: a truncated file would be mapped past its end and the
+ * first touch of a missing page would kill the process (SIGBUS). Fills
+ * why (a phrase) and returns -1 when it is not; a file that cannot be
+ * opened is left to dlopen's own message. */
+static int elf_check(const char *path, char *why, size_t size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0; /* missing or unreadable: dlopen says which */
+    struct stat st;
+    ElfW(Ehdr) eh;
+    int rc = -1;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(why, size, "not a regular file");
+    } else if (fread(&eh, 1, sizeof eh, f) != sizeof eh ||
+               memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+        snprintf(why, size, "not an ELF file (%lld bytes)", (long long)st.st_size);
+    } else if (eh.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) ||
+               eh.e_type != ET_DYN || eh.e_phentsize != sizeof(ElfW(Phdr))) {
+        snprintf(why, size, "not a shared object of this machine's class (ELF class %u, "
+                 "type %u)", (unsigned)eh.e_ident[EI_CLASS], (unsigned)eh.e_type);
+    } else if (eh.e_phnum == 0 ||
+               (unsigned long long)eh.e_phoff + (unsigned long long)eh.e_phnum * sizeof(ElfW(Phdr)) >
+                   (unsigned long long)st.st_size) {
+        snprintf(why, size, "truncated: its program headers end past the file's %lld bytes",
+                 (long long)st.st_size);
+    } else if (fseek(f, (long)eh.e_phoff, SEEK_SET) != 0) {
+        snprintf(why, size, "cannot read its program headers");
+    } else {
+        rc = 0;
+        for (unsigned i = 0; i < eh.e_phnum && rc == 0; i++) {
+            ElfW(Phdr) ph;
+            if (fread(&ph, 1, sizeof ph, f) != sizeof ph) {
+                snprintf(why, size, "cannot read its program headers");
+                rc = -1;
+            } else if (ph.p_type == PT_LOAD &&
+                       (unsigned long long)ph.p_offset + ph.p_filesz >
+                           (unsigned long long)st.st_size) {
+                snprintf(why, size, "truncated: segment %u needs bytes up to %llu, the file has "
+                         "%lld", i, (unsigned long long)ph.p_offset + ph.p_filesz,
+                         (long long)st.st_size);
+                rc = -1;
+            }
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+/* Checks that the entry symbol `sym` is a function defined in the plugin's
+ * own object (dlsym also searches the libraries the plugin depends on, so
+ * "abort" would resolve in libc). Fills why and returns -1 when not. */
+static int entry_check(void *handle, void *sym, char *why, size_t size)
+{
+    struct link_map *lm = NULL;
+    Dl_info di;
+    const ElfW(Sym) *es = NULL;
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm) {
+        snprintf(why, size, "cannot inspect the loaded object");
+        return -1;
+    }
+    if (!dladdr1(sym, &di, (void **)&es, RTLD_DL_SYMENT) || !di.dli_fname) {
+        snprintf(why, size, "it is not in any loaded object");
+        return -1;
+    }
+    if (strcmp(di.dli_fname, lm->l_name) != 0) {
+        snprintf(why, size, "it is defined in %.200s, not in the plugin", di.dli_fname);
+        return -1;
+    }
+    if (es && ELF64_ST_TYPE(es->st_info) != STT_FUNC) {
+        snprintf(why, size, "it is not a function (ELF symbol type %u)",
+                 (unsigned)ELF64_ST_TYPE(es->st_info));
+        return -1;
+    }
+    return 0;
+}
+
 /* Finds the entry function: dlopen + dlsym, or the static registration. */
 static int find_entry(loom_plugin *p, const char *file, loom_plugin_entry_fn *out,
                       loom_error *err)
@@ -92,6 +176,9 @@ static int find_entry(loom_plugin *p, const char *file, loom_plugin_entry_fn *ou
         *out = p->static_entry;
         return LOOM_OK;
     }
+    char why_not[320];
+    if (elf_check(m->binary_path, why_not, sizeof why_not) != 0)
+        return fail(p, err, LOOM_EPLUGIN, "%s: %s: cannot load: %s", m->id, file, why_not);
     dlerror();
     void *handle = dlopen(m->binary_path, RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
@@ -110,6 +197,9 @@ static int find_entry(loom_plugin *p, const char *file, loom_plugin_entry_fn *ou
                     "%s: %s: entry symbol %s not found (expected a function "
                     "returning const loom_plugin_info *)",
                     m->id, file, m->entry);
+    if (entry_check(handle, sym, why_not, sizeof why_not) != 0)
+        return fail(p, err, LOOM_EPLUGIN, "%s: %s: entry symbol %s: %s", m->id, file, m->entry,
+                    why_not);
     /* POSIX guarantees data and function pointers convert through dlsym. */
     memcpy(out, &sym, sizeof *out);
     return LOOM_OK;
