@@ -233,7 +233,7 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
             if (shape.tokens <= 0)
                 continue;
             for (int p = 0; p < LOOM_POLICY_COUNT; p++) {
-                loom_layer_cost c = {0};
+                loom_layer_cost c = LOOM_LAYER_COST_INIT;
                 int rc = loom_cost_estimate(b->cost_ctx, sp->module, l, &shape, p, &c, err);
                 if (rc != LOOM_OK)
                     return rc;
@@ -266,9 +266,14 @@ static int static_memory(build *b, loom_stage_graph *g, loom_error *err)
             const loom_position *pos = &pt->positions[fl->pos_off + p];
             for (int32_t s = 0; s < pos->n_spans; s++) {
                 const loom_span *sp = &pt->spans[pos->span_off + s];
-                loom_shape shape = {1, 1, 1, span_tp(pb, pt, sp), 1};
+                loom_shape shape = LOOM_SHAPE_INIT;
+                shape.tokens = 1;
+                shape.seq_sq_sum = 1;
+                shape.sequences = 1;
+                shape.tp = span_tp(pb, pt, sp);
+                shape.trainable_upstream = 1;
                 for (int32_t l = sp->first_layer; l < sp->first_layer + sp->n_layers; l++) {
-                    loom_layer_cost c = {0};
+                    loom_layer_cost c = LOOM_LAYER_COST_INIT;
                     int rc = loom_cost_estimate(b->cost_ctx, sp->module, l, &shape, 0, &c, err);
                     if (rc != LOOM_OK)
                         return rc;

@@ -63,6 +63,7 @@ void loom_shape_for(const loom_problem *problem, int32_t module,
     }
     if (subs < 1)
         subs = 1;
+    out->struct_size = (uint32_t)sizeof *out;
     out->tokens = (int64_t)llround(tokens / subs);
     out->seq_sq_sum = seq_sq / subs;
     out->sequences = (int64_t)ceil(seqs / subs);

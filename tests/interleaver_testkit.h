@@ -93,7 +93,7 @@ static inline void ik_plan(const loom_plugin_info *info, const loom_stage_graph 
     loom_error err = {0, ""};
     ck_assert_msg(ik_interleave(info, g, prio, &s, &err) == LOOM_OK, "%s", err.message);
     ik_check_complete(g, s);
-    memset(m, 0, sizeof *m);
+    loom_metrics_init(m);
     m->peak_bytes = peak;
     ck_assert_msg(loom_simulate(g, s, m, &err) == LOOM_OK, "%s", err.message);
     loom_schedule_free(s);

@@ -204,7 +204,7 @@ static void rank_with(loom_plugin *p, float prio[4], double *best)
     g.n_groups = 4;
     const loom_stage_graph *graphs[1] = {&g};
     loom_ranking r;
-    memset(&r, 0, sizeof r);
+    r = (loom_ranking)LOOM_RANKING_INIT;
     r.cap_priorities = 4;
     r.priorities = prio;
     ck_assert_int_eq(vt->rank(self, graphs, 1, &r, &err), LOOM_OK);

@@ -56,8 +56,7 @@ static int reverse_score(reverse_self *r, const loom_stage_graph *g,
     int rc = ev->create(r->ctx, g, &e, err);
     if (rc != LOOM_OK)
         return rc;
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     rc = ev->run(e, out->priorities, &m, err);
     ev->destroy(e);
     if (rc != LOOM_OK)

@@ -60,7 +60,7 @@ static int bench_shape(loom_ctx *ctx, int32_t module, const loom_iteration *it,
     }
     double tokens = 0, sq = 0, seqs = 0;
     for (int32_t mb = 0; mb < microbatches; mb++) {
-        loom_shape s;
+        loom_shape s = LOOM_SHAPE_INIT;
         loom_shape_for(bench.problem, module, it, NULL, microbatches, mb, subs, &s);
         tokens += (double)s.tokens;
         sq += s.seq_sq_sum;

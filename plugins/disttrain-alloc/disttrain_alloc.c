@@ -83,7 +83,7 @@ static int dt_measure(dt_self *d, const loom_cost_service *cost,
                       loom_dt_unit *u, loom_error *err)
 {
     const loom_module *mod = &model->modules[module];
-    loom_shape shape;
+    loom_shape shape = LOOM_SHAPE_INIT;
     int rc = cost->module_shape(d->ctx, module, it, units, -1, 1, &shape, err);
     if (rc != LOOM_OK)
         return rc;
@@ -97,8 +97,7 @@ static int dt_measure(dt_self *d, const loom_cost_service *cost,
         double c = 0;
         for (int32_t l = 0; l < mod->n_layers; l++) {
             shape.trainable_upstream = up || (!mod->frozen && l > 0);
-            loom_layer_cost lc;
-            memset(&lc, 0, sizeof lc);
+            loom_layer_cost lc = LOOM_LAYER_COST_INIT;
             rc = cost->layer(d->ctx, module, l, &shape, LOOM_POLICY_NONE, &lc, err);
             if (rc != LOOM_OK)
                 return rc;
@@ -107,8 +106,7 @@ static int dt_measure(dt_self *d, const loom_cost_service *cost,
             if (i == 0 && shape.tokens > 0) {
                 /* peak activations under selective recomputation
                  * (Megatron's default): the memory bound's L */
-                loom_layer_cost sel;
-                memset(&sel, 0, sizeof sel);
+                loom_layer_cost sel = LOOM_LAYER_COST_INIT;
                 rc = cost->layer(d->ctx, module, l, &shape, LOOM_POLICY_SELECTIVE,
                                  &sel, err);
                 if (rc != LOOM_OK)

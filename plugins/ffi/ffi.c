@@ -171,7 +171,7 @@ static int ff_estimate(void *self, const loom_problem *problem, int32_t module, 
     int rc = ff_check(s, problem, module, layer, shape, policy, err);
     if (rc != LOOM_OK)
         return rc;
-    memset(out, 0, sizeof *out);
+    loom_layer_cost_clear(out);
     const loom_module *m = &problem->model->modules[module];
     double v = 0;
     if (s->has[FF_PARAMS]) {

@@ -121,7 +121,8 @@ START_TEST(first_candidate_first_microbatch)
     loom_stage_graph *a = st_graph(4, 8, 1.0), *b = st_graph(4, 8, 0.5);
     const loom_stage_graph *graphs[2] = {a, b};
     float prio[16];
-    loom_ranking out = {-1, 16, prio, 0.0, 0};
+    loom_ranking out = {.struct_size = (uint32_t)sizeof(loom_ranking), .candidate = -1,
+                        .cap_priorities = 16, .priorities = prio};
     loom_error err = {0, ""};
     ck_assert_msg(rank(h, graphs, 2, &out, &err) == LOOM_OK, "%s", err.message);
     ck_assert_int_eq(out.candidate, 0);
@@ -150,7 +151,8 @@ START_TEST(errors)
     loom_stage_graph *a = st_graph(2, 4, 1.0);
     const loom_stage_graph *graphs[1] = {a};
     float prio[4];
-    loom_ranking out = {-1, 4, prio, 0.0, 0};
+    loom_ranking out = {.struct_size = (uint32_t)sizeof(loom_ranking), .candidate = -1,
+                        .cap_priorities = 4, .priorities = prio};
     loom_error err = {0, ""};
     /* no evaluator service */
     ck_assert_int_eq(rank(h, graphs, 1, &out, &err), LOOM_ENOTFOUND);

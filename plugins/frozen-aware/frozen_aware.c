@@ -73,16 +73,14 @@ static int fa_layer_costs(fa_self *f, const loom_problem *pb,
     int32_t mbs = pb->parallel.microbatches > 0 ? pb->parallel.microbatches : 1;
     int32_t at = 0;
     for (int32_t m = 0; m < model->n_modules; m++) {
-        loom_shape shape;
-        memset(&shape, 0, sizeof shape);
+        loom_shape shape = LOOM_SHAPE_INIT;
         int rc = cost->module_shape(f->ctx, m, it, mbs, -1, 1, &shape, err);
         if (rc != LOOM_OK)
             return rc;
         for (int32_t l = 0; l < model->modules[m].n_layers; l++) {
             shape.trainable_upstream =
                 unaware ? 1 : loom_frozen_pays_input(model, m, l, rule);
-            loom_layer_cost c;
-            memset(&c, 0, sizeof c);
+            loom_layer_cost c = LOOM_LAYER_COST_INIT;
             rc = cost->layer(f->ctx, m, l, &shape, LOOM_POLICY_NONE, &c, err);
             if (rc != LOOM_OK)
                 return rc;

@@ -244,10 +244,11 @@ static loom_layer_cost roofline_cost(const loom_problem *pb, int32_t module)
     loom_error err = {0, ""};
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL,
                                 &self, &err), LOOM_OK);
-    loom_shape s = {4096, 4096.0 * 4096.0, 1, 1,
-                    loom_frozen_pays_input(pb->model, module, 0, LOOM_FROZEN_EQ33)};
-    loom_layer_cost c;
-    memset(&c, 0, sizeof c);
+    loom_shape s = {.struct_size = (uint32_t)sizeof(loom_shape), .tokens = 4096,
+                    .seq_sq_sum = 4096.0 * 4096.0, .sequences = 1, .tp = 1,
+                    .trainable_upstream =
+                        loom_frozen_pays_input(pb->model, module, 0, LOOM_FROZEN_EQ33)};
+    loom_layer_cost c = LOOM_LAYER_COST_INIT;
     ck_assert_msg(vt->estimate(self, pb, module, 0, &s, LOOM_POLICY_NONE, &c, &err) ==
                       LOOM_OK, "%s", err.message);
     vt->destroy(self);

@@ -173,8 +173,7 @@ static inline loom_metrics mtt_simulate(const loom_stage_graph *g,
     ck_assert_ptr_nonnull(c);
     memcpy(c->layer_policy, policies, (size_t)g->n_layer_entries);
     loom_graph_apply_policies(c);
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     m.peak_bytes = peaks;
     loom_error err = {0};
     ck_assert_int_eq(loom_simulate(c, s, &m, &err), LOOM_OK);

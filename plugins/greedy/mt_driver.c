@@ -78,7 +78,7 @@ static int mt_confirm(const loom_host_api *host, loom_mt_driver *d,
     int rc = loom_mt_view_apply(host, &d->view, g, policies, err);
     if (rc != LOOM_OK)
         return rc;
-    loom_metrics m;
+    loom_metrics m = LOOM_METRICS_INIT;
     rc = loom_mt_simulate(d->sim, d->scratch, &d->view, sched, &m, err);
     *over = m.cap_violations;
     return rc;

@@ -79,8 +79,7 @@ static double evaluate(evaluator *ev, const uint8_t *pol)
 {
     memcpy(ev->c->layer_policy, pol, (size_t)ev->c->n_layer_entries);
     loom_graph_apply_policies(ev->c);
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     loom_error err = {0};
     ck_assert_int_eq(loom_sim_run(ev->scratch, ev->c, ev->s, &m, &err),
                      LOOM_OK);

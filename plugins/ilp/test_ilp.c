@@ -85,8 +85,7 @@ static int run(const loom_plugin_info *info, const char *const *params,
 /* Simulated makespan of a schedule (asserting it runs and fits). */
 static double makespan(const loom_stage_graph *g, const loom_schedule *s)
 {
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     loom_error err = {0};
     ck_assert_msg(loom_simulate(g, s, &m, &err) == LOOM_OK, "%s", err.message);
     ck_assert_int_eq(m.cap_violations, 0);
@@ -167,8 +166,7 @@ static double brute_force(const loom_stage_graph *g)
             memcpy(&s->order[s->rank_off[r]],
                    &pr[r].rows[(size_t)pick[r] * (size_t)pr[r].len],
                    (size_t)pr[r].len * sizeof(int32_t));
-        loom_metrics m;
-        memset(&m, 0, sizeof m);
+        loom_metrics m = LOOM_METRICS_INIT;
         loom_error err = {0};
         if (loom_sim_run(scratch, g, s, &m, &err) == LOOM_OK &&
             m.cap_violations == 0 && m.makespan_ms < best)
@@ -230,8 +228,7 @@ static void check_instance(loom_stage_graph *g, int *solver_won)
         if (!others[i])
             continue;
         if (run(others[i], NULL, g, &h, &err) == LOOM_OK) {
-            loom_metrics m;
-            memset(&m, 0, sizeof m);
+            loom_metrics m = LOOM_METRICS_INIT;
             if (loom_simulate(g, h, &m, &err) == LOOM_OK &&
                 m.cap_violations == 0)
                 ck_assert_msg(m.makespan_ms >= got, "%s beat ilp: %g < %g",

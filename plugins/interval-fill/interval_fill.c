@@ -121,8 +121,7 @@ static int ifr_score(ifr_self *s, const loom_evaluator_service *ev_svc,
     int rc = ev_svc->create(s->ctx, g, &ev, err);
     if (rc != LOOM_OK)
         return rc;
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     rc = ev_svc->run(ev, prio, &m, err);
     ev_svc->destroy(ev);
     *makespan_ms = m.makespan_ms;

@@ -135,8 +135,7 @@ START_TEST(recurrence_matches_core_simulator)
                                     NULL, &self, &err), LOOM_OK);
         loom_schedule *sch = loom_schedule_new(g->n_ranks, g->n_stages);
         ck_assert_int_eq(vt->interleave(self, g, NULL, sch, &err), LOOM_OK);
-        loom_metrics m;
-        memset(&m, 0, sizeof m);
+        loom_metrics m = LOOM_METRICS_INIT;
         ck_assert_int_eq(loom_simulate(g, sch, &m, &err), LOOM_OK);
         ck_assert_double_eq_tol(span(&in, NULL), m.makespan_ms, 1e-9);
         loom_schedule_free(sch);
@@ -323,7 +322,8 @@ START_TEST(ranker_orders_and_chooses)
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL,
                                 &self, &err), LOOM_OK);
     float prio[64];
-    loom_ranking r = {0, 64, prio, 0, 0};
+    loom_ranking r = {.struct_size = (uint32_t)sizeof(loom_ranking), .cap_priorities = 64,
+                      .priorities = prio};
     ck_assert_msg(vt->rank(self, (const loom_stage_graph *const *)g, 2, &r, &err) == LOOM_OK,
                   "%s", err.message);
     ck_assert_int_eq(r.candidate, 1); /* half the stage times */

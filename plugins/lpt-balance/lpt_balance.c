@@ -93,7 +93,7 @@ static int lpt_sizes(lpt_self *s, const loom_cost_service *cost,
         int32_t tp = lpt_module_tp(p, m);
         int up = lpt_upstream_trainable(model, m);
         for (int32_t u = 0; u < units; u++) {
-            loom_shape shape;
+            loom_shape shape = LOOM_SHAPE_INIT;
             int rc = cost->module_shape(s->ctx, m, it, units, u, 1, &shape, err);
             if (rc != LOOM_OK)
                 return rc;
@@ -101,8 +101,7 @@ static int lpt_sizes(lpt_self *s, const loom_cost_service *cost,
                 continue;
             shape.tp = tp;
             for (int32_t l = 0; l < mod->n_layers; l++) {
-                loom_layer_cost c;
-                memset(&c, 0, sizeof c);
+                loom_layer_cost c = LOOM_LAYER_COST_INIT;
                 shape.trainable_upstream = up || (!mod->frozen && l > 0);
                 rc = cost->layer(s->ctx, m, l, &shape, LOOM_POLICY_NONE, &c, err);
                 if (rc != LOOM_OK)

@@ -104,8 +104,7 @@ uint32_t loom_sk_below(uint64_t *state, uint32_t n)
 static int sk_eval_with(loom_sk *sk, loom_evaluator *ev, const float *prio,
                         loom_sk_result *res, loom_error *err)
 {
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     memset(res, 0, sizeof *res);
     int rc = sk->svc->run(ev, prio, &m, err);
     if (rc == LOOM_EINFEASIBLE || rc == LOOM_EDEADLOCK)

@@ -56,7 +56,7 @@ static int mock_ev_run(loom_evaluator *ev, const float *prio,
     int rc = ev->vt->interleave(ev->dq, ev->g, prio, ev->sc, err);
     if (rc != LOOM_OK)
         return rc;
-    memset(out, 0, sizeof *out);
+    loom_metrics_init(out);
     return loom_sim_run(ev->scratch, ev->g, ev->sc, out, err);
 }
 
@@ -144,7 +144,7 @@ static void mock_brute_at(mock_brute *b, int depth)
     if (depth == n) {
         if (!mock_valid(b->g, b->prio))
             return;
-        loom_metrics m;
+        loom_metrics m = LOOM_METRICS_INIT;
         loom_error err = {0};
         ck_assert_int_eq(mock_ev_run(b->ev, b->prio, &m, &err), LOOM_OK);
         b->n_valid++;
@@ -207,7 +207,7 @@ static int mock_rank(mock_ranker *r, const loom_stage_graph *const *graphs,
                            NULL, &r->self, err);
     if (rc != LOOM_OK)
         return rc;
-    memset(out, 0, sizeof *out);
+    *out = (loom_ranking)LOOM_RANKING_INIT;
     out->cap_priorities = 8;
     out->priorities = prio;
     rc = r->vt->rank(r->self, graphs, n_graphs, out, err);

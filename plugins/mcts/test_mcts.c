@@ -133,7 +133,7 @@ END_TEST
 static loom_ranking run_mcts(mock_ranker *r, const loom_stage_graph *g,
                              float *prio)
 {
-    loom_ranking out;
+    loom_ranking out = LOOM_RANKING_INIT;
     loom_error err = {0};
     const loom_stage_graph *gs[1] = {g};
     int rc = mock_rank(r, gs, 1, prio, &out, &err);
@@ -316,7 +316,7 @@ START_TEST(time_stop_warns_and_params)
     ck_assert_int_eq(r.vt->create(loom_mock_host_api(r.h),
                                   loom_mock_host_ctx(r.h), NULL, &r.self, &err),
                      LOOM_OK);
-    memset(&out, 0, sizeof out);
+    out = (loom_ranking)LOOM_RANKING_INIT;
     out.cap_priorities = 4;
     out.priorities = prio;
     ck_assert_int_eq(r.vt->rank(r.self, gs, 1, &out, &err), LOOM_EINVAL);

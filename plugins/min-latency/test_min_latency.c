@@ -99,7 +99,8 @@ START_TEST(lowest_makespan_wins)
     loom_stage_graph *g[4] = {graph(4, 2, 0), graph(4, 1, 0), graph(2, 1, 0),
                               graph(2, 1, 0)};
     float prio[64];
-    loom_ranking r = {0, 64, prio, 0, 0};
+    loom_ranking r = {.struct_size = (uint32_t)sizeof(loom_ranking), .cap_priorities = 64,
+                      .priorities = prio};
     loom_error err = {0, ""};
     ck_assert_msg(rank(g, 4, 1, 0, &r, &err) == LOOM_OK, "%s", err.message);
     ck_assert_int_eq(r.candidate, 2); /* 2 and 3 tie: the lower index */
@@ -119,7 +120,8 @@ START_TEST(skips_what_cannot_run)
 {
     loom_stage_graph *g[3] = {graph(4, 1, 1), graph(4, 2, 0), graph(2, 1, 1)};
     float prio[64];
-    loom_ranking r = {0, 64, prio, 0, 0};
+    loom_ranking r = {.struct_size = (uint32_t)sizeof(loom_ranking), .cap_priorities = 64,
+                      .priorities = prio};
     loom_error err = {0, ""};
     ck_assert_int_eq(rank(g, 3, 1, 0, &r, &err), LOOM_OK);
     ck_assert_int_eq(r.candidate, 1);

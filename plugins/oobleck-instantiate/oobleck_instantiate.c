@@ -76,8 +76,7 @@ static int oi_eval(oi_self *o, const loom_evaluator_service *svc,
     int rc = svc->create(o->ctx, g, &ev, err);
     if (rc != LOOM_OK)
         return rc;
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     rc = svc->run(ev, prio, &m, err);
     svc->destroy(ev);
     *ms = m.makespan_ms;

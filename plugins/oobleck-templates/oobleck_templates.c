@@ -105,8 +105,7 @@ static int ot_costs(ot_self *o, const loom_cost_service *cost,
         int32_t at = 0;
         for (int32_t m = 0; m < model->n_modules; m++) {
             const loom_module *mod = &model->modules[m];
-            loom_shape shape;
-            memset(&shape, 0, sizeof shape);
+            loom_shape shape = LOOM_SHAPE_INIT;
             int rc = cost->module_shape(o->ctx, m, it, mbs, -1, 1, &shape, err);
             if (rc != LOOM_OK)
                 return rc;
@@ -115,8 +114,7 @@ static int ot_costs(ot_self *o, const loom_cost_service *cost,
             for (int32_t l = 0; l < mod->n_layers; l++, at++) {
                 size_t i = (size_t)(d - 1) * (size_t)n_layers + (size_t)at;
                 shape.trainable_upstream = up || (!mod->frozen && l > 0);
-                loom_layer_cost c;
-                memset(&c, 0, sizeof c);
+                loom_layer_cost c = LOOM_LAYER_COST_INIT;
                 loom_error e = {0, ""};
                 rc = cost->layer(o->ctx, m, l, &shape, policy, &c, &e);
                 if (rc != LOOM_OK) {

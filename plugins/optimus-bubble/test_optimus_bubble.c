@@ -62,8 +62,7 @@ static int run(const loom_plugin_info *info, const loom_stage_graph *g,
 static double makespan(const loom_stage_graph *g, const loom_schedule *s,
                        loom_metrics *keep)
 {
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     m.start_ms = calloc((size_t)g->n_stages, sizeof(double));
     m.end_ms = calloc((size_t)g->n_stages, sizeof(double));
     loom_error err = {0, ""};
@@ -121,7 +120,7 @@ static loom_stage_graph *colocated(int P, int M, int layers, double f, double b)
 /* Checks the dependency and order invariants of a fine schedule. */
 static void check_invariants(const loom_stage_graph *g, const loom_schedule *s)
 {
-    loom_metrics m;
+    loom_metrics m = LOOM_METRICS_INIT;
     makespan(g, s, &m);
     for (int32_t v = 0; v < g->n_stages; v++) {
         if (g->module[v] != 1 || g->position[v] != 0 || g->kind[v] != LOOM_STAGE_F)

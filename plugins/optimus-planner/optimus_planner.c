@@ -89,8 +89,7 @@ static int opt_measure(opt_self *s, const loom_cost_service *cost,
     for (int32_t m = 0; m < model->n_modules; m++) {
         const loom_module *mod = &model->modules[m];
         int enc = mod->kind == LOOM_MODULE_ENCODER;
-        loom_shape shape;
-        memset(&shape, 0, sizeof shape);
+        loom_shape shape = LOOM_SHAPE_INIT;
         if (it && it->n_samples > 0) {
             int rc = cost->module_shape(s->ctx, m, it, mbs, -1, 1, &shape, err);
             if (rc != LOOM_OK)
@@ -103,8 +102,7 @@ static int opt_measure(opt_self *s, const loom_cost_service *cost,
             loom_shape one = shape;
             one.tp = 1;
             for (int32_t l = 0; l < mod->n_layers; l++) {
-                loom_layer_cost c;
-                memset(&c, 0, sizeof c);
+                loom_layer_cost c = LOOM_LAYER_COST_INIT;
                 int rc = LOOM_OK;
                 if (i == 0) {
                     rc = cost->layer(s->ctx, m, l, &one, LOOM_POLICY_NONE, &c, err);

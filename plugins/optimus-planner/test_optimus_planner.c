@@ -223,8 +223,7 @@ START_TEST(one_f_one_b_closed_forms_match_the_simulator)
             vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self, &err);
             loom_schedule *sch = loom_schedule_new(g->n_ranks, g->n_stages);
             ck_assert_int_eq(vt->interleave(self, g, NULL, sch, &err), LOOM_OK);
-            loom_metrics m;
-            memset(&m, 0, sizeof m);
+            loom_metrics m = LOOM_METRICS_INIT;
             m.start_ms = calloc((size_t)g->n_stages, sizeof(double));
             m.end_ms = calloc((size_t)g->n_stages, sizeof(double));
             ck_assert_int_eq(loom_simulate(g, sch, &m, &err), LOOM_OK);

@@ -227,7 +227,7 @@ static int rf_estimate(void *self, const loom_problem *problem,
     loom_roofline_layer_costs(L, shape, &hw, policy, s->flags,
                               shape->trainable_upstream != 0, !m->frozen, &c);
     double params = loom_roofline_layer_params(L);
-    memset(out, 0, sizeof *out);
+    loom_layer_cost_clear(out);
     out->forward_ms = c.forward_ms;
     out->input_grad_ms = c.input_grad_ms;
     out->weight_grad_ms = c.weight_grad_ms;

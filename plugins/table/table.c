@@ -216,7 +216,7 @@ static int tb_estimate(void *self, const loom_problem *problem,
     loom_table_point pt;
     loom_table_interpolate(rows, n, (double)shape->tokens, &pt);
 
-    memset(out, 0, sizeof *out);
+    loom_layer_cost_clear(out);
     out->param_bytes = tb_bytes(pt.param_bytes);
     if (!m->frozen) {
         int32_t dp = problem->parallel.dp;

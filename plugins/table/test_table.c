@@ -101,7 +101,9 @@ static inst open_table(const char *path)
 /* A shape of `tokens` tokens at TP 1. */
 static loom_shape shape(int64_t tokens, int32_t trainable_upstream)
 {
-    loom_shape s = {tokens, (double)tokens * 100.0, 1, 1, trainable_upstream};
+    loom_shape s = {.struct_size = (uint32_t)sizeof(loom_shape), .tokens = tokens,
+                    .seq_sq_sum = (double)tokens * 100.0, .sequences = 1, .tp = 1,
+                    .trainable_upstream = trainable_upstream};
     return s;
 }
 
@@ -109,7 +111,7 @@ static loom_shape shape(int64_t tokens, int32_t trainable_upstream)
 static loom_layer_cost est(inst *in, fixture *fx, int32_t module,
                            int32_t layer, loom_shape s, int32_t policy)
 {
-    loom_layer_cost c;
+    loom_layer_cost c = LOOM_LAYER_COST_INIT;
     loom_error err = {0, ""};
     int rc = vtable()->estimate(in->self, &fx->problem, module, layer, &s,
                                 policy, &c, &err);
@@ -121,7 +123,7 @@ static loom_layer_cost est(inst *in, fixture *fx, int32_t module,
 static void est_fails(inst *in, fixture *fx, int32_t module, int32_t layer,
                       const char *fragment)
 {
-    loom_layer_cost c;
+    loom_layer_cost c = LOOM_LAYER_COST_INIT;
     loom_error err = {0, ""};
     loom_shape s = shape(1000, 1);
     int rc = vtable()->estimate(in->self, &fx->problem, module, layer, &s,

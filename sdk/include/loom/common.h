@@ -62,6 +62,16 @@ typedef struct loom_error {
     char message[LOOM_ERROR_MSG_BYTES];
 } loom_error;
 
+/* Size-prefixed structs. Every struct that crosses the plugin boundary and
+ * may grow starts with `uint32_t struct_size`: sizeof the struct as the side
+ * that allocated it was built (set it with the struct's LOOM_*_INIT macro or
+ * loom_*_init() function). Members are only ever appended; a reader or
+ * writer touches a member only when struct_size covers it. */
+#define LOOM_STRUCT_END(type, member)                                          \
+    (offsetof(type, member) + sizeof(((type *)0)->member))
+#define LOOM_STRUCT_HAS(ptr, type, member)                                     \
+    ((size_t)(ptr)->struct_size >= LOOM_STRUCT_END(type, member))
+
 /* Floating point type tag in the build signature. */
 #define LOOM_FLOAT_IEEE754_DOUBLE 1u
 
