@@ -49,8 +49,27 @@ enum loom_status {
     LOOM_EINTERRUPTED = -11 /* stopped by a signal */
 };
 
-/* Name of a status code, e.g. "LOOM_EABI". Never NULL. */
-const char *loom_status_name(int status);
+/* Name of a status code, e.g. "LOOM_EABI"; "LOOM_E?" for an unknown code.
+ * Never NULL. Header-only, so plugins (linked without the core) and the
+ * core use the same function. */
+static inline const char *loom_status_name(int status)
+{
+    switch (status) {
+    case LOOM_OK: return "LOOM_OK";
+    case LOOM_EINVAL: return "LOOM_EINVAL";
+    case LOOM_ENOMEM: return "LOOM_ENOMEM";
+    case LOOM_EABI: return "LOOM_EABI";
+    case LOOM_ENOTFOUND: return "LOOM_ENOTFOUND";
+    case LOOM_EINFEASIBLE: return "LOOM_EINFEASIBLE";
+    case LOOM_DECLINED: return "LOOM_DECLINED";
+    case LOOM_EPLUGIN: return "LOOM_EPLUGIN";
+    case LOOM_EDEADLOCK: return "LOOM_EDEADLOCK";
+    case LOOM_EIO: return "LOOM_EIO";
+    case LOOM_ETIMEOUT: return "LOOM_ETIMEOUT";
+    case LOOM_EINTERRUPTED: return "LOOM_EINTERRUPTED";
+    default: return "LOOM_E?";
+    }
+}
 
 #define LOOM_ERROR_MSG_BYTES 512
 
