@@ -46,7 +46,7 @@ static inline int ik_interleave(const loom_plugin_info *info, const loom_stage_g
     const loom_interleaver_vtable *vt =
         (const loom_interleaver_vtable *)info->role(LOOM_ROLE_INTERLEAVER);
     ck_assert_ptr_nonnull(vt);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_test_mock_host(info);
     void *self = NULL;
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
                                 NULL, &self, err), LOOM_OK);

@@ -77,7 +77,10 @@ int main(void)
     CHECK(strcmp(info->id, "org.example.reverse") == 0);
     CHECK(info->role(LOOM_ROLE_INTERLEAVER) == NULL);
 
-    loom_mock_host *h = loom_mock_host_new();
+    /* params the test does not set come from the manifest's defaults */
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+    if (!h)
+        return 1;
     loom_mock_host_add_service(h, LOOM_SERVICE_EVALUATOR, 1, &fake_evaluator);
     float prio[3];
     loom_ranking out = LOOM_RANKING_INIT;

@@ -223,18 +223,21 @@ static int cpb_partition(void *self, const loom_problem *problem,
                            "cp-balance: the model has no text backbone");
     if (!it || it->n_samples < 1)
         return LOOM_OK;
-    int64_t gpus = 4, block = 128;
-    if (host->param_int(c->ctx, "gpus", &gpus) != LOOM_OK)
-        gpus = 4;
-    if (host->param_int(c->ctx, "block_tokens", &block) != LOOM_OK)
-        block = 128;
-    const char *order = host->param_string(c->ctx, "order");
-    const char *mask = host->param_string(c->ctx, "mask");
-    int sorted = !(order && strcmp(order, "unsorted") == 0);
-    int causal = mask && strcmp(mask, "causal") == 0;
+    int64_t gpus = 0, block = 0;
+    const char *order = NULL, *mask = NULL;
+    int rc = loom_read_param_int(host, c->ctx, "cp-balance", "gpus", &gpus, err);
+    if (rc == LOOM_OK)
+        rc = loom_read_param_int(host, c->ctx, "cp-balance", "block_tokens", &block, err);
+    if (rc == LOOM_OK)
+        rc = loom_read_param_string(host, c->ctx, "cp-balance", "order", &order, err);
+    if (rc == LOOM_OK)
+        rc = loom_read_param_string(host, c->ctx, "cp-balance", "mask", &mask, err);
+    if (rc != LOOM_OK)
+        return rc;
+    int sorted = strcmp(order, "unsorted") != 0;
+    int causal = strcmp(mask, "causal") == 0;
     cpb_buf b;
     memset(&b, 0, sizeof b);
-    int rc = LOOM_OK;
     for (int32_t k = 0; rc == LOOM_OK && k < set->n; k++) {
         loom_partition *p = set->items[k];
         if (!p->sample_mb || p->n_samples != it->n_samples)

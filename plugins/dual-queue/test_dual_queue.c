@@ -50,7 +50,7 @@ static inst open_inst(const loom_plugin_info *info)
 {
     inst in;
     loom_error err = {0};
-    in.h = loom_mock_host_new();
+    in.h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     in.vt = (const loom_interleaver_vtable *)info->role(LOOM_ROLE_INTERLEAVER);
     ck_assert_ptr_nonnull(in.vt);
     ck_assert_int_eq(in.vt->create(loom_mock_host_api(in.h),
@@ -540,7 +540,7 @@ static void *count_realloc(void *p, size_t n)
 
 START_TEST(no_allocation_after_first_call)
 {
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_host_api api = *loom_mock_host_api(h);
     base_alloc = api.alloc;
     base_realloc = api.realloc;

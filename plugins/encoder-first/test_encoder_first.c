@@ -21,7 +21,7 @@ static int run(const loom_stage_graph *g, const float *prio, const char *warmup,
         (const loom_interleaver_vtable *)loom_static_encoder_first()->role(
             LOOM_ROLE_INTERLEAVER);
     ck_assert_ptr_nonnull(vt);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     if (warmup)
         loom_mock_host_set_param(h, "warmup", warmup);
     void *self = NULL;

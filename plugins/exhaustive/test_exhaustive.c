@@ -105,7 +105,7 @@ START_TEST(max_evaluations_and_candidates)
     ck_assert_double_eq_tol(out.best_makespan_ms, (6 + 3 - 1) * 3.0, 1e-9);
 
     /* No evaluator service: a clear error. */
-    loom_mock_host *bare = loom_mock_host_new();
+    loom_mock_host *bare = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     mock_ranker_close(&r);
     const loom_ranker_vtable *vt = (const loom_ranker_vtable *)
         loom_static_exhaustive()->role(LOOM_ROLE_RANKER);

@@ -175,7 +175,7 @@ END_TEST
  * policies, orders and split backward. */
 START_TEST(timeline_peaks_match_simulator)
 {
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     const loom_host_api *host = loom_mock_host_api(h);
     loom_mt_timeline t;
     memset(&t, 0, sizeof t);

@@ -143,7 +143,7 @@ START_TEST(optimal_over_candidates_on_small_instances)
     const loom_memory_tuner_vtable *ilp = mtt_vtable(loom_static_ilp_memory());
     const loom_memory_tuner_vtable *gr = mtt_vtable(loom_static_greedy());
     const loom_memory_tuner_vtable *ks = mtt_vtable(loom_static_knapsack());
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mckp_set set;
     memset(&set, 0, sizeof set);
     loom_error err = {0};
@@ -202,7 +202,7 @@ END_TEST
  * over all-fastest (brute force over the candidates of its pairs). */
 START_TEST(window_bound_is_a_lower_bound)
 {
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     const loom_host_api *host = loom_mock_host_api(h);
     loom_mckp_set set;
     loom_mt_timeline t;
@@ -321,7 +321,7 @@ START_TEST(params_are_checked)
     const char *bad[][2] = {{"gap", "1.5"}, {"timeout_ms", "0"}, {"k", "1"},
                             {"resolution", "0"}, {"gap", "x"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        loom_mock_host *h = loom_mock_host_new();
+        loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
         loom_mock_host_set_param(h, bad[i][0], bad[i][1]);
         void *self = NULL;
         loom_error err = {0};

@@ -69,7 +69,7 @@ static int run(const loom_plugin_info *info, const char *const *params,
     const loom_interleaver_vtable *vt =
         (const loom_interleaver_vtable *)info->role(LOOM_ROLE_INTERLEAVER);
     ck_assert_ptr_nonnull(vt);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     for (int i = 0; params && params[i]; i += 2)
         loom_mock_host_set_param(h, params[i], params[i + 1]);
     void *self = NULL;
@@ -188,7 +188,7 @@ static double brute_force(const loom_stage_graph *g)
  * not only the incumbent, is exercised). */
 static double best_list(const loom_stage_graph *g)
 {
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     const loom_host_api *host = loom_mock_host_api(h);
     loom_ilpi_problem pb;
     loom_error err = {0};
@@ -338,7 +338,7 @@ START_TEST(errors_and_params)
             LOOM_ROLE_INTERLEAVER);
     const char *bad[][2] = {{"timeout_ms", "0"}, {"max_stages", "2000"}};
     for (int i = 0; i < 2; i++) {
-        loom_mock_host *h = loom_mock_host_new();
+        loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
         loom_mock_host_set_param(h, bad[i][0], bad[i][1]);
         void *self = NULL;
         ck_assert_int_eq(vt->create(loom_mock_host_api(h),
@@ -365,7 +365,7 @@ START_TEST(lower_bound_and_replay)
     loom_stage_graph *g = NULL;
     loom_error err = {0};
     ck_assert_int_eq(loom_graph_from_stage_times(&t, 0, &g, &err), LOOM_OK);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_ilpi_problem pb;
     ck_assert_int_eq(loom_ilpi_analyse(loom_mock_host_api(h), &pb, g, &err),
                      LOOM_OK);

@@ -129,7 +129,7 @@ START_TEST(recurrence_matches_core_simulator)
         ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
         const loom_interleaver_vtable *vt =
             (const loom_interleaver_vtable *)loom_static_1f1b()->role(LOOM_ROLE_INTERLEAVER);
-        loom_mock_host *h = loom_mock_host_new();
+        loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
         void *self = NULL;
         ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
                                     NULL, &self, &err), LOOM_OK);
@@ -264,7 +264,7 @@ static int ev_run(loom_evaluator *e, const float *prio, loom_metrics *out,
     }
     const loom_interleaver_vtable *vt =
         (const loom_interleaver_vtable *)loom_static_1f1b()->role(LOOM_ROLE_INTERLEAVER);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     void *self = NULL;
     int rc = vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self, err);
     loom_schedule *s = loom_schedule_new(g->n_ranks, g->n_stages);
@@ -314,7 +314,7 @@ START_TEST(ranker_orders_and_chooses)
     const loom_ranker_vtable *vt =
         (const loom_ranker_vtable *)loom_static_interval_fill()->role(LOOM_ROLE_RANKER);
     ck_assert_ptr_nonnull(vt);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_add_service(h, LOOM_SERVICE_EVALUATOR, 1, &test_ev);
     loom_mock_host_set_param(h, "keep_better", "false");
     void *self = NULL;
@@ -358,7 +358,7 @@ START_TEST(ranker_orders_and_chooses)
     loom_mock_host_free(h);
 
     /* no evaluator */
-    h = loom_mock_host_new();
+    h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL,
                                 &self, &err), LOOM_OK);
     ck_assert_int_eq(vt->rank(self, (const loom_stage_graph *const *)g, 2, &r, &err),

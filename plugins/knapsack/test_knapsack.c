@@ -53,7 +53,7 @@ static void want(const loom_mckp_set *set, const loom_stage_graph *g,
  * bounds are 80 and 130 bytes. */
 START_TEST(hand_candidates)
 {
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     const loom_host_api *host = loom_mock_host_api(h);
     loom_stage_graph *g = hand_graph();
     loom_mckp_set set;
@@ -109,7 +109,7 @@ static double brute_fastest(const loom_stage_graph *g, int32_t e0, int32_t n,
 
 START_TEST(candidates_pareto_extremes_and_buckets)
 {
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     const loom_host_api *host = loom_mock_host_api(h);
     loom_mckp_set set;
     memset(&set, 0, sizeof set);
@@ -189,7 +189,7 @@ END_TEST
  * not share them. */
 START_TEST(identical_pairs_share_candidates)
 {
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     const loom_host_api *host = loom_mock_host_api(h);
     loom_stage_graph *g = mtt_chain(2, 3, 3, 0, 5);
     size_t opts = 3 * LOOM_POLICY_COUNT * sizeof(loom_policy_option);
@@ -225,7 +225,7 @@ END_TEST
  * candidate dominates it, and drops what it dominates. */
 START_TEST(adding_a_combination)
 {
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     const loom_host_api *host = loom_mock_host_api(h);
     loom_stage_graph *g = hand_graph();
     loom_mckp_set set;
@@ -316,7 +316,7 @@ END_TEST
 START_TEST(params_are_checked)
 {
     const loom_memory_tuner_vtable *vt = mtt_vtable(loom_static_knapsack());
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_param(h, "k", "1");
     void *self = NULL;
     loom_error err = {0};

@@ -207,13 +207,15 @@ static int lpt_partition(void *self, const loom_problem *problem,
     if (most >= 0)
         units = most + 1;
     int64_t dp = 0;
-    if (host->param_int(s->ctx, "dp", &dp) != LOOM_OK)
-        dp = 0;
-    const char *order = host->param_string(s->ctx, "order");
-    int descending = !order || strcmp(order, "ascending") != 0;
+    const char *order = NULL;
+    int rc = loom_read_param_int(host, s->ctx, "lpt-balance", "dp", &dp, err);
+    if (rc == LOOM_OK)
+        rc = loom_read_param_string(host, s->ctx, "lpt-balance", "order", &order, err);
+    if (rc != LOOM_OK)
+        return rc;
+    int descending = strcmp(order, "ascending") != 0;
     int32_t *buf = host->alloc((size_t)units * 4 * sizeof *buf);
     double *sizes = host->alloc((size_t)units * 2 * sizeof *sizes);
-    int rc = LOOM_OK;
     if (!buf || !sizes)
         rc = host->error(err, LOOM_ENOMEM, "lpt-balance: out of memory");
     for (int32_t c = 0; c < set->n && rc == LOOM_OK; c++)

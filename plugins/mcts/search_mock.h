@@ -190,7 +190,7 @@ typedef struct mock_ranker {
 static mock_ranker mock_ranker_open(const loom_plugin_info *info)
 {
     mock_ranker r;
-    r.h = loom_mock_host_new();
+    r.h = loom_test_mock_host(info);
     loom_mock_host_add_service(r.h, LOOM_SERVICE_EVALUATOR, 1, &MOCK_EVALUATOR);
     r.vt = (const loom_ranker_vtable *)info->role(LOOM_ROLE_RANKER);
     ck_assert_ptr_nonnull(r.vt);

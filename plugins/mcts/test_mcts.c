@@ -28,7 +28,7 @@ static loom_stage_graph *five_groups(loom_sk_prec *pc)
     loom_stage_graph *g = mock_graph(2, 5);
     static const int pairs[] = {0, 1, 1, 2, 3, 4};
     mock_precede(g, pairs, 3);
-    five_host = loom_mock_host_new();
+    five_host = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_error err = {0};
     ck_assert_int_eq(loom_sk_prec_build(loom_mock_host_api(five_host), "t", g, pc, &err),
                      LOOM_OK);

@@ -30,7 +30,7 @@ static int ev_run(loom_evaluator *e, const float *prio, loom_metrics *out,
     const loom_interleaver_vtable *vt =
         (const loom_interleaver_vtable *)loom_static_encoder_first()->role(
             LOOM_ROLE_INTERLEAVER);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_test_mock_host(loom_static_encoder_first());
     void *self = NULL;
     int rc = vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self, err);
     loom_schedule *s = loom_schedule_new(g->n_ranks, g->n_stages);
@@ -78,7 +78,7 @@ static int rank(loom_stage_graph **g, int n, int with_ev, int expired,
 {
     const loom_ranker_vtable *vt =
         (const loom_ranker_vtable *)loom_static_min_latency()->role(LOOM_ROLE_RANKER);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     if (with_ev)
         loom_mock_host_add_service(h, LOOM_SERVICE_EVALUATOR, 1, &test_ev);
     loom_mock_host_set_expired(h, expired);

@@ -70,7 +70,7 @@ static int run_rank(loom_stage_graph **g, int n, const char *const *params,
     pb.kind = LOOM_PROBLEM_MODEL;
     pb.cluster = &cl;
     pb.parallel = (loom_parallel){1, 8, 1, 1, 12, 0};
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_problem(h, &pb);
     loom_mock_host_add_service(h, LOOM_SERVICE_EVALUATOR, 1, &mock_ev);
     for (int i = 0; params && params[i]; i += 2)

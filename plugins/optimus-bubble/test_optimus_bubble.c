@@ -32,7 +32,7 @@ static int run(const loom_plugin_info *info, const loom_stage_graph *g,
     static char last[512];
     const loom_interleaver_vtable *vt =
         (const loom_interleaver_vtable *)info->role(LOOM_ROLE_INTERLEAVER);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_test_mock_host(info);
     if (with_sim)
         loom_mock_host_add_service(h, LOOM_SERVICE_SIMULATOR, 1, &core_sim);
     for (int i = 0; params && params[i]; i += 2)

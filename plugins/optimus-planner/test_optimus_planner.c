@@ -218,7 +218,7 @@ START_TEST(one_f_one_b_closed_forms_match_the_simulator)
             loom_stage_graph *g = NULL;
             loom_error err = {0, ""};
             ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
-            loom_mock_host *h = loom_mock_host_new();
+            loom_mock_host *h = loom_test_mock_host(loom_static_encoder_first());
             void *self = NULL;
             vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self, &err);
             loom_schedule *sch = loom_schedule_new(g->n_ranks, g->n_stages);
@@ -430,7 +430,7 @@ static int run(const loom_problem *pb, const loom_iteration *it,
     const loom_partitioner_vtable *vt =
         (const loom_partitioner_vtable *)loom_static_optimus_planner()->role(
             LOOM_ROLE_PARTITIONER);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_problem(h, pb);
     if (with_cost)
         loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &fake_cost);

@@ -50,7 +50,7 @@ START_TEST(draws_are_uniform_per_slot)
     loom_stage_graph *g = mock_graph(2, 3);
     static const int pairs[] = {0, 1};
     mock_precede(g, pairs, 1);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_sk_prec pc;
     loom_error err = {0};
     ck_assert_int_eq(loom_sk_prec_build(loom_mock_host_api(h), "t", g, &pc, &err),

@@ -19,40 +19,44 @@ typedef struct rf_self {
     unsigned flags;             /* LOOM_ROOFLINE_FLASH | _SEQ_PARALLEL */
 } rf_self;
 
-/* Reads a float param, leaving *out (the default) when it is not set. */
+/* Reads a declared float param (the host supplies the manifest's default). */
 static int rf_param_double(const loom_host_api *host, loom_ctx *ctx,
                            const char *key, double *out, loom_error *err)
 {
     int rc = host->param_double(ctx, key, out);
-    if (rc == LOOM_OK || rc == LOOM_ENOTFOUND)
+    if (rc == LOOM_OK)
         return LOOM_OK;
+    if (rc == LOOM_ENOTFOUND)
+        return loom_param_error(host, err, "roofline", key, "float", rc);
     return host->error(err, LOOM_EINVAL,
                        "roofline: param %s: expected a number (host status %d)",
                        key, rc);
 }
 
-/* Reads a bool param, leaving *out (the default) when it is not set. */
+/* Reads a declared bool param (the host supplies the manifest's default). */
 static int rf_param_bool(const loom_host_api *host, loom_ctx *ctx,
                          const char *key, int *out, loom_error *err)
 {
     int rc = host->param_bool(ctx, key, out);
-    if (rc == LOOM_OK || rc == LOOM_ENOTFOUND)
+    if (rc == LOOM_OK)
         return LOOM_OK;
+    if (rc == LOOM_ENOTFOUND)
+        return loom_param_error(host, err, "roofline", key, "bool", rc);
     return host->error(err, LOOM_EINVAL,
                        "roofline: param %s: expected true or false (host "
                        "status %d)",
                        key, rc);
 }
 
-/* create(): reads gemm_efficiency_scale (1.0), distributed_optimizer (true),
- * flash_attention (true), sequence_parallel (true) and kernel_launch_us
- * (0). */
+/* create(): reads gemm_efficiency_scale, distributed_optimizer,
+ * flash_attention, sequence_parallel and kernel_launch_us (defaults in
+ * manifest.json). */
 static int rf_create(const loom_host_api *host, loom_ctx *ctx,
                      void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
-    double scale = 1.0;
-    int dist = 1, flash = 1, seqpar = 1;
+    double scale = 0;
+    int dist = 0, flash = 0, seqpar = 0;
     int rc = rf_param_double(host, ctx, "gemm_efficiency_scale", &scale, err);
     if (rc == LOOM_OK)
         rc = rf_param_bool(host, ctx, "distributed_optimizer", &dist, err);
@@ -60,7 +64,7 @@ static int rf_create(const loom_host_api *host, loom_ctx *ctx,
         rc = rf_param_bool(host, ctx, "flash_attention", &flash, err);
     if (rc == LOOM_OK)
         rc = rf_param_bool(host, ctx, "sequence_parallel", &seqpar, err);
-    double launch_us = 0.0;
+    double launch_us = 0;
     if (rc == LOOM_OK)
         rc = rf_param_double(host, ctx, "kernel_launch_us", &launch_us, err);
     if (rc != LOOM_OK)

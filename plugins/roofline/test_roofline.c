@@ -115,7 +115,7 @@ static int estimate_with(fixture *fx, const char *const *params,
                          loom_shape shape, int32_t policy,
                          loom_layer_cost *out, loom_error *err)
 {
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     for (int i = 0; params && params[i]; i += 2)
         loom_mock_host_set_param(h, params[i], params[i + 1]);
     loom_mock_host_set_problem(h, &fx->problem);
@@ -527,7 +527,7 @@ static double model_params(loom_layer L, int32_t n_layers, int32_t kind,
                                  LOOM_POLICY_NONE);
     int64_t extra_p = -1, extra_s = -1;
     loom_error err = {0, ""};
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     const loom_cost_model_vtable *vt = vtable();
     void *self = NULL;
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
@@ -596,7 +596,7 @@ START_TEST(param_and_state_bytes)
     ck_assert_int_eq(c.state_bytes, (int64_t)(14 * p / 8));
 
     /* embeddings: input table + untied head of a backbone, vocab-parallel */
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     const loom_cost_model_vtable *vt = vtable();
     void *self = NULL;
     int64_t pb = 0, sb = 0;
@@ -677,7 +677,7 @@ END_TEST
 static void expect_error(fixture *fx, int32_t module, int32_t layer,
                          loom_shape s, int32_t policy, const char *fragment)
 {
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     const loom_cost_model_vtable *vt = vtable();
     void *self = NULL;
     loom_error err = {0, ""};

@@ -53,7 +53,7 @@ static inst open_inst(const loom_plugin_info *info, int max_inflight)
 {
     inst in;
     loom_error err = {0};
-    in.h = loom_mock_host_new();
+    in.h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     if (max_inflight >= 0) {
         char buf[32];
         snprintf(buf, sizeof buf, "%d", max_inflight);
@@ -256,7 +256,7 @@ START_TEST(unsplit_graph_and_params)
     close_inst(&zb);
     loom_graph_free(g);
 
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_param(h, "max_inflight", "-2");
     const loom_interleaver_vtable *vt = (const loom_interleaver_vtable *)
         loom_static_zero_bubble()->role(LOOM_ROLE_INTERLEAVER);
