@@ -46,21 +46,6 @@ static void cpb_destroy(void *self)
         c->host->free(c);
 }
 
-/* Output tokens of encoder module `mod` for one sample. */
-static int64_t cpb_tokens(const loom_module *mod, const loom_sample *s)
-{
-    switch (mod->modality) {
-    case LOOM_MODALITY_IMAGE:
-        return (int64_t)s->images * mod->tokens_per_item;
-    case LOOM_MODALITY_VIDEO:
-        return (int64_t)(s->video_seconds * (double)mod->tokens_per_item + 0.5);
-    case LOOM_MODALITY_AUDIO:
-        return (int64_t)(s->audio_seconds * (double)mod->tokens_per_item + 0.5);
-    default:
-        return s->text_tokens;
-    }
-}
-
 /* The module whose sequence is balanced: the first text backbone. */
 static int32_t cpb_module(const loom_model *model)
 {
@@ -115,7 +100,7 @@ static int cpb_runs(const loom_host_api *host, const loom_model *model,
         int64_t enc_tokens = 0;
         for (int32_t k = 0; k < mod->n_inputs && k < 62; k++) {
             const loom_module *in = &model->modules[mod->inputs[k]];
-            int64_t t = cpb_tokens(in, smp);
+            int64_t t = loom_sample_output_tokens(in, smp);
             uint64_t bit = LOOM_CP_ENCODER_BIT(k + 1);
             all |= bit;
             enc_tokens += t;
