@@ -109,6 +109,11 @@ int loom_cost_estimate(loom_ctx *cost_ctx, int32_t module, int32_t layer,
 int loom_cost_module_extra(loom_ctx *cost_ctx, int32_t module, int32_t tp,
                            int64_t *param_bytes, int64_t *state_bytes,
                            loom_error *err);
+/* Transfer time of `bytes` over `link`: the cost model's p2p_ms when it
+ * has one (an error names the plugin; a negative or non-finite time is
+ * LOOM_EPLUGIN), else loom_p2p_link_ms() on the problem's cluster. */
+int loom_cost_p2p_ms(loom_ctx *cost_ctx, const loom_p2p_link *link, double bytes,
+                     double *ms, loom_error *err);
 
 /* 1 when some module upstream of `module` (transitively) is trainable. */
 int loom_upstream_trainable(const loom_model *model, int32_t module);

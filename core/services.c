@@ -76,6 +76,34 @@ int loom_cost_module_extra(loom_ctx *ctx, int32_t module, int32_t tp,
     return rc;
 }
 
+int loom_cost_p2p_ms(loom_ctx *ctx, const loom_p2p_link *link, double bytes, double *ms,
+                     loom_error *err)
+{
+    loom_step *st = cost_step(ctx, err);
+    *ms = 0;
+    if (!st)
+        return LOOM_ENOTFOUND;
+    const loom_problem *pb = ctx->problem;
+    if (!st->vt.cost_model.p2p_ms) {
+        *ms = loom_p2p_link_ms(pb ? pb->cluster : NULL, link, bytes);
+        return LOOM_OK;
+    }
+    int32_t caller = loom_current_step ? *loom_current_step : -1;
+    loom_mark_step(pl_index(ctx));
+    int rc = st->vt.cost_model.p2p_ms(st->instance, pb, link, bytes, ms, err);
+    loom_mark_step(caller);
+    if (rc != LOOM_OK) {
+        loom_error_prefix_plugin(err, st->ctx.plugin_id);
+        return rc;
+    }
+    if (!(*ms >= 0) || *ms > 1e300)
+        return loom_set_error(err, LOOM_EPLUGIN,
+                              "plugin %s: returned a negative, infinite or NaN transfer time "
+                              "from rank %d to rank %d",
+                              st->ctx.plugin_id, link->src_rank, link->dst_rank);
+    return LOOM_OK;
+}
+
 /* The cost step's ctx carries the problem; plugins call with their own. */
 static loom_ctx *cost_ctx_of(loom_ctx *ctx, loom_error *err)
 {

@@ -283,12 +283,28 @@ static int rf_module_extra(void *self, const loom_problem *problem,
     return LOOM_OK;
 }
 
+/* p2p_ms(): latency plus bytes over the link's bandwidth (NVLink within a
+ * node, the network across nodes) at the collective efficiency: the
+ * SDK's loom_p2p_link_ms() on the problem's cluster. */
+static int rf_p2p_ms(void *self, const loom_problem *problem,
+                     const loom_p2p_link *link, double bytes, double *ms,
+                     loom_error *err)
+{
+    const rf_self *s = self;
+    if (!problem || !problem->cluster)
+        return s->host->error(err, LOOM_EINVAL,
+                              "roofline: a transfer time needs a cluster, found none");
+    *ms = loom_p2p_link_ms(problem->cluster, link, bytes);
+    return LOOM_OK;
+}
+
 static const loom_cost_model_vtable rf_vtable = {
     {sizeof(loom_cost_model_vtable), LOOM_COST_MODEL_VERSION},
     rf_create,
     rf_destroy,
     rf_estimate,
     rf_module_extra,
+    rf_p2p_ms,
 };
 
 /* The vtable for the cost_model role, NULL for any other. */

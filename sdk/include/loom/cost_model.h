@@ -80,6 +80,36 @@ static inline void loom_layer_cost_clear(loom_layer_cost *c)
                n - sizeof zero.struct_size);
 }
 
+/* One point-to-point transfer between two pipeline ranks, each a TP group
+ * laid out on consecutive GPUs (rank r's group starts at GPU
+ * first_gpu of r). Size-prefixed: the host fills it; a cost model reads
+ * only the members struct_size covers. */
+typedef struct loom_p2p_link {
+    uint32_t struct_size;  /* sizeof(loom_p2p_link) of the host */
+    int32_t src_rank;      /* the rank that sends */
+    int32_t dst_rank;      /* the rank that receives (!= src_rank) */
+    int32_t same_node;     /* 1: the two ranks' first GPUs share a node */
+    int64_t src_gpu;       /* first GPU of the sending rank's TP group */
+    int64_t dst_gpu;       /* first GPU of the receiving rank's TP group */
+} loom_p2p_link;
+
+#define LOOM_P2P_LINK_SIZE_V1 ((uint32_t)LOOM_STRUCT_END(loom_p2p_link, dst_gpu))
+
+/* The default transfer time in ms of `bytes` over `link` on cluster c:
+ * the cluster's p2p_latency_ms plus bytes over the link's bandwidth
+ * (nvlink_bytes_per_s within a node, net_bytes_per_s across nodes) scaled
+ * by eff_collective (1 when unset); 0 without a cluster or within a rank.
+ * What the host uses for a cost model without p2p_ms. */
+static inline double loom_p2p_link_ms(const loom_cluster *c, const loom_p2p_link *link,
+                                      double bytes)
+{
+    if (!c || link->src_rank == link->dst_rank)
+        return 0;
+    double bw = link->same_node ? c->nvlink_bytes_per_s : c->net_bytes_per_s;
+    double eff = c->eff_collective > 0 ? c->eff_collective : 1;
+    return c->p2p_latency_ms + (bw > 0 ? bytes / (bw * eff) * 1e3 : 0);
+}
+
 typedef struct loom_cost_model_vtable {
     loom_role_header header; /* { sizeof(this), LOOM_COST_MODEL_VERSION } */
 
@@ -99,6 +129,14 @@ typedef struct loom_cost_model_vtable {
     int (*module_extra)(void *self, const loom_problem *problem,
                         int32_t module, int32_t tp, int64_t *param_bytes,
                         int64_t *state_bytes, loom_error *err);
+    /* Optional, appended in Loom 0.3 (a plugin built before it, whose
+     * struct_size does not reach it, has none). Time in ms of one
+     * activation or gradient transfer of `bytes` over `link`, the cost of
+     * a cross-rank edge of the stage graph; *ms must be finite and >= 0.
+     * NULL: the host uses loom_p2p_link_ms() on the problem's cluster. */
+    int (*p2p_ms)(void *self, const loom_problem *problem,
+                  const loom_p2p_link *link, double bytes, double *ms,
+                  loom_error *err);
 } loom_cost_model_vtable;
 
 #ifdef __cplusplus
