@@ -158,7 +158,7 @@ int loom_evaluator_run(loom_evaluator *ev, const float *priorities,
     ev->sched->n_stages = g->n_stages;
     loom_mark_step(ev->inter_index);
     rc = ev->inter->vt.interleaver.interleave(ev->inter_inst, ev->view ? ev->view : g,
-                                                  priorities, ev->sched, err);
+                                              priorities, ev->sched, err);
     if (rc != LOOM_OK) {
         loom_error_prefix_plugin(err, ev->inter->ctx.plugin_id);
         return rc;

@@ -30,7 +30,7 @@ void loom_shape_for(const loom_problem *problem, int32_t module,
         double len = (double)loom_sample_tokens(model, module, s);
         if (mod->modality == LOOM_MODALITY_IMAGE) {
             double t = (double)mod->tokens_per_item;
-            tokens += len; /* images sequences of tokens_per_item */
+            tokens += len; /* one sequence of tokens_per_item per image */
             seq_sq += s->images * t * t;
             seqs += s->images;
         } else {

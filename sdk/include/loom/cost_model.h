@@ -81,9 +81,8 @@ static inline void loom_layer_cost_clear(loom_layer_cost *c)
 }
 
 /* One point-to-point transfer between two pipeline ranks, each a TP group
- * laid out on consecutive GPUs (rank r's group starts at GPU
- * first_gpu of r). Size-prefixed: the host fills it; a cost model reads
- * only the members struct_size covers. */
+ * laid out on consecutive GPUs. Size-prefixed: the host fills it; a cost
+ * model reads only the members struct_size covers. */
 typedef struct loom_p2p_link {
     uint32_t struct_size;  /* sizeof(loom_p2p_link) of the host */
     int32_t src_rank;      /* the rank that sends */
