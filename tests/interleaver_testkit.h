@@ -46,7 +46,7 @@ static inline int ik_interleave(const loom_plugin_info *info, const loom_stage_g
     const loom_interleaver_vtable *vt =
         (const loom_interleaver_vtable *)info->role(LOOM_ROLE_INTERLEAVER);
     ck_assert_ptr_nonnull(vt);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_test_mock_host(info);
     void *self = NULL;
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
                                 NULL, &self, err), LOOM_OK);
@@ -93,7 +93,7 @@ static inline void ik_plan(const loom_plugin_info *info, const loom_stage_graph 
     loom_error err = {0, ""};
     ck_assert_msg(ik_interleave(info, g, prio, &s, &err) == LOOM_OK, "%s", err.message);
     ik_check_complete(g, s);
-    memset(m, 0, sizeof *m);
+    loom_metrics_init(m);
     m->peak_bytes = peak;
     ck_assert_msg(loom_simulate(g, s, m, &err) == LOOM_OK, "%s", err.message);
     loom_schedule_free(s);

@@ -53,8 +53,10 @@ static loom_layer_cost estimate(loom_session *s, int32_t module, int32_t layer, 
                                 int upstream, int32_t policy)
 {
     loom_step *st = &s->pl->steps[s->pl->cost_model];
-    loom_shape shape = {tokens, (double)tokens * 100, tokens / 100, 4, upstream};
-    loom_layer_cost c;
+    loom_shape shape = {.struct_size = (uint32_t)sizeof(loom_shape), .tokens = tokens,
+                        .seq_sq_sum = (double)tokens * 100, .sequences = tokens / 100,
+                        .tp = 4, .trainable_upstream = upstream};
+    loom_layer_cost c = LOOM_LAYER_COST_INIT;
     loom_error err = {0};
     int rc = st->vt.cost_model.estimate(st->instance, &s->problem, module, layer, &shape, policy,
                                         &c, &err);

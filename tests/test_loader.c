@@ -279,7 +279,7 @@ static void rank_with(loom_plugin *p, float prio[4], double *best)
     g.n_groups = 4;
     const loom_stage_graph *graphs[1] = {&g};
     loom_ranking r;
-    memset(&r, 0, sizeof r);
+    r = (loom_ranking)LOOM_RANKING_INIT;
     r.cap_priorities = 4;
     r.priorities = prio;
     ck_assert_int_eq(vt->rank(self, graphs, 1, &r, &err), LOOM_OK);
@@ -638,6 +638,43 @@ START_TEST(host_params)
 }
 END_TEST
 
+/* A plugin calls loom_status_name() (header-only in the SDK): the fixture
+ * links with --no-undefined, imports no loom_ symbol, and gets the names. */
+START_TEST(plugin_calls_status_name)
+{
+    loom_registry *reg = fixture_registry();
+    loom_plugin *p = loom_registry_find(reg, "ranker", "status-name");
+    ck_assert_ptr_nonnull(p);
+    loom_error err = {0};
+    ck_assert_msg(loom_plugin_load(reg, p, &err) == LOOM_OK, "%s", err.message);
+    const loom_ranker_vtable *vt = (const loom_ranker_vtable *)p->vtable;
+    loom_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    snprintf(ctx.plugin_id, sizeof ctx.plugin_id, "%s", p->m.id);
+    ctx.deadline_ms = -1;
+    void *self = NULL;
+    ck_assert_int_eq(vt->create(loom_host_table(), &ctx, p->plugin_state, &self, &err), LOOM_OK);
+    loom_stage_graph g;
+    memset(&g, 0, sizeof g);
+    const loom_stage_graph *graphs[1] = {&g};
+    float prio[1];
+    loom_ranking r = LOOM_RANKING_INIT;
+    r.cap_priorities = 1;
+    r.priorities = prio;
+    ck_assert_int_eq(vt->rank(self, graphs, 1, &r, &err), LOOM_EINFEASIBLE);
+    ck_assert_str_eq(err.message, "status-name: LOOM_EABI LOOM_OK LOOM_E?");
+    vt->destroy(self);
+
+    char cmd[4200], *out = NULL;
+    snprintf(cmd, sizeof cmd, "nm -D --undefined-only '%s'", p->m.binary_path);
+    ck_assert_int_eq(loom_test_run(cmd, &out), 0);
+    ck_assert_msg(strstr(out, "loom_") == NULL, "the plugin imports core symbols:\n%s", out);
+    free(out);
+    ck_assert_str_eq(loom_status_name(LOOM_EDEADLOCK), "LOOM_EDEADLOCK");
+    loom_registry_free(reg);
+}
+END_TEST
+
 /* Builds the suite. */
 static Suite *loader_suite(void)
 {
@@ -663,6 +700,7 @@ static Suite *loader_suite(void)
     tcase_add_test(ok, static_registration_runs_the_checks);
     tcase_add_test(ok, role_tables);
     tcase_add_test(ok, vtable_copy_zero_fills);
+    tcase_add_test(ok, plugin_calls_status_name);
     suite_add_tcase(s, ok);
     TCase *reg = tcase_create("registry");
     tcase_add_test(reg, duplicate_ids);

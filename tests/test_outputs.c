@@ -70,6 +70,7 @@ static void simulate_into(fixture *fx, loom_stage_graph *g, loom_schedule *sc)
     loom_plan *plan = &fx->plan;
     plan->graph = g;
     plan->schedule = sc;
+    loom_metrics_init(&plan->metrics);
     plan->metrics.start_ms = calloc((size_t)g->n_stages, sizeof(double));
     plan->metrics.end_ms = calloc((size_t)g->n_stages, sizeof(double));
     plan->metrics.span_ms = calloc((size_t)g->n_ranks, sizeof(double));

@@ -98,7 +98,7 @@ static double replay_actions(const loom_plan *plan, const char *json)
     }
     s->rank_off[g->n_ranks] = k;
     ck_assert_int_eq(k, g->n_stages);
-    loom_metrics m = {0};
+    loom_metrics m = LOOM_METRICS_INIT;
     loom_error err = {0};
     int rc = loom_simulate(g, s, &m, &err);
     ck_assert_msg(rc == LOOM_OK, "%s", err.message);

@@ -306,7 +306,7 @@ START_TEST(open_good_pipeline)
     const loom_stage_graph *graphs[1] = {&g};
     float prio[2];
     loom_ranking out;
-    memset(&out, 0, sizeof out);
+    out = (loom_ranking)LOOM_RANKING_INIT;
     out.cap_priorities = 2;
     out.priorities = prio;
     ck_assert_int_eq(r->vt.ranker.rank(r->instance, graphs, 1, &out, &err), LOOM_OK);

@@ -79,7 +79,7 @@ START_TEST(test_1f1b_closed_form)
     ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
     loom_schedule *sc = one_f_one_b(4, 8);
     int64_t peak[4];
-    loom_metrics m = {0};
+    loom_metrics m = LOOM_METRICS_INIT;
     m.peak_bytes = peak;
     ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
     ck_assert_double_eq_tol(m.makespan_ms, 33.0, 1e-9);
@@ -109,7 +109,7 @@ START_TEST(test_p2p_and_scale)
     ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
     loom_schedule *sc = one_f_one_b(2, 1);
     double start[4], end[4];
-    loom_metrics m = {0};
+    loom_metrics m = LOOM_METRICS_INIT;
     m.start_ms = start;
     m.end_ms = end;
     ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
@@ -132,7 +132,7 @@ START_TEST(test_deadlock_names_stages)
     int32_t tmp = sc->order[0];
     sc->order[0] = sc->order[2];
     sc->order[2] = tmp;
-    loom_metrics m = {0};
+    loom_metrics m = LOOM_METRICS_INIT;
     ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_EDEADLOCK);
     ck_assert_ptr_nonnull(strstr(err.message, "deadlock"));
     ck_assert_ptr_nonnull(strstr(err.message, "rank 0 blocked at B(mb 0.0"));
@@ -148,7 +148,7 @@ START_TEST(test_invalid_schedules)
     loom_error err = {0};
     ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
     loom_schedule *sc = gpipe(2, 2);
-    loom_metrics m = {0};
+    loom_metrics m = LOOM_METRICS_INIT;
     sc->order[1] = sc->order[0];
     ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "scheduled twice"));
@@ -178,7 +178,7 @@ START_TEST(test_alpa_formula)
     loom_error err = {0};
     ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
     loom_schedule *sc = one_f_one_b(4, 6);
-    loom_metrics m = {0};
+    loom_metrics m = LOOM_METRICS_INIT;
     ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
     double sum = 0, mx = 0;
     for (int i = 0; i < 4; i++) {

@@ -1,6 +1,7 @@
 /* testutil.c - helpers shared by the Check suites. */
 #define _DEFAULT_SOURCE
 #include "testutil.h"
+#include <loom/mock_host.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -94,4 +95,20 @@ int loom_test_main(Suite *suite)
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+void loom_test_mock_manifest(loom_mock_host *h, const loom_plugin_info *info)
+{
+    loom_error err = {0};
+    ck_assert_ptr_nonnull(h);
+    ck_assert_ptr_nonnull(info);
+    int rc = loom_mock_host_load_manifest_of(h, LOOM_TEST_SOURCE_DIR "/plugins", info->id, &err);
+    ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+}
+
+loom_mock_host *loom_test_mock_host(const loom_plugin_info *info)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    loom_test_mock_manifest(h, info);
+    return h;
 }

@@ -16,6 +16,19 @@ const char *loom_test_tmpfile(const char *suffix, const char *text);
  * returns the exit status (or -1). */
 int loom_test_run(const char *cmd, char **output);
 
+struct loom_mock_host;
+struct loom_plugin_info;
+
+/* A mock host that knows the params of the in-tree plugin `info` (its
+ * plugins/<name>/manifest.json, found by id), so params a test does not
+ * set take the manifest's defaults as with the real host. Fails the test
+ * when the manifest cannot be loaded. */
+struct loom_mock_host *loom_test_mock_host(const struct loom_plugin_info *info);
+
+/* Loads the manifest of in-tree plugin `info` into h, replacing the one
+ * loaded before (params set on h stay). Fails the test on error. */
+void loom_test_mock_manifest(struct loom_mock_host *h, const struct loom_plugin_info *info);
+
 /* Runs every suite returned by `make_suite` and returns the exit code. */
 int loom_test_main(Suite *suite);
 

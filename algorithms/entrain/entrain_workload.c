@@ -7,6 +7,7 @@
  * frozen-aware backward of Cornstarch (Eq. 3.2) at module granularity.
  */
 #include <math.h>
+#include <loom/tokens.h>
 #include <loom/algorithms/entrain.h>
 
 /* 1 when some module upstream of `module` (transitively) is trainable. */
@@ -57,22 +58,6 @@ void loom_entrain_quad_from_shapes(const loom_model *model,
     }
 }
 
-/* Output tokens of module `mod` for one sample (what a text module
- * downstream appends to its sequence). */
-static double out_tokens(const loom_module *mod, const loom_sample *s)
-{
-    switch (mod->modality) {
-    case LOOM_MODALITY_IMAGE:
-        return (double)s->images * (double)mod->tokens_per_item;
-    case LOOM_MODALITY_VIDEO:
-        return floor(s->video_seconds * (double)mod->tokens_per_item + 0.5);
-    case LOOM_MODALITY_AUDIO:
-        return floor(s->audio_seconds * (double)mod->tokens_per_item + 0.5);
-    default:
-        return (double)s->text_tokens;
-    }
-}
-
 /* T(x) of one sequence summed over a module's layers. */
 static double seq_ms(const loom_module *mod, const loom_entrain_quad *q,
                      double x)
@@ -93,13 +78,8 @@ loom_entrain_work loom_entrain_sample_work(const loom_model *model,
         if (mod->modality == LOOM_MODALITY_IMAGE) {
             t = sample->images * seq_ms(mod, &quad[m],
                                         (double)mod->tokens_per_item);
-        } else if (mod->modality == LOOM_MODALITY_TEXT) {
-            double x = (double)sample->text_tokens;
-            for (int32_t k = 0; k < mod->n_inputs; k++)
-                x += out_tokens(&model->modules[mod->inputs[k]], sample);
-            t = seq_ms(mod, &quad[m], x);
         } else {
-            t = seq_ms(mod, &quad[m], out_tokens(mod, sample));
+            t = seq_ms(mod, &quad[m], (double)loom_sample_tokens(model, m, sample));
         }
         if (mod->kind == LOOM_MODULE_ENCODER)
             w.enc_ms += t;

@@ -1,27 +1,9 @@
-/* status.c - names of status codes, the error helpers and splitmix64. */
+/* status.c - the error helpers and splitmix64 (status names are
+ * loom_status_name() in <loom/common.h>). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include "base.h"
-
-LOOM_EXPORT const char *loom_status_name(int status)
-{
-    switch (status) {
-    case LOOM_OK: return "LOOM_OK";
-    case LOOM_EINVAL: return "LOOM_EINVAL";
-    case LOOM_ENOMEM: return "LOOM_ENOMEM";
-    case LOOM_EABI: return "LOOM_EABI";
-    case LOOM_ENOTFOUND: return "LOOM_ENOTFOUND";
-    case LOOM_EINFEASIBLE: return "LOOM_EINFEASIBLE";
-    case LOOM_DECLINED: return "LOOM_DECLINED";
-    case LOOM_EPLUGIN: return "LOOM_EPLUGIN";
-    case LOOM_EDEADLOCK: return "LOOM_EDEADLOCK";
-    case LOOM_EIO: return "LOOM_EIO";
-    case LOOM_ETIMEOUT: return "LOOM_ETIMEOUT";
-    case LOOM_EINTERRUPTED: return "LOOM_EINTERRUPTED";
-    default: return "LOOM_E?";
-    }
-}
 
 int loom_set_error(loom_error *err, int code, const char *fmt, ...)
 {

@@ -50,6 +50,7 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
                      loom_plan *plan, loom_error *err)
 {
     memset(plan, 0, sizeof *plan);
+    loom_metrics_init(&plan->metrics);
     plan->problem = problem;
     plan->iteration = it;
     double t0 = loom_now_ms();
@@ -118,7 +119,7 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
     for (int32_t c = 0; c < n; c++)
         if (graphs[c]->n_groups > max_groups)
             max_groups = graphs[c]->n_groups;
-    loom_ranking ranking = {0};
+    loom_ranking ranking = LOOM_RANKING_INIT;
     ranking.cap_priorities = max_groups;
     ranking.priorities = calloc((size_t)max_groups, sizeof(float));
     if (!ranking.priorities) {

@@ -154,12 +154,15 @@ int loom_evaluator_create(loom_ctx *ctx, const loom_stage_graph *graph,
 int loom_evaluator_run(loom_evaluator *ev, const float *priorities,
                        loom_metrics *out, loom_error *err)
 {
+    int rc = loom_metrics_check(out, "evaluator", err);
+    if (rc != LOOM_OK)
+        return rc;
     const loom_stage_graph *g = ev->base;
     ev->sched->n_ranks = g->n_ranks;
     ev->sched->n_stages = g->n_stages;
     loom_mark_step(ev->pl, ev->inter_index);
-    int rc = ev->inter->vt.interleaver.interleave(ev->inter_inst, ev->view ? ev->view : g,
-                                                  priorities, ev->sched, err);
+    rc = ev->inter->vt.interleaver.interleave(ev->inter_inst, ev->view ? ev->view : g,
+                                              priorities, ev->sched, err);
     if (rc != LOOM_OK)
         return loom_plugin_fail(err, rc, ev->inter->ctx.plugin_id);
     if (ev->mem) {

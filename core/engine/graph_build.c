@@ -23,6 +23,8 @@ typedef struct build {
     int32_t *layer_base;     /* [position]: layers before it in its flow */
     int64_t *gpu0;           /* [rank]: first GPU of the rank's TP group */
     int64_t gpus;            /* GPUs over all ranks */
+    int p2p_rc;              /* first failure of the cost model's p2p_ms */
+    loom_error *err;         /* where that failure's message went */
 } build;
 
 static int32_t subs_of(const build *b, int32_t f, int32_t mb)
@@ -182,19 +184,22 @@ static int rank_gpus(build *b, loom_error *err)
     return LOOM_OK;
 }
 
-/* P2P time of `bytes` between two pipeline ranks (each a TP group laid out
- * on consecutive GPUs; the same node when their first GPUs share one). */
-static double p2p_ms(const build *bd, int32_t a, int32_t b, double bytes)
+/* P2P time of `bytes` from pipeline rank a to rank b (each a TP group laid
+ * out on consecutive GPUs; the same node when their first GPUs share one),
+ * from the cost model (loom_cost_p2p_ms). A failure is kept in bd->p2p_rc
+ * (the first one's message in bd->err) and costs 0. */
+static double p2p_ms(build *bd, int32_t a, int32_t b, double bytes)
 {
     const loom_problem *pb = bd->problem;
-    if (a == b || !pb->cluster)
+    if (a == b || !pb->cluster || bd->p2p_rc != LOOM_OK)
         return 0;
     const loom_cluster *c = pb->cluster;
     int32_t gpn = c->gpus_per_node > 0 ? c->gpus_per_node : 1;
-    int same_node = bd->gpu0[a] / gpn == bd->gpu0[b] / gpn;
-    double bw = same_node ? c->nvlink_bytes_per_s : c->net_bytes_per_s;
-    double eff = c->eff_collective > 0 ? c->eff_collective : 1;
-    return c->p2p_latency_ms + (bw > 0 ? bytes / (bw * eff) * 1e3 : 0);
+    loom_p2p_link link = {(uint32_t)sizeof link, a, b, bd->gpu0[a] / gpn == bd->gpu0[b] / gpn,
+                          bd->gpu0[a], bd->gpu0[b]};
+    double ms = 0;
+    bd->p2p_rc = loom_cost_p2p_ms(bd->cost_ctx, &link, bytes, &ms, bd->err);
+    return bd->p2p_rc == LOOM_OK ? ms : 0;
 }
 
 /* Layers in one position (its layer entries). */
@@ -233,7 +238,7 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
             if (shape.tokens <= 0)
                 continue;
             for (int p = 0; p < LOOM_POLICY_COUNT; p++) {
-                loom_layer_cost c = {0};
+                loom_layer_cost c = LOOM_LAYER_COST_INIT;
                 int rc = loom_cost_estimate(b->cost_ctx, sp->module, l, &shape, p, &c, err);
                 if (rc != LOOM_OK)
                     return rc;
@@ -266,9 +271,14 @@ static int static_memory(build *b, loom_stage_graph *g, loom_error *err)
             const loom_position *pos = &pt->positions[fl->pos_off + p];
             for (int32_t s = 0; s < pos->n_spans; s++) {
                 const loom_span *sp = &pt->spans[pos->span_off + s];
-                loom_shape shape = {1, 1, 1, span_tp(pb, pt, sp), 1};
+                loom_shape shape = LOOM_SHAPE_INIT;
+                shape.tokens = 1;
+                shape.seq_sq_sum = 1;
+                shape.sequences = 1;
+                shape.tp = span_tp(pb, pt, sp);
+                shape.trainable_upstream = 1;
                 for (int32_t l = sp->first_layer; l < sp->first_layer + sp->n_layers; l++) {
-                    loom_layer_cost c = {0};
+                    loom_layer_cost c = LOOM_LAYER_COST_INIT;
                     int rc = loom_cost_estimate(b->cost_ctx, sp->module, l, &shape, 0, &c, err);
                     if (rc != LOOM_OK)
                         return rc;
@@ -428,6 +438,8 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
     }
     free(opt);
     free(chunk_of);
+    if (rc == LOOM_OK)
+        rc = b->p2p_rc;
     if (rc != LOOM_OK)
         return rc;
     g->pred_off[g->n_stages] = e;
@@ -449,6 +461,7 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
     b.it = it;
     b.part = part;
     b.cost_ctx = cost_ctx;
+    b.err = err;
     b.split = part->split_backward != 0;
     b.M = part->n_microbatches;
     b.F = part->n_flows;

@@ -232,6 +232,7 @@ loom_schedule *loom_schedule_new(int32_t n_ranks, int32_t n_stages)
     loom_schedule *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
+    s->struct_size = (uint32_t)sizeof *s;
     s->n_ranks = n_ranks;
     s->n_stages = n_stages;
     s->rank_off = calloc((size_t)n_ranks + 1, sizeof(int32_t));

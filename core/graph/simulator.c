@@ -184,13 +184,33 @@ static int deadlock(const loom_sim_scratch *s, const loom_stage_graph *g,
     return loom_set_error(err, LOOM_EDEADLOCK, "%s", msg);
 }
 
+int loom_metrics_check(const loom_metrics *m, const char *who, loom_error *err)
+{
+    if (!m)
+        return loom_set_error(err, LOOM_EINVAL, "%s: no loom_metrics to fill", who);
+    if (m->struct_size < LOOM_METRICS_SIZE_V1)
+        return loom_set_error(err, LOOM_EABI,
+                              "%s: loom_metrics struct_size is %u bytes, expected at least %u "
+                              "(initialise it with LOOM_METRICS_INIT or loom_metrics_init())",
+                              who, (unsigned)m->struct_size, (unsigned)LOOM_METRICS_SIZE_V1);
+    return LOOM_OK;
+}
+
 int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
                  const loom_schedule *sched, loom_metrics *m, loom_error *err)
 {
     int32_t n = g->n_stages, P = g->n_ranks;
+    int rc = loom_metrics_check(m, "simulator", err);
+    if (rc != LOOM_OK)
+        return rc;
+    if (sched->struct_size < LOOM_SCHEDULE_SIZE_V1)
+        return loom_set_error(err, LOOM_EABI,
+                              "simulator: loom_schedule struct_size is %u bytes, expected at "
+                              "least %u (pass a schedule the host allocated)",
+                              (unsigned)sched->struct_size, (unsigned)LOOM_SCHEDULE_SIZE_V1);
     if (reserve(s, n, P) != LOOM_OK)
         return loom_set_error(err, LOOM_ENOMEM, "simulator: out of memory");
-    int rc = validate(s, g, sched, err);
+    rc = validate(s, g, sched, err);
     if (rc != LOOM_OK)
         return rc;
 

@@ -56,6 +56,10 @@ void loom_sim_scratch_free(loom_sim_scratch *s);
 int loom_sim_run(loom_sim_scratch *scratch, const loom_stage_graph *g,
                  const loom_schedule *sched, loom_metrics *m, loom_error *err);
 
+/* LOOM_OK when m can be filled; LOOM_EABI naming `who`, the struct_size
+ * found and LOOM_METRICS_SIZE_V1 when it is too small (LOOM_EINVAL: NULL). */
+int loom_metrics_check(const loom_metrics *m, const char *who, loom_error *err);
+
 /* Convenience: a fresh scratch for one call. */
 int loom_simulate(const loom_stage_graph *g, const loom_schedule *s,
                   loom_metrics *m, loom_error *err);

@@ -105,15 +105,83 @@ int loom_cost_module_extra(loom_ctx *ctx, int32_t module, int32_t tp,
     return rc == LOOM_OK ? rc : loom_plugin_fail(err, rc, st->ctx.plugin_id);
 }
 
+int loom_cost_p2p_ms(loom_ctx *ctx, const loom_p2p_link *link, double bytes, double *ms,
+                     loom_error *err)
+{
+    loom_step *st = cost_step(ctx, err);
+    *ms = 0;
+    if (!st)
+        return LOOM_ENOTFOUND;
+    loom_pipeline *pl = ctx->pipeline;
+    const loom_problem *pb = pl->problem;
+    if (!st->vt.cost_model.p2p_ms) {
+        *ms = loom_p2p_link_ms(pb ? pb->cluster : NULL, link, bytes);
+        return LOOM_OK;
+    }
+    int32_t caller = loom_marked_step(pl);
+    loom_mark_step(pl, pl->cost_model);
+    int rc = st->vt.cost_model.p2p_ms(st->instance, pb, link, bytes, ms, err);
+    loom_mark_step(pl, caller);
+    if (rc != LOOM_OK)
+        return loom_plugin_fail(err, rc, st->ctx.plugin_id);
+    if (!(*ms >= 0) || *ms > 1e300)
+        return loom_set_error(err, LOOM_EPLUGIN,
+                              "plugin %s: returned a negative, infinite or NaN transfer time "
+                              "from rank %d to rank %d",
+                              st->ctx.plugin_id, link->src_rank, link->dst_rank);
+    return LOOM_OK;
+}
+
+/* LOOM_EABI naming the struct, the size found and the least size the host
+ * reads or fills, when a caller's struct is too small (or missing). */
+static int check_size(const char *who, const char *type, const void *p, uint32_t size,
+                      uint32_t min, loom_error *err)
+{
+    if (!p)
+        return loom_set_error(err, LOOM_EINVAL, "%s: no %s given", who, type);
+    if (size < min)
+        return loom_set_error(err, LOOM_EABI,
+                              "%s: %s struct_size is %u bytes, expected at least %u "
+                              "(initialise it with its LOOM_*_INIT macro)",
+                              who, type, (unsigned)size, (unsigned)min);
+    return LOOM_OK;
+}
+
+/* Copies the members after struct_size within the first `bytes` bytes of
+ * two size-prefixed structs of one type (bytes: the smaller struct_size of
+ * the two), so each side touches only what it knows. */
+static void copy_members(void *dst, const void *src, size_t bytes)
+{
+    if (bytes > sizeof(uint32_t))
+        memcpy((char *)dst + sizeof(uint32_t), (const char *)src + sizeof(uint32_t),
+               bytes - sizeof(uint32_t));
+}
+
+#define MIN_SIZE(a, b) ((size_t)(a) < (size_t)(b) ? (size_t)(a) : (size_t)(b))
+
 static int svc_layer(loom_ctx *ctx, int32_t module, int32_t layer, const loom_shape *shape,
                      int32_t policy, loom_layer_cost *out, loom_error *err)
 {
-    return loom_cost_estimate(ctx, module, layer, shape, policy, out, err);
+    int rc = check_size("loom.cost layer", "loom_shape", shape, shape ? shape->struct_size : 0,
+                        LOOM_SHAPE_SIZE_V1, err);
+    if (rc == LOOM_OK)
+        rc = check_size("loom.cost layer", "loom_layer_cost", out, out ? out->struct_size : 0,
+                        LOOM_LAYER_COST_SIZE_V1, err);
+    if (rc != LOOM_OK)
+        return rc;
+    loom_shape in = LOOM_SHAPE_INIT; /* the members the caller's shape has */
+    copy_members(&in, shape, MIN_SIZE(shape->struct_size, sizeof in));
+    loom_layer_cost c = LOOM_LAYER_COST_INIT;
+    rc = loom_cost_estimate(ctx, module, layer, &in, policy, &c, err);
+    if (rc == LOOM_OK)
+        copy_members(out, &c, MIN_SIZE(out->struct_size, sizeof c));
+    return rc;
 }
 
-static int svc_module_shape(loom_ctx *ctx, int32_t module, const loom_iteration *it,
-                            int32_t microbatches, int32_t microbatch, int32_t subs,
-                            loom_shape *out, loom_error *err)
+/* module_shape() into a host-side shape *out (every member). */
+static int module_shape(loom_ctx *ctx, int32_t module, const loom_iteration *it,
+                        int32_t microbatches, int32_t microbatch, int32_t subs,
+                        loom_shape *out, loom_error *err)
 {
     const loom_problem *pb = ctx && ctx->pipeline ? ctx->pipeline->problem : NULL;
     if (!pb || !pb->model || module < 0 || module >= pb->model->n_modules || !it ||
@@ -123,7 +191,7 @@ static int svc_module_shape(loom_ctx *ctx, int32_t module, const loom_iteration 
         loom_shape_for(pb, module, it, NULL, microbatches, microbatch, subs, out);
         return LOOM_OK;
     }
-    loom_shape sum = {0};
+    loom_shape sum = LOOM_SHAPE_INIT;
     for (int32_t mb = 0; mb < microbatches; mb++) {
         loom_shape s;
         loom_shape_for(pb, module, it, NULL, microbatches, mb, subs, &s);
@@ -140,12 +208,27 @@ static int svc_module_shape(loom_ctx *ctx, int32_t module, const loom_iteration 
     return LOOM_OK;
 }
 
+static int svc_module_shape(loom_ctx *ctx, int32_t module, const loom_iteration *it,
+                            int32_t microbatches, int32_t microbatch, int32_t subs,
+                            loom_shape *out, loom_error *err)
+{
+    int rc = check_size("loom.cost module_shape", "loom_shape", out,
+                        out ? out->struct_size : 0, LOOM_SHAPE_SIZE_V1, err);
+    if (rc != LOOM_OK)
+        return rc;
+    loom_shape s = LOOM_SHAPE_INIT;
+    rc = module_shape(ctx, module, it, microbatches, microbatch, subs, &s, err);
+    if (rc == LOOM_OK)
+        copy_members(out, &s, MIN_SIZE(out->struct_size, sizeof s));
+    return rc;
+}
+
 static int svc_mean_layer_ms(loom_ctx *ctx, int32_t module, int32_t layer,
                              const loom_iteration *it, int32_t microbatches, double *ms,
                              loom_error *err)
 {
-    loom_shape shape;
-    int rc = svc_module_shape(ctx, module, it, microbatches, -1, 1, &shape, err);
+    loom_shape shape = LOOM_SHAPE_INIT;
+    int rc = module_shape(ctx, module, it, microbatches, -1, 1, &shape, err);
     if (rc != LOOM_OK)
         return rc;
     const loom_model *model = ctx->pipeline->problem->model;
@@ -154,7 +237,7 @@ static int svc_mean_layer_ms(loom_ctx *ctx, int32_t module, int32_t layer,
     *ms = 0;
     if (shape.tokens <= 0)
         return LOOM_OK;
-    loom_layer_cost c = {0};
+    loom_layer_cost c = LOOM_LAYER_COST_INIT;
     rc = svc_layer(ctx, module, layer, &shape, LOOM_POLICY_NONE, &c, err);
     if (rc == LOOM_OK)
         *ms = c.forward_ms + c.input_grad_ms + c.weight_grad_ms;

@@ -32,4 +32,10 @@ int loom_cost_module_extra(loom_ctx *ctx, int32_t module, int32_t tp,
                            int64_t *param_bytes, int64_t *state_bytes,
                            loom_error *err);
 
+/* Transfer time of `bytes` over `link`: the cost model's p2p_ms when it
+ * has one (an error names the plugin; a negative or non-finite time is
+ * LOOM_EPLUGIN), else loom_p2p_link_ms() on the problem's cluster. */
+int loom_cost_p2p_ms(loom_ctx *ctx, const loom_p2p_link *link, double bytes, double *ms,
+                     loom_error *err);
+
 #endif

@@ -1,6 +1,7 @@
 /* shape.c - what a module processes for a set of samples: tokens, number
  * of sequences and the sum of squared sequence lengths (attention). */
 #include <math.h>
+#include <loom/tokens.h>
 #include "shape.h"
 
 int32_t loom_default_microbatch(const loom_iteration *it, int32_t i,
@@ -10,22 +11,6 @@ int32_t loom_default_microbatch(const loom_iteration *it, int32_t i,
     if (own >= 0)
         return own;
     return (int32_t)(((int64_t)i * microbatches) / it->n_samples);
-}
-
-/* Output tokens module m produces for one sample (what a downstream text
- * module appends to its sequence). */
-static double module_tokens(const loom_module *mod, const loom_sample *s)
-{
-    switch (mod->modality) {
-    case LOOM_MODALITY_IMAGE:
-        return (double)s->images * (double)mod->tokens_per_item;
-    case LOOM_MODALITY_VIDEO:
-        return floor(s->video_seconds * (double)mod->tokens_per_item + 0.5);
-    case LOOM_MODALITY_AUDIO:
-        return floor(s->audio_seconds * (double)mod->tokens_per_item + 0.5);
-    default:
-        return (double)s->text_tokens;
-    }
 }
 
 void loom_shape_for(const loom_problem *problem, int32_t module,
@@ -42,20 +27,13 @@ void loom_shape_for(const loom_problem *problem, int32_t module,
         if (m != mb)
             continue;
         const loom_sample *s = &it->samples[i];
+        double len = (double)loom_sample_tokens(model, module, s);
         if (mod->modality == LOOM_MODALITY_IMAGE) {
             double t = (double)mod->tokens_per_item;
-            tokens += s->images * t;
+            tokens += len; /* one sequence of tokens_per_item per image */
             seq_sq += s->images * t * t;
             seqs += s->images;
-        } else if (mod->modality == LOOM_MODALITY_TEXT) {
-            double len = (double)s->text_tokens;
-            for (int32_t k = 0; k < mod->n_inputs; k++)
-                len += module_tokens(&model->modules[mod->inputs[k]], s);
-            tokens += len;
-            seq_sq += len * len;
-            seqs += len > 0;
         } else {
-            double len = module_tokens(mod, s);
             tokens += len;
             seq_sq += len * len;
             seqs += len > 0;
@@ -63,6 +41,7 @@ void loom_shape_for(const loom_problem *problem, int32_t module,
     }
     if (subs < 1)
         subs = 1;
+    out->struct_size = (uint32_t)sizeof *out;
     out->tokens = (int64_t)llround(tokens / subs);
     out->seq_sq_sum = seq_sq / subs;
     out->sequences = (int64_t)ceil(seqs / subs);

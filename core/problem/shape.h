@@ -12,10 +12,10 @@
 /* The shape module `module` sees for the samples of `it` assigned to
  * microbatch `mb` by `sample_mb` (n_samples entries for this module; NULL:
  * even contiguous split into `microbatches`, or the samples' own
- * microbatch fields), divided into `subs` sub-microbatches. Image items are
- * sequences of tokens_per_item tokens; video/audio seconds become one
- * sequence per sample; a text module's sequence per sample adds the output
- * tokens of its upstream modules. */
+ * microbatch fields), divided into `subs` sub-microbatches. A sample's
+ * tokens are loom_sample_tokens() (<loom/tokens.h>); image items are
+ * sequences of tokens_per_item tokens, any other module sees one sequence
+ * per sample. */
 void loom_shape_for(const loom_problem *problem, int32_t module,
                     const loom_iteration *it, const int32_t *sample_mb,
                     int32_t microbatches, int32_t mb, int32_t subs,

@@ -28,11 +28,11 @@ static int reverse_create(const loom_host_api *host, loom_ctx *ctx,
         return host->error(err, LOOM_ENOMEM, "reverse: out of memory");
     r->host = host;
     r->ctx = ctx;
-    r->evaluate = 1; /* the manifest default, when the host has no value */
-    int rc = host->param_bool(ctx, "evaluate", &r->evaluate);
-    if (rc != LOOM_OK && rc != LOOM_ENOTFOUND) {
+    /* the host supplies every declared param (manifest.json has the default) */
+    int rc = loom_read_param_bool(host, ctx, "reverse", "evaluate", &r->evaluate, err);
+    if (rc != LOOM_OK) {
         host->free(r);
-        return host->error(err, rc, "reverse: param \"evaluate\" must be true or false");
+        return rc;
     }
     *self = r;
     return LOOM_OK;
@@ -59,8 +59,7 @@ static int reverse_score(reverse_self *r, const loom_stage_graph *g,
     int rc = ev->create(r->ctx, g, &e, err);
     if (rc != LOOM_OK)
         return rc;
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     rc = ev->run(e, out->priorities, &m, err);
     ev->destroy(e);
     if (rc != LOOM_OK)

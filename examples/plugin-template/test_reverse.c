@@ -62,7 +62,7 @@ static int run_rank(loom_mock_host *h, float prio[3], loom_ranking *out)
     memset(&g, 0, sizeof g);
     g.n_groups = 3;
     const loom_stage_graph *graphs[1] = {&g};
-    memset(out, 0, sizeof *out);
+    *out = (loom_ranking)LOOM_RANKING_INIT;
     out->cap_priorities = 3;
     out->priorities = prio;
     rc = vt->rank(self, graphs, 1, out, &err);
@@ -78,10 +78,13 @@ int main(void)
     CHECK(strcmp(info->id, "org.example.reverse") == 0);
     CHECK(info->role(LOOM_ROLE_INTERLEAVER) == NULL);
 
-    loom_mock_host *h = loom_mock_host_new();
+    /* params the test does not set come from the manifest's defaults */
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+    if (!h)
+        return 1;
     loom_mock_host_add_service(h, LOOM_SERVICE_EVALUATOR, 1, &fake_evaluator);
     float prio[3];
-    loom_ranking out;
+    loom_ranking out = LOOM_RANKING_INIT;
     CHECK(run_rank(h, prio, &out) == LOOM_OK);
     CHECK(prio[0] == 1.0f && prio[1] == 2.0f && prio[2] == 3.0f);
     int32_t order[3]; /* the search kit reads the order back: 2, 1, 0 */

@@ -29,7 +29,7 @@ static void plan(const loom_stage_graph *g, const float *prio,
 START_TEST(makespan_p4_m8)
 {
     loom_stage_graph *g = ik_st_graph(4, 8, 1, NULL, NULL, 0);
-    loom_metrics m;
+    loom_metrics m = LOOM_METRICS_INIT;
     int64_t peak[4];
     plan(g, NULL, &m, peak);
     /* (M + P - 1) (F + B) = 11 * 3 */
@@ -48,7 +48,7 @@ START_TEST(bubble_and_peak_closed_forms)
     for (int P = 1; P <= 6; P++)
         for (int M = 1; M <= 12; M++) {
             loom_stage_graph *g = ik_st_graph(P, M, 1, NULL, NULL, 0);
-            loom_metrics m;
+            loom_metrics m = LOOM_METRICS_INIT;
             int64_t peak[6];
             plan(g, NULL, &m, peak);
             ck_assert_double_eq_tol(m.makespan_ms, 3.0 * (M + P - 1), 1e-9);
@@ -98,7 +98,7 @@ START_TEST(non_uniform_stage_times)
     const double f[4] = {1, 3, 2, 2}, b[4] = {2, 6, 4, 4};
     for (int M = 3; M <= 10; M++) {
         loom_stage_graph *g = ik_st_graph(4, M, 1, f, b, 0);
-        loom_metrics m;
+        loom_metrics m = LOOM_METRICS_INIT;
         int64_t peak[4];
         plan(g, NULL, &m, peak);
         ck_assert_double_eq_tol(m.makespan_ms, 9.0 * M + 9.0, 1e-9);
@@ -106,7 +106,7 @@ START_TEST(non_uniform_stage_times)
         loom_graph_free(g);
     }
     loom_stage_graph *g = ik_st_graph(4, 1, 1, f, b, 0);
-    loom_metrics m;
+    loom_metrics m = LOOM_METRICS_INIT;
     int64_t peak[4];
     plan(g, NULL, &m, peak);
     ck_assert_double_eq_tol(m.makespan_ms, 24.0, 1e-9); /* M = 1: sum(t) */
@@ -132,8 +132,7 @@ START_TEST(split_backward_i_then_w)
                 ck_assert_int_eq(s->order[i + 1], g->pair_weight[g->pair[v]]);
             }
         }
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     ck_assert_int_eq(loom_simulate(g, s, &m, &err), LOOM_OK);
     ck_assert_double_eq_tol(m.makespan_ms, 30.0, 1e-9);
     loom_schedule_free(s);
@@ -156,8 +155,7 @@ START_TEST(priorities_order_microbatches)
         ck_assert_int_eq(g->kind[v], LOOM_STAGE_F);
         ck_assert_int_eq(g->microbatch[v], 4);
     }
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     ck_assert_int_eq(loom_simulate(g, s, &m, &err), LOOM_OK);
     ck_assert_double_eq_tol(m.makespan_ms, 3.0 * 7, 1e-9);
     loom_schedule_free(s);
@@ -201,7 +199,7 @@ START_TEST(deadlock_free_many_shapes)
                 float prio[32];
                 for (int i = 0; i < M; i++) /* a scrambled priority order */
                     prio[i] = (float)((i * 7 + 3) % M);
-                loom_metrics m;
+                loom_metrics m = LOOM_METRICS_INIT;
                 int64_t peak[8];
                 plan(g, prio, &m, peak);
                 ck_assert(m.makespan_ms > 0);

@@ -239,7 +239,7 @@ START_TEST(partitioner_cuts_by_cost)
     for (int i = 0; i < 6; i++)
         samples[i].microbatch = -1;
     loom_iteration it = {0, 6, samples};
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &table_cost);
     loom_candidates *set = loom_candidates_new(&f.problem, &it);
     loom_error err = {0, ""};
@@ -275,7 +275,7 @@ START_TEST(partitioner_errors)
 {
     fixture f;
     setup(&f, 3);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_candidates *set = loom_candidates_new(&f.problem, NULL);
     loom_error err = {0, ""};
     /* no cost service */

@@ -46,21 +46,6 @@ static void cpb_destroy(void *self)
         c->host->free(c);
 }
 
-/* Output tokens of encoder module `mod` for one sample. */
-static int64_t cpb_tokens(const loom_module *mod, const loom_sample *s)
-{
-    switch (mod->modality) {
-    case LOOM_MODALITY_IMAGE:
-        return (int64_t)s->images * mod->tokens_per_item;
-    case LOOM_MODALITY_VIDEO:
-        return (int64_t)(s->video_seconds * (double)mod->tokens_per_item + 0.5);
-    case LOOM_MODALITY_AUDIO:
-        return (int64_t)(s->audio_seconds * (double)mod->tokens_per_item + 0.5);
-    default:
-        return s->text_tokens;
-    }
-}
-
 /* The module whose sequence is balanced: the first text backbone. */
 static int32_t cpb_module(const loom_model *model)
 {
@@ -115,7 +100,7 @@ static int cpb_runs(const loom_host_api *host, const loom_model *model,
         int64_t enc_tokens = 0;
         for (int32_t k = 0; k < mod->n_inputs && k < 62; k++) {
             const loom_module *in = &model->modules[mod->inputs[k]];
-            int64_t t = cpb_tokens(in, smp);
+            int64_t t = loom_sample_output_tokens(in, smp);
             uint64_t bit = LOOM_CP_ENCODER_BIT(k + 1);
             all |= bit;
             enc_tokens += t;
@@ -223,18 +208,21 @@ static int cpb_partition(void *self, const loom_problem *problem,
                            "cp-balance: the model has no text backbone");
     if (!it || it->n_samples < 1)
         return LOOM_OK;
-    int64_t gpus = 4, block = 128;
-    if (host->param_int(c->ctx, "gpus", &gpus) != LOOM_OK)
-        gpus = 4;
-    if (host->param_int(c->ctx, "block_tokens", &block) != LOOM_OK)
-        block = 128;
-    const char *order = host->param_string(c->ctx, "order");
-    const char *mask = host->param_string(c->ctx, "mask");
-    int sorted = !(order && strcmp(order, "unsorted") == 0);
-    int causal = mask && strcmp(mask, "causal") == 0;
+    int64_t gpus = 0, block = 0;
+    const char *order = NULL, *mask = NULL;
+    int rc = loom_read_param_int(host, c->ctx, "cp-balance", "gpus", &gpus, err);
+    if (rc == LOOM_OK)
+        rc = loom_read_param_int(host, c->ctx, "cp-balance", "block_tokens", &block, err);
+    if (rc == LOOM_OK)
+        rc = loom_read_param_string(host, c->ctx, "cp-balance", "order", &order, err);
+    if (rc == LOOM_OK)
+        rc = loom_read_param_string(host, c->ctx, "cp-balance", "mask", &mask, err);
+    if (rc != LOOM_OK)
+        return rc;
+    int sorted = strcmp(order, "unsorted") != 0;
+    int causal = strcmp(mask, "causal") == 0;
     cpb_buf b;
     memset(&b, 0, sizeof b);
-    int rc = LOOM_OK;
     for (int32_t k = 0; rc == LOOM_OK && k < set->n; k++) {
         loom_partition *p = set->items[k];
         if (!p->sample_mb || p->n_samples != it->n_samples)

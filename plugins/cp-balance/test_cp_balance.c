@@ -46,7 +46,7 @@ static void plan(const char *order, char *label)
     pb.parallel = (loom_parallel){1, 1, 1, 1, 2, 0};
     loom_sample smp[2] = {{256, 2, 0, 0, 0}, {512, 0, 1, 0, 0}};
     loom_iteration it = {0, 2, smp};
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_problem(h, &pb);
     loom_mock_host_set_param(h, "gpus", "2");
     loom_mock_host_set_param(h, "block_tokens", "64");
@@ -79,7 +79,7 @@ END_TEST
 
 START_TEST(refusals)
 {
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_error err = {0, ""};
     loom_problem st;
     memset(&st, 0, sizeof st);

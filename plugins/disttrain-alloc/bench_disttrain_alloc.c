@@ -60,7 +60,7 @@ static int bench_shape(loom_ctx *ctx, int32_t module, const loom_iteration *it,
     }
     double tokens = 0, sq = 0, seqs = 0;
     for (int32_t mb = 0; mb < microbatches; mb++) {
-        loom_shape s;
+        loom_shape s = LOOM_SHAPE_INIT;
         loom_shape_for(bench.problem, module, it, NULL, microbatches, mb, subs, &s);
         tokens += (double)s.tokens;
         sq += s.seq_sq_sum;
@@ -120,8 +120,13 @@ int main(int argc, char **argv)
     pb.parallel.microbatches = batch;
     bench.problem = &pb;
 
-    loom_mock_host *h = loom_mock_host_new();
+    /* each plugin reads its params' defaults from its own manifest */
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_SOURCE_DIR "/plugins/disttrain-alloc");
+    loom_mock_host *hc = loom_mock_host_new_with_manifest(LOOM_SOURCE_DIR "/plugins/roofline");
+    if (!h || !hc)
+        return 1;
     loom_mock_host_set_problem(h, &pb);
+    loom_mock_host_set_problem(hc, &pb);
     char batch_text[32];
     snprintf(batch_text, sizeof batch_text, "%d", batch);
     loom_mock_host_set_param(h, "gpus", gpus);
@@ -134,7 +139,8 @@ int main(int argc, char **argv)
         (const loom_partitioner_vtable *)loom_static_disttrain_alloc()->role(
             LOOM_ROLE_PARTITIONER);
     void *part_self = NULL;
-    int rc = bench.vt->create(api, loom_mock_host_ctx(h), NULL, &bench.self, &err);
+    int rc = bench.vt->create(loom_mock_host_api(hc), loom_mock_host_ctx(hc), NULL, &bench.self,
+                              &err);
     if (rc == LOOM_OK)
         rc = pv->create(api, loom_mock_host_ctx(h), NULL, &part_self, &err);
     double *ms = calloc((size_t)runs, sizeof *ms);
@@ -166,6 +172,7 @@ int main(int argc, char **argv)
     if (bench.self)
         bench.vt->destroy(bench.self);
     loom_mock_host_free(h);
+    loom_mock_host_free(hc);
     loom_workload_free(wl);
     loom_cluster_data_free(cd);
     loom_model_data_free(md);

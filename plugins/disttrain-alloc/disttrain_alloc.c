@@ -56,22 +56,16 @@ static int dt_upstream_trainable(const loom_model *model, int32_t module)
     return 0;
 }
 
-/* Integer param `key` (manifest default when the host has none). */
-static int64_t dt_int(dt_self *d, const char *key, int64_t fallback)
+/* Integer param `key` (the host supplies the manifest's default). */
+static int dt_int(dt_self *d, const char *key, int64_t *out, loom_error *err)
 {
-    int64_t v = fallback;
-    if (d->host->param_int(d->ctx, key, &v) != LOOM_OK)
-        v = fallback;
-    return v;
+    return loom_read_param_int(d->host, d->ctx, "disttrain-alloc", key, out, err);
 }
 
-/* Float param `key` (manifest default when the host has none). */
-static double dt_double(dt_self *d, const char *key, double fallback)
+/* Float param `key` (the host supplies the manifest's default). */
+static int dt_double(dt_self *d, const char *key, double *out, loom_error *err)
 {
-    double v = fallback;
-    if (d->host->param_double(d->ctx, key, &v) != LOOM_OK)
-        v = fallback;
-    return v;
+    return loom_read_param_double(d->host, d->ctx, "disttrain-alloc", key, out, err);
 }
 
 /* Fills unit u for module `module`: C(TP) for every TP of the set, and
@@ -83,7 +77,7 @@ static int dt_measure(dt_self *d, const loom_cost_service *cost,
                       loom_dt_unit *u, loom_error *err)
 {
     const loom_module *mod = &model->modules[module];
-    loom_shape shape;
+    loom_shape shape = LOOM_SHAPE_INIT;
     int rc = cost->module_shape(d->ctx, module, it, units, -1, 1, &shape, err);
     if (rc != LOOM_OK)
         return rc;
@@ -97,8 +91,7 @@ static int dt_measure(dt_self *d, const loom_cost_service *cost,
         double c = 0;
         for (int32_t l = 0; l < mod->n_layers; l++) {
             shape.trainable_upstream = up || (!mod->frozen && l > 0);
-            loom_layer_cost lc;
-            memset(&lc, 0, sizeof lc);
+            loom_layer_cost lc = LOOM_LAYER_COST_INIT;
             rc = cost->layer(d->ctx, module, l, &shape, LOOM_POLICY_NONE, &lc, err);
             if (rc != LOOM_OK)
                 return rc;
@@ -107,8 +100,7 @@ static int dt_measure(dt_self *d, const loom_cost_service *cost,
             if (i == 0 && shape.tokens > 0) {
                 /* peak activations under selective recomputation
                  * (Megatron's default): the memory bound's L */
-                loom_layer_cost sel;
-                memset(&sel, 0, sizeof sel);
+                loom_layer_cost sel = LOOM_LAYER_COST_INIT;
                 rc = cost->layer(d->ctx, module, l, &shape, LOOM_POLICY_SELECTIVE,
                                  &sel, err);
                 if (rc != LOOM_OK)
@@ -167,34 +159,40 @@ static int dt_partition(void *self, const loom_problem *problem,
                            "available", LOOM_SERVICE_COST);
     int32_t units = dt_units(problem, it);
     const loom_parallel *par = &problem->parallel;
+    int64_t p_gpus = 0, p_batch = 0, p_max_tp = 0, p_candidates = 0;
+    double grad_b = 0, opt_b = 0;
+    int above = 0, zero1 = 0;
+    if ((rc = dt_int(d, "gpus", &p_gpus, err)) != LOOM_OK ||
+        (rc = dt_int(d, "global_batch", &p_batch, err)) != LOOM_OK ||
+        (rc = dt_int(d, "max_tp", &p_max_tp, err)) != LOOM_OK ||
+        (rc = dt_int(d, "candidates", &p_candidates, err)) != LOOM_OK ||
+        (rc = dt_double(d, "param_grad_bytes", &grad_b, err)) != LOOM_OK ||
+        (rc = dt_double(d, "optimizer_bytes", &opt_b, err)) != LOOM_OK ||
+        (rc = loom_read_param_bool(host, d->ctx, "disttrain-alloc", "dp_above_backbone",
+                                   &above, err)) != LOOM_OK ||
+        (rc = loom_read_param_bool(host, d->ctx, "disttrain-alloc", "zero1", &zero1,
+                                   err)) != LOOM_OK)
+        return rc;
     loom_dt_config cfg;
     memset(&cfg, 0, sizeof cfg);
-    cfg.gpus = (int32_t)dt_int(d, "gpus", 0);
+    cfg.gpus = (int32_t)p_gpus;
     if (cfg.gpus <= 0)
         cfg.gpus = par->tp * par->pp * (par->dp > 0 ? par->dp : 1);
-    cfg.global_batch = (int32_t)dt_int(d, "global_batch", 0);
+    cfg.global_batch = (int32_t)p_batch;
     if (cfg.global_batch <= 0)
         cfg.global_batch = units * (par->dp > 0 ? par->dp : 1);
     /* the modelled pipeline's BS / DP_lm microbatches come from the
      * iteration's units: DP_lm >= BS / units */
     cfg.min_dp_llm = (cfg.global_batch + units - 1) / units;
-    cfg.max_tp = (int32_t)dt_int(d, "max_tp", 8);
+    cfg.max_tp = (int32_t)p_max_tp;
     if (problem->cluster && problem->cluster->gpus_per_node > 0 &&
         problem->cluster->gpus_per_node < cfg.max_tp)
         cfg.max_tp = problem->cluster->gpus_per_node;
     cfg.vpp = par->vpp > 0 ? par->vpp : 1;
-    int above = 0;
-    if (host->param_bool(d->ctx, "dp_above_backbone", &above) != LOOM_OK)
-        above = 0;
     cfg.dp_above_backbone = above;
     cfg.gpu_bytes = problem->memory_cap_bytes > 0 ? problem->memory_cap_bytes
                     : problem->cluster ? (double)problem->cluster->hbm_bytes
                                        : 0;
-    double grad_b = dt_double(d, "param_grad_bytes", 4.0);
-    double opt_b = dt_double(d, "optimizer_bytes", 12.0);
-    int zero1 = 0;
-    if (host->param_bool(d->ctx, "zero1", &zero1) != LOOM_OK)
-        zero1 = 0;
     cfg.zero1 = zero1;
     /* without ZeRO-1 over module GPUs, optimizer state is sharded the way
      * the cost model shards it: over the problem's data parallelism */
@@ -211,7 +209,7 @@ static int dt_partition(void *self, const loom_problem *problem,
         if (rc != LOOM_OK)
             return rc;
     }
-    int32_t want = (int32_t)dt_int(d, "candidates", 4);
+    int32_t want = (int32_t)p_candidates;
     if (want < 1 || want > DT_MAX_CANDIDATES)
         want = want < 1 ? 1 : DT_MAX_CANDIDATES;
     loom_dt_plan best[DT_MAX_CANDIDATES];

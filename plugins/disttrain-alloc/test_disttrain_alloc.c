@@ -679,7 +679,7 @@ static int run_plugin(const loom_problem *pb, const loom_iteration *it,
         (const loom_partitioner_vtable *)loom_static_disttrain_alloc()->role(
             LOOM_ROLE_PARTITIONER);
     ck_assert_ptr_nonnull(vt);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_problem(h, pb);
     if (with_cost)
         loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &fake_cost);

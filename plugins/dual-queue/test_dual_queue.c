@@ -50,7 +50,7 @@ static inst open_inst(const loom_plugin_info *info)
 {
     inst in;
     loom_error err = {0};
-    in.h = loom_mock_host_new();
+    in.h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     in.vt = (const loom_interleaver_vtable *)info->role(LOOM_ROLE_INTERLEAVER);
     ck_assert_ptr_nonnull(in.vt);
     ck_assert_int_eq(in.vt->create(loom_mock_host_api(in.h),
@@ -75,7 +75,7 @@ static int run(inst *in, const loom_stage_graph *g, const float *prio,
     loom_schedule *sc = loom_schedule_new(g->n_ranks, g->n_stages);
     int rc = in->vt->interleave(in->self, g, prio, sc, &err);
     ck_assert_msg(rc == LOOM_OK, "interleave: %s", err.message);
-    memset(m, 0, sizeof *m);
+    loom_metrics_init(m);
     m->peak_bytes = peaks;
     rc = loom_simulate(g, sc, m, &err);
     ck_assert_msg(rc == LOOM_OK, "simulate: %s", err.message);
@@ -102,7 +102,7 @@ START_TEST(uniform_matches_1f1b)
     ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
     inst dq = open_inst(loom_static_dual_queue());
     float *p = fifo(g->n_groups);
-    loom_metrics m;
+    loom_metrics m = LOOM_METRICS_INIT;
     int64_t peaks[4];
     run(&dq, g, p, &m, peaks);
     ck_assert_double_eq_tol(m.makespan_ms, 33.0, 1e-9);
@@ -130,7 +130,7 @@ START_TEST(cap_of_two_microbatches)
     loom_error err = {0};
     ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
     inst dq = open_inst(loom_static_dual_queue());
-    loom_metrics m;
+    loom_metrics m = LOOM_METRICS_INIT;
     int64_t peaks[4];
     run(&dq, g, NULL, &m, peaks);
     for (int r = 0; r < 4; r++)
@@ -154,7 +154,7 @@ START_TEST(cap_below_one_activation_still_progresses)
     loom_error err = {0};
     ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
     inst dq = open_inst(loom_static_dual_queue());
-    loom_metrics m;
+    loom_metrics m = LOOM_METRICS_INIT;
     int64_t peaks[3];
     run(&dq, g, NULL, &m, peaks);
     ck_assert_int_eq(m.cap_violations, 3);
@@ -236,7 +236,7 @@ START_TEST(random_graphs_never_deadlock)
         float *p = malloc((size_t)M * sizeof *p);
         for (int i = 0; i < M; i++)
             p[i] = (float)(rnd(&seed) % 100);
-        loom_metrics m;
+        loom_metrics m = LOOM_METRICS_INIT;
         int64_t peaks[8];
         /* run() asserts that the simulator accepts the schedule: every
          * stage exactly once, on its rank, and no deadlock. */
@@ -484,7 +484,7 @@ START_TEST(non_uniform_microbatches_vs_1f1b)
     ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
     inst dq = open_inst(loom_static_dual_queue());
     inst ob = open_inst(loom_static_1f1b());
-    loom_metrics a, b;
+    loom_metrics a = LOOM_METRICS_INIT, b = LOOM_METRICS_INIT;
     int64_t pa[8], pb[8];
     float *p = fifo(8);
     run(&dq, g, p, &a, pa);
@@ -540,7 +540,7 @@ static void *count_realloc(void *p, size_t n)
 
 START_TEST(no_allocation_after_first_call)
 {
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_host_api api = *loom_mock_host_api(h);
     base_alloc = api.alloc;
     base_realloc = api.realloc;

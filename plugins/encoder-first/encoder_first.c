@@ -23,6 +23,10 @@ static int ef_create(const loom_host_api *host, loom_ctx *ctx,
                      void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
+    const char *w = NULL;
+    int rc = loom_read_param_string(host, ctx, "encoder-first", "warmup", &w, err);
+    if (rc != LOOM_OK)
+        return rc;
     ef_self *s = host->alloc(sizeof *s);
     if (!s)
         return host->error(err, LOOM_ENOMEM, "encoder-first: out of memory");
@@ -30,9 +34,8 @@ static int ef_create(const loom_host_api *host, loom_ctx *ctx,
     s->host = host;
     s->ctx = ctx;
     s->co.host = host;
-    const char *w = host->param_string(ctx, "warmup");
-    s->warmup = w && strcmp(w, "deferred") == 0 ? LOOM_CO_WARMUP_DEFERRED
-                                                 : LOOM_CO_WARMUP_MEGATRON;
+    s->warmup = strcmp(w, "deferred") == 0 ? LOOM_CO_WARMUP_DEFERRED
+                                           : LOOM_CO_WARMUP_MEGATRON;
     *self = s;
     return LOOM_OK;
 }

@@ -21,7 +21,7 @@ static int run(const loom_stage_graph *g, const float *prio, const char *warmup,
         (const loom_interleaver_vtable *)loom_static_encoder_first()->role(
             LOOM_ROLE_INTERLEAVER);
     ck_assert_ptr_nonnull(vt);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     if (warmup)
         loom_mock_host_set_param(h, "warmup", warmup);
     void *self = NULL;
@@ -66,7 +66,7 @@ static loom_stage_graph *st_graph(int P, int V, int M)
 static void simulate(const loom_stage_graph *g, const loom_schedule *s,
                      loom_metrics *m)
 {
-    memset(m, 0, sizeof *m);
+    loom_metrics_init(m);
     m->start_ms = calloc((size_t)g->n_stages, sizeof(double));
     m->end_ms = calloc((size_t)g->n_stages, sizeof(double));
     loom_error err = {0, ""};
@@ -96,7 +96,7 @@ START_TEST(interleaved_dependency_points_oracle)
         loom_schedule *s = NULL;
         loom_error err = {0, ""};
         ck_assert_int_eq(run(g, NULL, rule ? "deferred" : "megatron", &s, &err), LOOM_OK);
-        loom_metrics m;
+        loom_metrics m = LOOM_METRICS_INIT;
         simulate(g, s, &m);
         ck_assert_double_eq(m.makespan_ms, 57);
         for (int i = 0; i < 8; i++) {
@@ -120,7 +120,7 @@ START_TEST(interleaved_dependency_points_oracle)
             loom_error err = {0, ""};
             ck_assert_int_eq(run(g, NULL, rule ? "deferred" : "megatron", &s, &err),
                              LOOM_OK);
-            loom_metrics m;
+            loom_metrics m = LOOM_METRICS_INIT;
             simulate(g, s, &m);
             span[rule] = m.makespan_ms;
             free(m.start_ms);
@@ -142,7 +142,7 @@ START_TEST(one_f_one_b_bubbles)
     loom_schedule *s = NULL;
     loom_error err = {0, ""};
     ck_assert_int_eq(run(g, NULL, NULL, &s, &err), LOOM_OK);
-    loom_metrics m;
+    loom_metrics m = LOOM_METRICS_INIT;
     simulate(g, s, &m);
     ck_assert_double_eq(m.makespan_ms, 33);
     for (int r = 0; r < 4; r++) {
@@ -191,7 +191,7 @@ START_TEST(pre_and_post_regions)
     loom_schedule *s = NULL;
     loom_error err = {0, ""};
     ck_assert_msg(run(g, NULL, NULL, &s, &err) == LOOM_OK, "%s", err.message);
-    loom_metrics m;
+    loom_metrics m = LOOM_METRICS_INIT;
     simulate(g, s, &m);
     for (int r = 0; r < 4; r++) {
         /* order: encoder F*, backbone *, encoder B* */
@@ -248,7 +248,7 @@ START_TEST(priorities_order_the_microbatches)
             ck_assert_int_eq(g->microbatch[s->order[k]], 2);
             break;
         }
-    loom_metrics m;
+    loom_metrics m = LOOM_METRICS_INIT;
     simulate(g, s, &m);
     free(m.start_ms);
     free(m.end_ms);

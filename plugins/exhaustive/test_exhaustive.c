@@ -16,7 +16,7 @@ START_TEST(finds_true_optimum)
     ck_assert_int_eq(n_valid, 720);
 
     float prio[8];
-    loom_ranking out;
+    loom_ranking out = LOOM_RANKING_INIT;
     loom_error err = {0};
     const loom_stage_graph *gs[1] = {g};
     int rc = mock_rank(&r, gs, 1, prio, &out, &err);
@@ -26,7 +26,7 @@ START_TEST(finds_true_optimum)
     ck_assert_int_eq(out.candidate, 0);
     /* The reported priorities reproduce the reported makespan. */
     loom_evaluator *ev = NULL;
-    loom_metrics m;
+    loom_metrics m = LOOM_METRICS_INIT;
     mock_ev_create(loom_mock_host_ctx(r.h), g, &ev, &err);
     mock_ev_run(ev, prio, &m, &err);
     ck_assert_double_eq_tol(m.makespan_ms, best, 1e-9);
@@ -57,7 +57,7 @@ START_TEST(precedence_and_threads)
     ck_assert_int_eq(n_valid, 720 / 2 / 6); /* two independent constraints */
 
     float p1[8], p2[8];
-    loom_ranking o1, o2;
+    loom_ranking o1 = LOOM_RANKING_INIT, o2 = LOOM_RANKING_INIT;
     loom_error err = {0};
     const loom_stage_graph *gs[1] = {g};
     ck_assert_int_eq(mock_rank(&r, gs, 1, p1, &o1, &err), LOOM_OK);
@@ -81,7 +81,7 @@ START_TEST(max_evaluations_and_candidates)
     mock_ranker r = mock_ranker_open(loom_static_exhaustive());
     loom_mock_host_set_param(r.h, "max_evaluations", "50");
     float prio[8];
-    loom_ranking out;
+    loom_ranking out = LOOM_RANKING_INIT;
     loom_error err = {0};
     const loom_stage_graph *gs[1] = {g};
     ck_assert_int_eq(mock_rank(&r, gs, 1, prio, &out, &err), LOOM_OK);
@@ -105,14 +105,14 @@ START_TEST(max_evaluations_and_candidates)
     ck_assert_double_eq_tol(out.best_makespan_ms, (6 + 3 - 1) * 3.0, 1e-9);
 
     /* No evaluator service: a clear error. */
-    loom_mock_host *bare = loom_mock_host_new();
+    loom_mock_host *bare = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     mock_ranker_close(&r);
     const loom_ranker_vtable *vt = (const loom_ranker_vtable *)
         loom_static_exhaustive()->role(LOOM_ROLE_RANKER);
     void *self = NULL;
     ck_assert_int_eq(vt->create(loom_mock_host_api(bare), loom_mock_host_ctx(bare),
                                 NULL, &self, &err), LOOM_OK);
-    memset(&out, 0, sizeof out);
+    out = (loom_ranking)LOOM_RANKING_INIT;
     out.cap_priorities = 8;
     out.priorities = prio;
     ck_assert_int_eq(vt->rank(self, gs, 1, &out, &err), LOOM_ENOTFOUND);

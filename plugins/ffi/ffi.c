@@ -32,12 +32,11 @@ typedef struct ff_self {
     double state_factor;
 } ff_self;
 
-/* Reads a float param, keeping *out (the default) when it is not set. */
-static void ff_param(const loom_host_api *host, loom_ctx *ctx, const char *key, double *out)
+/* Reads a declared float param (the host supplies the manifest's default). */
+static int ff_param(const loom_host_api *host, loom_ctx *ctx, const char *key, double *out,
+                    loom_error *err)
 {
-    double v;
-    if (host->param_double(ctx, key, &v) == LOOM_OK)
-        *out = v;
+    return loom_read_param_double(host, ctx, "ffi", key, out, err);
 }
 
 /* Frees an instance (safe on a partly built one). */
@@ -91,18 +90,21 @@ static int ff_create(const loom_host_api *host, loom_ctx *ctx, void *plugin_stat
         return host->error(err, LOOM_ENOMEM, "ffi: out of memory");
     memset(s, 0, sizeof *s);
     s->host = host;
-    s->backward_factor = 2.0;
-    s->weight_grad_share = 0.5;
-    s->selective_activation = 0.5;
-    s->full_activation = 0.1;
-    s->selective_recompute = 0.15;
-    s->state_factor = 7.0;
-    ff_param(host, ctx, "backward_factor", &s->backward_factor);
-    ff_param(host, ctx, "weight_grad_share", &s->weight_grad_share);
-    ff_param(host, ctx, "selective_activation_ratio", &s->selective_activation);
-    ff_param(host, ctx, "full_activation_ratio", &s->full_activation);
-    ff_param(host, ctx, "selective_recompute_ratio", &s->selective_recompute);
-    ff_param(host, ctx, "state_factor", &s->state_factor);
+    int prc = ff_param(host, ctx, "backward_factor", &s->backward_factor, err);
+    if (prc == LOOM_OK)
+        prc = ff_param(host, ctx, "weight_grad_share", &s->weight_grad_share, err);
+    if (prc == LOOM_OK)
+        prc = ff_param(host, ctx, "selective_activation_ratio", &s->selective_activation, err);
+    if (prc == LOOM_OK)
+        prc = ff_param(host, ctx, "full_activation_ratio", &s->full_activation, err);
+    if (prc == LOOM_OK)
+        prc = ff_param(host, ctx, "selective_recompute_ratio", &s->selective_recompute, err);
+    if (prc == LOOM_OK)
+        prc = ff_param(host, ctx, "state_factor", &s->state_factor, err);
+    if (prc != LOOM_OK) {
+        ff_destroy(s);
+        return prc;
+    }
     s->lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (!s->lib) {
         const char *why = dlerror();
@@ -171,7 +173,7 @@ static int ff_estimate(void *self, const loom_problem *problem, int32_t module, 
     int rc = ff_check(s, problem, module, layer, shape, policy, err);
     if (rc != LOOM_OK)
         return rc;
-    memset(out, 0, sizeof *out);
+    loom_layer_cost_clear(out);
     const loom_module *m = &problem->model->modules[module];
     double v = 0;
     if (s->has[FF_PARAMS]) {
@@ -226,6 +228,7 @@ static const loom_cost_model_vtable ff_vtable = {
     ff_create,
     ff_destroy,
     ff_estimate,
+    NULL,
     NULL,
 };
 

@@ -63,8 +63,7 @@ static int fifo_rank(void *self, const loom_stage_graph *const *graphs,
     int rc = ev_svc->create(f->ctx, g, &ev, err);
     if (rc != LOOM_OK)
         return rc;
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     rc = ev_svc->run(ev, out->priorities, &m, err);
     ev_svc->destroy(ev);
     if (rc != LOOM_OK)

@@ -51,7 +51,7 @@ static int ev_run(loom_evaluator *e, const float *prio, loom_metrics *out,
     const loom_interleaver_vtable *vt =
         (const loom_interleaver_vtable *)loom_static_1f1b()->role(
             LOOM_ROLE_INTERLEAVER);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     void *self = NULL;
     int rc = vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL,
                         &self, err);
@@ -115,13 +115,14 @@ static int rank(loom_mock_host *h, const loom_stage_graph *const *graphs,
 
 START_TEST(first_candidate_first_microbatch)
 {
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_add_service(h, LOOM_SERVICE_EVALUATOR, 1,
                                &test_evaluator_service);
     loom_stage_graph *a = st_graph(4, 8, 1.0), *b = st_graph(4, 8, 0.5);
     const loom_stage_graph *graphs[2] = {a, b};
     float prio[16];
-    loom_ranking out = {-1, 16, prio, 0.0, 0};
+    loom_ranking out = {.struct_size = (uint32_t)sizeof(loom_ranking), .candidate = -1,
+                        .cap_priorities = 16, .priorities = prio};
     loom_error err = {0, ""};
     ck_assert_msg(rank(h, graphs, 2, &out, &err) == LOOM_OK, "%s", err.message);
     ck_assert_int_eq(out.candidate, 0);
@@ -146,11 +147,12 @@ END_TEST
 
 START_TEST(errors)
 {
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_stage_graph *a = st_graph(2, 4, 1.0);
     const loom_stage_graph *graphs[1] = {a};
     float prio[4];
-    loom_ranking out = {-1, 4, prio, 0.0, 0};
+    loom_ranking out = {.struct_size = (uint32_t)sizeof(loom_ranking), .candidate = -1,
+                        .cap_priorities = 4, .priorities = prio};
     loom_error err = {0, ""};
     /* no evaluator service */
     ck_assert_int_eq(rank(h, graphs, 1, &out, &err), LOOM_ENOTFOUND);

@@ -43,12 +43,15 @@ static void fa_destroy(void *self)
         f->host->free(f);
 }
 
-/* 1 when the param `key` (an enum) equals `value`. */
+/* *is = 1 when the declared enum param `key` equals `value`. */
 static int fa_param_is(const loom_host_api *host, loom_ctx *ctx,
-                       const char *key, const char *value)
+                       const char *key, const char *value, int *is,
+                       loom_error *err)
 {
-    const char *v = host->param_string(ctx, key);
-    return v && strcmp(v, value) == 0;
+    const char *v = NULL;
+    int rc = loom_read_param_string(host, ctx, "frozen-aware", key, &v, err);
+    *is = rc == LOOM_OK && strcmp(v, value) == 0;
+    return rc;
 }
 
 /* Per-layer F + B of every layer of the chain into t (module order). */
@@ -65,24 +68,25 @@ static int fa_layer_costs(fa_self *f, const loom_problem *pb,
                            "frozen-aware: the \"%s\" service with layer and "
                            "module_shape is not available (a cost_model step "
                            "before it)", LOOM_SERVICE_COST);
-    int unaware = fa_param_is(host, f->ctx, "mode", "unaware");
-    int rule = fa_param_is(host, f->ctx, "input_grad_rule", "strict")
-                   ? LOOM_FROZEN_STRICT
-                   : LOOM_FROZEN_EQ33;
+    int unaware = 0, strict = 0;
+    int prc = fa_param_is(host, f->ctx, "mode", "unaware", &unaware, err);
+    if (prc == LOOM_OK)
+        prc = fa_param_is(host, f->ctx, "input_grad_rule", "strict", &strict, err);
+    if (prc != LOOM_OK)
+        return prc;
+    int rule = strict ? LOOM_FROZEN_STRICT : LOOM_FROZEN_EQ33;
     const loom_model *model = pb->model;
     int32_t mbs = pb->parallel.microbatches > 0 ? pb->parallel.microbatches : 1;
     int32_t at = 0;
     for (int32_t m = 0; m < model->n_modules; m++) {
-        loom_shape shape;
-        memset(&shape, 0, sizeof shape);
+        loom_shape shape = LOOM_SHAPE_INIT;
         int rc = cost->module_shape(f->ctx, m, it, mbs, -1, 1, &shape, err);
         if (rc != LOOM_OK)
             return rc;
         for (int32_t l = 0; l < model->modules[m].n_layers; l++) {
             shape.trainable_upstream =
                 unaware ? 1 : loom_frozen_pays_input(model, m, l, rule);
-            loom_layer_cost c;
-            memset(&c, 0, sizeof c);
+            loom_layer_cost c = LOOM_LAYER_COST_INIT;
             rc = cost->layer(f->ctx, m, l, &shape, LOOM_POLICY_NONE, &c, err);
             if (rc != LOOM_OK)
                 return rc;
@@ -141,7 +145,8 @@ static int fa_partition(void *self, const loom_problem *problem,
     if (rc == LOOM_OK)
         rc = loom_lk_assign_samples(host, "frozen-aware", model, it, mbs, p, err);
     if (rc == LOOM_OK) {
-        int unaware = fa_param_is(host, f->ctx, "mode", "unaware");
+        int unaware = 0;
+        fa_param_is(host, f->ctx, "mode", "unaware", &unaware, err); /* read above */
         snprintf(p->label, sizeof p->label, "frozen-%s S=%lld max=%.2fms",
                  unaware ? "unaware" : "aware", (long long)s, worst);
         host->log(f->ctx, LOOM_LOG_INFO, "%s", p->label);

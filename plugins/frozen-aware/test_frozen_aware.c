@@ -181,7 +181,7 @@ static loom_partition *run_toy(loom_candidates **set, const char *mode,
     pb->parallel = (loom_parallel){1, 2, 1, 1, 2, 0};
     static loom_sample smp[2] = {{10, 1, -1, 0, 0}, {20, 2, -1, 0, 0}};
     static loom_iteration it = {0, 2, smp};
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_problem(h, pb);
     loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &toy_cost);
     if (mode)
@@ -236,7 +236,7 @@ END_TEST
 /* Roofline cost of layer 0 of `module` with trainable_upstream from Eq. 3.3. */
 static loom_layer_cost roofline_cost(const loom_problem *pb, int32_t module)
 {
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_test_mock_host(loom_static_roofline());
     loom_mock_host_set_problem(h, pb);
     const loom_cost_model_vtable *vt = (const loom_cost_model_vtable *)
         loom_static_roofline()->role(LOOM_ROLE_COST_MODEL);
@@ -244,10 +244,11 @@ static loom_layer_cost roofline_cost(const loom_problem *pb, int32_t module)
     loom_error err = {0, ""};
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL,
                                 &self, &err), LOOM_OK);
-    loom_shape s = {4096, 4096.0 * 4096.0, 1, 1,
-                    loom_frozen_pays_input(pb->model, module, 0, LOOM_FROZEN_EQ33)};
-    loom_layer_cost c;
-    memset(&c, 0, sizeof c);
+    loom_shape s = {.struct_size = (uint32_t)sizeof(loom_shape), .tokens = 4096,
+                    .seq_sq_sum = 4096.0 * 4096.0, .sequences = 1, .tp = 1,
+                    .trainable_upstream =
+                        loom_frozen_pays_input(pb->model, module, 0, LOOM_FROZEN_EQ33)};
+    loom_layer_cost c = LOOM_LAYER_COST_INIT;
     ck_assert_msg(vt->estimate(self, pb, module, 0, &s, LOOM_POLICY_NONE, &c, &err) ==
                       LOOM_OK, "%s", err.message);
     vt->destroy(self);

@@ -99,7 +99,7 @@ static void plan(const loom_stage_graph *g, const float *prio,
 START_TEST(makespan_p4_m8)
 {
     loom_stage_graph *g = ik_st_graph(4, 8, 1, NULL, NULL, 0);
-    loom_metrics m;
+    loom_metrics m = LOOM_METRICS_INIT;
     int64_t peak[4];
     plan(g, NULL, &m, peak);
     ck_assert_double_eq_tol(m.makespan_ms, 33.0, 1e-9); /* (M+P-1)(F+B) */
@@ -139,7 +139,7 @@ START_TEST(alpa_latency_formula)
     const double f[4] = {1, 3, 2, 2}, b[4] = {2, 6, 4, 4};
     for (int M = 1; M <= 8; M++) {
         loom_stage_graph *g = ik_st_graph(4, M, 1, f, b, 0);
-        loom_metrics m;
+        loom_metrics m = LOOM_METRICS_INIT;
         int64_t peak[4];
         plan(g, NULL, &m, peak);
         ck_assert_double_eq_tol(m.makespan_ms, 24.0 + 9.0 * (M - 1), 1e-9);
@@ -156,7 +156,7 @@ START_TEST(virtual_stages_closed_form)
         for (int V = 1; V <= 3; V++)
             for (int M = P; M <= 3 * P; M++) {
                 loom_stage_graph *g = ik_st_graph(P, M, V, NULL, NULL, 0);
-                loom_metrics m;
+                loom_metrics m = LOOM_METRICS_INIT;
                 int64_t peak[5];
                 plan(g, NULL, &m, peak);
                 ck_assert_double_eq_tol(m.makespan_ms, 3.0 * (M * V + P - 1),
@@ -184,8 +184,7 @@ START_TEST(split_backward_i_then_w)
             if (g->kind[v] == LOOM_STAGE_W)
                 ck_assert_int_eq(g->kind[s->order[i - 1]], LOOM_STAGE_I);
         }
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     ck_assert_int_eq(loom_simulate(g, s, &m, &err), LOOM_OK);
     ck_assert_double_eq_tol(m.makespan_ms, 30.0, 1e-9);
     loom_schedule_free(s);
@@ -226,8 +225,7 @@ START_TEST(two_flows_input_flow_first)
             int last = s->order[s->rank_off[1] - 1];
             ck_assert_int_eq(g->flow[last], 1);
             ck_assert_int_eq(g->kind[last], LOOM_STAGE_B);
-            loom_metrics m;
-            memset(&m, 0, sizeof m);
+            loom_metrics m = LOOM_METRICS_INIT;
             ck_assert_msg(loom_simulate(g, s, &m, &err) == LOOM_OK, "%s",
                           err.message);
             ck_assert_double_eq_tol(m.makespan_ms, 3.0 * (2 * M + P - 1), 1e-9);
@@ -257,7 +255,7 @@ START_TEST(deadlock_free_many_shapes)
             for (int M = 1; M <= 2 * P + 1; M++)
                 for (int split = 0; split < 2; split++) {
                     loom_stage_graph *g = ik_st_graph(P, M, V, NULL, NULL, split);
-                    loom_metrics m;
+                    loom_metrics m = LOOM_METRICS_INIT;
                     int64_t peak[6];
                     plan(g, NULL, &m, peak);
                     for (int r = 0; r < P; r++)

@@ -149,7 +149,10 @@ int main(int argc, char **argv)
     int64_t hi = loom_bench_uniform_peak(g, in.schedule, LOOM_POLICY_NONE);
     g->memory_cap_bytes = (double)lo + o.cap_frac * (double)(hi - lo);
 
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h =
+        loom_mock_host_new_with_manifest(LOOM_BENCH_SOURCE_DIR "/plugins/ilp-memory");
+    if (!h)
+        return 1;
     loom_mock_host_add_service(h, LOOM_SERVICE_SIMULATOR, 1, &SIM);
     if (o.gap)
         loom_mock_host_set_param(h, "gap", o.gap);

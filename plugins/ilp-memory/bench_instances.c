@@ -154,8 +154,7 @@ int64_t loom_bench_uniform_peak(const loom_stage_graph *g, const loom_schedule *
     loom_stage_graph *c = loom_graph_clone(g);
     memset(c->layer_policy, pol, (size_t)c->n_layer_entries);
     loom_graph_apply_policies(c);
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     loom_error err = {0};
     loom_simulate(c, s, &m, &err);
     loom_graph_free(c);

@@ -38,19 +38,19 @@ typedef struct ilpm_self {
 static int ilpm_params(const loom_host_api *host, loom_ctx *ctx, ilpm_self *s,
                        loom_error *err)
 {
-    int64_t k = 6, res = 64, timeout = 1000;
-    int rc = loom_mt_param_int(host, ctx, "ilp", "k", 6, 2, 62, &k, err);
+    int64_t k = 0, res = 0, timeout = 0;
+    int rc = loom_mt_param_int(host, ctx, "ilp", "k", 2, 62, &k, err);
     if (rc == LOOM_OK)
-        rc = loom_mt_param_int(host, ctx, "ilp", "resolution", 64, 1, 1 << 20, &res, err);
+        rc = loom_mt_param_int(host, ctx, "ilp", "resolution", 1, 1 << 20, &res, err);
     if (rc == LOOM_OK)
-        rc = loom_mt_param_int(host, ctx, "ilp", "timeout_ms", 1000, 1, 3600000,
+        rc = loom_mt_param_int(host, ctx, "ilp", "timeout_ms", 1, 3600000,
                             &timeout, err);
     if (rc != LOOM_OK)
         return rc;
-    double gap = 0.05;
+    double gap = 0;
     rc = host->param_double(ctx, "gap", &gap);
     if (rc == LOOM_ENOTFOUND)
-        gap = 0.05;
+        return loom_param_error(host, err, "ilp", "gap", "float", rc);
     else if (rc != LOOM_OK)
         return host->error(err, LOOM_EINVAL,
                            "ilp: params.gap: expected a number");

@@ -80,8 +80,7 @@ static double evaluate(evaluator *ev, const uint8_t *pol)
 {
     memcpy(ev->c->layer_policy, pol, (size_t)ev->c->n_layer_entries);
     loom_graph_apply_policies(ev->c);
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     loom_error err = {0};
     ck_assert_int_eq(loom_sim_run(ev->scratch, ev->c, ev->s, &m, &err),
                      LOOM_OK);
@@ -145,7 +144,7 @@ START_TEST(optimal_over_candidates_on_small_instances)
     const loom_memory_tuner_vtable *ilp = mtt_vtable(loom_static_ilp_memory());
     const loom_memory_tuner_vtable *gr = mtt_vtable(loom_static_greedy());
     const loom_memory_tuner_vtable *ks = mtt_vtable(loom_static_knapsack());
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mckp_set set;
     memset(&set, 0, sizeof set);
     loom_error err = {0};
@@ -204,7 +203,7 @@ END_TEST
  * over all-fastest (brute force over the candidates of its pairs). */
 START_TEST(window_bound_is_a_lower_bound)
 {
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     const loom_host_api *host = loom_mock_host_api(h);
     loom_mckp_set set;
     loom_mt_timeline t;
@@ -323,7 +322,7 @@ START_TEST(params_are_checked)
     const char *bad[][2] = {{"gap", "1.5"}, {"timeout_ms", "0"}, {"k", "1"},
                             {"resolution", "0"}, {"gap", "x"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        loom_mock_host *h = loom_mock_host_new();
+        loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
         loom_mock_host_set_param(h, bad[i][0], bad[i][1]);
         void *self = NULL;
         loom_error err = {0};

@@ -21,15 +21,16 @@ typedef struct ilpi_self {
     double timeout_ms;
 } ilpi_self;
 
-/* Reads an int param with a default and bounds. */
+/* Reads a declared int param (the host supplies the manifest's default)
+ * within bounds. */
 static int ilpi_param(const loom_host_api *host, loom_ctx *ctx,
-                      const char *key, int64_t def, int64_t lo, int64_t hi,
+                      const char *key, int64_t lo, int64_t hi,
                       int64_t *out, loom_error *err)
 {
-    int64_t v = def;
+    int64_t v = 0;
     int rc = host->param_int(ctx, key, &v);
     if (rc == LOOM_ENOTFOUND)
-        v = def;
+        return loom_param_error(host, err, "ilp", key, "int", rc);
     else if (rc != LOOM_OK)
         return host->error(err, LOOM_EINVAL,
                            "ilp: params.%s: expected an integer", key);
@@ -46,11 +47,11 @@ static int ilpi_create(const loom_host_api *host, loom_ctx *ctx,
                        void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
-    int64_t timeout = 10000, max_stages = 64;
-    int rc = ilpi_param(host, ctx, "timeout_ms", 10000, 1, 86400000, &timeout,
+    int64_t timeout = 0, max_stages = 0;
+    int rc = ilpi_param(host, ctx, "timeout_ms", 1, 86400000, &timeout,
                         err);
     if (rc == LOOM_OK)
-        rc = ilpi_param(host, ctx, "max_stages", 64, 1, 1024, &max_stages,
+        rc = ilpi_param(host, ctx, "max_stages", 1, 1024, &max_stages,
                         err);
     if (rc != LOOM_OK)
         return rc;

@@ -69,7 +69,7 @@ static int run(const loom_plugin_info *info, const char *const *params,
     const loom_interleaver_vtable *vt =
         (const loom_interleaver_vtable *)info->role(LOOM_ROLE_INTERLEAVER);
     ck_assert_ptr_nonnull(vt);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     for (int i = 0; params && params[i]; i += 2)
         loom_mock_host_set_param(h, params[i], params[i + 1]);
     void *self = NULL;
@@ -85,8 +85,7 @@ static int run(const loom_plugin_info *info, const char *const *params,
 /* Simulated makespan of a schedule (asserting it runs and fits). */
 static double makespan(const loom_stage_graph *g, const loom_schedule *s)
 {
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     loom_error err = {0};
     ck_assert_msg(loom_simulate(g, s, &m, &err) == LOOM_OK, "%s", err.message);
     ck_assert_int_eq(m.cap_violations, 0);
@@ -167,8 +166,7 @@ static double brute_force(const loom_stage_graph *g)
             memcpy(&s->order[s->rank_off[r]],
                    &pr[r].rows[(size_t)pick[r] * (size_t)pr[r].len],
                    (size_t)pr[r].len * sizeof(int32_t));
-        loom_metrics m;
-        memset(&m, 0, sizeof m);
+        loom_metrics m = LOOM_METRICS_INIT;
         loom_error err = {0};
         if (loom_sim_run(scratch, g, s, &m, &err) == LOOM_OK &&
             m.cap_violations == 0 && m.makespan_ms < best)
@@ -190,7 +188,7 @@ static double brute_force(const loom_stage_graph *g)
  * not only the incumbent, is exercised). */
 static double best_list(const loom_stage_graph *g)
 {
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     const loom_host_api *host = loom_mock_host_api(h);
     loom_ilpi_problem pb;
     loom_error err = {0};
@@ -230,8 +228,7 @@ static void check_instance(loom_stage_graph *g, int *solver_won)
         if (!others[i])
             continue;
         if (run(others[i], NULL, g, &h, &err) == LOOM_OK) {
-            loom_metrics m;
-            memset(&m, 0, sizeof m);
+            loom_metrics m = LOOM_METRICS_INIT;
             if (loom_simulate(g, h, &m, &err) == LOOM_OK &&
                 m.cap_violations == 0)
                 ck_assert_msg(m.makespan_ms >= got, "%s beat ilp: %g < %g",
@@ -341,7 +338,7 @@ START_TEST(errors_and_params)
             LOOM_ROLE_INTERLEAVER);
     const char *bad[][2] = {{"timeout_ms", "0"}, {"max_stages", "2000"}};
     for (int i = 0; i < 2; i++) {
-        loom_mock_host *h = loom_mock_host_new();
+        loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
         loom_mock_host_set_param(h, bad[i][0], bad[i][1]);
         void *self = NULL;
         ck_assert_int_eq(vt->create(loom_mock_host_api(h),
@@ -368,7 +365,7 @@ START_TEST(lower_bound_and_replay)
     loom_stage_graph *g = NULL;
     loom_error err = {0};
     ck_assert_int_eq(loom_graph_from_stage_times(&t, 0, &g, &err), LOOM_OK);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_ilpi_problem pb;
     ck_assert_int_eq(loom_ilpi_analyse(loom_mock_host_api(h), &pb, g, &err),
                      LOOM_OK);

@@ -38,7 +38,7 @@ static int interleave(const loom_stage_graph *g, const float *prio,
 /* Interleaves, checks and simulates g; returns the makespan in ms. */
 static double makespan(const loom_stage_graph *g, const float *prio)
 {
-    loom_metrics m;
+    loom_metrics m = LOOM_METRICS_INIT;
     ik_plan(loom_static_interleaved_1f1b(), g, prio, &m, NULL);
     return m.makespan_ms;
 }
@@ -169,8 +169,7 @@ START_TEST(split_backward_i_then_w)
             if (g->kind[v] == LOOM_STAGE_I)
                 ck_assert_int_eq(s->order[i + 1], g->pair_weight[g->pair[v]]);
         }
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     ck_assert_int_eq(loom_simulate(g, s, &m, &err), LOOM_OK);
     /* never slower than with a fused backward */
     ck_assert(m.makespan_ms <= 28.5 + 1e-9);

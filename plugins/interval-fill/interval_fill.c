@@ -121,8 +121,7 @@ static int ifr_score(ifr_self *s, const loom_evaluator_service *ev_svc,
     int rc = ev_svc->create(s->ctx, g, &ev, err);
     if (rc != LOOM_OK)
         return rc;
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     rc = ev_svc->run(ev, prio, &m, err);
     ev_svc->destroy(ev);
     *makespan_ms = m.makespan_ms;
@@ -144,9 +143,10 @@ static int ifr_rank(void *self, const loom_stage_graph *const *graphs,
         return host->error(err, LOOM_ENOTFOUND,
                            "interval-fill: the \"%s\" service is not available",
                            LOOM_SERVICE_EVALUATOR);
-    int keep = 1;
-    if (host->param_bool(s->ctx, "keep_better", &keep) != LOOM_OK)
-        keep = 1;
+    int keep = 0;
+    int rc = loom_read_param_bool(host, s->ctx, "interval-fill", "keep_better", &keep, err);
+    if (rc != LOOM_OK)
+        return rc;
     int32_t most = 1;
     for (int32_t c = 0; c < n_graphs; c++)
         most = graphs[c]->n_groups > most ? graphs[c]->n_groups : most;
@@ -156,8 +156,8 @@ static int ifr_rank(void *self, const loom_stage_graph *const *graphs,
                            "has %d groups", out->cap_priorities, most);
     float *fill = host->alloc((size_t)most * sizeof *fill);
     float *fifo = host->alloc((size_t)most * sizeof *fifo);
-    int rc = fill && fifo ? LOOM_OK
-                          : host->error(err, LOOM_ENOMEM, "interval-fill: out of memory");
+    rc = fill && fifo ? LOOM_OK
+                      : host->error(err, LOOM_ENOMEM, "interval-fill: out of memory");
     int64_t evals = 0;
     int last_rc = LOOM_OK;
     out->candidate = -1;

@@ -129,14 +129,13 @@ START_TEST(recurrence_matches_core_simulator)
         ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
         const loom_interleaver_vtable *vt =
             (const loom_interleaver_vtable *)loom_static_1f1b()->role(LOOM_ROLE_INTERLEAVER);
-        loom_mock_host *h = loom_mock_host_new();
+        loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
         void *self = NULL;
         ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
                                     NULL, &self, &err), LOOM_OK);
         loom_schedule *sch = loom_schedule_new(g->n_ranks, g->n_stages);
         ck_assert_int_eq(vt->interleave(self, g, NULL, sch, &err), LOOM_OK);
-        loom_metrics m;
-        memset(&m, 0, sizeof m);
+        loom_metrics m = LOOM_METRICS_INIT;
         ck_assert_int_eq(loom_simulate(g, sch, &m, &err), LOOM_OK);
         ck_assert_double_eq_tol(span(&in, NULL), m.makespan_ms, 1e-9);
         loom_schedule_free(sch);
@@ -265,7 +264,7 @@ static int ev_run(loom_evaluator *e, const float *prio, loom_metrics *out,
     }
     const loom_interleaver_vtable *vt =
         (const loom_interleaver_vtable *)loom_static_1f1b()->role(LOOM_ROLE_INTERLEAVER);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     void *self = NULL;
     int rc = vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self, err);
     loom_schedule *s = loom_schedule_new(g->n_ranks, g->n_stages);
@@ -315,7 +314,7 @@ START_TEST(ranker_orders_and_chooses)
     const loom_ranker_vtable *vt =
         (const loom_ranker_vtable *)loom_static_interval_fill()->role(LOOM_ROLE_RANKER);
     ck_assert_ptr_nonnull(vt);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_add_service(h, LOOM_SERVICE_EVALUATOR, 1, &test_ev);
     loom_mock_host_set_param(h, "keep_better", "false");
     void *self = NULL;
@@ -323,7 +322,8 @@ START_TEST(ranker_orders_and_chooses)
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL,
                                 &self, &err), LOOM_OK);
     float prio[64];
-    loom_ranking r = {0, 64, prio, 0, 0};
+    loom_ranking r = {.struct_size = (uint32_t)sizeof(loom_ranking), .cap_priorities = 64,
+                      .priorities = prio};
     ck_assert_msg(vt->rank(self, (const loom_stage_graph *const *)g, 2, &r, &err) == LOOM_OK,
                   "%s", err.message);
     ck_assert_int_eq(r.candidate, 1); /* half the stage times */
@@ -358,7 +358,7 @@ START_TEST(ranker_orders_and_chooses)
     loom_mock_host_free(h);
 
     /* no evaluator */
-    h = loom_mock_host_new();
+    h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL,
                                 &self, &err), LOOM_OK);
     ck_assert_int_eq(vt->rank(self, (const loom_stage_graph *const *)g, 2, &r, &err),

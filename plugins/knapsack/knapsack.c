@@ -29,10 +29,10 @@ static int ks_create(const loom_host_api *host, loom_ctx *ctx,
                      void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
-    int64_t k = 6, res = 64;
-    int rc = loom_mt_param_int(host, ctx, "knapsack", "k", 6, 2, 62, &k, err);
+    int64_t k = 0, res = 0;
+    int rc = loom_mt_param_int(host, ctx, "knapsack", "k", 2, 62, &k, err);
     if (rc == LOOM_OK)
-        rc = loom_mt_param_int(host, ctx, "knapsack", "resolution", 64, 1,
+        rc = loom_mt_param_int(host, ctx, "knapsack", "resolution", 1,
                                1 << 20, &res, err);
     if (rc != LOOM_OK)
         return rc;

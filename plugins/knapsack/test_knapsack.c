@@ -90,7 +90,7 @@ END_TEST
 START_TEST(params_are_checked)
 {
     const loom_memory_tuner_vtable *vt = mtt_vtable(loom_static_knapsack());
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_param(h, "k", "1");
     void *self = NULL;
     loom_error err = {0};

@@ -93,7 +93,7 @@ static int lpt_sizes(lpt_self *s, const loom_cost_service *cost,
         int32_t tp = lpt_module_tp(p, m);
         int up = lpt_upstream_trainable(model, m);
         for (int32_t u = 0; u < units; u++) {
-            loom_shape shape;
+            loom_shape shape = LOOM_SHAPE_INIT;
             int rc = cost->module_shape(s->ctx, m, it, units, u, 1, &shape, err);
             if (rc != LOOM_OK)
                 return rc;
@@ -101,8 +101,7 @@ static int lpt_sizes(lpt_self *s, const loom_cost_service *cost,
                 continue;
             shape.tp = tp;
             for (int32_t l = 0; l < mod->n_layers; l++) {
-                loom_layer_cost c;
-                memset(&c, 0, sizeof c);
+                loom_layer_cost c = LOOM_LAYER_COST_INIT;
                 shape.trainable_upstream = up || (!mod->frozen && l > 0);
                 rc = cost->layer(s->ctx, m, l, &shape, LOOM_POLICY_NONE, &c, err);
                 if (rc != LOOM_OK)
@@ -208,13 +207,15 @@ static int lpt_partition(void *self, const loom_problem *problem,
     if (most >= 0)
         units = most + 1;
     int64_t dp = 0;
-    if (host->param_int(s->ctx, "dp", &dp) != LOOM_OK)
-        dp = 0;
-    const char *order = host->param_string(s->ctx, "order");
-    int descending = !order || strcmp(order, "ascending") != 0;
+    const char *order = NULL;
+    int rc = loom_read_param_int(host, s->ctx, "lpt-balance", "dp", &dp, err);
+    if (rc == LOOM_OK)
+        rc = loom_read_param_string(host, s->ctx, "lpt-balance", "order", &order, err);
+    if (rc != LOOM_OK)
+        return rc;
+    int descending = strcmp(order, "ascending") != 0;
     int32_t *buf = host->alloc((size_t)units * 4 * sizeof *buf);
     double *sizes = host->alloc((size_t)units * 2 * sizeof *sizes);
-    int rc = LOOM_OK;
     if (!buf || !sizes)
         rc = host->error(err, LOOM_ENOMEM, "lpt-balance: out of memory");
     for (int32_t c = 0; c < set->n && rc == LOOM_OK; c++)

@@ -227,7 +227,7 @@ static int run(const loom_problem *pb, const loom_iteration *it,
     const loom_partitioner_vtable *vt =
         (const loom_partitioner_vtable *)loom_static_lpt_balance()->role(
             LOOM_ROLE_PARTITIONER);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_problem(h, pb);
     loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &fake_cost);
     if (key)

@@ -40,8 +40,6 @@
 
 #define MCTS_ROUND_LEAVES 2
 #define MCTS_POLISH_JOBS 8
-#define MCTS_POLISH_SHARE 0.75
-#define MCTS_LATE_ROUNDS 40
 #define MCTS_MAX_LATE 1000
 
 typedef struct mcts_self {
@@ -469,23 +467,23 @@ static int mcts_rank(void *self, const loom_stage_graph *const *graphs,
     mcts_self *s = self;
     const loom_host_api *host = s->host;
     loom_sk_params prm;
-    int64_t rollouts = 10, late = MCTS_LATE_ROUNDS;
-    double alpha = 1.0, beta = 0.1, polish = MCTS_POLISH_SHARE;
+    int64_t rollouts = 0, late = 0;
+    double alpha = 0, beta = 0, polish = 0;
     int rc = loom_sk_read_params(host, s->ctx, "mcts", &prm, err);
     if (rc == LOOM_OK)
-        rc = loom_sk_param_int(host, s->ctx, "mcts", "rollouts", 10, 1, 1000,
+        rc = loom_sk_param_int(host, s->ctx, "mcts", "rollouts", 1, 1000,
                                &rollouts, err);
     if (rc == LOOM_OK)
-        rc = loom_sk_param_double(host, s->ctx, "mcts", "polish", MCTS_POLISH_SHARE,
+        rc = loom_sk_param_double(host, s->ctx, "mcts", "polish",
                                   0, 0.95, &polish, err);
     if (rc == LOOM_OK)
-        rc = loom_sk_param_int(host, s->ctx, "mcts", "late_acceptance", MCTS_LATE_ROUNDS, 0,
+        rc = loom_sk_param_int(host, s->ctx, "mcts", "late_acceptance", 0,
                                MCTS_MAX_LATE, &late, err);
     if (rc == LOOM_OK)
-        rc = loom_sk_param_double(host, s->ctx, "mcts", "alpha", 1.0, 0, 100,
+        rc = loom_sk_param_double(host, s->ctx, "mcts", "alpha", 0, 100,
                                   &alpha, err);
     if (rc == LOOM_OK)
-        rc = loom_sk_param_double(host, s->ctx, "mcts", "beta", 0.1, 0, 100,
+        rc = loom_sk_param_double(host, s->ctx, "mcts", "beta", 0, 100,
                                   &beta, err);
     if (rc != LOOM_OK)
         return rc;

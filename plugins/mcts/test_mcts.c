@@ -28,7 +28,7 @@ static loom_stage_graph *five_groups(loom_sk_prec *pc)
     loom_stage_graph *g = mock_graph(2, 5);
     static const int pairs[] = {0, 1, 1, 2, 3, 4};
     mock_precede(g, pairs, 3);
-    five_host = loom_mock_host_new();
+    five_host = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_error err = {0};
     ck_assert_int_eq(loom_sk_prec_build(loom_mock_host_api(five_host), "t", g, pc, &err),
                      LOOM_OK);
@@ -95,7 +95,7 @@ END_TEST
 static loom_ranking run_mcts(mock_ranker *r, const loom_stage_graph *g,
                              float *prio)
 {
-    loom_ranking out;
+    loom_ranking out = LOOM_RANKING_INIT;
     loom_error err = {0};
     const loom_stage_graph *gs[1] = {g};
     int rc = mock_rank(r, gs, 1, prio, &out, &err);
@@ -278,7 +278,7 @@ START_TEST(time_stop_warns_and_params)
     ck_assert_int_eq(r.vt->create(loom_mock_host_api(r.h),
                                   loom_mock_host_ctx(r.h), NULL, &r.self, &err),
                      LOOM_OK);
-    memset(&out, 0, sizeof out);
+    out = (loom_ranking)LOOM_RANKING_INIT;
     out.cap_priorities = 4;
     out.priorities = prio;
     ck_assert_int_eq(r.vt->rank(r.self, gs, 1, &out, &err), LOOM_EINVAL);

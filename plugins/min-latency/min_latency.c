@@ -72,8 +72,7 @@ static int ml_rank(void *self, const loom_stage_graph *const *graphs,
         if (out->candidate >= 0 && host->expired(s->ctx))
             break;
         loom_evaluator *ev = NULL;
-        loom_metrics m;
-        memset(&m, 0, sizeof m);
+        loom_metrics m = LOOM_METRICS_INIT;
         int rc = ev_svc->create(s->ctx, graphs[c], &ev, &last);
         if (rc == LOOM_OK)
             rc = ev_svc->run(ev, prio, &m, &last);

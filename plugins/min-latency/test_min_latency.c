@@ -30,7 +30,7 @@ static int ev_run(loom_evaluator *e, const float *prio, loom_metrics *out,
     const loom_interleaver_vtable *vt =
         (const loom_interleaver_vtable *)loom_static_encoder_first()->role(
             LOOM_ROLE_INTERLEAVER);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_test_mock_host(loom_static_encoder_first());
     void *self = NULL;
     int rc = vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self, err);
     loom_schedule *s = loom_schedule_new(g->n_ranks, g->n_stages);
@@ -78,7 +78,7 @@ static int rank(loom_stage_graph **g, int n, int with_ev, int expired,
 {
     const loom_ranker_vtable *vt =
         (const loom_ranker_vtable *)loom_static_min_latency()->role(LOOM_ROLE_RANKER);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     if (with_ev)
         loom_mock_host_add_service(h, LOOM_SERVICE_EVALUATOR, 1, &test_ev);
     loom_mock_host_set_expired(h, expired);
@@ -99,7 +99,8 @@ START_TEST(lowest_makespan_wins)
     loom_stage_graph *g[4] = {graph(4, 2, 0), graph(4, 1, 0), graph(2, 1, 0),
                               graph(2, 1, 0)};
     float prio[64];
-    loom_ranking r = {0, 64, prio, 0, 0};
+    loom_ranking r = {.struct_size = (uint32_t)sizeof(loom_ranking), .cap_priorities = 64,
+                      .priorities = prio};
     loom_error err = {0, ""};
     ck_assert_msg(rank(g, 4, 1, 0, &r, &err) == LOOM_OK, "%s", err.message);
     ck_assert_int_eq(r.candidate, 2); /* 2 and 3 tie: the lower index */
@@ -119,7 +120,8 @@ START_TEST(skips_what_cannot_run)
 {
     loom_stage_graph *g[3] = {graph(4, 1, 1), graph(4, 2, 0), graph(2, 1, 1)};
     float prio[64];
-    loom_ranking r = {0, 64, prio, 0, 0};
+    loom_ranking r = {.struct_size = (uint32_t)sizeof(loom_ranking), .cap_priorities = 64,
+                      .priorities = prio};
     loom_error err = {0, ""};
     ck_assert_int_eq(rank(g, 3, 1, 0, &r, &err), LOOM_OK);
     ck_assert_int_eq(r.candidate, 1);

@@ -38,8 +38,7 @@ static int ma_module_ms(const loom_host_api *host, loom_ctx *ctx,
 {
     double sum = 0.0;
     for (int32_t l = 0; l < mod->n_layers; l++) {
-        loom_layer_cost c;
-        memset(&c, 0, sizeof c);
+        loom_layer_cost c = LOOM_LAYER_COST_INIT;
         int rc = cost->layer(ctx, module, l, shape, LOOM_POLICY_NONE, &c, err);
         if (rc != LOOM_OK)
             return rc;
@@ -92,8 +91,7 @@ int loom_ma_sub_size(const loom_host_api *host, loom_ctx *ctx,
         *b_out = cfg->min_sub_items;
         return LOOM_OK;
     }
-    loom_shape mean;
-    memset(&mean, 0, sizeof mean);
+    loom_shape mean = LOOM_SHAPE_INIT;
     int rc = cost->module_shape(ctx, module, it, microbatches, -1, 1, &mean,
                                 err);
     if (rc != LOOM_OK)

@@ -68,22 +68,6 @@ int64_t loom_ma_pick_size(const int64_t *sizes, const double *eff, int32_t n,
     return sizes[n - 1];
 }
 
-/* Output tokens of module m for one sample (what a text module downstream
- * appends to its sequence). */
-static double ma_output_tokens(const loom_module *mod, const loom_sample *s)
-{
-    switch (mod->modality) {
-    case LOOM_MODALITY_IMAGE:
-        return (double)s->images * (double)mod->tokens_per_item;
-    case LOOM_MODALITY_VIDEO:
-        return s->video_seconds * (double)mod->tokens_per_item;
-    case LOOM_MODALITY_AUDIO:
-        return s->audio_seconds * (double)mod->tokens_per_item;
-    default:
-        return (double)s->text_tokens;
-    }
-}
-
 /* Items of one sample for a module (see header). */
 double loom_ma_sample_items(const loom_model *model, int32_t module,
                             const loom_sample *s)
@@ -96,12 +80,8 @@ double loom_ma_sample_items(const loom_model *model, int32_t module,
         return s->video_seconds > 0 ? s->video_seconds : 0.0;
     case LOOM_MODALITY_AUDIO:
         return s->audio_seconds > 0 ? s->audio_seconds : 0.0;
-    default: {
-        double len = (double)s->text_tokens;
-        for (int32_t k = 0; k < mod->n_inputs; k++)
-            len += ma_output_tokens(&model->modules[mod->inputs[k]], s);
-        return len > 0 ? 1.0 : 0.0;
-    }
+    default:
+        return loom_sample_tokens(model, module, s) > 0 ? 1.0 : 0.0;
     }
 }
 

@@ -57,14 +57,14 @@ static void ma_destroy(void *self)
         s->host->free(s);
 }
 
-/* Reads an int param, falling back to `def` when the host has none. */
-static int ma_param_int(ma_self *s, const char *key, int64_t def, int64_t lo,
+/* Reads a declared int param (the host supplies the manifest's default). */
+static int ma_param_int(ma_self *s, const char *key, int64_t lo,
                         int64_t *out, loom_error *err)
 {
-    int64_t v = def;
+    int64_t v = 0;
     int rc = s->host->param_int(s->ctx, key, &v);
     if (rc == LOOM_ENOTFOUND)
-        v = def;
+        return loom_param_error(s->host, err, "modality-aware", key, "int", rc);
     else if (rc != LOOM_OK)
         return s->host->error(err, LOOM_EINVAL,
                               "modality-aware: params.%s: expected an integer",
@@ -83,10 +83,11 @@ static int ma_config(ma_self *s, loom_ma_config *cfg, loom_error *err)
 {
     const loom_host_api *host = s->host;
     memset(cfg, 0, sizeof *cfg);
-    double thr = 0.95;
+    double thr = 0;
     int rc = host->param_double(s->ctx, "efficiency_threshold", &thr);
     if (rc == LOOM_ENOTFOUND)
-        thr = 0.95;
+        return loom_param_error(host, err, "modality-aware", "efficiency_threshold",
+                                "float", rc);
     else if (rc != LOOM_OK)
         return host->error(err, LOOM_EINVAL,
                            "modality-aware: params.efficiency_threshold: "
@@ -97,13 +98,16 @@ static int ma_config(ma_self *s, loom_ma_config *cfg, loom_error *err)
                            "expected a number in (0, 1], found %g", thr);
     cfg->efficiency_threshold = thr;
     int64_t v = 0;
-    if ((rc = ma_param_int(s, "max_segments", 8, 1, &v, err)))
+    if ((rc = ma_param_int(s, "max_segments", 1, &v, err)))
         return rc;
     cfg->max_segments = (int32_t)v;
-    if ((rc = ma_param_int(s, "min_sub_items", 1, 1, &v, err)))
+    if ((rc = ma_param_int(s, "min_sub_items", 1, &v, err)))
         return rc;
     cfg->min_sub_items = (int32_t)v;
-    const char *text = host->param_string(s->ctx, "sub_sizes");
+    const char *text = NULL;
+    if ((rc = loom_read_param_string(host, s->ctx, "modality-aware", "sub_sizes", &text,
+                                     err)))
+        return rc;
     int is_auto = 0;
     int32_t n = loom_ma_parse_sizes(text, cfg->sizes, LOOM_MA_MAX_SIZES,
                                     &is_auto);

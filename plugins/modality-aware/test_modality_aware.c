@@ -152,7 +152,7 @@ static const loom_partitioner_vtable *vtable(void)
 static int run(const char *const *params, int with_cost, loom_candidates *set,
                loom_error *err)
 {
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     for (int i = 0; params && params[i]; i += 2)
         ck_assert_int_eq(loom_mock_host_set_param(h, params[i], params[i + 1]),
                          LOOM_OK);
@@ -414,7 +414,7 @@ START_TEST(errors_name_the_cause)
     loom_problem st = PROBLEM;
     st.kind = LOOM_PROBLEM_STAGE_TIMES;
     st.model = NULL;
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     void *self = NULL;
     const loom_partitioner_vtable *vt = vtable();
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),

@@ -76,8 +76,7 @@ static int oi_eval(oi_self *o, const loom_evaluator_service *svc,
     int rc = svc->create(o->ctx, g, &ev, err);
     if (rc != LOOM_OK)
         return rc;
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     rc = svc->run(ev, prio, &m, err);
     svc->destroy(ev);
     *ms = m.makespan_ms;
@@ -154,11 +153,13 @@ static int oi_rank(void *self, const loom_stage_graph *const *graphs,
     int rc = oobleck_nodes(host, o->ctx, pb, &nodes, &gpus, err);
     if (rc != LOOM_OK)
         return rc;
-    int64_t f = 1, max_plans = 10000;
-    if (host->param_int(o->ctx, "fault_tolerance", &f) != LOOM_OK)
-        f = 1;
-    if (host->param_int(o->ctx, "max_plans", &max_plans) != LOOM_OK)
-        max_plans = 10000;
+    int64_t f = 0, max_plans = 0;
+    rc = loom_read_param_int(host, o->ctx, "oobleck-instantiate", "fault_tolerance", &f, err);
+    if (rc == LOOM_OK)
+        rc = loom_read_param_int(host, o->ctx, "oobleck-instantiate", "max_plans", &max_plans,
+                                 err);
+    if (rc != LOOM_OK)
+        return rc;
     int32_t *first = host->alloc((size_t)n * sizeof *first);
     int32_t *sizes = host->alloc((size_t)n * sizeof *sizes);
     double *ms = NULL;

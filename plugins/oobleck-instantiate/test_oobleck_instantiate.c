@@ -29,7 +29,7 @@ static int ev_run(loom_evaluator *ev, const float *priorities, loom_metrics *out
     (void)priorities;
     (void)err;
     const loom_stage_graph *g = (const loom_stage_graph *)(void *)ev;
-    memset(out, 0, sizeof *out);
+    loom_metrics_init(out);
     out->makespan_ms = (g->n_microbatches + g->n_ranks - 1) * 12.0 / g->n_ranks;
     return LOOM_OK;
 }
@@ -70,7 +70,7 @@ static int run_rank(loom_stage_graph **g, int n, const char *const *params,
     pb.kind = LOOM_PROBLEM_MODEL;
     pb.cluster = &cl;
     pb.parallel = (loom_parallel){1, 8, 1, 1, 12, 0};
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_problem(h, &pb);
     loom_mock_host_add_service(h, LOOM_SERVICE_EVALUATOR, 1, &mock_ev);
     for (int i = 0; params && params[i]; i += 2)
@@ -81,7 +81,7 @@ static int run_rank(loom_stage_graph **g, int n, const char *const *params,
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL,
                                 &self, err), LOOM_OK);
     static float prio[64];
-    memset(out, 0, sizeof *out);
+    *out = (loom_ranking)LOOM_RANKING_INIT;
     out->cap_priorities = 64;
     out->priorities = prio;
     int rc = vt->rank(self, (const loom_stage_graph *const *)g, n, out, err);
@@ -99,7 +99,7 @@ START_TEST(exact_shares)
     loom_stage_graph *g[36];
     int n = make_graphs(g, 1);
     const char *const params[] = {"fault_tolerance", "2", NULL};
-    loom_ranking r;
+    loom_ranking r = LOOM_RANKING_INIT;
     loom_error err = {0, ""};
     ck_assert_msg(run_rank(g, n, params, &r, &err) == LOOM_OK, "%s", err.message);
     ck_assert_int_eq(r.candidate, 2); /* 2-node template, share 3 */
@@ -128,7 +128,7 @@ START_TEST(full_batch_linear)
     loom_stage_graph *g[3];
     int n = make_graphs(g, 0);
     const char *const params[] = {"fault_tolerance", "2", NULL};
-    loom_ranking r;
+    loom_ranking r = LOOM_RANKING_INIT;
     loom_error err = {0, ""};
     ck_assert_int_eq(run_rank(g, n, params, &r, &err), LOOM_OK);
     ck_assert_int_eq(r.candidate, 0);
@@ -148,7 +148,7 @@ START_TEST(not_templates)
     g[0]->n_microbatches = 3;
     g[1] = loom_graph_alloc(1, 0, 2, 5, 1, 1);
     g[1]->n_microbatches = 5;
-    loom_ranking r;
+    loom_ranking r = LOOM_RANKING_INIT;
     loom_error err = {0, ""};
     ck_assert_int_eq(run_rank(g, 2, NULL, &r, &err), LOOM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "oobleck-templates"));

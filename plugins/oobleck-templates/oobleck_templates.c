@@ -96,17 +96,18 @@ static int ot_costs(ot_self *o, const loom_cost_service *cost,
                     double *model_bytes, loom_error *err)
 {
     const loom_model *model = pb->model;
-    const char *pol = o->host->param_string(o->ctx, "policy");
-    int32_t policy = pol && strcmp(pol, "none") == 0 ? LOOM_POLICY_NONE
-                                                     : LOOM_POLICY_FULL;
+    const char *pol = NULL;
+    int prc = loom_read_param_string(o->host, o->ctx, "oobleck-templates", "policy", &pol, err);
+    if (prc != LOOM_OK)
+        return prc;
+    int32_t policy = strcmp(pol, "none") == 0 ? LOOM_POLICY_NONE : LOOM_POLICY_FULL;
     int32_t mbs = pb->parallel.microbatches > 0 ? pb->parallel.microbatches : 1;
     *model_bytes = 0;
     for (int32_t d = 1; d <= gpus; d++) {
         int32_t at = 0;
         for (int32_t m = 0; m < model->n_modules; m++) {
             const loom_module *mod = &model->modules[m];
-            loom_shape shape;
-            memset(&shape, 0, sizeof shape);
+            loom_shape shape = LOOM_SHAPE_INIT;
             int rc = cost->module_shape(o->ctx, m, it, mbs, -1, 1, &shape, err);
             if (rc != LOOM_OK)
                 return rc;
@@ -115,8 +116,7 @@ static int ot_costs(ot_self *o, const loom_cost_service *cost,
             for (int32_t l = 0; l < mod->n_layers; l++, at++) {
                 size_t i = (size_t)(d - 1) * (size_t)n_layers + (size_t)at;
                 shape.trainable_upstream = up || (!mod->frozen && l > 0);
-                loom_layer_cost c;
-                memset(&c, 0, sizeof c);
+                loom_layer_cost c = LOOM_LAYER_COST_INIT;
                 loom_error e = {0, ""};
                 rc = cost->layer(o->ctx, m, l, &shape, policy, &c, &e);
                 if (rc != LOOM_OK) {
@@ -232,19 +232,21 @@ static int ot_plan(ot_self *o, const loom_problem *pb, const loom_iteration *it,
                    int32_t gpus, loom_error *err)
 {
     const loom_host_api *host = o->host;
-    int64_t fault = 1, n0 = 0, max_stages = 0;
-    int pow2 = 1;
-    if (host->param_int(o->ctx, "fault_tolerance", &fault) != LOOM_OK)
-        fault = 1;
-    if (host->param_int(o->ctx, "min_nodes", &n0) != LOOM_OK)
-        n0 = 0;
-    if (host->param_int(o->ctx, "max_stages", &max_stages) != LOOM_OK)
-        max_stages = 0;
-    if (host->param_bool(o->ctx, "pow2_gpus", &pow2) != LOOM_OK)
-        pow2 = 1;
+    int64_t fault = 0, n0 = 0, max_stages = 0;
+    int pow2 = 0;
+    const char *who = "oobleck-templates";
+    int rc = loom_read_param_int(host, o->ctx, who, "fault_tolerance", &fault, err);
+    if (rc == LOOM_OK)
+        rc = loom_read_param_int(host, o->ctx, who, "min_nodes", &n0, err);
+    if (rc == LOOM_OK)
+        rc = loom_read_param_int(host, o->ctx, who, "max_stages", &max_stages, err);
+    if (rc == LOOM_OK)
+        rc = loom_read_param_bool(host, o->ctx, who, "pow2_gpus", &pow2, err);
+    if (rc != LOOM_OK)
+        return rc;
     double model_bytes = 0;
     const loom_cost_service *cost = host->service(LOOM_SERVICE_COST, 1);
-    int rc = ot_costs(o, cost, pb, it, gpus, n_layers, f, b, &model_bytes, err);
+    rc = ot_costs(o, cost, pb, it, gpus, n_layers, f, b, &model_bytes, err);
     if (rc != LOOM_OK)
         return rc;
     if (n0 <= 0) {
@@ -297,10 +299,13 @@ static int ot_plan(ot_self *o, const loom_problem *pb, const loom_iteration *it,
 static int ot_emit(ot_self *o, const loom_problem *pb, const loom_iteration *it,
                    loom_candidates *set, loom_error *err)
 {
-    const char *shares = o->host->param_string(o->ctx, "shares");
+    const char *shares = NULL;
+    int rc = loom_read_param_string(o->host, o->ctx, "oobleck-templates", "shares", &shares,
+                                    err);
+    if (rc != LOOM_OK)
+        return rc;
     int32_t mbs = pb->parallel.microbatches > 0 ? pb->parallel.microbatches : 1;
-    int all = !(shares && strcmp(shares, "full") == 0) && mbs <= OOBLECK_MAX_SHARES;
-    int rc = LOOM_OK;
+    int all = strcmp(shares, "full") != 0 && mbs <= OOBLECK_MAX_SHARES;
     for (int32_t i = 0; rc == LOOM_OK && i < o->n_t; i++)
         for (int32_t s = all ? 1 : mbs; rc == LOOM_OK && s <= mbs; s++) {
             loom_partition *p = NULL;
@@ -349,8 +354,10 @@ static int ot_partition(void *self, const loom_problem *problem,
                            "most %d are planned", (long long)n_layers,
                            LOOM_OOBLECK_MAX_LAYERS);
     int per_iteration = 0;
-    if (host->param_bool(o->ctx, "per_iteration", &per_iteration) != LOOM_OK)
-        per_iteration = 0;
+    rc = loom_read_param_bool(host, o->ctx, "oobleck-templates", "per_iteration",
+                              &per_iteration, err);
+    if (rc != LOOM_OK)
+        return rc;
     if (per_iteration || o->model != problem->model || o->nodes != nodes ||
         o->gpus != gpus)
         ot_forget(o);

@@ -84,7 +84,7 @@ static int run(int32_t gpus, const char *const *params, loom_candidates **set,
     static loom_sample smp[4] = {{100, 0, -1, 0, 0}, {100, 0, -1, 0, 0},
                                  {100, 0, -1, 0, 0}, {100, 0, -1, 0, 0}};
     static loom_iteration it = {0, 4, smp};
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_problem(h, &pb);
     loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &mock_cost);
     for (int i = 0; params && params[i]; i += 2)
@@ -196,7 +196,7 @@ START_TEST(templates_kept_across_iterations)
     loom_sample smp[2] = {{100, 0, -1, 0, 0}, {100, 0, -1, 0, 0}};
     loom_iteration it = {0, 2, smp};
     for (int per = 0; per < 2; per++) {
-        loom_mock_host *h = loom_mock_host_new();
+        loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
         loom_mock_host_set_problem(h, &pb);
         loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &mock_cost);
         loom_mock_host_set_param(h, "per_iteration", per ? "true" : "false");

@@ -42,6 +42,7 @@ static int bf_reserve(loom_bf *bf, const loom_stage_graph *g, int32_t n_units)
 {
     const loom_host_api *h = bf->host;
     int32_t n = g->n_stages;
+    bf->cur.struct_size = bf->next.struct_size = (uint32_t)sizeof(loom_metrics);
     if (n > bf->cap_stages) {
         if (!bf_grow(h, (void **)&bf->trial, n, sizeof(int32_t)) ||
             !bf_grow(h, (void **)&bf->vstart, n, sizeof(double)) ||

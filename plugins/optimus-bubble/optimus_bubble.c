@@ -26,6 +26,15 @@ static int ob_create(const loom_host_api *host, loom_ctx *ctx,
                      void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
+    const char *w = NULL, *p = NULL;
+    int report = 0;
+    int rc = loom_read_param_string(host, ctx, "optimus-bubble", "warmup", &w, err);
+    if (rc == LOOM_OK)
+        rc = loom_read_param_string(host, ctx, "optimus-bubble", "passes", &p, err);
+    if (rc == LOOM_OK)
+        rc = loom_read_param_bool(host, ctx, "optimus-bubble", "report", &report, err);
+    if (rc != LOOM_OK)
+        return rc;
     ob_self *s = host->alloc(sizeof *s);
     if (!s)
         return host->error(err, LOOM_ENOMEM, "optimus-bubble: out of memory");
@@ -34,16 +43,13 @@ static int ob_create(const loom_host_api *host, loom_ctx *ctx,
     s->ctx = ctx;
     s->co.host = host;
     s->bf.host = host;
-    const char *w = host->param_string(ctx, "warmup");
-    s->warmup = w && strcmp(w, "megatron") == 0 ? LOOM_CO_WARMUP_MEGATRON
-                                                 : LOOM_CO_WARMUP_DEFERRED;
-    const char *p = host->param_string(ctx, "passes");
-    s->passes = !p || strcmp(p, "both") == 0 ? LOOM_BF_FORWARD | LOOM_BF_BACKWARD
+    s->warmup = strcmp(w, "megatron") == 0 ? LOOM_CO_WARMUP_MEGATRON
+                                           : LOOM_CO_WARMUP_DEFERRED;
+    s->passes = strcmp(p, "both") == 0       ? LOOM_BF_FORWARD | LOOM_BF_BACKWARD
                 : strcmp(p, "forward") == 0  ? LOOM_BF_FORWARD
                 : strcmp(p, "backward") == 0 ? LOOM_BF_BACKWARD
                                              : 0;
-    if (host->param_bool(ctx, "report", &s->report) != LOOM_OK)
-        s->report = 1;
+    s->report = report;
     *self = s;
     return LOOM_OK;
 }

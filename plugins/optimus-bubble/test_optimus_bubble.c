@@ -32,7 +32,7 @@ static int run(const loom_plugin_info *info, const loom_stage_graph *g,
     static char last[512];
     const loom_interleaver_vtable *vt =
         (const loom_interleaver_vtable *)info->role(LOOM_ROLE_INTERLEAVER);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_test_mock_host(info);
     if (with_sim)
         loom_mock_host_add_service(h, LOOM_SERVICE_SIMULATOR, 1, &core_sim);
     for (int i = 0; params && params[i]; i += 2)
@@ -62,8 +62,7 @@ static int run(const loom_plugin_info *info, const loom_stage_graph *g,
 static double makespan(const loom_stage_graph *g, const loom_schedule *s,
                        loom_metrics *keep)
 {
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     m.start_ms = calloc((size_t)g->n_stages, sizeof(double));
     m.end_ms = calloc((size_t)g->n_stages, sizeof(double));
     loom_error err = {0, ""};
@@ -121,7 +120,7 @@ static loom_stage_graph *colocated(int P, int M, int layers, double f, double b)
 /* Checks the dependency and order invariants of a fine schedule. */
 static void check_invariants(const loom_stage_graph *g, const loom_schedule *s)
 {
-    loom_metrics m;
+    loom_metrics m = LOOM_METRICS_INIT;
     makespan(g, s, &m);
     for (int32_t v = 0; v < g->n_stages; v++) {
         if (g->module[v] != 1 || g->position[v] != 0 || g->kind[v] != LOOM_STAGE_F)

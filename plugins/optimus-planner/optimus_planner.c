@@ -63,13 +63,6 @@ static void opt_destroy(void *self)
         s->host->free(s);
 }
 
-/* Integer param `key`, or `fallback` when the host has none. */
-static int64_t opt_int(opt_self *s, const char *key, int64_t fallback)
-{
-    int64_t v = fallback;
-    return s->host->param_int(s->ctx, key, &v) == LOOM_OK ? v : fallback;
-}
-
 /* What the memory check needs about the model. */
 typedef struct opt_sizes {
     double phi_enc, phi_llm;   /* parameters */
@@ -89,8 +82,7 @@ static int opt_measure(opt_self *s, const loom_cost_service *cost,
     for (int32_t m = 0; m < model->n_modules; m++) {
         const loom_module *mod = &model->modules[m];
         int enc = mod->kind == LOOM_MODULE_ENCODER;
-        loom_shape shape;
-        memset(&shape, 0, sizeof shape);
+        loom_shape shape = LOOM_SHAPE_INIT;
         if (it && it->n_samples > 0) {
             int rc = cost->module_shape(s->ctx, m, it, mbs, -1, 1, &shape, err);
             if (rc != LOOM_OK)
@@ -103,8 +95,7 @@ static int opt_measure(opt_self *s, const loom_cost_service *cost,
             loom_shape one = shape;
             one.tp = 1;
             for (int32_t l = 0; l < mod->n_layers; l++) {
-                loom_layer_cost c;
-                memset(&c, 0, sizeof c);
+                loom_layer_cost c = LOOM_LAYER_COST_INIT;
                 int rc = LOOM_OK;
                 if (i == 0) {
                     rc = cost->layer(s->ctx, m, l, &one, LOOM_POLICY_NONE, &c, err);
@@ -243,16 +234,19 @@ static int opt_partition(void *self, const loom_problem *problem,
     int rc = opt_measure(s, cost, problem, it, par->microbatches, &z, err);
     if (rc != LOOM_OK)
         return rc;
-    double k = 6.0;
-    if (host->param_double(s->ctx, "bytes_per_param", &k) != LOOM_OK)
-        k = 6.0;
+    double k = 0;
     int replicas = 0, per_layer = 1;
-    if (host->param_bool(s->ctx, "replicas", &replicas) != LOOM_OK)
-        replicas = 0;
-    const char *gran = host->param_string(s->ctx, "encoder_granularity");
-    per_layer = !gran || strcmp(gran, "stage") != 0;
-    int32_t max_splits = (int32_t)opt_int(s, "max_splits", 4);
-    int32_t max_cand = (int32_t)opt_int(s, "max_candidates", 16);
+    const char *gran = NULL, *who = "optimus-planner";
+    int64_t p_splits = 0, p_cand = 0;
+    if ((rc = loom_read_param_double(host, s->ctx, who, "bytes_per_param", &k, err)) ||
+        (rc = loom_read_param_bool(host, s->ctx, who, "replicas", &replicas, err)) ||
+        (rc = loom_read_param_string(host, s->ctx, who, "encoder_granularity", &gran, err)) ||
+        (rc = loom_read_param_int(host, s->ctx, who, "max_splits", &p_splits, err)) ||
+        (rc = loom_read_param_int(host, s->ctx, who, "max_candidates", &p_cand, err)))
+        return rc;
+    per_layer = strcmp(gran, "stage") != 0;
+    int32_t max_splits = (int32_t)p_splits;
+    int32_t max_cand = (int32_t)p_cand;
     double cap = problem->memory_cap_bytes > 0 ? problem->memory_cap_bytes
                  : problem->cluster ? (double)problem->cluster->hbm_bytes
                                     : 0;

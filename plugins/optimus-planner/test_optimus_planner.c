@@ -218,13 +218,12 @@ START_TEST(one_f_one_b_closed_forms_match_the_simulator)
             loom_stage_graph *g = NULL;
             loom_error err = {0, ""};
             ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
-            loom_mock_host *h = loom_mock_host_new();
+            loom_mock_host *h = loom_test_mock_host(loom_static_encoder_first());
             void *self = NULL;
             vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self, &err);
             loom_schedule *sch = loom_schedule_new(g->n_ranks, g->n_stages);
             ck_assert_int_eq(vt->interleave(self, g, NULL, sch, &err), LOOM_OK);
-            loom_metrics m;
-            memset(&m, 0, sizeof m);
+            loom_metrics m = LOOM_METRICS_INIT;
             m.start_ms = calloc((size_t)g->n_stages, sizeof(double));
             m.end_ms = calloc((size_t)g->n_stages, sizeof(double));
             ck_assert_int_eq(loom_simulate(g, sch, &m, &err), LOOM_OK);
@@ -421,7 +420,7 @@ static int run(const loom_problem *pb, const loom_iteration *it,
     const loom_partitioner_vtable *vt =
         (const loom_partitioner_vtable *)loom_static_optimus_planner()->role(
             LOOM_ROLE_PARTITIONER);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_problem(h, pb);
     if (with_cost)
         loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &fake_cost);

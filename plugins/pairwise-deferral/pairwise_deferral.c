@@ -162,9 +162,11 @@ static int defer_partition(void *self, const loom_problem *problem,
                            "pairwise-deferral: the \"%s\" service with layer "
                            "and module_shape is not available",
                            LOOM_SERVICE_COST);
-    int64_t steps = 1000;
-    if (host->param_int(d->ctx, "subset_steps", &steps) != LOOM_OK)
-        steps = 1000;
+    int64_t steps = 0;
+    int prc = loom_read_param_int(host, d->ctx, "pairwise-deferral", "subset_steps", &steps,
+                                  err);
+    if (prc != LOOM_OK)
+        return prc;
     int32_t n = it->n_samples, cap = 1;
     for (int32_t c = 0; c < set->n; c++)
         if (set->items[c]->cap_microbatches > cap)

@@ -352,6 +352,7 @@ static int run_part(const loom_plugin_info *info, loom_mock_host *h,
 {
     const loom_partitioner_vtable *vt =
         (const loom_partitioner_vtable *)info->role(LOOM_ROLE_PARTITIONER);
+    loom_test_mock_manifest(h, info); /* this plugin's param defaults */
     void *self = NULL;
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL,
                                 &self, err), LOOM_OK);
@@ -380,7 +381,7 @@ START_TEST(plugin_after_stratified)
     for (int i = 0; i < 8; i++)
         smp[i] = (loom_sample){text[i], imgs[i], -1, 0, 0};
     loom_iteration it = {0, 8, smp};
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_problem(h, &pb);
     loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &mock_cost);
     loom_candidates *set = loom_candidates_new(&pb, &it);

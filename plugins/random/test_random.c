@@ -20,7 +20,7 @@ START_TEST(bounded_by_optimum_and_reproducible)
     loom_mock_host_set_param(r.h, "seed", "11");
     loom_mock_host_set_param(r.h, "budget_ms", "60000");
     float p1[8], p2[8], p3[8];
-    loom_ranking o1, o2, o3;
+    loom_ranking o1 = LOOM_RANKING_INIT, o2 = LOOM_RANKING_INIT, o3 = LOOM_RANKING_INIT;
     loom_error err = {0};
     const loom_stage_graph *gs[1] = {g};
     ck_assert_int_eq(mock_rank(&r, gs, 1, p1, &o1, &err), LOOM_OK);
@@ -47,7 +47,7 @@ START_TEST(time_budget_stops)
     mock_ranker r = mock_ranker_open(loom_static_random());
     loom_mock_host_set_param(r.h, "budget_ms", "30");
     float prio[8];
-    loom_ranking out;
+    loom_ranking out = LOOM_RANKING_INIT;
     loom_error err = {0};
     const loom_stage_graph *gs[1] = {g};
     double t0 = loom_mock_host_api(r.h)->now_ms();

@@ -19,40 +19,44 @@ typedef struct rf_self {
     unsigned flags;             /* LOOM_ROOFLINE_FLASH | _SEQ_PARALLEL */
 } rf_self;
 
-/* Reads a float param, leaving *out (the default) when it is not set. */
+/* Reads a declared float param (the host supplies the manifest's default). */
 static int rf_param_double(const loom_host_api *host, loom_ctx *ctx,
                            const char *key, double *out, loom_error *err)
 {
     int rc = host->param_double(ctx, key, out);
-    if (rc == LOOM_OK || rc == LOOM_ENOTFOUND)
+    if (rc == LOOM_OK)
         return LOOM_OK;
+    if (rc == LOOM_ENOTFOUND)
+        return loom_param_error(host, err, "roofline", key, "float", rc);
     return host->error(err, LOOM_EINVAL,
                        "roofline: param %s: expected a number (host status %d)",
                        key, rc);
 }
 
-/* Reads a bool param, leaving *out (the default) when it is not set. */
+/* Reads a declared bool param (the host supplies the manifest's default). */
 static int rf_param_bool(const loom_host_api *host, loom_ctx *ctx,
                          const char *key, int *out, loom_error *err)
 {
     int rc = host->param_bool(ctx, key, out);
-    if (rc == LOOM_OK || rc == LOOM_ENOTFOUND)
+    if (rc == LOOM_OK)
         return LOOM_OK;
+    if (rc == LOOM_ENOTFOUND)
+        return loom_param_error(host, err, "roofline", key, "bool", rc);
     return host->error(err, LOOM_EINVAL,
                        "roofline: param %s: expected true or false (host "
                        "status %d)",
                        key, rc);
 }
 
-/* create(): reads gemm_efficiency_scale (1.0), distributed_optimizer (true),
- * flash_attention (true), sequence_parallel (true) and kernel_launch_us
- * (0). */
+/* create(): reads gemm_efficiency_scale, distributed_optimizer,
+ * flash_attention, sequence_parallel and kernel_launch_us (defaults in
+ * manifest.json). */
 static int rf_create(const loom_host_api *host, loom_ctx *ctx,
                      void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
-    double scale = 1.0;
-    int dist = 1, flash = 1, seqpar = 1;
+    double scale = 0;
+    int dist = 0, flash = 0, seqpar = 0;
     int rc = rf_param_double(host, ctx, "gemm_efficiency_scale", &scale, err);
     if (rc == LOOM_OK)
         rc = rf_param_bool(host, ctx, "distributed_optimizer", &dist, err);
@@ -60,7 +64,7 @@ static int rf_create(const loom_host_api *host, loom_ctx *ctx,
         rc = rf_param_bool(host, ctx, "flash_attention", &flash, err);
     if (rc == LOOM_OK)
         rc = rf_param_bool(host, ctx, "sequence_parallel", &seqpar, err);
-    double launch_us = 0.0;
+    double launch_us = 0;
     if (rc == LOOM_OK)
         rc = rf_param_double(host, ctx, "kernel_launch_us", &launch_us, err);
     if (rc != LOOM_OK)
@@ -227,7 +231,7 @@ static int rf_estimate(void *self, const loom_problem *problem,
     loom_roofline_layer_costs(L, shape, &hw, policy, s->flags,
                               shape->trainable_upstream != 0, !m->frozen, &c);
     double params = loom_roofline_layer_params(L);
-    memset(out, 0, sizeof *out);
+    loom_layer_cost_clear(out);
     out->forward_ms = c.forward_ms;
     out->input_grad_ms = c.input_grad_ms;
     out->weight_grad_ms = c.weight_grad_ms;
@@ -279,12 +283,28 @@ static int rf_module_extra(void *self, const loom_problem *problem,
     return LOOM_OK;
 }
 
+/* p2p_ms(): latency plus bytes over the link's bandwidth (NVLink within a
+ * node, the network across nodes) at the collective efficiency: the
+ * SDK's loom_p2p_link_ms() on the problem's cluster. */
+static int rf_p2p_ms(void *self, const loom_problem *problem,
+                     const loom_p2p_link *link, double bytes, double *ms,
+                     loom_error *err)
+{
+    const rf_self *s = self;
+    if (!problem || !problem->cluster)
+        return s->host->error(err, LOOM_EINVAL,
+                              "roofline: a transfer time needs a cluster, found none");
+    *ms = loom_p2p_link_ms(problem->cluster, link, bytes);
+    return LOOM_OK;
+}
+
 static const loom_cost_model_vtable rf_vtable = {
     {sizeof(loom_cost_model_vtable), LOOM_COST_MODEL_VERSION},
     rf_create,
     rf_destroy,
     rf_estimate,
     rf_module_extra,
+    rf_p2p_ms,
 };
 
 /* The vtable for the cost_model role, NULL for any other. */

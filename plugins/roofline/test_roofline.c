@@ -90,8 +90,7 @@ static void fx_init(fixture *fx, loom_layer layer, int32_t n_layers,
 static loom_shape seq_shape(int64_t sequences, int64_t len, int32_t tp,
                             int32_t trainable_upstream)
 {
-    loom_shape s;
-    memset(&s, 0, sizeof s);
+    loom_shape s = LOOM_SHAPE_INIT;
     s.tokens = sequences * len;
     s.seq_sq_sum = (double)sequences * (double)len * (double)len;
     s.sequences = sequences;
@@ -116,7 +115,7 @@ static int estimate_with(fixture *fx, const char *const *params,
                          loom_shape shape, int32_t policy,
                          loom_layer_cost *out, loom_error *err)
 {
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     for (int i = 0; params && params[i]; i += 2)
         loom_mock_host_set_param(h, params[i], params[i + 1]);
     loom_mock_host_set_problem(h, &fx->problem);
@@ -136,7 +135,7 @@ static int estimate_with(fixture *fx, const char *const *params,
 static loom_layer_cost estimate_ok(fixture *fx, const char *const *params,
                                    loom_shape shape, int32_t policy)
 {
-    loom_layer_cost c;
+    loom_layer_cost c = LOOM_LAYER_COST_INIT;
     loom_error err = {0, ""};
     int rc = estimate_with(fx, params, shape, policy, &c, &err);
     ck_assert_msg(rc == LOOM_OK, "estimate failed: %s", err.message);
@@ -190,7 +189,8 @@ START_TEST(llama3_8b_forward_flops)
     ck_assert_double_eq(c.flops, analytic_forward_flops(LLAMA3_8B, N, S));
 
     double gemm, att;
-    loom_roofline_forward_flops(&fx.layer, &(loom_shape){8192, S, 1, 1, 0},
+    loom_roofline_forward_flops(&fx.layer, &(loom_shape){.struct_size = (uint32_t)sizeof(loom_shape), .tokens = 8192,
+                                               .seq_sq_sum = S, .sequences = 1, .tp = 1},
                                 &gemm, &att);
     ck_assert_double_eq(gemm, qkv + out + mlp);
     ck_assert_double_eq(att, attn);
@@ -257,8 +257,10 @@ START_TEST(compute_bound_layer_time_closed_form)
     loom_layer_cost c = estimate(&fx, seq_shape(1, 8192, 1, 1),
                                  LOOM_POLICY_NONE);
     double gemm, att;
-    loom_roofline_forward_flops(&fx.layer, &(loom_shape){8192, 8192.0 * 8192,
-                                                         1, 1, 1},
+    loom_roofline_forward_flops(&fx.layer, &(loom_shape){.struct_size = (uint32_t)sizeof(loom_shape),
+                                               .tokens = 8192, .seq_sq_sum = 8192.0 * 8192,
+                                               .sequences = 1, .tp = 1,
+                                               .trainable_upstream = 1},
                                 &gemm, &att);
     double gemm_ms = gemm / (989e12 * 0.7) * 1e3;
     double att_ms = att / (989e12 * 0.6) * 1e3;
@@ -430,7 +432,8 @@ START_TEST(flash_attention_param)
     fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
     loom_shape s = seq_shape(1, 8192, 2, 1);
     const char *const flash[] = {"flash_attention", "true", NULL};
-    loom_layer_cost a, b, plain = estimate(&fx, s, LOOM_POLICY_NONE);
+    loom_layer_cost a = LOOM_LAYER_COST_INIT, b = LOOM_LAYER_COST_INIT,
+                    plain = estimate(&fx, s, LOOM_POLICY_NONE);
     loom_error err = {0, ""};
     ck_assert_int_eq(estimate_with(&fx, flash, s, LOOM_POLICY_NONE, &a, &err),
                      LOOM_OK);
@@ -524,7 +527,7 @@ static double model_params(loom_layer L, int32_t n_layers, int32_t kind,
                                  LOOM_POLICY_NONE);
     int64_t extra_p = -1, extra_s = -1;
     loom_error err = {0, ""};
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     const loom_cost_model_vtable *vt = vtable();
     void *self = NULL;
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
@@ -593,7 +596,7 @@ START_TEST(param_and_state_bytes)
     ck_assert_int_eq(c.state_bytes, (int64_t)(14 * p / 8));
 
     /* embeddings: input table + untied head of a backbone, vocab-parallel */
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     const loom_cost_model_vtable *vt = vtable();
     void *self = NULL;
     int64_t pb = 0, sb = 0;
@@ -629,7 +632,7 @@ START_TEST(gemm_efficiency_scale_param)
     fx.cluster.hbm_bytes_per_s = 1e30;
     loom_shape s = seq_shape(1, 8192, 1, 1);
     s.seq_sq_sum = 0; /* GEMMs only */
-    loom_layer_cost base = estimate(&fx, s, LOOM_POLICY_NONE), c;
+    loom_layer_cost base = estimate(&fx, s, LOOM_POLICY_NONE), c = LOOM_LAYER_COST_INIT;
     loom_error err = {0, ""};
     const char *const half[] = {"gemm_efficiency_scale", "0.5", NULL};
     ck_assert_int_eq(estimate_with(&fx, half, s, LOOM_POLICY_NONE, &c, &err),
@@ -674,11 +677,11 @@ END_TEST
 static void expect_error(fixture *fx, int32_t module, int32_t layer,
                          loom_shape s, int32_t policy, const char *fragment)
 {
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     const loom_cost_model_vtable *vt = vtable();
     void *self = NULL;
     loom_error err = {0, ""};
-    loom_layer_cost c;
+    loom_layer_cost c = LOOM_LAYER_COST_INIT;
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
                                 NULL, &self, &err), LOOM_OK);
     int rc = vt->estimate(self, &fx->problem, module, layer, &s, policy, &c,

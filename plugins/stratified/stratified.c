@@ -42,13 +42,13 @@ static void strat_destroy(void *self)
         s->host->free(s);
 }
 
-/* The coarse-set rule from the "coarse" param (default "mean"). */
-static int strat_rule(const loom_host_api *host, loom_ctx *ctx)
+/* The coarse-set rule named by the "coarse" param ("mean", "median" or
+ * "top-keff"). */
+static int strat_rule(const char *r)
 {
-    const char *r = host->param_string(ctx, "coarse");
-    if (r && strcmp(r, "median") == 0)
+    if (strcmp(r, "median") == 0)
         return LOOM_STRAT_MEDIAN;
-    if (r && strcmp(r, "top-keff") == 0)
+    if (strcmp(r, "top-keff") == 0)
         return LOOM_STRAT_TOP_KEFF;
     return LOOM_STRAT_MEAN;
 }
@@ -112,9 +112,13 @@ static int strat_partition(void *self, const loom_problem *problem,
                            "module_shape is not available", LOOM_SERVICE_COST);
     int32_t n = it->n_samples, dp = problem->parallel.dp > 0 ? problem->parallel.dp : 1;
     int32_t k = problem->parallel.microbatches > 0 ? problem->parallel.microbatches : 1;
-    int64_t want = -1;
-    if (host->param_int(st->ctx, "replica", &want) != LOOM_OK)
-        want = -1;
+    int64_t want = 0;
+    const char *coarse = NULL;
+    int prc = loom_read_param_int(host, st->ctx, "stratified", "replica", &want, err);
+    if (prc == LOOM_OK)
+        prc = loom_read_param_string(host, st->ctx, "stratified", "coarse", &coarse, err);
+    if (prc != LOOM_OK)
+        return prc;
     if (want >= dp)
         return host->error(err, LOOM_EINVAL,
                            "stratified: params.replica: expected < %d "
@@ -167,7 +171,7 @@ static int strat_partition(void *self, const loom_problem *problem,
     if (rc == LOOM_OK) {
         keff = loom_strat_keff(enc, idx, m, k);
         rc = loom_strat_assign(enc, llm, idx, m, keff,
-                               strat_rule(host, st->ctx), mb, NULL, err);
+                               strat_rule(coarse), mb, NULL, err);
     }
     for (int32_t c = 0; rc == LOOM_OK && c < set->n; c++)
         rc = strat_write(host, set->items[c], problem, n, in_set, mb, keff,

@@ -247,7 +247,7 @@ START_TEST(plugin_refines_layout)
     for (int i = 0; i < 8; i++)
         smp[i] = (loom_sample){text[i], imgs[i], -1, 0, 0};
     loom_iteration it = {3, 8, smp};
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_problem(h, &pb);
     loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &mock_cost);
     loom_candidates *set = loom_candidates_new(&pb, &it);

@@ -20,12 +20,15 @@ typedef struct tb_self {
     int distributed_optimizer;
 } tb_self;
 
-/* Reads a ratio param in [0, 1], keeping *out (the default) when unset. */
+/* Reads a declared ratio param in [0, 1] (the host supplies the
+ * manifest's default). */
 static int tb_param_ratio(const loom_host_api *host, loom_ctx *ctx,
                           const char *key, double *out, loom_error *err)
 {
     int rc = host->param_double(ctx, key, out);
-    if (rc != LOOM_OK && rc != LOOM_ENOTFOUND)
+    if (rc == LOOM_ENOTFOUND)
+        return loom_param_error(host, err, "table", key, "float", rc);
+    if (rc != LOOM_OK)
         return host->error(err, LOOM_EINVAL,
                            "table: param %s: expected a number in [0, 1] "
                            "(host status %d)",
@@ -49,8 +52,8 @@ static int tb_create(const loom_host_api *host, loom_ctx *ctx,
                            "table: param file: expected the path of a CSV "
                            "or JSON cost table, found %s",
                            file ? "an empty string" : "no value");
-    double sel = 0.5, full = 0.1, sel_re = 0.15;
-    int dist = 1;
+    double sel = 0, full = 0, sel_re = 0;
+    int dist = 0;
     int rc = tb_param_ratio(host, ctx, "selective_activation_ratio", &sel, err);
     if (rc == LOOM_OK)
         rc = tb_param_ratio(host, ctx, "full_activation_ratio", &full, err);
@@ -60,7 +63,9 @@ static int tb_create(const loom_host_api *host, loom_ctx *ctx,
     if (rc != LOOM_OK)
         return rc;
     rc = host->param_bool(ctx, "distributed_optimizer", &dist);
-    if (rc != LOOM_OK && rc != LOOM_ENOTFOUND)
+    if (rc == LOOM_ENOTFOUND)
+        return loom_param_error(host, err, "table", "distributed_optimizer", "bool", rc);
+    if (rc != LOOM_OK)
         return host->error(err, LOOM_EINVAL,
                            "table: param distributed_optimizer: expected "
                            "true or false (host status %d)",
@@ -216,7 +221,7 @@ static int tb_estimate(void *self, const loom_problem *problem,
     loom_table_point pt;
     loom_table_interpolate(rows, n, (double)shape->tokens, &pt);
 
-    memset(out, 0, sizeof *out);
+    loom_layer_cost_clear(out);
     out->param_bytes = tb_bytes(pt.param_bytes);
     if (!m->frozen) {
         int32_t dp = problem->parallel.dp;
@@ -255,6 +260,7 @@ static const loom_cost_model_vtable tb_vtable = {
     tb_create,
     tb_destroy,
     tb_estimate,
+    NULL,
     NULL,
 };
 

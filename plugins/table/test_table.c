@@ -65,7 +65,7 @@ typedef struct inst {
 /* Creates an instance; returns the status (err filled on failure). */
 static int inst_new(inst *in, const char *const *params, loom_error *err)
 {
-    in->host = loom_mock_host_new();
+    in->host = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     in->self = NULL;
     for (int i = 0; params && params[i]; i += 2)
         loom_mock_host_set_param(in->host, params[i], params[i + 1]);
@@ -101,7 +101,9 @@ static inst open_table(const char *path)
 /* A shape of `tokens` tokens at TP 1. */
 static loom_shape shape(int64_t tokens, int32_t trainable_upstream)
 {
-    loom_shape s = {tokens, (double)tokens * 100.0, 1, 1, trainable_upstream};
+    loom_shape s = {.struct_size = (uint32_t)sizeof(loom_shape), .tokens = tokens,
+                    .seq_sq_sum = (double)tokens * 100.0, .sequences = 1, .tp = 1,
+                    .trainable_upstream = trainable_upstream};
     return s;
 }
 
@@ -109,7 +111,7 @@ static loom_shape shape(int64_t tokens, int32_t trainable_upstream)
 static loom_layer_cost est(inst *in, fixture *fx, int32_t module,
                            int32_t layer, loom_shape s, int32_t policy)
 {
-    loom_layer_cost c;
+    loom_layer_cost c = LOOM_LAYER_COST_INIT;
     loom_error err = {0, ""};
     int rc = vtable()->estimate(in->self, &fx->problem, module, layer, &s,
                                 policy, &c, &err);
@@ -121,7 +123,7 @@ static loom_layer_cost est(inst *in, fixture *fx, int32_t module,
 static void est_fails(inst *in, fixture *fx, int32_t module, int32_t layer,
                       const char *fragment)
 {
-    loom_layer_cost c;
+    loom_layer_cost c = LOOM_LAYER_COST_INIT;
     loom_error err = {0, ""};
     loom_shape s = shape(1000, 1);
     int rc = vtable()->estimate(in->self, &fx->problem, module, layer, &s,
@@ -469,10 +471,19 @@ START_TEST(file_param_errors)
 {
     inst in;
     loom_error err = {0, ""};
-    ck_assert_int_eq(inst_new(&in, NULL, &err), LOOM_EINVAL);
+    /* a host with no value for file at all (it knows no manifest) */
+    loom_mock_host *bare = loom_mock_host_new();
+    void *self = NULL;
+    ck_assert_int_eq(vtable()->create(loom_mock_host_api(bare), loom_mock_host_ctx(bare),
+                                      NULL, &self, &err),
+                     LOOM_EINVAL);
+    loom_mock_host_free(bare);
     ck_assert_ptr_nonnull(strstr(err.message,
         "param file: expected the path of a CSV or JSON cost table, found no "
         "value"));
+    /* the manifest's default is "" */
+    ck_assert_int_eq(inst_new(&in, NULL, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "found an empty string"));
     const char *const empty[] = {"file", "", NULL};
     ck_assert_int_eq(inst_new(&in, empty, &err), LOOM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "found an empty string"));

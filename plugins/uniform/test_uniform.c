@@ -67,7 +67,7 @@ static int partition(const loom_problem *pb, const loom_iteration *it,
         (const loom_partitioner_vtable *)loom_static_uniform()->role(
             LOOM_ROLE_PARTITIONER);
     ck_assert_ptr_nonnull(vt);
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_problem(h, pb);
     void *self = NULL;
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),

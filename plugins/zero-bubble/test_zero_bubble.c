@@ -53,7 +53,7 @@ static inst open_inst(const loom_plugin_info *info, int max_inflight)
 {
     inst in;
     loom_error err = {0};
-    in.h = loom_mock_host_new();
+    in.h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     if (max_inflight >= 0) {
         char buf[32];
         snprintf(buf, sizeof buf, "%d", max_inflight);
@@ -81,7 +81,7 @@ static void run(inst *in, const loom_stage_graph *g, loom_metrics *m,
     loom_schedule *sc = loom_schedule_new(g->n_ranks, g->n_stages);
     int rc = in->vt->interleave(in->self, g, NULL, sc, &err);
     ck_assert_msg(rc == LOOM_OK, "interleave: %s", err.message);
-    memset(m, 0, sizeof *m);
+    loom_metrics_init(m);
     m->peak_bytes = peaks;
     rc = loom_simulate(g, sc, m, &err);
     ck_assert_msg(rc == LOOM_OK, "simulate: %s", err.message);
@@ -99,7 +99,7 @@ START_TEST(oracle_zb_h1)
     ck_assert_int_eq(loom_graph_from_stage_times(&st, 1, &g, &err), LOOM_OK);
     inst zb = open_inst(loom_static_zero_bubble(), -1);
     ck_assert_int_eq(zb.vt->wants_split_backward(zb.self), 1);
-    loom_metrics m;
+    loom_metrics m = LOOM_METRICS_INIT;
     int64_t peaks[4];
     run(&zb, g, &m, peaks);
     ck_assert_double_eq_tol(m.makespan_ms, 27.0, 1e-9);
@@ -137,7 +137,7 @@ START_TEST(uniform_closed_form)
         inst h1 = open_inst(loom_static_zero_bubble(), P);
         inst h2 = open_inst(loom_static_zero_bubble(), 2 * P);
         inst dflt = open_inst(loom_static_zero_bubble(), 0); /* no cap: P */
-        loom_metrics m1, m2, m0;
+        loom_metrics m1 = LOOM_METRICS_INIT, m2 = LOOM_METRICS_INIT, m0 = LOOM_METRICS_INIT;
         int64_t p1[8], p2[8], p0[8];
         run(&h1, g, &m1, p1);
         run(&h2, g, &m2, p2);
@@ -171,7 +171,7 @@ START_TEST(h2_not_slower_than_h1)
             ck_assert_int_eq(loom_graph_from_stage_times(&st, 1, &g, &err), LOOM_OK);
             inst h1 = open_inst(loom_static_zero_bubble(), P);
             inst h2 = open_inst(loom_static_zero_bubble(), 2 * P);
-            loom_metrics m1, m2;
+            loom_metrics m1 = LOOM_METRICS_INIT, m2 = LOOM_METRICS_INIT;
             int64_t pk[8];
             run(&h1, g, &m1, pk);
             run(&h2, g, &m2, pk);
@@ -219,7 +219,7 @@ START_TEST(random_graphs_respect_cap)
         loom_stage_graph *g = NULL;
         loom_error err = {0};
         ck_assert_int_eq(loom_graph_from_stage_times(&st, 1, &g, &err), LOOM_OK);
-        loom_metrics m;
+        loom_metrics m = LOOM_METRICS_INIT;
         int64_t peaks[8];
         run(&zb, g, &m, peaks); /* every stage once, no deadlock */
         if (g->memory_cap_bytes > 0 && V == 1) {
@@ -249,14 +249,14 @@ START_TEST(unsplit_graph_and_params)
     loom_error err = {0};
     ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
     inst zb = open_inst(loom_static_zero_bubble(), 4);
-    loom_metrics m;
+    loom_metrics m = LOOM_METRICS_INIT;
     int64_t peaks[4];
     run(&zb, g, &m, peaks);
     ck_assert_double_eq_tol(m.makespan_ms, 33.0, 1e-9);
     close_inst(&zb);
     loom_graph_free(g);
 
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_param(h, "max_inflight", "-2");
     const loom_interleaver_vtable *vt = (const loom_interleaver_vtable *)
         loom_static_zero_bubble()->role(LOOM_ROLE_INTERLEAVER);

@@ -42,7 +42,7 @@ typedef struct zb_self {
     int64_t cap_open;
 } zb_self;
 
-/* Creates an instance; reads max_inflight (default 0). */
+/* Creates an instance; reads max_inflight. */
 static int zb_create(const loom_host_api *host, loom_ctx *ctx,
                      void *plugin_state, void **self, loom_error *err)
 {
@@ -50,7 +50,7 @@ static int zb_create(const loom_host_api *host, loom_ctx *ctx,
     int64_t limit = 0;
     int rc = host->param_int(ctx, "max_inflight", &limit);
     if (rc == LOOM_ENOTFOUND)
-        limit = 0;
+        return loom_param_error(host, err, "zero-bubble", "max_inflight", "int", rc);
     else if (rc != LOOM_OK)
         return host->error(err, rc, "zero-bubble: params.max_inflight: "
                            "expected an integer >= 0");

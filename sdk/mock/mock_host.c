@@ -1,6 +1,8 @@
 /* mock_host.c - a loom_host_api for plugin unit tests, without the core. */
 #include <loom/mock_host.h>
 
+#include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -8,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 
 /* The mock's own ctx: all it needs is the way back to its host. */
@@ -19,6 +22,23 @@ typedef struct mock_param {
     char *key;   /* owned */
     char *value; /* owned */
 } mock_param;
+
+/* A param the loaded manifest declares: its type and default. */
+enum mock_param_type {
+    MOCK_INT,
+    MOCK_FLOAT,
+    MOCK_BOOL,
+    MOCK_STRING,
+    MOCK_ENUM
+};
+
+typedef struct mock_spec {
+    char *name;  /* owned */
+    int type;    /* enum mock_param_type */
+    int64_t i;   /* int and bool defaults */
+    double d;    /* float default */
+    char *s;     /* string and enum default, owned */
+} mock_spec;
 
 typedef struct mock_service {
     char *name;        /* owned */
@@ -34,6 +54,8 @@ struct loom_mock_host {
 
     mock_param *params;
     int n_params, cap_params;
+    mock_spec *specs;    /* from loom_mock_host_load_manifest */
+    int n_specs;
     mock_service *services;
     int n_services, cap_services;
 
@@ -124,12 +146,33 @@ static const char *mock_param_text(loom_ctx *ctx, const char *key)
     return NULL;
 }
 
-/* host->param_int: the param parsed as a decimal integer. */
+/* The manifest's declaration of `key`, or NULL. */
+static const mock_spec *mock_param_spec(loom_ctx *ctx, const char *key)
+{
+    if (!ctx || !ctx->host || !key)
+        return NULL;
+    loom_mock_host *h = ctx->host;
+    for (int i = 0; i < h->n_specs; i++)
+        if (strcmp(h->specs[i].name, key) == 0)
+            return &h->specs[i];
+    return NULL;
+}
+
+/* host->param_int: the param parsed as a decimal integer, else the
+ * manifest's int or bool default. */
 static int mock_param_int(loom_ctx *ctx, const char *key, int64_t *out)
 {
     const char *text = mock_param_text(ctx, key);
-    if (!text)
-        return LOOM_ENOTFOUND;
+    if (!text) {
+        const mock_spec *sp = mock_param_spec(ctx, key);
+        if (!sp)
+            return LOOM_ENOTFOUND;
+        if (sp->type != MOCK_INT && sp->type != MOCK_BOOL)
+            return LOOM_EINVAL;
+        if (out)
+            *out = sp->i;
+        return LOOM_OK;
+    }
     char *end = NULL;
     errno = 0;
     long long v = strtoll(text, &end, 10);
@@ -140,12 +183,21 @@ static int mock_param_int(loom_ctx *ctx, const char *key, int64_t *out)
     return LOOM_OK;
 }
 
-/* host->param_double: the param parsed as a finite number. */
+/* host->param_double: the param parsed as a finite number, else the
+ * manifest's int or float default. */
 static int mock_param_double(loom_ctx *ctx, const char *key, double *out)
 {
     const char *text = mock_param_text(ctx, key);
-    if (!text)
-        return LOOM_ENOTFOUND;
+    if (!text) {
+        const mock_spec *sp = mock_param_spec(ctx, key);
+        if (!sp)
+            return LOOM_ENOTFOUND;
+        if (sp->type != MOCK_INT && sp->type != MOCK_FLOAT)
+            return LOOM_EINVAL;
+        if (out)
+            *out = sp->type == MOCK_INT ? (double)sp->i : sp->d;
+        return LOOM_OK;
+    }
     char *end = NULL;
     double v = strtod(text, &end);
     if (end == text || *end != 0 || !isfinite(v))
@@ -155,14 +207,23 @@ static int mock_param_double(loom_ctx *ctx, const char *key, double *out)
     return LOOM_OK;
 }
 
-/* host->param_bool: true/false, 1/0, yes/no, on/off (any case). */
+/* host->param_bool: true/false, 1/0, yes/no, on/off (any case), else the
+ * manifest's bool default. */
 static int mock_param_bool(loom_ctx *ctx, const char *key, int *out)
 {
     static const char *const yes[] = {"true", "1", "yes", "on"};
     static const char *const no[] = {"false", "0", "no", "off"};
     const char *text = mock_param_text(ctx, key);
-    if (!text)
-        return LOOM_ENOTFOUND;
+    if (!text) {
+        const mock_spec *sp = mock_param_spec(ctx, key);
+        if (!sp)
+            return LOOM_ENOTFOUND;
+        if (sp->type != MOCK_BOOL)
+            return LOOM_EINVAL;
+        if (out)
+            *out = sp->i != 0;
+        return LOOM_OK;
+    }
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
         if (strcasecmp(text, yes[i]) == 0) {
             if (out)
@@ -178,10 +239,15 @@ static int mock_param_bool(loom_ctx *ctx, const char *key, int *out)
     return LOOM_EINVAL;
 }
 
-/* host->param_string: the param's text, or NULL when unset. */
+/* host->param_string: the param's text, else the manifest's string or
+ * enum default, else NULL. */
 static const char *mock_param_string(loom_ctx *ctx, const char *key)
 {
-    return mock_param_text(ctx, key);
+    const char *text = mock_param_text(ctx, key);
+    if (text)
+        return text;
+    const mock_spec *sp = mock_param_spec(ctx, key);
+    return sp && (sp->type == MOCK_STRING || sp->type == MOCK_ENUM) ? sp->s : NULL;
 }
 
 /* host->seed: the seed set on the host. */
@@ -335,6 +401,16 @@ loom_mock_host *loom_mock_host_new(void)
     return h;
 }
 
+/* Frees n manifest param specs and the array. */
+static void mock_free_specs(mock_spec *specs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(specs[i].name);
+        free(specs[i].s);
+    }
+    free(specs);
+}
+
 /* Unlinks the host and frees it with its copies. */
 void loom_mock_host_free(loom_mock_host *h)
 {
@@ -348,6 +424,7 @@ void loom_mock_host_free(loom_mock_host *h)
     }
     loom_mock_host_clear_params(h);
     free(h->params);
+    mock_free_specs(h->specs, h->n_specs);
     for (int i = 0; i < h->n_services; i++)
         free(h->services[i].name);
     free(h->services);
@@ -561,4 +638,225 @@ void loom_mock_host_set_api_size(loom_mock_host *h, uint32_t struct_size)
     uint32_t hi = (uint32_t)sizeof(loom_host_api);
     h->api.struct_size = struct_size < lo ? lo : struct_size > hi ? hi
                                                                   : struct_size;
+}
+
+/* ---- manifests ---------------------------------------------------------- */
+
+/* Formats into err (when given) and returns code. */
+static int mock_fail(loom_error *err, int code, const char *fmt, ...)
+    LOOM_PRINTF(3, 4);
+static int mock_fail(loom_error *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+        err->code = code;
+    }
+    return code;
+}
+
+/* `path`, or `path`/manifest.json when path is a folder (malloc'd). */
+static char *mock_manifest_path(const char *path)
+{
+    struct stat st;
+    int dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    size_t n = strlen(path) + sizeof "/manifest.json";
+    char *full = malloc(n);
+    if (full)
+        snprintf(full, n, dir ? "%s/manifest.json" : "%s", path);
+    return full;
+}
+
+/* Reads a whole file (malloc'd, NUL-terminated), or NULL. */
+static char *mock_read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = cap ? 2 * cap : 8192;
+            char *grown = realloc(buf, cap);
+            if (!grown) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = grown;
+        }
+        size_t got = fread(buf + len, 1, 4096, f);
+        len += got;
+        if (got < 4096)
+            break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return NULL;
+    }
+    buf[len] = 0;
+    return buf;
+}
+
+/* Fills spec from the manifest entry params.<js->string>. */
+static int mock_parse_spec(const char *file, const cJSON *js, mock_spec *sp,
+                           loom_error *err)
+{
+    static const char *const names[] = {"int", "float", "bool", "string", "enum"};
+    const char *name = js->string;
+    if (!cJSON_IsObject(js))
+        return mock_fail(err, LOOM_EINVAL, "%s: params.%s: expected an object", file, name);
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(js, "type");
+    const cJSON *def = cJSON_GetObjectItemCaseSensitive(js, "default");
+    sp->type = -1;
+    for (int k = 0; cJSON_IsString(type) && k < 5; k++)
+        if (strcmp(type->valuestring, names[k]) == 0)
+            sp->type = k;
+    if (sp->type < 0)
+        return mock_fail(err, LOOM_EINVAL,
+                         "%s: params.%s.type: expected one of int, float, bool, string, enum",
+                         file, name);
+    int ok = 0;
+    switch (sp->type) {
+    case MOCK_INT:
+        ok = cJSON_IsNumber(def) && def->valuedouble == (double)(int64_t)def->valuedouble;
+        if (ok)
+            sp->i = (int64_t)def->valuedouble;
+        break;
+    case MOCK_FLOAT:
+        ok = cJSON_IsNumber(def);
+        if (ok)
+            sp->d = def->valuedouble;
+        break;
+    case MOCK_BOOL:
+        ok = cJSON_IsBool(def);
+        if (ok)
+            sp->i = cJSON_IsTrue(def) ? 1 : 0;
+        break;
+    default:
+        ok = cJSON_IsString(def);
+        if (ok && !(sp->s = mock_strdup(def->valuestring)))
+            return mock_fail(err, LOOM_ENOMEM, "out of memory");
+        break;
+    }
+    if (!ok)
+        return mock_fail(err, LOOM_EINVAL, "%s: params.%s.default: expected a%s %s default",
+                         file, name, sp->type == MOCK_INT ? "n" : "", names[sp->type]);
+    return LOOM_OK;
+}
+
+/* Loads the params of the manifest at `file` into h. */
+static int mock_load_file(loom_mock_host *h, const char *file, loom_error *err)
+{
+    char *text = mock_read_file(file);
+    if (!text)
+        return mock_fail(err, LOOM_EIO, "%s: cannot read the manifest: %s", file,
+                         strerror(errno));
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    if (!root)
+        return mock_fail(err, LOOM_EINVAL, "%s: expected a JSON manifest", file);
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "params");
+    int n = cJSON_IsObject(params) ? cJSON_GetArraySize(params) : 0;
+    int rc = LOOM_OK;
+    if (params && !cJSON_IsObject(params))
+        rc = mock_fail(err, LOOM_EINVAL, "%s: params: expected an object", file);
+    mock_spec *specs = calloc((size_t)n + 1, sizeof *specs);
+    if (!specs && rc == LOOM_OK)
+        rc = mock_fail(err, LOOM_ENOMEM, "out of memory");
+    int k = 0;
+    for (const cJSON *js = params ? params->child : NULL; js && rc == LOOM_OK && k < n;
+         js = js->next, k++) {
+        specs[k].name = mock_strdup(js->string);
+        rc = specs[k].name ? mock_parse_spec(file, js, &specs[k], err)
+                           : mock_fail(err, LOOM_ENOMEM, "out of memory");
+    }
+    cJSON_Delete(root);
+    if (rc != LOOM_OK) {
+        mock_free_specs(specs, k);
+        return rc;
+    }
+    mock_free_specs(h->specs, h->n_specs);
+    h->specs = specs;
+    h->n_specs = k;
+    return LOOM_OK;
+}
+
+/* Loads a manifest's params (see header). */
+int loom_mock_host_load_manifest(loom_mock_host *h, const char *path, loom_error *err)
+{
+    if (!h || !path)
+        return mock_fail(err, LOOM_EINVAL, "load_manifest: NULL host or path");
+    char *file = mock_manifest_path(path);
+    if (!file)
+        return mock_fail(err, LOOM_ENOMEM, "out of memory");
+    int rc = mock_load_file(h, file, err);
+    free(file);
+    return rc;
+}
+
+/* 1 when the manifest at `file` has "id": id. */
+static int mock_manifest_has_id(const char *file, const char *id)
+{
+    char *text = mock_read_file(file);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    const cJSON *js = cJSON_GetObjectItemCaseSensitive(root, "id");
+    int same = cJSON_IsString(js) && strcmp(js->valuestring, id) == 0;
+    cJSON_Delete(root);
+    return same;
+}
+
+/* Finds <root>/<name>/manifest.json with that id and loads it. */
+int loom_mock_host_load_manifest_of(loom_mock_host *h, const char *root, const char *id,
+                                    loom_error *err)
+{
+    if (!h || !root || !id)
+        return mock_fail(err, LOOM_EINVAL, "load_manifest_of: NULL argument");
+    DIR *dir = opendir(root);
+    if (!dir)
+        return mock_fail(err, LOOM_EIO, "%s: cannot list the plugin folders: %s", root,
+                         strerror(errno));
+    int rc = LOOM_ENOTFOUND;
+    for (struct dirent *e; rc == LOOM_ENOTFOUND && (e = readdir(dir));) {
+        if (e->d_name[0] == '.')
+            continue;
+        size_t n = strlen(root) + strlen(e->d_name) + sizeof "//manifest.json";
+        char *file = malloc(n);
+        if (!file) {
+            rc = mock_fail(err, LOOM_ENOMEM, "out of memory");
+            break;
+        }
+        snprintf(file, n, "%s/%s/manifest.json", root, e->d_name);
+        if (mock_manifest_has_id(file, id))
+            rc = mock_load_file(h, file, err);
+        free(file);
+    }
+    closedir(dir);
+    if (rc == LOOM_ENOTFOUND)
+        mock_fail(err, rc, "%s: no <folder>/manifest.json with id \"%s\"", root, id);
+    return rc;
+}
+
+/* A new host with a manifest's params (see header). */
+loom_mock_host *loom_mock_host_new_with_manifest(const char *path)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    if (!h) {
+        fprintf(stderr, "mock host: out of memory\n");
+        return NULL;
+    }
+    loom_error err;
+    memset(&err, 0, sizeof err);
+    if (loom_mock_host_load_manifest(h, path, &err) != LOOM_OK) {
+        fprintf(stderr, "mock host: %s\n", err.message);
+        loom_mock_host_free(h);
+        return NULL;
+    }
+    return h;
 }

@@ -65,7 +65,7 @@ int main(int argc, char **argv)
 
     /* simulator alone: replay the plan's schedule */
     loom_sim_scratch *scratch = loom_sim_scratch_new();
-    loom_metrics m = {0};
+    loom_metrics m = LOOM_METRICS_INIT;
     double rates[1000];
     int per_batch = 200;
     for (int b = 0; b < batches; b++) {

@@ -11,8 +11,9 @@ trap 'rm -f "$declared" "$exported"' EXIT
 {
   grep -rhoE '^LOOM_EXPORT [^(]*\bloom_[a-z0-9_]+\(' "$src/core/include/loom" |
     grep -oE 'loom_[a-z0-9_]+\($' | tr -d '('
-  grep -rhE '^[a-z][a-z0-9_ ]*[ *]loom_[a-z0-9_]+\(' "$src/sdk/include/loom" |
-    grep -vE '^(static|typedef|return)' | grep -oE 'loom_[a-z0-9_]+\(' | head -n 999 | tr -d '('
+  { grep -rhE '^[a-z][a-z0-9_ ]*[ *]loom_[a-z0-9_]+\(' "$src/sdk/include/loom" || true; } |
+    { grep -vE '^(static|typedef|return)' || true; } | { grep -oE 'loom_[a-z0-9_]+\(' || true; } |
+    tr -d '('
 } | sort -u >"$declared"
 nm -D --defined-only "$lib" | awk '$2 == "T" || $2 == "W" { print $3 }' | sort -u >"$exported"
 if ! diff -u --label declared --label exported "$declared" "$exported"; then

@@ -49,8 +49,27 @@ enum loom_status {
     LOOM_EINTERRUPTED = -11 /* stopped by a signal */
 };
 
-/* Name of a status code, e.g. "LOOM_EABI". Never NULL. */
-const char *loom_status_name(int status);
+/* Name of a status code, e.g. "LOOM_EABI"; "LOOM_E?" for an unknown code.
+ * Never NULL. Header-only, so plugins (linked without the core) and the
+ * core use the same function. */
+static inline const char *loom_status_name(int status)
+{
+    switch (status) {
+    case LOOM_OK: return "LOOM_OK";
+    case LOOM_EINVAL: return "LOOM_EINVAL";
+    case LOOM_ENOMEM: return "LOOM_ENOMEM";
+    case LOOM_EABI: return "LOOM_EABI";
+    case LOOM_ENOTFOUND: return "LOOM_ENOTFOUND";
+    case LOOM_EINFEASIBLE: return "LOOM_EINFEASIBLE";
+    case LOOM_DECLINED: return "LOOM_DECLINED";
+    case LOOM_EPLUGIN: return "LOOM_EPLUGIN";
+    case LOOM_EDEADLOCK: return "LOOM_EDEADLOCK";
+    case LOOM_EIO: return "LOOM_EIO";
+    case LOOM_ETIMEOUT: return "LOOM_ETIMEOUT";
+    case LOOM_EINTERRUPTED: return "LOOM_EINTERRUPTED";
+    default: return "LOOM_E?";
+    }
+}
 
 #define LOOM_ERROR_MSG_BYTES 512
 
@@ -61,6 +80,16 @@ typedef struct loom_error {
     int code;
     char message[LOOM_ERROR_MSG_BYTES];
 } loom_error;
+
+/* Size-prefixed structs. Every struct that crosses the plugin boundary and
+ * may grow starts with `uint32_t struct_size`: sizeof the struct as the side
+ * that allocated it was built (set it with the struct's LOOM_*_INIT macro or
+ * loom_*_init() function). Members are only ever appended; a reader or
+ * writer touches a member only when struct_size covers it. */
+#define LOOM_STRUCT_END(type, member)                                          \
+    (offsetof(type, member) + sizeof(((type *)0)->member))
+#define LOOM_STRUCT_HAS(ptr, type, member)                                     \
+    ((size_t)(ptr)->struct_size >= LOOM_STRUCT_END(type, member))
 
 /* Floating point type tag in the build signature. */
 #define LOOM_FLOAT_IEEE754_DOUBLE 1u

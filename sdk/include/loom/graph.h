@@ -154,16 +154,29 @@ typedef struct loom_stage_graph {
     double peak_flops_per_rank; /* FLOP/s behind one rank (its TP group), mean over ranks */
 } loom_stage_graph;
 
-/* A schedule: the order of stage ids on every rank. */
+/* A schedule: the order of stage ids on every rank. Size-prefixed: the
+ * host allocates every schedule it hands out (struct_size set); a plugin
+ * passing one to the simulator passes one of those (or a copy of one). */
 typedef struct loom_schedule {
+    uint32_t struct_size;  /* sizeof(loom_schedule) of its allocator */
     int32_t n_ranks;
     int32_t n_stages;      /* total entries in order */
     int32_t *rank_off;     /* n_ranks + 1 offsets into order */
     int32_t *order;        /* stage ids, rank by rank */
 } loom_schedule;
 
-/* What the simulator reports about one schedule. */
+/* Smallest loom_schedule the host reads (every member above). */
+#define LOOM_SCHEDULE_SIZE_V1 ((uint32_t)LOOM_STRUCT_END(loom_schedule, order))
+#define LOOM_SCHEDULE_INIT { .struct_size = (uint32_t)sizeof(loom_schedule) }
+
+/* What the simulator reports about one schedule. Size-prefixed: the caller
+ * allocates it and sets struct_size (LOOM_METRICS_INIT or
+ * loom_metrics_init()); the host fills it. The simulator and the evaluator
+ * reject a struct_size below LOOM_METRICS_SIZE_V1 with LOOM_EABI, and
+ * write only the members struct_size covers (a member appended later is
+ * left as the caller initialised it by a host that predates it). */
 typedef struct loom_metrics {
+    uint32_t struct_size;   /* sizeof(loom_metrics) of the caller */
     double makespan_ms;     /* from t = 0 to the last stage end */
     double bubble_ratio;    /* 1 - busy / (ranks * makespan) */
     double mfu;             /* model FLOPs utilisation, < 0 when unknown */
@@ -177,6 +190,19 @@ typedef struct loom_metrics {
     double *start_ms;       /* n_stages */
     double *end_ms;         /* n_stages */
 } loom_metrics;
+
+/* Smallest loom_metrics the host accepts (every member above). */
+#define LOOM_METRICS_SIZE_V1 ((uint32_t)LOOM_STRUCT_END(loom_metrics, end_ms))
+/* `loom_metrics m = LOOM_METRICS_INIT;`: zeroed, struct_size set. */
+#define LOOM_METRICS_INIT { .struct_size = (uint32_t)sizeof(loom_metrics) }
+/* 1 when *m is large enough to hold `member`. */
+#define LOOM_METRICS_HAS(m, member) LOOM_STRUCT_HAS(m, loom_metrics, member)
+
+/* Zeroes *m and sets its struct_size (what LOOM_METRICS_INIT does). */
+static inline void loom_metrics_init(loom_metrics *m)
+{
+    *m = (loom_metrics)LOOM_METRICS_INIT;
+}
 
 #ifdef __cplusplus
 }

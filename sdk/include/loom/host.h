@@ -203,6 +203,67 @@ loom_host_simulator(const loom_host_api *host, loom_ctx *ctx)
     return (const loom_simulator_service *)host->service(LOOM_SERVICE_SIMULATOR, 1);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Reading declared params                                                 */
+/* ---------------------------------------------------------------------- */
+
+/* The host validates every param the plugin's manifest declares and
+ * supplies each one (the planner manifest's value, else the manifest's
+ * default) before init, so a plugin keeps no default of its own: the
+ * manifest is the one source of truth. loom_read_param_*() read a declared
+ * param; when the host has no value for it they fail, naming `who` (the
+ * plugin) and the key, as loom_param_error() does. */
+
+/* The error for a param the host did not supply as `type` ("int",
+ * "float", "bool", "string"); rc is the host call's status. LOOM_ENOTFOUND
+ * (the manifest does not declare the key) gives LOOM_EPLUGIN, anything
+ * else LOOM_EINVAL (a value of another type). */
+static inline int loom_param_error(const loom_host_api *host, loom_error *err,
+                                   const char *who, const char *key,
+                                   const char *type, int rc)
+{
+    if (rc == LOOM_ENOTFOUND)
+        return host->error(err, LOOM_EPLUGIN,
+                           "%s: param %s: the host has no value for it; the "
+                           "plugin's manifest.json must declare it", who, key);
+    return host->error(err, LOOM_EINVAL, "%s: param %s: expected a %s value (%s)",
+                       who, key, type, loom_status_name(rc));
+}
+
+static inline int loom_read_param_int(const loom_host_api *host, loom_ctx *ctx,
+                                      const char *who, const char *key,
+                                      int64_t *out, loom_error *err)
+{
+    int rc = host->param_int(ctx, key, out);
+    return rc == LOOM_OK ? LOOM_OK : loom_param_error(host, err, who, key, "int", rc);
+}
+
+static inline int loom_read_param_double(const loom_host_api *host, loom_ctx *ctx,
+                                         const char *who, const char *key,
+                                         double *out, loom_error *err)
+{
+    int rc = host->param_double(ctx, key, out);
+    return rc == LOOM_OK ? LOOM_OK : loom_param_error(host, err, who, key, "float", rc);
+}
+
+static inline int loom_read_param_bool(const loom_host_api *host, loom_ctx *ctx,
+                                       const char *who, const char *key,
+                                       int *out, loom_error *err)
+{
+    int rc = host->param_bool(ctx, key, out);
+    return rc == LOOM_OK ? LOOM_OK : loom_param_error(host, err, who, key, "bool", rc);
+}
+
+/* A string or enum param; *out lives as long as the ctx. */
+static inline int loom_read_param_string(const loom_host_api *host, loom_ctx *ctx,
+                                         const char *who, const char *key,
+                                         const char **out, loom_error *err)
+{
+    *out = host->param_string(ctx, key);
+    return *out ? LOOM_OK
+                : loom_param_error(host, err, who, key, "string", LOOM_ENOTFOUND);
+}
+
 #ifdef __cplusplus
 }
 #endif

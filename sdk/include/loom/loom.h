@@ -3,6 +3,7 @@
 #define LOOM_LOOM_H
 #include <loom/common.h>
 #include <loom/problem.h>
+#include <loom/tokens.h>
 #include <loom/graph.h>
 #include <loom/host.h>
 #include <loom/plugin.h>

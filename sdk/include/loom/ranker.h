@@ -17,13 +17,21 @@ extern "C" {
 
 #define LOOM_RANKER_VERSION 1u
 
+/* Size-prefixed: the host allocates it with struct_size set
+ * (LOOM_RANKING_INIT); a ranker writes only the members struct_size
+ * covers. */
 typedef struct loom_ranking {
+    uint32_t struct_size;     /* sizeof(loom_ranking) of the host */
     int32_t candidate;        /* chosen graph index */
     int32_t cap_priorities;
     float *priorities;        /* n_groups of the chosen graph */
     double best_makespan_ms;  /* as evaluated by the ranker */
     int64_t evaluations;      /* evaluator runs spent */
 } loom_ranking;
+
+#define LOOM_RANKING_SIZE_V1 ((uint32_t)LOOM_STRUCT_END(loom_ranking, evaluations))
+#define LOOM_RANKING_INIT { .struct_size = (uint32_t)sizeof(loom_ranking) }
+#define LOOM_RANKING_HAS(r, member) LOOM_STRUCT_HAS(r, loom_ranking, member)
 
 typedef struct loom_ranker_vtable {
     loom_role_header header; /* { sizeof(this), LOOM_RANKER_VERSION } */

@@ -47,8 +47,7 @@ int loom_ew_sample_work(const loom_host_api *host, loom_ctx *ctx,
         llm[s] = 0;
         for (int32_t m = 0; m < model->n_modules; m++) {
             const loom_module *mod = &model->modules[m];
-            loom_shape shape;
-            memset(&shape, 0, sizeof shape);
+            loom_shape shape = LOOM_SHAPE_INIT;
             int rc = cost->module_shape(ctx, m, &single, 1, 0, 1, &shape, err);
             if (rc != LOOM_OK)
                 return rc;
@@ -67,8 +66,7 @@ int loom_ew_sample_work(const loom_host_api *host, loom_ctx *ctx,
                     total += last;
                     continue;
                 }
-                loom_layer_cost c;
-                memset(&c, 0, sizeof c);
+                loom_layer_cost c = LOOM_LAYER_COST_INIT;
                 rc = cost->layer(ctx, m, l, &shape, LOOM_POLICY_NONE, &c, err);
                 if (rc != LOOM_OK)
                     return rc;

@@ -28,15 +28,15 @@ void loom_mt_driver_free(const loom_host_api *host, loom_mt_driver *d)
     memset(d, 0, sizeof *d);
 }
 
-/* Reads an int param with a default and bounds (see header). */
+/* Reads a declared int param within bounds (see header). */
 int loom_mt_param_int(const loom_host_api *host, loom_ctx *ctx,
-                      const char *who, const char *key, int64_t def,
+                      const char *who, const char *key,
                       int64_t lo, int64_t hi, int64_t *out, loom_error *err)
 {
-    int64_t v = def;
+    int64_t v = 0;
     int rc = host->param_int(ctx, key, &v);
     if (rc == LOOM_ENOTFOUND)
-        v = def;
+        return loom_param_error(host, err, who, key, "int", rc);
     else if (rc != LOOM_OK)
         return host->error(err, LOOM_EINVAL,
                            "%s: params.%s: expected an integer", who, key);
@@ -78,7 +78,7 @@ static int mt_confirm(const loom_host_api *host, loom_mt_driver *d,
     int rc = loom_mt_view_apply(host, &d->view, g, policies, err);
     if (rc != LOOM_OK)
         return rc;
-    loom_metrics m;
+    loom_metrics m = LOOM_METRICS_INIT;
     rc = loom_mt_simulate(d->sim, d->scratch, &d->view, sched, &m, err);
     *over = m.cap_violations;
     return rc;

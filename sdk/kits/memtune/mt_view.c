@@ -106,7 +106,7 @@ int loom_mt_simulate(const loom_simulator_service *sim,
                      const loom_schedule *sched, loom_metrics *m,
                      loom_error *err)
 {
-    memset(m, 0, sizeof *m);
+    loom_metrics_init(m);
     m->peak_bytes = v->peak_bytes;
     return sim->simulate(scratch, &v->graph, sched, m, err);
 }

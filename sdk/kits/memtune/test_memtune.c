@@ -169,19 +169,22 @@ START_TEST(params_and_inputs)
     loom_ctx *ctx = loom_mock_host_ctx(h);
     loom_error err = {0};
     int64_t v = 0;
-    ck_assert_int_eq(loom_mt_param_int(host, ctx, "t", "k", 4, 2, 16, &v, &err),
-                     LOOM_OK);
-    ck_assert_int_eq(v, 4);
+    /* no value for the key: the manifest must declare it (no C default) */
+    ck_assert_int_eq(loom_mt_param_int(host, ctx, "t", "k", 2, 16, &v, &err),
+                     LOOM_EPLUGIN);
+    ck_assert_str_eq(err.message, "t: param k: the host has no value for it; the plugin's "
+                                  "manifest.json must declare it");
+    ck_assert_int_eq(v, 0);
     loom_mock_host_set_param(h, "k", "9");
-    ck_assert_int_eq(loom_mt_param_int(host, ctx, "t", "k", 4, 2, 16, &v, &err),
+    ck_assert_int_eq(loom_mt_param_int(host, ctx, "t", "k", 2, 16, &v, &err),
                      LOOM_OK);
     ck_assert_int_eq(v, 9);
     loom_mock_host_set_param(h, "k", "17");
-    ck_assert_int_eq(loom_mt_param_int(host, ctx, "t", "k", 4, 2, 16, &v, &err),
+    ck_assert_int_eq(loom_mt_param_int(host, ctx, "t", "k", 2, 16, &v, &err),
                      LOOM_EINVAL);
     ck_assert_str_eq(err.message, "t: params.k: expected 2..16, found 17");
     loom_mock_host_set_param(h, "k", "many");
-    ck_assert_int_eq(loom_mt_param_int(host, ctx, "t", "k", 4, 2, 16, &v, &err),
+    ck_assert_int_eq(loom_mt_param_int(host, ctx, "t", "k", 2, 16, &v, &err),
                      LOOM_EINVAL);
     ck_assert_str_eq(err.message, "t: params.k: expected an integer");
     ck_assert_int_eq(v, 9);

@@ -9,13 +9,13 @@
 #include <loom/kits/search.h>
 
 int loom_sk_param_int(const loom_host_api *host, loom_ctx *ctx,
-                      const char *who, const char *key, int64_t def,
+                      const char *who, const char *key,
                       int64_t lo, int64_t hi, int64_t *out, loom_error *err)
 {
-    int64_t v = def;
+    int64_t v = 0;
     int rc = host->param_int(ctx, key, &v);
     if (rc == LOOM_ENOTFOUND)
-        v = def;
+        return loom_param_error(host, err, who, key, "int", rc);
     else if (rc != LOOM_OK)
         return host->error(err, LOOM_EINVAL, "%s: params.%s: expected an "
                            "integer in [%lld, %lld]", who, key, (long long)lo,
@@ -29,13 +29,13 @@ int loom_sk_param_int(const loom_host_api *host, loom_ctx *ctx,
 }
 
 int loom_sk_param_double(const loom_host_api *host, loom_ctx *ctx,
-                         const char *who, const char *key, double def,
+                         const char *who, const char *key,
                          double lo, double hi, double *out, loom_error *err)
 {
-    double v = def;
+    double v = 0;
     int rc = host->param_double(ctx, key, &v);
     if (rc == LOOM_ENOTFOUND)
-        v = def;
+        return loom_param_error(host, err, who, key, "float", rc);
     else if (rc != LOOM_OK)
         return host->error(err, LOOM_EINVAL, "%s: params.%s: expected a "
                            "number in [%g, %g]", who, key, lo, hi);
@@ -47,13 +47,13 @@ int loom_sk_param_double(const loom_host_api *host, loom_ctx *ctx,
 }
 
 int loom_sk_param_bool(const loom_host_api *host, loom_ctx *ctx,
-                       const char *who, const char *key, int def, int *out,
+                       const char *who, const char *key, int *out,
                        loom_error *err)
 {
-    int v = def;
+    int v = 0;
     int rc = host->param_bool(ctx, key, &v);
     if (rc == LOOM_ENOTFOUND)
-        v = def;
+        return loom_param_error(host, err, who, key, "bool", rc);
     else if (rc != LOOM_OK)
         return host->error(err, LOOM_EINVAL, "%s: params.%s: expected true "
                            "or false", who, key);
@@ -64,19 +64,25 @@ int loom_sk_param_bool(const loom_host_api *host, loom_ctx *ctx,
 int loom_sk_read_params(const loom_host_api *host, loom_ctx *ctx,
                         const char *who, loom_sk_params *p, loom_error *err)
 {
-    int64_t seed = 0;
-    int rc;
+    int64_t seed = 0, probe = 0;
+    int rc, flag = 0;
     memset(p, 0, sizeof *p);
-    if ((rc = loom_sk_param_int(host, ctx, who, "budget_ms", 1000, 1,
+    /* seed and deterministic are knobs only some rankers declare: one
+     * without a seed param searches with seed 0, one without a
+     * deterministic param is deterministic */
+    p->deterministic = 1;
+    if ((rc = loom_sk_param_int(host, ctx, who, "budget_ms", 1,
                                 INT32_MAX, &p->budget_ms, err)) ||
-        (rc = loom_sk_param_int(host, ctx, who, "threads", 1, 1,
+        (rc = loom_sk_param_int(host, ctx, who, "threads", 1,
                                 LOOM_SK_MAX_THREADS, &p->threads, err)) ||
-        (rc = loom_sk_param_int(host, ctx, who, "seed", 0, 0, INT64_MAX,
-                                &seed, err)) ||
-        (rc = loom_sk_param_int(host, ctx, who, "max_evaluations", 0, 0,
+        (host->param_int(ctx, "seed", &probe) != LOOM_ENOTFOUND &&
+         (rc = loom_sk_param_int(host, ctx, who, "seed", 0, INT64_MAX,
+                                 &seed, err))) ||
+        (rc = loom_sk_param_int(host, ctx, who, "max_evaluations", 0,
                                 INT64_MAX, &p->max_evaluations, err)) ||
-        (rc = loom_sk_param_bool(host, ctx, who, "deterministic", 1,
-                                 &p->deterministic, err)))
+        (host->param_bool(ctx, "deterministic", &flag) != LOOM_ENOTFOUND &&
+         (rc = loom_sk_param_bool(host, ctx, who, "deterministic",
+                                  &p->deterministic, err))))
         return rc;
     p->seed = (uint64_t)seed;
     return LOOM_OK;
@@ -104,8 +110,7 @@ uint32_t loom_sk_below(uint64_t *state, uint32_t n)
 static int sk_eval_with(loom_sk *sk, loom_evaluator *ev, const float *prio,
                         loom_sk_result *res, loom_error *err)
 {
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     memset(res, 0, sizeof *res);
     int rc = sk->svc->run(ev, prio, &m, err);
     if (rc == LOOM_EINFEASIBLE || rc == LOOM_EDEADLOCK)

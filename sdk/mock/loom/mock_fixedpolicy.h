@@ -40,7 +40,7 @@ static int tune(const loom_stage_graph *g, uint8_t *policies, int n_fill,
             LOOM_ROLE_MEMORY_TUNER);
     ck_assert_ptr_nonnull(vt);
     ck_assert_ptr_null(STATIC_INFO()->role(LOOM_ROLE_INTERLEAVER));
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_test_mock_host(STATIC_INFO());
     void *self = NULL;
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
                                 NULL, &self, err), LOOM_OK);

@@ -15,11 +15,17 @@
  *   - log: keeps the last formatted message and its level (and echoes to
  *     stderr when loom_mock_host_set_log_echo() turned that on).
  *   - error: formats into err (code + message) and returns code.
- *   - param_*: a param never set returns LOOM_ENOTFOUND (param_string:
- *     NULL), so a plugin must fall back to its documented default. A set
- *     param is typed by how the plugin reads it: param_int parses a decimal
- *     integer, param_double a finite number, param_bool one of true/false/
- *     1/0/yes/no/on/off; text that does not parse returns LOOM_EINVAL.
+ *   - param_*: a param never set returns the default of the plugin's
+ *     manifest once loom_mock_host_load_manifest() read it, typed as the
+ *     real host types it (param_int: int and bool params; param_double: int
+ *     and float; param_bool: bool; param_string: string and enum; another
+ *     type returns LOOM_EINVAL, param_string NULL), exactly what the real
+ *     host supplies for a param the planner manifest does not set. A param
+ *     neither set nor declared returns LOOM_ENOTFOUND (param_string: NULL).
+ *     A set param is typed by how the plugin reads it: param_int parses a
+ *     decimal integer, param_double a finite number, param_bool one of
+ *     true/false/1/0/yes/no/on/off; text that does not parse returns
+ *     LOOM_EINVAL.
  *   - seed: the value from loom_mock_host_set_seed() (0 by default);
  *     rng_next: splitmix64, the same sequence the core produces.
  *   - now_ms: CLOCK_MONOTONIC in milliseconds; budget_left_ms: < 0 without
@@ -75,8 +81,30 @@ loom_mock_host *loom_mock_host_from_ctx(loom_ctx *ctx);
 int loom_mock_host_set_param(loom_mock_host *h, const char *key,
                              const char *value);
 
-/* Unsets every param. */
+/* Unsets every param (the manifest's defaults stay). */
 void loom_mock_host_clear_params(loom_mock_host *h);
+
+/* Reads the "params" of a plugin manifest (names, types, defaults), so a
+ * param the test does not set returns the manifest's default as the real
+ * host would supply it. `path` is the manifest.json or the plugin folder
+ * holding it. Replaces the params of a manifest loaded before. Returns
+ * LOOM_OK, LOOM_EIO (cannot read the file), LOOM_EINVAL (not JSON, or a
+ * param without a type or a default of that type; err names the file and
+ * the JSON path), LOOM_ENOMEM. err may be NULL. */
+int loom_mock_host_load_manifest(loom_mock_host *h, const char *path,
+                                 loom_error *err);
+
+/* loom_mock_host_load_manifest() for the plugin with id `id`, whose folder
+ * is one of the folders directly under `root` (a plugin tree laid out as
+ * <root>/<name>/manifest.json, like the Loom source, build and install
+ * trees). LOOM_ENOTFOUND when no manifest there has that id. */
+int loom_mock_host_load_manifest_of(loom_mock_host *h, const char *root,
+                                    const char *id, loom_error *err);
+
+/* loom_mock_host_new() followed by loom_mock_host_load_manifest(h, path):
+ * the usual start of a plugin test. Returns NULL (the reason on stderr)
+ * when out of memory or when the manifest cannot be loaded. */
+loom_mock_host *loom_mock_host_new_with_manifest(const char *path);
 
 /* The value returned by host->seed(ctx). */
 void loom_mock_host_set_seed(loom_mock_host *h, uint64_t seed);

@@ -177,8 +177,7 @@ static inline loom_metrics mtt_simulate(const loom_stage_graph *g,
     ck_assert_ptr_nonnull(c);
     memcpy(c->layer_policy, policies, (size_t)g->n_layer_entries);
     loom_graph_apply_policies(c);
-    loom_metrics m;
-    memset(&m, 0, sizeof m);
+    loom_metrics m = LOOM_METRICS_INIT;
     m.peak_bytes = peaks;
     loom_error err = {0};
     ck_assert_int_eq(loom_simulate(c, s, &m, &err), LOOM_OK);
@@ -211,6 +210,26 @@ static inline int64_t mtt_uniform_peak(const loom_stage_graph *g,
     return m.max_peak_bytes;
 }
 
+/* The plugin whose vtable mtt_vtable() handed out as `vt` (record != NULL:
+ * remember it), so each tuner's mock host knows its own manifest. */
+static inline const loom_plugin_info *mtt_info_of(const loom_memory_tuner_vtable *vt,
+                                                  const loom_plugin_info *record)
+{
+    static const loom_memory_tuner_vtable *vts[16];
+    static const loom_plugin_info *infos[16];
+    for (int i = 0; i < 16; i++) {
+        if (vts[i] == vt)
+            return infos[i];
+        if (!vts[i] && record) {
+            vts[i] = vt;
+            infos[i] = record;
+            return record;
+        }
+    }
+    ck_abort_msg("memory tuner vtable not from mtt_vtable()");
+    return NULL;
+}
+
 /* Runs a memory tuner's vtable once on a fresh mock host with params
  * ("key", "value", ..., NULL), the simulator service when with_sim, and a
  * time budget of budget_ms from now when budget_ms >= 0 (0: already out of
@@ -221,7 +240,7 @@ static inline int mtt_tune_budget(const loom_memory_tuner_vtable *vt,
                                   const loom_schedule *s, uint8_t *policies,
                                   loom_error *err)
 {
-    loom_mock_host *h = loom_mock_host_new();
+    loom_mock_host *h = loom_test_mock_host(mtt_info_of(vt, NULL));
     for (int i = 0; params && params[i]; i += 2)
         ck_assert_int_eq(loom_mock_host_set_param(h, params[i], params[i + 1]),
                          LOOM_OK);
@@ -256,6 +275,7 @@ mtt_vtable(const loom_plugin_info *info)
     ck_assert_ptr_nonnull(info);
     const loom_role_header *h = info->role(LOOM_ROLE_MEMORY_TUNER);
     ck_assert_ptr_nonnull(h);
+    mtt_info_of((const loom_memory_tuner_vtable *)h, info);
     return (const loom_memory_tuner_vtable *)h;
 }
 

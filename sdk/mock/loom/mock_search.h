@@ -59,7 +59,7 @@ static inline int mock_ev_run(loom_evaluator *ev, const float *prio,
     int rc = ev->vt->interleave(ev->dq, ev->g, prio, ev->sc, err);
     if (rc != LOOM_OK)
         return rc;
-    memset(out, 0, sizeof *out);
+    loom_metrics_init(out);
     return loom_sim_run(ev->scratch, ev->g, ev->sc, out, err);
 }
 
@@ -148,7 +148,7 @@ static inline void mock_brute_at(mock_brute *b, int depth)
     if (depth == n) {
         if (!mock_valid(b->g, b->prio))
             return;
-        loom_metrics m;
+        loom_metrics m = LOOM_METRICS_INIT;
         loom_error err = {0};
         ck_assert_int_eq(mock_ev_run(b->ev, b->prio, &m, &err), LOOM_OK);
         b->n_valid++;
@@ -194,7 +194,7 @@ typedef struct mock_ranker {
 static inline mock_ranker mock_ranker_open(const loom_plugin_info *info)
 {
     mock_ranker r;
-    r.h = loom_mock_host_new();
+    r.h = loom_test_mock_host(info);
     loom_mock_host_add_service(r.h, LOOM_SERVICE_EVALUATOR, 1, &MOCK_EVALUATOR);
     r.vt = (const loom_ranker_vtable *)info->role(LOOM_ROLE_RANKER);
     ck_assert_ptr_nonnull(r.vt);
@@ -212,7 +212,7 @@ static inline int mock_rank(mock_ranker *r,
                            NULL, &r->self, err);
     if (rc != LOOM_OK)
         return rc;
-    memset(out, 0, sizeof *out);
+    *out = (loom_ranking)LOOM_RANKING_INIT;
     out->cap_priorities = 8;
     out->priorities = prio;
     rc = r->vt->rank(r->self, graphs, n_graphs, out, err);

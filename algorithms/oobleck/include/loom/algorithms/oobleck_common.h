@@ -21,10 +21,11 @@ static int oobleck_nodes(const loom_host_api *host, loom_ctx *ctx,
                          int32_t *gpus_per_node, loom_error *err)
 {
     int64_t n = 0, m = 0;
-    if (host->param_int(ctx, "nodes", &n) != LOOM_OK)
-        n = 0;
-    if (host->param_int(ctx, "gpus_per_node", &m) != LOOM_OK)
-        m = 0;
+    int rc = loom_read_param_int(host, ctx, "oobleck", "nodes", &n, err);
+    if (rc == LOOM_OK)
+        rc = loom_read_param_int(host, ctx, "oobleck", "gpus_per_node", &m, err);
+    if (rc != LOOM_OK)
+        return rc;
     int64_t gpus = (int64_t)(pb->parallel.tp > 0 ? pb->parallel.tp : 1) *
                    (pb->parallel.pp > 0 ? pb->parallel.pp : 1) *
                    (pb->parallel.dp > 0 ? pb->parallel.dp : 1);

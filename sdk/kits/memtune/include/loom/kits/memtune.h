@@ -246,11 +246,12 @@ int loom_mt_driver_confirm(const loom_host_api *host, loom_mt_driver *d,
                            const uint8_t *policies, const char *who,
                            loom_error *err);
 
-/* Reads int param `key` into *out: `def` when the run does not set it,
- * else a value in lo..hi. LOOM_EINVAL "who: params.key: expected ..."
- * otherwise. */
+/* Reads declared int param `key` (the host supplies the manifest's
+ * default) into *out: a value in lo..hi, else LOOM_EINVAL "who:
+ * params.key: expected ..."; a key the host does not know fails as
+ * loom_param_error() says. */
 int loom_mt_param_int(const loom_host_api *host, loom_ctx *ctx,
-                      const char *who, const char *key, int64_t def,
+                      const char *who, const char *key,
                       int64_t lo, int64_t hi, int64_t *out, loom_error *err);
 
 /* Checks that g carries per-layer options and that sched and policies are

@@ -99,23 +99,25 @@ typedef int (*loom_sk_job_fn)(void *user, int32_t worker, int32_t job,
 
 /* ---- params ------------------------------------------------------------- */
 
-/* Reads an int param into *out; a key the host does not know takes `def`.
- * Values outside lo..hi fail with "who: params.key: expected ...". */
+/* Reads a declared int / float / bool param (the host supplies the
+ * manifest's default); a key the host does not know fails as
+ * loom_param_error() says. Out-of-range values fail with "who: params.key:
+ * expected ...". */
 int loom_sk_param_int(const loom_host_api *host, loom_ctx *ctx,
-                      const char *who, const char *key, int64_t def,
+                      const char *who, const char *key,
                       int64_t lo, int64_t hi, int64_t *out, loom_error *err);
 /* Reads a number param into *out like loom_sk_param_int (in [lo, hi]). */
 int loom_sk_param_double(const loom_host_api *host, loom_ctx *ctx,
-                         const char *who, const char *key, double def,
+                         const char *who, const char *key,
                          double lo, double hi, double *out, loom_error *err);
-/* Reads a bool param into *out (0 or 1); a key the host does not know
- * takes `def`. */
+/* Reads a bool param into *out (0 or 1) like loom_sk_param_int. */
 int loom_sk_param_bool(const loom_host_api *host, loom_ctx *ctx,
-                       const char *who, const char *key, int def, int *out,
+                       const char *who, const char *key, int *out,
                        loom_error *err);
 
-/* Reads budget_ms, threads, seed, max_evaluations and deterministic with
- * the documented defaults (1000, 1, 0, 0, true). */
+/* Reads budget_ms, threads and max_evaluations (every search ranker's
+ * manifest declares them), and seed and deterministic where the manifest
+ * declares them (else seed 0 and deterministic). */
 int loom_sk_read_params(const loom_host_api *host, loom_ctx *ctx,
                         const char *who, loom_sk_params *p, loom_error *err);
 

@@ -1,0 +1,92 @@
+/* test_sample_tokens.c - the one rule for how many tokens a sample gives a
+ * module (<loom/tokens.h>): exact values for images, fractional video and
+ * audio seconds (rounded to nearest, halves up) and a text module with
+ * upstream modules, and the core shape builder agreeing with it. */
+#include <string.h>
+#include <loom/tokens.h>
+#include "testutil.h"
+#include "engine_api.h"
+
+static const loom_layer layer = {64, 256, 4, 4, 0, 0, 0, 0};
+static const int32_t text_inputs[3] = {0, 1, 2};
+/* image (169 tokens per image), video (3 per second), audio (25 per
+ * second), and a text backbone fed by all three */
+static const loom_module mods[4] = {
+    {"vit", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE, 1, &layer, 169, 0, 0, 0, NULL},
+    {"video", LOOM_MODULE_ENCODER, LOOM_MODALITY_VIDEO, 1, &layer, 3, 0, 0, 0, NULL},
+    {"audio", LOOM_MODULE_ENCODER, LOOM_MODALITY_AUDIO, 1, &layer, 25, 0, 0, 0, NULL},
+    {"llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 1, &layer, 1, 0, 0, 3, text_inputs},
+};
+static const loom_model model = {"tokens", 4, mods};
+
+/* text_tokens, images, microbatch, video_seconds, audio_seconds */
+static const loom_sample samples[4] = {
+    {10, 3, -1, 0.5, 0.5},   /* video 1.5 -> 2, audio 12.5 -> 13 */
+    {0, 0, -1, 0.1, 0.0},    /* video 0.3 -> 0: no tokens at all */
+    {7, 1, -1, 2.5, 0.3},    /* video 7.5 -> 8, audio 7.5 -> 8 */
+    {100, 0, -1, 1.25, 0.02} /* video 3.75 -> 4, audio 0.5 -> 1 */
+};
+
+START_TEST(exact_tokens_per_module)
+{
+    static const int64_t image[4] = {507, 0, 169, 0};
+    static const int64_t video[4] = {2, 0, 8, 4};
+    static const int64_t audio[4] = {13, 0, 8, 1};
+    static const int64_t text[4] = {532, 0, 192, 105};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(loom_sample_tokens(&model, 0, &samples[i]), image[i]);
+        ck_assert_int_eq(loom_sample_tokens(&model, 1, &samples[i]), video[i]);
+        ck_assert_int_eq(loom_sample_tokens(&model, 2, &samples[i]), audio[i]);
+        ck_assert_int_eq(loom_sample_tokens(&model, 3, &samples[i]), text[i]);
+        /* what a text module downstream of the backbone would append */
+        ck_assert_int_eq(loom_sample_output_tokens(&mods[3], &samples[i]),
+                         samples[i].text_tokens);
+    }
+    ck_assert_int_eq(loom_round_tokens(2.5), 3);
+    ck_assert_int_eq(loom_round_tokens(2.4999), 2);
+    ck_assert_int_eq(loom_round_tokens(0.0), 0);
+    ck_assert_int_eq(loom_round_tokens(-3.0), 0);
+}
+END_TEST
+
+START_TEST(shape_builder_uses_the_rule)
+{
+    loom_problem pb;
+    memset(&pb, 0, sizeof pb);
+    pb.struct_size = (uint32_t)sizeof pb;
+    pb.kind = LOOM_PROBLEM_MODEL;
+    pb.model = &model;
+    pb.parallel = (loom_parallel){1, 1, 1, 1, 1, 0};
+    loom_iteration it = {0, 4, samples};
+    loom_shape s = LOOM_SHAPE_INIT;
+    /* text: 532 + 0 + 192 + 105 tokens, three sequences */
+    loom_shape_for(&pb, 3, &it, NULL, 1, 0, 1, &s);
+    ck_assert_int_eq(s.tokens, 829);
+    ck_assert_double_eq(s.seq_sq_sum, 532.0 * 532 + 192.0 * 192 + 105.0 * 105);
+    ck_assert_int_eq(s.sequences, 3);
+    /* video: one sequence per sample with tokens */
+    loom_shape_for(&pb, 1, &it, NULL, 1, 0, 1, &s);
+    ck_assert_int_eq(s.tokens, 14);
+    ck_assert_double_eq(s.seq_sq_sum, 84);
+    ck_assert_int_eq(s.sequences, 3);
+    /* audio */
+    loom_shape_for(&pb, 2, &it, NULL, 1, 0, 1, &s);
+    ck_assert_int_eq(s.tokens, 22);
+    ck_assert_double_eq(s.seq_sq_sum, 234);
+    /* images: one sequence of 169 tokens per image */
+    loom_shape_for(&pb, 0, &it, NULL, 1, 0, 1, &s);
+    ck_assert_int_eq(s.tokens, 676);
+    ck_assert_double_eq(s.seq_sq_sum, 4.0 * 169 * 169);
+    ck_assert_int_eq(s.sequences, 4);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("sample_tokens");
+    TCase *tc = tcase_create("tokens");
+    tcase_add_test(tc, exact_tokens_per_module);
+    tcase_add_test(tc, shape_builder_uses_the_rule);
+    suite_add_tcase(su, tc);
+    return loom_test_main(su);
+}
