@@ -51,7 +51,7 @@ static int reverse_score(reverse_self *r, const loom_stage_graph *g,
                          loom_ranking *out, loom_error *err)
 {
     const loom_host_api *host = r->host;
-    const loom_evaluator_service *ev = host->service(LOOM_SERVICE_EVALUATOR, 1);
+    const loom_evaluator_service *ev = loom_host_evaluator(host, r->ctx);
     if (!ev)
         return host->error(err, LOOM_ENOTFOUND, "reverse: service \"%s\" not available",
                            LOOM_SERVICE_EVALUATOR);

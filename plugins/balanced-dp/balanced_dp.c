@@ -115,7 +115,7 @@ static int bdp_layer_times(bdp_self *b, const loom_model *model,
                            double *layer_ms, loom_error *err)
 {
     const loom_host_api *host = b->host;
-    const loom_cost_service *cost = host->service(LOOM_SERVICE_COST, 1);
+    const loom_cost_service *cost = loom_host_cost(host, b->ctx);
     if (!cost || cost->struct_size < offsetof(loom_cost_service, mean_layer_ms) +
                                          sizeof cost->mean_layer_ms ||
         !cost->mean_layer_ms)

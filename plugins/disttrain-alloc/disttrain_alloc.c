@@ -152,7 +152,7 @@ static int dt_partition(void *self, const loom_problem *problem,
     int rc = loom_dt_find_units(model, unit_module, err);
     if (rc != LOOM_OK)
         return rc;
-    const loom_cost_service *cost = host->service(LOOM_SERVICE_COST, 1);
+    const loom_cost_service *cost = loom_host_cost(host, d->ctx);
     if (!cost)
         return host->error(err, LOOM_ENOTFOUND,
                            "disttrain-alloc: the \"%s\" service is not "

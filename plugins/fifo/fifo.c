@@ -54,7 +54,7 @@ static int fifo_rank(void *self, const loom_stage_graph *const *graphs,
     out->candidate = 0;
 
     const loom_evaluator_service *ev_svc =
-        host->service(LOOM_SERVICE_EVALUATOR, 1);
+        loom_host_evaluator(host, f->ctx);
     if (!ev_svc)
         return host->error(err, LOOM_ENOTFOUND,
                            "fifo: the \"%s\" service is not available",

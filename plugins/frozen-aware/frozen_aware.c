@@ -59,7 +59,7 @@ static int fa_layer_costs(fa_self *f, const loom_problem *pb,
                           const loom_iteration *it, double *t, loom_error *err)
 {
     const loom_host_api *host = f->host;
-    const loom_cost_service *cost = host->service(LOOM_SERVICE_COST, 1);
+    const loom_cost_service *cost = loom_host_cost(host, f->ctx);
     if (!cost ||
         cost->struct_size < offsetof(loom_cost_service, module_shape) +
                                 sizeof cost->module_shape ||

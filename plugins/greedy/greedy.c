@@ -34,7 +34,7 @@ static int greedy_create(const loom_host_api *host, loom_ctx *ctx,
     memset(s, 0, sizeof *s);
     s->host = host;
     s->ctx = ctx;
-    loom_mt_driver_init(host, &s->drv);
+    loom_mt_driver_init(host, ctx, &s->drv);
     *self = s;
     return LOOM_OK;
 }

@@ -80,7 +80,7 @@ static int ilpm_create(const loom_host_api *host, loom_ctx *ctx,
     }
     s->host = host;
     s->ctx = ctx;
-    loom_mt_driver_init(host, &s->drv);
+    loom_mt_driver_init(host, ctx, &s->drv);
     *self = s;
     return LOOM_OK;
 }

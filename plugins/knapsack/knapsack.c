@@ -44,7 +44,7 @@ static int ks_create(const loom_host_api *host, loom_ctx *ctx,
     s->ctx = ctx;
     s->k = (int32_t)k;
     s->resolution = (int32_t)res;
-    loom_mt_driver_init(host, &s->drv);
+    loom_mt_driver_init(host, ctx, &s->drv);
     *self = s;
     return LOOM_OK;
 }

@@ -195,7 +195,7 @@ static int lpt_partition(void *self, const loom_problem *problem,
                            "lpt-balance: expected candidates from an earlier "
                            "partitioner, found none (put a layout "
                            "partitioner such as disttrain-alloc first)");
-    const loom_cost_service *cost = host->service(LOOM_SERVICE_COST, 1);
+    const loom_cost_service *cost = loom_host_cost(host, s->ctx);
     if (!cost)
         return host->error(err, LOOM_ENOTFOUND,
                            "lpt-balance: the \"%s\" service is not available",

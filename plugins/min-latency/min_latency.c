@@ -47,7 +47,7 @@ static int ml_rank(void *self, const loom_stage_graph *const *graphs,
         return host->error(err, LOOM_EINVAL,
                            "min-latency: expected at least one candidate graph, "
                            "found %d", n_graphs);
-    const loom_evaluator_service *ev_svc = host->service(LOOM_SERVICE_EVALUATOR, 1);
+    const loom_evaluator_service *ev_svc = loom_host_evaluator(host, s->ctx);
     if (!ev_svc)
         return host->error(err, LOOM_ENOTFOUND,
                            "min-latency: the \"%s\" service is not available",

@@ -143,7 +143,7 @@ static int oi_rank(void *self, const loom_stage_graph *const *graphs,
         return host->error(err, LOOM_EINVAL,
                            "oobleck-instantiate: expected template candidates "
                            "and a problem, found %d candidates", n);
-    const loom_evaluator_service *svc = host->service(LOOM_SERVICE_EVALUATOR, 1);
+    const loom_evaluator_service *svc = loom_host_evaluator(host, o->ctx);
     if (!svc)
         return host->error(err, LOOM_ENOTFOUND,
                            "oobleck-instantiate: the \"%s\" service is not "

@@ -245,7 +245,7 @@ static int ot_plan(ot_self *o, const loom_problem *pb, const loom_iteration *it,
     if (rc != LOOM_OK)
         return rc;
     double model_bytes = 0;
-    const loom_cost_service *cost = host->service(LOOM_SERVICE_COST, 1);
+    const loom_cost_service *cost = loom_host_cost(host, o->ctx);
     rc = ot_costs(o, cost, pb, it, gpus, n_layers, f, b, &model_bytes, err);
     if (rc != LOOM_OK)
         return rc;
@@ -332,7 +332,7 @@ static int ot_partition(void *self, const loom_problem *problem,
     if (!it)
         return host->error(err, LOOM_EINVAL,
                            "oobleck-templates: needs the iteration's samples");
-    const loom_cost_service *cost = host->service(LOOM_SERVICE_COST, 1);
+    const loom_cost_service *cost = loom_host_cost(host, o->ctx);
     if (!cost ||
         cost->struct_size < offsetof(loom_cost_service, module_shape) +
                                 sizeof cost->module_shape ||

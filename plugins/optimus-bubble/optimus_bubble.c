@@ -91,7 +91,7 @@ static int ob_interleave(void *self, const loom_stage_graph *g,
     ob_self *s = self;
     const loom_host_api *host = s->host;
     if (!s->sim) {
-        s->sim = host->service(LOOM_SERVICE_SIMULATOR, 1);
+        s->sim = loom_host_simulator(host, s->ctx);
         if (!s->sim)
             return host->error(err, LOOM_ENOTFOUND,
                                "optimus-bubble: the \"%s\" service is not "

@@ -225,7 +225,7 @@ static int opt_partition(void *self, const loom_problem *problem,
                            "optimus-planner: parallel.tp, pp and microbatches: "
                            "expected >= 1, found %d, %d and %d",
                            par->tp, par->pp, par->microbatches);
-    const loom_cost_service *cost = host->service(LOOM_SERVICE_COST, 1);
+    const loom_cost_service *cost = loom_host_cost(host, s->ctx);
     if (!cost)
         return host->error(err, LOOM_ENOTFOUND,
                            "optimus-planner: the \"%s\" service is not available",

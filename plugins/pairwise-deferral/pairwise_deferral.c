@@ -156,7 +156,7 @@ static int defer_partition(void *self, const loom_problem *problem,
     if (!it || it->n_samples < 1)
         return host->error(err, LOOM_EINVAL,
                            "pairwise-deferral: the iteration has no samples");
-    const loom_cost_service *cost = loom_ew_cost_service(host);
+    const loom_cost_service *cost = loom_ew_cost_service(host, d->ctx);
     if (!cost)
         return host->error(err, LOOM_ENOTFOUND,
                            "pairwise-deferral: the \"%s\" service with layer "

@@ -105,7 +105,7 @@ static int strat_partition(void *self, const loom_problem *problem,
     if (!it || it->n_samples < 1)
         return host->error(err, LOOM_EINVAL,
                            "stratified: the iteration has no samples");
-    const loom_cost_service *cost = loom_ew_cost_service(host);
+    const loom_cost_service *cost = loom_ew_cost_service(host, st->ctx);
     if (!cost)
         return host->error(err, LOOM_ENOTFOUND,
                            "stratified: the \"%s\" service with layer and "

@@ -20,9 +20,9 @@ int loom_ew_upstream_trainable(const loom_model *model, int32_t module)
 }
 
 /* The cost service with layer() and module_shape(), or NULL. */
-const loom_cost_service *loom_ew_cost_service(const loom_host_api *host)
+const loom_cost_service *loom_ew_cost_service(const loom_host_api *host, loom_ctx *ctx)
 {
-    const loom_cost_service *cost = host->service(LOOM_SERVICE_COST, 1);
+    const loom_cost_service *cost = loom_host_cost(host, ctx);
     if (!cost ||
         cost->struct_size < offsetof(loom_cost_service, module_shape) +
                                 sizeof cost->module_shape ||

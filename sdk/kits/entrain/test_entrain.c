@@ -94,7 +94,7 @@ END_TEST
 START_TEST(finds_a_usable_cost_service)
 {
     loom_mock_host *h = loom_mock_host_new();
-    ck_assert_ptr_null(loom_ew_cost_service(loom_mock_host_api(h)));
+    ck_assert_ptr_null(loom_ew_cost_service(loom_mock_host_api(h), loom_mock_host_ctx(h)));
     loom_mock_host_free(h);
 
     /* a table too old to have module_shape */
@@ -102,19 +102,19 @@ START_TEST(finds_a_usable_cost_service)
     old.struct_size = (uint32_t)offsetof(loom_cost_service, module_shape);
     h = loom_mock_host_new();
     loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &old);
-    ck_assert_ptr_null(loom_ew_cost_service(loom_mock_host_api(h)));
+    ck_assert_ptr_null(loom_ew_cost_service(loom_mock_host_api(h), loom_mock_host_ctx(h)));
     loom_mock_host_free(h);
 
     loom_cost_service no_layer = fake_cost;
     no_layer.layer = NULL;
     h = loom_mock_host_new();
     loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &no_layer);
-    ck_assert_ptr_null(loom_ew_cost_service(loom_mock_host_api(h)));
+    ck_assert_ptr_null(loom_ew_cost_service(loom_mock_host_api(h), loom_mock_host_ctx(h)));
     loom_mock_host_free(h);
 
     h = loom_mock_host_new();
     loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &fake_cost);
-    ck_assert_ptr_eq(loom_ew_cost_service(loom_mock_host_api(h)), &fake_cost);
+    ck_assert_ptr_eq(loom_ew_cost_service(loom_mock_host_api(h), loom_mock_host_ctx(h)), &fake_cost);
     loom_mock_host_free(h);
 }
 END_TEST
@@ -129,7 +129,7 @@ START_TEST(sample_work_by_hand)
     loom_mock_host *h = loom_mock_host_new();
     loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &fake_cost);
     const loom_host_api *host = loom_mock_host_api(h);
-    const loom_cost_service *cost = loom_ew_cost_service(host);
+    const loom_cost_service *cost = loom_ew_cost_service(host, loom_mock_host_ctx(h));
     ck_assert_ptr_nonnull(cost);
     loom_problem pb;
     memset(&pb, 0, sizeof pb);

@@ -293,7 +293,7 @@ START_TEST(units_walk_the_candidates)
 
     ck_assert_int_eq(loom_mckp_units_reset(host, &mu, &set, &u, "t", &err), LOOM_OK);
     loom_mt_driver d;
-    loom_mt_driver_init(host, &d);
+    loom_mt_driver_init(host, loom_mock_host_ctx(h), &d);
     g->memory_cap_bytes = 100;
     ck_assert_int_eq(loom_mt_driver_run(host, &d, g, s, &u, mu.pair_bytes,
                                         loom_mckp_materialise, &set, pol, "t",

@@ -7,10 +7,10 @@
 #include <loom/kits/memtune.h>
 
 /* Looks up the simulator (see header); its scratch is made on first use. */
-void loom_mt_driver_init(const loom_host_api *host, loom_mt_driver *d)
+void loom_mt_driver_init(const loom_host_api *host, loom_ctx *ctx, loom_mt_driver *d)
 {
     memset(d, 0, sizeof *d);
-    d->sim = host->service(LOOM_SERVICE_SIMULATOR, 1);
+    d->sim = loom_host_simulator(host, ctx);
     if (d->sim && (d->sim->struct_size < sizeof(loom_simulator_service) ||
                    !d->sim->scratch_new || !d->sim->scratch_free ||
                    !d->sim->simulate))

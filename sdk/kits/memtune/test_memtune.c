@@ -113,7 +113,7 @@ START_TEST(chains_and_tuning_loop_by_hand)
     /* cap 300 of a 400-byte peak: e0 -> SELECTIVE (360), then e1 ->
      * SELECTIVE (60 bytes per ms, beating e2's 50 and e0's next 33) */
     loom_mt_driver d;
-    loom_mt_driver_init(host, &d);
+    loom_mt_driver_init(host, loom_mock_host_ctx(h), &d);
     ck_assert_ptr_null(d.sim); /* no simulator on this host */
     g->memory_cap_bytes = 300;
     loom_mt_units u = loom_mt_entry_units(&c, g);

@@ -339,7 +339,7 @@ int loom_sk_open(loom_sk *sk, const loom_host_api *host, loom_ctx *ctx,
         return host->error(err, LOOM_EINVAL, "%s: room for %d priorities, a "
                            "candidate has %d groups", who, out->cap_priorities,
                            max_groups);
-    sk->svc = host->service(LOOM_SERVICE_EVALUATOR, 1);
+    sk->svc = loom_host_evaluator(host, ctx);
     if (!sk->svc)
         return host->error(err, LOOM_ENOTFOUND, "%s: the \"%s\" service is "
                            "not available", who, LOOM_SERVICE_EVALUATOR);

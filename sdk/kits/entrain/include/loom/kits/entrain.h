@@ -26,7 +26,7 @@ int loom_ew_upstream_trainable(const loom_model *model, int32_t module);
 /* The host's "loom.cost" service (version 1) when it is large enough to
  * have layer() and module_shape() and both are set; NULL otherwise. The
  * table belongs to the host. */
-const loom_cost_service *loom_ew_cost_service(const loom_host_api *host);
+const loom_cost_service *loom_ew_cost_service(const loom_host_api *host, loom_ctx *ctx);
 
 /* Work of every sample s of `it` (a model problem pb): w_enc into enc[s],
  * w_LLM into llm[s] (it->n_samples entries each), each sample costed on

@@ -221,7 +221,7 @@ typedef struct loom_mt_driver {
 /* Looks up the simulator service (d is zeroed first; without the service
  * the driver works from the timeline alone and nothing is confirmed). The
  * simulator's scratch is created by the first confirmation. */
-void loom_mt_driver_init(const loom_host_api *host, loom_mt_driver *d);
+void loom_mt_driver_init(const loom_host_api *host, loom_ctx *ctx, loom_mt_driver *d);
 /* Releases everything the driver holds (timeline, descent, view and the
  * simulator scratch) and zeroes it. */
 void loom_mt_driver_free(const loom_host_api *host, loom_mt_driver *d);
