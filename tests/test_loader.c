@@ -114,7 +114,7 @@ static void expect_copy_fails(const char *dir, const char *frag)
     snprintf(cmd, sizeof cmd, "'%s' plugins list --load --path '%s' 2>&1",
              loom_test_bin("bin/loom"), dir);
     int rc = loom_test_run(cmd, &out);
-    ck_assert_msg(rc >= 0 && rc < 128, "plugins list --load died (%d): %s", rc, out);
+    ck_assert_msg(rc == 3, "plugins list --load: exit %d, expected 3 (plugin error): %s", rc, out);
     ck_assert_msg(strstr(out, frag) != NULL, "missing \"%s\" in: %s", frag, out);
     free(out);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -355,6 +355,7 @@ START_TEST(open_failures)
     m = open_fails("unknown-plugin", LOOM_ENOTFOUND);
     ck_assert_ptr_nonnull(strstr(m, "unknown-plugin.json: pipeline[3].use: no interleaver plugin "
                                     "\"nope\" (available: good-inter (fixture.good-inter), "
+                                    "hostile-inter (fixture.hostile-inter), "
                                     "missing-member (fixture.missing-member))"));
 }
 END_TEST

@@ -15,7 +15,8 @@
 /* ---- helpers ------------------------------------------------------------ */
 
 
-/* Prefixes err->message with "plugin <id>: " (keeps the code). */
+/* Prefixes err->message with "plugin <id>: " (keeps the code); first
+ * NUL-terminates the message, which a plugin may have filled to the end. */
 void loom_error_prefix_plugin(loom_error *err, const char *plugin_id);
 
 

@@ -21,6 +21,7 @@ void loom_error_prefix_plugin(loom_error *err, const char *plugin_id)
 {
     if (!err)
         return;
+    err->message[sizeof err->message - 1] = 0; /* a plugin may have filled it all */
     char tmp[LOOM_ERROR_MSG_BYTES];
     size_t n = (size_t)snprintf(tmp, sizeof tmp, "plugin %.120s: ", plugin_id);
     if (n >= sizeof tmp)

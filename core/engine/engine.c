@@ -46,6 +46,53 @@ static int finish_plan(loom_plan *plan, loom_evaluator *ev, loom_error *err)
     return loom_simulate(plan->graph, plan->schedule, &plan->metrics, err);
 }
 
+/* Candidate c's stage graph, built afresh (stage-times: the one graph). */
+static int build_graph(loom_pipeline *pl, const loom_problem *problem, const loom_iteration *it,
+                       const loom_candidates *set, int32_t c, int split, loom_stage_graph **out,
+                       loom_error *err)
+{
+    if (!set)
+        return loom_graph_from_stage_times(problem->stage_times, split, out, err);
+    if (split)
+        set->items[c]->split_backward = 1;
+    return loom_graph_build(&pl->steps[pl->cost_model].ctx, problem, it, set->items[c], out,
+                            err);
+}
+
+/* A plugin wrote into candidate c's graph during the search: finds which,
+ * replaying the chosen priorities on a fresh copy with write checks (the
+ * interleaver or memory tuner when the replay catches it, else the
+ * ranker), and returns LOOM_EPLUGIN naming it. */
+static int blame_writer(loom_pipeline *pl, const loom_problem *problem, const loom_iteration *it,
+                        const loom_candidates *set, int32_t c, int split, const float *prio,
+                        loom_error *err)
+{
+    loom_stage_graph *fresh = NULL;
+    loom_evaluator *ev = NULL;
+    loom_metrics m = LOOM_METRICS_INIT;
+    loom_error why = {0, ""};
+    loom_step *rk = &pl->steps[pl->ranker];
+    int rc = build_graph(pl, problem, it, set, c, split, &fresh, &why);
+    if (rc == LOOM_OK)
+        rc = loom_evaluator_create(&rk->ctx, fresh, &ev, &why);
+    if (rc == LOOM_OK) {
+        loom_evaluator_check_writes(ev, 1);
+        rc = loom_evaluator_run(ev, prio, &m, &why);
+    }
+    loom_mark_step(pl, -1);
+    loom_evaluator_destroy(ev);
+    loom_graph_free(fresh);
+    if (rc == LOOM_EPLUGIN && strstr(why.message, "read-only")) {
+        *err = why;
+        return LOOM_EPLUGIN;
+    }
+    return loom_set_error(err, LOOM_EPLUGIN,
+                          "plugin %s: candidate %d's stage graph changed during the search; "
+                          "the graphs a ranker, interleaver or memory tuner is given are "
+                          "read-only",
+                          rk->ctx.plugin_id, c);
+}
+
 int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_iteration *it,
                      loom_plan *plan, loom_error *err)
 {
@@ -64,13 +111,14 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
 
     loom_candidates *set = NULL;
     loom_stage_graph **graphs = NULL;
+    uint64_t *digest = NULL;
     int32_t n = 0;
     int rc = LOOM_OK;
     if (problem->kind == LOOM_PROBLEM_STAGE_TIMES) {
         graphs = calloc(1, sizeof *graphs);
         if (!graphs)
             return loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
-        rc = loom_graph_from_stage_times(problem->stage_times, split, &graphs[0], err);
+        rc = build_graph(pl, problem, it, NULL, 0, split, &graphs[0], err);
         if (rc != LOOM_OK)
             goto done;
         n = 1;
@@ -104,16 +152,20 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
             rc = loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
             goto done;
         }
-        loom_ctx *cost_ctx = &pl->steps[pl->cost_model].ctx;
         for (int32_t c = 0; c < set->n; c++) {
-            if (split)
-                set->items[c]->split_backward = 1;
-            rc = loom_graph_build(cost_ctx, problem, it, set->items[c], &graphs[c], err);
+            rc = build_graph(pl, problem, it, set, c, split, &graphs[c], err);
             if (rc != LOOM_OK)
                 goto done;
             n++;
         }
     }
+    digest = malloc((size_t)n * sizeof *digest);
+    if (!digest) {
+        rc = loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
+        goto done;
+    }
+    for (int32_t c = 0; c < n; c++)
+        digest[c] = loom_graph_digest(graphs[c]);
 
     int32_t max_groups = 1;
     for (int32_t c = 0; c < n; c++)
@@ -144,14 +196,21 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
                             rk->ctx.plugin_id, ranking.candidate, n);
         goto done;
     }
+    for (int32_t c = 0; c < n; c++)
+        if (loom_graph_digest(graphs[c]) != digest[c]) {
+            rc = blame_writer(pl, problem, it, set, c, split, ranking.priorities, err);
+            goto done;
+        }
     plan->candidate = ranking.candidate;
     plan->n_candidates = n;
     plan->evaluations = ranking.evaluations;
 
     loom_evaluator *ev = NULL;
     rc = loom_evaluator_create(&rk->ctx, graphs[ranking.candidate], &ev, err);
-    if (rc == LOOM_OK)
+    if (rc == LOOM_OK) {
+        loom_evaluator_check_writes(ev, 1);
         rc = loom_evaluator_run(ev, ranking.priorities, &plan->metrics, err);
+    }
     loom_mark_step(pl, -1);
     if (rc == LOOM_OK)
         rc = finish_plan(plan, ev, err);
@@ -167,6 +226,7 @@ done:
     for (int32_t c = 0; c < n; c++)
         loom_graph_free(graphs[c]);
     free(graphs);
+    free(digest);
     loom_candidates_free(set);
     if (rc != LOOM_OK) {
         float *keep = plan->priorities;

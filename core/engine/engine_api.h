@@ -56,6 +56,11 @@ int loom_evaluator_run(loom_evaluator *ev, const float *priorities,
 const loom_schedule *loom_evaluator_schedule(const loom_evaluator *ev);
 const loom_stage_graph *loom_evaluator_graph(const loom_evaluator *ev);
 void loom_evaluator_destroy(loom_evaluator *ev);
+/* With `on`, every run digests the graph the interleaver and the memory
+ * tuner are given before and after their call and fails with LOOM_EPLUGIN
+ * naming the plugin when it changed (O(graph) per run: the engine's own
+ * evaluations only, not a search's). */
+void loom_evaluator_check_writes(loom_evaluator *ev, int on);
 /* Gives the pipeline's memory tuner a deadline (loom.evaluator's
  * set_deadline: the tuner step's ctx->deadline_ms, < 0 for none). */
 void loom_evaluator_set_deadline(loom_evaluator *ev, double deadline_ms);

@@ -20,6 +20,7 @@ struct loom_evaluator {
     const loom_stage_graph *last; /* graph the last run simulated */
     int32_t inter_index, mem_index, caller_index; /* pipeline step indices */
     int applied;                  /* work graph reflects its layer_policy */
+    int check_writes;             /* digest the graphs around plugin calls */
 };
 
 /* A graph that shares every array of `base` except the three a policy
@@ -161,14 +162,32 @@ int loom_evaluator_run(loom_evaluator *ev, const float *priorities,
     ev->sched->n_ranks = g->n_ranks;
     ev->sched->n_stages = g->n_stages;
     loom_mark_step(ev->pl, ev->inter_index);
-    rc = ev->inter->vt.interleaver.interleave(ev->inter_inst, ev->view ? ev->view : g,
-                                              priorities, ev->sched, err);
+    int32_t *rank_off = ev->sched->rank_off, *order = ev->sched->order;
+    const loom_stage_graph *seen = ev->view ? ev->view : g;
+    uint64_t before = ev->check_writes ? loom_graph_digest(seen) : 0;
+    rc = ev->inter->vt.interleaver.interleave(ev->inter_inst, seen, priorities, ev->sched, err);
+    if (ev->check_writes && loom_graph_digest(seen) != before)
+        rc = loom_set_error(err, LOOM_EPLUGIN, "wrote into the stage graph it was given "
+                            "read-only");
+    if (ev->sched->rank_off != rank_off || ev->sched->order != order ||
+        ev->sched->n_ranks != g->n_ranks || ev->sched->n_stages != g->n_stages) {
+        ev->sched->rank_off = rank_off; /* the host's, freed by the host */
+        ev->sched->order = order;
+        ev->sched->n_ranks = g->n_ranks;
+        ev->sched->n_stages = g->n_stages;
+        rc = loom_set_error(err, LOOM_EPLUGIN, "replaced the schedule's arrays or sizes, which "
+                            "the host owns");
+    }
     if (rc != LOOM_OK)
         return loom_plugin_fail(err, rc, ev->inter->ctx.plugin_id);
     if (ev->mem) {
         memcpy(ev->policies, g->layer_policy, (size_t)g->n_layer_entries);
         loom_mark_step(ev->pl, ev->mem_index);
+        before = ev->check_writes ? loom_graph_digest(g) : 0;
         rc = ev->mem->vt.memory_tuner.tune(ev->mem_inst, g, ev->sched, ev->policies, err);
+        if (ev->check_writes && loom_graph_digest(g) != before)
+            rc = loom_set_error(err, LOOM_EPLUGIN, "wrote into the stage graph it was given "
+                                "read-only");
         if (rc != LOOM_OK)
             return loom_plugin_fail(err, rc, ev->mem->ctx.plugin_id);
         for (int32_t e = 0; e < g->n_layer_entries; e++)
@@ -190,8 +209,11 @@ int loom_evaluator_run(loom_evaluator *ev, const float *priorities,
     loom_mark_step(ev->pl, -1);
     rc = loom_sim_run(ev->sim, g, ev->sched, out, err);
     loom_mark_step(ev->pl, ev->caller_index);
+    if (rc == LOOM_EINVAL) /* the order is not a schedule of this graph */
+        rc = LOOM_EPLUGIN;
     if (rc != LOOM_OK) {
         loom_error_prefix_plugin(err, ev->inter->ctx.plugin_id);
+        err->code = rc;
         return rc;
     }
     return LOOM_OK;
@@ -205,6 +227,11 @@ const loom_schedule *loom_evaluator_schedule(const loom_evaluator *ev)
 const loom_stage_graph *loom_evaluator_graph(const loom_evaluator *ev)
 {
     return ev->last;
+}
+
+void loom_evaluator_check_writes(loom_evaluator *ev, int on)
+{
+    ev->check_writes = on != 0;
 }
 
 void loom_evaluator_set_deadline(loom_evaluator *ev, double deadline_ms)

@@ -184,6 +184,18 @@ static int rank_gpus(build *b, loom_error *err)
     return LOOM_OK;
 }
 
+/* *total += add, failing when the rank's static bytes would pass 2^62
+ * (far beyond any GPU; every addend is at most 2^41 by the cost checks). */
+static int add_bytes(int64_t *total, int64_t add, int32_t rank, loom_error *err)
+{
+    int64_t sum;
+    if (__builtin_add_overflow(*total, add, &sum) || sum > ((int64_t)1 << 62))
+        return loom_set_error(err, LOOM_EINVAL,
+                              "rank %d: parameter and optimizer bytes exceed 2^62", rank);
+    *total = sum;
+    return LOOM_OK;
+}
+
 /* P2P time of `bytes` from pipeline rank a to rank b (each a TP group laid
  * out on consecutive GPUs; the same node when their first GPUs share one),
  * from the cost model (loom_cost_p2p_ms). A failure is kept in bd->p2p_rc
@@ -282,7 +294,9 @@ static int static_memory(build *b, loom_stage_graph *g, loom_error *err)
                     int rc = loom_cost_estimate(b->cost_ctx, sp->module, l, &shape, 0, &c, err);
                     if (rc != LOOM_OK)
                         return rc;
-                    g->static_bytes[pos->rank] += c.param_bytes + c.state_bytes;
+                    if (add_bytes(&g->static_bytes[pos->rank], c.param_bytes + c.state_bytes,
+                                  pos->rank, err) != LOOM_OK)
+                        return LOOM_EINVAL;
                 }
                 const loom_module *mod = &model->modules[sp->module];
                 int first = sp->first_layer == 0, last = sp->first_layer + sp->n_layers == mod->n_layers;
@@ -292,7 +306,8 @@ static int static_memory(build *b, loom_stage_graph *g, loom_error *err)
                     if (rc != LOOM_OK)
                         return rc;
                     int64_t share = (pbytes + sbytes) / ((first && last) ? 1 : 2);
-                    g->static_bytes[pos->rank] += share;
+                    if (add_bytes(&g->static_bytes[pos->rank], share, pos->rank, err) != LOOM_OK)
+                        return LOOM_EINVAL;
                 }
             }
         }

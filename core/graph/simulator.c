@@ -112,7 +112,8 @@ const char *loom_stage_name(const loom_stage_graph *g, int32_t stage,
     return buf;
 }
 
-/* Every stage exactly once, each in its own rank's list. */
+/* Offsets in range first (nothing is read through them before), then
+ * every stage exactly once, each in its own rank's list. */
 static int validate(loom_sim_scratch *s, const loom_stage_graph *g,
                     const loom_schedule *sched, loom_error *err)
 {
@@ -120,6 +121,16 @@ static int validate(loom_sim_scratch *s, const loom_stage_graph *g,
         return loom_set_error(err, LOOM_EINVAL,
                               "schedule has %d ranks, the stage graph %d",
                               sched->n_ranks, g->n_ranks);
+    if (!sched->rank_off || !sched->order)
+        return loom_set_error(err, LOOM_EINVAL, "schedule has no rank_off or order array");
+    for (int32_t r = 0; r < g->n_ranks; r++)
+        if (sched->rank_off[r] < 0 || sched->rank_off[r] > sched->rank_off[r + 1] ||
+            sched->rank_off[r + 1] > g->n_stages)
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "schedule: rank_off[%d..%d] = %d..%d, expected "
+                                  "non-decreasing offsets in 0..%d",
+                                  r, r + 1, sched->rank_off[r], sched->rank_off[r + 1],
+                                  g->n_stages);
     if (sched->rank_off[0] != 0 || sched->rank_off[g->n_ranks] != g->n_stages)
         return loom_set_error(err, LOOM_EINVAL,
                               "schedule holds %d stages, the stage graph %d",

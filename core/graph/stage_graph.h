@@ -60,6 +60,11 @@ int loom_sim_run(loom_sim_scratch *scratch, const loom_stage_graph *g,
  * found and LOOM_METRICS_SIZE_V1 when it is too small (LOOM_EINVAL: NULL). */
 int loom_metrics_check(const loom_metrics *m, const char *who, loom_error *err);
 
+/* A digest of the graph's read-only content (shape, durations, memory,
+ * edges, policy options and choices, static bytes, cap), to detect a
+ * plugin writing into a graph it was given as const (graph_digest.c). */
+uint64_t loom_graph_digest(const loom_stage_graph *g);
+
 /* Convenience: a fresh scratch for one call. */
 int loom_simulate(const loom_stage_graph *g, const loom_schedule *s,
                   loom_metrics *m, loom_error *err);

@@ -45,8 +45,9 @@ extern volatile int loom_interrupted;
 int loom_plugin_status(int rc);
 
 /* Names plugin `plugin_id` in err ("plugin <id>: ...", unless the message
- * already names it) and sets its code to loom_plugin_status(rc); returns
- * that code. */
+ * already names it or another plugin: the innermost failing plugin is the
+ * one to blame) and sets its code to loom_plugin_status(rc); returns that
+ * code. */
 int loom_plugin_fail(loom_error *err, int rc, const char *plugin_id);
 
 #endif

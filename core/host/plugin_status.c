@@ -26,7 +26,10 @@ int loom_plugin_fail(loom_error *err, int rc, const char *plugin_id)
     int code = loom_plugin_status(rc);
     if (!err)
         return code;
-    if (!strstr(err->message, plugin_id))
+    err->message[sizeof err->message - 1] = 0; /* a plugin may have filled it all */
+    /* A message that already names a plugin comes from the plugin that
+     * failed first (an interleaver under a ranker's search): keep it. */
+    if (!strstr(err->message, plugin_id) && strncmp(err->message, "plugin ", 7) != 0)
         loom_error_prefix_plugin(err, plugin_id);
     err->code = code;
     return code;

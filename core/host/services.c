@@ -56,6 +56,51 @@ static const loom_evaluator_service evaluator_forward_v1 = {
 
 /* ---- the cost model ----------------------------------------------------- */
 
+/* 1 when t is a finite time in 0..LOOM_MAX_PLUGIN_MS. */
+static int good_ms(double t)
+{
+    return t >= 0 && t <= LOOM_MAX_PLUGIN_MS;
+}
+
+/* 1 when b is a byte count in 0..LOOM_MAX_PLUGIN_BYTES. */
+static int good_bytes(int64_t b)
+{
+    return b >= 0 && b <= LOOM_MAX_PLUGIN_BYTES;
+}
+
+int loom_check_layer_cost(const loom_layer_cost *c, const char *plugin_id, int32_t module,
+                          int32_t layer, loom_error *err)
+{
+    const char *bad = !good_ms(c->forward_ms)              ? "forward_ms"
+                      : !good_ms(c->input_grad_ms)         ? "input_grad_ms"
+                      : !good_ms(c->weight_grad_ms)        ? "weight_grad_ms"
+                      : !good_ms(c->recompute_ms)          ? "recompute_ms"
+                      : !(c->flops >= 0 && c->flops < 1e30) ? "flops"
+                                                             : NULL;
+    if (bad) {
+        double v = !strcmp(bad, "forward_ms")      ? c->forward_ms
+                   : !strcmp(bad, "input_grad_ms")  ? c->input_grad_ms
+                   : !strcmp(bad, "weight_grad_ms") ? c->weight_grad_ms
+                   : !strcmp(bad, "recompute_ms")   ? c->recompute_ms
+                                                    : c->flops;
+        return loom_set_error(err, LOOM_EPLUGIN,
+                              "plugin %s: module %d layer %d: %s is %g, expected a finite "
+                              "number in 0..%g",
+                              plugin_id, module, layer, bad, v,
+                              !strcmp(bad, "flops") ? 1e30 : LOOM_MAX_PLUGIN_MS);
+    }
+    const char *name[4] = {"activation_bytes", "transient_bytes", "param_bytes", "state_bytes"};
+    int64_t v[4] = {c->activation_bytes, c->transient_bytes, c->param_bytes, c->state_bytes};
+    for (int i = 0; i < 4; i++)
+        if (!good_bytes(v[i]))
+            return loom_set_error(err, LOOM_EPLUGIN,
+                                  "plugin %s: module %d layer %d: %s is %lld, expected 0..%lld "
+                                  "(1 TiB per GPU)",
+                                  plugin_id, module, layer, name[i], (long long)v[i],
+                                  (long long)LOOM_MAX_PLUGIN_BYTES);
+    return LOOM_OK;
+}
+
 /* The cost-model step of the pipeline `ctx` belongs to. */
 static loom_step *cost_step(loom_ctx *ctx, loom_error *err)
 {
@@ -82,12 +127,7 @@ int loom_cost_estimate(loom_ctx *ctx, int32_t module, int32_t layer,
     loom_mark_step(pl, caller);
     if (rc != LOOM_OK)
         return loom_plugin_fail(err, rc, st->ctx.plugin_id);
-    if (!(out->forward_ms >= 0) || !(out->input_grad_ms >= 0) || !(out->weight_grad_ms >= 0) ||
-        !(out->recompute_ms >= 0) || out->activation_bytes < 0)
-        return loom_set_error(err, LOOM_EPLUGIN,
-                              "plugin %s: returned a negative or NaN cost for module %d layer %d",
-                              st->ctx.plugin_id, module, layer);
-    return LOOM_OK;
+    return loom_check_layer_cost(out, st->ctx.plugin_id, module, layer, err);
 }
 
 int loom_cost_module_extra(loom_ctx *ctx, int32_t module, int32_t tp,
@@ -102,7 +142,16 @@ int loom_cost_module_extra(loom_ctx *ctx, int32_t module, int32_t tp,
         return LOOM_OK;
     int rc = st->vt.cost_model.module_extra(st->instance, ctx->pipeline->problem, module, tp,
                                             param_bytes, state_bytes, err);
-    return rc == LOOM_OK ? rc : loom_plugin_fail(err, rc, st->ctx.plugin_id);
+    if (rc != LOOM_OK)
+        return loom_plugin_fail(err, rc, st->ctx.plugin_id);
+    if (*param_bytes < 0 || *param_bytes > LOOM_MAX_PLUGIN_BYTES || *state_bytes < 0 ||
+        *state_bytes > LOOM_MAX_PLUGIN_BYTES)
+        return loom_set_error(err, LOOM_EPLUGIN,
+                              "plugin %s: module_extra for module %d returned param_bytes %lld "
+                              "and state_bytes %lld, expected 0..%lld each",
+                              st->ctx.plugin_id, module, (long long)*param_bytes,
+                              (long long)*state_bytes, (long long)LOOM_MAX_PLUGIN_BYTES);
+    return LOOM_OK;
 }
 
 int loom_cost_p2p_ms(loom_ctx *ctx, const loom_p2p_link *link, double bytes, double *ms,

@@ -12,6 +12,18 @@
 extern const loom_simulator_service loom_simulator_service_v1;
 extern const loom_cost_service loom_cost_service_v1;
 
+/* What the host accepts from a cost model: times in 0..LOOM_MAX_PLUGIN_MS
+ * (finite), byte counts in 0..LOOM_MAX_PLUGIN_BYTES per layer and GPU. With
+ * these bounds every sum the core forms over a stage graph fits int64. */
+#define LOOM_MAX_PLUGIN_MS 1e12
+#define LOOM_MAX_PLUGIN_BYTES ((int64_t)1 << 40)
+
+/* LOOM_OK when every member of a cost model's answer is in bounds, else
+ * LOOM_EPLUGIN naming the plugin, the layer, the member, its value and
+ * the bounds. */
+int loom_check_layer_cost(const loom_layer_cost *c, const char *plugin_id, int32_t module,
+                          int32_t layer, loom_error *err);
+
 /* Every engine evaluator starts with this header, so the host can forward
  * a call on one without knowing the engine (loom_host_api.service). */
 typedef struct loom_evaluator_head {

@@ -1,0 +1,39 @@
+/* graph_digest.c - a 64-bit digest of what plugins must not change in a
+ * stage graph, so the engine can tell when one wrote into it. */
+#include <string.h>
+#include "stage_graph.h"
+
+/* FNV-1a over n bytes at p (NULL: nothing), continuing from h. */
+static uint64_t mix(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    if (!p)
+        return h;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+uint64_t loom_graph_digest(const loom_stage_graph *g)
+{
+    size_t n = (size_t)g->n_stages, e = (size_t)g->n_edges, r = (size_t)g->n_ranks;
+    size_t opts = (size_t)g->n_layer_entries * LOOM_POLICY_COUNT;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    h = mix(h, &g->n_stages, sizeof g->n_stages);
+    h = mix(h, g->rank, n * sizeof *g->rank);
+    h = mix(h, g->kind, n * sizeof *g->kind);
+    h = mix(h, g->group, n * sizeof *g->group);
+    h = mix(h, g->pair, n * sizeof *g->pair);
+    h = mix(h, g->duration_ms, n * sizeof *g->duration_ms);
+    h = mix(h, g->mem_delta_bytes, n * sizeof *g->mem_delta_bytes);
+    h = mix(h, g->pred_off, (n + 1) * sizeof *g->pred_off);
+    h = mix(h, g->pred, e * sizeof *g->pred);
+    h = mix(h, g->pred_p2p_ms, e * sizeof *g->pred_p2p_ms);
+    h = mix(h, g->static_bytes, r * sizeof *g->static_bytes);
+    h = mix(h, g->layer_options, opts * sizeof *g->layer_options);
+    h = mix(h, g->layer_policy, (size_t)g->n_layer_entries * sizeof *g->layer_policy);
+    h = mix(h, &g->memory_cap_bytes, sizeof g->memory_cap_bytes);
+    return h;
+}
