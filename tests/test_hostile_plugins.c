@@ -32,6 +32,7 @@ static void expect_plugin_error(const char *planner, const char *param,
 
 #define INTER "tests/fixtures/planners/hostile-inter.json"
 #define COST "tests/fixtures/planners/hostile-cost.json"
+#define MEM "tests/fixtures/planners/hostile-mem.json"
 
 START_TEST(well_behaved_fixtures_plan)
 {
@@ -110,6 +111,17 @@ START_TEST(cost_bytes_out_of_range)
 }
 END_TEST
 
+START_TEST(memory_tuner_outputs)
+{
+    static const char *const pol[] = {"plugin fixture.hostile-mem: chose policy 200 for layer "
+                                      "entry 0, expected 0..", NULL};
+    expect_plugin_error(MEM, "memory_tuner.mode=bad-policy", pol);
+    static const char *const wr[] = {"plugin fixture.hostile-mem: wrote into the stage graph "
+                                     "it was given read-only", NULL};
+    expect_plugin_error(MEM, "memory_tuner.mode=write-graph", wr);
+}
+END_TEST
+
 static Suite *hostile_suite(void)
 {
     Suite *s = suite_create("hostile_plugins");
@@ -123,6 +135,7 @@ static Suite *hostile_suite(void)
     tcase_add_test(tc, error_message_without_nul);
     tcase_add_test(tc, cost_not_finite);
     tcase_add_test(tc, cost_bytes_out_of_range);
+    tcase_add_test(tc, memory_tuner_outputs);
     suite_add_tcase(s, tc);
     return s;
 }
