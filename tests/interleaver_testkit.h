@@ -1,13 +1,15 @@
 /* interleaver_testkit.h - what the interleaver plugins' Check suites share
- * (tests only): stage-times graphs, running a static interleaver twin on a
- * mock host, and checking and simulating its schedule. */
+ * (tests only): stage-times graphs (the graph kit), running a static
+ * interleaver twin on a mock host, and checking and simulating its
+ * schedule (the core's simulator, stage_graph.h). */
 #ifndef LOOM_INTERLEAVER_TESTKIT_H
 #define LOOM_INTERLEAVER_TESTKIT_H
 
 #include <stdlib.h>
 #include <string.h>
 #include <loom/mock_host.h>
-#include "engine_api.h"
+#include <loom/kits/graph.h>
+#include "stage_graph.h"
 #include "testutil.h"
 
 #define IK_MAX_POS 64

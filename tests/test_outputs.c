@@ -23,7 +23,7 @@ typedef struct fixture {
     loom_plan plan;
 } fixture;
 
-/* Stage ids of a stage-times graph with V = 1 (see graph_stage_times.c):
+/* Stage ids of a stage-times graph with V = 1 (see sdk/kits/graph/graph_stage_times.c):
  * stages per microbatch, and the ids of F and of B (or I; W = I + 1) of
  * microbatch mb at position s. */
 static int32_t per_mb(int P, int split)

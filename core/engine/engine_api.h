@@ -1,6 +1,7 @@
 /*
  * engine_api.h - the core's planning internals: stage graphs, schedules,
- * the simulator, graph construction and the evaluator (not installed).
+ * the simulator (stage_graph.h), graph construction and the evaluator (not
+ * installed).
  *
  * Ownership: every *_new / *_from_* returns memory the caller frees with
  * the matching *_free. Units: milliseconds, bytes.
@@ -15,13 +16,8 @@
 #include "shape.h"
 #include "stage_graph.h"
 
-/* ---- graph construction (graph_stage_times.c, graph_build.c) ------------ */
-
-/* Stage-times problem -> one flow of P*V positions, position s on rank
- * s % P; split_backward forces I + W stages (from backward_ms when only
- * that is given: I = W = B/2). */
-int loom_graph_from_stage_times(const loom_stage_times *st, int split_backward,
-                                loom_stage_graph **out, loom_error *err);
+/* ---- graph construction (graph_build.c; stage-times graphs come from
+ * the graph kit's loom_graph_from_stage_times) ----------------------------- */
 
 struct loom_pipeline;
 /* Partition -> stage graph, costing every stage with the pipeline's cost

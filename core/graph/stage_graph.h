@@ -1,46 +1,18 @@
 /*
- * stage_graph.h - the stage graph's storage and the simulator that
- * replays per-rank orders over it (not installed).
+ * stage_graph.h - the simulator that replays per-rank orders over a stage
+ * graph (not installed). The graph's storage and construction are the
+ * graph kit's (<loom/kits/graph.h>, sdk/kits/graph), included here.
  *
- * Ownership: every *_new / *_alloc / *_clone returns memory the caller
- * frees with the matching *_free. Units: milliseconds, bytes.
+ * Ownership: every *_new returns memory the caller frees with the
+ * matching *_free. Units: milliseconds, bytes.
  */
 #ifndef LOOM_STAGE_GRAPH_H
 #define LOOM_STAGE_GRAPH_H
 
 #include <stdio.h>
 #include <loom/loom.h>
+#include <loom/kits/graph.h>
 #include "base.h"
-
-/* ---- stage graph storage (graph.c) ------------------------------------- */
-
-/* Allocates a graph with room for the given counts (n_entries: layer
- * entries carrying memory-policy options); every array zeroed,
- * pair_weight set to -1, memory_cap_bytes 0. */
-loom_stage_graph *loom_graph_alloc(int32_t n_stages, int32_t n_edges,
-                                   int32_t n_ranks, int32_t n_groups,
-                                   int32_t n_pairs, int32_t n_entries);
-void loom_graph_free(loom_stage_graph *g);
-
-/* Deep copy (a finished plan owns one). */
-loom_stage_graph *loom_graph_clone(const loom_stage_graph *g);
-
-/* Sets every pair's stage durations and memory deltas to the sums of its
- * layer entries' options under their chosen policies (layer_policy). */
-void loom_graph_apply_policies(loom_stage_graph *g);
-
-/* Recomputation time per rank under the chosen policies: for every pair,
- * its entries' forward + backward time minus the same under policy NONE,
- * charged to the rank of the pair's stages. per_rank_ms has n_ranks
- * entries; every one is written. */
-void loom_graph_recompute_ms(const loom_stage_graph *g, double *per_rank_ms);
-
-/* Checks structural invariants: ids in range, edges acyclic, every pair
- * well formed. LOOM_EINVAL naming the first problem. */
-int loom_graph_check(const loom_stage_graph *g, loom_error *err);
-
-loom_schedule *loom_schedule_new(int32_t n_ranks, int32_t n_stages);
-void loom_schedule_free(loom_schedule *s);
 
 /* ---- simulator (simulator.c) -------------------------------------------- */
 

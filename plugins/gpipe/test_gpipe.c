@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <loom/mock_host.h>
-#include "engine_api.h"
+#include <loom/kits/graph.h>
+#include "stage_graph.h"
 #include "testutil.h"
 #include "interleaver_testkit.h"
 
@@ -25,57 +26,51 @@ static int32_t tf_id(int P, int f, int p, int mb, int back)
 static loom_stage_graph *two_flow_graph(int P, int M)
 {
     int32_t n = 4 * P * M;
-    int32_t n_edges = M * 2 * (2 * (P - 1) + 1) + M * 2;
-    loom_stage_graph *g = loom_graph_alloc(n, n_edges, P, 2 * M, 2 * P * M,
-                                           2 * P * M);
-    ck_assert_ptr_nonnull(g);
-    g->n_microbatches = M;
-    int32_t e = 0;
+    loom_graph_builder *b = loom_graph_builder_new(P);
+    ck_assert_ptr_nonnull(b);
     for (int32_t v = 0; v < n; v++) {
         int p = v % P, back = (v / P) % 2, f = (v / (2 * P)) % 2;
         int mb = v / (4 * P);
-        g->rank[v] = p;
-        g->kind[v] = back ? LOOM_STAGE_B : LOOM_STAGE_F;
-        g->module[v] = f;
-        g->flow[v] = f;
-        g->position[v] = p;
-        g->microbatch[v] = mb;
-        g->group[v] = mb * 2 + f;
-        g->pair[v] = (mb * 2 + f) * P + p;
-        g->pred_off[v] = e;
+        loom_graph_stage st;
+        memset(&st, 0, sizeof st);
+        st.rank = p;
+        st.kind = back ? LOOM_STAGE_B : LOOM_STAGE_F;
+        st.module = f;
+        st.flow = f;
+        st.position = p;
+        st.microbatch = mb;
+        st.group = mb * 2 + f;
+        st.pair = (mb * 2 + f) * P + p;
+        ck_assert_int_eq(loom_graph_builder_add_stage(b, &st), v);
         if (!back) {
-            g->pair_forward[g->pair[v]] = v;
             if (p > 0)
-                g->pred[e++] = tf_id(P, f, p - 1, mb, 0);
+                loom_graph_builder_add_edge(b, tf_id(P, f, p - 1, mb, 0), v, 0);
             else if (f == 0)
-                g->pred[e++] = tf_id(P, 1, P - 1, mb, 0);
+                loom_graph_builder_add_edge(b, tf_id(P, 1, P - 1, mb, 0), v, 0);
         } else {
-            g->pair_backward[g->pair[v]] = v;
             if (p < P - 1)
-                g->pred[e++] = tf_id(P, f, p + 1, mb, 1);
+                loom_graph_builder_add_edge(b, tf_id(P, f, p + 1, mb, 1), v, 0);
             else
-                g->pred[e++] = tf_id(P, f, P - 1, mb, 0);
+                loom_graph_builder_add_edge(b, tf_id(P, f, P - 1, mb, 0), v, 0);
             if (p == P - 1 && f == 1)
-                g->pred[e++] = tf_id(P, 0, 0, mb, 1);
+                loom_graph_builder_add_edge(b, tf_id(P, 0, 0, mb, 1), v, 0);
         }
     }
-    g->pred_off[n] = e;
-    g->n_edges = e;
-    for (int32_t grp = 0; grp < 2 * M; grp++) {
-        g->group_flow[grp] = grp % 2;
-        g->group_microbatch[grp] = grp / 2;
-    }
-    for (int32_t pr = 0; pr < g->n_pairs; pr++) {
-        g->pair_layer_off[pr + 1] = pr + 1; /* one layer entry per pair */
+    for (int32_t pr = 0; pr < 2 * P * M; pr++) { /* one layer entry per pair */
+        loom_policy_option o[LOOM_POLICY_COUNT];
+        memset(o, 0, sizeof o);
         for (int pol = 0; pol < LOOM_POLICY_COUNT; pol++) {
-            loom_policy_option *o = &g->layer_options[pr * LOOM_POLICY_COUNT + pol];
-            o->forward_ms = 1.0;
-            o->backward_ms = 2.0;
-            o->activation_bytes = 1;
+            o[pol].forward_ms = 1.0;
+            o[pol].backward_ms = 2.0;
+            o[pol].activation_bytes = 1;
         }
+        loom_graph_builder_add_entry(b, pr, o);
     }
-    loom_graph_apply_policies(g);
+    loom_stage_graph *g = NULL;
     loom_error err = {0, ""};
+    ck_assert_msg(loom_graph_builder_finish(b, &g, &err) == LOOM_OK, "%s", err.message);
+    loom_graph_builder_free(b);
+    loom_graph_apply_policies(g);
     ck_assert_msg(loom_graph_check(g, &err) == LOOM_OK, "%s", err.message);
     return g;
 }

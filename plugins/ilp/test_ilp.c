@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_api.h"
+#include <loom/kits/graph.h>
+#include "stage_graph.h"
 #include "ilp.h"
 #include "testutil.h"
 

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <loom/mock_host.h>
-#include "engine_api.h"
+#include <loom/kits/graph.h>
+#include "stage_graph.h"
 #include <loom/sys/json.h>
 #include "testutil.h"
 #include <loom/mock_colocated.h>

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <loom/mock_host.h>
-#include "engine_api.h"
 #include <loom/sys/json.h>
 #include "testutil.h"
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <loom/mock_host.h>
-#include "engine_api.h"
+#include <loom/kits/graph.h>
 #include "testutil.h"
 
 const loom_plugin_info *loom_static_oobleck_instantiate(void);

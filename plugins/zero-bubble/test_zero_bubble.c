@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_api.h"
+#include <loom/kits/graph.h>
+#include "stage_graph.h"
 #include "testutil.h"
 
 const loom_plugin_info *loom_static_zero_bubble(void);

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <loom/kits/fixedpolicy.h>
 #include <loom/mock_host.h>
-#include "engine_api.h"
+#include <loom/kits/graph.h>
 #include "testutil.h"
 
 /* One rank, one microbatch, one pair of three layer entries with
@@ -15,25 +15,30 @@
  * {50, 20, 5}, {7, 9, 8}. */
 static loom_stage_graph *three_entries(void)
 {
-    loom_stage_graph *g = loom_graph_alloc(2, 1, 1, 1, 1, 3);
-    ck_assert_ptr_nonnull(g);
-    g->n_microbatches = 1;
-    g->kind[0] = LOOM_STAGE_F;
-    g->kind[1] = LOOM_STAGE_B;
-    g->pred_off[1] = 0;
-    g->pred_off[2] = 1;
-    g->pred[0] = 0;
-    g->pair_forward[0] = 0;
-    g->pair_backward[0] = 1;
-    g->pair_layer_off[1] = 3;
+    loom_graph_builder *b = loom_graph_builder_new(1);
+    ck_assert_ptr_nonnull(b);
+    loom_graph_stage st;
+    memset(&st, 0, sizeof st);
+    st.kind = LOOM_STAGE_F;
+    ck_assert_int_eq(loom_graph_builder_add_stage(b, &st), 0);
+    st.kind = LOOM_STAGE_B;
+    ck_assert_int_eq(loom_graph_builder_add_stage(b, &st), 1);
+    loom_graph_builder_add_edge(b, 0, 1, 0);
     static const int64_t bytes[3][3] = {{40, 30, 10}, {50, 20, 5}, {7, 9, 8}};
-    for (int e = 0; e < 3; e++)
+    for (int e = 0; e < 3; e++) {
+        loom_policy_option o[LOOM_POLICY_COUNT];
+        memset(o, 0, sizeof o);
         for (int p = 0; p < LOOM_POLICY_COUNT; p++) {
-            loom_policy_option *o = &g->layer_options[e * LOOM_POLICY_COUNT + p];
-            o->forward_ms = 1.0;
-            o->backward_ms = 2.0;
-            o->activation_bytes = bytes[e][p];
+            o[p].forward_ms = 1.0;
+            o[p].backward_ms = 2.0;
+            o[p].activation_bytes = bytes[e][p];
         }
+        loom_graph_builder_add_entry(b, 0, o);
+    }
+    loom_stage_graph *g = NULL;
+    loom_error err = {0, ""};
+    ck_assert_msg(loom_graph_builder_finish(b, &g, &err) == LOOM_OK, "%s", err.message);
+    loom_graph_builder_free(b);
     loom_graph_apply_policies(g);
     return g;
 }

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <loom/kits/listsched.h>
 #include <loom/mock_host.h>
-#include "engine_api.h"
+#include <loom/kits/graph.h>
 #include "testutil.h"
 
 START_TEST(heap_and_rank_queue_orders)

@@ -8,17 +8,17 @@
  * It follows the core graph builder's rules: a flow's first forward waits
  * for the last forward of each input flow (same microbatch); a flow's last
  * backward waits for its own last forward and the first backward of each
- * consumer flow. Test code only (static functions).
- * In-tree test code: it builds graphs and runs the simulator with the
- * core's internal engine API (engine_api.h) and Check (testutil.h), so it
- * is not installed with the SDK.
+ * consumer flow. Test code only (static functions), over the SDK and the
+ * graph kit (<loom/kits/graph.h>, link Loom::kit_graph) alone, so it is
+ * installed with the SDK.
  */
 #ifndef LOOM_MOCK_COLOCATED_H
 #define LOOM_MOCK_COLOCATED_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine_api.h"
+#include <loom/kits/graph.h>
 
 #define CO_TG_MAX_POS 64
 #define CO_TG_MAX_FLOWS 8
@@ -57,91 +57,80 @@ static int32_t co_tg_id(const co_tg_flow *fl, int32_t n_flows, int32_t mb,
 }
 
 /* Builds the graph of `n_flows` flows over `n_ranks` ranks, M
- * microbatches. Caller frees with loom_graph_free. */
+ * microbatches, with the graph kit's builder. Caller frees with
+ * loom_graph_free; NULL when the builder refuses the flows. */
 static loom_stage_graph *co_tg_build(const co_tg_flow *fl, int32_t n_flows,
                                      int32_t n_ranks, int32_t M)
 {
-    int32_t n_stages = 0, edges = 0, pairs = 0;
-    for (int32_t mb = 0; mb < M; mb++)
-        for (int32_t f = 0; f < n_flows; f++) {
-            if (!co_tg_runs(fl, f, mb))
-                continue;
-            n_stages += 2 * fl[f].n_pos;
-            pairs += fl[f].n_pos;
-            edges += 2 * (fl[f].n_pos - 1) + 1 + fl[f].n_inputs;
-            for (int32_t c = 0; c < n_flows; c++)
-                for (int32_t k = 0; k < fl[c].n_inputs; k++)
-                    edges += fl[c].inputs[k] == f;
-        }
-    loom_stage_graph *g = loom_graph_alloc(n_stages, edges, n_ranks, n_flows * M,
-                                           pairs, pairs);
-    g->n_microbatches = M;
-    g->group_pred = calloc((size_t)(n_flows * M * 4 + 1), sizeof(int32_t));
-    int32_t e = 0, ge = 0, pair = 0;
+    loom_graph_builder *b = loom_graph_builder_new(n_ranks);
+    if (!b)
+        return NULL;
+    int32_t pair = 0;
     for (int32_t mb = 0; mb < M; mb++)
         for (int32_t f = 0; f < n_flows; f++) {
             int32_t grp = mb * n_flows + f, n = fl[f].n_pos;
-            g->group_flow[grp] = f;
-            g->group_microbatch[grp] = mb;
-            g->group_pred_off[grp] = ge;
+            loom_graph_builder_set_group(b, grp, f, mb);
             for (int32_t k = 0; k < fl[f].n_inputs; k++)
                 if (co_tg_runs(fl, fl[f].inputs[k], mb))
-                    g->group_pred[ge++] = mb * n_flows + fl[f].inputs[k];
+                    loom_graph_builder_add_group_pred(b, grp, mb * n_flows + fl[f].inputs[k]);
             if (!co_tg_runs(fl, f, mb))
                 continue;
             for (int32_t k = 0; k < 2 * n; k++) {
                 int back = k >= n;
                 int32_t p = back ? n - 1 - (k - n) : k;
-                int32_t id = co_tg_id(fl, n_flows, mb, f, p, back);
                 int32_t pid = pair + p;
-                g->rank[id] = fl[f].rank[p];
-                g->kind[id] = back ? LOOM_STAGE_B : LOOM_STAGE_F;
-                g->module[id] = fl[f].module;
-                g->flow[id] = f;
-                g->position[id] = p;
-                g->microbatch[id] = mb;
-                g->group[id] = grp;
-                g->pair[id] = pid;
-                g->duration_ms[id] = back ? fl[f].b_ms[p] : fl[f].f_ms[p];
-                g->mem_delta_bytes[id] = back ? -1 : 1;
-                g->pred_off[id] = e;
+                loom_graph_stage st;
+                memset(&st, 0, sizeof st);
+                st.rank = fl[f].rank[p];
+                st.kind = back ? LOOM_STAGE_B : LOOM_STAGE_F;
+                st.pair = pid;
+                st.group = grp;
+                st.module = fl[f].module;
+                st.flow = f;
+                st.position = p;
+                st.microbatch = mb;
+                st.duration_ms = back ? fl[f].b_ms[p] : fl[f].f_ms[p];
+                st.mem_delta_bytes = back ? -1 : 1;
+                int32_t id = loom_graph_builder_add_stage(b, &st); /* co_tg_id(.., p, back) */
                 if (!back) {
-                    g->pair_forward[pid] = id;
-                    g->pair_layer_off[pid] = pid;
-                    g->pair_layer_off[pid + 1] = pid + 1;
+                    loom_policy_option o[LOOM_POLICY_COUNT];
+                    memset(o, 0, sizeof o);
                     for (int q = 0; q < LOOM_POLICY_COUNT; q++) {
-                        loom_policy_option *o = &g->layer_options[pid * LOOM_POLICY_COUNT + q];
-                        o->forward_ms = fl[f].f_ms[p];
-                        o->backward_ms = fl[f].b_ms[p];
-                        o->activation_bytes = 1;
+                        o[q].forward_ms = fl[f].f_ms[p];
+                        o[q].backward_ms = fl[f].b_ms[p];
+                        o[q].activation_bytes = 1;
                     }
+                    loom_graph_builder_add_entry(b, pid, o);
                     if (p > 0)
-                        g->pred[e++] = id - 1;
+                        loom_graph_builder_add_edge(b, id - 1, id, 0);
                     else
                         for (int32_t k2 = 0; k2 < fl[f].n_inputs; k2++) {
                             int32_t in = fl[f].inputs[k2];
                             if (co_tg_runs(fl, in, mb))
-                                g->pred[e++] = co_tg_id(fl, n_flows, mb, in,
-                                                        fl[in].n_pos - 1, 0);
+                                loom_graph_builder_add_edge(
+                                    b, co_tg_id(fl, n_flows, mb, in, fl[in].n_pos - 1, 0), id, 0);
                         }
                 } else {
-                    g->pair_backward[pid] = id;
                     if (p == n - 1) {
-                        g->pred[e++] = co_tg_id(fl, n_flows, mb, f, p, 0);
+                        loom_graph_builder_add_edge(b, co_tg_id(fl, n_flows, mb, f, p, 0), id, 0);
                         for (int32_t c = 0; c < n_flows; c++)
                             for (int32_t k2 = 0; k2 < fl[c].n_inputs; k2++)
                                 if (fl[c].inputs[k2] == f && co_tg_runs(fl, c, mb))
-                                    g->pred[e++] = co_tg_id(fl, n_flows, mb, c, 0, 1);
+                                    loom_graph_builder_add_edge(
+                                        b, co_tg_id(fl, n_flows, mb, c, 0, 1), id, 0);
                     } else {
-                        g->pred[e++] = co_tg_id(fl, n_flows, mb, f, p + 1, 1);
+                        loom_graph_builder_add_edge(b, co_tg_id(fl, n_flows, mb, f, p + 1, 1),
+                                                    id, 0);
                     }
                 }
             }
             pair += n;
         }
-    g->group_pred_off[n_flows * M] = ge;
-    g->pred_off[n_stages] = e;
-    g->n_edges = e;
+    loom_stage_graph *g = NULL;
+    loom_error err = {0, ""};
+    if (loom_graph_builder_finish(b, &g, &err) != LOOM_OK)
+        fprintf(stderr, "co_tg_build: %s\n", err.message);
+    loom_graph_builder_free(b);
     return g;
 }
 

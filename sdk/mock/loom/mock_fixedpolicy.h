@@ -3,11 +3,15 @@
  * "full-recompute"), included once by each plugin's test after it defines
  * POLICY (the policy every entry must get), STATIC_INFO (the plugin's
  * static twin) and NAME (its name in messages and manifests).
- * In-tree test code: it uses the core's internal engine API and JSON
- * helpers (engine_api.h, json_util.h, which the including suite includes
- * first) and Check (testutil.h), so it is not installed with the SDK. */
+ * In-tree test code: it builds graphs with the graph kit
+ * (<loom/kits/graph.h>) but reads the manifest with libloom's JSON
+ * helpers (<loom/sys/json.h>, which the including suite includes first)
+ * and defines the suite's main() with Check (testutil.h), so it is not
+ * installed with the SDK. */
 #ifndef LOOM_MOCK_FIXEDPOLICY_H
 #define LOOM_MOCK_FIXEDPOLICY_H
+
+#include <loom/kits/graph.h>
 
 /* A P x M stage-times graph, F = 1 ms, B = 2 ms, 1 byte per activation. */
 static loom_stage_graph *st_graph(int P, int M)
@@ -120,25 +124,30 @@ END_TEST
 START_TEST(sums_layer_entries_of_a_pair)
 {
     /* one rank, one pair of two layer entries: frugal bytes 10 + 5 */
-    loom_stage_graph *g = loom_graph_alloc(2, 1, 1, 1, 1, 2);
-    ck_assert_ptr_nonnull(g);
-    g->n_microbatches = 1;
-    g->kind[0] = LOOM_STAGE_F;
-    g->kind[1] = LOOM_STAGE_B;
-    g->pred_off[1] = 0;
-    g->pred_off[2] = 1;
-    g->pred[0] = 0;
-    g->pair_forward[0] = 0;
-    g->pair_backward[0] = 1;
-    g->pair_layer_off[1] = 2;
+    loom_graph_builder *b = loom_graph_builder_new(1);
+    ck_assert_ptr_nonnull(b);
+    loom_graph_stage st;
+    memset(&st, 0, sizeof st);
+    st.kind = LOOM_STAGE_F;
+    ck_assert_int_eq(loom_graph_builder_add_stage(b, &st), 0);
+    st.kind = LOOM_STAGE_B;
+    ck_assert_int_eq(loom_graph_builder_add_stage(b, &st), 1);
+    loom_graph_builder_add_edge(b, 0, 1, 0);
     static const int64_t bytes[2][3] = {{40, 30, 10}, {50, 20, 5}};
-    for (int e = 0; e < 2; e++)
+    for (int e = 0; e < 2; e++) {
+        loom_policy_option o[LOOM_POLICY_COUNT];
+        memset(o, 0, sizeof o);
         for (int p = 0; p < LOOM_POLICY_COUNT; p++) {
-            loom_policy_option *o = &g->layer_options[e * LOOM_POLICY_COUNT + p];
-            o->forward_ms = 1.0;
-            o->backward_ms = 2.0;
-            o->activation_bytes = bytes[e][p];
+            o[p].forward_ms = 1.0;
+            o[p].backward_ms = 2.0;
+            o[p].activation_bytes = bytes[e][p];
         }
+        loom_graph_builder_add_entry(b, 0, o);
+    }
+    loom_stage_graph *g = NULL;
+    loom_error berr = {0, ""};
+    ck_assert_msg(loom_graph_builder_finish(b, &g, &berr) == LOOM_OK, "%s", berr.message);
+    loom_graph_builder_free(b);
     loom_graph_apply_policies(g);
     g->static_bytes[0] = 100;
     uint8_t pol[2];

@@ -5,9 +5,10 @@
  * per-layer memory options, 1F1B / GPipe orders, a simulator service for
  * the mock host, and checks of a tuner's result against the core
  * simulator. Header-only (static inline) so each suite compiles its own.
- * In-tree test code: it builds graphs and runs the simulator with the
- * core's internal engine API (engine_api.h) and Check (testutil.h), so it
- * is not installed with the SDK.
+ * In-tree test code: it builds graphs with the graph kit
+ * (<loom/kits/graph.h>) but runs the core's internal simulator
+ * (stage_graph.h) and uses Check through testutil.h, so it is not
+ * installed with the SDK.
  *
  * Ownership: graphs and schedules returned here are freed with
  * loom_graph_free / loom_schedule_free.
@@ -20,7 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_api.h"
+#include <loom/kits/graph.h>
+#include "stage_graph.h"
 #include "testutil.h"
 
 /* The core simulator as a "loom.simulator" service table. */
@@ -61,15 +63,8 @@ static inline loom_stage_graph *mtt_chain(int P, int M, int E, int split,
 {
     int per = P * (split ? 3 : 2);
     int32_t n = M * per;
-    int32_t edges = M * ((P - 1) + 1 + (P - 1) + (split ? P : 0));
-    loom_stage_graph *g = loom_graph_alloc(n, edges, P, M, M * P, M * P * E);
-    ck_assert_ptr_nonnull(g);
-    g->n_microbatches = M;
-    int32_t e = 0;
-    for (int mb = 0; mb < M; mb++) {
-        g->group_flow[mb] = 0;
-        g->group_microbatch[mb] = mb;
-    }
+    loom_graph_builder *b = loom_graph_builder_new(P);
+    ck_assert_ptr_nonnull(b);
     for (int32_t v = 0; v < n; v++) {
         int mb = v / per, i = v % per, pos, kind;
         if (i < P) {
@@ -82,40 +77,33 @@ static inline loom_stage_graph *mtt_chain(int P, int M, int E, int split,
             pos = P - 1 - (i - P) / 2;
             kind = ((i - P) % 2) ? LOOM_STAGE_W : LOOM_STAGE_I;
         }
-        int32_t pair = mb * P + pos;
-        g->rank[v] = pos;
-        g->kind[v] = (uint8_t)kind;
-        g->module[v] = -1;
-        g->position[v] = pos;
-        g->microbatch[v] = mb;
-        g->group[v] = mb;
-        g->pair[v] = pair;
-        g->pred_off[v] = e;
+        loom_graph_stage stage;
+        memset(&stage, 0, sizeof stage);
+        stage.rank = pos;
+        stage.kind = kind;
+        stage.pair = mb * P + pos;
+        stage.group = mb;
+        stage.module = -1;
+        stage.position = pos;
+        stage.microbatch = mb;
+        ck_assert_int_eq(loom_graph_builder_add_stage(b, &stage), v);
         if (kind == LOOM_STAGE_F) {
-            g->pair_forward[pair] = v;
-            if (pos > 0) {
-                g->pred[e] = v - 1;
-                g->pred_p2p_ms[e++] = 0.25;
-            }
+            if (pos > 0)
+                loom_graph_builder_add_edge(b, v - 1, v, 0.25);
         } else if (kind == LOOM_STAGE_W) {
-            g->pair_weight[pair] = v;
-            g->pred[e] = v - 1;
-            g->pred_p2p_ms[e++] = 0;
+            loom_graph_builder_add_edge(b, v - 1, v, 0);
         } else {
-            g->pair_backward[pair] = v;
-            g->pred[e] = pos == P - 1 ? mtt_sid(P, split, mb, P - 1, 0)
-                                      : mtt_sid(P, split, mb, pos + 1, kind);
-            g->pred_p2p_ms[e++] = pos == P - 1 ? 0 : 0.25;
+            loom_graph_builder_add_edge(b,
+                                        pos == P - 1 ? mtt_sid(P, split, mb, P - 1, 0)
+                                                     : mtt_sid(P, split, mb, pos + 1, kind),
+                                        v, pos == P - 1 ? 0 : 0.25);
         }
     }
-    g->pred_off[n] = e;
-    g->n_edges = e;
     uint64_t st = seed;
     for (int32_t p = 0; p < M * P; p++) {
-        g->pair_layer_off[p] = p * E;
         for (int k = 0; k < E; k++) {
-            loom_policy_option *o =
-                &g->layer_options[(size_t)(p * E + k) * LOOM_POLICY_COUNT];
+            loom_policy_option o[LOOM_POLICY_COUNT];
+            memset(o, 0, sizeof o);
             double f = 1.0 + 3.0 * mtt_uniform(&st);
             int64_t bytes = 1000 + (int64_t)(9000 * mtt_uniform(&st));
             o[0].forward_ms = f;
@@ -131,9 +119,13 @@ static inline loom_stage_graph *mtt_chain(int P, int M, int E, int split,
                 (int64_t)((double)bytes * (0.05 + 0.15 * mtt_uniform(&st)));
             for (int q = 0; q < 3; q++)
                 o[q].weight_grad_ms = split ? f * 0.5 : 0.0;
+            loom_graph_builder_add_entry(b, p, o);
         }
     }
-    g->pair_layer_off[M * P] = M * P * E;
+    loom_stage_graph *g = NULL;
+    loom_error err = {0, ""};
+    ck_assert_msg(loom_graph_builder_finish(b, &g, &err) == LOOM_OK, "%s", err.message);
+    loom_graph_builder_free(b);
     loom_graph_apply_policies(g);
     return g;
 }

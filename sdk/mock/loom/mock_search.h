@@ -6,9 +6,10 @@
  * precedence, and a brute-force optimum over every valid assignment.
  *
  * Test-only code: static inline functions, included by one suite each.
- * In-tree test code: it builds graphs and runs the simulator with the
- * core's internal engine API (engine_api.h) and Check (testutil.h), so it
- * is not installed with the SDK.
+ * In-tree test code: it builds graphs with the graph kit
+ * (<loom/kits/graph.h>) but runs the core's internal simulator
+ * (stage_graph.h) and uses Check through testutil.h, so it is not
+ * installed with the SDK.
  */
 #ifndef LOOM_MOCK_SEARCH_H
 #define LOOM_MOCK_SEARCH_H
@@ -18,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_api.h"
+#include <loom/kits/graph.h>
+#include "stage_graph.h"
 #include "testutil.h"
 
 const loom_plugin_info *loom_static_dual_queue(void);

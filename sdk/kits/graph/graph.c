@@ -1,8 +1,9 @@
 /* graph.c - stage graph and schedule storage: allocation, copy, policy
- * application and structural checks. */
+ * application and structural checks (see <loom/kits/graph.h>). */
 #include <stdlib.h>
 #include <string.h>
-#include "stage_graph.h"
+#include <loom/kits/graph.h>
+#include "graph_priv.h"
 
 static void *zalloc(size_t n, size_t size)
 {
@@ -203,28 +204,77 @@ void loom_graph_recompute_ms(const loom_stage_graph *g, double *per_rank_ms)
 int loom_graph_check(const loom_stage_graph *g, loom_error *err)
 {
     if (g->n_stages < 0 || g->n_ranks <= 0)
-        return loom_set_error(err, LOOM_EINVAL, "stage graph: %d stages on %d ranks",
+        return gkit_set_error(err, LOOM_EINVAL, "stage graph: %d stages on %d ranks",
                               g->n_stages, g->n_ranks);
     for (int32_t s = 0; s < g->n_stages; s++) {
         if (g->rank[s] < 0 || g->rank[s] >= g->n_ranks)
-            return loom_set_error(err, LOOM_EINVAL,
+            return gkit_set_error(err, LOOM_EINVAL,
                                   "stage graph: stage %d on rank %d, expected 0..%d",
                                   s, g->rank[s], g->n_ranks - 1);
         if (g->group[s] < 0 || g->group[s] >= g->n_groups)
-            return loom_set_error(err, LOOM_EINVAL,
+            return gkit_set_error(err, LOOM_EINVAL,
                                   "stage graph: stage %d in group %d, expected 0..%d",
                                   s, g->group[s], g->n_groups - 1);
         if (!(g->duration_ms[s] >= 0))
-            return loom_set_error(err, LOOM_EINVAL,
+            return gkit_set_error(err, LOOM_EINVAL,
                                   "stage graph: stage %d has duration %g ms, expected >= 0",
                                   s, g->duration_ms[s]);
         for (int32_t e = g->pred_off[s]; e < g->pred_off[s + 1]; e++)
             if (g->pred[e] < 0 || g->pred[e] >= g->n_stages || g->pred[e] == s)
-                return loom_set_error(err, LOOM_EINVAL,
+                return gkit_set_error(err, LOOM_EINVAL,
                                       "stage graph: stage %d has predecessor %d",
                                       s, g->pred[e]);
     }
     return LOOM_OK;
+}
+
+int loom_graph_check_acyclic(const loom_stage_graph *g, loom_error *err)
+{
+    /* depth-first over predecessor edges; a predecessor still on the
+     * stack closes a cycle */
+    size_t n = (size_t)(g->n_stages > 0 ? g->n_stages : 0);
+    uint8_t *state = calloc(n ? n : 1, 1); /* 0 new, 1 on the stack, 2 done */
+    int32_t *stack = malloc((n ? n : 1) * sizeof *stack);
+    int32_t *next = malloc((n ? n : 1) * sizeof *next); /* next pred edge */
+    if (!state || !stack || !next) {
+        free(state);
+        free(stack);
+        free(next);
+        return gkit_set_error(err, LOOM_ENOMEM, "stage graph: out of memory");
+    }
+    int rc = LOOM_OK;
+    for (int32_t root = 0; root < g->n_stages && rc == LOOM_OK; root++) {
+        if (state[root])
+            continue;
+        int32_t top = 0;
+        stack[top++] = root;
+        state[root] = 1;
+        next[root] = g->pred_off[root];
+        while (top > 0) {
+            int32_t s = stack[top - 1];
+            if (next[s] == g->pred_off[s + 1]) {
+                state[s] = 2;
+                top--;
+                continue;
+            }
+            int32_t p = g->pred[next[s]++];
+            if (state[p] == 1) {
+                rc = gkit_set_error(err, LOOM_EINVAL,
+                                    "stage graph: the predecessors of stage %d lead back to "
+                                    "it (a cycle)", p);
+                break;
+            }
+            if (state[p] == 0) {
+                state[p] = 1;
+                next[p] = g->pred_off[p];
+                stack[top++] = p;
+            }
+        }
+    }
+    free(state);
+    free(stack);
+    free(next);
+    return rc;
 }
 
 loom_schedule *loom_schedule_new(int32_t n_ranks, int32_t n_stages)

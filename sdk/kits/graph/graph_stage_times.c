@@ -3,14 +3,15 @@
  * placement), every microbatch through every position forward and back. */
 #include <math.h>
 #include <stdlib.h>
-#include "engine_api.h"
+#include <loom/kits/graph.h>
+#include "graph_priv.h"
 
 int loom_graph_from_stage_times(const loom_stage_times *st, int split_backward,
                                 loom_stage_graph **out, loom_error *err)
 {
     int32_t P = st->ranks, V = st->virtual_stages, M = st->microbatches;
     if (P < 1 || V < 1 || M < 1)
-        return loom_set_error(err, LOOM_EINVAL,
+        return gkit_set_error(err, LOOM_EINVAL,
                               "stage-times: ranks, virtual_stages and microbatches must be >= 1");
     int32_t S = P * V;
     int split = split_backward || st->split_backward;
@@ -19,13 +20,13 @@ int loom_graph_from_stage_times(const loom_stage_times *st, int split_backward,
     /* edges per mb: F chain S-1, F->B 1, B chain S-1, W<-I S */
     int64_t n_edges = (int64_t)M * ((S - 1) + 1 + (S - 1) + (split ? S : 0));
     if (n_stages > 50000000 || n_edges > 100000000)
-        return loom_set_error(err, LOOM_EINVAL,
+        return gkit_set_error(err, LOOM_EINVAL,
                               "stage-times: %lld stages is more than Loom plans at once",
                               (long long)n_stages);
     loom_stage_graph *g = loom_graph_alloc((int32_t)n_stages, (int32_t)n_edges,
                                            P, M, M * S, M * S);
     if (!g)
-        return loom_set_error(err, LOOM_ENOMEM, "stage-times: out of memory");
+        return gkit_set_error(err, LOOM_ENOMEM, "stage-times: out of memory");
     g->n_microbatches = M;
     g->memory_cap_bytes = st->memory_cap_bytes;
 
