@@ -1,62 +1,50 @@
 /*
  * reverse.c - an example ranker plugin: candidate 0, segment groups in
  * reverse index order (the last microbatch runs first), optionally scored
- * once with the host's "loom.evaluator" service.
+ * once with the run's evaluator (loom_host_evaluator).
  *
  * Everything a plugin needs comes from <loom/loom.h> and the host table it
  * receives; it never links libloom. Shared helpers come from the SDK's
  * kits: here the search kit (<loom/kits/search.h>, CMake target
  * Loom::kit_search) turns an order of groups into priorities.
  */
-#include <string.h>
 #include <loom/loom.h>
 #include <loom/kits/search.h>
 
 typedef struct reverse_self {
-    const loom_host_api *host;
-    loom_ctx *ctx;
-    int evaluate; /* param "evaluate" */
+    loom_instance base; /* host and ctx: loom_instance_new fills them */
+    int evaluate;       /* param "evaluate" */
 } reverse_self;
 
-/* Creates one instance per pipeline step and reads the params. */
+/* Creates one instance per pipeline step and reads the params (the host
+ * supplies every declared param; manifest.json has the default). */
 static int reverse_create(const loom_host_api *host, loom_ctx *ctx,
                           void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
-    reverse_self *r = host->alloc(sizeof *r);
+    reverse_self *r = loom_instance_new(host, ctx, sizeof *r, err);
     if (!r)
-        return host->error(err, LOOM_ENOMEM, "reverse: out of memory");
-    r->host = host;
-    r->ctx = ctx;
-    /* the host supplies every declared param (manifest.json has the default) */
+        return LOOM_ENOMEM;
     int rc = loom_read_param_bool(host, ctx, "reverse", "evaluate", &r->evaluate, err);
-    if (rc != LOOM_OK) {
-        host->free(r);
-        return rc;
-    }
-    *self = r;
-    return LOOM_OK;
-}
-
-/* Releases an instance from reverse_create. */
-static void reverse_destroy(void *self)
-{
-    reverse_self *r = self;
-    if (r)
-        r->host->free(r);
+    if (rc != LOOM_OK)
+        loom_instance_free(r);
+    else
+        *self = r;
+    return rc;
 }
 
 /* Scores the chosen priorities once with the evaluator service. */
 static int reverse_score(reverse_self *r, const loom_stage_graph *g,
                          loom_ranking *out, loom_error *err)
 {
-    const loom_host_api *host = r->host;
-    const loom_evaluator_service *ev = loom_host_evaluator(host, r->ctx);
+    const loom_host_api *host = r->base.host;
+    loom_ctx *ctx = r->base.ctx;
+    const loom_evaluator_service *ev = loom_host_evaluator(host, ctx);
     if (!ev)
         return host->error(err, LOOM_ENOTFOUND, "reverse: service \"%s\" not available",
                            LOOM_SERVICE_EVALUATOR);
     loom_evaluator *e = NULL;
-    int rc = ev->create(r->ctx, g, &e, err);
+    int rc = ev->create(ctx, g, &e, err);
     if (rc != LOOM_OK)
         return rc;
     loom_metrics m = LOOM_METRICS_INIT;
@@ -67,7 +55,7 @@ static int reverse_score(reverse_self *r, const loom_stage_graph *g,
     out->best_makespan_ms = m.makespan_ms;
     out->evaluations = 1;
     if (LOOM_HOST_HAS(host, progress) && host->progress)
-        host->progress(r->ctx, m.makespan_ms, 1);
+        host->progress(ctx, m.makespan_ms, 1);
     return LOOM_OK;
 }
 
@@ -77,22 +65,23 @@ static int reverse_rank(void *self, const loom_stage_graph *const *graphs,
                         int32_t n_graphs, loom_ranking *out, loom_error *err)
 {
     reverse_self *r = self;
+    const loom_host_api *host = r->base.host;
     if (n_graphs < 1 || !graphs[0])
-        return r->host->error(err, LOOM_EINVAL, "reverse: no candidate graph");
+        return host->error(err, LOOM_EINVAL, "reverse: no candidate graph");
     const loom_stage_graph *g = graphs[0];
     if (out->cap_priorities < g->n_groups)
-        return r->host->error(err, LOOM_EINVAL,
-                              "reverse: room for %d priorities, graph has %d groups",
-                              out->cap_priorities, g->n_groups);
+        return host->error(err, LOOM_EINVAL,
+                           "reverse: room for %d priorities, graph has %d groups",
+                           out->cap_priorities, g->n_groups);
     int32_t n = g->n_groups;
-    int32_t *order = r->host->alloc((size_t)(n > 0 ? n : 1) * sizeof *order);
+    int32_t *order = host->alloc((size_t)(n > 0 ? n : 1) * sizeof *order);
     if (!order)
-        return r->host->error(err, LOOM_ENOMEM, "reverse: out of memory");
+        return host->error(err, LOOM_ENOMEM, "reverse: out of memory");
     for (int32_t k = 0; k < n; k++)
         order[k] = n - 1 - k;
     /* the search kit: the group in slot k of an order gets priority n - k */
     loom_sk_order_to_prio(order, n, out->priorities);
-    r->host->free(order);
+    host->free(order);
     out->candidate = 0;
     out->evaluations = 0;
     out->best_makespan_ms = -1;
@@ -101,17 +90,8 @@ static int reverse_rank(void *self, const loom_stage_graph *const *graphs,
 
 static const loom_ranker_vtable reverse_vtable = {
     {sizeof(loom_ranker_vtable), LOOM_RANKER_VERSION},
-    reverse_create, reverse_destroy, reverse_rank};
+    reverse_create, loom_instance_free, reverse_rank};
 
-/* The vtable for the "ranker" role; NULL for any other role. */
-static const loom_role_header *reverse_role(const char *role)
-{
-    return strcmp(role, LOOM_ROLE_RANKER) ? NULL : &reverse_vtable.header;
-}
-
-/* id and version must equal manifest.json's. */
-static const loom_plugin_info reverse_info = {
-    LOOM_PLUGIN_INFO_HEADER, "org.example.reverse", "1.0.0",
-    NULL, NULL, reverse_role};
-
-LOOM_PLUGIN_DEFINE(reverse, reverse_info);
+/* role(), the info struct (id and version equal manifest.json's) and the
+ * entry point, for a plugin with one role. */
+LOOM_PLUGIN_ONE_ROLE(reverse, "org.example.reverse", "1.0.0", LOOM_ROLE_RANKER, reverse_vtable);

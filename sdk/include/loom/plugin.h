@@ -14,6 +14,7 @@
 #ifndef LOOM_PLUGIN_H
 #define LOOM_PLUGIN_H
 
+#include <string.h>
 #include <loom/common.h>
 #include <loom/host.h>
 
@@ -88,6 +89,56 @@ typedef const loom_plugin_info *(*loom_plugin_entry_fn)(void);
 /* Fill an info struct's constant header. */
 #define LOOM_PLUGIN_INFO_HEADER                                                \
     sizeof(loom_plugin_info), LOOM_ABI_VERSION, LOOM_BUILD_SIGNATURE_INIT
+
+/* The whole handshake of a plugin with one role and no init/fini: a role()
+ * function returning `vtable` for `role_name` (a LOOM_ROLE_* string) and
+ * NULL for any other, the info struct with `id` and `version` (equal to
+ * manifest.json's), and LOOM_PLUGIN_DEFINE(name, ...). `vtable` is a role
+ * vtable object whose first member is its loom_role_header. */
+#define LOOM_PLUGIN_ONE_ROLE(name, id, version, role_name, vtable)             \
+    static const loom_role_header *loom_role_of_##name##_(const char *role)  \
+    {                                                                          \
+        return strcmp(role, role_name) ? NULL : &(vtable).header;              \
+    }                                                                          \
+    static const loom_plugin_info loom_info_of_##name##_ = {                 \
+        LOOM_PLUGIN_INFO_HEADER, id, version, NULL, NULL,                      \
+        loom_role_of_##name##_};                                               \
+    LOOM_PLUGIN_DEFINE(name, loom_info_of_##name##_)
+
+/* The usual start of an instance: the host table and the step's ctx. A
+ * plugin's instance struct begins with one (first member), so that
+ * loom_instance_new and loom_instance_free serve as its create/destroy
+ * plumbing. */
+typedef struct loom_instance {
+    const loom_host_api *host;
+    loom_ctx *ctx;
+} loom_instance;
+
+/* A zeroed instance of `bytes` (>= sizeof(loom_instance)) from host->alloc,
+ * its loom_instance header filled; NULL with LOOM_ENOMEM in err when out
+ * of memory. The caller owns it until loom_instance_free. */
+static inline void *loom_instance_new(const loom_host_api *host, loom_ctx *ctx, size_t bytes,
+                                      loom_error *err)
+{
+    loom_instance *in = (loom_instance *)host->alloc(bytes);
+    if (!in) {
+        host->error(err, LOOM_ENOMEM, "out of memory (%zu bytes)", bytes);
+        return NULL;
+    }
+    memset(in, 0, bytes);
+    in->host = host;
+    in->ctx = ctx;
+    return in;
+}
+
+/* Frees an instance from loom_instance_new (NULL allowed); fits a role
+ * vtable's destroy member. */
+static inline void loom_instance_free(void *self)
+{
+    loom_instance *in = (loom_instance *)self;
+    if (in)
+        in->host->free(in);
+}
 
 #ifdef __cplusplus
 }
