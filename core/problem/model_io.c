@@ -323,7 +323,8 @@ int loom_model_load(const char *spec, loom_model_data **out, loom_error *err)
     rc = loom_load_spec_json("model", spec, loom_model_preset_names(), &root, err);
     if (rc)
         return rc;
-    rc = parse_model(spec, root, out, err);
+    rc = loom_model_is_hf_config(root) ? loom_model_from_hf(spec, root, out, err)
+                                       : parse_model(spec, root, out, err);
     cJSON_Delete(root);
     return rc;
 }

@@ -52,6 +52,18 @@ typedef struct loom_model_desc {
 int loom_model_build(const char *file, const loom_model_desc *d,
                      loom_model_data **out, loom_error *err);
 
+/* ---- Hugging Face configs (hf_config.c) ------------------------------------ */
+
+/* 1 when root looks like a Hugging Face config.json (a model_type or
+ * architectures member and no "modules"). */
+int loom_model_is_hf_config(const cJSON *root);
+
+/* The model of a Hugging Face config.json (supported model_type values in
+ * docs/formats.md); an unknown one is LOOM_EINVAL naming model_type and the
+ * supported list. */
+int loom_model_from_hf(const char *file, const cJSON *root, loom_model_data **out,
+                       loom_error *err);
+
 /* ---- presets (presets.c) ------------------------------------------------- */
 
 /* Cluster defaults shared by cluster.json and the presets. */
