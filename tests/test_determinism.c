@@ -175,6 +175,68 @@ START_TEST(stage_times_problem_repeats)
 }
 END_TEST
 
+/* Deterministic mode (--evaluations N): every shipped planner manifest,
+ * searching or not, gives byte-identical outputs run after run. */
+START_TEST(every_shipped_manifest_repeats_in_evaluation_mode)
+{
+    static const char *const manifests[] = {
+        "cornstarch", "disttrain", "entrain", "gpipe", "megatron-1f1b",
+        "megatron-balanced", "oobleck", "optimus", "pipeweaver"};
+    for (size_t i = 0; i < sizeof manifests / sizeof manifests[0]; i++) {
+        char args[512];
+        snprintf(args, sizeof args,
+                 "--manifest '" LOOM_TEST_SOURCE_DIR "/examples/manifests/%s.json' "
+                 "--evaluations 60 --iterations 1 --seed 5",
+                 manifests[i]);
+        outdir a, b;
+        outdir_init(&a);
+        outdir_init(&b);
+        plan_into(&a, args);
+        plan_into(&b, args);
+        same_outputs(&a, &b, "");
+        outdir_done(&a);
+        outdir_done(&b);
+    }
+}
+END_TEST
+
+/* --evaluations N is the ranker's max_evaluations = N, deterministic, with
+ * the wall clock only as a safety cap: the same plan as those params. */
+START_TEST(evaluations_flag_equals_the_params)
+{
+    outdir a, b;
+    outdir_init(&a);
+    outdir_init(&b);
+    plan_into(&a, MCTS_ARGS " --iterations 1 --seed 9");
+    plan_into(&b, "--manifest '" LOOM_TEST_SOURCE_DIR "/examples/manifests/pipeweaver.json' "
+                  "--evaluations 120 --iterations 1 --seed 9");
+    same_outputs(&a, &b, "");
+    outdir_done(&a);
+    outdir_done(&b);
+}
+END_TEST
+
+/* "max_evaluations" in a planner manifest: the ranker's params as
+ * `loom validate` resolves them. */
+START_TEST(manifest_max_evaluations_sets_the_ranker)
+{
+    const char *m = loom_test_tmpfile(".json",
+        "{\"loom_planner\": 1, \"max_evaluations\": 50, \"pipeline\": ["
+        "{\"role\": \"cost_model\", \"use\": \"roofline\"},"
+        "{\"role\": \"partitioner\", \"use\": \"modality-aware\"},"
+        "{\"role\": \"ranker\", \"use\": \"mcts\", \"params\": {\"budget_ms\": 500}},"
+        "{\"role\": \"interleaver\", \"use\": \"dual-queue\"}]}");
+    char cmd[1024], *out = NULL;
+    snprintf(cmd, sizeof cmd, "LOOM_PLUGIN_PATH= '%s' validate '%s' 2>&1",
+             loom_test_bin("bin/loom"), m);
+    ck_assert_msg(loom_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, ": seed 1, max_evaluations 50 (deterministic), "));
+    ck_assert_ptr_nonnull(strstr(out, "budget_ms=60000 "));
+    ck_assert_ptr_nonnull(strstr(out, "deterministic=true max_evaluations=50"));
+    free(out);
+}
+END_TEST
+
 START_TEST(blanking_touches_only_plan_time)
 {
     char text[] = "{\"makespan_ms\": 12.5, \"plan_time_ms\": 1774.40192800015, \"x\": 1}";
@@ -194,6 +256,9 @@ static Suite *suite(void)
     tcase_add_test(tc, mcts_threads_do_not_change_the_plan);
     tcase_add_test(tc, generated_workload_and_default_pipeline_repeat);
     tcase_add_test(tc, stage_times_problem_repeats);
+    tcase_add_test(tc, every_shipped_manifest_repeats_in_evaluation_mode);
+    tcase_add_test(tc, evaluations_flag_equals_the_params);
+    tcase_add_test(tc, manifest_max_evaluations_sets_the_ranker);
     suite_add_tcase(s, tc);
     return s;
 }

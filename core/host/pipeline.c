@@ -106,6 +106,49 @@ static void index_roles(loom_pipeline *p)
     }
 }
 
+/* 1 when the plugin's manifest declares param `key`. */
+static const loom_param_spec *declared(const loom_plugin *pl, const char *key)
+{
+    for (int i = 0; i < pl->m.n_params; i++)
+        if (!strcmp(pl->m.params[i].name, key))
+            return &pl->m.params[i];
+    return NULL;
+}
+
+/* Deterministic mode for the ranker of step st: an evaluation budget of
+ * `evals` (its max_evaluations param), its wall-clock budget_ms raised to
+ * a safety cap (ten times the value, at least 60 s, within the manifest's
+ * bound) and deterministic = true, each where the ranker declares it. */
+static int evaluation_mode(loom_step *st, int64_t evals, const char *file, loom_error *err)
+{
+    char text[64];
+    int rc = LOOM_OK;
+    const loom_param_spec *spec = declared(st->plugin, "max_evaluations");
+    if (spec) {
+        snprintf(text, sizeof text, "%lld", (long long)evals);
+        rc = loom_params_set_from_string(&st->plugin->m, st->params, st->n_params,
+                                         "max_evaluations", text, err);
+    }
+    if (!rc && (spec = declared(st->plugin, "budget_ms"))) {
+        double now = 0;
+        for (int i = 0; i < st->n_params; i++)
+            if (!strcmp(st->params[i].name, "budget_ms"))
+                now = st->params[i].d;
+        double cap = now * 10 > 60000 ? now * 10 : 60000;
+        if (spec->has_max && cap > spec->max)
+            cap = spec->max;
+        snprintf(text, sizeof text, "%.0f", cap);
+        rc = loom_params_set_from_string(&st->plugin->m, st->params, st->n_params, "budget_ms",
+                                         text, err);
+    }
+    if (!rc && declared(st->plugin, "deterministic"))
+        rc = loom_params_set_from_string(&st->plugin->m, st->params, st->n_params,
+                                         "deterministic", "true", err);
+    if (rc)
+        return loom_error_prefix(err, rc, file);
+    return LOOM_OK;
+}
+
 /* Resolves the plugin and params of every step (no loading yet). */
 static int resolve_steps(loom_pipeline *p, const loom_planner_config *cfg,
                          loom_error *err)
@@ -121,6 +164,8 @@ static int resolve_steps(loom_pipeline *p, const loom_planner_config *cfg,
         snprintf(json_path, sizeof json_path, "%s.params", sc->path);
         int rc = loom_params_resolve(&st->plugin->m, sc->params, cfg->path, json_path,
                                      &st->params, &st->n_params, err);
+        if (!rc && cfg->max_evaluations > 0 && st->role == LOOM_ROLE_ID_RANKER)
+            rc = evaluation_mode(st, cfg->max_evaluations, cfg->path, err);
         if (rc)
             return rc;
     }
@@ -195,7 +240,8 @@ int loom_pipeline_open(loom_registry *reg, const loom_planner_config *cfg,
     p->n_steps = cfg->n_steps;
     p->registry = reg;
     p->seed = cfg->seed;
-    p->budget_ms = cfg->budget_ms;
+    p->budget_ms = cfg->max_evaluations > 0 ? 0 : cfg->budget_ms; /* evaluations decide */
+    p->max_evaluations = cfg->max_evaluations;
     p->memory_cap_bytes = cfg->memory_cap_bytes;
     rc = resolve_steps(p, cfg, err);
     for (int i = 0; i < p->n_steps && !rc; i++)
@@ -211,6 +257,12 @@ int loom_pipeline_open(loom_registry *reg, const loom_planner_config *cfg,
 
 void loom_pipeline_describe(const loom_pipeline *p, FILE *out)
 {
+    if (p->max_evaluations > 0)
+        fprintf(out, "pipeline %s (%s): seed %llu, max_evaluations %lld (deterministic), "
+                     "memory_cap_bytes %.15g\n",
+                p->name, p->manifest_path, (unsigned long long)p->seed,
+                (long long)p->max_evaluations, p->memory_cap_bytes);
+    else
     fprintf(out, "pipeline %s (%s): seed %llu, budget_ms %.15g, memory_cap_bytes %.15g\n",
             p->name, p->manifest_path, (unsigned long long)p->seed, p->budget_ms,
             p->memory_cap_bytes);

@@ -62,6 +62,7 @@ struct loom_pipeline {
     loom_registry *registry; /* borrowed */
     uint64_t seed;
     double budget_ms;
+    int64_t max_evaluations; /* > 0: deterministic mode (the planner manifest's) */
     double memory_cap_bytes;
     char *name;          /* owned */
     char *manifest_path; /* owned */

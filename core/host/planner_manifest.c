@@ -179,7 +179,8 @@ static int parse_config(loom_planner_config *cfg, const cJSON *root, loom_error 
 {
     static const char *const keys[] = {"loom_planner", "name", "description",
                                        "plugin_dirs", "seed", "budget_ms",
-                                       "memory_cap_bytes", "pipeline", NULL};
+                                       "max_evaluations", "memory_cap_bytes", "pipeline",
+                                       NULL};
     const char *file = cfg->path;
     int64_t fmt = 0, seed = 1;
     const char *name = NULL, *desc = "";
@@ -202,6 +203,8 @@ static int parse_config(loom_planner_config *cfg, const cJSON *root, loom_error 
         (rc = loom_json_get_int(file, root, "", "seed", 0, 0, INT64_MAX, &seed, err)) ||
         (rc = loom_json_get_double(file, root, "", "budget_ms", 0, 0, 1e12,
                                    &cfg->budget_ms, err)) ||
+        (rc = loom_json_get_int(file, root, "", "max_evaluations", 0, 0, (int64_t)1 << 40,
+                                &cfg->max_evaluations, err)) ||
         (rc = loom_json_get_double(file, root, "", "memory_cap_bytes", 0, 0, 1e18,
                                    &cfg->memory_cap_bytes, err)) ||
         (rc = dup_str(desc, &cfg->description, err)))

@@ -55,7 +55,8 @@ int loom_session_args_take(loom_session_args *a, int argc, char **argv, int *i)
             *slots[k] = v;
             return 1;
         }
-    if (!strcmp(opt, "--iterations") || !strcmp(opt, "--seed") || !strcmp(opt, "--memory-cap")) {
+    if (!strcmp(opt, "--iterations") || !strcmp(opt, "--seed") || !strcmp(opt, "--memory-cap") ||
+        !strcmp(opt, "--evaluations")) {
         const char *v = value(argc, argv, i);
         if (!v)
             return -1;
@@ -72,6 +73,13 @@ int loom_session_args_take(loom_session_args *a, int argc, char **argv, int *i)
                 return -1;
             }
             a->iterations = (int32_t)d;
+        } else if (!strcmp(opt, "--evaluations")) {
+            if (d < 1 || d > (double)((int64_t)1 << 40) || d != (double)(int64_t)d) {
+                fprintf(stderr, "loom: --evaluations: expected an integer in [1, 2^40], found "
+                                "'%s'\n", v);
+                return -1;
+            }
+            a->max_evaluations = (int64_t)d;
         } else if (!strcmp(opt, "--seed")) {
             a->has_seed = 1;
             a->seed = strtoull(v, NULL, 10);
@@ -192,6 +200,8 @@ int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *e
         return rc;
     if (a->has_seed)
         s->cfg->seed = a->seed;
+    if (a->max_evaluations > 0)
+        s->cfg->max_evaluations = a->max_evaluations;
     s->manifest_name = s->cfg->name ? s->cfg->name : s->manifest_path;
     s->reg = loom_registry_new();
     if (!s->reg)

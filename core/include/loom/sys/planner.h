@@ -34,6 +34,9 @@ typedef struct loom_planner_config {
     int n_plugin_dirs;
     uint64_t seed;           /* default 1 */
     double budget_ms;        /* search budget per iteration; 0 = none */
+    int64_t max_evaluations; /* > 0: deterministic mode (see docs/search.md):
+                              * the ranker stops after this many evaluations,
+                              * not at a wall-clock budget */
     double memory_cap_bytes; /* per rank; 0 = the cluster's GPU memory */
     loom_step_config *steps;
     int n_steps;

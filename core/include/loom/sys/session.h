@@ -30,6 +30,8 @@ typedef struct loom_session_args {
     int has_seed;
     uint64_t seed;
     double memory_cap_bytes; /* 0: manifest's, else the GPU's HBM */
+    int64_t max_evaluations; /* > 0: deterministic mode, --evaluations N
+                              * (overrides the manifest's) */
     const char *uses[LOOM_SESSION_MAX_OVERRIDES];
     int n_uses;
     const char *params[LOOM_SESSION_MAX_OVERRIDES];
