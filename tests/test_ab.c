@@ -578,8 +578,10 @@ START_TEST(cli_1f1b_vs_dual_queue)
     snprintf(md, sizeof md, "%s", loom_test_tmpfile(".md", ""));
     char args[4096], *out = NULL;
 
-    snprintf(args, sizeof args, "ab %s %s --suite %s --json %s --junit %s --markdown %s --quiet",
-             mf_a, mf_b, suite, js, xml, md);
+    /* time alone: dual-queue's extra peak memory is judged in
+     * cli_memory_aware_verdicts */
+    snprintf(args, sizeof args, "ab %s %s --suite %s --json %s --junit %s --markdown %s --quiet "
+             "--memory-threshold -1", mf_a, mf_b, suite, js, xml, md);
     ck_assert_int_eq(loom(args, &out), 0);
     has(out, "## loom ab: `uniform-1f1b` (A) vs `uniform-dual-queue` (B)");
     has(out, "| case | pairs | A makespan ms | B makespan ms | mean B/A | median B/A | 95 % CI |");
@@ -618,8 +620,8 @@ START_TEST(cli_1f1b_vs_dual_queue)
     free(junit);
 
     /* same inputs, same bytes (isolated or not) */
-    snprintf(args, sizeof args, "ab %s %s --suite %s --json %s --no-isolate --quiet", mf_a, mf_b,
-             suite, js2);
+    snprintf(args, sizeof args, "ab %s %s --suite %s --json %s --no-isolate --quiet "
+             "--memory-threshold -1", mf_a, mf_b, suite, js2);
     ck_assert_int_eq(loom(args, NULL), 0);
     char *json2 = slurp(js2);
     ck_assert_str_eq(json, json2);
@@ -636,6 +638,46 @@ START_TEST(cli_1f1b_vs_dual_queue)
     junit = slurp(xml);
     has(junit, "<failure type=\"regression\" message=\"B/A makespan mean 1.0");
     free(junit);
+}
+END_TEST
+
+/* Memory in the verdict: dual-queue is faster than 1f1b but holds more
+ * activations (vlm-s-tp4-pp4: 26.76 -> 33.36 GiB, tp2-pp8: 36.24 -> 79.21
+ * GiB peak), so under the default 10 % memory threshold it is worse; a
+ * plan over the memory cap always loses, whichever side it is on. */
+START_TEST(cli_memory_aware_verdicts)
+{
+    char mf_a[512], mf_b[512], suite[512], js[512], xml[512], args[4096], *out = NULL;
+    snprintf(mf_a, sizeof mf_a, "%s", manifest_for("1f1b"));
+    snprintf(mf_b, sizeof mf_b, "%s", manifest_for("dual-queue"));
+    snprintf(suite, sizeof suite, "%s", loom_test_tmpfile(".json", three_cases));
+    snprintf(js, sizeof js, "%s", loom_test_tmpfile(".json", ""));
+    snprintf(xml, sizeof xml, "%s", loom_test_tmpfile(".xml", ""));
+
+    snprintf(args, sizeof args, "ab %s %s --suite %s --json %s --junit %s --quiet", mf_a, mf_b,
+             suite, js, xml);
+    ck_assert_int_eq(loom(args, &out), 1);
+    has(out, "| vlm-s-tp4-pp4 | 4 |");
+    has(out, "**worse** (memory) |");
+    has(out, "**Result: regression**");
+    free(out);
+    char *json = slurp(js);
+    has(json, "\"verdict\": \"worse\", \"reason\": \"memory\"");
+    free(json);
+    char *junit = slurp(xml);
+    has(junit, "message=\"B&apos;s peak memory 33.36 GiB is more than 10.0 % above A&apos;s "
+               "26.76 GiB (memory threshold)\"");
+    free(junit);
+
+    /* a 35 GiB cap: on tp2-pp8 1f1b (A, 36.24 GiB) is over it and dual-queue
+     * fits; on tp4-pp2 both need 43.94 GiB, so B is over it too */
+    snprintf(args, sizeof args, "ab %s %s --suite %s --quiet --memory-threshold -1 "
+             "--memory-cap 37580963840", mf_a, mf_b, suite);
+    ck_assert_int_eq(loom(args, &out), 1);
+    has(out, "| vlm-s-tp2-pp8 | 3 |");
+    has(out, "**better** (infeasible) |");
+    has(out, "**worse** (infeasible) |");
+    free(out);
 }
 END_TEST
 
@@ -803,6 +845,7 @@ static Suite *ab_suite(void)
     TCase *cli = tcase_create("cli");
     tcase_set_timeout(cli, 240);
     tcase_add_test(cli, cli_1f1b_vs_dual_queue);
+    tcase_add_test(cli, cli_memory_aware_verdicts);
     tcase_add_test(cli, cli_single_case);
     tcase_add_test(cli, cli_segfaulting_ranker);
     tcase_add_test(cli, cli_never_returning_ranker);

@@ -86,6 +86,8 @@ typedef struct loom_ab_stats {
     double ci_low, ci_high;
     int32_t wins, losses, ties;
     int verdict;             /* enum loom_ab_verdict */
+    const char *reason;      /* what decided a better/worse verdict: "time",
+                              * "memory" or "infeasible" (static; NULL else) */
 } loom_ab_stats;
 
 /* Computes the statistics above. LOOM_EINVAL for n < 1, a threshold
@@ -130,11 +132,21 @@ typedef struct loom_ab_report {
     const char *name_a, *name_b;         /* manifest names ("" unknown) */
     const char *suite;                   /* suite path or NULL */
     double threshold;
+    double memory_threshold; /* see loom_ab_judge_memory; < 0: off */
     int32_t resamples;
     int timings;      /* 1: the JSON report carries plan times too */
     loom_ab_case_result *cases;
     int32_t n_cases;
 } loom_ab_report;
+
+/* Memory in the verdict of an evaluated case (after loom_ab_evaluate):
+ * a side is infeasible when one of its paired iterations exceeds the
+ * memory cap on some rank. An infeasible B is worse whatever its time; an
+ * infeasible A loses to a feasible B; and with memory_threshold m >= 0, a
+ * B whose peak memory (max over ranks and paired iterations) exceeds A's
+ * by more than the fraction m is worse even when it is faster. Sets
+ * stats.reason. Cases with verdict ERROR are left alone. */
+void loom_ab_judge_memory(loom_ab_case_result *c, double memory_threshold);
 
 /* Pairs the iterations both sides planned and fills n_pairs, the side
  * summaries and the statistics (verdict ERROR when a side failed or

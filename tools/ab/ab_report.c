@@ -86,7 +86,10 @@ static void md_row(FILE *out, const loom_ab_case_result *c)
     } else {
         fputs(" – | – | – | – | – | – | – | – | – |", out);
     }
-    fprintf(out, " **%s** |\n", loom_ab_verdict_name(s->verdict));
+    if (s->reason && strcmp(s->reason, "time"))
+        fprintf(out, " **%s** (%s) |\n", loom_ab_verdict_name(s->verdict), s->reason);
+    else
+        fprintf(out, " **%s** |\n", loom_ab_verdict_name(s->verdict));
 }
 
 /* Counts of each verdict. */
@@ -271,6 +274,10 @@ static void js_case(FILE *out, const loom_ab_case_result *c, int timings)
     js_string(out, c->problem);
     fputs(", \"verdict\": ", out);
     js_string(out, loom_ab_verdict_name(s->verdict));
+    if (s->reason) {
+        fputs(", \"reason\": ", out);
+        js_string(out, s->reason);
+    }
     fprintf(out, ", \"pairs\": %d,\n     \"makespan_ratio\": {\"mean\": ", c->n_pairs);
     js_number(out, paired ? s->mean_ratio : NAN);
     fputs(", \"median\": ", out);
@@ -364,6 +371,18 @@ static void verdict_numbers(const loom_ab_report *r, const loom_ab_case_result *
                             size_t size)
 {
     const loom_ab_stats *s = &c->stats;
+    if (s->reason && !strcmp(s->reason, "infeasible")) {
+        snprintf(buf, size, "B's plan exceeds the memory cap (an infeasible plan always loses); "
+                 "peak A %.2f GiB, B %.2f GiB", (double)c->sum_a.max_peak_bytes / 1073741824.0,
+                 (double)c->sum_b.max_peak_bytes / 1073741824.0);
+        return;
+    }
+    if (s->reason && !strcmp(s->reason, "memory")) {
+        snprintf(buf, size, "B's peak memory %.2f GiB is more than %.1f %% above A's %.2f GiB "
+                 "(memory threshold)", (double)c->sum_b.max_peak_bytes / 1073741824.0,
+                 100 * r->memory_threshold, (double)c->sum_a.max_peak_bytes / 1073741824.0);
+        return;
+    }
     snprintf(buf, size,
              "B/A makespan mean %.4f (median %.4f, 95%% CI %.4f-%.4f) is above 1 + threshold "
              "%.4f; A %.3f ms, B %.3f ms mean over %d iterations; wins/losses/ties %d/%d/%d",

@@ -183,6 +183,37 @@ int loom_ab_evaluate(loom_ab_case_result *c, double threshold, int32_t resamples
     return rc;
 }
 
+/* 1 when one of the first n results of o exceeds the memory cap. */
+static int infeasible(const loom_run_output *o, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (o->results[i].cap_violations > 0)
+            return 1;
+    return 0;
+}
+
+void loom_ab_judge_memory(loom_ab_case_result *c, double memory_threshold)
+{
+    loom_ab_stats *s = &c->stats;
+    if (s->verdict == LOOM_AB_ERROR)
+        return;
+    if (s->verdict != LOOM_AB_SAME)
+        s->reason = "time";
+    int ia = infeasible(&c->a, c->n_pairs), ib = infeasible(&c->b, c->n_pairs);
+    if (ib) {
+        s->verdict = LOOM_AB_WORSE;
+        s->reason = "infeasible";
+    } else if (ia) {
+        s->verdict = LOOM_AB_BETTER;
+        s->reason = "infeasible";
+    } else if (memory_threshold >= 0 && c->sum_a.max_peak_bytes > 0 &&
+               (double)c->sum_b.max_peak_bytes >
+                   (double)c->sum_a.max_peak_bytes * (1 + memory_threshold)) {
+        s->verdict = LOOM_AB_WORSE;
+        s->reason = "memory";
+    }
+}
+
 void loom_ab_case_result_clear(loom_ab_case_result *c)
 {
     if (!c)

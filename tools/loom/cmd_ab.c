@@ -29,6 +29,9 @@ static void usage(FILE *out)
             "  --suite FILE          cases from a suite file instead of the problem options\n"
             "                        (--iterations / --seed then give defaults)\n"
             "  --threshold T         relative threshold of the verdict (default 0.01 = 1 %%)\n"
+            "  --memory-threshold M  B is worse when its peak memory exceeds A's by more\n"
+            "                        than the fraction M (default 0.10; -1: off); a plan\n"
+            "                        over the memory cap always loses\n"
             "  --markdown FILE       also write the Markdown table to FILE\n"
             "  --json FILE           write the JSON report (same inputs: same bytes)\n"
             "  --junit FILE          write JUnit XML (one test case per case)\n"
@@ -60,6 +63,7 @@ typedef struct ab_cli {
     const char *suite;
     const char *markdown, *json, *junit;
     double threshold;
+    double memory_threshold;
     int timings, quiet;
     loom_isolate_opts iso;
     loom_session_args base;
@@ -106,6 +110,16 @@ static int parse(ab_cli *o, int argc, char **argv)
             o->json = argv[++i];
         } else if (!strcmp(a, "--junit") && next) {
             o->junit = argv[++i];
+        } else if (!strcmp(a, "--memory-threshold")) {
+            char *end = NULL;
+            double m = next ? strtod(next, &end) : 0;
+            if (!next || !end || *end || !(m == -1 || (m >= 0 && m <= 10))) {
+                fprintf(stderr, "loom ab: --memory-threshold: expected -1 or a fraction in "
+                                "[0, 10], found '%s'\n", next ? next : "");
+                return -1;
+            }
+            o->memory_threshold = m;
+            i++;
         } else if (!strcmp(a, "--threshold")) {
             if (number_arg(a, next, 0.99, &o->threshold))
                 return -1;
@@ -360,6 +374,8 @@ static int run_all(ab_cli *o, ab_case *cases, int32_t n, const char *names[2])
             fprintf(stderr, "loom ab: case %s: %s\n", cases[i].name, err.message);
             stopped = 1;
         }
+        if (!stopped)
+            loom_ab_judge_memory(&res[i], o->memory_threshold);
         ran = i + 1;
     }
     loom_progress_finish(prog.bar);
@@ -368,7 +384,8 @@ static int run_all(ab_cli *o, ab_case *cases, int32_t n, const char *names[2])
         code = LOOM_EXIT_PLAN;
     } else {
         loom_ab_report rep = {o->manifest[0], o->manifest[1], names[0], names[1], o->suite,
-                              o->threshold, LOOM_AB_RESAMPLES, o->timings, res, n};
+                              o->threshold, o->memory_threshold, LOOM_AB_RESAMPLES,
+                              o->timings, res, n};
         code = write_reports(o, &rep);
         if (code == LOOM_EXIT_OK)
             code = loom_ab_exit_code(&rep);
@@ -385,6 +402,7 @@ int loom_cmd_ab(int argc, char **argv)
     memset(&o, 0, sizeof o);
     loom_session_args_init(&o.base);
     o.threshold = LOOM_AB_DEFAULT_THRESHOLD;
+    o.memory_threshold = 0.10;
     o.iso.isolate = 1;
     o.iso.timeout_ms = LOOM_ISOLATE_DEFAULT_TIMEOUT_MS;
     o.iso.memory_limit_mb = LOOM_ISOLATE_DEFAULT_MEMORY_MB;
