@@ -681,6 +681,33 @@ START_TEST(cli_memory_aware_verdicts)
 }
 END_TEST
 
+/* A searching planner gives the same report twice: `loom ab` runs searches
+ * to an evaluation count by default, not to their wall-clock budgets. */
+START_TEST(cli_search_reports_repeat)
+{
+    char js[512], js2[512], args[4096];
+    snprintf(js, sizeof js, "%s", loom_test_tmpfile(".json", ""));
+    snprintf(js2, sizeof js2, "%s", loom_test_tmpfile(".json", ""));
+    const char *a = LOOM_TEST_SOURCE_DIR "/examples/manifests/megatron-1f1b.json";
+    const char *b = LOOM_TEST_SOURCE_DIR "/examples/manifests/pipeweaver.json";
+    snprintf(args, sizeof args, "ab %s %s --iterations 2 --evaluations 80 --json %s --quiet",
+             a, b, js);
+    ck_assert_int_le(loom(args, NULL), 1);
+    snprintf(args, sizeof args, "ab %s %s --iterations 2 --evaluations 80 --json %s --quiet",
+             a, b, js2);
+    ck_assert_int_le(loom(args, NULL), 1);
+    char *x = slurp(js), *y = slurp(js2);
+    ck_assert_str_eq(x, y);
+    free(x);
+    free(y);
+    char *out = NULL;
+    snprintf(args, sizeof args, "ab %s %s --evaluations 80 --wall-clock", a, b);
+    ck_assert_int_eq(loom(args, &out), 2);
+    has(out, "--wall-clock and --evaluations contradict each other");
+    free(out);
+}
+END_TEST
+
 START_TEST(cli_single_case)
 {
     char mf_a[512], mf_b[512], args[2048], *out = NULL;
@@ -846,6 +873,7 @@ static Suite *ab_suite(void)
     tcase_set_timeout(cli, 240);
     tcase_add_test(cli, cli_1f1b_vs_dual_queue);
     tcase_add_test(cli, cli_memory_aware_verdicts);
+    tcase_add_test(cli, cli_search_reports_repeat);
     tcase_add_test(cli, cli_single_case);
     tcase_add_test(cli, cli_segfaulting_ranker);
     tcase_add_test(cli, cli_never_returning_ranker);

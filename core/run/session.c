@@ -202,6 +202,8 @@ int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *e
         s->cfg->seed = a->seed;
     if (a->max_evaluations > 0)
         s->cfg->max_evaluations = a->max_evaluations;
+    else if (s->cfg->max_evaluations == 0 && a->default_max_evaluations > 0)
+        s->cfg->max_evaluations = a->default_max_evaluations;
     s->manifest_name = s->cfg->name ? s->cfg->name : s->manifest_path;
     s->reg = loom_registry_new();
     if (!s->reg)

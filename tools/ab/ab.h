@@ -19,6 +19,9 @@
 #include <loom/sys/util.h>
 
 #define LOOM_AB_DEFAULT_THRESHOLD 0.01
+/* Searching rankers stop after this many evaluations in `loom ab` unless
+ * --evaluations, --wall-clock or the manifest says otherwise. */
+#define LOOM_AB_DEFAULT_EVALUATIONS 500
 #define LOOM_AB_RESAMPLES 2000
 /* Base of every case's bootstrap seed (mixed with the case name). */
 #define LOOM_AB_SEED 0x5EED0AB5ull

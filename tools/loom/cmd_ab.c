@@ -29,6 +29,9 @@ static void usage(FILE *out)
             "  --suite FILE          cases from a suite file instead of the problem options\n"
             "                        (--iterations / --seed then give defaults)\n"
             "  --threshold T         relative threshold of the verdict (default 0.01 = 1 %%)\n"
+            "  --evaluations N       searching rankers stop after N evaluations (default\n"
+            "                        %d unless the manifest sets max_evaluations)\n"
+            "  --wall-clock          let searches run to their time budgets instead\n"
             "  --memory-threshold M  B is worse when its peak memory exceeds A's by more\n"
             "                        than the fraction M (default 0.10; -1: off); a plan\n"
             "                        over the memory cap always loses\n"
@@ -47,7 +50,8 @@ static void usage(FILE *out)
             "  --quiet               no progress display\n"
             "The Markdown table is printed on stdout. docs/ab-testing.md has the rules.\n"
             "exit codes: 0 no regression, 1 regression (or a case could not be planned),\n"
-            "2 bad input, 3 plugin failure (crash, timeout, memory limit, garbage)\n");
+            "2 bad input, 3 plugin failure (crash, timeout, memory limit, garbage)\n",
+            LOOM_AB_DEFAULT_EVALUATIONS);
 }
 
 /* SIGINT: stop the running child and the run. */
@@ -64,6 +68,7 @@ typedef struct ab_cli {
     const char *markdown, *json, *junit;
     double threshold;
     double memory_threshold;
+    int wall_clock;
     int timings, quiet;
     loom_isolate_opts iso;
     loom_session_args base;
@@ -139,6 +144,8 @@ static int parse(ab_cli *o, int argc, char **argv)
             o->iso.isolate = 1;
         } else if (!strcmp(a, "--no-isolate")) {
             o->iso.isolate = 0;
+        } else if (!strcmp(a, "--wall-clock")) {
+            o->wall_clock = 1;
         } else if (!strcmp(a, "--timings")) {
             o->timings = 1;
         } else if (!strcmp(a, "--quiet")) {
@@ -411,6 +418,12 @@ int loom_cmd_ab(int argc, char **argv)
         usage(p > 0 ? stdout : stderr);
         return p > 0 ? LOOM_EXIT_OK : LOOM_EXIT_USAGE;
     }
+    if (o.wall_clock && o.base.max_evaluations > 0) {
+        fprintf(stderr, "loom ab: --wall-clock and --evaluations contradict each other\n");
+        return LOOM_EXIT_USAGE;
+    }
+    if (!o.wall_clock) /* reports that do not depend on the machine's speed */
+        o.base.default_max_evaluations = LOOM_AB_DEFAULT_EVALUATIONS;
     char name_a[128], name_b[128];
     if (check_manifest(o.manifest[0], name_a, sizeof name_a) != LOOM_OK ||
         check_manifest(o.manifest[1], name_b, sizeof name_b) != LOOM_OK)

@@ -32,6 +32,9 @@ typedef struct loom_session_args {
     double memory_cap_bytes; /* 0: manifest's, else the GPU's HBM */
     int64_t max_evaluations; /* > 0: deterministic mode, --evaluations N
                               * (overrides the manifest's) */
+    int64_t default_max_evaluations; /* > 0: deterministic mode when neither
+                                      * max_evaluations nor the manifest sets
+                                      * one (`loom ab`'s default) */
     const char *uses[LOOM_SESSION_MAX_OVERRIDES];
     int n_uses;
     const char *params[LOOM_SESSION_MAX_OVERRIDES];
