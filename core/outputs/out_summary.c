@@ -1,5 +1,6 @@
 /* out_summary.c - the human summary of a plan (summary.txt and what
- * `loom plan` prints): headline metrics and a per-rank table of span,
+ * `loom plan` prints): headline metrics, the parallel layout and GPU count
+ * of a model problem, and a per-rank table of span,
  * busy time, recomputation, idle time before the first and after the last
  * stage, idle share and peak memory against the cap. */
 #include <stdlib.h>
@@ -37,6 +38,13 @@ static void write_table(const loom_plan *plan, FILE *out, double *busy_ms,
         fprintf(out, "  candidate     %d of %d\n", plan->candidate + 1, plan->n_candidates);
     fprintf(out, "  stages        %d on %d ranks, %d microbatches\n", g->n_stages,
             g->n_ranks, g->n_microbatches);
+    const loom_problem *pb = plan->problem;
+    if (pb && pb->kind == LOOM_PROBLEM_MODEL) {
+        const loom_parallel *p = &pb->parallel;
+        long long gpus = (long long)p->tp * p->pp * p->dp;
+        fprintf(out, "  layout        tp %d x pp %d x dp %d = %lld GPUs (vpp %d, %d microbatches)\n",
+                p->tp, p->pp, p->dp, gpus, p->vpp, p->microbatches);
+    }
     fprintf(out, "  makespan      %.3f ms\n", m->makespan_ms);
     fprintf(out, "  bubble ratio  %.2f %%\n", m->bubble_ratio * 100);
     if (m->mfu >= 0)
