@@ -78,10 +78,13 @@ def check_keys(where: Optional[str], obj: Mapping, path: str, allowed: Sequence[
 
 
 def get_int(where: Optional[str], obj: Mapping, path: str, key: str, lo: int, hi: int,
-            default: int) -> int:
+            default: Optional[int]) -> int:
     """obj[key] as an integer in [lo, hi] (loom_json_get_int); integral
-    floats are accepted as JSON's numbers are."""
+    floats are accepted as JSON's numbers are. default None: required."""
     if key not in obj:
+        if default is None:
+            raise input_error("%s: expected an integer in [%d, %d], found nothing (missing field)"
+                              % (_join(where, _key(path, key)), lo, hi))
         return default
     return check_int(where, _key(path, key), obj[key], lo, hi)
 
@@ -129,7 +132,7 @@ def sample_fields(where: Optional[str], obj: Any, path: str) -> tuple:
                               % (_join(where, path), describe_item(obj)))
         obj = to_dict()
     check_keys(where, obj, path, SAMPLE_KEYS)
-    text = get_int(where, obj, path, "text_tokens", 0, TEXT_TOKENS_MAX, 0)
+    text = get_int(where, obj, path, "text_tokens", 0, TEXT_TOKENS_MAX, None)
     images = get_int(where, obj, path, "images", 0, IMAGES_MAX, 0)
     video = get_double(where, obj, path, "video_seconds", 0.0, SECONDS_MAX, 0.0)
     audio = get_double(where, obj, path, "audio_seconds", 0.0, SECONDS_MAX, 0.0)

@@ -18,6 +18,39 @@ from .types import PathLike, PlannerOptions, Sample
 SampleLike = Union[Sample, Mapping]
 
 
+class _PlannerHandle:
+    """The C planner, shared by a Planner and its open results.
+
+    A loom_result's plan refers to its planner's problem (model, cluster),
+    which loom_result_plan_json and loom_result_write read; so the C planner
+    is closed when the Planner is closed and every result from it is too.
+    """
+
+    def __init__(self, lib: _lib.Library):
+        self.lib = lib
+        self.ptr = ctypes.c_void_p()
+        self.closing = False
+        self.results = 0
+        self.lock = threading.Lock()  # also serialises calls: one thread at a time
+
+    def _free(self) -> None:
+        if self.ptr:
+            self.lib.c.loom_planner_close(self.ptr)
+            self.ptr = ctypes.c_void_p()
+
+    def release(self) -> None:
+        with self.lock:
+            self.results -= 1
+            if self.closing and self.results == 0:
+                self._free()
+
+    def close(self) -> None:
+        with self.lock:
+            self.closing = True
+            if self.results == 0:
+                self._free()
+
+
 class Result:
     """One planned iteration.
 
@@ -26,8 +59,11 @@ class Result:
     with close() or `with`, or let it be garbage-collected.
     """
 
-    def __init__(self, lib: _lib.Library, handle: int):
+    def __init__(self, owner: _PlannerHandle, handle: int):
+        # `owner` counts this result already (Planner._call).
+        lib = owner.lib
         self._lib = lib
+        self._owner: Optional[_PlannerHandle] = owner
         self._handle = ctypes.c_void_p(handle)
         self._json: Optional[Dict[str, Any]] = None
         c, h = lib.c, self._handle
@@ -118,6 +154,9 @@ class Result:
         if self._handle:
             self._lib.c.loom_result_free(self._handle)
             self._handle = ctypes.c_void_p()
+            owner, self._owner = self._owner, None
+            if owner is not None:
+                owner.release()
 
     def __enter__(self) -> "Result":
         return self
@@ -157,8 +196,7 @@ class Planner:
                  cluster: Optional[PathLike] = None, parallel: Optional[str] = None,
                  memory_cap_bytes: float = 0.0, seed: Optional[int] = None,
                  library: Optional[PathLike] = None):
-        self._handle = ctypes.c_void_p()
-        self._lock = threading.Lock()
+        self._owner: Optional[_PlannerHandle] = None
         keywords = PlannerOptions(manifest, model, cluster, parallel, memory_cap_bytes, seed)
         if options is None:
             opts = keywords
@@ -171,6 +209,7 @@ class Planner:
         opts.check()
         self.options = opts
         self._lib = _lib.load(library)
+        owner = _PlannerHandle(self._lib)
         c = _lib.COptions()
         c.struct_size = ctypes.sizeof(_lib.COptions)
         c.manifest = v.optional_text("manifest", opts.manifest)
@@ -181,9 +220,10 @@ class Planner:
         c.has_seed = 0 if opts.seed is None else 1
         c.seed = 0 if opts.seed is None else int(opts.seed)
         err = _lib.CError()
-        rc = self._lib.c.loom_planner_open(ctypes.byref(c), ctypes.byref(self._handle),
+        rc = self._lib.c.loom_planner_open(ctypes.byref(c), ctypes.byref(owner.ptr),
                                            ctypes.byref(err))
         self._lib.check(rc, err)
+        self._owner = owner
 
     @property
     def library(self) -> str:
@@ -197,12 +237,23 @@ class Planner:
 
     @property
     def closed(self) -> bool:
-        return not self._handle
+        return self._owner is None or self._owner.closing
 
-    def _live(self) -> ctypes.c_void_p:
-        if not self._handle:
+    def _call(self, fn: Any, *args: Any) -> Result:
+        """fn(planner, *args, &out, &err) under the lock; the Result."""
+        owner = self._owner
+        if owner is None:
             raise input_error("planner is closed")
-        return self._handle
+        out = ctypes.c_void_p()
+        err = _lib.CError()
+        with owner.lock:
+            if owner.closing:
+                raise input_error("planner is closed")
+            rc = fn(owner.ptr, *args, ctypes.byref(out), ctypes.byref(err))
+            if rc == 0:
+                owner.results += 1  # released by Result.close()
+        self._lib.check(rc, err)
+        return Result(owner, out.value)
 
     def plan(self, samples: Iterable[SampleLike]) -> Result:
         """Plans one iteration of 1 .. 1 000 000 samples: Sample objects or
@@ -215,13 +266,7 @@ class Planner:
             s = arr[i]
             s.text_tokens, s.images, s.microbatch = text, images, mb
             s.video_seconds, s.audio_seconds = video, audio
-        out = ctypes.c_void_p()
-        err = _lib.CError()
-        with self._lock:
-            rc = self._lib.c.loom_planner_plan(self._live(), arr, n, ctypes.byref(out),
-                                               ctypes.byref(err))
-        self._lib.check(rc, err)
-        return Result(self._lib, out.value)
+        return self._call(self._lib.c.loom_planner_plan, arr, n)
 
     def plan_json(self, record: Union[Mapping, str, bytes]) -> Result:
         """Plans one workload JSON Lines record, {"samples": [...]}, given
@@ -241,21 +286,14 @@ class Planner:
                               % v.describe(record))
         if b"\0" in text:
             raise input_error("%s: malformed JSON: unexpected NUL byte" % v.RECORD_WHERE)
-        out = ctypes.c_void_p()
-        err = _lib.CError()
-        with self._lock:
-            rc = self._lib.c.loom_planner_plan_json(self._live(), text, ctypes.byref(out),
-                                                    ctypes.byref(err))
-        self._lib.check(rc, err)
-        return Result(self._lib, out.value)
+        return self._call(self._lib.c.loom_planner_plan_json, text)
 
     def close(self) -> None:
-        """Destroys the plugins' instances and frees the planner
-        (idempotent). Results already made stay valid."""
-        with self._lock:
-            if self._handle:
-                self._lib.c.loom_planner_close(self._handle)
-                self._handle = ctypes.c_void_p()
+        """Ends planning (idempotent). The plugins' instances and the C
+        planner are freed now, or when the last open result from this
+        planner is closed: results stay fully usable."""
+        if self._owner is not None:
+            self._owner.close()
 
     def __enter__(self) -> "Planner":
         return self
@@ -265,7 +303,7 @@ class Planner:
 
     def __del__(self) -> None:
         try:
-            if getattr(self, "_handle", None):
+            if getattr(self, "_owner", None) is not None:
                 self.close()
         except Exception:
             pass
