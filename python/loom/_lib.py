@@ -86,23 +86,30 @@ def _package_dir() -> str:
 def candidates() -> List[str]:
     """Where libloom.so is looked for after the explicit argument and
     $LOOM_LIBRARY, in order: the package's own folder, the lib folders of
-    the prefix the package is installed into (…/lib/python3.X/site-packages
-    → …/lib), of sys.prefix, then the build tree beside a source checkout
+    the prefix the package is installed into (<prefix>/lib/python3.X/
+    site-packages → <prefix>/lib, and <prefix>/local/lib/... → <prefix>/lib
+    for Debian's pip), of sys.prefix, then the build tree beside a source checkout
     (python/loom → build/lib)."""
     here = _package_dir()
     out = [os.path.join(here, _SONAME)]
     # <prefix>/lib/python3.X/{site,dist}-packages/loom or
     # <prefix>/lib/python3/dist-packages/loom (Debian).
+    # <prefix>/local/lib/python3.X/dist-packages/loom (Debian's pip --prefix).
     site = os.path.dirname(here)
     if os.path.basename(site) in ("site-packages", "dist-packages"):
         prefix = os.path.dirname(os.path.dirname(os.path.dirname(site)))
-        for libdir in ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"):
-            out.append(os.path.join(prefix, libdir, _SONAME))
+        prefixes = [prefix]
+        if os.path.basename(prefix) == "local":
+            prefixes.append(os.path.dirname(prefix))
+        for p in prefixes:
+            for libdir in ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"):
+                out.append(os.path.join(p, libdir, _SONAME))
     for libdir in ("lib", "lib64"):
         out.append(os.path.join(sys.prefix, libdir, _SONAME))
     # A source checkout: <repo>/python/loom next to <repo>/build/lib.
-    repo = os.path.dirname(os.path.dirname(here))
-    out.append(os.path.join(repo, "build", "lib", _SONAME))
+    source = os.path.dirname(here)
+    if os.path.exists(os.path.join(source, "pyproject.toml")):
+        out.append(os.path.join(os.path.dirname(source), "build", "lib", _SONAME))
     seen, unique = set(), []
     for c in out:
         c = os.path.normpath(c)
