@@ -31,7 +31,9 @@ class _PlannerHandle:
         self.ptr = ctypes.c_void_p()
         self.closing = False
         self.results = 0
-        self.lock = threading.Lock()  # also serialises calls: one thread at a time
+        # Serialises calls (one thread at a time); re-entrant, as a result
+        # collected while this thread holds it releases through it.
+        self.lock = threading.RLock()
 
     def _free(self) -> None:
         if self.ptr:
