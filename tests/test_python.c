@@ -1,7 +1,9 @@
-/* test_python.c - the Python ctypes client (examples/python/loom_client.py)
+/* test_python.c - the Python package (python/loom, ctypes over the C API)
  * run with Debian's python3 against this build's libloom.so: the training
- * loop example plans its iterations, plan_json() plans a workload record,
- * and a bad sample raises LoomError with libloom's message. */
+ * loop example (examples/python/loom_client.py) plans its iterations,
+ * plan_json() plans a workload record, and a bad sample raises LoomError
+ * with libloom's message. The package's own tests are python/tests
+ * (ctest entry python_package). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,26 +80,29 @@ START_TEST(plan_json_and_errors)
         ".py",
         "import sys\n"
         "sys.path.insert(0, sys.argv[1])\n"
-        "from loom_client import Planner, LoomError\n"
-        "with Planner(model='vlm-s', parallel='tp=4,pp=4,mb=4', seed=3, lib=sys.argv[2]) as p:\n"
+        "import loom\n"
+        "with loom.Planner(model='vlm-s', parallel='tp=4,pp=4,mb=4', seed=3,\n"
+        "                  library=sys.argv[2]) as p:\n"
         "    rec = {'samples': [{'text_tokens': 812, 'images': 3}, {'text_tokens': 40,\n"
         "           'images': 1}, {'text_tokens': 2048}, {'text_tokens': 300, 'images': 2}]}\n"
         "    a = p.plan_json(rec)\n"
-        "    b = p.plan(rec['samples'])\n"
+        "    b = p.plan([loom.Sample(**s) for s in rec['samples']])\n"
         "    print('ranks', a.ranks, 'same', a.makespan_ms == b.makespan_ms,\n"
         "          'positive', a.makespan_ms > 0, 'mfu', a.mfu is None or 0 < a.mfu < 1)\n"
-        "    print('stages', len(a.to_json()['stages']) > 0)\n"
+        "    print('stages', len(a.plan_json['stages']) > 0)\n"
         "    a.close(); b.close()\n"
         "    try:\n"
-        "        p.plan([{'text_tokens': 10, 'microbatch': 9}])\n"
-        "    except LoomError as e:\n"
+        "        p.plan([loom.Sample(10, microbatch=9)])\n"
+        "    except loom.LoomError as e:\n"
+        "        print(type(e).__name__, e.status)\n"
         "        print('error', e.code, e.message)\n");
     char args[2048], *out = NULL;
-    snprintf(args, sizeof args, "%s %s/examples/python %s", script, LOOM_TEST_SOURCE_DIR, LIBLOOM);
+    snprintf(args, sizeof args, "%s %s/python %s", script, LOOM_TEST_SOURCE_DIR, LIBLOOM);
     int rc = python(args, &out);
     ck_assert_msg(rc == 0, "exit %d:\n%s", rc, out);
     has(out, "ranks 4 same True positive True mfu True");
     has(out, "stages True");
+    has(out, "LoomInputError LOOM_EINVAL");
     has(out, "error -1 iteration 0: samples[0].microbatch: expected -1..3");
     free(out);
 }
