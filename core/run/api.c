@@ -1,4 +1,5 @@
 /* api.c - the stable embedding API (loom/api.h) over a planning session. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <loom/api.h>
@@ -6,11 +7,15 @@
 #include <loom/sys/problem.h>
 #include <loom/sys/session.h>
 
+/* A planner lives until it is closed and every result it made is freed:
+ * a result's plan points into the planner's problem (model, cluster). */
 struct loom_planner {
     loom_session session;
+    atomic_int refs;   /* 1 while open, + 1 per live result */
 };
 
 struct loom_result {
+    loom_planner *owner; /* holds a reference */
     loom_plan plan;
     loom_sample *samples;
     loom_iteration iteration;
@@ -42,6 +47,7 @@ int loom_planner_open(const loom_planner_options *o, loom_planner **out, loom_er
     loom_planner *p = calloc(1, sizeof *p);
     if (!p)
         return loom_set_error(err, LOOM_ENOMEM, "out of memory");
+    atomic_init(&p->refs, 1);
     int rc = loom_session_open(&p->session, &a, err);
     if (rc != LOOM_OK) {
         loom_session_close(&p->session);
@@ -57,12 +63,18 @@ int loom_planner_open(const loom_planner_options *o, loom_planner **out, loom_er
     return LOOM_OK;
 }
 
+/* Drops one reference; the last one closes the session. */
+static void planner_release(loom_planner *p)
+{
+    if (p && atomic_fetch_sub(&p->refs, 1) == 1) {
+        loom_session_close(&p->session);
+        free(p);
+    }
+}
+
 void loom_planner_close(loom_planner *p)
 {
-    if (!p)
-        return;
-    loom_session_close(&p->session);
-    free(p);
+    planner_release(p);
 }
 
 int loom_planner_plan(loom_planner *p, const loom_sample *samples, int32_t n, loom_result **out,
@@ -79,6 +91,8 @@ int loom_planner_plan(loom_planner *p, const loom_sample *samples, int32_t n, lo
         return loom_set_error(err, LOOM_ENOMEM, "out of memory");
     }
     memcpy(r->samples, samples, (size_t)n * sizeof *samples);
+    r->owner = p;
+    atomic_fetch_add(&p->refs, 1);
     r->iteration.n_samples = n;
     r->iteration.samples = r->samples;
     int rc = loom_session_plan_iteration(&p->session, &r->iteration, &r->plan, err);
@@ -175,6 +189,7 @@ void loom_result_free(loom_result *r)
         return;
     loom_plan_clear(&r->plan);
     free(r->samples);
+    planner_release(r->owner);
     free(r);
 }
 

@@ -4,7 +4,8 @@
  * each upcoming iteration from its sample metadata, read the result.
  *
  * Ownership: loom_planner_open returns a planner the caller closes with
- * loom_planner_close; every loom_result from loom_planner_plan* is freed
+ * loom_planner_close (a result keeps what it needs of its planner alive,
+ * so results may outlive it); every loom_result from loom_planner_plan* is freed
  * with loom_result_free; strings returned as `char *` are freed with
  * loom_free. Borrowed `const char *` results live as long as their owner.
  * A planner is not thread-safe: use one per thread.
