@@ -41,3 +41,16 @@ configure_file(${CMAKE_CURRENT_LIST_DIR}/loom-sdk.pc.in
                ${CMAKE_BINARY_DIR}/loom-sdk.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/loom-sdk.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# The conventions users expect: the man page, bash completion, the JSON
+# Schemas of every input and output format, the licence and the changelog.
+install(FILES ${CMAKE_SOURCE_DIR}/docs/man/loom.1
+        DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${CMAKE_SOURCE_DIR}/tools/completion/loom.bash
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+        RENAME loom)
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/schemas/
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/loom/schemas
+        FILES_MATCHING PATTERN "*.schema.json")
+install(FILES ${CMAKE_SOURCE_DIR}/LICENSE ${CMAKE_SOURCE_DIR}/CHANGELOG.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})

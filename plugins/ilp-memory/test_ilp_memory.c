@@ -370,14 +370,14 @@ static loom_metrics plan_with(const char *tuner, double cap, int *rc_out)
 }
 
 /* End to end through the engine: with a cap below the uncapped peak, the
- * greedy, knapsack and ilp tuners all produce plans that fit it. */
+ * greedy, knapsack and ilp-memory tuners all produce plans that fit it. */
 START_TEST(engine_plans_fit_the_cap)
 {
     int rc = 0;
     loom_metrics free_run = plan_with("none", 0, &rc);
     ck_assert_int_eq(rc, LOOM_OK);
     double cap = 0.9 * (double)free_run.max_peak_bytes;
-    const char *tuners[] = {"greedy", "knapsack", "ilp"};
+    const char *tuners[] = {"greedy", "knapsack", "ilp-memory"};
     for (int i = 0; i < 3; i++) {
         loom_metrics m = plan_with(tuners[i], cap, &rc);
         ck_assert_msg(rc == LOOM_OK, "%s failed", tuners[i]);

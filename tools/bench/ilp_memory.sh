@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# ilp_memory.sh - how long the "ilp" memory tuner takes on VLM-M iterations
+# ilp_memory.sh - how long the "ilp-memory" memory tuner takes on VLM-M iterations
 # (PipeWeaver section 6.3 reports < 10 ms per ILP solve).
 #
 # Two measurements:
-#  1. `loom plan` of VLM-M with the PipeWeaver manifest and memory_tuner=ilp
+#  1. `loom plan` of VLM-M with the PipeWeaver manifest and memory_tuner=ilp-memory
 #     under a memory cap that binds, with LOOM_LOG=debug: the tuner logs one
 #     line per evaluation of the search with the time of its ILP part
 #     (rows, bounds, LPs, branch and bound); the script prints the median,
@@ -61,11 +61,11 @@ if [ -n "$gap" ]; then
   gap_bench=(--gap "$gap")
 fi
 
-echo "== loom plan --model $model --use memory_tuner=ilp --memory-cap $cap"
+echo "== loom plan --model $model --use memory_tuner=ilp-memory --memory-cap $cap"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 LOOM_LOG=debug "$loom" plan --manifest "$manifest" --model "$model" \
-  --iterations "$iterations" --use memory_tuner=ilp --memory-cap "$cap" \
+  --iterations "$iterations" --use memory_tuner=ilp-memory --memory-cap "$cap" \
   "${gap_param[@]}" >"$log" 2>&1 || { tail -5 "$log" >&2; exit 1; }
 grep -E '^ *(iter|[0-9]+ )' "$log" | head -n $((iterations + 1)) || true
 # "..., 4.467 ms; 0 ranks improved, ..." -> 4.467

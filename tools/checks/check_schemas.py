@@ -1,0 +1,332 @@
+#!/usr/bin/env python3
+"""check_schemas.py - the JSON Schemas in docs/schemas/ against the data.
+
+Usage: check_schemas.py SOURCE_DIR LOOM_BINARY
+
+1. Every docs/schemas/*.schema.json is a valid draft 2020-12 schema.
+2. Every example file validates against its schema: examples/models,
+   clusters, stage-times, workloads (each line), manifests, replan, ci (suite
+   and planner manifests), the plugin template's manifest, every
+   plugins/*/manifest.json and the cost table seed. A JSON file under
+   examples/ that no rule maps to a schema is an error, so new examples are
+   checked too.
+3. Real outputs validate: `loom plan --json`, plan.json of `loom plan --out`
+   (a model and a stage-times problem) and `loom ab --json` (with and
+   without --timings, and with a failing side).
+4. The schemas are strict: every example with an unknown top-level field
+   added, and bad inputs from tests/bad-inputs that break a schema rule, are
+   rejected.
+
+Needs the jsonschema module (Debian: python3-jsonschema).
+"""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import jsonschema
+except ImportError:
+    sys.exit("check_schemas: the jsonschema module is missing "
+             "(apt-get install python3-jsonschema, or tools/install-deps.sh)")
+
+FAILURES = []
+
+
+def fail(msg):
+    FAILURES.append(msg)
+    print("FAIL: " + msg)
+
+
+def strict_loads(text, where):
+    """json.loads that refuses duplicate keys and NaN/Infinity, as Loom does."""
+    def pairs(items):
+        seen = {}
+        for k, v in items:
+            if k in seen:
+                raise ValueError("%s: duplicate key %r" % (where, k))
+            seen[k] = v
+        return seen
+
+    def constant(name):
+        raise ValueError("%s: %s is not JSON" % (where, name))
+    return json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
+
+
+def load_schemas(src):
+    schemas = {}
+    for path in sorted(glob.glob(os.path.join(src, "docs/schemas/*.schema.json"))):
+        name = os.path.basename(path)[:-len(".schema.json")]
+        with open(path, encoding="utf-8") as f:
+            schema = strict_loads(f.read(), path)
+        if schema.get("$schema") != "https://json-schema.org/draft/2020-12/schema":
+            fail("%s: expected $schema draft 2020-12" % path)
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.exceptions.SchemaError as e:
+            fail("%s: not a valid schema: %s" % (path, e.message))
+            continue
+        schemas[name] = jsonschema.Draft202012Validator(schema)
+    return schemas
+
+
+def errors_of(validator, doc):
+    return sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
+
+
+def where_of(err):
+    return "/".join(str(p) for p in err.absolute_path) or "(document)"
+
+
+def check_doc(schemas, schema, doc, label, counts):
+    if schema not in schemas:
+        fail("%s: no schema %s.schema.json" % (label, schema))
+        return
+    errs = errors_of(schemas[schema], doc)
+    for e in errs[:5]:
+        fail("%s (%s): %s: %s" % (label, schema, where_of(e), e.message))
+    counts[schema] = counts.get(schema, 0) + 1
+    # Strictness: an unknown top-level field must be refused (not in a
+    # Hugging Face config, which carries many fields Loom does not read).
+    if not errs and isinstance(doc, dict) and schema != "hf-config":
+        bad = dict(doc)
+        bad["__not_a_loom_field__"] = 1
+        if not errors_of(schemas[schema], bad):
+            fail("%s (%s): a document with an unknown field validates" % (label, schema))
+
+
+def check_file(schemas, schema, path, counts, src):
+    label = os.path.relpath(path, src)
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if path.endswith(".jsonl"):
+        n = 0
+        for i, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            n += 1
+            try:
+                doc = strict_loads(line, "%s:%d" % (label, i))
+            except ValueError as e:
+                fail(str(e))
+                continue
+            check_doc(schemas, schema, doc, "%s:%d" % (label, i), counts)
+        if n == 0:
+            fail("%s: no iteration" % label)
+        return
+    try:
+        doc = strict_loads(text, label)
+    except ValueError as e:
+        fail(str(e))
+        return
+    check_doc(schemas, schema, doc, label, counts)
+
+
+def example_schema(rel):
+    """Schema name for a file under examples/, or None."""
+    parts = rel.split("/")
+    folder, base = parts[1], parts[-1]
+    table = {"models": "model", "clusters": "cluster", "stage-times": "stage-times",
+             "manifests": "planner-manifest", "replan": "replan-job"}
+    if folder == "models" and len(parts) > 3 and parts[2] == "hf":
+        return "hf-config"
+    if folder in table and base.endswith(".json"):
+        return table[folder]
+    if folder == "workloads" and base.endswith(".jsonl"):
+        return "workload-iteration"
+    if folder == "plugin-template" and base == "manifest.json":
+        return "plugin-manifest"
+    if folder == "ci" and base.endswith(".json"):
+        return "ab-suite" if "suite" in base else "planner-manifest"
+    return None
+
+
+def check_examples(src, schemas, counts):
+    for path in sorted(glob.glob(os.path.join(src, "examples/**/*"), recursive=True)):
+        rel = os.path.relpath(path, src)
+        if not (rel.endswith(".json") or rel.endswith(".jsonl")) or not os.path.isfile(path):
+            continue
+        schema = example_schema(rel)
+        if schema is None:
+            fail("%s: no schema maps to this example (add a rule to check_schemas.py)" % rel)
+            continue
+        check_file(schemas, schema, path, counts, src)
+    for path in sorted(glob.glob(os.path.join(src, "plugins/*/manifest.json"))):
+        check_file(schemas, "plugin-manifest", path, counts, src)
+    for path in sorted(glob.glob(os.path.join(src, "tests/fuzz/seeds/table/*.json"))):
+        check_file(schemas, "cost-table", path, counts, src)
+
+
+def run(cmd, cwd, ok=(0,)):
+    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, env=dict(os.environ, LOOM_PLUGIN_PATH=""))
+    if p.returncode not in ok:
+        fail("%s: exit %d: %s" % (" ".join(cmd), p.returncode, p.stderr.strip()[-400:]))
+        return None
+    return p.stdout
+
+
+def check_outputs(src, loom, schemas, counts):
+    manifest = os.path.join(src, "examples/manifests/megatron-1f1b.json")
+    tuned = os.path.join(src, "examples/manifests/megatron-balanced.json")
+    with tempfile.TemporaryDirectory(prefix="loom-schemas-") as tmp:
+        out = run([loom, "plan", "--manifest", manifest, "--iterations", "2", "--json",
+                   "--quiet"], tmp)
+        if out is not None:
+            try:
+                check_doc(schemas, "plan-metrics", strict_loads(out, "loom plan --json"),
+                          "loom plan --json", counts)
+            except ValueError as e:
+                fail(str(e))
+        jobs = [
+            ("plan.json (model, full recomputation)", "model",
+             ["--manifest", manifest, "--use", "memory_tuner=full-recompute"]),
+            ("plan.json (model, greedy tuner under a cap)", "tuned",
+             ["--manifest", tuned, "--use", "memory_tuner=greedy", "--memory-cap", "30e9"]),
+            ("plan.json (stage-times)", "stage-times",
+             ["--manifest", manifest, "--stage-times",
+              os.path.join(src, "examples/stage-times/interleaved-v2.json")]),
+        ]
+        for label, sub, args in jobs:
+            d = os.path.join(tmp, sub)
+            if run([loom, "plan", "--iterations", "1", "--quiet", "--out", d] + args,
+                   tmp, ok=(0, 1)) is None:
+                continue
+            path = os.path.join(d, "plan.json")
+            if not os.path.exists(path):
+                fail("%s: %s was not written" % (label, path))
+                continue
+            check_file(schemas, "plan", path, counts, tmp)
+        reports = [
+            ("loom ab --json", []),
+            ("loom ab --json --timings", ["--timings"]),
+            ("loom ab --json (B fails)", ["--param", "memory_tuner.nope=1"]),
+        ]
+        for i, (label, extra) in enumerate(reports):
+            path = os.path.join(tmp, "ab-%d.json" % i)
+            b = os.path.join(src, "examples/manifests/gpipe.json")
+            args = [loom, "ab", manifest, b, "--model", "vlm-s", "--iterations", "2",
+                    "--quiet", "--no-isolate", "--json", path]
+            if extra and extra[0] == "--param":
+                # an unknown param of B's memory tuner: B fails, A plans
+                bad = os.path.join(tmp, "b-bad.json")
+                with open(b, encoding="utf-8") as f:
+                    m = json.load(f)
+                for step in m["pipeline"]:
+                    if step["role"] == "memory_tuner":
+                        step["params"] = {"nope": 1}
+                m["plugin_dirs"] = []
+                with open(bad, "w", encoding="utf-8") as f:
+                    json.dump(m, f)
+                args = [loom, "ab", manifest, bad, "--model", "vlm-s", "--iterations", "2",
+                        "--quiet", "--no-isolate", "--json", path]
+            else:
+                args += extra
+            if run(args, tmp, ok=(0, 1, 2, 3)) is None:
+                continue
+            if not os.path.exists(path):
+                fail("%s: no report written" % label)
+                continue
+            with open(path, encoding="utf-8") as f:
+                try:
+                    doc = strict_loads(f.read(), label)
+                except ValueError as e:
+                    fail(str(e))
+                    continue
+            check_doc(schemas, "ab-report", doc, label, counts)
+            if extra and extra[0] == "--param":
+                fails = [c["b"]["failure"] for c in doc.get("cases", [])]
+                if not any(fails):
+                    fail("%s: expected B's failure in the report" % label)
+
+
+# Bad inputs (tests/bad-inputs) that a schema rule refuses; each must fail
+# validation. Inputs whose fault is beyond a schema (cycles, divisibility,
+# lengths tied to other fields, unreadable files) are not listed.
+BAD_INPUTS = {
+    "model": ["heads-string.json", "heads-fraction.json", "negative-hidden.json",
+              "zero-layers.json", "billion-layers.json", "huge-hidden.json",
+              "missing-modules.json", "no-modules.json", "not-object.json",
+              "too-many-modules.json", "unknown-field.json", "unknown-kind.json",
+              "unknown-modality.json"],
+    "cluster": ["efficiency-above-one.json", "efficiency-nan-string.json", "missing-flops.json",
+                "negative-memory.json", "unknown-field.json", "zero-flops.json",
+                "zero-gpus-per-node.json"],
+    "stage-times": ["both-backwards.json", "negative-time.json", "wrong-kind.json",
+                    "zero-ranks.json", "billion-microbatches.json"],
+    "planner-manifest": ["empty-pipeline.json", "huge-budget.json", "missing-cost-model.json",
+                         "negative-seed.json", "two-rankers.json", "unknown-role.json",
+                         "wrong-format-version.json"],
+    "cost-table": ["json-wrong-type.json"],
+    "workload-iteration": ["billion-images.jsonl", "empty-sample.jsonl", "images-string.jsonl",
+                           "missing-text-tokens.jsonl", "mixed-microbatch.jsonl",
+                           "negative-iteration.jsonl", "negative-tokens.jsonl",
+                           "no-samples.jsonl", "not-object.jsonl", "unknown-field.jsonl",
+                           "huge-video.jsonl"],
+    "plugin-manifest": ["bad-version", "binary-absolute", "binary-dotdot",
+                        "missing-id", "unknown-param-type", "unknown-role"],
+}
+BAD_FOLDERS = {"model": "model", "cluster": "cluster", "stage-times": "stage-times",
+               "planner-manifest": "planner", "cost-table": "table",
+               "workload-iteration": "workload", "plugin-manifest": "plugin-manifest"}
+
+
+def check_bad_inputs(src, schemas):
+    for schema, names in sorted(BAD_INPUTS.items()):
+        for name in names:
+            path = os.path.join(src, "tests/bad-inputs", BAD_FOLDERS[schema], name)
+            if os.path.isdir(path):
+                path = os.path.join(path, "manifest.json")
+            label = os.path.relpath(path, src)
+            if not os.path.exists(path):
+                fail("%s: missing (update BAD_INPUTS)" % label)
+                continue
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            lines = [l for l in text.splitlines() if l.strip()] if path.endswith(".jsonl") \
+                else [text]
+            rejected = False
+            for line in lines:
+                try:
+                    doc = strict_loads(line, label)
+                except ValueError:
+                    fail("%s: not JSON, so no schema test (drop it from BAD_INPUTS)" % label)
+                    rejected = True
+                    break
+                if errors_of(schemas[schema], doc):
+                    rejected = True
+            if not rejected:
+                fail("%s: the %s schema accepts this bad input" % (label, schema))
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: check_schemas.py SOURCE_DIR LOOM_BINARY")
+    src, loom = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    schemas = load_schemas(src)
+    expected = {"model", "cluster", "stage-times", "workload-iteration", "planner-manifest",
+                "plugin-manifest", "ab-suite", "replan-job", "cost-table", "plan",
+                "plan-metrics", "ab-report"}
+    for name in sorted(expected - set(schemas)):
+        fail("docs/schemas/%s.schema.json: missing or invalid" % name)
+    if FAILURES:
+        return 1
+    counts = {}
+    check_examples(src, schemas, counts)
+    check_outputs(src, loom, schemas, counts)
+    check_bad_inputs(src, schemas)
+    for name in sorted(expected - set(counts)):
+        fail("%s: no document was validated against this schema" % name)
+    for name in sorted(counts):
+        print("%-20s %4d document(s)" % (name, counts[name]))
+    if FAILURES:
+        print("%d failure(s)" % len(FAILURES))
+        return 1
+    print("every document matches its schema")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
