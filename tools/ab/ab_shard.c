@@ -627,8 +627,15 @@ static int agree_num(const shard_head *first, const shard_head *h, const char *p
 {
     if (want == found)
         return LOOM_OK;
-    return loom_set_error(err, LOOM_EINVAL, "%s: %s: expected %.17g as in %s (shards of one "
-                          "run), found %.17g", h->file, path, want, first->file, found);
+    char w[40], f[40];
+    snprintf(w, sizeof w, "%.15g", want);
+    if (strtod(w, NULL) != want)
+        snprintf(w, sizeof w, "%.17g", want);
+    snprintf(f, sizeof f, "%.15g", found);
+    if (strtod(f, NULL) != found)
+        snprintf(f, sizeof f, "%.17g", found);
+    return loom_set_error(err, LOOM_EINVAL, "%s: %s: expected %s as in %s (shards of one "
+                          "run), found %s", h->file, path, w, first->file, f);
 }
 
 /* Checks that h describes the same run as the first report. */
