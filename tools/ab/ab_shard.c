@@ -89,9 +89,10 @@ int loom_ab_shard_describe(loom_ab_shard *s, const loom_session_args *b,
 {
     char num[64];
     s->options[0] = 0;
-    const char *const problem[][2] = {{"--model", b->model},       {"--cluster", b->cluster},
-                                      {"--parallel", b->parallel}, {"--workload", b->workload},
-                                      {"--generate", b->generate}, {"--stage-times", b->stage_times}};
+    const char *const problem[][2] = {
+        {"--model", b->model},       {"--cluster", b->cluster},
+        {"--parallel", b->parallel}, {"--workload", b->workload},
+        {"--generate", b->generate}, {"--stage-times", b->stage_times}};
     for (size_t i = 0; i < sizeof problem / sizeof problem[0]; i++)
         if (problem[i][1])
             opt(s, problem[i][0], problem[i][1]);

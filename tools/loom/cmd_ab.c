@@ -379,8 +379,9 @@ static int write_reports(ab_cli *o, loom_ab_report *rep)
     for (int k = 0; k < 3; k++) {
         if (!paths[k])
             continue;
-        if ((k == 1 && o->shard.n ? loom_ab_write_shard_file(paths[k], rep, &o->shard, &err)
-                                  : loom_write_atomic(paths[k], writers[k], rep, &err)) != LOOM_OK) {
+        int rc = k == 1 && o->shard.n ? loom_ab_write_shard_file(paths[k], rep, &o->shard, &err)
+                                      : loom_write_atomic(paths[k], writers[k], rep, &err);
+        if (rc != LOOM_OK) {
             fprintf(stderr, "loom ab: %s\n", err.message);
             return LOOM_EXIT_USAGE;
         }
