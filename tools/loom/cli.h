@@ -23,6 +23,7 @@ int loom_cli_exit_for_status(int status);
 const char *loom_cli_opt_value(int argc, char **argv, int *i, const char *name);
 
 int loom_cmd_ab(int argc, char **argv);        /* cmd_ab.c */
+int loom_cmd_ab_merge(int argc, char **argv);  /* cmd_ab_merge.c */
 int loom_cmd_plugins(int argc, char **argv);   /* cmd_plugins.c */
 int loom_cmd_validate(int argc, char **argv);  /* cmd_validate.c */
 int loom_cmd_plan(int argc, char **argv);      /* cmd_plan.c */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ab.h"
+#include "ab_shard.h"
 #include "cli.h"
 #include <loom/sys/isolate.h>
 #include <loom/sys/output.h>
@@ -18,7 +19,8 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: loom ab A.json B.json [problem options] [options]\n\n"
+            "usage: loom ab A.json B.json [problem options] [options]\n"
+            "       loom ab merge SHARD.json... [--markdown F] [--json F] [--junit F]\n\n"
             "Plans the same iterations with planner manifests A and B and compares the\n"
             "simulated iteration times (B/A) pair by pair: mean and median ratio, 95 %% CI of\n"
             "the mean by paired bootstrap, wins/losses/ties and a verdict per case.\n\n"
@@ -47,6 +49,9 @@ static void usage(FILE *out)
             "                        budget + max(5000, budget), or N when given and smaller)\n"
             "  --memory-limit-mb N   address-space limit of each child (default 8192; 0 none;\n"
             "                        not applied in AddressSanitizer builds)\n"
+            "  --shard K/N           run only the cases whose 0-based index i has\n"
+            "                        i %% N == K - 1; --json then writes a shard report\n"
+            "                        for `loom ab merge` (see `loom ab merge --help`)\n"
             "  --quiet               no progress display\n"
             "The Markdown table is printed on stdout. docs/ab-testing.md has the rules.\n"
             "exit codes: 0 no regression, 1 regression (or a case could not be planned),\n"
@@ -72,6 +77,7 @@ typedef struct ab_cli {
     int timings, quiet;
     loom_isolate_opts iso;
     loom_session_args base;
+    loom_ab_shard shard; /* shard.n == 0: the whole suite */
 } ab_cli;
 
 /* Parses a non-negative number option; prints why on failure. */
@@ -150,6 +156,13 @@ static int parse(ab_cli *o, int argc, char **argv)
             o->timings = 1;
         } else if (!strcmp(a, "--quiet")) {
             o->quiet = 1;
+        } else if (!strcmp(a, "--shard")) {
+            loom_error err = {0};
+            if (loom_ab_shard_parse(next, &o->shard.k, &o->shard.n, &err) != LOOM_OK) {
+                fprintf(stderr, "loom ab: %s\n", err.message);
+                return -1;
+            }
+            i++;
         } else if (a[0] != '-' && n_manifests < 2) {
             o->manifest[n_manifests++] = a;
         } else {
@@ -311,6 +324,25 @@ static int build_cases(ab_cli *o, loom_ab_suite *suite, ab_case **out, int32_t *
     return 0;
 }
 
+/* Keeps the cases of shard o->shard (in suite order) and describes the
+ * shard's inputs for the merge. */
+static int shard_cases(ab_cli *o, ab_case *cases, int32_t *n)
+{
+    loom_error err = {0};
+    if (loom_ab_shard_describe(&o->shard, &o->base, &o->iso, o->manifest[0], o->manifest[1],
+                               o->suite, &err) != LOOM_OK) {
+        fprintf(stderr, "loom ab: %s\n", err.message);
+        return -1;
+    }
+    o->shard.suite_cases = *n;
+    int32_t kept = 0;
+    for (int32_t i = 0; i < *n; i++)
+        if (loom_ab_shard_selects(o->shard.k, o->shard.n, i))
+            cases[kept++] = cases[i];
+    *n = kept;
+    return 0;
+}
+
 /* Runs side k of one case and reports a failure on stderr at once. */
 static int run_side(ab_cli *o, ab_case *c, int k, ab_progress *prog, loom_run_output *out)
 {
@@ -347,7 +379,9 @@ static int write_reports(ab_cli *o, loom_ab_report *rep)
     for (int k = 0; k < 3; k++) {
         if (!paths[k])
             continue;
-        if (loom_write_atomic(paths[k], writers[k], rep, &err) != LOOM_OK) {
+        int rc = k == 1 && o->shard.n ? loom_ab_write_shard_file(paths[k], rep, &o->shard, &err)
+                                      : loom_write_atomic(paths[k], writers[k], rep, &err);
+        if (rc != LOOM_OK) {
             fprintf(stderr, "loom ab: %s\n", err.message);
             return LOOM_EXIT_USAGE;
         }
@@ -405,6 +439,8 @@ static int run_all(ab_cli *o, ab_case *cases, int32_t n, const char *names[2])
 
 int loom_cmd_ab(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "merge"))
+        return loom_cmd_ab_merge(argc - 1, argv + 1);
     ab_cli o;
     memset(&o, 0, sizeof o);
     loom_session_args_init(&o.base);
@@ -441,6 +477,11 @@ int loom_cmd_ab(int argc, char **argv)
     if (build_cases(&o, suite, &cases, &n) != 0) {
         loom_ab_suite_free(suite);
         return LOOM_EXIT_PLAN;
+    }
+    if (o.shard.n && shard_cases(&o, cases, &n) != 0) {
+        free(cases);
+        loom_ab_suite_free(suite);
+        return LOOM_EXIT_USAGE;
     }
     void (*old)(int) = signal(SIGINT, on_sigint);
     const char *names[2] = {name_a, name_b};

@@ -1,0 +1,137 @@
+/* cmd_ab_merge.c - `loom ab merge SHARD.json...`: rebuilds the report of a
+ * whole suite from the shard reports of `loom ab --shard K/N` runs and
+ * writes it with the writers of `loom ab` (same bytes as an unsharded
+ * run, same exit code). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ab.h"
+#include "ab_shard.h"
+#include "cli.h"
+#include <loom/sys/isolate.h>
+#include <loom/sys/output.h>
+
+/* Prints the usage text. */
+static void usage(FILE *out)
+{
+    fputs("usage: loom ab merge SHARD.json... [--markdown FILE] [--json FILE] [--junit FILE]\n"
+          "                     [--quiet]\n\n"
+          "Merges the JSON reports of `loom ab ... --shard K/N --json SHARD.json` runs (one\n"
+          "per shard 1..N, in any order) into the report of the whole suite, written as\n"
+          "`loom ab` writes it: the Markdown table on stdout (and --markdown FILE), --json\n"
+          "and --junit. The shards must come from one run: same manifests, suite,\n"
+          "threshold, memory threshold, resamples, --timings and planning options.\n\n"
+          "  --markdown FILE   also write the Markdown table to FILE\n"
+          "  --json FILE       write the JSON report (the unsharded run's bytes)\n"
+          "  --junit FILE      write JUnit XML (one test case per case)\n"
+          "  --quiet           no summary line on stderr\n"
+          "exit codes: as `loom ab` over the whole suite (0 no regression, 1 regression,\n"
+          "2 bad input, 3 plugin failure); 2 when the shard reports do not fit together\n",
+          out);
+}
+
+/* The Markdown writer in the shape loom_write_atomic calls. */
+static int write_md(void *r, FILE *out, loom_error *err)
+{
+    return loom_ab_write_markdown(r, out, err);
+}
+
+/* The JSON writer in the shape loom_write_atomic calls. */
+static int write_json(void *r, FILE *out, loom_error *err)
+{
+    return loom_ab_write_json(r, out, err);
+}
+
+/* The JUnit writer in the shape loom_write_atomic calls. */
+static int write_junit(void *r, FILE *out, loom_error *err)
+{
+    return loom_ab_write_junit(r, out, err);
+}
+
+/* Prints the failed sides as `loom ab` does while it runs. */
+static void print_failures(const loom_ab_report *r)
+{
+    char buf[1024];
+    for (int32_t i = 0; i < r->n_cases; i++) {
+        const loom_ab_case_result *c = &r->cases[i];
+        const loom_failure *f[2] = {&c->a.failure, &c->b.failure};
+        const char *manifest[2] = {r->manifest_a, r->manifest_b};
+        for (int k = 0; k < 2; k++) {
+            if (f[k]->kind == LOOM_FAIL_NONE)
+                continue;
+            loom_failure_describe(f[k], buf, sizeof buf);
+            fprintf(stderr, "loom ab: case %s, %s (%s): %s\n", c->name, k ? "B" : "A",
+                    manifest[k], buf);
+        }
+    }
+}
+
+int loom_cmd_ab_merge(int argc, char **argv)
+{
+    const char *paths[3] = {NULL, NULL, NULL}; /* markdown, json, junit */
+    int quiet = 0, n_files = 0;
+    const char **files = calloc((size_t)(argc > 0 ? argc : 1), sizeof *files);
+    if (!files) {
+        fprintf(stderr, "loom ab merge: out of memory\n");
+        return LOOM_EXIT_USAGE;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            free(files);
+            return LOOM_EXIT_OK;
+        } else if (!strcmp(a, "--markdown") && next) {
+            paths[0] = argv[++i];
+        } else if (!strcmp(a, "--json") && next) {
+            paths[1] = argv[++i];
+        } else if (!strcmp(a, "--junit") && next) {
+            paths[2] = argv[++i];
+        } else if (!strcmp(a, "--quiet")) {
+            quiet = 1;
+        } else if (a[0] != '-') {
+            files[n_files++] = a;
+        } else {
+            fprintf(stderr, "loom ab merge: unknown or incomplete option '%s'\n", a);
+            usage(stderr);
+            free(files);
+            return LOOM_EXIT_USAGE;
+        }
+    }
+    if (n_files < 1) {
+        fprintf(stderr, "loom ab merge: expected shard reports (SHARD.json...), found none\n");
+        usage(stderr);
+        free(files);
+        return LOOM_EXIT_USAGE;
+    }
+    loom_ab_merge *m = NULL;
+    loom_error err = {0};
+    int rc = loom_ab_merge_load(files, n_files, &m, &err);
+    free(files);
+    if (rc != LOOM_OK) {
+        fprintf(stderr, "loom ab merge: %s\n", err.message);
+        return LOOM_EXIT_USAGE;
+    }
+    const loom_ab_report *r = loom_ab_merge_report(m);
+    print_failures(r);
+    int code = LOOM_EXIT_OK;
+    if (loom_ab_write_markdown(r, stdout, &err) != LOOM_OK) {
+        fprintf(stderr, "loom ab merge: %s\n", err.message);
+        code = LOOM_EXIT_USAGE;
+    }
+    fflush(stdout);
+    int (*writers[3])(void *, FILE *, loom_error *) = {write_md, write_json, write_junit};
+    for (int k = 0; k < 3 && code == LOOM_EXIT_OK; k++) {
+        if (paths[k] && loom_write_atomic(paths[k], writers[k], (void *)r, &err) != LOOM_OK) {
+            fprintf(stderr, "loom ab merge: %s\n", err.message);
+            code = LOOM_EXIT_USAGE;
+        }
+    }
+    if (code == LOOM_EXIT_OK)
+        code = loom_ab_exit_code(r);
+    if (!quiet)
+        fprintf(stderr, "loom ab merge: %d shard%s, %d case%s (exit %d)\n", n_files,
+                n_files == 1 ? "" : "s", r->n_cases, r->n_cases == 1 ? "" : "s", code);
+    loom_ab_merge_free(m);
+    return code;
+}
