@@ -6,6 +6,7 @@
 #include <string.h>
 #include "testutil.h"
 #include <loom/sys/json.h>
+#include <loom/sys/util.h>
 
 /* Parses `text` as file "in.json"; fails the test on error. */
 static cJSON *parse_ok(const char *text)
@@ -229,6 +230,28 @@ START_TEST(parse_slice_of_buffer)
 END_TEST
 
 /* Builds the suite. */
+/* Byte counts with units, as --memory-cap takes them. */
+START_TEST(sizes_with_units)
+{
+    double b = 0;
+    ck_assert_int_eq(loom_parse_bytes("80GiB", &b), 0);
+    ck_assert_double_eq(b, 85899345920.0);
+    ck_assert_int_eq(loom_parse_bytes("80GB", &b), 0);
+    ck_assert_double_eq(b, 8e10);
+    ck_assert_int_eq(loom_parse_bytes("1.5tib", &b), 0);
+    ck_assert_double_eq(b, 1649267441664.0);
+    ck_assert_int_eq(loom_parse_bytes("512MiB", &b), 0);
+    ck_assert_double_eq(b, 536870912.0);
+    ck_assert_int_eq(loom_parse_bytes("85899345920", &b), 0);
+    ck_assert_double_eq(b, 85899345920.0);
+    ck_assert_int_eq(loom_parse_bytes("64B", &b), 0);
+    ck_assert_double_eq(b, 64.0);
+    const char *bad[] = {"", "GiB", "-1GiB", "80XB", "80 GiB", "1e400", "nan", "80G", NULL};
+    for (int i = 0; bad[i]; i++)
+        ck_assert_msg(loom_parse_bytes(bad[i], &b) == -1, "accepted '%s'", bad[i]);
+}
+END_TEST
+
 static Suite *json_suite(void)
 {
     Suite *s = suite_create("json_util");
@@ -244,6 +267,7 @@ static Suite *json_suite(void)
     tcase_add_test(tc, load_files);
     tcase_add_test(tc, nul_byte_rejected);
     tcase_add_test(tc, parse_slice_of_buffer);
+    tcase_add_test(tc, sizes_with_units);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -368,8 +368,9 @@ START_TEST(open_role_mismatch)
     loom_registry *reg = loom_registry_new();
     loom_pipeline *p = NULL;
     ck_assert_int_eq(loom_pipeline_open(reg, cfg, &p, &err), LOOM_EINVAL);
-    ck_assert_ptr_nonnull(strstr(err.message, "pipeline[3].use: expected a plugin with role "
-                                              "interleaver, found \"good-rank\" "
+    /* --use chose it: the error names the flag typed */
+    ck_assert_ptr_nonnull(strstr(err.message, "--use interleaver=good-rank: expected a plugin "
+                                              "with role interleaver, found \"good-rank\" "
                                               "(fixture.good-rank), which has role ranker"));
     /* Params are validated before anything is loaded. */
     ck_assert_int_eq(loom_registry_find(reg, NULL, "fixture.good-cost")->state, LOOM_PLUGIN_FOUND);

@@ -54,17 +54,22 @@ void loom_pipeline_close(loom_pipeline *p)
     free(p);
 }
 
-/* Error for a `use` that names no plugin of the step's role. */
+/* Error for a `use` that names no plugin of the step's role: blamed on the
+ * --use flag when the command line chose it, else on the manifest. */
 static int not_found(loom_registry *reg, const loom_planner_config *cfg,
                      const loom_step_config *sc, loom_error *err)
 {
+    char where[320];
+    if (sc->use_flag)
+        snprintf(where, sizeof where, "%.300s", sc->use_flag);
+    else
+        snprintf(where, sizeof where, "%.250s: %.40s.use", cfg->path, sc->path);
     loom_plugin *other = loom_registry_find(reg, NULL, sc->use);
     if (other)
         return loom_set_error(err, LOOM_EINVAL,
-                              "%s: %s.use: expected a plugin with role %s, found "
+                              "%s: expected a plugin with role %s, found "
                               "\"%s\" (%s), which has role %s",
-                              cfg->path, sc->path, sc->role, sc->use, other->m.id,
-                              other->m.role);
+                              where, sc->role, sc->use, other->m.id, other->m.role);
     char list[300];
     size_t n = 0;
     list[0] = 0;
@@ -77,12 +82,50 @@ static int not_found(loom_registry *reg, const loom_planner_config *cfg,
     }
     if (!n)
         return loom_set_error(err, LOOM_ENOTFOUND,
-                              "%s: %s.use: no %s plugin \"%s\"; no %s plugins were "
+                              "%s: no %s plugin \"%s\"; no %s plugins were "
                               "found (check LOOM_PLUGIN_PATH or plugin_dirs)",
-                              cfg->path, sc->path, sc->role, sc->use, sc->role);
-    return loom_set_error(err, LOOM_ENOTFOUND,
-                          "%s: %s.use: no %s plugin \"%s\" (available: %s)", cfg->path,
-                          sc->path, sc->role, sc->use, list);
+                              where, sc->role, sc->use, sc->role);
+    return loom_set_error(err, LOOM_ENOTFOUND, "%s: no %s plugin \"%s\" (available: %s)",
+                          where, sc->role, sc->use, list);
+}
+
+/* A resolve error about a param a --param flag set names that flag:
+ * "<file>: <json_path>.<key>: why" becomes "--param ROLE.KEY=V: why", and a
+ * key the plugin does not declare says so. */
+static int blame_param_flag(const loom_step_config *sc, const loom_plugin *pl,
+                            const char *file, const char *json_path, loom_error *err)
+{
+    for (int k = 0; k < sc->n_param_flags; k++) {
+        const char *flag = sc->param_flags[k];
+        const char *dot = strchr(flag, '.'), *eq = dot ? strchr(dot, '=') : NULL;
+        if (!dot || !eq)
+            continue;
+        char key[128], prefix[512];
+        snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
+        int declared_key = 0;
+        for (int i = 0; i < pl->m.n_params; i++)
+            declared_key |= !strcmp(pl->m.params[i].name, key);
+        if (!declared_key) {
+            char names[300];
+            size_t n = 0;
+            names[0] = 0;
+            for (int i = 0; i < pl->m.n_params && n < sizeof names; i++)
+                n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "",
+                                      pl->m.params[i].name);
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "%.200s: plugin %s has no param \"%s\" (%s%s)", flag,
+                                  pl->m.id, key, n ? "its params: " : "it declares none",
+                                  names);
+        }
+        snprintf(prefix, sizeof prefix, "%s: %s.%s: ", file, json_path, key);
+        size_t plen = strlen(prefix);
+        if (!strncmp(err->message, prefix, plen)) {
+            char rest[LOOM_ERROR_MSG_BYTES];
+            snprintf(rest, sizeof rest, "%s", err->message + plen);
+            return loom_set_error(err, err->code, "%.200s: %s", flag, rest);
+        }
+    }
+    return err->code;
 }
 
 /* Records the step index of each role in p. */
@@ -164,6 +207,8 @@ static int resolve_steps(loom_pipeline *p, const loom_planner_config *cfg,
         snprintf(json_path, sizeof json_path, "%s.params", sc->path);
         int rc = loom_params_resolve(&st->plugin->m, sc->params, cfg->path, json_path,
                                      &st->params, &st->n_params, err);
+        if (rc && sc->n_param_flags)
+            rc = blame_param_flag(sc, st->plugin, cfg->path, json_path, err);
         if (!rc && cfg->max_evaluations > 0 && st->role == LOOM_ROLE_ID_RANKER)
             rc = evaluation_mode(st, cfg->max_evaluations, cfg->path, err);
         if (rc)

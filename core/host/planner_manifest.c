@@ -25,6 +25,10 @@ void loom_planner_config_free(loom_planner_config *cfg)
         free(cfg->steps[i].role);
         free(cfg->steps[i].use);
         cJSON_Delete(cfg->steps[i].params);
+        free(cfg->steps[i].use_flag);
+        for (int k = 0; k < cfg->steps[i].n_param_flags; k++)
+            free(cfg->steps[i].param_flags[k]);
+        free(cfg->steps[i].param_flags);
     }
     free(cfg->steps);
     free(cfg);
@@ -310,12 +314,22 @@ int loom_planner_config_use(loom_planner_config *cfg, const char *role_eq_name,
         free(name);
         return rc;
     }
+    size_t flen = strlen(role_eq_name) + 7;
+    char *flag = malloc(flen);
+    if (!flag) {
+        free(role);
+        free(name);
+        return loom_set_error(err, LOOM_ENOMEM, "out of memory");
+    }
+    snprintf(flag, flen, "--use %s", role_eq_name);
     int at = find_role(cfg, role);
     if (at >= 0) {
         free(cfg->steps[at].use);
         cJSON_Delete(cfg->steps[at].params);
         cfg->steps[at].params = NULL;
         cfg->steps[at].use = name;
+        free(cfg->steps[at].use_flag);
+        cfg->steps[at].use_flag = flag;
         free(role);
         return LOOM_OK;
     }
@@ -323,6 +337,7 @@ int loom_planner_config_use(loom_planner_config *cfg, const char *role_eq_name,
     if (!ns) {
         free(role);
         free(name);
+        free(flag);
         return loom_set_error(err, LOOM_ENOMEM, "out of memory");
     }
     cfg->steps = ns;
@@ -335,6 +350,7 @@ int loom_planner_config_use(loom_planner_config *cfg, const char *role_eq_name,
     memset(&ns[pos], 0, sizeof *ns);
     ns[pos].role = role;
     ns[pos].use = name;
+    ns[pos].use_flag = flag;
     cfg->n_steps++;
     for (int i = 0; i < cfg->n_steps; i++)
         loom_json_path_index(ns[i].path, sizeof ns[i].path, "pipeline", i);
@@ -377,12 +393,21 @@ int loom_planner_config_param(loom_planner_config *cfg,
             loom_step_config *st = &cfg->steps[at];
             if (v && !st->params)
                 st->params = cJSON_CreateObject();
-            if (!v || !st->params) {
+            size_t flen = strlen(role_key_eq_value) + 9;
+            char *flag = malloc(flen);
+            char **flags = realloc(st->param_flags,
+                                   (size_t)(st->n_param_flags + 1) * sizeof *flags);
+            if (flags)
+                st->param_flags = flags;
+            if (!v || !st->params || !flag || !flags) {
                 cJSON_Delete(v);
+                free(flag);
                 rc = loom_set_error(err, LOOM_ENOMEM, "out of memory");
             } else {
                 cJSON_DeleteItemFromObjectCaseSensitive(st->params, key);
                 cJSON_AddItemToObject(st->params, key, v);
+                snprintf(flag, flen, "--param %s", role_key_eq_value);
+                st->param_flags[st->n_param_flags++] = flag;
             }
         }
     }

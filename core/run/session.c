@@ -55,8 +55,19 @@ int loom_session_args_take(loom_session_args *a, int argc, char **argv, int *i)
             *slots[k] = v;
             return 1;
         }
-    if (!strcmp(opt, "--iterations") || !strcmp(opt, "--seed") || !strcmp(opt, "--memory-cap") ||
-        !strcmp(opt, "--evaluations")) {
+    if (!strcmp(opt, "--memory-cap")) {
+        const char *v = value(argc, argv, i);
+        if (!v)
+            return -1;
+        if (loom_parse_bytes(v, &a->memory_cap_bytes) != 0) {
+            fprintf(stderr, "loom: --memory-cap: expected a size such as 80GiB, 80GB or a byte "
+                            "count (units B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), found '%s'\n",
+                    v);
+            return -1;
+        }
+        return 1;
+    }
+    if (!strcmp(opt, "--iterations") || !strcmp(opt, "--seed") || !strcmp(opt, "--evaluations")) {
         const char *v = value(argc, argv, i);
         if (!v)
             return -1;
@@ -80,11 +91,9 @@ int loom_session_args_take(loom_session_args *a, int argc, char **argv, int *i)
                 return -1;
             }
             a->max_evaluations = (int64_t)d;
-        } else if (!strcmp(opt, "--seed")) {
+        } else {
             a->has_seed = 1;
             a->seed = strtoull(v, NULL, 10);
-        } else {
-            a->memory_cap_bytes = d;
         }
         return 1;
     }
@@ -191,6 +200,15 @@ int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *e
         snprintf(s->manifest_path, sizeof s->manifest_path, "%s", a->manifest);
     else
         loom_default_manifest(s->manifest_path, sizeof s->manifest_path);
+    if (a->stage_times) { /* a stage-times problem carries its own shape */
+        const char *with = a->model ? "--model" : a->cluster ? "--cluster"
+                         : a->parallel ? "--parallel" : a->workload ? "--workload"
+                         : a->generate ? "--generate" : NULL;
+        if (with)
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "--stage-times and %s contradict each other: a stage-times "
+                                  "problem gives its own ranks, microbatches and times", with);
+    }
     int rc = loom_planner_config_load(s->manifest_path, &s->cfg, err);
     for (int k = 0; rc == LOOM_OK && k < a->n_uses; k++)
         rc = loom_planner_config_use(s->cfg, a->uses[k], err);

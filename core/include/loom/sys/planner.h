@@ -23,6 +23,11 @@ typedef struct loom_step_config {
     char *use;      /* plugin id or provides.name */
     cJSON *params;  /* owned copy or NULL */
     char path[48];  /* "pipeline[i]" */
+    char *use_flag; /* owned "--use ROLE=NAME" when the command line chose
+                     * the plugin (errors name it), else NULL */
+    char **param_flags; /* owned "--param ROLE.KEY=VALUE" texts that set
+                         * params of this step (errors name them) */
+    int n_param_flags;
 } loom_step_config;
 
 typedef struct loom_planner_config {

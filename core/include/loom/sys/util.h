@@ -27,6 +27,13 @@ LOOM_EXPORT uint64_t loom_splitmix64(uint64_t *state);
 /* Monotonic clock in milliseconds. */
 LOOM_EXPORT double loom_now_ms(void);
 
+/* A byte count with an optional unit into *out: plain bytes, B, KB, MB,
+ * GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024), case
+ * insensitive, e.g. "80GiB", "80GB", "1.5TiB", "85899345920". Returns 0,
+ * or -1 for anything else (negative, non-finite, above 1e18 bytes, another
+ * unit). */
+LOOM_EXPORT int loom_parse_bytes(const char *text, double *out);
+
 /* 1 when a and b are equal ignoring ASCII case. */
 LOOM_EXPORT int loom_name_eq(const char *a, const char *b);
 
