@@ -28,13 +28,31 @@ static void has(const char *text, const char *frag)
     ck_assert_msg(strstr(text, frag) != NULL, "missing \"%s\" in:\n%s", frag, text);
 }
 
+/* The suite runner's pid: every folder a test makes is named after it,
+ * so the runner removes them even after a test failed half-way. */
+static long owner;
+
+static void note_owner(void)
+{
+    owner = (long)getpid();
+}
+
+/* Removes every folder the tests made (unchecked teardown, in the runner). */
+static void remove_all(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf /tmp/loom-hostile-%ld-*", owner);
+    if (system(cmd) != 0)
+        fprintf(stderr, "test_hostile: could not remove /tmp/loom-hostile-%ld-*\n", owner);
+}
+
 /* A fresh folder under /tmp (static storage per call slot). */
 static const char *fresh_dir(void)
 {
     static char dirs[4][64];
     static int next;
     char *d = dirs[next++ % 4];
-    snprintf(d, 64, "/tmp/loom-hostile-XXXXXX");
+    snprintf(d, 64, "/tmp/loom-hostile-%ld-XXXXXX", owner);
     ck_assert_ptr_nonnull(mkdtemp(d));
     return d;
 }
@@ -370,6 +388,7 @@ static Suite *hostile_suite(void)
     Suite *s = suite_create("hostile");
     TCase *tc = tcase_create("plugins");
     tcase_set_timeout(tc, 240);
+    tcase_add_unchecked_fixture(tc, note_owner, remove_all);
     tcase_add_test(tc, a_forked_sleeper_neither_holds_the_run_nor_survives_it);
     tcase_add_test(tc, a_forked_writer_neither_holds_the_run_nor_survives_it);
     tcase_add_test(tc, plugin_chatter_stays_off_stdout);
@@ -378,6 +397,7 @@ static Suite *hostile_suite(void)
     suite_add_tcase(s, tc);
     TCase *out = tcase_create("out");
     tcase_set_timeout(out, 240);
+    tcase_add_unchecked_fixture(out, note_owner, remove_all);
     tcase_add_test(out, a_rerun_replaces_the_whole_set);
     tcase_add_test(out, a_failed_write_keeps_the_previous_set);
     tcase_add_test(out, two_runs_sharing_out_leave_one_whole_set);

@@ -33,7 +33,8 @@ void loom_test_mock_manifest(struct loom_mock_host *h, const struct loom_plugin_
 int loom_test_group_alive(long pgid);
 
 /* Waits up to `limit_s` seconds until process group `pgid` has no live
- * process; returns 1 when it has none, else 0 after killing them all. */
+ * process; returns 1 when it has none, else 0 after killing them all (0
+ * at once, killing nothing, for the caller's own group). */
 int loom_test_group_gone(long pgid, double limit_s);
 
 /* The pid of a child of process `parent` (from /proc), or 0 when it has
