@@ -447,6 +447,15 @@ static void child_on_exit(int status, void *arg)
     _exit(status);
 }
 
+/* SIGINT in the child (only the parent sends it: the first Ctrl-C): the
+ * running search stops and keeps its best plan; the body may install its
+ * own handler. */
+static void child_on_sigint(int sig)
+{
+    (void)sig;
+    loom_interrupt();
+}
+
 /* First steps of the child, signals still blocked: its own process group,
  * death with the parent, default dispositions for the parent's handlers. */
 static void child_setup(pid_t parent, const sigset_t *mask)
@@ -461,7 +470,7 @@ static void child_setup(pid_t parent, const sigset_t *mask)
         if (sigaction(fwd_signals[k], NULL, &sa) == 0 && is_handler(&sa))
             signal(fwd_signals[k], SIG_DFL);
     }
-    signal(SIGINT, SIG_IGN);
+    signal(SIGINT, child_on_sigint);
     signal(SIGPIPE, SIG_IGN);
     signal(SIGTTOU, SIG_IGN); /* a background group may still write to the terminal */
     signal(SIGTTIN, SIG_IGN);
