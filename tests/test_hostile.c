@@ -231,25 +231,25 @@ START_TEST(exit_in_plugin_code_is_a_plugin_error)
         const char *args, *frag;
     } cases[] = {
         {"plan --manifest " PLANNERS "exit.json " PROBLEM " --iterations 4",
-         "loom plan: plugin fixture.exit-rank (pipeline[2]) called exit(0) before the command "
-         "finished"},
+         "loom plan: plugin fixture.exit-rank called exit(0) before the command finished "
+         "(pipeline[2])"},
         {"plan --manifest " PLANNERS "exit.json " PROBLEM " --iterations 4 --isolate",
          "loom plan: plugin fixture.exit-rank (pipeline[2]): the planning process exited with "
          "status 0 before finishing at iteration 2"},
         {"plan --manifest " PLANNERS "exit.json " PROBLEM " --param ranker.exit_in_create=1",
-         "loom plan: plugin fixture.exit-rank (pipeline[2]) called exit(0) before the command "
-         "finished"},
+         "loom plan: plugin fixture.exit-rank called exit(0) before the command finished "
+         "(pipeline[2])"},
         {"plan --manifest " PLANNERS "exit.json " PROBLEM " --param ranker.exit_in_create=1 "
          "--isolate",
          "loom plan: plugin fixture.exit-rank (pipeline[2]): the planning process exited with "
          "status 0 before finishing while opening the session"},
         {"validate " PLANNERS "exit.json --param ranker.exit_in_create=1",
-         "loom validate: plugin fixture.exit-rank (pipeline[2]) called exit(0) before the "
-         "command finished"},
+         "loom validate: plugin fixture.exit-rank called exit(0) before the command "
+         "finished (pipeline[2])"},
         {"ab " PLANNERS "base.json " PLANNERS "exit.json " PROBLEM " --iterations 4 --quiet "
          "--no-isolate",
-         "loom ab: plugin fixture.exit-rank (pipeline[2]) called exit(0) before the command "
-         "finished"},
+         "loom ab: plugin fixture.exit-rank called exit(0) before the command finished "
+         "(pipeline[2])"},
         {"ab " PLANNERS "base.json " PLANNERS "exit.json " PROBLEM " --iterations 4 --quiet",
          "plugin fixture.exit-rank (pipeline[2]): the planning process exited with status 0 "
          "before finishing at iteration 2"},

@@ -49,14 +49,17 @@ int loom_cli_io_check(int code);
 int loom_cli_io_end(int code);
 
 /* Exit guard: while a command runs, exit() called by plugin code ends the
- * process with exit code 3 and "loom <cmd>: plugin <id> (pipeline[i])
- * called exit(n) before the command finished", where i is the step in
+ * process with exit code 3 and "loom <cmd>: plugin <id> called exit(n)
+ * before the command finished (pipeline[i])", where i is the step in
  * *marker (loom_session_args.step_marker) and the id the one given for it
- * by loom_cli_guard_step (loom_cli_guard_on_step is its on_step form).
- * _exit() cannot be caught in-process: --isolate reports it. */
+ * by loom_cli_guard_step (loom_cli_guard_on_step is its on_step form), or
+ * the plugin named by loom_cli_guard_loading (NULL: none) while one is
+ * loaded outside a pipeline. _exit() cannot be caught in-process:
+ * --isolate reports it. */
 void loom_cli_guard_marker(volatile int32_t *marker);
 void loom_cli_guard_step(int32_t step, const char *plugin_id);
 void loom_cli_guard_on_step(void *user, int32_t step, const char *plugin_id);
+void loom_cli_guard_loading(const char *plugin_id);
 
 int loom_cmd_ab(int argc, char **argv);        /* cmd_ab.c */
 int loom_cmd_plugins(int argc, char **argv);   /* cmd_plugins.c */

@@ -23,6 +23,7 @@ static struct {
     int stdout_closed;        /* fd 1 was closed when loom started */
     volatile int32_t *marker; /* the running pipeline step, or NULL */
     char ids[GUARD_STEPS][128]; /* plugin id per step ("" unknown) */
+    char loading[128];        /* plugin being loaded outside a pipeline, or "" */
 } io;
 
 /* Reopens fd `fd` on `path` when it is closed. Returns 1 when it was. */
@@ -53,8 +54,11 @@ static void guard_on_exit(int status, void *arg)
         fflush(io.out); /* keep what the command printed so far */
     const char *cmd = io.cmd ? io.cmd : "";
     if (step >= 0 && step < GUARD_STEPS && io.ids[step][0])
-        fprintf(stderr, "loom %s: plugin %s (pipeline[%d]) called exit(%d) before the command "
-                        "finished\n", cmd, io.ids[step], step, status);
+        fprintf(stderr, "loom %s: plugin %s called exit(%d) before the command finished "
+                        "(pipeline[%d])\n", cmd, io.ids[step], status, step);
+    else if (io.loading[0])
+        fprintf(stderr, "loom %s: plugin %s called exit(%d) before the command finished "
+                        "(while loading)\n", cmd, io.loading, status);
     else
         fprintf(stderr, "loom %s: exit(%d) was called by plugin code before the command "
                         "finished\n", cmd, status);
@@ -164,6 +168,11 @@ void loom_cli_guard_step(int32_t step, const char *plugin_id)
 {
     if (step >= 0 && step < GUARD_STEPS)
         snprintf(io.ids[step], sizeof io.ids[step], "%s", plugin_id ? plugin_id : "");
+}
+
+void loom_cli_guard_loading(const char *plugin_id)
+{
+    snprintf(io.loading, sizeof io.loading, "%s", plugin_id ? plugin_id : "");
 }
 
 void loom_cli_guard_on_step(void *user, int32_t step, const char *plugin_id)

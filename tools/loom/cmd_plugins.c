@@ -105,12 +105,9 @@ static int open_registry(const plugins_opts *o, loom_registry **out)
 /* Loads a plugin (its constructors and init run), named to the exit guard. */
 static void load_plugin(loom_registry *reg, loom_plugin *p)
 {
-    static volatile int32_t loading = -1;
-    loom_cli_guard_marker(&loading);
-    loom_cli_guard_step(0, p->m.id);
-    loading = 0;
+    loom_cli_guard_loading(p->m.id);
     loom_plugin_load(reg, p, NULL);
-    loading = -1;
+    loom_cli_guard_loading(NULL);
 }
 
 /* Status text of a plugin: found, loaded or failed: <message>. */
