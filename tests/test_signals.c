@@ -377,7 +377,8 @@ static void check_killed(int sig, int isolate, int ab)
         ck_assert_int_eq(loom_read_file(prev, &after, NULL, &err), LOOM_OK);
         ck_assert_str_eq(after, before);
         free(after);
-        ck_assert_str_eq(entries(out), "plan.json schedule.csv summary.txt timeline.svg trace.json ");
+        ck_assert_str_eq(entries(out),
+                         "plan.json schedule.csv summary.txt timeline.svg trace.json ");
         ck_assert_str_eq(entries(dir), "o "); /* no temporary folder */
     }
     free(before);
