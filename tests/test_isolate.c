@@ -1,7 +1,8 @@
 /* test_isolate.c - fault isolation: records from a forked child, a crash,
  * an abort, a timeout (with the plugin named through the channel's step marker),
  * garbage and truncated records, an early exit, the address-space limit,
- * the iteration limit rule, real planning runs with the segfaulting and
+ * a forked process that keeps the pipe open (the run neither waits for it
+ * nor leaves it alive), the iteration limit rule, real planning runs with the segfaulting and
  * never-returning fixture rankers (isolated and in-process), and `loom
  * plan --isolate` with its progress display. */
 #define _DEFAULT_SOURCE
