@@ -408,6 +408,11 @@ START_TEST(cli_merge_is_byte_identical_with_the_same_plan_times)
     ck_assert_int_eq(loom(args, &out), 2);
     has(out, "loom ab merge: 3 shards, 5 cases (exit 2)");
     free(out);
+    /* the Markdown table goes to standard output, like `loom ab`'s */
+    snprintf(args, sizeof args, "ab merge %s 2>/dev/null", files);
+    ck_assert_int_eq(loom(args, &out), 2);
+    has(out, "## loom ab: ");
+    free(out);
     static const char *const ext[] = {"json", "md", "xml"};
     for (int i = 0; i < 3; i++) {
         snprintf(a, sizeof a, "%s/u.%s", dir, ext[i]);

@@ -1,7 +1,10 @@
 /* test_atomic_file.c - loom_write_atomic: whole replacement, the file mode
  * kept, and every failure (no directory, read-only directory, a full or
  * size-limited disk, a failing writer) leaving the old file intact, no
- * temporary file behind and LOOM_EIO naming the path. */
+ * temporary file behind and LOOM_EIO naming the path. loom_out_dir: a
+ * folder's set replaced as a whole, files Loom did not write kept, an
+ * uncommitted set discarded (also the async-signal-safe way), staging
+ * folders of dead runs swept, a link written through. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -315,6 +318,199 @@ START_TEST(test_bad_arguments)
 }
 END_TEST
 
+/* ---- loom_out_dir ------------------------------------------------------ */
+
+/* The entries of dir, sorted, joined by spaces (static storage). */
+static const char *listing(const char *dir)
+{
+    static char list[4096];
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | sort | tr '\\n' ' '", dir);
+    char *text = NULL;
+    ck_assert_int_eq(loom_test_run(cmd, &text), 0);
+    snprintf(list, sizeof list, "%s", text);
+    free(text);
+    return list;
+}
+
+/* rm -rf dir. */
+static void remove_tree(const char *dir)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Writes `text` as file `name` (a path below the staging folder) of d. */
+static void stage(const loom_out_dir *d, const char *name, const char *text)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/%s", loom_out_dir_path(d), name);
+    char *slash = strrchr(path, '/');
+    *slash = 0;
+    mkdir(path, 0755);
+    *slash = '/';
+    loom_error err = {0};
+    ck_assert_int_eq(loom_write_atomic(path, put_text, (void *)text, &err), LOOM_OK);
+}
+
+/* Begins a set for dir, stages the NULL-terminated (name, text) pairs and
+ * commits it. */
+static void write_set(const char *dir, const char *const *files)
+{
+    loom_out_dir *d = NULL;
+    loom_error err = {0};
+    ck_assert_msg(loom_out_dir_begin(dir, &d, &err) == LOOM_OK, "%s", err.message);
+    for (int i = 0; files[i]; i += 2)
+        stage(d, files[i], files[i + 1]);
+    ck_assert_msg(loom_out_dir_commit(d, &err) == LOOM_OK, "%s", err.message);
+    loom_out_dir_close(d);
+}
+
+START_TEST(test_out_dir_appears_whole)
+{
+    const char *dir = fresh_dir();
+    char out[128], path[256];
+    snprintf(out, sizeof out, "%s/deep/o", dir);
+    loom_out_dir *d = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_out_dir_begin(out, &d, &err), LOOM_OK);
+    /* the staging folder lies beside the target; the target is not there yet */
+    ck_assert_ptr_nonnull(strstr(loom_out_dir_path(d), "/deep/.o.tmp-"));
+    stage(d, "plan.json", "{}\n");
+    ck_assert_str_eq(listing(dir), "deep ");
+    snprintf(path, sizeof path, "%s/deep", dir);
+    ck_assert_int_eq(strncmp(listing(path), ".o.tmp-", 7), 0);
+    ck_assert_int_eq(loom_out_dir_commit(d, &err), LOOM_OK);
+    loom_out_dir_close(d);
+    ck_assert_str_eq(listing(path), "o ");
+    ck_assert_str_eq(listing(out), "plan.json ");
+    /* a later set replaces it whole: no stale iter-NNN */
+    static const char *const three[] = {"iter-000/plan.json", "a", "iter-001/plan.json", "b",
+                                        "iter-002/plan.json", "c", NULL};
+    static const char *const two[] = {"iter-000/plan.json", "x", "iter-001/plan.json", "y", NULL};
+    write_set(out, three);
+    ck_assert_str_eq(listing(out), "iter-000 iter-001 iter-002 ");
+    write_set(out, two);
+    ck_assert_str_eq(listing(out), "iter-000 iter-001 ");
+    snprintf(path, sizeof path, "%s/iter-001/plan.json", out);
+    char *text = slurp(path);
+    ck_assert_str_eq(text, "y");
+    free(text);
+    snprintf(path, sizeof path, "%s/deep", dir);
+    ck_assert_str_eq(listing(path), "o ");
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(test_out_dir_keeps_what_loom_did_not_write)
+{
+    const char *dir = fresh_dir();
+    char out[128], path[256];
+    snprintf(out, sizeof out, "%s/o", dir);
+    static const char *const old_set[] = {"iter-000/plan.json", "a", "iter-005/trace.json", "b",
+                                          NULL};
+    write_set(out, old_set);
+    snprintf(path, sizeof path, "%s/notes.txt", out);
+    put_file(path, "mine");
+    static const char *const new_set[] = {"plan.json", "p", "summary.txt", "s", NULL};
+    write_set(out, new_set);
+    ck_assert_str_eq(listing(out), "notes.txt plan.json summary.txt ");
+    ck_assert_str_eq(listing(dir), "o ");
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(test_out_dir_uncommitted_sets_vanish)
+{
+    const char *dir = fresh_dir();
+    char out[128];
+    snprintf(out, sizeof out, "%s/o", dir);
+    static const char *const set[] = {"plan.json", "old", NULL};
+    write_set(out, set);
+    for (int safe = 0; safe < 2; safe++) {
+        loom_out_dir *d = NULL;
+        loom_error err = {0};
+        ck_assert_int_eq(loom_out_dir_begin(out, &d, &err), LOOM_OK);
+        stage(d, "iter-000/plan.json", "new");
+        stage(d, "iter-001/plan.json", "new");
+        if (safe) /* as a SIGTERM handler does */
+            loom_out_dir_discard_signal_safe(d);
+        loom_out_dir_close(d);
+        ck_assert_str_eq(listing(dir), "o ");
+        ck_assert_str_eq(listing(out), "plan.json ");
+    }
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(test_out_dir_sweeps_what_dead_runs_left)
+{
+    const char *dir = fresh_dir();
+    char out[128], name[4200], dead_dir[4300];
+    snprintf(out, sizeof out, "%s/o", dir);
+    loom_out_dir *d = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_out_dir_begin(out, &d, &err), LOOM_OK);
+    /* ".o.tmp-<host>-<pid>-<n>": the same name with the pid of a dead process */
+    const char *base = strrchr(loom_out_dir_path(d), '/') + 1;
+    unsigned host = 0;
+    ck_assert_int_eq(sscanf(base, ".o.tmp-%8x-", &host), 1);
+    loom_out_dir_close(d);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        _exit(0);
+    ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+    snprintf(name, sizeof name, ".o.tmp-%08x-%ld-7", host, (long)pid);
+    snprintf(dead_dir, sizeof dead_dir, "%s/%s", dir, name);
+    ck_assert_int_eq(mkdir(dead_dir, 0755), 0);
+    snprintf(dead_dir, sizeof dead_dir, "%s/%s/iter-000", dir, name);
+    ck_assert_int_eq(mkdir(dead_dir, 0755), 0);
+    snprintf(dead_dir, sizeof dead_dir, "%s/%s/iter-000/.plan.json.tmp-1-1", dir, name);
+    put_file(dead_dir, "half");
+    /* one of a live run (this one) stays */
+    snprintf(dead_dir, sizeof dead_dir, "%s/.o.tmp-%08x-%ld-9", dir, host, (long)getpid());
+    ck_assert_int_eq(mkdir(dead_dir, 0755), 0);
+    static const char *const set[] = {"plan.json", "p", NULL};
+    write_set(out, set);
+    char want[256];
+    snprintf(want, sizeof want, ".o.tmp-%08x-%ld-9 o ", host, (long)getpid());
+    ck_assert_str_eq(listing(dir), want);
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(test_out_dir_writes_through_a_link)
+{
+    const char *dir = fresh_dir();
+    char real[128], link[128];
+    snprintf(real, sizeof real, "%s/real", dir);
+    snprintf(link, sizeof link, "%s/link", dir);
+    ck_assert_int_eq(mkdir(real, 0755), 0);
+    ck_assert_int_eq(symlink("real", link), 0);
+    static const char *const one[] = {"iter-000/plan.json", "a", "iter-001/plan.json", "b", NULL};
+    static const char *const two[] = {"plan.json", "p", NULL};
+    write_set(link, one);
+    write_set(link, two);
+    struct stat st;
+    ck_assert_int_eq(lstat(link, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    ck_assert_str_eq(listing(real), "plan.json ");
+    ck_assert_str_eq(listing(dir), "link real ");
+    /* a file in the way is an error naming it */
+    char file[128];
+    snprintf(file, sizeof file, "%s/file", dir);
+    put_file(file, "x");
+    loom_out_dir *d = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_out_dir_begin(file, &d, &err), LOOM_EIO);
+    ck_assert_ptr_nonnull(strstr(err.message, "exists and is not a directory"));
+    ck_assert_ptr_null(d);
+    remove_tree(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("atomic_file");
@@ -327,6 +523,11 @@ static Suite *suite(void)
     tcase_add_test(tc, test_disk_full_mid_write_leaves_old_file);
     tcase_add_test(tc, test_dash_writes_stdout);
     tcase_add_test(tc, test_bad_arguments);
+    tcase_add_test(tc, test_out_dir_appears_whole);
+    tcase_add_test(tc, test_out_dir_keeps_what_loom_did_not_write);
+    tcase_add_test(tc, test_out_dir_uncommitted_sets_vanish);
+    tcase_add_test(tc, test_out_dir_sweeps_what_dead_runs_left);
+    tcase_add_test(tc, test_out_dir_writes_through_a_link);
     suite_add_tcase(s, tc);
     return s;
 }

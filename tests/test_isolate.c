@@ -1,13 +1,15 @@
 /* test_isolate.c - fault isolation: records from a forked child, a crash,
  * an abort, a timeout (with the plugin named through the channel's step marker),
  * garbage and truncated records, an early exit, the address-space limit,
- * the iteration limit rule, real planning runs with the segfaulting and
+ * a forked process that keeps the pipe open (the run neither waits for it
+ * nor leaves it alive), the iteration limit rule, real planning runs with the segfaulting and
  * never-returning fixture rankers (isolated and in-process), and `loom
  * plan --isolate` with its progress display. */
 #define _DEFAULT_SOURCE
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 #include "testutil.h"
@@ -43,8 +45,14 @@ typedef enum body_mode {
     SEQUENCE,  /* a result without a begin */
     EXIT7,     /* _exit(7) in iteration 1 */
     STATUS,    /* reports LOOM_EINVAL at iteration 0 */
-    HOG        /* allocates 1 GiB, reports LOOM_ENOMEM when that fails */
+    HOG,       /* allocates 1 GiB, reports LOOM_ENOMEM when that fails */
+    FORK_GOOD, /* forks a process that sleeps holding the pipe, then as GOOD */
+    FORK_SEGV  /* the same, then as SEGV */
 } body_mode;
+
+/* Shared with the child: the pid and process group of the process a
+ * FORK_* body forked. */
+static volatile long *forked_pid;
 
 /* A result with distinct figures for iteration k. */
 static loom_iter_result result_for(int32_t k)
@@ -85,6 +93,17 @@ static int body(void *user, loom_channel *ch)
         loom_iter_result r = result_for(0);
         loom_channel_result(ch, &r);
         return 0;
+    }
+    if (mode == FORK_GOOD || mode == FORK_SEGV) {
+        pid_t pid = fork(); /* inherits the write end of the pipe */
+        if (pid == 0) {
+            struct timespec ts = {30, 0};
+            nanosleep(&ts, NULL);
+            _exit(0);
+        }
+        forked_pid[0] = pid;
+        forked_pid[1] = getpgrp();
+        mode = mode == FORK_GOOD ? GOOD : SEGV;
     }
     for (int32_t k = 0; k < 3; k++) {
         loom_channel_begin(ch, k, 0);
@@ -314,6 +333,43 @@ START_TEST(memory_limit)
     loom_run_output_clear(&out);
     run_mode(HOG, 1, 0, &out, &c); /* no limit: the gigabyte is there */
     ck_assert_int_eq(out.failure.kind, LOOM_FAIL_NONE);
+    loom_run_output_clear(&out);
+}
+END_TEST
+
+/* Runs a FORK_* body with a 20 s limit and checks it did not wait for the
+ * forked process, and that nothing of the child's process group is left. */
+static void run_forking(body_mode mode, loom_run_output *out)
+{
+    forked_pid = mmap(NULL, 2 * sizeof *forked_pid, PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne((void *)forked_pid, MAP_FAILED);
+    forked_pid[0] = forked_pid[1] = 0;
+    loom_isolate_opts opts = {.isolate = 1, .timeout_ms = 20000};
+    loom_error err = {0};
+    double t0 = loom_now_ms();
+    ck_assert_int_eq(loom_isolate_call(&opts, body, &mode, NULL, NULL, out, &err), LOOM_OK);
+    double took = loom_now_ms() - t0;
+    long pid = forked_pid[0], group = forked_pid[1];
+    munmap((void *)forked_pid, 2 * sizeof *forked_pid);
+    ck_assert_msg(pid > 0, "the body did not fork");
+    ck_assert_msg(group != (long)getpgrp(), "the child shares this process's group");
+    ck_assert_msg(loom_test_group_gone(group, 10), "process group %ld outlived the run", group);
+    ck_assert_msg(took < 15000, "the run took %.0f ms: it waited for the forked process", took);
+}
+
+START_TEST(a_forked_process_neither_holds_nor_outlives_the_run)
+{
+    loom_run_output out;
+    run_forking(FORK_GOOD, &out);
+    ck_assert_int_eq(out.failure.kind, LOOM_FAIL_NONE);
+    ck_assert_int_eq(out.n_results, 3);
+    ck_assert_int_eq(out.body_status, 40);
+    loom_run_output_clear(&out);
+    run_forking(FORK_SEGV, &out); /* the crash is seen although the pipe stays open */
+    ck_assert_int_eq(out.failure.kind, LOOM_FAIL_SIGNAL);
+    ck_assert_int_eq(out.failure.signal, SIGSEGV);
+    ck_assert_str_eq(out.failure.plugin_id, "test.crasher");
     loom_run_output_clear(&out);
 }
 END_TEST
@@ -566,6 +622,7 @@ static Suite *isolate_suite(void)
     tcase_add_test(tc, early_exit);
     tcase_add_test(tc, status_failure_keeps_message);
     tcase_add_test(tc, memory_limit);
+    tcase_add_test(tc, a_forked_process_neither_holds_nor_outlives_the_run);
     tcase_add_test(tc, iteration_limits);
     tcase_add_test(tc, names);
     tcase_add_test(tc, plan_with_segfaulting_ranker);

@@ -2,7 +2,10 @@
  * test_signals.c - SIGINT during a long search: `loom plan` stops within
  * seconds, exits 1, keeps the best plan found so far, writes it with
  * --out (complete files only) and says so; also for Ctrl-C (SIGINT to the
- * process group) on an --isolate run.
+ * process group) on an --isolate run. SIGTERM and SIGHUP to `loom plan
+ * --isolate` or `loom ab` end the parent and the child's whole process
+ * group at once; SIGTERM to `loom plan` leaves the previous --out set as
+ * it was and no temporary folder.
  */
 #define _DEFAULT_SOURCE /* mkdtemp, usleep */
 #include <dirent.h>
@@ -215,7 +218,201 @@ START_TEST(sigint_without_out_still_reports)
 }
 END_TEST
 
-/* The SIGINT suite. */
+/* ---- SIGTERM and SIGHUP ---------------------------------------------------- */
+
+/* The process group of process pid (from /proc), or -1. */
+static long pgrp_of(long pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char state;
+    long ppid, pgrp;
+    const char *p = strrchr(buf, ')');
+    return p && sscanf(p + 1, " %c %ld %ld", &state, &ppid, &pgrp) == 3 ? pgrp : -1;
+}
+
+/* The entries of dir, sorted, joined by spaces (static storage). */
+static const char *entries(const char *dir)
+{
+    static char list[4096];
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | sort | tr '\\n' ' '", dir);
+    char *text = NULL;
+    ck_assert_int_eq(loom_test_run(cmd, &text), 0);
+    snprintf(list, sizeof list, "%s", text);
+    free(text);
+    return list;
+}
+
+/* The suite runner's pid: the files and folders the SIGTERM tests make
+ * are named after it, so the runner removes them even after a failure. */
+static long owner;
+
+static void note_owner(void)
+{
+    owner = (long)getpid();
+}
+
+/* Removes what the SIGTERM tests made (unchecked teardown, in the runner). */
+static void remove_all(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf /tmp/loom-sigterm-%ld-*", owner);
+    if (system(cmd) != 0)
+        fprintf(stderr, "test_signals: could not remove /tmp/loom-sigterm-%ld-*\n", owner);
+}
+
+/* 1 once some folder in dir (dir/o or a hidden one) holds a finished
+ * iter-001. */
+static int second_iteration_written(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int found = 0;
+    for (struct dirent *e = readdir(d); e && !found; e = readdir(d)) {
+        char path[1024];
+        struct stat st;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        snprintf(path, sizeof path, "%s/%s/iter-001/summary.txt", dir, e->d_name);
+        found = stat(path, &st) == 0;
+    }
+    closedir(d);
+    return found;
+}
+
+/* Starts a long search - `loom plan` (into dir/o, after a quick plan that
+ * wrote the previous set there) or, with `ab`, `loom ab` - kills loom
+ * with `sig` once it plans (under isolation: once its child plans;
+ * in-process: once iterations 0 and 1 are written and the hang-rank
+ * fixture hangs in iteration 2), and checks that loom dies of the signal
+ * within 30 s, that no process of the child's group outlives it, and that
+ * dir/o still holds the previous set and dir nothing else. */
+static void check_killed(int sig, int isolate, int ab)
+{
+    char loom[4096], manifest[4096], log[64], out[128], prev[256], dir[64];
+    snprintf(log, sizeof log, "/tmp/loom-sigterm-%ld-log-XXXXXX", owner);
+    snprintf(dir, sizeof dir, "/tmp/loom-sigterm-%ld-out-XXXXXX", owner);
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/o", dir);
+    snprintf(loom, sizeof loom, "%s", loom_test_bin("bin/loom"));
+    if (isolate)
+        snprintf(manifest, sizeof manifest, "%s",
+                 loom_test_src("examples/manifests/pipeweaver.json"));
+    else
+        snprintf(manifest, sizeof manifest, "%s",
+                 loom_test_bin("tests/isolation-fixtures/planners/hang.json"));
+    char *before = NULL;
+    if (!ab) {
+        char cmd[8192];
+        snprintf(cmd, sizeof cmd, "LOOM_PLUGIN_PATH= '%s' plan --quiet --iterations 1 --out '%s'",
+                 loom, out);
+        ck_assert_int_eq(loom_test_run(cmd, NULL), 0);
+        snprintf(prev, sizeof prev, "%s/plan.json", out);
+        loom_error err = {0, ""};
+        ck_assert_int_eq(loom_read_file(prev, &before, NULL, &err), LOOM_OK);
+    }
+    int fd = mkstemp(log);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    char *argv[20];
+    int n = 0;
+    argv[n++] = loom;
+    argv[n++] = ab ? "ab" : "plan";
+    if (ab)
+        argv[n++] = manifest;
+    argv[n++] = ab ? manifest : "--manifest";
+    if (!ab)
+        argv[n++] = manifest;
+    argv[n++] = "--iterations";
+    argv[n++] = "3";
+    if (isolate) {
+        argv[n++] = "--param";
+        argv[n++] = "ranker.budget_ms=" LONG_SEARCH_BUDGET_MS;
+    } else {
+        argv[n++] = "--model";
+        argv[n++] = "vlm-s";
+        argv[n++] = "--parallel";
+        argv[n++] = "tp=4,pp=4,mb=8";
+    }
+    if (!ab) {
+        argv[n++] = "--out";
+        argv[n++] = out;
+    }
+    argv[n++] = isolate ? "--isolate" : "--no-isolate";
+    argv[n] = NULL;
+    pid_t pid = start_loom(argv, log);
+    double give_up = now_s() + 120;
+    long child = 0;
+    while (now_s() < give_up) { /* loom (and its child) started */
+        ck_assert_int_eq(waitpid(pid, NULL, WNOHANG), 0);
+        if (catches_sigint(pid) && (isolate ? (child = loom_test_child_of(pid)) > 0
+                                            : second_iteration_written(dir)))
+            break;
+        usleep(20000);
+    }
+    ck_assert_msg(catches_sigint(pid), "loom never installed its SIGINT handler");
+    ck_assert_msg(!isolate || child > 0, "loom --isolate never started its child");
+    ck_assert_msg(isolate || second_iteration_written(dir), "loom never wrote iteration 1");
+    usleep(isolate ? 1000000 : 200000); /* let the search run, or the ranker hang */
+    long group = isolate ? pgrp_of(child) : -1;
+    ck_assert_msg(!isolate || group > 0, "the child %ld ended before the signal", child);
+    ck_assert_int_eq(kill(pid, sig), 0);
+    int status = wait_for(pid, 30);
+    int gone = group > 0 ? loom_test_group_gone(group, 20) : 1;
+    ck_assert_msg(status != -1, "loom did not stop within 30 s of signal %d", sig);
+    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == sig,
+                  "loom %s: expected death by signal %d, got status 0x%x", argv[1], sig, status);
+    ck_assert_msg(gone, "the child's process group %ld outlived loom (signal %d)", group, sig);
+    if (!ab) {
+        char *after = NULL;
+        loom_error err = {0, ""};
+        ck_assert_int_eq(loom_read_file(prev, &after, NULL, &err), LOOM_OK);
+        ck_assert_str_eq(after, before);
+        free(after);
+        ck_assert_str_eq(entries(out),
+                         "plan.json schedule.csv summary.txt timeline.svg trace.json ");
+        ck_assert_str_eq(entries(dir), "o "); /* no temporary folder */
+    }
+    free(before);
+    unlink(log);
+    char rm[200];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(rm), 0);
+}
+
+START_TEST(sigterm_to_an_isolated_plan_ends_its_child_group)
+{
+    check_killed(SIGTERM, 1, 0);
+}
+END_TEST
+
+START_TEST(sighup_to_an_isolated_plan_ends_its_child_group)
+{
+    check_killed(SIGHUP, 1, 0);
+}
+END_TEST
+
+START_TEST(sigterm_to_ab_ends_its_child_group)
+{
+    check_killed(SIGTERM, 1, 1);
+}
+END_TEST
+
+START_TEST(sigterm_to_a_plan_mid_way_keeps_the_previous_outputs)
+{
+    check_killed(SIGTERM, 0, 0);
+}
+END_TEST
+
+/* The signals suite. */
 static Suite *suite(void)
 {
     Suite *s = suite_create("signals");
@@ -225,6 +422,14 @@ static Suite *suite(void)
     tcase_add_test(tc, sigint_without_out_still_reports);
     tcase_add_test(tc, ctrl_c_on_an_isolated_run_writes_the_best_plan_so_far);
     suite_add_tcase(s, tc);
+    TCase *term = tcase_create("sigterm");
+    tcase_set_timeout(term, 300);
+    tcase_add_unchecked_fixture(term, note_owner, remove_all);
+    tcase_add_test(term, sigterm_to_an_isolated_plan_ends_its_child_group);
+    tcase_add_test(term, sighup_to_an_isolated_plan_ends_its_child_group);
+    tcase_add_test(term, sigterm_to_ab_ends_its_child_group);
+    tcase_add_test(term, sigterm_to_a_plan_mid_way_keeps_the_previous_outputs);
+    suite_add_tcase(s, term);
     return s;
 }
 

@@ -2,8 +2,11 @@
 #define _DEFAULT_SOURCE
 #include "testutil.h"
 #include <loom/mock_host.h>
+#include <dirent.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
 
@@ -86,6 +89,86 @@ int loom_test_run(const char *cmd, char **output)
     else
         free(buf);
     return (st >= 0 && WIFEXITED(st)) ? WEXITSTATUS(st) : -1;
+}
+
+/* Reads /proc/<pid>/stat: state, parent and process group. 0 on success. */
+static int proc_stat(const char *pid, char *state, long *ppid, long *pgrp)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%s/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    if (!p || sscanf(p + 1, " %c %ld %ld", state, ppid, pgrp) != 3)
+        return -1;
+    return 0;
+}
+
+/* Calls fn(pid, state, ppid, pgrp, user) for every process; stops when
+ * fn returns non-zero and returns that. */
+static long each_process(long (*fn)(long, char, long, long, long), long user)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 0;
+    long r = 0;
+    for (struct dirent *e = readdir(d); e && !r; e = readdir(d)) {
+        char state;
+        long ppid, pgrp;
+        if (e->d_name[0] < '0' || e->d_name[0] > '9' ||
+            proc_stat(e->d_name, &state, &ppid, &pgrp) != 0)
+            continue;
+        r = fn(atol(e->d_name), state, ppid, pgrp, user);
+    }
+    closedir(d);
+    return r;
+}
+
+static long count_in_group(long pid, char state, long ppid, long pgrp, long pgid)
+{
+    (void)pid, (void)ppid;
+    return pgrp == pgid && state != 'Z' && state != 'X' ? 1 : 0;
+}
+
+int loom_test_group_alive(long pgid)
+{
+    /* each_process stops at the first hit: enough to say "some" */
+    return (int)each_process(count_in_group, pgid);
+}
+
+int loom_test_group_gone(long pgid, double limit_s)
+{
+    if (pgid <= 1)
+        return 1;
+    if (pgid == (long)getpgrp())
+        return 0; /* never kill our own group */
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (!loom_test_group_alive(pgid))
+            return 1;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 > limit_s)
+            break;
+        usleep(20000);
+    }
+    kill(-(pid_t)pgid, SIGKILL); /* leave nothing behind */
+    return 0;
+}
+
+static long is_child(long pid, char state, long ppid, long pgrp, long parent)
+{
+    (void)state, (void)pgrp;
+    return ppid == parent ? pid : 0;
+}
+
+long loom_test_child_of(long parent)
+{
+    return each_process(is_child, parent);
 }
 
 int loom_test_main(Suite *suite)

@@ -29,6 +29,18 @@ struct loom_mock_host *loom_test_mock_host(const struct loom_plugin_info *info);
  * loaded before (params set on h stay). Fails the test on error. */
 void loom_test_mock_manifest(struct loom_mock_host *h, const struct loom_plugin_info *info);
 
+/* Processes alive (not zombies) in process group `pgid`, from /proc. */
+int loom_test_group_alive(long pgid);
+
+/* Waits up to `limit_s` seconds until process group `pgid` has no live
+ * process; returns 1 when it has none, else 0 after killing them all (0
+ * at once, killing nothing, for the caller's own group). */
+int loom_test_group_gone(long pgid, double limit_s);
+
+/* The pid of a child of process `parent` (from /proc), or 0 when it has
+ * none. */
+long loom_test_child_of(long parent);
+
 /* Runs every suite returned by `make_suite` and returns the exit code. */
 int loom_test_main(Suite *suite);
 

@@ -43,7 +43,9 @@ void loom_pipeline_close(loom_pipeline *p)
     if (!p)
         return;
     for (int i = p->n_steps - 1; i >= 0; i--) {
+        loom_mark_step(p, i);
         step_destroy(&p->steps[i]);
+        loom_mark_step(p, -1);
         loom_params_free(p->steps[i].params, p->steps[i].n_params);
     }
     free(p->steps);
@@ -218,13 +220,16 @@ static int resolve_steps(loom_pipeline *p, const loom_planner_config *cfg,
 }
 
 /* Loads step i's plugin, copies its vtable, fills the ctx and creates the
- * instance. */
+ * instance. The step is marked while its plugin's code (constructors,
+ * init, create) runs. */
 static int start_step(loom_pipeline *p, int i, const loom_planner_config *cfg,
                       loom_error *err)
 {
     loom_step *st = &p->steps[i];
     loom_plugin *pl = st->plugin;
+    loom_mark_step(p, i);
     int rc = loom_plugin_load(p->registry, pl, err);
+    loom_mark_step(p, -1);
     if (rc) { /* name the manifest and step that asked for the plugin */
         char why[sizeof err->message];
         snprintf(why, sizeof why, "%s", err->message);
@@ -248,7 +253,9 @@ static int start_step(loom_pipeline *p, int i, const loom_planner_config *cfg,
     c->pipeline = p;
 
     loom_error cerr = {0};
+    loom_mark_step(p, i);
     rc = step_create(st, &cerr);
+    loom_mark_step(p, -1);
     if (rc != LOOM_OK) {
         st->instance = NULL;
         if (!cerr.message[0])
@@ -263,6 +270,13 @@ static int start_step(loom_pipeline *p, int i, const loom_planner_config *cfg,
 
 int loom_pipeline_open(loom_registry *reg, const loom_planner_config *cfg,
                        loom_pipeline **out, loom_error *err)
+{
+    return loom_pipeline_open_ex(reg, cfg, NULL, out, err);
+}
+
+int loom_pipeline_open_ex(loom_registry *reg, const loom_planner_config *cfg,
+                          const loom_pipeline_hooks *hooks, loom_pipeline **out,
+                          loom_error *err)
 {
     *out = NULL;
     int rc;
@@ -288,7 +302,10 @@ int loom_pipeline_open(loom_registry *reg, const loom_planner_config *cfg,
     p->budget_ms = cfg->max_evaluations > 0 ? 0 : cfg->budget_ms; /* evaluations decide */
     p->max_evaluations = cfg->max_evaluations;
     p->memory_cap_bytes = cfg->memory_cap_bytes;
+    p->step_marker = hooks ? hooks->step_marker : NULL;
     rc = resolve_steps(p, cfg, err);
+    for (int i = 0; i < p->n_steps && !rc && hooks && hooks->on_step; i++)
+        hooks->on_step(hooks->user, i, p->steps[i].plugin->m.id);
     for (int i = 0; i < p->n_steps && !rc; i++)
         rc = start_step(p, i, cfg, err);
     if (rc) {

@@ -1,15 +1,18 @@
 /* isolate.c - runs planning work in a forked child with a wall-clock limit
  * per iteration and an address-space limit, collecting fixed-size,
  * checksummed records from a pipe; or in-process without limits. */
-#define _DEFAULT_SOURCE
+#define _GNU_SOURCE /* pipe2, on_exit */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -321,33 +324,224 @@ static void apply_memory_limit(int64_t mb)
     setrlimit(RLIMIT_AS, &rl);
 }
 
-/* Child process: runs the body, sends END and leaves without running the
- * parent's exit handlers. */
+/* ---- the child's process group and the parent's signals ----------------- */
+
+/* The child runs in a process group of its own, so the parent decides what
+ * reaches it: while a child runs, the parent handles SIGINT, SIGTERM and
+ * SIGHUP (unless they are ignored) with fwd_handler, which passes the first
+ * SIGINT on to the child's group when the caller handles SIGINT itself, and
+ * otherwise kills and reaps the whole group before the caller's handler (or
+ * the default action) runs. One isolated run at a time per process. */
+static const int fwd_signals[3] = {SIGINT, SIGTERM, SIGHUP};
+static struct sigaction fwd_saved[3];       /* the caller's dispositions */
+static int fwd_installed[3];
+static volatile sig_atomic_t fwd_pid;       /* the running child, 0 none */
+static volatile sig_atomic_t fwd_sigints;   /* SIGINTs seen during the run */
+static volatile sig_atomic_t fwd_reaped;    /* the handler killed and reaped it */
+static volatile sig_atomic_t fwd_status;    /* then its wait status */
+
+/* The three signals in a set. */
+static void fwd_set(sigset_t *set)
+{
+    sigemptyset(set);
+    for (int k = 0; k < 3; k++)
+        sigaddset(set, fwd_signals[k]);
+}
+
+/* 1 when a disposition is a function of the caller's. */
+static int is_handler(const struct sigaction *sa)
+{
+    if (sa->sa_flags & SA_SIGINFO)
+        return sa->sa_sigaction != NULL;
+    return sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN;
+}
+
+/* Kills the child's process group and reaps the child (async-signal-safe). */
+static void fwd_kill_group(void)
+{
+    pid_t pid = (pid_t)fwd_pid;
+    if (pid <= 0 || fwd_reaped)
+        return;
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    fwd_status = st;
+    fwd_reaped = 1;
+}
+
+static void fwd_handler(int sig)
+{
+    int saved_errno = errno;
+    int k = sig == SIGINT ? 0 : sig == SIGTERM ? 1 : 2;
+    const struct sigaction *old = &fwd_saved[k];
+    if (sig == SIGINT && is_handler(old) && ++fwd_sigints == 1) {
+        /* Ctrl-C: the child hears it as if it shared the terminal's group */
+        if (fwd_pid > 0)
+            kill(-(pid_t)fwd_pid, SIGINT);
+    } else {
+        fwd_kill_group(); /* nothing the child started survives the parent */
+    }
+    if (!is_handler(old)) { /* the default action: terminate */
+        sigaction(sig, old, NULL);
+        raise(sig); /* delivered when this handler returns */
+    } else if (old->sa_flags & SA_SIGINFO) {
+        siginfo_t info;
+        memset(&info, 0, sizeof info);
+        info.si_signo = sig;
+        info.si_code = SI_USER;
+        old->sa_sigaction(sig, &info, NULL);
+    } else {
+        old->sa_handler(sig);
+    }
+    errno = saved_errno;
+}
+
+/* Parent, signals blocked: starts forwarding to child `pid`. */
+static void fwd_install(pid_t pid)
+{
+    fwd_pid = pid;
+    fwd_sigints = 0;
+    fwd_reaped = 0;
+    fwd_status = 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fwd_handler;
+    fwd_set(&sa.sa_mask);
+    for (int k = 0; k < 3; k++) {
+        fwd_installed[k] = 0;
+        if (sigaction(fwd_signals[k], NULL, &fwd_saved[k]) != 0 ||
+            (!(fwd_saved[k].sa_flags & SA_SIGINFO) && fwd_saved[k].sa_handler == SIG_IGN))
+            continue; /* an ignored signal stays ignored (nohup) */
+        fwd_installed[k] = sigaction(fwd_signals[k], &sa, NULL) == 0;
+    }
+}
+
+/* Parent: gives the caller its dispositions back. */
+static void fwd_remove(void)
+{
+    sigset_t set, old;
+    fwd_set(&set);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    for (int k = 0; k < 3; k++)
+        if (fwd_installed[k])
+            sigaction(fwd_signals[k], &fwd_saved[k], NULL);
+    fwd_pid = 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* ---- the child --------------------------------------------------------- */
+
+static pid_t child_self; /* the child's pid, in the child */
+
+/* exit() called in the child (a plugin, or a library it uses): end at
+ * once with that status, as an early exit the parent reports, without the
+ * parent's exit handlers. A process a plugin forked leaves the same way,
+ * without flushing the buffers it inherited. */
+static void child_on_exit(int status, void *arg)
+{
+    (void)arg;
+    if (getpid() == child_self)
+        fflush(NULL); /* what the child printed so far */
+    _exit(status);
+}
+
+/* SIGINT in the child (only the parent sends it: the first Ctrl-C): the
+ * running search stops and keeps its best plan; the body may install its
+ * own handler. */
+static void child_on_sigint(int sig)
+{
+    (void)sig;
+    loom_interrupt();
+}
+
+/* First steps of the child, signals still blocked: its own process group,
+ * death with the parent, default dispositions for the parent's handlers. */
+static void child_setup(pid_t parent, const sigset_t *mask)
+{
+    child_self = getpid();
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) /* the parent died before the line above */
+        _exit(127);
+    for (int k = 1; k < 3; k++) {
+        struct sigaction sa;
+        if (sigaction(fwd_signals[k], NULL, &sa) == 0 && is_handler(&sa))
+            signal(fwd_signals[k], SIG_DFL);
+    }
+    signal(SIGINT, child_on_sigint);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGTTOU, SIG_IGN); /* a background group may still write to the terminal */
+    signal(SIGTTIN, SIG_IGN);
+    on_exit(child_on_exit, NULL);
+    pthread_sigmask(SIG_SETMASK, mask, NULL);
+}
+
+/* Child process: runs the body, flushes what it printed, sends END and
+ * leaves without running the parent's exit handlers. */
 static _Noreturn void child_main(int fd, volatile int32_t *shared, const loom_isolate_opts *opts,
                        loom_isolate_body body, void *user)
 {
-    signal(SIGINT, SIG_IGN);
-    signal(SIGPIPE, SIG_IGN);
     if (!opts->keep_stdout)
         dup2(STDERR_FILENO, STDOUT_FILENO); /* plugin chatter must not reach stdout */
     apply_memory_limit(opts->memory_limit_mb);
     *shared = -1;
     loom_channel ch = {fd, NULL, shared};
     int status = body(user, &ch);
+    fflush(NULL); /* everything is out before END: the parent stops at END */
     rec r = new_rec(REC_END, 0);
     r.status = status;
     send_rec(&ch, &r);
-    fflush(stdout);
-    fflush(stderr);
     _exit(0);
 }
 
-/* Stops the child for good and reaps it. */
-static void kill_child(pid_t pid)
+/* ---- the parent ------------------------------------------------------------ */
+
+/* The parent's view of its child. */
+typedef struct child {
+    pid_t pid;
+    int reaped; /* waited for; status holds its wait status */
+    int status;
+} child;
+
+/* 1 when the child has terminated; it stays unreaped (a zombie), so its
+ * pid, which names its process group, cannot be reused yet. */
+static int child_ended(const child *k)
 {
-    kill(pid, SIGKILL);
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-        ;
+    if (k->reaped || fwd_reaped)
+        return 1;
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    if (waitid(P_PID, (id_t)k->pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0)
+        return errno == ECHILD;
+    return info.si_pid == k->pid;
+}
+
+/* Kills the child's process group - the child and whatever it forked that
+ * stayed in the group - and reaps the child (its wait status: k->status;
+ * the real one when it had already ended). Every way out of the parent
+ * loop goes through here. */
+static void stop_child(child *k)
+{
+    sigset_t set, old;
+    fwd_set(&set);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    if (!k->reaped) {
+        if (fwd_reaped) {
+            k->status = fwd_status;
+        } else {
+            kill(-k->pid, SIGKILL);
+            kill(k->pid, SIGKILL);
+            int st = 0;
+            while (waitpid(k->pid, &st, 0) < 0 && errno == EINTR)
+                ;
+            k->status = st;
+        }
+        k->reaped = 1;
+        fwd_pid = 0;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* Records a failure the parent detected (timeout, garbage, crash) unless
@@ -378,89 +572,152 @@ static int poll_budget(const collector *c, double deadline_ms)
     return left > 1e9 ? 1000000000 : (int)ceil(left);
 }
 
-/* Interval of the progress ticks while the parent waits. */
+/* Interval of the progress ticks and of the checks whether the child is
+ * still alive while the parent waits. */
 #define TICK_MS 250
+/* Records read at most once the child has ended (a process it forked may
+ * still hold the pipe and write to it). */
+#define DRAIN_RECORDS 64
 
-/* Parent side: reads records until the child ends, fails or times out. */
-static int parent_loop(collector *c, pid_t pid, int fd, volatile int32_t *shared, loom_error *err)
-{
+/* Partial record being read from the pipe. */
+typedef struct reader {
     union {
         rec r;
         char bytes[sizeof(rec)];
     } buf;
-    size_t have = 0;
+    size_t have;
+    int eof;
+} reader;
+
+/* Reads what the pipe holds (one read); returns 1 when a whole record is
+ * in r->buf, 0 otherwise, -1 on a read error. */
+static int read_some(reader *r, int fd)
+{
+    ssize_t got = read(fd, r->buf.bytes + r->have, sizeof r->buf - r->have);
+    if (got < 0)
+        return errno == EINTR || errno == EAGAIN ? 0 : -1;
+    if (got == 0) {
+        r->eof = 1;
+        return 0;
+    }
+    r->have += (size_t)got;
+    if (r->have < sizeof r->buf)
+        return 0;
+    r->have = 0;
+    return 1;
+}
+
+/* Applies a whole record; on garbage stops the child and records the
+ * failure. Returns 1 to go on, 0 when the run is over (END or garbage). */
+static int take_record(collector *c, reader *rd, child *k, volatile int32_t *shared)
+{
+    char why[160];
+    if (handle(c, &rd->buf.r, why, sizeof why) != 0) {
+        int32_t step = *shared;
+        stop_child(k);
+        loom_failure *f = parent_failure(c, LOOM_FAIL_GARBAGE, step);
+        if (f)
+            snprintf(f->message, sizeof f->message, "garbage on the result pipe: %s", why);
+        return 0;
+    }
+    if (c->ended) { /* all there is; nothing the child or its offspring does
+                       from now on counts */
+        stop_child(k);
+        return 0;
+    }
+    return 1;
+}
+
+/* The child ended without END: reads what it wrote before, then turns its
+ * end into a failure (truncated record, signal or early exit). */
+static void child_gone(collector *c, reader *rd, child *k, int fd, volatile int32_t *shared)
+{
+    for (int n = 0; n < DRAIN_RECORDS && !rd->eof;) {
+        struct pollfd pfd = {fd, POLLIN, 0};
+        if (poll(&pfd, 1, 0) <= 0)
+            break;
+        int got = read_some(rd, fd);
+        if (got < 0)
+            break;
+        if (got == 1) {
+            n++;
+            if (!take_record(c, rd, k, shared))
+                return;
+        }
+    }
+    int32_t step = *shared;
+    stop_child(k); /* the child is dead: its real status; the rest of its group goes */
+    int st = k->status;
+    loom_failure *f = NULL;
+    if (rd->have > 0) {
+        if ((f = parent_failure(c, LOOM_FAIL_GARBAGE, step)))
+            snprintf(f->message, sizeof f->message,
+                     "garbage on the result pipe: a truncated record (%zu of %zu bytes)", rd->have,
+                     sizeof(rec));
+    } else if (WIFSIGNALED(st)) {
+        if ((f = parent_failure(c, LOOM_FAIL_SIGNAL, step)))
+            f->signal = WTERMSIG(st);
+    } else if ((f = parent_failure(c, LOOM_FAIL_EXIT, step))) {
+        f->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    }
+}
+
+/* Parent side: reads records until END, a failure, the child's end or the
+ * deadline. The child's process group is killed and the child reaped on
+ * every way out. */
+static int parent_loop(collector *c, pid_t pid, int fd, volatile int32_t *shared, loom_error *err)
+{
+    reader rd;
+    memset(&rd, 0, sizeof rd);
+    child k = {pid, 0, 0};
     double phase_start = loom_now_ms();
     for (;;) {
         double limit = c->in_iteration ? c->iter_limit_ms : c->opts->timeout_ms;
         int wait_ms = poll_budget(c, phase_start + limit);
-        int tick = c->on_iter && (wait_ms < 0 || wait_ms > TICK_MS);
-        struct pollfd pfd = {fd, POLLIN, 0};
-        int n = wait_ms == 0 ? 0 : poll(&pfd, 1, tick ? TICK_MS : wait_ms);
-        if (n == 0 && tick) {
-            c->on_iter(c->iter_user, c->current, c->out->n_iterations, 2);
-            continue;
-        }
+        int capped = wait_ms < 0 || wait_ms > TICK_MS;
+        struct pollfd pfd = {rd.eof ? -1 : fd, POLLIN, 0};
+        int n = wait_ms == 0 ? 0 : poll(&pfd, 1, capped ? (rd.eof ? 10 : TICK_MS) : wait_ms);
         if (n < 0 && errno == EINTR) {
             if (loom_interrupted) {
-                kill_child(pid);
+                stop_child(&k);
                 return loom_set_error(err, LOOM_EINTERRUPTED, "interrupted");
             }
             continue;
         }
         if (n < 0) {
-            kill_child(pid);
+            stop_child(&k);
             return loom_set_error(err, LOOM_EIO, "poll on the result pipe: %s", strerror(errno));
         }
-        if (n == 0) {
+        if (n > 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR))) {
+            int got = read_some(&rd, fd);
+            if (got < 0) {
+                stop_child(&k);
+                return loom_set_error(err, LOOM_EIO, "reading the result pipe: %s",
+                                      strerror(errno));
+            }
+            if (got == 1) {
+                if (!take_record(c, &rd, &k, shared))
+                    return LOOM_OK;
+                phase_start = loom_now_ms();
+            }
+            if (!rd.eof)
+                continue;
+        }
+        if (child_ended(&k)) {
+            child_gone(c, &rd, &k, fd, shared);
+            return LOOM_OK;
+        }
+        if (n == 0 && wait_ms >= 0 && poll_budget(c, phase_start + limit) == 0) {
             int32_t step = *shared;
-            kill_child(pid);
+            stop_child(&k);
             loom_failure *f = parent_failure(c, LOOM_FAIL_TIMEOUT, step);
             if (f)
                 f->limit_ms = limit;
             return LOOM_OK;
         }
-        ssize_t got = read(fd, buf.bytes + have, sizeof buf - have);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            kill_child(pid);
-            return loom_set_error(err, LOOM_EIO, "reading the result pipe: %s", strerror(errno));
-        }
-        if (got == 0)
-            break;
-        have += (size_t)got;
-        if (have < sizeof buf)
-            continue;
-        have = 0;
-        char why[160];
-        if (handle(c, &buf.r, why, sizeof why) != 0) {
-            int32_t step = *shared;
-            kill_child(pid);
-            loom_failure *f = parent_failure(c, LOOM_FAIL_GARBAGE, step);
-            if (f)
-                snprintf(f->message, sizeof f->message, "garbage on the result pipe: %s", why);
-            return LOOM_OK;
-        }
-        phase_start = loom_now_ms();
+        if (n == 0 && !rd.eof && capped && c->on_iter)
+            c->on_iter(c->iter_user, c->current, c->out->n_iterations, 2);
     }
-    int32_t step = *shared;
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    loom_failure *f = NULL;
-    if (have > 0) {
-        if ((f = parent_failure(c, LOOM_FAIL_GARBAGE, step)))
-            snprintf(f->message, sizeof f->message,
-                     "garbage on the result pipe: a truncated record (%zu of %zu bytes)", have,
-                     sizeof(rec));
-    } else if (WIFSIGNALED(st)) {
-        if ((f = parent_failure(c, LOOM_FAIL_SIGNAL, step)))
-            f->signal = WTERMSIG(st);
-    } else if (!c->ended) {
-        if ((f = parent_failure(c, LOOM_FAIL_EXIT, step)))
-            f->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    }
-    return LOOM_OK;
 }
 
 /* Forks the child and collects its records. */
@@ -472,24 +729,35 @@ static int run_forked(collector *c, loom_isolate_body body, void *user, loom_err
         return loom_set_error(err, LOOM_ENOMEM, "isolation: mmap failed: %s", strerror(errno));
     *shared = -1;
     int fds[2];
-    if (pipe(fds) != 0) {
+    if (pipe2(fds, O_CLOEXEC) != 0) {
         munmap((void *)shared, sizeof(int32_t));
         return loom_set_error(err, LOOM_EIO, "isolation: pipe failed: %s", strerror(errno));
     }
     fflush(NULL);
+    sigset_t set, old;
+    fwd_set(&set);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
+        int e = errno;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         close(fds[0]);
         close(fds[1]);
         munmap((void *)shared, sizeof(int32_t));
-        return loom_set_error(err, LOOM_EIO, "isolation: fork failed: %s", strerror(errno));
+        return loom_set_error(err, LOOM_EIO, "isolation: fork failed: %s", strerror(e));
     }
     if (pid == 0) {
         close(fds[0]);
+        child_setup(parent, &old);
         child_main(fds[1], shared, c->opts, body, user);
     }
+    setpgid(pid, pid); /* the child does the same; whichever runs first wins */
+    fwd_install(pid);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     close(fds[1]);
     int rc = parent_loop(c, pid, fds[0], shared, err);
+    fwd_remove();
     close(fds[0]);
     munmap((void *)shared, sizeof(int32_t));
     return rc;
@@ -538,6 +806,7 @@ void loom_run_output_clear(loom_run_output *out)
 typedef struct plan_job {
     const loom_session_args *args;
     const loom_isolate_opts *opts;
+    loom_channel *ch;
 } plan_job;
 
 double loom_isolate_search_budget_ms(const loom_pipeline *pl)
@@ -583,14 +852,29 @@ static void fill_result(const loom_plan *plan, int32_t k, loom_iter_result *r)
     r->evaluations = plan->evaluations;
 }
 
+/* Announces a resolved pipeline step on the job's channel, and to the
+ * caller's on_step. */
+static void announce_step(void *user, int32_t step, const char *plugin_id)
+{
+    plan_job *job = user;
+    loom_channel_step(job->ch, step, plugin_id);
+    if (job->args->on_step)
+        job->args->on_step(job->args->on_step_user, step, plugin_id);
+}
+
 /* Opens the session, plans every iteration, closes it. */
 static int plan_body(void *user, loom_channel *ch)
 {
-    const plan_job *job = user;
+    plan_job *job = user;
     loom_session s;
     loom_error err = {0};
     loom_session_args args = *job->args;
-    args.step_marker = loom_channel_step_marker(ch);
+    job->ch = ch;
+    args.step_marker = loom_channel_step_marker(ch); /* the parent reads it */
+    if (loom_channel_fd(ch) < 0 && job->args->step_marker)
+        args.step_marker = job->args->step_marker; /* in-process: the caller's */
+    args.on_step = announce_step; /* before any plugin code runs */
+    args.on_step_user = job;
     int rc = loom_session_open(&s, &args, &err);
     if (rc != LOOM_OK) {
         loom_channel_fail(ch, -1, rc, err.message);
@@ -598,8 +882,6 @@ static int plan_body(void *user, loom_channel *ch)
         return rc;
     }
     loom_channel_info(ch, s.n_iterations, s.manifest_name);
-    for (int i = 0; i < s.pl->n_steps; i++)
-        loom_channel_step(ch, i, s.pl->steps[i].ctx.plugin_id);
     double limit = loom_isolate_iteration_limit(job->opts, loom_isolate_search_budget_ms(s.pl));
     for (int32_t k = 0; k < s.n_iterations; k++) {
         loom_plan plan;
@@ -626,7 +908,7 @@ int loom_isolate_plan(const loom_session_args *args, const loom_isolate_opts *op
                       loom_iter_fn on_iter, void *iter_user, loom_run_output *out,
                       loom_error *err)
 {
-    plan_job job = {args, opts};
+    plan_job job = {args, opts, NULL};
     return loom_isolate_call(opts, plan_body, &job, on_iter, iter_user, out, err);
 }
 

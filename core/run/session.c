@@ -234,11 +234,11 @@ int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *e
         return rc;
     if ((rc = open_problem(s, a, err)) != LOOM_OK)
         return rc;
-    rc = loom_pipeline_open(s->reg, s->cfg, &s->pl, err);
+    loom_pipeline_hooks hooks = {a->step_marker, a->on_step, a->on_step_user};
+    rc = loom_pipeline_open_ex(s->reg, s->cfg, &hooks, &s->pl, err);
     if (rc != LOOM_OK)
         return rc;
     s->pl->problem = &s->problem;
-    s->pl->step_marker = a->step_marker;
     return LOOM_OK;
 }
 

@@ -7,7 +7,9 @@
  *   FAULT_WHO    its name for messages, a string literal
  *   FAULT_ID     its plugin id, a string literal
  * and a static void fault_now(void); then LOOM_PLUGIN_DEFINE(<name>,
- * fault_info).
+ * fault_info). A fixture that also misbehaves in create() defines
+ *   FAULT_CREATE_HOOK  a function (const loom_host_api *, loom_ctx *) that
+ *                      create() calls after reading FAULT_PARAM.
  */
 #ifndef LOOM_FAULT_RANK_H
 #define LOOM_FAULT_RANK_H
@@ -24,6 +26,10 @@ typedef struct fault_rank {
 
 static int64_t calls; /* rank() calls in this process */
 
+#ifdef FAULT_CREATE_HOOK
+static void FAULT_CREATE_HOOK(const loom_host_api *host, loom_ctx *ctx);
+#endif
+
 /* Reads FAULT_PARAM. */
 static int fault_create(const loom_host_api *host, loom_ctx *ctx, void *plugin_state,
                         void **self, loom_error *err)
@@ -35,6 +41,9 @@ static int fault_create(const loom_host_api *host, loom_ctx *ctx, void *plugin_s
     f->host = host;
     f->fault_on_call = 3;
     host->param_int(ctx, FAULT_PARAM, &f->fault_on_call);
+#ifdef FAULT_CREATE_HOOK
+    FAULT_CREATE_HOOK(host, ctx);
+#endif
     *self = f;
     return LOOM_OK;
 }

@@ -1,9 +1,12 @@
 /* cli.h - the `loom` command-line tool: one function per subcommand.
  * Each returns the process exit code: 0 ok, 1 planning failure (or a
- * regression for `ab`), 2 usage or input error, 3 plugin error. */
+ * regression for `ab`), 2 usage, input or output error (a failed write to
+ * stdout too), 3 plugin error. */
 #ifndef LOOM_CLI_H
 #define LOOM_CLI_H
 
+#include <stdint.h>
+#include <stdio.h>
 #include <loom/sys/util.h>
 
 enum loom_exit {
@@ -21,6 +24,42 @@ int loom_cli_exit_for_status(int status);
  * argument (advancing *i); "" when "--name" is the last argument; NULL
  * when argv[*i] is another option. The value is borrowed from argv. */
 const char *loom_cli_opt_value(int argc, char **argv, int *i, const char *name);
+
+/* ---- standard output, output errors and plugin code (cli_io.c) ------------ */
+
+/* Called by main before command `cmd` (NULL: none) runs: reopens a closed
+ * fd 0 or 2 on /dev/null and a closed fd 1 on /dev/full (so a write to a
+ * closed stdout fails rather than landing in a file opened later); with
+ * `plugin_code` (the command may run plugin code) gives the command its
+ * own stream on a duplicate of the real stdout and points fd 1 at stderr,
+ * so nothing plugin code prints (printf, write(1, ...)) reaches the
+ * command's output; and installs the exit guard (loom_cli_guard_marker). */
+void loom_cli_io_begin(const char *cmd, int plugin_code);
+
+/* The stream every command prints its results on (never stdout itself). */
+FILE *loom_cli_out(void);
+
+/* Flushes loom_cli_out(); when a write to it failed, prints "loom <cmd>:
+ * cannot write to standard output: <why>" and returns LOOM_EXIT_USAGE (2,
+ * the input/output error class), else `code`. */
+int loom_cli_io_check(int code);
+
+/* The command returned `code`: exit() is normal again; returns
+ * loom_cli_io_check(code). */
+int loom_cli_io_end(int code);
+
+/* Exit guard: while a command runs, exit() called by plugin code ends the
+ * process with exit code 3 and "loom <cmd>: plugin <id> called exit(n)
+ * before the command finished (pipeline[i])", where i is the step in
+ * *marker (loom_session_args.step_marker) and the id the one given for it
+ * by loom_cli_guard_step (loom_cli_guard_on_step is its on_step form), or
+ * the plugin named by loom_cli_guard_loading (NULL: none) while one is
+ * loaded outside a pipeline. _exit() cannot be caught in-process:
+ * --isolate reports it. */
+void loom_cli_guard_marker(volatile int32_t *marker);
+void loom_cli_guard_step(int32_t step, const char *plugin_id);
+void loom_cli_guard_on_step(void *user, int32_t step, const char *plugin_id);
+void loom_cli_guard_loading(const char *plugin_id);
 
 int loom_cmd_ab(int argc, char **argv);        /* cmd_ab.c */
 int loom_cmd_ab_merge(int argc, char **argv);  /* cmd_ab_merge.c */

@@ -347,6 +347,10 @@ static int shard_cases(ab_cli *o, ab_case *cases, int32_t *n)
 static int run_side(ab_cli *o, ab_case *c, int k, ab_progress *prog, loom_run_output *out)
 {
     loom_error err = {0};
+    static volatile int32_t step_now = -1; /* in-process (--no-isolate): for the exit guard */
+    c->args[k].step_marker = &step_now;
+    c->args[k].on_step = loom_cli_guard_on_step;
+    loom_cli_guard_marker(&step_now);
     snprintf(prog->label, sizeof prog->label, "case %s, %s", c->name, k ? "B" : "A");
     loom_progress_update(prog->bar, prog->label, -1, 0, prog->done);
     int rc = loom_isolate_plan(&c->args[k], &o->iso, on_iter, prog, out, &err);
@@ -369,16 +373,30 @@ static int run_side(ab_cli *o, ab_case *c, int k, ab_progress *prog, loom_run_ou
 static int write_reports(ab_cli *o, loom_ab_report *rep)
 {
     loom_error err = {0};
-    if (loom_ab_write_markdown(rep, stdout, &err) != LOOM_OK) {
+    FILE *out = loom_cli_out();
+    if (loom_ab_write_markdown(rep, out, &err) != LOOM_OK) {
         fprintf(stderr, "loom ab: %s\n", err.message);
         return LOOM_EXIT_USAGE;
     }
-    fflush(stdout);
+    if (loom_cli_io_check(LOOM_EXIT_OK) != LOOM_EXIT_OK)
+        return LOOM_EXIT_USAGE;
     const char *paths[3] = {o->markdown, o->json, o->junit};
     int (*writers[3])(void *, FILE *, loom_error *) = {write_md, write_json, write_junit};
     for (int k = 0; k < 3; k++) {
         if (!paths[k])
             continue;
+        if (!strcmp(paths[k], "-")) { /* standard output: the command's own */
+            int wrc = k == 1 && o->shard.n
+                          ? loom_ab_write_shard_json(rep, &o->shard, out, &err)
+                          : writers[k](rep, out, &err);
+            if (wrc != LOOM_OK) {
+                fprintf(stderr, "loom ab: %s\n", err.message);
+                return LOOM_EXIT_USAGE;
+            }
+            if (loom_cli_io_check(LOOM_EXIT_OK) != LOOM_EXIT_OK)
+                return LOOM_EXIT_USAGE;
+            continue;
+        }
         int rc = k == 1 && o->shard.n ? loom_ab_write_shard_file(paths[k], rep, &o->shard, &err)
                                       : loom_write_atomic(paths[k], writers[k], rep, &err);
         if (rc != LOOM_OK) {
@@ -451,7 +469,7 @@ int loom_cmd_ab(int argc, char **argv)
     o.iso.memory_limit_mb = LOOM_ISOLATE_DEFAULT_MEMORY_MB;
     int p = parse(&o, argc, argv);
     if (p != 0) {
-        usage(p > 0 ? stdout : stderr);
+        usage(p > 0 ? loom_cli_out() : stderr);
         return p > 0 ? LOOM_EXIT_OK : LOOM_EXIT_USAGE;
     }
     if (o.wall_clock && o.base.max_evaluations > 0) {

@@ -78,7 +78,7 @@ int loom_cmd_ab_merge(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
+            usage(loom_cli_out());
             free(files);
             return LOOM_EXIT_OK;
         } else if (!strcmp(a, "--markdown") && next) {
@@ -115,11 +115,11 @@ int loom_cmd_ab_merge(int argc, char **argv)
     const loom_ab_report *r = loom_ab_merge_report(m);
     print_failures(r);
     int code = LOOM_EXIT_OK;
-    if (loom_ab_write_markdown(r, stdout, &err) != LOOM_OK) {
+    if (loom_ab_write_markdown(r, loom_cli_out(), &err) != LOOM_OK) {
         fprintf(stderr, "loom ab merge: %s\n", err.message);
         code = LOOM_EXIT_USAGE;
     }
-    fflush(stdout);
+    fflush(loom_cli_out());
     int (*writers[3])(void *, FILE *, loom_error *) = {write_md, write_json, write_junit};
     for (int k = 0; k < 3 && code == LOOM_EXIT_OK; k++) {
         if (paths[k] && loom_write_atomic(paths[k], writers[k], (void *)r, &err) != LOOM_OK) {

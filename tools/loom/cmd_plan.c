@@ -1,8 +1,9 @@
 /* cmd_plan.c - `loom plan`: load a planner manifest and a problem, plan
  * every iteration of the workload, print the summary (or --json), and
- * write the plan, trace, CSV and SVG with --out. With --isolate the whole
- * run happens in a forked child under a time and memory limit, so a
- * crashing or hanging plugin is reported instead of taking `loom` down. */
+ * write the plan, trace, CSV and SVG with --out (into a staging folder put
+ * in place as a whole at the end). With --isolate the whole run happens in
+ * a forked child under a time and memory limit, so a crashing or hanging
+ * plugin is reported instead of taking `loom` down. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,17 +57,38 @@ static void usage(FILE *out)
             "                        not applied in AddressSanitizer builds)\n"
             "A progress display (stderr) accompanies runs of several iterations and searches\n"
             "with a budget over a second: a bar on a terminal, a line every 2 s otherwise.\n"
-            "exit codes: 0 ok, 1 planning failure, 2 usage or input error, 3 plugin error\n",
+            "exit codes: 0 ok, 1 planning failure, 2 usage, input or output error,\n"
+            "3 plugin error\n",
             "image-pairs, interleaved, video, rise-and-fall, text");
+}
+
+/* The run's output folder while it is written (for the signal handlers). */
+static loom_out_dir *volatile signal_out;
+static volatile sig_atomic_t sigints;
+
+/* Removes the unfinished output folder and dies of `sig`. */
+static void die_of(int sig)
+{
+    loom_out_dir_discard_signal_safe(signal_out);
+    signal(sig, SIG_DFL);
+    raise(sig); /* delivered when the handler returns */
+}
+
+/* SIGTERM, SIGHUP: stop at once, leaving the previous outputs as they were
+ * (with --isolate, isolation has killed the child's group first). */
+static void on_term(int sig)
+{
+    die_of(sig);
 }
 
 /* SIGINT: the search stops and keeps its best plan; a second one stops
  * the process at once. */
 static void on_sigint(int sig)
 {
-    (void)sig;
-    loom_interrupt();
-    signal(SIGINT, SIG_DFL); /* a second Ctrl-C stops at once */
+    if (sigints++ == 0)
+        loom_interrupt();
+    else
+        die_of(sig); /* a second Ctrl-C stops at once */
 }
 
 /* JSON number or null. */
@@ -97,6 +119,7 @@ typedef struct plan_cli {
     const char *out_dir, *progress_csv;
     int json, quiet;
     loom_isolate_opts iso;
+    loom_out_dir *out; /* --out being written, or NULL */
 } plan_cli;
 
 /* Engine callback of a search: shows its best makespan so far. */
@@ -122,16 +145,30 @@ static void result_of(const loom_plan *plan, int32_t k, loom_iter_result *r)
     r->evaluations = plan->evaluations;
 }
 
+/* A resolved pipeline step: announced to the isolating parent (`user`,
+ * the channel, or NULL in-process) and to the exit guard. */
+static void on_step(void *user, int32_t step, const char *plugin_id)
+{
+    if (user)
+        loom_channel_step(user, step, plugin_id);
+    loom_cli_guard_step(step, plugin_id);
+}
+
 /* Opens the session, plans every iteration, prints and writes; returns
  * the exit code. `ch` is the isolation channel, or NULL in-process. */
 static int run_plan(const plan_cli *o, loom_channel *ch)
 {
     const char *out_dir = o->out_dir, *progress_csv = o->progress_csv;
     int json = o->json, quiet = o->quiet;
+    FILE *out = loom_cli_out();
     loom_session s;
     loom_error err = {0};
     loom_session_args args = o->a;
-    args.step_marker = loom_channel_step_marker(ch);
+    static volatile int32_t step_now = -1; /* the running step in-process */
+    args.step_marker = ch ? loom_channel_step_marker(ch) : &step_now;
+    args.on_step = on_step;
+    args.on_step_user = ch;
+    loom_cli_guard_marker(args.step_marker);
     int rc = loom_session_open(&s, &args, &err);
     if (rc != LOOM_OK) {
         fprintf(stderr, "loom plan: %s\n", err.message);
@@ -139,11 +176,8 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
         return loom_cli_exit_for_status(rc);
     }
     signal(SIGINT, on_sigint);
-    if (ch) {
+    if (ch)
         loom_channel_info(ch, s.n_iterations, s.manifest_name);
-        for (int i = 0; i < loom_pipeline_step_count(s.pl); i++)
-            loom_channel_step(ch, i, loom_pipeline_step_plugin_id(s.pl, i));
-    }
     FILE *curve = NULL;
     if (progress_csv) {
         curve = fopen(progress_csv, "w");
@@ -164,8 +198,8 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
     size_t iter_len = 0;
     FILE *iters = json ? open_memstream(&iter_json, &iter_len) : NULL;
     if (!quiet && !json)
-        printf("%-5s %12s %8s %8s %10s  %s\n", "iter", "makespan_ms", "bubble", "mfu",
-               "plan_ms", "candidate");
+        fprintf(out, "%-5s %12s %8s %8s %10s  %s\n", "iter", "makespan_ms", "bubble", "mfu",
+                "plan_ms", "candidate");
     double budget_ms = loom_isolate_search_budget_ms(s.pl);
     loom_progress *bar = NULL;
     if (!quiet && (n > 1 || budget_ms > 1000)) {
@@ -229,15 +263,15 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
                 snprintf(mfu, sizeof mfu, "n/a");
             else
                 snprintf(mfu, sizeof mfu, "%.3f", m->mfu);
-            printf("%-5d %12.3f %7.2f%% %8s %10.1f  %s\n", k, m->makespan_ms,
-                   100 * m->bubble_ratio, mfu, plan.plan_time_ms, plan.label);
+            fprintf(out, "%-5d %12.3f %7.2f%% %8s %10.1f  %s\n", k, m->makespan_ms,
+                    100 * m->bubble_ratio, mfu, plan.plan_time_ms, plan.label);
         }
-        if (out_dir) {
-            char dir[4096];
+        if (o->out) {
+            char dir[4200];
             if (n > 1)
-                snprintf(dir, sizeof dir, "%s/iter-%03d", out_dir, k);
+                snprintf(dir, sizeof dir, "%s/iter-%03d", loom_out_dir_path(o->out), k);
             else
-                snprintf(dir, sizeof dir, "%s", out_dir);
+                snprintf(dir, sizeof dir, "%s", loom_out_dir_path(o->out));
             rc = loom_write_outputs(&plan, dir, &err);
             if (rc != LOOM_OK) {
                 fprintf(stderr, "loom plan: %s\n", err.message);
@@ -246,9 +280,9 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
             }
         }
         if (!quiet && !json && n == 1)
-            loom_write_summary(&plan, stdout, &err);
+            loom_write_summary(&plan, out, &err);
         if (ch)
-            fflush(stdout); /* keep the rows printed so far if a plugin crashes later */
+            fflush(out); /* keep the rows printed so far if a plugin crashes later */
         loom_plan_clear(&plan);
         done++;
         if (loom_interrupt_requested()) {
@@ -270,25 +304,35 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
         fclose(curve);
     if (rc == LOOM_OK && done > 0) {
         if (json) {
-            printf("{\"makespan_ms\": %.6f, \"span_ms\": %.6f, \"bubble_ratio\": %.6f, "
-                   "\"peak_mem_bytes\": [",
-                   sum_ms / done, sum_span / done, sum_bubble / done);
+            fprintf(out, "{\"makespan_ms\": %.6f, \"span_ms\": %.6f, \"bubble_ratio\": %.6f, "
+                    "\"peak_mem_bytes\": [",
+                    sum_ms / done, sum_span / done, sum_bubble / done);
             for (int32_t r = 0; r < ranks; r++)
-                printf("%s%lld", r ? ", " : "", (long long)peak[r]);
-            printf("], \"plan_time_ms\": %.3f, \"mfu\": ", sum_plan / done);
-            json_num(stdout, mfu_known ? sum_mfu / done : -1);
-            printf(", \"mean_iteration_ms\": %.6f, \"iterations\": [%s\n  ]}\n", sum_ms / done,
-                   iter_json ? iter_json : "");
+                fprintf(out, "%s%lld", r ? ", " : "", (long long)peak[r]);
+            fprintf(out, "], \"plan_time_ms\": %.3f, \"mfu\": ", sum_plan / done);
+            json_num(out, mfu_known ? sum_mfu / done : -1);
+            fprintf(out, ", \"mean_iteration_ms\": %.6f, \"iterations\": [%s\n  ]}\n",
+                    sum_ms / done, iter_json ? iter_json : "");
         } else if (!quiet && n > 1) {
-            printf("mean iteration %.3f ms, mean bubble %.2f%%, mean plan time %.1f ms over %d "
-                   "iterations (%s)\n",
-                   sum_ms / done, 100 * sum_bubble / done, sum_plan / done, done, s.manifest_name);
+            fprintf(out, "mean iteration %.3f ms, mean bubble %.2f%%, mean plan time %.1f ms over "
+                    "%d iterations (%s)\n",
+                    sum_ms / done, 100 * sum_bubble / done, sum_plan / done, done,
+                    s.manifest_name);
         }
     }
     free(iter_json);
     free(peak);
     loom_session_close(&s);
-    return loom_cli_exit_for_status(rc);
+    /* The outputs appear as a whole: a finished run's, or what an
+     * interrupted one kept; after a failure the previous set stays. */
+    if (o->out && done > 0 && (rc == LOOM_OK || rc == LOOM_EINTERRUPTED)) {
+        int crc = loom_out_dir_commit(o->out, &err);
+        if (crc != LOOM_OK) {
+            fprintf(stderr, "loom plan: %s\n", err.message);
+            rc = crc;
+        }
+    }
+    return loom_cli_io_check(loom_cli_exit_for_status(rc));
 }
 
 /* Parses a non-negative number option; prints why on failure. */
@@ -313,14 +357,17 @@ static int plan_body(void *user, loom_channel *ch)
 
 static volatile sig_atomic_t parent_interrupted;
 
-/* SIGINT in the parent of an isolated run: Ctrl-C reaches the child too
- * (same process group), which keeps its best plan and stops; the parent
- * waits for it. A second Ctrl-C stops both at once. */
+/* SIGINT in the parent of an isolated run: isolation passes the first one
+ * on to the child (its own process group), which keeps its best plan and
+ * stops; the parent waits for it. A second Ctrl-C stops both at once:
+ * isolation kills the child's group, then this removes the unfinished
+ * output folder and ends the parent. */
 static void on_parent_sigint(int sig)
 {
-    (void)sig;
-    parent_interrupted = 1;
-    signal(SIGINT, SIG_DFL);
+    if (sigints++ == 0)
+        parent_interrupted = 1;
+    else
+        die_of(sig);
 }
 
 /* Runs the planning body under isolation and reports what the isolation
@@ -367,7 +414,7 @@ int loom_cmd_plan(int argc, char **argv)
         if (used)
             continue;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
+            usage(loom_cli_out());
             return LOOM_EXIT_OK;
         } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
             o.out_dir = argv[++i];
@@ -400,8 +447,23 @@ int loom_cmd_plan(int argc, char **argv)
             return LOOM_EXIT_USAGE;
         }
     }
-    if (o.iso.isolate)
-        return run_isolated(&o);
-    return run_plan(&o, NULL);
+    if (o.out_dir) {
+        loom_error err = {0};
+        if (loom_out_dir_begin(o.out_dir, &o.out, &err) != LOOM_OK) {
+            fprintf(stderr, "loom plan: %s\n", err.message);
+            return LOOM_EXIT_USAGE;
+        }
+        signal_out = o.out;
+    }
+    static const int term[] = {SIGTERM, SIGHUP};
+    for (int k = 0; k < 2; k++) {
+        struct sigaction sa;
+        if (sigaction(term[k], NULL, &sa) == 0 && sa.sa_handler != SIG_IGN)
+            signal(term[k], on_term); /* not when ignored (nohup) */
+    }
+    int code = o.iso.isolate ? run_isolated(&o) : run_plan(&o, NULL);
+    signal_out = NULL;
+    loom_out_dir_close(o.out); /* the staging folder, unless it is in place */
+    return code;
 }
 

@@ -49,7 +49,7 @@ static int parse_opts(int argc, char **argv, int want_id, plugins_opts *o)
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            plugins_usage(stdout);
+            plugins_usage(loom_cli_out());
             return LOOM_EXIT_OK;
         } else if (!strcmp(a, "--json")) {
             o->json = 1;
@@ -102,6 +102,14 @@ static int open_registry(const plugins_opts *o, loom_registry **out)
     return -1;
 }
 
+/* Loads a plugin (its constructors and init run), named to the exit guard. */
+static void load_plugin(loom_registry *reg, loom_plugin *p)
+{
+    loom_cli_guard_loading(p->m.id);
+    loom_plugin_load(reg, p, NULL);
+    loom_cli_guard_loading(NULL);
+}
+
 /* Status text of a plugin: found, loaded or failed: <message>. */
 static void status_text(const loom_plugin *p, char *buf, size_t size)
 {
@@ -116,13 +124,14 @@ static void status_text(const loom_plugin *p, char *buf, size_t size)
 /* Prints cJSON to stdout and frees it. */
 static int print_json(cJSON *root)
 {
+    FILE *out = loom_cli_out();
     char *text = root ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     if (!text) {
         fprintf(stderr, "loom plugins: out of memory\n");
         return LOOM_EXIT_PLAN;
     }
-    printf("%s\n", text);
+    fprintf(out, "%s\n", text);
     free(text);
     return LOOM_EXIT_OK;
 }
@@ -130,6 +139,7 @@ static int print_json(cJSON *root)
 /* `loom plugins list`. */
 static int cmd_list(loom_registry *reg, const plugins_opts *o)
 {
+    FILE *out = loom_cli_out();
     int n = loom_registry_count(reg);
     char status[LOOM_ERROR_MSG_BYTES + 16];
     if (o->json) {
@@ -157,16 +167,16 @@ static int cmd_list(loom_registry *reg, const plugins_opts *o)
         if ((l = (int)strlen(p->m.name)) > w_name) w_name = l;
         if ((l = (int)strlen(p->m.version)) > w_ver) w_ver = l;
     }
-    printf("%-*s  %-*s  %-*s  %-*s  %s  %s\n", w_id, "ID", w_role, "ROLE", w_name,
-           "NAME", w_ver, "VERSION", "PATH", "STATUS");
+    fprintf(out, "%-*s  %-*s  %-*s  %-*s  %s  %s\n", w_id, "ID", w_role, "ROLE", w_name,
+            "NAME", w_ver, "VERSION", "PATH", "STATUS");
     for (int i = 0; i < n; i++) {
         const loom_plugin *p = loom_registry_at(reg, i);
         status_text(p, status, sizeof status);
-        printf("%-*s  %-*s  %-*s  %-*s  %s  %s\n", w_id, p->m.id, w_role, p->m.role,
-               w_name, p->m.name, w_ver, p->m.version, p->m.binary_path, status);
+        fprintf(out, "%-*s  %-*s  %-*s  %-*s  %s  %s\n", w_id, p->m.id, w_role, p->m.role,
+                w_name, p->m.name, w_ver, p->m.version, p->m.binary_path, status);
     }
     if (n == 0)
-        printf("(no plugins found; use --path DIR or set LOOM_PLUGIN_PATH)\n");
+        fprintf(out, "(no plugins found; use --path DIR or set LOOM_PLUGIN_PATH)\n");
     return LOOM_EXIT_OK;
 }
 
@@ -253,7 +263,8 @@ static int cmd_inspect(loom_registry *reg, const plugins_opts *o)
         return LOOM_EXIT_USAGE;
     }
     if (o->load)
-        loom_plugin_load(reg, p, NULL);
+        load_plugin(reg, p);
+    FILE *out = loom_cli_out();
     const loom_plugin_manifest *m = &p->m;
     char status[LOOM_ERROR_MSG_BYTES + 16], def[256], lim[512];
     status_text(p, status, sizeof status);
@@ -276,26 +287,26 @@ static int cmd_inspect(loom_registry *reg, const plugins_opts *o)
             cJSON_AddItemToArray(params, param_json(&m->params[i]));
         return print_json(obj);
     }
-    printf("id:           %s\n", m->id);
-    printf("version:      %s\n", m->version);
-    printf("description:  %s\n", m->description);
-    printf("role:         %s (role_version %u)\n", m->role, (unsigned)m->role_version);
-    printf("name:         %s\n", m->name);
-    printf("abi:          %d\n", m->abi);
-    printf("binary:       %s\n", m->binary_path);
-    printf("entry:        %s\n", m->entry);
-    printf("manifest:     %s\n", m->manifest_path);
-    printf("thread_safe:  %s\n", m->thread_safe ? "yes" : "no");
-    printf("status:       %s\n", status);
-    printf("params:%s\n", m->n_params ? "" : "       (none)");
+    fprintf(out, "id:           %s\n", m->id);
+    fprintf(out, "version:      %s\n", m->version);
+    fprintf(out, "description:  %s\n", m->description);
+    fprintf(out, "role:         %s (role_version %u)\n", m->role, (unsigned)m->role_version);
+    fprintf(out, "name:         %s\n", m->name);
+    fprintf(out, "abi:          %d\n", m->abi);
+    fprintf(out, "binary:       %s\n", m->binary_path);
+    fprintf(out, "entry:        %s\n", m->entry);
+    fprintf(out, "manifest:     %s\n", m->manifest_path);
+    fprintf(out, "thread_safe:  %s\n", m->thread_safe ? "yes" : "no");
+    fprintf(out, "status:       %s\n", status);
+    fprintf(out, "params:%s\n", m->n_params ? "" : "       (none)");
     for (int i = 0; i < m->n_params; i++) {
         const loom_param_spec *ps = &m->params[i];
         default_text(ps, def, sizeof def);
         limits_text(ps, lim, sizeof lim);
-        printf("  %s (%s) default %s%s%s\n", ps->name, loom_param_type_name(ps->type),
-               def, lim[0] ? ", " : "", lim);
+        fprintf(out, "  %s (%s) default %s%s%s\n", ps->name, loom_param_type_name(ps->type),
+                def, lim[0] ? ", " : "", lim);
         if (ps->doc[0])
-            printf("      %s\n", ps->doc);
+            fprintf(out, "      %s\n", ps->doc);
     }
     return LOOM_EXIT_OK;
 }
@@ -308,7 +319,7 @@ int loom_cmd_plugins(int argc, char **argv)
     }
     const char *sub = argv[1];
     if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
-        plugins_usage(stdout);
+        plugins_usage(loom_cli_out());
         return LOOM_EXIT_OK;
     }
     int is_list = !strcmp(sub, "list"), is_inspect = !strcmp(sub, "inspect");
@@ -326,7 +337,7 @@ int loom_cmd_plugins(int argc, char **argv)
     if (code < 0) {
         if (is_list && o.load)
             for (int i = 0; i < loom_registry_count(reg); i++)
-                loom_plugin_load(reg, loom_registry_at(reg, i), NULL);
+                load_plugin(reg, loom_registry_at(reg, i));
         code = is_list ? cmd_list(reg, &o) : cmd_inspect(reg, &o);
         if (o.load && code == LOOM_EXIT_OK)
             code = load_failures(reg, is_list ? NULL : loom_registry_find(reg, NULL, o.id));

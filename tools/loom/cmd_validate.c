@@ -25,7 +25,7 @@ static void validate_usage(FILE *out)
             "  --allow-untrusted-plugins  register plugins others could have changed\n"
             "                          (docs/security.md)\n"
             "\n"
-            "exit codes: 0 valid, 2 usage or input error, 3 plugin error\n");
+            "exit codes: 0 valid, 2 usage, input or output error, 3 plugin error\n");
 }
 
 /* Collected command-line arguments. */
@@ -50,7 +50,7 @@ static int parse_args(int argc, char **argv, validate_opts *o)
         const char **list = NULL;
         int *count = NULL;
         if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
-            validate_usage(stdout);
+            validate_usage(loom_cli_out());
             return LOOM_EXIT_OK;
         } else if (!strcmp(opt, "--allow-untrusted-plugins")) {
             o->allow_untrusted = 1;
@@ -101,11 +101,15 @@ static int run_validate(const validate_opts *o, loom_error *err)
         rc = loom_registry_add_dir(reg, o->paths[i], err);
     if (!rc)
         rc = loom_registry_add_default_dirs(reg, err);
+    static volatile int32_t step_now = -1; /* whose create() runs, for the exit guard */
+    loom_pipeline_hooks hooks = {&step_now, loom_cli_guard_on_step, NULL};
+    loom_cli_guard_marker(&step_now);
     if (!rc)
-        rc = loom_pipeline_open(reg, cfg, &pipe, err);
+        rc = loom_pipeline_open_ex(reg, cfg, &hooks, &pipe, err);
     if (!rc) {
-        loom_pipeline_describe(pipe, stdout);
-        printf("%s: valid (%d steps)\n", o->manifest, loom_pipeline_step_count(pipe));
+        loom_pipeline_describe(pipe, loom_cli_out());
+        fprintf(loom_cli_out(), "%s: valid (%d steps)\n", o->manifest,
+                loom_pipeline_step_count(pipe));
     }
     loom_pipeline_close(pipe);
     loom_registry_free(reg);

@@ -8,17 +8,18 @@ typedef struct loom_command {
     const char *name;
     int (*run)(int argc, char **argv);
     const char *summary;
+    int plugin_code; /* 1: may load plugins (see loom_cli_io_begin) */
 } loom_command;
 
 static const loom_command commands[] = {
-    {"ab", loom_cmd_ab, "compare two planner manifests on the same workloads (A/B test)"},
-    {"plan", loom_cmd_plan, "plan iterations of a workload and write the plan"},
-    {"plugins", loom_cmd_plugins, "list or inspect the plugins Loom can find"},
-    {"validate", loom_cmd_validate, "load and check a planner manifest without planning"},
-    {"workload", loom_cmd_workload, "generate a seeded synthetic workload (JSON Lines)"},
-    {"replan", loom_cmd_replan, "Oobleck: repair pipelines after node failures"},
-    {"cp-balance", loom_cmd_cp_balance, "Cornstarch: balance attention blocks over a CP group"},
-    {"calibrate-batch", loom_cmd_calibrate, "Entrain: minimum stable profiling batch size"},
+    {"ab", loom_cmd_ab, "compare two planner manifests on the same workloads (A/B test)", 1},
+    {"plan", loom_cmd_plan, "plan iterations of a workload and write the plan", 1},
+    {"plugins", loom_cmd_plugins, "list or inspect the plugins Loom can find", 1},
+    {"validate", loom_cmd_validate, "load and check a planner manifest without planning", 1},
+    {"workload", loom_cmd_workload, "generate a seeded synthetic workload (JSON Lines)", 0},
+    {"replan", loom_cmd_replan, "Oobleck: repair pipelines after node failures", 0},
+    {"cp-balance", loom_cmd_cp_balance, "Cornstarch: balance attention blocks over a CP group", 0},
+    {"calibrate-batch", loom_cmd_calibrate, "Entrain: minimum stable profiling batch size", 0},
 };
 
 static void usage(FILE *out)
@@ -27,7 +28,8 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n`loom <command> --help` describes a command.\n"
-                 "exit codes: 0 ok, 1 planning failure, 2 usage or input error, 3 plugin error\n");
+                 "exit codes: 0 ok, 1 planning failure, 2 usage, input or output error,\n"
+                 "3 plugin error\n");
 }
 
 int loom_cli_exit_for_status(int status)
@@ -45,22 +47,26 @@ int loom_cli_exit_for_status(int status)
 
 int main(int argc, char **argv)
 {
+    const loom_command *cmd = NULL;
+    for (size_t i = 0; argc >= 2 && i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            cmd = &commands[i];
+    loom_cli_io_begin(cmd ? cmd->name : NULL, cmd ? cmd->plugin_code : 0);
+    if (cmd)
+        return loom_cli_io_end(cmd->run(argc - 1, argv + 1));
     if (argc < 2) {
         usage(stderr);
-        return LOOM_EXIT_USAGE;
+        return loom_cli_io_end(LOOM_EXIT_USAGE);
     }
     if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
-        printf("loom %s (plugin ABI %u)\n", LOOM_VERSION_STRING, LOOM_ABI_VERSION);
-        return LOOM_EXIT_OK;
+        fprintf(loom_cli_out(), "loom %s (plugin ABI %u)\n", LOOM_VERSION_STRING, LOOM_ABI_VERSION);
+        return loom_cli_io_end(LOOM_EXIT_OK);
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        usage(stdout);
-        return LOOM_EXIT_OK;
+        usage(loom_cli_out());
+        return loom_cli_io_end(LOOM_EXIT_OK);
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name))
-            return commands[i].run(argc - 1, argv + 1);
     fprintf(stderr, "loom: unknown command '%s'\n", argv[1]);
     usage(stderr);
-    return LOOM_EXIT_USAGE;
+    return loom_cli_io_end(LOOM_EXIT_USAGE);
 }

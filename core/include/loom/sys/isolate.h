@@ -10,6 +10,21 @@
  * loom_channel_step_marker), the signal or limit and the iteration. Without
  * isolation the same code runs in-process, with no limits.
  *
+ * The child runs in a process group of its own and dies with the parent
+ * (PR_SET_PDEATHSIG). The parent stops reading at the END record (a
+ * process a plugin forked may keep the pipe open), notices the child's end
+ * without waiting for end of file, and on every way out - END, a failure,
+ * a timeout, an error, SIGINT - kills the child's whole process group and
+ * reaps the child, so nothing the run started outlives it. While a child
+ * runs, the parent handles SIGINT, SIGTERM and SIGHUP (those not ignored):
+ * the first SIGINT is passed on to the child's group when the caller
+ * handles SIGINT (Ctrl-C reaches the child as if it shared the terminal's
+ * group); a second SIGINT, SIGTERM and SIGHUP kill the child's group and
+ * reap the child before the caller's handler or the default action runs.
+ * exit() called in the child ends it at once with that status (an `exit`
+ * failure), without the parent's exit handlers. One isolated run at a time
+ * per process.
+ *
  * Ownership: loom_run_output owns its results array; release it with
  * loom_run_output_clear. Session arguments are borrowed.
  * Units: milliseconds, bytes, MiB where the name says so.
@@ -142,7 +157,8 @@ LOOM_EXPORT int loom_channel_fail(loom_channel *ch, int32_t iteration, int statu
 LOOM_EXPORT int loom_channel_fd(const loom_channel *ch);
 
 /* Runs `body` under `opts` and collects its records into *out (zeroed
- * first; clear it with loom_run_output_clear). Returns LOOM_OK when the
+ * first; clear it with loom_run_output_clear). The child flushes every
+ * stdio stream before its END record. Returns LOOM_OK when the
  * run was carried out, whether or not it failed (see out->failure);
  * LOOM_EIO / LOOM_ENOMEM when the child could not be started;
  * LOOM_EINTERRUPTED when SIGINT arrived (loom_interrupted) and the child
@@ -152,7 +168,10 @@ LOOM_EXPORT int loom_isolate_call(const loom_isolate_opts *opts, loom_isolate_bo
                       loom_run_output *out, loom_error *err);
 
 /* Opens a session from `args`, plans every iteration and closes it, under
- * `opts` (loom_isolate_call with the planning body). */
+ * `opts` (loom_isolate_call with the planning body). The steps are
+ * announced before any plugin code runs, so a plugin failing in its
+ * constructor, init or create is named too; args->on_step is called as
+ * well, and in-process args->step_marker (when set) is the one marked. */
 LOOM_EXPORT int loom_isolate_plan(const loom_session_args *args,
                       const loom_isolate_opts *opts, loom_iter_fn on_iter,
                       void *iter_user, loom_run_output *out, loom_error *err);

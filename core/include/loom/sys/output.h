@@ -60,6 +60,42 @@ LOOM_EXPORT int loom_write_summary(const loom_plan *plan, FILE *out, loom_error 
  * each atomically. Stops at the first failure. */
 LOOM_EXPORT int loom_write_outputs(const loom_plan *plan, const char *dir, loom_error *err);
 
+/* ---- output folders that appear as a whole --------------------------- */
+
+/* A run's output folder being written: everything goes into a fresh
+ * staging folder, and loom_out_dir_commit puts the whole set in place at
+ * once. A reader, a killed run or a second run sharing the folder never
+ * sees a mix of two sets. */
+typedef struct loom_out_dir loom_out_dir;
+
+/* Starts writing folder `dir`: creates its missing parents and a fresh
+ * staging folder ".<name>.tmp-<host>-<pid>-<n>" beside it (first removing
+ * those that runs of this host which died left there). Where dir cannot be
+ * replaced by a rename - a mount point, a symbolic link, a parent Loom may
+ * not write - the staging folder goes inside dir instead. LOOM_EIO naming
+ * the path when dir exists and is not a folder or nothing can be created. */
+LOOM_EXPORT int loom_out_dir_begin(const char *dir, loom_out_dir **out, loom_error *err);
+
+/* The staging folder to write the run's files into. */
+LOOM_EXPORT const char *loom_out_dir_path(const loom_out_dir *d);
+
+/* Puts the staging folder's set in place: when dir is absent, empty or
+ * holds only a set Loom wrote (plan.json, trace.json, schedule.csv,
+ * timeline.svg, summary.txt, iter-NNN/ folders of them), by one rename
+ * (an atomic exchange with the previous set, which is then removed);
+ * otherwise entry by entry, so files Loom did not write stay, and Loom's
+ * entries the new set lacks (stale iter-NNN/) go. LOOM_EIO naming the
+ * path on failure; the staging folder is then left for close. */
+LOOM_EXPORT int loom_out_dir_commit(loom_out_dir *d, loom_error *err);
+
+/* Removes the staging folder unless the set was committed, and frees d
+ * (NULL allowed). Only Loom's own entries are ever deleted. */
+LOOM_EXPORT void loom_out_dir_close(loom_out_dir *d);
+
+/* Removes the staging folder unless committed, without freeing d, using
+ * only async-signal-safe calls: for a SIGTERM or SIGINT handler. */
+LOOM_EXPORT void loom_out_dir_discard_signal_safe(const loom_out_dir *d);
+
 #ifdef __cplusplus
 }
 #endif

@@ -90,6 +90,24 @@ typedef struct loom_pipeline loom_pipeline;
 LOOM_EXPORT int loom_pipeline_open(loom_registry *reg, const loom_planner_config *cfg,
                        loom_pipeline **out, loom_error *err);
 
+/* Optional hooks of loom_pipeline_open_ex (any member may be 0). */
+typedef struct loom_pipeline_hooks {
+    /* While the plugin of step i runs its code during open (constructors,
+     * init, create) and close (destroy), *step_marker is i, else -1; the
+     * pipeline keeps it for planning too (see loom_session_args), so an
+     * exit, a crash or a hang in any plugin code can be blamed on it. */
+    volatile int32_t *step_marker;
+    /* Called for every step with its plugin id once the steps are resolved,
+     * before any plugin code runs (an isolated run announces them here). */
+    void (*on_step)(void *user, int32_t step, const char *plugin_id);
+    void *user;
+} loom_pipeline_hooks;
+
+/* loom_pipeline_open with hooks (NULL: none). */
+LOOM_EXPORT int loom_pipeline_open_ex(loom_registry *reg, const loom_planner_config *cfg,
+                                      const loom_pipeline_hooks *hooks, loom_pipeline **out,
+                                      loom_error *err);
+
 /* Destroys every instance (last step first) and frees p (NULL allowed). */
 LOOM_EXPORT void loom_pipeline_close(loom_pipeline *p);
 

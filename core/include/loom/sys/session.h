@@ -44,7 +44,12 @@ typedef struct loom_session_args {
     int no_workload;         /* 1: the caller supplies iterations (C API) */
     int allow_untrusted;     /* 1: --allow-untrusted-plugins (core/host/trust.h) */
     volatile int32_t *step_marker; /* where the running step's index goes, or
-                                    * NULL (loom_channel_step_marker) */
+                                    * NULL (loom_channel_step_marker); set
+                                    * from loading the plugins on */
+    /* Called with each pipeline step's plugin id before any plugin code
+     * runs (loom_pipeline_hooks.on_step); NULL: not called. */
+    void (*on_step)(void *user, int32_t step, const char *plugin_id);
+    void *on_step_user;
 } loom_session_args;
 
 /* ---- plans ------------------------------------------------------------ */

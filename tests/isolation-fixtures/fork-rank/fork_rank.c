@@ -1,0 +1,66 @@
+/* fork_rank.c - fixture ranker for the isolation tests: ranks groups in
+ * index order like fifo, but on its fork_on_call-th rank() call in a
+ * process forks a child that outlives the call: with mode "sleep" it
+ * sleeps, with mode "write" it writes a line to its stdout every 20 ms;
+ * either way for at most 60 s. The forked process inherits every open
+ * file, the isolation pipe included. The ranker writes "<pid of the forked
+ * process> <its process group>\n" to the file the pid_file param names. */
+#define _DEFAULT_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FAULT_PARAM "fork_on_call"
+#define FAULT_WHO "fork-rank"
+#define FAULT_ID "fixture.fork-rank"
+#define FAULT_CREATE_HOOK read_params
+#include "../fault_rank.h"
+
+static char mode[16] = "sleep";
+static char pid_file[1024];
+
+/* Keeps the params fault_now needs. */
+static void read_params(const loom_host_api *host, loom_ctx *ctx)
+{
+    const char *m = host->param_string(ctx, "mode");
+    const char *p = host->param_string(ctx, "pid_file");
+    snprintf(mode, sizeof mode, "%s", m ? m : "sleep");
+    snprintf(pid_file, sizeof pid_file, "%s", p ? p : "");
+}
+
+/* Sleeps for ms milliseconds. */
+static void pause_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Forks the lingering process; the caller goes on ranking. */
+static void fault_now(void)
+{
+    pid_t pid = fork();
+    if (pid > 0 && pid_file[0]) {
+        char line[64];
+        int n = snprintf(line, sizeof line, "%ld %ld\n", (long)pid, (long)getpgrp());
+        int fd = open(pid_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            if (write(fd, line, (size_t)n) != n)
+                n = 0;
+            close(fd);
+        }
+    }
+    if (pid != 0)
+        return;
+    for (int i = 0; i < 3000; i++) { /* 60 s */
+        if (mode[0] == 'w') {
+            static const char msg[] = "fork-rank: the forked process is still writing\n";
+            if (write(STDOUT_FILENO, msg, sizeof msg - 1) < 0)
+                break;
+        }
+        pause_ms(20);
+    }
+    _exit(0);
+}
+
+LOOM_PLUGIN_DEFINE(fixture_fork_rank, fault_info);
