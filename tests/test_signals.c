@@ -336,6 +336,8 @@ static void check_killed(int sig, int isolate, int ab)
     if (isolate) {
         argv[n++] = "--param";
         argv[n++] = "ranker.budget_ms=" LONG_SEARCH_BUDGET_MS;
+        if (ab) /* the long search, not ab's default evaluation count */
+            argv[n++] = "--wall-clock";
     } else {
         argv[n++] = "--model";
         argv[n++] = "vlm-s";
