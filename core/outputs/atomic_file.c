@@ -1,7 +1,7 @@
 /* atomic_file.c - all-or-nothing output files: write a temporary file
  * beside the target, flush and fsync it, rename it over the target. A
  * failure at any step removes the temporary file, so readers see either
- * the old file or the complete new one. Also writes the five plan outputs
+ * the old file or the complete new one. Also writes the six plan outputs
  * into a directory. */
 #include <errno.h>
 #include <fcntl.h>
@@ -155,7 +155,7 @@ done:
     return rc;
 }
 
-/* ---- the five outputs of a plan ---------------------------------------- */
+/* ---- the six outputs of a plan ---------------------------------------- */
 
 /* Creates dir and its missing parents with mode 0755. */
 static int make_dirs(const char *dir, loom_error *err)
@@ -211,6 +211,11 @@ static int put_summary(void *ctx, FILE *out, loom_error *err)
     return loom_write_summary(ctx, out, err);
 }
 
+static int put_html(void *ctx, FILE *out, loom_error *err)
+{
+    return loom_write_html_report(ctx, out, err);
+}
+
 int loom_write_outputs(const loom_plan *plan, const char *dir, loom_error *err)
 {
     static const struct {
@@ -219,7 +224,7 @@ int loom_write_outputs(const loom_plan *plan, const char *dir, loom_error *err)
     } files[] = {
         {"plan.json", put_plan},     {"trace.json", put_trace},
         {"schedule.csv", put_csv},   {"timeline.svg", put_svg},
-        {"summary.txt", put_summary},
+        {"summary.txt", put_summary}, {"report.html", put_html},
     };
     if (!dir || !*dir)
         return loom_set_error(err, LOOM_EINVAL, "outputs: no directory given");
