@@ -146,7 +146,8 @@ static void summary_kv(FILE *out, const loom_plan *plan, double cap)
         fputs("n/a", out);
     kv_end(out);
     kv(out, "plan time");
-    fprintf(out, "%.1f ms (%lld evaluations", plan->plan_time_ms, (long long)plan->evaluations);
+    fprintf(out, "%.1f ms (%lld evaluation%s", plan->plan_time_ms, (long long)plan->evaluations,
+            plan->evaluations == 1 ? "" : "s");
     if (plan->n_candidates > 1)
         fprintf(out, ", candidate %d of %d", plan->candidate + 1, plan->n_candidates);
     fputc(')', out);
@@ -273,8 +274,10 @@ static void legends(FILE *out, const loom_plan *plan, const loom_style *st)
     }
     fputs("<span>number: microbatch", out);
     if (st->max_chunk > 0)
-        fprintf(out, " and chunk (c1); dark strip at the bottom: chunk 1&ndash;%d, darker = "
-                     "later", st->max_chunk);
+        fputs(" and chunk (c1)", out);
+    if (st->by_module && st->max_chunk > 0)
+        fprintf(out, "; dark strip at the bottom: chunk %s%d%s", st->max_chunk > 1 ? "1&ndash;" : "",
+                st->max_chunk, st->max_chunk > 1 ? ", darker = later" : "");
     fputs("</span></div>\n", out);
 }
 

@@ -153,7 +153,7 @@ static const char *const loom_html_js[] = {
     "        for (var hx = x - ln; hx < x + w; hx += 6) { c.moveTo(hx, y + ln); c.lineTo(hx + ln, y); }\n"
     "        c.stroke(); c.restore();\n"
     "      }\n"
-    "      if (D.maxChunk > 0 && D.ch[i] > 0 && ln >= 12) {\n"
+    "      if (D.byModule && D.maxChunk > 0 && D.ch[i] > 0 && ln >= 12) {\n"
     "        c.fillStyle = 'rgba(0,0,0,' + (0.25 + 0.6 * D.ch[i] / D.maxChunk).toFixed(3) + ')';\n"
     "        c.fillRect(x, y + ln - 4, w, 4);\n"
     "      }\n"

@@ -120,8 +120,10 @@ static void legend(FILE *out, const loom_plan *plan, const loom_style *st)
     fputs("<text x=\"", out);
     fprintf(out, "%d\" y=\"76\" fill=\"#666666\">number: microbatch", x);
     if (st->max_chunk > 0)
-        fprintf(out, " (and chunk c); dark strip at the bottom: chunk 1-%d, darker = later",
-                st->max_chunk);
+        fputs(" (and chunk c)", out);
+    if (st->by_module && st->max_chunk > 0)
+        fprintf(out, "; dark strip at the bottom: chunk %s%d%s", st->max_chunk > 1 ? "1-" : "",
+                st->max_chunk, st->max_chunk > 1 ? ", darker = later" : "");
     fputs("</text>\n", out);
 }
 
@@ -166,7 +168,7 @@ static void stage(FILE *out, const loom_plan *plan, const loom_style *st, int32_
         fprintf(out, "<rect class=\"hatch\" x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
                      "fill=\"url(#hatch-%s)\"/>\n", x, y, w, lane,
                 kind == LOOM_STAGE_I ? "light" : "dark");
-    if (st->max_chunk > 0 && g->chunk[s] > 0 && lane >= 12)
+    if (st->by_module && st->max_chunk > 0 && g->chunk[s] > 0 && lane >= 12)
         fprintf(out, "<rect class=\"chunk\" x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"4\" "
                      "fill=\"#000000\" fill-opacity=\"%.2f\"/>\n", x, y + lane - 4, w,
                 0.25 + 0.6 * g->chunk[s] / st->max_chunk);
