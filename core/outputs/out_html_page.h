@@ -32,7 +32,7 @@ static const char *const loom_html_css[] = {
     ".flag{color:#c62828;font-weight:700}\n"
     ".ok{color:#2e7d32}\n"
     ".meter{position:relative;display:inline-block;width:110px;height:10px;background:#e8e8e8;border-radius:2px;vertical-align:middle;margin-right:6px;overflow:hidden}\n"
-    ".meter i{position:absolute;left:0;top:0;bottom:0;background:#4e79a7}\n"
+    ".meter i{position:absolute;left:0;top:0;bottom:0;background:#7f93a8}\n"
     ".meter.over i{background:#c62828}\n"
     ".legend{display:flex;flex-wrap:wrap;gap:4px 18px;margin:4px 0 8px;font-size:13px;align-items:center}\n"
     ".legend b{font-weight:600;color:#666;margin-right:-8px}\n"
