@@ -178,7 +178,7 @@ class Plan:
         raise LoomError(-1, "no rank %d in this plan" % rank)
 
     def write(self, directory):
-        """Writes plan.json, trace.json, schedule.csv, timeline.svg, summary.txt."""
+        """Writes plan.json, trace.json, schedule.csv, timeline.svg, summary.txt, report.html."""
         err = _Error()
         rc = self._lib.loom_result_write(self._live(), _text(directory), ctypes.byref(err))
         if rc != 0:
