@@ -113,6 +113,29 @@ static double memory_cap(const loom_plan *plan)
     return cap > 0 || !isfinite(cap) ? cap : 0;
 }
 
+/* The unit memory is shown in: the largest of bytes, KiB, MiB and GiB
+ * that the largest peak (or the cap) reaches. */
+typedef struct mem_unit {
+    const char *name;
+    double div;
+    int decimals;
+} mem_unit;
+
+static mem_unit memory_unit(const loom_plan *plan, double cap)
+{
+    double top = cap;
+    for (int32_t r = 0; r < plan->graph->n_ranks; r++)
+        if ((double)plan->metrics.peak_bytes[r] > top)
+            top = (double)plan->metrics.peak_bytes[r];
+    if (top >= GIB)
+        return (mem_unit){"GiB", GIB, 2};
+    if (top >= 1024.0 * 1024.0)
+        return (mem_unit){"MiB", 1024.0 * 1024.0, 2};
+    if (top >= 1024.0)
+        return (mem_unit){"KiB", 1024.0, 2};
+    return (mem_unit){"bytes", 1, 0};
+}
+
 /* ---- the summary ---------------------------------------------------------- */
 
 /* Opens one key/value pair of the headline grid (closed by kv_end). */
@@ -127,7 +150,7 @@ static void kv_end(FILE *out)
 }
 
 /* The headline grid: metrics, then the problem, layout and cap. */
-static void summary_kv(FILE *out, const loom_plan *plan, double cap)
+static void summary_kv(FILE *out, const loom_plan *plan, double cap, mem_unit mu)
 {
     const loom_stage_graph *g = plan->graph;
     const loom_metrics *m = &plan->metrics;
@@ -157,7 +180,7 @@ static void summary_kv(FILE *out, const loom_plan *plan, double cap)
         over += cap > 0 && (double)m->peak_bytes[r] > cap;
     kv(out, "memory cap");
     if (cap > 0)
-        fprintf(out, "%.2f GiB per rank, %s%d rank%s over%s", cap / GIB,
+        fprintf(out, "%.*f %s per rank, %s%d rank%s over%s", mu.decimals, cap / mu.div, mu.name,
                 over ? "<span class=\"flag\">" : "", over, over == 1 ? "" : "s",
                 over ? "</span>" : "");
     else
@@ -202,8 +225,8 @@ static void summary_kv(FILE *out, const loom_plan *plan, double cap)
 
 /* The per-rank table: span, busy, idle, recomputation, peak memory
  * against the cap. busy and recompute are scratch of n_ranks each. */
-static void summary_ranks(FILE *out, const loom_plan *plan, double cap, double *busy,
-                          double *recompute)
+static void summary_ranks(FILE *out, const loom_plan *plan, double cap, mem_unit mu,
+                          double *busy, double *recompute)
 {
     const loom_stage_graph *g = plan->graph;
     const loom_metrics *m = &plan->metrics;
@@ -212,8 +235,9 @@ static void summary_ranks(FILE *out, const loom_plan *plan, double cap, double *
     for (int32_t s = 0; s < g->n_stages; s++)
         busy[g->rank[s]] += m->end_ms[s] - m->start_ms[s];
     loom_graph_recompute_ms(g, recompute);
-    fputs("<table class=\"ranks\">\n<thead><tr><th>rank</th><th>span ms</th><th>busy ms</th>"
-          "<th>idle %</th><th>recompute ms</th><th>static GiB</th><th>peak GiB</th>", out);
+    fprintf(out, "<table class=\"ranks\">\n<thead><tr><th>rank</th><th>span ms</th>"
+                 "<th>busy ms</th><th>idle %%</th><th>recompute ms</th><th>static %s</th>"
+                 "<th>peak %s</th>", mu.name, mu.name);
     if (cap > 0)
         fputs("<th class=\"l\">peak of cap</th>", out);
     fputs("</tr></thead>\n<tbody>\n", out);
@@ -223,8 +247,9 @@ static void summary_ranks(FILE *out, const loom_plan *plan, double cap, double *
         double idle = m->makespan_ms > 0 ? 100.0 * (1.0 - busy[r] / m->makespan_ms) : 0;
         double stat = g->static_bytes ? (double)g->static_bytes[r] : 0;
         fprintf(out, "<tr%s><td>%d</td><td>%.3f</td><td>%.3f</td><td>%.2f</td><td>%.3f</td>"
-                     "<td>%.2f</td><td>%.2f</td>", over ? " class=\"over\"" : "", r,
-                m->span_ms[r], busy[r], idle, recompute[r], stat / GIB, peak / GIB);
+                     "<td>%.*f</td><td>%.*f</td>", over ? " class=\"over\"" : "", r,
+                m->span_ms[r], busy[r], idle, recompute[r], mu.decimals, stat / mu.div,
+                mu.decimals, peak / mu.div);
         if (cap > 0) {
             double share = peak / cap * 100;
             fprintf(out, "<td class=\"l\"><span class=\"meter%s\"><i style=\"width:%.1f%%\">"
@@ -309,7 +334,8 @@ static void stage_times(FILE *out, const loom_plan *plan, const char *key, const
 }
 
 /* The plan as the page's script reads it (docs/outputs.md, report.html). */
-static void data_json(FILE *out, const loom_plan *plan, const loom_style *st, double cap)
+static void data_json(FILE *out, const loom_plan *plan, const loom_style *st, double cap,
+                      mem_unit mu)
 {
     const loom_stage_graph *g = plan->graph;
     const loom_schedule *sc = plan->schedule;
@@ -324,8 +350,8 @@ static void data_json(FILE *out, const loom_plan *plan, const loom_style *st, do
         num(out, cap);
     else
         fputs("null", out);
-    fprintf(out, ",\"maxChunk\":%d,\"byModule\":%s,\n\"stat\":[", st->max_chunk,
-            st->by_module ? "true" : "false");
+    fprintf(out, ",\"maxChunk\":%d,\"byModule\":%s,\"memUnit\":\"%s\",\"memDiv\":%.0f,"
+                 "\n\"stat\":[", st->max_chunk, st->by_module ? "true" : "false", mu.name, mu.div);
     for (int32_t r = 0; r < g->n_ranks; r++)
         fprintf(out, "%s%lld", r ? "," : "", g->static_bytes ? (long long)g->static_bytes[r] : 0);
     fputs("],\n\"peak\":[", out);
@@ -418,9 +444,10 @@ static void write_page(const loom_plan *plan, const loom_style *st, double cap, 
           "</p></noscript>\n", out);
 
     fputs("<section id=\"summary\">\n<h2>Summary</h2>\n", out);
-    summary_kv(out, plan, cap);
+    mem_unit mu = memory_unit(plan, cap);
+    summary_kv(out, plan, cap, mu);
     fputs("<h3>Per rank</h3>\n", out);
-    summary_ranks(out, plan, cap, scratch, scratch + g->n_ranks);
+    summary_ranks(out, plan, cap, mu, scratch, scratch + g->n_ranks);
     fputs("</section>\n", out);
 
     fputs("<section id=\"timeline\">\n<h2>Timeline</h2>\n", out);
@@ -441,10 +468,11 @@ static void write_page(const loom_plan *plan, const loom_style *st, double cap, 
           "Hover for values; click to show that moment in the timeline.</p>\n"
           "<canvas id=\"mem\" height=\"260\"></canvas>\n"
           "<div class=\"legend\" id=\"mem-legend\"></div>\n</section>\n", out);
-    fputs("<footer>Written by Loom. Times in ms, memory in GiB (2<sup>30</sup> bytes). "
+    fputs("<footer>Written by Loom. Times in ms; memory in binary units (1 KiB = 1024 bytes, "
+          "1 GiB = 2<sup>30</sup> bytes). "
           "plan.json beside this file has every number of this page.</footer>\n"
           "<div id=\"tip\"></div>\n<script type=\"application/json\" id=\"loom-data\">\n", out);
-    data_json(out, plan, st, cap);
+    data_json(out, plan, st, cap, mu);
     fputs("\n</script>\n<script>\n", out);
     for (size_t i = 0; i < sizeof loom_html_js / sizeof loom_html_js[0]; i++)
         fputs(loom_html_js[i], out);

@@ -149,7 +149,8 @@ static void stage(FILE *out, const loom_plan *plan, const loom_style *st, int32_
     if (g->sub[s])
         fprintf(out, ".%d", g->sub[s]);
     fprintf(out, " chunk %d", g->chunk[s]);
-    comp_text(out, plan, st, c);
+    if (st->by_module)
+        comp_text(out, plan, st, c);
     fprintf(out, " (stage %d): %.3f-%.3f ms, policy %s</title></rect>\n", s, start[s], end[s],
             loom_out_policy_name(loom_out_stage_policy(g, s)));
     /* the other modules of a mixed chunk: bands at the top by layer share */
