@@ -360,6 +360,13 @@ START_TEST(non_finite_numbers_are_refused)
     fx.plan.graph->memory_cap_bytes = INFINITY;
     refused(&fx.plan, "memory cap");
     fx.plan.graph->memory_cap_bytes = 0;
+    /* finite times whose difference is not: the busy time overflows */
+    double s0 = m->start_ms[0], e0 = m->end_ms[0];
+    m->start_ms[0] = -1.7e308;
+    m->end_ms[0] = 1.7e308;
+    refused(&fx.plan, "busy time of rank 0");
+    m->start_ms[0] = s0;
+    m->end_ms[0] = e0;
     char *html = render(loom_write_html_report, &fx.plan);
     free(html);
     fixture_free(&fx);

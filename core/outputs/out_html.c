@@ -57,6 +57,25 @@ static int check_numbers(const loom_plan *plan, double cap, loom_error *err)
     return LOOM_OK;
 }
 
+/* Fills busy and recompute (n_ranks each) with every rank's busy and
+ * recomputation time; both are printed, so both must be finite. */
+static int rank_times(const loom_plan *plan, double *busy, double *recompute, loom_error *err)
+{
+    const loom_stage_graph *g = plan->graph;
+    for (int32_t r = 0; r < g->n_ranks; r++)
+        busy[r] = 0;
+    for (int32_t s = 0; s < g->n_stages; s++)
+        busy[g->rank[s]] += plan->metrics.end_ms[s] - plan->metrics.start_ms[s];
+    loom_graph_recompute_ms(g, recompute);
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        if (!isfinite(busy[r]))
+            return not_finite(err, "the busy time of rank", r, busy[r]);
+        if (!isfinite(recompute[r]))
+            return not_finite(err, "the recomputation time of rank", r, recompute[r]);
+    }
+    return LOOM_OK;
+}
+
 /* Writes text escaped for HTML (element content and quoted attributes). */
 static void html_text(FILE *out, const char *s)
 {
@@ -224,17 +243,12 @@ static void summary_kv(FILE *out, const loom_plan *plan, double cap, mem_unit mu
 }
 
 /* The per-rank table: span, busy, idle, recomputation, peak memory
- * against the cap. busy and recompute are scratch of n_ranks each. */
+ * against the cap; busy and recompute as rank_times computed them. */
 static void summary_ranks(FILE *out, const loom_plan *plan, double cap, mem_unit mu,
-                          double *busy, double *recompute)
+                          const double *busy, const double *recompute)
 {
     const loom_stage_graph *g = plan->graph;
     const loom_metrics *m = &plan->metrics;
-    for (int32_t r = 0; r < g->n_ranks; r++)
-        busy[r] = 0;
-    for (int32_t s = 0; s < g->n_stages; s++)
-        busy[g->rank[s]] += m->end_ms[s] - m->start_ms[s];
-    loom_graph_recompute_ms(g, recompute);
     fprintf(out, "<table class=\"ranks\">\n<thead><tr><th>rank</th><th>span ms</th>"
                  "<th>busy ms</th><th>idle %%</th><th>recompute ms</th><th>static %s</th>"
                  "<th>peak %s</th>", mu.name, mu.name);
@@ -499,6 +513,8 @@ int loom_write_html_report(const loom_plan *plan, FILE *out, loom_error *err)
         scratch = malloc(2 * ((size_t)plan->graph->n_ranks + 1) * sizeof *scratch);
         if (!scratch)
             rc = loom_set_error(err, LOOM_ENOMEM, WHAT ": out of memory");
+        else
+            rc = rank_times(plan, scratch, scratch + plan->graph->n_ranks, err);
     }
     if (rc == LOOM_OK)
         write_page(plan, &st, cap, out, scratch);
