@@ -1,11 +1,14 @@
 /*
  * out_html_page.h - the style sheet and the script of report.html, inlined
- * into every report (no network, no external files). Each array element is
- * one string literal under the 4095 characters C11 guarantees; out_html.c
- * writes them in order. The script reads the plan from the page's
- * <script type="application/json" id="loom-data"> element (docs/outputs.md)
- * and draws the timeline (with its overview), the memory chart and the
- * tooltips; when it finishes it sets data-loom-report="ok" on <html>.
+ * into every report (no network, no external files). Written by
+ * tools/checks/html_page.py from core/outputs/report_page/report.css and
+ * report.js: edit those and run the script (ctest guard_html_page checks
+ * the two agree). Each array element is one string literal under the 4095
+ * characters C11 guarantees; out_html.c writes them in order. The script
+ * reads the plan from the page's <script type="application/json"
+ * id="loom-data"> element (docs/outputs.md) and draws the timeline (with
+ * its overview), the memory chart and the tooltips; when it finishes it
+ * sets data-loom-report="ok" on <html>.
  */
 #ifndef LOOM_OUT_HTML_PAGE_H
 #define LOOM_OUT_HTML_PAGE_H
