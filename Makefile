@@ -23,9 +23,10 @@ configure: $(BUILD)/CMakeCache.txt
 build: deps configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Plans the default VLM workload with the default manifest and prints the summary.
-demo: build
-	$(BUILD)/bin/loom plan
+# A quiet build, then PipeWeaver against the strongest Megatron baseline on a
+# VLM preset in one table; reports in demo-out/ (tools/demo.sh).
+demo: deps
+	@BUILD=$(BUILD) JOBS=$(JOBS) WERROR=$(WERROR) CMAKE_ARGS="$(CMAKE_ARGS)" bash tools/demo.sh
 
 test: test-plain test-asan fuzz-smoke
 

@@ -308,7 +308,7 @@ START_TEST(a_rerun_replaces_the_whole_set)
     ck_assert_int_eq(plan_into(dir, 2, 1, NULL), 0);
     ck_assert_str_eq(entries(o), "iter-000 iter-001 ");
     ck_assert_int_eq(plan_into(dir, 1, 1, NULL), 0);
-    ck_assert_str_eq(entries(o), "plan.json schedule.csv summary.txt timeline.svg trace.json ");
+    ck_assert_str_eq(entries(o), "plan.json report.html schedule.csv summary.txt timeline.svg trace.json ");
     ck_assert_str_eq(entries(dir), "o ");
     /* files Loom did not write stay; Loom's stale entries go */
     char path[256];
@@ -338,7 +338,7 @@ START_TEST(a_failed_write_keeps_the_previous_set)
     ck_assert_int_eq(plan_into(dir, 2, 2, "(trap '' XFSZ; ulimit -f 32;"), 2);
     char *after = slurp(path);
     ck_assert_str_eq(after, before);
-    ck_assert_str_eq(entries(o), "plan.json schedule.csv summary.txt timeline.svg trace.json ");
+    ck_assert_str_eq(entries(o), "plan.json report.html schedule.csv summary.txt timeline.svg trace.json ");
     ck_assert_str_eq(entries(dir), "o "); /* no temporary folder */
     free(before);
     free(after);

@@ -1098,10 +1098,11 @@ START_TEST(test_write_outputs_directory)
     ck_assert_int_eq(stat(dir, &st), 0);
     ck_assert_int_eq(st.st_mode & 0777, 0755);
     const char *files[] = {"plan.json", "trace.json", "schedule.csv", "timeline.svg",
-                           "summary.txt"};
+                           "summary.txt", "report.html"};
     writer_fn writers[] = {loom_write_plan_json, loom_write_trace_json,
-                           loom_write_schedule_csv, loom_write_svg, loom_write_summary};
-    for (int i = 0; i < 5; i++) {
+                           loom_write_schedule_csv, loom_write_svg, loom_write_summary,
+                           loom_write_html_report};
+    for (int i = 0; i < 6; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
         FILE *f = fopen(path, "rb");
         ck_assert_ptr_nonnull(f);

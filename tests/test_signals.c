@@ -186,7 +186,7 @@ static void check_interrupted_outputs(int isolate)
         files++;
     }
     closedir(d);
-    ck_assert_int_eq(files, 5);
+    ck_assert_int_eq(files, 6); /* plan, trace, CSV, SVG, summary, report.html */
     char rm[200];
     snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
     ck_assert_int_eq(system(rm), 0);
@@ -380,7 +380,7 @@ static void check_killed(int sig, int isolate, int ab)
         ck_assert_str_eq(after, before);
         free(after);
         ck_assert_str_eq(entries(out),
-                         "plan.json schedule.csv summary.txt timeline.svg trace.json ");
+                         "plan.json report.html schedule.csv summary.txt timeline.svg trace.json ");
         ck_assert_str_eq(entries(dir), "o "); /* no temporary folder */
     }
     free(before);

@@ -1,7 +1,7 @@
 /* atomic_file.c - all-or-nothing output files: write a temporary file
  * beside the target, flush and fsync it, rename it over the target. A
  * failure at any step removes the temporary file, so readers see either
- * the old file or the complete new one. Also writes the five plan outputs
+ * the old file or the complete new one. Also writes the six plan outputs
  * into a directory, and output folders that replace the previous set as a
  * whole (loom_out_dir). */
 #define _GNU_SOURCE /* syscall */
@@ -161,7 +161,7 @@ done:
     return rc;
 }
 
-/* ---- the five outputs of a plan ---------------------------------------- */
+/* ---- the six outputs of a plan ---------------------------------------- */
 
 /* Creates the folders of the first `upto` characters of dir (dir and its
  * missing parents, or only its parents) with mode 0755; errors name dir. */
@@ -224,6 +224,11 @@ static int put_summary(void *ctx, FILE *out, loom_error *err)
     return loom_write_summary(ctx, out, err);
 }
 
+static int put_html(void *ctx, FILE *out, loom_error *err)
+{
+    return loom_write_html_report(ctx, out, err);
+}
+
 int loom_write_outputs(const loom_plan *plan, const char *dir, loom_error *err)
 {
     static const struct {
@@ -232,7 +237,7 @@ int loom_write_outputs(const loom_plan *plan, const char *dir, loom_error *err)
     } files[] = {
         {"plan.json", put_plan},     {"trace.json", put_trace},
         {"schedule.csv", put_csv},   {"timeline.svg", put_svg},
-        {"summary.txt", put_summary},
+        {"summary.txt", put_summary}, {"report.html", put_html},
     };
     if (!dir || !*dir)
         return loom_set_error(err, LOOM_EINVAL, "outputs: no directory given");
@@ -268,9 +273,9 @@ struct loom_out_dir {
 };
 
 static const char *const set_files[] = {"plan.json", "trace.json", "schedule.csv", "timeline.svg",
-                                        "summary.txt"};
+                                        "summary.txt", "report.html"};
 
-/* 1 for the name of one of the five output files. */
+/* 1 for the name of one of the six output files. */
 static int is_set_file(const char *name)
 {
     for (size_t i = 0; i < sizeof set_files / sizeof set_files[0]; i++)

@@ -2,7 +2,7 @@
  * ab.h - A/B comparison of two planner manifests over the same problems
  * (internal, not installed): the suite file (ab_suite.c), paired
  * statistics and verdicts (ab_stats.c) and the Markdown, JSON and JUnit
- * reports (ab_report.c). `loom ab` (tools/loom/cmd_ab.c) drives them;
+ * reports (ab_report.c) and the HTML report (ab_html.c). `loom ab` (tools/loom/cmd_ab.c) drives them;
  * docs/ab-testing.md describes the rules for users.
  *
  * Ownership: loom_ab_suite_load returns a suite freed with
@@ -184,5 +184,11 @@ int loom_ab_write_json(const loom_ab_report *r, FILE *out, loom_error *err);
 /* JUnit XML: one testcase per case; a regression is a <failure> whose
  * message carries the numbers, a failed run an <error>. */
 int loom_ab_write_junit(const loom_ab_report *r, FILE *out, loom_error *err);
+
+/* HTML (ab_html.c): one self-contained page with the result, one row per
+ * case (A vs B makespan, mean B/A and its interval, the per-iteration
+ * ratios as a strip chart, bubble, peak memory, MFU, plan time, verdict),
+ * the failures and every paired iteration. */
+int loom_ab_write_html(const loom_ab_report *r, FILE *out, loom_error *err);
 
 #endif

@@ -1,6 +1,6 @@
 /* cmd_ab.c - `loom ab A.json B.json`: plans the same problems with two
  * planner manifests (each run in an isolated child by default), compares
- * the paired iterations and writes Markdown, JSON and JUnit reports. Exit
+ * the paired iterations and writes Markdown, JSON, JUnit and HTML reports. Exit
  * 0 no regression, 1 regression, 2 bad input, 3 plugin failure. */
 #include <signal.h>
 #include <stdio.h>
@@ -40,6 +40,7 @@ static void usage(FILE *out)
             "  --markdown FILE       also write the Markdown table to FILE\n"
             "  --json FILE           write the JSON report (same inputs: same bytes)\n"
             "  --junit FILE          write JUnit XML (one test case per case)\n"
+            "  --html FILE           write an HTML report (cases, ratios, verdicts)\n"
             "  --timings             put plan times into the JSON report (no longer\n"
             "                        byte-identical between runs)\n"
             "  --isolate             plan in a forked child per case and manifest (default)\n"
@@ -70,7 +71,7 @@ static void on_sigint(int sig)
 typedef struct ab_cli {
     const char *manifest[2];
     const char *suite;
-    const char *markdown, *json, *junit;
+    const char *markdown, *json, *junit, *html;
     double threshold;
     double memory_threshold;
     int wall_clock;
@@ -131,6 +132,8 @@ static int parse(ab_cli *o, int argc, char **argv)
             }
             o->memory_threshold = m;
             i++;
+        } else if (!strcmp(a, "--html") && next) {
+            o->html = argv[++i];
         } else if (!strcmp(a, "--threshold")) {
             if (number_arg(a, next, 0.99, &o->threshold))
                 return -1;
@@ -281,6 +284,12 @@ static int write_junit(void *r, FILE *out, loom_error *err)
     return loom_ab_write_junit(r, out, err);
 }
 
+/* The HTML writer in the shape loom_write_atomic calls. */
+static int write_html(void *r, FILE *out, loom_error *err)
+{
+    return loom_ab_write_html(r, out, err);
+}
+
 /* Loads a manifest in this process to fail early on bad input and to
  * learn its name (copied into name). */
 static int check_manifest(const char *path, char *name, size_t size)
@@ -380,9 +389,10 @@ static int write_reports(ab_cli *o, loom_ab_report *rep)
     }
     if (loom_cli_io_check(LOOM_EXIT_OK) != LOOM_EXIT_OK)
         return LOOM_EXIT_USAGE;
-    const char *paths[3] = {o->markdown, o->json, o->junit};
-    int (*writers[3])(void *, FILE *, loom_error *) = {write_md, write_json, write_junit};
-    for (int k = 0; k < 3; k++) {
+    const char *paths[4] = {o->markdown, o->json, o->junit, o->html};
+    int (*writers[4])(void *, FILE *, loom_error *) = {write_md, write_json, write_junit,
+                                                       write_html};
+    for (int k = 0; k < 4; k++) {
         if (!paths[k])
             continue;
         if (!strcmp(paths[k], "-")) { /* standard output: the command's own */

@@ -64,7 +64,8 @@ LOOM_EXPORT int32_t loom_result_ranks(const loom_result *r);
 LOOM_EXPORT int64_t loom_result_peak_bytes(const loom_result *r, int32_t rank);
 /* The plan as plan.json text (caller frees with loom_free). */
 LOOM_EXPORT char *loom_result_plan_json(const loom_result *r, loom_error *err);
-/* Writes plan.json, trace.json, schedule.csv, timeline.svg, summary.txt. */
+/* Writes plan.json, trace.json, schedule.csv, timeline.svg, summary.txt,
+ * report.html. */
 LOOM_EXPORT int loom_result_write(const loom_result *r, const char *dir,
                                   loom_error *err);
 LOOM_EXPORT void loom_result_free(loom_result *r);

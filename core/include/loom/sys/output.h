@@ -1,8 +1,8 @@
 /*
  * loom/sys/output.h - what Loom writes about a finished plan: plan.json (partition,
  * stages, per-rank runtime actions, metrics), a Chrome trace, a PyTorch
- * pipelining schedule CSV, an SVG timeline and a human summary table, and
- * the atomic file write every output goes through.
+ * pipelining schedule CSV, an SVG timeline, a human summary table, an
+ * HTML report, and the atomic file write every output goes through.
  *
  * Ownership: the plan is borrowed read-only; `out` streams are the
  * caller's (never closed here). Every writer needs plan->graph,
@@ -55,9 +55,16 @@ LOOM_EXPORT int loom_write_svg(const loom_plan *plan, FILE *out, loom_error *err
  * rank span, busy, idle %, peak memory (GiB, flagged over the cap). */
 LOOM_EXPORT int loom_write_summary(const loom_plan *plan, FILE *out, loom_error *err);
 
-/* Writes all five into dir (created with its parents if missing, mode
- * 0755): plan.json, trace.json, schedule.csv, timeline.svg, summary.txt —
- * each atomically. Stops at the first failure. */
+/* report.html: one self-contained page (inline CSS and script, no
+ * network): a summary table (metrics, layout, per-rank peak memory against
+ * the cap), the timeline drawn on a canvas from JSON embedded in the page
+ * (modules coloured, zoom, pan, hover) and each rank's memory over time.
+ * A number that is not finite is LOOM_EINVAL, before anything is written. */
+LOOM_EXPORT int loom_write_html_report(const loom_plan *plan, FILE *out, loom_error *err);
+
+/* Writes all six into dir (created with its parents if missing, mode
+ * 0755): plan.json, trace.json, schedule.csv, timeline.svg, summary.txt,
+ * report.html — each atomically. Stops at the first failure. */
 LOOM_EXPORT int loom_write_outputs(const loom_plan *plan, const char *dir, loom_error *err);
 
 /* ---- output folders that appear as a whole --------------------------- */
