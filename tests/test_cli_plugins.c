@@ -255,6 +255,39 @@ START_TEST(validate_errors)
 END_TEST
 
 /* Builds the suite. */
+/* The option conventions every command shares: --name=value, one name for
+ * the plugin folder option (--plugin-path, --path as an alias), sizes with
+ * units. */
+START_TEST(shared_option_conventions)
+{
+    char *out = NULL;
+    ck_assert_int_eq(loom("plan --model=vlm-s --iterations=1 --memory-cap=80GiB --quiet --json",
+                          &out), 0);
+    has(out, "\"makespan_ms\"");
+    free(out);
+    ck_assert_int_eq(loom("validate " PLANNERS "good.json --plugin-path=" PLANNERS "..", &out), 0);
+    has(out, "valid (5 steps)");
+    free(out);
+    ck_assert_int_eq(loom("validate " PLANNERS "good.json --path " PLANNERS "..", &out), 0);
+    free(out);
+    ck_assert_int_eq(loom("plugins list --plugin-path " PLANNERS "..", &out), 0);
+    has(out, "fixture.good-rank");
+    free(out);
+    ck_assert_int_eq(loom("plugins inspect good-rank --path=" PLANNERS "..", &out), 0);
+    has(out, "fixture.good-rank");
+    free(out);
+    ck_assert_int_eq(loom("plan --iterations=1 --quiet --json --path " PLANNERS "..", &out), 0);
+    free(out);
+    ck_assert_int_eq(loom("plan --memory-cap=80XB", &out), 2);
+    has(out, "--memory-cap: expected a size such as 80GiB");
+    free(out);
+    ck_assert_int_eq(loom("ab " PLANNERS "good.json " PLANNERS "good.json --threshold=2", &out),
+                     2);
+    has(out, "--threshold");
+    free(out);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli_plugins");
@@ -267,6 +300,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, usage_and_help);
     tcase_add_test(tc, validate_good);
     tcase_add_test(tc, validate_errors);
+    tcase_add_test(tc, shared_option_conventions);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -21,18 +21,19 @@ typedef struct plugins_opts {
 static void plugins_usage(FILE *out)
 {
     fprintf(out,
-            "usage: loom plugins list [--json] [--load] [--path DIR]... [--allow-untrusted-plugins]\n"
-            "       loom plugins inspect ID|NAME [--json] [--load] [--path DIR]...\n"
+            "usage: loom plugins list [--json] [--load] [--plugin-path DIR]... [--allow-untrusted-plugins]\n"
+            "       loom plugins inspect ID|NAME [--json] [--load] [--plugin-path DIR]...\n"
             "                            [--allow-untrusted-plugins]\n"
             "\n"
-            "Lists the plugins found in every --path DIR, then in LOOM_PLUGIN_PATH\n"
+            "Lists the plugins found in every --plugin-path DIR, then in LOOM_PLUGIN_PATH\n"
             "(colon-separated), then beside libloom (../plugins, loom/plugins).\n"
             "Listing reads manifests only; --load also loads each plugin (dlopen,\n"
             "handshake, init) and shows loaded or failed: <reason> as its status.\n"
             "\n"
             "  --json       machine-readable output\n"
             "  --load       load the plugins to check them\n"
-            "  --path DIR   also search DIR (a plugin folder or a folder of them)\n"
+            "  --plugin-path DIR  also search DIR (a plugin folder or a folder of them;\n"
+            "               alias: --path)\n"
             "  --allow-untrusted-plugins  also list plugins others could have changed\n"
             "               (docs/security.md; skipped with a warning otherwise)\n"
             "\n"

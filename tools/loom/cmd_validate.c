@@ -11,14 +11,14 @@
 static void validate_usage(FILE *out)
 {
     fprintf(out,
-            "usage: loom validate MANIFEST [--path DIR]... [--use ROLE=NAME]...\n"
+            "usage: loom validate MANIFEST [--plugin-path DIR]... [--use ROLE=NAME]...\n"
             "                     [--param ROLE.KEY=VALUE]... [--allow-untrusted-plugins]\n"
             "\n"
             "Reads the planner manifest, finds and loads every plugin it names,\n"
             "checks their params and creates each step once, without planning.\n"
             "Prints the resolved pipeline.\n"
             "\n"
-            "  --path DIR              also search DIR for plugins\n"
+            "  --plugin-path DIR       also search DIR for plugins (alias: --path)\n"
             "  --use ROLE=NAME         use plugin NAME (id or name) for ROLE\n"
             "  --param ROLE.KEY=VALUE  set a param of the ROLE step (VALUE is JSON\n"
             "                          when it parses, else a string)\n"
