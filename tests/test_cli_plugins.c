@@ -264,6 +264,8 @@ START_TEST(shared_option_conventions)
     ck_assert_int_eq(loom("plan --model=vlm-s --iterations=1 --memory-cap=80GiB --quiet --json",
                           &out), 0);
     has(out, "\"makespan_ms\"");
+    has(out, "\"layout\": {\"tp\": 4, \"pp\": 4, \"dp\": 1, \"vpp\": 1, \"microbatches\": 16, "
+             "\"gpus\": 16}");
     free(out);
     ck_assert_int_eq(loom("validate " PLANNERS "good.json --plugin-path=" PLANNERS "..", &out), 0);
     has(out, "valid (5 steps)");

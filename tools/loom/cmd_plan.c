@@ -312,8 +312,15 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
                 fprintf(out, "%s%lld", r ? ", " : "", (long long)peak[r]);
             fprintf(out, "], \"plan_time_ms\": %.3f, \"mfu\": ", sum_plan / done);
             json_num(out, mfu_known ? sum_mfu / done : -1);
-            fprintf(out, ", \"mean_iteration_ms\": %.6f, \"iterations\": [%s\n  ]}\n",
-                    sum_ms / done, iter_json ? iter_json : "");
+            fprintf(out, ", \"mean_iteration_ms\": %.6f, ", sum_ms / done);
+            if (s.problem.kind == LOOM_PROBLEM_MODEL) {
+                const loom_parallel *pa = &s.problem.parallel;
+                fprintf(out, "\"layout\": {\"tp\": %d, \"pp\": %d, \"dp\": %d, \"vpp\": %d, "
+                        "\"microbatches\": %d, \"gpus\": %lld}, ",
+                        pa->tp, pa->pp, pa->dp, pa->vpp, pa->microbatches,
+                        (long long)pa->tp * pa->pp * pa->dp);
+            }
+            fprintf(out, "\"iterations\": [%s\n  ]}\n", iter_json ? iter_json : "");
         } else if (!quiet && n > 1) {
             fprintf(out, "mean iteration %.3f ms, mean bubble %.2f%%, mean plan time %.1f ms over "
                     "%d iterations (%s)\n",
