@@ -176,6 +176,13 @@ int loom_ab_case_status(const loom_ab_case_result *c);
  * failures and a one-line result. */
 int loom_ab_write_markdown(const loom_ab_report *r, FILE *out, loom_error *err);
 
+/* Writes `s` as a JSON string literal (escapes ", \, control bytes). */
+void loom_ab_json_string(FILE *out, const char *s);
+
+/* Writes the shortest of %.15g / %.17g that reads back exactly as v;
+ * null when v is not finite. */
+void loom_ab_json_number(FILE *out, double v);
+
 /* JSON: inputs, rule, per case statistics, per-side summaries, every
  * paired iteration and the failure; no timings unless r->timings, so the
  * same inputs give the same bytes. */

@@ -157,8 +157,7 @@ int loom_ab_write_markdown(const loom_ab_report *r, FILE *out, loom_error *err)
 
 /* ---- JSON ------------------------------------------------------------------- */
 
-/* Writes a JSON string literal. */
-static void js_string(FILE *out, const char *s)
+void loom_ab_json_string(FILE *out, const char *s)
 {
     fputc('"', out);
     for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
@@ -176,9 +175,7 @@ static void js_string(FILE *out, const char *s)
     fputc('"', out);
 }
 
-/* Writes the shortest of %.15g / %.17g that reads back exactly; null when
- * not finite. */
-static void js_number(FILE *out, double v)
+void loom_ab_json_number(FILE *out, double v)
 {
     if (!isfinite(v)) {
         fputs("null", out);
@@ -200,32 +197,32 @@ static void js_failure(FILE *out, const loom_failure *f)
     }
     char buf[1024], sig[32];
     fputs("{\"kind\": ", out);
-    js_string(out, loom_fail_kind_name(f->kind));
+    loom_ab_json_string(out, loom_fail_kind_name(f->kind));
     fputs(", \"status\": ", out);
-    js_string(out, loom_status_name(loom_failure_status(f)));
+    loom_ab_json_string(out, loom_status_name(loom_failure_status(f)));
     fputs(", \"phase\": ", out);
-    js_string(out, phase_names[f->phase >= 0 && f->phase <= 2 ? f->phase : 0]);
+    loom_ab_json_string(out, phase_names[f->phase >= 0 && f->phase <= 2 ? f->phase : 0]);
     fprintf(out, ", \"iteration\": %d, \"step\": %d, \"plugin\": ", f->iteration, f->step);
     if (f->plugin_id[0])
-        js_string(out, f->plugin_id);
+        loom_ab_json_string(out, f->plugin_id);
     else
         fputs("null", out);
     if (f->kind == LOOM_FAIL_SIGNAL) {
         fprintf(out, ", \"signal\": %d, \"signal_name\": ", f->signal);
-        js_string(out, loom_signal_name(f->signal, sig, sizeof sig));
+        loom_ab_json_string(out, loom_signal_name(f->signal, sig, sizeof sig));
     }
     if (f->kind == LOOM_FAIL_TIMEOUT) {
         fputs(", \"limit_ms\": ", out);
-        js_number(out, f->limit_ms);
+        loom_ab_json_number(out, f->limit_ms);
     }
     if (f->kind == LOOM_FAIL_MEMORY)
         fprintf(out, ", \"limit_mb\": %lld", (long long)f->limit_mb);
     if (f->kind == LOOM_FAIL_EXIT)
         fprintf(out, ", \"exit_code\": %d", f->exit_code);
     fputs(", \"message\": ", out);
-    js_string(out, f->message);
+    loom_ab_json_string(out, f->message);
     fputs(", \"description\": ", out);
-    js_string(out, failure_text(f, buf, sizeof buf));
+    loom_ab_json_string(out, failure_text(f, buf, sizeof buf));
     fputc('}', out);
 }
 
@@ -234,13 +231,13 @@ static void js_side(FILE *out, const loom_run_output *o, const loom_ab_side_summ
                     int pairs, int timings)
 {
     fprintf(out, "{\"iterations_planned\": %d, \"mean_makespan_ms\": ", o->n_results);
-    js_number(out, pairs ? s->mean_makespan_ms : NAN);
+    loom_ab_json_number(out, pairs ? s->mean_makespan_ms : NAN);
     fputs(", \"mean_bubble_ratio\": ", out);
-    js_number(out, pairs ? s->mean_bubble_ratio : NAN);
+    loom_ab_json_number(out, pairs ? s->mean_bubble_ratio : NAN);
     fprintf(out, ", \"max_peak_bytes\": %lld", (long long)s->max_peak_bytes);
     if (timings) {
         fputs(", \"mean_plan_time_ms\": ", out);
-        js_number(out, pairs ? s->mean_plan_time_ms : NAN);
+        loom_ab_json_number(out, pairs ? s->mean_plan_time_ms : NAN);
     }
     fputs(", \"failure\": ", out);
     js_failure(out, &o->failure);
@@ -251,14 +248,14 @@ static void js_side(FILE *out, const loom_run_output *o, const loom_ab_side_summ
 static void js_iter(FILE *out, const loom_iter_result *x, int timings)
 {
     fputs("{\"makespan_ms\": ", out);
-    js_number(out, x->makespan_ms);
+    loom_ab_json_number(out, x->makespan_ms);
     fputs(", \"bubble_ratio\": ", out);
-    js_number(out, x->bubble_ratio);
+    loom_ab_json_number(out, x->bubble_ratio);
     fprintf(out, ", \"peak_bytes\": %lld, \"evaluations\": %lld", (long long)x->peak_bytes,
             (long long)x->evaluations);
     if (timings) {
         fputs(", \"plan_time_ms\": ", out);
-        js_number(out, x->plan_time_ms);
+        loom_ab_json_number(out, x->plan_time_ms);
     }
     fputc('}', out);
 }
@@ -269,23 +266,23 @@ static void js_case(FILE *out, const loom_ab_case_result *c, int timings)
     const loom_ab_stats *s = &c->stats;
     int paired = c->n_pairs > 0;
     fputs("    {\"name\": ", out);
-    js_string(out, c->name);
+    loom_ab_json_string(out, c->name);
     fputs(", \"problem\": ", out);
-    js_string(out, c->problem);
+    loom_ab_json_string(out, c->problem);
     fputs(", \"verdict\": ", out);
-    js_string(out, loom_ab_verdict_name(s->verdict));
+    loom_ab_json_string(out, loom_ab_verdict_name(s->verdict));
     if (s->reason) {
         fputs(", \"reason\": ", out);
-        js_string(out, s->reason);
+        loom_ab_json_string(out, s->reason);
     }
     fprintf(out, ", \"pairs\": %d,\n     \"makespan_ratio\": {\"mean\": ", c->n_pairs);
-    js_number(out, paired ? s->mean_ratio : NAN);
+    loom_ab_json_number(out, paired ? s->mean_ratio : NAN);
     fputs(", \"median\": ", out);
-    js_number(out, paired ? s->median_ratio : NAN);
+    loom_ab_json_number(out, paired ? s->median_ratio : NAN);
     fputs(", \"ci95\": [", out);
-    js_number(out, paired ? s->ci_low : NAN);
+    loom_ab_json_number(out, paired ? s->ci_low : NAN);
     fputs(", ", out);
-    js_number(out, paired ? s->ci_high : NAN);
+    loom_ab_json_number(out, paired ? s->ci_high : NAN);
     fprintf(out, "]}, \"wins\": %d, \"losses\": %d, \"ties\": %d,\n     \"a\": ", s->wins,
             s->losses, s->ties);
     js_side(out, &c->a, &c->sum_a, paired, timings);
@@ -295,7 +292,7 @@ static void js_case(FILE *out, const loom_ab_case_result *c, int timings)
     for (int32_t i = 0; i < c->n_pairs; i++) {
         const loom_iter_result *a = &c->a.results[i], *b = &c->b.results[i];
         fprintf(out, "%s\n       {\"iteration\": %d, \"ratio\": ", i ? "," : "", a->iteration);
-        js_number(out, b->makespan_ms / a->makespan_ms);
+        loom_ab_json_number(out, b->makespan_ms / a->makespan_ms);
         fputs(", \"a\": ", out);
         js_iter(out, a, timings);
         fputs(", \"b\": ", out);
@@ -312,22 +309,22 @@ int loom_ab_write_json(const loom_ab_report *r, FILE *out, loom_error *err)
     if (rc != LOOM_OK)
         return rc;
     fputs("{\n  \"loom_ab\": 1,\n  \"a\": {\"manifest\": ", out);
-    js_string(out, r->manifest_a);
+    loom_ab_json_string(out, r->manifest_a);
     fputs(", \"name\": ", out);
-    js_string(out, r->name_a);
+    loom_ab_json_string(out, r->name_a);
     fputs("},\n  \"b\": {\"manifest\": ", out);
-    js_string(out, r->manifest_b);
+    loom_ab_json_string(out, r->manifest_b);
     fputs(", \"name\": ", out);
-    js_string(out, r->name_b);
+    loom_ab_json_string(out, r->name_b);
     fputs("},\n  \"suite\": ", out);
     if (r->suite)
-        js_string(out, r->suite);
+        loom_ab_json_string(out, r->suite);
     else
         fputs("null", out);
     fputs(",\n  \"threshold\": ", out);
-    js_number(out, r->threshold);
+    loom_ab_json_number(out, r->threshold);
     fprintf(out, ",\n  \"confidence\": 0.95,\n  \"resamples\": %d,\n  \"rule\": ", r->resamples);
-    js_string(out, "ratio = B/A makespan per paired iteration; worse: mean > 1 + threshold and "
+    loom_ab_json_string(out, "ratio = B/A makespan per paired iteration; worse: mean > 1 + threshold and "
                    "ci95[0] > 1; better: mean < 1 - threshold and ci95[1] < 1; same otherwise; "
                    "error: a side failed");
     fputs(",\n  \"cases\": [\n", out);

@@ -141,40 +141,6 @@ int loom_ab_shard_describe(loom_ab_shard *s, const loom_session_args *b,
 
 /* ---- writing ---------------------------------------------------------------- */
 
-/* Writes a JSON string literal (as ab_report.c does). */
-static void js_string(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(out, "\\%c", *p);
-        else if (*p == '\n')
-            fputs("\\n", out);
-        else if (*p == '\t')
-            fputs("\\t", out);
-        else if (*p < 0x20)
-            fprintf(out, "\\u%04x", *p);
-        else
-            fputc(*p, out);
-    }
-    fputc('"', out);
-}
-
-/* The shortest of %.15g / %.17g that reads back exactly; null when not
- * finite. */
-static void js_number(FILE *out, double v)
-{
-    if (!isfinite(v)) {
-        fputs("null", out);
-        return;
-    }
-    char buf[40];
-    snprintf(buf, sizeof buf, "%.15g", v);
-    if (strtod(buf, NULL) != v)
-        snprintf(buf, sizeof buf, "%.17g", v);
-    fputs(buf, out);
-}
-
 static const char *const phase_names[] = {"open", "iteration", "after"};
 
 /* A failure with every field, or null. */
@@ -185,16 +151,16 @@ static void js_failure(FILE *out, const loom_failure *f)
         return;
     }
     fputs("{\"kind\": ", out);
-    js_string(out, loom_fail_kind_name(f->kind));
+    loom_ab_json_string(out, loom_fail_kind_name(f->kind));
     fprintf(out, ", \"status\": %d, \"signal\": %d, \"exit_code\": %d, \"limit_ms\": ", f->status,
             f->signal, f->exit_code);
-    js_number(out, f->limit_ms);
+    loom_ab_json_number(out, f->limit_ms);
     fprintf(out, ", \"limit_mb\": %lld, \"phase\": ", (long long)f->limit_mb);
-    js_string(out, phase_names[f->phase >= 0 && f->phase <= 2 ? f->phase : 0]);
+    loom_ab_json_string(out, phase_names[f->phase >= 0 && f->phase <= 2 ? f->phase : 0]);
     fprintf(out, ", \"iteration\": %d, \"step\": %d, \"plugin\": ", f->iteration, f->step);
-    js_string(out, f->plugin_id);
+    loom_ab_json_string(out, f->plugin_id);
     fputs(", \"message\": ", out);
-    js_string(out, f->message);
+    loom_ab_json_string(out, f->message);
     fputc('}', out);
 }
 
@@ -208,15 +174,15 @@ static void js_run(FILE *out, const loom_run_output *o)
         const loom_iter_result *x = &o->results[i];
         fprintf(out, "%s\n        {\"iteration\": %d, \"makespan_ms\": ", i ? "," : "",
                 x->iteration);
-        js_number(out, x->makespan_ms);
+        loom_ab_json_number(out, x->makespan_ms);
         fputs(", \"bubble_ratio\": ", out);
-        js_number(out, x->bubble_ratio);
+        loom_ab_json_number(out, x->bubble_ratio);
         fputs(", \"mfu\": ", out);
-        js_number(out, x->mfu);
+        loom_ab_json_number(out, x->mfu);
         fprintf(out, ", \"peak_bytes\": %lld, \"cap_violations\": %d, \"evaluations\": %lld, "
                      "\"ranks\": %d, \"plan_time_ms\": ",
                 (long long)x->peak_bytes, x->cap_violations, (long long)x->evaluations, x->ranks);
-        js_number(out, x->plan_time_ms);
+        loom_ab_json_number(out, x->plan_time_ms);
         fputc('}', out);
     }
     fputs(o->n_results ? "\n      ]}" : "]}", out);
@@ -230,16 +196,16 @@ static void js_extension(FILE *out, const loom_ab_report *r, const loom_ab_shard
     for (int32_t j = 0; j < r->n_cases; j++)
         fprintf(out, "%s%d", j ? ", " : "", loom_ab_shard_index(s->k, s->n, j));
     fputs("],\n            \"memory_threshold\": ", out);
-    js_number(out, r->memory_threshold);
+    loom_ab_json_number(out, r->memory_threshold);
     fprintf(out, ", \"timings\": %s, \"options\": ", r->timings ? "true" : "false");
-    js_string(out, s->options);
+    loom_ab_json_string(out, s->options);
     fputs(",\n            \"digests\": {\"a\": ", out);
-    js_string(out, s->digest_a);
+    loom_ab_json_string(out, s->digest_a);
     fputs(", \"b\": ", out);
-    js_string(out, s->digest_b);
+    loom_ab_json_string(out, s->digest_b);
     fputs(", \"suite\": ", out);
     if (s->digest_suite[0])
-        js_string(out, s->digest_suite);
+        loom_ab_json_string(out, s->digest_suite);
     else
         fputs("null", out);
     fputs("}},\n  \"runs\": [", out);
@@ -247,9 +213,9 @@ static void js_extension(FILE *out, const loom_ab_report *r, const loom_ab_shard
         const loom_ab_case_result *c = &r->cases[j];
         fprintf(out, "%s\n    {\"index\": %d, \"name\": ", j ? "," : "",
                 loom_ab_shard_index(s->k, s->n, j));
-        js_string(out, c->name);
+        loom_ab_json_string(out, c->name);
         fputs(", \"problem\": ", out);
-        js_string(out, c->problem);
+        loom_ab_json_string(out, c->problem);
         fputs(",\n     \"a\": ", out);
         js_run(out, &c->a);
         fputs(",\n     \"b\": ", out);
