@@ -18,6 +18,13 @@
 /* Prefixes err->message with "plugin <id>: " (keeps the code). */
 void loom_error_prefix_plugin(loom_error *err, const char *plugin_id);
 
+/* Rewrites control characters, C1 controls and malformed UTF-8 in
+ * err->message as \n, \r, \t or \xHH, so that the message prints as one
+ * line that cannot move the cursor or change colours (loom_set_error and
+ * loom_error_prefix_plugin call it; so does every path that copies a
+ * message a plugin wrote itself). */
+void loom_error_sanitize(loom_error *err);
+
 
 
 
