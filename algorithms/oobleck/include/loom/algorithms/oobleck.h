@@ -27,6 +27,11 @@ extern "C" {
 #define LOOM_OOBLECK_MAX_NODES 4096
 #define LOOM_OOBLECK_MAX_GPUS_PER_NODE 64
 #define LOOM_OOBLECK_MAX_MICROBATCHES 1000000
+/* Layer splits the divide and conquer may evaluate (loom_oobleck_work, an
+ * upper bound 1.5 to 4 times the splits it really evaluates): about 20 s
+ * of planning at most. The dissertation's 96 layers with templates on up
+ * to 8 nodes of 8 GPUs need 1.6e9 (16 s). */
+#define LOOM_OOBLECK_MAX_WORK ((int64_t)1 << 31)
 
 /* Profiled per-layer costs F_{l,d} and B_{l,d}: layer l on d GPUs of one
  * node (tensor parallel), d = 1..max_gpus. Entry (d-1)*n_layers + l;
@@ -94,6 +99,21 @@ void loom_oobleck_planner_free(loom_oobleck_planner *p);
 int loom_oobleck_plan_template(loom_oobleck_planner *p, int32_t nodes,
                                int32_t max_stages, loom_oobleck_template *out,
                                loom_error *err);
+
+/* Upper bound, computed in O(max_nodes * L) without planning, of the layer
+ * splits the divide and conquer evaluates for every template on 1 to
+ * max_nodes nodes (S up to min(L, nodes * M, max_stages when > 0)),
+ * INT64_MAX when it does not fit. */
+int64_t loom_oobleck_work(int32_t n_layers, int32_t gpus_per_node,
+                          int32_t max_nodes, int32_t max_stages);
+
+/* LOOM_EINVAL naming the estimate and LOOM_OOBLECK_MAX_WORK when
+ * loom_oobleck_work exceeds the bound. loom_oobleck_plan_template checks
+ * it before planning; callers check the largest template up front to
+ * refuse a job before any planning. */
+int loom_oobleck_check_work(int32_t n_layers, int32_t gpus_per_node,
+                            int32_t max_nodes, int32_t max_stages,
+                            loom_error *err);
 
 /* The divide and conquer for one fixed stage count S (Eqs. 2.1-2.4). */
 int loom_oobleck_plan_stages(loom_oobleck_planner *p, int32_t nodes,
