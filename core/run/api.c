@@ -88,9 +88,9 @@ int loom_planner_plan(loom_planner *p, const loom_sample *samples, int32_t n, lo
     memcpy(r->samples, samples, (size_t)n * sizeof *samples);
     r->iteration.n_samples = n;
     r->iteration.samples = r->samples;
+    /* the session refuses a plan with a number that is not finite, so the
+     * getters below never return one */
     rc = loom_session_plan_iteration(&p->session, &r->iteration, &r->plan, err);
-    if (rc == LOOM_OK) /* the getters below never return a number that is not finite */
-        rc = loom_plan_check_finite(&r->plan, err);
     if (rc != LOOM_OK) {
         loom_result_free(r);
         return rc;
