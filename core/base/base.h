@@ -39,6 +39,11 @@ int loom_error_prefix(loom_error *err, int code, const char *prefix);
 int loom_load_spec_json(const char *what, const char *spec, const char *const *presets,
                         cJSON **root, loom_error *err);
 
+/* Checks that a free text from a file (a description, a param's doc or
+ * default) has no control character, so printing it cannot forge a line
+ * or change the terminal: LOOM_EINVAL naming file and JSON path. */
+int loom_check_text(const char *file, const char *path, const char *text, loom_error *err);
+
 /* "a string \"abc\"" style description of a JSON value for messages. */
 const char *loom_json_describe(const cJSON *item, char *buf, size_t size);
 

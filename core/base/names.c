@@ -127,6 +127,19 @@ const char *loom_json_describe(const cJSON *item, char *buf, size_t size)
     return buf;
 }
 
+int loom_check_text(const char *file, const char *path, const char *text, loom_error *err)
+{
+    for (const unsigned char *p = (const unsigned char *)(text ? text : ""); *p; p++)
+        if (*p < 0x20 || *p == 0x7f) {
+            char shown[80];
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "%s: %s: expected text without control characters "
+                                  "(newlines, tabs, escape sequences), found \"%s\"", file,
+                                  path, loom_escape(text, shown, sizeof shown));
+        }
+    return LOOM_OK;
+}
+
 int loom_check_name(const char *file, const char *path, const char *name,
                     loom_error *err)
 {
