@@ -368,6 +368,46 @@ START_TEST(dc_work_is_bounded_before_planning)
 }
 END_TEST
 
+START_TEST(instantiation_work_is_bounded)
+{
+    /* Fig. 2.7: templates {2,3,4} give 2 plans of 7 nodes, 4 of 8 */
+    const int32_t sizes[3] = {2, 3, 4};
+    ck_assert_int_eq(loom_oobleck_plan_count(sizes, 3, 7), 2);
+    ck_assert_int_eq(loom_oobleck_plan_count(sizes, 3, 8), 4);
+    /* templates of 1..60 nodes: the partitions of 60 */
+    int32_t all[60];
+    for (int i = 0; i < 60; i++)
+        all[i] = i + 1;
+    ck_assert_int_eq(loom_oobleck_plan_count(all, 60, 60), 966467);
+    /* 4096 nodes in templates of 1..4096: far past any bound, counted at once */
+    static int32_t every[LOOM_OOBLECK_MAX_NODES];
+    for (int i = 0; i < LOOM_OOBLECK_MAX_NODES; i++)
+        every[i] = i + 1;
+    ck_assert_int_gt(loom_oobleck_plan_count(every, LOOM_OOBLECK_MAX_NODES,
+                                             LOOM_OOBLECK_MAX_NODES), LOOM_OOBLECK_MAX_PLANS);
+    int32_t *plans = NULL, n = 0;
+    loom_error err = {0, ""};
+    ck_assert_int_eq(loom_oobleck_enumerate(every, LOOM_OOBLECK_MAX_NODES,
+                                            LOOM_OOBLECK_MAX_NODES, 0, 0, &plans, &n, NULL,
+                                            &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "instantiation plans"));
+    /* a cap keeps the enumeration legal */
+    ck_assert_int_eq(loom_oobleck_enumerate(every, LOOM_OOBLECK_MAX_NODES,
+                                            LOOM_OOBLECK_MAX_NODES, 0, 10, &plans, &n, NULL,
+                                            &err), LOOM_OK);
+    ck_assert_int_eq(n, 10);
+    free(plans);
+    /* choosing among 966467 plans with 1000 microbatches: refused up front */
+    double per_mb[60];
+    for (int i = 0; i < 60; i++)
+        per_mb[i] = 1.0 / (i + 1);
+    loom_oobleck_choice ch;
+    ck_assert_int_eq(loom_oobleck_choose(all, 60, loom_oobleck_linear_time, per_mb, 60, 0, 1000,
+                                         0, &ch, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "at most 2147483648"));
+}
+END_TEST
+
 /* ---- batch distribution (Eq. 2.6) ------------------------------------------ */
 
 START_TEST(distribute_min_max_then_squares)
@@ -479,6 +519,7 @@ static Suite *oobleck_suite(void)
     tcase_add_test(tc, dc_memo_shared_across_templates);
     tcase_add_test(tc, dc_rejects_bad_input);
     tcase_add_test(tc, dc_work_is_bounded_before_planning);
+    tcase_add_test(tc, instantiation_work_is_bounded);
     tcase_add_test(tc, distribute_min_max_then_squares);
     tcase_add_test(tc, distribute_recommends_a_batch);
     tcase_add_test(tc, choose_fastest_plan);

@@ -5,6 +5,7 @@
  * templates, runs the reconfiguration and reports it as JSON.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <loom/sys/json.h>
@@ -331,6 +332,12 @@ int loom_oobleck_job_replan(const char *name, const char *text,
         rc = loom_oobleck_redistribute(&j.st, &before, err);
     if (rc == LOOM_OK && n_failed > 0)
         rc = loom_oobleck_replan_run(&j.st, failed, n_failed, full, &r, err);
+    if (rc == LOOM_EINVAL && err && strncmp(err->message, name, strlen(name)) != 0) {
+        /* an algorithm's input error (a bound) is about this job */
+        char msg[LOOM_ERROR_MSG_BYTES];
+        snprintf(msg, sizeof msg, "%s", err->message);
+        loom_set_error(err, rc, "%s: %s", name, msg);
+    }
     if (rc == LOOM_OK) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "nodes", (double)j.nodes);
