@@ -186,6 +186,12 @@ START_TEST(degenerate_inputs)
     ck_assert_int_eq(loom_cp_lpt(neg, 2, 2, 1, assign, loads, &err), LOOM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "block 1"));
     ck_assert_int_eq(loom_cp_block_count(0, 128), -1);
+    /* near INT64_MAX the count does not overflow (found by fuzzing) */
+    ck_assert_int_eq(loom_cp_block_count(INT64_MAX, 4), INT64_MAX / 4 + 1);
+    loom_cp_run two_huge[2] = {{INT64_MAX, 1, 0, 0}, {INT64_MAX, 1, 0, 0}};
+    int64_t w1[1];
+    ck_assert_int_eq(loom_cp_block_workloads(two_huge, 2, 1, w1, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "more than 4294967296 tokens"));
     loom_cp_run bad = {-5, 1, 0, 0};
     int64_t w[1];
     ck_assert_int_eq(loom_cp_block_workloads(&bad, 1, 128, w, &err), LOOM_EINVAL);

@@ -26,7 +26,7 @@ int64_t loom_cp_block_count(int64_t tokens, int32_t block)
 {
     if (tokens < 1 || block < 1)
         return -1;
-    return (tokens + block - 1) / block;
+    return tokens / block + (tokens % block != 0); /* no overflow near INT64_MAX */
 }
 
 /* Key blocks [c0, c1] holding attended keys; the first attended key of
@@ -218,11 +218,11 @@ int loom_cp_block_workloads(const loom_cp_run *runs, int32_t n_runs,
             return cp_fail(err, LOOM_EINVAL,
                            "cp-balance: runs[%d].tokens: expected >= 0, "
                            "found %lld", r, (long long)runs[r].tokens);
-        tokens += runs[r].tokens;
-        if (tokens > LOOM_CP_MAX_TOKENS)
+        if (runs[r].tokens > LOOM_CP_MAX_TOKENS - tokens)
             return cp_fail(err, LOOM_EINVAL,
                            "cp-balance: more than %lld tokens",
                            (long long)LOOM_CP_MAX_TOKENS);
+        tokens += runs[r].tokens;
     }
     int64_t nb = loom_cp_block_count(tokens, block);
     if (nb < 1 || nb > LOOM_CP_MAX_BLOCKS)
