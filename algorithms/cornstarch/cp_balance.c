@@ -191,7 +191,8 @@ static int64_t cp_union(const cp_work *w, const cp_class *classes, const cp_quer
             m++;
         }
     }
-    qsort(*buf, (size_t)m, 2 * sizeof **buf, cp_by_start);
+    if (m > 1) /* qsort may not be given a NULL buffer, even empty */
+        qsort(*buf, (size_t)m, 2 * sizeof **buf, cp_by_start);
     int64_t count = 0, end = -1;
     for (int64_t i = 0; i < m; i++) {
         int64_t a = (*buf)[2 * i], b = (*buf)[2 * i + 1];
