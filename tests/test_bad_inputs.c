@@ -6,6 +6,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include "testutil.h"
 
 #define MAX_CASES 512
@@ -151,7 +153,64 @@ START_TEST(bad_input_case)
     ck_assert_msg(strstr(out, c->fragment) != NULL,
                   "case %s (cases.tsv line %d): output lacks \"%s\"\n$ %s\n%s", c->name, c->line,
                   c->fragment, cmd, out);
+    /* text from the file never reaches the terminal raw: no escape
+     * sequence, no line forged by a newline inside a name */
+    ck_assert_msg(strchr(out, '\x1b') == NULL,
+                  "case %s (cases.tsv line %d): output holds an escape byte\n%s", c->name,
+                  c->line, out);
+    for (const char *line = out; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+        ck_assert_msg(strncmp(line, "loom plan: ok", 13) && strncmp(line, "loom: ok", 8) &&
+                          strncmp(line, "loom ab: ok", 11),
+                      "case %s (cases.tsv line %d): a forged line reached the output\n%s",
+                      c->name, c->line, out);
     free(out);
+}
+END_TEST
+
+/* Runs `loom ARGS` (ARGS with %s replaced by `fifo`) and expects exit 2
+ * with the FIFO named as such, at once (a blocking open would hang until
+ * the test's timeout). */
+static void expect_fifo_refused(const char *fifo, const char *args_fmt)
+{
+    char args[1024], cmd[2048];
+    snprintf(args, sizeof args, args_fmt, fifo, fifo);
+    snprintf(cmd, sizeof cmd, "cd '%s' && LOOM_PLUGIN_PATH= timeout 60 '%s' %s",
+             LOOM_TEST_SOURCE_DIR, loom_test_bin("bin/loom"), args);
+    char *out = NULL;
+    int rc = loom_test_run(cmd, &out);
+    ck_assert_ptr_nonnull(out);
+    ck_assert_msg(rc == 2, "exit %d, expected 2\n$ %s\n%s", rc, cmd, out);
+    ck_assert_msg(strstr(out, "expected a regular file, found a FIFO (named pipe)") != NULL,
+                  "no FIFO message\n$ %s\n%s", cmd, out);
+    free(out);
+}
+
+START_TEST(fifo_inputs_are_refused)
+{
+    char dir[] = "/tmp/loom-fifo-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char fifo[512];
+    snprintf(fifo, sizeof fifo, "%s/input.json", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    expect_fifo_refused(fifo, "plan --quiet --iterations 1 --model %s");
+    expect_fifo_refused(fifo, "plan --quiet --iterations 1 --cluster %s");
+    expect_fifo_refused(fifo, "plan --quiet --iterations 1 --workload %s");
+    expect_fifo_refused(fifo, "plan --quiet --iterations 1 --stage-times %s");
+    expect_fifo_refused(fifo, "plan --quiet --iterations 1 --manifest %s");
+    expect_fifo_refused(fifo, "validate %s");
+    expect_fifo_refused(fifo, "replan --job %s");
+    expect_fifo_refused(fifo, "calibrate-batch --model vlm-s --generate text --global-batch 8 "
+                              "--costs %s");
+    expect_fifo_refused(fifo, "calibrate-batch --model %s --generate text --global-batch 8");
+    expect_fifo_refused(fifo, "ab examples/manifests/gpipe.json examples/manifests/gpipe.json "
+                              "--quiet --suite %s");
+    expect_fifo_refused(fifo, "ab examples/manifests/gpipe.json examples/manifests/gpipe.json "
+                              "--quiet --iterations 1 --workload %s");
+    expect_fifo_refused(fifo, "ab %s examples/manifests/gpipe.json --quiet --iterations 1");
+    expect_fifo_refused(fifo, "plan --quiet --iterations 1 --model tests/bad-inputs/model/tiny.json "
+                              "--use cost_model=table --param cost_model.file=%s");
+    unlink(fifo);
+    rmdir(dir);
 }
 END_TEST
 
@@ -162,6 +221,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("catalogue");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, catalogue_loads_and_is_large);
+    tcase_add_test(tc, fifo_inputs_are_refused);
     tcase_add_loop_test(tc, bad_input_case, 0, n_cases > 0 ? n_cases : 1);
     suite_add_tcase(s, tc);
     return s;

@@ -186,9 +186,161 @@ START_TEST(degenerate_inputs)
     ck_assert_int_eq(loom_cp_lpt(neg, 2, 2, 1, assign, loads, &err), LOOM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "block 1"));
     ck_assert_int_eq(loom_cp_block_count(0, 128), -1);
+    /* near INT64_MAX the count does not overflow (found by fuzzing) */
+    ck_assert_int_eq(loom_cp_block_count(INT64_MAX, 4), INT64_MAX / 4 + 1);
+    loom_cp_run two_huge[2] = {{INT64_MAX, 1, 0, 0}, {INT64_MAX, 1, 0, 0}};
+    int64_t w1[1];
+    ck_assert_int_eq(loom_cp_block_workloads(two_huge, 2, 1, w1, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "more than 4294967296 tokens"));
     loom_cp_run bad = {-5, 1, 0, 0};
     int64_t w[1];
     ck_assert_int_eq(loom_cp_block_workloads(&bad, 1, 128, w, &err), LOOM_EINVAL);
+}
+END_TEST
+
+/* The mask's definition, tile by tile: 1 when some query position of
+ * block b attends some key position of block c (O(tokens^2): tests only). */
+static int64_t reference_workload(const loom_cp_run *runs, int n, int64_t tokens, int block,
+                                  int64_t b, const int32_t *run_of)
+{
+    int64_t count = 0, nb = loom_cp_block_count(tokens, block);
+    for (int64_t c = 0; c < nb; c++) {
+        int hit = 0;
+        for (int64_t q = b * block; q < (b + 1) * block && q < tokens && !hit; q++)
+            for (int64_t k = c * block; k < (c + 1) * block && k < tokens && !hit; k++) {
+                const loom_cp_run *rq = &runs[run_of[q]], *rk = &runs[run_of[k]];
+                uint64_t mq = rq->bits & ~LOOM_CP_CAUSAL_BIT, mk = rk->bits & ~LOOM_CP_CAUSAL_BIT;
+                if (rq->doc != rk->doc)
+                    continue;
+                if (rq->bits & LOOM_CP_CAUSAL_BIT)
+                    hit = (mq & mk) != 0 && k <= q;
+                else
+                    hit = mq != 0 && mq == mk;
+            }
+        count += hit;
+    }
+    (void)n;
+    return count;
+}
+
+START_TEST(workloads_match_the_mask_definition)
+{
+    /* seeded random masks: runs of 0..9 tokens, 1..3 documents (repeated
+     * out of order), bitfields from a few encoders, causal or not; every
+     * block workload equals the tile-by-tile count */
+    uint64_t s = 777;
+    for (int trial = 0; trial < 3000; trial++) {
+        int n = 1 + (int)(loom_splitmix64(&s) % 12);
+        loom_cp_run runs[12];
+        int64_t tokens = 0;
+        for (int i = 0; i < n; i++) {
+            uint64_t r = loom_splitmix64(&s);
+            uint64_t bits = (r >> 8) & 7; /* text, encoder 1, encoder 2 */
+            if (r & 1)
+                bits |= LOOM_CP_CAUSAL_BIT;
+            runs[i] = (loom_cp_run){(int64_t)((r >> 16) % 10), bits, (int32_t)((r >> 24) % 3), 0};
+            tokens += runs[i].tokens;
+        }
+        if (tokens == 0)
+            continue;
+        int32_t run_of[128];
+        for (int i = 0, at = 0; i < n; i++)
+            for (int64_t t = 0; t < runs[i].tokens; t++)
+                run_of[at++] = i;
+        int block = 1 + (int)(loom_splitmix64(&s) % 5);
+        int64_t nb = 0;
+        int64_t *w = workloads(runs, n, block, &nb);
+        for (int64_t b = 0; b < nb; b++) {
+            int64_t want = reference_workload(runs, n, tokens, block, b, run_of);
+            ck_assert_msg(w[b] == want, "trial %d: block %lld of %lld (block size %d, %d runs): "
+                          "%lld, expected %lld", trial, (long long)b, (long long)nb, block, n,
+                          (long long)w[b], (long long)want);
+        }
+        free(w);
+    }
+}
+END_TEST
+
+START_TEST(workloads_scale)
+{
+    /* one causal sequence of 10^6 tokens in blocks of 1: 10^6 blocks, block
+     * b sees b + 1 key blocks (quadratic tile by tile; now one binary
+     * search per block) */
+    loom_cp_run run = {1000000, LOOM_CP_TEXT_BIT | LOOM_CP_CAUSAL_BIT, 0, 0};
+    int64_t n = 0;
+    int64_t *w = workloads(&run, 1, 1, &n);
+    ck_assert_int_eq(n, 1000000);
+    for (int64_t b = 0; b < n; b += 99991)
+        ck_assert_int_eq(w[b], b + 1);
+    ck_assert_int_eq(w[n - 1], n);
+    free(w);
+    /* 1024 alternating image and text segments of one document */
+    loom_cp_run seg[LOOM_CP_MAX_SEGMENTS];
+    char spec[LOOM_CP_MAX_SEGMENTS * 12];
+    size_t at = 0;
+    for (int i = 0; i < LOOM_CP_MAX_SEGMENTS; i++)
+        at += (size_t)snprintf(spec + at, sizeof spec - at, "%s%s:977", i ? "," : "",
+                               i % 2 ? "text" : "image");
+    loom_error err = {0, ""};
+    ck_assert_int_eq(loom_cp_parse_segments(spec, seg, LOOM_CP_MAX_SEGMENTS, &err),
+                     LOOM_CP_MAX_SEGMENTS);
+    w = workloads(seg, LOOM_CP_MAX_SEGMENTS, 1, &n);
+    ck_assert_int_eq(n, 977 * LOOM_CP_MAX_SEGMENTS);
+    ck_assert_int_eq(w[0], 977 * LOOM_CP_MAX_SEGMENTS / 2); /* every image block */
+    ck_assert_int_eq(w[n - 1], n);                          /* last text: every key */
+    free(w);
+    /* the work bound: 2^15 runs of one token, each its own class attending
+     * every run of the document, need 2^30 comparisons */
+    int32_t many = 1 << 15;
+    loom_cp_run *r = malloc((size_t)many * sizeof *r);
+    int64_t *w2 = malloc((size_t)many * sizeof *w2);
+    for (int32_t i = 0; i < many; i++)
+        r[i] = (loom_cp_run){1, LOOM_CP_TEXT_BIT | LOOM_CP_CAUSAL_BIT | ((uint64_t)i << 20), 0, 0};
+    ck_assert_int_eq(loom_cp_block_workloads(r, many, 1, w2, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "need more than 134217728 steps"));
+    free(r);
+    free(w2);
+}
+END_TEST
+
+START_TEST(segment_and_workload_parsers)
+{
+    loom_cp_run runs[4];
+    loom_error err = {0, ""};
+    ck_assert_int_eq(loom_cp_parse_segments("image:256,text:256/enc7:3", runs, 4, &err), 3);
+    ck_assert_int_eq(runs[0].tokens, 256);
+    ck_assert(runs[0].bits == LOOM_CP_ENCODER_BIT(1));
+    ck_assert(runs[1].bits == (LOOM_CP_TEXT_BIT | LOOM_CP_ENCODER_BIT(1) | LOOM_CP_CAUSAL_BIT));
+    ck_assert_int_eq(runs[2].doc, 1);
+    ck_assert(runs[2].bits == LOOM_CP_ENCODER_BIT(7));
+    static const char *const bad[] = {"", "pixel:5", "text:0", "text:", "text:5,", "text:5x",
+                                      "text:-3", "enc63:4", "text:4294967297", "image:2,,text:2",
+                                      "enc1234567890:1", NULL};
+    for (int i = 0; bad[i]; i++)
+        ck_assert_msg(loom_cp_parse_segments(bad[i], runs, 4, &err) == -1 &&
+                          err.code == LOOM_EINVAL,
+                      "\"%s\" accepted", bad[i]);
+    ck_assert_int_eq(loom_cp_parse_segments("text:1,text:1,text:1,text:1,text:1", runs, 4, &err),
+                     -1);
+    ck_assert_ptr_nonnull(strstr(err.message, "at most 4 segments"));
+    int64_t *w = NULL;
+    int32_t n = 0;
+    ck_assert_int_eq(loom_cp_parse_workloads("1,2,2,4", &w, &n, &err), LOOM_OK);
+    ck_assert_int_eq(n, 4);
+    ck_assert_int_eq(w[3], 4);
+    free(w);
+    static const char *const badw[] = {"", ",", "1,", "1,,2", "-1", "1.5", "9223372036854775807",
+                                       "1099511627777", NULL};
+    for (int i = 0; badw[i]; i++) {
+        ck_assert_msg(loom_cp_parse_workloads(badw[i], &w, &n, &err) == LOOM_EINVAL,
+                      "\"%s\" accepted", badw[i]);
+        ck_assert_ptr_null(w);
+    }
+    /* each block at most 2^40: the loads cannot overflow */
+    const int64_t huge[2] = {LOOM_CP_MAX_WORKLOAD + 1, 1};
+    int32_t assign[2];
+    int64_t loads[1];
+    ck_assert_int_eq(loom_cp_lpt(huge, 2, 1, 1, assign, loads, &err), LOOM_EINVAL);
 }
 END_TEST
 
@@ -232,6 +384,9 @@ static Suite *cp_suite(void)
     tcase_add_test(tc, bitfield_runs);
     tcase_add_test(tc, degenerate_inputs);
     tcase_add_test(tc, lpt_bound_holds);
+    tcase_add_test(tc, workloads_match_the_mask_definition);
+    tcase_add_test(tc, workloads_scale);
+    tcase_add_test(tc, segment_and_workload_parsers);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include "testutil.h"
 #include <loom/sys/json.h>
 #include <loom/sys/util.h>
@@ -63,6 +65,73 @@ START_TEST(non_finite_and_duplicates)
                      "in.json: a[1]: expected a finite number, found a number out of range");
     ck_assert_int_eq(parse_fail("{\"m\": {\"k\": 1, \"k\": 2}}", &err), LOOM_EINVAL);
     ck_assert_str_eq(err.message, "in.json: m: expected unique field names, found \"k\" twice");
+}
+END_TEST
+
+START_TEST(subnormal_numbers_rejected)
+{
+    loom_error err = {0};
+    ck_assert_int_eq(parse_fail("{\"efficiency\": {\"gemm\": 1e-320}}", &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "in.json: efficiency.gemm: expected 0 or a number of magnitude "
+                                  "at least 2.22507e-308, found 9.99989e-321 (a subnormal number, "
+                                  "too small to compute with)");
+    ck_assert_int_eq(parse_fail("[-4e-320]", &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "in.json: [0]: expected 0 or"));
+    /* 0, -0 and the smallest normal number are fine */
+    cJSON_Delete(parse_ok("[0, -0, 2.2250738585072014e-308, -1e-300]"));
+}
+END_TEST
+
+START_TEST(escaped_names_and_one_line_messages)
+{
+    char buf[64];
+    ck_assert_str_eq(loom_escape("vit\nloom: ok\x1b[31m\"\\\t\r\x7f\xc3\xa9", buf, sizeof buf),
+                     "vit\\nloom: ok\\x1b[31m\\\"\\\\\\t\\r\\x7f\\xc3\\xa9");
+    ck_assert_str_eq(loom_escape("plain-name_1.0", buf, sizeof buf), "plain-name_1.0");
+    ck_assert_str_eq(loom_escape(NULL, buf, sizeof buf), "");
+    /* too long: cut with "..." inside the buffer */
+    char small[8];
+    ck_assert_str_eq(loom_escape("abcdefghij", small, sizeof small), "abcd...");
+    ck_assert_str_eq(loom_escape("abcdefg", small, sizeof small), "abcdefg");
+    ck_assert_str_eq(loom_escape("\n\n\n\n", small, sizeof small), "\\n\\n...");
+    /* every message is one line: control characters escaped, UTF-8 kept */
+    loom_error err = {0};
+    loom_set_error(&err, LOOM_EINVAL, "f.json: name: found \"%s\" (%s)", "a\nb\x1b[0m",
+                   "\xe2\x80\x94 ok");
+    ck_assert_str_eq(err.message, "f.json: name: found \"a\\nb\\x1b[0m\" (\xe2\x80\x94 ok)");
+    /* C1 controls and malformed UTF-8 are escaped too */
+    loom_set_error(&err, LOOM_EINVAL, "%s|%s", "\xc2\x9b" "31m", "\xff\xfe");
+    ck_assert_str_eq(err.message, "\\xc2\\x9b31m|\\xff\\xfe");
+}
+END_TEST
+
+START_TEST(special_files_refused)
+{
+    loom_error err = {0};
+    int fd = 7;
+    ck_assert_int_eq(loom_open_input("/dev/null", &fd, &err), LOOM_EIO);
+    ck_assert_int_eq(fd, -1);
+    ck_assert_str_eq(err.message,
+                     "/dev/null: cannot read: expected a regular file, found a character device");
+    cJSON *root = NULL;
+    ck_assert_int_eq(loom_json_load("/tmp", &root, &err), LOOM_EIO);
+    ck_assert_str_eq(err.message, "/tmp: cannot read: expected a regular file, found a directory");
+    char dir[] = "/tmp/loom-json-XXXXXX", fifo[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/f.json", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    char *text = NULL;
+    /* returns at once: the open does not wait for a writer */
+    ck_assert_int_eq(loom_read_file(fifo, &text, NULL, &err), LOOM_EIO);
+    ck_assert_ptr_null(text);
+    ck_assert_ptr_nonnull(strstr(err.message, "f.json: cannot read: expected a regular file, "
+                                              "found a FIFO (named pipe)"));
+    unlink(fifo);
+    rmdir(dir);
+    const char *path = loom_test_tmpfile(".json", "{\"a\": 1}");
+    ck_assert_int_eq(loom_open_input(path, &fd, &err), LOOM_OK);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
 }
 END_TEST
 
@@ -260,6 +329,9 @@ static Suite *json_suite(void)
     tcase_add_test(tc, truncated_document);
     tcase_add_test(tc, trailing_garbage_and_empty);
     tcase_add_test(tc, non_finite_and_duplicates);
+    tcase_add_test(tc, subnormal_numbers_rejected);
+    tcase_add_test(tc, escaped_names_and_one_line_messages);
+    tcase_add_test(tc, special_files_refused);
     tcase_add_test(tc, int_getter);
     tcase_add_test(tc, other_getters);
     tcase_add_test(tc, check_keys_and_paths);

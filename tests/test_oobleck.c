@@ -131,6 +131,11 @@ static void costs_from(cost_table *t, const double *ms, int n, int gpus,
     t->c.backward_ms = t->b;
 }
 
+/* Costs of 1024 layers on up to 8 GPUs. */
+typedef struct cost_table_big {
+    double f[1024 * 8], b[1024 * 8];
+} cost_table_big;
+
 /* Recomputes T1, T2, T3 of a template from its stages and checks them. */
 static void check_terms(const loom_oobleck_template *t, int32_t n_layers)
 {
@@ -326,6 +331,83 @@ START_TEST(dc_rejects_bad_input)
 }
 END_TEST
 
+START_TEST(dc_work_is_bounded_before_planning)
+{
+    /* the bound, worked by hand for one node of 2 GPUs and 3 layers:
+     * only S' = 2 splits, (2-1)(2-2+1) = 1 (s, m) pair, and the k loops of
+     * its cells sum to K(K+1)(K+2)/6 with K = 3 - 2 + 1 = 2: 4 */
+    ck_assert_int_eq(loom_oobleck_work(3, 2, 1, 0), 4);
+    ck_assert_int_eq(loom_oobleck_work(3, 1, 1, 0), 0); /* one stage: no split */
+    /* it grows with nodes, stages and layers, and max_stages caps it */
+    ck_assert_int_gt(loom_oobleck_work(96, 8, 8, 0), loom_oobleck_work(96, 8, 4, 0));
+    ck_assert_int_gt(loom_oobleck_work(96, 8, 8, 0), loom_oobleck_work(96, 8, 8, 16));
+    /* the dissertation's 96 layers on up to 8 nodes of 8 GPUs fits ... */
+    loom_error err = {0, ""};
+    ck_assert_int_eq(loom_oobleck_check_work(96, 8, 8, 0, &err), LOOM_OK);
+    /* ... 1024 layers on 3 nodes of 8 GPUs does not (minutes of work) */
+    ck_assert_int_eq(loom_oobleck_check_work(1024, 8, 3, 0, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "at most 2147483648"));
+    /* plan_template refuses before planning */
+    static double ms[1024];
+    static cost_table_big big;
+    for (int l = 0; l < 1024; l++)
+        ms[l] = 1;
+    for (int d = 1; d <= 8; d++)
+        for (int l = 0; l < 1024; l++) {
+            big.f[(d - 1) * 1024 + l] = ms[l] / 3 / d;
+            big.b[(d - 1) * 1024 + l] = 2 * ms[l] / 3 / d;
+        }
+    loom_oobleck_costs c = {1024, 8, big.f, big.b};
+    loom_oobleck_planner *p = NULL;
+    ck_assert_int_eq(loom_oobleck_planner_new(&c, 8, 1, &p, &err), LOOM_OK);
+    loom_oobleck_template t;
+    ck_assert_int_eq(loom_oobleck_plan_template(p, 1, 0, &t, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "layer splits of the divide and conquer"));
+    ck_assert_int_eq(loom_oobleck_memo_entries(p), 0);
+    loom_oobleck_planner_free(p);
+}
+END_TEST
+
+START_TEST(instantiation_work_is_bounded)
+{
+    /* Fig. 2.7: templates {2,3,4} give 2 plans of 7 nodes, 4 of 8 */
+    const int32_t sizes[3] = {2, 3, 4};
+    ck_assert_int_eq(loom_oobleck_plan_count(sizes, 3, 7), 2);
+    ck_assert_int_eq(loom_oobleck_plan_count(sizes, 3, 8), 4);
+    /* templates of 1..60 nodes: the partitions of 60 */
+    int32_t all[60];
+    for (int i = 0; i < 60; i++)
+        all[i] = i + 1;
+    ck_assert_int_eq(loom_oobleck_plan_count(all, 60, 60), 966467);
+    /* 4096 nodes in templates of 1..4096: far past any bound, counted at once */
+    static int32_t every[LOOM_OOBLECK_MAX_NODES];
+    for (int i = 0; i < LOOM_OOBLECK_MAX_NODES; i++)
+        every[i] = i + 1;
+    ck_assert_int_gt(loom_oobleck_plan_count(every, LOOM_OOBLECK_MAX_NODES,
+                                             LOOM_OOBLECK_MAX_NODES), LOOM_OOBLECK_MAX_PLANS);
+    int32_t *plans = NULL, n = 0;
+    loom_error err = {0, ""};
+    ck_assert_int_eq(loom_oobleck_enumerate(every, LOOM_OOBLECK_MAX_NODES,
+                                            LOOM_OOBLECK_MAX_NODES, 0, 0, &plans, &n, NULL,
+                                            &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "instantiation plans"));
+    /* a cap keeps the enumeration legal */
+    ck_assert_int_eq(loom_oobleck_enumerate(every, LOOM_OOBLECK_MAX_NODES,
+                                            LOOM_OOBLECK_MAX_NODES, 0, 10, &plans, &n, NULL,
+                                            &err), LOOM_OK);
+    ck_assert_int_eq(n, 10);
+    free(plans);
+    /* choosing among 966467 plans with 1000 microbatches: refused up front */
+    double per_mb[60];
+    for (int i = 0; i < 60; i++)
+        per_mb[i] = 1.0 / (i + 1);
+    loom_oobleck_choice ch;
+    ck_assert_int_eq(loom_oobleck_choose(all, 60, loom_oobleck_linear_time, per_mb, 60, 0, 1000,
+                                         0, &ch, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "at most 2147483648"));
+}
+END_TEST
+
 /* ---- batch distribution (Eq. 2.6) ------------------------------------------ */
 
 START_TEST(distribute_min_max_then_squares)
@@ -436,6 +518,8 @@ static Suite *oobleck_suite(void)
     tcase_add_test(tc, dc_compares_stage_counts_at_common_batch);
     tcase_add_test(tc, dc_memo_shared_across_templates);
     tcase_add_test(tc, dc_rejects_bad_input);
+    tcase_add_test(tc, dc_work_is_bounded_before_planning);
+    tcase_add_test(tc, instantiation_work_is_bounded);
     tcase_add_test(tc, distribute_min_max_then_squares);
     tcase_add_test(tc, distribute_recommends_a_batch);
     tcase_add_test(tc, choose_fastest_plan);

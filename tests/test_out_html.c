@@ -327,7 +327,7 @@ static void refused(const loom_plan *plan, const char *what)
     fclose(f);
     ck_assert_int_eq(rc, LOOM_EINVAL);
     ck_assert_msg(strstr(err.message, what) != NULL, "'%s' does not name %s", err.message, what);
-    ck_assert_ptr_nonnull(strstr(err.message, "not a finite number"));
+    ck_assert_ptr_nonnull(strstr(err.message, "finite number"));
     ck_assert_int_eq((int)len, 0);
     free(buf);
 }
@@ -339,26 +339,26 @@ START_TEST(non_finite_numbers_are_refused)
     loom_metrics *m = &fx.plan.metrics;
     double keep = m->end_ms[5];
     m->end_ms[5] = INFINITY;
-    refused(&fx.plan, "end time of stage 5");
+    refused(&fx.plan, "end_ms of stage 5");
     m->end_ms[5] = keep;
     keep = m->start_ms[7];
     m->start_ms[7] = NAN;
-    refused(&fx.plan, "start time of stage 7");
+    refused(&fx.plan, "start_ms of stage 7");
     m->start_ms[7] = keep;
     m->mfu = NAN;
-    refused(&fx.plan, "MFU");
+    refused(&fx.plan, "mfu");
     m->mfu = -1;
     fx.plan.plan_time_ms = INFINITY;
-    refused(&fx.plan, "plan time");
+    refused(&fx.plan, "plan_time_ms");
     fx.plan.plan_time_ms = 1;
     m->span_ms[2] = -INFINITY;
-    refused(&fx.plan, "span of rank 2");
+    refused(&fx.plan, "span_ms of rank 2");
     m->span_ms[2] = 1;
     m->bubble_ratio = NAN;
-    refused(&fx.plan, "bubble ratio");
+    refused(&fx.plan, "bubble_ratio");
     m->bubble_ratio = 0.5;
     fx.plan.graph->memory_cap_bytes = INFINITY;
-    refused(&fx.plan, "memory cap");
+    refused(&fx.plan, "memory_cap_bytes");
     fx.plan.graph->memory_cap_bytes = 0;
     /* finite times whose difference is not: the busy time overflows */
     double s0 = m->start_ms[0], e0 = m->end_ms[0];

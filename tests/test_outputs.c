@@ -1081,6 +1081,57 @@ START_TEST(test_incomplete_plans_rejected)
 }
 END_TEST
 
+/* Every writer refuses a plan holding a number that is not finite, naming
+ * it, and writes nothing. */
+static void expect_non_finite_refused(loom_plan *plan, const char *what)
+{
+    writer_fn writers[] = {loom_write_plan_json, loom_write_trace_json,
+                           loom_write_schedule_csv, loom_write_svg, loom_write_summary};
+    for (int i = 0; i < 5; i++) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        loom_error err = {0};
+        ck_assert_int_eq(writers[i](plan, f, &err), LOOM_EINVAL);
+        fclose(f);
+        ck_assert_msg(strstr(err.message, what) != NULL, "missing \"%s\" in: %s", what,
+                      err.message);
+        ck_assert_ptr_nonnull(strstr(err.message, "expected a finite number; refusing to "
+                                                  "write it"));
+        ck_assert_int_eq((int)len, 0);
+        free(buf);
+    }
+    loom_error err = {0};
+    ck_assert_int_eq(loom_plan_check_finite(plan, &err), LOOM_EINVAL);
+}
+
+START_TEST(test_non_finite_numbers_refused)
+{
+    fixture fx;
+    stage_times_plan(&fx, 2, 2, 0, 0, 0, 1);
+    loom_error err = {0};
+    ck_assert_int_eq(loom_plan_check_finite(&fx.plan, &err), LOOM_OK);
+    double keep = fx.plan.metrics.makespan_ms;
+    fx.plan.metrics.makespan_ms = INFINITY;
+    expect_non_finite_refused(&fx.plan, "the plan's makespan_ms is inf");
+    fx.plan.metrics.makespan_ms = keep;
+    keep = fx.plan.metrics.bubble_ratio;
+    fx.plan.metrics.bubble_ratio = -NAN;
+    expect_non_finite_refused(&fx.plan, "bubble_ratio is");
+    fx.plan.metrics.bubble_ratio = keep;
+    keep = fx.plan.metrics.end_ms[3];
+    fx.plan.metrics.end_ms[3] = INFINITY;
+    expect_non_finite_refused(&fx.plan, "the plan's end_ms of stage 3 is inf");
+    fx.plan.metrics.end_ms[3] = keep;
+    keep = fx.plan.graph->duration_ms[1];
+    fx.plan.graph->duration_ms[1] = INFINITY; /* NaN: loom_graph_check already refuses it */
+    expect_non_finite_refused(&fx.plan, "the plan's duration_ms of stage 1 is");
+    fx.plan.graph->duration_ms[1] = keep;
+    ck_assert_int_eq(loom_plan_check_finite(&fx.plan, &err), LOOM_OK);
+    fixture_free(&fx);
+}
+END_TEST
+
 START_TEST(test_write_outputs_directory)
 {
     fixture fx;
@@ -1147,6 +1198,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_schedule_csv_deadlock);
     tcase_add_test(tc, test_svg_timeline);
     tcase_add_test(tc, test_summary_table);
+    tcase_add_test(tc, test_non_finite_numbers_refused);
     tcase_add_test(tc, test_recompute_reported);
     tcase_add_test(tc, test_incomplete_plans_rejected);
     tcase_add_test(tc, test_write_outputs_directory);

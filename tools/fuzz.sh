@@ -24,7 +24,8 @@ cd "$root"
 seconds=${FUZZ_SECONDS:-60}
 build=${FUZZ_BUILD:-build-fuzz}
 jobs=${FUZZ_JOBS:-1}
-all=(json plugin_manifest planner_manifest model cluster workload stage_times table parallel suite)
+all=(json plugin_manifest planner_manifest model cluster workload stage_times table parallel suite
+     replan cp_balance)
 read -r -a only <<<"${FUZZ_ONLY:-${all[*]}}"
 
 case "$seconds" in ''|*[!0-9]*) echo "fuzz.sh: FUZZ_SECONDS must be a whole number, found '$seconds'" >&2; exit 2;; esac
@@ -57,7 +58,8 @@ seeds_for() {
     workload) ls examples/workloads/*.jsonl ;;
     stage_times) ls examples/stage-times/*.json ;;
     suite) ls examples/ci/suite.json tests/fuzz/seeds/suite/* ;;
-    table|parallel) ls tests/fuzz/seeds/"$1"/* ;;
+    replan) ls examples/replan/*.json tests/fuzz/seeds/replan/* ;;
+    table|parallel|cp_balance) ls tests/fuzz/seeds/"$1"/* ;;
   esac
 }
 
@@ -85,7 +87,7 @@ run_one() {
   mkdir -p "$build/fuzz-artifacts/$h" "$tmp"
   : >"$log"
   local dict=()
-  case "$h" in parallel) ;; *) dict=(-dict=tests/fuzz/json.dict) ;; esac
+  case "$h" in parallel|cp_balance) ;; *) dict=(-dict=tests/fuzz/json.dict) ;; esac
   local regs=()
   if [ -d "tests/fuzz/regressions/$h" ]; then
     while IFS= read -r -d '' f; do regs+=("$f"); done \

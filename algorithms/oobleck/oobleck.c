@@ -436,6 +436,54 @@ int loom_oobleck_plan_stages(loom_oobleck_planner *p, int32_t nodes,
     return LOOM_OK;
 }
 
+/* Sum over u < v of (v - u - a + 1)+ for L layers: K(K+1)(K+2)/6 with
+ * K = L - a + 1 (the k loops of every cell of one block). */
+static double dc_block_work(int32_t layers, int32_t a)
+{
+    double k = (double)layers - a + 1;
+    return k > 0 ? k * (k + 1) * (k + 2) / 6 : 0;
+}
+
+int64_t loom_oobleck_work(int32_t n_layers, int32_t gpus_per_node,
+                          int32_t max_nodes, int32_t max_stages)
+{
+    if (n_layers < 1 || gpus_per_node < 1 || max_nodes < 1)
+        return 0;
+    int64_t smax = (int64_t)max_nodes * gpus_per_node;
+    if (smax > n_layers)
+        smax = n_layers;
+    if (max_stages > 0 && smax > max_stages)
+        smax = max_stages;
+    /* A cell (a stages, u, v) tries every stage split s and device split
+     * m with k over v - u - a + 1 layers: (a - 1)(g - a + 1) (s, m) pairs
+     * inside one node of g GPUs, (n - 1)(a - n + 1) across n nodes. Every
+     * block (a, GPUs) and (a, nodes) a template on up to max_nodes nodes
+     * can reach is counted, each with all of its (u, v) cells. */
+    double w = 0;
+    for (int64_t g = 1; g <= gpus_per_node; g++)
+        for (int64_t a = 2; a <= g && a <= smax; a++)
+            w += dc_block_work(n_layers, (int32_t)a) * (double)(a - 1) * (double)(g - a + 1);
+    for (int64_t n = 2; n <= max_nodes && w < 9e18; n++)
+        for (int64_t a = n; a <= smax; a++)
+            w += dc_block_work(n_layers, (int32_t)a) * (double)(n - 1) * (double)(a - n + 1);
+    return w >= 9e18 ? INT64_MAX : (int64_t)w;
+}
+
+int loom_oobleck_check_work(int32_t n_layers, int32_t gpus_per_node,
+                            int32_t max_nodes, int32_t max_stages,
+                            loom_error *err)
+{
+    int64_t w = loom_oobleck_work(n_layers, gpus_per_node, max_nodes, max_stages);
+    if (w <= LOOM_OOBLECK_MAX_WORK)
+        return LOOM_OK;
+    return oob_fail(err, LOOM_EINVAL,
+                    "oobleck: templates of %d layers on up to %d node(s) of %d GPUs "
+                    "(max_stages %d) need up to %lld layer splits of the divide and "
+                    "conquer, at most %lld; lower max_stages, the node count or the "
+                    "layer count", n_layers, max_nodes, gpus_per_node, max_stages,
+                    (long long)w, (long long)LOOM_OOBLECK_MAX_WORK);
+}
+
 int loom_oobleck_plan_template(loom_oobleck_planner *p, int32_t nodes,
                                int32_t max_stages, loom_oobleck_template *out,
                                loom_error *err)
@@ -445,6 +493,12 @@ int loom_oobleck_plan_template(loom_oobleck_planner *p, int32_t nodes,
         return oob_fail(err, LOOM_EINVAL,
                         "oobleck: nodes: expected 1 to %d, found %d",
                         LOOM_OOBLECK_MAX_NODES, nodes);
+    /* the memo is shared, so this bounds the work of every template planned
+     * so far on at most `nodes` nodes together */
+    int rc0 = loom_oobleck_check_work(p->n_layers, p->gpus_per_node, nodes, max_stages,
+                                      err);
+    if (rc0 != LOOM_OK)
+        return rc0;
     int64_t hi = (int64_t)nodes * p->gpus_per_node;
     if (hi > p->n_layers)
         hi = p->n_layers;

@@ -93,6 +93,26 @@ static void enum_rec(enum_state *e, int32_t p, int32_t amount)
     }
 }
 
+int64_t loom_oobleck_plan_count(const int32_t *sizes, int32_t n_sizes, int32_t nodes)
+{
+    if (!sizes || n_sizes < 1 || nodes < 0 || nodes > LOOM_OOBLECK_MAX_NODES)
+        return 0;
+    const int64_t cap = INT64_MAX / 4;
+    int64_t *ways = calloc((size_t)nodes + 1, sizeof *ways);
+    if (!ways)
+        return cap;
+    ways[0] = 1; /* ways[a]: combinations of the sizes so far summing to a */
+    for (int32_t j = 0; j < n_sizes; j++)
+        for (int32_t a = sizes[j] > 0 ? sizes[j] : nodes + 1; a <= nodes; a++) {
+            ways[a] += ways[a - sizes[j]];
+            if (ways[a] > cap)
+                ways[a] = cap;
+        }
+    int64_t n = ways[nodes];
+    free(ways);
+    return n;
+}
+
 int loom_oobleck_enumerate(const int32_t *sizes, int32_t n_sizes,
                            int32_t nodes, int32_t f, int32_t max_plans,
                            int32_t **plans_out, int32_t *n_out,
@@ -113,6 +133,15 @@ int loom_oobleck_enumerate(const int32_t *sizes, int32_t n_sizes,
             return plan_fail(err, LOOM_EINVAL,
                              "oobleck: template %d has %d nodes, expected >= 1",
                              j, sizes[j]);
+    if (max_plans <= 0) { /* the whole list is kept: bound it first */
+        int64_t count = loom_oobleck_plan_count(sizes, n_sizes, nodes);
+        if (count > LOOM_OOBLECK_MAX_PLANS)
+            return plan_fail(err, LOOM_EINVAL,
+                             "oobleck: %d nodes split into templates of %d..%d nodes "
+                             "in up to %lld ways, at most %d instantiation plans; "
+                             "raise min_nodes or lower the node count", nodes, sizes[0],
+                             sizes[n_sizes - 1], (long long)count, LOOM_OOBLECK_MAX_PLANS);
+    }
     /* reach[p][a]: amount a is a combination of the first p sizes */
     int32_t stride = nodes + 1;
     unsigned char *reach = calloc((size_t)(n_sizes + 1) * (size_t)stride, 1);
@@ -289,6 +318,19 @@ int loom_oobleck_choose(const int32_t *sizes, int32_t n_sizes,
                         loom_error *err)
 {
     memset(out, 0, sizeof *out);
+    /* every plan distributes the batch in O(microbatches * templates) */
+    int64_t count = loom_oobleck_plan_count(sizes, n_sizes, nodes);
+    if (max_plans > 0 && count > max_plans)
+        count = max_plans;
+    double work = (double)count * (n_sizes > 0 ? n_sizes : 1) *
+                  (microbatches > 1 ? microbatches : 1);
+    if (work > (double)LOOM_OOBLECK_MAX_PLAN_WORK)
+        return plan_fail(err, LOOM_EINVAL,
+                         "oobleck: up to %lld instantiation plans of %d nodes, each "
+                         "distributing %d microbatches over %d templates, need %.3g "
+                         "steps, at most %lld; raise min_nodes or lower the node count "
+                         "or the microbatches", (long long)count, nodes, microbatches,
+                         n_sizes, work, (long long)LOOM_OOBLECK_MAX_PLAN_WORK);
     int32_t *plans = NULL, n_plans = 0;
     int rc = loom_oobleck_enumerate(sizes, n_sizes, nodes, f, max_plans,
                                     &plans, &n_plans, NULL, err);

@@ -19,6 +19,13 @@
  * NUL-terminates the message, which a plugin may have filled to the end. */
 void loom_error_prefix_plugin(loom_error *err, const char *plugin_id);
 
+/* Rewrites control characters, C1 controls and malformed UTF-8 in
+ * err->message as \n, \r, \t or \xHH, so that the message prints as one
+ * line that cannot move the cursor or change colours (loom_set_error and
+ * loom_error_prefix_plugin call it; so does every path that copies a
+ * message a plugin wrote itself). */
+void loom_error_sanitize(loom_error *err);
+
 
 
 
@@ -32,6 +39,11 @@ int loom_error_prefix(loom_error *err, int code, const char *prefix);
  * look like a path gets an error listing the `what` presets. */
 int loom_load_spec_json(const char *what, const char *spec, const char *const *presets,
                         cJSON **root, loom_error *err);
+
+/* Checks that a free text from a file (a description, a param's doc or
+ * default) has no control character, so printing it cannot forge a line
+ * or change the terminal: LOOM_EINVAL naming file and JSON path. */
+int loom_check_text(const char *file, const char *path, const char *text, loom_error *err);
 
 /* "a string \"abc\"" style description of a JSON value for messages. */
 const char *loom_json_describe(const cJSON *item, char *buf, size_t size);

@@ -1,6 +1,7 @@
 /* json_util.c - reading JSON files with precise errors (file, JSON path,
  * line/column, expected vs found). */
 #include <loom/sys/json.h>
+#include <loom/sys/util.h>
 
 #include <errno.h>
 #include <float.h>
@@ -8,12 +9,68 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Name used for the input in messages when the caller gives none. */
 static const char *file_name(const char *file)
 {
     return (file && *file) ? file : "<input>";
+}
+
+/* What a file that is not a regular file is, for messages. */
+static const char *file_kind(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISFIFO(mode))
+        return "a FIFO (named pipe)";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "a special file";
+}
+
+int loom_open_input(const char *path, int *fd_out, loom_error *err)
+{
+    *fd_out = -1;
+    if (!path || !*path)
+        return loom_set_error(err, LOOM_EIO, "%s: cannot open: no file name given",
+                              file_name(path));
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        return loom_set_error(err, LOOM_EIO, "%s: cannot open: %s", file_name(path),
+                              strerror(e));
+    }
+    struct stat st;
+    int rc = LOOM_OK;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        rc = loom_set_error(err, LOOM_EIO, "%s: cannot read: %s", file_name(path),
+                            strerror(e));
+    } else if (!S_ISREG(st.st_mode)) {
+        rc = loom_set_error(err, LOOM_EIO, "%s: cannot read: expected a regular file, found %s",
+                            file_name(path), file_kind(st.st_mode));
+    } else {
+        int flags = fcntl(fd, F_GETFL);
+        if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+            int e = errno;
+            rc = loom_set_error(err, LOOM_EIO, "%s: cannot read: %s", file_name(path),
+                                strerror(e));
+        }
+    }
+    if (rc != LOOM_OK) {
+        close(fd);
+        return rc;
+    }
+    *fd_out = fd;
+    return LOOM_OK;
 }
 
 int loom_read_file(const char *path, char **text_out, size_t *len_out,
@@ -22,21 +79,16 @@ int loom_read_file(const char *path, char **text_out, size_t *len_out,
     *text_out = NULL;
     if (len_out)
         *len_out = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return loom_set_error(err, LOOM_EIO, "%s: cannot open: %s",
-                              file_name(path), strerror(errno));
+    int fd = -1;
+    int rc = loom_open_input(path, &fd, err);
+    if (rc != LOOM_OK)
+        return rc;
     struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(f);
-        return loom_set_error(err, LOOM_EIO, "%s: cannot read: is a directory",
-                              file_name(path));
-    }
     size_t cap = 4096, len = 0;
     /* Regular files: room for the contents, an EOF probe and the NUL. */
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    if (fstat(fd, &st) == 0 && st.st_size > 0) {
         if ((uint64_t)st.st_size > LOOM_MAX_INPUT_BYTES) {
-            fclose(f);
+            close(fd);
             return loom_set_error(err, LOOM_EINVAL,
                                   "%s: expected at most %u bytes, found %llu bytes",
                                   file_name(path), LOOM_MAX_INPUT_BYTES,
@@ -46,7 +98,7 @@ int loom_read_file(const char *path, char **text_out, size_t *len_out,
     }
     char *buf = malloc(cap);
     if (!buf) {
-        fclose(f);
+        close(fd);
         return loom_set_error(err, LOOM_ENOMEM, "%s: out of memory reading file",
                               file_name(path));
     }
@@ -56,7 +108,7 @@ int loom_read_file(const char *path, char **text_out, size_t *len_out,
             char *nb = realloc(buf, ncap);
             if (!nb) {
                 free(buf);
-                fclose(f);
+                close(fd);
                 return loom_set_error(err, LOOM_ENOMEM,
                                       "%s: out of memory reading file",
                                       file_name(path));
@@ -64,11 +116,20 @@ int loom_read_file(const char *path, char **text_out, size_t *len_out,
             buf = nb;
             cap = ncap;
         }
-        size_t n = fread(buf + len, 1, cap - len - 1, f);
-        len += n;
+        ssize_t n = read(fd, buf + len, cap - len - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            return loom_set_error(err, LOOM_EIO, "%s: read error: %s",
+                                  file_name(path), strerror(e));
+        }
+        len += (size_t)n;
         if (len > LOOM_MAX_INPUT_BYTES) {
             free(buf);
-            fclose(f);
+            close(fd);
             return loom_set_error(err, LOOM_EINVAL,
                                   "%s: expected at most %u bytes, found more",
                                   file_name(path), LOOM_MAX_INPUT_BYTES);
@@ -76,14 +137,7 @@ int loom_read_file(const char *path, char **text_out, size_t *len_out,
         if (n == 0)
             break;
     }
-    if (ferror(f)) {
-        int e = errno;
-        free(buf);
-        fclose(f);
-        return loom_set_error(err, LOOM_EIO, "%s: read error: %s",
-                              file_name(path), strerror(e));
-    }
-    fclose(f);
+    close(fd);
     buf[len] = 0;
     *text_out = buf;
     if (len_out)
@@ -131,18 +185,16 @@ static const char *describe_value(const cJSON *item, char *buf, size_t size)
     } else if (cJSON_IsNumber(item)) {
         snprintf(buf, size, "%.15g", item->valuedouble);
     } else if (cJSON_IsString(item) && item->valuestring) {
-        size_t n = strlen(item->valuestring);
-        if (n > 60)
-            snprintf(buf, size, "\"%.57s...\"", item->valuestring);
-        else
-            snprintf(buf, size, "\"%s\"", item->valuestring);
+        char text[64];
+        snprintf(buf, size, "\"%s\"", loom_escape(item->valuestring, text, sizeof text));
     } else {
         snprintf(buf, size, "%s", loom_json_type_name(item));
     }
     return buf;
 }
 
-/* Rejects non-finite numbers and duplicate object keys anywhere in the tree. */
+/* Rejects non-finite and subnormal numbers and duplicate object keys
+ * anywhere in the tree. */
 static int check_tree(const char *file, const cJSON *item, const char *path,
                       int depth, loom_error *err)
 {
@@ -152,18 +204,27 @@ static int check_tree(const char *file, const cJSON *item, const char *path,
                               "%s: %s: expected a finite number, found a number "
                               "out of range",
                               file_name(file), *path ? path : "(document)");
+    /* a subnormal number is finite, but dividing by it is not */
+    if (cJSON_IsNumber(item) && item->valuedouble != 0 && fabs(item->valuedouble) < DBL_MIN)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "%s: %s: expected 0 or a number of magnitude at least %.6g, "
+                              "found %.6g (a subnormal number, too small to compute with)",
+                              file_name(file), *path ? path : "(document)", DBL_MIN,
+                              item->valuedouble);
     if (depth > 200)
         return LOOM_OK; /* cJSON's own nesting limit bounds this anyway */
     if (cJSON_IsObject(item)) {
         for (const cJSON *a = item->child; a; a = a->next) {
             for (const cJSON *b = item->child; b != a; b = b->next) {
-                if (a->string && b->string && strcmp(a->string, b->string) == 0)
+                if (a->string && b->string && strcmp(a->string, b->string) == 0) {
+                    char key[64];
                     return loom_set_error(err, LOOM_EINVAL,
                                           "%s: %s: expected unique field names, "
                                           "found \"%s\" twice",
                                           file_name(file),
                                           *path ? path : "(document)",
-                                          a->string);
+                                          loom_escape(a->string, key, sizeof key));
+                }
             }
             loom_json_path_key(sub, sizeof sub, path, a->string ? a->string : "");
             int rc = check_tree(file, a, sub, depth + 1, err);
@@ -501,21 +562,20 @@ int loom_json_check_keys(const char *file, const cJSON *obj, const char *path,
         }
         if (ok)
             continue;
-        char list[320];
+        char list[320], key[64];
         size_t n = 0;
         list[0] = 0;
+        loom_escape(it->string ? it->string : "", key, sizeof key);
         for (int i = 0; allowed[i] && n < sizeof list; i++)
             n += (size_t)snprintf(list + n, sizeof list - n, "%s%s",
                                   i ? ", " : "", allowed[i]);
         if (path && *path)
             return loom_set_error(err, LOOM_EINVAL,
                                   "%s: %s: unknown field \"%s\" (expected one of: %s)",
-                                  file_name(file), path,
-                                  it->string ? it->string : "", list);
+                                  file_name(file), path, key, list);
         return loom_set_error(err, LOOM_EINVAL,
                               "%s: unknown field \"%s\" (expected one of: %s)",
-                              file_name(file), it->string ? it->string : "",
-                              list);
+                              file_name(file), key, list);
     }
     return LOOM_OK;
 }

@@ -2,6 +2,7 @@
  * files and user-given names: helpers every input loader shares. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "base.h"
 #include <loom/sys/json.h>
 
@@ -45,12 +46,13 @@ int loom_load_spec_json(const char *what, const char *spec, const char *const *p
     *root = NULL;
     loom_join_names(presets, list, sizeof list);
     if (!strchr(spec, '/') && !(n > 5 && strcmp(spec + n - 5, ".json") == 0)) {
-        FILE *f = fopen(spec, "rb");
-        if (!f)
+        struct stat st; /* stat, not open: a FIFO must not block here */
+        char shown[208];
+        if (stat(spec, &st) != 0)
             return loom_set_error(err, LOOM_ENOTFOUND,
-                                  "%s \"%.200s\": expected a %s preset (%s) or a path to a "
-                                  "%s.json, found neither", what, spec, what, list, what);
-        fclose(f);
+                                  "%s \"%s\": expected a %s preset (%s) or a path to a "
+                                  "%s.json, found neither", what,
+                                  loom_escape(spec, shown, sizeof shown), what, list, what);
     }
     int rc = loom_json_load(spec, root, err);
     if (rc == LOOM_EIO && err) {
@@ -61,16 +63,81 @@ int loom_load_spec_json(const char *what, const char *spec, const char *const *p
     return rc;
 }
 
+/* The escaped form of byte c into e (at most 4 bytes); returns its length. */
+static size_t escape_byte(unsigned char c, char *e)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (c == '"' || c == '\\') {
+        e[0] = '\\';
+        e[1] = (char)c;
+        return 2;
+    }
+    if (c >= 0x20 && c < 0x7f) {
+        e[0] = (char)c;
+        return 1;
+    }
+    e[0] = '\\';
+    if (c == '\n' || c == '\r' || c == '\t') {
+        e[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+        return 2;
+    }
+    e[1] = 'x';
+    e[2] = hex[c >> 4];
+    e[3] = hex[c & 15];
+    return 4;
+}
+
+const char *loom_escape(const char *s, char *buf, size_t size)
+{
+    if (!size)
+        return buf;
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    char e[4];
+    size_t full = 0;
+    for (const unsigned char *q = p; *q; q++)
+        full += escape_byte(*q, e);
+    /* room for the text, or for as much as fits before "..." */
+    size_t room = full < size ? full : (size >= 4 ? size - 4 : 0);
+    size_t n = 0;
+    for (; *p; p++) {
+        size_t k = escape_byte(*p, e);
+        if (n + k > room)
+            break;
+        memcpy(buf + n, e, k);
+        n += k;
+    }
+    if (full >= size && size >= 4) {
+        memcpy(buf + n, "...", 3);
+        n += 3;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
 const char *loom_json_describe(const cJSON *item, char *buf, size_t size)
 {
-    if (item && cJSON_IsNumber(item))
+    if (item && cJSON_IsNumber(item)) {
         snprintf(buf, size, "%.15g", item->valuedouble);
-    else if (item && cJSON_IsString(item) && item->valuestring)
-        snprintf(buf, size, "\"%.60s%s\"", item->valuestring,
-                 strlen(item->valuestring) > 60 ? "..." : "");
-    else
+    } else if (item && cJSON_IsString(item) && item->valuestring) {
+        char text[64];
+        snprintf(buf, size, "\"%s\"", loom_escape(item->valuestring, text, sizeof text));
+    } else {
         snprintf(buf, size, "%s", loom_json_type_name(item));
+    }
     return buf;
+}
+
+int loom_check_text(const char *file, const char *path, const char *text, loom_error *err)
+{
+    for (const unsigned char *p = (const unsigned char *)(text ? text : ""); *p; p++)
+        if (*p < 0x20 || *p == 0x7f) {
+            char shown[80];
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "%s: %s: expected text without control characters "
+                                  "(newlines, tabs, escape sequences), found \"%s\"", file,
+                                  path, loom_escape(text, shown, sizeof shown));
+        }
+    return LOOM_OK;
 }
 
 int loom_check_name(const char *file, const char *path, const char *name,
@@ -85,7 +152,9 @@ int loom_check_name(const char *file, const char *path, const char *name,
     }
     if (ok)
         return LOOM_OK;
+    char shown[80];
     return loom_set_error(err, LOOM_EINVAL,
                           "%s: %s: expected a name of 1 to 63 letters, digits, '_', '-' "
-                          "or '.', found \"%.64s%s\"", file, path, name, n > 64 ? "..." : "");
+                          "or '.', found \"%s\"", file, path,
+                          loom_escape(name, shown, sizeof shown));
 }

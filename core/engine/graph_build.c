@@ -25,7 +25,22 @@ typedef struct build {
     int64_t gpus;            /* GPUs over all ranks */
     int p2p_rc;              /* first failure of the cost model's p2p_ms */
     loom_error *err;         /* where that failure's message went */
+    loom_shape_sums **sums;  /* [module]: per-microbatch sums, NULL until used */
 } build;
+
+/* The per-microbatch shape sums of `module` (computed on first use, one
+ * pass over the samples); NULL when out of memory. */
+static const loom_shape_sums *module_sums(build *b, int32_t module)
+{
+    if (!b->sums[module]) {
+        b->sums[module] = malloc((size_t)b->M * sizeof **b->sums);
+        if (b->sums[module])
+            loom_shape_sums_for(b->problem, module, b->it,
+                                b->part->sample_mb + (size_t)module * b->part->n_samples,
+                                b->M, b->sums[module]);
+    }
+    return b->sums[module];
+}
 
 static int32_t subs_of(const build *b, int32_t f, int32_t mb)
 {
@@ -238,8 +253,10 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
         const loom_span *sp = &b->part->spans[pos->span_off + s];
         const loom_module *mod = &model->modules[sp->module];
         loom_shape shape;
-        loom_shape_for(pb, sp->module, b->it, b->part->sample_mb + (size_t)sp->module * b->part->n_samples,
-                       b->M, mb, subs, &shape);
+        const loom_shape_sums *sums = module_sums(b, sp->module);
+        if (!sums)
+            return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
+        loom_shape_from_sums(pb, &sums[mb], subs, &shape);
         shape.tp = span_tp(pb, b->part, sp);
         int up = loom_upstream_trainable(model, sp->module);
         for (int32_t l = sp->first_layer; l < sp->first_layer + sp->n_layers; l++, k++) {
@@ -491,7 +508,8 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
     }
     b.layers_of_flow = calloc((size_t)F, sizeof(int32_t));
     b.layer_base = calloc((size_t)part->n_positions + 1, sizeof(int32_t));
-    if (!b.layers_of_flow || !b.layer_base) {
+    b.sums = calloc((size_t)problem->model->n_modules, sizeof *b.sums);
+    if (!b.layers_of_flow || !b.layer_base || !b.sums) {
         rc = loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
         goto done;
     }
@@ -573,5 +591,8 @@ done:
     free(b.layers_of_flow);
     free(b.layer_base);
     free(b.gpu0);
+    for (int32_t m = 0; b.sums && m < problem->model->n_modules; m++)
+        free(b.sums[m]);
+    free(b.sums);
     return rc;
 }

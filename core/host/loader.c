@@ -5,12 +5,14 @@
 #define _GNU_SOURCE /* dladdr1, dlinfo */
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <link.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "ctx.h"
 #include <loom/sys/registry.h>
 
@@ -96,9 +98,14 @@ static int fail(loom_plugin *p, loom_error *err, int code, const char *fmt, ...)
  * opened is left to dlopen's own message. */
 static int elf_check(const char *path, char *why, size_t size)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* O_NONBLOCK: a FIFO in the binary's place must not block the open */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
         return 0; /* missing or unreadable: dlopen says which */
+    }
     struct stat st;
     ElfW(Ehdr) eh;
     int rc = -1;

@@ -271,7 +271,10 @@ static int parse_param(const char *file, const cJSON *js, const char *name,
     const char *type = NULL, *doc = "";
     if ((rc = loom_json_get_string(file, js, path, "type", 1, &type, err)))
         return rc;
-    if ((rc = loom_json_get_string(file, js, path, "doc", 0, &doc, err)))
+    char sub[256];
+    loom_json_path_key(sub, sizeof sub, path, "doc");
+    if ((rc = loom_json_get_string(file, js, path, "doc", 0, &doc, err)) ||
+        (rc = loom_check_text(file, sub, doc, err)))
         return rc;
     if ((rc = dup_str(doc, &ps->doc, err)))
         return rc;
@@ -307,7 +310,9 @@ static int parse_param(const char *file, const cJSON *js, const char *name,
     }
     case LOOM_PARAM_STRING: {
         const char *s = NULL;
-        if ((rc = loom_json_get_string(file, js, path, "default", 1, &s, err)))
+        loom_json_path_key(sub, sizeof sub, path, "default");
+        if ((rc = loom_json_get_string(file, js, path, "default", 1, &s, err)) ||
+            (rc = loom_check_text(file, sub, s, err)))
             return rc;
         return set_def_string(ps, s, err);
     }
@@ -423,6 +428,7 @@ static int parse_root(const char *path, const cJSON *root,
                               entry);
     m->thread_safe = 0;
     if ((rc = loom_json_get_string(path, root, "", "description", 0, &desc, err)) ||
+        (desc && (rc = loom_check_text(path, "description", desc, err))) ||
         (rc = loom_json_get_bool(path, root, "", "thread_safe", 0, &m->thread_safe,
                                  err)))
         return rc;

@@ -211,6 +211,8 @@ static int parse_config(loom_planner_config *cfg, const cJSON *root, loom_error 
                                 &cfg->max_evaluations, err)) ||
         (rc = loom_json_get_double(file, root, "", "memory_cap_bytes", 0, 0, 1e18,
                                    &cfg->memory_cap_bytes, err)) ||
+        (name && (rc = loom_check_name(file, "name", name, err))) ||
+        (desc && (rc = loom_check_text(file, "description", desc, err))) ||
         (rc = dup_str(desc, &cfg->description, err)))
         return rc;
     cfg->seed = (uint64_t)seed;

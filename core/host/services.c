@@ -1,6 +1,7 @@
 /* services.c - the services plugins reach through the host table: the
  * simulator, the pipeline's cost model, and the evaluator the engine
  * installs in each pipeline (forwarded, for the look-up by name). */
+#include <stdlib.h>
 #include <string.h>
 #include "pipeline.h"
 #include "services.h"
@@ -241,14 +242,20 @@ static int module_shape(loom_ctx *ctx, int32_t module, const loom_iteration *it,
         return LOOM_OK;
     }
     loom_shape sum = LOOM_SHAPE_INIT;
+    /* one pass over the samples for every microbatch, not one per microbatch */
+    loom_shape_sums *sums = malloc((size_t)microbatches * sizeof *sums);
+    if (!sums)
+        return loom_set_error(err, LOOM_ENOMEM, "module_shape: out of memory");
+    loom_shape_sums_for(pb, module, it, NULL, microbatches, sums);
     for (int32_t mb = 0; mb < microbatches; mb++) {
         loom_shape s;
-        loom_shape_for(pb, module, it, NULL, microbatches, mb, subs, &s);
+        loom_shape_from_sums(pb, &sums[mb], subs, &s);
         sum.tokens += s.tokens;
         sum.seq_sq_sum += s.seq_sq_sum;
         sum.sequences += s.sequences;
         sum.tp = s.tp;
     }
+    free(sums);
     out->tokens = sum.tokens / microbatches;
     out->seq_sq_sum = sum.seq_sq_sum / microbatches;
     out->sequences = (sum.sequences + microbatches - 1) / microbatches;

@@ -8,6 +8,62 @@
 
 /* ---- shared helpers ------------------------------------------------------ */
 
+/* LOOM_EINVAL naming the first non-finite value among v[0..n) (`name`,
+ * indexed by `index_name` when n > 1), else LOOM_OK. */
+static int check_numbers(const double *v, int64_t n, const char *name, const char *index_name,
+                         loom_error *err)
+{
+    for (int64_t i = 0; v && i < n; i++) {
+        if (isfinite(v[i]))
+            continue;
+        if (index_name)
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "the plan's %s of %s %lld is %g, expected a finite number; "
+                                  "refusing to write it", name, index_name, (long long)i, v[i]);
+        return loom_set_error(err, LOOM_EINVAL,
+                              "the plan's %s is %g, expected a finite number; refusing to "
+                              "write it", name, v[i]);
+    }
+    return LOOM_OK;
+}
+
+int loom_plan_check_finite(const loom_plan *plan, loom_error *err)
+{
+    if (!plan)
+        return loom_set_error(err, LOOM_EINVAL, "no plan");
+    const loom_metrics *m = &plan->metrics;
+    const loom_stage_graph *g = plan->graph;
+    const double scalars[] = {m->makespan_ms, m->bubble_ratio, m->mfu, m->max_span_ms,
+                              plan->plan_time_ms};
+    static const char *const names[] = {"makespan_ms", "bubble_ratio", "mfu", "max_span_ms",
+                                        "plan_time_ms"};
+    int rc = LOOM_OK;
+    for (int i = 0; rc == LOOM_OK && i < 5; i++)
+        rc = check_numbers(&scalars[i], 1, names[i], NULL, err);
+    if (rc != LOOM_OK || !g)
+        return rc;
+    if (!rc)
+        rc = check_numbers(&g->memory_cap_bytes, 1, "memory_cap_bytes", NULL, err);
+    if (!rc)
+        rc = check_numbers(m->span_ms, g->n_ranks, "span_ms", "rank", err);
+    if (!rc)
+        rc = check_numbers(m->start_ms, g->n_stages, "start_ms", "stage", err);
+    if (!rc)
+        rc = check_numbers(m->end_ms, g->n_stages, "end_ms", "stage", err);
+    if (!rc)
+        rc = check_numbers(g->duration_ms, g->n_stages, "duration_ms", "stage", err);
+    if (!rc)
+        rc = check_numbers(g->pred_p2p_ms, g->n_edges, "transfer time (pred_p2p_ms)", "edge",
+                           err);
+    for (int32_t i = 0; rc == LOOM_OK && plan->priorities && i < g->n_groups; i++)
+        if (!isfinite(plan->priorities[i]))
+            rc = loom_set_error(err, LOOM_EINVAL,
+                                "the plan's priority of group %d is %g, expected a finite "
+                                "number; refusing to write it", (int)i,
+                                (double)plan->priorities[i]);
+    return rc;
+}
+
 int loom_out_begin(const loom_plan *plan, const char *what,
                    loom_out_frame *frame, loom_error *err)
 {
@@ -28,6 +84,8 @@ int loom_out_begin(const loom_plan *plan, const char *what,
     int rc = loom_graph_check(g, err);
     if (rc != LOOM_OK)
         return rc;
+    if ((rc = loom_plan_check_finite(plan, err)) != LOOM_OK)
+        return loom_error_prefix(err, rc, what);
     if (s->n_ranks != g->n_ranks || !s->rank_off || s->rank_off[0] != 0 ||
         s->rank_off[s->n_ranks] != g->n_stages)
         return loom_set_error(err, LOOM_EINVAL,

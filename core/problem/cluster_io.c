@@ -23,7 +23,8 @@ void loom_cluster_data_free(loom_cluster_data *c)
     free(c);
 }
 
-/* Reads efficiency.<key>, a factor in (0, 1]. */
+/* Reads efficiency.<key>, a factor in [LOOM_MIN_EFFICIENCY, 1]: a smaller
+ * one (1e-320, say) divides a cost into infinity. */
 static int get_factor(const char *file, const cJSON *obj, const char *key, double *out,
                       loom_error *err)
 {
@@ -35,6 +36,11 @@ static int get_factor(const char *file, const cJSON *obj, const char *key, doubl
         return loom_set_error(err, LOOM_EINVAL,
                               "%s: efficiency.%s: expected a number in (0, 1], found %.15g",
                               file, key, v);
+    if (v < LOOM_MIN_EFFICIENCY)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "%s: efficiency.%s: expected a number in [%g, 1], found %.15g "
+                              "(a smaller factor makes costs overflow)",
+                              file, key, LOOM_MIN_EFFICIENCY, v);
     *out = v;
     return LOOM_OK;
 }

@@ -72,7 +72,8 @@ static int check_modules(const char *file, const loom_model_desc *d,
                          unsigned char adj[LOOM_MAX_MODULES][LOOM_MAX_MODULES],
                          loom_error *err)
 {
-    char names[LOOM_MAX_MODULES * 66];
+    char names[LOOM_MAX_MODULES * 66], shown[80];
+    int64_t all_layers = 0;
     for (int32_t i = 0; i < d->n_modules; i++) {
         const loom_module_desc *md = &d->modules[i];
         for (int32_t j = 0; j < i; j++)
@@ -80,7 +81,8 @@ static int check_modules(const char *file, const loom_model_desc *d,
                 return loom_set_error(err, LOOM_EINVAL,
                                       "%s: modules[%d].name: expected a unique module name, "
                                       "found \"%s\" again (also modules[%d].name)",
-                                      file, (int)i, md->name, (int)j);
+                                      file, (int)i, loom_escape(md->name, shown, sizeof shown),
+                                      (int)j);
         int64_t total = 0;
         for (int32_t g = 0; g < md->n_groups; g++) {
             if (md->groups[g].count < 1)
@@ -95,6 +97,12 @@ static int check_modules(const char *file, const loom_model_desc *d,
                                   "%s: modules[%d].layers: expected 1 to %d layers in total, "
                                   "found %lld", file, (int)i, LOOM_MAX_LAYERS_PER_MODULE,
                                   (long long)total);
+        all_layers += total;
+        if (all_layers > LOOM_MAX_LAYERS_TOTAL)
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "%s: modules[%d].layers: expected at most %d layers across all "
+                                  "modules, found %lld by this module", file, (int)i,
+                                  LOOM_MAX_LAYERS_TOTAL, (long long)all_layers);
     }
     for (int32_t i = 0; i < d->n_modules; i++) {
         const loom_module_desc *md = &d->modules[i];
@@ -109,17 +117,18 @@ static int check_modules(const char *file, const loom_model_desc *d,
                 names[0] = 0;
                 for (int32_t q = 0; q < d->n_modules && n < sizeof names; q++)
                     n += (size_t)snprintf(names + n, sizeof names - n, "%s%s",
-                                          q ? ", " : "", d->modules[q].name);
+                                          q ? ", " : "",
+                                          loom_escape(d->modules[q].name, shown, sizeof shown));
                 return loom_set_error(err, LOOM_EINVAL,
                                       "%s: modules[%d].inputs[%d]: expected the name of a module "
                                       "(%s), found \"%s\"", file, (int)i, (int)k, names,
-                                      md->inputs[k]);
+                                      loom_escape(md->inputs[k], shown, sizeof shown));
             }
             if (adj[i][j])
                 return loom_set_error(err, LOOM_EINVAL,
                                       "%s: modules[%d].inputs[%d]: expected each input once, "
                                       "found \"%s\" twice", file, (int)i, (int)k,
-                                      md->inputs[k]);
+                                      loom_escape(md->inputs[k], shown, sizeof shown));
             adj[i][j] = 1;
         }
     }
@@ -294,12 +303,13 @@ int loom_model_build(const char *file, const loom_model_desc *d,
             if (strcmp(fam[i], d->family) == 0)
                 m->family = fam[i];
         if (!m->family) {
-            char list[160];
+            char list[160], shown[64];
             loom_join_names(fam, list, sizeof list);
+            loom_escape(d->family, shown, sizeof shown);
             loom_model_data_free(m);
             return loom_set_error(err, LOOM_EINVAL,
-                                  "%s: workload_family: expected one of %s, found \"%.60s\"",
-                                  file, list, d->family);
+                                  "%s: workload_family: expected one of %s, found \"%s\"",
+                                  file, list, shown);
         }
     }
     *out = m;

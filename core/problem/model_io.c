@@ -30,11 +30,11 @@ static int get_enum(const char *file, const cJSON *obj, const char *path,
             return LOOM_OK;
         }
     }
-    char list[128], full[256];
+    char list[128], full[256], shown[64];
     loom_join_names(names, list, sizeof list);
     loom_json_path_key(full, sizeof full, path, key);
-    return loom_set_error(err, LOOM_EINVAL, "%s: %s: expected one of %s, found \"%.60s\"",
-                          file, full, list, s);
+    return loom_set_error(err, LOOM_EINVAL, "%s: %s: expected one of %s, found \"%s\"",
+                          file, full, list, loom_escape(s, shown, sizeof shown));
 }
 
 /* Parses one layer group object at `path`. */

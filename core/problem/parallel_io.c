@@ -94,9 +94,19 @@ int loom_parallel_parse(const char *spec, loom_parallel *inout, loom_error *err)
     return LOOM_OK;
 }
 
-/* Checks the model-dependent conditions: layers present, tp | heads. */
+/* Checks the model-dependent conditions: layers present, tp | heads, the
+ * layer costs of one iteration bounded. */
 static int validate_model(const loom_parallel *p, const loom_model *model, loom_error *err)
 {
+    int64_t layers = 0;
+    for (int32_t i = 0; i < model->n_modules; i++)
+        layers += model->modules[i].n_layers;
+    if (layers * p->microbatches > LOOM_MAX_LAYER_MICROBATCHES)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "parallel.microbatches: expected layers*microbatches <= %d (the "
+                              "layer costs of one iteration), found %lld*%d = %lld; use fewer "
+                              "microbatches", LOOM_MAX_LAYER_MICROBATCHES, (long long)layers,
+                              (int)p->microbatches, (long long)(layers * p->microbatches));
     for (int32_t i = 0; i < model->n_modules; i++) {
         const loom_module *m = &model->modules[i];
         if (m->n_layers < 1)
@@ -129,5 +139,11 @@ int loom_parallel_validate(const loom_parallel *p, const loom_model *model,
                               "parallel: expected tp*pp*dp <= %d GPUs, found %lld (tp %d, pp %d, "
                               "dp %d)", LOOM_MAX_GPUS, (long long)gpus, (int)p->tp, (int)p->pp,
                               (int)p->dp);
+    int64_t stages = (int64_t)p->pp * p->vpp * p->microbatches;
+    if (stages > LOOM_MAX_FORWARD_STAGES)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "parallel: expected pp*vpp*microbatches <= %d forward stages, "
+                              "found %d*%d*%d = %lld", LOOM_MAX_FORWARD_STAGES, (int)p->pp,
+                              (int)p->vpp, (int)p->microbatches, (long long)stages);
     return model ? validate_model(p, model, err) : LOOM_OK;
 }

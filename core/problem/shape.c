@@ -13,40 +13,64 @@ int32_t loom_default_microbatch(const loom_iteration *it, int32_t i,
     return (int32_t)(((int64_t)i * microbatches) / it->n_samples);
 }
 
+/* Adds sample s to the sums of module `mod` (index `module`). */
+static void add_sample(const loom_model *model, int32_t module, const loom_sample *s,
+                       loom_shape_sums *sum)
+{
+    const loom_module *mod = &model->modules[module];
+    double len = (double)loom_sample_tokens(model, module, s);
+    if (mod->modality == LOOM_MODALITY_IMAGE) {
+        double t = (double)mod->tokens_per_item;
+        sum->tokens += len; /* one sequence of tokens_per_item per image */
+        sum->seq_sq += s->images * t * t;
+        sum->seqs += s->images;
+    } else {
+        sum->tokens += len;
+        sum->seq_sq += len * len;
+        sum->seqs += len > 0;
+    }
+}
+
+void loom_shape_sums_for(const loom_problem *problem, int32_t module,
+                         const loom_iteration *it, const int32_t *sample_mb,
+                         int32_t microbatches, loom_shape_sums *sums)
+{
+    for (int32_t m = 0; m < microbatches; m++)
+        sums[m] = (loom_shape_sums){0, 0, 0};
+    for (int32_t i = 0; i < it->n_samples; i++) {
+        int32_t m = sample_mb ? sample_mb[i]
+                              : loom_default_microbatch(it, i, microbatches);
+        if (m >= 0 && m < microbatches)
+            add_sample(problem->model, module, &it->samples[i], &sums[m]);
+    }
+}
+
+void loom_shape_from_sums(const loom_problem *problem, const loom_shape_sums *sum,
+                          int32_t subs, loom_shape *out)
+{
+    if (subs < 1)
+        subs = 1;
+    out->struct_size = (uint32_t)sizeof *out;
+    out->tokens = (int64_t)llround(sum->tokens / subs);
+    out->seq_sq_sum = sum->seq_sq / subs;
+    out->sequences = (int64_t)ceil(sum->seqs / subs);
+    out->tp = problem->parallel.tp > 0 ? problem->parallel.tp : 1;
+    out->trainable_upstream = 0;
+}
+
 void loom_shape_for(const loom_problem *problem, int32_t module,
                     const loom_iteration *it, const int32_t *sample_mb,
                     int32_t microbatches, int32_t mb, int32_t subs,
                     loom_shape *out)
 {
-    const loom_model *model = problem->model;
-    const loom_module *mod = &model->modules[module];
-    double tokens = 0, seq_sq = 0, seqs = 0;
+    loom_shape_sums sum = {0, 0, 0};
     for (int32_t i = 0; i < it->n_samples; i++) {
         int32_t m = sample_mb ? sample_mb[i]
                               : loom_default_microbatch(it, i, microbatches);
-        if (m != mb)
-            continue;
-        const loom_sample *s = &it->samples[i];
-        double len = (double)loom_sample_tokens(model, module, s);
-        if (mod->modality == LOOM_MODALITY_IMAGE) {
-            double t = (double)mod->tokens_per_item;
-            tokens += len; /* one sequence of tokens_per_item per image */
-            seq_sq += s->images * t * t;
-            seqs += s->images;
-        } else {
-            tokens += len;
-            seq_sq += len * len;
-            seqs += len > 0;
-        }
+        if (m == mb)
+            add_sample(problem->model, module, &it->samples[i], &sum);
     }
-    if (subs < 1)
-        subs = 1;
-    out->struct_size = (uint32_t)sizeof *out;
-    out->tokens = (int64_t)llround(tokens / subs);
-    out->seq_sq_sum = seq_sq / subs;
-    out->sequences = (int64_t)ceil(seqs / subs);
-    out->tp = problem->parallel.tp > 0 ? problem->parallel.tp : 1;
-    out->trainable_upstream = 0;
+    loom_shape_from_sums(problem, &sum, subs, out);
 }
 
 int loom_upstream_trainable(const loom_model *model, int32_t module)

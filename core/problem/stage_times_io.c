@@ -8,6 +8,7 @@
 
 #define MAX_STAGE_MS 1e9     /* upper bound of any time in milliseconds */
 #define MAX_BYTES 1e18       /* upper bound of any size in bytes */
+#define MAX_HELD_BYTES 4e18  /* activations one rank may hold, below 2^62 */
 
 struct loom_stage_times_data {
     loom_stage_times st;
@@ -144,9 +145,10 @@ static int parse_stage_times(const char *file, const cJSON *root, loom_stage_tim
     int rc = loom_json_check_keys(file, root, "", keys, err);
     if (!rc)
         rc = loom_json_get_string(file, root, "", "kind", 1, &kind, err);
+    char shown[64];
     if (!rc && strcmp(kind, "stage-times") != 0)
         rc = loom_set_error(err, LOOM_EINVAL, "%s: kind: expected \"stage-times\", found "
-                            "\"%.60s\"", file, kind);
+                            "\"%s\"", file, loom_escape(kind, shown, sizeof shown));
     if (!rc)
         rc = loom_json_get_int(file, root, "", "ranks", 1, 1, LOOM_MAX_STAGE_POSITIONS, &p, err);
     if (!rc)
@@ -159,6 +161,11 @@ static int parse_stage_times(const char *file, const cJSON *root, loom_stage_tim
         rc = loom_set_error(err, LOOM_EINVAL, "%s: virtual_stages: expected ranks*virtual_stages "
                             "<= %d, found %lld*%lld = %lld", file, LOOM_MAX_STAGE_POSITIONS,
                             (long long)p, (long long)v, (long long)(p * v));
+    if (!rc && p * v * m > LOOM_MAX_FORWARD_STAGES)
+        rc = loom_set_error(err, LOOM_EINVAL, "%s: microbatches: expected "
+                            "ranks*virtual_stages*microbatches <= %d forward stages, found "
+                            "%lld*%lld*%lld = %lld", file, LOOM_MAX_FORWARD_STAGES,
+                            (long long)p, (long long)v, (long long)m, (long long)(p * v * m));
     if (!rc)
         rc = loom_json_get_double(file, root, "", "p2p_ms", 0, 0, MAX_STAGE_MS, &p2p, err);
     if (!rc)
@@ -184,6 +191,21 @@ static int parse_stage_times(const char *file, const cJSON *root, loom_stage_tim
                         "a number of bytes in [0, 1e+18]", 1.0, &d->activation_bytes, err);
     if (rc)
         return rc;
+    /* what one rank can hold at once must fit the simulator's 64-bit byte
+     * counts: every microbatch in flight on each of its virtual stages */
+    double act = 0, scale = 0;
+    for (int32_t s = 0; s < n; s++)
+        act = d->activation_bytes[s] > act ? d->activation_bytes[s] : act;
+    for (int32_t k = 0; k < (int32_t)m; k++)
+        scale = d->microbatch_scale[k] > scale ? d->microbatch_scale[k] : scale;
+    double held = act * scale * (double)m * (double)v;
+    if (held > MAX_HELD_BYTES)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "%s: activation_bytes: expected at most %g bytes held on a rank "
+                              "at once (largest activation_bytes %g * largest microbatch_scale "
+                              "%g * microbatches %lld * virtual_stages %lld), found %g",
+                              file, MAX_HELD_BYTES, act, scale, (long long)m, (long long)v,
+                              held);
     d->st.ranks = (int32_t)p;
     d->st.microbatches = (int32_t)m;
     d->st.virtual_stages = (int32_t)v;

@@ -112,6 +112,73 @@ static int check_unique(const char *where, const cJSON *obj, const char *path,
     return LOOM_OK;
 }
 
+int loom_sample_validate(const char *where, const char *path, const loom_sample *s,
+                         loom_error *err)
+{
+    const char *w = where ? where : "sample";
+    if (!s)
+        return loom_set_error(err, LOOM_EINVAL, "%s: %s: expected a sample, found nothing", w,
+                              path);
+    if (s->text_tokens < 0 || s->text_tokens > LOOM_MAX_SAMPLE_TEXT_TOKENS)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "%s: %s.text_tokens: expected an integer in [0, %lld], found %lld",
+                              w, path, (long long)LOOM_MAX_SAMPLE_TEXT_TOKENS,
+                              (long long)s->text_tokens);
+    if (s->images < 0 || s->images > LOOM_MAX_SAMPLE_IMAGES)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "%s: %s.images: expected an integer in [0, %d], found %d", w, path,
+                              LOOM_MAX_SAMPLE_IMAGES, (int)s->images);
+    const double secs[2] = {s->video_seconds, s->audio_seconds};
+    static const char *const names[2] = {"video_seconds", "audio_seconds"};
+    for (int k = 0; k < 2; k++)
+        if (!(secs[k] >= 0 && secs[k] <= LOOM_MAX_SAMPLE_SECONDS))
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "%s: %s.%s: expected a number in [0, %.15g], found %.15g", w,
+                                  path, names[k], LOOM_MAX_SAMPLE_SECONDS, secs[k]);
+    if (s->microbatch < -1 || s->microbatch > LOOM_MAX_PARALLEL_DEGREE - 1)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "%s: %s.microbatch: expected an integer in [-1, %d], found %d", w,
+                              path, LOOM_MAX_PARALLEL_DEGREE - 1, (int)s->microbatch);
+    if (s->text_tokens == 0 && s->images == 0 && s->video_seconds == 0 && s->audio_seconds == 0)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "%s: %s: expected a sample with text tokens, images, video or "
+                              "audio, found an empty sample", w, path);
+    return LOOM_OK;
+}
+
+/* The packing rule of one iteration: sample i names its microbatch exactly
+ * when samples[0] does. */
+static int check_packing(const char *where, const char *path, const loom_sample *first,
+                         const loom_sample *s, loom_error *err)
+{
+    int with_mb = first->microbatch >= 0;
+    if (with_mb == (s->microbatch >= 0))
+        return LOOM_OK;
+    return loom_set_error(err, LOOM_EINVAL,
+                          "%s: %s.microbatch: expected %s like samples[0], found %s",
+                          where, path, with_mb ? "a microbatch index" : "no microbatch",
+                          with_mb ? "none" : "one");
+}
+
+int loom_samples_validate(const char *where, const loom_sample *samples, int32_t n,
+                          loom_error *err)
+{
+    const char *w = where ? where : "samples";
+    if (!samples || n < 1 || n > LOOM_MAX_SAMPLES_PER_ITERATION)
+        return loom_set_error(err, LOOM_EINVAL, "%s: expected 1 to %d samples, found %d", w,
+                              LOOM_MAX_SAMPLES_PER_ITERATION, samples ? (int)n : 0);
+    char path[64];
+    for (int32_t i = 0; i < n; i++) {
+        loom_json_path_index(path, sizeof path, "samples", (int)i);
+        int rc = loom_sample_validate(w, path, &samples[i], err);
+        if (rc == LOOM_OK)
+            rc = check_packing(w, path, &samples[0], &samples[i], err);
+        if (rc != LOOM_OK)
+            return rc;
+    }
+    return LOOM_OK;
+}
+
 /* Parses samples[i] of one line (`where` = "file:LINE"). */
 static int parse_sample(const char *where, const cJSON *obj, const char *path,
                         loom_sample *s, loom_error *err)
@@ -128,30 +195,31 @@ static int parse_sample(const char *where, const cJSON *obj, const char *path,
     if (!rc)
         rc = check_unique(where, obj, path, keys, err);
     if (!rc)
-        rc = loom_json_get_int(where, obj, path, "text_tokens", 1, 0, (int64_t)1 << 32, &text,
+        rc = loom_json_get_int(where, obj, path, "text_tokens", 1, 0,
+                               LOOM_MAX_SAMPLE_TEXT_TOKENS, &text, err);
+    if (!rc)
+        rc = loom_json_get_int(where, obj, path, "images", 0, 0, LOOM_MAX_SAMPLE_IMAGES, &images,
                                err);
     if (!rc)
-        rc = loom_json_get_int(where, obj, path, "images", 0, 0, 1 << 20, &images, err);
+        rc = loom_json_get_double(where, obj, path, "video_seconds", 0, 0.0,
+                                  LOOM_MAX_SAMPLE_SECONDS, &video, err);
     if (!rc)
-        rc = loom_json_get_double(where, obj, path, "video_seconds", 0, 0.0, 1e6, &video, err);
-    if (!rc)
-        rc = loom_json_get_double(where, obj, path, "audio_seconds", 0, 0.0, 1e6, &audio, err);
+        rc = loom_json_get_double(where, obj, path, "audio_seconds", 0, 0.0,
+                                  LOOM_MAX_SAMPLE_SECONDS, &audio, err);
     if (!rc)
         rc = loom_json_get_int(where, obj, path, "microbatch", 0, -1,
                                LOOM_MAX_PARALLEL_DEGREE - 1, &mb, err);
     if (rc)
         return rc;
-    if (text == 0 && images == 0 && video == 0 && audio == 0)
-        return loom_set_error(err, LOOM_EINVAL,
-                              "%s: %s: expected a sample with text tokens, images, video or "
-                              "audio, found an empty sample", where, path);
     memset(s, 0, sizeof *s);
     s->text_tokens = text;
     s->images = (int32_t)images;
     s->video_seconds = video;
     s->audio_seconds = audio;
     s->microbatch = (int32_t)mb;
-    return LOOM_OK;
+    /* the rules the C API's samples pass too (the types and ranges above
+     * are the same ones, read from JSON) */
+    return loom_sample_validate(where, path, s, err);
 }
 
 /* Parses one JSON line into a new iteration of the builder. */
@@ -184,7 +252,8 @@ static int parse_line(const char *where, const cJSON *root, int32_t default_inde
         return loom_set_error(err, LOOM_EINVAL, "%s: samples: expected at most %d samples, "
                               "found %d", where, LOOM_MAX_SAMPLES_PER_ITERATION, n);
     rc = loom_wb_begin_iteration(b, (int32_t)index, err);
-    int i = 0, with_mb = 0;
+    int i = 0;
+    loom_sample first = {0};
     for (const cJSON *s = samples->child; s && !rc; s = s->next, i++) {
         loom_sample smp = {0};
         loom_json_path_index(path, sizeof path, "samples", i);
@@ -192,12 +261,9 @@ static int parse_line(const char *where, const cJSON *root, int32_t default_inde
         if (rc)
             break;
         if (i == 0)
-            with_mb = smp.microbatch >= 0;
-        else if (with_mb != (smp.microbatch >= 0))
-            return loom_set_error(err, LOOM_EINVAL,
-                                  "%s: %s.microbatch: expected %s like samples[0], found %s",
-                                  where, path, with_mb ? "a microbatch index" : "no microbatch",
-                                  with_mb ? "none" : "one");
+            first = smp;
+        else if ((rc = check_packing(where, path, &first, &smp, err)) != LOOM_OK)
+            return rc;
         rc = loom_wb_add_sample(b, &smp, err);
         if (rc)
             return loom_error_prefix(err, rc, where);

@@ -28,6 +28,8 @@ const char *loom_version(void)
 
 int loom_planner_open(const loom_planner_options *o, loom_planner **out, loom_error *err)
 {
+    if (!out)
+        return loom_set_error(err, LOOM_EINVAL, "loom_planner_open: no place for the planner");
     *out = NULL;
     if (!o || o->struct_size < offsetof(loom_planner_options, memory_cap_bytes))
         return loom_set_error(err, LOOM_EABI, "loom_planner_open: options struct_size %u is too small",
@@ -80,11 +82,16 @@ void loom_planner_close(loom_planner *p)
 int loom_planner_plan(loom_planner *p, const loom_sample *samples, int32_t n, loom_result **out,
                       loom_error *err)
 {
+    if (!out)
+        return loom_set_error(err, LOOM_EINVAL, "loom_planner_plan: no place for the result");
     *out = NULL;
-    if (!p || !samples || n < 1 || n > LOOM_MAX_SAMPLES_PER_ITERATION)
-        return loom_set_error(err, LOOM_EINVAL,
-                              "loom_planner_plan: expected 1..%d samples, found %d",
-                              LOOM_MAX_SAMPLES_PER_ITERATION, n);
+    if (!p)
+        return loom_set_error(err, LOOM_EINVAL, "loom_planner_plan: no planner");
+    /* the rules every workload sample passes (NaN or negative seconds,
+     * negative tokens, ... are refused as they are in JSON Lines) */
+    int rc = loom_samples_validate("loom_planner_plan", samples, n, err);
+    if (rc != LOOM_OK)
+        return rc;
     loom_result *r = calloc(1, sizeof *r);
     if (!r || !(r->samples = malloc((size_t)n * sizeof *samples))) {
         free(r);
@@ -95,7 +102,9 @@ int loom_planner_plan(loom_planner *p, const loom_sample *samples, int32_t n, lo
     atomic_fetch_add(&p->refs, 1);
     r->iteration.n_samples = n;
     r->iteration.samples = r->samples;
-    int rc = loom_session_plan_iteration(&p->session, &r->iteration, &r->plan, err);
+    /* the session refuses a plan with a number that is not finite, so the
+     * getters below never return one */
+    rc = loom_session_plan_iteration(&p->session, &r->iteration, &r->plan, err);
     if (rc != LOOM_OK) {
         loom_result_free(r);
         return rc;
@@ -107,7 +116,11 @@ int loom_planner_plan(loom_planner *p, const loom_sample *samples, int32_t n, lo
 
 int loom_planner_plan_json(loom_planner *p, const char *json, loom_result **out, loom_error *err)
 {
+    if (!out)
+        return loom_set_error(err, LOOM_EINVAL, "loom_planner_plan_json: no place for the result");
     *out = NULL;
+    if (!p)
+        return loom_set_error(err, LOOM_EINVAL, "loom_planner_plan_json: no planner");
     if (!json)
         return loom_set_error(err, LOOM_EINVAL, "loom_planner_plan_json: no JSON given");
     size_t len = strlen(json);
@@ -130,38 +143,43 @@ int loom_planner_plan_json(loom_planner *p, const char *json, loom_result **out,
 
 double loom_result_makespan_ms(const loom_result *r)
 {
-    return r->plan.metrics.makespan_ms;
+    return r ? r->plan.metrics.makespan_ms : -1;
 }
 
 double loom_result_bubble_ratio(const loom_result *r)
 {
-    return r->plan.metrics.bubble_ratio;
+    return r ? r->plan.metrics.bubble_ratio : -1;
 }
 
 double loom_result_mfu(const loom_result *r)
 {
-    return r->plan.metrics.mfu;
+    return r ? r->plan.metrics.mfu : -1;
 }
 
 double loom_result_plan_time_ms(const loom_result *r)
 {
-    return r->plan.plan_time_ms;
+    return r ? r->plan.plan_time_ms : -1;
 }
 
 int32_t loom_result_ranks(const loom_result *r)
 {
-    return r->plan.graph->n_ranks;
+    return r && r->plan.graph ? r->plan.graph->n_ranks : 0;
 }
 
 int64_t loom_result_peak_bytes(const loom_result *r, int32_t rank)
 {
-    if (rank < 0 || rank >= r->plan.graph->n_ranks)
+    if (!r || !r->plan.graph || !r->plan.metrics.peak_bytes || rank < 0 ||
+        rank >= r->plan.graph->n_ranks)
         return -1;
     return r->plan.metrics.peak_bytes[rank];
 }
 
 char *loom_result_plan_json(const loom_result *r, loom_error *err)
 {
+    if (!r) {
+        loom_set_error(err, LOOM_EINVAL, "loom_result_plan_json: no result");
+        return NULL;
+    }
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -180,6 +198,9 @@ char *loom_result_plan_json(const loom_result *r, loom_error *err)
 
 int loom_result_write(const loom_result *r, const char *dir, loom_error *err)
 {
+    if (!r || !dir)
+        return loom_set_error(err, LOOM_EINVAL, "loom_result_write: expected a result and a "
+                              "folder, found %s", r ? "no folder" : "no result");
     return loom_write_outputs(&r->plan, dir, err);
 }
 

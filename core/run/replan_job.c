@@ -5,6 +5,7 @@
  * templates, runs the reconfiguration and reports it as JSON.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <loom/sys/json.h>
@@ -152,6 +153,11 @@ static int job_templates(const char *name, job *j, loom_error *err)
     if (rc != LOOM_OK)
         return rc;
     int32_t L = j->n_layers, M = (int32_t)j->gpus;
+    /* refuse a job whose templates would take too long before planning any */
+    loom_error werr = {0, ""};
+    rc = loom_oobleck_check_work(L, M, last, (int32_t)j->max_stages, &werr);
+    if (rc != LOOM_OK)
+        return loom_set_error(err, rc, "%s: %s", name, werr.message);
     double *f = malloc((size_t)L * (size_t)M * sizeof *f);
     double *b = malloc((size_t)L * (size_t)M * sizeof *b);
     j->t = calloc((size_t)(last - first + 1), sizeof *j->t);
@@ -326,6 +332,12 @@ int loom_oobleck_job_replan(const char *name, const char *text,
         rc = loom_oobleck_redistribute(&j.st, &before, err);
     if (rc == LOOM_OK && n_failed > 0)
         rc = loom_oobleck_replan_run(&j.st, failed, n_failed, full, &r, err);
+    if (rc == LOOM_EINVAL && err && strncmp(err->message, name, strlen(name)) != 0) {
+        /* an algorithm's input error (a bound) is about this job */
+        char msg[LOOM_ERROR_MSG_BYTES];
+        snprintf(msg, sizeof msg, "%s", err->message);
+        loom_set_error(err, rc, "%s: %s", name, msg);
+    }
     if (rc == LOOM_OK) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "nodes", (double)j.nodes);
@@ -361,6 +373,8 @@ int loom_replan_json(const char *job_json, const int32_t *failed,
                      int32_t n_failed, int full, char **result_json,
                      loom_error *err)
 {
+    if (!result_json)
+        return loom_set_error(err, LOOM_EINVAL, "replan: no place for the report");
     *result_json = NULL;
     if (!job_json || n_failed < 0 || (n_failed > 0 && !failed))
         return loom_set_error(err, LOOM_EINVAL,

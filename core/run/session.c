@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include "engine_api.h"
 #include "pipeline.h"
+#include <loom/sys/output.h>
 #include <loom/sys/planner.h>
 #include <loom/sys/problem.h>
 #include <loom/sys/registry.h>
@@ -242,6 +243,17 @@ int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *e
     return LOOM_OK;
 }
 
+/* Plans `it` and refuses a plan holding a number that is not finite, so
+ * that no output, --json printer, A/B record or C API getter sees one. */
+static int checked_plan(loom_session *s, const loom_iteration *it, loom_plan *plan,
+                        loom_error *err)
+{
+    int rc = loom_engine_plan(s->pl, &s->problem, it, plan, err);
+    if (rc == LOOM_OK && (rc = loom_plan_check_finite(plan, err)) != LOOM_OK)
+        loom_plan_clear(plan);
+    return rc;
+}
+
 int loom_session_plan_iteration(loom_session *s, const loom_iteration *it, loom_plan *plan,
                                 loom_error *err)
 {
@@ -254,13 +266,13 @@ int loom_session_plan_iteration(loom_session *s, const loom_iteration *it, loom_
                                   "iteration %d: samples[%d].microbatch: expected -1..%d "
                                   "(the parallel config has %d microbatches), found %d",
                                   it->index, i, M - 1, M, it->samples[i].microbatch);
-    return loom_engine_plan(s->pl, &s->problem, it, plan, err);
+    return checked_plan(s, it, plan, err);
 }
 
 int loom_session_plan(loom_session *s, int32_t k, loom_plan *plan, loom_error *err)
 {
     if (s->problem.kind == LOOM_PROBLEM_STAGE_TIMES)
-        return loom_engine_plan(s->pl, &s->problem, NULL, plan, err);
+        return checked_plan(s, NULL, plan, err);
     if (k < 0 || k >= s->n_iterations)
         return loom_set_error(err, LOOM_EINVAL, "no iteration %d (the workload has %d)", k,
                               s->n_iterations);

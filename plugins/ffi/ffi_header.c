@@ -3,9 +3,12 @@
  * the text is split into tokens, the prototype `... symbol ( ... )` is
  * found and its return and parameter types are classified (LP64). */
 #include <ctype.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ffi_model.h"
 
@@ -32,8 +35,18 @@ typedef struct tokens {
 /* Reads a whole file (NUL-terminated) into *out; caller frees. */
 static int read_text(const char *path, char **out, char *msg, size_t size)
 {
-    FILE *f = fopen(path, "rb");
+    /* O_NONBLOCK: a FIFO must not block the open; only regular files */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        snprintf(msg, size, "params.header: \"%s\" is not a regular file", path);
+        return -1;
+    }
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
     if (!f) {
+        if (fd >= 0)
+            close(fd);
         snprintf(msg, size, "params.header: cannot open \"%s\"", path);
         return -1;
     }

@@ -3,11 +3,14 @@
 #include "table_data.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Largest cost table file read, in bytes. */
 #define TB_MAX_FILE_BYTES (64L * 1024 * 1024)
@@ -39,10 +42,28 @@ void loom_table_where(const loom_table *t, int32_t source, char *buf,
 static int tb_read_file(const char *path, char **text, size_t *len,
                         loom_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* O_NONBLOCK: a FIFO must not block the open; only regular files are
+     * read (as the core's loom_open_input does) */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return loom_table_error(err, LOOM_EIO, "table: %s: cannot open: %s",
                                 path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        st.st_mode = 0;
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return loom_table_error(err, LOOM_EIO, "table: %s: cannot read: expected a "
+                                "regular file, found %s", path,
+                                S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                                : S_ISDIR(st.st_mode) ? "a directory" : "a special file");
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return loom_table_error(err, LOOM_EIO, "table: %s: cannot open: %s",
+                                path, strerror(errno));
+    }
     long size = -1;
     if (fseek(f, 0, SEEK_END) == 0)
         size = ftell(f);

@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "ab.h"
 #include "ab_shard.h"
 #include "cli.h"
 #include <loom/sys/isolate.h>
+#include <loom/sys/json.h>
 #include <loom/sys/output.h>
 #include <loom/sys/planner.h>
 #include "progress.h"
@@ -199,9 +201,13 @@ typedef struct ab_case {
 /* Counts the non-blank lines of a JSON Lines file (0 when unreadable). */
 static int32_t count_lines(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
+    int fd = -1; /* a FIFO or a device is refused, not read (nor waited for) */
+    FILE *f = loom_open_input(path, &fd, NULL) == LOOM_OK ? fdopen(fd, "r") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
         return 0;
+    }
     int32_t n = 0;
     int c, blank = 1;
     while ((c = fgetc(f)) != EOF) {

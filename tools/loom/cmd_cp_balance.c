@@ -50,77 +50,25 @@ static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
     return 1;
 }
 
-/* Encoder bit of a segment kind, 0 for text, -1 when unknown. */
-static int kind_bit(const char *k, size_t n)
+/* Prints the assignment for people or as JSON (blocks listed per GPU in
+ * O(blocks + GPUs): `next` chains each GPU's blocks in order). */
+static int report(const int64_t *w, int32_t n, int32_t gpus, int sorted,
+                  const int32_t *assign, const int64_t *loads, int64_t zz,
+                  int json)
 {
-    if (n == 4 && !strncmp(k, "text", 4))
-        return 0;
-    if (n == 5 && !strncmp(k, "image", 5))
-        return 1;
-    if (n == 5 && !strncmp(k, "audio", 5))
-        return 2;
-    if (n == 5 && !strncmp(k, "video", 5))
-        return 3;
-    if (n > 3 && !strncmp(k, "enc", 3)) {
-        int v = 0;
-        for (size_t i = 3; i < n; i++) {
-            if (k[i] < '0' || k[i] > '9')
-                return -1;
-            v = v * 10 + (k[i] - '0');
-        }
-        return v >= 1 && v <= 62 ? v : -1;
+    int32_t *first = malloc((size_t)gpus * sizeof *first);
+    int32_t *next = malloc(((size_t)n + 1) * sizeof *next);
+    if (!first || !next) {
+        free(first);
+        free(next);
+        return LOOM_ENOMEM;
     }
-    return -1;
-}
-
-/* Parses --segments into runs; every text run sees all encoders of its
- * document. Returns the run count or -1 (message printed). */
-static int parse_segments(const char *spec, loom_cp_run *runs, int cap)
-{
-    int n = 0, doc = 0, doc_first = 0;
-    const char *s = spec;
-    while (*s) {
-        const char *colon = strchr(s, ':');
-        size_t klen = colon ? (size_t)(colon - s) : 0;
-        int bit = colon ? kind_bit(s, klen) : -1;
-        char *end = NULL;
-        long long t = colon ? strtoll(colon + 1, &end, 10) : -1;
-        if (bit < 0 || t < 1 || t > LOOM_CP_MAX_TOKENS || n == cap ||
-            (end && *end && *end != ',' && *end != '/')) {
-            fprintf(stderr, "loom cp-balance: --segments: expected KIND:TOKENS "
-                            "(KIND text, image, audio, video or enc1..enc62), "
-                            "found \"%s\"\n", s);
-            return -1;
-        }
-        runs[n].tokens = t;
-        runs[n].bits = bit ? LOOM_CP_ENCODER_BIT(bit) : LOOM_CP_CAUSAL_BIT;
-        runs[n].doc = doc;
-        runs[n].reserved = 0;
-        n++;
-        s = end;
-        if (*s == '/' || !*s) {
-            /* text runs of the document see every modality in it */
-            uint64_t all = LOOM_CP_TEXT_BIT;
-            for (int i = doc_first; i < n; i++)
-                if (!(runs[i].bits & LOOM_CP_CAUSAL_BIT))
-                    all |= runs[i].bits;
-            for (int i = doc_first; i < n; i++)
-                if (runs[i].bits & LOOM_CP_CAUSAL_BIT)
-                    runs[i].bits = all | LOOM_CP_CAUSAL_BIT;
-            doc++;
-            doc_first = n;
-        }
-        if (*s)
-            s++;
+    for (int32_t g = 0; g < gpus; g++)
+        first[g] = -1;
+    for (int32_t b = n - 1; b >= 0; b--) {
+        next[b] = first[assign[b]];
+        first[assign[b]] = b;
     }
-    return n;
-}
-
-/* Prints the assignment for people or as JSON. */
-static void report(const int64_t *w, int32_t n, int32_t gpus, int sorted,
-                   const int32_t *assign, const int64_t *loads, int64_t zz,
-                   int json)
-{
     int64_t mk = loom_cp_makespan(loads, gpus), lb = loom_cp_lower_bound(w, n, gpus);
     if (json) {
         printf("{\"blocks\": %d, \"order\": \"%s\", \"workloads\": [", n,
@@ -130,28 +78,28 @@ static void report(const int64_t *w, int32_t n, int32_t gpus, int sorted,
         printf("], \"gpus\": [");
         for (int32_t g = 0; g < gpus; g++) {
             printf("%s{\"load\": %lld, \"blocks\": [", g ? ", " : "", (long long)loads[g]);
-            int first = 1;
-            for (int32_t b = 0; b < n; b++)
-                if (assign[b] == g) {
-                    printf("%s%d", first ? "" : ", ", b);
-                    first = 0;
-                }
+            for (int32_t b = first[g]; b >= 0; b = next[b])
+                printf("%s%d", b == first[g] ? "" : ", ", b);
             printf("]}");
         }
         printf("], \"makespan\": %lld, \"zigzag_makespan\": %lld, \"lower_bound\": %lld}\n",
                (long long)mk, (long long)zz, (long long)lb);
-        return;
+        free(first);
+        free(next);
+        return LOOM_OK;
     }
     printf("%d block(s) over %d GPU(s), %s: makespan %lld tiles (lower bound %lld, "
            "zigzag %lld)\n", n, gpus, sorted ? "longest first" : "in sequence order",
            (long long)mk, (long long)lb, (long long)zz);
     for (int32_t g = 0; g < gpus; g++) {
         printf("  GPU %d: load %lld, blocks", g, (long long)loads[g]);
-        for (int32_t b = 0; b < n; b++)
-            if (assign[b] == g)
-                printf(" %d", b);
+        for (int32_t b = first[g]; b >= 0; b = next[b])
+            printf(" %d", b);
         printf("\n");
     }
+    free(first);
+    free(next);
+    return LOOM_OK;
 }
 
 int loom_cmd_cp_balance(int argc, char **argv)
@@ -213,32 +161,25 @@ int loom_cmd_cp_balance(int argc, char **argv)
     loom_error err = {0, ""};
     int rc = LOOM_OK;
     if (list) {
-        w = malloc((strlen(list) / 2 + 2) * sizeof *w);
-        for (const char *s = list; w && *s;) {
-            char *end = NULL;
-            errno = 0;
-            long long v = strtoll(s, &end, 10);
-            if (end == s || errno || v < 0 || (*end && *end != ',')) {
-                fprintf(stderr, "loom cp-balance: --workloads: expected "
-                                "comma-separated integers >= 0, found \"%s\"\n", s);
-                free(w);
-                return LOOM_EXIT_USAGE;
-            }
-            w[n++] = v;
-            s = *end ? end + 1 : end;
+        rc = loom_cp_parse_workloads(list, &w, &n, &err);
+        if (rc != LOOM_OK) {
+            fprintf(stderr, "loom cp-balance: %s\n", err.message);
+            return loom_cli_exit_for_status(rc);
         }
     } else {
-        loom_cp_run runs[1024];
-        int nr = 1;
+        loom_cp_run runs[LOOM_CP_MAX_SEGMENTS];
+        int32_t nr = 1;
         if (segs) {
-            nr = parse_segments(segs, runs, 1024);
-            if (nr < 0)
+            nr = loom_cp_parse_segments(segs, runs, LOOM_CP_MAX_SEGMENTS, &err);
+            if (nr < 0) {
+                fprintf(stderr, "loom cp-balance: %s\n", err.message);
                 return LOOM_EXIT_USAGE;
+            }
         } else {
             runs[0] = (loom_cp_run){causal, LOOM_CP_TEXT_BIT | LOOM_CP_CAUSAL_BIT, 0, 0};
         }
         int64_t tokens = 0;
-        for (int r = 0; r < nr; r++)
+        for (int32_t r = 0; r < nr; r++)
             tokens += runs[r].tokens;
         int64_t nb = loom_cp_block_count(tokens, (int32_t)block);
         w = nb > 0 && nb <= LOOM_CP_MAX_BLOCKS ? malloc((size_t)nb * sizeof *w) : NULL;
@@ -264,8 +205,8 @@ int loom_cmd_cp_balance(int argc, char **argv)
                          loads, &err);
     }
     if (rc == LOOM_OK)
-        report(w, n, (int32_t)gpus, !strcmp(order, "sorted"), assign, loads, zz, json);
-    else
+        rc = report(w, n, (int32_t)gpus, !strcmp(order, "sorted"), assign, loads, zz, json);
+    if (rc != LOOM_OK)
         fprintf(stderr, "loom cp-balance: %s\n",
                 rc == LOOM_ENOMEM ? "out of memory" : err.message);
     free(w);

@@ -45,7 +45,14 @@ LOOM_EXPORT int loom_planner_open(const loom_planner_options *options,
 LOOM_EXPORT void loom_planner_close(loom_planner *planner);
 
 /* Plans one iteration from `n` samples (sample.microbatch -1 lets the
- * planner split them evenly into the configured microbatches). */
+ * planner split them evenly into the configured microbatches). The samples
+ * pass the same checks as a workload file's (docs/formats.md): 1 to 10^6
+ * samples; text tokens in [0, 2^32], images in [0, 2^20], video and audio
+ * seconds in [0, 1e6] (not NaN), microbatch -1 or below the configured
+ * count, every sample non-empty, and either all samples name their
+ * microbatch or none does; otherwise LOOM_EINVAL naming samples[i] and the
+ * field. A plan whose numbers are not all finite is LOOM_EINVAL too, so a
+ * result's numbers are always finite. NULL planner or `out`: LOOM_EINVAL. */
 LOOM_EXPORT int loom_planner_plan(loom_planner *planner,
                                   const loom_sample *samples, int32_t n,
                                   loom_result **out, loom_error *err);
@@ -56,18 +63,23 @@ LOOM_EXPORT int loom_planner_plan_json(loom_planner *planner,
                                        const char *iteration_json,
                                        loom_result **out, loom_error *err);
 
+/* Result getters. Every number is finite. A NULL result gives -1 from the
+ * double getters and loom_result_peak_bytes, 0 from loom_result_ranks. */
 LOOM_EXPORT double loom_result_makespan_ms(const loom_result *r);
 LOOM_EXPORT double loom_result_bubble_ratio(const loom_result *r);
 LOOM_EXPORT double loom_result_mfu(const loom_result *r); /* < 0: unknown */
 LOOM_EXPORT double loom_result_plan_time_ms(const loom_result *r);
 LOOM_EXPORT int32_t loom_result_ranks(const loom_result *r);
+/* Peak bytes of `rank`; -1 for a rank out of range or a NULL result. */
 LOOM_EXPORT int64_t loom_result_peak_bytes(const loom_result *r, int32_t rank);
-/* The plan as plan.json text (caller frees with loom_free). */
+/* The plan as plan.json text (caller frees with loom_free); NULL with err
+ * set on failure or for a NULL result. */
 LOOM_EXPORT char *loom_result_plan_json(const loom_result *r, loom_error *err);
 /* Writes plan.json, trace.json, schedule.csv, timeline.svg, summary.txt,
- * report.html. */
+ * report.html. NULL result or folder: LOOM_EINVAL. */
 LOOM_EXPORT int loom_result_write(const loom_result *r, const char *dir,
                                   loom_error *err);
+/* NULL is accepted (as for loom_planner_close and loom_free). */
 LOOM_EXPORT void loom_result_free(loom_result *r);
 LOOM_EXPORT void loom_free(void *p);
 

@@ -20,8 +20,17 @@ extern "C" {
 /* Upper bound on the size of any JSON/JSONL input file. */
 #define LOOM_MAX_INPUT_BYTES (256u * 1024u * 1024u)
 
+/* Opens `path` for reading without blocking on a FIFO and refuses anything
+ * that is not a regular file (a FIFO, a device, a directory, a socket):
+ * LOOM_EIO "path: cannot read: expected a regular file, found a FIFO (named
+ * pipe)". On success *fd_out is a blocking, close-on-exec descriptor the
+ * caller closes; on failure it is -1. Every input file Loom reads is opened
+ * through here. */
+LOOM_EXPORT int loom_open_input(const char *path, int *fd_out, loom_error *err);
+
 /* Reads a whole file (NUL-terminated); *len_out may be NULL. Caller frees.
- * Errors: LOOM_EIO naming the file and strerror. */
+ * Opens through loom_open_input. Errors: LOOM_EIO naming the file and
+ * strerror (or what the file is when it is not a regular file). */
 LOOM_EXPORT int loom_read_file(const char *path, char **text_out, size_t *len_out,
                    loom_error *err);
 

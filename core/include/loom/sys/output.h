@@ -22,6 +22,15 @@
 extern "C" {
 #endif
 
+/* Checks that every number a writer prints is finite: the metrics
+ * (makespan, bubble ratio, MFU, spans, plan time), every stage's start,
+ * end and duration, every transfer time, the memory cap and the group
+ * priorities. LOOM_EINVAL naming the first value that is not ("the plan's
+ * makespan_ms is inf, expected a finite number; refusing to write it").
+ * Every writer below calls it before writing anything, and so do the
+ * `--json` printers of `loom plan` and `loom ab` and the C API. */
+LOOM_EXPORT int loom_plan_check_finite(const loom_plan *plan, loom_error *err);
+
 /* Writes `write(ctx, FILE *)` output to `path` atomically: a temp file in
  * the same directory, fflush + fsync, rename over path; on any failure
  * (including ENOSPC, e.g. /dev/full or a full disk) removes the temp file,

@@ -32,6 +32,16 @@ extern "C" {
 #define LOOM_MAX_SAMPLES_PER_ITERATION 1000000
 #define LOOM_MAX_SAMPLES_TOTAL (1 << 24)   /* whole workload */
 #define LOOM_MAX_STAGE_POSITIONS 4096      /* ranks*virtual_stages */
+/* Work of one iteration, bounded before planning: forward stages of the
+ * stage graph (pipeline positions * microbatches: pp*vpp*microbatches, or
+ * ranks*virtual_stages*microbatches of a stage-times problem), and layer
+ * costs the cost model prices (layers of the model * microbatches). */
+#define LOOM_MAX_FORWARD_STAGES (1 << 20)
+#define LOOM_MAX_LAYER_MICROBATCHES (1 << 23)
+#define LOOM_MIN_EFFICIENCY 1e-3          /* cluster efficiency factors: [1e-3, 1] */
+#define LOOM_MAX_SAMPLE_TEXT_TOKENS ((int64_t)1 << 32) /* per sample */
+#define LOOM_MAX_SAMPLE_IMAGES (1 << 20)   /* per sample */
+#define LOOM_MAX_SAMPLE_SECONDS 1e6        /* video or audio seconds per sample */
 
 /* ---- model ------------------------------------------------------------- */
 
@@ -69,9 +79,11 @@ LOOM_EXPORT const char *const *loom_cluster_preset_names(void); /* NULL-terminat
  * microbatches; any subset, each at most once) and applies the values over
  * *inout; *inout is unchanged on error. */
 LOOM_EXPORT int loom_parallel_parse(const char *spec, loom_parallel *inout, loom_error *err);
-/* Checks tp, pp, dp, vpp, microbatches in [1, 65536] and tp*pp*dp <= 2^20;
- * when `model` is non-NULL also that every module has >= 1 layer and that
- * tp divides every layer's attention heads. The message names the field. */
+/* Checks tp, pp, dp, vpp, microbatches in [1, 65536], tp*pp*dp <= 2^20 and
+ * pp*vpp*microbatches <= LOOM_MAX_FORWARD_STAGES; when `model` is non-NULL
+ * also that every module has >= 1 layer, that tp divides every layer's
+ * attention heads and that layers*microbatches <=
+ * LOOM_MAX_LAYER_MICROBATCHES. The message names the field and the bound. */
 LOOM_EXPORT int loom_parallel_validate(const loom_parallel *p, const loom_model *model,
                            loom_error *err);
 
@@ -85,6 +97,19 @@ typedef struct loom_workload {
     int64_t n_samples;          /* total over all iterations */
     loom_sample *samples;       /* n_samples entries, owned */
 } loom_workload;
+
+/* Checks one sample against the workload rules (docs/formats.md): text
+ * tokens in [0, 2^32], images in [0, 2^20], video and audio seconds in
+ * [0, 1e6] (NaN is not), microbatch in [-1, 65535], and something in it.
+ * LOOM_EINVAL "where: path.field: expected ..., found ...". The JSON Lines
+ * reader and the C API both check every sample with it. */
+LOOM_EXPORT int loom_sample_validate(const char *where, const char *path, const loom_sample *s,
+                                     loom_error *err);
+/* Checks the n samples of one iteration: 1 to 10^6 of them, each as
+ * loom_sample_validate (paths samples[i]), and either every sample names
+ * its microbatch or none does. */
+LOOM_EXPORT int loom_samples_validate(const char *where, const loom_sample *samples, int32_t n,
+                                      loom_error *err);
 
 /* Reads JSON Lines: one iteration per line, blank lines skipped. Errors
  * read "file:LINE: samples[3].images: expected ..., found ...". */

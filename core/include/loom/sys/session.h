@@ -124,7 +124,9 @@ LOOM_EXPORT int loom_session_args_take(loom_session_args *a, int argc, char **ar
  * is still safe to close. */
 LOOM_EXPORT int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *err);
 
-/* Plans iteration k (0 <= k < n_iterations; ignored for stage-times). */
+/* Plans iteration k (0 <= k < n_iterations; ignored for stage-times). A
+ * plan holding a number that is not finite is refused (LOOM_EINVAL from
+ * loom_plan_check_finite, the plan cleared), here and below. */
 LOOM_EXPORT int loom_session_plan(loom_session *s, int32_t k, loom_plan *plan, loom_error *err);
 
 /* Plans a caller-provided iteration (checked against the problem first). */

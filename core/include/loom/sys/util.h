@@ -17,7 +17,9 @@ extern "C" {
 #endif
 
 /* Fills err (when non-NULL) with code and a formatted message; returns
- * code, so `return loom_set_error(err, LOOM_EINVAL, "...")` works. */
+ * code, so `return loom_set_error(err, LOOM_EINVAL, "...")` works. Control
+ * characters in the message (a newline or an escape sequence echoed from
+ * file content) are written as \n, \xHH, ..., so a message is one line. */
 LOOM_EXPORT int loom_set_error(loom_error *err, int code, const char *fmt, ...)
     LOOM_PRINTF(3, 4);
 
@@ -39,6 +41,14 @@ LOOM_EXPORT int loom_name_eq(const char *a, const char *b);
 
 /* "a, b, c" from a NULL-terminated list into buf (truncated to size). */
 LOOM_EXPORT void loom_join_names(const char *const *names, char *buf, size_t size);
+
+/* Writes `s` into buf (always NUL-terminated) so that it prints as one
+ * harmless line: printable ASCII is kept, '"' and '\\' are escaped, and
+ * every other byte (newlines, escape sequences, bytes >= 0x7f) is written
+ * as \n, \r, \t or \xHH; a text that does not fit ends in "...". Used
+ * for every name or string from file content that a message echoes.
+ * Returns buf. */
+LOOM_EXPORT const char *loom_escape(const char *s, char *buf, size_t size);
 
 /* Checks a user-given name (printable, bounded length): LOOM_EINVAL naming
  * file and JSON path otherwise. */

@@ -32,6 +32,12 @@ extern "C" {
 #define LOOM_CP_MAX_TOKENS ((int64_t)1 << 32)
 #define LOOM_CP_MAX_BLOCKS (1 << 20)
 #define LOOM_CP_MAX_GPUS 65536
+#define LOOM_CP_MAX_WORKLOAD ((int64_t)1 << 40) /* one block's workload */
+#define LOOM_CP_MAX_SEGMENTS 1024               /* runs of a --segments spec */
+/* Work of loom_cp_block_workloads beyond its O(blocks + runs log runs):
+ * comparisons of a run class with the runs of its document, plus key
+ * ranges merged for query blocks that mix classes. */
+#define LOOM_CP_MAX_STEPS ((int64_t)1 << 27)
 
 /* A run of consecutive tokens with the same bitfield and document. */
 typedef struct loom_cp_run {
@@ -46,7 +52,13 @@ typedef struct loom_cp_run {
 int64_t loom_cp_block_count(int64_t tokens, int32_t block);
 
 /* Workload of every query block: the number of key blocks with at least
- * one attended (query, key) pair. w has loom_cp_block_count() entries. */
+ * one attended (query, key) pair. w has loom_cp_block_count() entries.
+ * 1 to LOOM_CP_MAX_BLOCKS runs. Runs of one document with one bitfield
+ * attend the same keys, so the key blocks of each such class are found
+ * once, as ranges; a block is then counted by a binary search (one class)
+ * or by merging the ranges of its classes. Time O(blocks log runs + runs
+ * log runs + steps); more than LOOM_CP_MAX_STEPS steps is LOOM_EINVAL
+ * naming the bound. */
 int loom_cp_block_workloads(const loom_cp_run *runs, int32_t n_runs,
                             int32_t block, int64_t *w, loom_error *err);
 
@@ -66,6 +78,19 @@ int loom_cp_lpt(const int64_t *w, int32_t n, int32_t gpus, int sorted,
  * and 2*gpus-1-i. Same outputs as loom_cp_lpt. */
 int loom_cp_zigzag(const int64_t *w, int32_t n, int32_t gpus, int32_t *assign,
                    int64_t *loads, loom_error *err);
+
+/* Parses a segment spec "KIND:TOKENS,..." (KIND text, image, audio, video
+ * or enc1..enc62; TOKENS 1 to LOOM_CP_MAX_TOKENS; '/' instead of ',' starts
+ * a new document) into at most `cap` runs: text runs are causal and see
+ * every modality of their document, the others attend their own modality
+ * both ways. Returns the run count, or -1 with err (LOOM_EINVAL). */
+int32_t loom_cp_parse_segments(const char *spec, loom_cp_run *runs, int32_t cap,
+                               loom_error *err);
+
+/* Parses comma-separated block workloads "1,2,2,4" (each 0 to
+ * LOOM_CP_MAX_WORKLOAD, 1 to LOOM_CP_MAX_BLOCKS of them) into *w (malloc'd,
+ * the caller frees) and *n. LOOM_EINVAL / LOOM_ENOMEM with err. */
+int loom_cp_parse_workloads(const char *list, int64_t **w, int32_t *n, loom_error *err);
 
 /* Largest load. */
 int64_t loom_cp_makespan(const int64_t *loads, int32_t gpus);

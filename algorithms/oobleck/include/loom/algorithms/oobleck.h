@@ -27,6 +27,16 @@ extern "C" {
 #define LOOM_OOBLECK_MAX_NODES 4096
 #define LOOM_OOBLECK_MAX_GPUS_PER_NODE 64
 #define LOOM_OOBLECK_MAX_MICROBATCHES 1000000
+/* Layer splits the divide and conquer may evaluate (loom_oobleck_work, an
+ * upper bound 1.5 to 4 times the splits it really evaluates): about 20 s
+ * of planning at most. The dissertation's 96 layers with templates on up
+ * to 8 nodes of 8 GPUs need 1.6e9 (16 s). */
+#define LOOM_OOBLECK_MAX_WORK ((int64_t)1 << 31)
+/* Instantiation plans an uncapped enumeration may list, and the steps of
+ * distributing the batch over every plan (plans * templates *
+ * microbatches, about 10 s at most). */
+#define LOOM_OOBLECK_MAX_PLANS (1 << 22)
+#define LOOM_OOBLECK_MAX_PLAN_WORK ((int64_t)1 << 31)
 
 /* Profiled per-layer costs F_{l,d} and B_{l,d}: layer l on d GPUs of one
  * node (tensor parallel), d = 1..max_gpus. Entry (d-1)*n_layers + l;
@@ -95,6 +105,21 @@ int loom_oobleck_plan_template(loom_oobleck_planner *p, int32_t nodes,
                                int32_t max_stages, loom_oobleck_template *out,
                                loom_error *err);
 
+/* Upper bound, computed in O(max_nodes * L) without planning, of the layer
+ * splits the divide and conquer evaluates for every template on 1 to
+ * max_nodes nodes (S up to min(L, nodes * M, max_stages when > 0)),
+ * INT64_MAX when it does not fit. */
+int64_t loom_oobleck_work(int32_t n_layers, int32_t gpus_per_node,
+                          int32_t max_nodes, int32_t max_stages);
+
+/* LOOM_EINVAL naming the estimate and LOOM_OOBLECK_MAX_WORK when
+ * loom_oobleck_work exceeds the bound. loom_oobleck_plan_template checks
+ * it before planning; callers check the largest template up front to
+ * refuse a job before any planning. */
+int loom_oobleck_check_work(int32_t n_layers, int32_t gpus_per_node,
+                            int32_t max_nodes, int32_t max_stages,
+                            loom_error *err);
+
 /* The divide and conquer for one fixed stage count S (Eqs. 2.1-2.4). */
 int loom_oobleck_plan_stages(loom_oobleck_planner *p, int32_t nodes,
                              int32_t stages, loom_oobleck_template *out,
@@ -111,6 +136,13 @@ int64_t loom_oobleck_memo_hits(const loom_oobleck_planner *p);
  * in the order of the recurrence's list concatenation), at most max_plans
  * of them (max_plans <= 0: no cap). *plans_out holds *n_out rows of
  * n_sizes counts (caller frees); *truncated is 1 when the cap cut the list. */
+/* Combinations of the template sizes summing to `nodes`, without the f+1
+ * floor: an upper bound of what loom_oobleck_enumerate lists, computed in
+ * O(n_sizes * nodes) (saturates near INT64_MAX / 4). */
+int64_t loom_oobleck_plan_count(const int32_t *sizes, int32_t n_sizes, int32_t nodes);
+
+/* With max_plans <= 0, more than LOOM_OOBLECK_MAX_PLANS combinations is
+ * LOOM_EINVAL (checked before enumerating). */
 int loom_oobleck_enumerate(const int32_t *sizes, int32_t n_sizes,
                            int32_t nodes, int32_t f, int32_t max_plans,
                            int32_t **plans_out, int32_t *n_out,
@@ -160,7 +192,10 @@ typedef struct loom_oobleck_choice {
 /* Enumerates plans (loom_oobleck_enumerate), distributes the batch over
  * each and keeps the lowest iteration time (= highest throughput; ties:
  * the earlier plan). LOOM_EINFEASIBLE when no plan exists or none can
- * split the batch (then out->recommended names a total that can). */
+ * split the batch (then out->recommended names a total that can). More
+ * than LOOM_OOBLECK_MAX_PLAN_WORK steps (loom_oobleck_plan_count, at most
+ * max_plans when > 0, times templates times microbatches) is LOOM_EINVAL,
+ * checked before enumerating. */
 int loom_oobleck_choose(const int32_t *sizes, int32_t n_sizes,
                         loom_oobleck_time_fn time_fn, void *user,
                         int32_t nodes, int32_t f, int32_t microbatches,
