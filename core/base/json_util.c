@@ -1,7 +1,9 @@
 /* json_util.c - reading JSON files with precise errors (file, JSON path,
- * line/column, expected vs found). */
+ * line/column, expected vs found), spec files (a preset name or a path)
+ * and descriptions of JSON values for messages. */
 #include <loom/sys/json.h>
 #include <loom/sys/util.h>
+#include "base.h"
 
 #include <errno.h>
 #include <float.h>
@@ -578,4 +580,42 @@ int loom_json_check_keys(const char *file, const cJSON *obj, const char *path,
                               file_name(file), key, list);
     }
     return LOOM_OK;
+}
+
+int loom_load_spec_json(const char *what, const char *spec, const char *const *presets,
+                        cJSON **root, loom_error *err)
+{
+    char list[512];
+    size_t n = strlen(spec);
+    *root = NULL;
+    loom_join_names(presets, list, sizeof list);
+    if (!strchr(spec, '/') && !(n > 5 && strcmp(spec + n - 5, ".json") == 0)) {
+        struct stat st; /* stat, not open: a FIFO must not block here */
+        char shown[208];
+        if (stat(spec, &st) != 0)
+            return loom_set_error(err, LOOM_ENOTFOUND,
+                                  "%s \"%s\": expected a %s preset (%s) or a path to a "
+                                  "%s.json, found neither", what,
+                                  loom_escape(spec, shown, sizeof shown), what, list, what);
+    }
+    int rc = loom_json_load(spec, root, err);
+    if (rc == LOOM_EIO && err) {
+        char msg[LOOM_ERROR_MSG_BYTES];
+        snprintf(msg, sizeof msg, "%s", err->message);
+        return loom_set_error(err, rc, "%.250s (%s presets: %s)", msg, what, list);
+    }
+    return rc;
+}
+
+const char *loom_json_describe(const cJSON *item, char *buf, size_t size)
+{
+    if (item && cJSON_IsNumber(item)) {
+        snprintf(buf, size, "%.15g", item->valuedouble);
+    } else if (item && cJSON_IsString(item) && item->valuestring) {
+        char text[64];
+        snprintf(buf, size, "\"%s\"", loom_escape(item->valuestring, text, sizeof text));
+    } else {
+        snprintf(buf, size, "%s", loom_json_type_name(item));
+    }
+    return buf;
 }

@@ -1,10 +1,8 @@
-/* names.c - case-insensitive names, name lists, message prefixes, spec
- * files and user-given names: helpers every input loader shares. */
+/* names.c - case-insensitive names, name lists, message prefixes,
+ * escaping and user-given names: helpers every input loader shares. */
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include "base.h"
-#include <loom/sys/json.h>
 
 int loom_name_eq(const char *a, const char *b)
 {
@@ -38,30 +36,6 @@ int loom_error_prefix(loom_error *err, int code, const char *prefix)
     return loom_set_error(err, code, "%.200s: %s", prefix, msg);
 }
 
-int loom_load_spec_json(const char *what, const char *spec, const char *const *presets,
-                        cJSON **root, loom_error *err)
-{
-    char list[512];
-    size_t n = strlen(spec);
-    *root = NULL;
-    loom_join_names(presets, list, sizeof list);
-    if (!strchr(spec, '/') && !(n > 5 && strcmp(spec + n - 5, ".json") == 0)) {
-        struct stat st; /* stat, not open: a FIFO must not block here */
-        char shown[208];
-        if (stat(spec, &st) != 0)
-            return loom_set_error(err, LOOM_ENOTFOUND,
-                                  "%s \"%s\": expected a %s preset (%s) or a path to a "
-                                  "%s.json, found neither", what,
-                                  loom_escape(spec, shown, sizeof shown), what, list, what);
-    }
-    int rc = loom_json_load(spec, root, err);
-    if (rc == LOOM_EIO && err) {
-        char msg[LOOM_ERROR_MSG_BYTES];
-        snprintf(msg, sizeof msg, "%s", err->message);
-        return loom_set_error(err, rc, "%.250s (%s presets: %s)", msg, what, list);
-    }
-    return rc;
-}
 
 /* The escaped form of byte c into e (at most 4 bytes); returns its length. */
 static size_t escape_byte(unsigned char c, char *e)
@@ -114,18 +88,6 @@ const char *loom_escape(const char *s, char *buf, size_t size)
     return buf;
 }
 
-const char *loom_json_describe(const cJSON *item, char *buf, size_t size)
-{
-    if (item && cJSON_IsNumber(item)) {
-        snprintf(buf, size, "%.15g", item->valuedouble);
-    } else if (item && cJSON_IsString(item) && item->valuestring) {
-        char text[64];
-        snprintf(buf, size, "\"%s\"", loom_escape(item->valuestring, text, sizeof text));
-    } else {
-        snprintf(buf, size, "%s", loom_json_type_name(item));
-    }
-    return buf;
-}
 
 int loom_check_text(const char *file, const char *path, const char *text, loom_error *err)
 {

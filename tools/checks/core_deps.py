@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""core_deps.py OBJECT... - the call graph between core source files: file A
+"""core_deps.py [--check] OBJECT... | --build DIR --src DIR - the call graph between core source files: file A
 depends on file B when A calls a function B defines (read with nm from the
 object files). Prints the number of files, the dependency levels (longest
 chain, cycles counted as one level) and every cycle (strongly connected
-set of more than one file)."""
+set of more than one file). With --check it exits 1 when there is a
+cycle."""
+import glob
+import os
 import subprocess
 import sys
-import os
 
 
 def symbols(obj):
@@ -23,7 +25,22 @@ def symbols(obj):
 
 
 def main():
-    objs = sys.argv[1:]
+    args = sys.argv[1:]
+    check = "--check" in args
+    args = [a for a in args if a != "--check"]
+    if args[:1] == ["--build"]:  # the core objects of a build tree whose source still exists
+        build, src = args[1], args[3]
+        objs = []
+        for o in sorted(glob.glob(os.path.join(build, "core/CMakeFiles/loom_core_*.dir/*/*.o"))):
+            layer = os.path.basename(os.path.dirname(o))
+            if os.path.exists(os.path.join(src, "core", layer, os.path.basename(o)[:-2])):
+                objs.append(o)
+        if len(objs) < 10:
+            print("core_deps: found %d core objects under %s, expected the whole core"
+                  % (len(objs), build))
+            sys.exit(1)
+    else:
+        objs = args
     name = {o: os.path.basename(o).replace(".c.o", ".c") for o in objs}
     owner, uses = {}, {}
     for o in objs:
@@ -72,6 +89,8 @@ def main():
           % (len(objs), max(level.values(), default=0), len(cycles)))
     for c in cycles:
         print("  cycle: " + ", ".join(c))
+    if check and cycles:
+        sys.exit(1)
 
 
 if __name__ == "__main__":
