@@ -15,10 +15,6 @@
 
 #ifdef __cplusplus
 extern "C" {
-#ifdef __cplusplus
-}
-#endif
-
 #endif
 
 /* Parses the job `text` (named `name` in messages), plans its templates,
