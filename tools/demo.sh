@@ -146,7 +146,8 @@ try:
     c = ab["cases"][0]
     r = c["makespan_ratio"]
     print("  loom ab over 4 iterations: %s/%s makespan %.3f (95 %% CI %.3f-%.3f), %s" % (
-        new, base, r["mean"], r["ci95"][0], r["ci95"][1], c["verdict"]))
+        new, base, r["mean"], r["ci95"][0], r["ci95"][1],
+        c["verdict"] + (" (%s)" % c["reason"] if c.get("reason") else "")))
 except (OSError, ValueError, KeyError, TypeError, IndexError):
     print("  loom ab over 4 iterations: failed (exit %s), see %s" % (
         ab_rc, os.path.join(out, "ab.log")))
