@@ -10,17 +10,6 @@
 #include <loom/tokens.h>
 #include <loom/algorithms/entrain.h>
 
-/* 1 when some module upstream of `module` (transitively) is trainable. */
-static int upstream_trainable(const loom_model *model, int32_t module)
-{
-    const loom_module *mod = &model->modules[module];
-    for (int32_t k = 0; k < mod->n_inputs; k++) {
-        int32_t j = mod->inputs[k];
-        if (!model->modules[j].frozen || upstream_trainable(model, j))
-            return 1;
-    }
-    return 0;
-}
 
 /* Forward FLOPs coefficients of one layer: linear (b) and quadratic (a). */
 static void layer_coeffs(const loom_layer *l, double *a, double *b)
@@ -42,7 +31,7 @@ void loom_entrain_quad_from_shapes(const loom_model *model,
     for (int32_t m = 0; m < model->n_modules; m++) {
         const loom_module *mod = &model->modules[m];
         int trainable = !mod->frozen;
-        int input = trainable || upstream_trainable(model, m);
+        int input = trainable || loom_module_upstream_trainable(model, m);
         double factor = 1.0 + input + trainable; /* F + B_d + B_w */
         double a = 0, b = 0;
         for (int32_t l = 0; l < mod->n_layers; l++) {

@@ -258,7 +258,7 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
             return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
         loom_shape_from_sums(pb, &sums[mb], subs, &shape);
         shape.tp = span_tp(pb, b->part, sp);
-        int up = loom_upstream_trainable(model, sp->module);
+        int up = loom_module_upstream_trainable(model, sp->module);
         for (int32_t l = sp->first_layer; l < sp->first_layer + sp->n_layers; l++, k++) {
             loom_policy_option *opt = &entries[(size_t)k * LOOM_POLICY_COUNT];
             memset(opt, 0, sizeof(loom_policy_option) * LOOM_POLICY_COUNT);

@@ -288,7 +288,7 @@ static int svc_mean_layer_ms(loom_ctx *ctx, int32_t module, int32_t layer,
     if (rc != LOOM_OK)
         return rc;
     const loom_model *model = ctx->pipeline->problem->model;
-    shape.trainable_upstream = loom_upstream_trainable(model, module) ||
+    shape.trainable_upstream = loom_module_upstream_trainable(model, module) ||
                                (!model->modules[module].frozen && layer > 0);
     *ms = 0;
     if (shape.tokens <= 0)

@@ -73,13 +73,3 @@ void loom_shape_for(const loom_problem *problem, int32_t module,
     loom_shape_from_sums(problem, &sum, subs, out);
 }
 
-int loom_upstream_trainable(const loom_model *model, int32_t module)
-{
-    const loom_module *mod = &model->modules[module];
-    for (int32_t k = 0; k < mod->n_inputs; k++) {
-        int32_t j = mod->inputs[k];
-        if (!model->modules[j].frozen || loom_upstream_trainable(model, j))
-            return 1;
-    }
-    return 0;
-}

@@ -44,7 +44,5 @@ void loom_shape_from_sums(const loom_problem *problem, const loom_shape_sums *su
 int32_t loom_default_microbatch(const loom_iteration *it, int32_t i,
                                 int32_t microbatches);
 
-/* 1 when some module upstream of `module` (transitively) is trainable. */
-int loom_upstream_trainable(const loom_model *model, int32_t module);
 
 #endif

@@ -44,17 +44,6 @@ static void dt_destroy(void *self)
         d->host->free(d);
 }
 
-/* 1 when some module upstream of `module` has trainable weights. */
-static int dt_upstream_trainable(const loom_model *model, int32_t module)
-{
-    const loom_module *mod = &model->modules[module];
-    for (int32_t k = 0; k < mod->n_inputs; k++) {
-        int32_t j = mod->inputs[k];
-        if (!model->modules[j].frozen || dt_upstream_trainable(model, j))
-            return 1;
-    }
-    return 0;
-}
 
 /* Integer param `key` (the host supplies the manifest's default). */
 static int dt_int(dt_self *d, const char *key, int64_t *out, loom_error *err)
@@ -81,7 +70,7 @@ static int dt_measure(dt_self *d, const loom_cost_service *cost,
     int rc = cost->module_shape(d->ctx, module, it, units, -1, 1, &shape, err);
     if (rc != LOOM_OK)
         return rc;
-    int up = dt_upstream_trainable(model, module);
+    int up = loom_module_upstream_trainable(model, module);
     memset(u, 0, sizeof *u);
     u->present = 1;
     u->max_pp = mod->n_layers;

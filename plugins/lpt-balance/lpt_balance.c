@@ -62,17 +62,6 @@ static int32_t lpt_module_tp(const loom_partition *p, int32_t module)
     return p->tp > 0 ? p->tp : 1;
 }
 
-/* 1 when some module upstream of `module` has trainable weights. */
-static int lpt_upstream_trainable(const loom_model *model, int32_t module)
-{
-    const loom_module *mod = &model->modules[module];
-    for (int32_t k = 0; k < mod->n_inputs; k++) {
-        int32_t j = mod->inputs[k];
-        if (!model->modules[j].frozen || lpt_upstream_trainable(model, j))
-            return 1;
-    }
-    return 0;
-}
 
 /* sizes[u]: forward + backward time of unit u in the non-backbone modules
  * (all modules when there are none) at the candidate's TPs. */
@@ -91,7 +80,7 @@ static int lpt_sizes(lpt_self *s, const loom_cost_service *cost,
         if (any_side && mod->kind == LOOM_MODULE_BACKBONE)
             continue;
         int32_t tp = lpt_module_tp(p, m);
-        int up = lpt_upstream_trainable(model, m);
+        int up = loom_module_upstream_trainable(model, m);
         for (int32_t u = 0; u < units; u++) {
             loom_shape shape = LOOM_SHAPE_INIT;
             int rc = cost->module_shape(s->ctx, m, it, units, u, 1, &shape, err);

@@ -133,6 +133,19 @@ typedef struct loom_problem {
                                           static memory; 0 = no cap */
 } loom_problem;
 
+/* 1 when some module upstream of `module` (transitively) has trainable
+ * weights, so `module` must compute input gradients even when frozen. */
+static inline int loom_module_upstream_trainable(const loom_model *model, int32_t module)
+{
+    const loom_module *mod = &model->modules[module];
+    for (int32_t k = 0; k < mod->n_inputs; k++) {
+        int32_t j = mod->inputs[k];
+        if (!model->modules[j].frozen || loom_module_upstream_trainable(model, j))
+            return 1;
+    }
+    return 0;
+}
+
 #ifdef __cplusplus
 }
 #endif

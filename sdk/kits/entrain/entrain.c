@@ -7,17 +7,6 @@
 #include <string.h>
 #include <loom/kits/entrain.h>
 
-/* 1 when a module upstream of `module` (transitively) is trainable. */
-int loom_ew_upstream_trainable(const loom_model *model, int32_t module)
-{
-    const loom_module *mod = &model->modules[module];
-    for (int32_t k = 0; k < mod->n_inputs; k++) {
-        int32_t j = mod->inputs[k];
-        if (!model->modules[j].frozen || loom_ew_upstream_trainable(model, j))
-            return 1;
-    }
-    return 0;
-}
 
 /* The cost service with layer() and module_shape(), or NULL. */
 const loom_cost_service *loom_ew_cost_service(const loom_host_api *host, loom_ctx *ctx)
@@ -53,7 +42,7 @@ int loom_ew_sample_work(const loom_host_api *host, loom_ctx *ctx,
                 return rc;
             if (shape.tokens <= 0)
                 continue;
-            int up = loom_ew_upstream_trainable(model, m);
+            int up = loom_module_upstream_trainable(model, m);
             double total = 0, last = 0;
             const loom_layer *prev = NULL;
             int prev_up = -1;

@@ -82,12 +82,12 @@ START_TEST(upstream_trainable_through_the_dag)
         {"e", LOOM_MODULE_ENCODER, 0, 0, NULL, 1, 0, 1, 0, NULL},
     };
     const loom_model m = {"dag", 5, mods};
-    ck_assert_int_eq(loom_ew_upstream_trainable(&m, 0), 0);
-    ck_assert_int_eq(loom_ew_upstream_trainable(&m, 1), 0);
-    ck_assert_int_eq(loom_ew_upstream_trainable(&m, 2), 1);
-    ck_assert_int_eq(loom_ew_upstream_trainable(&m, 3), 1);
-    ck_assert_int_eq(loom_ew_upstream_trainable(&m, 4), 0);
-    ck_assert_int_eq(loom_ew_upstream_trainable(&two, 1), 0);
+    ck_assert_int_eq(loom_module_upstream_trainable(&m, 0), 0);
+    ck_assert_int_eq(loom_module_upstream_trainable(&m, 1), 0);
+    ck_assert_int_eq(loom_module_upstream_trainable(&m, 2), 1);
+    ck_assert_int_eq(loom_module_upstream_trainable(&m, 3), 1);
+    ck_assert_int_eq(loom_module_upstream_trainable(&m, 4), 0);
+    ck_assert_int_eq(loom_module_upstream_trainable(&two, 1), 0);
 }
 END_TEST
 

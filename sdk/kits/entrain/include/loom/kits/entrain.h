@@ -19,9 +19,6 @@
 
 #include <loom/loom.h>
 
-/* 1 when a module upstream of `module` (transitively) is trainable, i.e.
- * not frozen; 0 otherwise. */
-int loom_ew_upstream_trainable(const loom_model *model, int32_t module);
 
 /* The host's "loom.cost" service (version 1) when it is large enough to
  * have layer() and module_shape() and both are set; NULL otherwise. The
