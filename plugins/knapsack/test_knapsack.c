@@ -8,30 +8,10 @@
 
 const loom_plugin_info *loom_static_knapsack(void);
 
-/* Sets entry e's options as (forward + backward ms, bytes) triples. */
-static void set_entry(loom_stage_graph *g, int32_t e, const double ms[3],
-                      const int64_t bytes[3])
-{
-    for (int q = 0; q < 3; q++) {
-        loom_policy_option *o = &g->layer_options[(size_t)e * 3 + (size_t)q];
-        o->forward_ms = 1.0;
-        o->backward_ms = ms[q] - 1.0;
-        o->weight_grad_ms = 0.0;
-        o->activation_bytes = bytes[q];
-    }
-}
-
-/* One pair of two entries (combinations: see hand_candidates in
- * sdk/kits/mckp/test_mckp.c). */
+/* The hand-picked pair of the memtune test helpers. */
 static loom_stage_graph *hand_graph(void)
 {
-    loom_stage_graph *g = mtt_chain(1, 1, 2, 0, 1);
-    const double ms0[3] = {3, 3.5, 5}, ms1[3] = {3, 4, 4.2};
-    const int64_t b0[3] = {100, 50, 10}, b1[3] = {80, 30, 20};
-    set_entry(g, 0, ms0, b0);
-    set_entry(g, 1, ms1, b1);
-    loom_graph_apply_policies(g);
-    return g;
+    return mtt_hand_pair();
 }
 
 START_TEST(tuner_keeps_the_cap)

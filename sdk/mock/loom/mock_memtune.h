@@ -271,4 +271,31 @@ mtt_vtable(const loom_plugin_info *info)
     return (const loom_memory_tuner_vtable *)h;
 }
 
+/* Sets entry e's options as (forward + backward ms, bytes) triples. */
+static inline void mtt_set_entry(loom_stage_graph *g, int32_t e, const double ms[3],
+                                 const int64_t bytes[3])
+{
+    for (int q = 0; q < 3; q++) {
+        loom_policy_option *o = &g->layer_options[(size_t)e * 3 + (size_t)q];
+        o->forward_ms = 1.0;
+        o->backward_ms = ms[q] - 1.0;
+        o->weight_grad_ms = 0.0;
+        o->activation_bytes = bytes[q];
+    }
+}
+
+/* One pair of two entries with hand-picked options: (ms, bytes) per policy
+ * (3, 100) (3.5, 50) (5, 10) and (3, 80) (4, 30) (4.2, 20); the knapsack
+ * and MCKP suites work out its candidates by hand. */
+static inline loom_stage_graph *mtt_hand_pair(void)
+{
+    loom_stage_graph *g = mtt_chain(1, 1, 2, 0, 1);
+    const double ms0[3] = {3, 3.5, 5}, ms1[3] = {3, 4, 4.2};
+    const int64_t b0[3] = {100, 50, 10}, b1[3] = {80, 30, 20};
+    mtt_set_entry(g, 0, ms0, b0);
+    mtt_set_entry(g, 1, ms1, b1);
+    loom_graph_apply_policies(g);
+    return g;
+}
+
 #endif
