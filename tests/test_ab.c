@@ -703,7 +703,7 @@ START_TEST(cli_search_reports_repeat)
     char *out = NULL;
     snprintf(args, sizeof args, "ab %s %s --evaluations 80 --wall-clock", a, b);
     ck_assert_int_eq(loom(args, &out), 2);
-    has(out, "--wall-clock and --evaluations contradict each other");
+    has(out, "--wall-clock and --evaluations cannot be given together");
     free(out);
 }
 END_TEST

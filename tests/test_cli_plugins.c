@@ -177,7 +177,7 @@ START_TEST(usage_and_help)
     has(out, "unknown subcommand 'frobnicate'");
     free(out);
     ck_assert_int_eq(loom("plugins list --bogus", &out), 2);
-    has(out, "unexpected argument '--bogus'");
+    has(out, "loom plugins list: unknown option '--bogus'");
     free(out);
     ck_assert_int_eq(loom("plugins inspect", &out), 2);
     free(out);

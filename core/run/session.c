@@ -27,99 +27,110 @@ void loom_session_args_init(loom_session_args *a)
     memset(a, 0, sizeof *a);
 }
 
-/* Value of an option with an argument; prints and returns NULL if absent. */
-static const char *value(int argc, char **argv, int *i)
+static const loom_session_option session_options[] = {
+    {"manifest", 1},      {"model", 1},        {"cluster", 1},    {"parallel", 1},
+    {"workload", 1},      {"generate", 1},     {"stage-times", 1}, {"memory-cap", 1},
+    {"iterations", 1},    {"seed", 1},         {"evaluations", 1}, {"use", 1},
+    {"param", 1},         {"plugin-path", 1},  {"allow-untrusted-plugins", 0},
+    {NULL, 0}};
+
+const loom_session_option *loom_session_options(void)
 {
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "loom: option %s needs a value\n", argv[*i]);
-        return NULL;
-    }
-    return argv[++*i];
+    return session_options;
 }
 
-int loom_session_args_take(loom_session_args *a, int argc, char **argv, int *i)
+/* Appends `v` to one of the repeatable override lists. */
+static int push(const char **list, int *count, const char *flag, const char *v, loom_error *err)
 {
-    static const char *const simple[] = {"--manifest", "--model", "--cluster", "--parallel",
-                                         "--workload", "--generate", "--stage-times"};
+    if (*count >= LOOM_SESSION_MAX_OVERRIDES)
+        return loom_set_error(err, LOOM_EINVAL, "too many --%s options (at most %d)", flag,
+                              LOOM_SESSION_MAX_OVERRIDES);
+    list[(*count)++] = v;
+    return LOOM_OK;
+}
+
+int loom_session_args_set(loom_session_args *a, const char *name, const char *v, loom_error *err)
+{
+    static const char *const simple[] = {"manifest", "model", "cluster", "parallel",
+                                         "workload", "generate", "stage-times"};
     const char **slots[] = {&a->manifest, &a->model, &a->cluster, &a->parallel,
                             &a->workload, &a->generate, &a->stage_times};
-    const char *opt = argv[*i];
-    if (!strcmp(opt, "--allow-untrusted-plugins")) {
+    if (!strcmp(name, "allow-untrusted-plugins")) {
         a->allow_untrusted = 1;
-        return 1;
+        return LOOM_OK;
     }
+    if (!v)
+        return loom_set_error(err, LOOM_EINVAL, "--%s needs a value", name);
     for (size_t k = 0; k < sizeof simple / sizeof simple[0]; k++)
-        if (!strcmp(opt, simple[k])) {
-            const char *v = value(argc, argv, i);
-            if (!v)
-                return -1;
+        if (!strcmp(name, simple[k])) {
+            if (!*v)
+                return loom_set_error(err, LOOM_EINVAL, "--%s: expected a value, found ''", name);
             *slots[k] = v;
-            return 1;
+            return LOOM_OK;
         }
-    if (!strcmp(opt, "--memory-cap")) {
-        const char *v = value(argc, argv, i);
-        if (!v)
-            return -1;
-        if (loom_parse_bytes(v, &a->memory_cap_bytes) != 0) {
-            fprintf(stderr, "loom: --memory-cap: expected a size such as 80GiB, 80GB or a byte "
-                            "count (units B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), found '%s'\n",
-                    v);
-            return -1;
-        }
-        return 1;
+    if (!strcmp(name, "memory-cap")) {
+        if (loom_parse_bytes(v, &a->memory_cap_bytes) != 0)
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "--memory-cap: expected a size such as 80GiB, 80GB or a byte "
+                                  "count (units B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), found '%s'",
+                                  v);
+        return LOOM_OK;
     }
-    if (!strcmp(opt, "--iterations") || !strcmp(opt, "--seed") || !strcmp(opt, "--evaluations")) {
-        const char *v = value(argc, argv, i);
-        if (!v)
-            return -1;
+    if (!strcmp(name, "iterations") || !strcmp(name, "seed") || !strcmp(name, "evaluations")) {
         char *end = NULL;
         double d = strtod(v, &end);
-        if (!end || *end || !(d >= 0) || d > 1.8e19) {
-            fprintf(stderr, "loom: %s: expected a non-negative number, found '%s'\n", opt, v);
-            return -1;
-        }
-        if (!strcmp(opt, "--iterations")) {
-            if (d < 1 || d > LOOM_MAX_ITERATIONS || d != (double)(int32_t)d) {
-                fprintf(stderr, "loom: --iterations: expected an integer in [1, %d], found '%s'\n",
-                        LOOM_MAX_ITERATIONS, v);
-                return -1;
-            }
+        if (!*v || !end || *end || !(d >= 0) || d > 1.8e19)
+            return loom_set_error(err, LOOM_EINVAL, "--%s: expected a non-negative number, found '%s'",
+                                  name, v);
+        if (!strcmp(name, "iterations")) {
+            if (d < 1 || d > LOOM_MAX_ITERATIONS || d != (double)(int32_t)d)
+                return loom_set_error(err, LOOM_EINVAL,
+                                      "--iterations: expected an integer in [1, %d], found '%s'",
+                                      LOOM_MAX_ITERATIONS, v);
             a->iterations = (int32_t)d;
-        } else if (!strcmp(opt, "--evaluations")) {
-            if (d < 1 || d > (double)((int64_t)1 << 40) || d != (double)(int64_t)d) {
-                fprintf(stderr, "loom: --evaluations: expected an integer in [1, 2^40], found "
-                                "'%s'\n", v);
-                return -1;
-            }
+        } else if (!strcmp(name, "evaluations")) {
+            if (d < 1 || d > (double)((int64_t)1 << 40) || d != (double)(int64_t)d)
+                return loom_set_error(err, LOOM_EINVAL,
+                                      "--evaluations: expected an integer in [1, 2^40], found '%s'", v);
             a->max_evaluations = (int64_t)d;
         } else {
             a->has_seed = 1;
             a->seed = strtoull(v, NULL, 10);
         }
-        return 1;
+        return LOOM_OK;
     }
-    const char **list = NULL;
-    int *count = NULL;
-    if (!strcmp(opt, "--use")) {
-        list = a->uses;
-        count = &a->n_uses;
-    } else if (!strcmp(opt, "--param")) {
-        list = a->params;
-        count = &a->n_params;
-    } else if (!strcmp(opt, "--plugin-path")) {
-        list = a->plugin_paths;
-        count = &a->n_plugin_paths;
-    }
-    if (!list)
+    if (!strcmp(name, "use"))
+        return push(a->uses, &a->n_uses, name, v, err);
+    if (!strcmp(name, "param"))
+        return push(a->params, &a->n_params, name, v, err);
+    if (!strcmp(name, "plugin-path"))
+        return push(a->plugin_paths, &a->n_plugin_paths, name, v, err);
+    return loom_set_error(err, LOOM_ENOTFOUND, "--%s is not a planning option", name);
+}
+
+int loom_session_args_take(loom_session_args *a, int argc, char **argv, int *i)
+{
+    const char *opt = argv[*i];
+    if (strncmp(opt, "--", 2) != 0)
         return 0;
-    const char *v = value(argc, argv, i);
-    if (!v)
-        return -1;
-    if (*count >= LOOM_SESSION_MAX_OVERRIDES) {
-        fprintf(stderr, "loom: too many %s options (at most %d)\n", opt, LOOM_SESSION_MAX_OVERRIDES);
+    const loom_session_option *o = session_options;
+    while (o->name && strcmp(opt + 2, o->name))
+        o++;
+    if (!o->name)
+        return 0;
+    const char *v = NULL;
+    if (o->takes_value) {
+        if (*i + 1 >= argc) {
+            fprintf(stderr, "loom: option %s needs a value\n", opt);
+            return -1;
+        }
+        v = argv[++*i];
+    }
+    loom_error err = {0};
+    if (loom_session_args_set(a, o->name, v, &err) != LOOM_OK) {
+        fprintf(stderr, "loom: %s\n", err.message);
         return -1;
     }
-    list[(*count)++] = v;
     return 1;
 }
 
@@ -149,7 +160,8 @@ static int open_problem(loom_session *s, const loom_session_args *a, loom_error 
         pb->kind = LOOM_PROBLEM_STAGE_TIMES;
         pb->stage_times = st;
         pb->parallel = (loom_parallel){1, st->ranks, 1, st->virtual_stages, st->microbatches, 0};
-        pb->memory_cap_bytes = st->memory_cap_bytes;
+        pb->memory_cap_bytes = a->memory_cap_bytes > 0 ? a->memory_cap_bytes
+                                                        : st->memory_cap_bytes;
         s->n_iterations = 1;
         return LOOM_OK;
     }
@@ -204,7 +216,8 @@ int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *e
     if (a->stage_times) { /* a stage-times problem carries its own shape */
         const char *with = a->model ? "--model" : a->cluster ? "--cluster"
                          : a->parallel ? "--parallel" : a->workload ? "--workload"
-                         : a->generate ? "--generate" : NULL;
+                         : a->generate ? "--generate"
+                         : a->iterations > 1 ? "--iterations" : NULL;
         if (with)
             return loom_set_error(err, LOOM_EINVAL,
                                   "--stage-times and %s contradict each other: a stage-times "

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <loom/sys/session.h>
 #include <loom/sys/util.h>
 
 enum loom_exit {
@@ -20,10 +21,58 @@ enum loom_exit {
  * EIO -> 2, others -> 1). */
 int loom_cli_exit_for_status(int status);
 
-/* The value of option `name` at argv[*i]: from "--name=V", or the next
- * argument (advancing *i); "" when "--name" is the last argument; NULL
- * when argv[*i] is another option. The value is borrowed from argv. */
-const char *loom_cli_opt_value(int argc, char **argv, int *i, const char *name);
+/* ---- options (cli_args.c) --------------------------------------------------- */
+
+/* One option of a command: long name without "--", whether it takes a
+ * value ("--name V" or "--name=V"), and the key its handler switches on
+ * (>= 0x100 and below 0x3fff, unique within the command). */
+typedef struct loom_cli_option {
+    const char *name;
+    int takes_value;
+    int key;
+} loom_cli_option;
+
+/* The key handlers get for an operand (a non-option argument). */
+#define LOOM_CLI_OPERAND 1
+
+/* What a command accepts. */
+typedef struct loom_cli_spec {
+    const char *cmd;                   /* "plan", "ab merge": errors start "loom <cmd>: " */
+    const loom_cli_option *options;    /* ended by a NULL name; may be NULL */
+    loom_session_args *session;        /* non-NULL: the shared planning options
+                                        * (loom_session_options, --path as an alias
+                                        * of --plugin-path) are set in it */
+    const char *const (*conflicts)[2]; /* long-name pairs that exclude each other,
+                                        * ended by {NULL, NULL}; may be NULL */
+    /* Called for each option and operand in command-line order with its key,
+     * its long name (NULL for operands) and its value (NULL for an option
+     * without one). Returns 0, or -1 after printing one error line with
+     * loom_cli_error. */
+    int (*handle)(void *ctx, int key, const char *name, const char *value);
+    void *ctx;
+} loom_cli_spec;
+
+/* Parses argv[1..] with getopt_long: options and operands in any order,
+ * "--name=V" or "--name V", unambiguous prefixes of long names, "--" ends
+ * the options, -h/--help. Rejects unknown or ambiguous options, missing,
+ * empty or unexpected values and the spec's contradictory pairs (the
+ * session options' own contradictions, such as --stage-times with
+ * --model, are loom_session_open's to report). Returns 0 to run,
+ * 1 for --help, -1 after printing one "loom <cmd>: ..." line. */
+int loom_cli_parse(const loom_cli_spec *spec, int argc, char **argv);
+
+/* Reads option --name's value `v` as a number in [lo, hi] into *out;
+ * -1 after printing "loom <cmd>: --name: expected a number in [lo, hi],
+ * found 'v'". */
+int loom_cli_number(const char *cmd, const char *name, const char *v, double lo, double hi,
+                    double *out);
+
+/* Prints "loom <cmd>: <message>\n" on stderr. */
+void loom_cli_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 /* ---- standard output, output errors and plugin code (cli_io.c) ------------ */
 

@@ -83,101 +83,96 @@ typedef struct ab_cli {
     loom_ab_shard shard; /* shard.n == 0: the whole suite */
 } ab_cli;
 
-/* Parses a non-negative number option; prints why on failure. */
-static int number_arg(const char *opt, const char *v, double max, double *out)
+enum { OPT_SUITE = 0x100, OPT_MARKDOWN, OPT_JSON, OPT_JUNIT, OPT_HTML, OPT_THRESHOLD,
+       OPT_MEMORY_THRESHOLD, OPT_TIMEOUT_MS, OPT_MEMORY_LIMIT_MB, OPT_ISOLATE, OPT_NO_ISOLATE,
+       OPT_WALL_CLOCK, OPT_TIMINGS, OPT_QUIET, OPT_SHARD };
+
+static const loom_cli_option ab_options[] = {
+    {"suite", 1, OPT_SUITE},       {"markdown", 1, OPT_MARKDOWN},
+    {"json", 1, OPT_JSON},         {"junit", 1, OPT_JUNIT},
+    {"html", 1, OPT_HTML},         {"threshold", 1, OPT_THRESHOLD},
+    {"memory-threshold", 1, OPT_MEMORY_THRESHOLD},
+    {"timeout-ms", 1, OPT_TIMEOUT_MS}, {"memory-limit-mb", 1, OPT_MEMORY_LIMIT_MB},
+    {"isolate", 0, OPT_ISOLATE},   {"no-isolate", 0, OPT_NO_ISOLATE},
+    {"wall-clock", 0, OPT_WALL_CLOCK}, {"timings", 0, OPT_TIMINGS},
+    {"quiet", 0, OPT_QUIET},       {"shard", 1, OPT_SHARD},
+    {NULL, 0, 0}};
+
+/* One option or operand of `loom ab` (loom_cli_spec.handle). */
+static int ab_option(void *ctx, int key, const char *name, const char *v)
 {
-    char *end = NULL;
-    double d = v ? strtod(v, &end) : -1;
-    if (!v || !end || *end || !(d >= 0) || d > max) {
-        fprintf(stderr, "loom ab: %s: expected a number in [0, %g], found '%s'\n", opt, max,
-                v ? v : "");
+    ab_cli *o = ctx;
+    double d;
+    loom_error err = {0};
+    switch (key) {
+    case LOOM_CLI_OPERAND:
+        if (o->manifest[0] && o->manifest[1]) {
+            loom_cli_error("ab", "unexpected argument '%s' (the two manifests are %s and %s)", v,
+                           o->manifest[0], o->manifest[1]);
+            return -1;
+        }
+        o->manifest[o->manifest[0] ? 1 : 0] = v;
+        return 0;
+    case OPT_SUITE: o->suite = v; return 0;
+    case OPT_MARKDOWN: o->markdown = v; return 0;
+    case OPT_JSON: o->json = v; return 0;
+    case OPT_JUNIT: o->junit = v; return 0;
+    case OPT_HTML: o->html = v; return 0;
+    case OPT_THRESHOLD: return loom_cli_number("ab", name, v, 0, 0.99, &o->threshold);
+    case OPT_MEMORY_THRESHOLD:
+        if (!strcmp(v, "-1")) {
+            o->memory_threshold = -1;
+            return 0;
+        }
+        if (loom_cli_number("ab", name, v, 0, 10, &d)) {
+            fprintf(stderr, "  (or -1 to turn the memory rule off)\n");
+            return -1;
+        }
+        o->memory_threshold = d;
+        return 0;
+    case OPT_TIMEOUT_MS:
+        if (loom_cli_number("ab", name, v, 0, 1e9, &d))
+            return -1;
+        o->iso.timeout_ms = d;
+        o->iso.timeout_given = 1;
+        return 0;
+    case OPT_MEMORY_LIMIT_MB:
+        if (loom_cli_number("ab", name, v, 0, (double)(1 << 30), &d))
+            return -1;
+        o->iso.memory_limit_mb = (int64_t)d;
+        return 0;
+    case OPT_ISOLATE: o->iso.isolate = 1; return 0;
+    case OPT_NO_ISOLATE: o->iso.isolate = 0; return 0;
+    case OPT_WALL_CLOCK: o->wall_clock = 1; return 0;
+    case OPT_TIMINGS: o->timings = 1; return 0;
+    case OPT_QUIET: o->quiet = 1; return 0;
+    case OPT_SHARD:
+        if (loom_ab_shard_parse(v, &o->shard.k, &o->shard.n, &err) != LOOM_OK) {
+            loom_cli_error("ab", "%s", err.message);
+            return -1;
+        }
+        return 0;
+    default:
         return -1;
     }
-    *out = d;
-    return 0;
 }
 
-/* Parses argv; returns -1 for a usage error, 1 for --help, 0 to run. */
+/* Parses argv; returns -1 for a usage error (printed), 1 for --help, 0 to run. */
 static int parse(ab_cli *o, int argc, char **argv)
 {
-    int n_manifests = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--manifest")) {
-            fprintf(stderr, "loom ab: give the two manifests as A.json B.json, not --manifest\n");
-            return -1;
-        }
-        int used = loom_session_args_take(&o->base, argc, argv, &i);
-        if (used < 0)
-            return -1;
-        if (used)
-            continue;
-        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-        double d;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            return 1;
-        } else if (!strcmp(a, "--suite") && next) {
-            o->suite = argv[++i];
-        } else if (!strcmp(a, "--markdown") && next) {
-            o->markdown = argv[++i];
-        } else if (!strcmp(a, "--json") && next) {
-            o->json = argv[++i];
-        } else if (!strcmp(a, "--junit") && next) {
-            o->junit = argv[++i];
-        } else if (!strcmp(a, "--memory-threshold")) {
-            char *end = NULL;
-            double m = next ? strtod(next, &end) : 0;
-            if (!next || !end || *end || !(m == -1 || (m >= 0 && m <= 10))) {
-                fprintf(stderr, "loom ab: --memory-threshold: expected -1 or a fraction in "
-                                "[0, 10], found '%s'\n", next ? next : "");
-                return -1;
-            }
-            o->memory_threshold = m;
-            i++;
-        } else if (!strcmp(a, "--html") && next) {
-            o->html = argv[++i];
-        } else if (!strcmp(a, "--threshold")) {
-            if (number_arg(a, next, 0.99, &o->threshold))
-                return -1;
-            i++;
-        } else if (!strcmp(a, "--timeout-ms")) {
-            if (number_arg(a, next, 1e9, &d))
-                return -1;
-            o->iso.timeout_ms = d;
-            o->iso.timeout_given = 1;
-            i++;
-        } else if (!strcmp(a, "--memory-limit-mb")) {
-            if (number_arg(a, next, 1 << 30, &d))
-                return -1;
-            o->iso.memory_limit_mb = (int64_t)d;
-            i++;
-        } else if (!strcmp(a, "--isolate")) {
-            o->iso.isolate = 1;
-        } else if (!strcmp(a, "--no-isolate")) {
-            o->iso.isolate = 0;
-        } else if (!strcmp(a, "--wall-clock")) {
-            o->wall_clock = 1;
-        } else if (!strcmp(a, "--timings")) {
-            o->timings = 1;
-        } else if (!strcmp(a, "--quiet")) {
-            o->quiet = 1;
-        } else if (!strcmp(a, "--shard")) {
-            loom_error err = {0};
-            if (loom_ab_shard_parse(next, &o->shard.k, &o->shard.n, &err) != LOOM_OK) {
-                fprintf(stderr, "loom ab: %s\n", err.message);
-                return -1;
-            }
-            i++;
-        } else if (a[0] != '-' && n_manifests < 2) {
-            o->manifest[n_manifests++] = a;
-        } else {
-            fprintf(stderr, "loom ab: unknown or incomplete option '%s'\n", a);
-            return -1;
-        }
+    static const char *const conflicts[][2] = {
+        {"isolate", "no-isolate"}, {"wall-clock", "evaluations"}, {NULL, NULL}};
+    loom_cli_spec spec = {"ab", ab_options, &o->base, conflicts, ab_option, o};
+    int p = loom_cli_parse(&spec, argc, argv);
+    if (p != 0)
+        return p;
+    if (o->base.manifest) {
+        fprintf(stderr, "loom ab: give the two manifests as A.json B.json, not --manifest\n");
+        return -1;
     }
-    if (n_manifests != 2) {
+    if (!o->manifest[1]) {
         fprintf(stderr, "loom ab: expected two planner manifests (A.json B.json), found %d\n",
-                n_manifests);
+                o->manifest[0] ? 1 : 0);
         return -1;
     }
     const loom_session_args *b = &o->base;
@@ -484,12 +479,12 @@ int loom_cmd_ab(int argc, char **argv)
     o.iso.timeout_ms = LOOM_ISOLATE_DEFAULT_TIMEOUT_MS;
     o.iso.memory_limit_mb = LOOM_ISOLATE_DEFAULT_MEMORY_MB;
     int p = parse(&o, argc, argv);
-    if (p != 0) {
-        usage(p > 0 ? loom_cli_out() : stderr);
-        return p > 0 ? LOOM_EXIT_OK : LOOM_EXIT_USAGE;
+    if (p > 0) {
+        usage(loom_cli_out());
+        return LOOM_EXIT_OK;
     }
-    if (o.wall_clock && o.base.max_evaluations > 0) {
-        fprintf(stderr, "loom ab: --wall-clock and --evaluations contradict each other\n");
+    if (p < 0) {
+        fprintf(stderr, "`loom ab --help` lists the options.\n");
         return LOOM_EXIT_USAGE;
     }
     if (!o.wall_clock) /* reports that do not depend on the machine's speed */

@@ -66,38 +66,51 @@ static void print_failures(const loom_ab_report *r)
     }
 }
 
+enum { OPT_MARKDOWN = 0x100, OPT_JSON, OPT_JUNIT, OPT_QUIET };
+
+static const loom_cli_option merge_options[] = {
+    {"markdown", 1, OPT_MARKDOWN}, {"json", 1, OPT_JSON}, {"junit", 1, OPT_JUNIT},
+    {"quiet", 0, OPT_QUIET},       {NULL, 0, 0}};
+
+/* What `loom ab merge` was asked for. */
+typedef struct merge_cli {
+    const char *paths[3]; /* markdown, json, junit */
+    int quiet, n_files;
+    const char **files;
+} merge_cli;
+
+/* One option or shard report of `loom ab merge` (loom_cli_spec.handle). */
+static int merge_option(void *ctx, int key, const char *name, const char *v)
+{
+    merge_cli *o = ctx;
+    (void)name;
+    switch (key) {
+    case LOOM_CLI_OPERAND: o->files[o->n_files++] = v; return 0;
+    case OPT_MARKDOWN: o->paths[0] = v; return 0;
+    case OPT_JSON: o->paths[1] = v; return 0;
+    case OPT_JUNIT: o->paths[2] = v; return 0;
+    case OPT_QUIET: o->quiet = 1; return 0;
+    default: return -1;
+    }
+}
+
 int loom_cmd_ab_merge(int argc, char **argv)
 {
-    const char *paths[3] = {NULL, NULL, NULL}; /* markdown, json, junit */
-    int quiet = 0, n_files = 0;
-    const char **files = calloc((size_t)(argc > 0 ? argc : 1), sizeof *files);
-    if (!files) {
+    merge_cli o = {{NULL, NULL, NULL}, 0, 0, NULL};
+    o.files = calloc((size_t)(argc > 0 ? argc : 1), sizeof *o.files);
+    if (!o.files) {
         fprintf(stderr, "loom ab merge: out of memory\n");
         return LOOM_EXIT_USAGE;
     }
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(loom_cli_out());
-            free(files);
-            return LOOM_EXIT_OK;
-        } else if (!strcmp(a, "--markdown") && next) {
-            paths[0] = argv[++i];
-        } else if (!strcmp(a, "--json") && next) {
-            paths[1] = argv[++i];
-        } else if (!strcmp(a, "--junit") && next) {
-            paths[2] = argv[++i];
-        } else if (!strcmp(a, "--quiet")) {
-            quiet = 1;
-        } else if (a[0] != '-') {
-            files[n_files++] = a;
-        } else {
-            fprintf(stderr, "loom ab merge: unknown or incomplete option '%s'\n", a);
-            usage(stderr);
-            free(files);
-            return LOOM_EXIT_USAGE;
-        }
+    loom_cli_spec spec = {"ab merge", merge_options, NULL, NULL, merge_option, &o};
+    int parsed = loom_cli_parse(&spec, argc, argv);
+    if (parsed != 0) {
+        usage(parsed > 0 ? loom_cli_out() : stderr);
+        free(o.files);
+        return parsed > 0 ? LOOM_EXIT_OK : LOOM_EXIT_USAGE;
     }
+    const char **files = o.files, **paths = o.paths;
+    int quiet = o.quiet, n_files = o.n_files;
     if (n_files < 1) {
         fprintf(stderr, "loom ab merge: expected shard reports (SHARD.json...), found none\n");
         usage(stderr);

@@ -135,62 +135,81 @@ static void print_result(const loom_entrain_calib_result *r, int json, int rc)
                r->b_min, r->alloc[0], r->alloc[1], r->enc_share);
 }
 
+enum { OPT_ALPHA = 0x100, OPT_P_ERROR, OPT_GPUS, OPT_UNIT, OPT_N0, OPT_GLOBAL_BATCH,
+       OPT_ITERATIONS, OPT_SEED, OPT_MODEL, OPT_WORKLOAD, OPT_GENERATE, OPT_COSTS, OPT_ESTIMATOR,
+       OPT_JSON };
+
+static const loom_cli_option calibrate_options[] = {
+    {"alpha", 1, OPT_ALPHA},        {"p-error", 1, OPT_P_ERROR},
+    {"gpus", 1, OPT_GPUS},          {"unit", 1, OPT_UNIT},
+    {"n0", 1, OPT_N0},              {"global-batch", 1, OPT_GLOBAL_BATCH},
+    {"iterations", 1, OPT_ITERATIONS}, {"seed", 1, OPT_SEED},
+    {"model", 1, OPT_MODEL},        {"workload", 1, OPT_WORKLOAD},
+    {"generate", 1, OPT_GENERATE},  {"costs", 1, OPT_COSTS},
+    {"estimator", 1, OPT_ESTIMATOR}, {"json", 0, OPT_JSON},
+    {NULL, 0, 0}};
+
+/* What `loom calibrate-batch` was asked for. */
+typedef struct calibrate_cli {
+    const char *model_spec, *wl, *family, *costs, *estimator;
+    double alpha, perr, gpus, unit, n0, batch, iters, seed;
+    int json;
+} calibrate_cli;
+
+/* One option of `loom calibrate-batch` (loom_cli_spec.handle). */
+static int calibrate_option(void *ctx, int key, const char *name, const char *s)
+{
+    calibrate_cli *o = ctx;
+    struct { int key; double *dst, lo, hi; int integer; } nums[] = {
+        {OPT_ALPHA, &o->alpha, 1e-12, 1 - 1e-12, 0}, {OPT_P_ERROR, &o->perr, 1e-12, 1 - 1e-12, 0},
+        {OPT_GPUS, &o->gpus, 2, 1 << 20, 1}, {OPT_UNIT, &o->unit, 1, 1 << 20, 1},
+        {OPT_N0, &o->n0, 1, LOOM_ENTRAIN_MAX_BATCH, 1},
+        {OPT_GLOBAL_BATCH, &o->batch, 1, LOOM_ENTRAIN_MAX_BATCH, 1},
+        {OPT_ITERATIONS, &o->iters, 1, 100000, 1}, {OPT_SEED, &o->seed, 0, 9e15, 1}};
+    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
+        if (nums[k].key != key)
+            continue;
+        double v = 0;
+        if (!parse_num(s, nums[k].lo, nums[k].hi, &v) || (nums[k].integer && v != floor(v))) {
+            loom_cli_error("calibrate-batch", "--%s: expected a number in [%g, %g]%s, found '%s'",
+                           name, nums[k].lo, nums[k].hi, nums[k].integer ? " (an integer)" : "",
+                           s);
+            return -1;
+        }
+        *nums[k].dst = v;
+        return 0;
+    }
+    switch (key) {
+    case OPT_MODEL: o->model_spec = s; return 0;
+    case OPT_WORKLOAD: o->wl = s; return 0;
+    case OPT_GENERATE: o->family = s; return 0;
+    case OPT_COSTS: o->costs = s; return 0;
+    case OPT_ESTIMATOR: o->estimator = s; return 0;
+    case OPT_JSON: o->json = 1; return 0;
+    case LOOM_CLI_OPERAND:
+        loom_cli_error("calibrate-batch", "unexpected argument '%s'", s);
+        return -1;
+    default:
+        return -1;
+    }
+}
+
 int loom_cmd_calibrate(int argc, char **argv)
 {
-    const char *model_spec = NULL, *wl = NULL, *family = NULL, *costs = NULL;
-    const char *estimator = "sum";
-    double alpha = 0.05, perr = 0.05, v = 0;
-    double gpus = 0, unit = 0, n0 = 1, batch = 0, iters = 8, seed = 1;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *s;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return LOOM_EXIT_OK;
-        }
-        struct { const char *name; double *dst, lo, hi; } nums[] = {
-            {"--alpha", &alpha, 1e-12, 1 - 1e-12}, {"--p-error", &perr, 1e-12, 1 - 1e-12},
-            {"--gpus", &gpus, 2, 1 << 20}, {"--unit", &unit, 1, 1 << 20},
-            {"--n0", &n0, 1, LOOM_ENTRAIN_MAX_BATCH},
-            {"--global-batch", &batch, 1, LOOM_ENTRAIN_MAX_BATCH},
-            {"--iterations", &iters, 1, 100000}, {"--seed", &seed, 0, 9e15}};
-        int matched = 0;
-        for (size_t k = 0; k < sizeof nums / sizeof nums[0] && !matched; k++) {
-            if (!(s = loom_cli_opt_value(argc, argv, &i, nums[k].name)))
-                continue;
-            matched = 1;
-            if (!parse_num(s, nums[k].lo, nums[k].hi, &v) ||
-                (strcmp(nums[k].name, "--alpha") && strcmp(nums[k].name, "--p-error") &&
-                 v != floor(v))) {
-                fprintf(stderr, "loom calibrate-batch: %s: expected a number in "
-                                "[%g, %g]%s, found \"%s\"\n", nums[k].name, nums[k].lo,
-                        nums[k].hi, strcmp(nums[k].name, "--alpha") &&
-                                            strcmp(nums[k].name, "--p-error")
-                                        ? " (an integer)" : "", s);
-                return LOOM_EXIT_USAGE;
-            }
-            *nums[k].dst = v;
-        }
-        if (matched)
-            continue;
-        if ((s = loom_cli_opt_value(argc, argv, &i, "--model")))
-            model_spec = s;
-        else if ((s = loom_cli_opt_value(argc, argv, &i, "--workload")))
-            wl = s;
-        else if ((s = loom_cli_opt_value(argc, argv, &i, "--generate")))
-            family = s;
-        else if ((s = loom_cli_opt_value(argc, argv, &i, "--costs")))
-            costs = s;
-        else if ((s = loom_cli_opt_value(argc, argv, &i, "--estimator")))
-            estimator = s;
-        else if (!strcmp(argv[i], "--json"))
-            json = 1;
-        else {
-            fprintf(stderr, "loom calibrate-batch: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return LOOM_EXIT_USAGE;
-        }
+    static const char *const conflicts[][2] = {{"workload", "generate"}, {NULL, NULL}};
+    calibrate_cli cli = {NULL, NULL, NULL, NULL, "sum", 0.05, 0.05, 0, 0, 1, 0, 8, 1, 0};
+    loom_cli_spec spec = {"calibrate-batch", calibrate_options, NULL, conflicts,
+                          calibrate_option, &cli};
+    int parsed = loom_cli_parse(&spec, argc, argv);
+    if (parsed != 0) {
+        usage(parsed > 0 ? stdout : stderr);
+        return parsed > 0 ? LOOM_EXIT_OK : LOOM_EXIT_USAGE;
     }
+    const char *model_spec = cli.model_spec, *wl = cli.wl, *family = cli.family;
+    const char *costs = cli.costs, *estimator = cli.estimator;
+    double alpha = cli.alpha, perr = cli.perr, gpus = cli.gpus, unit = cli.unit, n0 = cli.n0;
+    double batch = cli.batch, iters = cli.iters, seed = cli.seed;
+    int json = cli.json;
     if (!model_spec || (!wl == !family) || batch < 1) {
         fprintf(stderr, "loom calibrate-batch: --model, --global-batch and exactly "
                         "one of --workload, --generate are required\n");

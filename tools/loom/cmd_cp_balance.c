@@ -102,48 +102,73 @@ static int report(const int64_t *w, int32_t n, int32_t gpus, int sorted,
     return LOOM_OK;
 }
 
+enum { OPT_GPUS = 0x100, OPT_BLOCK, OPT_CAUSAL, OPT_WORKLOADS, OPT_SEGMENTS, OPT_ORDER,
+       OPT_JSON };
+
+static const loom_cli_option cp_options[] = {
+    {"gpus", 1, OPT_GPUS},         {"block", 1, OPT_BLOCK},       {"causal", 1, OPT_CAUSAL},
+    {"workloads", 1, OPT_WORKLOADS}, {"segments", 1, OPT_SEGMENTS}, {"order", 1, OPT_ORDER},
+    {"json", 0, OPT_JSON},         {NULL, 0, 0}};
+
+/* What `loom cp-balance` was asked for. */
+typedef struct cp_cli {
+    const char *list, *segs, *order;
+    int64_t gpus, block, causal;
+    int json;
+} cp_cli;
+
+/* One option of `loom cp-balance` (loom_cli_spec.handle). */
+static int cp_option(void *ctx, int key, const char *name, const char *v)
+{
+    cp_cli *o = ctx;
+    (void)name;
+    switch (key) {
+    case OPT_GPUS:
+        if (!parse_i64(v, 1, LOOM_CP_MAX_GPUS, &o->gpus)) {
+            loom_cli_error("cp-balance", "--gpus: expected an integer in [1, %d], found '%s'",
+                           LOOM_CP_MAX_GPUS, v);
+            return -1;
+        }
+        return 0;
+    case OPT_BLOCK:
+        if (!parse_i64(v, 1, 1 << 20, &o->block)) {
+            loom_cli_error("cp-balance", "--block: expected an integer in [1, 1048576], "
+                           "found '%s'", v);
+            return -1;
+        }
+        return 0;
+    case OPT_CAUSAL:
+        if (!parse_i64(v, 1, LOOM_CP_MAX_TOKENS, &o->causal)) {
+            loom_cli_error("cp-balance", "--causal: expected a token count >= 1, found '%s'", v);
+            return -1;
+        }
+        return 0;
+    case OPT_WORKLOADS: o->list = v; return 0;
+    case OPT_SEGMENTS: o->segs = v; return 0;
+    case OPT_ORDER: o->order = v; return 0;
+    case OPT_JSON: o->json = 1; return 0;
+    case LOOM_CLI_OPERAND:
+        loom_cli_error("cp-balance", "unexpected argument '%s'", v);
+        return -1;
+    default:
+        return -1;
+    }
+}
+
 int loom_cmd_cp_balance(int argc, char **argv)
 {
-    const char *list = NULL, *segs = NULL, *order = "sorted";
-    int64_t gpus = 0, block = 128, causal = 0;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return LOOM_EXIT_OK;
-        } else if ((v = loom_cli_opt_value(argc, argv, &i, "--gpus"))) {
-            if (!parse_i64(v, 1, LOOM_CP_MAX_GPUS, &gpus)) {
-                fprintf(stderr, "loom cp-balance: --gpus: expected an integer in "
-                                "[1, %d], found \"%s\"\n", LOOM_CP_MAX_GPUS, v);
-                return LOOM_EXIT_USAGE;
-            }
-        } else if ((v = loom_cli_opt_value(argc, argv, &i, "--block"))) {
-            if (!parse_i64(v, 1, 1 << 20, &block)) {
-                fprintf(stderr, "loom cp-balance: --block: expected an integer in "
-                                "[1, 1048576], found \"%s\"\n", v);
-                return LOOM_EXIT_USAGE;
-            }
-        } else if ((v = loom_cli_opt_value(argc, argv, &i, "--causal"))) {
-            if (!parse_i64(v, 1, LOOM_CP_MAX_TOKENS, &causal)) {
-                fprintf(stderr, "loom cp-balance: --causal: expected a token "
-                                "count >= 1, found \"%s\"\n", v);
-                return LOOM_EXIT_USAGE;
-            }
-        } else if ((v = loom_cli_opt_value(argc, argv, &i, "--workloads"))) {
-            list = v;
-        } else if ((v = loom_cli_opt_value(argc, argv, &i, "--segments"))) {
-            segs = v;
-        } else if ((v = loom_cli_opt_value(argc, argv, &i, "--order"))) {
-            order = v;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else {
-            fprintf(stderr, "loom cp-balance: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return LOOM_EXIT_USAGE;
-        }
+    static const char *const conflicts[][2] = {
+        {"workloads", "causal"}, {"workloads", "segments"}, {"causal", "segments"}, {NULL, NULL}};
+    cp_cli o = {NULL, NULL, "sorted", 0, 128, 0, 0};
+    loom_cli_spec spec = {"cp-balance", cp_options, NULL, conflicts, cp_option, &o};
+    int parsed = loom_cli_parse(&spec, argc, argv);
+    if (parsed != 0) {
+        usage(parsed > 0 ? stdout : stderr);
+        return parsed > 0 ? LOOM_EXIT_OK : LOOM_EXIT_USAGE;
     }
+    const char *list = o.list, *segs = o.segs, *order = o.order;
+    int64_t gpus = o.gpus, block = o.block, causal = o.causal;
+    int json = o.json;
     int given = (list != NULL) + (segs != NULL) + (causal > 0);
     if (gpus < 1 || given != 1) {
         fprintf(stderr, "loom cp-balance: --gpus and exactly one of --workloads, "

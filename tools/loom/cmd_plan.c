@@ -344,19 +344,6 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
 }
 
 /* Parses a non-negative number option; prints why on failure. */
-static int number_arg(const char *opt, const char *v, double max, double *out)
-{
-    char *end = NULL;
-    double d = v ? strtod(v, &end) : -1;
-    if (!v || !end || *end || !(d >= 0) || d > max) {
-        fprintf(stderr, "loom plan: %s: expected a number in [0, %g], found '%s'\n", opt, max,
-                v ? v : "");
-        return -1;
-    }
-    *out = d;
-    return 0;
-}
-
 /* run_plan as an isolation body. */
 static int plan_body(void *user, loom_channel *ch)
 {
@@ -407,6 +394,45 @@ static int run_isolated(plan_cli *o)
     return code;
 }
 
+enum { OPT_OUT = 0x100, OPT_PROGRESS_CSV, OPT_JSON, OPT_QUIET, OPT_ISOLATE, OPT_NO_ISOLATE,
+       OPT_TIMEOUT_MS, OPT_MEMORY_LIMIT_MB };
+
+static const loom_cli_option plan_options[] = {
+    {"out", 1, OPT_OUT},           {"progress-csv", 1, OPT_PROGRESS_CSV},
+    {"json", 0, OPT_JSON},         {"quiet", 0, OPT_QUIET},
+    {"isolate", 0, OPT_ISOLATE},   {"no-isolate", 0, OPT_NO_ISOLATE},
+    {"timeout-ms", 1, OPT_TIMEOUT_MS}, {"memory-limit-mb", 1, OPT_MEMORY_LIMIT_MB},
+    {NULL, 0, 0}};
+
+/* One option of `loom plan` (loom_cli_spec.handle). */
+static int plan_option(void *ctx, int key, const char *name, const char *v)
+{
+    plan_cli *o = ctx;
+    double d;
+    switch (key) {
+    case OPT_OUT: o->out_dir = v; return 0;
+    case OPT_PROGRESS_CSV: o->progress_csv = v; return 0;
+    case OPT_JSON: o->json = 1; return 0;
+    case OPT_QUIET: o->quiet = 1; return 0;
+    case OPT_ISOLATE: o->iso.isolate = 1; return 0;
+    case OPT_NO_ISOLATE: o->iso.isolate = 0; return 0;
+    case OPT_TIMEOUT_MS:
+        if (loom_cli_number("plan", name, v, 0, 1e9, &d))
+            return -1;
+        o->iso.timeout_ms = d;
+        o->iso.timeout_given = 1;
+        return 0;
+    case OPT_MEMORY_LIMIT_MB:
+        if (loom_cli_number("plan", name, v, 0, (double)(1 << 30), &d))
+            return -1;
+        o->iso.memory_limit_mb = (int64_t)d;
+        return 0;
+    default:
+        loom_cli_error("plan", "unexpected argument '%s'", v);
+        return -1;
+    }
+}
+
 int loom_cmd_plan(int argc, char **argv)
 {
     plan_cli o;
@@ -415,45 +441,16 @@ int loom_cmd_plan(int argc, char **argv)
     o.iso.timeout_ms = LOOM_ISOLATE_DEFAULT_TIMEOUT_MS;
     o.iso.memory_limit_mb = LOOM_ISOLATE_DEFAULT_MEMORY_MB;
     o.iso.keep_stdout = 1;
-    for (int i = 1; i < argc; i++) {
-        int used = loom_session_args_take(&o.a, argc, argv, &i);
-        if (used < 0)
-            return LOOM_EXIT_USAGE;
-        if (used)
-            continue;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(loom_cli_out());
-            return LOOM_EXIT_OK;
-        } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
-            o.out_dir = argv[++i];
-        } else if (!strcmp(argv[i], "--progress-csv") && i + 1 < argc) {
-            o.progress_csv = argv[++i];
-        } else if (!strcmp(argv[i], "--json")) {
-            o.json = 1;
-        } else if (!strcmp(argv[i], "--quiet")) {
-            o.quiet = 1;
-        } else if (!strcmp(argv[i], "--isolate")) {
-            o.iso.isolate = 1;
-        } else if (!strcmp(argv[i], "--no-isolate")) {
-            o.iso.isolate = 0;
-        } else if (!strcmp(argv[i], "--timeout-ms") || !strcmp(argv[i], "--memory-limit-mb")) {
-            double d;
-            int timeout = !strcmp(argv[i], "--timeout-ms");
-            if (number_arg(argv[i], i + 1 < argc ? argv[i + 1] : NULL,
-                           timeout ? 1e9 : (double)(1 << 30), &d))
-                return LOOM_EXIT_USAGE;
-            i++;
-            if (timeout) {
-                o.iso.timeout_ms = d;
-                o.iso.timeout_given = 1;
-            } else {
-                o.iso.memory_limit_mb = (int64_t)d;
-            }
-        } else {
-            fprintf(stderr, "loom plan: unknown or incomplete option '%s'\n", argv[i]);
-            usage(stderr);
-            return LOOM_EXIT_USAGE;
-        }
+    static const char *const conflicts[][2] = {{"isolate", "no-isolate"}, {NULL, NULL}};
+    loom_cli_spec spec = {"plan", plan_options, &o.a, conflicts, plan_option, &o};
+    int parsed = loom_cli_parse(&spec, argc, argv);
+    if (parsed == 1) {
+        usage(loom_cli_out());
+        return LOOM_EXIT_OK;
+    }
+    if (parsed < 0) {
+        fprintf(stderr, "`loom plan --help` lists the options.\n");
+        return LOOM_EXIT_USAGE;
     }
     if (o.out_dir) {
         loom_error err = {0};

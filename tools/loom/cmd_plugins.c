@@ -41,38 +41,57 @@ static void plugins_usage(FILE *out)
             "load (--load)\n");
 }
 
-/* Parses argv after the subcommand; returns -1 on success, else an exit code. */
+enum { OPT_JSON = 0x100, OPT_LOAD, OPT_UNTRUSTED, OPT_PATH };
+
+static const loom_cli_option plugins_options[] = {
+    {"json", 0, OPT_JSON},
+    {"load", 0, OPT_LOAD},
+    {"allow-untrusted-plugins", 0, OPT_UNTRUSTED},
+    {"plugin-path", 1, OPT_PATH},
+    {"path", 1, OPT_PATH},
+    {NULL, 0, 0}};
+
+/* What the handler fills: the options and whether an id is wanted. */
+typedef struct plugins_parse {
+    plugins_opts *o;
+    int want_id;
+    const char *cmd;
+} plugins_parse;
+
+/* One option or operand of `loom plugins list|inspect`. */
+static int plugins_option(void *ctx, int key, const char *name, const char *v)
+{
+    plugins_parse *p = ctx;
+    (void)name;
+    switch (key) {
+    case LOOM_CLI_OPERAND:
+        if (!p->want_id || p->o->id) {
+            loom_cli_error(p->cmd, "unexpected argument '%s'", v);
+            return -1;
+        }
+        p->o->id = v;
+        return 0;
+    case OPT_JSON: p->o->json = 1; return 0;
+    case OPT_LOAD: p->o->load = 1; return 0;
+    case OPT_UNTRUSTED: p->o->allow_untrusted = 1; return 0;
+    case OPT_PATH: p->o->paths[p->o->n_paths++] = v; return 0;
+    default: return -1;
+    }
+}
+
+/* Parses argv (argv[0] is the subcommand); returns -1 on success, else an
+ * exit code. */
 static int parse_opts(int argc, char **argv, int want_id, plugins_opts *o)
 {
     o->paths = calloc((size_t)argc + 1, sizeof *o->paths);
     if (!o->paths)
         return LOOM_EXIT_PLAN;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            plugins_usage(loom_cli_out());
-            return LOOM_EXIT_OK;
-        } else if (!strcmp(a, "--json")) {
-            o->json = 1;
-        } else if (!strcmp(a, "--load")) {
-            o->load = 1;
-        } else if (!strcmp(a, "--allow-untrusted-plugins")) {
-            o->allow_untrusted = 1;
-        } else if (!strcmp(a, "--path")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "loom plugins: --path needs a directory\n");
-                return LOOM_EXIT_USAGE;
-            }
-            o->paths[o->n_paths++] = argv[++i];
-        } else if (!strncmp(a, "--path=", 7)) {
-            o->paths[o->n_paths++] = a + 7;
-        } else if (a[0] == '-' || !want_id || o->id) {
-            fprintf(stderr, "loom plugins: unexpected argument '%s'\n", a);
-            plugins_usage(stderr);
-            return LOOM_EXIT_USAGE;
-        } else {
-            o->id = a;
-        }
+    plugins_parse p = {o, want_id, want_id ? "plugins inspect" : "plugins list"};
+    loom_cli_spec spec = {p.cmd, plugins_options, NULL, NULL, plugins_option, &p};
+    int parsed = loom_cli_parse(&spec, argc, argv);
+    if (parsed != 0) {
+        plugins_usage(parsed > 0 ? loom_cli_out() : stderr);
+        return parsed > 0 ? LOOM_EXIT_OK : LOOM_EXIT_USAGE;
     }
     if (want_id && !o->id) {
         fprintf(stderr, "loom plugins inspect: expected a plugin id or name\n");
@@ -331,7 +350,7 @@ int loom_cmd_plugins(int argc, char **argv)
     }
     plugins_opts o;
     memset(&o, 0, sizeof o);
-    int code = parse_opts(argc - 2, argv + 2, is_inspect, &o);
+    int code = parse_opts(argc - 1, argv + 1, is_inspect, &o);
     loom_registry *reg = NULL;
     if (code < 0)
         code = open_registry(&o, &reg);

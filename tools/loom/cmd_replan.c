@@ -36,21 +36,6 @@ static void usage(FILE *out)
             "lost every replica), 2 usage or input error\n");
 }
 
-/* Returns the option's value (from "--opt=V" or the next argument) or NULL. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name)
-{
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) != 0)
-        return NULL;
-    if (argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (argv[*i][n] != 0)
-        return NULL;
-    if (*i + 1 >= argc)
-        return "";
-    return argv[++*i];
-}
-
 /* Parses "3,5,7" into ids; returns the count or -1 on a bad list. */
 static int parse_ids(const char *s, int32_t *ids, int cap)
 {
@@ -153,31 +138,49 @@ static int write_report(void *ctx, FILE *out, loom_error *err)
     return ok ? LOOM_OK : loom_set_error(err, LOOM_EIO, "replan: write failed");
 }
 
+enum { OPT_JOB = 0x100, OPT_FAILED_NODES, OPT_OUT, OPT_FULL, OPT_JSON };
+
+static const loom_cli_option replan_options[] = {
+    {"job", 1, OPT_JOB}, {"failed-nodes", 1, OPT_FAILED_NODES}, {"out", 1, OPT_OUT},
+    {"full", 0, OPT_FULL}, {"json", 0, OPT_JSON}, {NULL, 0, 0}};
+
+/* What `loom replan` was asked for. */
+typedef struct replan_cli {
+    const char *job, *failed, *out;
+    int full, json;
+} replan_cli;
+
+/* One option of `loom replan` (loom_cli_spec.handle). */
+static int replan_option(void *ctx, int key, const char *name, const char *v)
+{
+    replan_cli *o = ctx;
+    (void)name;
+    switch (key) {
+    case OPT_JOB: o->job = v; return 0;
+    case OPT_FAILED_NODES: o->failed = v; return 0;
+    case OPT_OUT: o->out = v; return 0;
+    case OPT_FULL: o->full = 1; return 0;
+    case OPT_JSON: o->json = 1; return 0;
+    case LOOM_CLI_OPERAND:
+        loom_cli_error("replan", "unexpected argument '%s'", v);
+        return -1;
+    default:
+        return -1;
+    }
+}
+
 int loom_cmd_replan(int argc, char **argv)
 {
-    const char *job = NULL, *failed_s = "", *out = NULL;
-    int full = 0, json = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return LOOM_EXIT_OK;
-        } else if ((v = opt_value(argc, argv, &i, "--job"))) {
-            job = v;
-        } else if ((v = opt_value(argc, argv, &i, "--failed-nodes"))) {
-            failed_s = v;
-        } else if ((v = opt_value(argc, argv, &i, "--out"))) {
-            out = v;
-        } else if (!strcmp(argv[i], "--full")) {
-            full = 1;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else {
-            fprintf(stderr, "loom replan: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return LOOM_EXIT_USAGE;
-        }
+    static const char *const conflicts[][2] = {{"out", "json"}, {NULL, NULL}};
+    replan_cli o = {NULL, "", NULL, 0, 0};
+    loom_cli_spec spec = {"replan", replan_options, NULL, conflicts, replan_option, &o};
+    int parsed = loom_cli_parse(&spec, argc, argv);
+    if (parsed != 0) {
+        usage(parsed > 0 ? stdout : stderr);
+        return parsed > 0 ? LOOM_EXIT_OK : LOOM_EXIT_USAGE;
     }
+    const char *job = o.job, *failed_s = o.failed, *out = o.out;
+    int full = o.full, json = o.json;
     if (!job || !*job) {
         fprintf(stderr, "loom replan: --job FILE is required\n");
         usage(stderr);

@@ -36,6 +36,38 @@ typedef struct validate_opts {
     int allow_untrusted;
 } validate_opts;
 
+enum { OPT_UNTRUSTED = 0x100, OPT_PATH, OPT_USE, OPT_PARAM };
+
+static const loom_cli_option validate_options[] = {
+    {"allow-untrusted-plugins", 0, OPT_UNTRUSTED},
+    {"plugin-path", 1, OPT_PATH},
+    {"path", 1, OPT_PATH},
+    {"use", 1, OPT_USE},
+    {"param", 1, OPT_PARAM},
+    {NULL, 0, 0}};
+
+/* One option or operand of `loom validate` (loom_cli_spec.handle). */
+static int validate_option(void *ctx, int key, const char *name, const char *v)
+{
+    validate_opts *o = ctx;
+    (void)name;
+    switch (key) {
+    case LOOM_CLI_OPERAND:
+        if (o->manifest) {
+            loom_cli_error("validate", "unexpected argument '%s' (the manifest is %s)", v,
+                           o->manifest);
+            return -1;
+        }
+        o->manifest = v;
+        return 0;
+    case OPT_UNTRUSTED: o->allow_untrusted = 1; return 0;
+    case OPT_PATH: o->paths[o->n_paths++] = v; return 0;
+    case OPT_USE: o->uses[o->n_uses++] = v; return 0;
+    case OPT_PARAM: o->params[o->n_params++] = v; return 0;
+    default: return -1;
+    }
+}
+
 /* Parses argv; returns -1 to continue, else an exit code. */
 static int parse_args(int argc, char **argv, validate_opts *o)
 {
@@ -45,34 +77,11 @@ static int parse_args(int argc, char **argv, validate_opts *o)
     o->params = calloc(cap, sizeof *o->params);
     if (!o->paths || !o->uses || !o->params)
         return LOOM_EXIT_PLAN;
-    for (int i = 1; i < argc; i++) {
-        const char *opt = argv[i], *v;
-        const char **list = NULL;
-        int *count = NULL;
-        if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
-            validate_usage(loom_cli_out());
-            return LOOM_EXIT_OK;
-        } else if (!strcmp(opt, "--allow-untrusted-plugins")) {
-            o->allow_untrusted = 1;
-        } else if ((v = loom_cli_opt_value(argc, argv, &i, "--path"))) {
-            list = o->paths, count = &o->n_paths;
-        } else if ((v = loom_cli_opt_value(argc, argv, &i, "--use"))) {
-            list = o->uses, count = &o->n_uses;
-        } else if ((v = loom_cli_opt_value(argc, argv, &i, "--param"))) {
-            list = o->params, count = &o->n_params;
-        } else if (opt[0] == '-' || o->manifest) {
-            fprintf(stderr, "loom validate: unexpected argument '%s'\n", opt);
-            validate_usage(stderr);
-            return LOOM_EXIT_USAGE;
-        } else {
-            o->manifest = opt;
-        }
-        if (list && !*v) {
-            fprintf(stderr, "loom validate: %s needs a value\n", opt);
-            return LOOM_EXIT_USAGE;
-        }
-        if (list)
-            list[(*count)++] = v;
+    loom_cli_spec spec = {"validate", validate_options, NULL, NULL, validate_option, o};
+    int parsed = loom_cli_parse(&spec, argc, argv);
+    if (parsed != 0) {
+        validate_usage(parsed > 0 ? loom_cli_out() : stderr);
+        return parsed > 0 ? LOOM_EXIT_OK : LOOM_EXIT_USAGE;
     }
     if (!o->manifest) {
         fprintf(stderr, "loom validate: expected a planner manifest\n");

@@ -52,67 +52,72 @@ static int write_workload(void *ctx, FILE *out, loom_error *err)
     return loom_workload_write(ctx, out, err);
 }
 
-/* Returns the option's value (from "--opt=V" or the next argument) or NULL. */
-static const char *option_value(int argc, char **argv, int *i, const char *name)
+enum { OPT_FAMILY = 0x100, OPT_OUT, OPT_ITERATIONS, OPT_MICROBATCHES, OPT_SEED };
+
+static const loom_cli_option generate_options[] = {
+    {"family", 1, OPT_FAMILY},   {"out", 1, OPT_OUT},   {"iterations", 1, OPT_ITERATIONS},
+    {"microbatches", 1, OPT_MICROBATCHES}, {"seed", 1, OPT_SEED}, {NULL, 0, 0}};
+
+/* What `loom workload generate` was asked for. */
+typedef struct generate_cli {
+    const char *family, *out;
+    uint64_t iterations, microbatches, seed;
+    int have_iterations;
+} generate_cli;
+
+/* One option of `loom workload generate` (loom_cli_spec.handle). */
+static int generate_option(void *ctx, int key, const char *name, const char *v)
 {
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) != 0)
-        return NULL;
-    if (argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (argv[*i][n] != 0)
-        return NULL;
-    if (*i + 1 >= argc)
-        return "";
-    return argv[++*i];
+    generate_cli *o = ctx;
+    (void)name;
+    switch (key) {
+    case OPT_FAMILY: o->family = v; return 0;
+    case OPT_OUT: o->out = v; return 0;
+    case OPT_ITERATIONS:
+        if (!parse_u64(v, &o->iterations) || o->iterations < 1 ||
+            o->iterations > LOOM_MAX_ITERATIONS) {
+            loom_cli_error("workload generate", "--iterations: expected an integer in [1, %d], "
+                           "found '%s'", LOOM_MAX_ITERATIONS, v);
+            return -1;
+        }
+        o->have_iterations = 1;
+        return 0;
+    case OPT_MICROBATCHES:
+        if (!parse_u64(v, &o->microbatches) || o->microbatches < 1 ||
+            o->microbatches > LOOM_MAX_PARALLEL_DEGREE) {
+            loom_cli_error("workload generate", "--microbatches: expected an integer in "
+                           "[1, %d], found '%s'", LOOM_MAX_PARALLEL_DEGREE, v);
+            return -1;
+        }
+        return 0;
+    case OPT_SEED:
+        if (!parse_u64(v, &o->seed)) {
+            loom_cli_error("workload generate", "--seed: expected an unsigned 64-bit integer, "
+                           "found '%s'", v);
+            return -1;
+        }
+        return 0;
+    case LOOM_CLI_OPERAND:
+        loom_cli_error("workload generate", "unexpected argument '%s'", v);
+        return -1;
+    default:
+        return -1;
+    }
 }
 
 /* `loom workload generate ...`. */
 static int cmd_generate(int argc, char **argv)
 {
-    const char *family = NULL, *out = NULL;
-    uint64_t iterations = 0, microbatches = 16, seed = 1;
-    int have_iterations = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return LOOM_EXIT_OK;
-        } else if ((v = option_value(argc, argv, &i, "--family"))) {
-            family = v;
-        } else if ((v = option_value(argc, argv, &i, "--out"))) {
-            if (!*v) {
-                fprintf(stderr, "loom workload generate: --out: expected a file name, "
-                        "found nothing\n");
-                return LOOM_EXIT_USAGE;
-            }
-            out = v;
-        } else if ((v = option_value(argc, argv, &i, "--iterations"))) {
-            if (!parse_u64(v, &iterations) || iterations < 1 || iterations > LOOM_MAX_ITERATIONS) {
-                fprintf(stderr, "loom workload generate: --iterations: expected an integer in "
-                        "[1, %d], found \"%s\"\n", LOOM_MAX_ITERATIONS, v);
-                return LOOM_EXIT_USAGE;
-            }
-            have_iterations = 1;
-        } else if ((v = option_value(argc, argv, &i, "--microbatches"))) {
-            if (!parse_u64(v, &microbatches) || microbatches < 1 ||
-                microbatches > LOOM_MAX_PARALLEL_DEGREE) {
-                fprintf(stderr, "loom workload generate: --microbatches: expected an integer in "
-                        "[1, %d], found \"%s\"\n", LOOM_MAX_PARALLEL_DEGREE, v);
-                return LOOM_EXIT_USAGE;
-            }
-        } else if ((v = option_value(argc, argv, &i, "--seed"))) {
-            if (!parse_u64(v, &seed)) {
-                fprintf(stderr, "loom workload generate: --seed: expected an unsigned 64-bit "
-                        "integer, found \"%s\"\n", v);
-                return LOOM_EXIT_USAGE;
-            }
-        } else {
-            fprintf(stderr, "loom workload generate: unknown argument \"%s\"\n", argv[i]);
-            usage(stderr);
-            return LOOM_EXIT_USAGE;
-        }
+    generate_cli o = {NULL, NULL, 0, 16, 1, 0};
+    loom_cli_spec spec = {"workload generate", generate_options, NULL, NULL, generate_option, &o};
+    int parsed = loom_cli_parse(&spec, argc, argv);
+    if (parsed != 0) {
+        usage(parsed > 0 ? stdout : stderr);
+        return parsed > 0 ? LOOM_EXIT_OK : LOOM_EXIT_USAGE;
     }
+    const char *family = o.family, *out = o.out;
+    uint64_t iterations = o.iterations, microbatches = o.microbatches, seed = o.seed;
+    int have_iterations = o.have_iterations;
     if (!family || !*family) {
         fprintf(stderr, "loom workload generate: --family is required\n");
         usage(stderr);

@@ -46,51 +46,6 @@ int loom_cli_exit_for_status(int status)
     }
 }
 
-/* The conventions every command shares, applied once before it parses:
- * "--name=value" is "--name value" (up to a bare "--"), and the plugin
- * folder option is --plugin-path everywhere (--path, its older spelling in
- * `plugins` and `validate`, stays an alias). Returns a new argv (strings
- * borrowed from argv or owned by `keep`), or NULL when out of memory. */
-static char **normalize(const char *cmd, int argc, char **argv, int *argc_out, char **keep)
-{
-    char **out = malloc((size_t)(2 * argc + 1) * sizeof *out);
-    if (!out)
-        return NULL;
-    int own_path = cmd && (!strcmp(cmd, "plugins") || !strcmp(cmd, "validate"));
-    int n = 0, rest = 0, k = 0;
-    for (int i = 0; i < argc; i++) {
-        char *a = argv[i];
-        const char *eq = (!rest && i > 0 && !strncmp(a, "--", 2)) ? strchr(a, '=') : NULL;
-        if (!rest && !strcmp(a, "--"))
-            rest = 1;
-        if (eq) {
-            size_t len = (size_t)(eq - a);
-            char *name = malloc(len + 1);
-            if (!name) {
-                free(out);
-                return NULL;
-            }
-            memcpy(name, a, len);
-            name[len] = 0;
-            keep[k++] = name;
-            out[n++] = name;
-            out[n++] = (char *)(eq + 1);
-        } else {
-            out[n++] = a;
-        }
-        char **last = &out[n - (eq ? 2 : 1)];
-        if (!rest && i > 0) { /* one spelling of the plugin folder option */
-            if (own_path && !strcmp(*last, "--plugin-path"))
-                *last = "--path";
-            else if (!own_path && !strcmp(*last, "--path"))
-                *last = "--plugin-path";
-        }
-    }
-    out[n] = NULL;
-    *argc_out = n;
-    return out;
-}
-
 int main(int argc, char **argv)
 {
     const loom_command *cmd = NULL;
@@ -98,21 +53,8 @@ int main(int argc, char **argv)
         if (!strcmp(argv[1], commands[i].name))
             cmd = &commands[i];
     loom_cli_io_begin(cmd ? cmd->name : NULL, cmd ? cmd->plugin_code : 0);
-    if (cmd) {
-        char **keep = calloc((size_t)argc + 1, sizeof *keep);
-        int n = 0;
-        char **args = keep ? normalize(cmd->name, argc - 1, argv + 1, &n, keep) : NULL;
-        if (!args) {
-            fprintf(stderr, "loom: out of memory\n");
-            return loom_cli_io_end(LOOM_EXIT_USAGE);
-        }
-        int code = cmd->run(n, args);
-        for (int i = 0; keep[i]; i++)
-            free(keep[i]);
-        free(keep);
-        free(args);
-        return loom_cli_io_end(code);
-    }
+    if (cmd) /* each command parses its options with loom_cli_parse (cli_args.c) */
+        return loom_cli_io_end(cmd->run(argc - 1, argv + 1));
     if (argc < 2) {
         usage(stderr);
         return loom_cli_io_end(LOOM_EXIT_USAGE);

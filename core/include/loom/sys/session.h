@@ -115,9 +115,32 @@ typedef struct loom_session {
 
 LOOM_EXPORT void loom_session_args_init(loom_session_args *a);
 
-/* Consumes the problem/manifest option at argv[*i] (advancing *i past its
- * value): returns 1 when consumed, 0 when it is not a session option, -1
- * (after printing why) when its value is missing or malformed. */
+/* One problem/manifest option every planning command shares: its long
+ * name without "--" and whether it takes a value. */
+typedef struct loom_session_option {
+    const char *name;
+    int takes_value;
+} loom_session_option;
+
+/* The shared options (static storage), ended by an entry whose name is
+ * NULL: manifest, model, cluster, parallel, workload, generate,
+ * stage-times, memory-cap, iterations, seed, evaluations, use, param,
+ * plugin-path (repeatable, as use and param) and allow-untrusted-plugins. */
+LOOM_EXPORT const loom_session_option *loom_session_options(void);
+
+/* Sets option `name` (without "--") to `value` (NULL for an option that
+ * takes none; borrowed, must outlive `a`). LOOM_EINVAL with a message
+ * naming the flag ("--iterations: expected an integer in [1, 100000],
+ * found 'x'") when the value is malformed, LOOM_ENOTFOUND when `name` is
+ * not one of loom_session_options(). */
+LOOM_EXPORT int loom_session_args_set(loom_session_args *a, const char *name, const char *value,
+                                      loom_error *err);
+
+/* Consumes the option at argv[*i] when it is one of loom_session_options()
+ * spelt "--name" (advancing *i past its value): returns 1 when consumed, 0
+ * when it is not a session option, -1 (after printing why) when its value
+ * is missing or malformed. For programs without an option parser of their
+ * own; `loom` itself parses with getopt_long and loom_session_args_set. */
 LOOM_EXPORT int loom_session_args_take(loom_session_args *a, int argc, char **argv, int *i);
 
 /* Loads the manifest, the plugins and the problem. On failure the session
