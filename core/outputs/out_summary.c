@@ -42,8 +42,12 @@ static void write_table(const loom_plan *plan, FILE *out, double *busy_ms,
     if (pb && pb->kind == LOOM_PROBLEM_MODEL) {
         const loom_parallel *p = &pb->parallel;
         long long gpus = (long long)p->tp * p->pp * p->dp;
+        int32_t vpp = 1; /* the chosen candidate's, which may differ from p->vpp */
+        for (int32_t st = 0; g->chunk && st < g->n_stages; st++)
+            if (g->chunk[st] + 1 > vpp)
+                vpp = g->chunk[st] + 1;
         fprintf(out, "  layout        tp %d x pp %d x dp %d = %lld GPUs (vpp %d, %d microbatches)\n",
-                p->tp, p->pp, p->dp, gpus, p->vpp, p->microbatches);
+                p->tp, p->pp, p->dp, gpus, vpp, p->microbatches);
     }
     if (m->cap_violations > 0)
         fprintf(out, "  makespan      INFEASIBLE (peak %.3f GiB > cap %.3f GiB); the simulated "
