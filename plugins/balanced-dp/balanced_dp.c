@@ -101,10 +101,12 @@ static int bdp_create(const loom_host_api *host, loom_ctx *ctx,
     b->host = host;
     b->ctx = ctx;
     b->vpp_sweep = 0;
-    if (host->param_bool(ctx, "vpp_sweep", &b->vpp_sweep) != LOOM_OK) {
+    /* a host without the manifest's params (a bare mock) means the default */
+    int rc = host->param_bool(ctx, "vpp_sweep", &b->vpp_sweep);
+    if (rc != LOOM_OK && rc != LOOM_ENOTFOUND) {
         host->free(b);
-        return host->error(err, LOOM_EINVAL, "balanced-dp: param vpp_sweep: expected true "
-                           "or false");
+        return host->error(err, LOOM_EINVAL, "balanced-dp: param vpp_sweep: expected true or "
+                           "false");
     }
     *self = b;
     return LOOM_OK;

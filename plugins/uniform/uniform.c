@@ -33,7 +33,9 @@ static int uniform_create(const loom_host_api *host, loom_ctx *ctx,
     u->host = host;
     u->ctx = ctx;
     u->vpp_sweep = 0;
-    if (host->param_bool(ctx, "vpp_sweep", &u->vpp_sweep) != LOOM_OK) {
+    /* a host without the manifest's params (a bare mock) means the default */
+    int rc = host->param_bool(ctx, "vpp_sweep", &u->vpp_sweep);
+    if (rc != LOOM_OK && rc != LOOM_ENOTFOUND) {
         host->free(u);
         return host->error(err, LOOM_EINVAL, "uniform: param vpp_sweep: expected true or "
                            "false");
