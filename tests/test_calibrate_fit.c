@@ -324,6 +324,28 @@ START_TEST(bad_iterations)
 }
 END_TEST
 
+START_TEST(shipped_examples_fit)
+{
+    /* examples/calibration: a synthetic profile with noise and three
+     * measured iterations, fitted together */
+    char args[4096], *out = NULL;
+    const char *outp = loom_test_tmpfile(".json", "");
+    snprintf(args, sizeof args, "calibrate --cluster h800 --model vlm-s --profile %s "
+             "--iterations %s --out %s --json", loom_test_src("examples/calibration/profile.csv"),
+             loom_test_src("examples/calibration/iterations.json"), outp);
+    /* the iterations name presets and generated workloads: any directory */
+    ck_assert_msg(loom(args, &out) == 0, "%s", out);
+    cJSON *r = cJSON_Parse(out);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(r, "rows")), 36 + 4);
+    ck_assert(cJSON_GetObjectItem(r, "rms_residual_pct")->valuedouble < 2);
+    cJSON_Delete(r);
+    free(out);
+    ck_assert_msg(fabs(factor_of(outp, "gemm") - truth[0]) <= 0.03 * truth[0], "gemm %g",
+                  factor_of(outp, "gemm"));
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("calibrate_fit");
@@ -333,6 +355,7 @@ static Suite *suite(void)
     tcase_add_test(tc, iterations_recover_factors);
     tcase_add_test(tc, bad_profiles);
     tcase_add_test(tc, bad_iterations);
+    tcase_add_test(tc, shipped_examples_fit);
     suite_add_tcase(s, tc);
     return s;
 }
