@@ -49,6 +49,11 @@ START_TEST(plan_outputs_mark_infeasible)
     ck_assert_ptr_nonnull(strstr(summary, "makespan      INFEASIBLE (peak 161.243 GiB > cap "
                                           "80.000 GiB)"));
     free(summary);
+    char *html = slurp(sub, "report.html");
+    ck_assert_ptr_nonnull(strstr(html, "INFEASIBLE (peak 161.243 GiB &gt; cap 80.000 GiB; "
+                                       "simulated "));
+    ck_assert_ptr_nonnull(strstr(html, "INFEASIBLE: over the memory cap on 2 ranks"));
+    free(html);
     char *pj = slurp(sub, "plan.json");
     cJSON *plan = cJSON_Parse(pj);
     free(pj);
@@ -104,14 +109,17 @@ START_TEST(ab_marks_infeasible_side)
         "{\"role\": \"interleaver\", \"use\": \"interleaved-1f1b\"},"
         "{\"role\": \"memory_tuner\", \"use\": \"full-recompute\"}]}");
     snprintf(args, sizeof args, "ab %s %s --model t2v-l --iterations 1 --json %s/r.json "
-             "--markdown %s/r.md --no-isolate", a,
-             loom_test_src("examples/manifests/megatron-balanced.json"), dir, dir);
+             "--markdown %s/r.md --html %s/r.html --no-isolate", a,
+             loom_test_src("examples/manifests/megatron-balanced.json"), dir, dir, dir);
     int code = loom(args, &out);
     ck_assert_msg(code == 1, "%s", out);
     free(out);
     char *md = slurp(dir, "r.md");
     ck_assert_msg(strstr(md, "| INFEASIBLE (over the memory cap; simulated "), "%s", md);
     free(md);
+    char *html = slurp(dir, "r.html");
+    ck_assert_ptr_nonnull(strstr(html, "<td>INFEASIBLE</td>"));
+    free(html);
     char *js = slurp(dir, "r.json");
     cJSON *r = cJSON_Parse(js);
     free(js);
