@@ -17,12 +17,12 @@
 
 /* ---- fitted factors (calib_fit.c) ----------------------------------------- */
 
-/* One row of the factor table: a double member of loom_cluster, its key
- * under "efficiency" in cluster.json and its bounds. Adding a factor is
- * adding a row. */
+/* One row of the factor table: a double member of loom_cluster, its
+ * dotted path in cluster.json and its bounds. Adding a factor is adding a
+ * row. */
 typedef struct loom_calib_factor {
     const char *name;     /* "eff_gemm" */
-    const char *json_key; /* "gemm": cluster.json's efficiency.<key> */
+    const char *json_key; /* "efficiency.gemm": its path in cluster.json */
     size_t offset;        /* offsetof(loom_cluster, member), a double */
     double lo, hi;        /* box bounds of the fit */
 } loom_calib_factor;

@@ -6,11 +6,12 @@
 #include "calib.h"
 
 static const loom_calib_factor factors[] = {
-    {"eff_gemm", "gemm", offsetof(loom_cluster, eff_gemm), LOOM_MIN_EFFICIENCY, 1.0},
-    {"eff_attention", "attention", offsetof(loom_cluster, eff_attention), LOOM_MIN_EFFICIENCY,
+    {"eff_gemm", "efficiency.gemm", offsetof(loom_cluster, eff_gemm), LOOM_MIN_EFFICIENCY, 1.0},
+    {"eff_attention", "efficiency.attention", offsetof(loom_cluster, eff_attention),
+     LOOM_MIN_EFFICIENCY, 1.0},
+    {"eff_memory", "efficiency.memory", offsetof(loom_cluster, eff_memory), LOOM_MIN_EFFICIENCY,
      1.0},
-    {"eff_memory", "memory", offsetof(loom_cluster, eff_memory), LOOM_MIN_EFFICIENCY, 1.0},
-    {"eff_collective", "collective", offsetof(loom_cluster, eff_collective),
+    {"eff_collective", "efficiency.collective", offsetof(loom_cluster, eff_collective),
      LOOM_MIN_EFFICIENCY, 1.0},
 };
 
@@ -145,7 +146,8 @@ static int lm(const loom_calib_problem *p, double *x, int *iterations, double *r
             for (int b = 0; b < n; b++) {
                 double s = 0;
                 for (int i = 0; i < m; i++)
-                    s += J[(size_t)i * (size_t)n + (size_t)a] * J[(size_t)i * (size_t)n + (size_t)b];
+                    s += J[(size_t)i * (size_t)n + (size_t)a] *
+                         J[(size_t)i * (size_t)n + (size_t)b];
                 A[a * n + b] = s;
             }
         }

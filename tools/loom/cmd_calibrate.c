@@ -217,6 +217,34 @@ static void print_result(FILE *out, const loom_calib_set *set, const double *sta
             set->n_rows, set->n_fit, iterations, rms);
 }
 
+/* Sets the number at dotted `path` (e.g. "efficiency.gemm") of root,
+ * creating the objects on the way; 0 when out of memory or a member on
+ * the way is not an object. */
+static int set_path(cJSON *root, const char *path, double v)
+{
+    cJSON *obj = root;
+    char key[64];
+    const char *p = path;
+    for (const char *dot; (dot = strchr(p, '.')); p = dot + 1) {
+        snprintf(key, sizeof key, "%.*s", (int)(dot - p), p);
+        cJSON *next = cJSON_GetObjectItemCaseSensitive(obj, key);
+        if (!next)
+            next = cJSON_AddObjectToObject(obj, key);
+        if (!cJSON_IsObject(next))
+            return 0;
+        obj = next;
+    }
+    cJSON *num = cJSON_CreateNumber(v);
+    if (!num)
+        return 0;
+    if (cJSON_GetObjectItemCaseSensitive(obj, p)
+            ? cJSON_ReplaceItemInObjectCaseSensitive(obj, p, num)
+            : cJSON_AddItemToObject(obj, p, num))
+        return 1;
+    cJSON_Delete(num);
+    return 0;
+}
+
 /* What the cluster writer needs. */
 typedef struct cluster_out {
     const char *spec;
@@ -252,22 +280,12 @@ static int write_cluster(void *user, FILE *out, loom_error *err)
         cJSON_AddNumberToObject(root, "net_bytes_per_s", c->net_bytes_per_s);
         cJSON_AddNumberToObject(root, "p2p_latency_ms", c->p2p_latency_ms);
     }
-    cJSON *eff = cJSON_GetObjectItemCaseSensitive(root, "efficiency");
-    if (!eff)
-        eff = cJSON_AddObjectToObject(root, "efficiency");
-    int n = 0;
+    int n = 0, ok = 1;
     const loom_calib_factor *all = loom_calib_factors(&n);
-    for (int i = 0; eff && i < n; i++) {
-        double v = round(loom_calib_factor_get(c, &all[i]) * 1e6) / 1e6;
-        cJSON *num = cJSON_CreateNumber(v);
-        if (!num || (cJSON_GetObjectItemCaseSensitive(eff, all[i].json_key)
-                         ? !cJSON_ReplaceItemInObjectCaseSensitive(eff, all[i].json_key, num)
-                         : !cJSON_AddItemToObject(eff, all[i].json_key, num))) {
-            cJSON_Delete(num);
-            eff = NULL;
-        }
-    }
-    char *text = eff ? cJSON_Print(root) : NULL;
+    for (int i = 0; ok && i < n; i++)
+        ok = set_path(root, all[i].json_key,
+                      round(loom_calib_factor_get(c, &all[i]) * 1e6) / 1e6);
+    char *text = ok ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     if (!text)
         return loom_set_error(err, LOOM_ENOMEM, "out of memory");
@@ -317,7 +335,8 @@ static int run(const calib_opts *o, loom_calib_set *set, loom_cluster *work, loo
     cluster_out co = {o->cluster, work, set};
     if (o->out && (rc = loom_write_atomic(o->out, write_cluster, &co, err)) != LOOM_OK)
         return loom_cli_exit_for_status(rc);
-    if (o->table && (rc = loom_write_atomic(o->table, loom_calib_write_table, set, err)) != LOOM_OK) {
+    if (o->table &&
+        (rc = loom_write_atomic(o->table, loom_calib_write_table, set, err)) != LOOM_OK) {
         if (o->out)
             remove(o->out); /* both files or neither */
         return loom_cli_exit_for_status(rc);
