@@ -572,8 +572,9 @@ START_TEST(ab_html_report)
     has(buf, "<b>same-case</b></td><td class=\"l\"><span class=\"v same\">same</span></td>"
              "<td>3</td><td>110.000</td><td>110.000</td><td><b>1.0000</b></td>"
              "<td>1.0000 &ndash; 1.0000</td>");
+    /* B is over the memory cap: its simulated time is no makespan */
     has(buf, "<b>slow-case</b></td><td class=\"l\"><span class=\"v worse\">worse</span></td>"
-             "<td>3</td><td>110.000</td><td>115.500</td><td><b>1.0500</b></td>");
+             "<td>3</td><td>110.000</td><td>INFEASIBLE</td><td><b>1.0500</b></td>");
     has(buf, "<span class=\"v error\">error</span>");
     has(buf, "over cap 0 / 3");
     has(buf, "30.00 &rarr; 30.00 %");

@@ -176,7 +176,12 @@ static void summary_kv(FILE *out, const loom_plan *plan, double cap, mem_unit mu
     const loom_problem *pb = plan->problem;
     fputs("<div class=\"kv\">\n", out);
     kv(out, "makespan");
-    fprintf(out, "%.3f ms", m->makespan_ms);
+    if (m->cap_violations > 0) /* over the cap: no valid makespan */
+        fprintf(out, "INFEASIBLE (peak %.3f GiB &gt; cap %.3f GiB; simulated %.3f ms)",
+                (double)m->max_peak_bytes / 1073741824.0, g->memory_cap_bytes / 1073741824.0,
+                m->makespan_ms);
+    else
+        fprintf(out, "%.3f ms", m->makespan_ms);
     kv_end(out);
     kv(out, "bubble");
     fprintf(out, "%.2f %%", m->bubble_ratio * 100);
@@ -450,9 +455,16 @@ static void write_page(const loom_plan *plan, const loom_style *st, double cap, 
     fputs("</style>\n</head>\n<body>\n<p id=\"loom-error\" class=\"error\" hidden></p>\n"
           "<header><h1>Loom plan: ", out);
     html_text(out, label);
-    fprintf(out, "</h1>\n<p class=\"sub\">makespan %.3f ms &middot; bubble %.2f %% &middot; "
-                 "%d stages on %d ranks</p></header>\n", plan->metrics.makespan_ms,
-            plan->metrics.bubble_ratio * 100, g->n_stages, g->n_ranks);
+    if (plan->metrics.cap_violations > 0)
+        fprintf(out, "</h1>\n<p class=\"sub\">INFEASIBLE: over the memory cap on %d rank%s "
+                     "&middot; bubble %.2f %% &middot; %d stages on %d ranks</p></header>\n",
+                plan->metrics.cap_violations, plan->metrics.cap_violations == 1 ? "" : "s",
+                plan->metrics.bubble_ratio * 100, g->n_stages, g->n_ranks);
+    else
+        fprintf(out, "</h1>\n<p class=\"sub\">makespan %.3f ms &middot; bubble %.2f %% "
+                     "&middot; %d stages on %d ranks</p></header>\n",
+                plan->metrics.makespan_ms, plan->metrics.bubble_ratio * 100, g->n_stages,
+                g->n_ranks);
     fputs("<noscript><p class=\"error\">The timeline and the memory chart are drawn by the "
           "page's script; timeline.svg beside this file shows the timeline without it."
           "</p></noscript>\n", out);

@@ -265,6 +265,8 @@ static int write_metrics(const loom_plan *plan, FILE *out, loom_error *err)
         loom_out_json_number(out, g->memory_cap_bytes);
     else
         fputs("null", out);
+    /* false: some rank's peak exceeds the cap; the makespan is not valid */
+    fprintf(out, ", \"feasible\": %s", m->cap_violations > 0 ? "false" : "true");
     fputs("},\n", out);
     return LOOM_OK;
 }

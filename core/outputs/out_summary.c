@@ -42,10 +42,19 @@ static void write_table(const loom_plan *plan, FILE *out, double *busy_ms,
     if (pb && pb->kind == LOOM_PROBLEM_MODEL) {
         const loom_parallel *p = &pb->parallel;
         long long gpus = (long long)p->tp * p->pp * p->dp;
+        int32_t vpp = 1; /* the chosen candidate's, which may differ from p->vpp */
+        for (int32_t st = 0; g->chunk && st < g->n_stages; st++)
+            if (g->chunk[st] + 1 > vpp)
+                vpp = g->chunk[st] + 1;
         fprintf(out, "  layout        tp %d x pp %d x dp %d = %lld GPUs (vpp %d, %d microbatches)\n",
-                p->tp, p->pp, p->dp, gpus, p->vpp, p->microbatches);
+                p->tp, p->pp, p->dp, gpus, vpp, p->microbatches);
     }
-    fprintf(out, "  makespan      %.3f ms\n", m->makespan_ms);
+    if (m->cap_violations > 0)
+        fprintf(out, "  makespan      INFEASIBLE (peak %.3f GiB > cap %.3f GiB); the simulated "
+                "%.3f ms is not a valid result\n", (double)m->max_peak_bytes / GIB, cap / GIB,
+                m->makespan_ms);
+    else
+        fprintf(out, "  makespan      %.3f ms\n", m->makespan_ms);
     fprintf(out, "  bubble ratio  %.2f %%\n", m->bubble_ratio * 100);
     if (m->mfu >= 0)
         fprintf(out, "  MFU           %.2f %%\n", m->mfu * 100);

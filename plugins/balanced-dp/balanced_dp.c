@@ -7,6 +7,8 @@
  * Per-layer times come from the "loom.cost" service (mean_layer_ms:
  * forward + backward of the mean microbatch). Data assignment is the same
  * as the uniform partitioner's: the workload's packing or an even split.
+ * With the vpp_sweep param, one candidate per virtual-stage count a
+ * Megatron-LM user can choose (loom_lk_vpp_options).
  */
 #include <float.h>
 #include <stdio.h>
@@ -85,6 +87,7 @@ int loom_balanced_dp_split(const double *layer_ms, int32_t n_layers,
 typedef struct bdp_self {
     const loom_host_api *host;
     loom_ctx *ctx;
+    int vpp_sweep; /* 1: a candidate per loom_lk_vpp_options */
 } bdp_self;
 
 /* Creates an instance holding the host table and the step context. */
@@ -97,6 +100,14 @@ static int bdp_create(const loom_host_api *host, loom_ctx *ctx,
         return host->error(err, LOOM_ENOMEM, "balanced-dp: out of memory");
     b->host = host;
     b->ctx = ctx;
+    b->vpp_sweep = 0;
+    /* a host without the manifest's params (a bare mock) means the default */
+    int rc = host->param_bool(ctx, "vpp_sweep", &b->vpp_sweep);
+    if (rc != LOOM_OK && rc != LOOM_ENOTFOUND) {
+        host->free(b);
+        return host->error(err, LOOM_EINVAL, "balanced-dp: param vpp_sweep: expected true or "
+                           "false");
+    }
     *self = b;
     return LOOM_OK;
 }
@@ -143,25 +154,14 @@ static int bdp_layer_times(bdp_self *b, const loom_model *model,
 }
 
 /* Computes the balanced cut points of all layers into pp * vpp positions
- * and appends them as one candidate. Declines stage-times problems. */
-static int bdp_partition(void *self, const loom_problem *problem,
-                         const loom_iteration *iteration,
-                         loom_candidates *set, loom_error *err)
+ * and appends them as one candidate. */
+static int bdp_one(bdp_self *b, const loom_problem *problem, const loom_iteration *iteration,
+                   int32_t vpp, loom_candidates *set, loom_error *err)
 {
-    bdp_self *b = self;
     const loom_host_api *host = b->host;
-    if (problem->kind != LOOM_PROBLEM_MODEL || !problem->model)
-        return host->error(err, LOOM_DECLINED,
-                           "balanced-dp: only model problems are partitioned");
     const loom_model *model = problem->model;
     int32_t pp = problem->parallel.pp;
-    int32_t vpp = problem->parallel.vpp > 0 ? problem->parallel.vpp : 1;
     int32_t mbs = problem->parallel.microbatches;
-    if (pp < 1 || mbs < 1)
-        return host->error(err, LOOM_EINVAL,
-                           "balanced-dp: parallel.pp and "
-                           "parallel.microbatches: expected >= 1, found %d "
-                           "and %d", pp, mbs);
     int64_t n_layers = 0;
     for (int32_t m = 0; m < model->n_modules; m++)
         n_layers += model->modules[m].n_layers;
@@ -205,6 +205,42 @@ static int bdp_partition(void *self, const loom_problem *problem,
     host->free(sizes);
     host->free(layer_ms);
     return rc;
+}
+
+/* Appends the balanced candidate at parallel.vpp, or with vpp_sweep one
+ * per loom_lk_vpp_options. Declines stage-times problems. */
+static int bdp_partition(void *self, const loom_problem *problem,
+                         const loom_iteration *iteration,
+                         loom_candidates *set, loom_error *err)
+{
+    bdp_self *b = self;
+    const loom_host_api *host = b->host;
+    if (problem->kind != LOOM_PROBLEM_MODEL || !problem->model)
+        return host->error(err, LOOM_DECLINED,
+                           "balanced-dp: only model problems are partitioned");
+    int32_t pp = problem->parallel.pp;
+    int32_t mbs = problem->parallel.microbatches;
+    if (pp < 1 || mbs < 1)
+        return host->error(err, LOOM_EINVAL,
+                           "balanced-dp: parallel.pp and "
+                           "parallel.microbatches: expected >= 1, found %d "
+                           "and %d", pp, mbs);
+    if (!b->vpp_sweep)
+        return bdp_one(b, problem, iteration,
+                       problem->parallel.vpp > 0 ? problem->parallel.vpp : 1, set, err);
+    int64_t n_layers = 0;
+    for (int32_t m = 0; m < problem->model->n_modules; m++)
+        n_layers += problem->model->modules[m].n_layers;
+    int32_t vpps[32];
+    int32_t n = loom_lk_vpp_options(n_layers, pp, mbs, vpps, 32);
+    if (n == 0) /* fewer layers than ranks: the error of vpp 1 */
+        return bdp_one(b, problem, iteration, 1, set, err);
+    for (int32_t i = 0; i < n; i++) {
+        int rc = bdp_one(b, problem, iteration, vpps[i], set, err);
+        if (rc != LOOM_OK)
+            return rc;
+    }
+    return LOOM_OK;
 }
 
 static const loom_partitioner_vtable bdp_vtable = {

@@ -3,9 +3,11 @@
  * Algorithm 1: keep the plan with the lowest predicted iteration time).
  * Every candidate graph is scored once through "loom.evaluator" with
  * priorities in group order (first microbatch first); the lowest makespan
- * wins, ties to the lowest index. Stops early when the time budget runs
- * out (after the first candidate); fails when no candidate can be
- * scheduled, naming the last error.
+ * wins, ties to the lowest index. A candidate whose plan fits the memory
+ * cap (cap_violations == 0) always beats one that does not; an infeasible
+ * candidate is chosen only when none fits (and is then reported as such).
+ * Stops early when the time budget runs out (after the first candidate);
+ * fails when no candidate can be scheduled, naming the last error.
  */
 #include <string.h>
 #include <loom/loom.h>
@@ -68,6 +70,7 @@ static int ml_rank(void *self, const loom_stage_graph *const *graphs,
     out->evaluations = 0;
     loom_error last = {0, ""};
     int last_rc = LOOM_OK;
+    int best_fits = 0; /* 1: the chosen candidate fits the memory cap */
     for (int32_t c = 0; c < n_graphs; c++) {
         if (out->candidate >= 0 && host->expired(s->ctx))
             break;
@@ -89,8 +92,12 @@ static int ml_rank(void *self, const loom_stage_graph *const *graphs,
             host->log(s->ctx, LOOM_LOG_INFO, "candidate %d: %s", c, last.message);
             continue;
         }
-        host->log(s->ctx, LOOM_LOG_DEBUG, "candidate %d: %.3f ms", c, m.makespan_ms);
-        if (out->candidate < 0 || m.makespan_ms < out->best_makespan_ms) {
+        host->log(s->ctx, LOOM_LOG_DEBUG, "candidate %d: %.3f ms%s", c, m.makespan_ms,
+                  m.cap_violations > 0 ? " (over the memory cap)" : "");
+        int fits = m.cap_violations == 0;
+        if (out->candidate < 0 || fits > best_fits ||
+            (fits == best_fits && m.makespan_ms < out->best_makespan_ms)) {
+            best_fits = fits;
             out->candidate = c;
             out->best_makespan_ms = m.makespan_ms;
             if (LOOM_HOST_HAS(host, progress) && host->progress)

@@ -7,6 +7,9 @@
  * extra layer. A run may cross a module boundary and then holds two (or
  * more) spans. Samples go to parallel.microbatches microbatches: the
  * workload's packing when given, an even contiguous split otherwise.
+ * With the vpp_sweep param, one candidate per virtual-stage count a
+ * Megatron-LM user can choose (loom_lk_vpp_options) instead of
+ * parallel.vpp alone.
  */
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +19,7 @@
 typedef struct uniform_self {
     const loom_host_api *host;
     loom_ctx *ctx;
+    int vpp_sweep; /* 1: a candidate per loom_lk_vpp_options */
 } uniform_self;
 
 /* Creates an instance holding the host table and the step context. */
@@ -28,6 +32,14 @@ static int uniform_create(const loom_host_api *host, loom_ctx *ctx,
         return host->error(err, LOOM_ENOMEM, "uniform: out of memory");
     u->host = host;
     u->ctx = ctx;
+    u->vpp_sweep = 0;
+    /* a host without the manifest's params (a bare mock) means the default */
+    int rc = host->param_bool(ctx, "vpp_sweep", &u->vpp_sweep);
+    if (rc != LOOM_OK && rc != LOOM_ENOTFOUND) {
+        host->free(u);
+        return host->error(err, LOOM_EINVAL, "uniform: param vpp_sweep: expected true or "
+                           "false");
+    }
     *self = u;
     return LOOM_OK;
 }
@@ -40,25 +52,15 @@ static void uniform_destroy(void *self)
         u->host->free(u);
 }
 
-/* Appends one candidate with the uniform layer split. Declines
- * stage-times problems (they carry their own stages). */
-static int uniform_partition(void *self, const loom_problem *problem,
-                             const loom_iteration *iteration,
-                             loom_candidates *set, loom_error *err)
+/* Appends one candidate: the uniform split into pp * vpp positions. */
+static int uniform_one(uniform_self *u, const loom_problem *problem,
+                       const loom_iteration *iteration, int32_t vpp,
+                       loom_candidates *set, loom_error *err)
 {
-    uniform_self *u = self;
     const loom_host_api *host = u->host;
-    if (problem->kind != LOOM_PROBLEM_MODEL || !problem->model)
-        return host->error(err, LOOM_DECLINED,
-                           "uniform: only model problems are partitioned");
     const loom_model *model = problem->model;
     int32_t pp = problem->parallel.pp;
-    int32_t vpp = problem->parallel.vpp > 0 ? problem->parallel.vpp : 1;
     int32_t mbs = problem->parallel.microbatches;
-    if (pp < 1 || mbs < 1)
-        return host->error(err, LOOM_EINVAL,
-                           "uniform: parallel.pp and parallel.microbatches: "
-                           "expected >= 1, found %d and %d", pp, mbs);
     int64_t n_layers = 0;
     for (int32_t m = 0; m < model->n_modules; m++)
         n_layers += model->modules[m].n_layers;
@@ -87,6 +89,42 @@ static int uniform_partition(void *self, const loom_problem *problem,
         return rc;
     }
     snprintf(part->label, sizeof part->label, "uniform pp=%d vpp=%d", pp, vpp);
+    return LOOM_OK;
+}
+
+/* Appends the uniform candidate at parallel.vpp, or with vpp_sweep one
+ * per loom_lk_vpp_options. Declines stage-times problems (they carry
+ * their own stages). */
+static int uniform_partition(void *self, const loom_problem *problem,
+                             const loom_iteration *iteration,
+                             loom_candidates *set, loom_error *err)
+{
+    uniform_self *u = self;
+    const loom_host_api *host = u->host;
+    if (problem->kind != LOOM_PROBLEM_MODEL || !problem->model)
+        return host->error(err, LOOM_DECLINED,
+                           "uniform: only model problems are partitioned");
+    int32_t pp = problem->parallel.pp;
+    int32_t mbs = problem->parallel.microbatches;
+    if (pp < 1 || mbs < 1)
+        return host->error(err, LOOM_EINVAL,
+                           "uniform: parallel.pp and parallel.microbatches: "
+                           "expected >= 1, found %d and %d", pp, mbs);
+    if (!u->vpp_sweep)
+        return uniform_one(u, problem, iteration,
+                           problem->parallel.vpp > 0 ? problem->parallel.vpp : 1, set, err);
+    int64_t n_layers = 0;
+    for (int32_t m = 0; m < problem->model->n_modules; m++)
+        n_layers += problem->model->modules[m].n_layers;
+    int32_t vpps[32];
+    int32_t n = loom_lk_vpp_options(n_layers, pp, mbs, vpps, 32);
+    if (n == 0) /* fewer layers than ranks: the error of vpp 1 */
+        return uniform_one(u, problem, iteration, 1, set, err);
+    for (int32_t i = 0; i < n; i++) {
+        int rc = uniform_one(u, problem, iteration, vpps[i], set, err);
+        if (rc != LOOM_OK)
+            return rc;
+    }
     return LOOM_OK;
 }
 

@@ -151,6 +151,10 @@ typedef struct loom_ab_report {
  * stats.reason. Cases with verdict ERROR are left alone. */
 void loom_ab_judge_memory(loom_ab_case_result *c, double memory_threshold);
 
+/* 1 when one of the first n results of o exceeds the memory cap on some
+ * rank (the side is infeasible: its makespan is no valid result). */
+int loom_ab_side_infeasible(const loom_run_output *o, int32_t n);
+
 /* Pairs the iterations both sides planned and fills n_pairs, the side
  * summaries and the statistics (verdict ERROR when a side failed or
  * nothing was paired). */

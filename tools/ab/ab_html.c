@@ -166,9 +166,16 @@ static void case_row(FILE *out, const loom_ab_report *r, const loom_ab_case_resu
     h_text(out, c->name);
     fprintf(out, "</b></td><td class=\"l\"><span class=\"v %s\">%s</span></td><td>%d</td><td>",
             verdict_class(s->verdict), loom_ab_verdict_name(s->verdict), c->n_pairs);
-    h_num(out, p ? c->sum_a.mean_makespan_ms : NAN, 3);
+    /* an infeasible side's simulated time is no valid makespan */
+    if (p && loom_ab_side_infeasible(&c->a, c->n_pairs))
+        fputs("INFEASIBLE", out);
+    else
+        h_num(out, p ? c->sum_a.mean_makespan_ms : NAN, 3);
     fputs("</td><td>", out);
-    h_num(out, p ? c->sum_b.mean_makespan_ms : NAN, 3);
+    if (p && loom_ab_side_infeasible(&c->b, c->n_pairs))
+        fputs("INFEASIBLE", out);
+    else
+        h_num(out, p ? c->sum_b.mean_makespan_ms : NAN, 3);
     fputs("</td><td><b>", out);
     h_num(out, p ? s->mean_ratio : NAN, 4);
     fputs("</b></td><td>", out);

@@ -75,8 +75,15 @@ static void md_row(FILE *out, const loom_ab_case_result *c)
     md_text(out, c->name);
     fprintf(out, " | %d |", c->n_pairs);
     if (c->n_pairs > 0) {
-        fprintf(out, " %.3f | %.3f | %.4f | %.4f | %.4f – %.4f | %d/%d/%d |",
-                c->sum_a.mean_makespan_ms, c->sum_b.mean_makespan_ms, s->mean_ratio,
+        /* an infeasible side's simulated time is no valid makespan */
+        const loom_run_output *side[2] = {&c->a, &c->b};
+        const double mean[2] = {c->sum_a.mean_makespan_ms, c->sum_b.mean_makespan_ms};
+        for (int k = 0; k < 2; k++)
+            if (loom_ab_side_infeasible(side[k], c->n_pairs))
+                fprintf(out, " INFEASIBLE (over the memory cap; simulated %.3f) |", mean[k]);
+            else
+                fprintf(out, " %.3f |", mean[k]);
+        fprintf(out, " %.4f | %.4f | %.4f – %.4f | %d/%d/%d |", s->mean_ratio,
                 s->median_ratio, s->ci_low, s->ci_high, s->wins, s->losses, s->ties);
         fprintf(out, " %.2f %% → %.2f %% | %.2f → %.2f | %.1f / %.1f |",
                 100 * c->sum_a.mean_bubble_ratio, 100 * c->sum_b.mean_bubble_ratio,
@@ -235,6 +242,8 @@ static void js_side(FILE *out, const loom_run_output *o, const loom_ab_side_summ
     fputs(", \"mean_bubble_ratio\": ", out);
     loom_ab_json_number(out, pairs ? s->mean_bubble_ratio : NAN);
     fprintf(out, ", \"max_peak_bytes\": %lld", (long long)s->max_peak_bytes);
+    fprintf(out, ", \"feasible\": %s",
+            loom_ab_side_infeasible(o, o->n_results) ? "false" : "true");
     if (timings) {
         fputs(", \"mean_plan_time_ms\": ", out);
         loom_ab_json_number(out, pairs ? s->mean_plan_time_ms : NAN);
@@ -251,8 +260,9 @@ static void js_iter(FILE *out, const loom_iter_result *x, int timings)
     loom_ab_json_number(out, x->makespan_ms);
     fputs(", \"bubble_ratio\": ", out);
     loom_ab_json_number(out, x->bubble_ratio);
-    fprintf(out, ", \"peak_bytes\": %lld, \"evaluations\": %lld", (long long)x->peak_bytes,
-            (long long)x->evaluations);
+    fprintf(out, ", \"peak_bytes\": %lld, \"evaluations\": %lld, \"feasible\": %s",
+            (long long)x->peak_bytes, (long long)x->evaluations,
+            x->cap_violations > 0 ? "false" : "true");
     if (timings) {
         fputs(", \"plan_time_ms\": ", out);
         loom_ab_json_number(out, x->plan_time_ms);

@@ -183,8 +183,7 @@ int loom_ab_evaluate(loom_ab_case_result *c, double threshold, int32_t resamples
     return rc;
 }
 
-/* 1 when one of the first n results of o exceeds the memory cap. */
-static int infeasible(const loom_run_output *o, int32_t n)
+int loom_ab_side_infeasible(const loom_run_output *o, int32_t n)
 {
     for (int32_t i = 0; i < n; i++)
         if (o->results[i].cap_violations > 0)
@@ -199,7 +198,8 @@ void loom_ab_judge_memory(loom_ab_case_result *c, double memory_threshold)
         return;
     if (s->verdict != LOOM_AB_SAME)
         s->reason = "time";
-    int ia = infeasible(&c->a, c->n_pairs), ib = infeasible(&c->b, c->n_pairs);
+    int ia = loom_ab_side_infeasible(&c->a, c->n_pairs);
+    int ib = loom_ab_side_infeasible(&c->b, c->n_pairs);
     if (ib) {
         s->verdict = LOOM_AB_WORSE;
         s->reason = "infeasible";

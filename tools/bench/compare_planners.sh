@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # compare_planners.sh - the Optimus and DistTrain planners against
-# megatron-1f1b (and pipeweaver, when its manifest exists) on the same
-# generated workloads, then the structure of Optimus's Table 7 and
+# megatron-tuned (the fastest memory-feasible Megatron-LM plan) and the
+# naive megatron-1f1b (and pipeweaver, when its manifest exists) on the
+# same generated workloads, then the structure of Optimus's Table 7 and
 # DistTrain's planning-time target.
 #
 #  1. For VLM-S and the DistTrain MLLM-9B preset: one seeded workload file
 #     per model, planned by every manifest; a table of mean predicted
-#     iteration time, speedup over megatron-1f1b, bubble ratio and
-#     planning time.
+#     iteration time, speedup over megatron-tuned, bubble ratio and
+#     planning time (a plan over the memory cap: INFEASIBLE, no time).
 #  2. Optimus Table 7 in simulation: ViT-22B + GPT-175B (vlm-xl), PP 8,
 #     TP 8, N_mb 32 / 24 / 16 (GBS 1536 on 1536 / 2048 / 3072 GPUs):
 #     scheduling efficiency of the coarse (encoder-first) and the fine
@@ -56,12 +57,17 @@ row() {
         printf '%-16s %s\n' "$name" "failed: $(head -c 300 "$tmp/err")"
         return
     fi
-    local ms bubble plan
+    local ms bubble plan label=$name
+    [ "$name" = megatron-1f1b ] && label="1f1b (naive)"
+    if grep -q '"feasible": false' "$out"; then
+        printf '%-16s %12s\n' "$label" INFEASIBLE
+        return
+    fi
     ms=$(field mean_iteration_ms "$out")
     bubble=$(field bubble_ratio "$out")
     plan=$(field plan_time_ms "$out")
     [ -n "$base" ] || base=$ms
-    awk -v l="$name" -v ms="$ms" -v b="$bubble" -v p="$plan" -v base="$base" \
+    awk -v l="$label" -v ms="$ms" -v b="$bubble" -v p="$plan" -v base="$base" \
         'BEGIN { printf "%-16s %12.1f %10.2fx %8.1f%% %10.1f\n", l, ms, base / ms, 100 * b, p }'
 }
 
@@ -76,8 +82,8 @@ for model in vlm-s disttrain-mllm-9b; do
     base=
     echo
     echo "== $model"
-    printf '%-16s %12s %11s %9s %10s\n' planner mean_iter_ms vs_megatron bubble plan_ms
-    for name in megatron-1f1b optimus disttrain pipeweaver; do
+    printf '%-16s %12s %11s %9s %10s\n' planner mean_iter_ms vs_tuned bubble plan_ms
+    for name in megatron-tuned megatron-1f1b optimus disttrain pipeweaver; do
         [ -f "$manifests/$name.json" ] || continue
         row "$name" "$model_file" "$wl"
     done

@@ -6,7 +6,11 @@ ablation on one model.
 For every model it plans the same generated dynamic workload (fixed seed,
 the model's own workload family) with each manifest through `loom plan
 --json`, and prints the mean iteration time, the speed-up of the first
-manifest over each other one, and the mean bubble ratio.
+manifest over each other one, and the mean bubble ratio. megatron-tuned is
+the honest baseline (the fastest memory-feasible Megatron-LM plan);
+megatron-1f1b is the naive one (uniform split, vpp 1) and labelled so. A
+planner whose plan exceeds the memory cap in some iteration is printed as
+INFEASIBLE with no time and no gain.
 
 usage: tools/bench/plan_quality.py [--build build] [--iterations 20]
            [--models vlm-s,vlm-m,vlm-l,t2v-s,t2v-l] [--seed 7]
@@ -50,13 +54,16 @@ def main():
     loom = os.path.join(ROOT, a.build, "bin", "loom")
     mdir = os.path.join(ROOT, "examples", "manifests")
     planners = [("pipeweaver", ["--param", "ranker.budget_ms=%d" % a.budget_ms]),
-                ("megatron-1f1b", []), ("megatron-balanced", []), ("optimus", [])]
+                ("megatron-tuned", []), ("megatron-1f1b", []), ("megatron-balanced", []),
+                ("optimus", [])]
     planners = [(n, x) for n, x in planners if os.path.exists(os.path.join(mdir, n + ".json"))]
 
     print("Mean simulated iteration time over %d generated iterations (seed %d), H800 presets"
           % (a.iterations, a.seed))
-    head = "%-7s" % "model" + "".join(" %16s" % n for n, _ in planners) + \
-        "".join(" %18s" % ("gain vs " + n) for n, _ in planners[1:]) + " %14s" % "pw bubble"
+    label = {"megatron-1f1b": "1f1b (naive)"}
+    head = "%-7s" % "model" + "".join(" %16s" % label.get(n, n) for n, _ in planners) + \
+        "".join(" %18s" % ("gain vs " + label.get(n, n)) for n, _ in planners[1:]) + \
+        " %14s" % "pw bubble"
     print(head)
     for model in a.models.split(","):
         res = {}
@@ -67,11 +74,17 @@ def main():
         row = "%-7s" % model
         for name, _ in planners:
             r = res[name]
-            row += " %16s" % ("%.1f ms" % r["mean_iteration_ms"] if isinstance(r, dict) else "failed")
+            if isinstance(r, dict) and not r.get("feasible", True):
+                row += " %16s" % "INFEASIBLE"
+            else:
+                row += " %16s" % ("%.1f ms" % r["mean_iteration_ms"] if isinstance(r, dict)
+                                  else "failed")
         pw = res[planners[0][0]]
         for name, _ in planners[1:]:
             r = res[name]
-            if isinstance(r, dict) and isinstance(pw, dict):
+            ok = isinstance(r, dict) and isinstance(pw, dict) and r.get("feasible", True) and \
+                pw.get("feasible", True)
+            if ok:
                 row += " %17.1f%%" % (100.0 * (r["mean_iteration_ms"] / pw["mean_iteration_ms"] - 1))
             else:
                 row += " %18s" % "n/a"
@@ -80,7 +93,8 @@ def main():
         for name, _ in planners:
             if not isinstance(res[name], dict):
                 print("    %s on %s failed: %s" % (name, model, " ".join(res[name])))
-    print("(gain = mean iteration time of the other planner / PipeWeaver's - 1: the throughput gain)")
+    print("(gain = mean iteration time of the other planner / PipeWeaver's - 1: the throughput gain;"
+          " n/a next to an INFEASIBLE plan, which exceeds the memory cap)")
 
     if a.no_ablation:
         return 0

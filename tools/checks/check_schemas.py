@@ -129,7 +129,8 @@ def example_schema(rel):
     parts = rel.split("/")
     folder, base = parts[1], parts[-1]
     table = {"models": "model", "clusters": "cluster", "stage-times": "stage-times",
-             "manifests": "planner-manifest", "replan": "replan-job"}
+             "manifests": "planner-manifest", "replan": "replan-job",
+             "calibration": "calibration-iterations"}
     if folder == "models" and len(parts) > 3 and parts[2] == "hf":
         return "hf-config"
     if folder in table and base.endswith(".json"):

@@ -11,7 +11,7 @@
 # Install: `make install` puts it in share/bash-completion/completions/loom;
 # or `source tools/completion/loom.bash` in a shell.
 
-_loom_commands="ab plan plugins validate workload replan cp-balance calibrate-batch"
+_loom_commands="ab plan plugins validate workload replan cp-balance calibrate calibrate-batch"
 _loom_model_presets="vlm-s vlm-m vlm-l t2v-s t2v-l vlm-xl t2v-xl vit-5b vit-22b llama3-8b qwen2-32b qwen2-72b dit-5b dit-30b gpt-175b"
 _loom_cluster_presets="h800 h100 a100 a40"
 _loom_families="image-pairs interleaved video rise-and-fall text"
@@ -25,6 +25,7 @@ _loom_opts_validate="--plugin-path --path --use --param --allow-untrusted-plugin
 _loom_opts_workload="--family --iterations --microbatches --seed --out --help"
 _loom_opts_replan="--job --failed-nodes --full --json --out --help"
 _loom_opts_cp_balance="--gpus --workloads --causal --segments --block --order --json --help"
+_loom_opts_calibrate="--cluster --model --profile --measured --manifest --fit --out --table --max-residual --json --help"
 _loom_opts_calibrate_batch="--model --workload --generate --global-batch --gpus --unit --alpha --p-error --n0 --estimator --costs --iterations --seed --json --help"
 
 # Runs the loom binary being completed ($1 of COMP_WORDS), quietly.
@@ -144,8 +145,14 @@ _loom()
     --estimator)
         COMPREPLY=($(compgen -W "sum mean" -- "$cur"))
         return 0 ;;
+    --fit)
+        COMPREPLY=($(compgen -W "eff_gemm eff_attention eff_memory eff_collective" -- "$cur"))
+        return 0 ;;
+    --iterations)
+        if [ "$cmd" = calibrate ]; then _loom_files; fi
+        return 0 ;;
     --manifest | --workload | --stage-times | --progress-csv | --suite | --markdown | --junit | --html | \
-        --job | --costs)
+        --job | --costs | --profile | --table)
         _loom_files
         return 0 ;;
     --json)
@@ -156,9 +163,9 @@ _loom()
     --path | --plugin-path)
         _loom_files -d
         return 0 ;;
-    --parallel | --iterations | --seed | --memory-cap | --timeout-ms | --memory-limit-mb | \
+    --parallel | --seed | --memory-cap | --timeout-ms | --memory-limit-mb | \
         --threshold | --memory-threshold | --evaluations | --microbatches | --failed-nodes | --gpus | --workloads | --causal | \
-        --segments | --block | --global-batch | --unit | --alpha | --p-error | --n0)
+        --segments | --block | --global-batch | --unit | --alpha | --p-error | --n0 | --max-residual)
         return 0 ;;
     esac
 
@@ -169,6 +176,7 @@ _loom()
     validate) opts=$_loom_opts_validate ;;
     replan) opts=$_loom_opts_replan ;;
     cp-balance) opts=$_loom_opts_cp_balance ;;
+    calibrate) opts=$_loom_opts_calibrate ;;
     calibrate-batch) opts=$_loom_opts_calibrate_batch ;;
     plugins)
         if [ -z "$sub" ]; then

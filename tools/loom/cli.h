@@ -118,6 +118,7 @@ int loom_cmd_plan(int argc, char **argv);      /* cmd_plan.c */
 int loom_cmd_workload(int argc, char **argv);  /* cmd_workload.c */
 int loom_cmd_replan(int argc, char **argv);    /* cmd_replan.c */
 int loom_cmd_cp_balance(int argc, char **argv); /* cmd_cp_balance.c */
+int loom_cmd_calibrate_batch(int argc, char **argv); /* cmd_calibrate_batch.c */
 int loom_cmd_calibrate(int argc, char **argv); /* cmd_calibrate.c */
 
 #endif

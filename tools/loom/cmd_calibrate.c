@@ -1,267 +1,377 @@
-/* cmd_calibrate.c - `loom calibrate-batch`: Entrain's minimum stable
- * profiling batch size (dissertation §4.4.2, Algorithm 2) for a model and
- * a pool of samples: per-sample encoder and backbone workloads from
- * Entrain's quadratic cost model, Bernoulli trials of the proportional GPU
- * split, doubling the batch until every trial agrees. */
-#include <errno.h>
+/* cmd_calibrate.c - `loom calibrate`: fits the cluster's efficiency
+ * factors to measurements (a per-layer profile CSV and/or measured
+ * iterations) by bounded least squares, prints every measurement's
+ * residual and writes a calibrated cluster.json (and, from a profile, a
+ * table cost file). Formats and method: docs/calibration.md. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "calib.h"
 #include "cli.h"
-#include <loom/algorithms/entrain.h>
 #include <loom/sys/json.h>
+#include <loom/sys/output.h>
 #include <loom/sys/problem.h>
 
 /* Prints the command's help text. */
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: loom calibrate-batch --model SPEC (--workload FILE | --generate FAMILY)\n"
-            "                            --global-batch B [--gpus G] [--unit U]\n"
-            "                            [--alpha A] [--p-error P] [--n0 N]\n"
-            "                            [--estimator sum|mean] [--costs FILE]\n"
-            "                            [--iterations N] [--seed S] [--json]\n"
+            "usage: loom calibrate --cluster SPEC (--profile CSV --model SPEC |\n"
+            "                      --measured JSON)... [--manifest FILE]\n"
+            "                      [--fit F1,F2,...] [--out CLUSTER.json] [--table CSV]\n"
+            "                      [--max-residual PCT] [--json]\n"
             "\n"
-            "Entrain's batch sizer (dissertation 4.4.2, Algorithm 2): draws batches of\n"
-            "n samples from the workload (uniformly, with replacement, seeded), splits\n"
-            "the G GPUs of a replica between the encoders and the backbone in\n"
-            "proportion to their summed work (in units of U GPUs), and doubles n from\n"
-            "n0 until k = ceil(ln A / ln(1 - P)) fresh batches all give the same split.\n"
-            "Fails when no n up to the global batch is stable.\n"
+            "Fits the cluster's efficiency factors to measured layer and iteration\n"
+            "times by bounded least squares on relative residuals, prints every\n"
+            "measurement's measured, predicted and residual value, and writes the\n"
+            "calibrated cluster file. Nothing is written when the fit fails.\n"
             "\n"
-            "  --model SPEC        model preset or model.json\n"
-            "  --workload FILE     the sample pool (every sample of every iteration)\n"
-            "  --generate FAMILY   or a generated pool (--iterations, default 8)\n"
-            "  --global-batch B    largest batch tried (B_global)\n"
-            "  --gpus G            GPUs per replica (default the model's tp * pp)\n"
-            "  --unit U            allocation granularity, TP x CP (default the model's tp)\n"
-            "  --alpha A           confidence (default 0.05)\n"
-            "  --p-error P         tolerated flip probability (default 0.05)\n"
-            "  --n0 N              first batch size (default 1)\n"
-            "  --estimator E       sum: ratio of summed work (default); mean: mean of\n"
-            "                      per-sample ratios (appendix C.1)\n"
-            "  --costs FILE        per-layer T(x) = a x^2 + b x + c of each module:\n"
-            "                      {\"vit\": {\"a\": 0, \"b\": 1e-3, \"c\": 0}, ...}; default:\n"
-            "                      FLOPs of the layer shapes (frozen-aware)\n"
-            "  --seed S            sampling seed (default 1)\n"
-            "  --json              print the rounds as JSON\n"
-            "exit codes: 0 stable, 1 not stable within the global batch, 2 usage or\n"
-            "input error\n");
+            "  --cluster SPEC      the cluster to calibrate (preset or cluster.json)\n"
+            "  --profile CSV       per-layer profile: module,layer,tokens,tp,forward_ms,\n"
+            "                      backward_ms[,activation_bytes][,seq_len]\n"
+            "  --model SPEC        the profiled model (preset or model.json)\n"
+            "  --measured JSON     measured iterations: {\"iterations\": [{\"model\",\n"
+            "                      \"parallel\", \"workload\" | \"generate\", \"iteration\",\n"
+            "                      \"measured_ms\" and/or \"mfu\"}, ...]}\n"
+            "  --manifest FILE     planner manifest pricing the measurements (default\n"
+            "                      megatron-1f1b; its cost model must read the cluster)\n"
+            "  --fit LIST          factors to fit (default all): eff_gemm,\n"
+            "                      eff_attention, eff_memory, eff_collective\n"
+            "  --out FILE          write the calibrated cluster.json here\n"
+            "  --table FILE        write a table cost file from the profile (plugins/table)\n"
+            "  --max-residual PCT  largest root-mean-square residual accepted (default 10)\n"
+            "  --json              print the result as JSON\n"
+            "exit codes: 0 fitted, 1 the data contradict the model (residual too\n"
+            "large), 2 usage or input error (too little data included)\n");
 }
 
-/* Parses a finite number in [lo, hi]. */
-static int parse_num(const char *s, double lo, double hi, double *out)
-{
-    if (!s || !*s)
-        return 0;
-    errno = 0;
-    char *end = NULL;
-    double v = strtod(s, &end);
-    if (errno || *end || !isfinite(v) || v < lo || v > hi)
-        return 0;
-    *out = v;
-    return 1;
-}
+/* Options of one run. */
+typedef struct calib_opts {
+    const char *cluster, *model, *profile, *iterations, *manifest, *fit, *out, *table;
+    double max_residual_pct;
+    int json;
+} calib_opts;
 
-/* Reads --costs: an object of module name -> {a, b, c}. */
-static int load_costs(const char *path, const loom_model *model,
-                      loom_entrain_quad *quad, loom_error *err)
-{
-    cJSON *root = NULL;
-    int rc = loom_json_load(path, &root, err);
-    if (rc != LOOM_OK)
-        return rc;
-    if (!cJSON_IsObject(root)) {
-        rc = loom_set_error(err, LOOM_EINVAL, "%s: expected an object of modules, "
-                            "found %s", path, loom_json_type_name(root));
-        goto done;
-    }
-    const cJSON *it;
-    cJSON_ArrayForEach(it, root) {
-        int m = -1;
-        for (int32_t k = 0; k < model->n_modules; k++)
-            if (!strcmp(model->modules[k].name, it->string))
-                m = k;
-        if (m < 0) {
-            rc = loom_set_error(err, LOOM_EINVAL, "%s: %s: expected a module of "
-                                "model %s, found an unknown name", path,
-                                it->string, model->name);
-            goto done;
-        }
-        static const char *const keys[] = {"a", "b", "c", NULL};
-        if ((rc = loom_json_check_keys(path, it, it->string, keys, err)) ||
-            (rc = loom_json_get_double(path, it, it->string, "a", 0, 0, 1e12,
-                                       &quad[m].a, err)) ||
-            (rc = loom_json_get_double(path, it, it->string, "b", 0, 0, 1e12,
-                                       &quad[m].b, err)) ||
-            (rc = loom_json_get_double(path, it, it->string, "c", 0, 0, 1e12,
-                                       &quad[m].c, err)))
-            goto done;
-    }
-done:
-    cJSON_Delete(root);
-    return rc;
-}
-
-/* Prints the result for people or as JSON. */
-static void print_result(const loom_entrain_calib_result *r, int json, int rc)
-{
-    if (json) {
-        printf("{\"trials\": %d, \"b_min\": %d, \"split\": [%d, %d], "
-               "\"encoder_share\": %.6f, \"rounds\": [", r->trials, r->b_min,
-               r->alloc[0], r->alloc[1], r->enc_share);
-        for (int32_t i = 0; i < r->n_rounds; i++) {
-            const loom_entrain_round *x = &r->rounds[i];
-            printf("%s{\"batch\": %d, \"stable\": %s, \"splits\": [", i ? ", " : "",
-                   x->batch, x->stable ? "true" : "false");
-            for (int32_t s = 0; s < x->n_seen; s++)
-                printf("%s[%d, %d]", s ? ", " : "", x->seen[s][0], x->seen[s][1]);
-            printf("]}");
-        }
-        printf("]}\n");
-        return;
-    }
-    printf("k = %d Bernoulli trials per batch size\n", r->trials);
-    for (int32_t i = 0; i < r->n_rounds; i++) {
-        const loom_entrain_round *x = &r->rounds[i];
-        printf("  b = %-6d %s", x->batch, x->stable ? "stable  " : "unstable");
-        for (int32_t s = 0; s < x->n_seen; s++)
-            printf("%s %d:%d", s ? "," : "", x->seen[s][0], x->seen[s][1]);
-        printf("\n");
-    }
-    if (rc == LOOM_OK)
-        printf("b_min = %d: encoder:backbone = %d:%d GPUs (encoder share %.4f)\n",
-               r->b_min, r->alloc[0], r->alloc[1], r->enc_share);
-}
-
-enum { OPT_ALPHA = 0x100, OPT_P_ERROR, OPT_GPUS, OPT_UNIT, OPT_N0, OPT_GLOBAL_BATCH,
-       OPT_ITERATIONS, OPT_SEED, OPT_MODEL, OPT_WORKLOAD, OPT_GENERATE, OPT_COSTS, OPT_ESTIMATOR,
-       OPT_JSON };
+enum { OPT_CLUSTER = 0x100, OPT_MODEL, OPT_PROFILE, OPT_MEASURED, OPT_MANIFEST, OPT_FIT,
+       OPT_OUT, OPT_TABLE, OPT_MAX_RESIDUAL, OPT_JSON };
 
 static const loom_cli_option calibrate_options[] = {
-    {"alpha", 1, OPT_ALPHA},        {"p-error", 1, OPT_P_ERROR},
-    {"gpus", 1, OPT_GPUS},          {"unit", 1, OPT_UNIT},
-    {"n0", 1, OPT_N0},              {"global-batch", 1, OPT_GLOBAL_BATCH},
-    {"iterations", 1, OPT_ITERATIONS}, {"seed", 1, OPT_SEED},
-    {"model", 1, OPT_MODEL},        {"workload", 1, OPT_WORKLOAD},
-    {"generate", 1, OPT_GENERATE},  {"costs", 1, OPT_COSTS},
-    {"estimator", 1, OPT_ESTIMATOR}, {"json", 0, OPT_JSON},
+    {"cluster", 1, OPT_CLUSTER},   {"model", 1, OPT_MODEL},     {"profile", 1, OPT_PROFILE},
+    {"measured", 1, OPT_MEASURED}, {"manifest", 1, OPT_MANIFEST}, {"fit", 1, OPT_FIT},
+    {"out", 1, OPT_OUT},           {"table", 1, OPT_TABLE},
+    {"max-residual", 1, OPT_MAX_RESIDUAL}, {"json", 0, OPT_JSON},
     {NULL, 0, 0}};
 
-/* What `loom calibrate-batch` was asked for. */
-typedef struct calibrate_cli {
-    const char *model_spec, *wl, *family, *costs, *estimator;
-    double alpha, perr, gpus, unit, n0, batch, iters, seed;
-    int json;
-} calibrate_cli;
-
-/* One option of `loom calibrate-batch` (loom_cli_spec.handle). */
+/* One option of `loom calibrate` (loom_cli_spec.handle). */
 static int calibrate_option(void *ctx, int key, const char *name, const char *s)
 {
-    calibrate_cli *o = ctx;
-    struct { int key; double *dst, lo, hi; int integer; } nums[] = {
-        {OPT_ALPHA, &o->alpha, 1e-12, 1 - 1e-12, 0}, {OPT_P_ERROR, &o->perr, 1e-12, 1 - 1e-12, 0},
-        {OPT_GPUS, &o->gpus, 2, 1 << 20, 1}, {OPT_UNIT, &o->unit, 1, 1 << 20, 1},
-        {OPT_N0, &o->n0, 1, LOOM_ENTRAIN_MAX_BATCH, 1},
-        {OPT_GLOBAL_BATCH, &o->batch, 1, LOOM_ENTRAIN_MAX_BATCH, 1},
-        {OPT_ITERATIONS, &o->iters, 1, 100000, 1}, {OPT_SEED, &o->seed, 0, 9e15, 1}};
-    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
-        if (nums[k].key != key)
-            continue;
-        double v = 0;
-        if (!parse_num(s, nums[k].lo, nums[k].hi, &v) || (nums[k].integer && v != floor(v))) {
-            loom_cli_error("calibrate-batch", "--%s: expected a number in [%g, %g]%s, found '%s'",
-                           name, nums[k].lo, nums[k].hi, nums[k].integer ? " (an integer)" : "",
-                           s);
-            return -1;
-        }
-        *nums[k].dst = v;
+    calib_opts *o = ctx;
+    const char **strs[] = {&o->cluster, &o->model, &o->profile, &o->iterations,
+                           &o->manifest, &o->fit, &o->out, &o->table};
+    if (key >= OPT_CLUSTER && key <= OPT_TABLE) {
+        *strs[key - OPT_CLUSTER] = s;
         return 0;
     }
     switch (key) {
-    case OPT_MODEL: o->model_spec = s; return 0;
-    case OPT_WORKLOAD: o->wl = s; return 0;
-    case OPT_GENERATE: o->family = s; return 0;
-    case OPT_COSTS: o->costs = s; return 0;
-    case OPT_ESTIMATOR: o->estimator = s; return 0;
+    case OPT_MAX_RESIDUAL: {
+        double v = 0;
+        if (loom_cli_number("calibrate", name, s, 0, 1000, &v))
+            return -1;
+        if (v <= 0) {
+            loom_cli_error("calibrate", "--max-residual: expected a percentage in (0, 1000], "
+                           "found '%s'", s);
+            return -1;
+        }
+        o->max_residual_pct = v;
+        return 0;
+    }
     case OPT_JSON: o->json = 1; return 0;
     case LOOM_CLI_OPERAND:
-        loom_cli_error("calibrate-batch", "unexpected argument '%s'", s);
+        loom_cli_error("calibrate", "unexpected argument '%s'", s);
         return -1;
     default:
         return -1;
     }
 }
 
-int loom_cmd_calibrate(int argc, char **argv)
+/* Parses argv into *o; returns -1 to continue, else an exit code. */
+static int parse_args(int argc, char **argv, calib_opts *o)
 {
-    static const char *const conflicts[][2] = {{"workload", "generate"}, {NULL, NULL}};
-    calibrate_cli cli = {NULL, NULL, NULL, NULL, "sum", 0.05, 0.05, 0, 0, 1, 0, 8, 1, 0};
-    loom_cli_spec spec = {"calibrate-batch", calibrate_options, NULL, conflicts,
-                          calibrate_option, &cli};
+    memset(o, 0, sizeof *o);
+    o->max_residual_pct = 10;
+    loom_cli_spec spec = {"calibrate", calibrate_options, NULL, NULL, calibrate_option, o};
     int parsed = loom_cli_parse(&spec, argc, argv);
     if (parsed != 0) {
-        usage(parsed > 0 ? stdout : stderr);
+        usage(parsed > 0 ? loom_cli_out() : stderr);
         return parsed > 0 ? LOOM_EXIT_OK : LOOM_EXIT_USAGE;
     }
-    const char *model_spec = cli.model_spec, *wl = cli.wl, *family = cli.family;
-    const char *costs = cli.costs, *estimator = cli.estimator;
-    double alpha = cli.alpha, perr = cli.perr, gpus = cli.gpus, unit = cli.unit, n0 = cli.n0;
-    double batch = cli.batch, iters = cli.iters, seed = cli.seed;
-    int json = cli.json;
-    if (!model_spec || (!wl == !family) || batch < 1) {
-        fprintf(stderr, "loom calibrate-batch: --model, --global-batch and exactly "
-                        "one of --workload, --generate are required\n");
+    if (!o->cluster || (!o->profile && !o->iterations) || (o->profile && !o->model)) {
+        fprintf(stderr, "loom calibrate: --cluster and --profile (with --model) and/or "
+                        "--measured are required\n");
         usage(stderr);
         return LOOM_EXIT_USAGE;
     }
-    if (strcmp(estimator, "sum") && strcmp(estimator, "mean")) {
-        fprintf(stderr, "loom calibrate-batch: --estimator: expected sum or mean, "
-                        "found \"%s\"\n", estimator);
+    if (o->table && !o->profile) {
+        fprintf(stderr, "loom calibrate: --table needs --profile (the table holds "
+                        "per-layer measurements)\n");
         return LOOM_EXIT_USAGE;
     }
-    loom_error err = {0, ""};
-    loom_model_data *md = NULL;
-    loom_workload *w = NULL;
-    loom_entrain_work *pool = NULL;
-    loom_entrain_quad quad[LOOM_MAX_MODULES];
-    loom_entrain_calib_result res;
-    memset(&res, 0, sizeof res);
-    int rc = loom_model_load(model_spec, &md, &err);
-    if (rc == LOOM_OK)
-        rc = wl ? loom_workload_load(wl, &w, &err)
-                : loom_workload_generate(family, (int32_t)iters, 16, (uint64_t)seed, &w,
-                                         &err);
-    const loom_model *model = md ? loom_model_data_model(md) : NULL;
-    if (rc == LOOM_OK) {
-        loom_entrain_quad_from_shapes(model, quad);
-        if (costs)
-            rc = load_costs(costs, model, quad, &err);
+    return -1;
+}
+
+/* Fills set->fit from --fit (NULL: every factor). */
+static int choose_factors(loom_calib_set *set, const char *list, loom_error *err)
+{
+    int n = 0;
+    const loom_calib_factor *all = loom_calib_factors(&n);
+    if (!list) {
+        for (int i = 0; i < n && i < LOOM_CALIB_MAX_FACTORS; i++)
+            set->fit[set->n_fit++] = &all[i];
+        return LOOM_OK;
     }
-    if (rc == LOOM_OK && w->n_samples > INT32_MAX)
-        rc = loom_set_error(&err, LOOM_EINVAL, "calibrate: too many samples");
-    if (rc == LOOM_OK && !(pool = malloc((size_t)w->n_samples * sizeof *pool)))
-        rc = loom_set_error(&err, LOOM_ENOMEM, "calibrate: out of memory");
+    const char *p = list;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), p);
+        const loom_calib_factor *f = loom_calib_factor_find(name);
+        char known[256] = "";
+        for (int i = 0; i < n; i++)
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+                     all[i].name);
+        if (!f)
+            return loom_set_error(err, LOOM_EINVAL, "--fit: expected factors among %s, found "
+                                  "\"%s\"", known, name);
+        for (int j = 0; j < set->n_fit; j++)
+            if (set->fit[j] == f)
+                return loom_set_error(err, LOOM_EINVAL, "--fit: %s appears twice", name);
+        if (set->n_fit == LOOM_CALIB_MAX_FACTORS)
+            return loom_set_error(err, LOOM_EINVAL, "--fit: too many factors");
+        set->fit[set->n_fit++] = f;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    if (!set->n_fit)
+        return loom_set_error(err, LOOM_EINVAL, "--fit: expected at least one factor");
+    return LOOM_OK;
+}
+
+/* Checks that the profile can become one table: one TP degree and one
+ * sequence length per (module, layer, tokens). */
+static int check_table(const loom_calib_set *set, loom_error *err)
+{
+    for (int i = 0; i < set->n_layers; i++)
+        for (int j = 0; j < i; j++) {
+            const loom_calib_layer *a = &set->layers[j], *b = &set->layers[i];
+            if (a->module == b->module && a->layer == b->layer && a->tokens == b->tokens)
+                return loom_set_error(err, LOOM_EINVAL,
+                                      "--table: %s:%d and line %d measure the same layer and "
+                                      "tokens at different tp or seq_len; a table cost file "
+                                      "holds one of each (profile at the degree you plan with)",
+                                      set->profile_path, b->line, a->line);
+        }
+    return LOOM_OK;
+}
+
+/* The root-mean-square of the rows' relative residuals, in %. */
+static double rms_pct(const loom_calib_set *set)
+{
+    double s = 0;
+    for (int i = 0; i < set->n_rows; i++) {
+        double r = (set->rows[i].predicted - set->rows[i].measured) / set->rows[i].measured;
+        s += r * r;
+    }
+    return set->n_rows ? 100.0 * sqrt(s / set->n_rows) : 0;
+}
+
+/* Prints the factors and the rows' residuals (people or JSON). */
+static void print_result(FILE *out, const loom_calib_set *set, const double *start,
+                         const double *x, int iterations, double rms, int json)
+{
+    if (json) {
+        fprintf(out, "{\"iterations\": %d, \"rms_residual_pct\": %.6g, \"factors\": {",
+                iterations, rms);
+        for (int j = 0; j < set->n_fit; j++)
+            fprintf(out, "%s\"%s\": {\"start\": %.9g, \"fitted\": %.9g}", j ? ", " : "",
+                    set->fit[j]->name, start[j], x[j]);
+        fprintf(out, "}, \"rows\": [");
+        for (int i = 0; i < set->n_rows; i++) {
+            const loom_calib_row *r = &set->rows[i];
+            char esc[700];
+            fprintf(out, "%s{\"row\": \"%s\", \"unit\": \"%s\", \"measured\": %.9g, "
+                    "\"predicted\": %.9g, \"residual_pct\": %.6g}", i ? ", " : "",
+                    loom_escape(r->where, esc, sizeof esc), r->is_mfu ? "mfu" : "ms",
+                    r->measured, r->predicted,
+                    100.0 * (r->predicted - r->measured) / r->measured);
+        }
+        fprintf(out, "]}\n");
+        return;
+    }
+    fprintf(out, "factor            start     fitted\n");
+    for (int j = 0; j < set->n_fit; j++)
+        fprintf(out, "%-15s %8.4f %10.4f\n", set->fit[j]->name, start[j], x[j]);
+    fprintf(out, "\n%14s %14s %10s  measurement\n", "measured", "predicted", "residual");
+    for (int i = 0; i < set->n_rows; i++) {
+        const loom_calib_row *r = &set->rows[i];
+        double scale = r->is_mfu ? 100.0 : 1.0;
+        fprintf(out, "%12.4f%s %12.4f%s %9.2f%%  %s\n", r->measured * scale,
+                r->is_mfu ? " %" : "ms", r->predicted * scale, r->is_mfu ? " %" : "ms",
+                100.0 * (r->predicted - r->measured) / r->measured, r->where);
+    }
+    fprintf(out, "\n%d measurements, %d factors, %d steps: rms residual %.2f %%\n",
+            set->n_rows, set->n_fit, iterations, rms);
+}
+
+/* Sets the number at dotted `path` (e.g. "efficiency.gemm") of root,
+ * creating the objects on the way; 0 when out of memory or a member on
+ * the way is not an object. */
+static int set_path(cJSON *root, const char *path, double v)
+{
+    cJSON *obj = root;
+    char key[64];
+    const char *p = path;
+    for (const char *dot; (dot = strchr(p, '.')); p = dot + 1) {
+        snprintf(key, sizeof key, "%.*s", (int)(dot - p), p);
+        cJSON *next = cJSON_GetObjectItemCaseSensitive(obj, key);
+        if (!next)
+            next = cJSON_AddObjectToObject(obj, key);
+        if (!cJSON_IsObject(next))
+            return 0;
+        obj = next;
+    }
+    cJSON *num = cJSON_CreateNumber(v);
+    if (!num)
+        return 0;
+    if (cJSON_GetObjectItemCaseSensitive(obj, p)
+            ? cJSON_ReplaceItemInObjectCaseSensitive(obj, p, num)
+            : cJSON_AddItemToObject(obj, p, num))
+        return 1;
+    cJSON_Delete(num);
+    return 0;
+}
+
+/* What the cluster writer needs. */
+typedef struct cluster_out {
+    const char *spec;
+    const loom_cluster *c;
+    const loom_calib_set *set;
+} cluster_out;
+
+/* Writes the calibrated cluster.json: the input file with its efficiency
+ * factors replaced, or a preset spelled out. */
+static int write_cluster(void *user, FILE *out, loom_error *err)
+{
+    const cluster_out *co = user;
+    const loom_cluster *c = co->c;
+    cJSON *root = NULL;
+    const char *const *presets = loom_cluster_preset_names();
+    int preset = 0;
+    for (int i = 0; presets[i]; i++)
+        preset |= loom_name_eq(presets[i], co->spec);
+    if (!preset) {
+        int rc = loom_json_load(co->spec, &root, err);
+        if (rc != LOOM_OK)
+            return rc;
+    } else {
+        root = cJSON_CreateObject();
+        if (!root)
+            return loom_set_error(err, LOOM_ENOMEM, "out of memory");
+        cJSON_AddStringToObject(root, "name", c->name);
+        cJSON_AddNumberToObject(root, "peak_flops", c->peak_flops);
+        cJSON_AddNumberToObject(root, "hbm_bytes_per_s", c->hbm_bytes_per_s);
+        cJSON_AddNumberToObject(root, "hbm_bytes", (double)c->hbm_bytes);
+        cJSON_AddNumberToObject(root, "gpus_per_node", c->gpus_per_node);
+        cJSON_AddNumberToObject(root, "nvlink_bytes_per_s", c->nvlink_bytes_per_s);
+        cJSON_AddNumberToObject(root, "net_bytes_per_s", c->net_bytes_per_s);
+        cJSON_AddNumberToObject(root, "p2p_latency_ms", c->p2p_latency_ms);
+    }
+    int n = 0, ok = 1;
+    const loom_calib_factor *all = loom_calib_factors(&n);
+    for (int i = 0; ok && i < n; i++)
+        ok = set_path(root, all[i].json_key,
+                      round(loom_calib_factor_get(c, &all[i]) * 1e6) / 1e6);
+    char *text = ok ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (!text)
+        return loom_set_error(err, LOOM_ENOMEM, "out of memory");
+    fprintf(out, "%s\n", text);
+    cJSON_free(text);
+    return ferror(out) ? loom_set_error(err, LOOM_EIO, "cannot write") : LOOM_OK;
+}
+
+/* Reads, fits, checks and writes; the exit code. */
+static int run(const calib_opts *o, loom_calib_set *set, loom_cluster *work, loom_error *err)
+{
+    int rc = choose_factors(set, o->fit, err);
+    if (rc == LOOM_OK && o->profile)
+        rc = loom_calib_read_profile(set, o->profile, o->model, o->cluster, o->manifest, err);
+    if (rc == LOOM_OK && o->iterations)
+        rc = loom_calib_read_iterations(set, o->iterations, o->cluster, o->manifest, err);
+    if (rc == LOOM_OK && o->table)
+        rc = check_table(set, err);
+    double start[LOOM_CALIB_MAX_FACTORS], x[LOOM_CALIB_MAX_FACTORS];
+    double lo[LOOM_CALIB_MAX_FACTORS], hi[LOOM_CALIB_MAX_FACTORS];
+    const char *names[LOOM_CALIB_MAX_FACTORS];
+    for (int j = 0; j < set->n_fit; j++) {
+        x[j] = start[j] = loom_calib_factor_get(work, set->fit[j]);
+        lo[j] = set->fit[j]->lo;
+        hi[j] = set->fit[j]->hi;
+        names[j] = set->fit[j]->name;
+    }
+    if (rc == LOOM_OK)
+        rc = loom_calib_residuals(set, x, NULL, err); /* lays out the rows */
+    int steps = 0;
     if (rc == LOOM_OK) {
-        for (int64_t s = 0; s < w->n_samples; s++)
-            pool[s] = loom_entrain_sample_work(model, quad, &w->samples[s]);
-        const loom_parallel *par = loom_model_data_parallel(md);
-        int32_t tp = par && par->tp > 0 ? par->tp : 1, pp = par && par->pp > 0 ? par->pp : 1;
-        loom_entrain_calib_options o = {
-            alpha, perr, (int32_t)n0, (int32_t)batch,
-            gpus > 0 ? (int32_t)gpus : tp * pp, unit > 0 ? (int32_t)unit : tp,
-            strcmp(estimator, "mean") ? LOOM_ENTRAIN_RATIO_OF_SUMS
-                                      : LOOM_ENTRAIN_MEAN_OF_RATIOS,
-            0, (uint64_t)seed};
-        rc = loom_entrain_calibrate(pool, (int32_t)w->n_samples, &o, &res, &err);
-        if (rc == LOOM_OK || rc == LOOM_EINFEASIBLE)
-            print_result(&res, json, rc);
+        loom_calib_problem p = {set->n_fit, set->n_rows, lo, hi, names,
+                                loom_calib_residuals, set};
+        rc = loom_calib_fit(&p, x, &steps, err);
     }
     if (rc != LOOM_OK)
-        fprintf(stderr, "loom calibrate-batch: %s\n", err.message);
-    free(pool);
-    loom_workload_free(w);
-    loom_model_data_free(md);
-    return loom_cli_exit_for_status(rc);
+        return loom_cli_exit_for_status(rc);
+    double rms = rms_pct(set);
+    print_result(loom_cli_out(), set, start, x, steps, rms, o->json);
+    if (!(rms <= o->max_residual_pct)) {
+        loom_set_error(err, LOOM_EINFEASIBLE,
+                       "the measurements contradict each other or the cost model: rms "
+                       "residual %.2f %% after fitting exceeds --max-residual %g %% (see the "
+                       "rows above); nothing written", rms, o->max_residual_pct);
+        return LOOM_EXIT_PLAN;
+    }
+    cluster_out co = {o->cluster, work, set};
+    if (o->out && (rc = loom_write_atomic(o->out, write_cluster, &co, err)) != LOOM_OK)
+        return loom_cli_exit_for_status(rc);
+    if (o->table &&
+        (rc = loom_write_atomic(o->table, loom_calib_write_table, set, err)) != LOOM_OK) {
+        if (o->out)
+            remove(o->out); /* both files or neither */
+        return loom_cli_exit_for_status(rc);
+    }
+    return LOOM_EXIT_OK;
+}
+
+int loom_cmd_calibrate(int argc, char **argv)
+{
+    calib_opts o;
+    int code = parse_args(argc, argv, &o);
+    if (code >= 0)
+        return code;
+    loom_error err = {0, ""};
+    loom_cluster_data *cd = NULL;
+    int rc = loom_cluster_load(o.cluster, &cd, &err);
+    if (rc != LOOM_OK) {
+        fprintf(stderr, "loom calibrate: %s\n", err.message);
+        return loom_cli_exit_for_status(rc);
+    }
+    loom_cluster work = *loom_cluster_data_cluster(cd);
+    loom_calib_set set;
+    memset(&set, 0, sizeof set);
+    set.cluster = &work;
+    code = run(&o, &set, &work, &err);
+    if (code != LOOM_EXIT_OK)
+        fprintf(stderr, "loom calibrate: %s\n", err.message);
+    loom_calib_set_free(&set);
+    loom_cluster_data_free(cd);
+    return code;
 }

@@ -112,6 +112,7 @@ static void json_metrics(FILE *out, const loom_plan *p)
         fprintf(out, "%s%lld", r ? ", " : "", (long long)m->peak_bytes[r]);
     fprintf(out, "], \"plan_time_ms\": %.3f, \"mfu\": ", p->plan_time_ms);
     json_num(out, m->mfu);
+    fprintf(out, ", \"feasible\": %s", m->cap_violations > 0 ? "false" : "true");
 }
 
 /* Options of one `loom plan` call. */
@@ -193,7 +194,9 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
     int32_t n = s.n_iterations;
     double sum_ms = 0, sum_bubble = 0, sum_plan = 0, sum_mfu = 0, sum_span = 0;
     int mfu_known = 1;
-    int32_t ranks = 0;
+    int32_t ranks = 0, infeasible = 0;
+    int64_t worst_peak = 0;
+    double cap_bytes = 0;
     int64_t *peak = NULL;
     char *iter_json = NULL;
     size_t iter_len = 0;
@@ -250,9 +253,15 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
             mfu_known = 0;
         else
             sum_mfu += m->mfu;
-        if (m->cap_violations > 0 && !quiet)
-            fprintf(stderr, "loom plan: warning: iteration %d exceeds the memory cap on %d rank(s)\n",
-                    k, m->cap_violations);
+        if (m->cap_violations > 0) {
+            infeasible++;
+            cap_bytes = plan.graph->memory_cap_bytes;
+            if (m->max_peak_bytes > worst_peak)
+                worst_peak = m->max_peak_bytes;
+            if (!quiet)
+                fprintf(stderr, "loom plan: warning: iteration %d is INFEASIBLE: it exceeds the "
+                        "memory cap on %d rank(s)\n", k, m->cap_violations);
+        }
         if (iters) {
             fputs(k ? ",\n    {" : "\n    {", iters);
             fprintf(iters, "\"iteration\": %d, ", plan.iteration ? plan.iteration->index : k);
@@ -264,8 +273,14 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
                 snprintf(mfu, sizeof mfu, "n/a");
             else
                 snprintf(mfu, sizeof mfu, "%.3f", m->mfu);
-            fprintf(out, "%-5d %12.3f %7.2f%% %8s %10.1f  %s\n", k, m->makespan_ms,
-                    100 * m->bubble_ratio, mfu, plan.plan_time_ms, plan.label);
+            if (m->cap_violations > 0)
+                fprintf(out, "%-5d %12s %7.2f%% %8s %10.1f  %s (peak %.3f GiB > cap %.3f GiB)\n",
+                        k, "INFEASIBLE", 100 * m->bubble_ratio, mfu, plan.plan_time_ms,
+                        plan.label, (double)m->max_peak_bytes / 1073741824.0,
+                        plan.graph->memory_cap_bytes / 1073741824.0);
+            else
+                fprintf(out, "%-5d %12.3f %7.2f%% %8s %10.1f  %s\n", k, m->makespan_ms,
+                        100 * m->bubble_ratio, mfu, plan.plan_time_ms, plan.label);
         }
         if (o->out) {
             char dir[4200];
@@ -312,6 +327,7 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
                 fprintf(out, "%s%lld", r ? ", " : "", (long long)peak[r]);
             fprintf(out, "], \"plan_time_ms\": %.3f, \"mfu\": ", sum_plan / done);
             json_num(out, mfu_known ? sum_mfu / done : -1);
+            fprintf(out, ", \"feasible\": %s", infeasible ? "false" : "true");
             fprintf(out, ", \"mean_iteration_ms\": %.6f, ", sum_ms / done);
             if (s.problem.kind == LOOM_PROBLEM_MODEL) {
                 const loom_parallel *pa = &s.problem.parallel;
@@ -321,6 +337,11 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
                         (long long)pa->tp * pa->pp * pa->dp);
             }
             fprintf(out, "\"iterations\": [%s\n  ]}\n", iter_json ? iter_json : "");
+        } else if (!quiet && n > 1 && infeasible) {
+            fprintf(out, "INFEASIBLE (peak %.3f GiB > cap %.3f GiB) in %d of %d iterations: "
+                    "the simulated mean iteration %.3f ms is not a valid result (%s)\n",
+                    (double)worst_peak / 1073741824.0, cap_bytes / 1073741824.0, infeasible,
+                    done, sum_ms / done, s.manifest_name);
         } else if (!quiet && n > 1) {
             fprintf(out, "mean iteration %.3f ms, mean bubble %.2f%%, mean plan time %.1f ms over "
                     "%d iterations (%s)\n",

@@ -20,7 +20,8 @@ static const loom_command commands[] = {
     {"workload", loom_cmd_workload, "generate a seeded synthetic workload (JSON Lines)", 0},
     {"replan", loom_cmd_replan, "Oobleck: repair pipelines after node failures", 0},
     {"cp-balance", loom_cmd_cp_balance, "Cornstarch: balance attention blocks over a CP group", 0},
-    {"calibrate-batch", loom_cmd_calibrate, "Entrain: minimum stable profiling batch size", 0},
+    {"calibrate", loom_cmd_calibrate, "fit the cluster's efficiency factors to measurements", 1},
+    {"calibrate-batch", loom_cmd_calibrate_batch, "Entrain: minimum stable profiling batch size", 0},
 };
 
 static void usage(FILE *out)

@@ -172,6 +172,25 @@ START_TEST(samples_to_microbatches)
 }
 END_TEST
 
+/* The virtual-stage counts of a vpp sweep: 1, then powers of two whose
+ * pp * V chunks divide the layers, when microbatches % pp == 0. */
+START_TEST(vpp_options)
+{
+    int32_t v[8];
+    ck_assert_int_eq(loom_lk_vpp_options(48, 4, 8, v, 8), 3); /* 48 % 32 != 0 */
+    ck_assert_int_eq(v[0], 1);
+    ck_assert_int_eq(v[1], 2);
+    ck_assert_int_eq(v[2], 4);
+    ck_assert_int_eq(loom_lk_vpp_options(64, 8, 8, v, 8), 4); /* up to 8 x 8 = 64 */
+    ck_assert_int_eq(v[3], 8);
+    ck_assert_int_eq(loom_lk_vpp_options(64, 8, 8, v, 2), 2); /* cap */
+    ck_assert_int_eq(loom_lk_vpp_options(48, 4, 6, v, 8), 1); /* 6 % 4 != 0 */
+    ck_assert_int_eq(loom_lk_vpp_options(95, 4, 16, v, 8), 1); /* vlm-s: 95 layers */
+    ck_assert_int_eq(loom_lk_vpp_options(3, 4, 8, v, 8), 0);  /* fewer layers than ranks */
+    ck_assert_int_eq(loom_lk_vpp_options(48, 0, 8, v, 8), 0);
+}
+END_TEST
+
 /* The suite: every test in one case. */
 static Suite *suite(void)
 {
@@ -180,6 +199,7 @@ static Suite *suite(void)
     tcase_add_test(tc, split_by_hand);
     tcase_add_test(tc, layout_errors);
     tcase_add_test(tc, samples_to_microbatches);
+    tcase_add_test(tc, vpp_options);
     suite_add_tcase(s, tc);
     return s;
 }

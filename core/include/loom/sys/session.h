@@ -166,6 +166,17 @@ LOOM_EXPORT void loom_session_set_progress(loom_session *s, loom_progress_fn fn,
 LOOM_EXPORT int32_t loom_session_progress_curve(const loom_session *s,
                                                 const loom_progress_point **points);
 
+/* Prices layer `layer` of module `module` for `shape` under memory policy
+ * `policy` with the session's cost model, as the graph builder does, for
+ * the session's problem as it stands (a calibration tool may point
+ * s->problem.cluster at its own copy of the cluster between calls; the
+ * pointee must outlive the call). *out is initialised here. LOOM_EINVAL
+ * for a stage-times session or a layer the model lacks; the cost model's
+ * own errors are prefixed with its plugin id. */
+LOOM_EXPORT int loom_session_layer_cost(loom_session *s, int32_t module, int32_t layer,
+                                        const loom_shape *shape, int32_t policy,
+                                        loom_layer_cost *out, loom_error *err);
+
 LOOM_EXPORT void loom_session_close(loom_session *s);
 
 /* Path of the default planner manifest (first that exists of: the

@@ -1,0 +1,147 @@
+/*
+ * megatron_recompute.c - the "megatron-recompute" memory tuner: Megatron-LM
+ * applies one recomputation setting to every layer, and a user picks the
+ * cheapest that fits. Policies are tried in order none, selective, full;
+ * under each, every rank's peak (static bytes plus the activation peak of
+ * its order, from the memory-tuning kit's timeline: exact without
+ * simulating) is checked against the cap, and the first that fits on
+ * every rank is given to every layer entry. LOOM_EINFEASIBLE names the
+ * rank and the bytes short when even full recomputation does not fit.
+ */
+#include <string.h>
+#include <loom/kits/memtune.h>
+
+typedef struct mr_self {
+    const loom_host_api *host;
+    loom_mt_timeline tl;
+    int64_t *pair_bytes;
+    int32_t cap_pairs;
+} mr_self;
+
+/* Creates an instance. */
+static int mr_create(const loom_host_api *host, loom_ctx *ctx, void *plugin_state, void **self,
+                     loom_error *err)
+{
+    (void)ctx;
+    (void)plugin_state;
+    mr_self *s = host->alloc(sizeof *s);
+    if (!s)
+        return host->error(err, LOOM_ENOMEM, "megatron-recompute: out of memory");
+    memset(s, 0, sizeof *s);
+    s->host = host;
+    *self = s;
+    return LOOM_OK;
+}
+
+/* Releases an instance and its scratch. */
+static void mr_destroy(void *self)
+{
+    mr_self *s = self;
+    if (!s)
+        return;
+    loom_mt_timeline_free(s->host, &s->tl);
+    s->host->free(s->pair_bytes);
+    s->host->free(s);
+}
+
+/* Activation bytes of every pair when each of its layer entries takes
+ * `policy`. */
+static void pair_bytes_at(const loom_stage_graph *g, int policy, int64_t *out)
+{
+    for (int32_t p = 0; p < g->n_pairs; p++) {
+        int64_t sum = 0;
+        for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++)
+            sum += g->layer_options[(size_t)e * LOOM_POLICY_COUNT + (size_t)policy]
+                       .activation_bytes;
+        out[p] = sum;
+    }
+}
+
+/* The first rank over the cap at the current pair bytes (and by how many
+ * bytes), or -1 when every rank fits. */
+static int32_t over_cap(mr_self *s, const loom_stage_graph *g, double *short_bytes)
+{
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        int64_t peak = loom_mt_rank_peak(&s->tl, r, s->pair_bytes);
+        double total = (double)(g->static_bytes ? g->static_bytes[r] : 0) + (double)peak;
+        if (total > g->memory_cap_bytes) {
+            *short_bytes = total - g->memory_cap_bytes;
+            return r;
+        }
+    }
+    return -1;
+}
+
+/* Gives every layer entry the cheapest policy that fits (file comment). */
+static int mr_tune(void *self, const loom_stage_graph *g, const loom_schedule *sched,
+                   uint8_t *policies, loom_error *err)
+{
+    mr_self *s = self;
+    const loom_host_api *host = s->host;
+    int rc = loom_mt_check_inputs(host, g, sched, policies, "megatron-recompute", err);
+    if (rc != LOOM_OK)
+        return rc;
+    if (!g->layer_options || !g->pair_layer_off || g->n_layer_entries < 1)
+        return LOOM_OK; /* nothing to choose (a stage-times problem) */
+    int policy = LOOM_POLICY_NONE;
+    if (g->memory_cap_bytes > 0) {
+        if (g->n_pairs > s->cap_pairs) {
+            void *p = host->realloc(s->pair_bytes, (size_t)g->n_pairs * sizeof *s->pair_bytes);
+            if (!p)
+                return host->error(err, LOOM_ENOMEM, "megatron-recompute: out of memory");
+            s->pair_bytes = p;
+            s->cap_pairs = g->n_pairs;
+        }
+        if ((rc = loom_mt_timeline_build(host, &s->tl, g, sched, err)) != LOOM_OK)
+            return rc;
+        int32_t rank = -1;
+        double short_bytes = 0;
+        for (policy = LOOM_POLICY_NONE; policy < LOOM_POLICY_COUNT; policy++) {
+            pair_bytes_at(g, policy, s->pair_bytes);
+            if ((rank = over_cap(s, g, &short_bytes)) < 0)
+                break;
+        }
+        if (rank >= 0)
+            return host->error(err, LOOM_EINFEASIBLE,
+                               "megatron-recompute: rank %d cannot fit the memory cap of %.0f "
+                               "bytes even with full recomputation: %.0f bytes short",
+                               rank, g->memory_cap_bytes, short_bytes);
+    }
+    memset(policies, policy, (size_t)g->n_layer_entries);
+    return LOOM_OK;
+}
+
+/* The interleaver budgets with the graph as built (this tuner's choice
+ * follows the order, as Megatron's setting follows the schedule). */
+static int mr_view(void *self)
+{
+    (void)self;
+    return LOOM_VIEW_AS_BUILT;
+}
+
+static const loom_memory_tuner_vtable mr_vtable = {
+    { sizeof(loom_memory_tuner_vtable), LOOM_MEMORY_TUNER_VERSION },
+    mr_create,
+    mr_destroy,
+    mr_tune,
+    mr_view,
+};
+
+/* Returns the memory_tuner vtable for role "memory_tuner", else NULL. */
+static const loom_role_header *mr_role(const char *role)
+{
+    if (role && strcmp(role, LOOM_ROLE_MEMORY_TUNER) == 0)
+        return &mr_vtable.header;
+    return NULL;
+}
+
+static const loom_plugin_info mr_info = {
+    LOOM_PLUGIN_INFO_HEADER,
+    "org.loom.megatron-recompute",
+    "1.0.0",
+    NULL,
+    NULL,
+    mr_role,
+};
+
+LOOM_PLUGIN_DEFINE(megatron_recompute, mr_info);

@@ -1,0 +1,102 @@
+/* test_megatron_recompute.c - the megatron-recompute memory tuner: one
+ * policy for every layer entry, the first of none, selective and full
+ * whose peak (static bytes plus the order's activation peak) fits the cap;
+ * LOOM_EINFEASIBLE naming the rank and the bytes short when full does not
+ * fit. */
+#include <stdio.h>
+
+#include <loom/kits/memtune.h>
+#include <loom/mock_memtune.h>
+
+const loom_plugin_info *loom_static_megatron_recompute(void);
+
+/* One rank, two microbatches of two entries each, GPipe order: the peak
+ * holds all four entries: 400 bytes under none, 60 + 40 + 90 + 100 = 290
+ * under selective, 10 + 20 + 0 + 50 = 80 under full. */
+static loom_stage_graph *hand_graph(void)
+{
+    loom_stage_graph *g = mtt_chain(1, 2, 2, 0, 1);
+    const double ms0[3] = {3, 3.5, 5}, ms1[3] = {3, 4, 4.5},
+                 ms2[3] = {3, 3.2, 5}, ms3[3] = {3, 3.1, 6};
+    const int64_t b0[3] = {100, 60, 10}, b1[3] = {100, 40, 20},
+                  b2[3] = {100, 90, 0}, b3[3] = {100, 100, 50};
+    mtt_set_entry(g, 0, ms0, b0);
+    mtt_set_entry(g, 1, ms1, b1);
+    mtt_set_entry(g, 2, ms2, b2);
+    mtt_set_entry(g, 3, ms3, b3);
+    loom_graph_apply_policies(g);
+    return g;
+}
+
+/* Tunes at `cap` with `static_bytes` and checks every entry got `want`. */
+static void expect_policy(const loom_memory_tuner_vtable *vt, loom_stage_graph *g,
+                          const loom_schedule *s, double cap, int64_t static_bytes, int want)
+{
+    uint8_t pol[4];
+    loom_error err = {0};
+    g->memory_cap_bytes = cap;
+    g->static_bytes[0] = static_bytes;
+    ck_assert_int_eq(mtt_tune(vt, NULL, 0, g, s, pol, &err), LOOM_OK);
+    for (int e = 0; e < 4; e++)
+        ck_assert_int_eq(pol[e], want);
+    if (cap > 0) {
+        loom_metrics m = mtt_simulate(g, s, pol, NULL);
+        ck_assert(m.max_peak_bytes <= cap);
+    }
+}
+
+START_TEST(cheapest_setting_that_fits)
+{
+    loom_stage_graph *g = hand_graph();
+    loom_schedule *s = mtt_order(1, 2, 0, 1);
+    const loom_memory_tuner_vtable *vt = mtt_vtable(loom_static_megatron_recompute());
+    expect_policy(vt, g, s, 0, 0, LOOM_POLICY_NONE);     /* no cap */
+    expect_policy(vt, g, s, 400, 0, LOOM_POLICY_NONE);   /* 400 fits exactly */
+    expect_policy(vt, g, s, 399, 0, LOOM_POLICY_SELECTIVE);
+    expect_policy(vt, g, s, 290, 0, LOOM_POLICY_SELECTIVE);
+    expect_policy(vt, g, s, 289, 0, LOOM_POLICY_FULL);
+    expect_policy(vt, g, s, 330, 50, LOOM_POLICY_FULL);  /* 450, 340, 130 */
+    expect_policy(vt, g, s, 340, 50, LOOM_POLICY_SELECTIVE);
+    /* full holds 80 bytes: a cap of 70 is 10 bytes short */
+    uint8_t pol[4];
+    loom_error err = {0};
+    g->memory_cap_bytes = 70;
+    g->static_bytes[0] = 0;
+    ck_assert_int_eq(mtt_tune(vt, NULL, 0, g, s, pol, &err), LOOM_EINFEASIBLE);
+    ck_assert_str_eq(err.message, "megatron-recompute: rank 0 cannot fit the memory cap of 70 "
+                                  "bytes even with full recomputation: 10 bytes short");
+    loom_schedule_free(s);
+    loom_graph_free(g);
+}
+END_TEST
+
+START_TEST(order_decides_the_peak)
+{
+    /* 1F1B order: one microbatch in flight, so the peak is one pair's
+     * two entries (200 bytes under none), not all four as with GPipe */
+    loom_stage_graph *g = hand_graph();
+    loom_schedule *s = mtt_order(1, 2, 0, 0);
+    const loom_memory_tuner_vtable *vt = mtt_vtable(loom_static_megatron_recompute());
+    expect_policy(vt, g, s, 200, 0, LOOM_POLICY_NONE);
+    /* pair 1 under selective: 90 + 100 = 190 */
+    expect_policy(vt, g, s, 199, 0, LOOM_POLICY_SELECTIVE);
+    expect_policy(vt, g, s, 189, 0, LOOM_POLICY_FULL);
+    loom_schedule_free(s);
+    loom_graph_free(g);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("megatron-recompute");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, cheapest_setting_that_fits);
+    tcase_add_test(tc, order_decides_the_peak);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return loom_test_main(suite());
+}
