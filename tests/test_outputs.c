@@ -644,8 +644,27 @@ START_TEST(test_plan_json_1f1b)
     stage_times_plan(&fx, 4, 8, 0, 0, 0, 1);
     char *text = render(loom_write_plan_json, &fx.plan);
     cJSON *doc = parse(text);
-    ck_assert_int_eq((int)num(doc, "loom_plan"), 1);
+    ck_assert_int_eq((int)num(doc, "loom_plan"), 2);
     ck_assert_str_eq(str(doc, "label"), "1f1b P=4 M=8");
+    /* format 2 on a stage-times plan: no samples, a loop-style CSV, no layout */
+    ck_assert(cJSON_IsNull(get(doc, "iteration")));
+    ck_assert_int_eq(cJSON_GetArraySize(get(doc, "data")), 0);
+    const cJSON *csvj = get(doc, "schedule_csv");
+    ck_assert(cJSON_IsTrue(get(csvj, "written")));
+    ck_assert_int_eq((int)num(csvj, "stages"), 4);
+    ck_assert_int_eq((int)num(csvj, "microbatches"), 8);
+    ck_assert(cJSON_IsNull(get(csvj, "reason")));
+    const cJSON *pl = get(doc, "placement");
+    ck_assert_str_eq(str(pl, "style"), "loop");
+    ck_assert_int_eq((int)num(pl, "stages_per_rank"), 1);
+    const cJSON *tt = get(pl, "torchtitan");
+    ck_assert_str_eq(str(tt, "pipeline_parallel_schedule"), "1F1B");
+    ck_assert_int_eq((int)num(tt, "pipeline_parallel_degree"), 4);
+    ck_assert_int_eq((int)num(tt, "microbatches"), 8);
+    ck_assert(cJSON_IsNull(get(tt, "pipeline_parallel_layers_per_stage")));
+    const cJSON *mg = get(doc, "megatron");
+    ck_assert(cJSON_IsNull(get(mg, "pipeline_model_parallel_layout")));
+    ck_assert_str_eq(str(mg, "reason"), "a stage-times problem has no model layers to lay out");
     ck_assert_str_eq(str(doc, "problem"), "stage_times");
     ck_assert_int_eq((int)num(doc, "ranks"), 4);
     ck_assert_int_eq((int)num(doc, "microbatches"), 8);
@@ -824,20 +843,39 @@ START_TEST(test_two_flows_with_subs)
     fixture fx;
     char names[24][16];
     two_flow_plan(&fx, names);
-    char *csv = render(loom_write_schedule_csv, &fx.plan);
-    check_csv(&fx.plan, csv, names);
-    /* flow 1 (stages 2-3) numbers microbatches alone; flow 0 counts subs */
-    ck_assert_ptr_nonnull(strstr(csv, "0F3"));
-    ck_assert_ptr_nonnull(strstr(csv, "1B3"));
-    ck_assert_ptr_nonnull(strstr(csv, "3F1"));
-    ck_assert_ptr_nonnull(strstr(csv, "2B1"));
-    ck_assert_ptr_null(strstr(csv, "2F2"));
-    ck_assert(strncmp(csv, "0F0,0F1,0F2,0F3,", 16) == 0);
-    free(csv);
+    /* flow 0 (stages 0-1) runs 4 units, flow 1 (stages 2-3) 2: no valid CSV */
+    static const char reason[] =
+        "stage 2 (flow 1, module llm, position 0) runs 2 (sub-)microbatches and stage 0 "
+        "(flow 0, module vit, position 0) runs 4; PyTorch pipelining needs the same "
+        "microbatch count on every stage, and the plan splits microbatches into a different "
+        "number of sub-microbatches per module";
+    char *buf = NULL, expect[1200];
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    loom_error err = {0};
+    ck_assert_int_eq(loom_write_schedule_csv(&fx.plan, f, &err), LOOM_EINVAL);
+    fclose(f);
+    ck_assert_uint_eq(len, 0); /* nothing written */
+    free(buf);
+    snprintf(expect, sizeof expect, "schedule.csv: not written: %s", reason);
+    ck_assert_str_eq(err.message, expect);
+    ck_assert_int_eq(loom_schedule_csv_check(&fx.plan, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, expect);
+    ck_assert_int_eq(loom_out_csv_refused(&fx.plan), 1);
 
     char *text = render(loom_write_plan_json, &fx.plan);
     cJSON *doc = parse(text);
     check_actions(&fx.plan, doc);
+    const cJSON *csvj = get(doc, "schedule_csv");
+    ck_assert(cJSON_IsFalse(get(csvj, "written")));
+    ck_assert_str_eq(str(csvj, "reason"), reason);
+    ck_assert_int_eq((int)num(csvj, "microbatches"), 4);
+    const cJSON *pl = get(doc, "placement");
+    ck_assert(cJSON_IsNull(get(pl, "style")));
+    snprintf(expect, sizeof expect,
+             "no torchtitan style fits: the plan is not one PyTorch pipeline (%s)", reason);
+    ck_assert_str_eq(str(pl, "reason"), expect);
+    ck_assert(cJSON_IsNull(get(pl, "torchtitan")));
     const cJSON *s0 = cJSON_GetArrayItem(get(doc, "stages"), 0);
     ck_assert_str_eq(str(s0, "module"), "vit");
     ck_assert_str_eq(str(s0, "policy"), "mixed");
