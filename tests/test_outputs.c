@@ -117,6 +117,47 @@ static void stage_times_plan(fixture *fx, int P, int M, double p2p, int split,
     snprintf(fx->plan.label, sizeof fx->plan.label, "1f1b P=%d M=%d", P, M);
 }
 
+/* A P-rank stage-times plan with V virtual stages and M microbatches whose
+ * position g runs on rank_of[g] (NULL: g mod P); each rank runs its stages
+ * in stage-id order (a topological order, so it cannot deadlock). */
+static void placed_plan(fixture *fx, int P, int V, int M, int split, const int *rank_of)
+{
+    memset(fx, 0, sizeof *fx);
+    for (int i = 0; i < P * V; i++) {
+        fwd[i] = 1;
+        bwd[i] = 2;
+        act[i] = 1;
+    }
+    fx->st.ranks = P;
+    fx->st.microbatches = M;
+    fx->st.virtual_stages = V;
+    fx->st.forward_ms = fwd;
+    fx->st.backward_ms = bwd;
+    fx->st.input_grad_ms = fwd;
+    fx->st.weight_grad_ms = fwd;
+    fx->st.split_backward = split;
+    fx->st.activation_bytes = act;
+    fx->problem.struct_size = sizeof fx->problem;
+    fx->problem.kind = LOOM_PROBLEM_STAGE_TIMES;
+    fx->problem.stage_times = &fx->st;
+    loom_stage_graph *g = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_graph_from_stage_times(&fx->st, split, &g, &err), LOOM_OK);
+    for (int32_t s = 0; rank_of && s < g->n_stages; s++)
+        g->rank[s] = rank_of[g->position[s]];
+    loom_schedule *sc = loom_schedule_new(P, g->n_stages);
+    int32_t k = 0;
+    for (int r = 0; r < P; r++) {
+        sc->rank_off[r] = k;
+        for (int32_t s = 0; s < g->n_stages; s++)
+            if (g->rank[s] == r)
+                sc->order[k++] = s;
+    }
+    sc->rank_off[P] = k;
+    simulate_into(fx, g, sc);
+    snprintf(fx->plan.label, sizeof fx->plan.label, "placed P=%d V=%d", P, V);
+}
+
 /* Frees what the fixture builders allocated. */
 static void fixture_free(fixture *fx)
 {
@@ -1170,6 +1211,169 @@ START_TEST(test_non_finite_numbers_refused)
 }
 END_TEST
 
+/* plan.json's placement of a placed_plan; the CSV is written either way. */
+static cJSON *placement_of(const fixture *fx, const char *style)
+{
+    char *csv = render(loom_write_schedule_csv, &fx->plan);
+    free(csv);
+    char *text = render(loom_write_plan_json, &fx->plan);
+    cJSON *doc = parse(text);
+    free(text);
+    const cJSON *pl = get(doc, "placement");
+    if (style)
+        ck_assert_str_eq(str(pl, "style"), style);
+    else
+        ck_assert(cJSON_IsNull(get(pl, "style")));
+    return doc;
+}
+
+START_TEST(test_placement_styles)
+{
+    fixture fx;
+    /* loop: stage g on rank g mod P */
+    placed_plan(&fx, 2, 2, 4, 0, NULL);
+    cJSON *doc = placement_of(&fx, "loop");
+    const cJSON *pl = get(doc, "placement"), *tt = get(pl, "torchtitan");
+    ck_assert_int_eq((int)num(pl, "stages_per_rank"), 2);
+    ck_assert_str_eq(str(tt, "pipeline_parallel_schedule"), "Interleaved1F1B");
+    ck_assert_str_eq(str(tt, "pipeline_parallel_schedule_csv"), "schedule.csv");
+    ck_assert_int_eq((int)num(tt, "microbatches"), 4);
+    const cJSON *sr = get(pl, "stage_ranks");
+    ck_assert_int_eq(cJSON_GetArraySize(sr), 4);
+    for (int g = 0; g < 4; g++)
+        ck_assert_int_eq(cJSON_GetArrayItem(sr, g)->valueint, g % 2);
+    cJSON_Delete(doc);
+    fixture_free(&fx);
+    /* the same with I and W: the zero-bubble loop schedule */
+    placed_plan(&fx, 2, 2, 4, 1, NULL);
+    doc = placement_of(&fx, "loop");
+    ck_assert_str_eq(str(get(get(doc, "placement"), "torchtitan"), "pipeline_parallel_schedule"),
+                     "InterleavedZeroBubble");
+    cJSON_Delete(doc);
+    fixture_free(&fx);
+    /* V: rank r holds stages r and 2P-1-r */
+    static const int v_ranks[] = {0, 1, 1, 0};
+    placed_plan(&fx, 2, 2, 4, 1, v_ranks);
+    doc = placement_of(&fx, "v");
+    ck_assert_str_eq(str(get(get(doc, "placement"), "torchtitan"), "pipeline_parallel_schedule"),
+                     "ZBVZeroBubble");
+    cJSON_Delete(doc);
+    fixture_free(&fx);
+    /* neither, with 2 and with 3 stages per rank */
+    static const int blocks[] = {0, 0, 1, 1};
+    placed_plan(&fx, 2, 2, 4, 0, blocks);
+    doc = placement_of(&fx, NULL);
+    pl = get(doc, "placement");
+    ck_assert_str_eq(str(pl, "reason"), "no torchtitan style fits: stage 1 is on rank 0; the loop "
+                                        "style puts it on rank 1 and the V style on rank 1");
+    ck_assert(cJSON_IsNull(get(pl, "torchtitan")));
+    ck_assert(cJSON_IsNull(get(pl, "stages_per_rank")));
+    cJSON_Delete(doc);
+    fixture_free(&fx);
+    static const int three[] = {0, 1, 0, 1, 1, 0};
+    placed_plan(&fx, 2, 3, 4, 0, three);
+    doc = placement_of(&fx, NULL);
+    ck_assert_str_eq(str(get(doc, "placement"), "reason"),
+                     "no torchtitan style fits: stage 4 is on rank 1; the loop style puts it on "
+                     "rank 0 (the V style needs exactly 2 stages per rank, the plan has 3)");
+    cJSON_Delete(doc);
+    fixture_free(&fx);
+}
+END_TEST
+
+/* A one-flow partition of `model` on P ranks: position i holds layers[i]
+ * consecutive layers of module 0 on rank ranks[i] (NULL: i mod P). */
+static char *layout_of(const loom_model *model, int P, int n, const int *layers,
+                       const int *ranks, char reason[LOOM_OUT_REASON_MAX])
+{
+    loom_flow flow = {.pos_off = 0, .n_pos = n, .module = 0};
+    loom_position pos[16];
+    loom_span spans[16];
+    int first = 0;
+    for (int i = 0; i < n; i++) {
+        pos[i] = (loom_position){.rank = ranks ? ranks[i] : i % P, .span_off = i, .n_spans = 1};
+        spans[i] = (loom_span){.module = 0, .first_layer = first, .n_layers = layers[i]};
+        first += layers[i];
+    }
+    loom_partition part = {.n_ranks = P, .n_flows = 1, .flows = &flow, .n_positions = n,
+                           .positions = pos, .n_spans = n, .spans = spans};
+    loom_problem problem = {.struct_size = sizeof problem, .kind = LOOM_PROBLEM_MODEL,
+                            .model = model};
+    loom_plan plan = {.problem = &problem, .partition = &part};
+    int oom = 0;
+    char *out = loom_out_megatron_layout(&plan, reason, &oom);
+    ck_assert_int_eq(oom, 0);
+    return out;
+}
+
+START_TEST(test_megatron_layout)
+{
+    static const loom_module llm[1] = {{.name = "llm", .modality = LOOM_MODALITY_TEXT,
+                                        .n_layers = 16, .layers = toy_layers}};
+    static const loom_model llm_only = {.name = "llm-only", .n_modules = 1, .modules = llm};
+    char reason[LOOM_OUT_REASON_MAX];
+    static const int uniform[] = {4, 4, 4, 4}, balanced[] = {3, 5, 5, 3};
+    static const int v2[] = {2, 2, 2, 2, 2, 2, 2, 2}, edge[] = {1, 15}, one[] = {16};
+    static const struct {
+        int P, n;
+        const int *layers;
+        const char *want;
+    } cases[] = {
+        {4, 4, uniform, "Et*4|t*4|t*4|t*4L"},
+        {4, 4, balanced, "Et*3|t*5|t*5|t*3L"},
+        {4, 8, v2, "Et*2|t*2|t*2|t*2|t*2|t*2|t*2|t*2L"},
+        {2, 2, edge, "Et|t*15L"},
+        {1, 1, one, "Et*16L"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *got = layout_of(&llm_only, cases[i].P, cases[i].n, cases[i].layers, NULL, reason);
+        ck_assert_ptr_nonnull(got);
+        ck_assert_str_eq(got, cases[i].want);
+        free(got);
+    }
+    /* refusals: rank order, stage count, a model with an encoder */
+    static const int swapped[] = {1, 0, 2, 3};
+    ck_assert_ptr_null(layout_of(&llm_only, 4, 4, uniform, swapped, reason));
+    ck_assert_str_eq(reason, "stage 0 is on rank 1; Megatron puts virtual stage 0 on rank 0");
+    ck_assert_ptr_null(layout_of(&llm_only, 4, 2, edge, NULL, reason));
+    ck_assert_str_eq(reason, "2 stages on 4 pipeline ranks; Megatron needs a multiple of the ranks");
+    ck_assert_ptr_null(layout_of(&toy_model, 4, 4, uniform, NULL, reason));
+    ck_assert_str_eq(reason, "the model has 2 modules (first: vit); Megatron's layout describes "
+                             "one decoder stack, so only LLM-only models (one text module) can "
+                             "be written");
+}
+END_TEST
+
+/* loom_write_outputs leaves out a refused schedule.csv and removes a
+ * stale one. */
+START_TEST(test_write_outputs_refused_csv)
+{
+    fixture fx;
+    char names[24][16], base[64], path[128];
+    two_flow_plan(&fx, names);
+    snprintf(base, sizeof base, "/tmp/loom-refused-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(base));
+    snprintf(path, sizeof path, "%s/schedule.csv", base);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("0F0\n", f);
+    fclose(f);
+    loom_error err = {0};
+    ck_assert_int_eq(loom_write_outputs(&fx.plan, base, &err), LOOM_OK);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/plan.json", base);
+    ck_assert_int_eq(access(path, F_OK), 0);
+    static const char *const files[] = {"plan.json", "trace.json", "timeline.svg",
+                                        "summary.txt", "report.html"};
+    for (int i = 0; i < 5; i++) {
+        snprintf(path, sizeof path, "%s/%s", base, files[i]);
+        ck_assert_int_eq(unlink(path), 0);
+    }
+    ck_assert_int_eq(rmdir(base), 0);
+    fixture_free(&fx);
+}
+END_TEST
+
 START_TEST(test_write_outputs_directory)
 {
     fixture fx;
@@ -1234,6 +1438,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_trace_memory_counters);
     tcase_add_test(tc, test_schedule_csv_1f1b);
     tcase_add_test(tc, test_schedule_csv_deadlock);
+    tcase_add_test(tc, test_placement_styles);
+    tcase_add_test(tc, test_megatron_layout);
+    tcase_add_test(tc, test_write_outputs_refused_csv);
     tcase_add_test(tc, test_svg_timeline);
     tcase_add_test(tc, test_summary_table);
     tcase_add_test(tc, test_non_finite_numbers_refused);
