@@ -917,6 +917,11 @@ START_TEST(test_two_flows_with_subs)
              "no torchtitan style fits: the plan is not one PyTorch pipeline (%s)", reason);
     ck_assert_str_eq(str(pl, "reason"), expect);
     ck_assert(cJSON_IsNull(get(pl, "torchtitan")));
+    char *summary = render(loom_write_summary, &fx.plan);
+    ck_assert_ptr_nonnull(strstr(summary, "\n  schedule.csv  not written (plan.json: "
+                                          "schedule_csv.reason)\n  torchtitan    no placement "
+                                          "style fits (plan.json: placement.reason)\n"));
+    free(summary);
     const cJSON *s0 = cJSON_GetArrayItem(get(doc, "stages"), 0);
     ck_assert_str_eq(str(s0, "module"), "vit");
     ck_assert_str_eq(str(s0, "policy"), "mixed");
@@ -1049,6 +1054,11 @@ START_TEST(test_summary_table)
     ck_assert_ptr_nonnull(strstr(text, "MFU           n/a"));
     ck_assert_ptr_nonnull(strstr(text, "plan time     12.500 ms (42 evaluations)"));
     ck_assert_ptr_nonnull(strstr(text, "memory cap    none"));
+    ck_assert_ptr_nonnull(strstr(text, "\n  torchtitan    loop style: pipeline_parallel_schedule "
+                                       "1F1B, pipeline_parallel_schedule_csv schedule.csv, 8 "
+                                       "microbatches\n"));
+    ck_assert_ptr_null(strstr(text, "schedule.csv  not written"));
+    ck_assert_ptr_null(strstr(text, "megatron")); /* no layers to lay out */
     ck_assert_ptr_null(strstr(text, "OVER CAP"));
     ck_assert_ptr_nonnull(strstr(text, "  rank     span ms     busy ms   recomp ms     fill ms"
                                        "    drain ms   idle %    peak GiB\n"));

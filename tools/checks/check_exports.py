@@ -25,7 +25,8 @@ manifest's plans hold what docs/outputs.md promises.
    - every model stage's layer_policies has one entry per layer of its
      position;
    - the Megatron layout, when given, has P x V stages with E first, L last
-     and each stage's t count equal to its position's layers.
+     and each stage's t count equal to its position's layers;
+   - summary.txt shows the torchtitan style and the Megatron layout.
 Exit 1 naming every failure.
 """
 import glob
@@ -217,6 +218,15 @@ def plan(loom, src, tmp, where, args, must_plan):
     check_data(where, doc)
     check_tensors(where, doc)
     check_layers(where, doc)
+    lay = doc["megatron"]["pipeline_model_parallel_layout"]
+    with open(os.path.join(out, "summary.txt")) as fh:
+        summary = fh.read()
+    if lay and "--pipeline-model-parallel-layout %s\n" % lay not in summary:
+        fail("%s: summary.txt lacks the Megatron layout" % where)
+    style = doc["placement"]["style"]
+    if style and "torchtitan    %s style: pipeline_parallel_schedule %s," % (
+            style, doc["placement"]["torchtitan"]["pipeline_parallel_schedule"]) not in summary:
+        fail("%s: summary.txt lacks the torchtitan style" % where)
     print("ok: %s (schedule.csv %s, style %s)" %
           (where, "written" if doc["schedule_csv"]["written"] else "refused",
            doc["placement"]["style"]))
