@@ -1318,22 +1318,24 @@ static char *layout_of(const loom_model *model, int P, int n, const int *layers,
 
 START_TEST(test_megatron_layout)
 {
+    static const loom_layer layers32[32];
     static const loom_module llm[1] = {{.name = "llm", .modality = LOOM_MODALITY_TEXT,
-                                        .n_layers = 16, .layers = toy_layers}};
+                                        .n_layers = 32, .layers = layers32}};
     static const loom_model llm_only = {.name = "llm-only", .n_modules = 1, .modules = llm};
     char reason[LOOM_OUT_REASON_MAX];
-    static const int uniform[] = {4, 4, 4, 4}, balanced[] = {3, 5, 5, 3};
-    static const int v2[] = {2, 2, 2, 2, 2, 2, 2, 2}, edge[] = {1, 15}, one[] = {16};
+    /* docs/outputs.md: 32 layers on P = 4, uniform, then with V = 2 */
+    static const int uniform[] = {8, 8, 8, 8}, balanced[] = {7, 9, 9, 7};
+    static const int v2[] = {4, 4, 4, 4, 4, 4, 4, 4}, edge[] = {1, 31}, one[] = {32};
     static const struct {
         int P, n;
         const int *layers;
         const char *want;
     } cases[] = {
-        {4, 4, uniform, "Et*4|t*4|t*4|t*4L"},
-        {4, 4, balanced, "Et*3|t*5|t*5|t*3L"},
-        {4, 8, v2, "Et*2|t*2|t*2|t*2|t*2|t*2|t*2|t*2L"},
-        {2, 2, edge, "Et|t*15L"},
-        {1, 1, one, "Et*16L"},
+        {4, 4, uniform, "Et*8|t*8|t*8|t*8L"},
+        {4, 4, balanced, "Et*7|t*9|t*9|t*7L"},
+        {4, 8, v2, "Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4L"},
+        {2, 2, edge, "Et|t*31L"},
+        {1, 1, one, "Et*32L"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *got = layout_of(&llm_only, cases[i].P, cases[i].n, cases[i].layers, NULL, reason);

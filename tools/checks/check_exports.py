@@ -8,8 +8,9 @@ manifest's plans hold what docs/outputs.md promises.
 2. Every examples/manifests/*.json is planned in deterministic mode
    (--evaluations) with the default model (vlm-s; it must plan), with
    t2v-s and with the LLM-only llama3-8b (tp=8, pp=4, vpp=2; a manifest may
-   decline a model, as long as no output failed), and the stage-times
-   examples are planned with megatron-1f1b. For each plan:
+   decline a model, as long as no output failed), pipeweaver with vlm-l and
+   optimus with vlm-xl as the docs plan them, and the stage-times examples
+   with megatron-1f1b. For each plan:
    - schedule.csv exists exactly when plan.json says "written"; when it
      does it passes the rules checker with plan.json's ranks, stages and
      microbatches, and its stage-to-rank map is placement.stage_ranks;
@@ -38,6 +39,11 @@ import sys
 import tempfile
 
 FAILS = []
+# the layouts docs/outputs.md quotes
+DOCUMENTED_LAYOUTS = {
+    "megatron-1f1b with llama3-8b": "Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4L",
+    "megatron-balanced with llama3-8b": "Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4L",
+}
 
 
 def fail(msg):
@@ -221,6 +227,9 @@ def plan(loom, src, tmp, where, args, must_plan):
     lay = doc["megatron"]["pipeline_model_parallel_layout"]
     with open(os.path.join(out, "summary.txt")) as fh:
         summary = fh.read()
+    want = DOCUMENTED_LAYOUTS.get(where)
+    if want and lay != want:
+        fail("%s: Megatron layout %r, docs/outputs.md says %r" % (where, lay, want))
     if lay and "--pipeline-model-parallel-layout %s\n" % lay not in summary:
         fail("%s: summary.txt lacks the Megatron layout" % where)
     style = doc["placement"]["style"]
@@ -243,6 +252,11 @@ def main():
             for model, extra, must in models:
                 plan(loom, src, tmp, "%s with %s" % (name, model),
                      ["--manifest", path, "--model", model] + extra, must)
+        # the pairs the docs plan (pipeweaver with vlm-l: docs/search.md; optimus with vlm-xl)
+        for name, model in (("pipeweaver", "vlm-l"), ("optimus", "vlm-xl")):
+            plan(loom, src, tmp, "%s with %s" % (name, model),
+                 ["--manifest", os.path.join(src, "examples/manifests/%s.json" % name),
+                  "--model", model], True)
         for path in sorted(glob.glob(os.path.join(src, "examples/stage-times/*.json"))):
             plan(loom, src, tmp, "stage times %s" % os.path.basename(path),
                  ["--manifest", os.path.join(src, "examples/manifests/megatron-1f1b.json"),
