@@ -1386,6 +1386,68 @@ START_TEST(test_write_outputs_refused_csv)
 }
 END_TEST
 
+/* The sample assignment: largest first to the sub with the fewest tokens
+ * (ties: lower index, lower sub); a mixed flow takes a sample's microbatch
+ * from the first of its modules that sees it; a flow skips microbatches
+ * with 0 subs. */
+START_TEST(test_data_assignment)
+{
+    static const loom_layer l1[1];
+    static const loom_module mods[2] = {
+        {.name = "enc", .modality = LOOM_MODALITY_IMAGE, .tokens_per_item = 10, .n_layers = 1,
+         .layers = l1},
+        {.name = "llm", .modality = LOOM_MODALITY_TEXT, .n_layers = 1, .layers = l1},
+    };
+    static const loom_model model = {.name = "m", .n_modules = 2, .modules = mods};
+    /* text tokens 3 5 1 4 3 in microbatch 0, sample 5 in microbatch 1 */
+    static const loom_sample samples[6] = {{.text_tokens = 3}, {.text_tokens = 5},
+                                           {.text_tokens = 1}, {.text_tokens = 4},
+                                           {.text_tokens = 3}, {.text_tokens = 2, .images = 1}};
+    loom_iteration it = {.index = 7, .n_samples = 6, .samples = samples};
+    /* flow 0: llm alone, subs 2 and 1; flow 1: enc + llm (mixed), subs 1 and 0 */
+    loom_flow flows[2] = {{.pos_off = 0, .n_pos = 1, .module = 1},
+                          {.pos_off = 1, .n_pos = 1, .module = -1}};
+    loom_span spans[3] = {{.module = 1, .n_layers = 1}, {.module = 0, .n_layers = 1},
+                          {.module = 1, .n_layers = 1}};
+    loom_position pos[2] = {{.rank = 0, .span_off = 0, .n_spans = 1},
+                            {.rank = 1, .span_off = 1, .n_spans = 2}};
+    int32_t sample_mb[12] = {-1, 0, -1, -1, -1, 1, /* enc sees samples 1 and 5 */
+                             0, 0, 0, 0, 0, 1};
+    int32_t subs[4] = {2, 1, 1, 0};
+    loom_partition part = {.n_ranks = 2, .n_flows = 2, .flows = flows, .n_positions = 2,
+                           .positions = pos, .n_spans = 3, .spans = spans,
+                           .n_microbatches = 2, .cap_microbatches = 2, .n_samples = 6,
+                           .n_modules = 2, .sample_mb = sample_mb, .subs = subs};
+    loom_problem problem = {.struct_size = sizeof problem, .kind = LOOM_PROBLEM_MODEL,
+                            .model = &model};
+    loom_plan plan = {.problem = &problem, .iteration = &it, .partition = &part};
+    loom_out_data d;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_out_data_build(&plan, &d, &err), LOOM_OK);
+    ck_assert_int_eq(d.n_units, 4);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    loom_out_json_data(&d, f);
+    fclose(f);
+    /* flow 0, mb 0: 5 (s1) -> sub 0, 4 (s3) -> 1, 3 (s0) -> 1, 3 (s4) -> 0, 1 (s2) -> 1;
+     * flow 1 (enc 10 + llm tokens): sample 1 in mb 0 by enc, the rest by llm; mb 1 skipped */
+    ck_assert_str_eq(buf, "  \"data\": [\n"
+                          "    {\"flow\": 0, \"microbatch\": 0, \"sub\": 0, \"samples\": [1, 4]},\n"
+                          "    {\"flow\": 0, \"microbatch\": 0, \"sub\": 1, \"samples\": [0, 2, 3]},\n"
+                          "    {\"flow\": 0, \"microbatch\": 1, \"sub\": 0, \"samples\": [5]},\n"
+                          "    {\"flow\": 1, \"microbatch\": 0, \"sub\": 0, "
+                          "\"samples\": [0, 1, 2, 3, 4]}\n  ],\n");
+    free(buf);
+    loom_out_data_free(&d);
+    /* a partition of another sample count is refused */
+    part.n_samples = 5;
+    ck_assert_int_eq(loom_out_data_build(&plan, &d, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "plan.json: the partition assigns 5 samples of 2 modules, "
+                                  "expected the iteration's 6 samples of the model's 2 modules");
+}
+END_TEST
+
 START_TEST(test_write_outputs_directory)
 {
     fixture fx;
@@ -1453,6 +1515,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_placement_styles);
     tcase_add_test(tc, test_megatron_layout);
     tcase_add_test(tc, test_write_outputs_refused_csv);
+    tcase_add_test(tc, test_data_assignment);
     tcase_add_test(tc, test_svg_timeline);
     tcase_add_test(tc, test_summary_table);
     tcase_add_test(tc, test_non_finite_numbers_refused);
