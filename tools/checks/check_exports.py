@@ -27,7 +27,8 @@ manifest's plans hold what docs/outputs.md promises.
      position;
    - the Megatron layout, when given, has P x V stages with E first, L last
      and each stage's t count equal to its position's layers;
-   - summary.txt shows the torchtitan style and the Megatron layout.
+   - summary.txt shows the torchtitan style and the Megatron layout, and
+     report.html the layout.
 Exit 1 naming every failure.
 """
 import glob
@@ -241,6 +242,10 @@ def plan(loom, src, tmp, where, args, must_plan):
         fail("%s: Megatron layout %r, docs/outputs.md says %r" % (where, lay, want))
     if lay and "--pipeline-model-parallel-layout %s\n" % lay not in summary:
         fail("%s: summary.txt lacks the Megatron layout" % where)
+    with open(os.path.join(out, "report.html")) as fh:
+        page = fh.read()
+    if lay and '<span class="k">Megatron layout</span><span class="v">%s</span>' % lay not in page:
+        fail("%s: report.html lacks the Megatron layout" % where)
     style = doc["placement"]["style"]
     if style and "torchtitan    %s style: pipeline_parallel_schedule %s," % (
             style, doc["placement"]["torchtitan"]["pipeline_parallel_schedule"]) not in summary:
