@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tools/demo.sh - what `make demo` runs: a quiet build (one progress line,
 # warnings if any, the log's tail if it fails), then PipeWeaver against the
-# strongest Megatron-LM baseline Loom ships (megatron-balanced: Optimus'
-# balanced layer split, docs/baselines.md) on one VLM preset, side by side
+# strongest Megatron-LM baseline Loom ships (megatron-tuned: the fastest
+# plan that fits over uniform and balanced splits, every dividing vpp and the
+# recomputation settings, docs/baselines.md) on one VLM preset, side by side
 # in one small table, with every output (report.html first) in
 # $DEMO_OUT/<manifest>/ and a loom ab comparison in $DEMO_OUT/ab.html.
 #
@@ -17,7 +18,7 @@ WERROR=${WERROR:-ON}
 OUT=${DEMO_OUT:-demo-out}
 MODEL=${DEMO_MODEL:-vlm-l}
 BUDGET=${DEMO_BUDGET_MS:-500}
-BASE=megatron-balanced
+BASE=megatron-tuned
 NEW=pipeweaver
 mkdir -p "$BUILD"
 log="$BUILD/demo-build.log"
@@ -106,7 +107,8 @@ cap = ma.get("memory_cap_bytes") or 0
 layout = re.sub(r"<[^>]*>", "", kv.get("parallel layout", "?"))
 cluster = re.sub(r"<[^>]*>", "", kv.get("cluster", "?")).split(",")[0]
 print()
-print("PipeWeaver vs Megatron-LM's balanced split (the strongest Megatron baseline here)")
+print("PipeWeaver vs megatron-tuned (the fastest Megatron-LM plan that fits: uniform or "
+      "balanced split, vpp, recomputation)")
 print("%s on %s: %s, %d microbatches, 1 iteration%s" % (
     model, cluster, layout, a["microbatches"],
     ", cap %.0f GiB per rank" % (cap / GIB) if cap else ""))
