@@ -317,7 +317,8 @@ START_TEST(errors_and_params)
     loom_error err = {0};
     loom_schedule *s = NULL;
     loom_stage_graph *g = instance(4, 9, 0, 1, 0); /* 72 stages */
-    ck_assert_int_eq(run(loom_static_ilp(), NULL, g, &s, &err), LOOM_EINVAL);
+    const char *small[] = {"max_stages", "64", NULL};
+    ck_assert_int_eq(run(loom_static_ilp(), small, g, &s, &err), LOOM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "72 stages"));
     ck_assert_ptr_nonnull(strstr(err.message, "max_stages = 64"));
     loom_schedule_free(s);
@@ -337,7 +338,7 @@ START_TEST(errors_and_params)
     const loom_interleaver_vtable *vt =
         (const loom_interleaver_vtable *)loom_static_ilp()->role(
             LOOM_ROLE_INTERLEAVER);
-    const char *bad[][2] = {{"timeout_ms", "0"}, {"max_stages", "2000"}};
+    const char *bad[][2] = {{"timeout_ms", "0"}, {"max_stages", "5000"}};
     for (int i = 0; i < 2; i++) {
         loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
         loom_mock_host_set_param(h, bad[i][0], bad[i][1]);
