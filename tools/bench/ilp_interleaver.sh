@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# ilp_interleaver.sh - the exact "ilp" interleaver on the zero-bubble
+# paper's settings (Qi et al., ICLR 2024, section 3; split backward, at most
+# P microbatches' activations per rank), next to the zero-bubble heuristic:
+#   zb-p4m8    P = 4, M = 8,  F = I = W = 1            (optimum 27)
+#   zb-hetero  P = 4, M = 8,  F = [2,1,1,1], I = [2,1,1,2], W = 1 (optimum 41)
+#   zb-p8m16   P = 8, M = 16, F = I = W = 1            (optimum 55)
+# For each: makespan, whether ilp proved it (plan.json interleaver_bound_ms
+# equals makespan_ms), the lower bound and gap from plan.json, and the
+# planning time `loom plan --json` reports (partition + search + final
+# replay, one ilp search per plan).
+#
+# Usage: tools/bench/ilp_interleaver.sh [--build DIR] [--timeout-ms MS]
+set -euo pipefail
+
+build=build
+timeout_ms=10000
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) build=$2; shift 2 ;;
+    --timeout-ms) timeout_ms=$2; shift 2 ;;
+    *) echo "usage: $0 [--build DIR] [--timeout-ms MS]" >&2; exit 2 ;;
+  esac
+done
+
+here=$(cd "$(dirname "$0")" && pwd)
+loom=$build/bin/loom
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+printf '%-10s %-12s %10s %7s %10s %8s %12s\n' problem interleaver makespan proven bound gap plan_ms
+for p in zb-p4m8 zb-hetero zb-p8m16; do
+  for il in ilp zero-bubble; do
+    args=(plan --quiet --stage-times "$here/ilp/$p.json" --use "interleaver=$il" --out "$tmp/$p-$il" --json)
+    if [ "$il" = ilp ]; then args+=(--param "interleaver.timeout_ms=$timeout_ms"); fi
+    LOOM_PLUGIN_PATH= "$loom" "${args[@]}" > "$tmp/$p-$il.json"
+    python3 - "$tmp/$p-$il.json" "$tmp/$p-$il/plan.json" "$p" "$il" <<'PY'
+import json, sys
+summary = json.load(open(sys.argv[1]))
+m = json.load(open(sys.argv[2]))["metrics"]
+proven = m["interleaver_bound_ms"] is not None and m["optimality_gap"] == 0
+print("%-10s %-12s %10.6g %7s %10.6g %8.4f %12.3f" % (
+    sys.argv[3], sys.argv[4], m["makespan_ms"], "yes" if proven else "no",
+    m["lower_bound_ms"], m["optimality_gap"], summary["plan_time_ms"]))
+PY
+  done
+done
