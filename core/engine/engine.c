@@ -63,7 +63,7 @@ static int check_bound(loom_plan *plan, double inter_bound, const char *inter_id
                               "plugin %s: its order's makespan %.9g ms is below the problem's "
                               "lower bound %.9g ms (busiest rank's work or longest dependency "
                               "chain); the plan is rejected", inter_id, span, lb);
-    if (!(inter_bound >= 0 && inter_bound <= span + eps * (span > 1 ? span : 1)))
+    if (!(inter_bound >= 0 && inter_bound <= span + 1e-9 * (span > 1 ? span : 1)))
         return loom_set_error(err, LOOM_EPLUGIN,
                               "plugin %s: claimed a makespan lower bound of %.9g ms, expected "
                               "a number in [0, %.9g] (its own order's makespan)", inter_id,
