@@ -193,13 +193,20 @@ static int ilpi_interleave(void *self, const loom_stage_graph *g,
         goto done;
     }
     ilpi_report(out, res.lower_bound_ms);
-    if (!res.proven)
+    if (!res.proven && res.timed_out)
         host->log(s->ctx, LOOM_LOG_WARN,
                   "ilp: timeout_ms = %.0f ms ran out; the order (makespan "
                   "%.6g ms) is the best found, not proven optimal: lower "
                   "bound %.6g ms, gap %.3g%%",
                   s->timeout_ms, best, res.lower_bound_ms,
                   100.0 * (best - res.lower_bound_ms) / best);
+    else if (!res.proven)
+        host->log(s->ctx, LOOM_LOG_WARN,
+                  "ilp: the search skipped branches it cannot settle (a "
+                  "stage of 0 ms, or deeper than its limit); the order "
+                  "(makespan %.6g ms) is the best found, not proven "
+                  "optimal: lower bound %.6g ms, gap %.3g%%",
+                  best, res.lower_bound_ms, 100.0 * (best - res.lower_bound_ms) / best);
     memcpy(rank_off, out->rank_off, ((size_t)g->n_ranks + 1) * sizeof *rank_off);
     memcpy(order, out->order, (size_t)g->n_stages * sizeof *order);
     res.makespan_ms = best;

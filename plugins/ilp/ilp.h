@@ -74,7 +74,7 @@ typedef struct loom_ilpi_result {
                               nothing better was found; < 0: none) */
     double lower_bound_ms; /* proven: no order has a smaller makespan */
     int proven;            /* 1: makespan_ms == lower_bound_ms is optimal */
-    int reserved;
+    int timed_out;         /* 1: timeout_ms stopped the search */
     int64_t nodes;         /* search nodes visited */
 } loom_ilpi_result;
 

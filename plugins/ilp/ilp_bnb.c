@@ -44,10 +44,16 @@ typedef struct bnb {
     int32_t *pos;        /* per rank: stages placed */
     int32_t *seq;        /* per rank: placed stages in order (rank_off) */
     int32_t *best;       /* best order found (rank_off layout) */
-    int32_t *cand;       /* branch scratch: depth * n stages */
+    int32_t *cand;       /* branch scratch: n stages per depth, grown */
     double *jps_rem;     /* bound scratch per stage */
     double *floor;       /* bound scratch: memory floors of heads */
-    int32_t placed, max_depth;
+    int32_t *fcand;      /* bound scratch: stages that free memory */
+    uint8_t *creach;     /* n x n: order forced by edges and twins */
+    int32_t floor_passes; /* memory-floor rounds per bound */
+    int32_t placed, max_depth, cand_depths;
+    int64_t *ban;        /* per stage: the rank epoch it is banned in */
+    int64_t *epoch;      /* per rank: changes with every placement */
+    int64_t clock;       /* last epoch handed out */
     double makespan;     /* max end of the placed stages */
     double best_ms, root_lb, tol, deadline_ms;
     int found, stop, exact;
@@ -64,6 +70,13 @@ static int bnb_fits(const bnb *b, int32_t v)
     int32_t r = g->rank[v];
     double st = (double)(g->static_bytes ? g->static_bytes[r] : 0);
     return st + b->mem[r] + (double)d <= g->memory_cap_bytes;
+}
+
+/* 1 when v may be its rank's next stage now: it fits, and no idle child
+ * above excluded it since its rank last placed a stage. */
+static int bnb_may_run(const bnb *b, int32_t v)
+{
+    return bnb_fits(b, v) && b->ban[v] != b->epoch[b->g->rank[v]];
 }
 
 /* 1 when microbatches a and b (stage ranges) are interchangeable. */
@@ -256,34 +269,91 @@ static double bnb_heads(bnb *b, const double *floor)
     return lb;
 }
 
-/* Memory floors: an unplaced stage that allocates and does not fit its
- * rank now starts after some unplaced stage of its rank that frees memory
- * (and does not depend on it) has ended. Returns 1 when a floor rose. */
+/* Memory floors. When an unplaced stage v that allocates runs, its rank
+ * holds what it holds now, plus what v and every unplaced stage of its
+ * rank that must precede it (an ancestor through edges or twins)
+ * allocate, minus what such ancestors free; any excess over the cap must
+ * be freed first by other unplaced stages of the rank that do not depend
+ * on v, so v starts no earlier than the smallest head + duration by which
+ * enough of them can have ended (taking them by that time). Raises
+ * floor[v] (INFINITY: nothing frees enough); returns 1 when one rose. */
 static int bnb_memory_floors(bnb *b)
 {
     const loom_ilpi_problem *pb = b->pb;
     const loom_stage_graph *g = b->g;
+    size_t n = (size_t)b->n;
     int raised = 0;
-    for (int32_t v = 0; v < b->n; v++) {
-        b->floor[v] = 0.0;
-        if (b->start[v] >= 0.0 || g->mem_delta_bytes[v] <= 0 || bnb_fits(b, v))
-            continue;
-        int32_t r = g->rank[v];
-        double m = INFINITY;
-        for (int32_t i = pb->rank_off[r]; i < pb->rank_off[r + 1]; i++) {
-            int32_t u = pb->rank_stages[i];
-            if (b->start[u] >= 0.0 || g->mem_delta_bytes[u] >= 0 ||
-                pb->reach[(size_t)v * (size_t)b->n + (size_t)u])
+    for (int32_t r = 0; r < b->P; r++) {
+        int32_t a = pb->rank_off[r], z = pb->rank_off[r + 1];
+        double room = g->memory_cap_bytes - (double)(g->static_bytes ? g->static_bytes[r] : 0) -
+                      b->mem[r];
+        for (int32_t i = a; i < z; i++) {
+            int32_t v = pb->rank_stages[i];
+            double dv = (double)g->mem_delta_bytes[v];
+            if (b->start[v] >= 0.0 || dv <= 0.0)
                 continue;
-            double x = b->head[u] + g->duration_ms[u];
-            m = x < m ? x : m;
-        }
-        if (m > b->head[v]) {
-            b->floor[v] = m; /* INFINITY: nothing can free room for v */
-            raised = 1;
+            double need = dv - room;
+            int32_t nc = 0;
+            for (int32_t k = a; k < z; k++) {
+                int32_t u = pb->rank_stages[k];
+                double du = (double)g->mem_delta_bytes[u];
+                if (u == v || b->start[u] >= 0.0 || du == 0.0)
+                    continue;
+                if (b->creach[(size_t)u * n + (size_t)v])
+                    need += du; /* runs before v whatever the order */
+                else if (du < 0.0 && !b->creach[(size_t)v * n + (size_t)u])
+                    b->fcand[nc++] = u;
+            }
+            if (need <= 0.0)
+                continue;
+            /* the candidates by head + duration; enough of them must end */
+            for (int32_t x = 1; x < nc; x++) {
+                int32_t u = b->fcand[x], y = x - 1;
+                double ku = b->head[u] + g->duration_ms[u];
+                while (y >= 0 && b->head[b->fcand[y]] + g->duration_ms[b->fcand[y]] > ku) {
+                    b->fcand[y + 1] = b->fcand[y];
+                    y--;
+                }
+                b->fcand[y + 1] = u;
+            }
+            double t = INFINITY;
+            for (int32_t x = 0; x < nc; x++) {
+                int32_t u = b->fcand[x];
+                need += (double)g->mem_delta_bytes[u];
+                if (need <= 0.0) {
+                    t = b->head[u] + g->duration_ms[u];
+                    break;
+                }
+            }
+            if (t > b->head[v] + b->tol && t > b->floor[v] + b->tol) {
+                b->floor[v] = t;
+                raised = 1;
+            }
         }
     }
     return raised;
+}
+
+/* Combined reachability (edges and twin links): creach[u * n + v] = 1
+ * when v runs after u in every order the search considers. */
+static void bnb_creach(bnb *b)
+{
+    const loom_ilpi_problem *pb = b->pb;
+    size_t n = (size_t)b->n;
+    memset(b->creach, 0, n * n);
+    for (int32_t i = b->n - 1; i >= 0; i--) {
+        int32_t u = b->topo[i];
+        uint8_t *row = &b->creach[(size_t)u * n];
+        for (int32_t k = pb->succ_off[u]; k <= pb->succ_off[u + 1]; k++) {
+            int32_t v = k < pb->succ_off[u + 1] ? pb->succ[k] : b->twin_next[u];
+            if (v < 0)
+                continue;
+            const uint8_t *vrow = &b->creach[(size_t)v * n];
+            row[v] = 1;
+            for (size_t x = 0; x < n; x++)
+                row[x] |= vrow[x];
+        }
+    }
 }
 
 /* Lower bound of every completion of the node. */
@@ -293,9 +363,15 @@ static double bnb_bound(bnb *b)
     double lb = bnb_heads(b, NULL);
     if (lb >= b->best_ms - b->tol)
         return lb;
-    if (g->memory_cap_bytes > 0.0 && bnb_memory_floors(b)) {
-        double x = bnb_heads(b, b->floor);
-        lb = x > lb ? x : lb;
+    if (g->memory_cap_bytes > 0.0) {
+        for (int32_t v = 0; v < b->n; v++)
+            b->floor[v] = 0.0;
+        for (int32_t pass = 0; pass < b->floor_passes && bnb_memory_floors(b); pass++) {
+            double x = bnb_heads(b, b->floor);
+            lb = x > lb ? x : lb;
+            if (lb >= b->best_ms - b->tol)
+                return lb;
+        }
     }
     if (lb >= b->best_ms - b->tol)
         return lb;
@@ -392,6 +468,25 @@ static void bnb_leaf(bnb *b)
     }
 }
 
+/* Makes room for the candidates of `depth` (doubling); 0 when the search
+ * is deeper than max_depth or out of memory. Idle children let the depth
+ * exceed the stage count. */
+static int bnb_grow(bnb *b, int32_t depth)
+{
+    if (depth >= b->max_depth)
+        return 0;
+    int32_t want = b->cand_depths;
+    while (want <= depth)
+        want *= 2;
+    want = want > b->max_depth ? b->max_depth : want;
+    int32_t *c = b->host->realloc(b->cand, (size_t)want * (size_t)b->n * sizeof *c);
+    if (!c)
+        return 0;
+    b->cand = c;
+    b->cand_depths = want;
+    return 1;
+}
+
 /* One node of the depth-first search at `depth`; its candidates go to
  * this depth's slice of the scratch. */
 static void bnb_node(bnb *b, int32_t depth)
@@ -399,11 +494,11 @@ static void bnb_node(bnb *b, int32_t depth)
     const loom_stage_graph *g = b->g;
     if (b->stop)
         return;
-    if (depth >= b->max_depth) {
-        b->exact = 0; /* the scratch ends here: this subtree is skipped */
+    if (depth >= b->cand_depths && !bnb_grow(b, depth)) {
+        b->exact = 0; /* too deep: this subtree is skipped */
         return;
     }
-    int32_t *cand = b->cand + (size_t)depth * (size_t)b->n;
+    size_t base = (size_t)depth * (size_t)b->n;
     if ((++b->nodes & 255) == 0 && b->host->now_ms() > b->deadline_ms) {
         b->stop = 2;
         return;
@@ -421,7 +516,7 @@ static void bnb_node(bnb *b, int32_t depth)
         if (b->start[v] >= 0.0 || b->left[v] != 0)
             continue;
         b->ready[v] = bnb_ready(b, v);
-        if (!bnb_fits(b, v))
+        if (!bnb_may_run(b, v))
             continue;
         double f = b->free_ms[g->rank[v]];
         double e = b->ready[v] > f ? b->ready[v] : f;
@@ -438,19 +533,19 @@ static void bnb_node(bnb *b, int32_t depth)
         b->exact = 0;
     for (int32_t v = 0; v < b->n; v++) {
         if (b->start[v] >= 0.0 || b->left[v] != 0 || g->rank[v] != k ||
-            !bnb_fits(b, v))
+            !bnb_may_run(b, v))
             continue;
         double e = b->ready[v] > b->free_ms[k] ? b->ready[v] : b->free_ms[k];
         if (e < c || v == o || (!(g->duration_ms[o] > 0.0) && e <= c))
-            cand[nc++] = v;
+            b->cand[base + nc++] = v;
     }
     /* order: earliest start, then backward / forward / weight, then the
      * longest tail */
     for (int32_t i = 1; i < nc; i++) {
-        int32_t v = cand[i], j = i - 1;
+        int32_t v = b->cand[base + i], j = i - 1;
         double ev = b->ready[v] > b->free_ms[k] ? b->ready[v] : b->free_ms[k];
         while (j >= 0) {
-            int32_t u = cand[j];
+            int32_t u = b->cand[base + j];
             double eu = b->ready[u] > b->free_ms[k] ? b->ready[u] : b->free_ms[k];
             int later = eu > ev ||
                         (eu == ev && (bnb_kind_rank(g->kind[u]) > bnb_kind_rank(g->kind[v]) ||
@@ -458,26 +553,36 @@ static void bnb_node(bnb *b, int32_t depth)
                                        b->q[u] < b->q[v])));
             if (!later)
                 break;
-            cand[j + 1] = u;
+            b->cand[base + j + 1] = u;
             j--;
         }
-        cand[j + 1] = v;
+        b->cand[base + j + 1] = v;
     }
     double old_free = b->free_ms[k], old_span = b->makespan;
+    int64_t old_epoch = b->epoch[k];
     for (int32_t i = 0; i < nc && !b->stop; i++) {
-        int32_t v = cand[i];
+        int32_t v = b->cand[base + i];
         double e = b->ready[v] > old_free ? b->ready[v] : old_free;
         bnb_place(b, v, e);
+        b->epoch[k] = ++b->clock;
         double end = e + g->duration_ms[v];
         b->makespan = end > old_span ? end : old_span;
         bnb_node(b, depth + 1);
         b->makespan = old_span;
+        b->epoch[k] = old_epoch;
         bnb_unplace(b, v, old_free);
     }
     if (g->mem_delta_bytes[o] > 0 && c > old_free && !b->stop) {
-        b->free_ms[k] = c; /* rank k idle until c* */
+        /* rank k idle until c*; its next stage is none of the children
+         * above (each of those, started later, is a delayed copy of its
+         * own child's orders) */
+        for (int32_t i = 0; i < nc; i++)
+            b->ban[b->cand[base + i]] = old_epoch;
+        b->free_ms[k] = c;
         bnb_node(b, depth + 1);
         b->free_ms[k] = old_free;
+        for (int32_t i = 0; i < nc; i++)
+            b->ban[b->cand[base + i]] = 0;
     }
 }
 
@@ -496,18 +601,23 @@ static int bnb_alloc(bnb *b)
     b->q = h->alloc(n * sizeof *b->q);
     b->jps_rem = h->alloc(n * sizeof *b->jps_rem);
     b->floor = h->alloc(n * sizeof *b->floor);
+    b->fcand = h->alloc(n * sizeof *b->fcand);
+    b->ban = h->alloc(n * sizeof *b->ban);
+    b->epoch = h->alloc(P * sizeof *b->epoch);
+    b->creach = h->alloc(n * n);
     b->free_ms = h->alloc(P * sizeof *b->free_ms);
     b->rem_ms = h->alloc(P * sizeof *b->rem_ms);
     b->mem = h->alloc(P * sizeof *b->mem);
     b->pos = h->alloc(P * sizeof *b->pos);
     b->seq = h->alloc(n * sizeof *b->seq);
     b->best = h->alloc(n * sizeof *b->best);
-    /* one candidate list per depth: at most n placements plus one idle
-     * child per placement between them */
-    b->max_depth = 2 * b->n + 2;
-    b->cand = h->alloc((size_t)b->max_depth * n * sizeof *b->cand);
+    /* one candidate list per depth, grown as the search goes deeper */
+    b->max_depth = 64 * b->n + 64; /* and a bounded stack: */
+    b->max_depth = b->max_depth < 16384 ? b->max_depth : 16384;
+    b->cand_depths = b->n + 1;
+    b->cand = h->alloc((size_t)b->cand_depths * n * sizeof *b->cand);
     return b->twin && b->twin_next && b->topo && b->left && b->ready &&
-           b->start && b->head && b->q && b->jps_rem && b->floor && b->free_ms &&
+           b->start && b->head && b->q && b->jps_rem && b->floor && b->fcand && b->ban && b->epoch && b->creach && b->free_ms &&
            b->rem_ms && b->mem && b->pos && b->seq && b->best && b->cand;
 }
 
@@ -516,7 +626,7 @@ static void bnb_free(bnb *b)
 {
     const loom_host_api *h = b->host;
     void *p[] = {b->twin, b->twin_next, b->topo, b->left, b->ready, b->start,
-                 b->head, b->q, b->jps_rem, b->floor, b->free_ms, b->rem_ms, b->mem,
+                 b->head, b->q, b->jps_rem, b->floor, b->fcand, b->ban, b->epoch, b->creach, b->free_ms, b->rem_ms, b->mem,
                  b->pos, b->seq, b->best, b->cand};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         h->free(p[i]);
@@ -537,6 +647,7 @@ int loom_ilpi_search(const loom_host_api *host, loom_ilpi_problem *pb,
     res->makespan_ms = incumbent_ms;
     res->lower_bound_ms = pb->lower_bound_ms;
     res->proven = 0;
+    res->timed_out = 0;
     res->nodes = 0;
     if (!bnb_alloc(&b)) {
         bnb_free(&b);
@@ -544,13 +655,18 @@ int loom_ilpi_search(const loom_host_api *host, loom_ilpi_problem *pb,
     }
     bnb_twins(&b, b.left); /* left is free scratch until the search */
     bnb_order(&b, b.left);
+    bnb_creach(&b);
     const loom_stage_graph *g = pb->g;
     for (int32_t v = 0; v < b.n; v++) {
         b.left[v] = g->pred_off[v + 1] - g->pred_off[v] + (b.twin[v] >= 0);
         b.start[v] = -1.0;
         b.ready[v] = 0.0;
     }
+    for (int32_t v = 0; v < b.n; v++)
+        b.ban[v] = 0;
+    b.clock = 1;
     for (int32_t r = 0; r < b.P; r++) {
+        b.epoch[r] = 1;
         b.free_ms[r] = 0.0;
         b.mem[r] = 0.0;
         b.pos[r] = 0;
@@ -560,17 +676,31 @@ int loom_ilpi_search(const loom_host_api *host, loom_ilpi_problem *pb,
         b.rem_ms[g->rank[v]] += g->duration_ms[v];
     double scale = pb->lower_bound_ms > 1.0 ? pb->lower_bound_ms : 1.0;
     b.tol = 1e-9 * scale;
-    b.best_ms = incumbent_ms >= 0.0 ? incumbent_ms : INFINITY;
     b.exact = 1;
     b.deadline_ms = host->now_ms() + timeout_ms;
     /* the root bound with the twins' tails */
     b.root_lb = pb->lower_bound_ms;
     b.best_ms = INFINITY;
+    b.floor_passes = b.n; /* the root bound: memory floors to a fixed point */
     double root = bnb_bound(&b);
-    b.best_ms = incumbent_ms >= 0.0 ? incumbent_ms : INFINITY;
+    b.floor_passes = 4;
     b.root_lb = root > b.root_lb ? root : b.root_lb;
     res->lower_bound_ms = b.root_lb;
-    if (b.best_ms <= b.root_lb + b.tol) {
+    if (!(b.root_lb < INFINITY)) { /* some stage can never fit the cap */
+        res->proven = 1;
+        bnb_free(&b);
+        return LOOM_OK;
+    }
+    /* without an incumbent: the semi-active schedule of any order that
+     * fits ends by the sum of every duration and transfer */
+    double horizon = 0.0;
+    for (int32_t v = 0; v < b.n; v++) {
+        horizon += g->duration_ms[v];
+        for (int32_t k = g->pred_off[v]; k < g->pred_off[v + 1]; k++)
+            horizon += g->pred_p2p_ms[k];
+    }
+    b.best_ms = incumbent_ms >= 0.0 ? incumbent_ms : horizon + 2.0 * b.tol + 1e-9 * horizon;
+    if (incumbent_ms >= 0.0 && b.best_ms <= b.root_lb + b.tol) {
         res->proven = 1; /* the incumbent meets the bound */
         res->lower_bound_ms = b.best_ms;
         bnb_free(&b);
@@ -585,6 +715,7 @@ int loom_ilpi_search(const loom_host_api *host, loom_ilpi_problem *pb,
         double span = loom_ilpi_replay(pb, rank_off, order, NULL);
         res->makespan_ms = span >= 0.0 && span < b.best_ms ? span : b.best_ms;
     }
+    res->timed_out = b.stop == 2;
     if (b.stop != 2 && b.exact) {
         res->proven = 1; /* finished, or met the bound */
         if (res->makespan_ms >= 0.0)

@@ -316,6 +316,50 @@ START_TEST(matches_brute_force_with_identical_microbatches)
 }
 END_TEST
 
+/* Two virtual stages per rank (stage s on rank s % 2), caps of 3 to 6
+ * bytes with 1- or 2-byte activations (some infeasible: then
+ * LOOM_EINFEASIBLE), transfer times 0 to 0.75 ms, identical or uneven
+ * microbatches: the brute-force optimum, proven. */
+START_TEST(matches_brute_force_with_two_virtual_stages)
+{
+    int feasible = 0;
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+        uint64_t st = seed * 77 + 3;
+        double f[4], b[4], iw[4], ww[4], act[4], sc[2];
+        for (int k = 0; k < 4; k++) {
+            f[k] = 0.5 + 0.25 * (double)(loom_splitmix64(&st) % 4);
+            b[k] = 1.0 + 0.25 * (double)(loom_splitmix64(&st) % 6);
+            iw[k] = b[k] / 2; ww[k] = b[k] - iw[k];
+            act[k] = (double)(1 + loom_splitmix64(&st) % 2);
+        }
+        sc[0] = 1.0; sc[1] = (seed % 2) ? 1.0 : 1.5;
+        loom_stage_times t;
+        memset(&t, 0, sizeof t);
+        t.ranks = 2; t.microbatches = 2; t.virtual_stages = 2;
+        t.forward_ms = f; t.backward_ms = b; t.input_grad_ms = iw; t.weight_grad_ms = ww;
+        t.activation_bytes = act; t.microbatch_scale = sc; t.p2p_ms = (seed % 4) * 0.25;
+        t.memory_cap_bytes = (double)(3 + seed % 4);
+        loom_stage_graph *g = NULL;
+        loom_error err = {0};
+        ck_assert_int_eq(loom_graph_from_stage_times(&t, t.split_backward, &g, &err), LOOM_OK);
+        double want = brute_force(g);
+        loom_schedule *s2 = NULL;
+        int rc = run(loom_static_ilp(), NULL, g, &s2, &err);
+        if (want == HUGE_VAL) {
+            ck_assert_int_eq(rc, LOOM_EINFEASIBLE);
+        } else {
+            ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+            ck_assert_double_eq(makespan(g, s2), want);
+            ck_assert_double_eq(s2->lower_bound_ms, want);
+            feasible++;
+        }
+        loom_schedule_free(s2);
+        loom_graph_free(g);
+    }
+    ck_assert_int_gt(feasible, 3);
+}
+END_TEST
+
 /* A split-backward stage-times graph: F, I, W per stage, activation 1
  * byte, room for `cap` activations per rank. */
 static loom_stage_graph *zb_graph(int P, int M, const double *f, const double *i,
@@ -549,6 +593,7 @@ static Suite *suite(void)
     tcase_add_test(tc, zero_bubble_paper_instances_are_proven);
     tcase_add_test(tc, one_solve_per_graph);
     tcase_add_test(tc, timeout_reports_the_gap);
+    tcase_add_test(tc, matches_brute_force_with_two_virtual_stages);
     tcase_add_test(tc, errors_and_params);
     suite_add_tcase(s, tc);
     return s;
