@@ -16,393 +16,15 @@
  * (o* included) plus, when o* allocates memory, that idle child: no
  * optimum is lost (positive durations assumed; see docs/memory-and-ilp.md).
  *
- * Symmetry: microbatches whose stages are identical (durations, memory
- * deltas, ranks, kinds, edges and transfer times, in id order within the
- * microbatch) and that have no edges to other microbatches are
- * interchangeable, and some optimum runs them in first-in first-out order
- * on every rank: a stage becomes ready only after its twin in the
- * previous identical microbatch is placed.
+ * A stage becomes ready only after its twin in the previous identical
+ * microbatch is placed (ilp_twins.c); the bound is ilp_bound.c's.
  */
 #include <math.h>
 #include <string.h>
-#include "ilp.h"
-
-typedef struct bnb {
-    const loom_host_api *host;
-    loom_ilpi_problem *pb;
-    const loom_stage_graph *g;
-    int32_t n, P;
-    int32_t *twin;       /* previous identical microbatch's stage, or -1 */
-    int32_t *twin_next;  /* the stage whose twin this is, or -1 */
-    int32_t *topo;       /* topological order over edges and twins */
-    int32_t *left;       /* unplaced predecessors (twin included) */
-    double *ready;       /* max over placed predecessors of end + p2p */
-    double *start;       /* start of a placed stage, -1 unplaced */
-    double *head, *q;    /* bound scratch: earliest start, tail with twins */
-    double *free_ms, *rem_ms;
-    double *mem;
-    int32_t *pos;        /* per rank: stages placed */
-    int32_t *seq;        /* per rank: placed stages in order (rank_off) */
-    int32_t *best;       /* best order found (rank_off layout) */
-    int32_t *cand;       /* branch scratch: n stages per depth, grown */
-    double *jps_rem;     /* bound scratch per stage */
-    double *floor;       /* bound scratch: memory floors of heads */
-    int32_t *fcand;      /* bound scratch: stages that free memory */
-    uint8_t *creach;     /* n x n: order forced by edges and twins */
-    int32_t floor_passes; /* memory-floor rounds per bound */
-    int32_t placed, max_depth, cand_depths;
-    int64_t *ban;        /* per stage: the rank epoch it is banned in */
-    int64_t *epoch;      /* per rank: changes with every placement */
-    int64_t clock;       /* last epoch handed out */
-    double makespan;     /* max end of the placed stages */
-    double best_ms, root_lb, tol, deadline_ms;
-    int found, stop, exact;
-    int64_t nodes;
-} bnb;
-
-/* 1 when v's memory delta fits its rank now. */
-static int bnb_fits(const bnb *b, int32_t v)
-{
-    const loom_stage_graph *g = b->g;
-    int64_t d = g->mem_delta_bytes[v];
-    if (!(g->memory_cap_bytes > 0.0) || d <= 0)
-        return 1;
-    int32_t r = g->rank[v];
-    double st = (double)(g->static_bytes ? g->static_bytes[r] : 0);
-    return st + b->mem[r] + (double)d <= g->memory_cap_bytes;
-}
-
-/* 1 when v may be its rank's next stage now: it fits, and no idle child
- * above excluded it since its rank last placed a stage. */
-static int bnb_may_run(const bnb *b, int32_t v)
-{
-    return bnb_fits(b, v) && b->ban[v] != b->epoch[b->g->rank[v]];
-}
-
-/* 1 when microbatches a and b (stage ranges) are interchangeable. */
-static int bnb_same_mb(const loom_stage_graph *g, int32_t a0, int32_t b0,
-                       int32_t len)
-{
-    for (int32_t i = 0; i < len; i++) {
-        int32_t u = a0 + i, v = b0 + i;
-        if (g->rank[u] != g->rank[v] || g->kind[u] != g->kind[v] ||
-            g->duration_ms[u] != g->duration_ms[v] ||
-            g->mem_delta_bytes[u] != g->mem_delta_bytes[v] ||
-            g->pred_off[u + 1] - g->pred_off[u] != g->pred_off[v + 1] - g->pred_off[v])
-            return 0;
-        for (int32_t k = 0; k < g->pred_off[u + 1] - g->pred_off[u]; k++) {
-            int32_t ku = g->pred_off[u] + k, kv = g->pred_off[v] + k;
-            if (g->pred[ku] - a0 != g->pred[kv] - b0 ||
-                g->pred_p2p_ms[ku] != g->pred_p2p_ms[kv])
-                return 0;
-        }
-    }
-    return 1;
-}
-
-/* Finds the twins: microbatches must be contiguous id ranges with edges
- * only inside; otherwise no symmetry is used. */
-static void bnb_twins(bnb *b, int32_t *first)
-{
-    const loom_stage_graph *g = b->g;
-    int32_t n = b->n, M = g->n_microbatches;
-    for (int32_t v = 0; v < n; v++)
-        b->twin[v] = b->twin_next[v] = -1;
-    if (M < 2 || g->n_stages == 0)
-        return;
-    for (int32_t m = 0; m <= M; m++)
-        first[m] = -1;
-    for (int32_t v = 0; v < n; v++) {
-        int32_t m = g->microbatch[v];
-        if (m < 0 || m >= M)
-            return;
-        if (first[m] < 0)
-            first[m] = v;
-        else if (g->microbatch[v - 1] != m)
-            return; /* not contiguous */
-        for (int32_t k = g->pred_off[v]; k < g->pred_off[v + 1]; k++)
-            if (g->microbatch[g->pred[k]] != m)
-                return;
-    }
-    if (g->group_pred_off && g->n_groups > 0 &&
-        g->group_pred_off[g->n_groups] > 0)
-        return; /* group precedence ties microbatches together */
-    first[M] = n;
-    for (int32_t m = 0; m < M; m++)
-        if (first[m] < 0)
-            return;
-    /* ends of each microbatch: the next start in id order */
-    for (int32_t m = 0; m < M; m++) {
-        int32_t len = -1;
-        for (int32_t j = 0; j <= M; j++)
-            if (first[j] > first[m] && (len < 0 || first[j] - first[m] < len))
-                len = first[j] - first[m];
-        /* the latest earlier microbatch identical to m is its twin */
-        for (int32_t j = m - 1; j >= 0; j--) {
-            int32_t lj = -1;
-            for (int32_t i = 0; i <= M; i++)
-                if (first[i] > first[j] && (lj < 0 || first[i] - first[j] < lj))
-                    lj = first[i] - first[j];
-            if (lj == len && bnb_same_mb(g, first[j], first[m], len)) {
-                for (int32_t i = 0; i < len; i++) {
-                    b->twin[first[m] + i] = first[j] + i;
-                    b->twin_next[first[j] + i] = first[m] + i;
-                }
-                break;
-            }
-        }
-    }
-}
-
-/* Topological order over edges and twin links; tails q with twins. */
-static void bnb_order(bnb *b, int32_t *indeg)
-{
-    const loom_ilpi_problem *pb = b->pb;
-    const loom_stage_graph *g = b->g;
-    int32_t n = b->n, head = 0, tail = 0;
-    for (int32_t v = 0; v < n; v++)
-        indeg[v] = g->pred_off[v + 1] - g->pred_off[v] + (b->twin[v] >= 0);
-    for (int32_t v = 0; v < n; v++)
-        if (indeg[v] == 0)
-            b->topo[tail++] = v;
-    while (head < tail) {
-        int32_t u = b->topo[head++];
-        for (int32_t k = pb->succ_off[u]; k < pb->succ_off[u + 1]; k++)
-            if (--indeg[pb->succ[k]] == 0)
-                b->topo[tail++] = pb->succ[k];
-        if (b->twin_next[u] >= 0 && --indeg[b->twin_next[u]] == 0)
-            b->topo[tail++] = b->twin_next[u];
-    }
-    for (int32_t i = n - 1; i >= 0; i--) {
-        int32_t u = b->topo[i];
-        double t = g->duration_ms[u];
-        for (int32_t k = pb->succ_off[u]; k < pb->succ_off[u + 1]; k++) {
-            double x = g->duration_ms[u] + pb->succ_p2p[k] + b->q[pb->succ[k]];
-            t = x > t ? x : t;
-        }
-        if (b->twin_next[u] >= 0) {
-            double x = g->duration_ms[u] + b->q[b->twin_next[u]];
-            t = x > t ? x : t;
-        }
-        b->q[u] = t;
-    }
-}
-
-/* Preemptive one-rank bound (Jackson): rank r's unplaced stages with
- * their heads and tails after them; the latest completion plus tail. */
-static double bnb_jps(bnb *b, int32_t r)
-{
-    const loom_ilpi_problem *pb = b->pb;
-    const loom_stage_graph *g = b->g;
-    int32_t a = pb->rank_off[r], z = pb->rank_off[r + 1], left = 0;
-    double t = INFINITY, lb = 0.0;
-    for (int32_t i = a; i < z; i++) {
-        int32_t v = pb->rank_stages[i];
-        b->jps_rem[v] = b->start[v] < 0.0 ? g->duration_ms[v] : 0.0;
-        if (b->start[v] < 0.0) {
-            left++;
-            t = b->head[v] < t ? b->head[v] : t;
-        }
-    }
-    while (left > 0) {
-        int32_t pick = -1;
-        double next = INFINITY;
-        for (int32_t i = a; i < z; i++) {
-            int32_t v = pb->rank_stages[i];
-            if (b->start[v] >= 0.0 || b->jps_rem[v] < 0.0)
-                continue;
-            if (b->head[v] <= t) {
-                if (pick < 0 || b->q[v] - g->duration_ms[v] >
-                                    b->q[pick] - g->duration_ms[pick])
-                    pick = v;
-            } else if (b->head[v] < next) {
-                next = b->head[v];
-            }
-        }
-        if (pick < 0) {
-            t = next;
-            continue;
-        }
-        double run = b->jps_rem[pick];
-        if (t + run > next)
-            run = next - t;
-        t += run;
-        b->jps_rem[pick] -= run;
-        if (b->jps_rem[pick] <= 0.0) {
-            b->jps_rem[pick] = -1.0; /* done */
-            left--;
-            double end = t + b->q[pick] - g->duration_ms[pick];
-            lb = end > lb ? end : lb;
-        }
-    }
-    return lb;
-}
-
-/* Earliest starts of the unplaced stages from the placed ones, the
- * predecessors' heads, the twins' and each stage's floor (floor may be
- * NULL); returns the largest head + tail and the placed stages' end. */
-static double bnb_heads(bnb *b, const double *floor)
-{
-    const loom_stage_graph *g = b->g;
-    double lb = b->makespan;
-    for (int32_t i = 0; i < b->n; i++) {
-        int32_t v = b->topo[i];
-        if (b->start[v] >= 0.0)
-            continue;
-        double h = b->free_ms[g->rank[v]];
-        if (floor && floor[v] > h)
-            h = floor[v];
-        for (int32_t k = g->pred_off[v]; k < g->pred_off[v + 1]; k++) {
-            int32_t u = g->pred[k];
-            double x = (b->start[u] < 0.0 ? b->head[u] : b->start[u]) +
-                       g->duration_ms[u] + g->pred_p2p_ms[k];
-            h = x > h ? x : h;
-        }
-        int32_t tw = b->twin[v];
-        if (tw >= 0 && b->start[tw] < 0.0) {
-            double x = b->head[tw] + g->duration_ms[tw];
-            h = x > h ? x : h;
-        }
-        b->head[v] = h;
-        lb = h + b->q[v] > lb ? h + b->q[v] : lb;
-    }
-    return lb;
-}
-
-/* Memory floors. When an unplaced stage v that allocates runs, its rank
- * holds what it holds now, plus what v and every unplaced stage of its
- * rank that must precede it (an ancestor through edges or twins)
- * allocate, minus what such ancestors free; any excess over the cap must
- * be freed first by other unplaced stages of the rank that do not depend
- * on v, so v starts no earlier than the smallest head + duration by which
- * enough of them can have ended (taking them by that time). Raises
- * floor[v] (INFINITY: nothing frees enough); returns 1 when one rose. */
-static int bnb_memory_floors(bnb *b)
-{
-    const loom_ilpi_problem *pb = b->pb;
-    const loom_stage_graph *g = b->g;
-    size_t n = (size_t)b->n;
-    int raised = 0;
-    for (int32_t r = 0; r < b->P; r++) {
-        int32_t a = pb->rank_off[r], z = pb->rank_off[r + 1];
-        double room = g->memory_cap_bytes - (double)(g->static_bytes ? g->static_bytes[r] : 0) -
-                      b->mem[r];
-        for (int32_t i = a; i < z; i++) {
-            int32_t v = pb->rank_stages[i];
-            double dv = (double)g->mem_delta_bytes[v];
-            if (b->start[v] >= 0.0 || dv <= 0.0)
-                continue;
-            double need = dv - room;
-            int32_t nc = 0;
-            for (int32_t k = a; k < z; k++) {
-                int32_t u = pb->rank_stages[k];
-                double du = (double)g->mem_delta_bytes[u];
-                if (u == v || b->start[u] >= 0.0 || du == 0.0)
-                    continue;
-                if (b->creach[(size_t)u * n + (size_t)v])
-                    need += du; /* runs before v whatever the order */
-                else if (du < 0.0 && !b->creach[(size_t)v * n + (size_t)u])
-                    b->fcand[nc++] = u;
-            }
-            if (need <= 0.0)
-                continue;
-            /* the candidates by head + duration; enough of them must end */
-            for (int32_t x = 1; x < nc; x++) {
-                int32_t u = b->fcand[x], y = x - 1;
-                double ku = b->head[u] + g->duration_ms[u];
-                while (y >= 0 && b->head[b->fcand[y]] + g->duration_ms[b->fcand[y]] > ku) {
-                    b->fcand[y + 1] = b->fcand[y];
-                    y--;
-                }
-                b->fcand[y + 1] = u;
-            }
-            double t = INFINITY;
-            for (int32_t x = 0; x < nc; x++) {
-                int32_t u = b->fcand[x];
-                need += (double)g->mem_delta_bytes[u];
-                if (need <= 0.0) {
-                    t = b->head[u] + g->duration_ms[u];
-                    break;
-                }
-            }
-            if (t > b->head[v] + b->tol && t > b->floor[v] + b->tol) {
-                b->floor[v] = t;
-                raised = 1;
-            }
-        }
-    }
-    return raised;
-}
-
-/* Combined reachability (edges and twin links): creach[u * n + v] = 1
- * when v runs after u in every order the search considers. */
-static void bnb_creach(bnb *b)
-{
-    const loom_ilpi_problem *pb = b->pb;
-    size_t n = (size_t)b->n;
-    memset(b->creach, 0, n * n);
-    for (int32_t i = b->n - 1; i >= 0; i--) {
-        int32_t u = b->topo[i];
-        uint8_t *row = &b->creach[(size_t)u * n];
-        for (int32_t k = pb->succ_off[u]; k <= pb->succ_off[u + 1]; k++) {
-            int32_t v = k < pb->succ_off[u + 1] ? pb->succ[k] : b->twin_next[u];
-            if (v < 0)
-                continue;
-            const uint8_t *vrow = &b->creach[(size_t)v * n];
-            row[v] = 1;
-            for (size_t x = 0; x < n; x++)
-                row[x] |= vrow[x];
-        }
-    }
-}
-
-/* Lower bound of every completion of the node. */
-static double bnb_bound(bnb *b)
-{
-    const loom_stage_graph *g = b->g;
-    double lb = bnb_heads(b, NULL);
-    if (lb >= b->best_ms - b->tol)
-        return lb;
-    if (g->memory_cap_bytes > 0.0) {
-        for (int32_t v = 0; v < b->n; v++)
-            b->floor[v] = 0.0;
-        for (int32_t pass = 0; pass < b->floor_passes && bnb_memory_floors(b); pass++) {
-            double x = bnb_heads(b, b->floor);
-            lb = x > lb ? x : lb;
-            if (lb >= b->best_ms - b->tol)
-                return lb;
-        }
-    }
-    if (lb >= b->best_ms - b->tol)
-        return lb;
-    /* per rank: min head + remaining work + min tail after */
-    for (int32_t r = 0; r < b->P; r++) {
-        const loom_ilpi_problem *pb = b->pb;
-        double h = INFINITY, after = INFINITY;
-        for (int32_t i = pb->rank_off[r]; i < pb->rank_off[r + 1]; i++) {
-            int32_t v = pb->rank_stages[i];
-            if (b->start[v] >= 0.0)
-                continue;
-            h = b->head[v] < h ? b->head[v] : h;
-            double x = b->q[v] - g->duration_ms[v];
-            after = x < after ? x : after;
-        }
-        if (h < INFINITY && h + b->rem_ms[r] + after > lb)
-            lb = h + b->rem_ms[r] + after;
-    }
-    if (lb >= b->best_ms - b->tol)
-        return lb;
-    for (int32_t r = 0; r < b->P; r++) {
-        double x = bnb_jps(b, r);
-        lb = x > lb ? x : lb;
-        if (lb >= b->best_ms - b->tol)
-            break;
-    }
-    return lb;
-}
+#include "ilp_bnb.h"
 
 /* Places v at t (its earliest start) and updates the successors. */
-static void bnb_place(bnb *b, int32_t v, double t)
+static void bnb_place(loom_ilpi_bnb *b, int32_t v, double t)
 {
     const loom_ilpi_problem *pb = b->pb;
     const loom_stage_graph *g = b->g;
@@ -420,7 +42,7 @@ static void bnb_place(bnb *b, int32_t v, double t)
 }
 
 /* Undoes bnb_place (ready times are recomputed by the caller). */
-static void bnb_unplace(bnb *b, int32_t v, double old_free)
+static void bnb_unplace(loom_ilpi_bnb *b, int32_t v, double old_free)
 {
     const loom_ilpi_problem *pb = b->pb;
     const loom_stage_graph *g = b->g;
@@ -438,7 +60,7 @@ static void bnb_unplace(bnb *b, int32_t v, double old_free)
 }
 
 /* Ready time of v from its placed predecessors. */
-static double bnb_ready(const bnb *b, int32_t v)
+static double bnb_ready(const loom_ilpi_bnb *b, int32_t v)
 {
     const loom_stage_graph *g = b->g;
     double t = 0.0;
@@ -457,7 +79,7 @@ static int bnb_kind_rank(uint8_t kind)
 }
 
 /* Records a complete schedule. */
-static void bnb_leaf(bnb *b)
+static void bnb_leaf(loom_ilpi_bnb *b)
 {
     if (b->makespan < b->best_ms - b->tol) {
         b->best_ms = b->makespan;
@@ -471,7 +93,7 @@ static void bnb_leaf(bnb *b)
 /* Makes room for the candidates of `depth` (doubling); 0 when the search
  * is deeper than max_depth or out of memory. Idle children let the depth
  * exceed the stage count. */
-static int bnb_grow(bnb *b, int32_t depth)
+static int bnb_grow(loom_ilpi_bnb *b, int32_t depth)
 {
     if (depth >= b->max_depth)
         return 0;
@@ -489,7 +111,7 @@ static int bnb_grow(bnb *b, int32_t depth)
 
 /* One node of the depth-first search at `depth`; its candidates go to
  * this depth's slice of the scratch. */
-static void bnb_node(bnb *b, int32_t depth)
+static void bnb_node(loom_ilpi_bnb *b, int32_t depth)
 {
     const loom_stage_graph *g = b->g;
     if (b->stop)
@@ -507,7 +129,7 @@ static void bnb_node(bnb *b, int32_t depth)
         bnb_leaf(b);
         return;
     }
-    if (bnb_bound(b) >= b->best_ms - b->tol)
+    if (loom_ilpi_bound(b) >= b->best_ms - b->tol)
         return;
     /* o*: the fitting ready stage that finishes earliest */
     int32_t o = -1;
@@ -516,7 +138,7 @@ static void bnb_node(bnb *b, int32_t depth)
         if (b->start[v] >= 0.0 || b->left[v] != 0)
             continue;
         b->ready[v] = bnb_ready(b, v);
-        if (!bnb_may_run(b, v))
+        if (!loom_ilpi_may_run(b, v))
             continue;
         double f = b->free_ms[g->rank[v]];
         double e = b->ready[v] > f ? b->ready[v] : f;
@@ -533,7 +155,7 @@ static void bnb_node(bnb *b, int32_t depth)
         b->exact = 0;
     for (int32_t v = 0; v < b->n; v++) {
         if (b->start[v] >= 0.0 || b->left[v] != 0 || g->rank[v] != k ||
-            !bnb_may_run(b, v))
+            !loom_ilpi_may_run(b, v))
             continue;
         double e = b->ready[v] > b->free_ms[k] ? b->ready[v] : b->free_ms[k];
         if (e < c || v == o || (!(g->duration_ms[o] > 0.0) && e <= c))
@@ -587,7 +209,7 @@ static void bnb_node(bnb *b, int32_t depth)
 }
 
 /* Allocates the search state; 0 when out of memory. */
-static int bnb_alloc(bnb *b)
+static int bnb_alloc(loom_ilpi_bnb *b)
 {
     const loom_host_api *h = b->host;
     size_t n = (size_t)b->n + 1, P = (size_t)b->P + 1;
@@ -622,7 +244,7 @@ static int bnb_alloc(bnb *b)
 }
 
 /* Frees the search state. */
-static void bnb_free(bnb *b)
+static void bnb_free(loom_ilpi_bnb *b)
 {
     const loom_host_api *h = b->host;
     void *p[] = {b->twin, b->twin_next, b->topo, b->left, b->ready, b->start,
@@ -637,7 +259,7 @@ int loom_ilpi_search(const loom_host_api *host, loom_ilpi_problem *pb,
                      double incumbent_ms, double timeout_ms, int32_t *rank_off,
                      int32_t *order, loom_ilpi_result *res, loom_error *err)
 {
-    bnb b;
+    loom_ilpi_bnb b;
     memset(&b, 0, sizeof b);
     b.host = host;
     b.pb = pb;
@@ -653,9 +275,9 @@ int loom_ilpi_search(const loom_host_api *host, loom_ilpi_problem *pb,
         bnb_free(&b);
         return host->error(err, LOOM_ENOMEM, "ilp: out of memory");
     }
-    bnb_twins(&b, b.left); /* left is free scratch until the search */
-    bnb_order(&b, b.left);
-    bnb_creach(&b);
+    loom_ilpi_twins(&b, b.left); /* left is free scratch until the search */
+    loom_ilpi_order(&b, b.left);
+    loom_ilpi_creach(&b);
     const loom_stage_graph *g = pb->g;
     for (int32_t v = 0; v < b.n; v++) {
         b.left[v] = g->pred_off[v + 1] - g->pred_off[v] + (b.twin[v] >= 0);
@@ -682,7 +304,7 @@ int loom_ilpi_search(const loom_host_api *host, loom_ilpi_problem *pb,
     b.root_lb = pb->lower_bound_ms;
     b.best_ms = INFINITY;
     b.floor_passes = b.n; /* the root bound: memory floors to a fixed point */
-    double root = bnb_bound(&b);
+    double root = loom_ilpi_bound(&b);
     b.floor_passes = 4;
     b.root_lb = root > b.root_lb ? root : b.root_lb;
     res->lower_bound_ms = b.root_lb;
