@@ -13,8 +13,11 @@
  * starting at c* or later; when o* frees memory (delta <= 0) the latter
  * can be turned into "o* first" without delaying anything, otherwise a
  * child with rank k idle until c* covers it. So the children are the x
- * (o* included) plus, when o* allocates memory, that idle child: no
- * optimum is lost (positive durations assumed; see docs/memory-and-ilp.md).
+ * (o* included) plus, when o* allocates memory, that idle child, in which
+ * none of the x may be k's next stage (started later they would only
+ * repeat their own child's orders): no optimum is lost (positive
+ * durations assumed; see docs/memory-and-ilp.md). Without an incumbent
+ * the search looks below the sum of every duration and transfer.
  *
  * A stage becomes ready only after its twin in the previous identical
  * microbatch is placed (ilp_twins.c); the bound is ilp_bound.c's.
