@@ -81,6 +81,15 @@ START_TEST(read_only_graph_written)
 }
 END_TEST
 
+/* A lower bound above the interleaver's own makespan is a false proof. */
+START_TEST(lower_bound_above_makespan)
+{
+    static const char *const f[] = {"plugin fixture.hostile-inter: claimed a makespan lower "
+                                    "bound of 1e+09 ms, expected a number in [0, ", NULL};
+    expect_plugin_error(INTER, "interleaver.mode=bound-too-high", f);
+}
+END_TEST
+
 START_TEST(error_message_without_nul)
 {
     static const char *const f[] = {"plugin fixture.hostile-inter: xxxxxxxx", NULL};
@@ -133,6 +142,7 @@ static Suite *hostile_suite(void)
     tcase_add_test(tc, schedule_arrays_replaced);
     tcase_add_test(tc, read_only_graph_written);
     tcase_add_test(tc, error_message_without_nul);
+    tcase_add_test(tc, lower_bound_above_makespan);
     tcase_add_test(tc, cost_not_finite);
     tcase_add_test(tc, cost_bytes_out_of_range);
     tcase_add_test(tc, memory_tuner_outputs);

@@ -2,6 +2,7 @@
  * broadcasting and defaults, and every error path. */
 #include <string.h>
 #include <loom/sys/problem.h>
+#include <loom/kits/graph.h>
 #include "testutil.h"
 
 /* Loads a stage-times file that must load. */
@@ -171,6 +172,45 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* p2p_ms as an array: entry s times every transfer out of stage s, the
+ * forward output to s + 1 and the input gradient to s - 1. */
+START_TEST(test_per_stage_p2p)
+{
+    loom_stage_times_data *d = must_load(loom_test_tmpfile(".json",
+        "{\"kind\": \"stage-times\", \"ranks\": 3, \"microbatches\": 2, "
+        "\"forward_ms\": 1, \"backward_ms\": 2, \"p2p_ms\": [0.5, 0.25, 0.125]}"));
+    const loom_stage_times *s = loom_stage_times_data_get(d);
+    ck_assert_ptr_nonnull(s->p2p_stage_ms);
+    ck_assert_double_eq(s->p2p_ms, 0.0);
+    ck_assert_double_eq(s->p2p_stage_ms[2], 0.125);
+    loom_stage_graph *g = NULL;
+    loom_error e = {0};
+    ck_assert_int_eq(loom_graph_from_stage_times(s, 0, &g, &e), LOOM_OK);
+    int checked = 0;
+    for (int32_t v = 0; v < g->n_stages; v++)
+        for (int32_t k = g->pred_off[v]; k < g->pred_off[v + 1]; k++) {
+            int32_t u = g->pred[k];
+            if (g->kind[u] != g->kind[v]) /* F -> B on the last stage */
+                continue;
+            int32_t from = g->position[u];
+            double want = s->p2p_stage_ms[from];
+            ck_assert_double_eq(g->pred_p2p_ms[k], want);
+            ck_assert_int_eq(g->position[v], from + (g->kind[v] == LOOM_STAGE_F ? 1 : -1));
+            checked++;
+        }
+    ck_assert_int_eq(checked, 2 * 2 * 2); /* 2 microbatches x 2 links x F, B */
+    loom_graph_free(g);
+    loom_stage_times_data_free(d);
+    expect_error("{\"kind\": \"stage-times\", \"ranks\": 2, \"microbatches\": 1, "
+                 "\"forward_ms\": 1, \"backward_ms\": 1, \"p2p_ms\": [1, 2, 3]}",
+                 "p2p_ms: expected an array of 2 entries (ranks*virtual_stages) or a single "
+                 "number, found 3 entries");
+    expect_error("{\"kind\": \"stage-times\", \"ranks\": 2, \"microbatches\": 1, "
+                 "\"forward_ms\": 1, \"backward_ms\": 1, \"p2p_ms\": [1, -2]}",
+                 "p2p_ms[1]: expected a number of milliseconds in [0, 1e+09], found -2");
+}
+END_TEST
+
 START_TEST(test_missing_file)
 {
     loom_error e;
@@ -191,6 +231,7 @@ static Suite *stage_times_io_suite(void)
     tcase_add_test(tc, test_interleaved_v2);
     tcase_add_test(tc, test_broadcast_and_arrays);
     tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_per_stage_p2p);
     tcase_add_test(tc, test_missing_file);
     suite_add_tcase(s, tc);
     return s;

@@ -46,6 +46,33 @@ static int finish_plan(loom_plan *plan, loom_evaluator *ev, loom_error *err)
     return loom_simulate(plan->graph, plan->schedule, &plan->metrics, err);
 }
 
+/* Sets the plan's lower bounds and rejects a plan below them: a makespan
+ * under the graph's bound (busiest rank's work, longest chain) or an
+ * interleaver bound that is not finite, negative, or above the plan's own
+ * makespan means a broken plugin, named by id. */
+static int check_bound(loom_plan *plan, double inter_bound, const char *inter_id,
+                       loom_error *err)
+{
+    double lb = loom_graph_lower_bound_ms(plan->graph);
+    if (lb < 0)
+        return loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
+    double span = plan->metrics.makespan_ms;
+    double eps = 1e-9 * (lb > 1 ? lb : 1);
+    if (span < lb - eps)
+        return loom_set_error(err, LOOM_EPLUGIN,
+                              "plugin %s: its order's makespan %.9g ms is below the problem's "
+                              "lower bound %.9g ms (busiest rank's work or longest dependency "
+                              "chain); the plan is rejected", inter_id, span, lb);
+    if (!(inter_bound >= 0 && inter_bound <= span + 1e-9 * (span > 1 ? span : 1)))
+        return loom_set_error(err, LOOM_EPLUGIN,
+                              "plugin %s: claimed a makespan lower bound of %.9g ms, expected "
+                              "a number in [0, %.9g] (its own order's makespan)", inter_id,
+                              inter_bound, span);
+    plan->interleaver_bound_ms = inter_bound;
+    plan->lower_bound_ms = inter_bound > lb ? (inter_bound < span ? inter_bound : span) : lb;
+    return LOOM_OK;
+}
+
 /* Candidate c's stage graph, built afresh (stage-times: the one graph). */
 static int build_graph(loom_pipeline *pl, const loom_problem *problem, const loom_iteration *it,
                        const loom_candidates *set, int32_t c, int split, loom_stage_graph **out,
@@ -114,6 +141,14 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
     uint64_t *digest = NULL;
     int32_t n = 0;
     int rc = LOOM_OK;
+    if (problem->kind == LOOM_PROBLEM_STAGE_TIMES && split &&
+        !problem->stage_times->split_backward)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "plugin %s: needs split backward stages (I and W), but the "
+                              "stage-times problem gives backward_ms only; give "
+                              "input_grad_ms and weight_grad_ms instead of backward_ms "
+                              "(docs/formats.md), or use an interleaver that runs whole "
+                              "backward stages", inter->ctx.plugin_id);
     if (problem->kind == LOOM_PROBLEM_STAGE_TIMES) {
         graphs = calloc(1, sizeof *graphs);
         if (!graphs)
@@ -214,6 +249,9 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
     loom_mark_step(pl, -1);
     if (rc == LOOM_OK)
         rc = finish_plan(plan, ev, err);
+    if (rc == LOOM_OK)
+        rc = check_bound(plan, loom_evaluator_schedule(ev)->lower_bound_ms, inter->ctx.plugin_id,
+                         err);
     loom_evaluator_destroy(ev);
     if (rc != LOOM_OK)
         goto done;

@@ -61,6 +61,11 @@ void loom_evaluator_check_writes(loom_evaluator *ev, int on);
  * set_deadline: the tuner step's ctx->deadline_ms, < 0 for none). */
 void loom_evaluator_set_deadline(loom_evaluator *ev, double deadline_ms);
 
+/* The makespan lower bound of any order of g (lower_bound.c): the larger
+ * of the busiest rank's work and the longest dependency chain (durations
+ * plus transfer times); -1 when out of memory. */
+double loom_graph_lower_bound_ms(const loom_stage_graph *g);
+
 /* Candidate set storage (candidates.c). */
 loom_candidates *loom_candidates_new(const loom_problem *problem,
                                      const loom_iteration *it);

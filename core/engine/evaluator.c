@@ -165,6 +165,7 @@ int loom_evaluator_run(loom_evaluator *ev, const float *priorities,
     int32_t *rank_off = ev->sched->rank_off, *order = ev->sched->order;
     const loom_stage_graph *seen = ev->view ? ev->view : g;
     uint64_t before = ev->check_writes ? loom_graph_digest(seen) : 0;
+    ev->sched->lower_bound_ms = 0;
     rc = ev->inter->vt.interleaver.interleave(ev->inter_inst, seen, priorities, ev->sched, err);
     if (ev->check_writes && loom_graph_digest(seen) != before)
         rc = loom_set_error(err, LOOM_EPLUGIN, "wrote into the stage graph it was given "
@@ -205,6 +206,12 @@ int loom_evaluator_run(loom_evaluator *ev, const float *priorities,
         }
         g = ev->work;
     }
+    /* the interleaver's bound holds for the graph it saw only */
+    if (ev->sched->lower_bound_ms != 0 && g != seen &&
+        (memcmp(g->duration_ms, seen->duration_ms, (size_t)g->n_stages * sizeof(double)) ||
+         memcmp(g->mem_delta_bytes, seen->mem_delta_bytes,
+                (size_t)g->n_stages * sizeof(int64_t))))
+        ev->sched->lower_bound_ms = 0;
     ev->last = g;
     loom_mark_step(ev->pl, -1);
     rc = loom_sim_run(ev->sim, g, ev->sched, out, err);

@@ -172,6 +172,23 @@ static void module_field(FILE *out, const loom_plan *plan, const char *key,
         fputs("null", out);
 }
 
+/* The makespan lower bound, the interleaver's proven bound (null when it
+ * proved none) and the gap (makespan - bound) / makespan; 0 when the
+ * order is proven optimal. */
+static void write_bound(const loom_plan *plan, FILE *out)
+{
+    double span = plan->metrics.makespan_ms, lb = plan->lower_bound_ms;
+    fputs(", \"lower_bound_ms\": ", out);
+    loom_out_json_number(out, lb);
+    fputs(", \"interleaver_bound_ms\": ", out);
+    if (plan->interleaver_bound_ms > 0)
+        loom_out_json_number(out, plan->interleaver_bound_ms);
+    else
+        fputs("null", out);
+    fputs(", \"optimality_gap\": ", out);
+    loom_out_json_number(out, span > 0 && lb < span ? (span - lb) / span : 0.0);
+}
+
 /* The "metrics" object. */
 static int write_metrics(const loom_plan *plan, FILE *out, loom_error *err)
 {
@@ -218,6 +235,7 @@ static int write_metrics(const loom_plan *plan, FILE *out, loom_error *err)
         fputs("null", out);
     /* false: some rank's peak exceeds the cap; the makespan is not valid */
     fprintf(out, ", \"feasible\": %s", m->cap_violations > 0 ? "false" : "true");
+    write_bound(plan, out);
     fputs("},\n", out);
     return LOOM_OK;
 }

@@ -13,7 +13,7 @@
 struct loom_stage_times_data {
     loom_stage_times st;
     double *forward_ms, *backward_ms, *input_grad_ms, *weight_grad_ms;
-    double *microbatch_scale, *activation_bytes;
+    double *microbatch_scale, *activation_bytes, *p2p_stage_ms;
 };
 
 const loom_stage_times *loom_stage_times_data_get(const loom_stage_times_data *s)
@@ -31,6 +31,7 @@ void loom_stage_times_data_free(loom_stage_times_data *s)
     free(s->weight_grad_ms);
     free(s->microbatch_scale);
     free(s->activation_bytes);
+    free(s->p2p_stage_ms);
     free(s);
 }
 
@@ -131,6 +132,22 @@ static int get_backward(const char *file, const cJSON *root, int32_t n,
     return rc;
 }
 
+/* Reads p2p_ms: one number for every transfer (*p2p), or an array of
+ * one transfer time per stage (d->p2p_stage_ms; *p2p stays 0). */
+static int get_p2p(const char *file, const cJSON *root, int32_t n, loom_stage_times_data *d,
+                   double *p2p, loom_error *err)
+{
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, "p2p_ms");
+    *p2p = 0;
+    if (!item)
+        return LOOM_OK;
+    if (cJSON_IsArray(item))
+        return get_values(file, root, "p2p_ms", n, "ranks*virtual_stages", 1, 0, 0,
+                          MAX_STAGE_MS, "a number of milliseconds in [0, 1e+09]", -1,
+                          &d->p2p_stage_ms, err);
+    return loom_json_get_double(file, root, "", "p2p_ms", 0, 0, MAX_STAGE_MS, p2p, err);
+}
+
 /* Parses the whole tree into d. */
 static int parse_stage_times(const char *file, const cJSON *root, loom_stage_times_data *d,
                              loom_error *err)
@@ -167,8 +184,6 @@ static int parse_stage_times(const char *file, const cJSON *root, loom_stage_tim
                             "%lld*%lld*%lld = %lld", file, LOOM_MAX_FORWARD_STAGES,
                             (long long)p, (long long)v, (long long)m, (long long)(p * v * m));
     if (!rc)
-        rc = loom_json_get_double(file, root, "", "p2p_ms", 0, 0, MAX_STAGE_MS, &p2p, err);
-    if (!rc)
         rc = loom_json_get_double(file, root, "", "memory_cap_bytes", 0, 0, MAX_BYTES, &cap, err);
     if (rc)
         return rc;
@@ -186,6 +201,8 @@ static int parse_stage_times(const char *file, const cJSON *root, loom_stage_tim
     if (!rc)
         rc = get_values(file, root, "microbatch_scale", (int32_t)m, "microbatches", 0, 0, 1,
                         1e6, "a scale factor in (0, 1e+06]", 1.0, &d->microbatch_scale, err);
+    if (!rc)
+        rc = get_p2p(file, root, n, d, &p2p, err);
     if (!rc)
         rc = get_values(file, root, "activation_bytes", n, nn, 1, 0, 0, MAX_BYTES,
                         "a number of bytes in [0, 1e+18]", 1.0, &d->activation_bytes, err);
@@ -216,6 +233,7 @@ static int parse_stage_times(const char *file, const cJSON *root, loom_stage_tim
     d->st.microbatch_scale = d->microbatch_scale;
     d->st.activation_bytes = d->activation_bytes;
     d->st.p2p_ms = p2p;
+    d->st.p2p_stage_ms = d->p2p_stage_ms;
     d->st.memory_cap_bytes = cap;
     return LOOM_OK;
 }

@@ -1,24 +1,30 @@
 /*
- * ilp.c - the exact "ilp" interleaver (PipeWeaver section 3.1) for small
- * stage graphs.
+ * ilp.c - the exact "ilp" interleaver (the problem of PipeWeaver section
+ * 3.1) for small stage graphs.
  *
- * Three list schedules (longest tail first, backward first, forward
- * first) give an incumbent; when it meets the makespan lower bound it is
- * optimal and returned at once. Otherwise the mixed-integer programme of
- * ilp_model.c is solved with lp_solve, looking only for orders better
- * than the incumbent, within timeout_ms. The per-rank order is the stages
- * sorted by their optimal start times. Group priorities are ignored: the
- * optimum does not depend on them. Graphs with more than max_stages
- * stages are refused.
+ * Warm start: three list schedules (longest tail first, backward first,
+ * forward first) and the zero-bubble order of the list-scheduling kit
+ * (the zero-bubble interleaver's algorithm) with its in-flight limit
+ * derived from the cap, P and 2P microbatches; the best that fits the cap
+ * is the incumbent. When it meets the lower bound it is optimal at once;
+ * otherwise the branch and bound of ilp_bnb.c searches for better orders
+ * within timeout_ms and proves the optimum when it finishes. One solve
+ * per graph: the answer is cached in the plugin state, so the search's
+ * evaluators and the final replay of a plan share it. Group priorities
+ * are ignored: the optimum does not depend on them. Graphs with more than
+ * max_stages stages are refused.
  */
 #include <string.h>
+#include <loom/kits/listsched.h>
 #include "ilp.h"
 
 typedef struct ilpi_self {
     const loom_host_api *host;
     loom_ctx *ctx;
+    loom_ilpi_cache *cache;
     int32_t max_stages;
     double timeout_ms;
+    loom_zb zb;
 } ilpi_self;
 
 /* Reads a declared int param (the host supplies the manifest's default)
@@ -46,20 +52,21 @@ static int ilpi_param(const loom_host_api *host, loom_ctx *ctx,
 static int ilpi_create(const loom_host_api *host, loom_ctx *ctx,
                        void *plugin_state, void **self, loom_error *err)
 {
-    (void)plugin_state;
     int64_t timeout = 0, max_stages = 0;
     int rc = ilpi_param(host, ctx, "timeout_ms", 1, 86400000, &timeout,
                         err);
     if (rc == LOOM_OK)
-        rc = ilpi_param(host, ctx, "max_stages", 1, 1024, &max_stages,
-                        err);
+        rc = ilpi_param(host, ctx, "max_stages", 1, LOOM_ILPI_MAX_STAGES,
+                        &max_stages, err);
     if (rc != LOOM_OK)
         return rc;
     ilpi_self *s = host->alloc(sizeof *s);
     if (!s)
         return host->error(err, LOOM_ENOMEM, "ilp: out of memory");
+    memset(s, 0, sizeof *s);
     s->host = host;
     s->ctx = ctx;
+    s->cache = plugin_state;
     s->max_stages = (int32_t)max_stages;
     s->timeout_ms = (double)timeout;
     *self = s;
@@ -70,8 +77,10 @@ static int ilpi_create(const loom_host_api *host, loom_ctx *ctx,
 static void ilpi_destroy(void *self)
 {
     ilpi_self *s = self;
-    if (s)
-        s->host->free(s);
+    if (!s)
+        return;
+    loom_zb_release(&s->zb, s->host);
+    s->host->free(s);
 }
 
 /* Copies orders into the host's schedule. */
@@ -84,19 +93,47 @@ static void ilpi_copy(const loom_stage_graph *g, const int32_t *rank_off,
     memcpy(out->order, order, (size_t)g->n_stages * sizeof *order);
 }
 
-/* The best list schedule into out; returns its makespan (< 0: none). */
-static double ilpi_incumbent(loom_ilpi_problem *pb, int32_t *rank_off,
-                             int32_t *order, loom_schedule *out)
+/* Hands the proven lower bound to the host (when its schedule has the
+ * member). */
+static void ilpi_report(loom_schedule *out, double lower_bound_ms)
 {
-    double best = -1.0;
-    for (int rule = 0; rule < LOOM_ILPI_RULES; rule++) {
-        double span = loom_ilpi_list(pb, rule, rank_off, order);
-        if (span >= 0.0 && (best < 0.0 || span < best)) {
-            best = span;
-            ilpi_copy(pb->g, rank_off, order, out);
-        }
+    if (LOOM_STRUCT_HAS(out, loom_schedule, lower_bound_ms))
+        out->lower_bound_ms = lower_bound_ms;
+}
+
+/* Keeps (rank_off, order) in out when its makespan beats *best. */
+static void ilpi_keep(loom_ilpi_problem *pb, double span, const int32_t *rank_off,
+                      const int32_t *order, loom_schedule *out, double *best)
+{
+    if (span >= 0.0 && (*best < 0.0 || span < *best)) {
+        *best = span;
+        ilpi_copy(pb->g, rank_off, order, out);
     }
-    return best;
+}
+
+/* The best warm start into out; returns its makespan (< 0: none fits). */
+static int ilpi_incumbent(ilpi_self *s, loom_ilpi_problem *pb, int32_t *rank_off,
+                          int32_t *order, loom_schedule *out, double *best,
+                          loom_error *err)
+{
+    const loom_stage_graph *g = pb->g;
+    *best = -1.0;
+    for (int rule = 0; rule < LOOM_ILPI_RULES; rule++)
+        ilpi_keep(pb, loom_ilpi_list(pb, rule, rank_off, order), rank_off, order, out,
+                  best);
+    int64_t limits[3] = {0, g->n_ranks, 2 * (int64_t)g->n_ranks};
+    loom_schedule tmp = LOOM_SCHEDULE_INIT;
+    tmp.rank_off = rank_off;
+    tmp.order = order;
+    for (int i = 0; i < 3; i++) {
+        int rc = loom_zb_order(&s->zb, s->host, g, NULL, limits[i], &tmp, "ilp", err);
+        if (rc == LOOM_ENOMEM)
+            return rc;
+        if (rc == LOOM_OK) /* a replay < 0 (over the cap) is skipped */
+            ilpi_keep(pb, loom_ilpi_replay(pb, rank_off, order, NULL), rank_off, order,
+                      out, best);
+    }
+    return LOOM_OK;
 }
 
 /* Writes an optimal per-rank order (see the file comment). */
@@ -112,44 +149,68 @@ static int ilpi_interleave(void *self, const loom_stage_graph *g,
                            "ilp: the stage graph has %d stages, more than "
                            "max_stages = %d; the exact interleaver is meant "
                            "for small instances (raise max_stages, at most "
-                           "1024, or use a heuristic interleaver)",
-                           g->n_stages, s->max_stages);
+                           "%d, or use a heuristic interleaver)",
+                           g->n_stages, s->max_stages, LOOM_ILPI_MAX_STAGES);
+    uint64_t digest = loom_ilpi_digest(g, s->timeout_ms);
+    loom_ilpi_result res;
+    if (loom_ilpi_cache_get(s->cache, digest, g, out->rank_off, out->order, &res)) {
+        out->n_ranks = g->n_ranks;
+        out->n_stages = g->n_stages;
+        ilpi_report(out, res.lower_bound_ms);
+        return LOOM_OK;
+    }
     loom_ilpi_problem pb;
     int rc = loom_ilpi_analyse(host, &pb, g, err);
     if (rc != LOOM_OK)
         return rc;
     int32_t *rank_off = host->alloc(((size_t)g->n_ranks + 1) * sizeof *rank_off);
     int32_t *order = host->alloc(((size_t)g->n_stages + 1) * sizeof *order);
+    double best = -1.0;
     if (!rank_off || !order) {
         rc = host->error(err, LOOM_ENOMEM, "ilp: out of memory");
         goto done;
     }
-    double best = ilpi_incumbent(&pb, rank_off, order, out);
-    double tol = 1e-9 * (pb.lower_bound_ms > 1.0 ? pb.lower_bound_ms : 1.0);
-    if (best >= 0.0 && best <= pb.lower_bound_ms + tol)
-        goto done; /* a list schedule meets the lower bound: optimal */
-    double span = best;
-    int proven = 0;
-    rc = loom_ilpi_solve(host, &pb, best, s->timeout_ms, rank_off, order,
-                         &span, &proven, err);
+    rc = ilpi_incumbent(s, &pb, rank_off, order, out, &best, err);
     if (rc != LOOM_OK)
         goto done;
-    if (span >= 0.0 && (best < 0.0 || span < best)) {
+    rc = loom_ilpi_search(host, &pb, best, s->timeout_ms, rank_off, order, &res, err);
+    if (rc != LOOM_OK)
+        goto done;
+    if (res.makespan_ms >= 0.0 && (best < 0.0 || res.makespan_ms < best)) {
         ilpi_copy(g, rank_off, order, out);
-        best = span;
+        best = res.makespan_ms;
     }
     if (best < 0.0) {
-        rc = host->error(err, LOOM_ETIMEOUT,
-                         "ilp: no order found within timeout_ms = %.0f ms",
-                         s->timeout_ms);
+        rc = res.proven
+                 ? host->error(err, LOOM_EINFEASIBLE,
+                               "ilp: no order of the %d stages keeps every rank "
+                               "under the memory cap of %.0f bytes",
+                               g->n_stages, g->memory_cap_bytes)
+                 : host->error(err, LOOM_ETIMEOUT,
+                               "ilp: no order within the memory cap found within "
+                               "timeout_ms = %.0f ms",
+                               s->timeout_ms);
         goto done;
     }
-    if (!proven)
+    ilpi_report(out, res.lower_bound_ms);
+    if (!res.proven && res.timed_out)
         host->log(s->ctx, LOOM_LOG_WARN,
                   "ilp: timeout_ms = %.0f ms ran out; the order (makespan "
-                  "%.6g ms, lower bound %.6g ms) is the best found, not "
-                  "proven optimal",
-                  s->timeout_ms, best, pb.lower_bound_ms);
+                  "%.6g ms) is the best found, not proven optimal: lower "
+                  "bound %.6g ms, gap %.3g%%",
+                  s->timeout_ms, best, res.lower_bound_ms,
+                  100.0 * (best - res.lower_bound_ms) / best);
+    else if (!res.proven)
+        host->log(s->ctx, LOOM_LOG_WARN,
+                  "ilp: the search skipped branches it cannot settle (a "
+                  "stage of 0 ms, or deeper than its limit); the order "
+                  "(makespan %.6g ms) is the best found, not proven "
+                  "optimal: lower bound %.6g ms, gap %.3g%%",
+                  best, res.lower_bound_ms, 100.0 * (best - res.lower_bound_ms) / best);
+    memcpy(rank_off, out->rank_off, ((size_t)g->n_ranks + 1) * sizeof *rank_off);
+    memcpy(order, out->order, (size_t)g->n_stages * sizeof *order);
+    res.makespan_ms = best;
+    loom_ilpi_cache_put(s->cache, digest, g, rank_off, order, &res);
 done:
     host->free(rank_off);
     host->free(order);
@@ -177,8 +238,8 @@ static const loom_plugin_info ilpi_info = {
     LOOM_PLUGIN_INFO_HEADER,
     "org.loom.ilp",
     "1.0.0",
-    NULL,
-    NULL,
+    loom_ilpi_cache_init,
+    loom_ilpi_cache_fini,
     ilpi_role,
 };
 

@@ -1,8 +1,8 @@
 /*
  * ilp.h - the pieces of the exact "ilp" interleaver (PipeWeaver section
  * 3.1): the graph analysis that bounds the makespan, list schedules that
- * give an incumbent, a replay of per-rank orders, and the mixed-integer
- * programme solved with lp_solve.
+ * give an incumbent, a replay of per-rank orders, and the branch and
+ * bound that proves the optimum.
  *
  * Ownership: loom_ilpi_problem is caller-owned (zero it, build it, free it
  * with loom_ilpi_free); it borrows the stage graph, which must outlive it.
@@ -13,6 +13,9 @@
 #define LOOM_ILP_INTERLEAVER_H
 
 #include <loom/loom.h>
+
+/* Largest max_stages accepted. */
+#define LOOM_ILPI_MAX_STAGES 2048
 
 typedef struct loom_ilpi_problem {
     const loom_stage_graph *g;
@@ -65,24 +68,39 @@ enum loom_ilpi_rule {
 double loom_ilpi_list(loom_ilpi_problem *pb, int rule, int32_t *rank_off,
                       int32_t *order);
 
-/* Searches, with lp_solve, per-rank orders with a makespan below
- * incumbent_ms (< 0: none known): start times s_u >= est_u, makespan T
- * with T >= s_u + tail_u and T >= the lower bound, precedence
- * s_v >= s_u + lat_u + p2p_uv, one binary per unordered pair of stages of
- * a rank that no dependency orders, with big-M disjunctions (M from the
- * bounds the incumbent gives every start), and with a cap, for every stage
- * v with a positive delta: static + the deltas of the stages before v +
- * delta_v <= cap. Minimises T.
- * Returns LOOM_OK with *makespan_ms the replayed makespan of the orders it
- * wrote to rank_off / order (stages sorted by start time) when it found
- * better ones, or incumbent_ms when not (the arrays' contents are then
- * unspecified: keep the incumbent elsewhere); *proven is 1
- * when the search finished (the result is optimal) and 0 when timeout_ms
- * stopped it. LOOM_EINFEASIBLE when lp_solve proves that no order fits
- * the cap; LOOM_ENOMEM. */
-int loom_ilpi_solve(const loom_host_api *host, loom_ilpi_problem *pb,
-                    double incumbent_ms, double timeout_ms, int32_t *rank_off,
-                    int32_t *order, double *makespan_ms, int *proven,
-                    loom_error *err);
+/* What loom_ilpi_search found. */
+typedef struct loom_ilpi_result {
+    double makespan_ms;    /* of the best order known (the incumbent when
+                              nothing better was found; < 0: none) */
+    double lower_bound_ms; /* proven: no order has a smaller makespan */
+    int proven;            /* 1: makespan_ms == lower_bound_ms is optimal */
+    int timed_out;         /* 1: timeout_ms stopped the search */
+    int64_t nodes;         /* search nodes visited */
+} loom_ilpi_result;
+
+/* Branch and bound (ilp_bnb.c) for per-rank orders with a makespan below
+ * incumbent_ms (< 0: none known), within timeout_ms. When it finds better
+ * orders it writes them to rank_off / order and res->makespan_ms is their
+ * replayed makespan; otherwise the arrays are left as they were.
+ * res->lower_bound_ms is the root bound (analysis bound, tails through
+ * identical microbatches, one-rank preemptive bound), or the optimum when
+ * the search finished (res->proven = 1). LOOM_ENOMEM. */
+int loom_ilpi_search(const loom_host_api *host, loom_ilpi_problem *pb,
+                     double incumbent_ms, double timeout_ms, int32_t *rank_off,
+                     int32_t *order, loom_ilpi_result *res, loom_error *err);
+
+/* The answer for the last graph solved, shared by every instance through
+ * the plugin state (ilp_cache.c). Thread-safe. */
+typedef struct loom_ilpi_cache loom_ilpi_cache;
+int loom_ilpi_cache_init(const loom_host_api *host, void **state, loom_error *err);
+void loom_ilpi_cache_fini(void *state);
+/* Digest of what the answer depends on: the graph and the time limit. */
+uint64_t loom_ilpi_digest(const loom_stage_graph *g, double timeout_ms);
+/* 1 and the cached orders and result when `digest` was solved last. */
+int loom_ilpi_cache_get(loom_ilpi_cache *c, uint64_t digest, const loom_stage_graph *g,
+                        int32_t *rank_off, int32_t *order, loom_ilpi_result *res);
+void loom_ilpi_cache_put(loom_ilpi_cache *c, uint64_t digest, const loom_stage_graph *g,
+                         const int32_t *rank_off, const int32_t *order,
+                         const loom_ilpi_result *res);
 
 #endif

@@ -18,12 +18,14 @@
 const loom_plugin_info *loom_static_ilp(void);
 const loom_plugin_info *loom_static_1f1b(void);
 const loom_plugin_info *loom_static_gpipe(void);
+const loom_plugin_info *loom_static_zero_bubble(void);
 /* dual-queue is another engineer's plugin: used when it is linked in */
 const loom_plugin_info *loom_static_dual_queue(void) __attribute__((weak));
 
 /* ---- instances ------------------------------------------------------------ */
 
 static double FWD[16], BWD[16], IG[16], WG[16], ACT[16], SCALE[16];
+static int UNIFORM; /* 1: every microbatch scale 1 (identical microbatches) */
 
 /* A stage-times graph with dyadic, seed-dependent times (so sums are
  * exact): forward 1..2.75 ms, backward 1.5..3.25 ms per position,
@@ -40,7 +42,7 @@ static loom_stage_graph *instance(int P, int M, int split, uint64_t seed,
         ACT[s] = 100.0 + 10.0 * (double)(loom_splitmix64(&st) % 4);
     }
     for (int mb = 0; mb < M; mb++)
-        SCALE[mb] = 0.75 + 0.25 * (double)(loom_splitmix64(&st) % 4);
+        SCALE[mb] = UNIFORM ? 1.0 : 0.75 + 0.25 * (double)(loom_splitmix64(&st) % 4);
     loom_stage_times t;
     memset(&t, 0, sizeof t);
     t.ranks = P;
@@ -70,7 +72,7 @@ static int run(const loom_plugin_info *info, const char *const *params,
     const loom_interleaver_vtable *vt =
         (const loom_interleaver_vtable *)info->role(LOOM_ROLE_INTERLEAVER);
     ck_assert_ptr_nonnull(vt);
-    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+    loom_mock_host *h = loom_test_mock_host(info); /* the plugin's own params */
     for (int i = 0; params && params[i]; i += 2)
         loom_mock_host_set_param(h, params[i], params[i + 1]);
     void *self = NULL;
@@ -220,11 +222,12 @@ static void check_instance(loom_stage_graph *g, int *solver_won)
     ck_assert_double_eq(got, want);
     if (got < best_list(g))
         (*solver_won)++;
-    const loom_plugin_info *others[3] = {loom_static_1f1b(), loom_static_gpipe(),
+    const loom_plugin_info *others[4] = {loom_static_1f1b(), loom_static_gpipe(),
+                                         loom_static_zero_bubble(),
                                          loom_static_dual_queue
                                              ? loom_static_dual_queue()
                                              : NULL};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         loom_schedule *h = NULL;
         if (!others[i])
             continue;
@@ -290,6 +293,192 @@ START_TEST(matches_brute_force_under_a_memory_cap)
 }
 END_TEST
 
+/* Identical microbatches (first-in first-out symmetry in use), with
+ * and without a cap, split and not: still the brute-force optimum. */
+START_TEST(matches_brute_force_with_identical_microbatches)
+{
+    int solver_won = 0;
+    UNIFORM = 1;
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        loom_stage_graph *g = instance(2, 3, 0, seed, 0);
+        check_instance(g, &solver_won);
+        int64_t big = 0;
+        for (int32_t v = 0; v < g->n_stages; v++)
+            big = g->mem_delta_bytes[v] > big ? g->mem_delta_bytes[v] : big;
+        g->memory_cap_bytes = (double)big * (1.0 + (double)(seed % 2));
+        check_instance(g, &solver_won);
+        loom_graph_free(g);
+        g = instance(2, 2, 1, seed, 0);
+        check_instance(g, &solver_won);
+        loom_graph_free(g);
+    }
+    UNIFORM = 0;
+}
+END_TEST
+
+/* Two virtual stages per rank (stage s on rank s % 2), caps of 3 to 6
+ * bytes with 1- or 2-byte activations (some infeasible: then
+ * LOOM_EINFEASIBLE), transfer times 0 to 0.75 ms, identical or uneven
+ * microbatches: the brute-force optimum, proven. */
+START_TEST(matches_brute_force_with_two_virtual_stages)
+{
+    int feasible = 0;
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+        uint64_t st = seed * 77 + 3;
+        double f[4], b[4], iw[4], ww[4], act[4], sc[2];
+        for (int k = 0; k < 4; k++) {
+            f[k] = 0.5 + 0.25 * (double)(loom_splitmix64(&st) % 4);
+            b[k] = 1.0 + 0.25 * (double)(loom_splitmix64(&st) % 6);
+            iw[k] = b[k] / 2; ww[k] = b[k] - iw[k];
+            act[k] = (double)(1 + loom_splitmix64(&st) % 2);
+        }
+        sc[0] = 1.0; sc[1] = (seed % 2) ? 1.0 : 1.5;
+        loom_stage_times t;
+        memset(&t, 0, sizeof t);
+        t.ranks = 2; t.microbatches = 2; t.virtual_stages = 2;
+        t.forward_ms = f; t.backward_ms = b; t.input_grad_ms = iw; t.weight_grad_ms = ww;
+        t.activation_bytes = act; t.microbatch_scale = sc; t.p2p_ms = (seed % 4) * 0.25;
+        t.memory_cap_bytes = (double)(3 + seed % 4);
+        loom_stage_graph *g = NULL;
+        loom_error err = {0};
+        ck_assert_int_eq(loom_graph_from_stage_times(&t, t.split_backward, &g, &err), LOOM_OK);
+        double want = brute_force(g);
+        loom_schedule *s2 = NULL;
+        int rc = run(loom_static_ilp(), NULL, g, &s2, &err);
+        if (want == HUGE_VAL) {
+            ck_assert_int_eq(rc, LOOM_EINFEASIBLE);
+        } else {
+            ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+            ck_assert_double_eq(makespan(g, s2), want);
+            ck_assert_double_eq(s2->lower_bound_ms, want);
+            feasible++;
+        }
+        loom_schedule_free(s2);
+        loom_graph_free(g);
+    }
+    ck_assert_int_gt(feasible, 3);
+}
+END_TEST
+
+/* A split-backward stage-times graph: F, I, W per stage, activation 1
+ * byte, room for `cap` activations per rank. */
+static loom_stage_graph *zb_graph(int P, int M, const double *f, const double *i,
+                                  const double *w, double cap)
+{
+    loom_stage_times t;
+    memset(&t, 0, sizeof t);
+    double act[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    t.ranks = P;
+    t.microbatches = M;
+    t.virtual_stages = 1;
+    t.split_backward = 1;
+    t.forward_ms = f;
+    t.input_grad_ms = i;
+    t.weight_grad_ms = w;
+    t.activation_bytes = act;
+    t.memory_cap_bytes = cap;
+    loom_stage_graph *g = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_graph_from_stage_times(&t, 1, &g, &err), LOOM_OK);
+    return g;
+}
+
+/* Runs ilp (timeout 60 s) and checks the makespan and that it is proven:
+ * the schedule's lower bound equals it. */
+static void check_proven(loom_stage_graph *g, double want)
+{
+    loom_schedule *s = NULL;
+    loom_error err = {0};
+    const char *params[] = {"timeout_ms", "60000", NULL};
+    ck_assert_msg(run(loom_static_ilp(), params, g, &s, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_double_eq(makespan(g, s), want);
+    ck_assert_double_eq(s->lower_bound_ms, want);
+    loom_schedule_free(s);
+}
+
+/* The ZB paper's settings (Qi et al., ICLR 2024, section 3: F = I = W =
+ * 1, at most P microbatches' activations per rank): 27 at P = 4, M = 8
+ * and 55 at P = 8, M = 16 (both (P - 1) + 3M, ZB-H1's makespan); with
+ * F = [2,1,1,1], I = [2,1,1,2], W = 1 at P = 4, M = 8 the optimum is 41:
+ * rank 0 holds 4 activations after its fourth forward at 8 ms, and its
+ * first input gradient cannot start before 2 + 3 + 2 + 2 = 9 ms. */
+START_TEST(zero_bubble_paper_instances_are_proven)
+{
+    double one[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    loom_stage_graph *g = zb_graph(4, 8, one, one, one, 4);
+    ck_assert_int_eq(g->n_stages, 96);
+    check_proven(g, 27.0);
+    loom_graph_free(g);
+    double f[4] = {2, 1, 1, 1}, i[4] = {2, 1, 1, 2};
+    g = zb_graph(4, 8, f, i, one, 4);
+    check_proven(g, 41.0);
+    loom_graph_free(g);
+    g = zb_graph(8, 16, one, one, one, 8);
+    ck_assert_int_eq(g->n_stages, 384);
+    check_proven(g, 55.0);
+    loom_graph_free(g);
+}
+END_TEST
+
+/* One solve per graph: the answer waits in the plugin state for the next
+ * instance (the engine's final replay), keyed by the graph and timeout. */
+START_TEST(one_solve_per_graph)
+{
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+    const loom_host_api *host = loom_mock_host_api(h);
+    void *state = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_static_ilp()->init(host, &state, &err), LOOM_OK);
+    const loom_interleaver_vtable *vt =
+        (const loom_interleaver_vtable *)loom_static_ilp()->role(LOOM_ROLE_INTERLEAVER);
+    loom_stage_graph *g = instance(2, 3, 0, 5, 0);
+    loom_schedule *s[2];
+    for (int k = 0; k < 2; k++) {
+        void *self = NULL;
+        ck_assert_int_eq(vt->create(host, loom_mock_host_ctx(h), state, &self, &err), LOOM_OK);
+        s[k] = loom_schedule_new(g->n_ranks, g->n_stages);
+        ck_assert_int_eq(vt->interleave(self, g, NULL, s[k], &err), LOOM_OK);
+        vt->destroy(self);
+        if (k == 0) { /* the cache holds the first answer */
+            int32_t ro[3], ord[64];
+            loom_ilpi_result res;
+            ck_assert(loom_ilpi_cache_get(state, loom_ilpi_digest(g, 10000.0), g, ro, ord,
+                                          &res));
+            ck_assert_int_eq(memcmp(ord, s[0]->order, (size_t)g->n_stages * sizeof *ord), 0);
+            ck_assert_double_eq(res.lower_bound_ms, s[0]->lower_bound_ms);
+            ck_assert(!loom_ilpi_cache_get(state, loom_ilpi_digest(g, 9999.0), g, ro, ord,
+                                           &res));
+        }
+    }
+    ck_assert_int_eq(memcmp(s[0]->order, s[1]->order, (size_t)g->n_stages * sizeof(int32_t)),
+                     0);
+    ck_assert_double_eq(s[0]->lower_bound_ms, s[1]->lower_bound_ms);
+    ck_assert_double_eq(s[0]->lower_bound_ms, brute_force(g));
+    loom_schedule_free(s[0]);
+    loom_schedule_free(s[1]);
+    loom_graph_free(g);
+    loom_static_ilp()->fini(state);
+    loom_mock_host_free(h);
+}
+END_TEST
+
+/* Stopped by the time limit: the best order so far with a proven lower
+ * bound below it (the gap), never above the order's makespan. */
+START_TEST(timeout_reports_the_gap)
+{
+    loom_stage_graph *g = instance(4, 4, 1, 3, 0); /* 48 stages, uneven */
+    loom_schedule *s = NULL;
+    loom_error err = {0};
+    const char *params[] = {"timeout_ms", "1", NULL};
+    ck_assert_int_eq(run(loom_static_ilp(), params, g, &s, &err), LOOM_OK);
+    double span = makespan(g, s);
+    ck_assert(s->lower_bound_ms > 0.0);
+    ck_assert(s->lower_bound_ms <= span);
+    loom_schedule_free(s);
+    loom_graph_free(g);
+}
+END_TEST
+
 START_TEST(uniform_4x8_is_33)
 {
     loom_stage_times t;
@@ -317,7 +506,8 @@ START_TEST(errors_and_params)
     loom_error err = {0};
     loom_schedule *s = NULL;
     loom_stage_graph *g = instance(4, 9, 0, 1, 0); /* 72 stages */
-    ck_assert_int_eq(run(loom_static_ilp(), NULL, g, &s, &err), LOOM_EINVAL);
+    const char *small[] = {"max_stages", "64", NULL};
+    ck_assert_int_eq(run(loom_static_ilp(), small, g, &s, &err), LOOM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "72 stages"));
     ck_assert_ptr_nonnull(strstr(err.message, "max_stages = 64"));
     loom_schedule_free(s);
@@ -337,7 +527,7 @@ START_TEST(errors_and_params)
     const loom_interleaver_vtable *vt =
         (const loom_interleaver_vtable *)loom_static_ilp()->role(
             LOOM_ROLE_INTERLEAVER);
-    const char *bad[][2] = {{"timeout_ms", "0"}, {"max_stages", "2000"}};
+    const char *bad[][2] = {{"timeout_ms", "0"}, {"max_stages", "5000"}};
     for (int i = 0; i < 2; i++) {
         loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
         loom_mock_host_set_param(h, bad[i][0], bad[i][1]);
@@ -399,6 +589,11 @@ static Suite *suite(void)
     tcase_add_test(tc, matches_brute_force_with_split_backward);
     tcase_add_test(tc, matches_brute_force_under_a_memory_cap);
     tcase_add_test(tc, uniform_4x8_is_33);
+    tcase_add_test(tc, matches_brute_force_with_identical_microbatches);
+    tcase_add_test(tc, zero_bubble_paper_instances_are_proven);
+    tcase_add_test(tc, one_solve_per_graph);
+    tcase_add_test(tc, timeout_reports_the_gap);
+    tcase_add_test(tc, matches_brute_force_with_two_virtual_stages);
     tcase_add_test(tc, errors_and_params);
     suite_add_tcase(s, tc);
     return s;

@@ -163,6 +163,12 @@ typedef struct loom_schedule {
     int32_t n_stages;      /* total entries in order */
     int32_t *rank_off;     /* n_ranks + 1 offsets into order */
     int32_t *order;        /* stage ids, rank by rank */
+    /* Appended: a lower bound on the makespan of every order of the graph
+     * that the interleaver proved (equal to its order's makespan when it
+     * proved that order optimal), in ms; 0 when it claims none. The host
+     * clears it before each interleave() and reports it in plan.json; an
+     * interleaver writes it only when struct_size covers it. */
+    double lower_bound_ms;
 } loom_schedule;
 
 /* Smallest loom_schedule the host reads (every member above). */

@@ -115,6 +115,11 @@ typedef struct loom_stage_times {
     const double *activation_bytes;  /* ranks*virtual_stages entries */
     double p2p_ms;
     double memory_cap_bytes;         /* 0: no cap */
+    /* Appended: per-stage transfer times (ranks*virtual_stages entries),
+     * or NULL for p2p_ms everywhere. Entry s is the time of every transfer
+     * out of stage s: its forward output to stage s + 1 and its input
+     * gradient to stage s - 1. */
+    const double *p2p_stage_ms;
 } loom_stage_times;
 
 enum loom_problem_kind {

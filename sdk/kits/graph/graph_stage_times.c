@@ -66,7 +66,8 @@ int loom_graph_from_stage_times(const loom_stage_times *st, int split_backward,
                 g->pair_forward[pair] = id;
                 if (s > 0) {
                     g->pred[e] = id - 1;
-                    g->pred_p2p_ms[e++] = st->p2p_ms;
+                    g->pred_p2p_ms[e++] = st->p2p_stage_ms ? st->p2p_stage_ms[s - 1]
+                                                           : st->p2p_ms;
                 }
             } else if (kind == LOOM_STAGE_W) {
                 g->pair_weight[pair] = id;
@@ -80,7 +81,8 @@ int loom_graph_from_stage_times(const loom_stage_times *st, int split_backward,
                 } else {
                     /* the previous backward (B or I) of position s + 1 */
                     g->pred[e] = split ? id - 2 : id - 1;
-                    g->pred_p2p_ms[e++] = st->p2p_ms;
+                    g->pred_p2p_ms[e++] = st->p2p_stage_ms ? st->p2p_stage_ms[s + 1]
+                                                           : st->p2p_ms;
                 }
             }
         }

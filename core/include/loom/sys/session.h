@@ -67,6 +67,12 @@ typedef struct loom_plan {
     double plan_time_ms;             /* wall time of partition+search */
     int64_t evaluations;             /* evaluator runs the ranker spent */
     char label[64];
+    /* Makespan lower bound: the larger of the graph's (busiest rank's
+     * work, longest dependency chain) and the one the interleaver proved
+     * (loom_schedule.lower_bound_ms); interleaver_bound_ms is the latter
+     * alone, 0 when it proved none. */
+    double lower_bound_ms;
+    double interleaver_bound_ms;
 } loom_plan;
 
 /* Frees everything the plan owns and zeroes it. */

@@ -164,4 +164,48 @@ int loom_ls_end(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
 int32_t loom_ls_pick_forced(loom_ls *ls, const loom_stage_graph *g,
                             const int32_t *blocked_f);
 
+/* ---- the zero-bubble order (zb_order.c) -------------------------------- */
+
+/* The zero-bubble greedy (ZB-H1 / ZB-H2 behaviour of Qi et al., "Zero
+ * Bubble Pipeline Parallelism", ICLR 2024, section 3) over this kit: every
+ * rank keeps three queues (F; I or unsplit B; W) and the rank that can
+ * start something earliest places one stage:
+ *   - I runs as soon as it is ready, alternating with F 1F1B-style when
+ *     both are ready (after an F the I goes first, after an I or W the F);
+ *   - F only while the rank's in-flight microbatches (F started, W not yet
+ *     ended) stay under the limit and its activation fits the memory cap
+ *     (memory_cap_bytes - static_bytes[rank], when cap > 0);
+ *   - W only when neither an I nor an allowed F can start at that moment,
+ *     and always when the limit blocks the forwards.
+ * max_inflight: 0 derives the limit from the memory cap (bytes only), or
+ * P microbatches when the graph has no cap. Ties inside a queue: higher
+ * priority, lower sub-microbatch, position order (forwards ascending,
+ * backwards descending), stage id. When every rank with work is blocked
+ * by the limit or the cap, the blocked forward leaving its rank with the
+ * least memory runs anyway (the order may then exceed the cap).
+ * The zero-bubble interleaver and the exact interleaver's warm start both
+ * run this code. Ownership as loom_ls: embedded in the caller, released
+ * with loom_zb_release(). */
+typedef struct loom_zb {
+    loom_ls ls;
+    int32_t *choice;       /* per rank: stage decided at its last update */
+    int32_t *blocked_f;    /* per rank: blocked forward, or -1 */
+    int32_t *open_mb;      /* per rank: microbatches in flight */
+    int32_t cap_ranks;
+    int32_t *open;         /* per (rank, microbatch): open stage pairs */
+    int64_t cap_open;
+} loom_zb;
+
+/* Writes the zero-bubble order of every rank of g into out (priorities:
+ * one per group, higher earlier, or NULL for group order). LOOM_EINVAL
+ * (message prefixed with `who`) for a stage outside 0..n_microbatches-1
+ * or a dependency cycle; LOOM_ENOMEM. */
+int loom_zb_order(loom_zb *zb, const loom_host_api *host,
+                  const loom_stage_graph *g, const float *priorities,
+                  int64_t max_inflight, loom_schedule *out, const char *who,
+                  loom_error *err);
+
+/* Frees every scratch array of zb (host: the one it was used with). */
+void loom_zb_release(loom_zb *zb, const loom_host_api *host);
+
 #endif
