@@ -17,6 +17,8 @@ typedef struct rf_self {
     double launch_ms;           /* kernel_launch_us / 1000 */
     int distributed_optimizer;  /* shard optimizer states over dp */
     unsigned flags;             /* LOOM_ROOFLINE_FLASH | _SEQ_PARALLEL */
+    int tp_comm_overlap;        /* TP collectives overlapped with GEMMs */
+    loom_tail_knobs tail;       /* the iteration tail's knobs */
 } rf_self;
 
 /* Reads a declared float param (the host supplies the manifest's default). */
@@ -48,9 +50,39 @@ static int rf_param_bool(const loom_host_api *host, loom_ctx *ctx,
                        key, rc);
 }
 
+/* Reads the iteration-tail and overlap params into s. */
+static int rf_tail_params(const loom_host_api *host, loom_ctx *ctx, rf_self *s,
+                          loom_error *err)
+{
+    int fp32 = 1, grad = 1, gather = 0, tpo = 0;
+    double bucket = 0;
+    int rc = rf_param_bool(host, ctx, "grad_accumulation_fp32", &fp32, err);
+    if (rc == LOOM_OK)
+        rc = rf_param_bool(host, ctx, "overlap_grad_reduce", &grad, err);
+    if (rc == LOOM_OK)
+        rc = rf_param_bool(host, ctx, "overlap_param_gather", &gather, err);
+    if (rc == LOOM_OK)
+        rc = rf_param_bool(host, ctx, "tp_comm_overlap", &tpo, err);
+    if (rc == LOOM_OK)
+        rc = rf_param_double(host, ctx, "bucket_params", &bucket, err);
+    if (rc != LOOM_OK)
+        return rc;
+    if (!(bucket >= 0.0 && bucket <= 1e12))
+        return host->error(err, LOOM_EINVAL,
+                           "roofline: param bucket_params: expected a number in [0, 1e12], "
+                           "found %g", bucket);
+    s->tp_comm_overlap = tpo != 0;
+    s->tail.distributed_optimizer = s->distributed_optimizer;
+    s->tail.overlap_grad_reduce = grad != 0;
+    s->tail.overlap_param_gather = gather != 0;
+    s->tail.grad_bytes = fp32 ? 4.0 : 2.0;
+    s->tail.bucket_params = bucket;
+    return LOOM_OK;
+}
+
 /* create(): reads gemm_efficiency_scale, distributed_optimizer,
- * flash_attention, sequence_parallel and kernel_launch_us (defaults in
- * manifest.json). */
+ * flash_attention, sequence_parallel, kernel_launch_us and the tail's
+ * params (defaults in manifest.json). */
 static int rf_create(const loom_host_api *host, loom_ctx *ctx,
                      void *plugin_state, void **self, loom_error *err)
 {
@@ -86,6 +118,11 @@ static int rf_create(const loom_host_api *host, loom_ctx *ctx,
     s->flags = (flash ? LOOM_ROOFLINE_FLASH : 0u) |
                (seqpar ? LOOM_ROOFLINE_SEQ_PARALLEL : 0u);
     s->launch_ms = launch_us / 1000.0;
+    rc = rf_tail_params(host, ctx, s, err);
+    if (rc != LOOM_OK) {
+        host->free(s);
+        return rc;
+    }
     *self = s;
     return LOOM_OK;
 }
@@ -187,6 +224,9 @@ static int rf_hardware(const rf_self *s, const loom_cluster *c, int32_t tp,
     hw->eff_memory = c->eff_memory;
     hw->launch_ms = s->launch_ms;
     hw->eff_collective = c->eff_collective;
+    hw->gemm_half_flops = c->gemm_half_flops > 0 ? c->gemm_half_flops : 0;
+    hw->attention_half_flops = c->attention_half_flops > 0 ? c->attention_half_flops : 0;
+    hw->tp_comm_overlap = s->tp_comm_overlap;
     return LOOM_OK;
 }
 
@@ -230,6 +270,11 @@ static int rf_estimate(void *self, const loom_problem *problem,
     loom_roofline_costs c;
     loom_roofline_layer_costs(L, shape, &hw, policy, s->flags,
                               shape->trainable_upstream != 0, !m->frozen, &c);
+    int head = m->kind == LOOM_MODULE_BACKBONE || m->kind == LOOM_MODULE_DECODER;
+    if (m->vocab > 0 && (layer == 0 || (head && layer == m->n_layers - 1)))
+        loom_roofline_vocab_costs((double)m->layers[0].hidden, (double)m->vocab, shape, &hw,
+                                  s->flags, layer == 0, head && layer == m->n_layers - 1,
+                                  shape->trainable_upstream != 0, !m->frozen, &c);
     double params = loom_roofline_layer_params(L);
     loom_layer_cost_clear(out);
     out->forward_ms = c.forward_ms;
@@ -241,8 +286,10 @@ static int rf_estimate(void *self, const loom_problem *problem,
     out->param_bytes = rf_bytes(2.0 * params / shape->tp);
     out->state_bytes = rf_bytes(loom_roofline_state_bytes(
         params, shape->tp, problem->parallel.dp, s->distributed_optimizer,
-        m->frozen));
+        m->frozen, s->tail.grad_bytes));
     out->flops = c.flops;
+    if (LOOM_LAYER_COST_HAS(out, recompute_flops))
+        out->recompute_flops = c.recompute_flops;
     return LOOM_OK;
 }
 
@@ -279,7 +326,7 @@ static int rf_module_extra(void *self, const loom_problem *problem,
     *param_bytes = rf_bytes(2.0 * params / tp);
     *state_bytes = rf_bytes(loom_roofline_state_bytes(
         params, tp, problem->parallel.dp, s->distributed_optimizer,
-        m->frozen));
+        m->frozen, s->tail.grad_bytes));
     return LOOM_OK;
 }
 
@@ -298,6 +345,20 @@ static int rf_p2p_ms(void *self, const loom_problem *problem,
     return LOOM_OK;
 }
 
+/* rank_tail_ms(): the gradient sync, parameter all-gather and Adam step
+ * of one rank (loom_rank_tail_compute() under this instance's params). */
+static int rf_rank_tail_ms(void *self, const loom_problem *problem,
+                           const loom_rank_state *state, loom_rank_tail *out,
+                           loom_error *err)
+{
+    const rf_self *s = self;
+    if (!problem || !problem->cluster)
+        return s->host->error(err, LOOM_EINVAL,
+                              "roofline: an iteration tail needs a cluster, found none");
+    loom_rank_tail_compute(problem->cluster, state, &s->tail, out);
+    return LOOM_OK;
+}
+
 static const loom_cost_model_vtable rf_vtable = {
     {sizeof(loom_cost_model_vtable), LOOM_COST_MODEL_VERSION},
     rf_create,
@@ -305,6 +366,7 @@ static const loom_cost_model_vtable rf_vtable = {
     rf_estimate,
     rf_module_extra,
     rf_p2p_ms,
+    rf_rank_tail_ms,
 };
 
 /* The vtable for the cost_model role, NULL for any other. */

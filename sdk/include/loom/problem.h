@@ -76,6 +76,11 @@ typedef struct loom_cluster {
     double eff_memory;
     double eff_collective;
     double p2p_latency_ms;        /* fixed latency of one P2P transfer */
+    /* Appended in Loom 0.4: size-aware efficiency. An operator of F FLOPs
+     * on one GPU runs at eff * F / (F + half), half = the FLOPs at which
+     * it reaches half its efficiency; 0 turns the curve off. */
+    double gemm_half_flops;
+    double attention_half_flops;
 } loom_cluster;
 
 typedef struct loom_parallel {
