@@ -586,14 +586,19 @@ START_TEST(param_and_state_bytes)
     loom_layer_cost c = estimate(&fx, seq_shape(1, 4096, 8, 1),
                                  LOOM_POLICY_NONE);
     ck_assert_int_eq(c.param_bytes, (int64_t)(2 * p / 8));
-    /* gradients 2 bytes, optimizer 12 bytes / dp, all / tp */
-    ck_assert_int_eq(c.state_bytes, (int64_t)(2 * p / 8 + 12 * p / 8 / 8));
+    /* fp32 gradients 4 bytes, optimizer 12 bytes / dp, all / tp */
+    ck_assert_int_eq(c.state_bytes, (int64_t)(4 * p / 8 + 12 * p / 8 / 8));
 
     const char *const no_dist[] = {"distributed_optimizer", "false", NULL};
     loom_error err = {0, ""};
     ck_assert_int_eq(estimate_with(&fx, no_dist, seq_shape(1, 4096, 8, 1),
                                    LOOM_POLICY_NONE, &c, &err), LOOM_OK);
-    ck_assert_int_eq(c.state_bytes, (int64_t)(14 * p / 8));
+    ck_assert_int_eq(c.state_bytes, (int64_t)(16 * p / 8));
+    /* bf16 gradients: 2 bytes */
+    const char *const bf16[] = {"grad_accumulation_fp32", "false", NULL};
+    ck_assert_int_eq(estimate_with(&fx, bf16, seq_shape(1, 4096, 8, 1),
+                                   LOOM_POLICY_NONE, &c, &err), LOOM_OK);
+    ck_assert_int_eq(c.state_bytes, (int64_t)(2 * p / 8 + 12 * p / 8 / 8));
 
     /* embeddings: input table + untied head of a backbone, vocab-parallel */
     loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
@@ -606,7 +611,7 @@ START_TEST(param_and_state_bytes)
                      LOOM_OK);
     double e = 2.0 * 128256 * 4096;
     ck_assert_int_eq(pb, (int64_t)(2 * e / 8));
-    ck_assert_int_eq(sb, (int64_t)(2 * e / 8 + 12 * e / 8 / 8));
+    ck_assert_int_eq(sb, (int64_t)(4 * e / 8 + 12 * e / 8 / 8));
     fx.module.kind = LOOM_MODULE_ENCODER; /* one table */
     ck_assert_int_eq(vt->module_extra(self, &fx.problem, 0, 8, &pb, &sb, &err),
                      LOOM_OK);
