@@ -48,9 +48,14 @@ static void write_table(const loom_plan *plan, FILE *out, double *busy_ms,
     fprintf(out, "  makespan      %.3f ms\n", m->makespan_ms);
     fprintf(out, "  bubble ratio  %.2f %%\n", m->bubble_ratio * 100);
     if (m->mfu >= 0)
-        fprintf(out, "  MFU           %.2f %%\n", m->mfu * 100);
+        fprintf(out, "  MFU           %.2f %% (model FLOPs, no recomputation)\n", m->mfu * 100);
     else
         fputs("  MFU           n/a\n", out);
+    if (m->hfu >= 0)
+        fprintf(out, "  HFU           %.2f %% (hardware FLOPs, with recomputation)\n",
+                m->hfu * 100);
+    else
+        fputs("  HFU           n/a\n", out);
     fprintf(out, "  plan time     %.3f ms (%lld evaluations)\n", plan->plan_time_ms,
             (long long)plan->evaluations);
     if (cap > 0)
