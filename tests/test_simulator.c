@@ -121,7 +121,7 @@ START_TEST(test_p2p_and_scale)
 }
 END_TEST
 
-/* The iteration tail (docs/simulator.md): P=2, M=1, F0 [0,1] F1 [1,2]
+/* The iteration tail (docs/cost-models.md, "Iteration tail"): P=2, M=1, F0 [0,1] F1 [1,2]
  * B1 [2,4] B0 [4,6]; each rank syncs 3 ms of gradients, gathers 0.5 ms of
  * parameters, steps its optimizer in 1 (rank 0) or 2 ms (rank 1). */
 START_TEST(test_iteration_tail)

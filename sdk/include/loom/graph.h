@@ -157,7 +157,7 @@ typedef struct loom_stage_graph {
      * sync, the share of it one bucket takes (what overlapping with the
      * backward cannot hide), whether it overlaps, the exposed parameter
      * all-gather and the optimizer step. The simulator adds them after
-     * each rank's last stage (docs/simulator.md, "Iteration tail"). */
+     * each rank's last stage (docs/cost-models.md, "Iteration tail"). */
     double *tail_grad_sync_ms;     /* n_ranks */
     double *tail_grad_bucket_ms;   /* n_ranks */
     uint8_t *tail_overlap;         /* n_ranks: 1 overlap the grad sync */
