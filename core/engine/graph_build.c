@@ -173,9 +173,10 @@ static int32_t span_tp(const loom_problem *pb, const loom_partition *pt, const l
     return pb->parallel.tp > 0 ? pb->parallel.tp : 1;
 }
 
-/* Lays the ranks' TP groups out on consecutive GPUs: rank r's degree is
- * the largest TP degree of the spans it runs (the partition's or the
- * problem's when it runs none); fills b->gpu0 and b->gpus. */
+/* Lays the ranks' TP x CP groups out on consecutive GPUs: rank r's TP
+ * degree is the largest of the spans it runs (the partition's or the
+ * problem's when it runs none), times the problem's cp; fills b->gpu0 and
+ * b->gpus. */
 static int rank_gpus(build *b, loom_error *err)
 {
     const loom_partition *pt = b->part;
@@ -193,8 +194,9 @@ static int rank_gpus(build *b, loom_error *err)
         }
     }
     b->gpus = 0;
+    int32_t cp = loom_parallel_cp(&b->problem->parallel);
     for (int32_t r = 0; r < pt->n_ranks; r++) {
-        int64_t width = b->gpu0[r] > 0 ? b->gpu0[r] : span_tp(b->problem, pt, &none);
+        int64_t width = (b->gpu0[r] > 0 ? b->gpu0[r] : span_tp(b->problem, pt, &none)) * cp;
         b->gpu0[r] = b->gpus;
         b->gpus += width;
     }
@@ -260,6 +262,10 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
             return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
         loom_shape_from_sums(pb, &sums[mb], subs, &shape);
         shape.tp = span_tp(pb, b->part, sp);
+        if (shape.cp > 1 && LOOM_STRUCT_HAS(b->part, loom_partition, cp_attention_scale) &&
+            b->part->cp_attention_scale && b->part->cp_attention_scale[mb] >= 1.0 &&
+            b->part->cp_attention_scale[mb] <= 1e6)
+            shape.cp_attention_scale = b->part->cp_attention_scale[mb];
         int up = loom_module_upstream_trainable(model, sp->module);
         for (int32_t l = sp->first_layer; l < sp->first_layer + sp->n_layers; l++, k++) {
             loom_policy_option *opt = &entries[(size_t)k * LOOM_POLICY_COUNT];
@@ -287,8 +293,10 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
         }
         if (s == pos->n_spans - 1) {
             int32_t tp = shape.tp > 0 ? shape.tp : 1;
+            /* each GPU of the TP x CP group sends its 1/(tp cp) share */
             *out_bytes = (double)shape.tokens *
-                         (double)mod->layers[sp->first_layer + sp->n_layers - 1].hidden * 2.0 / tp;
+                         (double)mod->layers[sp->first_layer + sp->n_layers - 1].hidden * 2.0 / tp /
+                         loom_parallel_cp(&pb->parallel);
         }
     }
     return LOOM_OK;
@@ -354,13 +362,16 @@ static int iteration_tail(build *b, loom_stage_graph *g, loom_error *err)
     const loom_problem *pb = b->problem;
     const loom_partition *pt = b->part;
     int32_t gpn = pb->cluster && pb->cluster->gpus_per_node > 0 ? pb->cluster->gpus_per_node : 1;
-    int32_t dp = pb->parallel.dp > 0 ? pb->parallel.dp : 1;
+    int32_t cp = loom_parallel_cp(&pb->parallel);
+    /* context-parallel GPUs hold the same weights: gradients are reduced
+     * (and optimizer states sharded) over dp x cp, Megatron's dp-cp group */
+    int32_t dp = (pb->parallel.dp > 0 ? pb->parallel.dp : 1) * cp;
     for (int32_t r = 0; r < pt->n_ranks; r++) {
         int32_t chunks = 0;
         for (int32_t i = 0; i < pt->n_positions; i++)
             chunks += pt->positions[i].rank == r;
         int64_t next = r + 1 < pt->n_ranks ? b->gpu0[r + 1] : b->gpus;
-        int32_t tp = (int32_t)(next - b->gpu0[r]);
+        int32_t tp = (int32_t)((next - b->gpu0[r]) / cp);
         loom_rank_state st = {(uint32_t)sizeof st, r, tp, dp, chunks,
                               (int64_t)tp * dp <= gpn, b->rank_params[r], b->rank_trainable[r]};
         loom_rank_tail t = {(uint32_t)sizeof t, 0, 0, 0, 0, 0};

@@ -227,6 +227,46 @@ static int rf_hardware(const rf_self *s, const loom_cluster *c, int32_t tp,
     hw->gemm_half_flops = c->gemm_half_flops > 0 ? c->gemm_half_flops : 0;
     hw->attention_half_flops = c->attention_half_flops > 0 ? c->attention_half_flops : 0;
     hw->tp_comm_overlap = s->tp_comm_overlap;
+    hw->cp = 1;
+    hw->cp_link_bytes_per_s = 0;
+    hw->p2p_latency_ms = c->p2p_latency_ms;
+    return LOOM_OK;
+}
+
+/* The layer's costs plus its vocabulary's (embedding on layer 0, LM head
+ * and loss on the last layer of a backbone or decoder) for `shape`. */
+static void rf_layer_and_vocab(const rf_self *s, const loom_module *m, int32_t layer,
+                               const loom_shape *shape, const loom_roofline_hw *hw,
+                               int32_t policy, loom_roofline_costs *c)
+{
+    loom_roofline_layer_costs(&m->layers[layer], shape, hw, policy, s->flags,
+                              shape->trainable_upstream != 0, !m->frozen, c);
+    int head = m->kind == LOOM_MODULE_BACKBONE || m->kind == LOOM_MODULE_DECODER;
+    if (m->vocab > 0 && (layer == 0 || (head && layer == m->n_layers - 1)))
+        loom_roofline_vocab_costs((double)m->layers[0].hidden, (double)m->vocab, shape, hw,
+                                  s->flags, layer == 0, head && layer == m->n_layers - 1,
+                                  shape->trainable_upstream != 0, !m->frozen, c);
+}
+
+/* Sets hw's context-parallel group: cp and the link its ring attention
+ * uses (NVLink when the tp x cp GPUs fit a node, else the network). */
+static int rf_context_parallel(const rf_self *s, const loom_cluster *c, const loom_shape *shape,
+                               int32_t cp, loom_roofline_hw *hw, loom_error *err)
+{
+    hw->cp = cp;
+    hw->cp_link_bytes_per_s = 0;
+    if (cp <= 1)
+        return LOOM_OK;
+    int64_t group = (int64_t)(shape->tp > 1 ? shape->tp : 1) * cp;
+    int intra = c->gpus_per_node <= 0 || group <= c->gpus_per_node;
+    hw->cp_link_bytes_per_s = intra ? c->nvlink_bytes_per_s : c->net_bytes_per_s;
+    hw->p2p_latency_ms = c->p2p_latency_ms;
+    if (!(hw->cp_link_bytes_per_s > 0.0) || !(c->eff_collective > 0.0))
+        return s->host->error(err, LOOM_EINVAL,
+                              "roofline: cluster \"%s\": expected %s > 0 and eff_collective > 0 "
+                              "for CP %d, found %g and %g", c->name ? c->name : "?",
+                              intra ? "nvlink_bytes_per_s" : "net_bytes_per_s", (int)cp,
+                              hw->cp_link_bytes_per_s, c->eff_collective);
     return LOOM_OK;
 }
 
@@ -267,14 +307,34 @@ static int rf_estimate(void *self, const loom_problem *problem,
         return rc;
 
     const loom_layer *L = &m->layers[layer];
+    /* the caller's shape may predate the cp members: copy the V1 ones */
+    loom_shape whole = LOOM_SHAPE_INIT;
+    whole.tokens = shape->tokens;
+    whole.seq_sq_sum = shape->seq_sq_sum;
+    whole.sequences = shape->sequences;
+    whole.tp = shape->tp;
+    whole.trainable_upstream = shape->trainable_upstream;
+    int32_t cp = LOOM_SHAPE_HAS(shape, cp) && shape->cp > 1 ? shape->cp : 1;
+    double scale = 1.0;
+    if (cp > 1 && LOOM_SHAPE_HAS(shape, cp_attention_scale) && shape->cp_attention_scale > 1.0)
+        scale = shape->cp_attention_scale;
+    if ((rc = rf_context_parallel(s, problem->cluster, &whole, cp, &hw, err)) != LOOM_OK)
+        return rc;
+    /* one GPU of the CP group: 1/cp of the tokens, the slowest GPU's
+     * share of the attention work */
+    loom_shape local = whole;
+    if (cp > 1) {
+        local.tokens = (whole.tokens + cp - 1) / cp;
+        local.seq_sq_sum = whole.seq_sq_sum / cp * scale;
+    }
     loom_roofline_costs c;
-    loom_roofline_layer_costs(L, shape, &hw, policy, s->flags,
-                              shape->trainable_upstream != 0, !m->frozen, &c);
-    int head = m->kind == LOOM_MODULE_BACKBONE || m->kind == LOOM_MODULE_DECODER;
-    if (m->vocab > 0 && (layer == 0 || (head && layer == m->n_layers - 1)))
-        loom_roofline_vocab_costs((double)m->layers[0].hidden, (double)m->vocab, shape, &hw,
-                                  s->flags, layer == 0, head && layer == m->n_layers - 1,
-                                  shape->trainable_upstream != 0, !m->frozen, &c);
+    rf_layer_and_vocab(s, m, layer, &local, &hw, policy, &c);
+    if (cp > 1) { /* model FLOPs are the whole microbatch's */
+        loom_roofline_costs all;
+        rf_layer_and_vocab(s, m, layer, &whole, &hw, policy, &all);
+        c.flops = all.flops;
+        c.recompute_flops = all.recompute_flops;
+    }
     double params = loom_roofline_layer_params(L);
     loom_layer_cost_clear(out);
     out->forward_ms = c.forward_ms;
@@ -285,8 +345,8 @@ static int rf_estimate(void *self, const loom_problem *problem,
     out->transient_bytes = rf_bytes(c.transient_bytes);
     out->param_bytes = rf_bytes(2.0 * params / shape->tp);
     out->state_bytes = rf_bytes(loom_roofline_state_bytes(
-        params, shape->tp, problem->parallel.dp, s->distributed_optimizer,
-        m->frozen, s->tail.grad_bytes));
+        params, shape->tp, problem->parallel.dp * loom_parallel_cp(&problem->parallel),
+        s->distributed_optimizer, m->frozen, s->tail.grad_bytes));
     out->flops = c.flops;
     if (LOOM_LAYER_COST_HAS(out, recompute_flops))
         out->recompute_flops = c.recompute_flops;
@@ -325,8 +385,8 @@ static int rf_module_extra(void *self, const loom_problem *problem,
                     (double)m->layers[0].hidden;
     *param_bytes = rf_bytes(2.0 * params / tp);
     *state_bytes = rf_bytes(loom_roofline_state_bytes(
-        params, tp, problem->parallel.dp, s->distributed_optimizer,
-        m->frozen, s->tail.grad_bytes));
+        params, tp, problem->parallel.dp * loom_parallel_cp(&problem->parallel),
+        s->distributed_optimizer, m->frozen, s->tail.grad_bytes));
     return LOOM_OK;
 }
 

@@ -49,6 +49,9 @@ typedef struct loom_roofline_hw {
     double gemm_half_flops;   /* size curve of eff_gemm (0: flat) */
     double attention_half_flops; /* size curve of eff_attention (0: flat) */
     int tp_comm_overlap;      /* 1: TP collectives hidden behind GEMMs */
+    int32_t cp;               /* context-parallel degree (<= 1: none) */
+    double cp_link_bytes_per_s; /* the CP group's link (ring attention) */
+    double p2p_latency_ms;    /* latency of one ring step */
 } loom_roofline_hw;
 
 /* Fills ops[] (capacity LOOM_ROOFLINE_MAX_OPS) with the forward operators

@@ -211,6 +211,21 @@ static double rf_input_grad_ms(const loom_roofline_op *op,
     return loom_roofline_op_ms(&b, hw);
 }
 
+/* Forward time of ring attention's K/V hops on one GPU of a CP group of
+ * hw->cp: cp - 1 hops of its tokens' K and V (2 x tokens x kv/tp bf16
+ * elements) over the CP link at eff_collective, plus a latency each. */
+static double rf_ring_attention_ms(const loom_layer *layer, const loom_shape *shape,
+                                   const loom_roofline_hw *hw)
+{
+    double t = shape->tp > 1 ? (double)shape->tp : 1.0;
+    double kv = layer->heads > 0 ? (double)layer->hidden * layer->kv_heads / layer->heads
+                                 : (double)layer->hidden;
+    double hops = (double)(hw->cp - 1);
+    double bytes = hops * 2.0 * (double)shape->tokens * kv / t * RF_ELEM_BYTES;
+    double rate = hw->cp_link_bytes_per_s * hw->eff_collective;
+    return hops * hw->p2p_latency_ms + (rate > 0 ? bytes / rate * 1e3 : 0.0);
+}
+
 /* Fills *out with the times, FLOPs and memory of one layer (see header). */
 void loom_roofline_layer_costs(const loom_layer *layer,
                                const loom_shape *shape,
@@ -224,6 +239,13 @@ void loom_roofline_layer_costs(const loom_layer *layer,
     for (int i = 0; i < n; i++) {
         double ms = loom_roofline_op_ms(&ops[i], hw);
         double back = rf_input_grad_ms(&ops[i], hw);
+        if (ops[i].unit == LOOM_ROOFLINE_ATTENTION && hw->cp > 1) {
+            /* ring attention overlaps each K/V hop with a block's compute:
+             * the slower of the two; the backward moves K, V and dK, dV */
+            double ring = rf_ring_attention_ms(layer, shape, hw);
+            ms = ms > ring ? ms : ring;
+            back = back > 2.0 * ring ? back : 2.0 * ring;
+        }
         if (hw->tp_comm_overlap && ops[i].unit == LOOM_ROOFLINE_COLLECTIVE) {
             /* split into chunks overlapped with the neighbouring GEMM:
              * only what outlasts that GEMM stays on the critical path */

@@ -233,7 +233,7 @@ END_TEST
 
 START_TEST(operator_time_is_max_of_three_terms)
 {
-    loom_roofline_hw hw = {100e12, 1e12, 1e11, 0.5, 0.25, 0.5, 0.5, 0, 0, 0, 0};
+    loom_roofline_hw hw = {100e12, 1e12, 1e11, 0.5, 0.25, 0.5, 0.5, 0, 0, 0, 0, 1, 0, 0};
     loom_roofline_op op = {"gemm", LOOM_ROOFLINE_GEMM, 1e12, 1e9, 0};
     /* compute 1e12 / 50e12 = 20 ms; HBM 1e9 / 0.5e12 = 2 ms */
     ASSERT_REL(loom_roofline_op_ms(&op, &hw), 20.0);
@@ -411,7 +411,7 @@ START_TEST(policies_order_memory_and_recompute)
     /* selective recomputes the attention core and softmax */
     loom_roofline_op ops[LOOM_ROOFLINE_MAX_OPS];
     int k = loom_roofline_forward_ops(&fx.layer, &s, 0, ops);
-    loom_roofline_hw hw = {989e12, 3.35e12, 200e9, 0.7, 0.6, 0.8, 0.75, 0, 0, 0, 0};
+    loom_roofline_hw hw = {989e12, 3.35e12, 200e9, 0.7, 0.6, 0.8, 0.75, 0, 0, 0, 0, 1, 0, 0};
     double att_ms = 0;
     for (int i = 0; i < k; i++)
         if (!strcmp(ops[i].name, "attn_core") || !strcmp(ops[i].name, "softmax"))
@@ -574,6 +574,46 @@ START_TEST(preset_parameter_counts)
     double dit30 = model_params(DIT_30B, 48, LOOM_MODULE_DECODER, 0);
     ck_assert_double_eq(dit30, 25368330240.0);
     ck_assert(!within_2pct(dit30, 30e9));
+}
+END_TEST
+
+/* Context parallelism: a layer on cp GPUs costs what 1/cp of the tokens
+ * and of the attention work cost on one (ring attention's K/V hops hide
+ * behind the long sequence's attention here), times the slowest GPU's
+ * share; model FLOPs stay the whole microbatch's; optimizer states are
+ * sharded over dp x cp. */
+START_TEST(context_parallel_splits_the_sequence)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    const double L = 32768;
+    loom_shape whole = seq_shape(1, (int64_t)L, 1, 1);
+    loom_shape local = whole;
+    local.tokens = (int64_t)L / 2;
+    local.seq_sq_sum = L * L / 2;
+    loom_shape cp2 = whole;
+    cp2.cp = 2;
+    loom_layer_cost a = estimate(&fx, cp2, LOOM_POLICY_NONE);
+    loom_layer_cost b = estimate(&fx, local, LOOM_POLICY_NONE);
+    loom_layer_cost w = estimate(&fx, whole, LOOM_POLICY_NONE);
+    ASSERT_REL(a.forward_ms, b.forward_ms);
+    ASSERT_REL(a.input_grad_ms, b.input_grad_ms);
+    ASSERT_REL(a.weight_grad_ms, b.weight_grad_ms);
+    ck_assert_int_eq(a.activation_bytes, b.activation_bytes);
+    ASSERT_REL(a.flops, w.flops);
+    ck_assert(a.forward_ms < w.forward_ms);
+    /* the slowest GPU does 1.5x the mean attention work */
+    cp2.cp_attention_scale = 1.5;
+    local.seq_sq_sum *= 1.5;
+    a = estimate(&fx, cp2, LOOM_POLICY_NONE);
+    b = estimate(&fx, local, LOOM_POLICY_NONE);
+    ASSERT_REL(a.forward_ms, b.forward_ms);
+    ASSERT_REL(a.flops, w.flops);
+    /* optimizer states over dp x cp */
+    fx.problem.parallel.cp = 2;
+    const double p = 218120192;
+    a = estimate(&fx, cp2, LOOM_POLICY_NONE);
+    ck_assert_int_eq(a.state_bytes, (int64_t)(4 * p + 12 * p / 2));
 }
 END_TEST
 
@@ -796,6 +836,7 @@ static Suite *roofline_suite(void)
     tcase_add_test(tc, gemm_efficiency_scale_param);
     tcase_add_test(tc, zero_tokens_cost_nothing_but_weights);
     tcase_add_test(tc, errors_name_what_was_expected);
+    tcase_add_test(tc, context_parallel_splits_the_sequence);
     tcase_add_test(tc, manifest_matches_binary);
     suite_add_tcase(s, tc);
     return s;

@@ -29,6 +29,12 @@ typedef struct loom_shape {
     int32_t tp;          /* tensor-parallel degree */
     int32_t trainable_upstream; /* 1: some earlier layer needs gradients,
                                    so this layer pays input gradients */
+    /* Appended in Loom 0.4: context parallelism. tokens and seq_sq_sum
+     * stay the whole microbatch's; a cost model splits them over cp GPUs
+     * (0 or 1: none). cp_attention_scale is the slowest CP GPU's attention
+     * work over the mean (1: balanced; 0 read as 1). */
+    int32_t cp;
+    double cp_attention_scale;
 } loom_shape;
 
 #define LOOM_SHAPE_SIZE_V1 ((uint32_t)LOOM_STRUCT_END(loom_shape, trainable_upstream))

@@ -78,6 +78,11 @@ typedef struct loom_partition {
     int32_t split_backward;        /* 1: backward as I + W stages */
     int32_t tp;                    /* TP degree of every stage */
     char label[64];                /* candidate description, for reports */
+    /* Appended in Loom 0.4: per microbatch (cap_microbatches entries, the
+     * host sets 1.0), the slowest context-parallel GPU's attention work
+     * over the mean when the problem has cp > 1 (a CP balancer writes it;
+     * 1.0: balanced). */
+    double *cp_attention_scale;
 } loom_partition;
 
 /* ---------------------------------------------------------------------- */

@@ -89,8 +89,15 @@ typedef struct loom_parallel {
     int32_t dp;           /* data-parallel replicas */
     int32_t vpp;          /* virtual stages per rank V */
     int32_t microbatches; /* microbatches per iteration M (per replica) */
-    int32_t reserved;
+    int32_t cp;           /* context-parallel degree (Loom 0.4, in the slot
+                             that was reserved; 0 from older hosts = 1) */
 } loom_parallel;
+
+/* The context-parallel degree of p: 1 when unset. */
+static inline int32_t loom_parallel_cp(const loom_parallel *p)
+{
+    return p && p->cp > 1 ? p->cp : 1;
+}
 
 /* One training sample's metadata (what a prefetching data loader sees). */
 typedef struct loom_sample {
