@@ -41,9 +41,14 @@ static void write_table(const loom_plan *plan, FILE *out, double *busy_ms,
     const loom_problem *pb = plan->problem;
     if (pb && pb->kind == LOOM_PROBLEM_MODEL) {
         const loom_parallel *p = &pb->parallel;
-        long long gpus = (long long)p->tp * p->pp * p->dp;
-        fprintf(out, "  layout        tp %d x pp %d x dp %d = %lld GPUs (vpp %d, %d microbatches)\n",
-                p->tp, p->pp, p->dp, gpus, p->vpp, p->microbatches);
+        long long gpus = (long long)p->tp * p->pp * p->dp * loom_parallel_cp(p);
+        if (loom_parallel_cp(p) > 1)
+            fprintf(out, "  layout        tp %d x cp %d x pp %d x dp %d = %lld GPUs (vpp %d, %d "
+                    "microbatches)\n", p->tp, p->cp, p->pp, p->dp, gpus, p->vpp,
+                    p->microbatches);
+        else
+            fprintf(out, "  layout        tp %d x pp %d x dp %d = %lld GPUs (vpp %d, %d "
+                    "microbatches)\n", p->tp, p->pp, p->dp, gpus, p->vpp, p->microbatches);
     }
     fprintf(out, "  makespan      %.3f ms\n", m->makespan_ms);
     fprintf(out, "  bubble ratio  %.2f %%\n", m->bubble_ratio * 100);
