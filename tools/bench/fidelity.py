@@ -23,11 +23,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def workload_line(w):
     """One iteration's JSON line: `microbatches` microbatches, each holding
-    `per_microbatch` copies of `sample`."""
+    the samples of `samples` (or `per_microbatch` copies of `sample`)."""
+    per_mb = w.get("samples") or [w["sample"]] * w.get("per_microbatch", 1)
     samples = []
     for mb in range(w["microbatches"]):
-        for _ in range(w.get("per_microbatch", 1)):
-            s = dict(w["sample"])
+        for one in per_mb:
+            s = dict(one)
             s["microbatch"] = mb
             samples.append(s)
     return json.dumps({"iteration": 0, "samples": samples})
@@ -39,8 +40,11 @@ def plan(loom, row, tmp, model_path):
     with open(wl, "w") as f:
         f.write(workload_line(row["workload"]) + "\n")
     out = os.path.join(tmp, "out")
+    cluster = row["cluster"]
+    if os.path.exists(os.path.join(ROOT, cluster)):
+        cluster = os.path.join(ROOT, cluster)  # else a preset name
     cmd = [loom, "plan", "--manifest", os.path.join(ROOT, row["manifest"]),
-           "--model", model_path, "--cluster", row["cluster"],
+           "--model", model_path, "--cluster", cluster,
            "--parallel", row["parallel"], "--workload", wl, "--iterations", "1",
            "--quiet", "--out", out]
     for p in row.get("params", []):
@@ -63,7 +67,9 @@ def with_layers(path, tmp, extra):
 
 def predict(loom, row):
     """The row's predicted figure (see docs/benchmarks.md, Fidelity)."""
-    model = os.path.join(ROOT, row["model"])
+    model = row["model"]
+    if os.path.exists(os.path.join(ROOT, model)):
+        model = os.path.join(ROOT, model)  # else a preset name
     metric = row["metric"]
     with tempfile.TemporaryDirectory() as tmp:
         if metric == "layer_ms":
@@ -74,6 +80,22 @@ def predict(loom, row):
             b = plan(loom, row, tmp, with_layers(model, tmp, 1))
             return b["breakdown"]["compute_ms"][0] - a["breakdown"]["compute_ms"][0]
         m = plan(loom, row, tmp, model)
+        if metric == "mfu_ratio":
+            base = dict(row)
+            base.update(row["baseline"])
+            b = plan(loom, base, tmp, model)
+            return m["mfu"] / b["mfu"]
+        if metric == "samples_per_s":
+            w = row["workload"]
+            n = w["microbatches"] * len(w.get("samples") or [w["sample"]] * w.get("per_microbatch", 1))
+            return n / (m["makespan_ms"] / 1e3)
+        if metric == "speedup":
+            # the baseline's iteration time over the row's: the row with
+            # the baseline's keys (manifest, parallel, ...) replaced
+            base = dict(row)
+            base.update(row["baseline"])
+            b = plan(loom, base, tmp, model)
+            return b["makespan_ms"] / m["makespan_ms"]
         if metric == "time_s":
             return m["makespan_ms"] / 1e3
         if metric == "mfu":
