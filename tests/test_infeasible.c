@@ -38,19 +38,19 @@ START_TEST(plan_outputs_mark_infeasible)
     snprintf(args, sizeof args, "plan --manifest %s --model t2v-l --iterations 1 --out %s/p",
              loom_test_src("examples/manifests/megatron-balanced.json"), dir);
     ck_assert_int_eq(loom(args, &out), 0);
-    ck_assert_msg(strstr(out, "INFEASIBLE (peak 161.243 GiB > cap 80.000 GiB)"), "%s", out);
-    ck_assert_msg(strstr(out, "  makespan      INFEASIBLE (peak 161.243 GiB > cap 80.000 GiB); "
+    ck_assert_msg(strstr(out, "INFEASIBLE (peak 169.429 GiB > cap 80.000 GiB)"), "%s", out);
+    ck_assert_msg(strstr(out, "  makespan      INFEASIBLE (peak 169.429 GiB > cap 80.000 GiB); "
                               "the simulated "), "%s", out);
     ck_assert_ptr_null(strstr(out, "  makespan      3")); /* no bare makespan line */
     free(out);
     char sub[4200];
     snprintf(sub, sizeof sub, "%s/p", dir);
     char *summary = slurp(sub, "summary.txt");
-    ck_assert_ptr_nonnull(strstr(summary, "makespan      INFEASIBLE (peak 161.243 GiB > cap "
+    ck_assert_ptr_nonnull(strstr(summary, "makespan      INFEASIBLE (peak 169.429 GiB > cap "
                                           "80.000 GiB)"));
     free(summary);
     char *html = slurp(sub, "report.html");
-    ck_assert_ptr_nonnull(strstr(html, "INFEASIBLE (peak 161.243 GiB &gt; cap 80.000 GiB; "
+    ck_assert_ptr_nonnull(strstr(html, "INFEASIBLE (peak 169.429 GiB &gt; cap 80.000 GiB; "
                                        "simulated "));
     ck_assert_ptr_nonnull(strstr(html, "INFEASIBLE: over the memory cap on 2 ranks"));
     free(html);

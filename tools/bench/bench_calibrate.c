@@ -27,7 +27,8 @@ static int write_cluster(const char *path, const double f[4])
     fprintf(o, "{\"name\": \"truth\", \"peak_flops\": 989e12, \"hbm_bytes_per_s\": 3.35e12, "
                "\"hbm_bytes\": 85899345920, \"gpus_per_node\": 8, \"nvlink_bytes_per_s\": "
                "200e9, \"net_bytes_per_s\": 25e9, \"efficiency\": {\"gemm\": %.6f, "
-               "\"attention\": %.6f, \"memory\": %.6f, \"collective\": %.6f}}\n",
+               "\"attention\": %.6f, \"memory\": %.6f, \"collective\": %.6f, "
+               "\"gemm_half_flops\": 4e9, \"attention_half_flops\": 4e9}}\n",
             f[0], f[1], f[2], f[3]);
     return fclose(o);
 }
@@ -113,7 +114,7 @@ int main(int argc, char **argv)
     snprintf(csv, sizeof csv, "%s/profile.csv", dir);
     snprintf(out, sizeof out, "%s/fitted.json", dir);
     printf("loom calibrate on vlm-s profiles priced at known factors (noise %.1f %%), fitted "
-           "from the h800 preset (0.75 0.6 0.8 0.7)\n", 100 * noise);
+           "from the h800 preset (0.6 0.45 0.8 0.7)\n", 100 * noise);
     printf("%-28s %-28s %s\n", "true gemm/attn/mem/coll", "fitted", "largest error");
     double worst = 0;
     int failed = 0;

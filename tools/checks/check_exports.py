@@ -43,7 +43,7 @@ FAILS = []
 # the layouts docs/outputs.md quotes
 DOCUMENTED_LAYOUTS = {
     "megatron-1f1b with llama3-8b": "Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4L",
-    "megatron-balanced with llama3-8b": "Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4L",
+    "megatron-balanced with llama3-8b": "Et*5|t*4|t*4|t*4|t*4|t*4|t*4|t*3L",
 }
 
 

@@ -292,6 +292,10 @@ static int write_cluster(void *user, FILE *out, loom_error *err)
     for (int i = 0; ok && i < n; i++)
         ok = set_path(root, all[i].json_key,
                       round(loom_calib_factor_get(c, &all[i]) * 1e6) / 1e6);
+    if (preset && ok && c->gemm_half_flops > 0) /* the preset's size curve */
+        ok = set_path(root, "efficiency.gemm_half_flops", c->gemm_half_flops);
+    if (preset && ok && c->attention_half_flops > 0)
+        ok = set_path(root, "efficiency.attention_half_flops", c->attention_half_flops);
     char *text = ok ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     if (!text)
