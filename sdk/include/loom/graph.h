@@ -152,6 +152,14 @@ typedef struct loom_stage_graph {
     double memory_cap_bytes; /* per rank total cap; 0 = none */
     double total_flops;     /* model FLOPs of the iteration (0 unknown) */
     double peak_flops_per_rank; /* FLOP/s behind one rank (its TP group), mean over ranks */
+    /* Appended (read it when LOOM_STRUCT_HAS(g, loom_stage_graph,
+     * layer_weight_held_bytes)). Memory per phase of a split backward:
+     * per layer entry and policy, like layer_options, the part of that
+     * option's activation_bytes still held after the entry's I stage
+     * until its W stage ends; the rest is freed when I ends. So F adds
+     * activation_bytes, I frees activation_bytes - held, W frees held.
+     * NULL: everything is held until W. Unused without W stages. */
+    int64_t *layer_weight_held_bytes;
 } loom_stage_graph;
 
 /* A schedule: the order of stage ids on every rank. Size-prefixed: the

@@ -99,7 +99,16 @@ void loom_graph_free(loom_stage_graph *g)
     free(g->layer_options);
     free(g->layer_policy);
     free(g->static_bytes);
+    free(g->layer_weight_held_bytes);
     free(g);
+}
+
+int64_t *loom_graph_alloc_weight_held(loom_stage_graph *g)
+{
+    if (!g->layer_weight_held_bytes)
+        g->layer_weight_held_bytes =
+            zalloc((size_t)g->n_layer_entries * LOOM_POLICY_COUNT, sizeof(int64_t));
+    return g->layer_weight_held_bytes;
 }
 
 #define COPY(field, count)                                                     \
@@ -148,6 +157,13 @@ loom_stage_graph *loom_graph_clone(const loom_stage_graph *g)
     COPY(layer_options, (size_t)g->n_layer_entries * LOOM_POLICY_COUNT);
     COPY(layer_policy, g->n_layer_entries);
     COPY(static_bytes, g->n_ranks);
+    if (g->layer_weight_held_bytes) {
+        if (!loom_graph_alloc_weight_held(c)) {
+            loom_graph_free(c);
+            return NULL;
+        }
+        COPY(layer_weight_held_bytes, (size_t)g->n_layer_entries * LOOM_POLICY_COUNT);
+    }
     c->memory_cap_bytes = g->memory_cap_bytes;
     c->total_flops = g->total_flops;
     c->peak_flops_per_rank = g->peak_flops_per_rank;
@@ -158,13 +174,16 @@ void loom_graph_apply_policies(loom_stage_graph *g)
 {
     for (int32_t p = 0; p < g->n_pairs; p++) {
         loom_policy_option o = {0};
+        int64_t held = 0;
         for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++) {
-            const loom_policy_option *x =
-                &g->layer_options[(size_t)e * LOOM_POLICY_COUNT + g->layer_policy[e]];
+            size_t k = (size_t)e * LOOM_POLICY_COUNT + g->layer_policy[e];
+            const loom_policy_option *x = &g->layer_options[k];
             o.forward_ms += x->forward_ms;
             o.backward_ms += x->backward_ms;
             o.weight_grad_ms += x->weight_grad_ms;
             o.activation_bytes += x->activation_bytes;
+            held += g->layer_weight_held_bytes ? g->layer_weight_held_bytes[k]
+                                               : x->activation_bytes;
         }
         int32_t f = g->pair_forward[p], b = g->pair_backward[p],
                 w = g->pair_weight[p];
@@ -173,8 +192,8 @@ void loom_graph_apply_policies(loom_stage_graph *g)
         if (w >= 0) {
             g->duration_ms[b] = o.backward_ms - o.weight_grad_ms;
             g->duration_ms[w] = o.weight_grad_ms;
-            g->mem_delta_bytes[b] = 0;
-            g->mem_delta_bytes[w] = -o.activation_bytes;
+            g->mem_delta_bytes[b] = held - o.activation_bytes;
+            g->mem_delta_bytes[w] = -held;
         } else if (b >= 0) {
             g->duration_ms[b] = o.backward_ms;
             g->mem_delta_bytes[b] = -o.activation_bytes;
