@@ -2,7 +2,8 @@
  * uniform.c - the Megatron-LM layer split as a partitioner.
  *
  * One mixed flow of S = pp * vpp positions; position s runs on rank s % pp
- * (chunk s / pp). All modules' layers, concatenated in module order, are cut
+ * (chunk s / pp), or on the V / zig-zag placement (params.placement: odd
+ * chunks run the ranks backwards). All modules' layers, concatenated in module order, are cut
  * into S contiguous runs of equal length, the first L % S runs taking one
  * extra layer. A run may cross a module boundary and then holds two (or
  * more) spans. Samples go to parallel.microbatches microbatches: the
@@ -16,6 +17,7 @@
 typedef struct uniform_self {
     const loom_host_api *host;
     loom_ctx *ctx;
+    const char *placement; /* params.placement */
 } uniform_self;
 
 /* Creates an instance holding the host table and the step context. */
@@ -23,11 +25,16 @@ static int uniform_create(const loom_host_api *host, loom_ctx *ctx,
                           void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
+    const char *placement = NULL;
+    int rc = loom_read_param_string(host, ctx, "uniform", "placement", &placement, err);
+    if (rc != LOOM_OK)
+        return rc;
     uniform_self *u = host->alloc(sizeof *u);
     if (!u)
         return host->error(err, LOOM_ENOMEM, "uniform: out of memory");
     u->host = host;
     u->ctx = ctx;
+    u->placement = placement;
     *self = u;
     return LOOM_OK;
 }
@@ -80,13 +87,19 @@ static int uniform_partition(void *self, const loom_problem *problem,
         rc = loom_lk_layout(host, "uniform", model, pp, (int32_t)n_pos, sizes, part, err);
     host->free(sizes);
     if (rc == LOOM_OK)
+        rc = loom_lk_place(host, "uniform", u->placement, pp, part, err);
+    if (rc == LOOM_OK)
         rc = loom_lk_assign_samples(host, "uniform", model, iteration, mbs, part, err);
     if (rc != LOOM_OK) {
         if (part)
             set->remove(set, set->n - 1);
         return rc;
     }
-    snprintf(part->label, sizeof part->label, "uniform pp=%d vpp=%d", pp, vpp);
+    if (strcmp(u->placement, "loop") == 0)
+        snprintf(part->label, sizeof part->label, "uniform pp=%d vpp=%d", pp, vpp);
+    else
+        snprintf(part->label, sizeof part->label, "uniform pp=%d vpp=%d %s", pp, vpp,
+                 u->placement);
     return LOOM_OK;
 }
 
