@@ -17,6 +17,7 @@
 
 const loom_plugin_info *loom_static_zb_v(void);
 const loom_plugin_info *loom_static_1f1b(void);
+const loom_plugin_info *loom_static_interleaved_1f1b(void);
 
 #define MAXS 128
 static double fwd[MAXS], igr[MAXS], wgr[MAXS], bwd[MAXS], act[MAXS], held[MAXS];
@@ -196,6 +197,52 @@ START_TEST(memory_per_phase)
 }
 END_TEST
 
+START_TEST(per_phase_doc_example)
+{
+    /* docs/memory-and-ilp.md: oracle-zbv with 2 bytes per chunk; W keeps
+     * 0 or 2 of them. zb-v: 25.5 either way, peaks 10 12 14 16 or 16 on
+     * every rank; v-half (budget 8): 27.5 or 32.5. */
+    static const int64_t none[4] = {10, 12, 14, 16};
+    for (int keep = 0; keep <= 2; keep += 2) {
+        loom_stage_times st = times(4, 8, 2, 0.5, 0.5, 0.5, 2);
+        for (int k = 0; k < 8; k++)
+            held[k] = keep;
+        st.weight_grad_bytes = held;
+        st.stage_rank = v_map(4);
+        loom_stage_graph *g = graph_of(&st, 1);
+        loom_metrics m;
+        int64_t peaks[4];
+        loom_error err = {0};
+        ck_assert_int_eq(plan(loom_static_zb_v(), "zb-v", g, &m, peaks, &err), LOOM_OK);
+        ck_assert_double_eq_tol(m.makespan_ms, 25.5, 1e-9);
+        for (int r = 0; r < 4; r++)
+            ck_assert_int_eq(peaks[r], keep ? 16 : none[r]);
+        ck_assert_int_eq(plan(loom_static_zb_v(), "v-half", g, &m, peaks, &err), LOOM_OK);
+        ck_assert_double_eq_tol(m.makespan_ms, keep ? 32.5 : 27.5, 1e-9);
+        ck_assert_int_le(m.max_peak_bytes, 8);
+        loom_graph_free(g);
+    }
+}
+END_TEST
+
+START_TEST(loop_interleavers_refuse_v)
+{
+    /* docs/baselines.md: 1f1b and interleaved-1f1b name the placement
+     * they need instead of scheduling a V graph wrongly. */
+    loom_stage_times st = times(4, 8, 2, 0.5, 0.5, 0.5, 1);
+    st.stage_rank = v_map(4);
+    loom_stage_graph *g = graph_of(&st, 0);
+    loom_metrics m;
+    int64_t peaks[4];
+    loom_error err = {0};
+    ck_assert_int_ne(plan(loom_static_1f1b(), NULL, g, &m, peaks, &err), LOOM_OK);
+    ck_assert_ptr_nonnull(strstr(err.message, "found rank 3 holding positions 3 and 4"));
+    ck_assert_int_ne(plan(loom_static_interleaved_1f1b(), NULL, g, &m, peaks, &err), LOOM_OK);
+    ck_assert_ptr_nonnull(strstr(err.message, "needs position s on rank s % 4"));
+    loom_graph_free(g);
+}
+END_TEST
+
 START_TEST(memory_cap)
 {
     /* A cap of 5 bytes: never exceeded, though the budget is 8. */
@@ -319,6 +366,8 @@ static Suite *suite(void)
     tcase_add_test(tc, family_relations);
     tcase_add_test(tc, memory_per_phase);
     tcase_add_test(tc, memory_cap);
+    tcase_add_test(tc, per_phase_doc_example);
+    tcase_add_test(tc, loop_interleavers_refuse_v);
     tcase_add_test(tc, random_problems);
     tcase_add_test(tc, params);
     suite_add_tcase(s, tc);
