@@ -15,8 +15,8 @@
  *
  * A greedy list scheduler over the list-scheduling kit places one stage
  * at a time on the rank that can start something earliest. Queues per
- * rank: I (or unsplit B), F of a later position, F at position 0 (which
- * admits a new microbatch), W. Among the queues that can start earliest
+ * rank: I (or unsplit B), F with predecessors (a later position), F
+ * without (the first position of a microbatch: it admits one), W. Among the queues that can start earliest
  * it prefers I (the backward chain waits on it), then F of a later
  * position (it carries a microbatch on to the turn of the V), then a new
  * microbatch, then W (which fills time otherwise idle). A forward runs
@@ -173,7 +173,8 @@ static int zv_keys(zv_self *s, const loom_stage_graph *g,
         if (p != p)
             p = -3.0e38f; /* NaN runs last */
         uint8_t k = g->kind[v];
-        s->ls.type[v] = k == LOOM_STAGE_F   ? (g->position[v] == 0 ? ZV_NEW : ZV_F)
+        int root = g->pred_off[v + 1] == g->pred_off[v]; /* starts its microbatch */
+        s->ls.type[v] = k == LOOM_STAGE_F   ? (root ? ZV_NEW : ZV_F)
                         : k == LOOM_STAGE_W ? ZV_W
                         : k <= LOOM_STAGE_I ? ZV_I
                                             : 255;
