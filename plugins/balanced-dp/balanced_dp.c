@@ -1,7 +1,8 @@
 /*
  * balanced_dp.c - the Megatron-LM "balanced" partitioner (Optimus
  * appendix B): the uniform layout of S = pp * vpp positions (position s on
- * rank s % pp), with cut points chosen by a min-max dynamic programme over
+ * rank s % pp, or the V / zig-zag placement of params.placement), with cut
+ * points chosen by a min-max dynamic programme over
  * per-layer times so the slowest position is as fast as possible.
  *
  * Per-layer times come from the "loom.cost" service (mean_layer_ms:
@@ -85,6 +86,7 @@ int loom_balanced_dp_split(const double *layer_ms, int32_t n_layers,
 typedef struct bdp_self {
     const loom_host_api *host;
     loom_ctx *ctx;
+    const char *placement; /* params.placement */
 } bdp_self;
 
 /* Creates an instance holding the host table and the step context. */
@@ -92,11 +94,16 @@ static int bdp_create(const loom_host_api *host, loom_ctx *ctx,
                       void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
+    const char *placement = NULL;
+    int rc = loom_read_param_string(host, ctx, "balanced-dp", "placement", &placement, err);
+    if (rc != LOOM_OK)
+        return rc;
     bdp_self *b = host->alloc(sizeof *b);
     if (!b)
         return host->error(err, LOOM_ENOMEM, "balanced-dp: out of memory");
     b->host = host;
     b->ctx = ctx;
+    b->placement = placement;
     *self = b;
     return LOOM_OK;
 }
@@ -192,10 +199,13 @@ static int bdp_partition(void *self, const loom_problem *problem,
     if (rc == LOOM_OK)
         rc = loom_lk_layout(host, "balanced-dp", model, pp, np, sizes, part, err);
     if (rc == LOOM_OK)
+        rc = loom_lk_place(host, "balanced-dp", b->placement, pp, part, err);
+    if (rc == LOOM_OK)
         rc = loom_lk_assign_samples(host, "balanced-dp", model, iteration, mbs, part, err);
     if (rc == LOOM_OK) {
-        snprintf(part->label, sizeof part->label,
-                 "balanced-dp pp=%d vpp=%d max=%.3gms", pp, vpp, bottleneck_ms);
+        snprintf(part->label, sizeof part->label, "balanced-dp pp=%d vpp=%d%s%s max=%.3gms",
+                 pp, vpp, strcmp(b->placement, "loop") ? " " : "",
+                 strcmp(b->placement, "loop") ? b->placement : "", bottleneck_ms);
         host->log(b->ctx, LOOM_LOG_DEBUG,
                   "slowest of %d positions: %.3f ms", np, bottleneck_ms);
     } else if (part) {
