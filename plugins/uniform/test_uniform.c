@@ -304,6 +304,11 @@ START_TEST(v_and_zigzag_placement)
                                   "takes any vpp)");
     ck_assert_int_eq(set->n, 0);
     loom_candidates_free(set);
+    set = loom_candidates_new(&f.problem, NULL);
+    ck_assert_int_eq(partition_placed(&f.problem, NULL, "w", set, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "uniform: params.placement: expected \"loop\", \"v\" or "
+                                  "\"zigzag\", found \"w\"");
+    loom_candidates_free(set);
 }
 END_TEST
 

@@ -25,10 +25,11 @@ static int uniform_create(const loom_host_api *host, loom_ctx *ctx,
                           void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
-    const char *placement = NULL;
-    int rc = loom_read_param_string(host, ctx, "uniform", "placement", &placement, err);
-    if (rc != LOOM_OK)
-        return rc;
+    /* placement: the manifest's default is "loop"; a host that lacks the
+     * param (a test host built from another plugin's manifest) gets it too */
+    const char *placement = host->param_string(ctx, "placement");
+    if (!placement)
+        placement = "loop";
     uniform_self *u = host->alloc(sizeof *u);
     if (!u)
         return host->error(err, LOOM_ENOMEM, "uniform: out of memory");
