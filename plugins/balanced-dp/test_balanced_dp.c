@@ -361,13 +361,13 @@ static Suite *suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, small_oracles);
     tcase_add_test(tc, paper_oracles);
-    tcase_add_test(tc, partitioner_v_placement);
     tcase_add_test(tc, optimal_against_brute_force);
     tcase_add_test(tc, ties_take_the_smallest_cut);
     tcase_add_test(tc, rejects_more_stages_than_layers);
     tcase_add_test(tc, partitioner_cuts_by_cost);
     tcase_add_test(tc, partitioner_errors);
     tcase_add_test(tc, manifest_matches_binary);
+    tcase_add_test(tc, partitioner_v_placement);
     suite_add_tcase(s, tc);
     return s;
 }
