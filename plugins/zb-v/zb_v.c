@@ -19,14 +19,16 @@
  * without (the first position of a microbatch: it admits one), W. Among the queues that can start earliest
  * it prefers I (the backward chain waits on it), then F of a later
  * position (it carries a microbatch on to the turn of the V), then a new
- * microbatch, then W (which fills time otherwise idle). A forward runs
+ * microbatch, then W (which fills time otherwise idle); or the same with
+ * the later F before I (a second order tried). A forward runs
  * only when its bytes fit the rank's budget; a new microbatch only while
  * fewer than K admitted microbatches still have input-gradient work.
  * With K0 = min_r floor(budget_r / share_r) admitted microbatches every
  * one of them fits on every rank, so a blocked forward always leaves a W
  * to run and the greedy cannot stall; a larger K lets ranks hold more of
- * the early chunks. The call tries K = K0 .. 2 K0 + 1 (at most M) and
- * keeps the order with the smallest makespan (ties: the smaller K).
+ * the early chunks. The call tries both preference orders with K = K0 ..
+ * 2 K0 + 1 (at most M) and keeps the schedule with the smallest makespan
+ * (ties: the first order, then the smaller K).
  * Ties inside a queue: higher priority, lower sub-microbatch, later
  * position, stage id.
  */
@@ -56,7 +58,14 @@ typedef struct zv_self {
     int64_t *cell;         /* per (rank, microbatch): forward bytes */
     int32_t inflight;      /* admitted microbatches with back_left > 0 */
     int32_t admit;         /* K of the current try */
+    const int *prefer;     /* queue types in order of preference, this try */
 } zv_self;
+
+/* The two preference orders a call tries: I first (the backward chain
+ * waits on it), or a forward already admitted first (it reaches the turn
+ * of the V sooner, which the smaller budgets need). */
+static const int zv_orders[2][ZV_TYPES] = {{ZV_I, ZV_F, ZV_NEW, ZV_W},
+                                           {ZV_F, ZV_I, ZV_NEW, ZV_W}};
 
 /* Creates an instance; reads the variant. */
 static int zv_create(const loom_host_api *host, loom_ctx *ctx,
@@ -253,11 +262,13 @@ static double zv_decide(zv_self *s, const loom_stage_graph *g, int32_t r)
     }
     double best = -1;
     s->choice[r] = -1;
-    for (int q = 0; q < ZV_TYPES; q++) /* types in order of preference */
+    for (int i = 0; i < ZV_TYPES; i++) { /* types in order of preference */
+        int q = s->prefer[i];
         if (c[q] >= 0 && (best < 0 || t[q] < best)) {
             best = t[q];
             s->choice[r] = c[q];
         }
+    }
     return best;
 }
 
@@ -271,10 +282,11 @@ static void zv_mark_all(loom_ls *ls, int32_t P)
         }
 }
 
-/* One greedy pass admitting at most `admit` microbatches at once. Returns
- * the makespan, or -1 when it stalls (every remaining forward blocked). */
+/* One greedy pass admitting at most `admit` microbatches at once, with
+ * preference order `order`. Returns the makespan, or -1 when it stalls
+ * (every remaining forward blocked). */
 static double zv_pass(zv_self *s, const loom_stage_graph *g, loom_schedule *out,
-                      int32_t admit, loom_error *err, int *rc)
+                      int32_t admit, int order, loom_error *err, int *rc)
 {
     loom_ls *ls = &s->ls;
     *rc = loom_ls_begin(ls, g, out, "zb-v", err);
@@ -282,6 +294,7 @@ static double zv_pass(zv_self *s, const loom_stage_graph *g, loom_schedule *out,
         return -1;
     int32_t M = g->n_microbatches;
     s->admit = admit;
+    s->prefer = zv_orders[order];
     s->inflight = 0;
     memset(s->started, 0, (size_t)M);
     memset(s->back_left, 0, (size_t)M * sizeof *s->back_left);
@@ -338,25 +351,28 @@ static int zv_interleave(void *self, const loom_stage_graph *g,
         rc = zv_budgets(s, g, err);
     if (rc != LOOM_OK)
         return rc;
-    int32_t k0 = zv_safe_admit(s, g), best_k = -1, last_k = -1;
+    int32_t k0 = zv_safe_admit(s, g), best_k = -1, best_o = -1, last_k = -1, last_o = -1;
     int32_t k1 = 2 * k0 + 1 < g->n_microbatches ? 2 * k0 + 1 : g->n_microbatches;
     double best = -1;
-    for (int32_t k = k0; k <= k1; k++) {
-        double ms = zv_pass(s, g, out, k, err, &rc);
-        if (rc != LOOM_OK)
-            return rc;
-        last_k = k;
-        if (ms >= 0 && (best < 0 || ms < best)) {
-            best = ms;
-            best_k = k;
+    for (int o = 0; o < 2; o++)
+        for (int32_t k = k0; k <= k1; k++) {
+            double ms = zv_pass(s, g, out, k, o, err, &rc);
+            if (rc != LOOM_OK)
+                return rc;
+            last_k = k;
+            last_o = o;
+            if (ms >= 0 && (best < 0 || ms < best)) {
+                best = ms;
+                best_k = k;
+                best_o = o;
+            }
         }
-    }
     if (best_k < 0)
         return s->host->error(err, LOOM_EINFEASIBLE, "zb-v: no order keeps every rank "
                               "within its activation budget (%d to %d microbatches "
                               "admitted)", k0, k1);
-    if (best_k != last_k)
-        zv_pass(s, g, out, best_k, err, &rc);
+    if (best_k != last_k || best_o != last_o)
+        zv_pass(s, g, out, best_k, best_o, err, &rc);
     if (rc != LOOM_OK)
         return rc;
     return loom_ls_end(&s->ls, g, out, "zb-v", err);
