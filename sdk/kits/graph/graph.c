@@ -244,6 +244,17 @@ int loom_graph_check(const loom_stage_graph *g, loom_error *err)
                                       "stage graph: stage %d has predecessor %d",
                                       s, g->pred[e]);
     }
+    /* memory per phase: W keeps a part of what its F allocated, never more */
+    size_t n_opts = (size_t)g->n_layer_entries * LOOM_POLICY_COUNT;
+    for (size_t k = 0; g->layer_weight_held_bytes && k < n_opts; k++)
+        if (g->layer_weight_held_bytes[k] < 0 ||
+            g->layer_weight_held_bytes[k] > g->layer_options[k].activation_bytes)
+            return gkit_set_error(err, LOOM_EINVAL,
+                                  "stage graph: layer entry %d policy %d keeps %lld bytes "
+                                  "for W, expected 0..%lld (its activation bytes)",
+                                  (int)(k / LOOM_POLICY_COUNT), (int)(k % LOOM_POLICY_COUNT),
+                                  (long long)g->layer_weight_held_bytes[k],
+                                  (long long)g->layer_options[k].activation_bytes);
     return LOOM_OK;
 }
 

@@ -251,6 +251,11 @@ START_TEST(stage_times_v_placement)
         for (int32_t e = g->pred_off[v]; e < g->pred_off[v + 1]; e++)
             ck_assert_double_eq(g->pred_p2p_ms[e],
                                 g->rank[g->pred[e]] == g->rank[v] ? 0 : 0.5);
+    ck_assert_int_eq(loom_graph_check(g, &err), LOOM_OK);
+    g->layer_weight_held_bytes[3 * LOOM_POLICY_COUNT + 1] = 9; /* above its 8 bytes */
+    ck_assert_int_eq(loom_graph_check(g, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "stage graph: layer entry 3 policy 1 keeps 9 bytes for W, "
+                                  "expected 0..8 (its activation bytes)");
     loom_graph_free(g);
     /* a map that gives rank 1 three stages */
     static const int32_t bad[4] = {0, 1, 1, 1};

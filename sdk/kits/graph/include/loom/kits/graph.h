@@ -56,7 +56,8 @@ void loom_graph_recompute_ms(const loom_stage_graph *g, double *per_rank_ms);
 
 /* Checks structural invariants: at least one rank, every stage's rank,
  * group and predecessors in range, no stage its own predecessor, no
- * negative duration. LOOM_EINVAL naming the first problem. */
+ * negative duration, W's held bytes within 0 .. the option's activation
+ * bytes. LOOM_EINVAL naming the first problem. */
 int loom_graph_check(const loom_stage_graph *g, loom_error *err);
 
 /* Checks that the predecessor edges form no cycle (call on a graph that
