@@ -68,8 +68,20 @@ static loom_stage_graph *graph_of(const loom_stage_times *st, int split)
 
 /* Interleaves g with `info` (variant NULL: the manifest's default) and
  * simulates it; returns the interleaver's status (metrics only on OK). */
+static int plan_prio(const loom_plugin_info *info, const char *variant,
+                     const loom_stage_graph *g, const float *prio, loom_metrics *m,
+                     int64_t *peaks, loom_error *err);
+
 static int plan(const loom_plugin_info *info, const char *variant, const loom_stage_graph *g,
                 loom_metrics *m, int64_t *peaks, loom_error *err)
+{
+    return plan_prio(info, variant, g, NULL, m, peaks, err);
+}
+
+/* plan() with group priorities (NULL: group order). */
+static int plan_prio(const loom_plugin_info *info, const char *variant,
+                     const loom_stage_graph *g, const float *prio, loom_metrics *m,
+                     int64_t *peaks, loom_error *err)
 {
     loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     if (variant)
@@ -81,7 +93,7 @@ static int plan(const loom_plugin_info *info, const char *variant, const loom_st
     int rc = vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self, err);
     ck_assert_msg(rc == LOOM_OK, "create: %s", err->message);
     loom_schedule *sc = loom_schedule_new(g->n_ranks, g->n_stages);
-    rc = vt->interleave(self, g, NULL, sc, err);
+    rc = vt->interleave(self, g, prio, sc, err);
     if (rc == LOOM_OK) {
         loom_metrics_init(m);
         m->peak_bytes = peaks;
@@ -280,9 +292,9 @@ static uint64_t rnd(uint64_t *s)
 START_TEST(random_problems)
 {
     /* Random times, sizes, scales, placements (explicit maps), held
-     * bytes and caps: every stage once on its rank, dependencies
-     * honoured (plan()), no cap violation, and each rank's peak within
-     * the variant's budget. */
+     * bytes, caps, priorities and now and then unsplit backward: every
+     * stage once on its rank, dependencies honoured (plan()), no cap
+     * violation, and each rank's peak within the variant's budget. */
     uint64_t seed = 11;
     static const char *const names[] = {"zb-v", "v-half", "v-min"};
     static const int den[] = {1, 2, 3};
@@ -311,11 +323,18 @@ START_TEST(random_problems)
         st.weight_grad_bytes = held;
         st.p2p_ms = (double)(rnd(&seed) % 3) / 4;
         st.memory_cap_bytes = (rnd(&seed) % 2) ? (double)(4 + rnd(&seed) % 30) : 0;
-        loom_stage_graph *g = graph_of(&st, 1);
+        if (it % 5 == 4) { /* a full backward (B stages) */
+            st.split_backward = 0;
+            st.backward_ms = bwd;
+        }
+        loom_stage_graph *g = graph_of(&st, it % 5 != 4);
+        float prio[16];
+        for (int j = 0; j < M; j++) /* random group priorities, now and then a NaN */
+            prio[j] = rnd(&seed) % 7 ? (float)(rnd(&seed) % 100) : NAN;
         loom_metrics m;
         int64_t peaks[8];
         loom_error err = {0};
-        int rc = plan(loom_static_zb_v(), names[k], g, &m, peaks, &err);
+        int rc = plan_prio(loom_static_zb_v(), names[k], g, it % 2 ? prio : NULL, &m, peaks, &err);
         if (rc == LOOM_EINFEASIBLE) { /* only when one microbatch exceeds the cap */
             ck_assert(g->memory_cap_bytes > 0);
             ck_assert_ptr_nonnull(strstr(err.message, "one microbatch needs"));
