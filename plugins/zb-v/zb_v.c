@@ -16,13 +16,14 @@
  * A greedy list scheduler over the list-scheduling kit places one stage
  * at a time on the rank that can start something earliest. Queues per
  * rank: I (or unsplit B), F with predecessors (a later position), F
- * without (the first position of a microbatch: it admits one), W. Among the queues that can start earliest
- * it prefers I (the backward chain waits on it), then F of a later
- * position (it carries a microbatch on to the turn of the V), then a new
- * microbatch, then W (which fills time otherwise idle); or the same with
- * the later F before I (a second order tried). A forward runs
- * only when its bytes fit the rank's budget; a new microbatch only while
- * fewer than K admitted microbatches still have input-gradient work.
+ * without (the first position of a microbatch: it admits one), W. Among
+ * the queues that can start earliest it prefers I (the backward chain
+ * waits on it), then F of a later position (it carries a microbatch on
+ * to the turn of the V), then a new microbatch, then W (which fills time
+ * otherwise idle); or the same with the later F before I (a second order
+ * tried). A forward runs only when its bytes fit the rank's budget; a
+ * new microbatch only while fewer than K admitted microbatches still
+ * have input-gradient work.
  * With K0 = min_r floor(budget_r / share_r) admitted microbatches every
  * one of them fits on every rank, so a blocked forward always leaves a W
  * to run and the greedy cannot stall; a larger K lets ranks hold more of
