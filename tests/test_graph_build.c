@@ -269,6 +269,61 @@ START_TEST(test_span_tp)
 }
 END_TEST
 
+/* Memory per phase on a model problem with split backward: F adds the
+ * activation bytes, I frees all but what W keeps, W frees that; W keeps
+ * a part of every trainable layer's bytes with nothing recomputed, all of
+ * them under full recomputation (F then stores only the layer input) and
+ * nothing of a frozen layer. */
+START_TEST(test_memory_per_phase)
+{
+    fixture fx = open_fixture();
+    loom_error err = {0};
+    loom_stage_graph *g = NULL;
+    loom_partition *p = two_flows(fx.set, 0);
+    p->split_backward = 1;
+    /* freeze the backbone: it still needs input gradients for the trainable
+     * encoder before it (activation bytes), but has no W */
+    loom_module *llm = (loom_module *)&s.problem.model->modules[1];
+    ck_assert_int_eq(llm->frozen, 0);
+    llm->frozen = 1;
+    ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, &g, &err), LOOM_OK);
+    llm->frozen = 0;
+    ck_assert_ptr_nonnull(g->layer_weight_held_bytes);
+    ck_assert_int_eq(loom_graph_check(g, &err), LOOM_OK);
+    int partial = 0;
+    int64_t frozen_bytes = 0;
+    for (int32_t q = 0; q < g->n_pairs; q++) {
+        int32_t f = g->pair_forward[q], i = g->pair_backward[q], w = g->pair_weight[q];
+        ck_assert_int_ge(w, 0);
+        int frozen = g->module[f] == 1; /* the backbone, frozen while built */
+        int64_t act = 0, held = 0;
+        for (int32_t e = g->pair_layer_off[q]; e < g->pair_layer_off[q + 1]; e++) {
+            const loom_policy_option *o = &g->layer_options[(size_t)e * LOOM_POLICY_COUNT];
+            const int64_t *h = &g->layer_weight_held_bytes[(size_t)e * LOOM_POLICY_COUNT];
+            act += o[LOOM_POLICY_NONE].activation_bytes;
+            held += h[LOOM_POLICY_NONE];
+            if (frozen) {
+                for (int k = 0; k < LOOM_POLICY_COUNT; k++)
+                    ck_assert_int_eq(h[k], 0);
+                frozen_bytes += o[LOOM_POLICY_NONE].activation_bytes;
+            } else if (o[LOOM_POLICY_NONE].activation_bytes > 0) {
+                ck_assert_int_lt(h[LOOM_POLICY_NONE], o[LOOM_POLICY_NONE].activation_bytes);
+                ck_assert_int_eq(h[LOOM_POLICY_FULL], o[LOOM_POLICY_FULL].activation_bytes);
+                partial++;
+            }
+        }
+        ck_assert_int_eq(g->mem_delta_bytes[f], act);
+        ck_assert_int_eq(g->mem_delta_bytes[i], held - act);
+        ck_assert_int_eq(g->mem_delta_bytes[w], -held);
+    }
+    ck_assert_int_gt(partial, 0);
+    ck_assert_int_gt(frozen_bytes, 0);
+    loom_graph_free(g);
+    loom_candidates_free(fx.set);
+    loom_session_close(&s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("graph_build");
@@ -278,6 +333,7 @@ int main(void)
     tcase_add_test(tc, test_iteration_tail_by_dp);
     tcase_add_test(tc, test_context_parallel);
     tcase_add_test(tc, test_span_tp);
+    tcase_add_test(tc, test_memory_per_phase);
     suite_add_tcase(su, tc);
     return loom_test_main(su);
 }

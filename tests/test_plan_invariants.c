@@ -251,12 +251,50 @@ START_TEST(test_pipeweaver_plan_invariants)
 }
 END_TEST
 
+/* The V placement end to end: the uniform partitioner's placement=v on a
+ * model problem, the zb-v interleaver with a greedy memory tuner; the same
+ * invariants, stage ranks on the V, and plan.json's actions replaying to
+ * the plan's makespan. */
+START_TEST(test_v_placement_plan_invariants)
+{
+    loom_session_args a;
+    loom_session_args_init(&a);
+    a.manifest = loom_test_src("examples/manifests/megatron-1f1b.json");
+    a.model = "vlm-s";
+    a.parallel = "pp=4,vpp=2,mb=8";
+    a.iterations = 1;
+    a.params[a.n_params++] = "partitioner.placement=v";
+    a.uses[a.n_uses++] = "interleaver=zb-v";
+    a.uses[a.n_uses++] = "memory_tuner=greedy";
+    loom_session s;
+    loom_plan plan;
+    loom_error err = {0};
+    ck_assert_msg(loom_session_open(&s, &a, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_msg(loom_session_plan(&s, 0, &plan, &err) == LOOM_OK, "%s", err.message);
+    check_invariants(&plan);
+    const loom_stage_graph *g = plan.graph;
+    static const int32_t v[8] = {0, 1, 2, 3, 3, 2, 1, 0};
+    int split = 0;
+    for (int32_t i = 0; i < g->n_stages; i++) {
+        ck_assert_int_eq(g->rank[i], v[g->position[i]]);
+        split |= g->kind[i] == LOOM_STAGE_W;
+    }
+    ck_assert(split);
+    char *json = plan_json(&plan);
+    ck_assert_double_eq_tol(replay_actions(&plan, json), plan.metrics.makespan_ms, 1e-6);
+    free(json);
+    loom_plan_clear(&plan);
+    loom_session_close(&s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("plan_invariants");
     TCase *tc = tcase_create("pipeweaver");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_pipeweaver_plan_invariants);
+    tcase_add_test(tc, test_v_placement_plan_invariants);
     suite_add_tcase(su, tc);
     return loom_test_main(su);
 }

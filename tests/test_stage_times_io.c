@@ -211,6 +211,53 @@ START_TEST(test_per_stage_p2p)
 }
 END_TEST
 
+START_TEST(test_placement)
+{
+    /* examples/stage-times/oracle-zbv.json: the V placement of 4 ranks */
+    loom_stage_times_data *d = must_load(loom_test_src("examples/stage-times/oracle-zbv.json"));
+    const loom_stage_times *s = loom_stage_times_data_get(d);
+    static const int32_t v[8] = {0, 1, 2, 3, 3, 2, 1, 0};
+    ck_assert_ptr_nonnull(s->stage_rank);
+    for (int i = 0; i < 8; i++)
+        ck_assert_int_eq(s->stage_rank[i], v[i]);
+    ck_assert_ptr_null(s->weight_grad_bytes);
+    loom_stage_times_data_free(d);
+    /* zigzag over three chunks, an explicit map, loop (NULL), held bytes */
+    d = must_load(loom_test_tmpfile(".json",
+        "{\"kind\": \"stage-times\", \"ranks\": 2, \"microbatches\": 2, "
+        "\"virtual_stages\": 3, \"placement\": \"zigzag\", \"forward_ms\": 1, "
+        "\"backward_ms\": 2}"));
+    s = loom_stage_times_data_get(d);
+    static const int32_t z[6] = {0, 1, 1, 0, 0, 1};
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(s->stage_rank[i], z[i]);
+    loom_stage_times_data_free(d);
+    d = must_load(loom_test_tmpfile(".json",
+        "{\"kind\": \"stage-times\", \"ranks\": 2, \"microbatches\": 2, "
+        "\"virtual_stages\": 2, \"placement\": [1, 0, 0, 1], \"forward_ms\": 1, "
+        "\"input_grad_ms\": 1, \"weight_grad_ms\": 1, \"activation_bytes\": 4, "
+        "\"weight_grad_bytes\": [1, 2, 3, 4]}"));
+    s = loom_stage_times_data_get(d);
+    static const int32_t x[4] = {1, 0, 0, 1};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(s->stage_rank[i], x[i]);
+        ck_assert_double_eq(s->weight_grad_bytes[i], i + 1);
+    }
+    loom_stage_times_data_free(d);
+    d = must_load(loom_test_tmpfile(".json",
+        "{\"kind\": \"stage-times\", \"ranks\": 2, \"microbatches\": 2, "
+        "\"placement\": \"loop\", \"forward_ms\": 1, \"backward_ms\": 2}"));
+    ck_assert_ptr_null(loom_stage_times_data_get(d)->stage_rank);
+    loom_stage_times_data_free(d);
+    expect_error("{\"kind\": \"stage-times\", \"ranks\": 2, \"microbatches\": 2, "
+                 "\"placement\": [0, 1.5], \"forward_ms\": 1, \"backward_ms\": 2}",
+                 "placement[1]: expected a rank in 0..1, found 1.5");
+    expect_error("{\"kind\": \"stage-times\", \"ranks\": 2, \"microbatches\": 2, "
+                 "\"placement\": 3, \"forward_ms\": 1, \"backward_ms\": 2}",
+                 "placement: expected \"loop\", \"v\", \"zigzag\" or an array of 2 ranks");
+}
+END_TEST
+
 START_TEST(test_missing_file)
 {
     loom_error e;
@@ -233,6 +280,7 @@ static Suite *stage_times_io_suite(void)
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_per_stage_p2p);
     tcase_add_test(tc, test_missing_file);
+    tcase_add_test(tc, test_placement);
     suite_add_tcase(s, tc);
     return s;
 }

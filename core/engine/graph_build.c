@@ -242,11 +242,27 @@ static int32_t position_layers(const loom_partition *pt, const loom_position *po
     return n;
 }
 
+/* Bytes a layer's W stage keeps after its I: the inputs of the weight
+ * matmuls (QKV and FFN-in read the normed hidden state, the output
+ * projection the attention output, FFN-out the FFN activation; a
+ * cross-attention block adds its query and output projections' inputs),
+ * bf16, split by TP, at most what the policy stores. The output gradients
+ * W also reads are produced by I and not counted. */
+static int64_t weight_input_bytes(const loom_layer *ly, int64_t tokens, int32_t tp)
+{
+    double per_token = 3.0 * (double)ly->hidden + (double)ly->ffn_hidden +
+                       (ly->cross_attention ? 2.0 * (double)ly->hidden : 0.0);
+    double bytes = (double)tokens * per_token * 2.0 / (tp > 0 ? tp : 1);
+    return bytes > 4e18 ? (int64_t)4e18 : (int64_t)bytes;
+}
+
 /* Per-layer costs of one position for one (flow, mb) under every policy:
- * entries[l * LOOM_POLICY_COUNT + policy] for the position's l-th layer. */
+ * entries[l * LOOM_POLICY_COUNT + policy] for the position's l-th layer,
+ * in rflops[] (same index) the FLOPs its recomputation adds and in held[]
+ * the part of its activation bytes W keeps. */
 static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *pos,
-                         loom_policy_option *entries, double *rflops, double *flops,
-                         double *out_bytes, loom_error *err)
+                         loom_policy_option *entries, double *rflops, int64_t *held,
+                         double *flops, double *out_bytes, loom_error *err)
 {
     const loom_problem *pb = b->problem;
     const loom_model *model = pb->model;
@@ -269,8 +285,10 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
         int up = loom_module_upstream_trainable(model, sp->module);
         for (int32_t l = sp->first_layer; l < sp->first_layer + sp->n_layers; l++, k++) {
             loom_policy_option *opt = &entries[(size_t)k * LOOM_POLICY_COUNT];
+            int64_t *keep = &held[(size_t)k * LOOM_POLICY_COUNT];
             memset(opt, 0, sizeof(loom_policy_option) * LOOM_POLICY_COUNT);
             memset(&rflops[(size_t)k * LOOM_POLICY_COUNT], 0, sizeof(double) * LOOM_POLICY_COUNT);
+            memset(keep, 0, sizeof(int64_t) * LOOM_POLICY_COUNT);
             shape.trainable_upstream = up || (!mod->frozen && l > 0);
             int needs_backward = shape.trainable_upstream || !mod->frozen;
             if (shape.tokens <= 0)
@@ -287,6 +305,10 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
                 if (LOOM_LAYER_COST_HAS(&c, recompute_flops) && c.recompute_flops > 0 &&
                     c.recompute_flops < 1e30)
                     rflops[(size_t)k * LOOM_POLICY_COUNT + p] = c.recompute_flops;
+                if (!mod->frozen) { /* frozen layers have no W to keep bytes for */
+                    int64_t in = weight_input_bytes(&mod->layers[l], shape.tokens, shape.tp);
+                    keep[p] = in < opt[p].activation_bytes ? in : opt[p].activation_bytes;
+                }
                 if (p == 0)
                     *flops += c.flops;
             }
@@ -414,9 +436,12 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
     }
     loom_policy_option *opt = calloc((size_t)max_layers * LOOM_POLICY_COUNT, sizeof *opt);
     double *rflops = calloc((size_t)max_layers * LOOM_POLICY_COUNT, sizeof *rflops);
-    if (!opt || !rflops) {
+    int64_t *held = calloc((size_t)max_layers * LOOM_POLICY_COUNT, sizeof *held);
+    int64_t *g_held = b->split ? loom_graph_alloc_weight_held(g) : NULL;
+    if (!opt || !rflops || !held || (b->split && !g_held)) {
         free(opt);
         free(rflops);
+        free(held);
         free(chunk_of);
         return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
     }
@@ -431,7 +456,7 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
                 const loom_position *pos = &pt->positions[fl->pos_off + p];
                 int32_t nl = position_layers(pt, pos);
                 double flops = 0, ob = 0;
-                rc = cost_position(b, f, mb, pos, opt, rflops, &flops, &ob, err);
+                rc = cost_position(b, f, mb, pos, opt, rflops, held, &flops, &ob, err);
                 for (int32_t s = 0; s < subs && rc == LOOM_OK; s++) {
                     int32_t pid = pair + s * n + p;
                     /* entries of (f, mb, s) are laid out position by position */
@@ -442,6 +467,9 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
                            (size_t)nl * LOOM_POLICY_COUNT * sizeof *opt);
                     memcpy(&g->layer_recompute_flops[(size_t)e0 * LOOM_POLICY_COUNT], rflops,
                            (size_t)nl * LOOM_POLICY_COUNT * sizeof *rflops);
+                    if (g_held)
+                        memcpy(&g_held[(size_t)e0 * LOOM_POLICY_COUNT], held,
+                               (size_t)nl * LOOM_POLICY_COUNT * sizeof *held);
                     int32_t fid = stage_id(b, f, mb, s, p, 0);
                     g->flops[fid] = flops;
                     g->total_flops += flops;
@@ -530,6 +558,7 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
     }
     free(opt);
     free(rflops);
+    free(held);
     free(chunk_of);
     if (rc == LOOM_OK)
         rc = b->p2p_rc;

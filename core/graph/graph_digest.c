@@ -33,6 +33,7 @@ uint64_t loom_graph_digest(const loom_stage_graph *g)
     h = mix(h, g->pred_p2p_ms, e * sizeof *g->pred_p2p_ms);
     h = mix(h, g->static_bytes, r * sizeof *g->static_bytes);
     h = mix(h, g->layer_options, opts * sizeof *g->layer_options);
+    h = mix(h, g->layer_weight_held_bytes, opts * sizeof(int64_t));
     h = mix(h, g->layer_policy, (size_t)g->n_layer_entries * sizeof *g->layer_policy);
     h = mix(h, &g->memory_cap_bytes, sizeof g->memory_cap_bytes);
     if (g->tail_grad_sync_ms) { /* the iteration tail, when the graph has one */

@@ -72,7 +72,7 @@ static int not_found(loom_registry *reg, const loom_planner_config *cfg,
                               "%s: expected a plugin with role %s, found "
                               "\"%s\" (%s), which has role %s",
                               where, sc->role, sc->use, other->m.id, other->m.role);
-    char list[300];
+    char list[384];
     size_t n = 0;
     list[0] = 0;
     for (int i = 0; i < loom_registry_count(reg) && n < sizeof list; i++) {

@@ -14,6 +14,8 @@ struct loom_stage_times_data {
     loom_stage_times st;
     double *forward_ms, *backward_ms, *input_grad_ms, *weight_grad_ms;
     double *microbatch_scale, *activation_bytes, *p2p_stage_ms;
+    int32_t *stage_rank;
+    double *weight_grad_bytes;
 };
 
 const loom_stage_times *loom_stage_times_data_get(const loom_stage_times_data *s)
@@ -32,6 +34,8 @@ void loom_stage_times_data_free(loom_stage_times_data *s)
     free(s->microbatch_scale);
     free(s->activation_bytes);
     free(s->p2p_stage_ms);
+    free(s->stage_rank);
+    free(s->weight_grad_bytes);
     free(s);
 }
 
@@ -148,6 +152,70 @@ static int get_p2p(const char *file, const cJSON *root, int32_t n, loom_stage_ti
     return loom_json_get_double(file, root, "", "p2p_ms", 0, 0, MAX_STAGE_MS, p2p, err);
 }
 
+/* Reads `placement`: "loop" (default), "v", "zigzag" or an array of P*V
+ * ranks in 0..P-1 giving each rank exactly V stages. Fills d->stage_rank
+ * (NULL for loop). */
+static int get_placement(const char *file, const cJSON *root, int32_t P, int32_t V,
+                         loom_stage_times_data *d, loom_error *err)
+{
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, "placement");
+    char found[80], path[64];
+    int32_t n = P * V;
+    if (!item || (cJSON_IsString(item) && strcmp(item->valuestring, "loop") == 0))
+        return LOOM_OK;
+    int named = -1;
+    if (cJSON_IsString(item) && strcmp(item->valuestring, "v") == 0)
+        named = LOOM_PLACEMENT_V;
+    else if (cJSON_IsString(item) && strcmp(item->valuestring, "zigzag") == 0)
+        named = LOOM_PLACEMENT_ZIGZAG;
+    else if (!cJSON_IsArray(item) || cJSON_GetArraySize(item) != n) {
+        if (cJSON_IsArray(item))
+            snprintf(found, sizeof found, "%d %s", cJSON_GetArraySize(item),
+                     cJSON_GetArraySize(item) == 1 ? "entry" : "entries");
+        else
+            loom_json_describe(item, found, sizeof found);
+        return loom_set_error(err, LOOM_EINVAL, "%s: placement: expected \"loop\", \"v\", "
+                              "\"zigzag\" or an array of %d ranks (ranks*virtual_stages), "
+                              "found %s", file, (int)n, found);
+    }
+    if (named == LOOM_PLACEMENT_V && V != 2)
+        return loom_set_error(err, LOOM_EINVAL, "%s: placement: \"v\" expected "
+                              "virtual_stages = 2, found %d (\"zigzag\" takes any number)",
+                              file, (int)V);
+    d->stage_rank = malloc((size_t)n * sizeof *d->stage_rank);
+    int32_t *count = calloc((size_t)P, sizeof *count);
+    if (!d->stage_rank || !count) {
+        free(count);
+        return loom_set_error(err, LOOM_ENOMEM, "%s: out of memory", file);
+    }
+    int rc = LOOM_OK;
+    const cJSON *e = named < 0 ? item->child : NULL;
+    for (int32_t s = 0; s < n && !rc; s++) {
+        if (named >= 0) {
+            d->stage_rank[s] = loom_placement_rank(named, s, P);
+        } else {
+            loom_json_path_index(path, sizeof path, "placement", s);
+            if (!cJSON_IsNumber(e) || e->valuedouble != (double)(int32_t)e->valuedouble ||
+                e->valuedouble < 0 || e->valuedouble >= P) {
+                rc = loom_set_error(err, LOOM_EINVAL, "%s: %s: expected a rank in 0..%d, "
+                                    "found %s", file, path, (int)P - 1,
+                                    loom_json_describe(e, found, sizeof found));
+                break;
+            }
+            d->stage_rank[s] = (int32_t)e->valuedouble;
+            e = e->next;
+        }
+        count[d->stage_rank[s]]++;
+    }
+    for (int32_t r = 0; r < P && !rc; r++)
+        if (count[r] != V)
+            rc = loom_set_error(err, LOOM_EINVAL, "%s: placement: expected every rank to run "
+                                "virtual_stages = %d stages, found rank %d with %d", file,
+                                (int)V, (int)r, (int)count[r]);
+    free(count);
+    return rc;
+}
+
 /* Parses the whole tree into d. */
 static int parse_stage_times(const char *file, const cJSON *root, loom_stage_times_data *d,
                              loom_error *err)
@@ -155,7 +223,8 @@ static int parse_stage_times(const char *file, const cJSON *root, loom_stage_tim
     static const char *const keys[] = {"kind", "ranks", "microbatches", "virtual_stages",
                                        "forward_ms", "backward_ms", "input_grad_ms",
                                        "weight_grad_ms", "microbatch_scale", "p2p_ms",
-                                       "activation_bytes", "memory_cap_bytes", NULL};
+                                       "activation_bytes", "memory_cap_bytes", "placement",
+                                       "weight_grad_bytes", NULL};
     const char *kind = NULL;
     int64_t p = 0, m = 0, v = 1;
     double p2p = 0, cap = 0;
@@ -206,6 +275,16 @@ static int parse_stage_times(const char *file, const cJSON *root, loom_stage_tim
     if (!rc)
         rc = get_values(file, root, "activation_bytes", n, nn, 1, 0, 0, MAX_BYTES,
                         "a number of bytes in [0, 1e+18]", 1.0, &d->activation_bytes, err);
+    if (!rc)
+        rc = get_values(file, root, "weight_grad_bytes", n, nn, 1, 0, 0, MAX_BYTES,
+                        "a number of bytes in [0, 1e+18]", -1, &d->weight_grad_bytes, err);
+    for (int32_t s = 0; !rc && d->weight_grad_bytes && s < n; s++)
+        if (d->weight_grad_bytes[s] > d->activation_bytes[s])
+            rc = loom_set_error(err, LOOM_EINVAL, "%s: weight_grad_bytes[%d]: expected at most "
+                                "activation_bytes[%d] = %g, found %g", file, (int)s, (int)s,
+                                d->activation_bytes[s], d->weight_grad_bytes[s]);
+    if (!rc)
+        rc = get_placement(file, root, (int32_t)p, (int32_t)v, d, err);
     if (rc)
         return rc;
     /* what one rank can hold at once must fit the simulator's 64-bit byte
@@ -235,6 +314,8 @@ static int parse_stage_times(const char *file, const cJSON *root, loom_stage_tim
     d->st.p2p_ms = p2p;
     d->st.p2p_stage_ms = d->p2p_stage_ms;
     d->st.memory_cap_bytes = cap;
+    d->st.stage_rank = d->stage_rank;
+    d->st.weight_grad_bytes = d->weight_grad_bytes;
     return LOOM_OK;
 }
 

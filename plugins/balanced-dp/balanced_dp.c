@@ -1,7 +1,8 @@
 /*
  * balanced_dp.c - the Megatron-LM "balanced" partitioner (Optimus
  * appendix B): the uniform layout of S = pp * vpp positions (position s on
- * rank s % pp), with cut points chosen by a min-max dynamic programme over
+ * rank s % pp, or the V / zig-zag placement of params.placement), with cut
+ * points chosen by a min-max dynamic programme over
  * per-layer times so the slowest position is as fast as possible.
  *
  * Per-layer times come from the "loom.cost" service (mean_layer_ms:
@@ -88,6 +89,7 @@ typedef struct bdp_self {
     const loom_host_api *host;
     loom_ctx *ctx;
     int vpp_sweep; /* 1: a candidate per loom_lk_vpp_options */
+    const char *placement; /* params.placement */
 } bdp_self;
 
 /* Creates an instance holding the host table and the step context. */
@@ -95,6 +97,11 @@ static int bdp_create(const loom_host_api *host, loom_ctx *ctx,
                       void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
+    /* placement: the manifest's default is "loop"; a host that lacks the
+     * param (a test host built from another plugin's manifest) gets it too */
+    const char *placement = host->param_string(ctx, "placement");
+    if (!placement)
+        placement = "loop";
     bdp_self *b = host->alloc(sizeof *b);
     if (!b)
         return host->error(err, LOOM_ENOMEM, "balanced-dp: out of memory");
@@ -108,6 +115,7 @@ static int bdp_create(const loom_host_api *host, loom_ctx *ctx,
         return host->error(err, LOOM_EINVAL, "balanced-dp: param vpp_sweep: expected true or "
                            "false");
     }
+    b->placement = placement;
     *self = b;
     return LOOM_OK;
 }
@@ -192,10 +200,13 @@ static int bdp_one(bdp_self *b, const loom_problem *problem, const loom_iteratio
     if (rc == LOOM_OK)
         rc = loom_lk_layout(host, "balanced-dp", model, pp, np, sizes, part, err);
     if (rc == LOOM_OK)
+        rc = loom_lk_place(host, "balanced-dp", b->placement, pp, part, err);
+    if (rc == LOOM_OK)
         rc = loom_lk_assign_samples(host, "balanced-dp", model, iteration, mbs, part, err);
     if (rc == LOOM_OK) {
-        snprintf(part->label, sizeof part->label,
-                 "balanced-dp pp=%d vpp=%d max=%.3gms", pp, vpp, bottleneck_ms);
+        snprintf(part->label, sizeof part->label, "balanced-dp pp=%d vpp=%d%s%s max=%.3gms",
+                 pp, vpp, strcmp(b->placement, "loop") ? " " : "",
+                 strcmp(b->placement, "loop") ? b->placement : "", bottleneck_ms);
         host->log(b->ctx, LOOM_LOG_DEBUG,
                   "slowest of %d positions: %.3f ms", np, bottleneck_ms);
     } else if (part) {

@@ -271,6 +271,28 @@ START_TEST(partitioner_cuts_by_cost)
 }
 END_TEST
 
+START_TEST(partitioner_v_placement)
+{
+    /* pp 2 x vpp 2 on the V: layer times [1,2,3 | 4,5,6] cut into 4
+     * positions on ranks 0 1 1 0 */
+    fixture f;
+    setup(&f, 2);
+    f.problem.parallel.vpp = 2;
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+    loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &table_cost);
+    loom_mock_host_set_param(h, "placement", "v");
+    loom_candidates *set = loom_candidates_new(&f.problem, NULL);
+    loom_error err = {0, ""};
+    ck_assert_msg(partition(h, &f.problem, NULL, set, &err) == LOOM_OK, "%s", err.message);
+    static const int32_t v[4] = {0, 1, 1, 0};
+    for (int s = 0; s < 4; s++)
+        ck_assert_int_eq(set->items[0]->positions[s].rank, v[s]);
+    ck_assert_ptr_nonnull(strstr(set->items[0]->label, "vpp=2 v max="));
+    loom_candidates_free(set);
+    loom_mock_host_free(h);
+}
+END_TEST
+
 START_TEST(partitioner_errors)
 {
     fixture f;
@@ -345,6 +367,7 @@ static Suite *suite(void)
     tcase_add_test(tc, partitioner_cuts_by_cost);
     tcase_add_test(tc, partitioner_errors);
     tcase_add_test(tc, manifest_matches_binary);
+    tcase_add_test(tc, partitioner_v_placement);
     suite_add_tcase(s, tc);
     return s;
 }

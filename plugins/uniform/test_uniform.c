@@ -59,6 +59,27 @@ static void setup(fixture *f, int n_enc, int n_llm, int pp, int vpp, int mbs)
     f->problem.parallel.microbatches = mbs;
 }
 
+/* Runs the uniform partitioner on `set` with params.placement (NULL: the
+ * default). */
+static int partition_placed(const loom_problem *pb, const loom_iteration *it,
+                            const char *placement, loom_candidates *set, loom_error *err)
+{
+    const loom_partitioner_vtable *vt =
+        (const loom_partitioner_vtable *)loom_static_uniform()->role(
+            LOOM_ROLE_PARTITIONER);
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+    loom_mock_host_set_problem(h, pb);
+    if (placement)
+        loom_mock_host_set_param(h, "placement", placement);
+    void *self = NULL;
+    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
+                                NULL, &self, err), LOOM_OK);
+    int rc = vt->partition(self, pb, it, set, err);
+    vt->destroy(self);
+    loom_mock_host_free(h);
+    return rc;
+}
+
 /* Runs the uniform partitioner on `set`. */
 static int partition(const loom_problem *pb, const loom_iteration *it,
                      loom_candidates *set, loom_error *err)
@@ -253,6 +274,44 @@ START_TEST(manifest_matches_binary)
 }
 END_TEST
 
+START_TEST(v_and_zigzag_placement)
+{
+    /* 16 layers, pp 4 x vpp 2: V puts chunk 1 on ranks 3 2 1 0 */
+    fixture f;
+    setup(&f, 0, 16, 4, 2, 8);
+    loom_candidates *set = loom_candidates_new(&f.problem, NULL);
+    loom_error err = {0, ""};
+    ck_assert_msg(partition_placed(&f.problem, NULL, "v", set, &err) == LOOM_OK, "%s",
+                  err.message);
+    static const int32_t v[8] = {0, 1, 2, 3, 3, 2, 1, 0};
+    for (int s = 0; s < 8; s++)
+        ck_assert_int_eq(set->items[0]->positions[s].rank, v[s]);
+    ck_assert_str_eq(set->items[0]->label, "uniform pp=4 vpp=2 v");
+    loom_candidates_free(set);
+    /* zigzag over vpp 3 on pp 2: 0 1 | 1 0 | 0 1 */
+    setup(&f, 0, 12, 2, 3, 4);
+    set = loom_candidates_new(&f.problem, NULL);
+    ck_assert_int_eq(partition_placed(&f.problem, NULL, "zigzag", set, &err), LOOM_OK);
+    static const int32_t z[6] = {0, 1, 1, 0, 0, 1};
+    for (int s = 0; s < 6; s++)
+        ck_assert_int_eq(set->items[0]->positions[s].rank, z[s]);
+    loom_candidates_free(set);
+    /* v needs vpp = 2 */
+    set = loom_candidates_new(&f.problem, NULL);
+    ck_assert_int_eq(partition_placed(&f.problem, NULL, "v", set, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "uniform: params.placement: \"v\" expected 2 positions "
+                                  "per rank (vpp = 2), found 6 on 2 ranks (\"zigzag\" "
+                                  "takes any vpp)");
+    ck_assert_int_eq(set->n, 0);
+    loom_candidates_free(set);
+    set = loom_candidates_new(&f.problem, NULL);
+    ck_assert_int_eq(partition_placed(&f.problem, NULL, "w", set, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "uniform: params.placement: expected \"loop\", \"v\" or "
+                                  "\"zigzag\", found \"w\"");
+    loom_candidates_free(set);
+}
+END_TEST
+
 /* The uniform suite. */
 static Suite *suite(void)
 {
@@ -265,6 +324,7 @@ static Suite *suite(void)
     tcase_add_test(tc, too_few_layers);
     tcase_add_test(tc, declines_stage_times);
     tcase_add_test(tc, manifest_matches_binary);
+    tcase_add_test(tc, v_and_zigzag_placement);
     suite_add_tcase(s, tc);
     return s;
 }

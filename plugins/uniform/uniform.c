@@ -2,7 +2,8 @@
  * uniform.c - the Megatron-LM layer split as a partitioner.
  *
  * One mixed flow of S = pp * vpp positions; position s runs on rank s % pp
- * (chunk s / pp). All modules' layers, concatenated in module order, are cut
+ * (chunk s / pp), or on the V / zig-zag placement (params.placement: odd
+ * chunks run the ranks backwards). All modules' layers, concatenated in module order, are cut
  * into S contiguous runs of equal length, the first L % S runs taking one
  * extra layer. A run may cross a module boundary and then holds two (or
  * more) spans. Samples go to parallel.microbatches microbatches: the
@@ -20,6 +21,7 @@ typedef struct uniform_self {
     const loom_host_api *host;
     loom_ctx *ctx;
     int vpp_sweep; /* 1: a candidate per loom_lk_vpp_options */
+    const char *placement; /* params.placement */
 } uniform_self;
 
 /* Creates an instance holding the host table and the step context. */
@@ -27,6 +29,11 @@ static int uniform_create(const loom_host_api *host, loom_ctx *ctx,
                           void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
+    /* placement: the manifest's default is "loop"; a host that lacks the
+     * param (a test host built from another plugin's manifest) gets it too */
+    const char *placement = host->param_string(ctx, "placement");
+    if (!placement)
+        placement = "loop";
     uniform_self *u = host->alloc(sizeof *u);
     if (!u)
         return host->error(err, LOOM_ENOMEM, "uniform: out of memory");
@@ -40,6 +47,7 @@ static int uniform_create(const loom_host_api *host, loom_ctx *ctx,
         return host->error(err, LOOM_EINVAL, "uniform: param vpp_sweep: expected true or "
                            "false");
     }
+    u->placement = placement;
     *self = u;
     return LOOM_OK;
 }
@@ -82,13 +90,19 @@ static int uniform_one(uniform_self *u, const loom_problem *problem,
         rc = loom_lk_layout(host, "uniform", model, pp, (int32_t)n_pos, sizes, part, err);
     host->free(sizes);
     if (rc == LOOM_OK)
+        rc = loom_lk_place(host, "uniform", u->placement, pp, part, err);
+    if (rc == LOOM_OK)
         rc = loom_lk_assign_samples(host, "uniform", model, iteration, mbs, part, err);
     if (rc != LOOM_OK) {
         if (part)
             set->remove(set, set->n - 1);
         return rc;
     }
-    snprintf(part->label, sizeof part->label, "uniform pp=%d vpp=%d", pp, vpp);
+    if (strcmp(u->placement, "loop") == 0)
+        snprintf(part->label, sizeof part->label, "uniform pp=%d vpp=%d", pp, vpp);
+    else
+        snprintf(part->label, sizeof part->label, "uniform pp=%d vpp=%d %s", pp, vpp,
+                 u->placement);
     return LOOM_OK;
 }
 

@@ -10,7 +10,8 @@ manifest's plans hold what docs/outputs.md promises.
    t2v-s and with the LLM-only llama3-8b (tp=8, pp=4, vpp=2; a manifest may
    decline a model, as long as no output failed), pipeweaver with vlm-l and
    optimus with vlm-xl as the docs plan them, and the stage-times examples
-   with megatron-1f1b. For each plan:
+   with megatron-1f1b (with the zb-v interleaver when a V or zig-zag
+   placement is given). For each plan:
    - schedule.csv exists exactly when plan.json says "written"; when it
      does it passes the rules checker with plan.json's ranks, stages and
      microbatches, and its stage-to-rank map is placement.stage_ranks;
@@ -273,9 +274,12 @@ def main():
                  ["--manifest", os.path.join(src, "examples/manifests/%s.json" % name),
                   "--model", model], True)
         for path in sorted(glob.glob(os.path.join(src, "examples/stage-times/*.json"))):
+            with open(path) as f:
+                placed = json.load(f).get("placement", "loop") != "loop"
             plan(loom, src, tmp, "stage times %s" % os.path.basename(path),
                  ["--manifest", os.path.join(src, "examples/manifests/megatron-1f1b.json"),
-                  "--stage-times", path], True)
+                  "--stage-times", path] + (["--use", "interleaver=zb-v"] if placed else []),
+                 True)
     if FAILS:
         print("%d failure(s)" % len(FAILS))
         return 1

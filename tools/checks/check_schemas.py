@@ -256,7 +256,7 @@ BAD_INPUTS = {
                 "negative-memory.json", "unknown-field.json", "zero-flops.json",
                 "zero-gpus-per-node.json"],
     "stage-times": ["both-backwards.json", "negative-time.json", "wrong-kind.json",
-                    "zero-ranks.json", "billion-microbatches.json"],
+                    "zero-ranks.json", "billion-microbatches.json", "placement-unknown.json"],
     "planner-manifest": ["empty-pipeline.json", "huge-budget.json", "missing-cost-model.json",
                          "negative-seed.json", "two-rankers.json", "unknown-role.json",
                          "wrong-format-version.json"],

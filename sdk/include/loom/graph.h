@@ -173,6 +173,14 @@ typedef struct loom_stage_graph {
      * sum under the chosen policies (loom_graph_apply_policies). */
     double *layer_recompute_flops;
     double recompute_flops;
+    /* Appended (read it when LOOM_STRUCT_HAS(g, loom_stage_graph,
+     * layer_weight_held_bytes)). Memory per phase of a split backward:
+     * per layer entry and policy, like layer_options, the part of that
+     * option's activation_bytes still held after the entry's I stage
+     * until its W stage ends; the rest is freed when I ends. So F adds
+     * activation_bytes, I frees activation_bytes - held, W frees held.
+     * NULL: everything is held until W. Unused without W stages. */
+    int64_t *layer_weight_held_bytes;
 } loom_stage_graph;
 
 /* A schedule: the order of stage ids on every rank. Size-prefixed: the

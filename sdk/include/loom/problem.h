@@ -115,7 +115,8 @@ typedef struct loom_iteration {
 } loom_iteration;
 
 /* Stage-times problem: profiled per-stage times instead of a model. Stage
- * s (0 <= s < ranks*virtual_stages) runs on rank s % ranks. */
+ * s (0 <= s < ranks*virtual_stages) runs on rank stage_rank[s], or on rank
+ * s % ranks (the loop placement) when stage_rank is NULL. */
 typedef struct loom_stage_times {
     int32_t ranks, microbatches, virtual_stages;
     int32_t split_backward;          /* 1: input_grad_ms + weight_grad_ms given */
@@ -132,7 +133,32 @@ typedef struct loom_stage_times {
      * out of stage s: its forward output to stage s + 1 and its input
      * gradient to stage s - 1. */
     const double *p2p_stage_ms;
+    /* Appended. ranks*virtual_stages entries: the rank of every stage,
+     * each rank holding virtual_stages of them; NULL: s % ranks. */
+    const int32_t *stage_rank;
+    /* Appended. ranks*virtual_stages entries: of activation_bytes, the
+     * bytes still held after the stage's I until its W (split backward);
+     * NULL: all of them. */
+    const double *weight_grad_bytes;
 } loom_stage_times;
+
+/* Named stage-to-rank placements of P*V stages (chunk c = s / P, i = s % P):
+ *   loop:   rank i (Megatron's interleaved placement);
+ *   zigzag: rank i on even chunks, P-1-i on odd ones, so consecutive
+ *           chunks meet on the same rank at the turns;
+ *   v:      zigzag with exactly two chunks per rank (ZB-V, DualPipeV). */
+enum loom_placement {
+    LOOM_PLACEMENT_LOOP = 0,
+    LOOM_PLACEMENT_V = 1,
+    LOOM_PLACEMENT_ZIGZAG = 2
+};
+
+/* The rank of stage s (0 <= s < P*V) under a named placement. */
+static inline int32_t loom_placement_rank(int32_t placement, int32_t s, int32_t P)
+{
+    int32_t c = s / P, i = s % P;
+    return placement != LOOM_PLACEMENT_LOOP && c % 2 ? P - 1 - i : i;
+}
 
 enum loom_problem_kind {
     LOOM_PROBLEM_MODEL = 0,       /* model + cluster + parallel + workload */

@@ -105,6 +105,7 @@ void loom_graph_free(loom_stage_graph *g)
     free(g->tail_param_gather_ms);
     free(g->tail_optimizer_ms);
     free(g->layer_recompute_flops);
+    free(g->layer_weight_held_bytes);
     free(g);
 }
 
@@ -137,6 +138,14 @@ int loom_graph_alloc_tail(loom_stage_graph *g)
     g->tail_optimizer_ms = opt;
     g->layer_recompute_flops = rf;
     return LOOM_OK;
+}
+
+int64_t *loom_graph_alloc_weight_held(loom_stage_graph *g)
+{
+    if (!g->layer_weight_held_bytes)
+        g->layer_weight_held_bytes =
+            zalloc((size_t)g->n_layer_entries * LOOM_POLICY_COUNT, sizeof(int64_t));
+    return g->layer_weight_held_bytes;
 }
 
 #define COPY(field, count)                                                     \
@@ -185,6 +194,13 @@ loom_stage_graph *loom_graph_clone(const loom_stage_graph *g)
     COPY(layer_options, (size_t)g->n_layer_entries * LOOM_POLICY_COUNT);
     COPY(layer_policy, g->n_layer_entries);
     COPY(static_bytes, g->n_ranks);
+    if (g->layer_weight_held_bytes) {
+        if (!loom_graph_alloc_weight_held(c)) {
+            loom_graph_free(c);
+            return NULL;
+        }
+        COPY(layer_weight_held_bytes, (size_t)g->n_layer_entries * LOOM_POLICY_COUNT);
+    }
     c->memory_cap_bytes = g->memory_cap_bytes;
     c->total_flops = g->total_flops;
     c->peak_flops_per_rank = g->peak_flops_per_rank;
@@ -209,6 +225,7 @@ void loom_graph_apply_policies(loom_stage_graph *g)
     double recompute = 0;
     for (int32_t p = 0; p < g->n_pairs; p++) {
         loom_policy_option o = {0};
+        int64_t held = 0;
         for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++) {
             size_t at = (size_t)e * LOOM_POLICY_COUNT + g->layer_policy[e];
             const loom_policy_option *x = &g->layer_options[at];
@@ -218,6 +235,8 @@ void loom_graph_apply_policies(loom_stage_graph *g)
             o.backward_ms += x->backward_ms;
             o.weight_grad_ms += x->weight_grad_ms;
             o.activation_bytes += x->activation_bytes;
+            held += g->layer_weight_held_bytes ? g->layer_weight_held_bytes[at]
+                                               : x->activation_bytes;
         }
         int32_t f = g->pair_forward[p], b = g->pair_backward[p],
                 w = g->pair_weight[p];
@@ -226,8 +245,8 @@ void loom_graph_apply_policies(loom_stage_graph *g)
         if (w >= 0) {
             g->duration_ms[b] = o.backward_ms - o.weight_grad_ms;
             g->duration_ms[w] = o.weight_grad_ms;
-            g->mem_delta_bytes[b] = 0;
-            g->mem_delta_bytes[w] = -o.activation_bytes;
+            g->mem_delta_bytes[b] = held - o.activation_bytes;
+            g->mem_delta_bytes[w] = -held;
         } else if (b >= 0) {
             g->duration_ms[b] = o.backward_ms;
             g->mem_delta_bytes[b] = -o.activation_bytes;
@@ -279,6 +298,17 @@ int loom_graph_check(const loom_stage_graph *g, loom_error *err)
                                       "stage graph: stage %d has predecessor %d",
                                       s, g->pred[e]);
     }
+    /* memory per phase: W keeps a part of what its F allocated, never more */
+    size_t n_opts = (size_t)g->n_layer_entries * LOOM_POLICY_COUNT;
+    for (size_t k = 0; g->layer_weight_held_bytes && k < n_opts; k++)
+        if (g->layer_weight_held_bytes[k] < 0 ||
+            g->layer_weight_held_bytes[k] > g->layer_options[k].activation_bytes)
+            return gkit_set_error(err, LOOM_EINVAL,
+                                  "stage graph: layer entry %d policy %d keeps %lld bytes "
+                                  "for W, expected 0..%lld (its activation bytes)",
+                                  (int)(k / LOOM_POLICY_COUNT), (int)(k % LOOM_POLICY_COUNT),
+                                  (long long)g->layer_weight_held_bytes[k],
+                                  (long long)g->layer_options[k].activation_bytes);
     return LOOM_OK;
 }
 

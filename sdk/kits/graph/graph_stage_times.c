@@ -1,6 +1,7 @@
 /* graph_stage_times.c - the stage graph of a stage-times problem: one flow
- * of P*V positions, position s on rank s % P (Megatron's interleaved
- * placement), every microbatch through every position forward and back. */
+ * of P*V positions, position s on rank stage_rank[s] (s % P, Megatron's
+ * interleaved placement, when the problem gives none), every microbatch
+ * through every position forward and back. */
 #include <math.h>
 #include <stdlib.h>
 #include <loom/kits/graph.h>
@@ -29,6 +30,38 @@ int loom_graph_from_stage_times(const loom_stage_times *st, int split_backward,
         return gkit_set_error(err, LOOM_ENOMEM, "stage-times: out of memory");
     g->n_microbatches = M;
     g->memory_cap_bytes = st->memory_cap_bytes;
+    int64_t *held = split ? loom_graph_alloc_weight_held(g) : NULL;
+    /* rank and chunk (index among its rank's stages) of every position */
+    int32_t *rank_of = calloc((size_t)S, sizeof *rank_of);
+    int32_t *chunk_of = calloc((size_t)S, sizeof *chunk_of);
+    int32_t *seen = calloc((size_t)P, sizeof *seen);
+    if ((split && !held) || !rank_of || !chunk_of || !seen) {
+        free(rank_of);
+        free(chunk_of);
+        free(seen);
+        loom_graph_free(g);
+        return gkit_set_error(err, LOOM_ENOMEM, "stage-times: out of memory");
+    }
+    int rc = LOOM_OK;
+    for (int32_t s = 0; s < S && rc == LOOM_OK; s++) {
+        rank_of[s] = st->stage_rank ? st->stage_rank[s] : s % P;
+        if (rank_of[s] < 0 || rank_of[s] >= P)
+            rc = gkit_set_error(err, LOOM_EINVAL, "stage-times: stage %d on rank %d, "
+                                "expected 0..%d", s, rank_of[s], P - 1);
+        else
+            chunk_of[s] = seen[rank_of[s]]++;
+    }
+    for (int32_t r = 0; r < P && rc == LOOM_OK; r++)
+        if (seen[r] != V)
+            rc = gkit_set_error(err, LOOM_EINVAL, "stage-times: rank %d runs %d stages, "
+                                "expected virtual_stages = %d", r, seen[r], V);
+    free(seen);
+    if (rc != LOOM_OK) {
+        free(rank_of);
+        free(chunk_of);
+        loom_graph_free(g);
+        return rc;
+    }
 
     int32_t e = 0;
     for (int32_t mb = 0; mb < M; mb++) {
@@ -51,12 +84,12 @@ int loom_graph_from_stage_times(const loom_stage_times *st, int split_backward,
                 kind = (j % 2) ? LOOM_STAGE_W : LOOM_STAGE_I;
             }
             int32_t pair = mb * S + s;
-            g->rank[id] = s % P;
+            g->rank[id] = rank_of[s];
             g->kind[id] = (uint8_t)kind;
             g->module[id] = -1;
             g->flow[id] = 0;
             g->position[id] = s;
-            g->chunk[id] = s / P;
+            g->chunk[id] = chunk_of[s];
             g->microbatch[id] = mb;
             g->sub[id] = 0;
             g->group[id] = mb;
@@ -66,7 +99,8 @@ int loom_graph_from_stage_times(const loom_stage_times *st, int split_backward,
                 g->pair_forward[pair] = id;
                 if (s > 0) {
                     g->pred[e] = id - 1;
-                    g->pred_p2p_ms[e++] = st->p2p_stage_ms ? st->p2p_stage_ms[s - 1]
+                    g->pred_p2p_ms[e++] = rank_of[s - 1] == rank_of[s] ? 0
+                                        : st->p2p_stage_ms ? st->p2p_stage_ms[s - 1]
                                                            : st->p2p_ms;
                 }
             } else if (kind == LOOM_STAGE_W) {
@@ -81,7 +115,8 @@ int loom_graph_from_stage_times(const loom_stage_times *st, int split_backward,
                 } else {
                     /* the previous backward (B or I) of position s + 1 */
                     g->pred[e] = split ? id - 2 : id - 1;
-                    g->pred_p2p_ms[e++] = st->p2p_stage_ms ? st->p2p_stage_ms[s + 1]
+                    g->pred_p2p_ms[e++] = rank_of[s + 1] == rank_of[s] ? 0
+                                        : st->p2p_stage_ms ? st->p2p_stage_ms[s + 1]
                                                            : st->p2p_ms;
                 }
             }
@@ -98,6 +133,8 @@ int loom_graph_from_stage_times(const loom_stage_times *st, int split_backward,
             }
             double act = st->activation_bytes ? st->activation_bytes[s] : 1.0;
             int64_t bytes = (int64_t)llround(act * scale);
+            int64_t keep = st->weight_grad_bytes
+                               ? (int64_t)llround(st->weight_grad_bytes[s] * scale) : bytes;
             g->pair_layer_off[pair] = pair; /* one entry per pair */
             g->pair_layer_off[pair + 1] = pair + 1;
             for (int p = 0; p < LOOM_POLICY_COUNT; p++) {
@@ -106,9 +143,13 @@ int loom_graph_from_stage_times(const loom_stage_times *st, int split_backward,
                 o->backward_ms = b;
                 o->weight_grad_ms = split ? w : 0;
                 o->activation_bytes = bytes;
+                if (held)
+                    held[(size_t)pair * LOOM_POLICY_COUNT + p] = keep < bytes ? keep : bytes;
             }
         }
     }
+    free(rank_of);
+    free(chunk_of);
     g->pred_off[n_stages] = e;
     g->n_edges = e;
     g->group_pred_off[0] = 0;

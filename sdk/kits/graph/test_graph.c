@@ -214,6 +214,57 @@ START_TEST(stage_times_errors)
 }
 END_TEST
 
+/* The V placement of 2 ranks (stages 0 1 1 0): ranks, chunks, no P2P time
+ * between stages 1 and 2 (the turn on rank 1), and memory per phase from
+ * weight_grad_bytes (I frees act - held, W held). */
+START_TEST(stage_times_v_placement)
+{
+    static const double f[4] = {1, 1, 1, 1}, act[4] = {8, 8, 8, 8}, held[4] = {2, 3, 4, 5};
+    static const int32_t map[4] = {0, 1, 1, 0};
+    loom_stage_times st;
+    memset(&st, 0, sizeof st);
+    st.ranks = 2;
+    st.microbatches = 1;
+    st.virtual_stages = 2;
+    st.forward_ms = f;
+    st.input_grad_ms = f;
+    st.weight_grad_ms = f;
+    st.split_backward = 1;
+    st.activation_bytes = act;
+    st.weight_grad_bytes = held;
+    st.stage_rank = map;
+    st.p2p_ms = 0.5;
+    loom_stage_graph *g = NULL;
+    loom_error err = {0, ""};
+    ck_assert_int_eq(loom_graph_from_stage_times(&st, 1, &g, &err), LOOM_OK);
+    /* F0 F1 F2 F3, then I3 W3 I2 W2 I1 W1 I0 W0 */
+    static const int32_t rank[12] = {0, 1, 1, 0, 0, 0, 1, 1, 1, 1, 0, 0};
+    static const int32_t chunk[12] = {0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    static const int64_t mem[12] = {8, 8, 8, 8, -3, -5, -4, -4, -5, -3, -6, -2};
+    ck_ints(g->rank, rank, 12, "rank");
+    ck_ints(g->chunk, chunk, 12, "chunk");
+    for (int s = 0; s < 12; s++)
+        ck_assert_int_eq(g->mem_delta_bytes[s], mem[s]);
+    /* F edges: 0->1 0.5, 1->2 0 (same rank), 2->3 0.5; I edges: 4->6 0.5,
+     * 6->8 0 (same rank), 8->10 0.5 */
+    for (int32_t v = 0; v < 12; v++)
+        for (int32_t e = g->pred_off[v]; e < g->pred_off[v + 1]; e++)
+            ck_assert_double_eq(g->pred_p2p_ms[e],
+                                g->rank[g->pred[e]] == g->rank[v] ? 0 : 0.5);
+    ck_assert_int_eq(loom_graph_check(g, &err), LOOM_OK);
+    g->layer_weight_held_bytes[3 * LOOM_POLICY_COUNT + 1] = 9; /* above its 8 bytes */
+    ck_assert_int_eq(loom_graph_check(g, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "stage graph: layer entry 3 policy 1 keeps 9 bytes for W, "
+                                  "expected 0..8 (its activation bytes)");
+    loom_graph_free(g);
+    /* a map that gives rank 1 three stages */
+    static const int32_t bad[4] = {0, 1, 1, 1};
+    st.stage_rank = bad;
+    ck_assert_int_eq(loom_graph_from_stage_times(&st, 1, &g, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "stage-times: rank 0 runs 1 stages, expected virtual_stages = 2");
+}
+END_TEST
+
 /* The 2x2 stage-times graph, stage by stage through the builder. */
 static loom_stage_graph *built_2x2(void)
 {
@@ -475,6 +526,7 @@ static Suite *suite(void)
     tcase_add_test(tc, builder_matches_stage_times);
     tcase_add_test(tc, builder_groups_and_precedence);
     tcase_add_test(tc, builder_errors);
+    tcase_add_test(tc, stage_times_v_placement);
     tcase_add_test(tc, empty_graph_and_schedule);
     suite_add_tcase(s, tc);
     return s;

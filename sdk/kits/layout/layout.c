@@ -63,6 +63,28 @@ int loom_lk_layout(const loom_host_api *host, const char *who,
     return LOOM_OK;
 }
 
+int loom_lk_place(const loom_host_api *host, const char *who, const char *placement,
+                  int32_t pp, loom_partition *part, loom_error *err)
+{
+    int32_t style = -1, n_pos = part->n_positions;
+    if (strcmp(placement, "loop") == 0)
+        style = LOOM_PLACEMENT_LOOP;
+    else if (strcmp(placement, "v") == 0)
+        style = LOOM_PLACEMENT_V;
+    else if (strcmp(placement, "zigzag") == 0)
+        style = LOOM_PLACEMENT_ZIGZAG;
+    if (style < 0)
+        return host->error(err, LOOM_EINVAL, "%s: params.placement: expected \"loop\", "
+                           "\"v\" or \"zigzag\", found \"%s\"", who, placement);
+    if (style == LOOM_PLACEMENT_V && n_pos != 2 * pp)
+        return host->error(err, LOOM_EINVAL, "%s: params.placement: \"v\" expected 2 "
+                           "positions per rank (vpp = 2), found %d on %d ranks "
+                           "(\"zigzag\" takes any vpp)", who, n_pos, pp);
+    for (int32_t s = 0; s < n_pos; s++)
+        part->positions[s].rank = loom_placement_rank(style, s, pp);
+    return LOOM_OK;
+}
+
 int loom_lk_assign_samples(const loom_host_api *host, const char *who,
                            const loom_model *model, const loom_iteration *it,
                            int32_t microbatches, loom_partition *part,

@@ -68,17 +68,23 @@ int loom_mt_view_apply(const loom_host_api *host, loom_mt_view *v,
            (size_t)g->n_stages * sizeof *v->duration_ms);
     memcpy(v->mem_delta_bytes, g->mem_delta_bytes,
            (size_t)g->n_stages * sizeof *v->mem_delta_bytes);
+    /* the memory per phase: what I frees and W keeps (NULL: W keeps all) */
+    const int64_t *weight_held =
+        LOOM_STRUCT_HAS(g, loom_stage_graph, layer_weight_held_bytes)
+            ? g->layer_weight_held_bytes : NULL;
     for (int32_t p = 0; p < g->n_pairs; p++) {
         loom_policy_option sum;
         memset(&sum, 0, sizeof sum);
+        int64_t held = 0;
         for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1];
              e++) {
-            const loom_policy_option *o =
-                &g->layer_options[(size_t)e * LOOM_POLICY_COUNT + policies[e]];
+            size_t k = (size_t)e * LOOM_POLICY_COUNT + policies[e];
+            const loom_policy_option *o = &g->layer_options[k];
             sum.forward_ms += o->forward_ms;
             sum.backward_ms += o->backward_ms;
             sum.weight_grad_ms += o->weight_grad_ms;
             sum.activation_bytes += o->activation_bytes;
+            held += weight_held ? weight_held[k] : o->activation_bytes;
         }
         int32_t f = g->pair_forward[p], b = g->pair_backward[p],
                 w = g->pair_weight[p];
@@ -87,8 +93,8 @@ int loom_mt_view_apply(const loom_host_api *host, loom_mt_view *v,
         if (w >= 0) {
             v->duration_ms[b] = sum.backward_ms - sum.weight_grad_ms;
             v->duration_ms[w] = sum.weight_grad_ms;
-            v->mem_delta_bytes[b] = 0;
-            v->mem_delta_bytes[w] = -sum.activation_bytes;
+            v->mem_delta_bytes[b] = held - sum.activation_bytes;
+            v->mem_delta_bytes[w] = -held;
         } else if (b >= 0) {
             v->duration_ms[b] = sum.backward_ms;
             v->mem_delta_bytes[b] = -sum.activation_bytes;

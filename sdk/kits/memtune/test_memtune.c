@@ -251,6 +251,50 @@ START_TEST(timeline_peaks_match_simulator)
 }
 END_TEST
 
+/* With memory per phase (W keeps only part of a pair's bytes, I frees the
+ * rest) the timeline, which counts a pair's bytes until its W, bounds the
+ * simulator's peaks from above (and meets them when W keeps everything:
+ * timeline_peaks_match_simulator). */
+START_TEST(timeline_bounds_per_phase_peaks)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    const loom_host_api *host = loom_mock_host_api(h);
+    loom_mt_timeline t;
+    memset(&t, 0, sizeof t);
+    uint64_t rng = 9;
+    for (uint64_t seed = 1; seed <= 16; seed++) {
+        int P = 1 + (int)(seed % 4), M = 1 + (int)(seed % 5), gpipe = (int)(seed / 2 % 2);
+        loom_stage_graph *g = mtt_chain(P, M, 2, 1, seed);
+        loom_schedule *s = mtt_order(P, M, 1, gpipe);
+        int64_t *held = loom_graph_alloc_weight_held(g);
+        ck_assert_ptr_nonnull(held);
+        for (int32_t k = 0; k < g->n_layer_entries * LOOM_POLICY_COUNT; k++)
+            held[k] = (int64_t)(mtt_uniform(&rng) * (double)(g->layer_options[k].activation_bytes + 1));
+        uint8_t *pol = malloc((size_t)g->n_layer_entries + 1);
+        for (int32_t e = 0; e < g->n_layer_entries; e++)
+            pol[e] = (uint8_t)(mtt_uniform(&rng) * 3);
+        int64_t peaks[8];
+        mtt_simulate(g, s, pol, peaks);
+        loom_error err = {0};
+        ck_assert_int_eq(loom_mt_timeline_build(host, &t, g, s, &err), LOOM_OK);
+        int64_t *bytes = calloc((size_t)g->n_pairs, sizeof *bytes);
+        for (int32_t p = 0; p < g->n_pairs; p++)
+            for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++)
+                bytes[p] += loom_mt_entry_bytes(g, e, pol[e]);
+        for (int r = 0; r < P; r++) {
+            int64_t peak = loom_mt_rank_peak(&t, r, bytes) + g->static_bytes[r];
+            ck_assert_int_ge(peak, peaks[r]);
+        }
+        free(bytes);
+        free(pol);
+        loom_schedule_free(s);
+        loom_graph_free(g);
+    }
+    loom_mt_timeline_free(host, &t);
+    loom_mock_host_free(h);
+}
+END_TEST
+
 /* The suite: every test in one case. */
 static Suite *suite(void)
 {
@@ -260,6 +304,7 @@ static Suite *suite(void)
     tcase_add_test(tc, chains_and_tuning_loop_by_hand);
     tcase_add_test(tc, params_and_inputs);
     tcase_add_test(tc, timeline_peaks_match_simulator);
+    tcase_add_test(tc, timeline_bounds_per_phase_peaks);
     suite_add_tcase(s, tc);
     return s;
 }

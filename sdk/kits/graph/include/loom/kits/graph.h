@@ -33,6 +33,11 @@ loom_stage_graph *loom_graph_alloc(int32_t n_stages, int32_t n_edges,
 /* Frees a graph from this kit (NULL is ignored). */
 void loom_graph_free(loom_stage_graph *g);
 
+/* Gives g its layer_weight_held_bytes array (n_layer_entries *
+ * LOOM_POLICY_COUNT, zeroed) unless it has one; returns it, or NULL when
+ * out of memory. The graph owns it (loom_graph_free frees it). */
+int64_t *loom_graph_alloc_weight_held(loom_stage_graph *g);
+
 /* Deep copy (a finished plan owns one); NULL when out of memory. */
 loom_stage_graph *loom_graph_clone(const loom_stage_graph *g);
 
@@ -42,7 +47,10 @@ loom_stage_graph *loom_graph_clone(const loom_stage_graph *g);
 int loom_graph_alloc_tail(loom_stage_graph *g);
 
 /* Sets every pair's stage durations and memory deltas to the sums of its
- * layer entries' options under their chosen policies (layer_policy). */
+ * layer entries' options under their chosen policies (layer_policy): F
+ * adds the activation bytes; with a W stage, I frees all but the bytes
+ * held for W (layer_weight_held_bytes; all when NULL) and W frees those;
+ * without one, B frees everything. */
 void loom_graph_apply_policies(loom_stage_graph *g);
 
 /* Recomputation time per rank under the chosen policies: for every pair,
@@ -53,7 +61,8 @@ void loom_graph_recompute_ms(const loom_stage_graph *g, double *per_rank_ms);
 
 /* Checks structural invariants: at least one rank, every stage's rank,
  * group and predecessors in range, no stage its own predecessor, no
- * negative duration. LOOM_EINVAL naming the first problem. */
+ * negative duration, W's held bytes within 0 .. the option's activation
+ * bytes. LOOM_EINVAL naming the first problem. */
 int loom_graph_check(const loom_stage_graph *g, loom_error *err);
 
 /* Checks that the predecessor edges form no cycle (call on a graph that
@@ -71,13 +80,16 @@ void loom_schedule_free(loom_schedule *s);
 /* ---- stage-times graphs (graph_stage_times.c) -------------------------- */
 
 /* Stage-times problem -> one flow of P*V positions, position s on rank
- * s % P (chunk s / P), every microbatch through every position forward
- * and back; microbatch mb is group mb and its stages are numbered
+ * st->stage_rank[s] (s % P when NULL; chunk: its index among its rank's
+ * positions), every microbatch through every position forward and back
+ * (p2p_ms on the edges between different ranks); microbatch mb is group mb and its stages are numbered
  * mb * P*V*(2 or 3) on: the P*V forwards, then the backwards from the
  * last position (I then W per position when split). split_backward
  * forces I + W stages (from backward_ms when only that is given:
- * I = W = B/2). One layer entry per pair. LOOM_EINVAL for counts < 1 or
- * a graph too large, LOOM_ENOMEM. */
+ * I = W = B/2). One layer entry per pair; with I + W stages W keeps
+ * weight_grad_bytes (all of activation_bytes when NULL). LOOM_EINVAL for
+ * counts < 1, a placement without virtual_stages positions on every rank
+ * or a graph too large, LOOM_ENOMEM. */
 int loom_graph_from_stage_times(const loom_stage_times *st, int split_backward,
                                 loom_stage_graph **out, loom_error *err);
 

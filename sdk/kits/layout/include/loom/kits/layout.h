@@ -25,6 +25,16 @@ int loom_lk_layout(const loom_host_api *host, const char *who,
                    const int32_t *sizes, loom_partition *part,
                    loom_error *err);
 
+/* Re-places the positions of part's single flow written by
+ * loom_lk_layout: "loop" keeps position s on rank s % pp, "zigzag" and
+ * "v" put it on loom_placement_rank() (odd chunks reversed, so the flow
+ * turns on the last and the first rank), "v" only with two positions per
+ * rank. Chunk order on a rank follows the positions. LOOM_EINVAL naming
+ * params.placement for an unknown name or a "v" without 2 * pp
+ * positions. */
+int loom_lk_place(const loom_host_api *host, const char *who, const char *placement,
+                  int32_t pp, loom_partition *part, loom_error *err);
+
 /* Assigns samples to `microbatches` microbatches: the workload's packing
  * when a sample names one (which must be < microbatches), else sample i
  * goes to i * microbatches / n_samples. Every module sees every sample;
