@@ -144,6 +144,21 @@ START_TEST(sizes_with_units)
 }
 END_TEST
 
+START_TEST(help_lists_shared_options)
+{
+    static const char *const names[] = {"--manifest", "--model", "--cluster", "--parallel",
+                                        "--workload", "--generate", "--iterations", "--seed",
+                                        "--stage-times", "--memory-cap SIZE", "--evaluations",
+                                        "--use", "--param", "--plugin-path",
+                                        "--allow-untrusted-plugins"};
+    char *out = NULL;
+    ck_assert_int_eq(loom("plan --help", &out), 0);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        has(out, names[i]);
+    free(out);
+}
+END_TEST
+
 /* Builds the suite. */
 static Suite *cli_options_suite(void)
 {
@@ -155,6 +170,7 @@ static Suite *cli_options_suite(void)
     tcase_add_test(tc, errors_name_the_flag);
     tcase_add_test(tc, contradictions_refused);
     tcase_add_test(tc, sizes_with_units);
+    tcase_add_test(tc, help_lists_shared_options);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -29,7 +29,7 @@ static void usage(FILE *out)
             "problem options (one case; as `loom plan`): --model, --cluster, --parallel,\n"
             "  --workload, --generate, --stage-times, --iterations, --seed\n"
             "applied to A and B in every case: --use ROLE=NAME, --param ROLE.KEY=VAL,\n"
-            "  --plugin-path DIR, --memory-cap BYTES\n\n"
+            "  --plugin-path DIR, --memory-cap SIZE\n\n"
             "  --suite FILE          cases from a suite file instead of the problem options\n"
             "                        (--iterations / --seed then give defaults)\n"
             "  --threshold T         relative threshold of the verdict (default 0.01 = 1 %%)\n"
