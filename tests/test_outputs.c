@@ -117,6 +117,47 @@ static void stage_times_plan(fixture *fx, int P, int M, double p2p, int split,
     snprintf(fx->plan.label, sizeof fx->plan.label, "1f1b P=%d M=%d", P, M);
 }
 
+/* A P-rank stage-times plan with V virtual stages and M microbatches whose
+ * position g runs on rank_of[g] (NULL: g mod P); each rank runs its stages
+ * in stage-id order (a topological order, so it cannot deadlock). */
+static void placed_plan(fixture *fx, int P, int V, int M, int split, const int *rank_of)
+{
+    memset(fx, 0, sizeof *fx);
+    for (int i = 0; i < P * V; i++) {
+        fwd[i] = 1;
+        bwd[i] = 2;
+        act[i] = 1;
+    }
+    fx->st.ranks = P;
+    fx->st.microbatches = M;
+    fx->st.virtual_stages = V;
+    fx->st.forward_ms = fwd;
+    fx->st.backward_ms = bwd;
+    fx->st.input_grad_ms = fwd;
+    fx->st.weight_grad_ms = fwd;
+    fx->st.split_backward = split;
+    fx->st.activation_bytes = act;
+    fx->problem.struct_size = sizeof fx->problem;
+    fx->problem.kind = LOOM_PROBLEM_STAGE_TIMES;
+    fx->problem.stage_times = &fx->st;
+    loom_stage_graph *g = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_graph_from_stage_times(&fx->st, split, &g, &err), LOOM_OK);
+    for (int32_t s = 0; rank_of && s < g->n_stages; s++)
+        g->rank[s] = rank_of[g->position[s]];
+    loom_schedule *sc = loom_schedule_new(P, g->n_stages);
+    int32_t k = 0;
+    for (int r = 0; r < P; r++) {
+        sc->rank_off[r] = k;
+        for (int32_t s = 0; s < g->n_stages; s++)
+            if (g->rank[s] == r)
+                sc->order[k++] = s;
+    }
+    sc->rank_off[P] = k;
+    simulate_into(fx, g, sc);
+    snprintf(fx->plan.label, sizeof fx->plan.label, "placed P=%d V=%d", P, V);
+}
+
 /* Frees what the fixture builders allocated. */
 static void fixture_free(fixture *fx)
 {
@@ -644,8 +685,27 @@ START_TEST(test_plan_json_1f1b)
     stage_times_plan(&fx, 4, 8, 0, 0, 0, 1);
     char *text = render(loom_write_plan_json, &fx.plan);
     cJSON *doc = parse(text);
-    ck_assert_int_eq((int)num(doc, "loom_plan"), 1);
+    ck_assert_int_eq((int)num(doc, "loom_plan"), 2);
     ck_assert_str_eq(str(doc, "label"), "1f1b P=4 M=8");
+    /* format 2 on a stage-times plan: no samples, a loop-style CSV, no layout */
+    ck_assert(cJSON_IsNull(get(doc, "iteration")));
+    ck_assert_int_eq(cJSON_GetArraySize(get(doc, "data")), 0);
+    const cJSON *csvj = get(doc, "schedule_csv");
+    ck_assert(cJSON_IsTrue(get(csvj, "written")));
+    ck_assert_int_eq((int)num(csvj, "stages"), 4);
+    ck_assert_int_eq((int)num(csvj, "microbatches"), 8);
+    ck_assert(cJSON_IsNull(get(csvj, "reason")));
+    const cJSON *pl = get(doc, "placement");
+    ck_assert_str_eq(str(pl, "style"), "loop");
+    ck_assert_int_eq((int)num(pl, "stages_per_rank"), 1);
+    const cJSON *tt = get(pl, "torchtitan");
+    ck_assert_str_eq(str(tt, "pipeline_parallel_schedule"), "1F1B");
+    ck_assert_int_eq((int)num(tt, "pipeline_parallel_degree"), 4);
+    ck_assert_int_eq((int)num(tt, "microbatches"), 8);
+    ck_assert(cJSON_IsNull(get(tt, "pipeline_parallel_layers_per_stage")));
+    const cJSON *mg = get(doc, "megatron");
+    ck_assert(cJSON_IsNull(get(mg, "pipeline_model_parallel_layout")));
+    ck_assert_str_eq(str(mg, "reason"), "a stage-times problem has no model layers to lay out");
     ck_assert_str_eq(str(doc, "problem"), "stage_times");
     ck_assert_int_eq((int)num(doc, "ranks"), 4);
     ck_assert_int_eq((int)num(doc, "microbatches"), 8);
@@ -824,20 +884,44 @@ START_TEST(test_two_flows_with_subs)
     fixture fx;
     char names[24][16];
     two_flow_plan(&fx, names);
-    char *csv = render(loom_write_schedule_csv, &fx.plan);
-    check_csv(&fx.plan, csv, names);
-    /* flow 1 (stages 2-3) numbers microbatches alone; flow 0 counts subs */
-    ck_assert_ptr_nonnull(strstr(csv, "0F3"));
-    ck_assert_ptr_nonnull(strstr(csv, "1B3"));
-    ck_assert_ptr_nonnull(strstr(csv, "3F1"));
-    ck_assert_ptr_nonnull(strstr(csv, "2B1"));
-    ck_assert_ptr_null(strstr(csv, "2F2"));
-    ck_assert(strncmp(csv, "0F0,0F1,0F2,0F3,", 16) == 0);
-    free(csv);
+    /* flow 0 (stages 0-1) runs 4 units, flow 1 (stages 2-3) 2: no valid CSV */
+    static const char reason[] =
+        "stage 2 (flow 1, module llm, position 0) runs 2 (sub-)microbatches and stage 0 "
+        "(flow 0, module vit, position 0) runs 4; PyTorch pipelining needs the same "
+        "microbatch count on every stage, and the plan splits microbatches into a different "
+        "number of sub-microbatches per module";
+    char *buf = NULL, expect[1200];
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    loom_error err = {0};
+    ck_assert_int_eq(loom_write_schedule_csv(&fx.plan, f, &err), LOOM_EINVAL);
+    fclose(f);
+    ck_assert_uint_eq(len, 0); /* nothing written */
+    free(buf);
+    snprintf(expect, sizeof expect, "schedule.csv: not written: %s", reason);
+    ck_assert_str_eq(err.message, expect);
+    ck_assert_int_eq(loom_schedule_csv_check(&fx.plan, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, expect);
+    ck_assert_int_eq(loom_out_csv_refused(&fx.plan), 1);
 
     char *text = render(loom_write_plan_json, &fx.plan);
     cJSON *doc = parse(text);
     check_actions(&fx.plan, doc);
+    const cJSON *csvj = get(doc, "schedule_csv");
+    ck_assert(cJSON_IsFalse(get(csvj, "written")));
+    ck_assert_str_eq(str(csvj, "reason"), reason);
+    ck_assert_int_eq((int)num(csvj, "microbatches"), 4);
+    const cJSON *pl = get(doc, "placement");
+    ck_assert(cJSON_IsNull(get(pl, "style")));
+    snprintf(expect, sizeof expect,
+             "no torchtitan style fits: the plan is not one PyTorch pipeline (%s)", reason);
+    ck_assert_str_eq(str(pl, "reason"), expect);
+    ck_assert(cJSON_IsNull(get(pl, "torchtitan")));
+    char *summary = render(loom_write_summary, &fx.plan);
+    ck_assert_ptr_nonnull(strstr(summary, "\n  schedule.csv  not written (plan.json: "
+                                          "schedule_csv.reason)\n  torchtitan    no placement "
+                                          "style fits (plan.json: placement.reason)\n"));
+    free(summary);
     const cJSON *s0 = cJSON_GetArrayItem(get(doc, "stages"), 0);
     ck_assert_str_eq(str(s0, "module"), "vit");
     ck_assert_str_eq(str(s0, "policy"), "mixed");
@@ -970,6 +1054,11 @@ START_TEST(test_summary_table)
     ck_assert_ptr_nonnull(strstr(text, "MFU           n/a"));
     ck_assert_ptr_nonnull(strstr(text, "plan time     12.500 ms (42 evaluations)"));
     ck_assert_ptr_nonnull(strstr(text, "memory cap    none"));
+    ck_assert_ptr_nonnull(strstr(text, "\n  torchtitan    loop style: pipeline_parallel_schedule "
+                                       "1F1B, pipeline_parallel_schedule_csv schedule.csv, 8 "
+                                       "microbatches\n"));
+    ck_assert_ptr_null(strstr(text, "schedule.csv  not written"));
+    ck_assert_ptr_null(strstr(text, "megatron")); /* no layers to lay out */
     ck_assert_ptr_null(strstr(text, "OVER CAP"));
     ck_assert_ptr_nonnull(strstr(text, "  rank     span ms     busy ms   recomp ms     fill ms"
                                        "    drain ms   idle %    peak GiB\n"));
@@ -1132,6 +1221,233 @@ START_TEST(test_non_finite_numbers_refused)
 }
 END_TEST
 
+/* plan.json's placement of a placed_plan; the CSV is written either way. */
+static cJSON *placement_of(const fixture *fx, const char *style)
+{
+    char *csv = render(loom_write_schedule_csv, &fx->plan);
+    free(csv);
+    char *text = render(loom_write_plan_json, &fx->plan);
+    cJSON *doc = parse(text);
+    free(text);
+    const cJSON *pl = get(doc, "placement");
+    if (style)
+        ck_assert_str_eq(str(pl, "style"), style);
+    else
+        ck_assert(cJSON_IsNull(get(pl, "style")));
+    return doc;
+}
+
+START_TEST(test_placement_styles)
+{
+    fixture fx;
+    /* loop: stage g on rank g mod P */
+    placed_plan(&fx, 2, 2, 4, 0, NULL);
+    cJSON *doc = placement_of(&fx, "loop");
+    const cJSON *pl = get(doc, "placement"), *tt = get(pl, "torchtitan");
+    ck_assert_int_eq((int)num(pl, "stages_per_rank"), 2);
+    ck_assert_str_eq(str(tt, "pipeline_parallel_schedule"), "Interleaved1F1B");
+    ck_assert_str_eq(str(tt, "pipeline_parallel_schedule_csv"), "schedule.csv");
+    ck_assert_int_eq((int)num(tt, "microbatches"), 4);
+    const cJSON *sr = get(pl, "stage_ranks");
+    ck_assert_int_eq(cJSON_GetArraySize(sr), 4);
+    for (int g = 0; g < 4; g++)
+        ck_assert_int_eq(cJSON_GetArrayItem(sr, g)->valueint, g % 2);
+    cJSON_Delete(doc);
+    fixture_free(&fx);
+    /* the same with I and W: the zero-bubble loop schedule */
+    placed_plan(&fx, 2, 2, 4, 1, NULL);
+    doc = placement_of(&fx, "loop");
+    ck_assert_str_eq(str(get(get(doc, "placement"), "torchtitan"), "pipeline_parallel_schedule"),
+                     "InterleavedZeroBubble");
+    cJSON_Delete(doc);
+    fixture_free(&fx);
+    /* V: rank r holds stages r and 2P-1-r */
+    static const int v_ranks[] = {0, 1, 1, 0};
+    placed_plan(&fx, 2, 2, 4, 1, v_ranks);
+    doc = placement_of(&fx, "v");
+    ck_assert_str_eq(str(get(get(doc, "placement"), "torchtitan"), "pipeline_parallel_schedule"),
+                     "ZBVZeroBubble");
+    cJSON_Delete(doc);
+    fixture_free(&fx);
+    /* neither, with 2 and with 3 stages per rank */
+    static const int blocks[] = {0, 0, 1, 1};
+    placed_plan(&fx, 2, 2, 4, 0, blocks);
+    doc = placement_of(&fx, NULL);
+    pl = get(doc, "placement");
+    ck_assert_str_eq(str(pl, "reason"), "no torchtitan style fits: stage 1 is on rank 0; the loop "
+                                        "style puts it on rank 1 and the V style on rank 1");
+    ck_assert(cJSON_IsNull(get(pl, "torchtitan")));
+    ck_assert(cJSON_IsNull(get(pl, "stages_per_rank")));
+    cJSON_Delete(doc);
+    fixture_free(&fx);
+    static const int three[] = {0, 1, 0, 1, 1, 0};
+    placed_plan(&fx, 2, 3, 4, 0, three);
+    doc = placement_of(&fx, NULL);
+    ck_assert_str_eq(str(get(doc, "placement"), "reason"),
+                     "no torchtitan style fits: stage 4 is on rank 1; the loop style puts it on "
+                     "rank 0 (the V style needs exactly 2 stages per rank, the plan has 3)");
+    cJSON_Delete(doc);
+    fixture_free(&fx);
+}
+END_TEST
+
+/* A one-flow partition of `model` on P ranks: position i holds layers[i]
+ * consecutive layers of module 0 on rank ranks[i] (NULL: i mod P). */
+static char *layout_of(const loom_model *model, int P, int n, const int *layers,
+                       const int *ranks, char reason[LOOM_OUT_REASON_MAX])
+{
+    loom_flow flow = {.pos_off = 0, .n_pos = n, .module = 0};
+    loom_position pos[16];
+    loom_span spans[16];
+    int first = 0;
+    for (int i = 0; i < n; i++) {
+        pos[i] = (loom_position){.rank = ranks ? ranks[i] : i % P, .span_off = i, .n_spans = 1};
+        spans[i] = (loom_span){.module = 0, .first_layer = first, .n_layers = layers[i]};
+        first += layers[i];
+    }
+    loom_partition part = {.n_ranks = P, .n_flows = 1, .flows = &flow, .n_positions = n,
+                           .positions = pos, .n_spans = n, .spans = spans};
+    loom_problem problem = {.struct_size = sizeof problem, .kind = LOOM_PROBLEM_MODEL,
+                            .model = model};
+    loom_plan plan = {.problem = &problem, .partition = &part};
+    int oom = 0;
+    char *out = loom_out_megatron_layout(&plan, reason, &oom);
+    ck_assert_int_eq(oom, 0);
+    return out;
+}
+
+START_TEST(test_megatron_layout)
+{
+    static const loom_layer layers32[32];
+    static const loom_module llm[1] = {{.name = "llm", .modality = LOOM_MODALITY_TEXT,
+                                        .n_layers = 32, .layers = layers32}};
+    static const loom_model llm_only = {.name = "llm-only", .n_modules = 1, .modules = llm};
+    char reason[LOOM_OUT_REASON_MAX];
+    /* docs/outputs.md: 32 layers on P = 4, uniform, then with V = 2 */
+    static const int uniform[] = {8, 8, 8, 8}, balanced[] = {7, 9, 9, 7};
+    static const int v2[] = {4, 4, 4, 4, 4, 4, 4, 4}, edge[] = {1, 31}, one[] = {32};
+    static const struct {
+        int P, n;
+        const int *layers;
+        const char *want;
+    } cases[] = {
+        {4, 4, uniform, "Et*8|t*8|t*8|t*8L"},
+        {4, 4, balanced, "Et*7|t*9|t*9|t*7L"},
+        {4, 8, v2, "Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4L"},
+        {2, 2, edge, "Et|t*31L"},
+        {1, 1, one, "Et*32L"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *got = layout_of(&llm_only, cases[i].P, cases[i].n, cases[i].layers, NULL, reason);
+        ck_assert_ptr_nonnull(got);
+        ck_assert_str_eq(got, cases[i].want);
+        free(got);
+    }
+    /* refusals: rank order, stage count, a model with an encoder */
+    static const int swapped[] = {1, 0, 2, 3};
+    ck_assert_ptr_null(layout_of(&llm_only, 4, 4, uniform, swapped, reason));
+    ck_assert_str_eq(reason, "stage 0 is on rank 1; Megatron puts virtual stage 0 on rank 0");
+    ck_assert_ptr_null(layout_of(&llm_only, 4, 2, edge, NULL, reason));
+    ck_assert_str_eq(reason, "2 stages on 4 pipeline ranks; Megatron needs a multiple of the ranks");
+    ck_assert_ptr_null(layout_of(&toy_model, 4, 4, uniform, NULL, reason));
+    ck_assert_str_eq(reason, "the model has 2 modules (first: vit); Megatron's layout describes "
+                             "one decoder stack, so only LLM-only models (one text module) can "
+                             "be written");
+}
+END_TEST
+
+/* loom_write_outputs leaves out a refused schedule.csv and removes a
+ * stale one. */
+START_TEST(test_write_outputs_refused_csv)
+{
+    fixture fx;
+    char names[24][16], base[64], path[128];
+    two_flow_plan(&fx, names);
+    snprintf(base, sizeof base, "/tmp/loom-refused-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(base));
+    snprintf(path, sizeof path, "%s/schedule.csv", base);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("0F0\n", f);
+    fclose(f);
+    loom_error err = {0};
+    ck_assert_int_eq(loom_write_outputs(&fx.plan, base, &err), LOOM_OK);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/plan.json", base);
+    ck_assert_int_eq(access(path, F_OK), 0);
+    static const char *const files[] = {"plan.json", "trace.json", "timeline.svg",
+                                        "summary.txt", "report.html"};
+    for (int i = 0; i < 5; i++) {
+        snprintf(path, sizeof path, "%s/%s", base, files[i]);
+        ck_assert_int_eq(unlink(path), 0);
+    }
+    ck_assert_int_eq(rmdir(base), 0);
+    fixture_free(&fx);
+}
+END_TEST
+
+/* The sample assignment: largest first to the sub with the fewest tokens
+ * (ties: lower index, lower sub); a mixed flow takes a sample's microbatch
+ * from the first of its modules that sees it; a flow skips microbatches
+ * with 0 subs. */
+START_TEST(test_data_assignment)
+{
+    static const loom_layer l1[1];
+    static const loom_module mods[2] = {
+        {.name = "enc", .modality = LOOM_MODALITY_IMAGE, .tokens_per_item = 10, .n_layers = 1,
+         .layers = l1},
+        {.name = "llm", .modality = LOOM_MODALITY_TEXT, .n_layers = 1, .layers = l1},
+    };
+    static const loom_model model = {.name = "m", .n_modules = 2, .modules = mods};
+    /* text tokens 3 5 1 4 3 in microbatch 0, sample 5 in microbatch 1 */
+    static const loom_sample samples[6] = {{.text_tokens = 3}, {.text_tokens = 5},
+                                           {.text_tokens = 1}, {.text_tokens = 4},
+                                           {.text_tokens = 3}, {.text_tokens = 2, .images = 1}};
+    loom_iteration it = {.index = 7, .n_samples = 6, .samples = samples};
+    /* flow 0: llm alone, subs 2 and 1; flow 1: enc + llm (mixed), subs 1 and 0 */
+    loom_flow flows[2] = {{.pos_off = 0, .n_pos = 1, .module = 1},
+                          {.pos_off = 1, .n_pos = 1, .module = -1}};
+    loom_span spans[3] = {{.module = 1, .n_layers = 1}, {.module = 0, .n_layers = 1},
+                          {.module = 1, .n_layers = 1}};
+    loom_position pos[2] = {{.rank = 0, .span_off = 0, .n_spans = 1},
+                            {.rank = 1, .span_off = 1, .n_spans = 2}};
+    int32_t sample_mb[12] = {-1, 0, -1, -1, -1, 1, /* enc sees samples 1 and 5 */
+                             0, 0, 0, 0, 0, 1};
+    int32_t subs[4] = {2, 1, 1, 0};
+    loom_partition part = {.n_ranks = 2, .n_flows = 2, .flows = flows, .n_positions = 2,
+                           .positions = pos, .n_spans = 3, .spans = spans,
+                           .n_microbatches = 2, .cap_microbatches = 2, .n_samples = 6,
+                           .n_modules = 2, .sample_mb = sample_mb, .subs = subs};
+    loom_problem problem = {.struct_size = sizeof problem, .kind = LOOM_PROBLEM_MODEL,
+                            .model = &model};
+    loom_plan plan = {.problem = &problem, .iteration = &it, .partition = &part};
+    loom_out_data d;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_out_data_build(&plan, &d, &err), LOOM_OK);
+    ck_assert_int_eq(d.n_units, 4);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    loom_out_json_data(&d, f);
+    fclose(f);
+    /* flow 0, mb 0: 5 (s1) -> sub 0, 4 (s3) -> 1, 3 (s0) -> 1, 3 (s4) -> 0, 1 (s2) -> 1;
+     * flow 1 (enc 10 + llm tokens): sample 1 in mb 0 by enc, the rest by llm; mb 1 skipped */
+    ck_assert_str_eq(buf, "  \"data\": [\n"
+                          "    {\"flow\": 0, \"microbatch\": 0, \"sub\": 0, \"samples\": [1, 4]},\n"
+                          "    {\"flow\": 0, \"microbatch\": 0, \"sub\": 1, \"samples\": [0, 2, 3]},\n"
+                          "    {\"flow\": 0, \"microbatch\": 1, \"sub\": 0, \"samples\": [5]},\n"
+                          "    {\"flow\": 1, \"microbatch\": 0, \"sub\": 0, "
+                          "\"samples\": [0, 1, 2, 3, 4]}\n  ],\n");
+    free(buf);
+    loom_out_data_free(&d);
+    /* a partition of another sample count is refused */
+    part.n_samples = 5;
+    ck_assert_int_eq(loom_out_data_build(&plan, &d, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "plan.json: the partition assigns 5 samples of 2 modules, "
+                                  "expected the iteration's 6 samples of the model's 2 modules");
+}
+END_TEST
+
 START_TEST(test_write_outputs_directory)
 {
     fixture fx;
@@ -1196,6 +1512,10 @@ static Suite *suite(void)
     tcase_add_test(tc, test_trace_memory_counters);
     tcase_add_test(tc, test_schedule_csv_1f1b);
     tcase_add_test(tc, test_schedule_csv_deadlock);
+    tcase_add_test(tc, test_placement_styles);
+    tcase_add_test(tc, test_megatron_layout);
+    tcase_add_test(tc, test_write_outputs_refused_csv);
+    tcase_add_test(tc, test_data_assignment);
     tcase_add_test(tc, test_svg_timeline);
     tcase_add_test(tc, test_summary_table);
     tcase_add_test(tc, test_non_finite_numbers_refused);

@@ -1,7 +1,10 @@
 /* test_plan_invariants.c - what every plan from the PipeWeaver pipeline
  * must satisfy: every stage once, dependencies honoured, peak memory under
- * the cap, the same seed gives byte-identical plan.json, and replaying its own
- * per-rank action lists in the simulator gives the plan's makespan. */
+ * the cap, the same seed gives byte-identical plan.json, replaying its own
+ * per-rank action lists in the simulator gives the plan's makespan, its
+ * "data" assigns the partition's samples, and every send's tensor matches
+ * the tokens of the samples it carries. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +13,7 @@
 #include "engine_api.h"
 #include "output.h"
 #include <loom/sys/session.h>
+#include <loom/tokens.h>
 
 /* Plans iteration k of `model` with the pipeweaver manifest (short search). */
 static void plan_one(const char *model, int32_t k, const char *memory_tuner, loom_session *s,
@@ -107,6 +111,114 @@ static double replay_actions(const loom_plan *plan, const char *json)
     return m.makespan_ms;
 }
 
+/* The "samples" array of plan.json's data unit (flow f, mb, sub), or NULL
+ * when it has no such unit. */
+static const cJSON *data_unit(const cJSON *data, int32_t f, int32_t mb, int32_t sub)
+{
+    const cJSON *u;
+    cJSON_ArrayForEach(u, data) {
+        if ((int32_t)cJSON_GetObjectItem(u, "flow")->valuedouble == f &&
+            (int32_t)cJSON_GetObjectItem(u, "microbatch")->valuedouble == mb &&
+            (int32_t)cJSON_GetObjectItem(u, "sub")->valuedouble == sub)
+            return cJSON_GetObjectItem(u, "samples");
+    }
+    return NULL;
+}
+
+/* plan.json "data" against the partition: every sample a single-module
+ * flow's module sees in a microbatch is in exactly one of its subs, and
+ * the subs' token loads differ by at most the largest sample (the
+ * largest-first, least-loaded rule). */
+static void check_data(const loom_plan *plan, const cJSON *root)
+{
+    const loom_partition *part = plan->partition;
+    const loom_model *model = plan->problem->model;
+    const loom_iteration *it = plan->iteration;
+    const cJSON *data = cJSON_GetObjectItem(root, "data");
+    int32_t n = it->n_samples, *count = calloc((size_t)n, sizeof(int32_t));
+    for (int32_t f = 0; f < part->n_flows; f++) {
+        int32_t m = part->flows[f].module;
+        for (int32_t mb = 0; m >= 0 && mb < part->n_microbatches; mb++) {
+            int32_t subs = part->subs[(size_t)f * (size_t)part->cap_microbatches + (size_t)mb];
+            int64_t lo = INT64_MAX, hi = 0, big = 0;
+            memset(count, 0, (size_t)n * sizeof(int32_t));
+            for (int32_t sub = 0; sub < subs; sub++) {
+                const cJSON *list = data_unit(data, f, mb, sub), *x;
+                ck_assert_ptr_nonnull(list);
+                int64_t load = 0;
+                cJSON_ArrayForEach(x, list) {
+                    int32_t i = (int32_t)x->valuedouble;
+                    int64_t w = loom_sample_tokens(model, m, &it->samples[i]);
+                    count[i]++;
+                    load += w;
+                    big = w > big ? w : big;
+                }
+                lo = load < lo ? load : lo;
+                hi = load > hi ? load : hi;
+            }
+            for (int32_t i = 0; i < n; i++)
+                ck_assert_int_eq(count[i], part->sample_mb[(size_t)m * (size_t)n + (size_t)i] == mb
+                                               && subs > 0);
+            if (subs > 0)
+                ck_assert_msg(hi - lo <= big, "flow %d mb %d: loads %lld..%lld, largest %lld", f,
+                              mb, (long long)lo, (long long)hi, (long long)big);
+        }
+    }
+    free(count);
+}
+
+/* Tokens of module m over the samples in both data units a and b. */
+static int64_t shared_tokens(const loom_plan *plan, const cJSON *a, const cJSON *b, int32_t m)
+{
+    int64_t tokens = 0;
+    const cJSON *x, *y;
+    cJSON_ArrayForEach(x, a) {
+        cJSON_ArrayForEach(y, b) {
+            if ((int32_t)x->valuedouble == (int32_t)y->valuedouble)
+                tokens += loom_sample_tokens(plan->problem->model, m,
+                                             &plan->iteration->samples[(int32_t)x->valuedouble]);
+        }
+    }
+    return tokens;
+}
+
+/* Every isend's tensor: [ceil(tokens / tp), hidden] of the forward
+ * producer's last span, tokens over the samples both ends' units hold. */
+static void check_tensors(const loom_plan *plan, const cJSON *root)
+{
+    const loom_stage_graph *g = plan->graph;
+    const loom_partition *part = plan->partition;
+    const cJSON *data = cJSON_GetObjectItem(root, "data"), *ra, *a;
+    int32_t checked = 0;
+    cJSON_ArrayForEach(ra, cJSON_GetObjectItem(root, "rank_actions")) {
+        cJSON_ArrayForEach(a, cJSON_GetObjectItem(ra, "actions")) {
+            if (strcmp(cJSON_GetObjectItem(a, "action")->valuestring, "isend") != 0)
+                continue;
+            int32_t p = (int32_t)cJSON_GetObjectItem(a, "stage")->valuedouble;
+            int32_t c = (int32_t)cJSON_GetObjectItem(a, "peer_stage")->valuedouble;
+            int32_t fwd = g->kind[p] == LOOM_STAGE_F ? p : g->pair_forward[g->pair[c]];
+            int32_t other = fwd == p ? c : p;
+            const loom_flow *fl = &part->flows[g->flow[fwd]];
+            const loom_position *pos = &part->positions[fl->pos_off + g->position[fwd]];
+            const loom_span *sp = &part->spans[pos->span_off + pos->n_spans - 1];
+            int64_t tokens = shared_tokens(
+                plan, data_unit(data, g->flow[fwd], g->microbatch[fwd], g->sub[fwd]),
+                data_unit(data, g->flow[other], g->microbatch[other], g->sub[other]), sp->module);
+            int32_t tp = part->tp > 0 ? part->tp : 1;
+            const cJSON *t = cJSON_GetObjectItem(a, "tensor");
+            const cJSON *shape = cJSON_GetObjectItem(t, "shape");
+            int64_t rows = (int64_t)cJSON_GetArrayItem(shape, 0)->valuedouble;
+            int64_t cols = (int64_t)cJSON_GetArrayItem(shape, 1)->valuedouble;
+            ck_assert_int_eq(rows, (tokens + tp - 1) / tp);
+            ck_assert_int_eq(cols, plan->problem->model->modules[sp->module]
+                                       .layers[sp->first_layer + sp->n_layers - 1].hidden);
+            ck_assert_int_eq((int64_t)cJSON_GetObjectItem(t, "bytes")->valuedouble, rows * cols * 2);
+            checked++;
+        }
+    }
+    ck_assert_int_gt(checked, 0);
+}
+
 START_TEST(test_pipeweaver_plan_invariants)
 {
     const char *models[] = {"vlm-s", "t2v-s"};
@@ -118,6 +230,10 @@ START_TEST(test_pipeweaver_plan_invariants)
         check_invariants(&plan);
         char *json = plan_json(&plan);
         ck_assert_double_eq_tol(replay_actions(&plan, json), plan.metrics.makespan_ms, 1e-6);
+        cJSON *root = cJSON_Parse(json);
+        check_data(&plan, root);
+        check_tensors(&plan, root);
+        cJSON_Delete(root);
 
         /* the same seed gives the same plan, byte for byte */
         loom_session s2;

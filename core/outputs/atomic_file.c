@@ -249,6 +249,13 @@ int loom_write_outputs(const loom_plan *plan, const char *dir, loom_error *err)
     for (size_t i = 0; rc == LOOM_OK && i < sizeof files / sizeof files[0]; i++) {
         snprintf(path, len + 32, "%s%s%s", dir, dir[len - 1] == '/' ? "" : "/",
                  files[i].name);
+        if (files[i].put == put_csv && loom_out_csv_refused(plan)) {
+            /* the plan cannot be expressed: no file, and no stale one */
+            if (unlink(path) != 0 && errno != ENOENT)
+                rc = loom_set_error(err, LOOM_EIO, "cannot remove %s: %s", path,
+                                    strerror(errno));
+            continue;
+        }
         rc = loom_write_atomic(path, files[i].put, (void *)plan, err);
     }
     free(path);

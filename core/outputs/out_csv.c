@@ -3,10 +3,12 @@
  * per step of a lock-step replay, cells `{stage}{F|B|I|W}{mb}`, blank =
  * idle in that step.
  *
- * {stage} is the global index of the stage's position: positions numbered
- * consecutively flow by flow (flow 0's positions first). {mb} counts the
- * (microbatch, sub-microbatch) units of the stage's flow in order, so it is
- * the microbatch itself when no flow splits microbatches.
+ * {stage} and {mb} are the PyTorch stage and microbatch of
+ * out_torch_stages.c: the global index of the stage's flow position (flow
+ * 0's positions first) and the (microbatch, sub-microbatch) unit of the
+ * stage's flow. A plan that breaks PyTorch's schedule rules there (stages
+ * not one chain, sub-microbatch counts that differ per module) gets no
+ * file: the writer refuses it with LOOM_EINVAL saying why.
  *
  * Replay: in every step each rank whose next stage has all predecessors
  * done in earlier steps runs it; the others idle. Stages that finished in
@@ -14,71 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "output.h"
-
-/* Cell numbering of a graph. */
-typedef struct csv_numbering {
-    int32_t n_flows, n_mb;
-    int32_t *pos_base;  /* per flow: global index of its position 0 */
-    int32_t *unit_base; /* per (flow, microbatch): index of its sub 0 */
-} csv_numbering;
-
-/* Releases the numbering arrays. */
-static void numbering_free(csv_numbering *nb)
-{
-    free(nb->pos_base);
-    free(nb->unit_base);
-}
-
-/* Computes the position and unit bases from the stages themselves. */
-static int numbering_build(const loom_stage_graph *g, csv_numbering *nb,
-                           loom_error *err)
-{
-    memset(nb, 0, sizeof *nb);
-    nb->n_flows = 1;
-    nb->n_mb = 1;
-    for (int32_t s = 0; s < g->n_stages; s++) {
-        if (g->flow[s] < 0 || g->position[s] < 0 || g->microbatch[s] < 0 ||
-            g->sub[s] < 0)
-            return loom_set_error(err, LOOM_EINVAL,
-                                  "schedule.csv: stage %d has flow %d, position %d, "
-                                  "microbatch %d, sub %d; expected all >= 0",
-                                  s, g->flow[s], g->position[s], g->microbatch[s],
-                                  g->sub[s]);
-        if (g->flow[s] >= nb->n_flows)
-            nb->n_flows = g->flow[s] + 1;
-        if (g->microbatch[s] >= nb->n_mb)
-            nb->n_mb = g->microbatch[s] + 1;
-    }
-    size_t cells = (size_t)nb->n_flows * (size_t)nb->n_mb;
-    nb->pos_base = calloc((size_t)nb->n_flows + 1, sizeof(int32_t));
-    nb->unit_base = calloc(cells + 1, sizeof(int32_t));
-    if (!nb->pos_base || !nb->unit_base)
-        return loom_set_error(err, LOOM_ENOMEM, "schedule.csv: out of memory");
-    /* First pass: counts (positions per flow, subs per (flow, mb)). */
-    for (int32_t s = 0; s < g->n_stages; s++) {
-        int32_t f = g->flow[s];
-        size_t k = (size_t)f * (size_t)nb->n_mb + (size_t)g->microbatch[s];
-        if (g->position[s] + 1 > nb->pos_base[f])
-            nb->pos_base[f] = g->position[s] + 1;
-        if (g->sub[s] + 1 > nb->unit_base[k])
-            nb->unit_base[k] = g->sub[s] + 1;
-    }
-    /* Second pass: exclusive prefix sums (units restart at every flow). */
-    int32_t acc = 0;
-    for (int32_t f = 0; f < nb->n_flows; f++) {
-        int32_t n = nb->pos_base[f];
-        nb->pos_base[f] = acc;
-        acc += n;
-        int32_t units = 0;
-        for (int32_t mb = 0; mb < nb->n_mb; mb++) {
-            size_t k = (size_t)f * (size_t)nb->n_mb + (size_t)mb;
-            int32_t u = nb->unit_base[k];
-            nb->unit_base[k] = units;
-            units += u;
-        }
-    }
-    return LOOM_OK;
-}
 
 /* Replays the schedule in lock step; col[s] receives the step of stage s
  * and *n_cols the number of steps. */
@@ -137,45 +74,83 @@ static int replay(const loom_stage_graph *g, const loom_schedule *sc,
 }
 
 /* Writes the rows. */
-static int write_csv(const loom_plan *plan, FILE *out, loom_error *err)
+static int write_csv(const loom_plan *plan, const loom_out_torch *t, FILE *out,
+                     loom_error *err)
 {
     const loom_stage_graph *g = plan->graph;
     const loom_schedule *sc = plan->schedule;
-    csv_numbering nb;
-    int rc = numbering_build(g, &nb, err);
-    int32_t *col = NULL, n_cols = 0;
-    if (rc == LOOM_OK) {
-        col = malloc((size_t)(g->n_stages > 0 ? g->n_stages : 1) * sizeof(int32_t));
-        if (!col)
-            rc = loom_set_error(err, LOOM_ENOMEM, "schedule.csv: out of memory");
-    }
-    if (rc == LOOM_OK)
-        rc = replay(g, sc, col, &n_cols, err);
+    int32_t n_cols = 0;
+    int32_t *col = malloc((size_t)(g->n_stages > 0 ? g->n_stages : 1) * sizeof(int32_t));
+    if (!col)
+        return loom_set_error(err, LOOM_ENOMEM, "schedule.csv: out of memory");
+    int rc = replay(g, sc, col, &n_cols, err);
     for (int32_t r = 0; rc == LOOM_OK && r < g->n_ranks; r++) {
         int32_t i = sc->rank_off[r];
         for (int32_t c = 0; c < n_cols; c++) {
             if (c)
                 fputc(',', out);
             if (i < sc->rank_off[r + 1] && col[sc->order[i]] == c) {
-                int32_t s = sc->order[i++], f = g->flow[s];
-                int32_t unit = nb.unit_base[(size_t)f * (size_t)nb.n_mb +
-                                            (size_t)g->microbatch[s]] + g->sub[s];
-                fprintf(out, "%d%c%d", nb.pos_base[f] + g->position[s],
-                        loom_out_kind_char(g->kind[s]), unit);
+                int32_t s = sc->order[i++];
+                fprintf(out, "%d%c%d", t->stage_of[s], loom_out_kind_char(g->kind[s]),
+                        t->unit_of[s]);
             }
         }
         fputc('\n', out);
     }
     free(col);
-    numbering_free(&nb);
     return rc;
+}
+
+/* LOOM_EINVAL "schedule.csv: not written: <reason>" unless t is ok. */
+static int refusal(const loom_out_torch *t, loom_error *err)
+{
+    if (t->ok)
+        return LOOM_OK;
+    return loom_set_error(err, LOOM_EINVAL, "schedule.csv: not written: %s", t->reason);
+}
+
+int loom_schedule_csv_check(const loom_plan *plan, loom_error *err)
+{
+    loom_out_frame frame;
+    loom_out_torch t;
+    int rc = loom_out_begin(plan, "schedule.csv", &frame, err);
+    if (rc == LOOM_OK && (rc = loom_out_torch_build(plan, &t, err)) == LOOM_OK) {
+        rc = refusal(&t, err);
+        loom_out_torch_free(&t);
+    }
+    if (frame.c_locale != (locale_t)0) {
+        uselocale(frame.saved);
+        freelocale(frame.c_locale);
+    }
+    return rc;
+}
+
+int loom_out_csv_refused(const loom_plan *plan)
+{
+    loom_out_frame frame;
+    loom_out_torch t;
+    loom_error err;
+    if (loom_out_begin(plan, "schedule.csv", &frame, &err) != LOOM_OK)
+        return 0;
+    uselocale(frame.saved);
+    freelocale(frame.c_locale);
+    if (loom_out_torch_build(plan, &t, &err) != LOOM_OK)
+        return 0;
+    int refused = !t.ok;
+    loom_out_torch_free(&t);
+    return refused;
 }
 
 int loom_write_schedule_csv(const loom_plan *plan, FILE *out, loom_error *err)
 {
     loom_out_frame frame;
+    loom_out_torch t;
     int rc = loom_out_begin(plan, "schedule.csv", &frame, err);
-    if (rc == LOOM_OK)
-        rc = write_csv(plan, out, err);
+    if (rc == LOOM_OK && (rc = loom_out_torch_build(plan, &t, err)) == LOOM_OK) {
+        rc = refusal(&t, err);
+        if (rc == LOOM_OK)
+            rc = write_csv(plan, &t, out, err);
+        loom_out_torch_free(&t);
+    }
     return loom_out_end(&frame, out, "schedule.csv", rc, err);
 }

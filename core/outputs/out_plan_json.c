@@ -1,6 +1,7 @@
-/* out_plan_json.c - plan.json: metrics, partition, stages and the per-rank
+/* out_plan_json.c - plan.json (format 2): metrics, partition, stages and the per-rank
  * action lists a runtime executes (PipeWeaver Table 2 actions), plus the
- * small JSON and locale helpers every writer shares. */
+ * plan checks and locale helpers every writer shares; the format-2
+ * sections come from out_plan_exports.c and out_data.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,51 +132,6 @@ int loom_out_end(loom_out_frame *frame, FILE *out, const char *what, int rc,
     return rc;
 }
 
-void loom_out_json_string(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        switch (*p) {
-        case '"': fputs("\\\"", out); break;
-        case '\\': fputs("\\\\", out); break;
-        case '\n': fputs("\\n", out); break;
-        case '\r': fputs("\\r", out); break;
-        case '\t': fputs("\\t", out); break;
-        default:
-            if (*p < 0x20)
-                fprintf(out, "\\u%04x", *p);
-            else
-                fputc(*p, out);
-        }
-    }
-    fputc('"', out);
-}
-
-void loom_out_json_number(FILE *out, double v)
-{
-    if (!isfinite(v)) {
-        fputs("null", out);
-        return;
-    }
-    if (v == 0) {
-        fputc('0', out);
-        return;
-    }
-    char buf[40];
-    snprintf(buf, sizeof buf, "%.15g", v);
-    if (strtod(buf, NULL) != v)
-        snprintf(buf, sizeof buf, "%.17g", v);
-    fputs(buf, out);
-}
-
-const char *loom_out_module_name(const loom_plan *plan, int32_t module)
-{
-    if (module < 0 || !plan->problem || !plan->problem->model ||
-        module >= plan->problem->model->n_modules)
-        return NULL;
-    return plan->problem->model->modules[module].name;
-}
-
 const char *loom_out_policy_name(int policy)
 {
     switch (policy) {
@@ -185,11 +141,6 @@ const char *loom_out_policy_name(int policy)
     case LOOM_OUT_POLICY_MIXED: return "mixed";
     default: return "unknown";
     }
-}
-
-char loom_out_kind_char(int kind)
-{
-    return kind >= 0 && kind < 4 ? "FBIW"[kind] : '?';
 }
 
 int loom_out_stage_policy(const loom_stage_graph *g, int32_t stage)
@@ -357,7 +308,8 @@ static int write_partition(const loom_plan *plan, FILE *out, loom_error *err)
     return LOOM_OK;
 }
 
-/* The "stages" array, by stage id. */
+/* The "stages" array, by stage id; every stage of a model plan (and a
+ * stage-times stage whose policy is mixed) lists its layers' policies. */
 static void write_stages(const loom_plan *plan, FILE *out)
 {
     const loom_stage_graph *g = plan->graph;
@@ -377,7 +329,8 @@ static void write_stages(const loom_plan *plan, FILE *out)
         int policy = loom_out_stage_policy(g, s);
         fprintf(out, ", \"mem_delta_bytes\": %lld, \"policy\": \"%s\"",
                 (long long)g->mem_delta_bytes[s], loom_out_policy_name(policy));
-        if (policy == LOOM_OUT_POLICY_MIXED) {
+        if ((policy == LOOM_OUT_POLICY_MIXED || plan->partition) && g->layer_policy &&
+            g->pair_layer_off && g->pair[s] >= 0 && g->pair[s] < g->n_pairs) {
             int32_t pair = g->pair[s];
             fputs(", \"layer_policies\": [", out);
             for (int32_t i = g->pair_layer_off[pair]; i < g->pair_layer_off[pair + 1]; i++)
@@ -508,10 +461,11 @@ static int action_index_build(const loom_plan *plan, action_index *ix)
     return LOOM_OK;
 }
 
-/* One communication action; *clock_ms advances to its replay time. */
-static void write_comm(FILE *out, const loom_plan *plan, const char *action,
-                       int32_t stage, int32_t peer_stage, double t_ms,
-                       double *clock_ms, int *first)
+/* One communication action of dependency edge `edge` (into stage
+ * `consumer`); *clock_ms advances to its replay time. */
+static void write_comm(FILE *out, const loom_plan *plan, const loom_out_data *d,
+                       const char *action, int32_t stage, int32_t peer_stage, int32_t edge,
+                       int32_t consumer, double t_ms, double *clock_ms, int *first)
 {
     const loom_stage_graph *g = plan->graph;
     if (t_ms > *clock_ms)
@@ -521,20 +475,26 @@ static void write_comm(FILE *out, const loom_plan *plan, const char *action,
             *first ? "" : ",", action, stage, g->rank[peer_stage], peer_stage,
             g->microbatch[stage], g->sub[stage]);
     loom_out_json_number(out, *clock_ms);
-    fputc('}', out);
+    int64_t rows = 0, cols = 0;
+    if (loom_out_edge_tensor(plan, d, edge, consumer, &rows, &cols))
+        fprintf(out, ", \"tensor\": {\"shape\": [%lld, %lld], \"dtype\": \"bfloat16\", "
+                     "\"bytes\": %lld}}",
+                (long long)rows, (long long)cols, (long long)(rows * cols * 2));
+    else
+        fputs(", \"tensor\": null}", out);
     *first = 0;
 }
 
 /* One pending irecv / wait_isend. */
-static void write_pending(FILE *out, const loom_plan *plan,
+static void write_pending(FILE *out, const loom_plan *plan, const loom_out_data *d,
                           const action_index *ix, const pending *it,
                           double *clock_ms, int *first)
 {
     int32_t p = plan->graph->pred[it->edge], s = ix->consumer[it->edge];
     if (it->type == ACT_IRECV)
-        write_comm(out, plan, "irecv", s, p, it->t_ms, clock_ms, first);
+        write_comm(out, plan, d, "irecv", s, p, it->edge, s, it->t_ms, clock_ms, first);
     else
-        write_comm(out, plan, "wait_isend", p, s, it->t_ms, clock_ms, first);
+        write_comm(out, plan, d, "wait_isend", p, s, it->edge, s, it->t_ms, clock_ms, first);
 }
 
 /* The forward_stage / backward_stage action of stage s. */
@@ -559,7 +519,8 @@ static void write_stage_action(FILE *out, const loom_plan *plan, int32_t s,
 }
 
 /* The "rank_actions" array. */
-static int write_actions(const loom_plan *plan, FILE *out, loom_error *err)
+static int write_actions(const loom_plan *plan, const loom_out_data *d, FILE *out,
+                         loom_error *err)
 {
     const loom_stage_graph *g = plan->graph;
     const loom_schedule *sc = plan->schedule;
@@ -578,21 +539,21 @@ static int write_actions(const loom_plan *plan, FILE *out, loom_error *err)
         int first = 1;
         for (int32_t j = 0; j <= n; j++) {
             for (; k < ix.n_items && ix.items[k].rank == r && ix.items[k].target == j; k++)
-                write_pending(out, plan, &ix, &ix.items[k], &clock_ms, &first);
+                write_pending(out, plan, d, &ix, &ix.items[k], &clock_ms, &first);
             if (j == n)
                 break;
             int32_t s = sc->order[sc->rank_off[r] + j];
             for (int32_t e = g->pred_off[s]; e < g->pred_off[s + 1]; e++) {
                 int32_t p = g->pred[e];
                 if (g->rank[p] != r)
-                    write_comm(out, plan, "wait_irecv", s, p,
+                    write_comm(out, plan, d, "wait_irecv", s, p, e, s,
                                end[p] + g->pred_p2p_ms[e], &clock_ms, &first);
             }
             write_stage_action(out, plan, s, &clock_ms, &first);
             for (int32_t i = ix.succ_off[s]; i < ix.succ_off[s + 1]; i++) {
                 int32_t e = ix.succ[i];
-                write_comm(out, plan, "isend", s, ix.consumer[e], end[s],
-                           &clock_ms, &first);
+                write_comm(out, plan, d, "isend", s, ix.consumer[e], e, ix.consumer[e],
+                           end[s], &clock_ms, &first);
             }
         }
         fputs(first ? "]}" : "\n    ]}", out);
@@ -608,7 +569,7 @@ static int write_actions(const loom_plan *plan, FILE *out, loom_error *err)
 static int write_plan(const loom_plan *plan, FILE *out, loom_error *err)
 {
     const loom_stage_graph *g = plan->graph;
-    fputs("{\n  \"loom_plan\": 1,\n  \"label\": ", out);
+    fputs("{\n  \"loom_plan\": 2,\n  \"label\": ", out);
     loom_out_json_string(out, plan->label);
     int stage_times = plan->problem ? plan->problem->kind == LOOM_PROBLEM_STAGE_TIMES
                                     : !plan->partition;
@@ -627,6 +588,17 @@ static int write_plan(const loom_plan *plan, FILE *out, loom_error *err)
     rc = write_partition(plan, out, err);
     if (rc != LOOM_OK)
         return rc;
+    loom_out_json_iteration(plan, out);
+    loom_out_data data;
+    rc = loom_out_data_build(plan, &data, err);
+    if (rc != LOOM_OK)
+        return rc;
+    loom_out_json_data(&data, out);
+    rc = loom_out_json_exports(plan, out, err);
+    if (rc != LOOM_OK) {
+        loom_out_data_free(&data);
+        return rc;
+    }
     fputs("  \"priorities\": ", out);
     if (plan->priorities) {
         fputc('[', out);
@@ -639,7 +611,8 @@ static int write_plan(const loom_plan *plan, FILE *out, loom_error *err)
         fputs("null,\n", out);
     }
     write_stages(plan, out);
-    rc = write_actions(plan, out, err);
+    rc = write_actions(plan, &data, out, err);
+    loom_out_data_free(&data);
     if (rc != LOOM_OK)
         return rc;
     fputs("}\n", out);

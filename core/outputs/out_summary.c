@@ -1,6 +1,7 @@
 /* out_summary.c - the human summary of a plan (summary.txt and what
  * `loom plan` prints): headline metrics, the parallel layout and GPU count
- * of a model problem, and a per-rank table of span,
+ * of a model problem, what torchtitan and Megatron-LM need, and a per-rank
+ * table of span,
  * busy time, recomputation, idle time before the first and after the last
  * stage, idle share and peak memory against the cap. */
 #include <stdlib.h>
@@ -8,10 +9,43 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
+/* The torchtitan placement (or why schedule.csv / a style is missing) and
+ * the Megatron-LM layout when the plan has one. */
+static int write_exports(const loom_plan *plan, FILE *out, loom_error *err)
+{
+    loom_out_torch t;
+    int rc = loom_out_torch_build(plan, &t, err);
+    if (rc != LOOM_OK)
+        return loom_error_prefix(err, rc, "summary");
+    int split = 0;
+    for (int32_t s = 0; s < plan->graph->n_stages && !split; s++)
+        split = plan->graph->kind[s] == LOOM_STAGE_I;
+    loom_out_placement pl;
+    loom_out_placement_find(&t, plan->graph->n_ranks, split, &pl);
+    if (!t.ok)
+        fputs("  schedule.csv  not written (plan.json: schedule_csv.reason)\n", out);
+    if (pl.style)
+        fprintf(out, "  torchtitan    %s style: pipeline_parallel_schedule %s, "
+                     "pipeline_parallel_schedule_csv schedule.csv, %d microbatches\n",
+                pl.style, pl.schedule, t.microbatches);
+    else
+        fputs("  torchtitan    no placement style fits (plan.json: placement.reason)\n", out);
+    loom_out_torch_free(&t);
+    char reason[LOOM_OUT_REASON_MAX];
+    int oom = 0;
+    char *layout = loom_out_megatron_layout(plan, reason, &oom);
+    if (oom)
+        return loom_set_error(err, LOOM_ENOMEM, "summary: out of memory");
+    if (layout)
+        fprintf(out, "  megatron      --pipeline-model-parallel-layout %s\n", layout);
+    free(layout);
+    return LOOM_OK;
+}
+
 /* Writes the summary; busy_ms, recompute_ms and first_ms are scratch of
  * n_ranks entries each. */
-static void write_table(const loom_plan *plan, FILE *out, double *busy_ms,
-                        double *recompute_ms, double *first_ms)
+static int write_table(const loom_plan *plan, FILE *out, double *busy_ms,
+                       double *recompute_ms, double *first_ms, loom_error *err)
 {
     const loom_stage_graph *g = plan->graph;
     const loom_metrics *m = &plan->metrics;
@@ -57,6 +91,9 @@ static void write_table(const loom_plan *plan, FILE *out, double *busy_ms,
         fprintf(out, "  memory cap    %.3f GiB per rank\n", cap / GIB);
     else
         fputs("  memory cap    none\n", out);
+    int rc = write_exports(plan, out, err);
+    if (rc != LOOM_OK)
+        return rc;
 
     fputs("\n  rank     span ms     busy ms   recomp ms     fill ms    drain ms   idle %"
           "    peak GiB\n", out);
@@ -76,6 +113,7 @@ static void write_table(const loom_plan *plan, FILE *out, double *busy_ms,
     if (over)
         fprintf(out, "\n  %d rank%s over the %.3f GiB memory cap\n", over,
                 over == 1 ? "" : "s", cap / GIB);
+    return LOOM_OK;
 }
 
 int loom_write_summary(const loom_plan *plan, FILE *out, loom_error *err)
@@ -86,7 +124,7 @@ int loom_write_summary(const loom_plan *plan, FILE *out, loom_error *err)
         size_t n = (size_t)plan->graph->n_ranks;
         double *busy = malloc(3 * n * sizeof(double));
         if (busy)
-            write_table(plan, out, busy, busy + n, busy + 2 * n);
+            rc = write_table(plan, out, busy, busy + n, busy + 2 * n, err);
         else
             rc = loom_set_error(err, LOOM_ENOMEM, "summary: out of memory");
         free(busy);

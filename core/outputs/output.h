@@ -52,4 +52,106 @@ char loom_out_kind_char(int kind);
  * uses (enum loom_mem_policy), or LOOM_OUT_POLICY_MIXED. */
 int loom_out_stage_policy(const loom_stage_graph *g, int32_t stage);
 
+/* ---- PyTorch pipelining stages (out_torch_stages.c) ---------------------- */
+
+/* Longest reason text an export check gives. */
+#define LOOM_OUT_REASON_MAX 1024
+
+/* How a plan maps onto PyTorch pipelining's numbering: stage = the global
+ * index of a flow position (flow 0's positions first), microbatch = the
+ * (microbatch, sub) unit of the stage's flow in order. `ok` is 1 when the
+ * plan obeys PyTorch's schedule rules (one chain of stages, each on one
+ * rank, every stage running the same units, unit u passed from stage g-1
+ * to stage g only); otherwise `reason` says exactly why not. */
+typedef struct loom_out_torch {
+    int32_t n_stages;      /* PyTorch stages (flow positions) */
+    int32_t microbatches;  /* units of stage 0 (every stage's when ok) */
+    int32_t *stage_of;     /* per graph stage: its PyTorch stage */
+    int32_t *unit_of;      /* per graph stage: its PyTorch microbatch */
+    int32_t *stage_rank;   /* per PyTorch stage: its rank */
+    int ok;
+    char reason[LOOM_OUT_REASON_MAX];
+} loom_out_torch;
+
+/* Fills *t (LOOM_EINVAL for stages without flow, position, microbatch or
+ * sub; LOOM_ENOMEM). The caller frees it with loom_out_torch_free. */
+int loom_out_torch_build(const loom_plan *plan, loom_out_torch *t, loom_error *err);
+
+/* Releases the arrays of *t (safe on a zeroed or partly built one). */
+void loom_out_torch_free(loom_out_torch *t);
+
+/* 1 when the plan is valid but schedule.csv cannot express it (the
+ * writer would refuse it), else 0 (out_csv.c). */
+int loom_out_csv_refused(const loom_plan *plan);
+
+/* ---- torchtitan placement (out_placement.c) ------------------------------ */
+
+/* The torchtitan placement style a plan's stage-to-rank map fits: "loop"
+ * (stage s on rank s mod P) or "v" (two stages per rank, stage s < P on
+ * rank s, stage s >= P on rank 2P-1-s), else style NULL and `reason`. */
+typedef struct loom_out_placement {
+    const char *style;        /* "loop", "v" or NULL */
+    const char *schedule;     /* torchtitan pipeline_parallel_schedule */
+    int32_t stages_per_rank;  /* 0 when no style fits */
+    char reason[LOOM_OUT_REASON_MAX];
+} loom_out_placement;
+
+/* Finds the style of t's map on `n_ranks` ranks; `split` is 1 when the
+ * plan splits backward into I and W. */
+void loom_out_placement_find(const loom_out_torch *t, int32_t n_ranks, int split,
+                             loom_out_placement *pl);
+
+/* ---- Megatron-LM layout (out_megatron.c) ---------------------------------- */
+
+/* Megatron-LM's --pipeline-model-parallel-layout for the plan: stages
+ * split by '|', in virtual-stage order (stage i on rank i mod P), "E" the
+ * embedding on the first, "t" or "t*N" the decoder layers, "L" the loss
+ * on the last. Returns a malloc'd string the caller frees, or NULL with
+ * `reason` filled when the plan cannot be written so (*oom set to 1 when
+ * allocation failed). */
+char *loom_out_megatron_layout(const loom_plan *plan, char reason[LOOM_OUT_REASON_MAX],
+                               int *oom);
+
+/* ---- sample assignment and edge tensors (out_data.c) ---------------------- */
+
+/* Which samples every (flow, microbatch, sub) unit of a model plan runs.
+ * Units are numbered flow by flow, then microbatch, then sub. */
+typedef struct loom_out_data {
+    int32_t n_samples, n_flows, n_mb, n_units;
+    int32_t *unit_off;  /* [flow * n_mb + mb]: its sub 0's unit (n_flows*n_mb+1) */
+    int32_t *unit_mb;   /* per unit: microbatch */
+    int32_t *unit_sub;  /* per unit: sub */
+    int32_t *unit_flow; /* per unit: flow */
+    int32_t *list_off;  /* per unit: first entry in list (n_units + 1) */
+    int32_t *list;      /* sample indices, ascending within a unit */
+    int32_t *unit_of;   /* [flow * n_samples + i]: unit of sample i, or -1 */
+} loom_out_data;
+
+/* Builds the assignment of a model plan (a zeroed *d for stage-times
+ * plans): a flow's samples of a microbatch are those its module sees
+ * there (partition sample_mb); they go to the sub with the fewest tokens
+ * so far, largest sample first (ties: lower sample index, lower sub). */
+int loom_out_data_build(const loom_plan *plan, loom_out_data *d, loom_error *err);
+
+/* Releases the arrays of *d. */
+void loom_out_data_free(loom_out_data *d);
+
+/* The tensor crossing dependency edge `edge` (into stage `consumer`), as
+ * one TP rank of the producing position holds it: rows = ceil(tokens /
+ * tp), cols = hidden, bf16. tokens: the forward producer's output tokens
+ * of the samples both ends' units hold. 0 when the plan has no model. */
+int loom_out_edge_tensor(const loom_plan *plan, const loom_out_data *d, int32_t edge,
+                         int32_t consumer, int64_t *rows, int64_t *cols);
+
+/* ---- plan.json format-2 sections (out_plan_exports.c) --------------------- */
+
+/* "iteration": the samples of a model plan's iteration; null otherwise. */
+void loom_out_json_iteration(const loom_plan *plan, FILE *out);
+
+/* "data": one entry per unit of d ([] for stage-times plans). */
+void loom_out_json_data(const loom_out_data *d, FILE *out);
+
+/* "schedule_csv", "placement" and "megatron". */
+int loom_out_json_exports(const loom_plan *plan, FILE *out, loom_error *err);
+
 #endif

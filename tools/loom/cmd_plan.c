@@ -211,6 +211,7 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
     }
     double limit_ms = loom_isolate_iteration_limit(&o->iso, budget_ms);
     int32_t done = 0;
+    int csv_noted = 0; /* the schedule.csv refusal was reported */
     for (int32_t k = 0; k < n; k++) {
         loom_plan plan;
         loom_progress_update(bar, "", k, n, done);
@@ -278,6 +279,12 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
                 fprintf(stderr, "loom plan: %s\n", err.message);
                 loom_plan_clear(&plan);
                 break;
+            }
+            loom_error why;
+            if (!quiet && !csv_noted && loom_schedule_csv_check(&plan, &why) != LOOM_OK) {
+                fprintf(stderr, "loom plan: note: %s (plan.json: \"schedule_csv\")\n",
+                        why.message);
+                csv_noted = 1;
             }
         }
         if (!quiet && !json && n == 1)

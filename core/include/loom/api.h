@@ -76,7 +76,9 @@ LOOM_EXPORT int64_t loom_result_peak_bytes(const loom_result *r, int32_t rank);
  * set on failure or for a NULL result. */
 LOOM_EXPORT char *loom_result_plan_json(const loom_result *r, loom_error *err);
 /* Writes plan.json, trace.json, schedule.csv, timeline.svg, summary.txt,
- * report.html. NULL result or folder: LOOM_EINVAL. */
+ * report.html (schedule.csv only when PyTorch's schedule rules can express
+ * the plan; plan.json's "schedule_csv" says why not). NULL result or
+ * folder: LOOM_EINVAL. */
 LOOM_EXPORT int loom_result_write(const loom_result *r, const char *dir,
                                   loom_error *err);
 /* NULL is accepted (as for loom_planner_close and loom_free). */

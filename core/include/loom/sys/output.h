@@ -53,8 +53,18 @@ LOOM_EXPORT int loom_write_trace_json(const loom_plan *plan, FILE *out, loom_err
 
 /* PyTorch pipelining schedule CSV: one row per rank, one column per
  * lock-step replay step, cells like 2F0 / 1I3 / 0W3, blank = idle.
- * LOOM_EDEADLOCK when the schedule cannot be replayed. */
+ * LOOM_EDEADLOCK when the schedule cannot be replayed; LOOM_EINVAL
+ * ("schedule.csv: not written: <reason>"), writing nothing, when the plan
+ * cannot obey PyTorch's schedule rules (loom_schedule_csv_check). */
 LOOM_EXPORT int loom_write_schedule_csv(const loom_plan *plan, FILE *out, loom_error *err);
+
+/* LOOM_OK when schedule.csv can express the plan under PyTorch
+ * pipelining's schedule rules: its stages form one chain (microbatch u
+ * passed from stage g-1 to stage g only), each stage on one rank, every
+ * stage running the same number of (sub-)microbatches. Otherwise
+ * LOOM_EINVAL with "schedule.csv: not written: <reason>" (e.g. per-module
+ * sub-microbatch counts, several flows feeding one). */
+LOOM_EXPORT int loom_schedule_csv_check(const loom_plan *plan, loom_error *err);
 
 /* SVG 1.1 timeline: one lane per rank, one rect per stage, time axis in
  * ms, legend. No scripts. */
@@ -73,7 +83,9 @@ LOOM_EXPORT int loom_write_html_report(const loom_plan *plan, FILE *out, loom_er
 
 /* Writes all six into dir (created with its parents if missing, mode
  * 0755): plan.json, trace.json, schedule.csv, timeline.svg, summary.txt,
- * report.html — each atomically. Stops at the first failure. */
+ * report.html — each atomically. Stops at the first failure. A plan that
+ * loom_schedule_csv_check refuses gets no schedule.csv (a previous one in
+ * dir is removed); plan.json's "schedule_csv" says why. */
 LOOM_EXPORT int loom_write_outputs(const loom_plan *plan, const char *dir, loom_error *err);
 
 /* ---- output folders that appear as a whole --------------------------- */

@@ -1,0 +1,146 @@
+/* out_plan_exports.c - the plan.json (format 2) sections that say what a
+ * runtime or another framework needs beyond the action lists: the
+ * iteration's samples, their (sub-)microbatch assignment, whether
+ * schedule.csv expresses the plan, the torchtitan placement style and
+ * Megatron-LM's layout string (docs/outputs.md). */
+#include <stdlib.h>
+#include "output.h"
+
+/* Writes a string or null. */
+static void string_or_null(FILE *out, const char *s)
+{
+    if (s)
+        loom_out_json_string(out, s);
+    else
+        fputs("null", out);
+}
+
+void loom_out_json_iteration(const loom_plan *plan, FILE *out)
+{
+    const loom_iteration *it = plan->iteration;
+    if (!it || !plan->partition) {
+        fputs("  \"iteration\": null,\n", out);
+        return;
+    }
+    fprintf(out, "  \"iteration\": {\"index\": %d, \"samples\": [", it->index);
+    for (int32_t i = 0; i < it->n_samples; i++) {
+        const loom_sample *s = &it->samples[i];
+        fprintf(out, "%s\n    {\"text_tokens\": %lld, \"images\": %d, \"video_seconds\": ",
+                i ? "," : "", (long long)s->text_tokens, s->images);
+        loom_out_json_number(out, s->video_seconds);
+        fputs(", \"audio_seconds\": ", out);
+        loom_out_json_number(out, s->audio_seconds);
+        fputc('}', out);
+    }
+    fputs(it->n_samples ? "\n  ]},\n" : "]},\n", out);
+}
+
+void loom_out_json_data(const loom_out_data *d, FILE *out)
+{
+    fputs("  \"data\": [", out);
+    for (int32_t u = 0; u < d->n_units; u++) {
+        fprintf(out, "%s\n    {\"flow\": %d, \"microbatch\": %d, \"sub\": %d, \"samples\": [",
+                u ? "," : "", d->unit_flow[u], d->unit_mb[u], d->unit_sub[u]);
+        for (int32_t k = d->list_off[u]; k < d->list_off[u + 1]; k++)
+            fprintf(out, "%s%d", k > d->list_off[u] ? ", " : "", d->list[k]);
+        fputs("]}", out);
+    }
+    fputs(d->n_units ? "\n  ],\n" : "],\n", out);
+}
+
+/* Layers of PyTorch stage g (the position's span layers), or -1. */
+static int32_t stage_layers(const loom_plan *plan, int32_t g)
+{
+    const loom_partition *part = plan->partition;
+    int32_t base = 0;
+    for (int32_t f = 0; part && f < part->n_flows; f++) {
+        const loom_flow *fl = &part->flows[f];
+        if (g < base + fl->n_pos) {
+            const loom_position *pos = &part->positions[fl->pos_off + g - base];
+            int32_t n = 0;
+            for (int32_t k = 0; k < pos->n_spans; k++)
+                n += part->spans[pos->span_off + k].n_layers;
+            return n;
+        }
+        base += fl->n_pos;
+    }
+    return -1;
+}
+
+/* The torchtitan options of a fitting style. */
+static void write_torchtitan(const loom_plan *plan, const loom_out_torch *t,
+                             const loom_out_placement *pl, FILE *out)
+{
+    int32_t per_stage = t->n_stages > 0 ? stage_layers(plan, 0) : -1;
+    for (int32_t g = 1; per_stage >= 0 && g < t->n_stages; g++)
+        if (stage_layers(plan, g) != per_stage)
+            per_stage = -1;
+    fprintf(out, "{\"pipeline_parallel_degree\": %d, \"pipeline_parallel_schedule\": ",
+            plan->graph->n_ranks);
+    loom_out_json_string(out, pl->schedule);
+    fprintf(out, ", \"pipeline_parallel_schedule_csv\": \"schedule.csv\", \"microbatches\": %d, "
+                 "\"pipeline_parallel_layers_per_stage\": ",
+            t->microbatches);
+    if (per_stage > 0)
+        fprintf(out, "%d}", per_stage);
+    else
+        fputs("null}", out);
+}
+
+/* "schedule_csv" and "placement". */
+static void write_torch(const loom_plan *plan, const loom_out_torch *t, FILE *out)
+{
+    const loom_stage_graph *g = plan->graph;
+    int split = 0;
+    for (int32_t s = 0; s < g->n_stages && !split; s++)
+        split = g->kind[s] == LOOM_STAGE_I;
+    fprintf(out, "  \"schedule_csv\": {\"written\": %s, \"stages\": %d, \"microbatches\": %d, "
+                 "\"reason\": ",
+            t->ok ? "true" : "false", t->n_stages, t->microbatches);
+    string_or_null(out, t->ok ? NULL : t->reason);
+    fputs("},\n", out);
+    loom_out_placement pl;
+    loom_out_placement_find(t, g->n_ranks, split, &pl);
+    fputs("  \"placement\": {\"style\": ", out);
+    string_or_null(out, pl.style);
+    fputs(", \"reason\": ", out);
+    string_or_null(out, pl.style ? NULL : pl.reason);
+    fprintf(out, ", \"stages\": %d, \"stages_per_rank\": ", t->n_stages);
+    if (pl.style)
+        fprintf(out, "%d", pl.stages_per_rank);
+    else
+        fputs("null", out);
+    fputs(", \"stage_ranks\": [", out);
+    for (int32_t i = 0; i < t->n_stages; i++)
+        fprintf(out, "%s%d", i ? ", " : "", t->stage_rank[i]);
+    fputs("], \"torchtitan\": ", out);
+    if (pl.style)
+        write_torchtitan(plan, t, &pl, out);
+    else
+        fputs("null", out);
+    fputs("},\n", out);
+}
+
+int loom_out_json_exports(const loom_plan *plan, FILE *out, loom_error *err)
+{
+    loom_out_torch t;
+    int rc = loom_out_torch_build(plan, &t, err);
+    if (rc != LOOM_OK)
+        return loom_error_prefix(err, rc, "plan.json");
+    write_torch(plan, &t, out);
+    loom_out_torch_free(&t);
+    char reason[LOOM_OUT_REASON_MAX];
+    int oom = 0;
+    char *layout = loom_out_megatron_layout(plan, reason, &oom);
+    if (oom)
+        return loom_set_error(err, LOOM_ENOMEM, "plan.json: out of memory");
+    fprintf(out, "  \"megatron\": {\"pipeline_model_parallel_size\": %d, "
+                 "\"pipeline_model_parallel_layout\": ",
+            plan->graph->n_ranks);
+    string_or_null(out, layout);
+    fputs(", \"reason\": ", out);
+    string_or_null(out, layout ? NULL : reason);
+    fputs("},\n", out);
+    free(layout);
+    return LOOM_OK;
+}
