@@ -67,7 +67,7 @@ def print_result(res, as_json):
     if as_json:
         print(json.dumps(res, indent=1, sort_keys=True))
         return
-    print("plan      %s (%d ranks, %d samples)" % (res["plan"], res["ranks"], res["samples"]))
+    print("plan      %s (%d ranks, %d samples)" % (res["plan"], res["ranks"], res["sample_count"]))
     if res.get("deadlock"):
         print("deadlock  FAIL")
         for line in res["deadlock"]:
@@ -106,7 +106,7 @@ def execute(args):
     plan.check_tensors()
     reports = run_ranks(plan, args.seed, args.timeout)
     passed, res = check(plan, reports, args.seed, args.rtol, args.atol)
-    res.update(plan=args.plan, ranks=plan.ranks, samples=len(plan.samples), passed=passed)
+    res.update(plan=args.plan, ranks=plan.ranks, sample_count=len(plan.samples), passed=passed)
     return res
 
 

@@ -31,7 +31,11 @@ class ChunkRun:
             if pc.recompute:
                 with torch.no_grad():
                     out = pc.fn(self.P, self.unit, ins)
-                vals = {k: v.detach() for k, v in out.items()}
+                # what the output would need, had the graph been kept
+                needs = any(t.requires_grad for t in ins.values()) or any(
+                    self.P[n].requires_grad for n in pc.params)
+                vals = {k: v.detach().requires_grad_(needs and v.is_floating_point())
+                        for k, v in out.items()}
                 self.tape.append([pc, ins, None, None])
             else:
                 with torch.enable_grad():
