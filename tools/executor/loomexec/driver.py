@@ -106,7 +106,7 @@ def reference(plan, seed):
     """Loss and gradients of the whole iteration in one process (float64)."""
     spec = plan.spec
     params = L.make_params(spec, seed)
-    unit = L.Unit(spec, range(len(plan.samples)), plan.samples, plan.loss_rows())
+    unit = L.Unit(spec, plan.held_samples(), plan.samples, plan.loss_rows())
     pieces = []
     has_loss = False
     order = topo_order(spec)
@@ -194,8 +194,10 @@ def check_samples(plan, reports):
             counts[k] = counts.get(k, 0) + v
     problems = []
     checked = 0
+    held = plan.held_samples()
     for m in spec.modules:
-        for s, meta in enumerate(plan.samples):
+        for s in held:
+            meta = plan.samples[s]
             if spec.rows(m.index, meta) == 0:
                 continue
             for layer in range(m.layers):
@@ -208,5 +210,7 @@ def check_samples(plan, reports):
                     problems.append("sample %d, %s layer %d: forward %d, backward %d, input-grad %d, "
                                     "weight-grad %d times (expected once forward, once B or I+W)"
                                     % (s, m.name, layer, f, b, i, w))
+    outside = [s for s in range(len(plan.samples)) if s not in set(held)]
     return not problems, {"sample_layers": checked, "problems": len(problems),
-                          "first_problem": problems[0] if problems else None}
+                          "first_problem": problems[0] if problems else None,
+                          "outside_plan": outside}

@@ -395,6 +395,11 @@ class Plan:
         """[(key, rows)] of a state at a boundary, in canonical order."""
         return [(k, self.key_rows(unit, k, module)) for k in keys]
 
+    def held_samples(self):
+        """The samples some unit of the plan holds, ascending. A plan of one
+        pipeline replica (DistTrain, Oobleck) holds its share only."""
+        return sorted({s for ss in self.units.values() for s in ss})
+
     def loss_rows(self):
         """Rows of the terminal modules over the iteration (the loss divisor)."""
         spec = self.spec
