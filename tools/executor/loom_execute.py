@@ -45,6 +45,7 @@ def parse_args(argv):
     mode.add_argument("--online", action="store_true",
                       help="plan iteration i+1 while iteration i runs (C API), report hidden planning")
     ap.add_argument("--profile-csv", help="profile mode: where to write the per-layer CSV")
+    ap.add_argument("--profile-dir", help="profile mode: keep the CSV, scaled model, workload and plan here")
     ap.add_argument("--manifest", help="profile and online modes: the planner manifest")
     ap.add_argument("--parallel", help="profile and online modes: e.g. pp=2,mb=4 (tp is set to 1)")
     ap.add_argument("--workload", help="online mode: workload JSON Lines (default: --generate)")

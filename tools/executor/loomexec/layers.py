@@ -42,15 +42,23 @@ class Unit:
         self.spec, self.samples = spec, list(samples)
         self.meta = sample_meta       # the iteration's samples (dicts)
         self.loss_rows = loss_rows    # rows of the terminal modules over the iteration
+        self._memo = {}
+
+    def _list(self, what, fn, m):
+        key = (what, m)
+        v = self._memo.get(key)
+        if v is None:
+            v = self._memo[key] = [fn(m, self.meta[s]) for s in self.samples]
+        return v
 
     def rows(self, m):
-        return [self.spec.rows(m, self.meta[s]) for s in self.samples]
+        return self._list("rows", self.spec.rows, m)
 
     def own(self, m):
-        return [self.spec.own_rows(m, self.meta[s]) for s in self.samples]
+        return self._list("own", self.spec.own_rows, m)
 
     def ctx(self, m):
-        return [self.spec.ctx_rows(m, self.meta[s]) for s in self.samples]
+        return self._list("ctx", self.spec.ctx_rows, m)
 
     def key_rows(self, key):
         """Total rows of a state key for this unit."""
@@ -124,6 +132,21 @@ def make_params(spec, seed, names=None, requires_grad=True):
 
 # -- per-sample raw inputs and targets ------------------------------------
 
+_RAW = {}
+
+
+def _cached(fn):
+    """Raw inputs are constants: made once per (kind, module, sample, rows, seed)."""
+    def wrapped(spec, m, sid, meta, seed):
+        key = (fn.__name__, id(spec), m, sid, seed)
+        t = _RAW.get(key)
+        if t is None:
+            t = _RAW[key] = fn(spec, m, sid, meta, seed)
+        return t
+    return wrapped
+
+
+@_cached
 def raw_text(spec, m, sid, meta, seed):
     """Token ids of sample sid's text for module m."""
     n = spec.text_rows(m, meta)
@@ -131,12 +154,14 @@ def raw_text(spec, m, sid, meta, seed):
     return torch.randint(0, max(spec.modules[m].vocab_s, 61), (n,), generator=g)
 
 
+@_cached
 def raw_items(spec, m, sid, meta, seed):
     """Raw feature rows (patches, latents, frames) of sample sid for module m."""
     n = spec.own_rows(m, meta)
     return _randn((n, PATCH), _seed(seed, "items", m, sid), 1.0)
 
 
+@_cached
 def targets(spec, m, sid, meta, seed):
     """Loss targets of sample sid at terminal module m: token ids or rows."""
     n = spec.rows(m, meta)

@@ -26,6 +26,7 @@ class Plan:
     def __init__(self, path, spec):
         self.path = str(path)
         self.spec = spec
+        self.unit_cache, self.piece_cache = {}, {}
         try:
             with open(path, "rb") as f:
                 doc = json.loads(f.read().decode("utf-8"))
@@ -380,7 +381,11 @@ class Plan:
     # -- units and layouts --------------------------------------------------
 
     def unit(self, f, mb, sub, loss_rows):
-        return L.Unit(self.spec, self.units[(f, mb, sub)], self.samples, loss_rows)
+        key = (f, mb, sub, loss_rows)
+        u = self.unit_cache.get(key)
+        if u is None:
+            u = self.unit_cache[key] = L.Unit(self.spec, self.units[(f, mb, sub)], self.samples, loss_rows)
+        return u
 
     def key_rows(self, unit, key, module):
         """Rows of state key `key` of `unit` (module: the current module)."""

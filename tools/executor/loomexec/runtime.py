@@ -335,7 +335,11 @@ class Rank:
             raise CheckError("rank %d: %s: a forward_stage action for a %s stage"
                              % (self.rank, self.describe(a), st["kind"]))
         unit, leaves, state_in = self.assemble(sid, a)
-        pieces = chunk_pieces(self.plan, st["flow"], st["position"], st["policies"], self.seed)
+        key = (st["flow"], st["position"], tuple(st["policies"]), self.seed)
+        pieces = self.plan.piece_cache.get(key)
+        if pieces is None:
+            pieces = chunk_pieces(self.plan, st["flow"], st["position"], st["policies"], self.seed)
+            self.plan.piece_cache[key] = pieces
         run = ChunkRun(pieces, self.P, unit, self.grads)
         state = run.forward(dict(state_in))
         pos = self.plan.flows[st["flow"]]["positions"][st["position"]]
