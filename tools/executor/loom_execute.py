@@ -51,7 +51,11 @@ def parse_args(argv):
     ap.add_argument("--workload", help="online mode: workload JSON Lines (default: --generate)")
     ap.add_argument("--generate", default="interleaved", help="online mode: generator family")
     ap.add_argument("--iterations", type=int, default=4, help="profile / online mode iterations")
-    ap.add_argument("--param", action="append", default=[], help="ROLE.KEY=VAL passed to the planner")
+    ap.add_argument("--param", action="append", default=[],
+                    help="profile mode: ROLE.KEY=VAL passed to loom plan")
+    ap.add_argument("--keep-plans", help="online mode: write each iteration's plan.json into this folder")
+    ap.add_argument("--memory-cap", type=float, default=0.0,
+                    help="online mode: per-rank memory cap in bytes (default 0: the GPU's)")
     ap.add_argument("--loom", help="the loom CLI (default: $LOOM_CLI, build/bin/loom, then PATH)")
     args = ap.parse_args(argv)
     if args.hidden < 4 or args.token_scale < 1 or args.timeout <= 0 or args.iterations < 1:

@@ -68,39 +68,57 @@ def _td(s):
     return datetime.timedelta(seconds=s)
 
 
+class Ranks:
+    """The rank processes of one run, started; collect() waits for them."""
+
+    def __init__(self, plan, seed, timeout_s, iterations=1):
+        self.plan, self.timeout_s, self.iterations = plan, timeout_s, iterations
+        ctx = multiprocessing.get_context("fork")
+        self.release = ctx.Event()
+        port = free_port()
+        self.tmp = tempfile.TemporaryDirectory(prefix="loom-exec-")
+        self.paths = [os.path.join(self.tmp.name, "rank-%d.pkl" % r) for r in range(plan.ranks)]
+        self.procs = [ctx.Process(target=_rank_main,
+                                  args=(plan, r, port, seed, timeout_s, self.paths[r], self.release,
+                                        iterations))
+                      for r in range(plan.ranks)]
+        for p in self.procs:
+            p.start()
+
+    def collect(self):
+        """Waits for every rank's report (or its end); returns them by rank."""
+        plan, timeout_s = self.plan, self.timeout_s
+        deadline = time.monotonic() + timeout_s * (self.iterations + 1) + 120
+        reports = {}
+        try:
+            while len(reports) < plan.ranks and time.monotonic() < deadline:
+                for r, path in enumerate(self.paths):
+                    if r in reports:
+                        continue
+                    if os.path.exists(path):
+                        with open(path, "rb") as f:
+                            reports[r] = pickle.load(f)
+                    elif not self.procs[r].is_alive() and not os.path.exists(path):
+                        reports[r] = {"rank": r,
+                                      "crash": "process ended with status %s" % self.procs[r].exitcode}
+                time.sleep(0.005)
+        finally:
+            self.release.set()
+            for r, p in enumerate(self.procs):
+                p.join(5)
+                if p.is_alive():
+                    p.kill()
+                    p.join()
+                if r not in reports:
+                    reports[r] = {"rank": r,
+                                  "stuck": "rank %d gave no report within %.0f s" % (r, timeout_s)}
+            self.tmp.cleanup()
+        return reports
+
+
 def run_ranks(plan, seed, timeout_s, iterations=1):
     """Runs the plan on plan.ranks processes; returns their reports by rank."""
-    ctx = multiprocessing.get_context("fork")
-    release = ctx.Event()
-    port = free_port()
-    with tempfile.TemporaryDirectory(prefix="loom-exec-") as tmp:
-        paths = [os.path.join(tmp, "rank-%d.pkl" % r) for r in range(plan.ranks)]
-        procs = [ctx.Process(target=_rank_main,
-                             args=(plan, r, port, seed, timeout_s, paths[r], release, iterations))
-                 for r in range(plan.ranks)]
-        for p in procs:
-            p.start()
-        deadline = time.monotonic() + timeout_s * (iterations + 1) + 120
-        reports = {}
-        while len(reports) < plan.ranks and time.monotonic() < deadline:
-            for r, path in enumerate(paths):
-                if r in reports:
-                    continue
-                if os.path.exists(path):
-                    with open(path, "rb") as f:
-                        reports[r] = pickle.load(f)
-                elif not procs[r].is_alive() and not os.path.exists(path):
-                    reports[r] = {"rank": r, "crash": "process ended with status %s" % procs[r].exitcode}
-            time.sleep(0.02)
-        release.set()
-        for r, p in enumerate(procs):
-            p.join(5)
-            if p.is_alive():
-                p.kill()
-                p.join()
-            if r not in reports:
-                reports[r] = {"rank": r, "stuck": "rank %d gave no report within %.0f s" % (r, timeout_s)}
-    return reports
+    return Ranks(plan, seed, timeout_s, iterations).collect()
 
 
 def reference(plan, seed):

@@ -136,9 +136,9 @@ _RAW = {}
 
 
 def _cached(fn):
-    """Raw inputs are constants: made once per (kind, module, sample, rows, seed)."""
+    """Raw inputs are constants: made once per (kind, module, sample, seed)."""
     def wrapped(spec, m, sid, meta, seed):
-        key = (fn.__name__, id(spec), m, sid, seed)
+        key = (fn.__name__, id(spec), m, sid, seed, tuple(sorted(meta.items())))
         t = _RAW.get(key)
         if t is None:
             t = _RAW[key] = fn(spec, m, sid, meta, seed)

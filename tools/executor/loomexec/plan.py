@@ -23,10 +23,13 @@ def key_sort(spec):
 class Plan:
     """A format-2 plan for `spec`'s model."""
 
-    def __init__(self, path, spec):
+    def __init__(self, path, spec, doc=None):
         self.path = str(path)
         self.spec = spec
         self.unit_cache, self.piece_cache = {}, {}
+        if doc is not None:
+            self.load(doc)
+            return
         try:
             with open(path, "rb") as f:
                 doc = json.loads(f.read().decode("utf-8"))
