@@ -274,3 +274,62 @@ def test_shipped_manifests(tmp_path, manifest, model, workload, parallel, extra)
     r = execute(p, m)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "result    PASS" in r.stdout
+
+
+# -- profile and online modes ---------------------------------------------------
+
+def test_profile_mode(onef1b, tmp_path):
+    csv = tmp_path / "layers.csv"
+    r = subprocess.run([sys.executable, str(EXECUTOR), "--profile", "--plan", str(onef1b),
+                        "--model", str(VLM), "--manifest", str(MANIFESTS / "megatron-1f1b.json"),
+                        "--parallel", "tp=1,pp=2,mb=4", "--profile-csv", str(csv),
+                        "--iterations", "2", "--json", "--loom", loom_cli()],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    res = json.loads(r.stdout)
+    prof = res["profile"]
+    assert prof["predicted_ms"] > 0 and prof["measured_ms"] > 0 and prof["ranks"] == 2
+    assert abs(prof["error_pct"] - (prof["measured_ms"] - prof["predicted_ms"]) / prof["predicted_ms"] * 100) < 1e-9
+    lines = csv.read_text().splitlines()
+    assert lines[0] == ("module,layer,tokens,forward_ms,input_grad_ms,weight_grad_ms,"
+                        "activation_bytes,param_bytes")
+    layers = {tuple(x.split(",")[:2]) for x in lines[1:]}
+    # first, middle and last layer of both modules
+    assert layers == {("vit", "0"), ("vit", "*"), ("vit", "62"), ("llm", "0"), ("llm", "*"), ("llm", "31")}
+    for x in lines[1:]:
+        f = x.split(",")
+        assert int(f[2]) >= 1 and all(float(v) >= 0 for v in f[3:])
+
+
+def online(tmp_path, *extra):
+    env = dict(os.environ)
+    return subprocess.run([sys.executable, str(EXECUTOR), "--online", "--model", str(VLM),
+                           "--manifest", str(MANIFESTS / "megatron-1f1b.json"),
+                           "--parallel", "tp=4,pp=2,mb=2", "--loom", loom_cli(), *extra],
+                          capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_online_mode(tmp_path):
+    r = online(tmp_path, "--iterations", "3", "--generate", "interleaved", "--json",
+               "--keep-plans", str(tmp_path / "plans"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    on = json.loads(r.stdout)["online"]
+    its = on["iterations"]
+    assert [x["iteration"] for x in its] == [0, 1, 2] and all(x["passed"] for x in its)
+    assert "next_plan_ms" not in its[2]
+    assert 0 <= on["hidden_ms"] <= on["planning_ms"] + 1e-9
+    assert abs(on["planning_ms"] - its[0]["next_plan_ms"] - its[1]["next_plan_ms"]) < 1e-6
+    for x in its[:2]:
+        assert 0 <= x["hidden_ms"] <= x["next_plan_ms"] + 1e-9
+    # each iteration drew a different batch
+    plans = [json.loads((tmp_path / "plans" / ("iter-%03d.json" % i)).read_text()) for i in range(3)]
+    batches = [p["iteration"]["samples"] for p in plans]
+    assert batches[0] != batches[1] != batches[2]
+
+
+def test_online_bad_workload(tmp_path):
+    w = tmp_path / "w.jsonl"
+    w.write_text('{"samples": [{"text_tokens": 10}]}\n{"samples": 3}\n')
+    r = online(tmp_path, "--iterations", "2", "--workload", str(w))
+    assert r.returncode == 2
+    assert "%s:2: samples: expected an array of samples" % w in r.stderr
