@@ -190,6 +190,17 @@ def profile_mode(args):
             lines.append("iteration predicted %.2f ms (Loom, table cost model from the profile), "
                          "measured %.2f ms (median of %d), error %+.1f %% (%d ranks, %d cores)"
                          % (predicted, measured, iters - 1, err, plan.ranks, os.cpu_count()))
+            # the stages' own CPU time against Loom's stage times, per rank:
+            # what the profile predicts, free of the waits and of other load
+            busy = {}
+            for st in plan.doc["stages"]:
+                busy[st["rank"]] = busy.get(st["rank"], 0.0) + st["end_ms"] - st["start_ms"]
+            cpu = {r: sum(x[3] for x in reports[r]["stage_ms"]) for r in reports}
+            res["profile"]["busy_predicted_ms"] = [busy.get(r, 0.0) for r in sorted(reports)]
+            res["profile"]["busy_cpu_ms"] = [cpu[r] for r in sorted(reports)]
+            tot_p, tot_c = sum(busy.values()), sum(cpu.values())
+            lines.append("stages    predicted %.2f ms of work over the ranks, their CPU time %.2f ms "
+                         "(last iteration), error %+.1f %%" % (tot_p, tot_c, (tot_c - tot_p) / tot_p * 100.0))
             res["profile"]["lines"] = lines
     res.update(plan=args.plan, ranks=plan.ranks, sample_count=len(plan.samples), passed=passed)
     return res

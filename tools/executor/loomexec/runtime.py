@@ -328,7 +328,7 @@ class Rank:
                     self.counts[k] = self.counts.get(k, 0) + 1
 
     def do_forward_stage(self, a):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         sid = a["stage"]
         st = self.plan.stages[sid]
         if st["kind"] != "F":
@@ -349,12 +349,13 @@ class Rank:
             self.fwd_out[sid] = torch.cat([state[k].detach() for k in pos["out_keys"]], 0)
         self.runs[sid] = (run, leaves, state_in, state)
         self.count("F", sid)
-        self.stage_ms.append((sid, "F", (time.perf_counter() - t0) * 1e3))
+        self.stage_ms.append((sid, "F", (time.perf_counter() - t0) * 1e3,
+                              (time.process_time() - c0) * 1e3))
 
     # -- backward --------------------------------------------------------------
 
     def do_backward_stage(self, a):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         sid = a["stage"]
         st = self.plan.stages[sid]
         kind = st["kind"]
@@ -366,7 +367,8 @@ class Rank:
             run.weight_grad()
             del self.runs[fsid]
             self.count("W", sid)
-            self.stage_ms.append((sid, kind, (time.perf_counter() - t0) * 1e3))
+            self.stage_ms.append((sid, kind, (time.perf_counter() - t0) * 1e3,
+                              (time.process_time() - c0) * 1e3))
             return
         if kind not in ("B", "I"):
             raise CheckError("rank %d: %s: a backward_stage action for an F stage" % (self.rank, self.describe(a)))
@@ -405,4 +407,5 @@ class Rank:
         if kind == "B":
             del self.runs[fsid]
         self.count(kind, sid)
-        self.stage_ms.append((sid, kind, (time.perf_counter() - t0) * 1e3))
+        self.stage_ms.append((sid, kind, (time.perf_counter() - t0) * 1e3,
+                              (time.process_time() - c0) * 1e3))
