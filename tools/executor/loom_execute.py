@@ -72,7 +72,7 @@ def parse_args(argv):
 
 def print_result(res, as_json):
     if as_json:
-        print(json.dumps(res, indent=1, sort_keys=True))
+        print(json.dumps(res, indent=1, sort_keys=True, allow_nan=False))
         return
     print("plan      %s (%d ranks, %d samples)" % (res["plan"], res["ranks"], res["sample_count"]))
     if res.get("deadlock"):
@@ -85,9 +85,10 @@ def print_result(res, as_json):
         print("error     " + e)
     g = res.get("gradients")
     if g:
-        print("gradients %s: %d parameters, %d mismatched (worst %s at %.3g x tolerance; rtol %g, atol %g)"
+        w = g["worst_err_over_tolerance"]
+        print("gradients %s: %d parameters, %d mismatched (worst %s at %s x tolerance; rtol %g, atol %g)"
               % ("ok" if not g["mismatched"] else "FAIL", g["parameters"], g["mismatched"],
-                 g["worst"], g["worst_err_over_tolerance"], g["rtol"], g["atol"]))
+                 g["worst"], "%.3g" % w if w is not None else "a non-finite", g["rtol"], g["atol"]))
     lo = res.get("loss")
     if lo:
         print("loss      %.12g (reference %.12g)" % (lo["executed"], lo["reference"]))

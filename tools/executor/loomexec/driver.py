@@ -2,6 +2,7 @@
 they report and runs the checks: no deadlock, gradients equal to a
 single-process reference, every sample through every layer exactly once."""
 
+import math
 import multiprocessing
 import os
 import pickle
@@ -173,6 +174,9 @@ def check(plan, reports, seed, rtol, atol):
         return False, out
     ref_loss, ref_grads, ref_params = reference(plan, seed)
     loss = sum(reports[r]["loss"] for r in reports)
+    if not (math.isfinite(loss) and math.isfinite(ref_loss)):
+        out["errors"].append("the loss is not finite (executed %r, reference %r)" % (loss, ref_loss))
+        return False, out
     out["loss"] = {"executed": loss, "reference": ref_loss, "abs_err": abs(loss - ref_loss)}
     ok = abs(loss - ref_loss) <= atol + rtol * abs(ref_loss)
     merged = {}
@@ -189,13 +193,18 @@ def check(plan, reports, seed, rtol, atol):
         got = merged.get(name, torch.zeros_like(p))
         err = (got - ref).abs()
         lim = atol + rtol * ref.abs()
-        excess = float((err / lim).max())
+        excess = float((err / lim).max()) if err.numel() else 0.0
+        if not math.isfinite(excess):
+            bad.append(name)
+            worst, worst_err = name, math.inf
+            continue
         if excess > worst_err:
             worst, worst_err = name, excess
         if bool((err > lim).any()):
             bad.append(name)
     out["gradients"] = {"parameters": n, "mismatched": len(bad), "first_mismatch": bad[0] if bad else None,
-                        "worst": worst, "worst_err_over_tolerance": worst_err,
+                        "worst": worst,
+                        "worst_err_over_tolerance": worst_err if math.isfinite(worst_err) else None,
                         "rtol": rtol, "atol": atol}
     ok = ok and not bad
     s_ok, s_res = check_samples(plan, reports)

@@ -176,7 +176,7 @@ def profile_mode(args):
         iters = max(2, args.iterations)
         reports = run_ranks(plan, args.seed, args.timeout, iterations=iters)
         passed, res = check(plan, reports, args.seed, args.rtol, args.atol)
-        if passed:
+        if passed and plan.makespan_ms > 0:
             per_iter = [max(reports[r]["wall_ms"][i] for r in reports) for i in range(iters)]
             measured = statistics.median(per_iter[1:])
             predicted = plan.makespan_ms

@@ -10,6 +10,7 @@ import pathlib
 import subprocess
 import sys
 
+import jsonschema
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -18,6 +19,15 @@ EXECUTOR = HERE.parent / "loom_execute.py"
 MODELS = ROOT / "examples" / "models"
 MANIFESTS = ROOT / "examples" / "manifests"
 VLM = MODELS / "vlm-s.json"
+
+
+SCHEMA = json.loads((ROOT / "docs" / "schemas" / "executor-result.schema.json").read_text())
+
+
+def valid(res):
+    """The --json result against docs/schemas/executor-result.schema.json."""
+    jsonschema.Draft202012Validator(SCHEMA).validate(res)
+    return res
 
 
 def loom_cli():
@@ -187,7 +197,7 @@ def test_lost_sample_is_reported(tmp_path):
     assert r.returncode == 2 and "tensor.shape[0]: expected" in r.stderr
     r = execute(rewrite(p, doc, tmp_path, "lost.json"), VLM, "--json", "--no-tensor-check")
     assert r.returncode == 1, r.stdout + r.stderr
-    res = json.loads(r.stdout)
+    res = valid(json.loads(r.stdout))
     assert res["passed"] is False
     assert res["samples"]["first_problem"] == ("sample %d, llm layer 0: forward 0, backward 0, input-grad 0, "
                                                "weight-grad 0 times (expected once forward, once B or I+W)"
@@ -208,7 +218,7 @@ def test_sample_twice_in_a_flow_is_bad_input(onef1b, tmp_path):
 def test_json_result(onef1b):
     r = execute(onef1b, VLM, "--json")
     assert r.returncode == 0, r.stdout + r.stderr
-    res = json.loads(r.stdout)
+    res = valid(json.loads(r.stdout))
     assert res["passed"] is True and res["deadlock"] is None and res["ranks"] == 2
     assert res["gradients"]["mismatched"] == 0 and res["gradients"]["parameters"] > 0
     assert res["gradients"]["worst_err_over_tolerance"] <= 1.0
@@ -227,6 +237,26 @@ def test_selective_and_full_recomputation(onef1b, tmp_path):
         st["policy"] = "mixed"
     r = execute(rewrite(onef1b, doc, tmp_path, "recompute.json"))
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("frozen", [0, 1])
+def test_frozen_module(tmp_path, frozen):
+    """A frozen ViT (gradients stop at the LLM's input) or a frozen LLM
+    (gradients pass through it to the ViT): frozen parameters get none."""
+    doc = json.loads(VLM.read_text())
+    doc["modules"][frozen]["frozen"] = True
+    model = tmp_path / "frozen.json"
+    model.write_text(json.dumps(doc))
+    p = plan(tmp_path, "fz", "--manifest", str(MANIFESTS / "pipeweaver.json"),
+             "--param", "ranker.max_evaluations=5", "--parallel", "tp=1,pp=2,mb=4",
+             "--memory-cap", "1e15", model=model)
+    r = execute(p, model, "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    res = valid(json.loads(r.stdout))
+    # trainable: the other module's tensors only. LLM: 32 layers x 9 (norms, q, k, v, o,
+    # SwiGLU's three) + embedding, final norm, head; ViT: 63 x 8 (GELU's two) + patch embedding
+    assert res["gradients"]["parameters"] == (32 * 9 + 3 if frozen == 0 else 63 * 8 + 1)
+    assert res["gradients"]["mismatched"] == 0
 
 
 def test_zero_bubble_splits_and_recomputes(tmp_path):
@@ -286,7 +316,7 @@ def test_profile_mode(onef1b, tmp_path):
                         "--iterations", "2", "--json", "--loom", loom_cli()],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    res = json.loads(r.stdout)
+    res = valid(json.loads(r.stdout))
     prof = res["profile"]
     assert prof["predicted_ms"] > 0 and prof["measured_ms"] > 0 and prof["ranks"] == 2
     assert abs(prof["error_pct"] - (prof["measured_ms"] - prof["predicted_ms"]) / prof["predicted_ms"] * 100) < 1e-9
@@ -313,7 +343,7 @@ def test_online_mode(tmp_path):
     r = online(tmp_path, "--iterations", "3", "--generate", "interleaved", "--json",
                "--keep-plans", str(tmp_path / "plans"))
     assert r.returncode == 0, r.stdout + r.stderr
-    on = json.loads(r.stdout)["online"]
+    on = valid(json.loads(r.stdout))["online"]
     its = on["iterations"]
     assert [x["iteration"] for x in its] == [0, 1, 2] and all(x["passed"] for x in its)
     assert "next_plan_ms" not in its[2]
