@@ -123,9 +123,23 @@ def execute(args):
     return res
 
 
+def need_torch():
+    """PyTorch with gloo, or bad input naming the fix."""
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError as e:
+        raise InputError("PyTorch is missing (%s): install python3-torch (`make deps`) and run "
+                         "this with /usr/bin/python3 (this is %s)" % (e, sys.executable))
+    if not dist.is_available() or not dist.is_gloo_available():
+        raise InputError("this PyTorch (%s) has no gloo backend for torch.distributed"
+                         % torch.__version__)
+
+
 def main(argv=None):
     try:
         args = parse_args(sys.argv[1:] if argv is None else argv)
+        need_torch()
         if args.profile:
             from loomexec.profile import profile_mode
             res = profile_mode(args)

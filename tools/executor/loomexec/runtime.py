@@ -70,6 +70,7 @@ class Rank:
         self.counts = {}        # (phase, module, layer, sample) -> times
         self.stage_ms = []      # (stage id, kind, ms)
         self.edges = {}         # (producer F, consumer F) -> slices (see edge())
+        self.backward_done = set()  # F stages whose B or I has run
 
     def _param_names(self, pos):
         shapes = L.param_shapes(self.spec)
@@ -195,7 +196,7 @@ class Rank:
             key = (self.fwd(sid), self.fwd(peer_stage))
             t = self.to_send.pop(key, None)
             if t is None:
-                if (self.fwd(sid), "done") not in self.to_send:
+                if self.fwd(sid) not in self.backward_done:
                     raise CheckError("rank %d: %s: stage %d has not run yet" % (self.rank, self.describe(a), sid))
                 t = torch.zeros(self.edge_rows(self.fwd(peer_stage), self.fwd(sid)), self.spec.hidden,
                                 dtype=torch.float64)
@@ -403,7 +404,7 @@ class Rank:
                 self.add_grad(prod, fsid, self.edge_grad_full(prod, fsid, gr.detach()))
             else:
                 self.to_send[(fsid, prod)] = gr.detach()
-        self.to_send[(fsid, "done")] = True
+        self.backward_done.add(fsid)
         if kind == "B":
             del self.runs[fsid]
         self.count(kind, sid)

@@ -333,6 +333,9 @@ def test_profile_mode(onef1b, tmp_path):
 
 def online(tmp_path, *extra):
     env = dict(os.environ)
+    if env.get("LOOM_EXEC_PRELOAD"):  # a sanitized libloom (tests/CMakeLists.txt)
+        env["LD_PRELOAD"] = env["LOOM_EXEC_PRELOAD"]
+        env["ASAN_OPTIONS"] = "detect_leaks=0"
     return subprocess.run([sys.executable, str(EXECUTOR), "--online", "--model", str(VLM),
                            "--manifest", str(MANIFESTS / "megatron-1f1b.json"),
                            "--parallel", "tp=4,pp=2,mb=2", "--loom", loom_cli(), *extra],
