@@ -188,6 +188,10 @@ START_TEST(page_is_self_contained)
     has(html, "12.5 ms (42 evaluations)");
     has(html, "<span class=\"k\">memory cap</span><span class=\"v\">none</span>");
     has(html, "<span class=\"k\">problem</span><span class=\"v\">stage times</span>");
+    has(html, "<span class=\"k\">torchtitan</span><span class=\"v\">loop style &middot; "
+              "pipeline_parallel_schedule 1F1B &middot; pipeline_parallel_schedule_csv "
+              "schedule.csv &middot; 8 microbatches</span>");
+    ck_assert_ptr_null(strstr(html, "Megatron layout"));
     ck_assert_int_eq(count(html, "<tr><td>"), 4);
     ck_assert_ptr_null(strstr(html, "OVER CAP"));
     /* legends: one chunk, the kinds present */
@@ -477,6 +481,7 @@ START_TEST(model_plan_names_modules_and_layout)
     has(html, "</span>vit</span>");
     has(html, "</span>llm</span>");
     has(html, "<span class=\"k\">memory cap</span><span class=\"v\">80.00 GiB per rank");
+    ck_assert_ptr_null(strstr(html, "Megatron layout")); /* vit + llm: no layout */
     cJSON *d = page_data(html);
     ck_assert(cJSON_IsTrue(get(d, "byModule")));
     /* Megatron's one mixed flow: a chunk holding the end of the ViT and

@@ -1237,6 +1237,22 @@ static cJSON *placement_of(const fixture *fx, const char *style)
     return doc;
 }
 
+/* A stage whose backward is missing (here: a B turned into a W) is refused,
+ * not written with fewer backwards than forwards. */
+START_TEST(test_schedule_csv_missing_backward)
+{
+    fixture fx;
+    stage_times_plan(&fx, 2, 2, 0, 0, 0, 1);
+    fx.plan.graph->kind[bid(2, 0, 1, 1)] = LOOM_STAGE_W;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_schedule_csv_check(&fx.plan, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "schedule.csv: not written: stage 1 runs 2 forwards and 1 "
+                                  "backwards (B or I, with as many W as I expected); PyTorch "
+                                  "pipelining needs one backward per forward");
+    fixture_free(&fx);
+}
+END_TEST
+
 START_TEST(test_placement_styles)
 {
     fixture fx;
@@ -1512,6 +1528,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_trace_memory_counters);
     tcase_add_test(tc, test_schedule_csv_1f1b);
     tcase_add_test(tc, test_schedule_csv_deadlock);
+    tcase_add_test(tc, test_schedule_csv_missing_backward);
     tcase_add_test(tc, test_placement_styles);
     tcase_add_test(tc, test_megatron_layout);
     tcase_add_test(tc, test_write_outputs_refused_csv);

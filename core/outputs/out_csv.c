@@ -109,32 +109,35 @@ static int refusal(const loom_out_torch *t, loom_error *err)
     return loom_set_error(err, LOOM_EINVAL, "schedule.csv: not written: %s", t->reason);
 }
 
-int loom_schedule_csv_check(const loom_plan *plan, loom_error *err)
+/* Checks the plan as every writer does, then numbers its PyTorch stages
+ * into *t (freed by the caller when LOOM_OK). */
+static int checked_torch(const loom_plan *plan, loom_out_torch *t, loom_error *err)
 {
     loom_out_frame frame;
-    loom_out_torch t;
     int rc = loom_out_begin(plan, "schedule.csv", &frame, err);
-    if (rc == LOOM_OK && (rc = loom_out_torch_build(plan, &t, err)) == LOOM_OK) {
+    if (rc != LOOM_OK)
+        return rc;
+    uselocale(frame.saved);
+    freelocale(frame.c_locale);
+    return loom_out_torch_build(plan, t, err);
+}
+
+int loom_schedule_csv_check(const loom_plan *plan, loom_error *err)
+{
+    loom_out_torch t;
+    int rc = checked_torch(plan, &t, err);
+    if (rc == LOOM_OK) {
         rc = refusal(&t, err);
         loom_out_torch_free(&t);
-    }
-    if (frame.c_locale != (locale_t)0) {
-        uselocale(frame.saved);
-        freelocale(frame.c_locale);
     }
     return rc;
 }
 
 int loom_out_csv_refused(const loom_plan *plan)
 {
-    loom_out_frame frame;
     loom_out_torch t;
     loom_error err;
-    if (loom_out_begin(plan, "schedule.csv", &frame, &err) != LOOM_OK)
-        return 0;
-    uselocale(frame.saved);
-    freelocale(frame.c_locale);
-    if (loom_out_torch_build(plan, &t, &err) != LOOM_OK)
+    if (checked_torch(plan, &t, &err) != LOOM_OK)
         return 0;
     int refused = !t.ok;
     loom_out_torch_free(&t);

@@ -168,8 +168,10 @@ static void kv_end(FILE *out)
     fputs("</span>\n", out);
 }
 
-/* The headline grid: metrics, then the problem, layout and cap. */
-static void summary_kv(FILE *out, const loom_plan *plan, double cap, mem_unit mu)
+/* The headline grid: metrics, then the problem, layout and cap, then what
+ * torchtitan and Megatron-LM need. */
+static void summary_kv(FILE *out, const loom_plan *plan, double cap, mem_unit mu,
+                       const loom_out_exports *x)
 {
     const loom_stage_graph *g = plan->graph;
     const loom_metrics *m = &plan->metrics;
@@ -237,6 +239,21 @@ static void summary_kv(FILE *out, const loom_plan *plan, double cap, mem_unit mu
     if (plan->partition && plan->partition->label[0]) {
         kv(out, "partition");
         html_text(out, plan->partition->label);
+        kv_end(out);
+    }
+    kv(out, "torchtitan");
+    if (!x->csv_ok)
+        fputs("schedule.csv not written (plan.json: schedule_csv.reason); ", out);
+    if (x->placement.style)
+        fprintf(out, "%s style &middot; pipeline_parallel_schedule %s &middot; "
+                     "pipeline_parallel_schedule_csv schedule.csv &middot; %d microbatches",
+                x->placement.style, x->placement.schedule, x->microbatches);
+    else
+        fputs("no placement style fits (plan.json: placement.reason)", out);
+    kv_end(out);
+    if (x->megatron) {
+        kv(out, "Megatron layout");
+        html_text(out, x->megatron);
         kv_end(out);
     }
     fputs("</div>\n", out);
@@ -430,7 +447,7 @@ static void data_json(FILE *out, const loom_plan *plan, const loom_style *st, do
 /* ---- the page ------------------------------------------------------------------ */
 
 static void write_page(const loom_plan *plan, const loom_style *st, double cap, FILE *out,
-                       double *scratch)
+                       double *scratch, const loom_out_exports *x)
 {
     const loom_stage_graph *g = plan->graph;
     const char *label = plan->label[0] ? plan->label : "(unlabelled)";
@@ -459,7 +476,7 @@ static void write_page(const loom_plan *plan, const loom_style *st, double cap, 
 
     fputs("<section id=\"summary\">\n<h2>Summary</h2>\n", out);
     mem_unit mu = memory_unit(plan, cap);
-    summary_kv(out, plan, cap, mu);
+    summary_kv(out, plan, cap, mu, x);
     fputs("<h3>Per rank</h3>\n", out);
     summary_ranks(out, plan, cap, mu, scratch, scratch + g->n_ranks);
     fputs("</section>\n", out);
@@ -516,8 +533,12 @@ int loom_write_html_report(const loom_plan *plan, FILE *out, loom_error *err)
         else
             rc = rank_times(plan, scratch, scratch + plan->graph->n_ranks, err);
     }
+    loom_out_exports x = {0};
     if (rc == LOOM_OK)
-        write_page(plan, &st, cap, out, scratch);
+        rc = loom_out_exports_find(plan, WHAT, &x, err);
+    if (rc == LOOM_OK)
+        write_page(plan, &st, cap, out, scratch, &x);
+    loom_out_exports_free(&x);
     free(scratch);
     if (styled)
         loom_style_free(&st);

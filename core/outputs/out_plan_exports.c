@@ -4,6 +4,7 @@
  * schedule.csv expresses the plan, the torchtitan placement style and
  * Megatron-LM's layout string (docs/outputs.md). */
 #include <stdlib.h>
+#include <string.h>
 #include "output.h"
 
 /* Writes a string or null. */
@@ -87,13 +88,20 @@ static void write_torchtitan(const loom_plan *plan, const loom_out_torch *t,
         fputs("null}", out);
 }
 
+/* 1 when the plan splits backward into I and W stages. */
+static int split_backward(const loom_stage_graph *g)
+{
+    for (int32_t s = 0; s < g->n_stages; s++)
+        if (g->kind[s] == LOOM_STAGE_I)
+            return 1;
+    return 0;
+}
+
 /* "schedule_csv" and "placement". */
 static void write_torch(const loom_plan *plan, const loom_out_torch *t, FILE *out)
 {
     const loom_stage_graph *g = plan->graph;
-    int split = 0;
-    for (int32_t s = 0; s < g->n_stages && !split; s++)
-        split = g->kind[s] == LOOM_STAGE_I;
+    int split = split_backward(g);
     fprintf(out, "  \"schedule_csv\": {\"written\": %s, \"stages\": %d, \"microbatches\": %d, "
                  "\"reason\": ",
             t->ok ? "true" : "false", t->n_stages, t->microbatches);
@@ -143,4 +151,30 @@ int loom_out_json_exports(const loom_plan *plan, FILE *out, loom_error *err)
     fputs("},\n", out);
     free(layout);
     return LOOM_OK;
+}
+
+int loom_out_exports_find(const loom_plan *plan, const char *what, loom_out_exports *x,
+                          loom_error *err)
+{
+    memset(x, 0, sizeof *x);
+    loom_out_torch t;
+    int rc = loom_out_torch_build(plan, &t, err);
+    if (rc != LOOM_OK)
+        return loom_error_prefix(err, rc, what);
+    x->csv_ok = t.ok;
+    x->microbatches = t.microbatches;
+    loom_out_placement_find(&t, plan->graph->n_ranks, split_backward(plan->graph), &x->placement);
+    loom_out_torch_free(&t);
+    char reason[LOOM_OUT_REASON_MAX];
+    int oom = 0;
+    x->megatron = loom_out_megatron_layout(plan, reason, &oom);
+    if (oom)
+        return loom_set_error(err, LOOM_ENOMEM, "%s: out of memory", what);
+    return LOOM_OK;
+}
+
+void loom_out_exports_free(loom_out_exports *x)
+{
+    free(x->megatron);
+    x->megatron = NULL;
 }

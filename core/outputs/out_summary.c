@@ -13,32 +13,21 @@
  * the Megatron-LM layout when the plan has one. */
 static int write_exports(const loom_plan *plan, FILE *out, loom_error *err)
 {
-    loom_out_torch t;
-    int rc = loom_out_torch_build(plan, &t, err);
+    loom_out_exports x;
+    int rc = loom_out_exports_find(plan, "summary", &x, err);
     if (rc != LOOM_OK)
-        return loom_error_prefix(err, rc, "summary");
-    int split = 0;
-    for (int32_t s = 0; s < plan->graph->n_stages && !split; s++)
-        split = plan->graph->kind[s] == LOOM_STAGE_I;
-    loom_out_placement pl;
-    loom_out_placement_find(&t, plan->graph->n_ranks, split, &pl);
-    if (!t.ok)
+        return rc;
+    if (!x.csv_ok)
         fputs("  schedule.csv  not written (plan.json: schedule_csv.reason)\n", out);
-    if (pl.style)
+    if (x.placement.style)
         fprintf(out, "  torchtitan    %s style: pipeline_parallel_schedule %s, "
                      "pipeline_parallel_schedule_csv schedule.csv, %d microbatches\n",
-                pl.style, pl.schedule, t.microbatches);
+                x.placement.style, x.placement.schedule, x.microbatches);
     else
         fputs("  torchtitan    no placement style fits (plan.json: placement.reason)\n", out);
-    loom_out_torch_free(&t);
-    char reason[LOOM_OUT_REASON_MAX];
-    int oom = 0;
-    char *layout = loom_out_megatron_layout(plan, reason, &oom);
-    if (oom)
-        return loom_set_error(err, LOOM_ENOMEM, "summary: out of memory");
-    if (layout)
-        fprintf(out, "  megatron      --pipeline-model-parallel-layout %s\n", layout);
-    free(layout);
+    if (x.megatron)
+        fprintf(out, "  megatron      --pipeline-model-parallel-layout %s\n", x.megatron);
+    loom_out_exports_free(&x);
     return LOOM_OK;
 }
 

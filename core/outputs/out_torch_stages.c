@@ -157,6 +157,30 @@ static void check_chain(const loom_plan *plan, loom_out_torch *t)
     }
 }
 
+/* Checks that every stage runs one backward (B, or I and W) per forward
+ * (t->ok cleared with the first violation); `count` is scratch of
+ * 3 x n_stages entries. */
+static void check_backwards(const loom_plan *plan, loom_out_torch *t, int32_t *count)
+{
+    const loom_stage_graph *g = plan->graph;
+    int32_t n = t->n_stages;
+    memset(count, 0, 3 * (size_t)n * sizeof(int32_t));
+    for (int32_t s = 0; s < g->n_stages; s++) {
+        int32_t k = g->kind[s], gs = t->stage_of[s];
+        count[gs] += k == LOOM_STAGE_F;
+        count[n + gs] += k == LOOM_STAGE_B || k == LOOM_STAGE_I;
+        count[2 * n + gs] += k == LOOM_STAGE_W ? 1 : k == LOOM_STAGE_I ? -1 : 0;
+    }
+    for (int32_t i = 0; t->ok && i < n; i++)
+        if (count[n + i] != count[i] || count[2 * n + i] != 0) {
+            t->ok = 0;
+            snprintf(t->reason, sizeof t->reason,
+                     "stage %d runs %d forwards and %d backwards (B or I, with as many W as I "
+                     "expected); PyTorch pipelining needs one backward per forward",
+                     i, count[i], count[n + i]);
+        }
+}
+
 /* Checks ranks and unit counts per PyTorch stage (t->ok cleared with the
  * first violation); `units` has n_stages entries. */
 static void check_stages(const loom_plan *plan, loom_out_torch *t, int32_t *units,
@@ -217,7 +241,7 @@ int loom_out_torch_build(const loom_plan *plan, loom_out_torch *t, loom_error *e
     }
     size_t m = (size_t)(t->n_stages > 0 ? t->n_stages : 1);
     t->stage_rank = malloc(m * sizeof(int32_t));
-    int32_t *units = calloc(m, sizeof(int32_t));
+    int32_t *units = calloc(3 * m, sizeof(int32_t));
     int32_t *first = malloc(m * sizeof(int32_t));
     if (!t->stage_rank || !units || !first) {
         free(units);
@@ -227,6 +251,8 @@ int loom_out_torch_build(const loom_plan *plan, loom_out_torch *t, loom_error *e
     }
     t->ok = 1;
     check_stages(plan, t, units, first);
+    if (t->ok)
+        check_backwards(plan, t, units);
     if (t->ok)
         check_chain(plan, t);
     free(units);

@@ -154,4 +154,22 @@ void loom_out_json_data(const loom_out_data *d, FILE *out);
 /* "schedule_csv", "placement" and "megatron". */
 int loom_out_json_exports(const loom_plan *plan, FILE *out, loom_error *err);
 
+/* What summary.txt and report.html say about the exports: whether
+ * schedule.csv is written, its microbatch count, the torchtitan placement
+ * and the Megatron layout (malloc'd, NULL when none). */
+typedef struct loom_out_exports {
+    int csv_ok;
+    int32_t microbatches;
+    loom_out_placement placement;
+    char *megatron;
+} loom_out_exports;
+
+/* Fills *x (LOOM_ENOMEM, or LOOM_EINVAL for a graph without flow
+ * numbering, with `what` in front of the message). */
+int loom_out_exports_find(const loom_plan *plan, const char *what, loom_out_exports *x,
+                          loom_error *err);
+
+/* Releases x->megatron. */
+void loom_out_exports_free(loom_out_exports *x);
+
 #endif

@@ -141,8 +141,10 @@ class Result:
                           % (self._ranks - 1, v.describe(rank)))
 
     def write(self, directory: PathLike) -> pathlib.Path:
-        """Writes plan.json, trace.json, schedule.csv, timeline.svg and
-        summary.txt into `directory` (created), each atomically; returns it."""
+        """Writes plan.json, trace.json, schedule.csv, timeline.svg,
+        summary.txt and report.html into `directory` (created), each
+        atomically; returns it. schedule.csv only when PyTorch's schedule
+        rules can express the plan (plan.json "schedule_csv" says why not)."""
         path = v.optional_text("directory", directory)
         if path is None:
             raise input_error("directory: expected a string or a path, found null")

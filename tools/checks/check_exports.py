@@ -27,7 +27,8 @@ manifest's plans hold what docs/outputs.md promises.
      position;
    - the Megatron layout, when given, has P x V stages with E first, L last
      and each stage's t count equal to its position's layers;
-   - summary.txt shows the torchtitan style and the Megatron layout.
+   - summary.txt shows the torchtitan style and the Megatron layout, and
+     report.html the layout.
 Exit 1 naming every failure.
 """
 import glob
@@ -58,19 +59,25 @@ def rules_cli(src):
 def self_test(src, tmp):
     """The checker passes a good schedule and fails every broken rule."""
     cases = [
-        ("good", "0F0,0F1,,,0B0,0B1\n,1F0,1F1,1B0,1B1,\n", [], 0, "ok: 2 ranks, 2 stages, 2 microbatches"),
-        ("ranks", "0F0,0B0\n", ["--ranks", "2"], 1, "the schedule has 1 rows, expected one per rank (2)"),
+        ("good", "0F0,0F1,,,0B0,0B1\n,1F0,1F1,1B0,1B1,\n", [], 0,
+         "ok: 2 ranks, 2 stages, 2 microbatches"),
+        ("ranks", "0F0,0B0\n", ["--ranks", "2"], 1,
+         "the schedule has 1 rows, expected one per rank (2)"),
         ("cell", "0F0,0X0\n", [], 1, "rank 0, step 1: cell '0X0' is not"),
         ("two ranks", "0F0,,0B0\n,0F1,,0B1\n", [], 1, "stage 0 is on rank 0 and rank 1"),
         ("counts", "0F0,0F1,0F2,0F3,,0B0,0B1,0B2,0B3\n,1F0,1F1,1B0,1B1\n", [], 1,
          "stage 1 runs F of 2 microbatches [0, 1], expected 4 (0..3)"),
-        ("B before F", "0B0,0F0\n", [], 1, "rank 0, step 0: B of stage 0, microbatch 0 before its F"),
-        ("W before I", "0F0,0W0,0I0\n", [], 1, "rank 0, step 1: W of stage 0, microbatch 0 before its I"),
+        ("B before F", "0B0,0F0\n", [], 1,
+         "rank 0, step 0: B of stage 0, microbatch 0 before its F"),
+        ("W before I", "0F0,0W0,0I0\n", [], 1,
+         "rank 0, step 1: W of stage 0, microbatch 0 before its I"),
         ("I and W", "0F0,0I0\n", [], 1, "stage 0 has 1 I and 0 W"),
         ("pipeline", "0F0,0F1,,0B0,0B1\n,1F0,1B0,1F1,1B1\n", [], 1,
-         "rank 0, step 4: B of stage 0, microbatch 1 does not come after the backward of stage 1 (step 4)"),
+         "rank 0, step 4: B of stage 0, microbatch 1 does not come after the backward of "
+         "stage 1 (step 4)"),
         ("forward order", "0F0,,,0B0\n1F0,,1B0,\n", [], 1,
-         "rank 1, step 0: F of stage 1, microbatch 0 does not come after the F of stage 0 (step 0)"),
+         "rank 1, step 0: F of stage 1, microbatch 0 does not come after the F of stage 0 "
+         "(step 0)"),
     ]
     for name, text, args, want_rc, want in cases:
         path = os.path.join(tmp, "case.csv")
@@ -129,7 +136,8 @@ def check_placement(where, doc):
         want = "loop" if loop else "v" if v else None
     if pl["style"] != want:
         fail("%s: placement style %r, stage_ranks say %r" % (where, pl["style"], want))
-    if (pl["style"] is None) != (pl["torchtitan"] is None) or (pl["style"] is None) != bool(pl["reason"]):
+    none = pl["style"] is None
+    if none != (pl["torchtitan"] is None) or none != bool(pl["reason"]):
         fail("%s: placement torchtitan/reason do not match the style" % where)
     tt = pl["torchtitan"]
     if tt and (tt["pipeline_parallel_degree"] != P or
@@ -169,7 +177,8 @@ def check_tensors(where, doc):
                 if t is not None:
                     fail("%s: stage-times action with a tensor" % where)
                 continue
-            if t is None or t["dtype"] != "bfloat16" or t["bytes"] != t["shape"][0] * t["shape"][1] * 2:
+            if t is None or t["dtype"] != "bfloat16" or \
+                    t["bytes"] != t["shape"][0] * t["shape"][1] * 2:
                 fail("%s: bad tensor %s on %s" % (where, t, a))
                 return
             key = (a["stage"], a["peer_stage"]) if a["action"] in ("isend", "wait_isend") \
@@ -189,7 +198,8 @@ def check_layers(where, doc):
         return
     for st in doc["stages"]:
         if len(st["layer_policies"]) != position_layers(doc, st):
-            fail("%s: stage %d has %d layer policies" % (where, st["id"], len(st["layer_policies"])))
+            fail("%s: stage %d has %d layer policies"
+                 % (where, st["id"], len(st["layer_policies"])))
             return
     lay = doc["megatron"]["pipeline_model_parallel_layout"]
     if lay is None:
@@ -232,6 +242,10 @@ def plan(loom, src, tmp, where, args, must_plan):
         fail("%s: Megatron layout %r, docs/outputs.md says %r" % (where, lay, want))
     if lay and "--pipeline-model-parallel-layout %s\n" % lay not in summary:
         fail("%s: summary.txt lacks the Megatron layout" % where)
+    with open(os.path.join(out, "report.html")) as fh:
+        page = fh.read()
+    if lay and '<span class="k">Megatron layout</span><span class="v">%s</span>' % lay not in page:
+        fail("%s: report.html lacks the Megatron layout" % where)
     style = doc["placement"]["style"]
     if style and "torchtitan    %s style: pipeline_parallel_schedule %s," % (
             style, doc["placement"]["torchtitan"]["pipeline_parallel_schedule"]) not in summary:
@@ -246,7 +260,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         self_test(src, tmp)
         models = [("vlm-s", [], True), ("t2v-s", [], False),
-                  ("llama3-8b", ["--parallel", "tp=8,pp=4,vpp=2,mb=8", "--generate", "text"], False)]
+                  ("llama3-8b",
+                   ["--parallel", "tp=8,pp=4,vpp=2,mb=8", "--generate", "text"], False)]
         for path in sorted(glob.glob(os.path.join(src, "examples/manifests/*.json"))):
             name = os.path.basename(path)[:-5]
             for model, extra, must in models:
