@@ -22,6 +22,7 @@ from loomexec.errors import CheckError, InputError  # noqa: E402
 
 
 def parse_args(argv):
+    """The command line; bad combinations are InputError (exit 2)."""
     ap = argparse.ArgumentParser(
         prog="loom_execute.py",
         description="Execute a Loom plan with real sends, receives, forward and backward on "
@@ -71,6 +72,7 @@ def parse_args(argv):
 
 
 def print_result(res, as_json):
+    """The result as a table, or as JSON with --json."""
     if as_json:
         print(json.dumps(res, indent=1, sort_keys=True, allow_nan=False))
         return
@@ -109,6 +111,7 @@ def print_result(res, as_json):
 
 
 def execute(args):
+    """Plain mode: run the plan on its ranks and check it."""
     from loomexec.driver import check, run_ranks
     from loomexec.model_spec import ModelSpec
     from loomexec.plan import Plan
@@ -137,6 +140,7 @@ def need_torch():
 
 
 def main(argv=None):
+    """Runs the chosen mode; returns the exit status (0, 1 or 2)."""
     try:
         args = parse_args(sys.argv[1:] if argv is None else argv)
         need_torch()

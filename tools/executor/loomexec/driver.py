@@ -19,6 +19,7 @@ from .errors import CheckError
 
 
 def free_port():
+    """A free TCP port on 127.0.0.1 for the gloo store."""
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
@@ -65,6 +66,7 @@ def _rank_main(plan, rank, port, seed, timeout_s, out_path, release, iterations)
 
 
 def _td(s):
+    """Seconds as a timedelta."""
     import datetime
     return datetime.timedelta(seconds=s)
 
@@ -147,6 +149,7 @@ def reference(plan, seed):
 
 
 def topo_order(spec):
+    """Module indices with every module after its inputs."""
     done, order = set(), []
     while len(order) < len(spec.modules):
         progressed = False

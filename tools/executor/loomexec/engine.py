@@ -13,6 +13,7 @@ import torch
 
 
 def _leaf(t):
+    """A leaf sharing t's storage, needing a gradient when t does."""
     return t.detach().requires_grad_(t.requires_grad)
 
 
@@ -55,6 +56,7 @@ class ChunkRun:
                     entry[2] = entry[0].fn(self.P, self.unit, entry[1])
 
     def _add_param_grads(self, names, res):
+        """Adds parameter gradients into the rank's sums."""
         for n, g in zip(names, res):
             if g is None:
                 continue

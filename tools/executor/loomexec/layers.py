@@ -52,12 +52,15 @@ class Unit:
         return v
 
     def rows(self, m):
+        """Sequence rows of module m per sample."""
         return self._list("rows", self.spec.rows, m)
 
     def own(self, m):
+        """Own (output) rows of module m per sample."""
         return self._list("own", self.spec.own_rows, m)
 
     def ctx(self, m):
+        """Cross-attention context rows of module m per sample."""
         return self._list("ctx", self.spec.ctx_rows, m)
 
     def key_rows(self, key):
@@ -68,10 +71,12 @@ class Unit:
 
 
 def _seed(*parts):
+    """A stable 31-bit seed from the parts' text."""
     return zlib.crc32("/".join(str(p) for p in parts).encode()) & 0x7FFFFFFF
 
 
 def _randn(shape, seed, scale):
+    """Seeded normal float64 values times scale."""
     g = torch.Generator().manual_seed(seed)
     return torch.randn(*shape, generator=g, dtype=torch.float64) * scale
 
@@ -175,10 +180,12 @@ def targets(spec, m, sid, meta, seed):
 # -- compute ----------------------------------------------------------------
 
 def rms(x, w):
+    """RMSNorm of the rows of x with weight w."""
     return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * w
 
 
 def _splits(t, sizes):
+    """t split into row blocks of the given sizes (empty blocks allowed)."""
     return torch.split(t, sizes, 0) if t.shape[0] else [t[:0] for _ in sizes]
 
 

@@ -93,6 +93,7 @@ class ModelSpec:
         self.scale(hidden, token_scale)
 
     def _field(self, obj, key, typ, where):
+        """obj[key] of type typ, or InputError naming the JSON path."""
         if key not in obj:
             raise InputError("%s: %s: missing field" % (self.path, where))
         v = obj[key]
@@ -106,12 +107,14 @@ class ModelSpec:
         return v
 
     def _positive(self, obj, key, where):
+        """An integer field >= 1."""
         v = self._field(obj, key, int, where)
         if v < 1:
             raise InputError("%s: %s: expected an integer >= 1, found %d" % (self.path, where, v))
         return v
 
     def _module(self, i, m, where):
+        """One entry of modules[], checked."""
         name = m["name"]
         modality = self._field(m, "modality", str, where + ".modality")
         if modality not in MODALITIES:

@@ -93,6 +93,7 @@ class Background:
         self.end = time.perf_counter()
 
     def get(self):
+        """The planned result (waits for the thread)."""
         self.thread.join()
         if self.error is not None:
             raise InputError("planning failed: %s" % self.error)
@@ -100,6 +101,7 @@ class Background:
 
 
 def online_mode(args):
+    """Online mode (see the module docstring); returns the result dict."""
     from .driver import Ranks, check
     from .model_spec import ModelSpec
     from .plan import Plan

@@ -42,6 +42,7 @@ class Plan:
     # -- field access with messages naming the JSON path --------------------
 
     def need(self, obj, key, where, typ):
+        """obj[key] of type typ, or InputError naming the JSON path."""
         if not isinstance(obj, dict) or key not in obj:
             raise InputError("%s: %s: missing field" % (self.path, where))
         v = obj[key]
@@ -59,9 +60,11 @@ class Plan:
         return v
 
     def bad(self, where, expected, found):
+        """InputError: where, expected, found."""
         raise InputError("%s: %s: expected %s, found %s" % (self.path, where, expected, found))
 
     def load(self, doc):
+        """Reads and checks every part of the plan."""
         if not isinstance(doc, dict):
             self.bad("(root)", "a plan object", describe(doc))
         if "loom_plan" not in doc:
@@ -92,6 +95,7 @@ class Plan:
         self.load_actions(doc)
 
     def load_iteration(self, doc):
+        """iteration: the samples' metadata."""
         it = self.need(doc, "iteration", "iteration", dict)
         self.iteration_index = self.need(it, "index", "iteration.index", int)
         samples = self.need(it, "samples", "iteration.samples", list)
@@ -114,6 +118,7 @@ class Plan:
             self.samples.append(meta)
 
     def load_partition(self, doc):
+        """partition: flows, positions and spans against the model."""
         spec = self.spec
         part = self.need(doc, "partition", "partition", dict)
         self.split_backward = bool(part.get("split_backward", False))
@@ -234,11 +239,13 @@ class Plan:
                                      "the flow ends (unsupported)" % (self.path, f, p))
 
     def _needed_later(self, key, m, begins_later):
+        """True when a module beginning later in the flow (not m) reads `key`."""
         name = key[4:]
         u = self.spec.by_name[name]
         return any(u in self.spec.modules[b].inputs for b in begins_later if b != m)
 
     def load_data(self, doc):
+        """data: the samples of every (flow, microbatch, sub) unit."""
         data = self.need(doc, "data", "data", list)
         self.units = {}
         seen = {}
@@ -270,6 +277,7 @@ class Plan:
                 self.unit_of[(f, s)] = (mb, sub)
 
     def load_stages(self, doc):
+        """stages: kind, place, unit and layer policies of every stage."""
         stages = self.need(doc, "stages", "stages", list)
         self.stages = {}
         self.stage_of = {}
@@ -321,6 +329,7 @@ class Plan:
                              % (f, p, mb, sub), "none")
 
     def load_actions(self, doc):
+        """rank_actions: every rank's list, with the transfers' tensors."""
         ra = self.need(doc, "rank_actions", "rank_actions", list)
         self.actions = {}
         for i, entry in enumerate(ra):
@@ -384,6 +393,7 @@ class Plan:
     # -- units and layouts --------------------------------------------------
 
     def unit(self, f, mb, sub, loss_rows):
+        """The Unit of (flow, microbatch, sub), made once."""
         key = (f, mb, sub, loss_rows)
         u = self.unit_cache.get(key)
         if u is None:

@@ -52,6 +52,7 @@ def _layer_input(spec, m, layer, unit, seed):
 
 
 def _pieces(spec, m, layer, seed):
+    """The pieces of one layer, with the embedding or the loss at a module's ends."""
     mod = spec.modules[m]
     pcs = []
     if layer == 0:
@@ -128,6 +129,7 @@ def profile_rows(spec, plan, seed, repeats=5):
 
 
 def write_csv(path, rows):
+    """Writes the CSV atomically (temporary file, then rename)."""
     with open(path + ".tmp", "w") as f:
         f.write(CSV_HEADER + "\n")
         for r in rows:
@@ -136,6 +138,7 @@ def write_csv(path, rows):
 
 
 def profile_mode(args):
+    """Profile mode (see the module docstring); returns the result dict."""
     from .driver import check, run_ranks
     from .model_spec import ModelSpec
     from .plan import Plan

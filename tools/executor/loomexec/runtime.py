@@ -73,6 +73,7 @@ class Rank:
         self.backward_done = set()  # F stages whose B or I has run
 
     def _param_names(self, pos):
+        """Names of the parameters of the layers a position holds."""
         shapes = L.param_shapes(self.spec)
         layers = set()
         for m, first, n in pos["spans"]:
@@ -83,10 +84,12 @@ class Rank:
     # -- helpers ---------------------------------------------------------------
 
     def fwd(self, sid):
+        """The forward stage of stage sid's pair."""
         s = self.plan.stages[sid]
         return self.plan.stage_of[(s["flow"], s["position"], s["mb"], s["sub"], "F")]
 
     def describe(self, a):
+        """An action in words, for messages."""
         st = self.plan.stages[a["stage"]]
         txt = "action %d (%s stage %d: %s flow %d position %d microbatch %d sub %d" % (
             a["index"], a["action"], a["stage"], st["kind"], st["flow"], st["position"],
@@ -96,9 +99,11 @@ class Rank:
         return txt + ")"
 
     def tag(self, producer, consumer):
+        """The point-to-point tag of the edge producer -> consumer (unique)."""
         return producer * (len(self.plan.stages) + 1) + consumer
 
     def wait(self, work, a):
+        """Waits for a transfer; Stuck naming the rank and action after the timeout."""
         try:
             work.wait(timeout=self.timeout)
         except RuntimeError as e:
@@ -138,6 +143,7 @@ class Rank:
         return slices
 
     def edge_rows(self, producer, consumer):
+        """Rows crossing the edge producer -> consumer."""
         sl = self.edge(producer, consumer)
         if sl is None:
             return sum(r for _, r in self.out_layout(producer)[0])
@@ -171,6 +177,7 @@ class Rank:
     # -- actions ---------------------------------------------------------------
 
     def run(self):
+        """Every action of this rank in order, then the sends still pending."""
         for a in self.plan.actions[self.rank]:
             getattr(self, "do_" + a["action"])(a)
         for key, (work, _, a) in list(self.pending.items()):
@@ -182,6 +189,7 @@ class Rank:
                              % (self.rank, self.describe(left[0])))
 
     def do_isend(self, a):
+        """Posts the send of an activation or of a gradient."""
         sid, peer_stage = a["stage"], a["peer_stage"]
         st = self.plan.stages[sid]
         if st["kind"] == "F":
@@ -205,6 +213,7 @@ class Rank:
         self.pending[("send", sid, peer_stage)] = (work, t, a)
 
     def do_wait_isend(self, a):
+        """Waits for a posted send."""
         key = ("send", a["stage"], a["peer_stage"])
         if key not in self.pending:
             raise CheckError("rank %d: %s: no isend before it" % (self.rank, self.describe(a)))
@@ -212,6 +221,7 @@ class Rank:
         self.wait(work, a)
 
     def do_irecv(self, a):
+        """Posts the receive into a buffer of the edge's rows."""
         sid, prod = a["stage"], a["peer_stage"]
         if self.plan.stages[prod]["kind"] == "F":
             rows = self.edge_rows(prod, sid)
@@ -222,6 +232,7 @@ class Rank:
         self.pending[("recv", sid, prod)] = (work, buf, a)
 
     def do_wait_irecv(self, a):
+        """Waits for a receive and files the activation or gradient."""
         key = ("recv", a["stage"], a["peer_stage"])
         if key not in self.pending:
             raise CheckError("rank %d: %s: no irecv before it" % (self.rank, self.describe(a)))
@@ -235,6 +246,7 @@ class Rank:
             self.add_grad(mine, cons, self.edge_grad_full(mine, cons, buf))
 
     def add_grad(self, producer, consumer, g):
+        """Adds a consumer's gradient to a forward stage's output gradient."""
         if producer in self.grad_acc:
             self.grad_acc[producer] = self.grad_acc[producer] + g
         else:
@@ -244,6 +256,7 @@ class Rank:
     # -- forward ---------------------------------------------------------------
 
     def producer_tensor(self, prod, sid, a):
+        """The edge tensor from a producer: kept on this rank or received."""
         if self.plan.stages[prod]["rank"] == self.rank:
             t = self.fwd_out.get(prod)
             if t is None:
@@ -315,6 +328,7 @@ class Rank:
         return unit, leaves, state
 
     def count(self, phase, sid):
+        """Counts the unit's samples through the stage's layers (phase F, B, I or W)."""
         if not self.record:
             return
         st = self.plan.stages[sid]
@@ -329,6 +343,7 @@ class Rank:
                     self.counts[k] = self.counts.get(k, 0) + 1
 
     def do_forward_stage(self, a):
+        """Runs a forward stage: assemble the input, run the chunk, keep the output."""
         t0, c0 = time.perf_counter(), time.process_time()
         sid = a["stage"]
         st = self.plan.stages[sid]
@@ -356,6 +371,7 @@ class Rank:
     # -- backward --------------------------------------------------------------
 
     def do_backward_stage(self, a):
+        """Runs B, I or W of a stage and files the input gradients."""
         t0, c0 = time.perf_counter(), time.process_time()
         sid = a["stage"]
         st = self.plan.stages[sid]

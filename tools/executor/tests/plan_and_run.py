@@ -20,6 +20,7 @@ EXECUTOR = os.path.join(os.path.dirname(HERE), "loom_execute.py")
 
 
 def model_of(plan_args):
+    """The --model value among the loom plan options."""
     for i, a in enumerate(plan_args):
         if a == "--model" and i + 1 < len(plan_args):
             return plan_args[i + 1]
@@ -27,6 +28,7 @@ def model_of(plan_args):
 
 
 def main():
+    """Plans, then executes; the executor's status."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--loom", required=True)
     ap.add_argument("--exec-arg", action="append", default=[])
