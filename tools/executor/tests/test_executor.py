@@ -272,6 +272,16 @@ def test_zero_bubble_splits_and_recomputes(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_interleaved_plan_shape(tmp_path):
+    """The ctest executor_interleaved_1f1b plan has two chunks on every rank."""
+    p = plan(tmp_path, "il", "--manifest", str(MANIFESTS / "megatron-1f1b.json"),
+             "--use", "interleaver=interleaved-1f1b", "--parallel", "tp=1,pp=2,vpp=2,mb=4",
+             "--memory-cap", "1e15")
+    doc = json.loads(p.read_text())
+    chunks = {(s["rank"], s["chunk"]) for s in doc["stages"]}
+    assert chunks == {(0, 0), (0, 1), (1, 0), (1, 1)}
+
+
 def test_pipeweaver_plan_shape(tmp_path):
     """The ctest executor_pipeweaver plan has sub-microbatches, more than one
     flow and recomputed layers (so that entry exercises them)."""
