@@ -1,7 +1,9 @@
 """Profile mode: time every kind of layer of the scaled model on this
-machine, write the table cost model's per-layer CSV (docs/cost-models.md,
-`table`), plan the same iteration with it and time that plan's execution,
-so that Loom's predicted iteration time stands beside the measured one."""
+machine, write the per-layer profile CSV `loom calibrate --profile` reads
+(docs/calibration.md) and the same measurements as a `table` cost file
+(docs/cost-models.md), plan the same iteration with the table and time
+that plan's execution, so that Loom's predicted iteration time stands
+beside the measured one."""
 
 import json
 import os
@@ -16,7 +18,9 @@ from . import layers as L
 from .engine import ChunkRun
 from .errors import InputError
 
-CSV_HEADER = "module,layer,tokens,forward_ms,input_grad_ms,weight_grad_ms,activation_bytes,param_bytes"
+# loom calibrate --profile (docs/calibration.md) and the table cost model
+PROFILE_HEADER = "module,layer,tokens,tp,forward_ms,backward_ms,activation_bytes,seq_len"
+TABLE_HEADER = "module,layer,tokens,forward_ms,input_grad_ms,weight_grad_ms,activation_bytes,param_bytes"
 
 
 def find_cli(args):
@@ -124,17 +128,32 @@ def profile_rows(spec, plan, seed, repeats=5):
                     continue
                 seen.add(tokens)
                 f, i, w, act, pb = time_layer(spec, m, layer, unit, seed, params, repeats)
-                rows.append((mod.name, label, tokens, f, i, w, act, pb))
+                # one sequence length standing for the unit's: tokens x seq_len is
+                # the attention work, the sum of the squared sample lengths
+                seq = max(1, round(sum(n * n for n in unit.rows(m)) / tokens))
+                rows.append((mod.name, label, tokens, f, i, w, act, pb, seq))
     return rows
 
 
-def write_csv(path, rows):
-    """Writes the CSV atomically (temporary file, then rename)."""
+def write_csv(path, header, lines):
+    """Writes a CSV atomically (temporary file, then rename)."""
     with open(path + ".tmp", "w") as f:
-        f.write(CSV_HEADER + "\n")
-        for r in rows:
-            f.write("%s,%s,%d,%.6f,%.6f,%.6f,%d,%d\n" % r)
+        f.write(header + "\n")
+        for line in lines:
+            f.write(line + "\n")
     os.replace(path + ".tmp", path)
+
+
+def profile_lines(rows):
+    """The calibration profile's rows (TP 1; backward = input + weight gradient)."""
+    return ["%s,%s,%d,1,%.6f,%.6f,%d,%d" % (n, lb, t, f, i + w, a, seq)
+            for n, lb, t, f, i, w, a, _, seq in rows]
+
+
+def table_lines(rows):
+    """The table cost model's rows."""
+    return ["%s,%s,%d,%.6f,%.6f,%.6f,%d,%d" % (n, lb, t, f, i, w, a, p)
+            for n, lb, t, f, i, w, a, p, _ in rows]
 
 
 def profile_mode(args):
@@ -152,9 +171,12 @@ def profile_mode(args):
             tmp = os.path.abspath(args.profile_dir)
             os.makedirs(tmp, exist_ok=True)
         csv = os.path.abspath(args.profile_csv or os.path.join(tmp, "profile.csv"))
+        table = os.path.join(tmp, "table.csv")
         t0 = time.perf_counter()
-        write_csv(csv, profile_rows(spec, given, args.seed))
+        rows = profile_rows(spec, given, args.seed)
         prof_s = time.perf_counter() - t0
+        write_csv(csv, PROFILE_HEADER, profile_lines(rows))
+        write_csv(table, TABLE_HEADER, table_lines(rows))
         model_path = os.path.join(tmp, "scaled-model.json")
         with open(model_path, "w") as f:
             json.dump(spec.scaled_doc(), f)
@@ -166,7 +188,7 @@ def profile_mode(args):
         out = os.path.join(tmp, "plan")
         cmd = [cli, "plan", "--model", model_path, "--workload", work, "--manifest", args.manifest,
                "--parallel", parallel, "--use", "cost_model=table", "--param",
-               "cost_model.file=" + csv, "--iterations", "1", "--out", out, "--quiet"]
+               "cost_model.file=" + table, "--iterations", "1", "--out", out, "--quiet"]
         for p in args.param:
             cmd += ["--param", p]
         r = subprocess.run(cmd, capture_output=True, text=True)
@@ -185,6 +207,7 @@ def profile_mode(args):
             predicted = plan.makespan_ms
             err = (measured - predicted) / predicted * 100.0
             res["profile"] = {"csv": csv if (args.profile_csv or args.profile_dir) else None,
+                              "table_csv": table if args.profile_dir else None,
                               "dir": args.profile_dir, "profile_s": prof_s, "predicted_ms": predicted,
                               "measured_ms": measured, "error_pct": err, "iterations_ms": per_iter,
                               "ranks": plan.ranks, "cores": os.cpu_count()}

@@ -323,6 +323,7 @@ def test_profile_mode(onef1b, tmp_path):
     r = subprocess.run([sys.executable, str(EXECUTOR), "--profile", "--plan", str(onef1b),
                         "--model", str(VLM), "--manifest", str(MANIFESTS / "megatron-1f1b.json"),
                         "--parallel", "tp=1,pp=2,mb=4", "--profile-csv", str(csv),
+                        "--profile-dir", str(tmp_path / "kept"),
                         "--iterations", "2", "--json", "--loom", loom_cli()],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -331,14 +332,21 @@ def test_profile_mode(onef1b, tmp_path):
     assert prof["predicted_ms"] > 0 and prof["measured_ms"] > 0 and prof["ranks"] == 2
     assert abs(prof["error_pct"] - (prof["measured_ms"] - prof["predicted_ms"]) / prof["predicted_ms"] * 100) < 1e-9
     lines = csv.read_text().splitlines()
-    assert lines[0] == ("module,layer,tokens,forward_ms,input_grad_ms,weight_grad_ms,"
+    assert lines[0] == "module,layer,tokens,tp,forward_ms,backward_ms,activation_bytes,seq_len"
+    table = (tmp_path / "kept" / "table.csv").read_text().splitlines()
+    assert table[0] == ("module,layer,tokens,forward_ms,input_grad_ms,weight_grad_ms,"
                         "activation_bytes,param_bytes")
+    assert len(table) == len(lines)
     layers = {tuple(x.split(",")[:2]) for x in lines[1:]}
     # first, middle and last layer of both modules
     assert layers == {("vit", "0"), ("vit", "*"), ("vit", "62"), ("llm", "0"), ("llm", "*"), ("llm", "31")}
-    for x in lines[1:]:
-        f = x.split(",")
-        assert int(f[2]) >= 1 and all(float(v) >= 0 for v in f[3:])
+    for x, y in zip(lines[1:], table[1:]):
+        f, g = x.split(","), y.split(",")
+        assert f[:3] == g[:3] and f[3] == "1" and f[4] == g[3] and f[6] == g[6]
+        assert int(f[2]) >= 1 and 1 <= int(f[7]) <= int(f[2])
+        # backward = input + weight gradient (each printed to 6 decimals)
+        assert abs(float(f[5]) - float(g[4]) - float(g[5])) <= 2e-6
+        assert all(float(v) >= 0 for v in f[4:] + g[3:])
 
 
 def online(tmp_path, *extra):
