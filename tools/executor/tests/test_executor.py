@@ -306,6 +306,8 @@ def test_pipeweaver_plan_shape(tmp_path):
     ("pipeweaver", "t2v-s", "video.jsonl", "tp=1,pp=4,mb=4", ["--param", "ranker.max_evaluations=20"]),
     ("megatron-1f1b", "t2v-s", "video.jsonl", "tp=1,pp=2,vpp=2,mb=4", []),
     ("megatron-1f1b", "disttrain-mllm-9b", "vlm.jsonl", "tp=1,pp=3,mb=4", []),
+    # one rank: every hand-over (within and across flows) stays on the rank
+    ("pipeweaver", "vlm-s", "vlm.jsonl", "tp=1,pp=1,mb=4", ["--param", "ranker.max_evaluations=5"]),
 ])
 def test_shipped_manifests(tmp_path, manifest, model, workload, parallel, extra):
     m = MODELS / (model + ".json")
