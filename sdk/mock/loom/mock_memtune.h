@@ -119,6 +119,8 @@ static inline loom_stage_graph *mtt_chain(int P, int M, int E, int split,
                 (int64_t)((double)bytes * (0.05 + 0.15 * mtt_uniform(&st)));
             for (int q = 0; q < 3; q++)
                 o[q].weight_grad_ms = split ? f * 0.5 : 0.0;
+            /* offload as on a cluster without host bandwidth: none's */
+            o[LOOM_POLICY_OFFLOAD] = o[LOOM_POLICY_NONE];
             loom_graph_builder_add_entry(b, p, o);
         }
     }
