@@ -274,7 +274,8 @@ static int ilpm_tune(void *self, const loom_stage_graph *g,
     if (rc == LOOM_OK)
         rc = ilpm_reserve(s, g->n_pairs, g->n_ranks, g->n_layer_entries, err);
     if (rc == LOOM_OK && s->offload)
-        rc = loom_mt_offload_check(s->host, s->host->problem(s->ctx), "ilp", err);
+        rc = loom_mt_offload_check(s->host, s->host->problem ? s->host->problem(s->ctx) : NULL,
+                                   "ilp", err);
     if (rc != LOOM_OK)
         return rc;
     s->n_policies = LOOM_POLICY_OFFLOAD;

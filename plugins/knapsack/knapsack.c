@@ -106,7 +106,8 @@ static int ks_tune(void *self, const loom_stage_graph *g,
         return rc;
     if (!s->offload)
         return ks_tune_over(s, g, sched, LOOM_POLICY_OFFLOAD, policies, err);
-    if ((rc = loom_mt_offload_check(s->host, s->host->problem(s->ctx), "knapsack", err)))
+    if ((rc = loom_mt_offload_check(s->host, s->host->problem ? s->host->problem(s->ctx) : NULL,
+                                     "knapsack", err)))
         return rc;
     if (g->n_layer_entries > s->cap_alt) {
         void *p = s->host->realloc(s->alt, (size_t)g->n_layer_entries);
