@@ -135,6 +135,56 @@ START_TEST(test_counts_and_replicas)
 }
 END_TEST
 
+/* The offload option of every layer entry is loom_offload_option() of its
+ * none and full options on the problem's cluster: with the preset's host
+ * bandwidth it holds full's bytes (less than none's) and costs none's
+ * time plus the exposed copy; on a cluster without host bandwidth it is
+ * none's option exactly, and it recomputes nothing. */
+START_TEST(test_offload_option)
+{
+    fixture fx = open_fixture();
+    loom_error err = {0};
+    const loom_cluster *preset = s.problem.cluster;
+    ck_assert(preset->host_bytes_per_s > 0);
+    loom_cluster none_bw = *preset;
+    none_bw.host_bytes_per_s = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const loom_cluster *c = pass ? &none_bw : preset;
+        s.problem.cluster = c;
+        loom_stage_graph *g = NULL;
+        loom_partition *p = two_flows(fx.set, 0);
+        ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, &g, &err), LOOM_OK);
+        int saved = 0;
+        for (int32_t e = 0; e < g->n_layer_entries; e++) {
+            const loom_policy_option *o = &g->layer_options[(size_t)e * LOOM_POLICY_COUNT];
+            loom_policy_option want = loom_offload_option(c, &o[LOOM_POLICY_NONE],
+                                                          &o[LOOM_POLICY_FULL]);
+            const loom_policy_option *off = &o[LOOM_POLICY_OFFLOAD];
+            ck_assert_double_eq(off->forward_ms, want.forward_ms);
+            ck_assert_double_eq(off->backward_ms, want.backward_ms);
+            ck_assert_double_eq(off->weight_grad_ms, o[LOOM_POLICY_NONE].weight_grad_ms);
+            ck_assert_int_eq(off->activation_bytes, want.activation_bytes);
+            ck_assert_double_eq(
+                g->layer_recompute_flops[(size_t)e * LOOM_POLICY_COUNT + LOOM_POLICY_OFFLOAD], 0);
+            if (pass == 1) {
+                ck_assert_double_eq(off->forward_ms, o[LOOM_POLICY_NONE].forward_ms);
+                ck_assert_double_eq(off->backward_ms, o[LOOM_POLICY_NONE].backward_ms);
+                ck_assert_int_eq(off->activation_bytes, o[LOOM_POLICY_NONE].activation_bytes);
+            } else if (o[LOOM_POLICY_FULL].activation_bytes < o[LOOM_POLICY_NONE].activation_bytes) {
+                ck_assert_int_eq(off->activation_bytes, o[LOOM_POLICY_FULL].activation_bytes);
+                ck_assert(off->forward_ms >= o[LOOM_POLICY_NONE].forward_ms);
+                saved++;
+            }
+        }
+        ck_assert(pass == 1 || saved > 0);
+        loom_graph_free(g);
+    }
+    s.problem.cluster = preset;
+    loom_candidates_free(fx.set);
+    loom_session_close(&s);
+}
+END_TEST
+
 /* Per-span TP: a rank's TP group is as wide as its widest span, the ranks'
  * groups sit on consecutive GPUs (P2P between two ranks is intra-node when
  * their first GPUs share a node) and the peak FLOP/s behind the ranks
@@ -334,6 +384,7 @@ int main(void)
     tcase_add_test(tc, test_context_parallel);
     tcase_add_test(tc, test_span_tp);
     tcase_add_test(tc, test_memory_per_phase);
+    tcase_add_test(tc, test_offload_option);
     suite_add_tcase(su, tc);
     return loom_test_main(su);
 }

@@ -187,6 +187,16 @@ START_TEST(role_vtable_too_new)
 }
 END_TEST
 
+START_TEST(memory_tuner_too_old)
+{
+    static const char *const f[] = {
+        "memory_tuner vtable has role_version 1, host needs at least 2 (built for an older "
+        "SDK whose layer options it would misread; rebuild it)",
+        NULL};
+    expect_load_failure("mem-too-old", LOOM_EABI, f);
+}
+END_TEST
+
 START_TEST(role_vtable_too_small)
 {
     char want[96];
@@ -688,6 +698,7 @@ static Suite *loader_suite(void)
     tcase_add_test(tc, info_struct_too_small);
     tcase_add_test(tc, id_mismatch);
     tcase_add_test(tc, role_vtable_too_new);
+    tcase_add_test(tc, memory_tuner_too_old);
     tcase_add_test(tc, role_vtable_too_small);
     tcase_add_test(tc, role_vtable_missing);
     tcase_add_test(tc, required_member_null);

@@ -233,6 +233,10 @@ START_TEST(cost_service_checks_shapes_and_costs)
                      LOOM_OK);
     ck_assert_double_eq(c.forward_ms, ref.forward_ms);
     ck_assert_int_eq(c.activation_bytes, ref.activation_bytes);
+    /* offload is the host's to derive: no cost model is asked for it */
+    ck_assert_int_eq(cost->layer(ctx, 1, 0, &shape, LOOM_POLICY_OFFLOAD, &c, &err), LOOM_EINVAL);
+    has(err.message, "cost model: expected a memory policy in [0, 3) (none, selective, full; "
+                     "offload is derived from none and full by loom_offload_option), found 3");
 
     /* layer: an input shape, then an output cost, too small */
     loom_shape old = shape;

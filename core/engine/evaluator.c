@@ -64,15 +64,16 @@ static void overlay_free(loom_stage_graph *o)
     free(o);
 }
 
-/* Gives every layer entry of `view` its most memory-frugal policy, then
- * restores the durations of `base`: memory as if fully tuned, time as
- * built. */
+/* Gives every layer entry of `view` its most memory-frugal recomputation
+ * policy (offload keeps what full keeps, so it is never more frugal),
+ * then restores the durations of `base`: memory as if fully tuned, time
+ * as built. */
 static void frugal_view(loom_stage_graph *view, const loom_stage_graph *base)
 {
     for (int32_t e = 0; e < view->n_layer_entries; e++) {
         const loom_policy_option *o = &view->layer_options[(size_t)e * LOOM_POLICY_COUNT];
         uint8_t best = 0;
-        for (uint8_t p = 1; p < LOOM_POLICY_COUNT; p++)
+        for (uint8_t p = 1; p < LOOM_POLICY_OFFLOAD; p++)
             if (o[p].activation_bytes < o[best].activation_bytes)
                 best = p;
         view->layer_policy[e] = best;

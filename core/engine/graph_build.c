@@ -256,7 +256,9 @@ static int64_t weight_input_bytes(const loom_layer *ly, int64_t tokens, int32_t 
     return bytes > 4e18 ? (int64_t)4e18 : (int64_t)bytes;
 }
 
-/* Per-layer costs of one position for one (flow, mb) under every policy:
+/* Per-layer costs of one position for one (flow, mb) under every policy
+ * (the cost model's three, offload derived from none and full by
+ * loom_offload_option on the problem's cluster):
  * entries[l * LOOM_POLICY_COUNT + policy] for the position's l-th layer,
  * in rflops[] (same index) the FLOPs its recomputation adds and in held[]
  * the part of its activation bytes W keeps. */
@@ -293,7 +295,7 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
             int needs_backward = shape.trainable_upstream || !mod->frozen;
             if (shape.tokens <= 0)
                 continue;
-            for (int p = 0; p < LOOM_POLICY_COUNT; p++) {
+            for (int p = 0; p < LOOM_POLICY_OFFLOAD; p++) {
                 loom_layer_cost c = LOOM_LAYER_COST_INIT;
                 int rc = loom_cost_estimate(b->cost_ctx, sp->module, l, &shape, p, &c, err);
                 if (rc != LOOM_OK)
@@ -312,6 +314,12 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
                 if (p == 0)
                     *flops += c.flops;
             }
+            /* offload: derived from none and full, nothing recomputed */
+            opt[LOOM_POLICY_OFFLOAD] = loom_offload_option(pb->cluster, &opt[LOOM_POLICY_NONE],
+                                                           &opt[LOOM_POLICY_FULL]);
+            keep[LOOM_POLICY_OFFLOAD] =
+                keep[LOOM_POLICY_NONE] < opt[LOOM_POLICY_OFFLOAD].activation_bytes
+                    ? keep[LOOM_POLICY_NONE] : opt[LOOM_POLICY_OFFLOAD].activation_bytes;
         }
         if (s == pos->n_spans - 1) {
             int32_t tp = shape.tp > 0 ? shape.tp : 1;

@@ -25,6 +25,7 @@ typedef struct member_desc {
 /* What the host knows about one role's vtable. */
 typedef struct role_desc {
     uint32_t version;  /* LOOM_<ROLE>_VERSION of the host */
+    uint32_t min_version; /* the oldest version whose data layout it reads */
     size_t bytes;      /* host sizeof */
     size_t min_bytes;  /* end of the last required member */
     member_desc required[3];
@@ -32,17 +33,18 @@ typedef struct role_desc {
 
 #define MEMBER_END(type, m) (offsetof(type, m) + sizeof(((type *)0)->m))
 #define REQ(type, m) { #m, offsetof(type, m) }
-#define ROLE(type, ver, last)                                                  \
-    { ver, sizeof(type), MEMBER_END(type, last),                               \
+#define ROLE(type, ver, min, last)                                             \
+    { ver, min, sizeof(type), MEMBER_END(type, last),                          \
       { REQ(type, create), REQ(type, destroy), REQ(type, last) } }
 
 /* In enum loom_role_id order. */
 static const role_desc roles[5] = {
-    ROLE(loom_cost_model_vtable, LOOM_COST_MODEL_VERSION, estimate),
-    ROLE(loom_partitioner_vtable, LOOM_PARTITIONER_VERSION, partition),
-    ROLE(loom_ranker_vtable, LOOM_RANKER_VERSION, rank),
-    ROLE(loom_interleaver_vtable, LOOM_INTERLEAVER_VERSION, interleave),
-    ROLE(loom_memory_tuner_vtable, LOOM_MEMORY_TUNER_VERSION, tune),
+    ROLE(loom_cost_model_vtable, LOOM_COST_MODEL_VERSION, 1, estimate),
+    ROLE(loom_partitioner_vtable, LOOM_PARTITIONER_VERSION, 1, partition),
+    ROLE(loom_ranker_vtable, LOOM_RANKER_VERSION, 1, rank),
+    ROLE(loom_interleaver_vtable, LOOM_INTERLEAVER_VERSION, 1, interleave),
+    /* 2: four memory policies per layer entry (offload, Loom 0.4) */
+    ROLE(loom_memory_tuner_vtable, LOOM_MEMORY_TUNER_VERSION, 2, tune),
 };
 
 /* The smallest info struct the host accepts: every v1 member. */
@@ -259,6 +261,12 @@ static int check_vtable(loom_plugin *p, const char *file,
                     "(plugin newer than host)",
                     m->id, file, m->role, (unsigned)vt->role_version,
                     (unsigned)rd->version);
+    if (vt->role_version < rd->min_version)
+        return fail(p, err, LOOM_EABI,
+                    "%s: %s: %s vtable has role_version %u, host needs at least %u "
+                    "(built for an older SDK whose layer options it would misread; rebuild it)",
+                    m->id, file, m->role, (unsigned)vt->role_version,
+                    (unsigned)rd->min_version);
     if (vt->role_version != m->role_version)
         return fail(p, err, LOOM_EPLUGIN,
                     "%s: %s: %s vtable has role_version %u, manifest declares %u",

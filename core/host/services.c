@@ -120,6 +120,12 @@ int loom_cost_estimate(loom_ctx *ctx, int32_t module, int32_t layer,
     loom_step *st = cost_step(ctx, err);
     if (!st)
         return LOOM_ENOTFOUND;
+    if (policy < 0 || policy >= LOOM_POLICY_OFFLOAD)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "cost model: expected a memory policy in [0, %d) (none, "
+                              "selective, full; offload is derived from none and full "
+                              "by loom_offload_option), found %d",
+                              (int)LOOM_POLICY_OFFLOAD, (int)policy);
     loom_pipeline *pl = ctx->pipeline;
     int32_t caller = loom_marked_step(pl);
     loom_mark_step(pl, pl->cost_model);

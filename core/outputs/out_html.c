@@ -437,7 +437,8 @@ static void data_json(FILE *out, const loom_plan *plan, const loom_style *st, do
     for (int32_t i = 0; i < n; i++) {
         int p = loom_out_stage_policy(g, sc->order[i]);
         fputc(p == LOOM_POLICY_NONE ? 'n' : p == LOOM_POLICY_SELECTIVE ? 's'
-              : p == LOOM_POLICY_FULL ? 'f' : p == LOOM_OUT_POLICY_MIXED ? 'm' : '?', out);
+              : p == LOOM_POLICY_FULL ? 'f' : p == LOOM_POLICY_OFFLOAD ? 'o'
+              : p == LOOM_OUT_POLICY_MIXED ? 'm' : '?', out);
     }
     fputc('"', out);
     stage_ints(out, plan, "c", NULL, st->stage_comp);

@@ -62,7 +62,7 @@ static const char *const loom_html_js[] = {
     "var D = JSON.parse(document.getElementById('loom-data').textContent);\n"
     "var R = D.ranks, N = D.id.length, MS = D.makespan > 0 ? D.makespan : 1;\n"
     "var KI = {F: 0, B: 1, I: 2, W: 3}, KN = ['forward', 'backward', 'input gradient', 'weight gradient'];\n"
-    "var PN = {n: 'none', s: 'selective', f: 'full', m: 'mixed'};\n"
+    "var PN = {n: 'none', s: 'selective', f: 'full', o: 'offload', m: 'mixed'};\n"
     "var LEFT = 70, RIGHT = 10, AXIS = 24, MU = D.memUnit, MD = D.memDiv, MDEC = MD > 1 ? 2 : 0;\n"
     "var dpr = window.devicePixelRatio || 1;\n"
     "function $(id) { return document.getElementById(id); }\n"

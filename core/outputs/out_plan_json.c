@@ -144,6 +144,7 @@ const char *loom_out_policy_name(int policy)
     case LOOM_POLICY_NONE: return "none";
     case LOOM_POLICY_SELECTIVE: return "selective";
     case LOOM_POLICY_FULL: return "full";
+    case LOOM_POLICY_OFFLOAD: return "offload";
     case LOOM_OUT_POLICY_MIXED: return "mixed";
     default: return "unknown";
     }

@@ -52,7 +52,7 @@ static int parse_cluster(const char *file, const cJSON *root, loom_cluster *c,
     static const char *const keys[] = {"name", "peak_flops", "hbm_bytes_per_s", "hbm_bytes",
                                        "gpus_per_node", "nvlink_bytes_per_s",
                                        "net_bytes_per_s", "efficiency", "p2p_latency_ms",
-                                       NULL};
+                                       "host_bytes_per_s", NULL};
     static const char *const eff_keys[] = {"gemm", "attention", "memory", "collective",
                                            "gemm_half_flops", "attention_half_flops", NULL};
     const cJSON *eff = NULL;
@@ -87,6 +87,9 @@ static int parse_cluster(const char *file, const cJSON *root, loom_cluster *c,
     if (!rc)
         rc = loom_json_get_double(file, root, "", "p2p_latency_ms", 0, 0.0, 1e6,
                                   &c->p2p_latency_ms, err);
+    if (!rc)
+        rc = loom_json_get_double(file, root, "", "host_bytes_per_s", 0, 1.0, 1e15,
+                                  &c->host_bytes_per_s, err);
     if (!rc)
         rc = loom_json_get_object(file, root, "", "efficiency", 0, &eff, err);
     if (rc)

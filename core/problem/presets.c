@@ -84,13 +84,21 @@ static const char *const model_names[] = {
 #define H_EFF 0.6, 0.45, LOOM_DEFAULT_EFF_MEMORY, LOOM_DEFAULT_EFF_COLLECTIVE, \
     LOOM_DEFAULT_P2P_LATENCY_MS
 
+/* Device<->host copy bandwidth per GPU and direction (activation
+ * offload): PCIe Gen5 x16 (64 GB/s per direction) on the Hopper presets
+ * and Gen4 x16 (32 GB/s) on the others, at the 80% of it that pinned
+ * copies reach (docs/memory-and-ilp.md, "Offload"). */
+#define GEN5_HOST 51.2e9
+#define GEN4_HOST 25.6e9
+
 /* Cluster presets: bf16 dense peak, HBM bandwidth and size, GPUs per node,
- * NVLink (PCIe for the A40) and per-GPU network bandwidth. */
+ * NVLink (PCIe for the A40) and per-GPU network bandwidth, then the host
+ * copy bandwidth. */
 static const loom_cluster clusters[] = {
-    {"h800", 989e12, 3.35e12, GIB(80), 8, 0, 200e9, 25e9, H_EFF, H_HALF},
-    {"h100", 989e12, 3.35e12, GIB(80), 8, 0, 450e9, 50e9, H_EFF, H_HALF},
-    {"a100", 312e12, 2.0e12, GIB(80), 8, 0, 300e9, 25e9, DEFAULTS, A_HALF},
-    {"a40", 149.7e12, 696e9, GIB(48), 8, 0, 32e9, 12.5e9, DEFAULTS, A_HALF},
+    {"h800", 989e12, 3.35e12, GIB(80), 8, 0, 200e9, 25e9, H_EFF, H_HALF, GEN5_HOST},
+    {"h100", 989e12, 3.35e12, GIB(80), 8, 0, 450e9, 50e9, H_EFF, H_HALF, GEN5_HOST},
+    {"a100", 312e12, 2.0e12, GIB(80), 8, 0, 300e9, 25e9, DEFAULTS, A_HALF, GEN4_HOST},
+    {"a40", 149.7e12, 696e9, GIB(48), 8, 0, 32e9, 12.5e9, DEFAULTS, A_HALF, GEN4_HOST},
 };
 
 static const char *const cluster_names[] = {"h800", "h100", "a100", "a40", NULL};

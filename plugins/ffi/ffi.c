@@ -151,10 +151,10 @@ static int ff_check(const ff_self *s, const loom_problem *p, int32_t module, int
         layer < 0 || layer >= p->model->modules[module].n_layers)
         return s->host->error(err, LOOM_EINVAL, "ffi: module %d layer %d is not in the model",
                               (int)module, (int)layer);
-    if (!shape || shape->tokens < 0 || policy < 0 || policy >= LOOM_POLICY_COUNT)
+    if (!shape || shape->tokens < 0 || policy < 0 || policy >= LOOM_POLICY_OFFLOAD)
         return s->host->error(err, LOOM_EINVAL,
                               "ffi: expected a shape with tokens >= 0 and a policy in [0, %d)",
-                              (int)LOOM_POLICY_COUNT);
+                              (int)LOOM_POLICY_OFFLOAD);
     return LOOM_OK;
 }
 

@@ -15,7 +15,7 @@ static void set_entry(loom_stage_graph *g, int32_t e, const double ms[3],
                       const int64_t bytes[3])
 {
     for (int q = 0; q < 3; q++) {
-        loom_policy_option *o = &g->layer_options[(size_t)e * 3 + (size_t)q];
+        loom_policy_option *o = &g->layer_options[(size_t)e * LOOM_POLICY_COUNT + (size_t)q];
         o->forward_ms = 1.0;
         o->backward_ms = ms[q] - 1.0;
         o->weight_grad_ms = 0.0;

@@ -10,6 +10,12 @@
  * every pair live at a rank's peak is at its most frugal candidate, where
  * no choice fits) and reported as LOOM_EINFEASIBLE naming the rank and the
  * bytes short.
+ *
+ * With param `offload` each layer may also offload its activations to
+ * host memory (LOOM_POLICY_OFFLOAD): the tuner then answers twice, over
+ * the recomputation policies alone and over all four (candidates, warm
+ * starts and ILP alike), and keeps the offload answer only when it
+ * simulates strictly faster on the order (loom_mt_offload_pick).
  */
 #include <string.h>
 #include "ilp_memory.h"
@@ -19,6 +25,9 @@ typedef struct ilpm_self {
     loom_ctx *ctx;
     int32_t k, resolution;
     loom_ilpm_params prm;
+    int offload;           /* param offload: may choose LOOM_POLICY_OFFLOAD */
+    int n_policies;        /* policies the current answer chooses among */
+    uint8_t *alt;          /* per entry: the recomputation-only answer */
     loom_mt_driver drv;
     loom_mckp_set set;
     loom_mt_entry_chains chains; /* the per-layer greedy warm start */
@@ -34,7 +43,7 @@ typedef struct ilpm_self {
     int32_t cap_pairs, cap_ranks, cap_entries;
 } ilpm_self;
 
-/* Reads k, resolution, gap and timeout_ms. */
+/* Reads k, resolution, gap, timeout_ms and offload. */
 static int ilpm_params(const loom_host_api *host, loom_ctx *ctx, ilpm_self *s,
                        loom_error *err)
 {
@@ -61,7 +70,8 @@ static int ilpm_params(const loom_host_api *host, loom_ctx *ctx, ilpm_self *s,
     s->resolution = (int32_t)res;
     s->prm.gap = gap;
     s->prm.timeout_ms = (double)timeout;
-    return LOOM_OK;
+    s->n_policies = LOOM_POLICY_OFFLOAD;
+    return loom_mt_offload_param(host, ctx, "ilp", &s->offload, err);
 }
 
 /* Creates an instance: reads the params, finds the simulator. */
@@ -98,6 +108,7 @@ static void ilpm_destroy(void *self)
     loom_mckp_units_free(s->host, &s->units);
     s->host->free(s->choice);
     s->host->free(s->warm);
+    s->host->free(s->alt);
     s->host->free(s->cand_rank_ms);
     s->host->free(s->entry_rank_ms);
     s->host->free(s->warm_rank_ms);
@@ -110,9 +121,11 @@ static int ilpm_reserve(ilpm_self *s, int32_t n_pairs, int32_t n_ranks,
                         int32_t n_entries, loom_error *err)
 {
     const loom_host_api *h = s->host;
-    if (n_entries > s->cap_entries || !s->warm) {
+    if (n_entries > s->cap_entries || !s->warm || !s->alt) {
         h->free(s->warm);
+        h->free(s->alt);
         s->warm = h->alloc((size_t)n_entries + 1);
+        s->alt = h->alloc((size_t)n_entries + 1);
         s->cap_entries = n_entries;
     }
     if (n_pairs > s->cap_pairs || !s->choice) {
@@ -135,7 +148,7 @@ static int ilpm_reserve(ilpm_self *s, int32_t n_pairs, int32_t n_ranks,
     }
     if (!s->choice ||
         !s->cand_rank_ms || !s->entry_rank_ms || !s->warm_rank_ms ||
-        !s->improved || !s->warm) {
+        !s->improved || !s->warm || !s->alt) {
         s->cap_pairs = s->cap_ranks = s->cap_entries = 0;
         return h->error(err, LOOM_ENOMEM, "ilp: out of memory");
     }
@@ -147,7 +160,7 @@ static int ilpm_reserve(ilpm_self *s, int32_t n_pairs, int32_t n_ranks,
 static int ilpm_entry_greedy(ilpm_self *s, const loom_stage_graph *g,
                              loom_error *err)
 {
-    int rc = loom_mt_entry_chains_build(s->host, &s->chains, g, err);
+    int rc = loom_mt_entry_chains_build_policies(s->host, &s->chains, g, s->n_policies, err);
     if (rc != LOOM_OK)
         return rc;
     loom_mt_units eu = loom_mt_entry_units(&s->chains, g);
@@ -201,17 +214,14 @@ static void ilpm_warm_choice(ilpm_self *s, const loom_stage_graph *g)
     }
 }
 
-/* Candidates, greedy warm starts, then the ILP (see file comment). */
-static int ilpm_tune(void *self, const loom_stage_graph *g,
-                     const loom_schedule *sched, uint8_t *policies,
-                     loom_error *err)
+/* Candidates, greedy warm starts, then the ILP, every layer choosing
+ * among the first s->n_policies policies (see file comment). */
+static int ilpm_tune_over(ilpm_self *s, const loom_stage_graph *g,
+                          const loom_schedule *sched, uint8_t *policies,
+                          loom_error *err)
 {
-    ilpm_self *s = self;
-    int rc = loom_mt_check_inputs(s->host, g, sched, policies, "ilp", err);
-    if (rc == LOOM_OK)
-        rc = ilpm_reserve(s, g->n_pairs, g->n_ranks, g->n_layer_entries, err);
-    if (rc == LOOM_OK)
-        rc = loom_mckp_build(s->host, &s->set, g, s->k, s->resolution, err);
+    int rc = loom_mckp_build_policies(s->host, &s->set, g, s->k, s->resolution,
+                                      s->n_policies, err);
     if (rc != LOOM_OK)
         return rc;
     loom_mt_units u;
@@ -251,6 +261,34 @@ static int ilpm_tune(void *self, const loom_stage_graph *g,
                         policies);
     return loom_mt_driver_confirm(s->host, &s->drv, g, sched, policies, "ilp",
                                   err);
+}
+
+/* Recomputation only, or with offload the faster of both answers (see
+ * file comment). */
+static int ilpm_tune(void *self, const loom_stage_graph *g,
+                     const loom_schedule *sched, uint8_t *policies,
+                     loom_error *err)
+{
+    ilpm_self *s = self;
+    int rc = loom_mt_check_inputs(s->host, g, sched, policies, "ilp", err);
+    if (rc == LOOM_OK)
+        rc = ilpm_reserve(s, g->n_pairs, g->n_ranks, g->n_layer_entries, err);
+    if (rc == LOOM_OK && s->offload)
+        rc = loom_mt_offload_check(s->host, s->host->problem ? s->host->problem(s->ctx) : NULL,
+                                   "ilp", err);
+    if (rc != LOOM_OK)
+        return rc;
+    s->n_policies = LOOM_POLICY_OFFLOAD;
+    if (!s->offload)
+        return ilpm_tune_over(s, g, sched, policies, err);
+    memcpy(s->alt, policies, (size_t)g->n_layer_entries);
+    loom_error first = {0};
+    int rc_re = ilpm_tune_over(s, g, sched, s->alt, &first);
+    s->n_policies = LOOM_POLICY_COUNT;
+    int rc_off = ilpm_tune_over(s, g, sched, policies, err);
+    s->n_policies = LOOM_POLICY_OFFLOAD;
+    return loom_mt_offload_pick(s->host, &s->drv, g, sched, rc_re, s->alt, rc_off,
+                                policies, "ilp", err);
 }
 
 /* The interleaver budgets with every layer at its most frugal option:

@@ -388,6 +388,14 @@ START_TEST(engine_plans_fit_the_cap)
 }
 END_TEST
 
+/* Offload (param offload): caps kept, never slower than recomputation
+ * alone, chosen when cheaper, and the missing-bandwidth error. */
+START_TEST(offload_is_a_superset)
+{
+    mtt_check_offload(mtt_vtable(loom_static_ilp_memory()), "ilp");
+}
+END_TEST
+
 /* The suite: every test in one case. */
 static Suite *suite(void)
 {
@@ -401,6 +409,7 @@ static Suite *suite(void)
     tcase_add_test(tc, infeasible_cap_names_rank_and_bytes);
     tcase_add_test(tc, params_are_checked);
     tcase_add_test(tc, engine_plans_fit_the_cap);
+    tcase_add_test(tc, offload_is_a_superset);
     suite_add_tcase(s, tc);
     return s;
 }

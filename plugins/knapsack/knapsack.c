@@ -10,6 +10,12 @@
  * candidate saves the most bytes per added ms moves to it. LOOM_EINFEASIBLE
  * names the rank and the bytes short when every pair live at the peak is
  * already at its most frugal candidate.
+ *
+ * With param `offload` each layer may also offload its activations to
+ * host memory (LOOM_POLICY_OFFLOAD): the tuner then answers twice, over
+ * the recomputation policies alone and over all four, and keeps the
+ * offload answer only when it simulates strictly faster on the order
+ * (loom_mt_offload_pick), so offload never makes a plan slower.
  */
 #include <string.h>
 #include <loom/kits/memtune.h>
@@ -19,6 +25,9 @@ typedef struct ks_self {
     const loom_host_api *host;
     loom_ctx *ctx;
     int32_t k, resolution;
+    int offload;           /* param offload: may choose LOOM_POLICY_OFFLOAD */
+    uint8_t *alt;          /* per entry: the recomputation-only answer */
+    int32_t cap_alt;
     loom_mt_driver drv;
     loom_mckp_set set;
     loom_mckp_units units; /* the candidates as descent units */
@@ -34,6 +43,9 @@ static int ks_create(const loom_host_api *host, loom_ctx *ctx,
     if (rc == LOOM_OK)
         rc = loom_mt_param_int(host, ctx, "knapsack", "resolution", 1,
                                1 << 20, &res, err);
+    int offload = 0;
+    if (rc == LOOM_OK)
+        rc = loom_mt_offload_param(host, ctx, "knapsack", &offload, err);
     if (rc != LOOM_OK)
         return rc;
     ks_self *s = host->alloc(sizeof *s);
@@ -44,6 +56,7 @@ static int ks_create(const loom_host_api *host, loom_ctx *ctx,
     s->ctx = ctx;
     s->k = (int32_t)k;
     s->resolution = (int32_t)res;
+    s->offload = offload;
     loom_mt_driver_init(host, ctx, &s->drv);
     *self = s;
     return LOOM_OK;
@@ -58,20 +71,19 @@ static void ks_destroy(void *self)
     loom_mt_driver_free(s->host, &s->drv);
     loom_mckp_free(s->host, &s->set);
     loom_mckp_units_free(s->host, &s->units);
+    s->host->free(s->alt);
     s->host->free(s);
 }
 
-/* Builds the candidates and chooses one per pair (see file comment). */
-static int ks_tune(void *self, const loom_stage_graph *g,
-                   const loom_schedule *sched, uint8_t *policies,
-                   loom_error *err)
+/* Builds the candidates over the first n_policies policies and chooses
+ * one per pair (see file comment). */
+static int ks_tune_over(ks_self *s, const loom_stage_graph *g,
+                        const loom_schedule *sched, int n_policies,
+                        uint8_t *policies, loom_error *err)
 {
-    ks_self *s = self;
     loom_mt_units u;
-    int rc = loom_mt_check_inputs(s->host, g, sched, policies, "knapsack", err);
-    if (rc == LOOM_OK)
-        rc = loom_mckp_build(s->host, &s->set, g, s->k, s->resolution,
-                             err);
+    int rc = loom_mckp_build_policies(s->host, &s->set, g, s->k, s->resolution,
+                                      n_policies, err);
     if (rc == LOOM_OK)
         rc = loom_mckp_units_reset(s->host, &s->units, &s->set, &u,
                                    "knapsack", err);
@@ -80,6 +92,36 @@ static int ks_tune(void *self, const loom_stage_graph *g,
     return loom_mt_driver_run(s->host, &s->drv, g, sched, &u,
                               s->units.pair_bytes, loom_mckp_materialise,
                               &s->set, policies, "knapsack", err);
+}
+
+/* Recomputation only, or with offload the faster of both answers (see
+ * file comment). */
+static int ks_tune(void *self, const loom_stage_graph *g,
+                   const loom_schedule *sched, uint8_t *policies,
+                   loom_error *err)
+{
+    ks_self *s = self;
+    int rc = loom_mt_check_inputs(s->host, g, sched, policies, "knapsack", err);
+    if (rc != LOOM_OK)
+        return rc;
+    if (!s->offload)
+        return ks_tune_over(s, g, sched, LOOM_POLICY_OFFLOAD, policies, err);
+    if ((rc = loom_mt_offload_check(s->host, s->host->problem ? s->host->problem(s->ctx) : NULL,
+                                     "knapsack", err)))
+        return rc;
+    if (g->n_layer_entries > s->cap_alt) {
+        void *p = s->host->realloc(s->alt, (size_t)g->n_layer_entries);
+        if (!p)
+            return s->host->error(err, LOOM_ENOMEM, "knapsack: out of memory");
+        s->alt = p;
+        s->cap_alt = g->n_layer_entries;
+    }
+    memcpy(s->alt, policies, (size_t)g->n_layer_entries);
+    loom_error first = {0};
+    int rc_re = ks_tune_over(s, g, sched, LOOM_POLICY_OFFLOAD, s->alt, &first);
+    int rc_off = ks_tune_over(s, g, sched, LOOM_POLICY_COUNT, policies, err);
+    return loom_mt_offload_pick(s->host, &s->drv, g, sched, rc_re, s->alt, rc_off,
+                                policies, "knapsack", err);
 }
 
 /* The interleaver budgets with every layer at its most frugal option:

@@ -47,7 +47,7 @@ START_TEST(no_cap_takes_the_fastest)
     loom_stage_graph *g = hand_graph();
     loom_schedule *s = mtt_order(1, 1, 0, 0);
     /* make SELECTIVE the fastest option of entry 1 */
-    g->layer_options[1 * 3 + 1].backward_ms = 1.5;
+    g->layer_options[1 * LOOM_POLICY_COUNT + 1].backward_ms = 1.5;
     const loom_memory_tuner_vtable *vt = mtt_vtable(loom_static_knapsack());
     uint8_t pol[2];
     loom_error err = {0};
@@ -86,6 +86,14 @@ START_TEST(params_are_checked)
 }
 END_TEST
 
+/* Offload (param offload): caps kept, never slower than recomputation
+ * alone, chosen when cheaper, and the missing-bandwidth error. */
+START_TEST(offload_is_a_superset)
+{
+    mtt_check_offload(mtt_vtable(loom_static_knapsack()), "knapsack");
+}
+END_TEST
+
 /* The suite: every test in one case. */
 static Suite *suite(void)
 {
@@ -94,6 +102,7 @@ static Suite *suite(void)
     tcase_add_test(tc, tuner_keeps_the_cap);
     tcase_add_test(tc, no_cap_takes_the_fastest);
     tcase_add_test(tc, params_are_checked);
+    tcase_add_test(tc, offload_is_a_superset);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -96,7 +96,7 @@ static int mr_tune(void *self, const loom_stage_graph *g, const loom_schedule *s
             return rc;
         int32_t rank = -1;
         double short_bytes = 0;
-        for (policy = LOOM_POLICY_NONE; policy < LOOM_POLICY_COUNT; policy++) {
+        for (policy = LOOM_POLICY_NONE; policy < LOOM_POLICY_OFFLOAD; policy++) {
             pair_bytes_at(g, policy, s->pair_bytes);
             if ((rank = over_cap(s, g, &short_bytes)) < 0)
                 break;

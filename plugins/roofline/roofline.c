@@ -294,11 +294,11 @@ static int rf_estimate(void *self, const loom_problem *problem,
                               "tp >= 1, found %s",
                               mname, (int)layer,
                               !shape ? "none" : "an invalid shape");
-    if (policy < 0 || policy >= LOOM_POLICY_COUNT)
+    if (policy < 0 || policy >= LOOM_POLICY_OFFLOAD)
         return s->host->error(err, LOOM_EINVAL,
                               "roofline: expected a memory policy in [0, %d), "
                               "found %d",
-                              (int)LOOM_POLICY_COUNT, (int)policy);
+                              (int)LOOM_POLICY_OFFLOAD, (int)policy);
     if ((rc = rf_check_layer(s, m, layer, err)) != LOOM_OK)
         return rc;
     loom_roofline_hw hw;

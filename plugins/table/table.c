@@ -192,11 +192,11 @@ static int tb_check_query(const tb_self *s, const loom_problem *p,
                               "shape with tokens >= 0, found %s",
                               m->name, (int)layer,
                               !shape ? "none" : "negative tokens");
-    if (policy < 0 || policy >= LOOM_POLICY_COUNT)
+    if (policy < 0 || policy >= LOOM_POLICY_OFFLOAD)
         return s->host->error(err, LOOM_EINVAL,
                               "table: expected a memory policy in [0, %d), "
                               "found %d",
-                              (int)LOOM_POLICY_COUNT, (int)policy);
+                              (int)LOOM_POLICY_OFFLOAD, (int)policy);
     return tb_check_modules(s, p->model, err);
 }
 

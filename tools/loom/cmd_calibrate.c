@@ -285,6 +285,8 @@ static int write_cluster(void *user, FILE *out, loom_error *err)
         cJSON_AddNumberToObject(root, "gpus_per_node", c->gpus_per_node);
         cJSON_AddNumberToObject(root, "nvlink_bytes_per_s", c->nvlink_bytes_per_s);
         cJSON_AddNumberToObject(root, "net_bytes_per_s", c->net_bytes_per_s);
+        if (c->host_bytes_per_s > 0)
+            cJSON_AddNumberToObject(root, "host_bytes_per_s", c->host_bytes_per_s);
         cJSON_AddNumberToObject(root, "p2p_latency_ms", c->p2p_latency_ms);
     }
     int n = 0, ok = 1;

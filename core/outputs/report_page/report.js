@@ -3,7 +3,7 @@
 var D = JSON.parse(document.getElementById('loom-data').textContent);
 var R = D.ranks, N = D.id.length, MS = D.makespan > 0 ? D.makespan : 1;
 var KI = {F: 0, B: 1, I: 2, W: 3}, KN = ['forward', 'backward', 'input gradient', 'weight gradient'];
-var PN = {n: 'none', s: 'selective', f: 'full', m: 'mixed'};
+var PN = {n: 'none', s: 'selective', f: 'full', o: 'offload', m: 'mixed'};
 var LEFT = 70, RIGHT = 10, AXIS = 24, MU = D.memUnit, MD = D.memDiv, MDEC = MD > 1 ? 2 : 0;
 var dpr = window.devicePixelRatio || 1;
 function $(id) { return document.getElementById(id); }

@@ -118,6 +118,46 @@ static inline double loom_p2p_link_ms(const loom_cluster *c, const loom_p2p_link
     return c->p2p_latency_ms + (bw > 0 ? bytes / (bw * eff) * 1e3 : 0);
 }
 
+/* Host memory bandwidth per GPU of cluster c in bytes/s: what activation
+ * offload copies at; 0 without a cluster or without host_bytes_per_s. */
+static inline double loom_cluster_host_bytes_per_s(const loom_cluster *c)
+{
+    return c && c->host_bytes_per_s > 0 ? c->host_bytes_per_s : 0;
+}
+
+/* The offload option of one layer (LOOM_POLICY_OFFLOAD; docs/memory-and-
+ * ilp.md, "Offload"), derived from its `none` and `full` options on
+ * cluster c. What `none` stores beyond what `full` keeps (the layer
+ * input, which stays on the GPU) is copied to host memory after the
+ * forward and back before the backward at the cluster's host bandwidth,
+ * each copy on its own copy engine overlapped with the layer's compute
+ * (device to host with its forward, host to device with its backward),
+ * so only the excess is exposed:
+ *   copy_ms        = (none.bytes - full.bytes) / host_bytes_per_s * 1e3
+ *   forward_ms     = none.forward_ms  + max(0, copy_ms - none.forward_ms)
+ *   backward_ms    = none.backward_ms + max(0, copy_ms - none.backward_ms)
+ *   weight_grad_ms = none.weight_grad_ms (the exposed prefetch precedes I)
+ *   activation_bytes = full.bytes.
+ * Without host bandwidth, or when `full` keeps no less than `none`, the
+ * option is `none`'s: nothing moves and nothing is saved, so no tuner
+ * gains by choosing it. */
+static inline loom_policy_option loom_offload_option(const loom_cluster *c,
+                                                     const loom_policy_option *none,
+                                                     const loom_policy_option *full)
+{
+    loom_policy_option o = *none;
+    double bw = loom_cluster_host_bytes_per_s(c);
+    if (!(bw > 0) || full->activation_bytes >= none->activation_bytes)
+        return o;
+    double copy_ms = (double)(none->activation_bytes - full->activation_bytes) / bw * 1e3;
+    if (copy_ms > none->forward_ms)
+        o.forward_ms += copy_ms - none->forward_ms;
+    if (copy_ms > none->backward_ms)
+        o.backward_ms += copy_ms - none->backward_ms;
+    o.activation_bytes = full->activation_bytes;
+    return o;
+}
+
 /* What one pipeline rank holds, for the iteration's tail: the gradient
  * sync over data-parallel replicas and the optimizer step. Size-prefixed:
  * the host fills it; a cost model reads only what struct_size covers. */

@@ -96,12 +96,20 @@ enum loom_stage_kind {
     LOOM_STAGE_W = 3  /* weight-gradient half of backward */
 };
 
-/* Memory policies a stage pair can use (memory tuner choices). */
+/* Memory policies a stage pair can use (memory tuner choices). The first
+ * three are what a cost model prices (estimate() is asked for policies
+ * below LOOM_POLICY_OFFLOAD only); the host derives the offload option
+ * from the `none` and `full` ones with loom_offload_option()
+ * (<loom/cost_model.h>). Loom 0.4 added OFFLOAD: the stride of every
+ * per-policy array (layer_options, layer_recompute_flops,
+ * layer_weight_held_bytes) grew from 3 to 4, and LOOM_MEMORY_TUNER_VERSION
+ * became 2. */
 enum loom_mem_policy {
     LOOM_POLICY_NONE = 0,      /* store every activation */
     LOOM_POLICY_SELECTIVE = 1, /* recompute attention internals */
     LOOM_POLICY_FULL = 2,      /* store layer inputs only, recompute all */
-    LOOM_POLICY_COUNT = 3
+    LOOM_POLICY_OFFLOAD = 3,   /* keep layer inputs, the rest to host memory */
+    LOOM_POLICY_COUNT = 4
 };
 
 /* Cost of one layer entry (or a whole stage pair) under one policy. */

@@ -20,7 +20,9 @@
 extern "C" {
 #endif
 
-#define LOOM_MEMORY_TUNER_VERSION 1u
+/* 2 since Loom 0.4: LOOM_POLICY_COUNT grew to 4 (offload), so the stride
+ * of layer_options changed; the host refuses a version 1 tuner. */
+#define LOOM_MEMORY_TUNER_VERSION 2u
 
 typedef struct loom_memory_tuner_vtable {
     loom_role_header header; /* { sizeof(this), LOOM_MEMORY_TUNER_VERSION } */

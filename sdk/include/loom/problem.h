@@ -81,6 +81,10 @@ typedef struct loom_cluster {
      * it reaches half its efficiency; 0 turns the curve off. */
     double gemm_half_flops;
     double attention_half_flops;
+    /* Appended in Loom 0.4: device<->host copy bandwidth per GPU and per
+     * direction (PCIe), what activation offload moves at; 0: unknown, so
+     * nothing can be offloaded. */
+    double host_bytes_per_s;
 } loom_cluster;
 
 typedef struct loom_parallel {

@@ -38,7 +38,7 @@ int64_t loom_fp_frugal_bytes(const loom_stage_graph *g, int32_t p)
         const loom_policy_option *o =
             &g->layer_options[(size_t)e * LOOM_POLICY_COUNT];
         int64_t best = o[0].activation_bytes;
-        for (int i = 1; i < LOOM_POLICY_COUNT; i++)
+        for (int i = 1; i < LOOM_POLICY_OFFLOAD; i++) /* recomputation only */
             if (o[i].activation_bytes < best)
                 best = o[i].activation_bytes;
         sum += best;

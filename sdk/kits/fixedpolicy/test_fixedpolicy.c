@@ -28,7 +28,7 @@ static loom_stage_graph *three_entries(void)
     for (int e = 0; e < 3; e++) {
         loom_policy_option o[LOOM_POLICY_COUNT];
         memset(o, 0, sizeof o);
-        for (int p = 0; p < LOOM_POLICY_COUNT; p++) {
+        for (int p = 0; p < LOOM_POLICY_OFFLOAD; p++) {
             o[p].forward_ms = 1.0;
             o[p].backward_ms = 2.0;
             o[p].activation_bytes = bytes[e][p];

@@ -136,12 +136,12 @@ static int64_t mckp_bytes(const loom_stage_graph *g, int32_t e, int o)
  * the lower policy) into fast, the most frugal (ties: less time) into
  * frugal. */
 static void mckp_extremes(const loom_stage_graph *g, int32_t e0, int32_t n,
-                          uint8_t *fast, uint8_t *frugal)
+                          int np, uint8_t *fast, uint8_t *frugal)
 {
     for (int32_t i = 0; i < n; i++) {
         int32_t e = e0 + i;
         int f = 0, m = 0;
-        for (int o = 1; o < LOOM_POLICY_COUNT; o++) {
+        for (int o = 1; o < np; o++) {
             double t = mckp_ms(g, e, o), tf = mckp_ms(g, e, f);
             int64_t b = mckp_bytes(g, e, o), bm = mckp_bytes(g, e, m);
             if (t < tf || (t == tf && b < mckp_bytes(g, e, f)))
@@ -178,7 +178,7 @@ static int32_t mckp_buckets(loom_mckp_set *set, const loom_stage_graph *g,
     size_t row = (size_t)R + 1;
     for (int32_t i = 0; i < n; i++) {
         int64_t base = mckp_bytes(g, e0 + i, frugal[i]);
-        for (int o = 0; o < LOOM_POLICY_COUNT; o++) {
+        for (int o = 0; o < set->n_policies; o++) {
             int64_t x = mckp_bytes(g, e0 + i, o) - base;
             int64_t w = x <= 0 ? 0 : (x * (int64_t)R + range - 1) / range;
             set->weight[i * LOOM_POLICY_COUNT + o] =
@@ -195,7 +195,7 @@ static int32_t mckp_buckets(loom_mckp_set *set, const loom_stage_graph *g,
         for (int32_t c = 0; c <= top; c++) {
             double best = MCKP_INF;
             int bo = frugal[i];
-            for (int o = 0; o < LOOM_POLICY_COUNT; o++) {
+            for (int o = 0; o < set->n_policies; o++) {
                 int32_t w = set->weight[i * LOOM_POLICY_COUNT + o];
                 if (w > c)
                     continue;
@@ -236,7 +236,7 @@ static void mckp_pair(loom_mckp_set *set, const loom_stage_graph *g,
 {
     int32_t e0 = g->pair_layer_off[p], n = g->pair_layer_off[p + 1] - e0;
     uint8_t *raw = set->tmp; /* row 0 fastest, row 1 frugal, then buckets */
-    mckp_extremes(g, e0, n, raw, raw + n);
+    mckp_extremes(g, e0, n, set->n_policies, raw, raw + n);
     double ms[64];
     int64_t bytes[64];
     mckp_cost(g, e0, n, raw, &ms[0], &bytes[0]);
@@ -324,11 +324,22 @@ static void mckp_copy(loom_mckp_set *set, const loom_stage_graph *g,
     }
 }
 
-/* Builds the candidates of every pair (see header). */
+/* Builds the candidates of every pair over none, selective and full. */
 int loom_mckp_build(const loom_host_api *host, loom_mckp_set *set,
                     const loom_stage_graph *g, int32_t k, int32_t resolution,
                     loom_error *err)
 {
+    return loom_mckp_build_policies(host, set, g, k, resolution, LOOM_POLICY_OFFLOAD, err);
+}
+
+/* Builds the candidates of every pair over the first n_policies policies
+ * (see header). */
+int loom_mckp_build_policies(const loom_host_api *host, loom_mckp_set *set,
+                             const loom_stage_graph *g, int32_t k, int32_t resolution,
+                             int n_policies, loom_error *err)
+{
+    set->n_policies = n_policies >= 1 && n_policies <= LOOM_POLICY_COUNT
+                          ? n_policies : LOOM_POLICY_OFFLOAD;
     if (k < 2 || k > 62 || resolution < 1 || resolution > 1 << 20)
         return host->error(err, LOOM_EINVAL,
                            "memory candidates: k must be 2..62 and resolution "

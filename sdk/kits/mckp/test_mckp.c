@@ -227,7 +227,7 @@ START_TEST(adding_a_combination)
     ck_assert_int_eq(set.cand_off[1], 4);
     want(&set, g, 2, 7.5, 80, 1, 1);
     /* make SF 7.4 ms / 70 bytes: it dominates SS and replaces it */
-    g->layer_options[1 * 3 + 2].backward_ms = 2.9;
+    g->layer_options[1 * LOOM_POLICY_COUNT + 2].backward_ms = 2.9;
     const uint8_t sf[2] = {1, 2};
     loom_mckp_add(&set, g, sf);
     ck_assert_int_eq(set.cand_off[1], 4);

@@ -45,17 +45,17 @@ static int mt_chains_reserve(const loom_host_api *host,
     return LOOM_OK;
 }
 
-/* Writes to pol the chain of one entry's options o (LOOM_POLICY_COUNT of
- * them): NONE, then each time the policy with the most bytes strictly
- * below the current one (ties: less time, then the lower policy); returns
- * its length. */
-static int mt_chain_of(const loom_policy_option *o, uint8_t *pol)
+/* Writes to pol the chain of one entry's options o (its first
+ * n_policies): NONE, then each time the policy with the most bytes
+ * strictly below the current one (ties: less time, then the lower
+ * policy); returns its length. */
+static int mt_chain_of(const loom_policy_option *o, int n_policies, uint8_t *pol)
 {
     int n = 0;
     for (int cur = LOOM_POLICY_NONE; cur >= 0;) {
         pol[n++] = (uint8_t)cur;
         int best = -1;
-        for (int p = 0; p < LOOM_POLICY_COUNT; p++) {
+        for (int p = 0; p < n_policies; p++) {
             if (o[p].activation_bytes >= o[cur].activation_bytes)
                 continue;
             if (best < 0 || o[p].activation_bytes > o[best].activation_bytes ||
@@ -69,11 +69,22 @@ static int mt_chain_of(const loom_policy_option *o, uint8_t *pol)
     return n;
 }
 
-/* Builds the chains (see header). */
+/* Builds the chains over none, selective and full (see header). */
 int loom_mt_entry_chains_build(const loom_host_api *host,
                                loom_mt_entry_chains *c,
                                const loom_stage_graph *g, loom_error *err)
 {
+    return loom_mt_entry_chains_build_policies(host, c, g, LOOM_POLICY_OFFLOAD, err);
+}
+
+/* Builds the chains over the first n_policies policies (see header). */
+int loom_mt_entry_chains_build_policies(const loom_host_api *host,
+                                        loom_mt_entry_chains *c,
+                                        const loom_stage_graph *g,
+                                        int n_policies, loom_error *err)
+{
+    if (n_policies < 1 || n_policies > LOOM_POLICY_COUNT)
+        n_policies = LOOM_POLICY_OFFLOAD;
     if (mt_chains_reserve(host, c, g->n_layer_entries, g->n_pairs) != LOOM_OK)
         return host->error(err, LOOM_ENOMEM, "memory tuner: out of memory");
     int32_t k = 0;
@@ -85,7 +96,7 @@ int loom_mt_entry_chains_build(const loom_host_api *host,
             &g->layer_options[(size_t)e * LOOM_POLICY_COUNT];
         /* runs of identical layers share one chain */
         if (!prev || memcmp(o, prev, LOOM_POLICY_COUNT * sizeof *o) != 0)
-            len = mt_chain_of(o, pol);
+            len = mt_chain_of(o, n_policies, pol);
         prev = o;
         c->chain_off[e] = k;
         c->state[e] = 0;

@@ -9,6 +9,36 @@
 
 /* One rank, two microbatches, one entry per pair: GPipe runs F0 F1 B0 B1,
  * 1F1B runs F0 B0 F1 B1 (stage ids 0 = F0, 1 = B0, 2 = F1, 3 = B1). */
+/* loom_offload_option, the worked cases of docs/memory-and-ilp.md
+ * ("Offload"): none = 2 ms forward, 4 ms backward (1 ms of it W), 6 MB;
+ * full = 1 MB. At 10 GB/s the 5 MB copy (0.5 ms) is hidden; at 1 GB/s
+ * (5 ms) it exposes 3 ms on the forward and 1 ms on the backward; without
+ * host bandwidth the option is none's. */
+START_TEST(offload_option_closed_form)
+{
+    loom_policy_option none = {2.0, 4.0, 1.0, 6000000}, full = {2.0, 6.0, 1.0, 1000000};
+    loom_cluster c;
+    memset(&c, 0, sizeof c);
+    c.host_bytes_per_s = 10e9;
+    loom_policy_option o = loom_offload_option(&c, &none, &full);
+    ck_assert_double_eq_tol(o.forward_ms, 2.0, 1e-12);
+    ck_assert_double_eq_tol(o.backward_ms, 4.0, 1e-12);
+    ck_assert_double_eq(o.weight_grad_ms, 1.0);
+    ck_assert_int_eq(o.activation_bytes, 1000000);
+    c.host_bytes_per_s = 1e9;
+    o = loom_offload_option(&c, &none, &full);
+    ck_assert_double_eq_tol(o.forward_ms, 5.0, 1e-12);
+    ck_assert_double_eq_tol(o.backward_ms, 5.0, 1e-12);
+    ck_assert_double_eq(o.weight_grad_ms, 1.0);
+    ck_assert_int_eq(o.activation_bytes, 1000000);
+    c.host_bytes_per_s = 0;
+    o = loom_offload_option(&c, &none, &full);
+    ck_assert(!memcmp(&o, &none, sizeof o));
+    o = loom_offload_option(NULL, &none, &full);
+    ck_assert(!memcmp(&o, &none, sizeof o));
+}
+END_TEST
+
 START_TEST(timeline_by_hand)
 {
     loom_mock_host *h = loom_mock_host_new();
@@ -66,7 +96,7 @@ static void set_entry(loom_stage_graph *g, int32_t e, const double ms[3],
                       const int64_t bytes[3])
 {
     for (int q = 0; q < 3; q++) {
-        loom_policy_option *o = &g->layer_options[(size_t)e * 3 + (size_t)q];
+        loom_policy_option *o = &g->layer_options[(size_t)e * LOOM_POLICY_COUNT + (size_t)q];
         o->forward_ms = 1.0;
         o->backward_ms = ms[q] - 1.0;
         o->weight_grad_ms = 0.0;
@@ -305,6 +335,7 @@ static Suite *suite(void)
     tcase_add_test(tc, params_and_inputs);
     tcase_add_test(tc, timeline_peaks_match_simulator);
     tcase_add_test(tc, timeline_bounds_per_phase_peaks);
+    tcase_add_test(tc, offload_option_closed_form);
     suite_add_tcase(s, tc);
     return s;
 }

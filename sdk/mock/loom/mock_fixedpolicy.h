@@ -140,7 +140,7 @@ START_TEST(sums_layer_entries_of_a_pair)
         for (int p = 0; p < LOOM_POLICY_COUNT; p++) {
             o[p].forward_ms = 1.0;
             o[p].backward_ms = 2.0;
-            o[p].activation_bytes = bytes[e][p];
+            o[p].activation_bytes = bytes[e][p < LOOM_POLICY_OFFLOAD ? p : LOOM_POLICY_NONE];
         }
         loom_graph_builder_add_entry(b, 0, o);
     }

@@ -119,6 +119,8 @@ static inline loom_stage_graph *mtt_chain(int P, int M, int E, int split,
                 (int64_t)((double)bytes * (0.05 + 0.15 * mtt_uniform(&st)));
             for (int q = 0; q < 3; q++)
                 o[q].weight_grad_ms = split ? f * 0.5 : 0.0;
+            /* offload as on a cluster without host bandwidth: none's */
+            o[LOOM_POLICY_OFFLOAD] = o[LOOM_POLICY_NONE];
             loom_graph_builder_add_entry(b, p, o);
         }
     }
@@ -251,6 +253,128 @@ static inline int mtt_tune_budget(const loom_memory_tuner_vtable *vt,
     return rc;
 }
 
+/* Runs a memory tuner once like mtt_tune_budget (no budget) on a mock host
+ * whose host->problem(ctx) is `pb` (may be NULL); returns create()'s
+ * status when it fails, else tune()'s. */
+static inline int mtt_tune_on(const loom_memory_tuner_vtable *vt,
+                              const char *const *params, int with_sim,
+                              const loom_problem *pb, const loom_stage_graph *g,
+                              const loom_schedule *s, uint8_t *policies,
+                              loom_error *err)
+{
+    loom_mock_host *h = loom_test_mock_host(mtt_info_of(vt, NULL));
+    for (int i = 0; params && params[i]; i += 2)
+        ck_assert_int_eq(loom_mock_host_set_param(h, params[i], params[i + 1]),
+                         LOOM_OK);
+    if (with_sim)
+        loom_mock_host_add_service(h, LOOM_SERVICE_SIMULATOR, 1, &MTT_SIM);
+    loom_mock_host_set_problem(h, pb);
+    void *self = NULL;
+    int rc = vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self, err);
+    if (rc == LOOM_OK) {
+        memset(policies, 0xff, (size_t)g->n_layer_entries);
+        rc = vt->tune(self, g, s, policies, err);
+        vt->destroy(self);
+    }
+    loom_mock_host_free(h);
+    return rc;
+}
+
+/* Gives every layer entry of g the offload option loom_offload_option()
+ * derives from its none and full options on cluster c (what the core's
+ * graph builder does). */
+static inline void mtt_set_offload(loom_stage_graph *g, const loom_cluster *c)
+{
+    for (int32_t e = 0; e < g->n_layer_entries; e++) {
+        loom_policy_option *o = &g->layer_options[(size_t)e * LOOM_POLICY_COUNT];
+        o[LOOM_POLICY_OFFLOAD] = loom_offload_option(c, &o[LOOM_POLICY_NONE],
+                                                     &o[LOOM_POLICY_FULL]);
+    }
+}
+
+/* The offload checks a tuner with param `offload` passes (knapsack, ilp):
+ * on seeded chains whose offload options are priced at `bw` bytes/s, at
+ * caps between the frugal and the fastest peak, it keeps the cap and is
+ * never slower in simulation than the same tuner without offload, and it
+ * chooses offload somewhere; with a copy fully hidden behind compute it
+ * offloads every layer at a frugal cap (none's time, full's bytes); a
+ * cluster without host_bytes_per_s, or no cluster, is an error naming
+ * params.offload and the field. `who` prefixes the tuner's errors. */
+static inline void mtt_check_offload(const loom_memory_tuner_vtable *vt, const char *who)
+{
+    loom_cluster c;
+    memset(&c, 0, sizeof c);
+    c.name = "test-cluster";
+    c.host_bytes_per_s = 3e6; /* 3 KB per ms: copies of 0.3 to 3 ms */
+    loom_problem pb;
+    memset(&pb, 0, sizeof pb);
+    pb.struct_size = (uint32_t)sizeof pb;
+    pb.cluster = &c;
+    const char *on[] = {"offload", "true", NULL};
+    loom_error err = {0};
+    int chosen = 0, faster = 0;
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+        int P = 2 + (int)(seed % 3), M = 3 + (int)(seed % 4);
+        int E = 1 + (int)(seed % 4), split = (int)(seed / 2 % 2);
+        loom_stage_graph *g = mtt_chain(P, M, E, split, seed);
+        mtt_set_offload(g, &c);
+        loom_schedule *s = mtt_order(P, M, split, (int)(seed / 4 % 2));
+        int64_t lo = mtt_uniform_peak(g, s, LOOM_POLICY_FULL);
+        int64_t hi = mtt_uniform_peak(g, s, LOOM_POLICY_NONE);
+        g->memory_cap_bytes = (double)(lo + (hi - lo) * (int64_t)(seed % 5) / 6);
+        uint8_t *with = malloc((size_t)g->n_layer_entries);
+        uint8_t *without = malloc((size_t)g->n_layer_entries);
+        ck_assert_int_eq(mtt_tune_on(vt, on, 1, &pb, g, s, with, &err), LOOM_OK);
+        ck_assert_int_eq(mtt_tune_on(vt, NULL, 1, &pb, g, s, without, &err), LOOM_OK);
+        loom_metrics a = mtt_simulate(g, s, with, NULL);
+        loom_metrics b = mtt_simulate(g, s, without, NULL);
+        ck_assert_int_eq(a.cap_violations, 0);
+        ck_assert(a.max_peak_bytes <= (int64_t)g->memory_cap_bytes);
+        ck_assert_msg(a.makespan_ms <= b.makespan_ms, "seed %d: %.6f > %.6f",
+                      (int)seed, a.makespan_ms, b.makespan_ms);
+        faster += a.makespan_ms < b.makespan_ms;
+        for (int32_t e = 0; e < g->n_layer_entries; e++) {
+            chosen += with[e] == LOOM_POLICY_OFFLOAD;
+            ck_assert_int_ne(without[e], LOOM_POLICY_OFFLOAD);
+        }
+        free(with);
+        free(without);
+        loom_schedule_free(s);
+        loom_graph_free(g);
+    }
+    ck_assert_int_gt(chosen, 0);
+    ck_assert_int_gt(faster, 0);
+
+    /* copies hidden: at the all-full peak every layer offloads */
+    c.host_bytes_per_s = 1e15;
+    loom_stage_graph *g = mtt_chain(2, 4, 2, 0, 7);
+    mtt_set_offload(g, &c);
+    loom_schedule *s = mtt_order(2, 4, 0, 0);
+    g->memory_cap_bytes = (double)mtt_uniform_peak(g, s, LOOM_POLICY_FULL);
+    uint8_t pol[64];
+    ck_assert_int_eq(mtt_tune_on(vt, on, 1, &pb, g, s, pol, &err), LOOM_OK);
+    uint8_t none[64];
+    memset(none, LOOM_POLICY_NONE, sizeof none);
+    for (int32_t e = 0; e < g->n_layer_entries; e++)
+        ck_assert_int_eq(pol[e], LOOM_POLICY_OFFLOAD);
+    ck_assert_double_eq_tol(mtt_latency(g, pol), mtt_latency(g, none), 1e-9);
+
+    /* no host bandwidth: refused at create (problem known) or at tune */
+    char want[160];
+    snprintf(want, sizeof want,
+             "%s: params.offload is true, but cluster \"test-cluster\" has no "
+             "host_bytes_per_s", who);
+    c.host_bytes_per_s = 0;
+    ck_assert_int_eq(mtt_tune_on(vt, on, 1, &pb, g, s, pol, &err), LOOM_EINVAL);
+    ck_assert_msg(strstr(err.message, want) != NULL, "%s", err.message);
+    ck_assert_int_eq(mtt_tune_on(vt, on, 1, NULL, g, s, pol, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "the problem has no cluster"));
+    /* offload off: the cluster's bandwidth does not matter */
+    ck_assert_int_eq(mtt_tune_on(vt, NULL, 1, &pb, g, s, pol, &err), LOOM_OK);
+    loom_schedule_free(s);
+    loom_graph_free(g);
+}
+
 /* mtt_tune_budget() without a time budget. */
 static inline int mtt_tune(const loom_memory_tuner_vtable *vt,
                            const char *const *params, int with_sim,
@@ -276,7 +400,7 @@ static inline void mtt_set_entry(loom_stage_graph *g, int32_t e, const double ms
                                  const int64_t bytes[3])
 {
     for (int q = 0; q < 3; q++) {
-        loom_policy_option *o = &g->layer_options[(size_t)e * 3 + (size_t)q];
+        loom_policy_option *o = &g->layer_options[(size_t)e * LOOM_POLICY_COUNT + (size_t)q];
         o->forward_ms = 1.0;
         o->backward_ms = ms[q] - 1.0;
         o->weight_grad_ms = 0.0;

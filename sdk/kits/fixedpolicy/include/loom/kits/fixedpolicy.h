@@ -41,8 +41,8 @@ int loom_fp_create(const loom_host_api *host, const char *who, uint8_t policy,
 void loom_fp_destroy(loom_fp *fp);
 
 /* Activation bytes of pair p when each of its layers takes its most
- * frugal policy (the sum over the pair's layer entries of the smallest
- * option). Without layer entries: the F stage's current delta. */
+ * frugal recomputation policy (the sum over the pair's layer entries of
+ * the smallest of none, selective and full). Without layer entries: the F stage's current delta. */
 int64_t loom_fp_frugal_bytes(const loom_stage_graph *g, int32_t p);
 
 /* LOOM_EINFEASIBLE naming the rank, its static bytes, its largest frugal

@@ -48,13 +48,22 @@ typedef struct loom_mckp_set {
     uint64_t *sig_hash;
     int32_t *sig_pair;     /* -1: empty slot */
     int32_t cap_sig;       /* a power of two */
+    int32_t n_policies;    /* policies the last build chose among */
 } loom_mckp_set;
 
 /* Builds up to k (>= 2) candidates for every pair of g with `resolution`
- * (>= 1) memory steps. LOOM_EINVAL for bad k / resolution, LOOM_ENOMEM. */
+ * (>= 1) memory steps, each layer choosing among the recomputation
+ * policies (none, selective, full). LOOM_EINVAL for bad k / resolution,
+ * LOOM_ENOMEM. */
 int loom_mckp_build(const loom_host_api *host, loom_mckp_set *set,
                     const loom_stage_graph *g, int32_t k, int32_t resolution,
                     loom_error *err);
+/* The same with each layer choosing among the first n_policies policies
+ * (LOOM_POLICY_COUNT: offload too; a value outside 1..LOOM_POLICY_COUNT
+ * means the recomputation ones). */
+int loom_mckp_build_policies(const loom_host_api *host, loom_mckp_set *set,
+                             const loom_stage_graph *g, int32_t k, int32_t resolution,
+                             int n_policies, loom_error *err);
 
 /* Adds to every pair's candidates (built by loom_mckp_build for the same
  * g) the pair's combination in `extra` (one policy per layer entry),

@@ -132,7 +132,8 @@ void loom_mt_descent_free(const loom_host_api *host, loom_mt_descent *d);
 
 /* Every layer entry as a unit whose chain starts at NONE and steps to the
  * policy with the most bytes strictly below the current one (ties: less
- * time, then the lower policy), until none is left. */
+ * time, then the lower policy), until none is left. Offload enters the
+ * chains only when asked for (loom_mt_entry_chains_build_policies). */
 typedef struct loom_mt_entry_chains {
     int32_t *chain_off;   /* per entry + 1 */
     double *chain_ms;     /* per chain state */
@@ -143,10 +144,17 @@ typedef struct loom_mt_entry_chains {
     int32_t cap_entries, cap_pairs;
 } loom_mt_entry_chains;
 
-/* Builds the chains of g's entries, every entry at NONE. */
+/* Builds the chains of g's entries over the recomputation policies
+ * (none, selective, full), every entry at NONE. */
 int loom_mt_entry_chains_build(const loom_host_api *host,
                                loom_mt_entry_chains *c,
                                const loom_stage_graph *g, loom_error *err);
+/* The same over the first n_policies policies (LOOM_POLICY_COUNT: offload
+ * too; a value outside 1..LOOM_POLICY_COUNT means the recomputation ones). */
+int loom_mt_entry_chains_build_policies(const loom_host_api *host,
+                                        loom_mt_entry_chains *c,
+                                        const loom_stage_graph *g,
+                                        int n_policies, loom_error *err);
 /* Releases the chains' arrays (host allocator) and zeroes them. */
 void loom_mt_entry_chains_free(const loom_host_api *host,
                                loom_mt_entry_chains *c);
@@ -259,5 +267,31 @@ int loom_mt_param_int(const loom_host_api *host, loom_ctx *ctx,
 int loom_mt_check_inputs(const loom_host_api *host, const loom_stage_graph *g,
                          const loom_schedule *sched, const uint8_t *policies,
                          const char *who, loom_error *err);
+
+/* ---- offload ----------------------------------------------------------------- */
+
+/* Reads the declared bool param `offload` into *on; when it is 1 and the
+ * host already knows the problem, checks it with loom_mt_offload_check.
+ * Errors as loom_read_param_bool and loom_mt_offload_check say. */
+int loom_mt_offload_param(const loom_host_api *host, loom_ctx *ctx, const char *who,
+                          int *on, loom_error *err);
+
+/* LOOM_EINVAL naming `who`, params.offload and the cluster field
+ * host_bytes_per_s when pb's cluster has no host bandwidth (or pb has no
+ * cluster); LOOM_OK otherwise. */
+int loom_mt_offload_check(const loom_host_api *host, const loom_problem *pb,
+                          const char *who, loom_error *err);
+
+/* Of a recomputation-only answer (`recompute`, status rc_recompute) and
+ * one that may offload (already in `policies`, status rc_offload) for the
+ * same graph and order, leaves in `policies` the offload answer only when
+ * it is strictly faster (simulated makespan; total latency without the
+ * simulator service), else the recomputation one; a failed answer loses
+ * to one that succeeded, and when both failed rc_offload is returned. So
+ * a tuner with offload is never slower than without it on that order. */
+int loom_mt_offload_pick(const loom_host_api *host, loom_mt_driver *d,
+                         const loom_stage_graph *g, const loom_schedule *sched,
+                         int rc_recompute, const uint8_t *recompute, int rc_offload,
+                         uint8_t *policies, const char *who, loom_error *err);
 
 #endif
