@@ -6,7 +6,10 @@ Every piece starts from leaves detached from its inputs, so the backward
 walks the pieces in reverse, handing each the gradient of what it wrote and
 collecting the gradient of what it read. A piece marked `recompute` runs
 under no_grad in the forward (only its inputs are kept) and again with a
-graph just before the stage's backward.
+graph just before the stage's backward. A piece marked `offload` keeps its
+graph, but every tensor autograd saves for its backward is copied into a
+separate host buffer when saved and read back from it in the backward
+(saved-tensor hooks), as an activation-offloading runtime does.
 """
 
 import torch
@@ -15,6 +18,16 @@ import torch
 def _leaf(t):
     """A leaf sharing t's storage, needing a gradient when t does."""
     return t.detach().requires_grad_(t.requires_grad)
+
+
+def _offload_pack(t):
+    """Saved-tensor hook: the tensor leaves for host memory (a copy)."""
+    return t.detach().clone()
+
+
+def _offload_unpack(t):
+    """Saved-tensor hook: the copy comes back for the backward."""
+    return t
 
 
 class ChunkRun:
@@ -38,6 +51,12 @@ class ChunkRun:
                 vals = {k: v.detach().requires_grad_(needs and v.is_floating_point())
                         for k, v in out.items()}
                 self.tape.append([pc, ins, None, None])
+            elif pc.offload:
+                with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(
+                        _offload_pack, _offload_unpack):
+                    out = pc.fn(self.P, self.unit, ins)
+                vals = out
+                self.tape.append([pc, ins, out, None])
             else:
                 with torch.enable_grad():
                     out = pc.fn(self.P, self.unit, ins)

@@ -27,12 +27,14 @@ PATCH = 8  # features of a raw image / video / audio token
 class Piece:
     """One compute step: fn(params, unit, inputs dict) -> outputs dict."""
 
-    def __init__(self, name, fn, reads, writes, drops, params, recompute=False, layer=None):
+    def __init__(self, name, fn, reads, writes, drops, params, recompute=False, layer=None,
+                 offload=False):
         self.name, self.fn = name, fn
         self.reads, self.writes, self.drops = reads, writes, drops
         self.params = params          # parameter names it uses
         self.recompute = recompute    # run without a graph, rebuilt before backward
         self.layer = layer            # (module, layer) it belongs to, for the sample counts
+        self.offload = offload        # saved activations copied out and back (policy offload)
 
 
 class Unit:
@@ -219,7 +221,8 @@ def attention(q, k, v, heads, kv_heads, causal, qrows, krows):
 
 def layer_pieces(spec, m, l, policy):
     """The pieces of layer l of module m under a memory policy: `none` keeps
-    every graph, `selective` recomputes the attention core, `full` the layer."""
+    every graph, `selective` recomputes the attention core, `full` the layer,
+    `offload` keeps the graph but copies what it saves out and back."""
     mod = spec.modules[m]
     p = "%s.%d." % (mod.name, l)
     pre_params = [p + x for x in ("norm1", "wq", "wk", "wv")]
@@ -264,7 +267,7 @@ def layer_pieces(spec, m, l, policy):
                 Piece(p + "core", core, ["q", "k", "v"], ["a"], ["q", "k", "v"], [], True, where),
                 Piece(p + "post", post, ["h", "a"] + ctx, ["h"], ["a"], post_params, layer=where)]
     return [Piece(p + "layer", whole, ["h"] + ctx, ["h"], [], pre_params + post_params,
-                  recompute=(policy == "full"), layer=where)]
+                  recompute=(policy == "full"), layer=where, offload=(policy == "offload"))]
 
 
 def begin_piece(spec, m, keep, seed):

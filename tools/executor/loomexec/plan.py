@@ -9,7 +9,7 @@ from . import layers as L
 from .errors import InputError, describe
 
 PLAN_FORMAT = 2
-POLICIES = ("none", "selective", "full")
+POLICIES = ("none", "selective", "full", "offload")
 ACTIONS = ("forward_stage", "backward_stage", "isend", "irecv", "wait_isend", "wait_irecv")
 KEY_ORDER = {"h": 1, "ctx": 2}
 TP_DEGREES = (1, 2, 4, 8, 16, 32, 64)
@@ -305,14 +305,14 @@ class Plan:
             if pols is None:
                 pol = self.need(st, "policy", w + ".policy", str)
                 if pol not in POLICIES:
-                    self.bad(w + ".policy", "none, selective or full (or layer_policies)", describe(pol))
+                    self.bad(w + ".policy", "none, selective, full or offload (or layer_policies)", describe(pol))
                 pols = [pol] * n
             else:
                 if not isinstance(pols, list) or len(pols) != n:
                     self.bad(w + ".layer_policies", "%d policies (the chunk's layers)" % n, describe(pols))
                 for k, pol in enumerate(pols):
                     if pol not in POLICIES:
-                        self.bad("%s.layer_policies[%d]" % (w, k), "none, selective or full", describe(pol))
+                        self.bad("%s.layer_policies[%d]" % (w, k), "none, selective, full or offload", describe(pol))
             rec = {"id": sid, "kind": kind, "flow": f, "position": p, "mb": mb, "sub": sub,
                    "rank": rank, "policies": pols}
             if sid in self.stages:
