@@ -48,10 +48,13 @@ START_TEST(test_presets)
     ck_assert_int_eq(c->gpus_per_node, 8);
     ck_assert_double_eq(c->nvlink_bytes_per_s, 200e9);
     ck_assert_double_eq(c->net_bytes_per_s, 25e9); /* 8 x 200 Gb/s RoCE over 8 GPUs */
-    ck_assert_double_eq(c->eff_gemm, 0.75);
-    ck_assert_double_eq(c->eff_attention, 0.6);
+    /* the Hopper set fitted to the fidelity table (docs/cost-models.md) */
+    ck_assert_double_eq(c->eff_gemm, 0.6);
+    ck_assert_double_eq(c->eff_attention, 0.45);
     ck_assert_double_eq(c->eff_memory, 0.8);
     ck_assert_double_eq(c->eff_collective, 0.7);
+    ck_assert_double_eq(c->gemm_half_flops, 4e9);
+    ck_assert_double_eq(c->attention_half_flops, 4e9);
     ck_assert_double_eq(c->p2p_latency_ms, 0.02);
     loom_cluster_data_free(d);
 
@@ -66,6 +69,8 @@ START_TEST(test_presets)
     ck_assert_double_eq(c->peak_flops, 312e12);
     ck_assert_double_eq(c->hbm_bytes_per_s, 2.0e12);
     ck_assert_double_eq(c->nvlink_bytes_per_s, 300e9);
+    ck_assert_double_eq(c->eff_gemm, 0.75); /* no fitted set: the defaults, no curve */
+    ck_assert_double_eq(c->gemm_half_flops, 0);
     loom_cluster_data_free(d);
 
     d = must_load("a40");
@@ -99,6 +104,8 @@ START_TEST(test_example_files_equal_presets)
         ck_assert_double_eq(a->eff_attention, b->eff_attention);
         ck_assert_double_eq(a->eff_memory, b->eff_memory);
         ck_assert_double_eq(a->eff_collective, b->eff_collective);
+        ck_assert_double_eq(a->gemm_half_flops, b->gemm_half_flops);
+        ck_assert_double_eq(a->attention_half_flops, b->attention_half_flops);
         ck_assert_double_eq(a->p2p_latency_ms, b->p2p_latency_ms);
         loom_cluster_data_free(f);
         loom_cluster_data_free(p);
@@ -120,6 +127,8 @@ START_TEST(test_defaults)
     ck_assert_double_eq(c->eff_attention, 0.6);
     ck_assert_double_eq(c->eff_memory, 0.8);
     ck_assert_double_eq(c->eff_collective, 0.7);
+    ck_assert_double_eq(c->gemm_half_flops, 0); /* no size curve unless set */
+    ck_assert_double_eq(c->attention_half_flops, 0);
     ck_assert_double_eq(c->p2p_latency_ms, 0.02);
     loom_cluster_data_free(d);
 
@@ -175,7 +184,7 @@ START_TEST(test_errors)
                  "efficiency.memory: expected a number in [0, 1], found 1.5");
     expect_error("{" REQUIRED ", \"efficiency\": {\"flops\": 0.5}}",
                  "efficiency: unknown field \"flops\" (expected one of: gemm, attention, "
-                 "memory, collective)");
+                 "memory, collective, gemm_half_flops, attention_half_flops)");
     expect_error("{" REQUIRED ", \"efficiency\": 0.5}",
                  "efficiency: expected an object, found 0.5");
     expect_error("{" REQUIRED ", \"p2p_latency_ms\": -0.5}",

@@ -139,6 +139,84 @@ END_TEST
  * groups sit on consecutive GPUs (P2P between two ranks is intra-node when
  * their first GPUs share a node) and the peak FLOP/s behind the ranks
  * counts every rank's own GPUs. */
+/* The iteration tail the builder asks the cost model for: at dp 1 no
+ * gradient sync and an Adam step over every parameter (34 bytes each at
+ * eff_memory); at dp 64 the step over 1/64 of them and a reduce-scatter of
+ * 63/64 of the fp32 gradients over the network (tp 4 x dp 64 GPUs do not
+ * fit a node), overlapped with the backward; an all-gather of the bf16
+ * weights after the step. */
+START_TEST(test_iteration_tail_by_dp)
+{
+    fixture fx = open_fixture();
+    loom_error err = {0};
+    const loom_cluster *c = s.problem.cluster;
+    loom_stage_graph *g1 = NULL, *g64 = NULL;
+    loom_partition *p = two_flows(fx.set, 0);
+    s.problem.parallel.dp = 1;
+    ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, &g1, &err), LOOM_OK);
+    s.problem.parallel.dp = 64;
+    ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, &g64, &err), LOOM_OK);
+    for (int32_t r = 0; r < g1->n_ranks; r++) {
+        ck_assert_double_eq(g1->tail_grad_sync_ms[r], 0);
+        ck_assert_double_eq(g1->tail_param_gather_ms[r], 0);
+        ck_assert(g1->tail_optimizer_ms[r] > 0);
+        double params = g1->tail_optimizer_ms[r] / 1e3 * c->hbm_bytes_per_s * c->eff_memory / 34.0;
+        double net = c->net_bytes_per_s * c->eff_collective;
+        ck_assert_double_eq_tol(g64->tail_optimizer_ms[r], g1->tail_optimizer_ms[r] / 64, 1e-9);
+        ck_assert_double_eq_tol(g64->tail_grad_sync_ms[r],
+                                63 * c->p2p_latency_ms + 63.0 / 64 * params * 4 / net * 1e3,
+                                1e-6 * g64->tail_grad_sync_ms[r]);
+        ck_assert_double_eq_tol(g64->tail_param_gather_ms[r],
+                                63 * c->p2p_latency_ms + 63.0 / 64 * params * 2 / net * 1e3,
+                                1e-6 * g64->tail_param_gather_ms[r]);
+        ck_assert_int_eq(g64->tail_overlap[r], 1);
+        ck_assert(g64->tail_grad_bucket_ms[r] <= g64->tail_grad_sync_ms[r]);
+    }
+    loom_graph_free(g1);
+    loom_graph_free(g64);
+    loom_candidates_free(fx.set);
+    loom_session_close(&s);
+}
+END_TEST
+
+/* Context parallelism in the graph: cp = 2 doubles the GPUs behind each
+ * rank (peak FLOP/s per rank); a CP balancer's attention scale (the slowest GPU's share over the
+ * mean) lengthens the stages; the gradient sync runs over dp x cp. */
+START_TEST(test_context_parallel)
+{
+    fixture fx = open_fixture();
+    loom_error err = {0};
+    loom_stage_graph *g1 = NULL, *g2 = NULL, *g3 = NULL;
+    loom_partition *p = two_flows(fx.set, 0);
+    ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, &g1, &err), LOOM_OK);
+    s.problem.parallel.cp = 2;
+    ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, &g2, &err), LOOM_OK);
+    for (int32_t mb = 0; mb < p->n_microbatches; mb++)
+        p->cp_attention_scale[mb] = 3.0;
+    ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, &g3, &err), LOOM_OK);
+    ck_assert_double_eq_tol(g2->peak_flops_per_rank, 2 * g1->peak_flops_per_rank, 1);
+    double d1 = 0, d2 = 0, d3 = 0;
+    for (int32_t v = 0; v < g1->n_stages; v++) {
+        d1 += g1->duration_ms[v];
+        d2 += g2->duration_ms[v];
+        d3 += g3->duration_ms[v];
+    }
+    ck_assert(d2 < d1);
+    ck_assert(d3 > d2);
+    ck_assert_double_eq_tol(g2->total_flops, g1->total_flops, 1e-6 * g1->total_flops);
+    for (int32_t r = 0; r < g1->n_ranks; r++) {
+        ck_assert_double_eq(g1->tail_grad_sync_ms[r], 0);
+        ck_assert(g2->tail_grad_sync_ms[r] > 0); /* dp 1 x cp 2 */
+    }
+    s.problem.parallel.cp = 0;
+    loom_graph_free(g1);
+    loom_graph_free(g2);
+    loom_graph_free(g3);
+    loom_candidates_free(fx.set);
+    loom_session_close(&s);
+}
+END_TEST
+
 START_TEST(test_span_tp)
 {
     fixture fx = open_fixture();
@@ -197,6 +275,8 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_counts_and_replicas);
+    tcase_add_test(tc, test_iteration_tail_by_dp);
+    tcase_add_test(tc, test_context_parallel);
     tcase_add_test(tc, test_span_tp);
     suite_add_tcase(su, tc);
     return loom_test_main(su);

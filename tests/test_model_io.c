@@ -428,7 +428,7 @@ START_TEST(test_file_parallel_errors)
                  "parallel: unknown field \"pipeline\"");
     expect_error("{\"name\": \"x\", \"parallel\": {\"tp\": 1024, \"pp\": 1024, \"dp\": 2}, "
                  "\"modules\": [" MOD("a", "") "]}",
-                 "parallel: expected tp*pp*dp <= 1048576 GPUs, found 2097152");
+                 "parallel: expected tp*pp*dp*cp <= 1048576 GPUs, found 2097152");
     expect_error("{\"name\": \"x\", \"parallel\": {\"tp\": 8}, \"modules\": [" MOD("a", "") "]}",
                  "parallel.tp: expected a divisor of every layer's attention heads, found 8 "
                  "(module \"a\" layer 0 has 4 heads)");
@@ -459,7 +459,7 @@ START_TEST(test_parallel_parse)
         {"dp=-1", "dp: expected an integer in [1, 65536], found \"-1\""},
         {"tp=4x", "tp: expected an integer in [1, 65536], found \"4x\""},
         {"tp=", "tp: expected an integer in [1, 65536], found \"\""},
-        {"tensor=2", "expected a key among tp, pp, dp, vpp, mb, microbatches, found \"tensor\""},
+        {"tensor=2", "expected a key among tp, pp, dp, vpp, mb, microbatches, cp, found \"tensor\""},
         {"tp=2,tp=4", "expected each key once, found \"tp\" again"},
         {"mb=2,microbatches=4", "expected each key once, found \"microbatches\" again"},
         {"tp=2,,pp=2", "expected key=value, found \"\""},

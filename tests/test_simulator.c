@@ -121,6 +121,69 @@ START_TEST(test_p2p_and_scale)
 }
 END_TEST
 
+/* The iteration tail (docs/cost-models.md, "Iteration tail"): P=2, M=1, F0 [0,1] F1 [1,2]
+ * B1 [2,4] B0 [4,6]; each rank syncs 3 ms of gradients, gathers 0.5 ms of
+ * parameters, steps its optimizer in 1 (rank 0) or 2 ms (rank 1). */
+START_TEST(test_iteration_tail)
+{
+    loom_stage_times st = uniform(2, 1, 1, 1, 2);
+    loom_stage_graph *g = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
+    loom_schedule *sc = one_f_one_b(2, 1);
+    double cm[2], p2p[2], dp[2], opt[2], bub[2];
+    loom_metrics m = LOOM_METRICS_INIT;
+    m.compute_ms = cm;
+    m.p2p_wait_ms = p2p;
+    m.dp_sync_ms = dp;
+    m.optimizer_ms = opt;
+    m.bubble_ms = bub;
+    /* no tail: the stages alone, the rest is bubble */
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
+    ck_assert_double_eq_tol(m.makespan_ms, 6.0, 1e-12);
+    ck_assert_double_eq_tol(bub[1], 3.0, 1e-12);
+    ck_assert_double_eq_tol(dp[0] + opt[0], 0.0, 1e-12);
+    ck_assert(m.hfu < 0); /* stage-times: FLOPs unknown */
+
+    ck_assert_int_eq(loom_graph_alloc_tail(g), LOOM_OK);
+    for (int r = 0; r < 2; r++) {
+        g->tail_grad_sync_ms[r] = 3;
+        g->tail_grad_bucket_ms[r] = 0.5;
+        g->tail_param_gather_ms[r] = 0.5;
+        g->tail_optimizer_ms[r] = r ? 2 : 1;
+    }
+    /* without overlap the sync follows each rank's last stage: rank 0
+     * syncs until 9, rank 1 until 7; both step after 9 */
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
+    ck_assert_double_eq_tol(m.makespan_ms, 9.0 + 2.0 + 0.5, 1e-12);
+    ck_assert_double_eq_tol(dp[0], 3.5, 1e-12);
+    ck_assert_double_eq_tol(dp[1], 3.5, 1e-12);
+    ck_assert_double_eq_tol(opt[1], 2.0, 1e-12);
+    ck_assert_double_eq_tol(bub[0], 11.5 - 3.0 - 3.5 - 1.0, 1e-12);
+    ck_assert_double_eq_tol(bub[1], 11.5 - 3.0 - 3.5 - 2.0, 1e-12);
+    /* with overlap each rank's sync starts with its last backward (B0 at
+     * 4, B1 at 2) and ends one bucket after it at the earliest: rank 0
+     * at max(4 + 3, 6 + 0.5) = 7, rank 1 at max(2 + 3, 4 + 0.5) = 5 */
+    g->tail_overlap[0] = g->tail_overlap[1] = 1;
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
+    ck_assert_double_eq_tol(m.makespan_ms, 7.0 + 2.0 + 0.5, 1e-12);
+    ck_assert_double_eq_tol(dp[0], 1.0 + 0.5, 1e-12);
+    ck_assert_double_eq_tol(dp[1], 1.0 + 0.5, 1e-12);
+    for (int r = 0; r < 2; r++) {
+        ck_assert_double_eq_tol(cm[r], 3.0, 1e-12);
+        ck_assert_double_eq_tol(cm[r] + p2p[r] + dp[r] + opt[r] + bub[r], m.makespan_ms, 1e-9);
+    }
+    /* a graph copy keeps the tail */
+    loom_stage_graph *c = loom_graph_clone(g);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(loom_simulate(c, sc, &m, &err), LOOM_OK);
+    ck_assert_double_eq_tol(m.makespan_ms, 9.5, 1e-12);
+    loom_graph_free(c);
+    loom_schedule_free(sc);
+    loom_graph_free(g);
+}
+END_TEST
+
 START_TEST(test_deadlock_names_stages)
 {
     loom_stage_times st = uniform(2, 2, 1, 1, 2);
@@ -197,6 +260,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_1f1b_closed_form);
     tcase_add_test(tc, test_p2p_and_scale);
+    tcase_add_test(tc, test_iteration_tail);
     tcase_add_test(tc, test_deadlock_names_stages);
     tcase_add_test(tc, test_invalid_schedules);
     tcase_add_test(tc, test_alpa_formula);

@@ -20,6 +20,7 @@ void loom_partition_free(loom_partition *p)
     free(p->spans);
     free(p->sample_mb);
     free(p->subs);
+    free(p->cp_attention_scale);
     free(p);
 }
 
@@ -43,7 +44,10 @@ static loom_partition *partition_alloc(const cand_private *c)
     size_t nmb = (size_t)c->n_modules * (size_t)c->n_samples;
     p->sample_mb = malloc((nmb ? nmb : 1) * sizeof(int32_t));
     p->subs = malloc((size_t)c->cap_flows * (size_t)c->cap_microbatches * sizeof(int32_t));
-    if (!p->flows || !p->positions || !p->spans || !p->sample_mb || !p->subs) {
+    p->cp_attention_scale = malloc((size_t)(c->cap_microbatches > 0 ? c->cap_microbatches : 1) *
+                                   sizeof(double));
+    if (!p->flows || !p->positions || !p->spans || !p->sample_mb || !p->subs ||
+        !p->cp_attention_scale) {
         loom_partition_free(p);
         return NULL;
     }
@@ -51,6 +55,8 @@ static loom_partition *partition_alloc(const cand_private *c)
         p->sample_mb[i] = -1;
     for (size_t i = 0; i < (size_t)c->cap_flows * (size_t)c->cap_microbatches; i++)
         p->subs[i] = 1;
+    for (int32_t i = 0; i < c->cap_microbatches; i++)
+        p->cp_attention_scale[i] = 1.0;
     return p;
 }
 
@@ -75,6 +81,9 @@ loom_partition *loom_partition_clone(const loom_partition *src)
            (size_t)src->n_modules * (size_t)src->n_samples * sizeof(int32_t));
     memcpy(p->subs, src->subs,
            (size_t)src->cap_flows * (size_t)src->cap_microbatches * sizeof(int32_t));
+    if (LOOM_STRUCT_HAS(src, loom_partition, cp_attention_scale) && src->cp_attention_scale)
+        memcpy(p->cp_attention_scale, src->cp_attention_scale,
+               (size_t)src->cap_microbatches * sizeof(double));
     return p;
 }
 

@@ -18,6 +18,11 @@ void loom_plan_clear(loom_plan *plan)
     free(plan->metrics.peak_bytes);
     free(plan->metrics.start_ms);
     free(plan->metrics.end_ms);
+    free(plan->metrics.compute_ms);
+    free(plan->metrics.p2p_wait_ms);
+    free(plan->metrics.dp_sync_ms);
+    free(plan->metrics.optimizer_ms);
+    free(plan->metrics.bubble_ms);
     free(plan->priorities);
     memset(plan, 0, sizeof *plan);
 }
@@ -38,8 +43,15 @@ static int finish_plan(loom_plan *plan, loom_evaluator *ev, loom_error *err)
     plan->metrics.peak_bytes = calloc((size_t)g->n_ranks, sizeof(int64_t));
     plan->metrics.start_ms = calloc((size_t)g->n_stages + 1, sizeof(double));
     plan->metrics.end_ms = calloc((size_t)g->n_stages + 1, sizeof(double));
+    plan->metrics.compute_ms = calloc((size_t)g->n_ranks, sizeof(double));
+    plan->metrics.p2p_wait_ms = calloc((size_t)g->n_ranks, sizeof(double));
+    plan->metrics.dp_sync_ms = calloc((size_t)g->n_ranks, sizeof(double));
+    plan->metrics.optimizer_ms = calloc((size_t)g->n_ranks, sizeof(double));
+    plan->metrics.bubble_ms = calloc((size_t)g->n_ranks, sizeof(double));
     if (!plan->graph || !plan->schedule || !plan->metrics.span_ms || !plan->metrics.peak_bytes ||
-        !plan->metrics.start_ms || !plan->metrics.end_ms)
+        !plan->metrics.start_ms || !plan->metrics.end_ms || !plan->metrics.compute_ms ||
+        !plan->metrics.p2p_wait_ms || !plan->metrics.dp_sync_ms ||
+        !plan->metrics.optimizer_ms || !plan->metrics.bubble_ms)
         return loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
     memcpy(plan->schedule->rank_off, s->rank_off, (size_t)(s->n_ranks + 1) * sizeof(int32_t));
     memcpy(plan->schedule->order, s->order, (size_t)s->n_stages * sizeof(int32_t));

@@ -26,6 +26,8 @@ typedef struct build {
     int p2p_rc;              /* first failure of the cost model's p2p_ms */
     loom_error *err;         /* where that failure's message went */
     loom_shape_sums **sums;  /* [module]: per-microbatch sums, NULL until used */
+    double *rank_params;     /* [rank]: parameters one GPU of the rank holds */
+    double *rank_trainable;  /* [rank]: of those, the ones with gradients */
 } build;
 
 /* The per-microbatch shape sums of `module` (computed on first use, one
@@ -171,9 +173,10 @@ static int32_t span_tp(const loom_problem *pb, const loom_partition *pt, const l
     return pb->parallel.tp > 0 ? pb->parallel.tp : 1;
 }
 
-/* Lays the ranks' TP groups out on consecutive GPUs: rank r's degree is
- * the largest TP degree of the spans it runs (the partition's or the
- * problem's when it runs none); fills b->gpu0 and b->gpus. */
+/* Lays the ranks' TP x CP groups out on consecutive GPUs: rank r's TP
+ * degree is the largest of the spans it runs (the partition's or the
+ * problem's when it runs none), times the problem's cp; fills b->gpu0 and
+ * b->gpus. */
 static int rank_gpus(build *b, loom_error *err)
 {
     const loom_partition *pt = b->part;
@@ -191,8 +194,9 @@ static int rank_gpus(build *b, loom_error *err)
         }
     }
     b->gpus = 0;
+    int32_t cp = loom_parallel_cp(&b->problem->parallel);
     for (int32_t r = 0; r < pt->n_ranks; r++) {
-        int64_t width = b->gpu0[r] > 0 ? b->gpu0[r] : span_tp(b->problem, pt, &none);
+        int64_t width = (b->gpu0[r] > 0 ? b->gpu0[r] : span_tp(b->problem, pt, &none)) * cp;
         b->gpu0[r] = b->gpus;
         b->gpus += width;
     }
@@ -241,7 +245,7 @@ static int32_t position_layers(const loom_partition *pt, const loom_position *po
 /* Per-layer costs of one position for one (flow, mb) under every policy:
  * entries[l * LOOM_POLICY_COUNT + policy] for the position's l-th layer. */
 static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *pos,
-                         loom_policy_option *entries, double *flops,
+                         loom_policy_option *entries, double *rflops, double *flops,
                          double *out_bytes, loom_error *err)
 {
     const loom_problem *pb = b->problem;
@@ -258,10 +262,15 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
             return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
         loom_shape_from_sums(pb, &sums[mb], subs, &shape);
         shape.tp = span_tp(pb, b->part, sp);
+        if (shape.cp > 1 && LOOM_STRUCT_HAS(b->part, loom_partition, cp_attention_scale) &&
+            b->part->cp_attention_scale && b->part->cp_attention_scale[mb] >= 1.0 &&
+            b->part->cp_attention_scale[mb] <= 1e6)
+            shape.cp_attention_scale = b->part->cp_attention_scale[mb];
         int up = loom_module_upstream_trainable(model, sp->module);
         for (int32_t l = sp->first_layer; l < sp->first_layer + sp->n_layers; l++, k++) {
             loom_policy_option *opt = &entries[(size_t)k * LOOM_POLICY_COUNT];
             memset(opt, 0, sizeof(loom_policy_option) * LOOM_POLICY_COUNT);
+            memset(&rflops[(size_t)k * LOOM_POLICY_COUNT], 0, sizeof(double) * LOOM_POLICY_COUNT);
             shape.trainable_upstream = up || (!mod->frozen && l > 0);
             int needs_backward = shape.trainable_upstream || !mod->frozen;
             if (shape.tokens <= 0)
@@ -275,14 +284,19 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
                 opt[p].backward_ms = c.input_grad_ms + c.weight_grad_ms + c.recompute_ms;
                 opt[p].weight_grad_ms = c.weight_grad_ms;
                 opt[p].activation_bytes = needs_backward ? c.activation_bytes : 0;
+                if (LOOM_LAYER_COST_HAS(&c, recompute_flops) && c.recompute_flops > 0 &&
+                    c.recompute_flops < 1e30)
+                    rflops[(size_t)k * LOOM_POLICY_COUNT + p] = c.recompute_flops;
                 if (p == 0)
                     *flops += c.flops;
             }
         }
         if (s == pos->n_spans - 1) {
             int32_t tp = shape.tp > 0 ? shape.tp : 1;
+            /* each GPU of the TP x CP group sends its 1/(tp cp) share */
             *out_bytes = (double)shape.tokens *
-                         (double)mod->layers[sp->first_layer + sp->n_layers - 1].hidden * 2.0 / tp;
+                         (double)mod->layers[sp->first_layer + sp->n_layers - 1].hidden * 2.0 / tp /
+                         loom_parallel_cp(&pb->parallel);
         }
     }
     return LOOM_OK;
@@ -314,6 +328,9 @@ static int static_memory(build *b, loom_stage_graph *g, loom_error *err)
                     if (add_bytes(&g->static_bytes[pos->rank], c.param_bytes + c.state_bytes,
                                   pos->rank, err) != LOOM_OK)
                         return LOOM_EINVAL;
+                    b->rank_params[pos->rank] += (double)c.param_bytes / 2.0;
+                    if (!model->modules[sp->module].frozen)
+                        b->rank_trainable[pos->rank] += (double)c.param_bytes / 2.0;
                 }
                 const loom_module *mod = &model->modules[sp->module];
                 int first = sp->first_layer == 0, last = sp->first_layer + sp->n_layers == mod->n_layers;
@@ -325,9 +342,47 @@ static int static_memory(build *b, loom_stage_graph *g, loom_error *err)
                     int64_t share = (pbytes + sbytes) / ((first && last) ? 1 : 2);
                     if (add_bytes(&g->static_bytes[pos->rank], share, pos->rank, err) != LOOM_OK)
                         return LOOM_EINVAL;
+                    double half = (double)pbytes / 2.0 / ((first && last) ? 1 : 2);
+                    b->rank_params[pos->rank] += half;
+                    if (!mod->frozen)
+                        b->rank_trainable[pos->rank] += half;
                 }
             }
         }
+    }
+    return LOOM_OK;
+}
+
+/* The tail of every rank's iteration (data-parallel gradient sync,
+ * parameter all-gather, optimizer step) from the cost model, for the
+ * parameters static_memory() placed on it. A rank's DP group (stride tp,
+ * Megatron-LM's tp-dp-pp order) stays in one node when tp * dp fits. */
+static int iteration_tail(build *b, loom_stage_graph *g, loom_error *err)
+{
+    const loom_problem *pb = b->problem;
+    const loom_partition *pt = b->part;
+    int32_t gpn = pb->cluster && pb->cluster->gpus_per_node > 0 ? pb->cluster->gpus_per_node : 1;
+    int32_t cp = loom_parallel_cp(&pb->parallel);
+    /* context-parallel GPUs hold the same weights: gradients are reduced
+     * (and optimizer states sharded) over dp x cp, Megatron's dp-cp group */
+    int32_t dp = (pb->parallel.dp > 0 ? pb->parallel.dp : 1) * cp;
+    for (int32_t r = 0; r < pt->n_ranks; r++) {
+        int32_t chunks = 0;
+        for (int32_t i = 0; i < pt->n_positions; i++)
+            chunks += pt->positions[i].rank == r;
+        int64_t next = r + 1 < pt->n_ranks ? b->gpu0[r + 1] : b->gpus;
+        int32_t tp = (int32_t)((next - b->gpu0[r]) / cp);
+        loom_rank_state st = {(uint32_t)sizeof st, r, tp, dp, chunks,
+                              (int64_t)tp * dp <= gpn, b->rank_params[r], b->rank_trainable[r]};
+        loom_rank_tail t = {(uint32_t)sizeof t, 0, 0, 0, 0, 0};
+        int rc = loom_cost_rank_tail(b->cost_ctx, &st, &t, err);
+        if (rc != LOOM_OK)
+            return rc;
+        g->tail_grad_sync_ms[r] = t.grad_sync_ms;
+        g->tail_grad_bucket_ms[r] = t.grad_bucket_ms;
+        g->tail_overlap[r] = t.overlap_grad_reduce != 0;
+        g->tail_param_gather_ms[r] = t.param_gather_ms;
+        g->tail_optimizer_ms[r] = t.optimizer_ms;
     }
     return LOOM_OK;
 }
@@ -358,7 +413,10 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
         max_layers = n > max_layers ? n : max_layers;
     }
     loom_policy_option *opt = calloc((size_t)max_layers * LOOM_POLICY_COUNT, sizeof *opt);
-    if (!opt) {
+    double *rflops = calloc((size_t)max_layers * LOOM_POLICY_COUNT, sizeof *rflops);
+    if (!opt || !rflops) {
+        free(opt);
+        free(rflops);
         free(chunk_of);
         return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
     }
@@ -373,7 +431,7 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
                 const loom_position *pos = &pt->positions[fl->pos_off + p];
                 int32_t nl = position_layers(pt, pos);
                 double flops = 0, ob = 0;
-                rc = cost_position(b, f, mb, pos, opt, &flops, &ob, err);
+                rc = cost_position(b, f, mb, pos, opt, rflops, &flops, &ob, err);
                 for (int32_t s = 0; s < subs && rc == LOOM_OK; s++) {
                     int32_t pid = pair + s * n + p;
                     /* entries of (f, mb, s) are laid out position by position */
@@ -382,6 +440,8 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
                     g->pair_layer_off[pid + 1] = e0 + nl;
                     memcpy(&g->layer_options[(size_t)e0 * LOOM_POLICY_COUNT], opt,
                            (size_t)nl * LOOM_POLICY_COUNT * sizeof *opt);
+                    memcpy(&g->layer_recompute_flops[(size_t)e0 * LOOM_POLICY_COUNT], rflops,
+                           (size_t)nl * LOOM_POLICY_COUNT * sizeof *rflops);
                     int32_t fid = stage_id(b, f, mb, s, p, 0);
                     g->flops[fid] = flops;
                     g->total_flops += flops;
@@ -469,6 +529,7 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
         }
     }
     free(opt);
+    free(rflops);
     free(chunk_of);
     if (rc == LOOM_OK)
         rc = b->p2p_rc;
@@ -516,6 +577,12 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
     rc = rank_gpus(&b, err);
     if (rc != LOOM_OK)
         goto done;
+    b.rank_params = calloc((size_t)part->n_ranks, sizeof(double));
+    b.rank_trainable = calloc((size_t)part->n_ranks, sizeof(double));
+    if (!b.rank_params || !b.rank_trainable) {
+        rc = loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
+        goto done;
+    }
     for (int32_t f = 0; f < F; f++) {
         for (int32_t p = 0; p < part->flows[f].n_pos; p++) {
             int32_t idx = part->flows[f].pos_off + p;
@@ -559,6 +626,11 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
         goto done;
     }
     g->n_microbatches = M;
+    if (loom_graph_alloc_tail(g) != LOOM_OK) {
+        loom_graph_free(g);
+        rc = loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
+        goto done;
+    }
     g->group_pred = calloc((size_t)n_group_edges + 1, sizeof(int32_t));
     int32_t ge = 0;
     for (int32_t mb = 0; mb < M; mb++)
@@ -571,6 +643,8 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
     rc = fill(&b, g, err);
     if (rc == LOOM_OK)
         rc = static_memory(&b, g, err);
+    if (rc == LOOM_OK)
+        rc = iteration_tail(&b, g, err);
     if (rc != LOOM_OK) {
         loom_graph_free(g);
         goto done;
@@ -591,6 +665,8 @@ done:
     free(b.layers_of_flow);
     free(b.layer_base);
     free(b.gpu0);
+    free(b.rank_params);
+    free(b.rank_trainable);
     for (int32_t m = 0; b.sums && m < problem->model->n_modules; m++)
         free(b.sums[m]);
     free(b.sums);

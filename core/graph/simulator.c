@@ -23,6 +23,14 @@ struct loom_sim_scratch {
     int64_t *mem;         /* per rank: current activation bytes */
     int64_t *peak;        /* per rank: peak activation bytes */
     int32_t *stack;       /* ranks to advance */
+    double *raw_ms;       /* per rank: max pred end seen, without P2P */
+    double *busy_ms;      /* per rank: stage time */
+    double *p2p_ms;       /* per rank: idle time waiting on transfers */
+    double *start_ms;     /* per stage */
+    double *sync_end_ms;  /* per rank: end of its gradient sync */
+    int32_t cap_chunks;   /* ranks x chunks the two below hold */
+    double *chunk_start;  /* [rank * chunks + c]: last backward's start */
+    double *chunk_end;    /* [rank * chunks + c]: last backward's end */
     int32_t stamp;
 };
 
@@ -48,6 +56,13 @@ void loom_sim_scratch_free(loom_sim_scratch *s)
     free(s->mem);
     free(s->peak);
     free(s->stack);
+    free(s->raw_ms);
+    free(s->busy_ms);
+    free(s->p2p_ms);
+    free(s->start_ms);
+    free(s->sync_end_ms);
+    free(s->chunk_start);
+    free(s->chunk_end);
     free(s);
 }
 
@@ -60,12 +75,14 @@ static int reserve(loom_sim_scratch *s, int32_t n_stages, int32_t n_ranks)
         free(s->done);
         free(s->seen);
         free(s->wait_head);
+        free(s->start_ms);
+        s->start_ms = malloc(n * sizeof(double));
         s->end_ms = malloc(n * sizeof(double));
         s->done = malloc(n);
         s->seen = calloc(n, sizeof(int32_t));
         s->wait_head = malloc(n * sizeof(int32_t));
         s->stamp = 0;
-        if (!s->end_ms || !s->done || !s->seen || !s->wait_head) {
+        if (!s->end_ms || !s->done || !s->seen || !s->wait_head || !s->start_ms) {
             s->cap_stages = 0;
             return LOOM_ENOMEM;
         }
@@ -82,6 +99,14 @@ static int reserve(loom_sim_scratch *s, int32_t n_stages, int32_t n_ranks)
         free(s->mem);
         free(s->peak);
         free(s->stack);
+        free(s->raw_ms);
+        free(s->busy_ms);
+        free(s->p2p_ms);
+        free(s->sync_end_ms);
+        s->raw_ms = malloc(n * sizeof(double));
+        s->busy_ms = malloc(n * sizeof(double));
+        s->p2p_ms = malloc(n * sizeof(double));
+        s->sync_end_ms = malloc(n * sizeof(double));
         s->wait_next = malloc(n * sizeof(int32_t));
         s->cursor = malloc(n * sizeof(int32_t));
         s->scan = malloc(n * sizeof(int32_t));
@@ -92,7 +117,8 @@ static int reserve(loom_sim_scratch *s, int32_t n_stages, int32_t n_ranks)
         s->peak = malloc(n * sizeof(int64_t));
         s->stack = malloc(n * sizeof(int32_t));
         if (!s->wait_next || !s->cursor || !s->scan || !s->ready_ms ||
-            !s->free_ms || !s->first_ms || !s->mem || !s->peak || !s->stack) {
+            !s->free_ms || !s->first_ms || !s->mem || !s->peak || !s->stack ||
+            !s->raw_ms || !s->busy_ms || !s->p2p_ms || !s->sync_end_ms) {
             s->cap_ranks = 0;
             return LOOM_ENOMEM;
         }
@@ -207,6 +233,102 @@ int loom_metrics_check(const loom_metrics *m, const char *who, loom_error *err)
     return LOOM_OK;
 }
 
+/* Makes room for ranks x chunks per-chunk times (no-op when it fits). */
+static int reserve_chunks(loom_sim_scratch *s, int64_t cells)
+{
+    if (cells <= s->cap_chunks)
+        return LOOM_OK;
+    free(s->chunk_start);
+    free(s->chunk_end);
+    s->chunk_start = malloc((size_t)cells * sizeof(double));
+    s->chunk_end = malloc((size_t)cells * sizeof(double));
+    if (!s->chunk_start || !s->chunk_end) {
+        s->cap_chunks = 0;
+        return LOOM_ENOMEM;
+    }
+    s->cap_chunks = (int32_t)cells;
+    return LOOM_OK;
+}
+
+/* The end of every rank's gradient sync (sync_end_ms), after its stages
+ * have run (free_ms). Without overlap the whole sync follows the rank's
+ * last stage. With overlap each model chunk's share (the sync divided
+ * evenly over the rank's chunks) is reduced in buckets while the chunk's
+ * last backward runs: it starts with that backward (or when the link is
+ * free) and ends no earlier than one bucket after it; chunks take the
+ * link in the order their last backwards end. No tail: sync_end = free. */
+static int tail(loom_sim_scratch *s, const loom_stage_graph *g, loom_error *err)
+{
+    int32_t P = g->n_ranks, C = 1;
+    for (int32_t r = 0; r < P; r++)
+        s->sync_end_ms[r] = s->free_ms[r];
+    if (!g->tail_grad_sync_ms)
+        return LOOM_OK;
+    for (int32_t st = 0; st < g->n_stages; st++)
+        if (g->chunk[st] >= C)
+            C = g->chunk[st] + 1;
+    if (C > 1000000 || reserve_chunks(s, (int64_t)P * C) != LOOM_OK)
+        return loom_set_error(err, LOOM_ENOMEM, "simulator: out of memory");
+    for (int64_t i = 0; i < (int64_t)P * C; i++)
+        s->chunk_start[i] = s->chunk_end[i] = -1;
+    for (int32_t st = 0; st < g->n_stages; st++) {
+        if (g->kind[st] == LOOM_STAGE_F || g->kind[st] == LOOM_STAGE_I ||
+            g->chunk[st] < 0)
+            continue; /* weight gradients are final after B or W */
+        int64_t k = (int64_t)g->rank[st] * C + g->chunk[st];
+        if (s->end_ms[st] > s->chunk_end[k]) {
+            s->chunk_end[k] = s->end_ms[st];
+            s->chunk_start[k] = s->start_ms[st];
+        }
+    }
+    for (int32_t r = 0; r < P; r++) {
+        double sync = g->tail_grad_sync_ms[r];
+        if (!(sync > 0))
+            continue;
+        if (!g->tail_overlap[r]) {
+            s->sync_end_ms[r] = s->free_ms[r] + sync;
+            continue;
+        }
+        double *cs = &s->chunk_start[(int64_t)r * C], *ce = &s->chunk_end[(int64_t)r * C];
+        int32_t used = 0;
+        for (int32_t c = 0; c < C; c++)
+            used += ce[c] >= 0;
+        if (!used) {
+            s->sync_end_ms[r] = s->free_ms[r] + sync;
+            continue;
+        }
+        double share = sync / used, bucket = g->tail_grad_bucket_ms[r] / used;
+        if (bucket > share)
+            bucket = share;
+        double link = 0;
+        for (int32_t done = 0; done < used; done++) {
+            int32_t next = -1; /* the earliest-ending chunk left */
+            for (int32_t c = 0; c < C; c++)
+                if (ce[c] >= 0 && (next < 0 || ce[c] < ce[next]))
+                    next = c;
+            double begin = link > cs[next] ? link : cs[next];
+            double end = begin + share;
+            if (ce[next] + bucket > end)
+                end = ce[next] + bucket;
+            link = end;
+            ce[next] = -1;
+        }
+        s->sync_end_ms[r] = link > s->free_ms[r] ? link : s->free_ms[r];
+    }
+    return LOOM_OK;
+}
+
+/* When rank r's iteration ends: its last stage, or with a tail every
+ * rank's gradient sync (the optimizer's gradient-norm all-reduce waits
+ * for all of them), then its optimizer step and parameter all-gather. */
+static double rank_end(const loom_sim_scratch *s, const loom_stage_graph *g, int32_t r,
+                       double barrier)
+{
+    if (!g->tail_grad_sync_ms)
+        return s->free_ms[r];
+    return barrier + g->tail_optimizer_ms[r] + g->tail_param_gather_ms[r];
+}
+
 int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
                  const loom_schedule *sched, loom_metrics *m, loom_error *err)
 {
@@ -233,6 +355,9 @@ int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
         s->cursor[r] = sched->rank_off[r];
         s->scan[r] = -1;
         s->ready_ms[r] = 0;
+        s->raw_ms[r] = 0;
+        s->busy_ms[r] = 0;
+        s->p2p_ms[r] = 0;
         s->free_ms[r] = 0;
         s->first_ms[r] = -1;
         s->mem[r] = 0;
@@ -248,6 +373,7 @@ int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
             if (s->scan[r] < 0) {
                 s->scan[r] = g->pred_off[st];
                 s->ready_ms[r] = 0;
+                s->raw_ms[r] = 0;
             }
             int32_t e = s->scan[r], end = g->pred_off[st + 1];
             for (; e < end; e++) {
@@ -257,6 +383,8 @@ int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
                 double t = s->end_ms[p] + g->pred_p2p_ms[e];
                 if (t > s->ready_ms[r])
                     s->ready_ms[r] = t;
+                if (s->end_ms[p] > s->raw_ms[r])
+                    s->raw_ms[r] = s->end_ms[p];
             }
             s->scan[r] = e;
             if (e < end) { /* wait on the unfinished predecessor */
@@ -268,6 +396,12 @@ int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
             double start = s->free_ms[r] > s->ready_ms[r] ? s->free_ms[r]
                                                           : s->ready_ms[r];
             double fin = start + g->duration_ms[st];
+            /* idle before this stage that only the transfers caused */
+            double after = s->free_ms[r] > s->raw_ms[r] ? s->free_ms[r] : s->raw_ms[r];
+            if (start > after)
+                s->p2p_ms[r] += start - after;
+            s->busy_ms[r] += g->duration_ms[st];
+            s->start_ms[st] = start;
             int64_t d = g->mem_delta_bytes[st];
             if (d > 0) {
                 s->mem[r] += d;
@@ -298,13 +432,24 @@ int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
     if (completed < n)
         return deadlock(s, g, sched, err);
 
-    double makespan = 0, max_span = 0;
+    rc = tail(s, g, err);
+    if (rc != LOOM_OK)
+        return rc;
+    double makespan = 0, max_span = 0, tail_busy = 0;
     int64_t max_peak = 0;
     int32_t violations = 0;
+    double barrier = 0;
+    for (int32_t r = 0; r < P; r++)
+        if (s->sync_end_ms[r] > barrier)
+            barrier = s->sync_end_ms[r];
+    for (int32_t r = 0; r < P; r++) {
+        double end = rank_end(s, g, r, barrier);
+        if (end > makespan)
+            makespan = end;
+    }
+    int breakdown = LOOM_METRICS_HAS(m, bubble_ms);
     for (int32_t r = 0; r < P; r++) {
         double span = s->first_ms[r] < 0 ? 0 : s->free_ms[r] - s->first_ms[r];
-        if (s->free_ms[r] > makespan)
-            makespan = s->free_ms[r];
         if (span > max_span)
             max_span = span;
         int64_t peak = g->static_bytes[r] + s->peak[r];
@@ -312,22 +457,43 @@ int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
             max_peak = peak;
         if (g->memory_cap_bytes > 0 && (double)peak > g->memory_cap_bytes)
             violations++;
+        double dp = 0, opt = 0;
+        if (g->tail_grad_sync_ms) {
+            dp = s->sync_end_ms[r] - s->free_ms[r] + g->tail_param_gather_ms[r];
+            opt = g->tail_optimizer_ms[r];
+        }
+        tail_busy += dp + opt;
         if (m->span_ms)
             m->span_ms[r] = span;
         if (m->peak_bytes)
             m->peak_bytes[r] = peak;
+        if (breakdown) {
+            if (m->compute_ms)
+                m->compute_ms[r] = s->busy_ms[r];
+            if (m->p2p_wait_ms)
+                m->p2p_wait_ms[r] = s->p2p_ms[r];
+            if (m->dp_sync_ms)
+                m->dp_sync_ms[r] = dp;
+            if (m->optimizer_ms)
+                m->optimizer_ms[r] = opt;
+            if (m->bubble_ms) {
+                double rest = makespan - s->busy_ms[r] - s->p2p_ms[r] - dp - opt;
+                m->bubble_ms[r] = rest > 0 ? rest : 0;
+            }
+        }
     }
     if (m->end_ms)
         memcpy(m->end_ms, s->end_ms, (size_t)n * sizeof(double));
     m->makespan_ms = makespan;
     m->max_span_ms = max_span;
-    m->bubble_ratio = makespan > 0 ? 1.0 - busy / ((double)P * makespan) : 0;
+    m->bubble_ratio = makespan > 0 ? 1.0 - (busy + tail_busy) / ((double)P * makespan) : 0;
     m->max_peak_bytes = max_peak;
     m->cap_violations = violations;
-    m->mfu = (g->total_flops > 0 && g->peak_flops_per_rank > 0 && makespan > 0)
-                 ? g->total_flops /
-                       (makespan / 1e3 * (double)P * g->peak_flops_per_rank)
-                 : -1;
+    double denom = makespan / 1e3 * (double)P * g->peak_flops_per_rank;
+    int known = g->total_flops > 0 && g->peak_flops_per_rank > 0 && makespan > 0;
+    m->mfu = known ? g->total_flops / denom : -1;
+    if (LOOM_METRICS_HAS(m, hfu))
+        m->hfu = known ? (g->total_flops + g->recompute_flops) / denom : -1;
     return LOOM_OK;
 }
 

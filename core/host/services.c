@@ -182,6 +182,37 @@ int loom_cost_p2p_ms(loom_ctx *ctx, const loom_p2p_link *link, double bytes, dou
     return LOOM_OK;
 }
 
+int loom_cost_rank_tail(loom_ctx *ctx, const loom_rank_state *state, loom_rank_tail *out,
+                        loom_error *err)
+{
+    loom_step *st = cost_step(ctx, err);
+    if (!st)
+        return LOOM_ENOTFOUND;
+    loom_pipeline *pl = ctx->pipeline;
+    const loom_problem *pb = pl->problem;
+    if (!st->vt.cost_model.rank_tail_ms) {
+        const loom_tail_knobs megatron = {1, 1, 0, LOOM_TAIL_GRAD_BYTES, 0};
+        loom_rank_tail_compute(pb ? pb->cluster : NULL, state, &megatron, out);
+        return LOOM_OK;
+    }
+    int32_t caller = loom_marked_step(pl);
+    loom_mark_step(pl, pl->cost_model);
+    int rc = st->vt.cost_model.rank_tail_ms(st->instance, pb, state, out, err);
+    loom_mark_step(pl, caller);
+    if (rc != LOOM_OK)
+        return loom_plugin_fail(err, rc, st->ctx.plugin_id);
+    if (!good_ms(out->grad_sync_ms) || !good_ms(out->grad_bucket_ms) ||
+        !good_ms(out->param_gather_ms) || !good_ms(out->optimizer_ms))
+        return loom_set_error(err, LOOM_EPLUGIN,
+                              "plugin %s: rank_tail_ms for rank %d returned grad_sync_ms %g, "
+                              "grad_bucket_ms %g, param_gather_ms %g, optimizer_ms %g, expected "
+                              "finite numbers in 0..%g",
+                              st->ctx.plugin_id, state->rank, out->grad_sync_ms,
+                              out->grad_bucket_ms, out->param_gather_ms, out->optimizer_ms,
+                              LOOM_MAX_PLUGIN_MS);
+    return LOOM_OK;
+}
+
 /* LOOM_EABI naming the struct, the size found and the least size the host
  * reads or fills, when a caller's struct is too small (or missing). */
 static int check_size(const char *who, const char *type, const void *p, uint32_t size,

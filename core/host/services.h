@@ -50,4 +50,11 @@ int loom_cost_module_extra(loom_ctx *ctx, int32_t module, int32_t tp,
 int loom_cost_p2p_ms(loom_ctx *ctx, const loom_p2p_link *link, double bytes, double *ms,
                      loom_error *err);
 
+/* The tail of one rank's iteration: the cost model's rank_tail_ms when it
+ * has one (an error names the plugin; a negative or non-finite time is
+ * LOOM_EPLUGIN), else loom_rank_tail_compute() with Megatron-LM's
+ * defaults on the problem's cluster. */
+int loom_cost_rank_tail(loom_ctx *ctx, const loom_rank_state *state, loom_rank_tail *out,
+                        loom_error *err);
+
 #endif

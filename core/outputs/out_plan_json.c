@@ -35,11 +35,11 @@ int loom_plan_check_finite(const loom_plan *plan, loom_error *err)
     const loom_metrics *m = &plan->metrics;
     const loom_stage_graph *g = plan->graph;
     const double scalars[] = {m->makespan_ms, m->bubble_ratio, m->mfu, m->max_span_ms,
-                              plan->plan_time_ms};
+                              plan->plan_time_ms, m->hfu};
     static const char *const names[] = {"makespan_ms", "bubble_ratio", "mfu", "max_span_ms",
-                                        "plan_time_ms"};
+                                        "plan_time_ms", "hfu"};
     int rc = LOOM_OK;
-    for (int i = 0; rc == LOOM_OK && i < 5; i++)
+    for (int i = 0; rc == LOOM_OK && i < 6; i++)
         rc = check_numbers(&scalars[i], 1, names[i], NULL, err);
     if (rc != LOOM_OK || !g)
         return rc;
@@ -49,6 +49,12 @@ int loom_plan_check_finite(const loom_plan *plan, loom_error *err)
         rc = check_numbers(m->span_ms, g->n_ranks, "span_ms", "rank", err);
     if (!rc)
         rc = check_numbers(m->start_ms, g->n_stages, "start_ms", "stage", err);
+    if (!rc)
+        rc = check_numbers(m->compute_ms, g->n_ranks, "compute_ms", "rank", err);
+    if (!rc)
+        rc = check_numbers(m->dp_sync_ms, g->n_ranks, "dp_sync_ms", "rank", err);
+    if (!rc)
+        rc = check_numbers(m->bubble_ms, g->n_ranks, "bubble_ms", "rank", err);
     if (!rc)
         rc = check_numbers(m->end_ms, g->n_stages, "end_ms", "stage", err);
     if (!rc)
@@ -204,6 +210,28 @@ static int write_metrics(const loom_plan *plan, FILE *out, loom_error *err)
         loom_out_json_number(out, m->mfu);
     else
         fputs("null", out);
+    fputs(", \"hfu\": ", out);
+    if (m->hfu >= 0)
+        loom_out_json_number(out, m->hfu);
+    else
+        fputs("null", out);
+    /* where each rank's makespan goes (the simulator's breakdown) */
+    const double *parts[5] = {m->compute_ms, m->p2p_wait_ms, m->dp_sync_ms, m->optimizer_ms,
+                              m->bubble_ms};
+    static const char *const part_names[5] = {"compute_ms", "p2p_wait_ms", "dp_sync_ms",
+                                              "optimizer_ms", "bubble_ms"};
+    if (parts[0] && parts[1] && parts[2] && parts[3] && parts[4]) {
+        fputs(", \"breakdown\": {", out);
+        for (int k = 0; k < 5; k++) {
+            fprintf(out, "%s\"%s\": [", k ? ", " : "", part_names[k]);
+            for (int32_t r = 0; r < g->n_ranks; r++) {
+                fputs(r ? ", " : "", out);
+                loom_out_json_number(out, parts[k][r]);
+            }
+            fputs("]", out);
+        }
+        fputs("}", out);
+    }
     /* no plan_time_ms: plan.json is byte-identical for the same inputs and
      * seed; the wall time is in `loom plan --json` and the summary */
     fprintf(out, ", \"evaluations\": %lld, \"max_span_ms\": ",

@@ -64,13 +64,17 @@ static int write_table(const loom_plan *plan, FILE *out, double *busy_ms,
     const loom_problem *pb = plan->problem;
     if (pb && pb->kind == LOOM_PROBLEM_MODEL) {
         const loom_parallel *p = &pb->parallel;
-        long long gpus = (long long)p->tp * p->pp * p->dp;
+        long long gpus = (long long)p->tp * p->pp * p->dp * loom_parallel_cp(p);
         int32_t vpp = 1; /* the chosen candidate's, which may differ from p->vpp */
         for (int32_t st = 0; g->chunk && st < g->n_stages; st++)
             if (g->chunk[st] + 1 > vpp)
                 vpp = g->chunk[st] + 1;
-        fprintf(out, "  layout        tp %d x pp %d x dp %d = %lld GPUs (vpp %d, %d microbatches)\n",
-                p->tp, p->pp, p->dp, gpus, vpp, p->microbatches);
+        if (loom_parallel_cp(p) > 1)
+            fprintf(out, "  layout        tp %d x cp %d x pp %d x dp %d = %lld GPUs (vpp %d, %d "
+                    "microbatches)\n", p->tp, p->cp, p->pp, p->dp, gpus, vpp, p->microbatches);
+        else
+            fprintf(out, "  layout        tp %d x pp %d x dp %d = %lld GPUs (vpp %d, %d "
+                    "microbatches)\n", p->tp, p->pp, p->dp, gpus, vpp, p->microbatches);
     }
     if (m->cap_violations > 0)
         fprintf(out, "  makespan      INFEASIBLE (peak %.3f GiB > cap %.3f GiB); the simulated "
@@ -80,9 +84,14 @@ static int write_table(const loom_plan *plan, FILE *out, double *busy_ms,
         fprintf(out, "  makespan      %.3f ms\n", m->makespan_ms);
     fprintf(out, "  bubble ratio  %.2f %%\n", m->bubble_ratio * 100);
     if (m->mfu >= 0)
-        fprintf(out, "  MFU           %.2f %%\n", m->mfu * 100);
+        fprintf(out, "  MFU           %.2f %% (model FLOPs, no recomputation)\n", m->mfu * 100);
     else
         fputs("  MFU           n/a\n", out);
+    if (m->hfu >= 0)
+        fprintf(out, "  HFU           %.2f %% (hardware FLOPs, with recomputation)\n",
+                m->hfu * 100);
+    else
+        fputs("  HFU           n/a\n", out);
     fprintf(out, "  plan time     %.3f ms (%lld evaluations)\n", plan->plan_time_ms,
             (long long)plan->evaluations);
     if (cap > 0)

@@ -53,7 +53,8 @@ static int parse_cluster(const char *file, const cJSON *root, loom_cluster *c,
                                        "gpus_per_node", "nvlink_bytes_per_s",
                                        "net_bytes_per_s", "efficiency", "p2p_latency_ms",
                                        NULL};
-    static const char *const eff_keys[] = {"gemm", "attention", "memory", "collective", NULL};
+    static const char *const eff_keys[] = {"gemm", "attention", "memory", "collective",
+                                           "gemm_half_flops", "attention_half_flops", NULL};
     const cJSON *eff = NULL;
     int64_t hbm = 0, gpn = LOOM_DEFAULT_GPUS_PER_NODE;
     memset(c, 0, sizeof *c);
@@ -100,6 +101,12 @@ static int parse_cluster(const char *file, const cJSON *root, loom_cluster *c,
             rc = get_factor(file, eff, "memory", &c->eff_memory, err);
         if (!rc)
             rc = get_factor(file, eff, "collective", &c->eff_collective, err);
+        if (!rc)
+            rc = loom_json_get_double(file, eff, "efficiency", "gemm_half_flops", 0, 0.0, 1e18,
+                                      &c->gemm_half_flops, err);
+        if (!rc)
+            rc = loom_json_get_double(file, eff, "efficiency", "attention_half_flops", 0, 0.0,
+                                      1e18, &c->attention_half_flops, err);
         if (rc)
             return rc;
     }

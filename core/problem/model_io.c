@@ -212,15 +212,15 @@ static int parse_module(const char *file, const cJSON *mod, const char *path,
 static int parse_parallel(const char *file, const cJSON *root, loom_parallel *p,
                           int *present, loom_error *err)
 {
-    static const char *const keys[] = {"tp", "pp", "dp", "vpp", "microbatches", NULL};
+    static const char *const keys[] = {"tp", "pp", "dp", "vpp", "microbatches", "cp", NULL};
     const cJSON *obj = NULL;
-    int64_t v[5] = {1, 1, 1, 1, -1};
+    int64_t v[6] = {1, 1, 1, 1, -1, 1};
     *present = 0;
     int rc = loom_json_get_object(file, root, "", "parallel", 0, &obj, err);
     if (rc || !obj)
         return rc;
     rc = loom_json_check_keys(file, obj, "parallel", keys, err);
-    for (int i = 0; !rc && i < 5; i++)
+    for (int i = 0; !rc && i < 6; i++)
         rc = loom_json_get_int(file, obj, "parallel", keys[i], 0, 1,
                                LOOM_MAX_PARALLEL_DEGREE, &v[i], err);
     if (rc)
@@ -233,6 +233,7 @@ static int parse_parallel(const char *file, const cJSON *root, loom_parallel *p,
     p->dp = (int32_t)v[2];
     p->vpp = (int32_t)v[3];
     p->microbatches = (int32_t)v[4];
+    p->cp = (int32_t)v[5];
     *present = 1; /* checked against the model once it is built */
     return LOOM_OK;
 }

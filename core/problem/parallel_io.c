@@ -3,14 +3,17 @@
 #include <string.h>
 #include "problem_io_priv.h"
 
-static const char *const parallel_keys[] = {"tp", "pp", "dp", "vpp", "mb", "microbatches", NULL};
+static const char *const parallel_keys[] = {"tp", "pp", "dp", "vpp", "mb", "microbatches", "cp",
+                                            NULL};
 
-/* Field index (0 tp, 1 pp, 2 dp, 3 vpp, 4 microbatches) of a key, or -1. */
+/* Field index (0 tp, 1 pp, 2 dp, 3 vpp, 4 microbatches, 5 cp) of a key,
+ * or -1. */
 static int key_field(const char *key, size_t len)
 {
+    static const int field[] = {0, 1, 2, 3, 4, 4, 5};
     for (int i = 0; parallel_keys[i]; i++)
         if (strlen(parallel_keys[i]) == len && memcmp(parallel_keys[i], key, len) == 0)
-            return i < 5 ? i : 4;
+            return field[i];
     return -1;
 }
 
@@ -44,8 +47,9 @@ static void trim(const char **s, size_t *len)
 
 int loom_parallel_parse(const char *spec, loom_parallel *inout, loom_error *err)
 {
-    int32_t v[5] = {inout->tp, inout->pp, inout->dp, inout->vpp, inout->microbatches};
-    int seen[5] = {0};
+    int32_t v[6] = {inout->tp, inout->pp, inout->dp, inout->vpp, inout->microbatches,
+                     loom_parallel_cp(inout)};
+    int seen[6] = {0};
     char list[96];
     loom_join_names(parallel_keys, list, sizeof list);
     if (!spec || strspn(spec, " \t") == strlen(spec))
@@ -91,6 +95,7 @@ int loom_parallel_parse(const char *spec, loom_parallel *inout, loom_error *err)
     inout->dp = v[2];
     inout->vpp = v[3];
     inout->microbatches = v[4];
+    inout->cp = v[5];
     return LOOM_OK;
 }
 
@@ -133,12 +138,16 @@ int loom_parallel_validate(const loom_parallel *p, const loom_model *model,
             return loom_set_error(err, LOOM_EINVAL,
                                   "parallel.%s: expected an integer in [1, %d], found %d",
                                   names[i], LOOM_MAX_PARALLEL_DEGREE, (int)v[i]);
-    int64_t gpus = (int64_t)p->tp * p->pp * p->dp;
+    if (p->cp < 0 || p->cp > LOOM_MAX_PARALLEL_DEGREE)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "parallel.cp: expected an integer in [1, %d], found %d",
+                              LOOM_MAX_PARALLEL_DEGREE, (int)p->cp);
+    int64_t gpus = (int64_t)p->tp * p->pp * p->dp * loom_parallel_cp(p);
     if (gpus > LOOM_MAX_GPUS)
         return loom_set_error(err, LOOM_EINVAL,
-                              "parallel: expected tp*pp*dp <= %d GPUs, found %lld (tp %d, pp %d, "
-                              "dp %d)", LOOM_MAX_GPUS, (long long)gpus, (int)p->tp, (int)p->pp,
-                              (int)p->dp);
+                              "parallel: expected tp*pp*dp*cp <= %d GPUs, found %lld (tp %d, "
+                              "pp %d, dp %d, cp %d)", LOOM_MAX_GPUS, (long long)gpus, (int)p->tp,
+                              (int)p->pp, (int)p->dp, (int)loom_parallel_cp(p));
     int64_t stages = (int64_t)p->pp * p->vpp * p->microbatches;
     if (stages > LOOM_MAX_FORWARD_STAGES)
         return loom_set_error(err, LOOM_EINVAL,

@@ -73,13 +73,24 @@ static const char *const model_names[] = {
 #define DEFAULTS LOOM_DEFAULT_EFF_GEMM, LOOM_DEFAULT_EFF_ATTENTION, LOOM_DEFAULT_EFF_MEMORY, \
     LOOM_DEFAULT_EFF_COLLECTIVE, LOOM_DEFAULT_P2P_LATENCY_MS
 
+/* Size curves (gemm_half_flops, attention_half_flops) of the GPU
+ * generations, the same as examples/clusters/ (docs/cost-models.md,
+ * "Size-aware efficiency"). */
+#define H_HALF 4e9, 4e9
+#define A_HALF 0.0, 0.0
+
+/* Efficiency factors of the Hopper presets (h800, h100), fitted once to
+ * the fidelity table's H800 rows (docs/benchmarks.md, "Fidelity"). */
+#define H_EFF 0.6, 0.45, LOOM_DEFAULT_EFF_MEMORY, LOOM_DEFAULT_EFF_COLLECTIVE, \
+    LOOM_DEFAULT_P2P_LATENCY_MS
+
 /* Cluster presets: bf16 dense peak, HBM bandwidth and size, GPUs per node,
  * NVLink (PCIe for the A40) and per-GPU network bandwidth. */
 static const loom_cluster clusters[] = {
-    {"h800", 989e12, 3.35e12, GIB(80), 8, 0, 200e9, 25e9, DEFAULTS},
-    {"h100", 989e12, 3.35e12, GIB(80), 8, 0, 450e9, 50e9, DEFAULTS},
-    {"a100", 312e12, 2.0e12, GIB(80), 8, 0, 300e9, 25e9, DEFAULTS},
-    {"a40", 149.7e12, 696e9, GIB(48), 8, 0, 32e9, 12.5e9, DEFAULTS},
+    {"h800", 989e12, 3.35e12, GIB(80), 8, 0, 200e9, 25e9, H_EFF, H_HALF},
+    {"h100", 989e12, 3.35e12, GIB(80), 8, 0, 450e9, 50e9, H_EFF, H_HALF},
+    {"a100", 312e12, 2.0e12, GIB(80), 8, 0, 300e9, 25e9, DEFAULTS, A_HALF},
+    {"a40", 149.7e12, 696e9, GIB(48), 8, 0, 32e9, 12.5e9, DEFAULTS, A_HALF},
 };
 
 static const char *const cluster_names[] = {"h800", "h100", "a100", "a40", NULL};

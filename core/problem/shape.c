@@ -56,6 +56,8 @@ void loom_shape_from_sums(const loom_problem *problem, const loom_shape_sums *su
     out->sequences = (int64_t)ceil(sum->seqs / subs);
     out->tp = problem->parallel.tp > 0 ? problem->parallel.tp : 1;
     out->trainable_upstream = 0;
+    out->cp = loom_parallel_cp(&problem->parallel);
+    out->cp_attention_scale = 1.0;
 }
 
 void loom_shape_for(const loom_problem *problem, int32_t module,

@@ -134,7 +134,7 @@ static int cpb_reserve(const loom_host_api *host, cpb_buf *b, int64_t blocks,
 static int cpb_candidate(cpb_self *c, const loom_model *model, int32_t bb,
                          const loom_iteration *it, loom_partition *p,
                          int32_t gpus, int32_t block, int sorted, int causal,
-                         cpb_buf *b, loom_error *err)
+                         int use_zigzag, cpb_buf *b, loom_error *err)
 {
     const loom_host_api *host = c->host;
     double worst_lpt = 1, worst_zz = 1;
@@ -170,6 +170,10 @@ static int cpb_candidate(cpb_self *c, const loom_model *model, int32_t bb,
         double rl = total > 0 ? lpt / mean : 1, rz = total > 0 ? zz / mean : 1;
         worst_lpt = rl > worst_lpt ? rl : worst_lpt;
         worst_zz = rz > worst_zz ? rz : worst_zz;
+        /* the plan's attention runs at the chosen split's slowest GPU */
+        if (LOOM_STRUCT_HAS(p, loom_partition, cp_attention_scale) && p->cp_attention_scale &&
+            mb < p->cap_microbatches)
+            p->cp_attention_scale[mb] = use_zigzag ? rz : rl;
         host->log(c->ctx, LOOM_LOG_DEBUG,
                   "microbatch %d: %lld tokens, %lld blocks, %lld tiles: "
                   "slowest GPU %lld tiles (zigzag %lld, lower bound %lld)",
@@ -209,7 +213,7 @@ static int cpb_partition(void *self, const loom_problem *problem,
     if (!it || it->n_samples < 1)
         return LOOM_OK;
     int64_t gpus = 0, block = 0;
-    const char *order = NULL, *mask = NULL;
+    const char *order = NULL, *mask = NULL, *split = NULL;
     int rc = loom_read_param_int(host, c->ctx, "cp-balance", "gpus", &gpus, err);
     if (rc == LOOM_OK)
         rc = loom_read_param_int(host, c->ctx, "cp-balance", "block_tokens", &block, err);
@@ -217,8 +221,13 @@ static int cpb_partition(void *self, const loom_problem *problem,
         rc = loom_read_param_string(host, c->ctx, "cp-balance", "order", &order, err);
     if (rc == LOOM_OK)
         rc = loom_read_param_string(host, c->ctx, "cp-balance", "mask", &mask, err);
+    if (rc == LOOM_OK)
+        rc = loom_read_param_string(host, c->ctx, "cp-balance", "split", &split, err);
     if (rc != LOOM_OK)
         return rc;
+    if (problem->parallel.cp > 1) /* the problem's CP group wins over the param */
+        gpus = problem->parallel.cp;
+    int use_zigzag = strcmp(split, "zigzag") == 0;
     int sorted = strcmp(order, "unsorted") != 0;
     int causal = strcmp(mask, "causal") == 0;
     cpb_buf b;
@@ -231,7 +240,7 @@ static int cpb_partition(void *self, const loom_problem *problem,
                              "assignment", p->label);
         else
             rc = cpb_candidate(c, problem->model, bb, it, p, (int32_t)gpus,
-                               (int32_t)block, sorted, causal, &b, err);
+                               (int32_t)block, sorted, causal, use_zigzag, &b, err);
     }
     host->free(b.runs);
     host->free(b.w);

@@ -230,6 +230,7 @@ static const loom_cost_model_vtable ff_vtable = {
     ff_estimate,
     NULL,
     NULL,
+    NULL,
 };
 
 /* The vtable for the cost_model role, NULL for any other. */

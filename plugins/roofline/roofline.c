@@ -17,6 +17,8 @@ typedef struct rf_self {
     double launch_ms;           /* kernel_launch_us / 1000 */
     int distributed_optimizer;  /* shard optimizer states over dp */
     unsigned flags;             /* LOOM_ROOFLINE_FLASH | _SEQ_PARALLEL */
+    int tp_comm_overlap;        /* TP collectives overlapped with GEMMs */
+    loom_tail_knobs tail;       /* the iteration tail's knobs */
 } rf_self;
 
 /* Reads a declared float param (the host supplies the manifest's default). */
@@ -48,9 +50,39 @@ static int rf_param_bool(const loom_host_api *host, loom_ctx *ctx,
                        key, rc);
 }
 
+/* Reads the iteration-tail and overlap params into s. */
+static int rf_tail_params(const loom_host_api *host, loom_ctx *ctx, rf_self *s,
+                          loom_error *err)
+{
+    int fp32 = 1, grad = 1, gather = 0, tpo = 0;
+    double bucket = 0;
+    int rc = rf_param_bool(host, ctx, "grad_accumulation_fp32", &fp32, err);
+    if (rc == LOOM_OK)
+        rc = rf_param_bool(host, ctx, "overlap_grad_reduce", &grad, err);
+    if (rc == LOOM_OK)
+        rc = rf_param_bool(host, ctx, "overlap_param_gather", &gather, err);
+    if (rc == LOOM_OK)
+        rc = rf_param_bool(host, ctx, "tp_comm_overlap", &tpo, err);
+    if (rc == LOOM_OK)
+        rc = rf_param_double(host, ctx, "bucket_params", &bucket, err);
+    if (rc != LOOM_OK)
+        return rc;
+    if (!(bucket >= 0.0 && bucket <= 1e12))
+        return host->error(err, LOOM_EINVAL,
+                           "roofline: param bucket_params: expected a number in [0, 1e12], "
+                           "found %g", bucket);
+    s->tp_comm_overlap = tpo != 0;
+    s->tail.distributed_optimizer = s->distributed_optimizer;
+    s->tail.overlap_grad_reduce = grad != 0;
+    s->tail.overlap_param_gather = gather != 0;
+    s->tail.grad_bytes = fp32 ? 4.0 : 2.0;
+    s->tail.bucket_params = bucket;
+    return LOOM_OK;
+}
+
 /* create(): reads gemm_efficiency_scale, distributed_optimizer,
- * flash_attention, sequence_parallel and kernel_launch_us (defaults in
- * manifest.json). */
+ * flash_attention, sequence_parallel, kernel_launch_us and the tail's
+ * params (defaults in manifest.json). */
 static int rf_create(const loom_host_api *host, loom_ctx *ctx,
                      void *plugin_state, void **self, loom_error *err)
 {
@@ -86,6 +118,11 @@ static int rf_create(const loom_host_api *host, loom_ctx *ctx,
     s->flags = (flash ? LOOM_ROOFLINE_FLASH : 0u) |
                (seqpar ? LOOM_ROOFLINE_SEQ_PARALLEL : 0u);
     s->launch_ms = launch_us / 1000.0;
+    rc = rf_tail_params(host, ctx, s, err);
+    if (rc != LOOM_OK) {
+        host->free(s);
+        return rc;
+    }
     *self = s;
     return LOOM_OK;
 }
@@ -187,6 +224,49 @@ static int rf_hardware(const rf_self *s, const loom_cluster *c, int32_t tp,
     hw->eff_memory = c->eff_memory;
     hw->launch_ms = s->launch_ms;
     hw->eff_collective = c->eff_collective;
+    hw->gemm_half_flops = c->gemm_half_flops > 0 ? c->gemm_half_flops : 0;
+    hw->attention_half_flops = c->attention_half_flops > 0 ? c->attention_half_flops : 0;
+    hw->tp_comm_overlap = s->tp_comm_overlap;
+    hw->cp = 1;
+    hw->cp_link_bytes_per_s = 0;
+    hw->p2p_latency_ms = c->p2p_latency_ms;
+    return LOOM_OK;
+}
+
+/* The layer's costs plus its vocabulary's (embedding on layer 0, LM head
+ * and loss on the last layer of a backbone or decoder) for `shape`. */
+static void rf_layer_and_vocab(const rf_self *s, const loom_module *m, int32_t layer,
+                               const loom_shape *shape, const loom_roofline_hw *hw,
+                               int32_t policy, loom_roofline_costs *c)
+{
+    loom_roofline_layer_costs(&m->layers[layer], shape, hw, policy, s->flags,
+                              shape->trainable_upstream != 0, !m->frozen, c);
+    int head = m->kind == LOOM_MODULE_BACKBONE || m->kind == LOOM_MODULE_DECODER;
+    if (m->vocab > 0 && (layer == 0 || (head && layer == m->n_layers - 1)))
+        loom_roofline_vocab_costs((double)m->layers[0].hidden, (double)m->vocab, shape, hw,
+                                  s->flags, layer == 0, head && layer == m->n_layers - 1,
+                                  shape->trainable_upstream != 0, !m->frozen, c);
+}
+
+/* Sets hw's context-parallel group: cp and the link its ring attention
+ * uses (NVLink when the tp x cp GPUs fit a node, else the network). */
+static int rf_context_parallel(const rf_self *s, const loom_cluster *c, const loom_shape *shape,
+                               int32_t cp, loom_roofline_hw *hw, loom_error *err)
+{
+    hw->cp = cp;
+    hw->cp_link_bytes_per_s = 0;
+    if (cp <= 1)
+        return LOOM_OK;
+    int64_t group = (int64_t)(shape->tp > 1 ? shape->tp : 1) * cp;
+    int intra = c->gpus_per_node <= 0 || group <= c->gpus_per_node;
+    hw->cp_link_bytes_per_s = intra ? c->nvlink_bytes_per_s : c->net_bytes_per_s;
+    hw->p2p_latency_ms = c->p2p_latency_ms;
+    if (!(hw->cp_link_bytes_per_s > 0.0) || !(c->eff_collective > 0.0))
+        return s->host->error(err, LOOM_EINVAL,
+                              "roofline: cluster \"%s\": expected %s > 0 and eff_collective > 0 "
+                              "for CP %d, found %g and %g", c->name ? c->name : "?",
+                              intra ? "nvlink_bytes_per_s" : "net_bytes_per_s", (int)cp,
+                              hw->cp_link_bytes_per_s, c->eff_collective);
     return LOOM_OK;
 }
 
@@ -227,9 +307,34 @@ static int rf_estimate(void *self, const loom_problem *problem,
         return rc;
 
     const loom_layer *L = &m->layers[layer];
+    /* the caller's shape may predate the cp members: copy the V1 ones */
+    loom_shape whole = LOOM_SHAPE_INIT;
+    whole.tokens = shape->tokens;
+    whole.seq_sq_sum = shape->seq_sq_sum;
+    whole.sequences = shape->sequences;
+    whole.tp = shape->tp;
+    whole.trainable_upstream = shape->trainable_upstream;
+    int32_t cp = LOOM_SHAPE_HAS(shape, cp) && shape->cp > 1 ? shape->cp : 1;
+    double scale = 1.0;
+    if (cp > 1 && LOOM_SHAPE_HAS(shape, cp_attention_scale) && shape->cp_attention_scale > 1.0)
+        scale = shape->cp_attention_scale;
+    if ((rc = rf_context_parallel(s, problem->cluster, &whole, cp, &hw, err)) != LOOM_OK)
+        return rc;
+    /* one GPU of the CP group: 1/cp of the tokens, the slowest GPU's
+     * share of the attention work */
+    loom_shape local = whole;
+    if (cp > 1) {
+        local.tokens = (whole.tokens + cp - 1) / cp;
+        local.seq_sq_sum = whole.seq_sq_sum / cp * scale;
+    }
     loom_roofline_costs c;
-    loom_roofline_layer_costs(L, shape, &hw, policy, s->flags,
-                              shape->trainable_upstream != 0, !m->frozen, &c);
+    rf_layer_and_vocab(s, m, layer, &local, &hw, policy, &c);
+    if (cp > 1) { /* model FLOPs are the whole microbatch's */
+        loom_roofline_costs all;
+        rf_layer_and_vocab(s, m, layer, &whole, &hw, policy, &all);
+        c.flops = all.flops;
+        c.recompute_flops = all.recompute_flops;
+    }
     double params = loom_roofline_layer_params(L);
     loom_layer_cost_clear(out);
     out->forward_ms = c.forward_ms;
@@ -240,9 +345,11 @@ static int rf_estimate(void *self, const loom_problem *problem,
     out->transient_bytes = rf_bytes(c.transient_bytes);
     out->param_bytes = rf_bytes(2.0 * params / shape->tp);
     out->state_bytes = rf_bytes(loom_roofline_state_bytes(
-        params, shape->tp, problem->parallel.dp, s->distributed_optimizer,
-        m->frozen));
+        params, shape->tp, problem->parallel.dp * loom_parallel_cp(&problem->parallel),
+        s->distributed_optimizer, m->frozen, s->tail.grad_bytes));
     out->flops = c.flops;
+    if (LOOM_LAYER_COST_HAS(out, recompute_flops))
+        out->recompute_flops = c.recompute_flops;
     return LOOM_OK;
 }
 
@@ -278,8 +385,8 @@ static int rf_module_extra(void *self, const loom_problem *problem,
                     (double)m->layers[0].hidden;
     *param_bytes = rf_bytes(2.0 * params / tp);
     *state_bytes = rf_bytes(loom_roofline_state_bytes(
-        params, tp, problem->parallel.dp, s->distributed_optimizer,
-        m->frozen));
+        params, tp, problem->parallel.dp * loom_parallel_cp(&problem->parallel),
+        s->distributed_optimizer, m->frozen, s->tail.grad_bytes));
     return LOOM_OK;
 }
 
@@ -298,6 +405,20 @@ static int rf_p2p_ms(void *self, const loom_problem *problem,
     return LOOM_OK;
 }
 
+/* rank_tail_ms(): the gradient sync, parameter all-gather and Adam step
+ * of one rank (loom_rank_tail_compute() under this instance's params). */
+static int rf_rank_tail_ms(void *self, const loom_problem *problem,
+                           const loom_rank_state *state, loom_rank_tail *out,
+                           loom_error *err)
+{
+    const rf_self *s = self;
+    if (!problem || !problem->cluster)
+        return s->host->error(err, LOOM_EINVAL,
+                              "roofline: an iteration tail needs a cluster, found none");
+    loom_rank_tail_compute(problem->cluster, state, &s->tail, out);
+    return LOOM_OK;
+}
+
 static const loom_cost_model_vtable rf_vtable = {
     {sizeof(loom_cost_model_vtable), LOOM_COST_MODEL_VERSION},
     rf_create,
@@ -305,6 +426,7 @@ static const loom_cost_model_vtable rf_vtable = {
     rf_estimate,
     rf_module_extra,
     rf_p2p_ms,
+    rf_rank_tail_ms,
 };
 
 /* The vtable for the cost_model role, NULL for any other. */

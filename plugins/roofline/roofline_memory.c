@@ -51,11 +51,12 @@ double loom_roofline_activation_bytes(const loom_layer *layer,
 
 /* Gradient + optimizer bytes per GPU (see header). */
 double loom_roofline_state_bytes(double params, int32_t tp, int32_t dp,
-                                 int distributed_optimizer, int frozen)
+                                 int distributed_optimizer, int frozen,
+                                 double grad_bytes)
 {
     if (frozen)
         return 0.0;
     double t = tp > 1 ? (double)tp : 1.0;
     double d = (distributed_optimizer && dp > 1) ? (double)dp : 1.0;
-    return 2.0 * params / t + 12.0 * params / t / d;
+    return grad_bytes * params / t + 12.0 * params / t / d;
 }

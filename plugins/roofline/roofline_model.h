@@ -46,6 +46,12 @@ typedef struct loom_roofline_hw {
     double eff_memory;
     double eff_collective;
     double launch_ms;         /* fixed overhead per kernel (launch, tail) */
+    double gemm_half_flops;   /* size curve of eff_gemm (0: flat) */
+    double attention_half_flops; /* size curve of eff_attention (0: flat) */
+    int tp_comm_overlap;      /* 1: TP collectives hidden behind GEMMs */
+    int32_t cp;               /* context-parallel degree (<= 1: none) */
+    double cp_link_bytes_per_s; /* the CP group's link (ring attention) */
+    double p2p_latency_ms;    /* latency of one ring step */
 } loom_roofline_hw;
 
 /* Fills ops[] (capacity LOOM_ROOFLINE_MAX_OPS) with the forward operators
@@ -66,6 +72,12 @@ int loom_roofline_forward_ops(const loom_layer *layer, const loom_shape *shape,
 double loom_roofline_op_ms(const loom_roofline_op *op,
                            const loom_roofline_hw *hw);
 
+/* Compute efficiency of an operator: eff_gemm (GEMMs) or eff_attention
+ * (the attention core) times F / (F + half), F the operator's FLOPs on
+ * one GPU and half the cluster's gemm_half_flops / attention_half_flops
+ * (the size at which it reaches half its peak efficiency; 0: no curve). */
+double loom_roofline_eff(const loom_roofline_op *op, const loom_roofline_hw *hw);
+
 /* Model FLOPs of one layer's forward pass over all TP ranks, split into
  * GEMMs and the attention core. */
 void loom_roofline_forward_flops(const loom_layer *layer,
@@ -83,16 +95,19 @@ double loom_roofline_activation_bytes(const loom_layer *layer,
                                       const loom_shape *shape, int policy,
                                       unsigned flags);
 
-/* Gradient + optimizer bytes per GPU for `params` parameters: 2 bytes of
- * gradient and 12 of fp32 master + Adam m, v, all / tp, the optimizer part
- * further / dp when `distributed_optimizer`. 0 when `frozen`. */
+/* Gradient + optimizer bytes per GPU for `params` parameters: grad_bytes
+ * of gradient (4 with fp32 accumulation, 2 without) and 12 of fp32
+ * master + Adam m, v, all / tp, the optimizer part further / dp when
+ * `distributed_optimizer`. 0 when `frozen`. */
 double loom_roofline_state_bytes(double params, int32_t tp, int32_t dp,
-                                 int distributed_optimizer, int frozen);
+                                 int distributed_optimizer, int frozen,
+                                 double grad_bytes);
 
 /* Everything estimate() reports, before rounding to the output struct. */
 typedef struct loom_roofline_costs {
     double forward_ms, input_grad_ms, weight_grad_ms, recompute_ms;
     double activation_bytes, transient_bytes, flops;
+    double recompute_flops; /* all TP ranks, under the policy */
 } loom_roofline_costs;
 
 /* Times, model FLOPs and activation / transient bytes of one layer.
@@ -104,5 +119,19 @@ void loom_roofline_layer_costs(const loom_layer *layer,
                                const loom_roofline_hw *hw, int policy,
                                unsigned flags, int pays_input_grad,
                                int pays_weight_grad, loom_roofline_costs *out);
+
+/* Adds a vocabulary's work to *c: with `embedding` the vocab-parallel
+ * lookup of N rows (a memory-bound gather, then the TP all-reduce or
+ * reduce-scatter) in the forward and its scatter-add in the weight
+ * gradient; with `head` the LM head GEMM (N x hidden x vocab/tp, column
+ * parallel, after the sequence-parallel all-gather) and the cross-entropy
+ * over the logits (memory-bound, 3 bf16 elements' worth per logit), whose
+ * backward repeats the loss pass and the GEMM's dgrad (and wgrad when
+ * trainable), with 2 N hidden vocab FLOPs per GEMM pass; the fp32 logits
+ * and their gradients are transient. */
+void loom_roofline_vocab_costs(double hidden, double vocab, const loom_shape *shape,
+                               const loom_roofline_hw *hw, unsigned flags, int embedding,
+                               int head, int pays_input_grad, int pays_weight_grad,
+                               loom_roofline_costs *c);
 
 #endif

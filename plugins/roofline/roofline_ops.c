@@ -145,12 +145,23 @@ static double rf_term_ms(double amount, double rate_per_ms)
     return (amount > 0 && rate_per_ms > 0) ? amount / rate_per_ms : 0.0;
 }
 
+/* Compute efficiency of one operator: the cluster's factor for its unit,
+ * scaled by the saturating size curve F / (F + half) (see header). */
+double loom_roofline_eff(const loom_roofline_op *op, const loom_roofline_hw *hw)
+{
+    int attn = op->unit == LOOM_ROOFLINE_ATTENTION;
+    double eff = attn ? hw->eff_attention : hw->eff_gemm;
+    double half = attn ? hw->attention_half_flops : hw->gemm_half_flops;
+    if (half > 0 && op->flops > 0)
+        eff *= op->flops / (op->flops + half);
+    return eff;
+}
+
 /* Roofline time of one operator: max of compute, HBM and link terms. */
 double loom_roofline_op_ms(const loom_roofline_op *op,
                            const loom_roofline_hw *hw)
 {
-    double eff = op->unit == LOOM_ROOFLINE_ATTENTION ? hw->eff_attention
-                                                     : hw->eff_gemm;
+    double eff = loom_roofline_eff(op, hw);
     double compute = rf_term_ms(op->flops, rf_rate_per_ms(hw->peak_flops, eff));
     double memory = rf_term_ms(op->mem_bytes,
                                rf_rate_per_ms(hw->hbm_bytes_per_s,
@@ -200,6 +211,21 @@ static double rf_input_grad_ms(const loom_roofline_op *op,
     return loom_roofline_op_ms(&b, hw);
 }
 
+/* Forward time of ring attention's K/V hops on one GPU of a CP group of
+ * hw->cp: cp - 1 hops of its tokens' K and V (2 x tokens x kv/tp bf16
+ * elements) over the CP link at eff_collective, plus a latency each. */
+static double rf_ring_attention_ms(const loom_layer *layer, const loom_shape *shape,
+                                   const loom_roofline_hw *hw)
+{
+    double t = shape->tp > 1 ? (double)shape->tp : 1.0;
+    double kv = layer->heads > 0 ? (double)layer->hidden * layer->kv_heads / layer->heads
+                                 : (double)layer->hidden;
+    double hops = (double)(hw->cp - 1);
+    double bytes = hops * 2.0 * (double)shape->tokens * kv / t * RF_ELEM_BYTES;
+    double rate = hw->cp_link_bytes_per_s * hw->eff_collective;
+    return hops * hw->p2p_latency_ms + (rate > 0 ? bytes / rate * 1e3 : 0.0);
+}
+
 /* Fills *out with the times, FLOPs and memory of one layer (see header). */
 void loom_roofline_layer_costs(const loom_layer *layer,
                                const loom_shape *shape,
@@ -212,8 +238,28 @@ void loom_roofline_layer_costs(const loom_layer *layer,
     double fwd = 0, ig = 0, wg = 0, attn_fwd = 0, biggest = 0;
     for (int i = 0; i < n; i++) {
         double ms = loom_roofline_op_ms(&ops[i], hw);
+        double back = rf_input_grad_ms(&ops[i], hw);
+        if (ops[i].unit == LOOM_ROOFLINE_ATTENTION && hw->cp > 1) {
+            /* ring attention overlaps each K/V hop with a block's compute:
+             * the slower of the two; the backward moves K, V and dK, dV */
+            double ring = rf_ring_attention_ms(layer, shape, hw);
+            ms = ms > ring ? ms : ring;
+            back = back > 2.0 * ring ? back : 2.0 * ring;
+        }
+        if (hw->tp_comm_overlap && ops[i].unit == LOOM_ROOFLINE_COLLECTIVE) {
+            /* split into chunks overlapped with the neighbouring GEMM:
+             * only what outlasts that GEMM stays on the critical path */
+            double gemm = 0;
+            for (int j = i - 1; j <= i + 1; j += 2)
+                if (j >= 0 && j < n && ops[j].unit == LOOM_ROOFLINE_GEMM) {
+                    double g = loom_roofline_op_ms(&ops[j], hw);
+                    gemm = g > gemm ? g : gemm;
+                }
+            ms = ms > gemm ? ms - gemm : 0.0;
+            back = back > gemm ? back - gemm : 0.0;
+        }
         fwd += ms;
-        ig += rf_input_grad_ms(&ops[i], hw);
+        ig += back;
         if (ops[i].unit == LOOM_ROOFLINE_GEMM)
             wg += ms;
         if (ops[i].unit == LOOM_ROOFLINE_ATTENTION ||
@@ -245,12 +291,68 @@ void loom_roofline_layer_costs(const loom_layer *layer,
         layer, shape, LOOM_POLICY_NONE, flags);
     out->activation_bytes = loom_roofline_activation_bytes(
         layer, shape, policy, flags);
-    if (policy == LOOM_POLICY_SELECTIVE)
+    if (policy == LOOM_POLICY_SELECTIVE) {
         out->recompute_ms = attn_fwd;
-    else if (policy == LOOM_POLICY_FULL)
+        out->recompute_flops = attention_flops;
+    } else if (policy == LOOM_POLICY_FULL) {
         out->recompute_ms = fwd;
+        out->recompute_flops = gemm_flops + attention_flops;
+    }
     /* Recomputation rebuilds what was not stored, live during backward. */
     double rebuilt = stored_all - out->activation_bytes;
     if (rebuilt > out->transient_bytes)
         out->transient_bytes = rebuilt;
+}
+
+/* Adds the embedding (first layer) or the LM head and loss (last layer)
+ * of a module with a vocabulary to *c (see header). */
+void loom_roofline_vocab_costs(double hidden, double vocab, const loom_shape *shape,
+                               const loom_roofline_hw *hw, unsigned flags, int embedding,
+                               int head, int pays_input_grad, int pays_weight_grad,
+                               loom_roofline_costs *c)
+{
+    double N = (double)shape->tokens;
+    double t = shape->tp > 1 ? (double)shape->tp : 1.0;
+    int sp = (flags & LOOM_ROOFLINE_SEQ_PARALLEL) && t > 1.0;
+    int any = pays_input_grad || pays_weight_grad;
+    if (N <= 0 || vocab <= 0 || hidden <= 0)
+        return;
+    loom_roofline_op ops[4];
+    int n = 0;
+    if (embedding) {
+        /* vocab-parallel lookup: rows read and written, then summed over TP */
+        rf_memop(ops, &n, "embedding", 2.0 * N * hidden);
+        rf_reduce(ops, &n, "allreduce_embedding", "reducescatter_embedding", N * hidden, t, sp);
+        for (int i = 0; i < n; i++) {
+            double ms = loom_roofline_op_ms(&ops[i], hw);
+            c->forward_ms += ms;
+            if (pays_weight_grad) /* scatter-add of the rows' gradients */
+                c->weight_grad_ms += ms;
+        }
+    }
+    if (head) {
+        n = 0;
+        if (sp)
+            rf_ring(ops, &n, "allgather_head", N * hidden, t, 1.0);
+        rf_gemm(ops, &n, "lm_head", N, hidden, vocab, t, 0);
+        /* vocab-parallel cross-entropy over the N x vocab/tp logits: read
+         * in bf16, softmax kept in fp32 (3 bf16 elements' worth each) */
+        rf_memop(ops, &n, "loss", 3.0 * N * vocab / t);
+        for (int i = 0; i < n; i++) {
+            double ms = loom_roofline_op_ms(&ops[i], hw);
+            c->forward_ms += ms;
+            if (ops[i].unit == LOOM_ROOFLINE_GEMM) {
+                if (any)
+                    c->input_grad_ms += ms;
+                if (pays_weight_grad)
+                    c->weight_grad_ms += ms;
+            } else if (any) {
+                c->input_grad_ms += ms;
+            }
+        }
+        double f = 2.0 * N * hidden * vocab;
+        c->flops += f + (any ? f : 0.0) + (pays_weight_grad ? f : 0.0);
+        if (any && 2.0 * N * vocab / t * 4.0 > c->transient_bytes)
+            c->transient_bytes = 2.0 * N * vocab / t * 4.0; /* fp32 logits + grads */
+    }
 }

@@ -233,7 +233,7 @@ END_TEST
 
 START_TEST(operator_time_is_max_of_three_terms)
 {
-    loom_roofline_hw hw = {100e12, 1e12, 1e11, 0.5, 0.25, 0.5, 0.5, 0};
+    loom_roofline_hw hw = {100e12, 1e12, 1e11, 0.5, 0.25, 0.5, 0.5, 0, 0, 0, 0, 1, 0, 0};
     loom_roofline_op op = {"gemm", LOOM_ROOFLINE_GEMM, 1e12, 1e9, 0};
     /* compute 1e12 / 50e12 = 20 ms; HBM 1e9 / 0.5e12 = 2 ms */
     ASSERT_REL(loom_roofline_op_ms(&op, &hw), 20.0);
@@ -411,7 +411,7 @@ START_TEST(policies_order_memory_and_recompute)
     /* selective recomputes the attention core and softmax */
     loom_roofline_op ops[LOOM_ROOFLINE_MAX_OPS];
     int k = loom_roofline_forward_ops(&fx.layer, &s, 0, ops);
-    loom_roofline_hw hw = {989e12, 3.35e12, 200e9, 0.7, 0.6, 0.8, 0.75, 0};
+    loom_roofline_hw hw = {989e12, 3.35e12, 200e9, 0.7, 0.6, 0.8, 0.75, 0, 0, 0, 0, 1, 0, 0};
     double att_ms = 0;
     for (int i = 0; i < k; i++)
         if (!strcmp(ops[i].name, "attn_core") || !strcmp(ops[i].name, "softmax"))
@@ -577,6 +577,177 @@ START_TEST(preset_parameter_counts)
 }
 END_TEST
 
+/* Context parallelism: a layer on cp GPUs costs what 1/cp of the tokens
+ * and of the attention work cost on one (ring attention's K/V hops hide
+ * behind the long sequence's attention here), times the slowest GPU's
+ * share; model FLOPs stay the whole microbatch's; optimizer states are
+ * sharded over dp x cp. */
+START_TEST(context_parallel_splits_the_sequence)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    const double L = 32768;
+    loom_shape whole = seq_shape(1, (int64_t)L, 1, 1);
+    loom_shape local = whole;
+    local.tokens = (int64_t)L / 2;
+    local.seq_sq_sum = L * L / 2;
+    loom_shape cp2 = whole;
+    cp2.cp = 2;
+    loom_layer_cost a = estimate(&fx, cp2, LOOM_POLICY_NONE);
+    loom_layer_cost b = estimate(&fx, local, LOOM_POLICY_NONE);
+    loom_layer_cost w = estimate(&fx, whole, LOOM_POLICY_NONE);
+    ASSERT_REL(a.forward_ms, b.forward_ms);
+    ASSERT_REL(a.input_grad_ms, b.input_grad_ms);
+    ASSERT_REL(a.weight_grad_ms, b.weight_grad_ms);
+    ck_assert_int_eq(a.activation_bytes, b.activation_bytes);
+    ASSERT_REL(a.flops, w.flops);
+    ck_assert(a.forward_ms < w.forward_ms);
+    /* the slowest GPU does 1.5x the mean attention work */
+    cp2.cp_attention_scale = 1.5;
+    local.seq_sq_sum *= 1.5;
+    a = estimate(&fx, cp2, LOOM_POLICY_NONE);
+    b = estimate(&fx, local, LOOM_POLICY_NONE);
+    ASSERT_REL(a.forward_ms, b.forward_ms);
+    ASSERT_REL(a.flops, w.flops);
+    /* optimizer states over dp x cp */
+    fx.problem.parallel.cp = 2;
+    const double p = 218120192;
+    a = estimate(&fx, cp2, LOOM_POLICY_NONE);
+    ck_assert_int_eq(a.state_bytes, (int64_t)(4 * p + 12 * p / 2));
+}
+END_TEST
+
+/* Size-aware efficiency: eff * F / (F + half), per operator. */
+START_TEST(size_curve_lowers_small_operators)
+{
+    loom_roofline_hw hw = {100e12, 1e12, 1e11, 0.6, 0.5, 0.5, 0.5, 0, 4e9, 2e9, 0, 1, 0, 0};
+    loom_roofline_op gemm = {"gemm", LOOM_ROOFLINE_GEMM, 4e9, 0, 0};
+    ASSERT_REL(loom_roofline_eff(&gemm, &hw), 0.3);
+    /* 4e9 FLOPs at 100e12 * 0.3 per second: 4e9 / 3e13 s */
+    ASSERT_REL(loom_roofline_op_ms(&gemm, &hw), 4e9 / 3e13 * 1e3);
+    loom_roofline_op attn = {"attn_core", LOOM_ROOFLINE_ATTENTION, 6e9, 0, 0};
+    ASSERT_REL(loom_roofline_eff(&attn, &hw), 0.5 * 0.75);
+    gemm.flops = 4e12; /* large: within 0.1 % of eff_gemm */
+    ck_assert(loom_roofline_eff(&gemm, &hw) > 0.6 * 0.999);
+    hw.gemm_half_flops = 0; /* off */
+    gemm.flops = 1e3;
+    ASSERT_REL(loom_roofline_eff(&gemm, &hw), 0.6);
+}
+END_TEST
+
+/* The vocabulary's work: the LM head adds 2 N h V FLOPs per GEMM pass
+ * (6 N h V trainable) to a backbone's last layer and time to its forward;
+ * the embedding adds time, no FLOPs, to layer 0; an encoder has no head. */
+START_TEST(vocabulary_costs_first_and_last_layer)
+{
+    fixture fx;
+    const double V = 128256, N = 4096, h = 4096;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, (int64_t)V, 0);
+    loom_layer layers[32];
+    for (int i = 0; i < 32; i++)
+        layers[i] = LLAMA3_8B;
+    fx.module.layers = layers;
+    loom_shape sh = seq_shape(1, (int64_t)N, 1, 1);
+    loom_layer_cost mid = LOOM_LAYER_COST_INIT, last = LOOM_LAYER_COST_INIT,
+                    first = LOOM_LAYER_COST_INIT;
+    loom_error err = {0, ""};
+    loom_mock_host *hst = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+    loom_mock_host_set_problem(hst, &fx.problem);
+    const loom_cost_model_vtable *vt = vtable();
+    void *self = NULL;
+    ck_assert_int_eq(vt->create(loom_mock_host_api(hst), loom_mock_host_ctx(hst), NULL, &self,
+                                &err), LOOM_OK);
+    ck_assert_int_eq(vt->estimate(self, &fx.problem, 0, 5, &sh, 0, &mid, &err), LOOM_OK);
+    ck_assert_int_eq(vt->estimate(self, &fx.problem, 0, 31, &sh, 0, &last, &err), LOOM_OK);
+    ck_assert_int_eq(vt->estimate(self, &fx.problem, 0, 0, &sh, 0, &first, &err), LOOM_OK);
+    ASSERT_REL(last.flops - mid.flops, 6 * N * h * V);
+    ck_assert(last.forward_ms > mid.forward_ms);
+    ck_assert(last.weight_grad_ms > mid.weight_grad_ms);
+    ck_assert(last.transient_bytes >= (int64_t)(8 * N * V));
+    ASSERT_REL(first.flops, mid.flops);
+    ck_assert(first.forward_ms > mid.forward_ms);
+    fx.module.kind = LOOM_MODULE_ENCODER;
+    ck_assert_int_eq(vt->estimate(self, &fx.problem, 0, 31, &sh, 0, &last, &err), LOOM_OK);
+    ASSERT_REL(last.flops, mid.flops);
+    vt->destroy(self);
+    loom_mock_host_free(hst);
+}
+END_TEST
+
+/* tp_comm_overlap: a TP collective costs only what outlasts its
+ * neighbouring GEMM, so the forward gets faster and never slower than
+ * the compute alone. */
+START_TEST(tp_comm_overlap_hides_collectives)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    loom_shape sh = seq_shape(1, 4096, 8, 1);
+    const char *const on[] = {"tp_comm_overlap", "true", NULL};
+    loom_layer_cost plain = estimate_ok(&fx, NULL, sh, LOOM_POLICY_NONE);
+    loom_layer_cost hidden = estimate_ok(&fx, on, sh, LOOM_POLICY_NONE);
+    ck_assert(hidden.forward_ms < plain.forward_ms);
+    ck_assert(hidden.input_grad_ms < plain.input_grad_ms);
+    ASSERT_REL(hidden.weight_grad_ms, plain.weight_grad_ms);
+    ASSERT_REL(hidden.flops, plain.flops);
+}
+END_TEST
+
+/* rank_tail_ms under the params: without the distributed optimizer an
+ * all-reduce (twice the reduce-scatter's bytes and latencies) and no
+ * all-gather; overlap off; bf16 gradients halve the bytes. */
+START_TEST(rank_tail_follows_params)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    loom_rank_state st = {(uint32_t)sizeof st, 0, 1, 4, 1, 1, 1e9, 1e9};
+    const loom_cluster *c = &fx.cluster;
+    double bw = c->nvlink_bytes_per_s * c->eff_collective;
+    struct { const char *const *params; double sync, gather; int overlap; } cases[3];
+    static const char *const dflt[] = {NULL};
+    static const char *const noshard[] = {"distributed_optimizer", "false",
+                                          "overlap_grad_reduce", "false", NULL};
+    static const char *const bf16[] = {"grad_accumulation_fp32", "false",
+                                       "overlap_param_gather", "true", NULL};
+    cases[0].params = dflt;
+    cases[0].sync = 3 * c->p2p_latency_ms + 0.75 * 4e9 / bw * 1e3;
+    cases[0].gather = 3 * c->p2p_latency_ms + 0.75 * 2e9 / bw * 1e3;
+    cases[0].overlap = 1;
+    cases[1].params = noshard;
+    cases[1].sync = 6 * c->p2p_latency_ms + 1.5 * 4e9 / bw * 1e3;
+    cases[1].gather = 0;
+    cases[1].overlap = 0;
+    cases[2].params = bf16;
+    cases[2].sync = 3 * c->p2p_latency_ms + 0.75 * 2e9 / bw * 1e3;
+    cases[2].gather = 0;
+    cases[2].overlap = 1;
+    for (int k = 0; k < 3; k++) {
+        loom_mock_host *hst = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+        for (int i = 0; cases[k].params[i]; i += 2)
+            loom_mock_host_set_param(hst, cases[k].params[i], cases[k].params[i + 1]);
+        loom_mock_host_set_problem(hst, &fx.problem);
+        const loom_cost_model_vtable *vt = vtable();
+        void *self = NULL;
+        loom_error err = {0, ""};
+        ck_assert_int_eq(vt->create(loom_mock_host_api(hst), loom_mock_host_ctx(hst), NULL,
+                                    &self, &err), LOOM_OK);
+        loom_rank_tail t = {(uint32_t)sizeof t, 0, 0, 0, 0, 0};
+        ck_assert_int_eq(vt->rank_tail_ms(self, &fx.problem, &st, &t, &err), LOOM_OK);
+        ASSERT_REL(t.grad_sync_ms, cases[k].sync);
+        if (cases[k].gather > 0)
+            ASSERT_REL(t.param_gather_ms, cases[k].gather);
+        else
+            ck_assert_double_eq(t.param_gather_ms, 0);
+        ck_assert_int_eq(t.overlap_grad_reduce, cases[k].overlap);
+        /* 40e6 of 1e9 parameters per bucket (Megatron's default at dp 4) */
+        ASSERT_REL(t.grad_bucket_ms, t.grad_sync_ms * 0.04);
+        double stepped = k == 1 ? 1e9 : 1e9 / 4;
+        ASSERT_REL(t.optimizer_ms, stepped * 34 / (c->hbm_bytes_per_s * c->eff_memory) * 1e3);
+        vt->destroy(self);
+        loom_mock_host_free(hst);
+    }
+}
+END_TEST
+
 START_TEST(param_and_state_bytes)
 {
     fixture fx;
@@ -586,14 +757,19 @@ START_TEST(param_and_state_bytes)
     loom_layer_cost c = estimate(&fx, seq_shape(1, 4096, 8, 1),
                                  LOOM_POLICY_NONE);
     ck_assert_int_eq(c.param_bytes, (int64_t)(2 * p / 8));
-    /* gradients 2 bytes, optimizer 12 bytes / dp, all / tp */
-    ck_assert_int_eq(c.state_bytes, (int64_t)(2 * p / 8 + 12 * p / 8 / 8));
+    /* fp32 gradients 4 bytes, optimizer 12 bytes / dp, all / tp */
+    ck_assert_int_eq(c.state_bytes, (int64_t)(4 * p / 8 + 12 * p / 8 / 8));
 
     const char *const no_dist[] = {"distributed_optimizer", "false", NULL};
     loom_error err = {0, ""};
     ck_assert_int_eq(estimate_with(&fx, no_dist, seq_shape(1, 4096, 8, 1),
                                    LOOM_POLICY_NONE, &c, &err), LOOM_OK);
-    ck_assert_int_eq(c.state_bytes, (int64_t)(14 * p / 8));
+    ck_assert_int_eq(c.state_bytes, (int64_t)(16 * p / 8));
+    /* bf16 gradients: 2 bytes */
+    const char *const bf16[] = {"grad_accumulation_fp32", "false", NULL};
+    ck_assert_int_eq(estimate_with(&fx, bf16, seq_shape(1, 4096, 8, 1),
+                                   LOOM_POLICY_NONE, &c, &err), LOOM_OK);
+    ck_assert_int_eq(c.state_bytes, (int64_t)(2 * p / 8 + 12 * p / 8 / 8));
 
     /* embeddings: input table + untied head of a backbone, vocab-parallel */
     loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
@@ -606,7 +782,7 @@ START_TEST(param_and_state_bytes)
                      LOOM_OK);
     double e = 2.0 * 128256 * 4096;
     ck_assert_int_eq(pb, (int64_t)(2 * e / 8));
-    ck_assert_int_eq(sb, (int64_t)(2 * e / 8 + 12 * e / 8 / 8));
+    ck_assert_int_eq(sb, (int64_t)(4 * e / 8 + 12 * e / 8 / 8));
     fx.module.kind = LOOM_MODULE_ENCODER; /* one table */
     ck_assert_int_eq(vt->module_extra(self, &fx.problem, 0, 8, &pb, &sb, &err),
                      LOOM_OK);
@@ -791,6 +967,11 @@ static Suite *roofline_suite(void)
     tcase_add_test(tc, gemm_efficiency_scale_param);
     tcase_add_test(tc, zero_tokens_cost_nothing_but_weights);
     tcase_add_test(tc, errors_name_what_was_expected);
+    tcase_add_test(tc, context_parallel_splits_the_sequence);
+    tcase_add_test(tc, size_curve_lowers_small_operators);
+    tcase_add_test(tc, vocabulary_costs_first_and_last_layer);
+    tcase_add_test(tc, tp_comm_overlap_hides_collectives);
+    tcase_add_test(tc, rank_tail_follows_params);
     tcase_add_test(tc, manifest_matches_binary);
     suite_add_tcase(s, tc);
     return s;

@@ -262,6 +262,7 @@ static const loom_cost_model_vtable tb_vtable = {
     tb_estimate,
     NULL,
     NULL,
+    NULL,
 };
 
 /* The vtable for the cost_model role, NULL for any other. */

@@ -341,7 +341,7 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
                 fprintf(out, "\"layout\": {\"tp\": %d, \"pp\": %d, \"dp\": %d, \"vpp\": %d, "
                         "\"microbatches\": %d, \"gpus\": %lld}, ",
                         pa->tp, pa->pp, pa->dp, pa->vpp, pa->microbatches,
-                        (long long)pa->tp * pa->pp * pa->dp);
+                        (long long)pa->tp * pa->pp * pa->dp * loom_parallel_cp(pa));
             }
             fprintf(out, "\"iterations\": [%s\n  ]}\n", iter_json ? iter_json : "");
         } else if (!quiet && n > 1 && infeasible) {

@@ -29,6 +29,12 @@ typedef struct loom_shape {
     int32_t tp;          /* tensor-parallel degree */
     int32_t trainable_upstream; /* 1: some earlier layer needs gradients,
                                    so this layer pays input gradients */
+    /* Appended in Loom 0.4: context parallelism. tokens and seq_sq_sum
+     * stay the whole microbatch's; a cost model splits them over cp GPUs
+     * (0 or 1: none). cp_attention_scale is the slowest CP GPU's attention
+     * work over the mean (1: balanced; 0 read as 1). */
+    int32_t cp;
+    double cp_attention_scale;
 } loom_shape;
 
 #define LOOM_SHAPE_SIZE_V1 ((uint32_t)LOOM_STRUCT_END(loom_shape, trainable_upstream))
@@ -56,6 +62,9 @@ typedef struct loom_layer_cost {
     int64_t param_bytes;       /* this layer's weights, per GPU (TP-split) */
     int64_t state_bytes;       /* grads + optimizer states, per GPU */
     double flops;              /* model FLOPs fwd+bwd (no recompute), all TP */
+    /* Appended in Loom 0.4: the FLOPs recomputation adds under the policy
+     * (all TP ranks); model FLOPs plus these are the hardware FLOPs. */
+    double recompute_flops;
 } loom_layer_cost;
 
 #define LOOM_LAYER_COST_SIZE_V1 ((uint32_t)LOOM_STRUCT_END(loom_layer_cost, flops))
@@ -109,6 +118,102 @@ static inline double loom_p2p_link_ms(const loom_cluster *c, const loom_p2p_link
     return c->p2p_latency_ms + (bw > 0 ? bytes / (bw * eff) * 1e3 : 0);
 }
 
+/* What one pipeline rank holds, for the iteration's tail: the gradient
+ * sync over data-parallel replicas and the optimizer step. Size-prefixed:
+ * the host fills it; a cost model reads only what struct_size covers. */
+typedef struct loom_rank_state {
+    uint32_t struct_size;     /* sizeof(loom_rank_state) of the host */
+    int32_t rank;             /* pipeline rank */
+    int32_t tp;               /* TP degree of the rank's group */
+    int32_t dp;               /* data-parallel replicas of the rank */
+    int32_t chunks;           /* virtual stages (model chunks) on the rank */
+    int32_t dp_same_node;     /* 1: a DP group (stride tp) fits in one node */
+    double params;            /* parameters held by one GPU of the rank */
+    double trainable_params;  /* of those, the ones with gradients */
+} loom_rank_state;
+
+#define LOOM_RANK_STATE_SIZE_V1 ((uint32_t)LOOM_STRUCT_END(loom_rank_state, trainable_params))
+
+/* The tail of one rank's iteration, per GPU, in ms. Size-prefixed: the
+ * host allocates it; a cost model writes only what struct_size covers. */
+typedef struct loom_rank_tail {
+    uint32_t struct_size;     /* sizeof(loom_rank_tail) of the host */
+    int32_t overlap_grad_reduce; /* 1: buckets reduce during the last backward */
+    double grad_sync_ms;      /* reduce-scatter (or all-reduce) of all grads */
+    double grad_bucket_ms;    /* one bucket's share: what overlap cannot hide */
+    double param_gather_ms;   /* distributed optimizer's all-gather, exposed */
+    double optimizer_ms;      /* the optimizer step (memory-bound) */
+} loom_rank_tail;
+
+#define LOOM_RANK_TAIL_SIZE_V1 ((uint32_t)LOOM_STRUCT_END(loom_rank_tail, optimizer_ms))
+
+/* Megatron-LM's defaults for the tail (docs/cost-models.md, "Iteration
+ * tail"): distributed optimizer, gradients accumulated and reduced in
+ * fp32, reduce overlapped with the backward in buckets of
+ * max(40e6, 1e6 * dp) parameters, parameter all-gather not overlapped. */
+#define LOOM_TAIL_GRAD_BYTES 4.0        /* fp32 gradient per parameter */
+#define LOOM_TAIL_PARAM_BYTES 2.0       /* bf16 weight per parameter */
+#define LOOM_TAIL_OPTIMIZER_BYTES 34.0  /* HBM bytes per parameter of one Adam step */
+
+/* Tail knobs a cost model may set (what loom_rank_tail_compute reads). */
+typedef struct loom_tail_knobs {
+    int distributed_optimizer;  /* shard states, reduce-scatter + all-gather */
+    int overlap_grad_reduce;    /* bucketed reduce overlapped with backward */
+    int overlap_param_gather;   /* all-gather hidden behind the next forward */
+    double grad_bytes;          /* bytes per gradient element (4: fp32) */
+    double bucket_params;       /* parameters per bucket; <= 0: Megatron's */
+} loom_tail_knobs;
+
+/* Ring collective time in ms over `n` members sending `bytes_per_member`
+ * (already scaled by (n-1)/n or 2(n-1)/n) on cluster c, on NVLink when
+ * same_node else the network, at eff_collective, plus (n-1) latencies. */
+static inline double loom_ring_ms(const loom_cluster *c, int same_node, int32_t n,
+                                  double bytes_per_member, double steps)
+{
+    if (!c || n <= 1)
+        return 0;
+    double bw = same_node ? c->nvlink_bytes_per_s : c->net_bytes_per_s;
+    double eff = c->eff_collective > 0 ? c->eff_collective : 1;
+    return steps * (double)(n - 1) * c->p2p_latency_ms +
+           (bw > 0 ? bytes_per_member / (bw * eff) * 1e3 : 0);
+}
+
+/* Fills *out (struct_size kept) with one rank's tail on cluster c under
+ * `k`: gradient reduce-scatter ((dp-1)/dp of the grads) and parameter
+ * all-gather ((dp-1)/dp of the bf16 weights) with the distributed
+ * optimizer, an all-reduce (2(dp-1)/dp) without; an Adam step moving
+ * LOOM_TAIL_OPTIMIZER_BYTES per parameter this GPU updates (1/dp of them
+ * with the distributed optimizer) at eff_memory. Frozen parameters are
+ * neither reduced nor stepped. What the host uses for a cost model
+ * without rank_tail_ms, with Megatron-LM's defaults. */
+static inline void loom_rank_tail_compute(const loom_cluster *c, const loom_rank_state *st,
+                                          const loom_tail_knobs *k, loom_rank_tail *out)
+{
+    out->overlap_grad_reduce = k->overlap_grad_reduce != 0;
+    out->grad_sync_ms = out->grad_bucket_ms = out->param_gather_ms = out->optimizer_ms = 0;
+    double n = st->trainable_params;
+    if (!c || !(n > 0))
+        return;
+    int32_t dp = st->dp > 1 ? st->dp : 1;
+    double frac = (double)(dp - 1) / dp;
+    double grads = n * k->grad_bytes;
+    if (k->distributed_optimizer) {
+        out->grad_sync_ms = loom_ring_ms(c, st->dp_same_node, dp, frac * grads, 1);
+        if (!k->overlap_param_gather)
+            out->param_gather_ms = loom_ring_ms(c, st->dp_same_node, dp,
+                                                frac * n * LOOM_TAIL_PARAM_BYTES, 1);
+    } else {
+        out->grad_sync_ms = loom_ring_ms(c, st->dp_same_node, dp, 2 * frac * grads, 2);
+    }
+    double bucket = k->bucket_params > 0 ? k->bucket_params
+                    : (1e6 * dp > 4e7 ? 1e6 * dp : 4e7);
+    double share = bucket < n ? bucket / n : 1;
+    out->grad_bucket_ms = out->grad_sync_ms * share;
+    double stepped = k->distributed_optimizer ? n / dp : n;
+    double bw = c->hbm_bytes_per_s * (c->eff_memory > 0 ? c->eff_memory : 1);
+    out->optimizer_ms = bw > 0 ? stepped * LOOM_TAIL_OPTIMIZER_BYTES / bw * 1e3 : 0;
+}
+
 typedef struct loom_cost_model_vtable {
     loom_role_header header; /* { sizeof(this), LOOM_COST_MODEL_VERSION } */
 
@@ -136,6 +241,14 @@ typedef struct loom_cost_model_vtable {
     int (*p2p_ms)(void *self, const loom_problem *problem,
                   const loom_p2p_link *link, double bytes, double *ms,
                   loom_error *err);
+    /* Optional, appended in Loom 0.4. The tail of one rank's iteration:
+     * data-parallel gradient sync, parameter all-gather and optimizer
+     * step, into *out (whose struct_size the host set); every time must
+     * be finite and >= 0. NULL: the host uses loom_rank_tail_compute()
+     * with Megatron-LM's defaults. */
+    int (*rank_tail_ms)(void *self, const loom_problem *problem,
+                        const loom_rank_state *state, loom_rank_tail *out,
+                        loom_error *err);
 } loom_cost_model_vtable;
 
 #ifdef __cplusplus

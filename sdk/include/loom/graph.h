@@ -78,6 +78,11 @@ typedef struct loom_partition {
     int32_t split_backward;        /* 1: backward as I + W stages */
     int32_t tp;                    /* TP degree of every stage */
     char label[64];                /* candidate description, for reports */
+    /* Appended in Loom 0.4: per microbatch (cap_microbatches entries, the
+     * host sets 1.0), the slowest context-parallel GPU's attention work
+     * over the mean when the problem has cp > 1 (a CP balancer writes it;
+     * 1.0: balanced). */
+    double *cp_attention_scale;
 } loom_partition;
 
 /* ---------------------------------------------------------------------- */
@@ -152,6 +157,22 @@ typedef struct loom_stage_graph {
     double memory_cap_bytes; /* per rank total cap; 0 = none */
     double total_flops;     /* model FLOPs of the iteration (0 unknown) */
     double peak_flops_per_rank; /* FLOP/s behind one rank (its TP group), mean over ranks */
+    /* Appended in Loom 0.4: the iteration's tail per rank, NULL when the
+     * graph has none (stage-times problems): the data-parallel gradient
+     * sync, the share of it one bucket takes (what overlapping with the
+     * backward cannot hide), whether it overlaps, the exposed parameter
+     * all-gather and the optimizer step. The simulator adds them after
+     * each rank's last stage (docs/cost-models.md, "Iteration tail"). */
+    double *tail_grad_sync_ms;     /* n_ranks */
+    double *tail_grad_bucket_ms;   /* n_ranks */
+    uint8_t *tail_overlap;         /* n_ranks: 1 overlap the grad sync */
+    double *tail_param_gather_ms;  /* n_ranks */
+    double *tail_optimizer_ms;     /* n_ranks */
+    /* FLOPs recomputation adds per layer entry and policy
+     * (n_layer_entries * LOOM_POLICY_COUNT), NULL when unknown, and their
+     * sum under the chosen policies (loom_graph_apply_policies). */
+    double *layer_recompute_flops;
+    double recompute_flops;
 } loom_stage_graph;
 
 /* A schedule: the order of stage ids on every rank. Size-prefixed: the
@@ -189,6 +210,19 @@ typedef struct loom_metrics {
     int64_t *peak_bytes;    /* n_ranks */
     double *start_ms;       /* n_stages */
     double *end_ms;         /* n_stages */
+    /* Appended in Loom 0.4. Hardware FLOPs utilisation: model FLOPs plus
+     * the recomputation's, < 0 when unknown (mfu never counts those). */
+    double hfu;
+    /* Optional per-rank breakdown of the makespan, NULL when not
+     * requested; per rank the five add up to makespan_ms: stage time,
+     * idle time waiting on P2P transfers, exposed data-parallel sync
+     * (gradients and parameter all-gather), the optimizer step, and the
+     * rest of the idle time (pipeline bubble, waiting for other ranks). */
+    double *compute_ms;     /* n_ranks */
+    double *p2p_wait_ms;    /* n_ranks */
+    double *dp_sync_ms;     /* n_ranks */
+    double *optimizer_ms;   /* n_ranks */
+    double *bubble_ms;      /* n_ranks */
 } loom_metrics;
 
 /* Smallest loom_metrics the host accepts (every member above). */

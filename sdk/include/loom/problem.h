@@ -76,6 +76,11 @@ typedef struct loom_cluster {
     double eff_memory;
     double eff_collective;
     double p2p_latency_ms;        /* fixed latency of one P2P transfer */
+    /* Appended in Loom 0.4: size-aware efficiency. An operator of F FLOPs
+     * on one GPU runs at eff * F / (F + half), half = the FLOPs at which
+     * it reaches half its efficiency; 0 turns the curve off. */
+    double gemm_half_flops;
+    double attention_half_flops;
 } loom_cluster;
 
 typedef struct loom_parallel {
@@ -84,8 +89,15 @@ typedef struct loom_parallel {
     int32_t dp;           /* data-parallel replicas */
     int32_t vpp;          /* virtual stages per rank V */
     int32_t microbatches; /* microbatches per iteration M (per replica) */
-    int32_t reserved;
+    int32_t cp;           /* context-parallel degree (Loom 0.4, in the slot
+                             that was reserved; 0 from older hosts = 1) */
 } loom_parallel;
+
+/* The context-parallel degree of p: 1 when unset. */
+static inline int32_t loom_parallel_cp(const loom_parallel *p)
+{
+    return p && p->cp > 1 ? p->cp : 1;
+}
 
 /* One training sample's metadata (what a prefetching data loader sees). */
 typedef struct loom_sample {

@@ -99,7 +99,44 @@ void loom_graph_free(loom_stage_graph *g)
     free(g->layer_options);
     free(g->layer_policy);
     free(g->static_bytes);
+    free(g->tail_grad_sync_ms);
+    free(g->tail_grad_bucket_ms);
+    free(g->tail_overlap);
+    free(g->tail_param_gather_ms);
+    free(g->tail_optimizer_ms);
+    free(g->layer_recompute_flops);
     free(g);
+}
+
+int loom_graph_alloc_tail(loom_stage_graph *g)
+{
+    size_t R = (size_t)g->n_ranks, E = (size_t)g->n_layer_entries * LOOM_POLICY_COUNT;
+    double *sync = zalloc(R, sizeof(double)), *bucket = zalloc(R, sizeof(double));
+    double *gather = zalloc(R, sizeof(double)), *opt = zalloc(R, sizeof(double));
+    double *rf = zalloc(E, sizeof(double));
+    uint8_t *overlap = zalloc(R, 1);
+    if (!sync || !bucket || !gather || !opt || !rf || !overlap) {
+        free(sync);
+        free(bucket);
+        free(gather);
+        free(opt);
+        free(rf);
+        free(overlap);
+        return LOOM_ENOMEM;
+    }
+    free(g->tail_grad_sync_ms);
+    free(g->tail_grad_bucket_ms);
+    free(g->tail_overlap);
+    free(g->tail_param_gather_ms);
+    free(g->tail_optimizer_ms);
+    free(g->layer_recompute_flops);
+    g->tail_grad_sync_ms = sync;
+    g->tail_grad_bucket_ms = bucket;
+    g->tail_overlap = overlap;
+    g->tail_param_gather_ms = gather;
+    g->tail_optimizer_ms = opt;
+    g->layer_recompute_flops = rf;
+    return LOOM_OK;
 }
 
 #define COPY(field, count)                                                     \
@@ -151,16 +188,32 @@ loom_stage_graph *loom_graph_clone(const loom_stage_graph *g)
     c->memory_cap_bytes = g->memory_cap_bytes;
     c->total_flops = g->total_flops;
     c->peak_flops_per_rank = g->peak_flops_per_rank;
+    c->recompute_flops = g->recompute_flops;
+    if (g->tail_grad_sync_ms) {
+        if (loom_graph_alloc_tail(c) != LOOM_OK) {
+            loom_graph_free(c);
+            return NULL;
+        }
+        COPY(tail_grad_sync_ms, g->n_ranks);
+        COPY(tail_grad_bucket_ms, g->n_ranks);
+        COPY(tail_overlap, g->n_ranks);
+        COPY(tail_param_gather_ms, g->n_ranks);
+        COPY(tail_optimizer_ms, g->n_ranks);
+        COPY(layer_recompute_flops, (size_t)g->n_layer_entries * LOOM_POLICY_COUNT);
+    }
     return c;
 }
 
 void loom_graph_apply_policies(loom_stage_graph *g)
 {
+    double recompute = 0;
     for (int32_t p = 0; p < g->n_pairs; p++) {
         loom_policy_option o = {0};
         for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++) {
-            const loom_policy_option *x =
-                &g->layer_options[(size_t)e * LOOM_POLICY_COUNT + g->layer_policy[e]];
+            size_t at = (size_t)e * LOOM_POLICY_COUNT + g->layer_policy[e];
+            const loom_policy_option *x = &g->layer_options[at];
+            if (g->layer_recompute_flops)
+                recompute += g->layer_recompute_flops[at];
             o.forward_ms += x->forward_ms;
             o.backward_ms += x->backward_ms;
             o.weight_grad_ms += x->weight_grad_ms;
@@ -180,6 +233,7 @@ void loom_graph_apply_policies(loom_stage_graph *g)
             g->mem_delta_bytes[b] = -o.activation_bytes;
         }
     }
+    g->recompute_flops = recompute;
 }
 
 void loom_graph_recompute_ms(const loom_stage_graph *g, double *per_rank_ms)

@@ -36,6 +36,11 @@ void loom_graph_free(loom_stage_graph *g);
 /* Deep copy (a finished plan owns one); NULL when out of memory. */
 loom_stage_graph *loom_graph_clone(const loom_stage_graph *g);
 
+/* Allocates g's iteration-tail arrays (zeroed, n_ranks each) and its
+ * layer_recompute_flops (n_layer_entries * LOOM_POLICY_COUNT), which
+ * loom_graph_free then frees. LOOM_ENOMEM leaves g as it was. */
+int loom_graph_alloc_tail(loom_stage_graph *g);
+
 /* Sets every pair's stage durations and memory deltas to the sums of its
  * layer entries' options under their chosen policies (layer_policy). */
 void loom_graph_apply_policies(loom_stage_graph *g);
