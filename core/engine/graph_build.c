@@ -163,20 +163,66 @@ static int check_partition(const loom_problem *pb, const loom_partition *pt,
     return rc;
 }
 
-/* TP degree of a span: its own, else the partition's, else the problem's. */
+/* The layout of module m when the parallel config lists it, else NULL. */
+static const loom_module_layout *listed_layout(const loom_problem *pb, int32_t m)
+{
+    const loom_module_layout *l = loom_problem_module_layout(pb, m);
+    return l && l->listed ? l : NULL;
+}
+
+/* TP degree of a span: its own, else its module's layout's when the
+ * parallel config lists the module, else the partition's, else the
+ * problem's. */
 static int32_t span_tp(const loom_problem *pb, const loom_partition *pt, const loom_span *sp)
 {
     if (sp->tp > 0)
         return sp->tp;
+    const loom_module_layout *l = listed_layout(pb, sp->module);
+    if (l && l->tp > 0)
+        return l->tp;
     if (pt->tp > 0)
         return pt->tp;
     return pb->parallel.tp > 0 ? pb->parallel.tp : 1;
 }
 
+/* CP degree of a span: its module's layout's when listed, else the
+ * problem's. */
+static int32_t span_cp(const loom_problem *pb, const loom_span *sp)
+{
+    const loom_module_layout *l = listed_layout(pb, sp->module);
+    return l && l->cp > 0 ? l->cp : loom_parallel_cp(&pb->parallel);
+}
+
+/* GPUs in one pipeline rank's group of the set module m runs on: a
+ * disjoint module's own tp x cp; a colocated one's, the tp x cp of the
+ * module owning its set (following colocated_with), or of the top-level
+ * layout; an unlisted module's, its span's tp x problem cp. */
+static int64_t set_width(const loom_problem *pb, const loom_partition *pt, const loom_span *sp)
+{
+    const loom_module_layout *l = listed_layout(pb, sp->module);
+    if (!l)
+        return (int64_t)span_tp(pb, pt, sp) * loom_parallel_cp(&pb->parallel);
+    for (int32_t hops = 0; l && l->placement == LOOM_PLACEMENT_COLOCATED &&
+                           hops < pb->n_module_layouts; hops++)
+        l = l->colocated_with >= 0 ? loom_problem_module_layout(pb, l->colocated_with) : NULL;
+    if (!l || l->placement != LOOM_PLACEMENT_DISJOINT)
+        return (int64_t)(pb->parallel.tp > 0 ? pb->parallel.tp : 1) *
+               loom_parallel_cp(&pb->parallel);
+    return (int64_t)l->tp * l->cp;
+}
+
+/* GPUs of rank r's group (the next rank's first GPU minus its own). */
+static int64_t rank_width(const build *b, int32_t r)
+{
+    int64_t next = r + 1 < b->part->n_ranks ? b->gpu0[r + 1] : b->gpus;
+    return next - b->gpu0[r];
+}
+
 /* Lays the ranks' TP x CP groups out on consecutive GPUs: rank r's TP
  * degree is the largest of the spans it runs (the partition's or the
  * problem's when it runs none), times the problem's cp; fills b->gpu0 and
- * b->gpus. */
+ * b->gpus. With per-module layouts a rank's group is the largest of its
+ * spans' tp x cp (each at its module's cp) and their sets' widths. */
 static int rank_gpus(build *b, loom_error *err)
 {
     const loom_partition *pt = b->part;
@@ -184,19 +230,22 @@ static int rank_gpus(build *b, loom_error *err)
     b->gpu0 = calloc((size_t)pt->n_ranks + 1, sizeof *b->gpu0);
     if (!b->gpu0)
         return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
-    /* gpu0[r] holds rank r's degree first, then its first GPU */
+    /* gpu0[r] holds rank r's width in GPUs first, then its first GPU */
+    int32_t cp = loom_parallel_cp(&b->problem->parallel);
     for (int32_t i = 0; i < pt->n_positions; i++) {
         const loom_position *pos = &pt->positions[i];
         for (int32_t k = 0; k < pos->n_spans; k++) {
-            int32_t t = span_tp(b->problem, pt, &pt->spans[pos->span_off + k]);
-            if (t > b->gpu0[pos->rank])
-                b->gpu0[pos->rank] = t;
+            const loom_span *sp = &pt->spans[pos->span_off + k];
+            int64_t w = (int64_t)span_tp(b->problem, pt, sp) * span_cp(b->problem, sp);
+            int64_t set = set_width(b->problem, pt, sp);
+            w = set > w ? set : w;
+            if (w > b->gpu0[pos->rank])
+                b->gpu0[pos->rank] = w;
         }
     }
     b->gpus = 0;
-    int32_t cp = loom_parallel_cp(&b->problem->parallel);
     for (int32_t r = 0; r < pt->n_ranks; r++) {
-        int64_t width = (b->gpu0[r] > 0 ? b->gpu0[r] : span_tp(b->problem, pt, &none)) * cp;
+        int64_t width = b->gpu0[r] > 0 ? b->gpu0[r] : (int64_t)span_tp(b->problem, pt, &none) * cp;
         b->gpu0[r] = b->gpus;
         b->gpus += width;
     }
@@ -228,6 +277,13 @@ static double p2p_ms(build *bd, int32_t a, int32_t b, double bytes)
     int32_t gpn = c->gpus_per_node > 0 ? c->gpus_per_node : 1;
     loom_p2p_link link = {(uint32_t)sizeof link, a, b, bd->gpu0[a] / gpn == bd->gpu0[b] / gpn,
                           bd->gpu0[a], bd->gpu0[b]};
+    if (pb->module_layouts) {
+        /* resharding between groups of different widths: the narrower
+         * group's GPUs each carry total / min(width) (docs/cost-models.md,
+         * "Per-module layouts"); bytes is the sender's per-GPU share */
+        int64_t wa = rank_width(bd, a), wb = rank_width(bd, b);
+        bytes = bytes * (double)wa / (double)(wa < wb ? wa : wb);
+    }
     double ms = 0;
     bd->p2p_rc = loom_cost_p2p_ms(bd->cost_ctx, &link, bytes, &ms, bd->err);
     return bd->p2p_rc == LOOM_OK ? ms : 0;
@@ -260,8 +316,15 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
         const loom_shape_sums *sums = module_sums(b, sp->module);
         if (!sums)
             return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
-        loom_shape_from_sums(pb, &sums[mb], subs, &shape);
-        shape.tp = span_tp(pb, b->part, sp);
+        /* a listed module narrower than its rank's group runs `reps`
+         * data-parallel copies there, each on 1/reps of the microbatch */
+        int32_t tp = span_tp(pb, b->part, sp), cp = span_cp(pb, sp);
+        int64_t reps = listed_layout(pb, sp->module) ? rank_width(b, pos->rank) / ((int64_t)tp * cp)
+                                                     : 1;
+        reps = reps < 1 ? 1 : reps;
+        loom_shape_from_sums(pb, &sums[mb], subs * (int32_t)reps, &shape);
+        shape.tp = tp;
+        shape.cp = cp;
         if (shape.cp > 1 && LOOM_STRUCT_HAS(b->part, loom_partition, cp_attention_scale) &&
             b->part->cp_attention_scale && b->part->cp_attention_scale[mb] >= 1.0 &&
             b->part->cp_attention_scale[mb] <= 1e6)
@@ -288,15 +351,15 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
                     c.recompute_flops < 1e30)
                     rflops[(size_t)k * LOOM_POLICY_COUNT + p] = c.recompute_flops;
                 if (p == 0)
-                    *flops += c.flops;
+                    *flops += c.flops * (double)reps;
             }
         }
         if (s == pos->n_spans - 1) {
-            int32_t tp = shape.tp > 0 ? shape.tp : 1;
-            /* each GPU of the TP x CP group sends its 1/(tp cp) share */
+            /* each GPU of the TP x CP group sends its 1/(tp cp) share (of
+             * its copy's 1/reps of the microbatch) */
             *out_bytes = (double)shape.tokens *
-                         (double)mod->layers[sp->first_layer + sp->n_layers - 1].hidden * 2.0 / tp /
-                         loom_parallel_cp(&pb->parallel);
+                         (double)mod->layers[sp->first_layer + sp->n_layers - 1].hidden * 2.0 /
+                         (tp > 0 ? tp : 1) / cp;
         }
     }
     return LOOM_OK;
@@ -370,10 +433,18 @@ static int iteration_tail(build *b, loom_stage_graph *g, loom_error *err)
         int32_t chunks = 0;
         for (int32_t i = 0; i < pt->n_positions; i++)
             chunks += pt->positions[i].rank == r;
-        int64_t next = r + 1 < pt->n_ranks ? b->gpu0[r + 1] : b->gpus;
-        int32_t tp = (int32_t)((next - b->gpu0[r]) / cp);
-        loom_rank_state st = {(uint32_t)sizeof st, r, tp, dp, chunks,
-                              (int64_t)tp * dp <= gpn, b->rank_params[r], b->rank_trainable[r]};
+        int32_t tp = (int32_t)(rank_width(b, r) / cp), rdp = dp;
+        const loom_module_layout *own = NULL;
+        for (int32_t i = 0; i < pt->n_positions && !own; i++)
+            if (pt->positions[i].rank == r && pt->positions[i].n_spans > 0)
+                own = listed_layout(pb, pt->spans[pt->positions[i].span_off].module);
+        if (own && own->placement == LOOM_PLACEMENT_DISJOINT) {
+            /* a rank of a disjoint module syncs over that module's dp x cp */
+            tp = (int32_t)(rank_width(b, r) / own->cp);
+            rdp = own->dp * own->cp;
+        }
+        loom_rank_state st = {(uint32_t)sizeof st, r, tp, rdp, chunks,
+                              (int64_t)tp * rdp <= gpn, b->rank_params[r], b->rank_trainable[r]};
         loom_rank_tail t = {(uint32_t)sizeof t, 0, 0, 0, 0, 0};
         int rc = loom_cost_rank_tail(b->cost_ctx, &st, &t, err);
         if (rc != LOOM_OK)

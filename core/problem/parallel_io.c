@@ -101,7 +101,8 @@ int loom_parallel_parse(const char *spec, loom_parallel *inout, loom_error *err)
 
 /* Checks the model-dependent conditions: layers present, tp | heads, the
  * layer costs of one iteration bounded. */
-static int validate_model(const loom_parallel *p, const loom_model *model, loom_error *err)
+static int validate_model(const loom_parallel *p, const loom_model *model,
+                          const unsigned char *skip, loom_error *err)
 {
     int64_t layers = 0;
     for (int32_t i = 0; i < model->n_modules; i++)
@@ -118,7 +119,7 @@ static int validate_model(const loom_parallel *p, const loom_model *model, loom_
             return loom_set_error(err, LOOM_EINVAL,
                                   "model: modules[%d].layers (module \"%s\"): expected at least "
                                   "1 layer, found %d", (int)i, m->name, (int)m->n_layers);
-        for (int32_t l = 0; l < m->n_layers; l++)
+        for (int32_t l = 0; l < m->n_layers && !(skip && skip[i]); l++)
             if (m->layers[l].heads % p->tp != 0)
                 return loom_set_error(err, LOOM_EINVAL,
                                       "parallel.tp: expected a divisor of every layer's attention "
@@ -130,6 +131,12 @@ static int validate_model(const loom_parallel *p, const loom_model *model, loom_
 
 int loom_parallel_validate(const loom_parallel *p, const loom_model *model,
                            loom_error *err)
+{
+    return loom_parallel_validate_skip(p, model, NULL, err);
+}
+
+int loom_parallel_validate_skip(const loom_parallel *p, const loom_model *model,
+                                const unsigned char *skip, loom_error *err)
 {
     static const char *const names[] = {"tp", "pp", "dp", "vpp", "microbatches"};
     const int32_t v[5] = {p->tp, p->pp, p->dp, p->vpp, p->microbatches};
@@ -154,5 +161,50 @@ int loom_parallel_validate(const loom_parallel *p, const loom_model *model,
                               "parallel: expected pp*vpp*microbatches <= %d forward stages, "
                               "found %d*%d*%d = %lld", LOOM_MAX_FORWARD_STAGES, (int)p->pp,
                               (int)p->vpp, (int)p->microbatches, (long long)stages);
-    return model ? validate_model(p, model, err) : LOOM_OK;
+    return model ? validate_model(p, model, skip, err) : LOOM_OK;
+}
+
+/* 1 when spec names a JSON file (ends in ".json") rather than key=value pairs. */
+static int is_json_path(const char *spec)
+{
+    size_t n = spec ? strlen(spec) : 0;
+    return n > 5 && strcmp(spec + n - 5, ".json") == 0;
+}
+
+int loom_parallel_load(const char *spec, loom_parallel *inout, loom_layout_spec **layouts,
+                       loom_error *err)
+{
+    *layouts = NULL;
+    if (!is_json_path(spec))
+        return loom_parallel_parse(spec, inout, err);
+    cJSON *root = NULL;
+    int rc = loom_json_load(spec, &root, err);
+    if (rc)
+        return rc;
+    static const char *const keys[] = {"tp", "pp", "dp", "vpp", "microbatches", "cp", "modules",
+                                       "gpus", NULL};
+    if (!cJSON_IsObject(root))
+        rc = loom_set_error(err, LOOM_EINVAL, "%s: expected a parallel object, found %s", spec,
+                            loom_json_type_name(root));
+    if (!rc)
+        rc = loom_json_check_keys(spec, root, "", keys, err);
+    int64_t v[6] = {inout->tp, inout->pp, inout->dp, inout->vpp, inout->microbatches,
+                    loom_parallel_cp(inout)};
+    for (int i = 0; !rc && i < 6; i++)
+        rc = loom_json_get_int(spec, root, "", keys[i], 0, 1, LOOM_MAX_PARALLEL_DEGREE, &v[i],
+                               err);
+    loom_layout_spec *ls = NULL;
+    if (!rc)
+        rc = loom_layout_spec_parse(spec, root, "", &ls, err);
+    cJSON_Delete(root);
+    if (rc)
+        return rc;
+    inout->tp = (int32_t)v[0];
+    inout->pp = (int32_t)v[1];
+    inout->dp = (int32_t)v[2];
+    inout->vpp = (int32_t)v[3];
+    inout->microbatches = (int32_t)v[4];
+    inout->cp = (int32_t)v[5];
+    *layouts = ls;
+    return LOOM_OK;
 }
