@@ -1,6 +1,7 @@
 /* layout_io.c - per-module parallel layouts: reading parallel.modules (of
- * model.json, or of a parallel JSON file), and resolving them against the
- * model into one loom_module_layout per module with its GPU set. */
+ * model.json, or of a parallel JSON file given to --parallel), and
+ * resolving them against the model into one loom_module_layout per module
+ * with its GPU set. */
 #include <stdlib.h>
 #include <string.h>
 #include "problem_io_priv.h"
@@ -348,4 +349,49 @@ int loom_module_layouts_resolve(const loom_layout_spec *s, const loom_parallel *
 int32_t loom_layout_spec_count(const loom_layout_spec *s)
 {
     return s ? s->n : 0;
+}
+
+/* 1 when spec names a JSON file (ends in ".json") rather than key=value pairs. */
+static int is_json_path(const char *spec)
+{
+    size_t n = spec ? strlen(spec) : 0;
+    return n > 5 && strcmp(spec + n - 5, ".json") == 0;
+}
+
+int loom_parallel_load(const char *spec, loom_parallel *inout, loom_layout_spec **layouts,
+                       loom_error *err)
+{
+    *layouts = NULL;
+    if (!is_json_path(spec))
+        return loom_parallel_parse(spec, inout, err);
+    cJSON *root = NULL;
+    int rc = loom_json_load(spec, &root, err);
+    if (rc)
+        return rc;
+    static const char *const keys[] = {"tp", "pp", "dp", "vpp", "microbatches", "cp", "modules",
+                                       "gpus", NULL};
+    if (!cJSON_IsObject(root))
+        rc = loom_set_error(err, LOOM_EINVAL, "%s: expected a parallel object, found %s", spec,
+                            loom_json_type_name(root));
+    if (!rc)
+        rc = loom_json_check_keys(spec, root, "", keys, err);
+    int64_t v[6] = {inout->tp, inout->pp, inout->dp, inout->vpp, inout->microbatches,
+                    loom_parallel_cp(inout)};
+    for (int i = 0; !rc && i < 6; i++)
+        rc = loom_json_get_int(spec, root, "", keys[i], 0, 1, LOOM_MAX_PARALLEL_DEGREE, &v[i],
+                               err);
+    loom_layout_spec *ls = NULL;
+    if (!rc)
+        rc = loom_layout_spec_parse(spec, root, "", &ls, err);
+    cJSON_Delete(root);
+    if (rc)
+        return rc;
+    inout->tp = (int32_t)v[0];
+    inout->pp = (int32_t)v[1];
+    inout->dp = (int32_t)v[2];
+    inout->vpp = (int32_t)v[3];
+    inout->microbatches = (int32_t)v[4];
+    inout->cp = (int32_t)v[5];
+    *layouts = ls;
+    return LOOM_OK;
 }
