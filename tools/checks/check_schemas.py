@@ -130,7 +130,7 @@ def example_schema(rel):
     folder, base = parts[1], parts[-1]
     table = {"models": "model", "clusters": "cluster", "stage-times": "stage-times",
              "manifests": "planner-manifest", "replan": "replan-job",
-             "calibration": "calibration-iterations"}
+             "calibration": "calibration-iterations", "parallel": "parallel"}
     if folder == "models" and len(parts) > 3 and parts[2] == "hf":
         return "hf-config"
     if folder in table and base.endswith(".json"):
