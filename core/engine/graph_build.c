@@ -163,10 +163,31 @@ static int check_partition(const loom_problem *pb, const loom_partition *pt,
     return rc;
 }
 
-/* The layout of module m when the parallel config lists it, else NULL. */
-static const loom_module_layout *listed_layout(const loom_problem *pb, int32_t m)
+/* Module m's layout: the partition's when its partitioner chose layouts,
+ * else the problem's; NULL for a single-layout problem. */
+static const loom_module_layout *layout_of(const loom_problem *pb, const loom_partition *pt,
+                                           int32_t m)
 {
-    const loom_module_layout *l = loom_problem_module_layout(pb, m);
+    if (LOOM_STRUCT_HAS(pt, loom_partition, layouts) && pt->layouts && pt->n_layouts > 0) {
+        if (m < 0 || m >= pt->n_layouts || pt->layouts[m].struct_size < LOOM_MODULE_LAYOUT_SIZE_V1)
+            return NULL;
+        return &pt->layouts[m];
+    }
+    return loom_problem_module_layout(pb, m);
+}
+
+/* 1 when the partition or the problem carries per-module layouts. */
+static int has_layouts(const loom_problem *pb, const loom_partition *pt)
+{
+    return layout_of(pb, pt, 0) != NULL;
+}
+
+/* The layout of module m when it is listed (by the parallel config or
+ * the partitioner), else NULL. */
+static const loom_module_layout *listed_layout(const loom_problem *pb, const loom_partition *pt,
+                                               int32_t m)
+{
+    const loom_module_layout *l = layout_of(pb, pt, m);
     return l && l->listed ? l : NULL;
 }
 
@@ -177,7 +198,7 @@ static int32_t span_tp(const loom_problem *pb, const loom_partition *pt, const l
 {
     if (sp->tp > 0)
         return sp->tp;
-    const loom_module_layout *l = listed_layout(pb, sp->module);
+    const loom_module_layout *l = listed_layout(pb, pt, sp->module);
     if (l && l->tp > 0)
         return l->tp;
     if (pt->tp > 0)
@@ -187,9 +208,9 @@ static int32_t span_tp(const loom_problem *pb, const loom_partition *pt, const l
 
 /* CP degree of a span: its module's layout's when listed, else the
  * problem's. */
-static int32_t span_cp(const loom_problem *pb, const loom_span *sp)
+static int32_t span_cp(const loom_problem *pb, const loom_partition *pt, const loom_span *sp)
 {
-    const loom_module_layout *l = listed_layout(pb, sp->module);
+    const loom_module_layout *l = listed_layout(pb, pt, sp->module);
     return l && l->cp > 0 ? l->cp : loom_parallel_cp(&pb->parallel);
 }
 
@@ -199,16 +220,81 @@ static int32_t span_cp(const loom_problem *pb, const loom_span *sp)
  * layout; an unlisted module's, its span's tp x problem cp. */
 static int64_t set_width(const loom_problem *pb, const loom_partition *pt, const loom_span *sp)
 {
-    const loom_module_layout *l = listed_layout(pb, sp->module);
+    const loom_module_layout *l = listed_layout(pb, pt, sp->module);
     if (!l)
         return (int64_t)span_tp(pb, pt, sp) * loom_parallel_cp(&pb->parallel);
     for (int32_t hops = 0; l && l->placement == LOOM_PLACEMENT_COLOCATED &&
-                           hops < pb->n_module_layouts; hops++)
-        l = l->colocated_with >= 0 ? loom_problem_module_layout(pb, l->colocated_with) : NULL;
-    if (!l || l->placement != LOOM_PLACEMENT_DISJOINT)
-        return (int64_t)(pb->parallel.tp > 0 ? pb->parallel.tp : 1) *
-               loom_parallel_cp(&pb->parallel);
-    return (int64_t)l->tp * l->cp;
+                           hops < 64; hops++) /* 64: more modules than a model has */
+        l = l->colocated_with >= 0 ? layout_of(pb, pt, l->colocated_with) : NULL;
+    if (l && l->placement == LOOM_PLACEMENT_DISJOINT)
+        return (int64_t)l->tp * l->cp;
+    /* the top-level set: the widest group of the modules it runs as the
+     * top-level layout (a search may have chosen another TP than the
+     * problem's), else the problem's */
+    int64_t w = 0;
+    for (int32_t m = 0; m < pb->model->n_modules; m++) {
+        const loom_module_layout *t = layout_of(pb, pt, m);
+        if (t && t->placement == LOOM_PLACEMENT_TOP && (int64_t)t->tp * t->cp > w)
+            w = (int64_t)t->tp * t->cp;
+    }
+    return w > 0 ? w
+                 : (int64_t)(pb->parallel.tp > 0 ? pb->parallel.tp : 1) *
+                       loom_parallel_cp(&pb->parallel);
+}
+
+/* The disjoint module owning module m's GPUs (following colocated_with),
+ * or -1 for the top-level GPUs. */
+static int32_t owner_set(const loom_problem *pb, const loom_partition *pt, int32_t m)
+{
+    for (int32_t hops = 0; hops < 64; hops++) { /* 64: more modules than a model has */
+        const loom_module_layout *l = layout_of(pb, pt, m);
+        if (!l || (l->placement == LOOM_PLACEMENT_COLOCATED && l->colocated_with < 0) ||
+            l->placement == LOOM_PLACEMENT_TOP)
+            return -1;
+        if (l->placement == LOOM_PLACEMENT_DISJOINT)
+            return m;
+        m = l->colocated_with;
+    }
+    return -1;
+}
+
+/* With per-module layouts, every rank runs modules of one GPU set only: a
+ * disjoint module never shares a rank with a module of another set (the
+ * error names both, so a layout-unaware partitioner is caught). */
+static int check_sets(const loom_problem *pb, const loom_partition *pt, loom_error *err)
+{
+    if (!has_layouts(pb, pt))
+        return LOOM_OK;
+    int32_t *first = malloc((size_t)pt->n_ranks * sizeof *first);
+    if (!first)
+        return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
+    for (int32_t r = 0; r < pt->n_ranks; r++)
+        first[r] = -1; /* a module of the rank, once seen */
+    int rc = LOOM_OK;
+    for (int32_t i = 0; i < pt->n_positions && rc == LOOM_OK; i++) {
+        const loom_position *pos = &pt->positions[i];
+        for (int32_t k = 0; k < pos->n_spans && rc == LOOM_OK; k++) {
+            int32_t m = pt->spans[pos->span_off + k].module;
+            if (first[pos->rank] < 0)
+                first[pos->rank] = m;
+            else if (owner_set(pb, pt, m) != owner_set(pb, pt, first[pos->rank])) {
+                int32_t a = first[pos->rank];
+                int32_t sa = owner_set(pb, pt, a), sm = owner_set(pb, pt, m);
+                rc = loom_set_error(
+                    err, LOOM_EINVAL,
+                    "partition: rank %d runs modules \"%s\" (GPU set of %s) and \"%s\" (GPU "
+                    "set of %s): expected the modules of one GPU set per rank under per-module "
+                    "layouts (plan them with a layout-aware partitioner: module-layout, "
+                    "hetero-search)",
+                    (int)pos->rank, pb->model->modules[a].name,
+                    sa < 0 ? "the top-level layout" : pb->model->modules[sa].name,
+                    pb->model->modules[m].name,
+                    sm < 0 ? "the top-level layout" : pb->model->modules[sm].name);
+            }
+        }
+    }
+    free(first);
+    return rc;
 }
 
 /* GPUs of rank r's group (the next rank's first GPU minus its own). */
@@ -236,7 +322,7 @@ static int rank_gpus(build *b, loom_error *err)
         const loom_position *pos = &pt->positions[i];
         for (int32_t k = 0; k < pos->n_spans; k++) {
             const loom_span *sp = &pt->spans[pos->span_off + k];
-            int64_t w = (int64_t)span_tp(b->problem, pt, sp) * span_cp(b->problem, sp);
+            int64_t w = (int64_t)span_tp(b->problem, pt, sp) * span_cp(b->problem, pt, sp);
             int64_t set = set_width(b->problem, pt, sp);
             w = set > w ? set : w;
             if (w > b->gpu0[pos->rank])
@@ -277,7 +363,7 @@ static double p2p_ms(build *bd, int32_t a, int32_t b, double bytes)
     int32_t gpn = c->gpus_per_node > 0 ? c->gpus_per_node : 1;
     loom_p2p_link link = {(uint32_t)sizeof link, a, b, bd->gpu0[a] / gpn == bd->gpu0[b] / gpn,
                           bd->gpu0[a], bd->gpu0[b]};
-    if (pb->module_layouts) {
+    if (has_layouts(pb, bd->part)) {
         /* resharding between groups of different widths: the narrower
          * group's GPUs each carry total / min(width) (docs/cost-models.md,
          * "Per-module layouts"); bytes is the sender's per-GPU share */
@@ -318,8 +404,8 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
             return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
         /* a listed module narrower than its rank's group runs `reps`
          * data-parallel copies there, each on 1/reps of the microbatch */
-        int32_t tp = span_tp(pb, b->part, sp), cp = span_cp(pb, sp);
-        int64_t reps = listed_layout(pb, sp->module) ? rank_width(b, pos->rank) / ((int64_t)tp * cp)
+        int32_t tp = span_tp(pb, b->part, sp), cp = span_cp(pb, b->part, sp);
+        int64_t reps = listed_layout(pb, b->part, sp->module) ? rank_width(b, pos->rank) / ((int64_t)tp * cp)
                                                      : 1;
         reps = reps < 1 ? 1 : reps;
         loom_shape_from_sums(pb, &sums[mb], subs * (int32_t)reps, &shape);
@@ -437,7 +523,7 @@ static int iteration_tail(build *b, loom_stage_graph *g, loom_error *err)
         const loom_module_layout *own = NULL;
         for (int32_t i = 0; i < pt->n_positions && !own; i++)
             if (pt->positions[i].rank == r && pt->positions[i].n_spans > 0)
-                own = listed_layout(pb, pt->spans[pt->positions[i].span_off].module);
+                own = listed_layout(pb, pt, pt->spans[pt->positions[i].span_off].module);
         if (own && own->placement == LOOM_PLACEMENT_DISJOINT) {
             /* a rank of a disjoint module syncs over that module's dp x cp */
             tp = (int32_t)(rank_width(b, r) / own->cp);
@@ -618,6 +704,8 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
     if (problem->kind != LOOM_PROBLEM_MODEL || !problem->model)
         return loom_set_error(err, LOOM_EINVAL, "graph builder: needs a model problem");
     int rc = check_partition(problem, part, err);
+    if (rc == LOOM_OK)
+        rc = check_sets(problem, part, err);
     if (rc != LOOM_OK)
         return rc;
     build b = {0};
