@@ -214,6 +214,50 @@ START_TEST(search_plans_within_budget)
 }
 END_TEST
 
+/* optimus-planner's plans carry the encoder's own layout on the
+ * backbone's GPUs; disttrain-alloc's the encoder and generator apart. */
+START_TEST(optimus_and_disttrain_emit_layouts)
+{
+    static const char *const manifests[2] = {"examples/manifests/optimus.json",
+                                             "examples/manifests/disttrain.json"};
+    static const char *const models[2] = {"vlm-s", "examples/models/disttrain-mllm-15b.json"};
+    for (int k = 0; k < 2; k++) {
+        loom_session_args a;
+        loom_session_args_init(&a);
+        a.manifest = loom_test_src(manifests[k]);
+        a.model = k ? loom_test_src(models[k]) : models[k];
+        a.iterations = 1;
+        loom_error err = {0, ""};
+        loom_session s;
+        ck_assert_msg(loom_session_open(&s, &a, &err) == LOOM_OK, "%s", err.message);
+        loom_plan plan;
+        ck_assert_msg(loom_session_plan(&s, 0, &plan, &err) == LOOM_OK, "%s", err.message);
+        const loom_partition *p = plan.partition;
+        const loom_model *model = s.problem.model;
+        const loom_parallel *pa = &s.problem.parallel;
+        ck_assert_int_eq(p->n_layouts, model->n_modules);
+        int64_t top = (int64_t)pa->tp * pa->pp * pa->dp;
+        for (int32_t m = 0; m < model->n_modules; m++) {
+            const loom_module_layout *l = &p->layouts[m];
+            int64_t own = (int64_t)l->tp * l->cp * l->pp * l->dp;
+            if (model->modules[m].kind == LOOM_MODULE_BACKBONE) {
+                ck_assert_int_eq(l->placement, LOOM_PLACEMENT_TOP);
+            } else if (k == 0) { /* Optimus: the encoder on the backbone's GPUs */
+                ck_assert_int_eq(l->placement, LOOM_PLACEMENT_COLOCATED);
+                ck_assert_int_eq(l->listed, 1);
+                ck_assert_int_eq(own, top);
+            } else { /* DistTrain: its own GPUs after the backbone's */
+                ck_assert_int_eq(l->placement, LOOM_PLACEMENT_DISJOINT);
+                ck_assert_int_eq(own, l->gpus);
+                ck_assert_int_ge(l->first_gpu, p->layouts[1].gpus);
+            }
+        }
+        loom_plan_clear(&plan);
+        loom_session_close(&s);
+    }
+}
+END_TEST
+
 START_TEST(given_needs_layouts)
 {
     loom_session_args a;
@@ -262,6 +306,7 @@ int main(void)
     tcase_add_test(tc, enumeration_invariants);
     tcase_add_test(tc, disaggregated_steady_state_is_the_slower_module);
     tcase_add_test(tc, search_plans_within_budget);
+    tcase_add_test(tc, optimus_and_disttrain_emit_layouts);
     tcase_add_test(tc, given_needs_layouts);
     tcase_add_test(tc, mixed_sets_refused);
     suite_add_tcase(s, tc);
