@@ -10,7 +10,9 @@
  * (single_layout: every module on the top-level layout, the baseline);
  * every layout within the budget whose estimated static memory fits the
  * cap is ranked by the closed-form estimate of hs_estimate.c, and the
- * `candidates` best become partitions for the ranker to simulate.
+ * `candidates` best become partitions for the ranker to simulate, with
+ * the single-layout search's `candidates` best after them (the estimate
+ * only ranks; the simulation chooses).
  * docs/cost-models.md, "Per-module layouts".
  */
 #include <stdio.h>
@@ -129,6 +131,18 @@ static int hs_search(hs_self *h, const loom_problem *pb, const loom_iteration *i
     host->log(h->ctx, LOOM_LOG_INFO, "%lld layouts within %d GPUs, %lld fit the memory cap",
               (long long)stats.enumerated, cfg.gpus, (long long)stats.feasible);
     for (int32_t k = 0; k < n_best && rc == LOOM_OK; k++)
+        rc = hs_emit(h, pb, best[k].layouts, it, set, best[k].estimate_ms, err);
+    if (rc != LOOM_OK || single)
+        return rc;
+    /* the single-layout search's candidates too, so the simulated choice
+     * is never worse than that search's (the estimate only ranks) */
+    int32_t n_one = 0;
+    cfg.single_layout = 1;
+    loom_hs_stats one_stats;
+    if (loom_hs_search(host, h->ctx, pb, it, &cfg, (int32_t)cands, best, &n_one, &one_stats,
+                       err) != LOOM_OK)
+        return LOOM_OK; /* no single layout fits: the per-module ones stand */
+    for (int32_t k = 0; k < n_one && rc == LOOM_OK; k++)
         rc = hs_emit(h, pb, best[k].layouts, it, set, best[k].estimate_ms, err);
     return rc;
 }
