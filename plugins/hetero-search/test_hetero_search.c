@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <loom/sys/problem.h>
 #include <loom/sys/session.h>
 #include "testutil.h"
 #include "hs_estimate.h"
@@ -74,6 +75,66 @@ START_TEST(estimate_closed_forms)
     /* a TP outside the costed ones has no estimate */
     l[0].tp = 16;
     ck_assert(loom_hs_estimate(&c, l, NULL) < 0);
+}
+END_TEST
+
+/* DistTrain Eq. 1 + Eq. 5 (digest §2.2): an encoder of one stage on its
+ * own GPU feeding a 3-stage LLM, stage time t = forward + backward. */
+static double dt_eq(double t_enc, double t_llm, int32_t mbs)
+{
+    loom_hs_costs c;
+    memset(&c, 0, sizeof c);
+    c.n_modules = 2;
+    c.microbatches = mbs;
+    c.cp = 1;
+    c.layers[0] = 1;
+    c.layers[1] = 3;
+    c.backbone[1] = 1;
+    c.c_ms[0][0][0] = t_enc;
+    c.c_ms[1][0][0] = 3 * t_llm;
+    loom_module_layout l[2] = {lay(1, 1, 1, LOOM_PLACEMENT_DISJOINT, -1),
+                               lay(1, 3, 1, LOOM_PLACEMENT_TOP, -1)};
+    return loom_hs_estimate(&c, l, NULL);
+}
+
+START_TEST(disttrain_worked_examples)
+{
+    /* equal stages (tf 1, tb 2): (p + l - 1) t, p 4: l 6 -> 27, l 8 -> 33 */
+    ck_assert_double_eq_tol(dt_eq(3, 3, 6), 27.0, 1e-12);
+    ck_assert_double_eq_tol(dt_eq(3, 3, 8), 33.0, 1e-12);
+    /* downstream bottleneck (encoder tf 0.5), l 8: 31.5 */
+    ck_assert_double_eq_tol(dt_eq(1.5, 3, 8), 31.5, 1e-12);
+    /* encoder bottleneck tf 2, l 8: the formula's 57 (the digest's
+     * simulator finds 51: Eq. 1 + 5 overestimates a first-stage
+     * bottleneck); tf 3, l 12: 117 */
+    ck_assert_double_eq_tol(dt_eq(6, 3, 8), 57.0, 1e-12);
+    ck_assert_double_eq_tol(dt_eq(9, 3, 12), 117.0, 1e-12);
+    /* Fig. 9's topology as per-module layouts: encoder DP 2 TP 2, LLM
+     * DP 3 TP 4 (12 GPUs per PP stage, here 2 stages), generator DP 1
+     * TP 4, each unit on its own GPUs */
+    loom_parallel p = {4, 2, 3, 1, 8, 0};
+    loom_layout_spec *spec = NULL;
+    loom_error err = {0, ""};
+    const char *file = loom_test_tmpfile(".json",
+        "{\"tp\": 4, \"pp\": 2, \"dp\": 3, \"microbatches\": 8, \"gpus\": 32, \"modules\": {"
+        "\"vit\": {\"tp\": 2, \"pp\": 1, \"dp\": 2, \"placement\": \"disjoint\"},"
+        "\"sd\": {\"tp\": 4, \"pp\": 1, \"dp\": 1, \"placement\": \"disjoint\"}}}");
+    ck_assert_msg(loom_parallel_load(file, &p, &spec, &err) == LOOM_OK, "%s", err.message);
+    loom_model_data *md = NULL;
+    ck_assert_int_eq(loom_model_load(loom_test_src("examples/models/disttrain-mllm-9b.json"), &md,
+                                     &err), LOOM_OK);
+    loom_module_layout *l = NULL;
+    int32_t gpus = 0;
+    ck_assert_msg(loom_module_layouts_resolve(spec, &p, loom_model_data_model(md), &l, &gpus,
+                                              &err) == LOOM_OK, "%s", err.message);
+    ck_assert_int_eq(gpus, 32); /* 24 + 4 + 4 */
+    ck_assert_int_eq(l[0].first_gpu, 24);
+    ck_assert_int_eq(l[0].gpus, 4);
+    ck_assert_int_eq(l[2].first_gpu, 28);
+    ck_assert_int_eq(l[2].gpus, 4);
+    free(l);
+    loom_layout_spec_free(spec);
+    loom_model_data_free(md);
 }
 END_TEST
 
@@ -303,6 +364,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, estimate_closed_forms);
+    tcase_add_test(tc, disttrain_worked_examples);
     tcase_add_test(tc, enumeration_invariants);
     tcase_add_test(tc, disaggregated_steady_state_is_the_slower_module);
     tcase_add_test(tc, search_plans_within_budget);
