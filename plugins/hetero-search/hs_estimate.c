@@ -167,7 +167,10 @@ static void hs_walk_from(hs_walk *w, int32_t m, int32_t used)
         for (int32_t pp = 1; pp <= c->layers[m]; pp *= 2)
             for (int32_t dp = 1; dp <= batch; dp++) {
                 int64_t g = (int64_t)tp * cp * pp * dp;
-                if (batch % dp || used + g > w->cfg->gpus)
+                /* a whole share of groups per top-level replica: pp * dp a
+                 * multiple of the top-level dp (else the rounded positions
+                 * misstate the module's throughput) */
+                if (batch % dp || ((int64_t)pp * dp) % w->dp || used + g > w->cfg->gpus)
                     continue;
                 *l = (loom_module_layout){(uint32_t)sizeof *l, tp, cp, pp, dp,
                                           LOOM_PLACEMENT_DISJOINT, -1, used, (int32_t)g, 1};

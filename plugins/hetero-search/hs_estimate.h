@@ -73,6 +73,8 @@ double loom_hs_estimate(const loom_hs_costs *c, const loom_module_layout *layout
                         double *static_bytes);
 
 /* Enumerates the layout space of `c` (top-level dp `dp`) within cfg and
+ * (disjoint options: pp * dp a multiple of the top-level dp, so every
+ * top-level replica has a whole share of the module's GPU groups)
  * keeps the k best by estimate (ties: fewer GPUs, then enumeration order)
  * in best[0..*n_best-1]. LOOM_EINFEASIBLE when none fits. */
 int loom_hs_enumerate(const loom_hs_costs *c, int32_t dp, const loom_hs_config *cfg, int32_t k,

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-MODELS = ["vlm-s", "vlm-m", "vlm-l", "disttrain-mllm-9b", "disttrain-mllm-15b",
+MODELS = ["vlm-s", "vlm-m", "vlm-l", "vlm-xl", "disttrain-mllm-9b", "disttrain-mllm-15b",
           "disttrain-mllm-72b"]
 
 
