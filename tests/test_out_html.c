@@ -184,7 +184,8 @@ START_TEST(page_is_self_contained)
     has(html, "Loom plan: 1f1b P=4 M=8");
     has(html, "<span class=\"k\">makespan</span><span class=\"v\">33.000 ms</span>");
     has(html, "<span class=\"v\">27.27 %</span>");
-    has(html, "<span class=\"k\">MFU</span><span class=\"v\">n/a</span>");
+    has(html, "<span class=\"k\">MFU (model FLOPs)</span><span class=\"v\">n/a</span>");
+    has(html, "<span class=\"k\">HFU (with recomputation)</span><span class=\"v\">n/a</span>");
     has(html, "12.5 ms (42 evaluations)");
     has(html, "<span class=\"k\">memory cap</span><span class=\"v\">none</span>");
     has(html, "<span class=\"k\">problem</span><span class=\"v\">stage times</span>");

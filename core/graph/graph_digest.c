@@ -35,5 +35,12 @@ uint64_t loom_graph_digest(const loom_stage_graph *g)
     h = mix(h, g->layer_options, opts * sizeof *g->layer_options);
     h = mix(h, g->layer_policy, (size_t)g->n_layer_entries * sizeof *g->layer_policy);
     h = mix(h, &g->memory_cap_bytes, sizeof g->memory_cap_bytes);
+    if (g->tail_grad_sync_ms) { /* the iteration tail, when the graph has one */
+        h = mix(h, g->tail_grad_sync_ms, r * sizeof *g->tail_grad_sync_ms);
+        h = mix(h, g->tail_grad_bucket_ms, r * sizeof *g->tail_grad_bucket_ms);
+        h = mix(h, g->tail_overlap, r * sizeof *g->tail_overlap);
+        h = mix(h, g->tail_param_gather_ms, r * sizeof *g->tail_param_gather_ms);
+        h = mix(h, g->tail_optimizer_ms, r * sizeof *g->tail_optimizer_ms);
+    }
     return h;
 }

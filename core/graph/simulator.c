@@ -264,10 +264,18 @@ static int tail(loom_sim_scratch *s, const loom_stage_graph *g, loom_error *err)
         s->sync_end_ms[r] = s->free_ms[r];
     if (!g->tail_grad_sync_ms)
         return LOOM_OK;
+    int overlapped = 0; /* only an overlapped sync needs the stages' times */
+    for (int32_t r = 0; r < P; r++) {
+        if (g->tail_grad_sync_ms[r] > 0 && !g->tail_overlap[r])
+            s->sync_end_ms[r] = s->free_ms[r] + g->tail_grad_sync_ms[r];
+        overlapped |= g->tail_grad_sync_ms[r] > 0 && g->tail_overlap[r];
+    }
+    if (!overlapped)
+        return LOOM_OK;
     for (int32_t st = 0; st < g->n_stages; st++)
         if (g->chunk[st] >= C)
             C = g->chunk[st] + 1;
-    if (C > 1000000 || reserve_chunks(s, (int64_t)P * C) != LOOM_OK)
+    if ((int64_t)P * C > 0x7fffffff || reserve_chunks(s, (int64_t)P * C) != LOOM_OK)
         return loom_set_error(err, LOOM_ENOMEM, "simulator: out of memory");
     for (int64_t i = 0; i < (int64_t)P * C; i++)
         s->chunk_start[i] = s->chunk_end[i] = -1;
@@ -283,12 +291,8 @@ static int tail(loom_sim_scratch *s, const loom_stage_graph *g, loom_error *err)
     }
     for (int32_t r = 0; r < P; r++) {
         double sync = g->tail_grad_sync_ms[r];
-        if (!(sync > 0))
-            continue;
-        if (!g->tail_overlap[r]) {
-            s->sync_end_ms[r] = s->free_ms[r] + sync;
-            continue;
-        }
+        if (!(sync > 0) || !g->tail_overlap[r])
+            continue; /* set above */
         double *cs = &s->chunk_start[(int64_t)r * C], *ce = &s->chunk_end[(int64_t)r * C];
         int32_t used = 0;
         for (int32_t c = 0; c < C; c++)

@@ -41,6 +41,8 @@ static int check_numbers(const loom_plan *plan, double cap, loom_error *err)
         return not_finite(err, "the bubble ratio", -1, m->bubble_ratio);
     if (!isfinite(m->mfu))
         return not_finite(err, "the MFU", -1, m->mfu);
+    if (!isfinite(m->hfu))
+        return not_finite(err, "the HFU", -1, m->hfu);
     if (!isfinite(plan->plan_time_ms))
         return not_finite(err, "the plan time", -1, plan->plan_time_ms);
     if (!isfinite(cap))
@@ -188,9 +190,15 @@ static void summary_kv(FILE *out, const loom_plan *plan, double cap, mem_unit mu
     kv(out, "bubble");
     fprintf(out, "%.2f %%", m->bubble_ratio * 100);
     kv_end(out);
-    kv(out, "MFU");
+    kv(out, "MFU (model FLOPs)");
     if (m->mfu >= 0)
         fprintf(out, "%.2f %%", m->mfu * 100);
+    else
+        fputs("n/a", out);
+    kv_end(out);
+    kv(out, "HFU (with recomputation)");
+    if (m->hfu >= 0)
+        fprintf(out, "%.2f %%", m->hfu * 100);
     else
         fputs("n/a", out);
     kv_end(out);

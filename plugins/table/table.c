@@ -226,8 +226,9 @@ static int tb_estimate(void *self, const loom_problem *problem,
     if (!m->frozen) {
         int32_t dp = problem->parallel.dp;
         double shards = (s->distributed_optimizer && dp > 1) ? dp : 1.0;
-        /* 2-byte params: grads as big, 12 optimizer bytes = 6x */
-        out->state_bytes = tb_bytes(pt.param_bytes +
+        /* 2-byte params: fp32 grads twice as big (the host's default
+         * iteration tail reduces them in fp32 too), 12 optimizer bytes = 6x */
+        out->state_bytes = tb_bytes(2.0 * pt.param_bytes +
                                     6.0 * pt.param_bytes / shards);
     }
     if (shape->tokens == 0)

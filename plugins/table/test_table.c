@@ -291,8 +291,8 @@ START_TEST(frozen_aware_and_states)
     loom_layer_cost c = est(&in, &fx, 1, 0, shape(1000, 1), LOOM_POLICY_NONE);
     ck_assert_double_eq(c.input_grad_ms, 3);
     ck_assert_double_eq(c.weight_grad_ms, 1);
-    /* 500 param bytes: 500 of grads + 6 x 500 of optimizer / dp 4 */
-    ck_assert_int_eq(c.state_bytes, 500 + 750);
+    /* 500 param bytes: 1000 of fp32 grads + 6 x 500 of optimizer / dp 4 */
+    ck_assert_int_eq(c.state_bytes, 1000 + 750);
     /* nothing trainable upstream */
     c = est(&in, &fx, 1, 0, shape(1000, 0), LOOM_POLICY_NONE);
     ck_assert_double_eq(c.input_grad_ms, 0);
@@ -318,7 +318,7 @@ START_TEST(frozen_aware_and_states)
                                   "distributed_optimizer", "false", NULL};
     ck_assert_int_eq(inst_new(&in, params, &err), LOOM_OK);
     c = est(&in, &fx, 1, 0, shape(1000, 1), LOOM_POLICY_NONE);
-    ck_assert_int_eq(c.state_bytes, 500 * 7);
+    ck_assert_int_eq(c.state_bytes, 500 * 8);
     inst_free(&in);
 }
 END_TEST
