@@ -297,6 +297,61 @@ START_TEST(encoder_tp_changes_its_time)
 }
 END_TEST
 
+/* The boundary between a disjoint TP-4 encoder (one rank of 4 GPUs) and a
+ * TP-1 backbone: the activation (and its gradient) of T bytes is
+ * resharded over min(4, 1) GPU pairs, so each edge is charged T bytes,
+ * not the sender's T / 4 share. */
+START_TEST(boundary_resharding)
+{
+    char work[2048];
+    size_t k = (size_t)snprintf(work, sizeof work, "{\"iteration\": 0, \"samples\": [");
+    for (int i = 0; i < 4; i++)
+        k += (size_t)snprintf(work + k, sizeof work - k,
+                              "%s{\"text_tokens\": 100, \"images\": 4, \"microbatch\": %d}",
+                              i ? ", " : "", i);
+    snprintf(work + k, sizeof work - k, "]}\n");
+    loom_session_args a;
+    loom_session_args_init(&a);
+    a.manifest = loom_test_src("examples/manifests/hetero.json");
+    a.model = "vlm-s";
+    a.parallel = loom_test_tmpfile(".json",
+        "{\"tp\": 1, \"pp\": 4, \"dp\": 1, \"microbatches\": 4, \"modules\": {\"vit\": "
+        "{\"tp\": 4, \"pp\": 1, \"dp\": 1, \"placement\": \"disjoint\"}}}");
+    a.workload = loom_test_tmpfile(".jsonl", work);
+    loom_error err = {0, ""};
+    ck_assert_int_eq(loom_session_args_set(&a, "param", "partitioner.mode=given", &err), LOOM_OK);
+    loom_session s;
+    ck_assert_msg(loom_session_open(&s, &a, &err) == LOOM_OK, "%s", err.message);
+    loom_plan plan;
+    ck_assert_msg(loom_session_plan(&s, 0, &plan, &err) == LOOM_OK, "%s", err.message);
+    const loom_stage_graph *g = plan.graph;
+    ck_assert_int_eq(g->n_ranks, 5); /* llm on ranks 0-3, vit on rank 4 */
+    double T = 4.0 * 169 * 1792 * 2; /* 4 images of 169 tokens, hidden 1792, bf16 */
+    loom_p2p_link link = {(uint32_t)sizeof link, 4, 0, 1, 4, 0}; /* GPUs 4-7 -> GPU 0 */
+    double want = loom_p2p_link_ms(s.problem.cluster, &link, T);
+    int forward = 0, backward = 0;
+    for (int32_t v = 0; v < g->n_stages; v++) {
+        if (g->microbatch[v] != 0)
+            continue;
+        for (int32_t e = g->pred_off[v]; e < g->pred_off[v + 1]; e++) {
+            int32_t q = g->pred[e];
+            if (g->kind[v] == LOOM_STAGE_F && g->rank[v] == 0 && g->rank[q] == 4) {
+                ck_assert_double_eq_tol(g->pred_p2p_ms[e], want, 1e-12);
+                forward++;
+            }
+            if (g->kind[v] != LOOM_STAGE_F && g->rank[v] == 4 && g->rank[q] == 0) {
+                ck_assert_double_eq_tol(g->pred_p2p_ms[e], want, 1e-12);
+                backward++;
+            }
+        }
+    }
+    ck_assert_int_eq(forward, 1);
+    ck_assert_int_eq(backward, 1);
+    loom_plan_clear(&plan);
+    loom_session_close(&s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("module_layouts");
@@ -307,6 +362,7 @@ int main(void)
     tcase_add_test(tc, parallel_file_and_pairs);
     tcase_add_test(tc, accessor_checks_sizes);
     tcase_add_test(tc, encoder_tp_changes_its_time);
+    tcase_add_test(tc, boundary_resharding);
     suite_add_tcase(s, tc);
     return loom_test_main(s);
 }

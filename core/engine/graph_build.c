@@ -351,10 +351,11 @@ static int add_bytes(int64_t *total, int64_t add, int32_t rank, loom_error *err)
 }
 
 /* P2P time of `bytes` from pipeline rank a to rank b (each a TP group laid
- * out on consecutive GPUs; the same node when their first GPUs share one),
+ * out on consecutive GPUs; the same node when their first GPUs share one;
+ * `owner`, a or b, is the rank whose per-GPU share of the tensor bytes is),
  * from the cost model (loom_cost_p2p_ms). A failure is kept in bd->p2p_rc
  * (the first one's message in bd->err) and costs 0. */
-static double p2p_ms(build *bd, int32_t a, int32_t b, double bytes)
+static double p2p_ms(build *bd, int32_t a, int32_t b, double bytes, int32_t owner)
 {
     const loom_problem *pb = bd->problem;
     if (a == b || !pb->cluster || bd->p2p_rc != LOOM_OK)
@@ -366,9 +367,10 @@ static double p2p_ms(build *bd, int32_t a, int32_t b, double bytes)
     if (has_layouts(pb, bd->part)) {
         /* resharding between groups of different widths: the narrower
          * group's GPUs each carry total / min(width) (docs/cost-models.md,
-         * "Per-module layouts"); bytes is the sender's per-GPU share */
+         * "Per-module layouts"); bytes is one GPU's share on rank `owner`,
+         * the one whose forward output it is */
         int64_t wa = rank_width(bd, a), wb = rank_width(bd, b);
-        bytes = bytes * (double)wa / (double)(wa < wb ? wa : wb);
+        bytes = bytes * (double)rank_width(bd, owner) / (double)(wa < wb ? wa : wb);
     }
     double ms = 0;
     bd->p2p_rc = loom_cost_p2p_ms(bd->cost_ctx, &link, bytes, &ms, bd->err);
@@ -640,7 +642,8 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
                         if (p > 0) {
                             int32_t q = id - 1;
                             g->pred[e] = q;
-                            g->pred_p2p_ms[e++] = p2p_ms(b, g->rank[q], pos->rank, b->out_bytes[q]);
+                            g->pred_p2p_ms[e++] =
+                                p2p_ms(b, g->rank[q], pos->rank, b->out_bytes[q], g->rank[q]);
                         } else {
                             for (int32_t k2 = 0; k2 < fl->n_inputs; k2++) {
                                 int32_t in = fl->inputs[k2];
@@ -648,7 +651,8 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
                                     int32_t q = stage_id(b, in, mb, s2, pt->flows[in].n_pos - 1, 0);
                                     g->pred[e] = q;
                                     g->pred_p2p_ms[e++] =
-                                        p2p_ms(b, g->rank[q], pos->rank, b->out_bytes[q] / subs);
+                                        p2p_ms(b, g->rank[q], pos->rank, b->out_bytes[q] / subs,
+                                               g->rank[q]);
                                 }
                             }
                         }
@@ -668,7 +672,8 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
                                     double bytes = b->out_bytes[stage_id(b, f, mb, s, p, 0)];
                                     g->pred[e] = q;
                                     g->pred_p2p_ms[e++] = p2p_ms(b, pt->positions[pt->flows[cf].pos_off].rank,
-                                                                 pos->rank, bytes / subs_of(b, cf, mb));
+                                                                 pos->rank, bytes / subs_of(b, cf, mb),
+                                                                 pos->rank);
                                 }
                             }
                         } else {
@@ -676,7 +681,7 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
                             int32_t up = stage_id(b, f, mb, s, p, 0);
                             g->pred[e] = q;
                             g->pred_p2p_ms[e++] = p2p_ms(b, pt->positions[fl->pos_off + p + 1].rank,
-                                                         pos->rank, b->out_bytes[up]);
+                                                         pos->rank, b->out_bytes[up], pos->rank);
                         }
                     }
                 }
