@@ -4,10 +4,12 @@
  * the SDK accessor's size check, and planning with them: a module is
  * costed at its own TP, and listing a module at the top-level layout plans
  * exactly as the single-layout problem. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <loom/sys/problem.h>
 #include <loom/sys/session.h>
+#include <loom/cost_model.h>
 #include "testutil.h"
 
 /* vit (16 heads, 24 layers) -> llm (32 heads, 32 layers), parallel object
@@ -352,6 +354,50 @@ START_TEST(boundary_resharding)
 }
 END_TEST
 
+/* Static bytes of rank 0 and the makespan of vlm-s with vit colocated at
+ * `vit` (megatron-1f1b: vit's layers on the first ranks). */
+static int64_t rank0_static(const char *vit, double *ms)
+{
+    loom_session s;
+    loom_session_args a;
+    loom_session_args_init(&a);
+    a.model = "vlm-s";
+    a.parallel = par_file(vit);
+    a.iterations = 1;
+    loom_error err = {0, ""};
+    ck_assert_msg(loom_session_open(&s, &a, &err) == LOOM_OK, "%s", err.message);
+    loom_plan plan;
+    ck_assert_msg(loom_session_plan(&s, 0, &plan, &err) == LOOM_OK, "%s", err.message);
+    int64_t bytes = plan.graph->static_bytes[0];
+    *ms = plan.metrics.makespan_ms;
+    loom_plan_clear(&plan);
+    loom_session_close(&s);
+    return bytes;
+}
+
+/* A module's optimizer states shard over its own dp x cp: the TP-1 vit
+ * at pp 2 (dp 8 on the 16 GPUs) holds half the optimizer bytes per GPU of
+ * the one at pp 4 (dp 4); its time does not change. */
+START_TEST(states_shard_over_module_dp)
+{
+    double ms4 = 0, ms8 = 0;
+    int64_t dp4 = rank0_static("{\"tp\": 1, \"pp\": 4}", &ms4);
+    int64_t dp8 = rank0_static("{\"tp\": 1, \"pp\": 2}", &ms8);
+    ck_assert_int_lt(dp8, dp4);
+    ck_assert_double_eq(ms4, ms8);
+    loom_shape sh = LOOM_SHAPE_INIT;
+    loom_problem pb;
+    memset(&pb, 0, sizeof pb);
+    pb.parallel = (loom_parallel){4, 4, 2, 1, 16, 2};
+    ck_assert_int_eq(loom_shape_state_shards(&sh, &pb), 4); /* the problem's dp x cp */
+    sh.dp = 8;
+    sh.cp = 1;
+    ck_assert_int_eq(loom_shape_state_shards(&sh, &pb), 8);
+    sh.struct_size = (uint32_t)offsetof(loom_shape, dp); /* an older allocator */
+    ck_assert_int_eq(loom_shape_state_shards(&sh, &pb), 4);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("module_layouts");
@@ -363,6 +409,7 @@ int main(void)
     tcase_add_test(tc, accessor_checks_sizes);
     tcase_add_test(tc, encoder_tp_changes_its_time);
     tcase_add_test(tc, boundary_resharding);
+    tcase_add_test(tc, states_shard_over_module_dp);
     suite_add_tcase(s, tc);
     return loom_test_main(s);
 }

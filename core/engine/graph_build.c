@@ -471,6 +471,11 @@ static int static_memory(build *b, loom_stage_graph *g, loom_error *err)
                 shape.sequences = 1;
                 shape.tp = span_tp(pb, pt, sp);
                 shape.trainable_upstream = 1;
+                const loom_module_layout *own = listed_layout(pb, pt, sp->module);
+                if (own) { /* its states shard over its own dp x cp */
+                    shape.cp = span_cp(pb, pt, sp);
+                    shape.dp = own->dp;
+                }
                 for (int32_t l = sp->first_layer; l < sp->first_layer + sp->n_layers; l++) {
                     loom_layer_cost c = LOOM_LAYER_COST_INIT;
                     int rc = loom_cost_estimate(b->cost_ctx, sp->module, l, &shape, 0, &c, err);
