@@ -21,6 +21,7 @@ void loom_partition_free(loom_partition *p)
     free(p->sample_mb);
     free(p->subs);
     free(p->cp_attention_scale);
+    free(p->layouts);
     free(p);
 }
 
@@ -46,8 +47,10 @@ static loom_partition *partition_alloc(const cand_private *c)
     p->subs = malloc((size_t)c->cap_flows * (size_t)c->cap_microbatches * sizeof(int32_t));
     p->cp_attention_scale = malloc((size_t)(c->cap_microbatches > 0 ? c->cap_microbatches : 1) *
                                    sizeof(double));
+    p->cap_layouts = c->n_modules;
+    p->layouts = calloc((size_t)(c->n_modules > 0 ? c->n_modules : 1), sizeof(loom_module_layout));
     if (!p->flows || !p->positions || !p->spans || !p->sample_mb || !p->subs ||
-        !p->cp_attention_scale) {
+        !p->cp_attention_scale || !p->layouts) {
         loom_partition_free(p);
         return NULL;
     }
@@ -84,6 +87,11 @@ loom_partition *loom_partition_clone(const loom_partition *src)
     if (LOOM_STRUCT_HAS(src, loom_partition, cp_attention_scale) && src->cp_attention_scale)
         memcpy(p->cp_attention_scale, src->cp_attention_scale,
                (size_t)src->cap_microbatches * sizeof(double));
+    if (LOOM_STRUCT_HAS(src, loom_partition, layouts) && src->layouts && src->n_layouts > 0 &&
+        src->n_layouts <= p->cap_layouts) {
+        memcpy(p->layouts, src->layouts, (size_t)src->n_layouts * sizeof(loom_module_layout));
+        p->n_layouts = src->n_layouts;
+    }
     return p;
 }
 

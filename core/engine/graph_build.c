@@ -163,20 +163,152 @@ static int check_partition(const loom_problem *pb, const loom_partition *pt,
     return rc;
 }
 
-/* TP degree of a span: its own, else the partition's, else the problem's. */
+/* Module m's layout: the partition's when its partitioner chose layouts,
+ * else the problem's; NULL for a single-layout problem. */
+static const loom_module_layout *layout_of(const loom_problem *pb, const loom_partition *pt,
+                                           int32_t m)
+{
+    if (LOOM_STRUCT_HAS(pt, loom_partition, layouts) && pt->layouts && pt->n_layouts > 0) {
+        if (m < 0 || m >= pt->n_layouts || pt->layouts[m].struct_size < LOOM_MODULE_LAYOUT_SIZE_V1)
+            return NULL;
+        return &pt->layouts[m];
+    }
+    return loom_problem_module_layout(pb, m);
+}
+
+/* 1 when the partition or the problem carries per-module layouts. */
+static int has_layouts(const loom_problem *pb, const loom_partition *pt)
+{
+    return layout_of(pb, pt, 0) != NULL;
+}
+
+/* The layout of module m when it is listed (by the parallel config or
+ * the partitioner), else NULL. */
+static const loom_module_layout *listed_layout(const loom_problem *pb, const loom_partition *pt,
+                                               int32_t m)
+{
+    const loom_module_layout *l = layout_of(pb, pt, m);
+    return l && l->listed ? l : NULL;
+}
+
+/* TP degree of a span: its own, else its module's layout's when the
+ * parallel config lists the module, else the partition's, else the
+ * problem's. */
 static int32_t span_tp(const loom_problem *pb, const loom_partition *pt, const loom_span *sp)
 {
     if (sp->tp > 0)
         return sp->tp;
+    const loom_module_layout *l = listed_layout(pb, pt, sp->module);
+    if (l && l->tp > 0)
+        return l->tp;
     if (pt->tp > 0)
         return pt->tp;
     return pb->parallel.tp > 0 ? pb->parallel.tp : 1;
 }
 
+/* CP degree of a span: its module's layout's when listed, else the
+ * problem's. */
+static int32_t span_cp(const loom_problem *pb, const loom_partition *pt, const loom_span *sp)
+{
+    const loom_module_layout *l = listed_layout(pb, pt, sp->module);
+    return l && l->cp > 0 ? l->cp : loom_parallel_cp(&pb->parallel);
+}
+
+/* GPUs in one pipeline rank's group of the set module m runs on: a
+ * disjoint module's own tp x cp; a colocated one's, the tp x cp of the
+ * module owning its set (following colocated_with), or of the top-level
+ * layout; an unlisted module's, its span's tp x problem cp. */
+static int64_t set_width(const loom_problem *pb, const loom_partition *pt, const loom_span *sp)
+{
+    const loom_module_layout *l = listed_layout(pb, pt, sp->module);
+    if (!l)
+        return (int64_t)span_tp(pb, pt, sp) * loom_parallel_cp(&pb->parallel);
+    for (int32_t hops = 0; l && l->placement == LOOM_LAYOUT_COLOCATED &&
+                           hops < 64; hops++) /* 64: more modules than a model has */
+        l = l->colocated_with >= 0 ? layout_of(pb, pt, l->colocated_with) : NULL;
+    if (l && l->placement == LOOM_LAYOUT_DISJOINT)
+        return (int64_t)l->tp * l->cp;
+    /* the top-level set: the widest group of the modules it runs as the
+     * top-level layout (a search may have chosen another TP than the
+     * problem's), else the problem's */
+    int64_t w = 0;
+    for (int32_t m = 0; m < pb->model->n_modules; m++) {
+        const loom_module_layout *t = layout_of(pb, pt, m);
+        if (t && t->placement == LOOM_LAYOUT_TOP && (int64_t)t->tp * t->cp > w)
+            w = (int64_t)t->tp * t->cp;
+    }
+    return w > 0 ? w
+                 : (int64_t)(pb->parallel.tp > 0 ? pb->parallel.tp : 1) *
+                       loom_parallel_cp(&pb->parallel);
+}
+
+/* The disjoint module owning module m's GPUs (following colocated_with),
+ * or -1 for the top-level GPUs. */
+static int32_t owner_set(const loom_problem *pb, const loom_partition *pt, int32_t m)
+{
+    for (int32_t hops = 0; hops < 64; hops++) { /* 64: more modules than a model has */
+        const loom_module_layout *l = layout_of(pb, pt, m);
+        if (!l || (l->placement == LOOM_LAYOUT_COLOCATED && l->colocated_with < 0) ||
+            l->placement == LOOM_LAYOUT_TOP)
+            return -1;
+        if (l->placement == LOOM_LAYOUT_DISJOINT)
+            return m;
+        m = l->colocated_with;
+    }
+    return -1;
+}
+
+/* With per-module layouts, every rank runs modules of one GPU set only: a
+ * disjoint module never shares a rank with a module of another set (the
+ * error names both, so a layout-unaware partitioner is caught). */
+static int check_sets(const loom_problem *pb, const loom_partition *pt, loom_error *err)
+{
+    if (!has_layouts(pb, pt))
+        return LOOM_OK;
+    int32_t *first = malloc((size_t)pt->n_ranks * sizeof *first);
+    if (!first)
+        return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
+    for (int32_t r = 0; r < pt->n_ranks; r++)
+        first[r] = -1; /* a module of the rank, once seen */
+    int rc = LOOM_OK;
+    for (int32_t i = 0; i < pt->n_positions && rc == LOOM_OK; i++) {
+        const loom_position *pos = &pt->positions[i];
+        for (int32_t k = 0; k < pos->n_spans && rc == LOOM_OK; k++) {
+            int32_t m = pt->spans[pos->span_off + k].module;
+            if (first[pos->rank] < 0)
+                first[pos->rank] = m;
+            else if (owner_set(pb, pt, m) != owner_set(pb, pt, first[pos->rank])) {
+                int32_t a = first[pos->rank];
+                int32_t sa = owner_set(pb, pt, a), sm = owner_set(pb, pt, m);
+                rc = loom_set_error(
+                    err, LOOM_EINVAL,
+                    "partition: rank %d runs modules \"%s\" (GPU set of %s) and \"%s\" (GPU "
+                    "set of %s): expected the modules of one GPU set per rank under per-module "
+                    "layouts (plan them with a layout-aware partitioner: module-layout, "
+                    "hetero-search)",
+                    (int)pos->rank, pb->model->modules[a].name,
+                    sa < 0 ? "the top-level layout" : pb->model->modules[sa].name,
+                    pb->model->modules[m].name,
+                    sm < 0 ? "the top-level layout" : pb->model->modules[sm].name);
+            }
+        }
+    }
+    free(first);
+    return rc;
+}
+
+/* GPUs of rank r's group (the next rank's first GPU minus its own). */
+static int64_t rank_width(const build *b, int32_t r)
+{
+    int64_t next = r + 1 < b->part->n_ranks ? b->gpu0[r + 1] : b->gpus;
+    return next - b->gpu0[r];
+}
+
 /* Lays the ranks' TP x CP groups out on consecutive GPUs: rank r's TP
  * degree is the largest of the spans it runs (the partition's or the
  * problem's when it runs none), times the problem's cp; fills b->gpu0 and
- * b->gpus. */
+ * b->gpus. With per-module layouts a rank's group is the largest of its
+ * spans' tp x cp (each at its module's cp) and their sets' widths. */
 static int rank_gpus(build *b, loom_error *err)
 {
     const loom_partition *pt = b->part;
@@ -184,19 +316,22 @@ static int rank_gpus(build *b, loom_error *err)
     b->gpu0 = calloc((size_t)pt->n_ranks + 1, sizeof *b->gpu0);
     if (!b->gpu0)
         return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
-    /* gpu0[r] holds rank r's degree first, then its first GPU */
+    /* gpu0[r] holds rank r's width in GPUs first, then its first GPU */
+    int32_t cp = loom_parallel_cp(&b->problem->parallel);
     for (int32_t i = 0; i < pt->n_positions; i++) {
         const loom_position *pos = &pt->positions[i];
         for (int32_t k = 0; k < pos->n_spans; k++) {
-            int32_t t = span_tp(b->problem, pt, &pt->spans[pos->span_off + k]);
-            if (t > b->gpu0[pos->rank])
-                b->gpu0[pos->rank] = t;
+            const loom_span *sp = &pt->spans[pos->span_off + k];
+            int64_t w = (int64_t)span_tp(b->problem, pt, sp) * span_cp(b->problem, pt, sp);
+            int64_t set = set_width(b->problem, pt, sp);
+            w = set > w ? set : w;
+            if (w > b->gpu0[pos->rank])
+                b->gpu0[pos->rank] = w;
         }
     }
     b->gpus = 0;
-    int32_t cp = loom_parallel_cp(&b->problem->parallel);
     for (int32_t r = 0; r < pt->n_ranks; r++) {
-        int64_t width = (b->gpu0[r] > 0 ? b->gpu0[r] : span_tp(b->problem, pt, &none)) * cp;
+        int64_t width = b->gpu0[r] > 0 ? b->gpu0[r] : (int64_t)span_tp(b->problem, pt, &none) * cp;
         b->gpu0[r] = b->gpus;
         b->gpus += width;
     }
@@ -216,10 +351,11 @@ static int add_bytes(int64_t *total, int64_t add, int32_t rank, loom_error *err)
 }
 
 /* P2P time of `bytes` from pipeline rank a to rank b (each a TP group laid
- * out on consecutive GPUs; the same node when their first GPUs share one),
+ * out on consecutive GPUs; the same node when their first GPUs share one;
+ * `owner`, a or b, is the rank whose per-GPU share of the tensor bytes is),
  * from the cost model (loom_cost_p2p_ms). A failure is kept in bd->p2p_rc
  * (the first one's message in bd->err) and costs 0. */
-static double p2p_ms(build *bd, int32_t a, int32_t b, double bytes)
+static double p2p_ms(build *bd, int32_t a, int32_t b, double bytes, int32_t owner)
 {
     const loom_problem *pb = bd->problem;
     if (a == b || !pb->cluster || bd->p2p_rc != LOOM_OK)
@@ -228,6 +364,14 @@ static double p2p_ms(build *bd, int32_t a, int32_t b, double bytes)
     int32_t gpn = c->gpus_per_node > 0 ? c->gpus_per_node : 1;
     loom_p2p_link link = {(uint32_t)sizeof link, a, b, bd->gpu0[a] / gpn == bd->gpu0[b] / gpn,
                           bd->gpu0[a], bd->gpu0[b]};
+    if (has_layouts(pb, bd->part)) {
+        /* resharding between groups of different widths: the narrower
+         * group's GPUs each carry total / min(width) (docs/cost-models.md,
+         * "Per-module layouts"); bytes is one GPU's share on rank `owner`,
+         * the one whose forward output it is */
+        int64_t wa = rank_width(bd, a), wb = rank_width(bd, b);
+        bytes = bytes * (double)rank_width(bd, owner) / (double)(wa < wb ? wa : wb);
+    }
     double ms = 0;
     bd->p2p_rc = loom_cost_p2p_ms(bd->cost_ctx, &link, bytes, &ms, bd->err);
     return bd->p2p_rc == LOOM_OK ? ms : 0;
@@ -278,8 +422,15 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
         const loom_shape_sums *sums = module_sums(b, sp->module);
         if (!sums)
             return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
-        loom_shape_from_sums(pb, &sums[mb], subs, &shape);
-        shape.tp = span_tp(pb, b->part, sp);
+        /* a listed module narrower than its rank's group runs `reps`
+         * data-parallel copies there, each on 1/reps of the microbatch */
+        int32_t tp = span_tp(pb, b->part, sp), cp = span_cp(pb, b->part, sp);
+        int64_t reps = listed_layout(pb, b->part, sp->module) ? rank_width(b, pos->rank) / ((int64_t)tp * cp)
+                                                     : 1;
+        reps = reps < 1 ? 1 : reps;
+        loom_shape_from_sums(pb, &sums[mb], subs * (int32_t)reps, &shape);
+        shape.tp = tp;
+        shape.cp = cp;
         if (shape.cp > 1 && LOOM_STRUCT_HAS(b->part, loom_partition, cp_attention_scale) &&
             b->part->cp_attention_scale && b->part->cp_attention_scale[mb] >= 1.0 &&
             b->part->cp_attention_scale[mb] <= 1e6)
@@ -312,7 +463,7 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
                     keep[p] = in < opt[p].activation_bytes ? in : opt[p].activation_bytes;
                 }
                 if (p == 0)
-                    *flops += c.flops;
+                    *flops += c.flops * (double)reps;
             }
             /* offload: derived from none and full, nothing recomputed */
             opt[LOOM_POLICY_OFFLOAD] = loom_offload_option(pb->cluster, &opt[LOOM_POLICY_NONE],
@@ -322,11 +473,11 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
                     ? keep[LOOM_POLICY_NONE] : opt[LOOM_POLICY_OFFLOAD].activation_bytes;
         }
         if (s == pos->n_spans - 1) {
-            int32_t tp = shape.tp > 0 ? shape.tp : 1;
-            /* each GPU of the TP x CP group sends its 1/(tp cp) share */
+            /* each GPU of the TP x CP group sends its 1/(tp cp) share (of
+             * its copy's 1/reps of the microbatch) */
             *out_bytes = (double)shape.tokens *
-                         (double)mod->layers[sp->first_layer + sp->n_layers - 1].hidden * 2.0 / tp /
-                         loom_parallel_cp(&pb->parallel);
+                         (double)mod->layers[sp->first_layer + sp->n_layers - 1].hidden * 2.0 /
+                         (tp > 0 ? tp : 1) / cp;
         }
     }
     return LOOM_OK;
@@ -350,6 +501,11 @@ static int static_memory(build *b, loom_stage_graph *g, loom_error *err)
                 shape.sequences = 1;
                 shape.tp = span_tp(pb, pt, sp);
                 shape.trainable_upstream = 1;
+                const loom_module_layout *own = listed_layout(pb, pt, sp->module);
+                if (own) { /* its states shard over its own dp x cp */
+                    shape.cp = span_cp(pb, pt, sp);
+                    shape.dp = own->dp;
+                }
                 for (int32_t l = sp->first_layer; l < sp->first_layer + sp->n_layers; l++) {
                     loom_layer_cost c = LOOM_LAYER_COST_INIT;
                     int rc = loom_cost_estimate(b->cost_ctx, sp->module, l, &shape, 0, &c, err);
@@ -400,10 +556,18 @@ static int iteration_tail(build *b, loom_stage_graph *g, loom_error *err)
         int32_t chunks = 0;
         for (int32_t i = 0; i < pt->n_positions; i++)
             chunks += pt->positions[i].rank == r;
-        int64_t next = r + 1 < pt->n_ranks ? b->gpu0[r + 1] : b->gpus;
-        int32_t tp = (int32_t)((next - b->gpu0[r]) / cp);
-        loom_rank_state st = {(uint32_t)sizeof st, r, tp, dp, chunks,
-                              (int64_t)tp * dp <= gpn, b->rank_params[r], b->rank_trainable[r]};
+        int32_t tp = (int32_t)(rank_width(b, r) / cp), rdp = dp;
+        const loom_module_layout *own = NULL;
+        for (int32_t i = 0; i < pt->n_positions && !own; i++)
+            if (pt->positions[i].rank == r && pt->positions[i].n_spans > 0)
+                own = listed_layout(pb, pt, pt->spans[pt->positions[i].span_off].module);
+        if (own && own->placement == LOOM_LAYOUT_DISJOINT) {
+            /* a rank of a disjoint module syncs over that module's dp x cp */
+            tp = (int32_t)(rank_width(b, r) / own->cp);
+            rdp = own->dp * own->cp;
+        }
+        loom_rank_state st = {(uint32_t)sizeof st, r, tp, rdp, chunks,
+                              (int64_t)tp * rdp <= gpn, b->rank_params[r], b->rank_trainable[r]};
         loom_rank_tail t = {(uint32_t)sizeof t, 0, 0, 0, 0, 0};
         int rc = loom_cost_rank_tail(b->cost_ctx, &st, &t, err);
         if (rc != LOOM_OK)
@@ -519,7 +683,8 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
                         if (p > 0) {
                             int32_t q = id - 1;
                             g->pred[e] = q;
-                            g->pred_p2p_ms[e++] = p2p_ms(b, g->rank[q], pos->rank, b->out_bytes[q]);
+                            g->pred_p2p_ms[e++] =
+                                p2p_ms(b, g->rank[q], pos->rank, b->out_bytes[q], g->rank[q]);
                         } else {
                             for (int32_t k2 = 0; k2 < fl->n_inputs; k2++) {
                                 int32_t in = fl->inputs[k2];
@@ -527,7 +692,8 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
                                     int32_t q = stage_id(b, in, mb, s2, pt->flows[in].n_pos - 1, 0);
                                     g->pred[e] = q;
                                     g->pred_p2p_ms[e++] =
-                                        p2p_ms(b, g->rank[q], pos->rank, b->out_bytes[q] / subs);
+                                        p2p_ms(b, g->rank[q], pos->rank, b->out_bytes[q] / subs,
+                                               g->rank[q]);
                                 }
                             }
                         }
@@ -547,7 +713,8 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
                                     double bytes = b->out_bytes[stage_id(b, f, mb, s, p, 0)];
                                     g->pred[e] = q;
                                     g->pred_p2p_ms[e++] = p2p_ms(b, pt->positions[pt->flows[cf].pos_off].rank,
-                                                                 pos->rank, bytes / subs_of(b, cf, mb));
+                                                                 pos->rank, bytes / subs_of(b, cf, mb),
+                                                                 pos->rank);
                                 }
                             }
                         } else {
@@ -555,7 +722,7 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
                             int32_t up = stage_id(b, f, mb, s, p, 0);
                             g->pred[e] = q;
                             g->pred_p2p_ms[e++] = p2p_ms(b, pt->positions[fl->pos_off + p + 1].rank,
-                                                         pos->rank, b->out_bytes[up]);
+                                                         pos->rank, b->out_bytes[up], pos->rank);
                         }
                     }
                 }
@@ -584,6 +751,8 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
     if (problem->kind != LOOM_PROBLEM_MODEL || !problem->model)
         return loom_set_error(err, LOOM_EINVAL, "graph builder: needs a model problem");
     int rc = check_partition(problem, part, err);
+    if (rc == LOOM_OK)
+        rc = check_sets(problem, part, err);
     if (rc != LOOM_OK)
         return rc;
     build b = {0};

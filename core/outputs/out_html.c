@@ -230,6 +230,20 @@ static void summary_kv(FILE *out, const loom_plan *plan, double cap, mem_unit mu
             fprintf(out, " &middot; vpp %d", pa->vpp);
         fprintf(out, " = %lld GPUs", (long long)tp * pp * dp);
         kv_end(out);
+        for (int32_t mi = 0; pb->model && mi < pb->model->n_modules; mi++) {
+            const loom_module_layout *l = loom_out_layout(plan, mi);
+            if (!l)
+                break; /* a single-layout plan */
+            kv(out, "module layout");
+            html_text(out, pb->model->modules[mi].name);
+            fprintf(out, ": tp %d &middot; cp %d &middot; pp %d &middot; dp %d, %s, GPUs %d&ndash;%d",
+                    l->tp, l->cp, l->pp, l->dp,
+                    l->placement == LOOM_LAYOUT_DISJOINT    ? "disjoint"
+                    : l->placement == LOOM_LAYOUT_COLOCATED ? "colocated"
+                                                               : "top-level",
+                    l->first_gpu, l->first_gpu + l->gpus - 1);
+            kv_end(out);
+        }
         kv(out, "model");
         html_text(out, pb->model && pb->model->name ? pb->model->name : "(unnamed)");
         kv_end(out);

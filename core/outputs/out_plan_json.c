@@ -637,6 +637,7 @@ static int write_plan(const loom_plan *plan, FILE *out, loom_error *err)
     rc = write_partition(plan, out, err);
     if (rc != LOOM_OK)
         return rc;
+    loom_out_json_layouts(plan, out);
     loom_out_json_iteration(plan, out);
     loom_out_data data;
     rc = loom_out_data_build(plan, &data, err);

@@ -62,7 +62,9 @@ static int write_table(const loom_plan *plan, FILE *out, double *busy_ms,
     fprintf(out, "  stages        %d on %d ranks, %d microbatches\n", g->n_stages,
             g->n_ranks, g->n_microbatches);
     const loom_problem *pb = plan->problem;
-    if (pb && pb->kind == LOOM_PROBLEM_MODEL) {
+    if (pb && pb->kind == LOOM_PROBLEM_MODEL && loom_out_layout(plan, 0)) {
+        loom_out_summary_layouts(plan, out); /* per-module layouts */
+    } else if (pb && pb->kind == LOOM_PROBLEM_MODEL) {
         const loom_parallel *p = &pb->parallel;
         long long gpus = (long long)p->tp * p->pp * p->dp * loom_parallel_cp(p);
         int32_t vpp = 1; /* the chosen candidate's, which may differ from p->vpp */

@@ -65,9 +65,13 @@ static int write_trace(const loom_plan *plan, FILE *out)
     loom_out_json_number(out, plan->metrics.makespan_ms);
     fputs("},\n\"traceEvents\": [\n", out);
     for (int32_t r = 0; r < g->n_ranks; r++) {
+        char lay[256], name[300];
+        loom_out_rank_layouts(plan, r, lay, sizeof lay); /* "" for a single layout */
+        snprintf(name, sizeof name, "rank %d%s%s", r, lay[0] ? ": " : "", lay);
         fprintf(out, "%s{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, "
-                     "\"tid\": 0, \"args\": {\"name\": \"rank %d\"}}",
-                r ? ",\n" : "", r, r);
+                     "\"tid\": 0, \"args\": {\"name\": ", r ? ",\n" : "", r);
+        loom_out_json_string(out, name);
+        fputs("}}", out);
         fprintf(out, ",\n{\"name\": \"process_sort_index\", \"ph\": \"M\", \"pid\": %d, "
                      "\"tid\": 0, \"args\": {\"sort_index\": %d}}", r, r);
         fprintf(out, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, "

@@ -172,4 +172,23 @@ int loom_out_exports_find(const loom_plan *plan, const char *what, loom_out_expo
 /* Releases x->megatron. */
 void loom_out_exports_free(loom_out_exports *x);
 
+/* Module m's layout in the plan: the chosen partition's when its
+ * partitioner chose layouts, else the problem's; NULL for a single-layout
+ * plan (or m out of range). */
+const loom_module_layout *loom_out_layout(const loom_plan *plan, int32_t m);
+
+/* Writes plan.json's "layouts" member (with its trailing comma and
+ * newline): per module its tp, cp, pp, dp, placement, colocated_with, its
+ * GPU set (first_gpu, gpus) and the pipeline ranks running it. Nothing for
+ * a single-layout plan. */
+void loom_out_json_layouts(const loom_plan *plan, FILE *out);
+
+/* One "layout" line per module for the summary; nothing for a
+ * single-layout plan. */
+void loom_out_summary_layouts(const loom_plan *plan, FILE *out);
+
+/* "vit tp 1 cp 1 pp 2 dp 2 disjoint, ..." for the modules rank `rank`
+ * runs (truncated to size); "" for a single-layout plan. */
+void loom_out_rank_layouts(const loom_plan *plan, int32_t rank, char *buf, size_t size);
+
 #endif

@@ -14,7 +14,19 @@ struct loom_model_data {
     loom_parallel parallel;
     int has_parallel;
     const char *family;    /* static string or NULL */
+    loom_layout_spec *layouts; /* parallel.modules, NULL when none */
 };
+
+const loom_layout_spec *loom_model_data_layouts(const loom_model_data *m)
+{
+    return m ? m->layouts : NULL;
+}
+
+void loom_model_data_set_layouts(loom_model_data *m, loom_layout_spec *layouts)
+{
+    loom_layout_spec_free(m->layouts);
+    m->layouts = layouts;
+}
 
 const loom_model *loom_model_data_model(const loom_model_data *m)
 {
@@ -44,6 +56,7 @@ void loom_model_data_free(loom_model_data *m)
     }
     free(m->modules);
     free(m->name);
+    loom_layout_spec_free(m->layouts);
     free(m);
 }
 

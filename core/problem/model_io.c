@@ -210,9 +210,10 @@ static int parse_module(const char *file, const cJSON *mod, const char *path,
 /* Parses the optional "parallel" object (each degree in [1, 65536]);
  * microbatches defaults to 4*pp. */
 static int parse_parallel(const char *file, const cJSON *root, loom_parallel *p,
-                          int *present, loom_error *err)
+                          int *present, loom_layout_spec **layouts, loom_error *err)
 {
-    static const char *const keys[] = {"tp", "pp", "dp", "vpp", "microbatches", "cp", NULL};
+    static const char *const keys[] = {"tp", "pp", "dp", "vpp", "microbatches", "cp",
+                                       "modules", "gpus", NULL};
     const cJSON *obj = NULL;
     int64_t v[6] = {1, 1, 1, 1, -1, 1};
     *present = 0;
@@ -223,6 +224,8 @@ static int parse_parallel(const char *file, const cJSON *root, loom_parallel *p,
     for (int i = 0; !rc && i < 6; i++)
         rc = loom_json_get_int(file, obj, "parallel", keys[i], 0, 1,
                                LOOM_MAX_PARALLEL_DEGREE, &v[i], err);
+    if (!rc)
+        rc = loom_layout_spec_parse(file, obj, "parallel", layouts, err);
     if (rc)
         return rc;
     if (v[4] < 0)
@@ -256,6 +259,7 @@ static int parse_model(const char *file, const cJSON *root, loom_model_data **ou
     loom_model_desc d;
     loom_parallel par;
     int has_par = 0;
+    loom_layout_spec *layouts = NULL; /* parallel.modules, moved into the model */
     const cJSON *mods = NULL;
     memset(&d, 0, sizeof d);
     int rc = loom_json_check_keys(file, root, "", keys, err);
@@ -264,20 +268,26 @@ static int parse_model(const char *file, const cJSON *root, loom_model_data **ou
     if (!rc)
         rc = loom_check_name(file, "name", d.name, err);
     if (!rc)
-        rc = parse_parallel(file, root, &par, &has_par, err);
+        rc = parse_parallel(file, root, &par, &has_par, &layouts, err);
     if (!rc)
         rc = loom_json_get_string(file, root, "", "workload_family", 0, &d.family, err);
     if (!rc)
         rc = loom_json_get_array(file, root, "", "modules", 1, &mods, err);
-    if (rc)
+    if (rc) {
+        loom_layout_spec_free(layouts);
         return rc;
+    }
     int n = cJSON_GetArraySize(mods);
-    if (n < 1 || n > LOOM_MAX_MODULES)
+    if (n < 1 || n > LOOM_MAX_MODULES) {
+        loom_layout_spec_free(layouts);
         return loom_set_error(err, LOOM_EINVAL, "%s: modules: expected 1 to %d modules, found %d",
                               file, LOOM_MAX_MODULES, n);
+    }
     loom_module_desc *descs = calloc((size_t)n, sizeof *descs);
-    if (!descs)
+    if (!descs) {
+        loom_layout_spec_free(layouts);
         return loom_set_error(err, LOOM_ENOMEM, "%s: out of memory", file);
+    }
     int i = 0;
     char path[64];
     int64_t layers = 0; /* across modules so far */
@@ -299,14 +309,29 @@ static int parse_model(const char *file, const cJSON *root, loom_model_data **ou
         rc = loom_model_build(file, &d, out, err);
     }
     if (!rc && has_par) {
-        rc = loom_parallel_validate(&par, loom_model_data_model(*out), err);
-        if (rc) {
+        loom_module_layout *l = NULL;
+        int32_t gpus = 0;
+        if (layouts) /* checks the listed modules and the top-level layout */
+            rc = loom_module_layouts_resolve(layouts, &par, loom_model_data_model(*out), &l,
+                                             &gpus, err);
+        else
+            rc = loom_parallel_validate(&par, loom_model_data_model(*out), err);
+        free(l);
+        if (rc && layouts) {
+            loom_model_data_free(*out);
+            *out = NULL;
+        } else if (rc) {
             loom_error_prefix(err, rc, file);
             loom_model_data_free(*out);
             *out = NULL;
         }
     }
     free_descs(descs, n);
+    if (!rc && layouts) {
+        loom_model_data_set_layouts(*out, layouts);
+        layouts = NULL;
+    }
+    loom_layout_spec_free(layouts);
     return rc;
 }
 

@@ -101,7 +101,8 @@ int loom_parallel_parse(const char *spec, loom_parallel *inout, loom_error *err)
 
 /* Checks the model-dependent conditions: layers present, tp | heads, the
  * layer costs of one iteration bounded. */
-static int validate_model(const loom_parallel *p, const loom_model *model, loom_error *err)
+static int validate_model(const loom_parallel *p, const loom_model *model,
+                          const unsigned char *skip, loom_error *err)
 {
     int64_t layers = 0;
     for (int32_t i = 0; i < model->n_modules; i++)
@@ -118,7 +119,7 @@ static int validate_model(const loom_parallel *p, const loom_model *model, loom_
             return loom_set_error(err, LOOM_EINVAL,
                                   "model: modules[%d].layers (module \"%s\"): expected at least "
                                   "1 layer, found %d", (int)i, m->name, (int)m->n_layers);
-        for (int32_t l = 0; l < m->n_layers; l++)
+        for (int32_t l = 0; l < m->n_layers && !(skip && skip[i]); l++)
             if (m->layers[l].heads % p->tp != 0)
                 return loom_set_error(err, LOOM_EINVAL,
                                       "parallel.tp: expected a divisor of every layer's attention "
@@ -130,6 +131,12 @@ static int validate_model(const loom_parallel *p, const loom_model *model, loom_
 
 int loom_parallel_validate(const loom_parallel *p, const loom_model *model,
                            loom_error *err)
+{
+    return loom_parallel_validate_skip(p, model, NULL, err);
+}
+
+int loom_parallel_validate_skip(const loom_parallel *p, const loom_model *model,
+                                const unsigned char *skip, loom_error *err)
 {
     static const char *const names[] = {"tp", "pp", "dp", "vpp", "microbatches"};
     const int32_t v[5] = {p->tp, p->pp, p->dp, p->vpp, p->microbatches};
@@ -154,5 +161,6 @@ int loom_parallel_validate(const loom_parallel *p, const loom_model *model,
                               "parallel: expected pp*vpp*microbatches <= %d forward stages, "
                               "found %d*%d*%d = %lld", LOOM_MAX_FORWARD_STAGES, (int)p->pp,
                               (int)p->vpp, (int)p->microbatches, (long long)stages);
-    return model ? validate_model(p, model, err) : LOOM_OK;
+    return model ? validate_model(p, model, skip, err) : LOOM_OK;
 }
+

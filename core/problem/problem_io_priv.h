@@ -52,6 +52,23 @@ typedef struct loom_model_desc {
 int loom_model_build(const char *file, const loom_model_desc *d,
                      loom_model_data **out, loom_error *err);
 
+/* ---- per-module layouts (layout_io.c, parallel_io.c) --------------------- */
+
+/* Reads the optional "modules" and "gpus" members of the parallel object
+ * `parallel` at JSON path `path` ("" for a parallel file's root): *out is
+ * NULL when neither is there. Messages name `file` and the JSON path. */
+int loom_layout_spec_parse(const char *file, const cJSON *parallel, const char *path,
+                           loom_layout_spec **out, loom_error *err);
+
+/* loom_parallel_validate, leaving out of the tp | heads check every module
+ * m with skip[m] != 0 (the modules with their own layout); skip NULL:
+ * none. */
+int loom_parallel_validate_skip(const loom_parallel *p, const loom_model *model,
+                                const unsigned char *skip, loom_error *err);
+
+/* Gives m the per-module layouts of its parallel object (m owns them). */
+void loom_model_data_set_layouts(loom_model_data *m, loom_layout_spec *layouts);
+
 /* ---- Hugging Face configs (hf_config.c) ------------------------------------ */
 
 /* 1 when root looks like a Hugging Face config.json (a model_type or

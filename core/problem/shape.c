@@ -58,6 +58,8 @@ void loom_shape_from_sums(const loom_problem *problem, const loom_shape_sums *su
     out->trainable_upstream = 0;
     out->cp = loom_parallel_cp(&problem->parallel);
     out->cp_attention_scale = 1.0;
+    out->dp = 0; /* the problem's: a per-module layout sets its own */
+    out->reserved = 0;
 }
 
 void loom_shape_for(const loom_problem *problem, int32_t module,

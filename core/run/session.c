@@ -175,10 +175,22 @@ static int open_problem(loom_session *s, const loom_session_args *a, loom_error 
     pb->cluster = loom_cluster_data_cluster(s->cluster);
     const loom_parallel *own = loom_model_data_parallel(s->model);
     pb->parallel = own ? *own : (loom_parallel){1, 1, 1, 1, 4, 0};
-    if (a->parallel && (rc = loom_parallel_parse(a->parallel, &pb->parallel, err)) != LOOM_OK)
+    if (a->parallel &&
+        (rc = loom_parallel_load(a->parallel, &pb->parallel, &s->parallel_layouts, err)) != LOOM_OK)
         return rc;
-    if ((rc = loom_parallel_validate(&pb->parallel, pb->model, err)) != LOOM_OK)
+    const loom_layout_spec *layouts =
+        s->parallel_layouts ? s->parallel_layouts : loom_model_data_layouts(s->model);
+    if (layouts) { /* per-module layouts: the problem carries one per module */
+        rc = loom_module_layouts_resolve(layouts, &pb->parallel, pb->model, &s->module_layouts,
+                                         &pb->total_gpus, err);
+        if (rc != LOOM_OK)
+            return rc;
+        pb->module_layouts = s->module_layouts;
+        pb->n_module_layouts = pb->model->n_modules;
+        pb->module_layout_size = (uint32_t)sizeof(loom_module_layout);
+    } else if ((rc = loom_parallel_validate(&pb->parallel, pb->model, err)) != LOOM_OK) {
         return rc;
+    }
     pb->memory_cap_bytes = a->memory_cap_bytes > 0 ? a->memory_cap_bytes : s->cfg->memory_cap_bytes;
 
     uint64_t seed = a->has_seed ? a->seed : s->cfg->seed;
@@ -308,6 +320,8 @@ void loom_session_close(loom_session *s)
         loom_cluster_data_free(s->cluster);
     if (s->stage_times)
         loom_stage_times_data_free(s->stage_times);
+    free(s->module_layouts);
+    loom_layout_spec_free(s->parallel_layouts);
     memset(s, 0, sizeof *s);
 }
 

@@ -190,6 +190,33 @@ int loom_dt_layout(const loom_model *model,
         for (int32_t mb = 0; mb < mbs; mb++)
             part->subs[f * part->cap_microbatches + mb] = 1;
 
+    /* the plan's per-module layouts: the backbone as the top-level
+     * layout, the encoder and the generator on their own GPUs */
+    if (LOOM_STRUCT_HAS(part, loom_partition, layouts) && part->layouts &&
+        part->cap_layouts >= model->n_modules) {
+        int32_t first_gpu = plan->gpus[LOOM_DT_LLM];
+        for (int32_t m = 0; m < model->n_modules; m++)
+            part->layouts[m] = (loom_module_layout){(uint32_t)sizeof(loom_module_layout),
+                                                    1, 1, 1, 1, LOOM_LAYOUT_TOP, -1, 0,
+                                                    plan->gpus[LOOM_DT_LLM], 0};
+        for (int u = 0; u < LOOM_DT_UNITS; u++) {
+            int32_t m = unit_module[u];
+            if (m < 0)
+                continue;
+            loom_module_layout *lo = &part->layouts[m];
+            lo->tp = plan->tp[u];
+            lo->pp = plan->pp[u];
+            lo->dp = plan->dp[u];
+            if (u != LOOM_DT_LLM) {
+                lo->placement = LOOM_LAYOUT_DISJOINT;
+                lo->listed = 1;
+                lo->first_gpu = first_gpu;
+                lo->gpus = plan->gpus[u];
+                first_gpu += plan->gpus[u];
+            }
+        }
+        part->n_layouts = model->n_modules;
+    }
     int32_t e = LOOM_DT_ENC, g = LOOM_DT_GEN, l = LOOM_DT_LLM;
     snprintf(part->label, sizeof part->label,
              "disttrain e%d.%d.%d l%d.%d.%d g%d.%d.%d conn%d,%d",

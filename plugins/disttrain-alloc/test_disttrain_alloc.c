@@ -564,6 +564,8 @@ START_TEST(layout_one_flow_per_module_on_disjoint_ranks)
     memcpy(plan.tp, tp, sizeof tp);
     memcpy(plan.dp, dp, sizeof dp);
     memcpy(plan.pp, pp, sizeof pp);
+    int32_t gpus[3] = {4, 16, 4}; /* tp * dp * pp */
+    memcpy(plan.gpus, gpus, sizeof gpus);
     loom_candidates *set = loom_candidates_new(&f.problem, &f.it);
     loom_partition *p = NULL;
     ck_assert_int_eq(set->add(set, &p, &err), LOOM_OK);
@@ -596,6 +598,22 @@ START_TEST(layout_one_flow_per_module_on_disjoint_ranks)
         for (int i = 0; i < 8; i++)
             ck_assert_int_eq(p->sample_mb[m * 8 + i], want[i]);
     ck_assert_str_eq(p->label, "disttrain e1.4.1 l2.2.4 g1.2.2 conn2,2");
+    /* the per-module layouts it emits: the LLM as the top-level layout,
+     * the encoder and the generator on their own GPUs after it */
+    ck_assert_int_eq(p->n_layouts, 3);
+    ck_assert_int_eq(p->layouts[0].placement, LOOM_LAYOUT_DISJOINT);
+    ck_assert_int_eq(p->layouts[0].tp, 1);
+    ck_assert_int_eq(p->layouts[0].dp, 4);
+    ck_assert_int_eq(p->layouts[0].pp, 1);
+    ck_assert_int_eq(p->layouts[0].first_gpu, 16);
+    ck_assert_int_eq(p->layouts[0].gpus, 4);
+    ck_assert_int_eq(p->layouts[1].placement, LOOM_LAYOUT_TOP);
+    ck_assert_int_eq(p->layouts[1].tp, 2);
+    ck_assert_int_eq(p->layouts[1].pp, 4);
+    ck_assert_int_eq(p->layouts[1].dp, 2);
+    ck_assert_int_eq(p->layouts[2].placement, LOOM_LAYOUT_DISJOINT);
+    ck_assert_int_eq(p->layouts[2].first_gpu, 20);
+    ck_assert_int_eq(p->layouts[2].gpus, 4);
     /* Fig. 9's DP sizes: encoder 2, LLM 3, generator 1 -> conn 1,1 */
     plan.dp[0] = 2;
     plan.dp[1] = 3;

@@ -192,6 +192,23 @@ static int opt_emit(opt_self *s, const loom_problem *pb,
         set->remove(set, set->n - 1);
         return rc;
     }
+    /* the plan's per-module layouts: each encoder at its own TP, PP and
+     * DP on the backbone's GPUs (the graph builder costs it at TP_enc,
+     * TP_llm / TP_enc copies per backbone rank), the rest the top level */
+    if (LOOM_STRUCT_HAS(part, loom_partition, layouts) && part->layouts &&
+        part->cap_layouts >= model->n_modules) {
+        const loom_parallel *pa = &pb->parallel;
+        int32_t cp = loom_parallel_cp(pa);
+        int32_t gpus = pa->tp * cp * pa->pp * pa->dp;
+        for (int32_t m = 0; m < model->n_modules; m++) {
+            int enc = model->modules[m].kind == LOOM_MODULE_ENCODER;
+            part->layouts[m] = (loom_module_layout){
+                (uint32_t)sizeof(loom_module_layout), enc ? p->tp : pa->tp, cp,
+                enc ? p->pp : pa->pp, enc ? p->dp : pa->dp,
+                enc ? LOOM_LAYOUT_COLOCATED : LOOM_LAYOUT_TOP, -1, 0, gpus, enc};
+        }
+        part->n_layouts = model->n_modules;
+    }
     int len = snprintf(part->label, sizeof part->label,
                        "optimus enc pp%d tp%d dp%d m%d", p->pp, p->tp, p->dp, p->m);
     for (int32_t j = 0; parts && j < p->m_pp && len > 0 &&

@@ -345,7 +345,7 @@ static int rf_estimate(void *self, const loom_problem *problem,
     out->transient_bytes = rf_bytes(c.transient_bytes);
     out->param_bytes = rf_bytes(2.0 * params / shape->tp);
     out->state_bytes = rf_bytes(loom_roofline_state_bytes(
-        params, shape->tp, problem->parallel.dp * loom_parallel_cp(&problem->parallel),
+        params, shape->tp, loom_shape_state_shards(shape, problem),
         s->distributed_optimizer, m->frozen, s->tail.grad_bytes));
     out->flops = c.flops;
     if (LOOM_LAYER_COST_HAS(out, recompute_flops))

@@ -130,7 +130,7 @@ def example_schema(rel):
     folder, base = parts[1], parts[-1]
     table = {"models": "model", "clusters": "cluster", "stage-times": "stage-times",
              "manifests": "planner-manifest", "replan": "replan-job",
-             "calibration": "calibration-iterations"}
+             "calibration": "calibration-iterations", "parallel": "parallel"}
     if folder == "models" and len(parts) > 3 and parts[2] == "hf":
         return "hf-config"
     if folder in table and base.endswith(".json"):
@@ -186,6 +186,10 @@ def check_outputs(src, loom, schemas, counts):
              ["--manifest", manifest, "--use", "memory_tuner=full-recompute"]),
             ("plan.json (model, greedy tuner under a cap)", "tuned",
              ["--manifest", tuned, "--use", "memory_tuner=greedy", "--memory-cap", "30e9"]),
+            ("plan.json (model, per-module layouts)", "layouts",
+             ["--manifest", os.path.join(src, "examples/manifests/hetero.json"),
+              "--param", "partitioner.mode=given", "--parallel",
+              os.path.join(src, "examples/parallel/vlm-s-vit-disjoint.json")]),
             ("plan.json (stage-times)", "stage-times",
              ["--manifest", manifest, "--stage-times",
               os.path.join(src, "examples/stage-times/interleaved-v2.json")]),

@@ -35,11 +35,26 @@ typedef struct loom_shape {
      * work over the mean (1: balanced; 0 read as 1). */
     int32_t cp;
     double cp_attention_scale;
+    /* Appended in Loom 0.5: per-module layouts. The data-parallel
+     * replicas of the layer's module, over which (times cp) its optimizer
+     * states shard; 0: the problem's parallel.dp and cp. */
+    int32_t dp;
+    int32_t reserved;
 } loom_shape;
 
 #define LOOM_SHAPE_SIZE_V1 ((uint32_t)LOOM_STRUCT_END(loom_shape, trainable_upstream))
 #define LOOM_SHAPE_INIT { .struct_size = (uint32_t)sizeof(loom_shape) }
 #define LOOM_SHAPE_HAS(s, member) LOOM_STRUCT_HAS(s, loom_shape, member)
+
+/* The GPUs a layer's optimizer states shard over: the shape's dp x cp
+ * when it carries a module dp, else the problem's dp x cp. */
+static inline int32_t loom_shape_state_shards(const loom_shape *s, const loom_problem *pb)
+{
+    if (s && LOOM_SHAPE_HAS(s, dp) && s->dp > 0)
+        return s->dp * (s->cp > 1 ? s->cp : 1);
+    return (pb && pb->parallel.dp > 0 ? pb->parallel.dp : 1) *
+           loom_parallel_cp(pb ? &pb->parallel : NULL);
+}
 
 static inline void loom_shape_init(loom_shape *s)
 {

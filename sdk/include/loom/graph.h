@@ -11,6 +11,7 @@
 #define LOOM_GRAPH_H
 
 #include <loom/common.h>
+#include <loom/problem.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -83,6 +84,15 @@ typedef struct loom_partition {
      * over the mean when the problem has cp > 1 (a CP balancer writes it;
      * 1.0: balanced). */
     double *cp_attention_scale;
+    /* Appended in Loom 0.5: per-module layouts the partitioner chose.
+     * The host allocates cap_layouts (the model's module count) zeroed
+     * entries and sets n_layouts 0: none, the problem's layouts (if any)
+     * apply. A partitioner choosing layouts fills every module's entry
+     * (struct_size = sizeof(loom_module_layout), listed 1 for a module
+     * with its own layout) and sets n_layouts = cap_layouts; the graph
+     * builder then uses them instead of the problem's. */
+    int32_t n_layouts, cap_layouts;
+    loom_module_layout *layouts;
 } loom_partition;
 
 /* ---------------------------------------------------------------------- */

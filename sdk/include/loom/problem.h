@@ -164,6 +164,32 @@ static inline int32_t loom_placement_rank(int32_t placement, int32_t s, int32_t 
     return placement != LOOM_PLACEMENT_LOOP && c % 2 ? P - 1 - i : i;
 }
 
+/* Where a module with its own layout runs (loom_module_layout.placement). */
+enum loom_module_placement {
+    LOOM_LAYOUT_TOP = 0,       /* not listed: the top-level layout's GPUs */
+    LOOM_LAYOUT_DISJOINT = 1,  /* its own GPUs, after every earlier set */
+    LOOM_LAYOUT_COLOCATED = 2  /* time-shares the GPUs of colocated_with
+                                     (-1: the top-level layout's) */
+};
+
+/* One module's parallel layout (Loom 0.5), resolved by the host: every
+ * module has one; a module the parallel config does not list has the
+ * top-level tp, cp, pp, dp and LOOM_LAYOUT_TOP. GPUs are numbered
+ * 0 .. total-1: the top-level layout's tp*cp*pp*dp first, then each
+ * disjoint module's tp*cp*pp*dp in model order. Size-prefixed: read one
+ * with loom_problem_module_layout(), never by indexing past struct_size. */
+typedef struct loom_module_layout {
+    uint32_t struct_size;
+    int32_t tp, cp, pp, dp;
+    int32_t placement;      /* enum loom_module_placement */
+    int32_t colocated_with; /* module index, or -1 (the top-level GPUs) */
+    int32_t first_gpu;      /* first GPU of the set the module runs on */
+    int32_t gpus;           /* GPUs in that set (tp*cp*pp*dp of its owner) */
+    int32_t listed;         /* 1: the parallel config lists the module */
+} loom_module_layout;
+
+#define LOOM_MODULE_LAYOUT_SIZE_V1 ((uint32_t)LOOM_STRUCT_END(loom_module_layout, listed))
+
 enum loom_problem_kind {
     LOOM_PROBLEM_MODEL = 0,       /* model + cluster + parallel + workload */
     LOOM_PROBLEM_STAGE_TIMES = 1  /* loom_stage_times */
@@ -178,7 +204,47 @@ typedef struct loom_problem {
     const loom_stage_times *stage_times; /* NULL for model problems */
     double memory_cap_bytes;           /* per-rank cap for activations +
                                           static memory; 0 = no cap */
+    /* Appended in Loom 0.5: per-module layouts, NULL (and 0) when the
+     * parallel config lists no module (a single-layout problem); else
+     * model->n_modules entries, each module_layout_size bytes apart. */
+    const loom_module_layout *module_layouts;
+    int32_t n_module_layouts;
+    uint32_t module_layout_size;       /* sizeof(loom_module_layout) of the host */
+    int32_t total_gpus;                /* GPUs over every set; 0: tp*cp*pp*dp */
+    int32_t reserved_layout;
 } loom_problem;
+
+/* Module m's layout, or NULL when the problem has none (a single-layout
+ * problem, or a host older than Loom 0.5). */
+static inline const loom_module_layout *loom_problem_module_layout(const loom_problem *pb,
+                                                                    int32_t m)
+{
+    if (!pb || !LOOM_STRUCT_HAS(pb, loom_problem, reserved_layout) || !pb->module_layouts ||
+        m < 0 || m >= pb->n_module_layouts ||
+        pb->module_layout_size < LOOM_MODULE_LAYOUT_SIZE_V1)
+        return NULL;
+    return (const loom_module_layout *)(const void *)((const char *)pb->module_layouts +
+                                                      (size_t)m * pb->module_layout_size);
+}
+
+/* The TP degree module m runs at: its layout's, else the problem's. */
+static inline int32_t loom_problem_module_tp(const loom_problem *pb, int32_t m)
+{
+    const loom_module_layout *l = loom_problem_module_layout(pb, m);
+    if (l && l->tp > 0)
+        return l->tp;
+    return pb && pb->parallel.tp > 0 ? pb->parallel.tp : 1;
+}
+
+/* The context-parallel degree module m runs at: its layout's, else the
+ * problem's (1 when unset). */
+static inline int32_t loom_problem_module_cp(const loom_problem *pb, int32_t m)
+{
+    const loom_module_layout *l = loom_problem_module_layout(pb, m);
+    if (l && l->cp > 0)
+        return l->cp;
+    return loom_parallel_cp(pb ? &pb->parallel : NULL);
+}
 
 /* 1 when some module upstream of `module` (transitively) has trainable
  * weights, so `module` must compute input gradients even when frozen. */

@@ -87,6 +87,42 @@ LOOM_EXPORT int loom_parallel_parse(const char *spec, loom_parallel *inout, loom
 LOOM_EXPORT int loom_parallel_validate(const loom_parallel *p, const loom_model *model,
                            loom_error *err);
 
+/* ---- per-module layouts (docs/formats.md, "Per-module layouts") -------- */
+
+/* The per-module layouts of a parallel config as read (module names not
+ * yet resolved); freed with loom_layout_spec_free. */
+typedef struct loom_layout_spec loom_layout_spec;
+
+/* The layouts of the model file's "parallel" object; NULL when it lists
+ * no module. Owned by m. */
+LOOM_EXPORT const loom_layout_spec *loom_model_data_layouts(const loom_model_data *m);
+/* Modules the spec lists (0 for NULL). */
+LOOM_EXPORT int32_t loom_layout_spec_count(const loom_layout_spec *s);
+LOOM_EXPORT void loom_layout_spec_free(loom_layout_spec *s);
+
+/* Applies a --parallel value over *inout: key=value pairs as
+ * loom_parallel_parse, or a path ending in ".json" to a parallel object
+ * (tp, pp, dp, vpp, microbatches, cp, and optionally modules and gpus).
+ * *layouts gets the file's per-module layouts (NULL when it lists none,
+ * or for key=value pairs); the caller frees it. */
+LOOM_EXPORT int loom_parallel_load(const char *spec, loom_parallel *inout,
+                                   loom_layout_spec **layouts, loom_error *err);
+
+/* Resolves `spec` against `model` and the top-level layout `p`: one
+ * loom_module_layout per module (malloc'd into *out, model->n_modules
+ * entries, freed by the caller with free()) and the GPUs of every set
+ * (*total_gpus). Checks, each a LOOM_EINVAL naming the file and the JSON
+ * path with expected and found values: listed names are modules; the
+ * top-level p as loom_parallel_validate for the modules it runs; each
+ * listed module's tp divides its heads, pp is at most its layers, dp
+ * divides dp*microbatches; colocated_with names another module, without
+ * cycles; a colocated module's tp*cp*pp*dp equals its set's GPUs (an
+ * omitted dp fills the set); "gpus", when given, equals the total. */
+LOOM_EXPORT int loom_module_layouts_resolve(const loom_layout_spec *spec,
+                                            const loom_parallel *p, const loom_model *model,
+                                            loom_module_layout **out, int32_t *total_gpus,
+                                            loom_error *err);
+
 /* ---- workloads ----------------------------------------------------------- */
 
 /* A workload: per-iteration sample metadata. `iterations[i].samples` point

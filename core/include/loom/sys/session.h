@@ -117,6 +117,10 @@ typedef struct loom_session {
     int32_t n_iterations;
     const char *manifest_name;
     char manifest_path[4096];
+    /* Per-module layouts (problem.module_layouts points here), NULL for a
+     * single-layout problem; and those a --parallel file gave. Owned. */
+    loom_module_layout *module_layouts;
+    struct loom_layout_spec *parallel_layouts;
 } loom_session;
 
 LOOM_EXPORT void loom_session_args_init(loom_session_args *a);

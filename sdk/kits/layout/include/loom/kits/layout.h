@@ -54,4 +54,36 @@ int loom_lk_assign_samples(const loom_host_api *host, const char *who,
 int32_t loom_lk_vpp_options(int64_t n_layers, int32_t pp, int32_t microbatches, int32_t *out,
                             int32_t cap);
 
+/* Ranks and positions of one module in a partition laid out from
+ * per-module layouts (loom_lk_module_layouts). */
+typedef struct loom_lk_module_place {
+    int32_t first_rank; /* first pipeline rank of the module's flow */
+    int32_t n_pos;      /* positions (one per rank) of its flow */
+    int32_t set;        /* -1: the top-level GPUs, else the disjoint module owning them */
+} loom_lk_module_place;
+
+/* Lays per-module layouts out (docs/cost-models.md,
+ * "Per-module layouts"): one flow per module in model (topological)
+ * order, consuming its upstream modules' flows, its layers split evenly
+ * over its positions, one position per rank, spans at TP 0 (the graph
+ * builder takes the module's layout). The top-level layout is that of
+ * the first entry with placement LOOM_LAYOUT_TOP (its tp, pp and dp;
+ * the problem's when none): its GPUs are ranks 0 .. pp-1, the partition's
+ * tp its tp. A module on them (unlisted or colocated there) has
+ * min(pp, layers) positions on ranks 0 ... A disjoint module gets new ranks
+ * after every earlier set: round(pp_m * dp_m / dp) positions (its share
+ * of GPU groups per top-level pipeline replica, DistTrain's T_m), clamped
+ * to [1, layers]. A module colocated with a disjoint one runs on that
+ * module's ranks. Samples as loom_lk_assign_samples with `microbatches`.
+ * places (may be NULL) gets each module's entry. LOOM_EINVAL when the
+ * layouts (model->n_modules entries, e.g. the problem's or a search's)
+ * are copied into the partition's layouts when it has room, so the graph
+ * builder costs the partition with them. LOOM_EINVAL when layouts is NULL
+ * or the candidate has too little room. */
+int loom_lk_module_layouts(const loom_host_api *host, const char *who,
+                           const loom_problem *problem, const loom_module_layout *layouts,
+                           const loom_iteration *it,
+                           int32_t microbatches, loom_partition *part,
+                           loom_lk_module_place *places, loom_error *err);
+
 #endif
