@@ -152,6 +152,11 @@ START_TEST(layout_errors_name_path_and_values)
                  "{\"vit\": {\"tp\": 1, \"pp\": 2, \"dp\": 2, \"placement\": \"disjoint\"}}}",
                  "parallel.gpus: expected the GPUs of the layouts, 20 (top-level tp*cp*pp*dp 16 "
                  "+ 4 on disjoint modules), found 16");
+    /* 65536 * 65536 GPUs: counted without overflowing int */
+    expect_error("{\"tp\": 1, \"microbatches\": 65536, \"modules\": {\"vit\": {\"cp\": 65536,"
+                 " \"dp\": 65536, \"placement\": \"disjoint\"}}}",
+                 "parallel.modules.vit: expected at most 1048576 GPUs over every layout, found "
+                 "4294967297 with this module");
     expect_error("{\"tp\": 4, \"modules\": {\"vit\": {\"pp\": 25, \"placement\": \"disjoint\"}}}",
                  "parallel.modules.vit.pp: expected at most the module's 24 layers, found 25");
     expect_error("{\"tp\": 4, \"microbatches\": 16, \"modules\": {\"vit\": {\"dp\": 3,"

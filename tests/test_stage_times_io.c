@@ -252,6 +252,10 @@ START_TEST(test_placement)
     expect_error("{\"kind\": \"stage-times\", \"ranks\": 2, \"microbatches\": 2, "
                  "\"placement\": [0, 1.5], \"forward_ms\": 1, \"backward_ms\": 2}",
                  "placement[1]: expected a rank in 0..1, found 1.5");
+    /* a rank past int32 is refused, not cast */
+    expect_error("{\"kind\": \"stage-times\", \"ranks\": 2, \"microbatches\": 2, "
+                 "\"placement\": [0, 1e72], \"forward_ms\": 1, \"backward_ms\": 2}",
+                 "placement[1]: expected a rank in 0..1, found 1e+72");
     expect_error("{\"kind\": \"stage-times\", \"ranks\": 2, \"microbatches\": 2, "
                  "\"placement\": 3, \"forward_ms\": 1, \"backward_ms\": 2}",
                  "placement: expected \"loop\", \"v\", \"zigzag\" or an array of 2 ranks");

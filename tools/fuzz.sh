@@ -25,7 +25,7 @@ seconds=${FUZZ_SECONDS:-60}
 build=${FUZZ_BUILD:-build-fuzz}
 jobs=${FUZZ_JOBS:-1}
 all=(json plugin_manifest planner_manifest model cluster workload stage_times table parallel suite
-     replan cp_balance)
+     replan cp_balance parallel_file calib_profile calib_iters)
 read -r -a only <<<"${FUZZ_ONLY:-${all[*]}}"
 
 case "$seconds" in ''|*[!0-9]*) echo "fuzz.sh: FUZZ_SECONDS must be a whole number, found '$seconds'" >&2; exit 2;; esac
@@ -50,13 +50,17 @@ fi
 seeds_for() {
   case "$1" in
     json) ls examples/models/*.json examples/clusters/*.json examples/manifests/*.json \
-             examples/stage-times/*.json examples/plugin-template/manifest.json ;;
+             examples/stage-times/*.json examples/parallel/*.json \
+             examples/calibration/*.json examples/plugin-template/manifest.json ;;
     plugin_manifest) ls examples/plugin-template/manifest.json plugins/*/manifest.json ;;
     planner_manifest) ls examples/manifests/*.json ;;
     model) ls examples/models/*.json ;;
     cluster) ls examples/clusters/*.json ;;
     workload) ls examples/workloads/*.jsonl ;;
-    stage_times) ls examples/stage-times/*.json ;;
+    stage_times) ls examples/stage-times/*.json tests/fuzz/seeds/stage_times/* ;;
+    parallel_file) ls examples/parallel/*.json tests/fuzz/seeds/parallel_file/* ;;
+    calib_profile) ls examples/calibration/*.csv tests/fuzz/seeds/calib_profile/* ;;
+    calib_iters) ls examples/calibration/*.json tests/fuzz/seeds/calib_iters/* ;;
     suite) ls examples/ci/suite.json tests/fuzz/seeds/suite/* ;;
     replan) ls examples/replan/*.json tests/fuzz/seeds/replan/* ;;
     table|parallel|cp_balance) ls tests/fuzz/seeds/"$1"/* ;;
@@ -87,7 +91,11 @@ run_one() {
   mkdir -p "$build/fuzz-artifacts/$h" "$tmp"
   : >"$log"
   local dict=()
-  case "$h" in parallel|cp_balance) ;; *) dict=(-dict=tests/fuzz/json.dict) ;; esac
+  case "$h" in
+    parallel|cp_balance) ;;
+    calib_profile) dict=(-dict=tests/fuzz/csv.dict) ;;
+    *) dict=(-dict=tests/fuzz/json.dict) ;;
+  esac
   local regs=()
   if [ -d "tests/fuzz/regressions/$h" ]; then
     while IFS= read -r -d '' f; do regs+=("$f"); done \

@@ -237,6 +237,27 @@ static int owner_of(const loom_layout_spec *s, const loom_model *model, const in
                           *s->path ? "." : "", model->modules[m].name);
 }
 
+/* tp*cp*pp*dp of l, or LOOM_MAX_GPUS + 1 when that is larger than
+ * LOOM_MAX_GPUS (each degree is at most LOOM_MAX_PARALLEL_DEGREE, so the
+ * product is bounded before it can overflow). */
+static int64_t layout_gpus(const loom_module_layout *l)
+{
+    const int32_t deg[4] = {l->tp, l->cp, l->pp, l->dp};
+    int64_t n = 1;
+    for (int i = 0; i < 4; i++) {
+        n *= deg[i];
+        if (n > LOOM_MAX_GPUS)
+            return (int64_t)LOOM_MAX_GPUS + 1;
+    }
+    return n;
+}
+
+/* tp*cp*pp*dp of l for messages (exact up to 2^53). */
+static double layout_gpus_shown(const loom_module_layout *l)
+{
+    return (double)l->tp * l->cp * l->pp * l->dp;
+}
+
 int loom_module_layouts_resolve(const loom_layout_spec *s, const loom_parallel *p,
                                 const loom_model *model, loom_module_layout **out,
                                 int32_t *total_gpus, loom_error *err)
@@ -289,15 +310,16 @@ int loom_module_layouts_resolve(const loom_layout_spec *s, const loom_parallel *
             break;
         if (e->placement == LOOM_LAYOUT_DISJOINT) {
             l[m].first_gpu = (int32_t)next_gpu;
-            l[m].gpus = l[m].tp * l[m].cp * l[m].pp * l[m].dp;
-            next_gpu += l[m].gpus;
-            if (next_gpu > LOOM_MAX_GPUS) {
+            int64_t own = layout_gpus(&l[m]);
+            if (next_gpu + own > LOOM_MAX_GPUS) {
                 rc = loom_set_error(err, LOOM_EINVAL,
                                     "%s: %s: expected at most %d GPUs over every layout, "
-                                    "found %lld with this module", s->file, at, LOOM_MAX_GPUS,
-                                    (long long)next_gpu);
+                                    "found %.0f with this module", s->file, at, LOOM_MAX_GPUS,
+                                    (double)next_gpu + layout_gpus_shown(&l[m]));
                 break;
             }
+            l[m].gpus = (int32_t)own;
+            next_gpu += own;
         }
     }
     /* colocated modules take the set of the module they lead to */
@@ -321,15 +343,14 @@ int loom_module_layouts_resolve(const loom_layout_spec *s, const loom_parallel *
             l[m].dp = (int32_t)(set / fixed);
         if (!e->dp && (rc = check_degrees(s, at, &model->modules[m], &l[m], p, err)) != LOOM_OK)
             break;
-        int64_t own = (int64_t)l[m].tp * l[m].cp * l[m].pp * l[m].dp;
-        if (own != set)
+        if (layout_gpus(&l[m]) != set)
             rc = loom_set_error(err, LOOM_EINVAL,
                                 "%s: %s: expected tp*cp*pp*dp = %d, the GPUs of the set it is "
-                                "colocated with (%s), found %d*%d*%d*%d = %lld", s->file, at,
+                                "colocated with (%s), found %d*%d*%d*%d = %.0f", s->file, at,
                                 (int)set, owner >= 0 ? model->modules[owner].name
                                                      : "the top-level layout",
                                 (int)l[m].tp, (int)l[m].cp, (int)l[m].pp, (int)l[m].dp,
-                                (long long)own);
+                                layout_gpus_shown(&l[m]));
     }
     if (!rc && s->gpus > 0 && s->gpus != next_gpu)
         rc = loom_set_error(err, LOOM_EINVAL,

@@ -195,8 +195,9 @@ static int get_placement(const char *file, const cJSON *root, int32_t P, int32_t
             d->stage_rank[s] = loom_placement_rank(named, s, P);
         } else {
             loom_json_path_index(path, sizeof path, "placement", s);
-            if (!cJSON_IsNumber(e) || e->valuedouble != (double)(int32_t)e->valuedouble ||
-                e->valuedouble < 0 || e->valuedouble >= P) {
+            /* the range first: casting a number outside int32 is undefined */
+            if (!cJSON_IsNumber(e) || !(e->valuedouble >= 0 && e->valuedouble < P) ||
+                e->valuedouble != (double)(int32_t)e->valuedouble) {
                 rc = loom_set_error(err, LOOM_EINVAL, "%s: %s: expected a rank in 0..%d, "
                                     "found %s", file, path, (int)P - 1,
                                     loom_json_describe(e, found, sizeof found));

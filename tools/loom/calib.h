@@ -113,6 +113,33 @@ int loom_calib_read_profile(loom_calib_set *set, const char *path, const char *m
 int loom_calib_price_layer(loom_calib_set *set, loom_calib_layer *L, double *fwd, double *bwd,
                            loom_error *err);
 
+/* The profile CSV `text` (modified in place) read against `model` into
+ * set->layers: the header, one measured layer per line, no two alike.
+ * `path` is for file:line errors. Opens nothing. */
+int loom_calib_parse_profile(loom_calib_set *set, const char *path, char *text,
+                             const loom_model *model, loom_error *err);
+
+/* One entry of the iterations JSON as read (strings borrowed from the
+ * parsed file; numbers < 0 where not given, iteration 0). */
+typedef struct loom_calib_entry {
+    const char *model, *cluster, *manifest, *parallel, *workload, *generate;
+    int64_t seed, iteration;
+    double measured_ms, mfu;
+} loom_calib_entry;
+
+/* Called with each parsed entry i of n (JSON path `path`); LOOM_OK to go
+ * on, or an error that stops the reading. */
+typedef int (*loom_calib_entry_fn)(void *user, int i, int n, const char *path,
+                                   const loom_calib_entry *e, loom_error *err);
+
+/* Reads the iterations JSON at `path` and checks every entry (keys,
+ * types, ranges, measured_ms or mfu, workload or generate, the cluster
+ * being `cluster_spec`), passing each to fn; opens nothing itself. An
+ * entry without "manifest" gets `manifest`. file: JSON-path errors. */
+int loom_calib_parse_iterations(const char *path, const char *cluster_spec,
+                                const char *manifest, loom_calib_entry_fn fn, void *user,
+                                loom_error *err);
+
 /* Reads the iterations JSON at `path`: one session per entry, each on
  * set->cluster. file: JSON-path errors. `cluster_spec` is the cluster
  * being fitted: an entry naming another one is an error. */

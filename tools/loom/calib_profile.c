@@ -175,9 +175,8 @@ static int check_duplicates(const loom_calib_set *set, const char *path, loom_er
     return LOOM_OK;
 }
 
-/* Parses the CSV text into set->layers. */
-static int parse(loom_calib_set *set, const char *path, char *text, const loom_model *model,
-                 loom_error *err)
+int loom_calib_parse_profile(loom_calib_set *set, const char *path, char *text,
+                             const loom_model *model, loom_error *err)
 {
     if (!strncmp(text, "\xEF\xBB\xBF", 3))
         text += 3;
@@ -244,7 +243,7 @@ int loom_calib_read_profile(loom_calib_set *set, const char *path, const char *m
     char *text = NULL;
     if ((rc = loom_read_file(path, &text, NULL, err)) != LOOM_OK)
         return rc;
-    rc = parse(set, path, text, set->profile.problem.model, err);
+    rc = loom_calib_parse_profile(set, path, text, set->profile.problem.model, err);
     free(text);
     return rc;
 }
