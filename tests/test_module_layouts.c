@@ -244,7 +244,7 @@ START_TEST(accessor_checks_sizes)
     ck_assert_ptr_null(loom_problem_module_layout(&pb, 2));
     ck_assert_int_eq(loom_problem_module_tp(&pb, 0), 1);
     ck_assert_int_eq(loom_problem_module_cp(&pb, 1), 2);
-    /* a host before Loom 0.5 (struct_size without the layouts) has none */
+    /* a host before Loom 0.4 (struct_size without the layouts) has none */
     pb.struct_size = (uint32_t)offsetof(loom_problem, module_layouts);
     ck_assert_ptr_null(loom_problem_module_layout(&pb, 0));
     pb.struct_size = (uint32_t)sizeof pb;

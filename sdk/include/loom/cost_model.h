@@ -35,7 +35,7 @@ typedef struct loom_shape {
      * work over the mean (1: balanced; 0 read as 1). */
     int32_t cp;
     double cp_attention_scale;
-    /* Appended in Loom 0.5: per-module layouts. The data-parallel
+    /* Appended in Loom 0.4: per-module layouts. The data-parallel
      * replicas of the layer's module, over which (times cp) its optimizer
      * states shard; 0: the problem's parallel.dp and cp. */
     int32_t dp;

@@ -84,7 +84,7 @@ typedef struct loom_partition {
      * over the mean when the problem has cp > 1 (a CP balancer writes it;
      * 1.0: balanced). */
     double *cp_attention_scale;
-    /* Appended in Loom 0.5: per-module layouts the partitioner chose.
+    /* Appended in Loom 0.4: per-module layouts the partitioner chose.
      * The host allocates cap_layouts (the model's module count) zeroed
      * entries and sets n_layouts 0: none, the problem's layouts (if any)
      * apply. A partitioner choosing layouts fills every module's entry

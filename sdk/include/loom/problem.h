@@ -172,7 +172,7 @@ enum loom_module_placement {
                                      (-1: the top-level layout's) */
 };
 
-/* One module's parallel layout (Loom 0.5), resolved by the host: every
+/* One module's parallel layout (Loom 0.4), resolved by the host: every
  * module has one; a module the parallel config does not list has the
  * top-level tp, cp, pp, dp and LOOM_LAYOUT_TOP. GPUs are numbered
  * 0 .. total-1: the top-level layout's tp*cp*pp*dp first, then each
@@ -204,7 +204,7 @@ typedef struct loom_problem {
     const loom_stage_times *stage_times; /* NULL for model problems */
     double memory_cap_bytes;           /* per-rank cap for activations +
                                           static memory; 0 = no cap */
-    /* Appended in Loom 0.5: per-module layouts, NULL (and 0) when the
+    /* Appended in Loom 0.4: per-module layouts, NULL (and 0) when the
      * parallel config lists no module (a single-layout problem); else
      * model->n_modules entries, each module_layout_size bytes apart. */
     const loom_module_layout *module_layouts;
@@ -215,7 +215,7 @@ typedef struct loom_problem {
 } loom_problem;
 
 /* Module m's layout, or NULL when the problem has none (a single-layout
- * problem, or a host older than Loom 0.5). */
+ * problem, or a host older than Loom 0.4). */
 static inline const loom_module_layout *loom_problem_module_layout(const loom_problem *pb,
                                                                     int32_t m)
 {
