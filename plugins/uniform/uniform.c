@@ -124,16 +124,8 @@ static int uniform_partition(void *self, const loom_problem *problem,
         return host->error(err, LOOM_EINVAL,
                            "uniform: parallel.pp and parallel.microbatches: "
                            "expected >= 1, found %d and %d", pp, mbs);
-    if (!u->vpp_sweep)
-        return uniform_one(u, problem, iteration,
-                           problem->parallel.vpp > 0 ? problem->parallel.vpp : 1, set, err);
-    int64_t n_layers = 0;
-    for (int32_t m = 0; m < problem->model->n_modules; m++)
-        n_layers += problem->model->modules[m].n_layers;
     int32_t vpps[32];
-    int32_t n = loom_lk_vpp_options(n_layers, pp, mbs, vpps, 32);
-    if (n == 0) /* fewer layers than ranks: the error of vpp 1 */
-        return uniform_one(u, problem, iteration, 1, set, err);
+    int32_t n = loom_lk_vpp_candidates(problem, u->vpp_sweep, vpps, 32);
     for (int32_t i = 0; i < n; i++) {
         int rc = uniform_one(u, problem, iteration, vpps[i], set, err);
         if (rc != LOOM_OK)

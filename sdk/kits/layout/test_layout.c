@@ -191,6 +191,36 @@ START_TEST(vpp_options)
 }
 END_TEST
 
+START_TEST(vpp_candidates)
+{
+    loom_layer layer = {16, 64, 2, 2, 0, 0, 0, 0};
+    loom_layer layers[48];
+    for (int i = 0; i < 48; i++)
+        layers[i] = layer;
+    loom_module mods[2] = {{"a", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE, 16, layers, 1, 0, 0, 0, NULL},
+                           {"b", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 32, layers, 1, 0, 0, 0, NULL}};
+    loom_model model = {"m", 2, mods};
+    loom_problem pb;
+    memset(&pb, 0, sizeof pb);
+    pb.model = &model;
+    pb.parallel = (loom_parallel){1, 4, 1, 3, 8, 1};
+    int32_t v[8];
+    /* without the sweep: parallel.vpp alone, 1 when unset */
+    ck_assert_int_eq(loom_lk_vpp_candidates(&pb, 0, v, 8), 1);
+    ck_assert_int_eq(v[0], 3);
+    pb.parallel.vpp = 0;
+    ck_assert_int_eq(loom_lk_vpp_candidates(&pb, 0, v, 8), 1);
+    ck_assert_int_eq(v[0], 1);
+    /* with it: the 48 layers of both modules at pp 4 give 1, 2, 4 */
+    ck_assert_int_eq(loom_lk_vpp_candidates(&pb, 1, v, 8), 3);
+    ck_assert_int_eq(v[2], 4);
+    /* fewer layers than ranks: vpp 1, whose partition reports the error */
+    pb.parallel.pp = 64;
+    ck_assert_int_eq(loom_lk_vpp_candidates(&pb, 1, v, 8), 1);
+    ck_assert_int_eq(v[0], 1);
+}
+END_TEST
+
 /* The suite: every test in one case. */
 static Suite *suite(void)
 {
@@ -200,6 +230,7 @@ static Suite *suite(void)
     tcase_add_test(tc, layout_errors);
     tcase_add_test(tc, samples_to_microbatches);
     tcase_add_test(tc, vpp_options);
+    tcase_add_test(tc, vpp_candidates);
     suite_add_tcase(s, tc);
     return s;
 }

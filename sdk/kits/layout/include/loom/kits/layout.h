@@ -54,6 +54,14 @@ int loom_lk_assign_samples(const loom_host_api *host, const char *who,
 int32_t loom_lk_vpp_options(int64_t n_layers, int32_t pp, int32_t microbatches, int32_t *out,
                             int32_t cap);
 
+/* The virtual-stage counts a layer-splitting partitioner emits one
+ * candidate for on a model problem: parallel.vpp (1 when unset) alone, or
+ * with `sweep` every loom_lk_vpp_options count (vpp 1 when there is none,
+ * so that its error is the one reported). Writes at most cap (>= 1) of
+ * them to out and returns the count. */
+int32_t loom_lk_vpp_candidates(const loom_problem *problem, int sweep, int32_t *out,
+                               int32_t cap);
+
 /* Ranks and positions of one module in a partition laid out from
  * per-module layouts (loom_lk_module_layouts). */
 typedef struct loom_lk_module_place {
