@@ -515,17 +515,6 @@ END_TEST
 
 /* ---- the CLI end to end ----------------------------------------------------------- */
 
-/* Runs `loom <args>` (stdout and stderr) with AddressSanitizer leaving
- * segfaults to the kernel; returns the exit code. */
-static int loom(const char *args, char **out)
-{
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd,
-             "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0\" %s/bin/loom %s",
-             LOOM_TEST_BINARY_DIR, args);
-    return loom_test_run(cmd, out);
-}
-
 /* Reads a whole file into a malloc'd string. */
 static char *slurp(const char *path)
 {
@@ -582,7 +571,7 @@ START_TEST(cli_1f1b_vs_dual_queue)
      * cli_memory_aware_verdicts */
     snprintf(args, sizeof args, "ab %s %s --suite %s --json %s --junit %s --markdown %s --quiet "
              "--memory-threshold -1", mf_a, mf_b, suite, js, xml, md);
-    ck_assert_int_eq(loom(args, &out), 0);
+    ck_assert_int_eq(loom_test_cli(args, &out), 0);
     has(out, "## loom ab: `uniform-1f1b` (A) vs `uniform-dual-queue` (B)");
     has(out, "| case | pairs | A makespan ms | B makespan ms | mean B/A | median B/A | 95 % CI |");
     has(out, "| vlm-s-tp4-pp4 | 4 |");
@@ -622,7 +611,7 @@ START_TEST(cli_1f1b_vs_dual_queue)
     /* same inputs, same bytes (isolated or not) */
     snprintf(args, sizeof args, "ab %s %s --suite %s --json %s --no-isolate --quiet "
              "--memory-threshold -1", mf_a, mf_b, suite, js2);
-    ck_assert_int_eq(loom(args, NULL), 0);
+    ck_assert_int_eq(loom_test_cli(args, NULL), 0);
     char *json2 = slurp(js2);
     ck_assert_str_eq(json, json2);
     free(json2);
@@ -631,7 +620,7 @@ START_TEST(cli_1f1b_vs_dual_queue)
     /* swapped: B is now the slower interleaver */
     snprintf(args, sizeof args, "ab %s %s --suite %s --json %s --junit %s --quiet", mf_b, mf_a,
              suite, js, xml);
-    ck_assert_int_eq(loom(args, &out), 1);
+    ck_assert_int_eq(loom_test_cli(args, &out), 1);
     has(out, "**worse** |");
     has(out, "**Result: regression**");
     free(out);
@@ -656,7 +645,7 @@ START_TEST(cli_memory_aware_verdicts)
 
     snprintf(args, sizeof args, "ab %s %s --suite %s --json %s --junit %s --quiet", mf_a, mf_b,
              suite, js, xml);
-    ck_assert_int_eq(loom(args, &out), 1);
+    ck_assert_int_eq(loom_test_cli(args, &out), 1);
     has(out, "| vlm-s-tp4-pp4 | 4 |");
     has(out, "**worse** (memory) |");
     has(out, "**Result: regression**");
@@ -674,7 +663,7 @@ START_TEST(cli_memory_aware_verdicts)
      * optimizer states at dp 1) both need more, so B is over it too */
     snprintf(args, sizeof args, "ab %s %s --suite %s --quiet --memory-threshold -1 "
              "--memory-cap 41446434406", mf_a, mf_b, suite);
-    ck_assert_int_eq(loom(args, &out), 1);
+    ck_assert_int_eq(loom_test_cli(args, &out), 1);
     has(out, "| vlm-s-tp2-pp8 | 3 |");
     has(out, "**better** (infeasible) |");
     has(out, "**worse** (infeasible) |");
@@ -693,17 +682,17 @@ START_TEST(cli_search_reports_repeat)
     const char *b = LOOM_TEST_SOURCE_DIR "/examples/manifests/pipeweaver.json";
     snprintf(args, sizeof args, "ab %s %s --iterations 2 --evaluations 80 --json %s --quiet",
              a, b, js);
-    ck_assert_int_le(loom(args, NULL), 1);
+    ck_assert_int_le(loom_test_cli(args, NULL), 1);
     snprintf(args, sizeof args, "ab %s %s --iterations 2 --evaluations 80 --json %s --quiet",
              a, b, js2);
-    ck_assert_int_le(loom(args, NULL), 1);
+    ck_assert_int_le(loom_test_cli(args, NULL), 1);
     char *x = slurp(js), *y = slurp(js2);
     ck_assert_str_eq(x, y);
     free(x);
     free(y);
     char *out = NULL;
     snprintf(args, sizeof args, "ab %s %s --evaluations 80 --wall-clock", a, b);
-    ck_assert_int_eq(loom(args, &out), 2);
+    ck_assert_int_eq(loom_test_cli(args, &out), 2);
     has(out, "--wall-clock and --evaluations cannot be given together");
     free(out);
 }
@@ -717,7 +706,7 @@ START_TEST(cli_single_case)
     snprintf(args, sizeof args,
              "ab %s %s --model vlm-s --parallel tp=4,pp=4,mb=8 --iterations 2 --seed 4", mf_a,
              mf_b);
-    ck_assert_int_eq(loom(args, &out), 0);
+    ck_assert_int_eq(loom_test_cli(args, &out), 0);
     has(out, "| default | 2 |");
     has(out, "| 1.0000 | 1.0000 | 1.0000 – 1.0000 | 0/0/2 |");
     has(out, "**same** |");
@@ -774,7 +763,7 @@ START_TEST(cli_segfaulting_ranker)
     snprintf(js, sizeof js, "%s", loom_test_tmpfile(".json", ""));
     snprintf(args, sizeof args, "ab %sbase.json %scrash.json --suite %s --json %s --quiet",
              PLANNERS, PLANNERS, suite, js);
-    ck_assert_int_eq(loom(args, &out), 3);
+    ck_assert_int_eq(loom_test_cli(args, &out), 3);
     has(out, "loom ab: case long, B (" PLANNERS "crash.json): plugin fixture.crash-rank "
              "(pipeline[2]) was killed by signal 11 (SIGSEGV) at iteration 2");
     has(out, "- case `long`, B: plugin fixture.crash-rank (pipeline[2]) was killed by signal 11 "
@@ -796,7 +785,7 @@ START_TEST(cli_never_returning_ranker)
     snprintf(args, sizeof args,
              "ab %sbase.json %shang.json --suite %s --json %s --junit %s --timeout-ms 700 --quiet",
              PLANNERS, PLANNERS, suite, js, xml);
-    ck_assert_int_eq(loom(args, &out), 3);
+    ck_assert_int_eq(loom_test_cli(args, &out), 3);
     has(out, "plugin fixture.hang-rank (pipeline[2]) exceeded the time limit of 700 ms at "
              "iteration 2 (timeout)");
     has(out, "**Result: plugin failure**");
@@ -814,35 +803,35 @@ START_TEST(cli_bad_input)
     char mf[512], args[2048], *out = NULL;
     snprintf(mf, sizeof mf, "%s", manifest_for("1f1b"));
     snprintf(args, sizeof args, "ab %s", mf);
-    ck_assert_int_eq(loom(args, &out), 2);
+    ck_assert_int_eq(loom_test_cli(args, &out), 2);
     has(out, "expected two planner manifests (A.json B.json), found 1");
     free(out);
     snprintf(args, sizeof args, "ab %s /nonexistent/b.json", mf);
-    ck_assert_int_eq(loom(args, &out), 2);
+    ck_assert_int_eq(loom_test_cli(args, &out), 2);
     has(out, "/nonexistent/b.json");
     free(out);
     snprintf(args, sizeof args, "ab %s %s --threshold 2", mf, mf);
-    ck_assert_int_eq(loom(args, &out), 2);
+    ck_assert_int_eq(loom_test_cli(args, &out), 2);
     has(out, "--threshold: expected a number in [0, 0.99], found '2'");
     free(out);
     const char *suite = loom_test_tmpfile(".json", "{\"cases\": [{\"name\": \"x\", \"seed\": "
                                                    "\"one\"}]}");
     snprintf(args, sizeof args, "ab %s %s --suite %s", mf, mf, suite);
-    ck_assert_int_eq(loom(args, &out), 2);
+    ck_assert_int_eq(loom_test_cli(args, &out), 2);
     has(out, "cases[0].seed: expected");
     free(out);
     snprintf(args, sizeof args, "ab %s %s --suite %s --model vlm-s", mf, mf, suite);
-    ck_assert_int_eq(loom(args, &out), 2);
+    ck_assert_int_eq(loom_test_cli(args, &out), 2);
     has(out, "--suite names the problems");
     free(out);
     /* a case whose model file is broken: reported, exit 2 */
     const char *model = loom_test_tmpfile(".json", "{\"name\": 3}");
     snprintf(args, sizeof args, "ab %s %s --model %s --quiet", mf, mf, model);
-    ck_assert_int_eq(loom(args, &out), 2);
+    ck_assert_int_eq(loom_test_cli(args, &out), 2);
     has(out, "loom ab: case default, A (");
     has(out, "**Result: bad input**");
     free(out);
-    ck_assert_int_eq(loom("ab --help", &out), 0);
+    ck_assert_int_eq(loom_test_cli("ab --help", &out), 0);
     has(out, "usage: loom ab A.json B.json");
     free(out);
 }

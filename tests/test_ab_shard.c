@@ -26,17 +26,6 @@ static void has(const char *text, const char *frag)
     ck_assert_msg(strstr(text, frag) != NULL, "missing \"%s\" in:\n%s", frag, text);
 }
 
-/* Runs `loom <args>` (stdout and stderr) with AddressSanitizer leaving
- * segfaults to the kernel; returns the exit code. */
-static int loom(const char *args, char **out)
-{
-    char cmd[16384];
-    snprintf(cmd, sizeof cmd,
-             "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0\" %s/bin/loom %s",
-             LOOM_TEST_BINARY_DIR, args);
-    return loom_test_run(cmd, out);
-}
-
 /* Reads a whole file into a malloc'd string. */
 static char *slurp(const char *path)
 {
@@ -129,7 +118,7 @@ static void run_shards(const char *run, const char *dir, const char *prefix, int
     for (int k = 1; k <= n; k++) {
         snprintf(args, sizeof args, "%s --shard %d/%d --json %s/%s-%d.json --quiet", run, k, n,
                  dir, prefix, k);
-        int code = loom(args, NULL);
+        int code = loom_test_cli(args, NULL);
         ck_assert_msg(code >= 0 && code <= 3, "shard %d/%d exited %d", k, n, code);
     }
 }
@@ -250,7 +239,7 @@ START_TEST(cli_merges_equal_the_whole_run)
 
     snprintf(args, sizeof args, "%s --json %s/u.json --markdown %s/u.md --junit %s/u.xml --quiet",
              run, dir, dir, dir);
-    ck_assert_int_eq(loom(args, &out), 2);
+    ck_assert_int_eq(loom_test_cli(args, &out), 2);
     has(out, "| tp4-pp4 | 2 |");
     has(out, "**worse** (memory) |");
     has(out, "- case `broken`, A: LOOM\\_EINVAL while opening the session");
@@ -267,7 +256,7 @@ START_TEST(cli_merges_equal_the_whole_run)
         snprintf(args, sizeof args,
                  "ab merge %s --json %s/m%d.json --markdown %s/m%d.md --junit %s/m%d.xml --quiet",
                  files, dir, n, dir, n, dir, n);
-        ck_assert_int_eq(loom(args, &out), 2);
+        ck_assert_int_eq(loom_test_cli(args, &out), 2);
         snprintf(name, sizeof name, "%s/m%d.md", dir, n);
         char *md = slurp(name);
         has(out, md); /* the Markdown on stdout too */
@@ -394,7 +383,7 @@ START_TEST(cli_merge_is_byte_identical_with_the_same_plan_times)
              dir);
     snprintf(args, sizeof args, "%s --json %s/u.json --markdown %s/u.md --junit %s/u.xml --quiet",
              run, dir, dir, dir);
-    ck_assert_int_eq(loom(args, NULL), 2);
+    ck_assert_int_eq(loom_test_cli(args, NULL), 2);
     run_shards(run, dir, "s", 3);
     snprintf(a, sizeof a, "%s/u.json", dir);
     for (int k = 1; k <= 3; k++) {
@@ -405,12 +394,12 @@ START_TEST(cli_merge_is_byte_identical_with_the_same_plan_times)
     snprintf(args, sizeof args, "ab merge %s --json %s/m.json --markdown %s/m.md --junit %s/m.xml",
              files, dir, dir, dir);
     char *out = NULL;
-    ck_assert_int_eq(loom(args, &out), 2);
+    ck_assert_int_eq(loom_test_cli(args, &out), 2);
     has(out, "loom ab merge: 3 shards, 5 cases (exit 2)");
     free(out);
     /* the Markdown table goes to standard output, like `loom ab`'s */
     snprintf(args, sizeof args, "ab merge %s 2>/dev/null", files);
-    ck_assert_int_eq(loom(args, &out), 2);
+    ck_assert_int_eq(loom_test_cli(args, &out), 2);
     has(out, "## loom ab: ");
     free(out);
     static const char *const ext[] = {"json", "md", "xml"};
@@ -449,12 +438,12 @@ START_TEST(cli_merge_carries_a_crash)
     spit(a, suite_text);
     snprintf(run, sizeof run, "ab %sbase.json %scrash.json --suite %s", PLANNERS, PLANNERS, a);
     snprintf(args, sizeof args, "%s --json %s/u.json --junit %s/u.xml --quiet", run, dir, dir);
-    ck_assert_int_eq(loom(args, NULL), 3);
+    ck_assert_int_eq(loom_test_cli(args, NULL), 3);
     run_shards(run, dir, "s", 2);
     shard_list(files, sizeof files, dir, "s", 2);
     snprintf(args, sizeof args, "ab merge %s --json %s/m.json --junit %s/m.xml --quiet", files,
              dir, dir);
-    ck_assert_int_eq(loom(args, &out), 3);
+    ck_assert_int_eq(loom_test_cli(args, &out), 3);
     has(out, "loom ab: case long, B (" PLANNERS "crash.json): plugin fixture.crash-rank "
              "(pipeline[2]) was killed by signal 11 (SIGSEGV) at iteration 2");
     has(out, "- case `long`, B: plugin fixture.crash-rank (pipeline[2]) was killed by signal 11 "
@@ -485,7 +474,7 @@ static void merge_fails(const char *files, const char *frag)
 {
     char args[8192], *out = NULL;
     snprintf(args, sizeof args, "ab merge %s --quiet", files);
-    ck_assert_int_eq(loom(args, &out), 2);
+    ck_assert_int_eq(loom_test_cli(args, &out), 2);
     has(out, "loom ab merge: ");
     has(out, frag);
     free(out);
@@ -564,7 +553,7 @@ START_TEST(cli_merge_errors)
     /* not a shard report, no report, a damaged one */
     snprintf(args, sizeof args, "ab %s/a.json %s/b.json --suite %s/suite.json --json %s/w.json "
              "--quiet", dir, dir, dir, dir);
-    ck_assert_int_eq(loom(args, NULL), 2);
+    ck_assert_int_eq(loom_test_cli(args, NULL), 2);
     snprintf(files, sizeof files, "%s/w.json", dir);
     merge_fails(files, "w.json: shard: expected the report of a sharded run (loom ab --shard K/N "
                        "--json FILE), found a report without \"shard\"");
@@ -581,7 +570,7 @@ START_TEST(cli_merge_errors)
     static const char *const bad[] = {"0/2", "3/2", "x"};
     for (int i = 0; i < 3; i++) {
         snprintf(args, sizeof args, "%s --shard %s", run, bad[i]);
-        ck_assert_int_eq(loom(args, &out), 2);
+        ck_assert_int_eq(loom_test_cli(args, &out), 2);
         char want[160];
         snprintf(want, sizeof want, "loom ab: --shard: expected K/N with integers 1 <= K <= N <= "
                  "1000 (shard K of N, e.g. 2/4), found '%s'", bad[i]);
@@ -589,10 +578,10 @@ START_TEST(cli_merge_errors)
         free(out);
     }
     snprintf(args, sizeof args, "%s --shard", run);
-    ck_assert_int_eq(loom(args, &out), 2);
+    ck_assert_int_eq(loom_test_cli(args, &out), 2);
     has(out, "loom ab: option '--shard' needs a value");
     free(out);
-    ck_assert_int_eq(loom("ab merge --help", &out), 0);
+    ck_assert_int_eq(loom_test_cli("ab merge --help", &out), 0);
     has(out, "usage: loom ab merge SHARD.json...");
     free(out);
     rm_dir(dir);

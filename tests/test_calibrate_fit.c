@@ -31,14 +31,6 @@ static const char *truth_cluster(void)
     return loom_test_tmpfile(".json", text);
 }
 
-/* Runs `loom ARGS`, returns the exit status; *out must be freed. */
-static int loom(const char *args, char **out)
-{
-    char cmd[20000];
-    snprintf(cmd, sizeof cmd, "%s %s", loom_test_bin("bin/loom"), args);
-    return loom_test_run(cmd, out);
-}
-
 /* A profile of vlm-s measured on the truth cluster: every module's layer
  * 0 at several token counts, sequence lengths and TP degrees (only_tp > 0:
  * that TP degree and one sequence length per token count). */
@@ -112,7 +104,7 @@ START_TEST(profile_recovers_factors)
     char args[16384], *out = NULL;
     snprintf(args, sizeof args, "calibrate --cluster h800 --model vlm-s --profile %s --out "
              "%s/c.json --table %s/t.csv", prof, out_path, out_path);
-    int code = loom(args, &out);
+    int code = loom_test_cli(args, &out);
     /* a table holds one TP degree */
     ck_assert_int_eq(code, 2);
     ck_assert_msg(strstr(out, "measure the same layer and tokens at different tp or seq_len"),
@@ -120,7 +112,7 @@ START_TEST(profile_recovers_factors)
     free(out);
     snprintf(args, sizeof args, "calibrate --cluster h800 --model vlm-s --profile %s --out "
              "%s/c.json", prof, out_path);
-    code = loom(args, &out);
+    code = loom_test_cli(args, &out);
     ck_assert_msg(code == 0, "%.1500s", out);
     ck_assert_ptr_nonnull(strstr(out, "residual"));
     ck_assert_ptr_nonnull(strstr(out, "vit layer 0 tokens 2048 tp 2 backward"));
@@ -135,7 +127,7 @@ START_TEST(profile_recovers_factors)
     /* a TP 2 profile gives a table cost file */
     snprintf(args, sizeof args, "calibrate --cluster %s --model vlm-s --profile %s --fit "
              "eff_gemm --table %s/t.csv", path, prof2, out_path);
-    code = loom(args, &out);
+    code = loom_test_cli(args, &out);
     ck_assert_msg(code == 0, "%.1500s", out);
     free(out);
     /* the calibrated file plans, and the table file loads as a cost model */
@@ -144,7 +136,7 @@ START_TEST(profile_recovers_factors)
     snprintf(args, sizeof args, "plan --model vlm-s --cluster %s --iterations 1 "
              "--parallel tp=2,pp=2,mb=4 --use cost_model=table --param cost_model.file=%s "
              "--json", path, tpath);
-    code = loom(args, &out);
+    code = loom_test_cli(args, &out);
     /* the table lacks rows for every layer but layer 0 only through "0"
      * rows, so the table plugin must complain about layer 1 by name */
     ck_assert_msg(code != 0 && strstr(out, "layer 1"), "%.1500s", out);
@@ -211,7 +203,7 @@ START_TEST(iterations_recover_factors)
     snprintf(args, sizeof args, "calibrate --cluster %s --measured %s --fit eff_gemm,eff_memory "
              "--out %s --json", base, iters, outp);
     /* rows name cluster "h800", which is not the file being fitted */
-    ck_assert_int_eq(loom(args, &out), 2);
+    ck_assert_int_eq(loom_test_cli(args, &out), 2);
     ck_assert_msg(strstr(out, "iterations[0].cluster: expected the cluster being calibrated"),
                   "%.1500s", out);
     free(out);
@@ -220,7 +212,7 @@ START_TEST(iterations_recover_factors)
     free(out);
     snprintf(args, sizeof args, "calibrate --cluster %s --measured %s --fit eff_gemm,eff_memory "
              "--out %s --json", base, iters, outp);
-    int code = loom(args, &out);
+    int code = loom_test_cli(args, &out);
     ck_assert_msg(code == 0, "%.1500s", out);
     cJSON *r = cJSON_Parse(out);
     ck_assert_ptr_nonnull(r);
@@ -245,7 +237,7 @@ static void bad_profile(const char *csv, const char *extra, int want, const char
     char args[16384], *out = NULL;
     snprintf(args, sizeof args, "calibrate --cluster h800 --model vlm-s --profile %s --out "
              "%s/c.json %s", prof, out_path, extra);
-    ck_assert_int_eq(loom(args, &out), want);
+    ck_assert_int_eq(loom_test_cli(args, &out), want);
     ck_assert_msg(strstr(out, msg), "expected \"%s\" in: %s", msg, out);
     free(out);
     char path[512];
@@ -312,7 +304,7 @@ START_TEST(bad_iterations)
         char args[16384], *out = NULL;
         snprintf(args, sizeof args, "calibrate --cluster h800 --measured %s --out "
                  "/tmp/loom-calib-never.json", f);
-        ck_assert_int_eq(loom(args, &out), 2);
+        ck_assert_int_eq(loom_test_cli(args, &out), 2);
         ck_assert_msg(strstr(out, cases[i].msg), "case %zu: expected \"%s\" in: %s", i,
                       cases[i].msg, out);
         ck_assert_ptr_nonnull(strstr(out, f));
@@ -320,7 +312,7 @@ START_TEST(bad_iterations)
         ck_assert_int_ne(access("/tmp/loom-calib-never.json", F_OK), 0);
     }
     char *out = NULL;
-    ck_assert_int_eq(loom("calibrate --cluster h800 --profile x.csv", &out), 2);
+    ck_assert_int_eq(loom_test_cli("calibrate --cluster h800 --profile x.csv", &out), 2);
     ck_assert_ptr_nonnull(strstr(out, "--profile (with --model)"));
     free(out);
 }
@@ -336,7 +328,7 @@ START_TEST(shipped_examples_fit)
              "--measured %s --out %s --json", loom_test_src("examples/calibration/profile.csv"),
              loom_test_src("examples/calibration/iterations.json"), outp);
     /* the iterations name presets and generated workloads: any directory */
-    ck_assert_msg(loom(args, &out) == 0, "%.1500s", out);
+    ck_assert_msg(loom_test_cli(args, &out) == 0, "%.1500s", out);
     cJSON *r = cJSON_Parse(out);
     ck_assert_ptr_nonnull(r);
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(r, "rows")), 36 + 4);

@@ -9,21 +9,13 @@
 #include <loom/sys/session.h>
 #include "testutil.h"
 
-/* Runs `loom ARGS`, returns the exit status; *out must be freed. */
-static int loom(const char *args, char **out)
-{
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s %s", loom_test_bin("bin/loom"), args);
-    return loom_test_run(cmd, out);
-}
-
 START_TEST(cp_balance_figure_3_3)
 {
     char *out = NULL;
-    ck_assert_int_eq(loom("cp-balance --gpus 4 --workloads 1,2,2,4,5,2,2,8", &out), 0);
+    ck_assert_int_eq(loom_test_cli("cp-balance --gpus 4 --workloads 1,2,2,4,5,2,2,8", &out), 0);
     ck_assert_ptr_nonnull(strstr(out, "makespan 8 tiles (lower bound 8"));
     free(out);
-    ck_assert_int_eq(loom("cp-balance --gpus 4 --workloads 1,2,2,4,5,2,2,8 "
+    ck_assert_int_eq(loom_test_cli("cp-balance --gpus 4 --workloads 1,2,2,4,5,2,2,8 "
                           "--order unsorted --json", &out), 0);
     cJSON *r = cJSON_Parse(out);
     ck_assert_ptr_nonnull(r);
@@ -35,21 +27,21 @@ START_TEST(cp_balance_figure_3_3)
     cJSON_Delete(r);
     free(out);
     /* a causal mask: zigzag gives every GPU 2*4+1 tiles */
-    ck_assert_int_eq(loom("cp-balance --gpus 4 --causal 1024 --json", &out), 0);
+    ck_assert_int_eq(loom_test_cli("cp-balance --gpus 4 --causal 1024 --json", &out), 0);
     ck_assert_ptr_nonnull(strstr(out, "\"zigzag_makespan\": 9"));
     free(out);
-    ck_assert_int_eq(loom("cp-balance --gpus 2 --segments image:256,text:256 --block 64",
+    ck_assert_int_eq(loom_test_cli("cp-balance --gpus 2 --segments image:256,text:256 --block 64",
                           &out), 0);
     /* 4 image blocks seeing the 4 image blocks, text blocks 5..8 tiles */
     ck_assert_ptr_nonnull(strstr(out, "8 block(s) over 2 GPU(s)"));
     ck_assert_ptr_nonnull(strstr(out, "makespan 21 tiles (lower bound 21"));
     free(out);
-    ck_assert_int_eq(loom("cp-balance --gpus 4", &out), 2);
+    ck_assert_int_eq(loom_test_cli("cp-balance --gpus 4", &out), 2);
     free(out);
-    ck_assert_int_eq(loom("cp-balance --gpus 4 --segments pixel:5", &out), 2);
+    ck_assert_int_eq(loom_test_cli("cp-balance --gpus 4 --segments pixel:5", &out), 2);
     ck_assert_ptr_nonnull(strstr(out, "KIND:TOKENS"));
     free(out);
-    ck_assert_int_eq(loom("cp-balance --gpus 0 --workloads 1", &out), 2);
+    ck_assert_int_eq(loom_test_cli("cp-balance --gpus 0 --workloads 1", &out), 2);
     free(out);
 }
 END_TEST
@@ -59,7 +51,7 @@ START_TEST(calibrate_batch)
     char *out = NULL;
     const char *args = "calibrate-batch --model vlm-s --generate interleaved "
                        "--iterations 2 --global-batch 1024 --unit 4 --seed 3";
-    ck_assert_int_eq(loom(args, &out), 0);
+    ck_assert_int_eq(loom_test_cli(args, &out), 0);
     ck_assert_ptr_nonnull(strstr(out, "k = 59 Bernoulli trials"));
     ck_assert_ptr_nonnull(strstr(out, "b_min = "));
     free(out);
@@ -67,8 +59,8 @@ START_TEST(calibrate_batch)
     char a[512];
     snprintf(a, sizeof a, "%s --json", args);
     char *j1 = NULL, *j2 = NULL;
-    ck_assert_int_eq(loom(a, &j1), 0);
-    ck_assert_int_eq(loom(a, &j2), 0);
+    ck_assert_int_eq(loom_test_cli(a, &j1), 0);
+    ck_assert_int_eq(loom_test_cli(a, &j2), 0);
     ck_assert_str_eq(j1, j2);
     cJSON *r = cJSON_Parse(j1);
     int b = cJSON_GetObjectItem(r, "b_min")->valueint;
@@ -76,19 +68,19 @@ START_TEST(calibrate_batch)
     cJSON_Delete(r);
     free(j1);
     free(j2);
-    ck_assert_int_eq(loom("calibrate-batch --model vlm-s --generate interleaved "
+    ck_assert_int_eq(loom_test_cli("calibrate-batch --model vlm-s --generate interleaved "
                           "--iterations 2 --global-batch 1024 --alpha 0.01 --unit 4",
                           &out), 0);
     ck_assert_ptr_nonnull(strstr(out, "k = 90"));
     free(out);
     /* a batch too small to stabilise: exit 1, the batch must grow */
-    ck_assert_int_eq(loom("calibrate-batch --model vlm-s --generate interleaved "
+    ck_assert_int_eq(loom_test_cli("calibrate-batch --model vlm-s --generate interleaved "
                           "--iterations 2 --global-batch 2 --gpus 16 --unit 1", &out), 1);
     ck_assert_ptr_nonnull(strstr(out, "global batch must grow"));
     free(out);
-    ck_assert_int_eq(loom("calibrate-batch --model vlm-s --global-batch 8", &out), 2);
+    ck_assert_int_eq(loom_test_cli("calibrate-batch --model vlm-s --global-batch 8", &out), 2);
     free(out);
-    ck_assert_int_eq(loom("calibrate-batch --model vlm-s --generate interleaved "
+    ck_assert_int_eq(loom_test_cli("calibrate-batch --model vlm-s --generate interleaved "
                           "--global-batch 8 --alpha 2", &out), 2);
     ck_assert_ptr_nonnull(strstr(out, "--alpha"));
     free(out);
@@ -101,11 +93,11 @@ static void plan_manifest(const char *name, const char *want)
     char a[1024], *out = NULL;
     snprintf(a, sizeof a, "plan --manifest %s --iterations 1 --quiet --json",
              loom_test_src(name));
-    int rc = loom(a, &out);
+    int rc = loom_test_cli(a, &out);
     ck_assert_msg(rc == 0, "%s: exit %d: %s", name, rc, out);
     free(out);
     snprintf(a, sizeof a, "plan --manifest %s --iterations 1", loom_test_src(name));
-    ck_assert_int_eq(loom(a, &out), 0);
+    ck_assert_int_eq(loom_test_cli(a, &out), 0);
     ck_assert_msg(strstr(out, want) != NULL, "%s: no \"%s\" in %s", name, want, out);
     free(out);
 }

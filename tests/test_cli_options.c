@@ -12,15 +12,6 @@
 #define MANIFESTS LOOM_TEST_SOURCE_DIR "/examples/manifests/"
 #define FIX LOOM_TEST_BINARY_DIR "/tests/fixtures"
 
-/* Runs `loom <args>`; returns the exit code, output (stdout + stderr) in
- * *out (caller frees). */
-static int loom(const char *args, char **out)
-{
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "%s/bin/loom %s", LOOM_TEST_BINARY_DIR, args);
-    return loom_test_run(cmd, out);
-}
-
 /* Asserts that `text` contains `frag`. */
 static void has(const char *text, const char *frag)
 {
@@ -32,7 +23,7 @@ static void has(const char *text, const char *frag)
 static void expect(const char *args, int code, const char *frag)
 {
     char *out = NULL;
-    int rc = loom(args, &out);
+    int rc = loom_test_cli(args, &out);
     ck_assert_msg(rc == code, "loom %.300s: exit %d, expected %d; output:\n%.1500s", args, rc, code,
                   out);
     has(out, frag);
@@ -137,7 +128,8 @@ START_TEST(sizes_with_units)
         expect(args, 0, "1 rank over the 0.000 GiB memory cap");
     }
     char *out = NULL;
-    ck_assert_int_eq(loom("plan --stage-times " STAGE_TIMES " --memory-cap=1KiB", &out), 0);
+    ck_assert_int_eq(loom_test_cli("plan --stage-times " STAGE_TIMES " --memory-cap=1KiB", &out),
+                     0);
     ck_assert_ptr_null(strstr(out, "OVER CAP"));
     has(out, "memory cap    0.000 GiB per rank");
     free(out);
@@ -152,7 +144,7 @@ START_TEST(help_lists_shared_options)
                                         "--use", "--param", "--plugin-path",
                                         "--allow-untrusted-plugins"};
     char *out = NULL;
-    ck_assert_int_eq(loom("plan --help", &out), 0);
+    ck_assert_int_eq(loom_test_cli("plan --help", &out), 0);
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         has(out, names[i]);
     free(out);

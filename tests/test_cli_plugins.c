@@ -6,15 +6,6 @@
 #include <cjson/cJSON.h>
 #include "testutil.h"
 
-/* Runs `loom <args>` from the build tree; returns the exit code and the
- * combined output in *out (caller frees). */
-static int loom(const char *args, char **out)
-{
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "%s/bin/loom %s", LOOM_TEST_BINARY_DIR, args);
-    return loom_test_run(cmd, out);
-}
-
 /* Runs `loom <args>` with stdout only (stderr dropped), for JSON. */
 static int loom_stdout(const char *args, char **out)
 {
@@ -36,7 +27,7 @@ static void has(const char *text, const char *frag)
 START_TEST(list_text)
 {
     char *out = NULL;
-    ck_assert_int_eq(loom("plugins list --path " FIX, &out), 0);
+    ck_assert_int_eq(loom_test_cli("plugins list --path " FIX, &out), 0);
     has(out, "ID");
     has(out, "STATUS");
     has(out, "fixture.good-rank");
@@ -53,7 +44,7 @@ START_TEST(list_load_status)
     char *out = NULL;
     /* The fixtures include plugins that fail: the listing is printed, each
      * failure is named on stderr, and the exit code says so. */
-    ck_assert_int_eq(loom("plugins list --load --path " FIX, &out), 3);
+    ck_assert_int_eq(loom_test_cli("plugins list --load --path " FIX, &out), 3);
     has(out, "fixture-good-rank.so  loaded");
     has(out, "failed: fixture.abi: ");
     has(out, "ABI mismatch: host ABI 1, plugin ABI 2");
@@ -62,22 +53,22 @@ START_TEST(list_load_status)
              "cannot start: calibration table missing");
     free(out);
     /* A folder of plugins that all load exits 0. */
-    ck_assert_int_eq(loom("plugins list --load --path " FIX "/good-rank --path " FIX
+    ck_assert_int_eq(loom_test_cli("plugins list --load --path " FIX "/good-rank --path " FIX
                           "/good-mem", &out), 0);
     ck_assert_ptr_null(strstr(out, "failed to load"));
     free(out);
     /* inspect --load of a failing plugin: its status, and exit code 3. */
-    ck_assert_int_eq(loom("plugins inspect fixture.init-fails --load --path " FIX, &out), 3);
+    ck_assert_int_eq(loom_test_cli("plugins inspect fixture.init-fails --load --path " FIX, &out), 3);
     has(out, "status:       failed: plugin fixture.init-fails: cannot start");
     has(out, "loom plugins: fixture.init-fails failed to load");
     ck_assert_ptr_null(strstr(out, "fixture.abi failed"));
     free(out);
     /* The trust waiver is accepted by plugins and validate alike. */
-    ck_assert_int_eq(loom("plugins list --allow-untrusted-plugins --path " FIX "/good-rank",
+    ck_assert_int_eq(loom_test_cli("plugins list --allow-untrusted-plugins --path " FIX "/good-rank",
                           &out), 0);
     has(out, "fixture.good-rank");
     free(out);
-    ck_assert_int_eq(loom("validate --help", &out), 0);
+    ck_assert_int_eq(loom_test_cli("validate --help", &out), 0);
     has(out, "--allow-untrusted-plugins");
     free(out);
 }
@@ -122,7 +113,7 @@ END_TEST
 START_TEST(inspect)
 {
     char *out = NULL;
-    ck_assert_int_eq(loom("plugins inspect fixture.good-rank --path " FIX, &out), 0);
+    ck_assert_int_eq(loom_test_cli("plugins inspect fixture.good-rank --path " FIX, &out), 0);
     has(out, "id:           fixture.good-rank\n");
     has(out, "role:         ranker (role_version 1)\n");
     has(out, "thread_safe:  yes\n");
@@ -153,7 +144,7 @@ START_TEST(inspect)
     cJSON_Delete(o);
     free(out);
 
-    ck_assert_int_eq(loom("plugins inspect no.such.plugin --path " FIX, &out), 2);
+    ck_assert_int_eq(loom_test_cli("plugins inspect no.such.plugin --path " FIX, &out), 2);
     has(out, "no plugin \"no.such.plugin\"");
     free(out);
 }
@@ -162,29 +153,29 @@ END_TEST
 START_TEST(usage_and_help)
 {
     char *out = NULL;
-    ck_assert_int_eq(loom("plugins --help", &out), 0);
+    ck_assert_int_eq(loom_test_cli("plugins --help", &out), 0);
     has(out, "usage: loom plugins list");
     free(out);
-    ck_assert_int_eq(loom("plugins list --help", &out), 0);
+    ck_assert_int_eq(loom_test_cli("plugins list --help", &out), 0);
     has(out, "--load");
     free(out);
-    ck_assert_int_eq(loom("validate --help", &out), 0);
+    ck_assert_int_eq(loom_test_cli("validate --help", &out), 0);
     has(out, "usage: loom validate MANIFEST");
     free(out);
-    ck_assert_int_eq(loom("plugins", &out), 2);
+    ck_assert_int_eq(loom_test_cli("plugins", &out), 2);
     free(out);
-    ck_assert_int_eq(loom("plugins frobnicate", &out), 2);
+    ck_assert_int_eq(loom_test_cli("plugins frobnicate", &out), 2);
     has(out, "unknown subcommand 'frobnicate'");
     free(out);
-    ck_assert_int_eq(loom("plugins list --bogus", &out), 2);
+    ck_assert_int_eq(loom_test_cli("plugins list --bogus", &out), 2);
     has(out, "loom plugins list: unknown option '--bogus'");
     free(out);
-    ck_assert_int_eq(loom("plugins inspect", &out), 2);
+    ck_assert_int_eq(loom_test_cli("plugins inspect", &out), 2);
     free(out);
-    ck_assert_int_eq(loom("validate", &out), 2);
+    ck_assert_int_eq(loom_test_cli("validate", &out), 2);
     has(out, "expected a planner manifest");
     free(out);
-    ck_assert_int_eq(loom("plugins list --path /nonexistent/dir", &out), 2);
+    ck_assert_int_eq(loom_test_cli("plugins list --path /nonexistent/dir", &out), 2);
     has(out, "plugin directory /nonexistent/dir: expected a directory, found nothing");
     free(out);
 }
@@ -193,13 +184,13 @@ END_TEST
 START_TEST(validate_good)
 {
     char *out = NULL;
-    ck_assert_int_eq(loom("validate " PLANNERS "good.json", &out), 0);
+    ck_assert_int_eq(loom_test_cli("validate " PLANNERS "good.json", &out), 0);
     has(out, "pipeline good (");
     has(out, "  [2] ranker       fixture.good-rank 1.2.0 ");
     has(out, "params: budget_ms=250 mode=exact alpha=1");
     has(out, "good.json: valid (5 steps)");
     free(out);
-    ck_assert_int_eq(loom("validate " PLANNERS "good.json --param ranker.budget_ms=9 "
+    ck_assert_int_eq(loom_test_cli("validate " PLANNERS "good.json --param ranker.budget_ms=9 "
                           "--use memory_tuner=good-mem",
                           &out),
                      0);
@@ -211,43 +202,43 @@ END_TEST
 START_TEST(validate_errors)
 {
     char *out = NULL;
-    ck_assert_int_eq(loom("validate " PLANNERS "bad-param-type.json", &out), 2);
+    ck_assert_int_eq(loom_test_cli("validate " PLANNERS "bad-param-type.json", &out), 2);
     has(out, "pipeline[2].params.budget_ms: expected an integer in [0, 3600000], found \"fast\"");
     free(out);
-    ck_assert_int_eq(loom("validate " PLANNERS "abi.json", &out), 3);
+    ck_assert_int_eq(loom_test_cli("validate " PLANNERS "abi.json", &out), 3);
     has(out, "fixture.abi: ");
     has(out, "host ABI 1, plugin ABI 2");
     free(out);
-    ck_assert_int_eq(loom("validate " PLANNERS "missing-member.json", &out), 3);
+    ck_assert_int_eq(loom_test_cli("validate " PLANNERS "missing-member.json", &out), 3);
     has(out, "interleaver vtable member interleave is NULL");
     free(out);
-    ck_assert_int_eq(loom("validate " PLANNERS "create-fails.json", &out), 3);
+    ck_assert_int_eq(loom_test_cli("validate " PLANNERS "create-fails.json", &out), 3);
     has(out, "plugin fixture.good-rank: create refused: fail_create is internal");
     free(out);
-    ck_assert_int_eq(loom("validate " PLANNERS "good.json --param ranker.fail_create=input", &out), 2);
+    ck_assert_int_eq(loom_test_cli("validate " PLANNERS "good.json --param ranker.fail_create=input", &out), 2);
     has(out, "plugin fixture.good-rank: create refused: fail_create is input");
     free(out);
-    ck_assert_int_eq(loom("validate " PLANNERS "bad-order.json", &out), 2);
+    ck_assert_int_eq(loom_test_cli("validate " PLANNERS "bad-order.json", &out), 2);
     has(out, "pipeline[1].role: expected \"partitioner\", found \"ranker\"");
     free(out);
-    ck_assert_int_eq(loom("validate " PLANNERS "unknown-plugin.json", &out), 2);
+    ck_assert_int_eq(loom_test_cli("validate " PLANNERS "unknown-plugin.json", &out), 2);
     has(out, "pipeline[3].use: no interleaver plugin \"nope\" (available: ");
     has(out, "good-inter (fixture.good-inter)");
     free(out);
-    ck_assert_int_eq(loom("validate " PLANNERS "good.json --param ranker.budget_ms=abc", &out), 2);
+    ck_assert_int_eq(loom_test_cli("validate " PLANNERS "good.json --param ranker.budget_ms=abc", &out), 2);
     /* a bad value from the command line names the flag typed, not the manifest */
     has(out, "loom validate: --param ranker.budget_ms=abc: expected an integer in [0, 3600000], "
              "found \"abc\"");
     free(out);
-    ck_assert_int_eq(loom("validate " PLANNERS "good.json --use sched=x", &out), 2);
+    ck_assert_int_eq(loom_test_cli("validate " PLANNERS "good.json --use sched=x", &out), 2);
     free(out);
-    ck_assert_int_eq(loom("validate /nonexistent/planner.json", &out), 2);
+    ck_assert_int_eq(loom_test_cli("validate /nonexistent/planner.json", &out), 2);
     has(out, "/nonexistent/planner.json: cannot open");
     free(out);
     const char *p = loom_test_tmpfile(".json", "{\"loom_planner\": 1,\n \"pipeline\": [}\n");
     char args[4200];
     snprintf(args, sizeof args, "validate %s", p);
-    ck_assert_int_eq(loom(args, &out), 2);
+    ck_assert_int_eq(loom_test_cli(args, &out), 2);
     has(out, ":2:15: malformed JSON: unexpected '}'");
     free(out);
     remove(p);
@@ -261,29 +252,29 @@ END_TEST
 START_TEST(shared_option_conventions)
 {
     char *out = NULL;
-    ck_assert_int_eq(loom("plan --model=vlm-s --iterations=1 --memory-cap=80GiB --quiet --json",
+    ck_assert_int_eq(loom_test_cli("plan --model=vlm-s --iterations=1 --memory-cap=80GiB --quiet --json",
                           &out), 0);
     has(out, "\"makespan_ms\"");
     has(out, "\"layout\": {\"tp\": 4, \"pp\": 4, \"dp\": 1, \"vpp\": 1, \"microbatches\": 16, "
              "\"gpus\": 16}");
     free(out);
-    ck_assert_int_eq(loom("validate " PLANNERS "good.json --plugin-path=" PLANNERS "..", &out), 0);
+    ck_assert_int_eq(loom_test_cli("validate " PLANNERS "good.json --plugin-path=" PLANNERS "..", &out), 0);
     has(out, "valid (5 steps)");
     free(out);
-    ck_assert_int_eq(loom("validate " PLANNERS "good.json --path " PLANNERS "..", &out), 0);
+    ck_assert_int_eq(loom_test_cli("validate " PLANNERS "good.json --path " PLANNERS "..", &out), 0);
     free(out);
-    ck_assert_int_eq(loom("plugins list --plugin-path " PLANNERS "..", &out), 0);
+    ck_assert_int_eq(loom_test_cli("plugins list --plugin-path " PLANNERS "..", &out), 0);
     has(out, "fixture.good-rank");
     free(out);
-    ck_assert_int_eq(loom("plugins inspect good-rank --path=" PLANNERS "..", &out), 0);
+    ck_assert_int_eq(loom_test_cli("plugins inspect good-rank --path=" PLANNERS "..", &out), 0);
     has(out, "fixture.good-rank");
     free(out);
-    ck_assert_int_eq(loom("plan --iterations=1 --quiet --json --path " PLANNERS "..", &out), 0);
+    ck_assert_int_eq(loom_test_cli("plan --iterations=1 --quiet --json --path " PLANNERS "..", &out), 0);
     free(out);
-    ck_assert_int_eq(loom("plan --memory-cap=80XB", &out), 2);
+    ck_assert_int_eq(loom_test_cli("plan --memory-cap=80XB", &out), 2);
     has(out, "--memory-cap: expected a size such as 80GiB");
     free(out);
-    ck_assert_int_eq(loom("ab " PLANNERS "good.json " PLANNERS "good.json --threshold=2", &out),
+    ck_assert_int_eq(loom_test_cli("ab " PLANNERS "good.json " PLANNERS "good.json --threshold=2", &out),
                      2);
     has(out, "--threshold");
     free(out);

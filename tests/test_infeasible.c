@@ -11,14 +11,6 @@
 #include <loom/sys/json.h>
 #include "testutil.h"
 
-/* Runs `loom ARGS`, returns the exit status; *out must be freed. */
-static int loom(const char *args, char **out)
-{
-    char cmd[12288];
-    snprintf(cmd, sizeof cmd, "%s %s", loom_test_bin("bin/loom"), args);
-    return loom_test_run(cmd, out);
-}
-
 /* Reads a whole file; the caller frees it. */
 static char *slurp(const char *dir, const char *name)
 {
@@ -37,7 +29,7 @@ START_TEST(plan_outputs_mark_infeasible)
     char args[4096], *out = NULL;
     snprintf(args, sizeof args, "plan --manifest %s --model t2v-l --iterations 1 --out %s/p",
              loom_test_src("examples/manifests/megatron-balanced.json"), dir);
-    ck_assert_int_eq(loom(args, &out), 0);
+    ck_assert_int_eq(loom_test_cli(args, &out), 0);
     ck_assert_msg(strstr(out, "INFEASIBLE (peak 169.429 GiB > cap 80.000 GiB)"), "%s", out);
     ck_assert_msg(strstr(out, "  makespan      INFEASIBLE (peak 169.429 GiB > cap 80.000 GiB); "
                               "the simulated "), "%s", out);
@@ -67,7 +59,7 @@ START_TEST(plan_outputs_mark_infeasible)
     /* --json: per iteration and overall */
     snprintf(args, sizeof args, "plan --manifest %s --model t2v-l --iterations 2 --json",
              loom_test_src("examples/manifests/megatron-balanced.json"));
-    ck_assert_int_eq(loom(args, &out), 0);
+    ck_assert_int_eq(loom_test_cli(args, &out), 0);
     const char *brace = strchr(out, '{');
     ck_assert_ptr_nonnull(brace);
     cJSON *r = cJSON_Parse(brace);
@@ -80,13 +72,13 @@ START_TEST(plan_outputs_mark_infeasible)
     /* several iterations: no mean is presented as a result */
     snprintf(args, sizeof args, "plan --manifest %s --model t2v-l --iterations 2",
              loom_test_src("examples/manifests/megatron-balanced.json"));
-    ck_assert_int_eq(loom(args, &out), 0);
+    ck_assert_int_eq(loom_test_cli(args, &out), 0);
     ck_assert_msg(strstr(out, "GiB) in 2 of 2 iterations: the simulated mean iteration"), "%s",
                   out);
     ck_assert_ptr_null(strstr(out, "\nmean iteration "));
     free(out);
     /* a plan that fits */
-    ck_assert_int_eq(loom("plan --model vlm-s --iterations 1 --json", &out), 0);
+    ck_assert_int_eq(loom_test_cli("plan --model vlm-s --iterations 1 --json", &out), 0);
     brace = strchr(out, '{');
     r = cJSON_Parse(brace);
     ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(r, "feasible")));
@@ -111,7 +103,7 @@ START_TEST(ab_marks_infeasible_side)
     snprintf(args, sizeof args, "ab %s %s --model t2v-l --iterations 1 --json %s/r.json "
              "--markdown %s/r.md --html %s/r.html --no-isolate", a,
              loom_test_src("examples/manifests/megatron-balanced.json"), dir, dir, dir);
-    int code = loom(args, &out);
+    int code = loom_test_cli(args, &out);
     ck_assert_msg(code == 1, "%s", out);
     free(out);
     char *md = slurp(dir, "r.md");

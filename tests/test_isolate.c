@@ -518,17 +518,6 @@ END_TEST
 
 /* ---- `loom plan --isolate` and its progress display ------------------------ */
 
-/* Runs `loom <args>` (stdout and stderr); AddressSanitizer leaves
- * segfaults to the kernel. Returns the exit code. */
-static int loom(const char *args, char **out)
-{
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd,
-             "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0\" %s/bin/loom %s",
-             LOOM_TEST_BINARY_DIR, args);
-    return loom_test_run(cmd, out);
-}
-
 /* The makespans of the summary table rows in `text` (at most 8). */
 static int table_makespans(const char *text, double ms[8])
 {
@@ -550,8 +539,8 @@ START_TEST(cli_plan_isolated_matches_in_process)
     const char *args = "plan --model vlm-s --parallel tp=4,pp=4,mb=8 --iterations 3 --seed 5";
     char iso[512];
     snprintf(iso, sizeof iso, "%s --isolate --timeout-ms 60000 --memory-limit-mb 8192", args);
-    ck_assert_int_eq(loom(args, &a), 0);
-    ck_assert_int_eq(loom(iso, &b), 0);
+    ck_assert_int_eq(loom_test_cli(args, &a), 0);
+    ck_assert_int_eq(loom_test_cli(iso, &b), 0);
     double ma[8], mb[8];
     ck_assert_int_eq(table_makespans(a, ma), 3);
     ck_assert_int_eq(table_makespans(b, mb), 3);
@@ -566,7 +555,7 @@ END_TEST
 START_TEST(cli_plan_isolated_reports_crash_and_hang)
 {
     char *out = NULL;
-    ck_assert_int_eq(loom("plan --manifest " PLANNERS "crash.json --model vlm-s "
+    ck_assert_int_eq(loom_test_cli("plan --manifest " PLANNERS "crash.json --model vlm-s "
                           "--parallel tp=4,pp=4,mb=8 --isolate",
                           &out),
                      3);
@@ -575,14 +564,14 @@ START_TEST(cli_plan_isolated_reports_crash_and_hang)
     has(out, "loom plan: plugin fixture.crash-rank (pipeline[2]) was killed by signal 11 "
              "(SIGSEGV) at iteration 2");
     free(out);
-    ck_assert_int_eq(loom("plan --manifest " PLANNERS "hang.json --model vlm-s "
+    ck_assert_int_eq(loom_test_cli("plan --manifest " PLANNERS "hang.json --model vlm-s "
                           "--parallel tp=4,pp=4,mb=8 --isolate --timeout-ms 400 --json",
                           &out),
                      3);
     has(out, "loom plan: plugin fixture.hang-rank (pipeline[2]) exceeded the time limit of 400 ms "
              "at iteration 2 (timeout)");
     free(out);
-    ck_assert_int_eq(loom("plan --isolate --timeout-ms x", &out), 2);
+    ck_assert_int_eq(loom_test_cli("plan --isolate --timeout-ms x", &out), 2);
     has(out, "--timeout-ms: expected a number in [0, 1e+09], found 'x'");
     free(out);
 }
@@ -595,7 +584,7 @@ START_TEST(cli_plan_progress_lines)
     char *out = NULL;
     const char *args = "plan --manifest " PLANNERS "hang.json --model vlm-s "
                        "--parallel tp=4,pp=4,mb=8 --iterations 4 --isolate --timeout-ms 2600";
-    ck_assert_int_eq(loom(args, &out), 3);
+    ck_assert_int_eq(loom_test_cli(args, &out), 3);
     has(out, "loom:  50% (2/4) iteration 3/4 elapsed 2.");
     has(out, ", estimate 2.");
     ck_assert_ptr_null(strchr(out, '\r')); /* not a terminal: plain lines */
@@ -603,7 +592,7 @@ START_TEST(cli_plan_progress_lines)
     free(out);
     char quiet[1024];
     snprintf(quiet, sizeof quiet, "%s --quiet", args);
-    ck_assert_int_eq(loom(quiet, &out), 3);
+    ck_assert_int_eq(loom_test_cli(quiet, &out), 3);
     ck_assert_ptr_null(strstr(out, "loom: "));
     free(out);
 }

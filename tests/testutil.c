@@ -67,9 +67,13 @@ const char *loom_test_tmpfile(const char *suffix, const char *text)
 
 int loom_test_run(const char *cmd, char **output)
 {
-    char full[8192];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    size_t size = strlen(cmd) + 8;
+    char *full = malloc(size);
+    if (!full)
+        return -1;
+    snprintf(full, size, "%s 2>&1", cmd);
     FILE *p = popen(full, "r");
+    free(full);
     if (!p)
         return -1;
     size_t cap = 4096, len = 0;
@@ -89,6 +93,20 @@ int loom_test_run(const char *cmd, char **output)
     else
         free(buf);
     return (st >= 0 && WIFEXITED(st)) ? WEXITSTATUS(st) : -1;
+}
+
+int loom_test_cli(const char *args, char **output)
+{
+    static const char asan[] = "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0\"";
+    const char *bin = loom_test_bin("bin/loom");
+    size_t size = sizeof asan + strlen(bin) + strlen(args) + 3;
+    char *cmd = malloc(size);
+    if (!cmd)
+        return -1;
+    snprintf(cmd, size, "%s %s %s", asan, bin, args);
+    int rc = loom_test_run(cmd, output);
+    free(cmd);
+    return rc;
 }
 
 /* Reads /proc/<pid>/stat: state, parent and process group. 0 on success. */

@@ -16,6 +16,11 @@ const char *loom_test_tmpfile(const char *suffix, const char *text);
  * returns the exit status (or -1). */
 int loom_test_run(const char *cmd, char **output);
 
+/* Runs this build's `loom <args>` (bin/loom) as loom_test_run does, with
+ * AddressSanitizer's SEGV handler off so that a plugin crash reaches the
+ * command's own handling in sanitized builds. */
+int loom_test_cli(const char *args, char **output);
+
 struct loom_mock_host;
 struct loom_plugin_info;
 
