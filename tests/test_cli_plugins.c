@@ -58,7 +58,8 @@ START_TEST(list_load_status)
     ck_assert_ptr_null(strstr(out, "failed to load"));
     free(out);
     /* inspect --load of a failing plugin: its status, and exit code 3. */
-    ck_assert_int_eq(loom_test_cli("plugins inspect fixture.init-fails --load --path " FIX, &out), 3);
+    ck_assert_int_eq(loom_test_cli("plugins inspect fixture.init-fails --load --path " FIX, &out),
+                     3);
     has(out, "status:       failed: plugin fixture.init-fails: cannot start");
     has(out, "loom plugins: fixture.init-fails failed to load");
     ck_assert_ptr_null(strstr(out, "fixture.abi failed"));
@@ -215,7 +216,8 @@ START_TEST(validate_errors)
     ck_assert_int_eq(loom_test_cli("validate " PLANNERS "create-fails.json", &out), 3);
     has(out, "plugin fixture.good-rank: create refused: fail_create is internal");
     free(out);
-    ck_assert_int_eq(loom_test_cli("validate " PLANNERS "good.json --param ranker.fail_create=input", &out), 2);
+    ck_assert_int_eq(loom_test_cli("validate " PLANNERS "good.json --param ranker.fail_create=input", &out),
+                     2);
     has(out, "plugin fixture.good-rank: create refused: fail_create is input");
     free(out);
     ck_assert_int_eq(loom_test_cli("validate " PLANNERS "bad-order.json", &out), 2);
@@ -225,7 +227,8 @@ START_TEST(validate_errors)
     has(out, "pipeline[3].use: no interleaver plugin \"nope\" (available: ");
     has(out, "good-inter (fixture.good-inter)");
     free(out);
-    ck_assert_int_eq(loom_test_cli("validate " PLANNERS "good.json --param ranker.budget_ms=abc", &out), 2);
+    ck_assert_int_eq(loom_test_cli("validate " PLANNERS "good.json --param ranker.budget_ms=abc", &out),
+                     2);
     /* a bad value from the command line names the flag typed, not the manifest */
     has(out, "loom validate: --param ranker.budget_ms=abc: expected an integer in [0, 3600000], "
              "found \"abc\"");
@@ -258,10 +261,12 @@ START_TEST(shared_option_conventions)
     has(out, "\"layout\": {\"tp\": 4, \"pp\": 4, \"dp\": 1, \"vpp\": 1, \"microbatches\": 16, "
              "\"gpus\": 16}");
     free(out);
-    ck_assert_int_eq(loom_test_cli("validate " PLANNERS "good.json --plugin-path=" PLANNERS "..", &out), 0);
+    ck_assert_int_eq(loom_test_cli("validate " PLANNERS "good.json --plugin-path=" PLANNERS "..", &out),
+                     0);
     has(out, "valid (5 steps)");
     free(out);
-    ck_assert_int_eq(loom_test_cli("validate " PLANNERS "good.json --path " PLANNERS "..", &out), 0);
+    ck_assert_int_eq(loom_test_cli("validate " PLANNERS "good.json --path " PLANNERS "..", &out),
+                     0);
     free(out);
     ck_assert_int_eq(loom_test_cli("plugins list --plugin-path " PLANNERS "..", &out), 0);
     has(out, "fixture.good-rank");
@@ -269,7 +274,8 @@ START_TEST(shared_option_conventions)
     ck_assert_int_eq(loom_test_cli("plugins inspect good-rank --path=" PLANNERS "..", &out), 0);
     has(out, "fixture.good-rank");
     free(out);
-    ck_assert_int_eq(loom_test_cli("plan --iterations=1 --quiet --json --path " PLANNERS "..", &out), 0);
+    ck_assert_int_eq(loom_test_cli("plan --iterations=1 --quiet --json --path " PLANNERS "..", &out),
+                     0);
     free(out);
     ck_assert_int_eq(loom_test_cli("plan --memory-cap=80XB", &out), 2);
     has(out, "--memory-cap: expected a size such as 80GiB");
