@@ -184,7 +184,7 @@ START_TEST(test_errors)
                  "efficiency.memory: expected a number in [0, 1], found 1.5");
     expect_error("{" REQUIRED ", \"efficiency\": {\"flops\": 0.5}}",
                  "efficiency: unknown field \"flops\" (expected one of: gemm, attention, "
-                 "memory, collective, gemm_half_flops, attention_half_flops)");
+                 "memory, collective, gemm_half_flops, attention_half_flops, kernel_launch_us, attention_backward)");
     expect_error("{" REQUIRED ", \"efficiency\": 0.5}",
                  "efficiency: expected an object, found 0.5");
     expect_error("{" REQUIRED ", \"p2p_latency_ms\": -0.5}",

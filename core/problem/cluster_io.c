@@ -54,7 +54,8 @@ static int parse_cluster(const char *file, const cJSON *root, loom_cluster *c,
                                        "net_bytes_per_s", "efficiency", "p2p_latency_ms",
                                        "host_bytes_per_s", NULL};
     static const char *const eff_keys[] = {"gemm", "attention", "memory", "collective",
-                                           "gemm_half_flops", "attention_half_flops", NULL};
+                                           "gemm_half_flops", "attention_half_flops",
+                                           "kernel_launch_us", "attention_backward", NULL};
     const cJSON *eff = NULL;
     int64_t hbm = 0, gpn = LOOM_DEFAULT_GPUS_PER_NODE;
     memset(c, 0, sizeof *c);
@@ -110,6 +111,12 @@ static int parse_cluster(const char *file, const cJSON *root, loom_cluster *c,
         if (!rc)
             rc = loom_json_get_double(file, eff, "efficiency", "attention_half_flops", 0, 0.0,
                                       1e18, &c->attention_half_flops, err);
+        if (!rc)
+            rc = loom_json_get_double(file, eff, "efficiency", "kernel_launch_us", 0, 0.0,
+                                      1000.0, &c->kernel_launch_us, err);
+        if (!rc)
+            rc = loom_json_get_double(file, eff, "efficiency", "attention_backward", 0, 1.0,
+                                      10.0, &c->attention_backward, err);
         if (rc)
             return rc;
     }

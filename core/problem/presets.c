@@ -95,10 +95,10 @@ static const char *const model_names[] = {
  * NVLink (PCIe for the A40) and per-GPU network bandwidth, then the host
  * copy bandwidth. */
 static const loom_cluster clusters[] = {
-    {"h800", 989e12, 3.35e12, GIB(80), 8, 0, 200e9, 25e9, H_EFF, H_HALF, GEN5_HOST},
-    {"h100", 989e12, 3.35e12, GIB(80), 8, 0, 450e9, 50e9, H_EFF, H_HALF, GEN5_HOST},
-    {"a100", 312e12, 2.0e12, GIB(80), 8, 0, 300e9, 25e9, DEFAULTS, A_HALF, GEN4_HOST},
-    {"a40", 149.7e12, 696e9, GIB(48), 8, 0, 32e9, 12.5e9, DEFAULTS, A_HALF, GEN4_HOST},
+    {"h800", 989e12, 3.35e12, GIB(80), 8, 0, 200e9, 25e9, H_EFF, H_HALF, GEN5_HOST, 0.0, 0.0},
+    {"h100", 989e12, 3.35e12, GIB(80), 8, 0, 450e9, 50e9, H_EFF, H_HALF, GEN5_HOST, 0.0, 0.0},
+    {"a100", 312e12, 2.0e12, GIB(80), 8, 0, 300e9, 25e9, DEFAULTS, A_HALF, GEN4_HOST, 0.0, 0.0},
+    {"a40", 149.7e12, 696e9, GIB(48), 8, 0, 32e9, 12.5e9, DEFAULTS, A_HALF, GEN4_HOST, 0.0, 0.0},
 };
 
 static const char *const cluster_names[] = {"h800", "h100", "a100", "a40", NULL};

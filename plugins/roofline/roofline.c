@@ -222,7 +222,9 @@ static int rf_hardware(const rf_self *s, const loom_cluster *c, int32_t tp,
         hw->eff_gemm = 1.0;
     hw->eff_attention = c->eff_attention;
     hw->eff_memory = c->eff_memory;
-    hw->launch_ms = s->launch_ms;
+    /* the manifest's kernel_launch_us, when set, overrides the cluster's */
+    hw->launch_ms = s->launch_ms > 0 ? s->launch_ms : c->kernel_launch_us / 1000.0;
+    hw->attention_backward = c->attention_backward > 0 ? c->attention_backward : 2.0;
     hw->eff_collective = c->eff_collective;
     hw->gemm_half_flops = c->gemm_half_flops > 0 ? c->gemm_half_flops : 0;
     hw->attention_half_flops = c->attention_half_flops > 0 ? c->attention_half_flops : 0;

@@ -52,6 +52,7 @@ typedef struct loom_roofline_hw {
     int32_t cp;               /* context-parallel degree (<= 1: none) */
     double cp_link_bytes_per_s; /* the CP group's link (ring attention) */
     double p2p_latency_ms;    /* latency of one ring step */
+    double attention_backward; /* attention core backward / forward FLOPs (0: 2) */
 } loom_roofline_hw;
 
 /* Fills ops[] (capacity LOOM_ROOFLINE_MAX_OPS) with the forward operators

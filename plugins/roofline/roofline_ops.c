@@ -195,15 +195,17 @@ void loom_roofline_forward_flops(const loom_layer *layer,
 }
 
 /* Time of one operator's backward input-gradient part: GEMM dgrad equals
- * the forward GEMM, the attention core costs twice its forward, an
- * element-wise op moves 1.5x its forward bytes (the saved input is read
- * next to the incoming gradient), an all-reduce is repeated as is. */
+ * the forward GEMM, the attention core costs hw->attention_backward times
+ * its forward FLOPs (2 for dQ, dK and dV; 2.5 when a fused kernel also
+ * rebuilds the scores) and twice its bytes, an element-wise op moves 1.5x
+ * its forward bytes (the saved input is read next to the incoming
+ * gradient), an all-reduce is repeated as is. */
 static double rf_input_grad_ms(const loom_roofline_op *op,
                                const loom_roofline_hw *hw)
 {
     loom_roofline_op b = *op;
     if (op->unit == LOOM_ROOFLINE_ATTENTION) {
-        b.flops *= 2.0;
+        b.flops *= hw->attention_backward > 0 ? hw->attention_backward : 2.0;
         b.mem_bytes *= 2.0;
     } else if (op->unit == LOOM_ROOFLINE_MEMORY) {
         b.mem_bytes *= 1.5;

@@ -233,7 +233,7 @@ END_TEST
 
 START_TEST(operator_time_is_max_of_three_terms)
 {
-    loom_roofline_hw hw = {100e12, 1e12, 1e11, 0.5, 0.25, 0.5, 0.5, 0, 0, 0, 0, 1, 0, 0};
+    loom_roofline_hw hw = {100e12, 1e12, 1e11, 0.5, 0.25, 0.5, 0.5, 0, 0, 0, 0, 1, 0, 0, 0};
     loom_roofline_op op = {"gemm", LOOM_ROOFLINE_GEMM, 1e12, 1e9, 0};
     /* compute 1e12 / 50e12 = 20 ms; HBM 1e9 / 0.5e12 = 2 ms */
     ASSERT_REL(loom_roofline_op_ms(&op, &hw), 20.0);
@@ -411,7 +411,7 @@ START_TEST(policies_order_memory_and_recompute)
     /* selective recomputes the attention core and softmax */
     loom_roofline_op ops[LOOM_ROOFLINE_MAX_OPS];
     int k = loom_roofline_forward_ops(&fx.layer, &s, 0, ops);
-    loom_roofline_hw hw = {989e12, 3.35e12, 200e9, 0.7, 0.6, 0.8, 0.75, 0, 0, 0, 0, 1, 0, 0};
+    loom_roofline_hw hw = {989e12, 3.35e12, 200e9, 0.7, 0.6, 0.8, 0.75, 0, 0, 0, 0, 1, 0, 0, 0};
     double att_ms = 0;
     for (int i = 0; i < k; i++)
         if (!strcmp(ops[i].name, "attn_core") || !strcmp(ops[i].name, "softmax"))
@@ -620,7 +620,7 @@ END_TEST
 /* Size-aware efficiency: eff * F / (F + half), per operator. */
 START_TEST(size_curve_lowers_small_operators)
 {
-    loom_roofline_hw hw = {100e12, 1e12, 1e11, 0.6, 0.5, 0.5, 0.5, 0, 4e9, 2e9, 0, 1, 0, 0};
+    loom_roofline_hw hw = {100e12, 1e12, 1e11, 0.6, 0.5, 0.5, 0.5, 0, 4e9, 2e9, 0, 1, 0, 0, 0};
     loom_roofline_op gemm = {"gemm", LOOM_ROOFLINE_GEMM, 4e9, 0, 0};
     ASSERT_REL(loom_roofline_eff(&gemm, &hw), 0.3);
     /* 4e9 FLOPs at 100e12 * 0.3 per second: 4e9 / 3e13 s */

@@ -25,6 +25,8 @@ typedef struct loom_calib_factor {
     const char *json_key; /* "efficiency.gemm": its path in cluster.json */
     size_t offset;        /* offsetof(loom_cluster, member), a double */
     double lo, hi;        /* box bounds of the fit */
+    int opt_in;           /* 1: fitted only when --fit names it; written
+                             only when fitted or already non-zero */
 } loom_calib_factor;
 
 /* The factor table; *n gets its length. */

@@ -6,13 +6,23 @@
 #include "calib.h"
 
 static const loom_calib_factor factors[] = {
-    {"eff_gemm", "efficiency.gemm", offsetof(loom_cluster, eff_gemm), LOOM_MIN_EFFICIENCY, 1.0},
+    {"eff_gemm", "efficiency.gemm", offsetof(loom_cluster, eff_gemm), LOOM_MIN_EFFICIENCY, 1.0, 0},
     {"eff_attention", "efficiency.attention", offsetof(loom_cluster, eff_attention),
-     LOOM_MIN_EFFICIENCY, 1.0},
+     LOOM_MIN_EFFICIENCY, 1.0, 0},
     {"eff_memory", "efficiency.memory", offsetof(loom_cluster, eff_memory), LOOM_MIN_EFFICIENCY,
-     1.0},
+     1.0, 0},
     {"eff_collective", "efficiency.collective", offsetof(loom_cluster, eff_collective),
-     LOOM_MIN_EFFICIENCY, 1.0},
+     LOOM_MIN_EFFICIENCY, 1.0, 0},
+    /* the shape of the model, fitted when named: they need rows over a
+     * range of sizes (small ones for the launch overhead and the curves) */
+    {"kernel_launch_us", "efficiency.kernel_launch_us", offsetof(loom_cluster, kernel_launch_us),
+     0.0, 100.0, 1},
+    {"attention_backward", "efficiency.attention_backward",
+     offsetof(loom_cluster, attention_backward), 1.0, 6.0, 1},
+    {"gemm_half_flops", "efficiency.gemm_half_flops", offsetof(loom_cluster, gemm_half_flops),
+     0.0, 1e12, 1},
+    {"attention_half_flops", "efficiency.attention_half_flops",
+     offsetof(loom_cluster, attention_half_flops), 0.0, 1e12, 1},
 };
 
 const loom_calib_factor *loom_calib_factors(int *n)
@@ -130,7 +140,9 @@ static int lm(const loom_calib_problem *p, double *x, int *iterations, double *r
         double most = 0;
         for (int i = 0; i < m; i++)
             most = fmax(most, fabs(J[(size_t)i * (size_t)n + (size_t)j]));
-        if (!(most > 1e-9))
+        /* scaled by the factor's size: a change of the whole factor
+         * must move some residual (factors range from 0.5 to 1e10) */
+        if (!(most * fmax(fabs(x[j]), 1e-3) > 1e-9))
             return loom_set_error(err, LOOM_EINVAL,
                                   "too little data: no measurement depends on %s (its value "
                                   "does not change any prediction); add measurements that "

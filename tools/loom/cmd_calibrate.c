@@ -36,8 +36,12 @@ static void usage(FILE *out)
             "                      \"measured_ms\" and/or \"mfu\"}, ...]}\n"
             "  --manifest FILE     planner manifest pricing the measurements (default\n"
             "                      megatron-1f1b; its cost model must read the cluster)\n"
-            "  --fit LIST          factors to fit (default all): eff_gemm,\n"
-            "                      eff_attention, eff_memory, eff_collective\n"
+            "  --fit LIST          factors to fit (default the four efficiencies):\n"
+            "                      eff_gemm, eff_attention, eff_memory,\n"
+            "                      eff_collective, kernel_launch_us,\n"
+            "                      attention_backward, gemm_half_flops,\n"
+            "                      attention_half_flops; none: no fit, only\n"
+            "                      the residuals of the cluster as given\n"
             "  --out FILE          write the calibrated cluster.json here\n"
             "  --table FILE        write a table cost file from the profile (plugins/table)\n"
             "  --max-residual PCT  largest root-mean-square residual accepted (default 10)\n"
@@ -120,23 +124,26 @@ static int parse_args(int argc, char **argv, calib_opts *o)
     return -1;
 }
 
-/* Fills set->fit from --fit (NULL: every factor). */
+/* Fills set->fit from --fit (NULL: every factor that is not opt-in). */
 static int choose_factors(loom_calib_set *set, const char *list, loom_error *err)
 {
     int n = 0;
     const loom_calib_factor *all = loom_calib_factors(&n);
     if (!list) {
-        for (int i = 0; i < n && i < LOOM_CALIB_MAX_FACTORS; i++)
-            set->fit[set->n_fit++] = &all[i];
+        for (int i = 0; i < n && set->n_fit < LOOM_CALIB_MAX_FACTORS; i++)
+            if (!all[i].opt_in)
+                set->fit[set->n_fit++] = &all[i];
         return LOOM_OK;
     }
+    if (!strcmp(list, "none"))
+        return LOOM_OK; /* prediction only: the residuals of the cluster as given */
     const char *p = list;
     while (*p) {
         size_t len = strcspn(p, ",");
         char name[64];
         snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), p);
         const loom_calib_factor *f = loom_calib_factor_find(name);
-        char known[256] = "";
+        char known[512] = "";
         for (int i = 0; i < n; i++)
             snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
                      all[i].name);
@@ -291,13 +298,15 @@ static int write_cluster(void *user, FILE *out, loom_error *err)
     }
     int n = 0, ok = 1;
     const loom_calib_factor *all = loom_calib_factors(&n);
-    for (int i = 0; ok && i < n; i++)
-        ok = set_path(root, all[i].json_key,
-                      round(loom_calib_factor_get(c, &all[i]) * 1e6) / 1e6);
-    if (preset && ok && c->gemm_half_flops > 0) /* the preset's size curve */
-        ok = set_path(root, "efficiency.gemm_half_flops", c->gemm_half_flops);
-    if (preset && ok && c->attention_half_flops > 0)
-        ok = set_path(root, "efficiency.attention_half_flops", c->attention_half_flops);
+    for (int i = 0; ok && i < n; i++) {
+        double v = loom_calib_factor_get(c, &all[i]);
+        int fitted = 0;
+        for (int j = 0; j < co->set->n_fit; j++)
+            fitted |= co->set->fit[j] == &all[i];
+        if (all[i].opt_in && !fitted && !(v > 0))
+            continue; /* absent stays absent */
+        ok = set_path(root, all[i].json_key, round(v * 1e6) / 1e6);
+    }
     char *text = ok ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     if (!text)
@@ -329,7 +338,10 @@ static int run(const calib_opts *o, loom_calib_set *set, loom_cluster *work, loo
     if (rc == LOOM_OK)
         rc = loom_calib_residuals(set, x, NULL, err); /* lays out the rows */
     int steps = 0;
-    if (rc == LOOM_OK) {
+    if (rc == LOOM_OK && set->n_fit == 0 && (o->out || o->table))
+        rc = loom_set_error(err, LOOM_EINVAL, "--fit none: nothing is fitted, so there is no "
+                            "calibrated %s to write", o->out ? "cluster (--out)" : "table (--table)");
+    else if (rc == LOOM_OK && set->n_fit > 0) {
         loom_calib_problem p = {set->n_fit, set->n_rows, lo, hi, names,
                                 loom_calib_residuals, set};
         rc = loom_calib_fit(&p, x, &steps, err);
@@ -341,8 +353,10 @@ static int run(const calib_opts *o, loom_calib_set *set, loom_cluster *work, loo
     if (!(rms <= o->max_residual_pct)) {
         loom_set_error(err, LOOM_EINFEASIBLE,
                        "the measurements contradict each other or the cost model: rms "
-                       "residual %.2f %% after fitting exceeds --max-residual %g %% (see the "
-                       "rows above); nothing written", rms, o->max_residual_pct);
+                       "residual %.2f %% %s exceeds --max-residual %g %% (see the "
+                       "rows above); nothing written", rms,
+                       set->n_fit ? "after fitting" : "of the cluster as given",
+                       o->max_residual_pct);
         return LOOM_EXIT_PLAN;
     }
     cluster_out co = {o->cluster, work, set};

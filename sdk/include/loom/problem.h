@@ -85,6 +85,14 @@ typedef struct loom_cluster {
      * direction (PCIe), what activation offload moves at; 0: unknown, so
      * nothing can be offloaded. */
     double host_bytes_per_s;
+    /* Appended in Loom 0.4: a fixed overhead per operator that does work
+     * (kernel launch and tail effects), in microseconds; 0: none. */
+    double kernel_launch_us;
+    /* Appended in Loom 0.4: the attention core's backward FLOPs as a
+     * multiple of its forward's; 0 means 2 (the plain product's dQ, dK,
+     * dV). A fused kernel that rebuilds the scores in its backward, as
+     * FlashAttention does, does more. */
+    double attention_backward;
 } loom_cluster;
 
 typedef struct loom_parallel {
