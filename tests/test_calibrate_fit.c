@@ -17,6 +17,10 @@
 static const double truth[4] = {0.62, 0.47, 0.69, 0.55};
 static const char *const keys[4] = {"gemm", "attention", "memory", "collective"};
 
+/* Extra efficiency fields of the truth cluster (the model's shape:
+ * launch overhead, attention backward), "" for none. */
+static const char *truth_shape = "";
+
 /* Writes the h800 cluster with the `truth` factors; returns its path. */
 static const char *truth_cluster(void)
 {
@@ -26,8 +30,8 @@ static const char *truth_cluster(void)
              " \"hbm_bytes\": 85899345920, \"gpus_per_node\": 8, \"nvlink_bytes_per_s\": 200e9,"
              " \"net_bytes_per_s\": 25e9, \"p2p_latency_ms\": 0.02, \"efficiency\": {\"gemm\": "
              "%g, \"attention\": %g, \"memory\": %g, \"collective\": %g, \"gemm_half_flops\": 4e9,"
-             " \"attention_half_flops\": 4e9}}",
-             truth[0], truth[1], truth[2], truth[3]);
+             " \"attention_half_flops\": 4e9%s}}",
+             truth[0], truth[1], truth[2], truth[3], truth_shape);
     return loom_test_tmpfile(".json", text);
 }
 
@@ -150,6 +154,62 @@ START_TEST(profile_recovers_factors)
     unlink(path);
     unlink(tpath);
     rmdir(out_path);
+}
+END_TEST
+
+/* The opt-in factors: a launch overhead and a fused-attention backward
+ * are fitted back with the efficiencies when --fit names them, absent
+ * from --out otherwise; --fit none only prices the cluster as given. */
+START_TEST(shape_factors_recovered)
+{
+    truth_shape = ", \"kernel_launch_us\": 8, \"attention_backward\": 2.5";
+    char *csv = profile_text(0);
+    truth_shape = "";
+    const char *prof = loom_test_tmpfile(".csv", csv);
+    free(csv);
+    const char *outp = loom_test_tmpfile(".json", "");
+    char args[16384], *out = NULL;
+    snprintf(args, sizeof args, "calibrate --cluster h800 --model vlm-s --profile %s --fit "
+             "eff_gemm,eff_attention,eff_memory,eff_collective,kernel_launch_us,"
+             "attention_backward --out %s", prof, outp);
+    ck_assert_msg(loom_test_cli(args, &out) == 0, "%.1500s", out);
+    free(out);
+    ck_assert_msg(fabs(factor_of(outp, "kernel_launch_us") - 8.0) <= 0.02 * 8.0,
+                  "kernel_launch_us %g", factor_of(outp, "kernel_launch_us"));
+    ck_assert_msg(fabs(factor_of(outp, "attention_backward") - 2.5) <= 0.02 * 2.5,
+                  "attention_backward %g", factor_of(outp, "attention_backward"));
+    for (int k = 0; k < 4; k++)
+        ck_assert_msg(fabs(factor_of(outp, keys[k]) - truth[k]) <= 0.02 * truth[k],
+                      "%s: fitted %g, truth %g", keys[k], factor_of(outp, keys[k]), truth[k]);
+    /* the default fit leaves them out of the file, and misses the data */
+    snprintf(args, sizeof args, "calibrate --cluster h800 --model vlm-s --profile %s --out %s "
+             "--max-residual 1000", prof, outp);
+    ck_assert_int_eq(loom_test_cli(args, &out), 0);
+    free(out);
+    char *text = NULL;
+    loom_error err = {0, ""};
+    ck_assert_int_eq(loom_read_file(outp, &text, NULL, &err), LOOM_OK);
+    ck_assert_ptr_null(strstr(text, "kernel_launch_us"));
+    ck_assert_ptr_null(strstr(text, "attention_backward"));
+    free(text);
+    /* --fit none: the residuals of the cluster as given, nothing to write */
+    snprintf(args, sizeof args, "calibrate --cluster h800 --model vlm-s --profile %s --fit none "
+             "--max-residual 1000", prof);
+    ck_assert_int_eq(loom_test_cli(args, &out), 0);
+    ck_assert_msg(strstr(out, "0 factors, 0 steps"), "%.1500s", out);
+    free(out);
+    snprintf(args, sizeof args, "calibrate --cluster h800 --model vlm-s --profile %s --fit none",
+             prof);
+    ck_assert_int_eq(loom_test_cli(args, &out), 1);
+    ck_assert_msg(strstr(out, "of the cluster as given exceeds --max-residual 10 %"), "%.1500s",
+                  out);
+    free(out);
+    snprintf(args, sizeof args, "calibrate --cluster h800 --model vlm-s --profile %s --fit none "
+             "--out %s", prof, outp);
+    ck_assert_int_eq(loom_test_cli(args, &out), 2);
+    ck_assert_msg(strstr(out, "--fit none: nothing is fitted, so there is no calibrated cluster "
+                              "(--out) to write"), "%.1500s", out);
+    free(out);
 }
 END_TEST
 
@@ -346,6 +406,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("calibrate");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, profile_recovers_factors);
+    tcase_add_test(tc, shape_factors_recovered);
     tcase_add_test(tc, iterations_recover_factors);
     tcase_add_test(tc, bad_profiles);
     tcase_add_test(tc, bad_iterations);

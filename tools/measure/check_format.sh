@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The files gpu_profile.py writes are what `loom calibrate` reads: a CPU run
+# (--cpu: wall-clock times, format only) of a tiny model, then the profile
+# priced by loom calibrate --fit none. Usage: check_format.sh LOOM SRC
+set -euo pipefail
+loom=$1
+src=$2
+py=/usr/bin/python3
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+"$py" "$src/tools/measure/gpu_profile.py" --cpu --model "$src/tests/fidelity/models/tiny-vlm.json" \
+    --out "$out" --tokens 32,64 --seq-len 16,32 --gemm-m 16 --attn-seq 16 --attn-tokens 32 \
+    --warmup 0 --repeat 1 --shard-tp 2
+for f in device.json gemm.csv attention.csv profile.csv shards.csv; do
+    test -s "$out/$f" || { echo "check_format: $f missing"; exit 1; }
+done
+# every module at each token count it can hold (the ViT at its 16-token items)
+rows=$(($(wc -l < "$out/profile.csv") - 1))
+test "$rows" -ge 4 || { echo "check_format: $rows profile rows"; exit 1; }
+"$loom" calibrate --cluster h800 --model "$src/tests/fidelity/models/tiny-vlm.json" \
+    --profile "$out/profile.csv" --fit none --max-residual 1000 > "$out/log"
+grep -q "$((2 * rows)) measurements, 0 factors" "$out/log" ||
+    { cat "$out/log"; echo "check_format: loom calibrate did not price every row"; exit 1; }
+echo "check_format: $rows profile rows accepted by loom calibrate"
