@@ -48,23 +48,6 @@ static void oi_destroy(void *self)
         o->host->free(o);
 }
 
-/* Per-template times for shares 1..mbs: ms[j * mbs + s - 1]. */
-typedef struct oi_times {
-    const double *ms;
-    int32_t mbs;
-} oi_times;
-
-/* loom_oobleck_time_fn over the table. */
-static double oi_time(void *user, int32_t j, int32_t s)
-{
-    const oi_times *t = user;
-    if (s <= 0)
-        return 0;
-    if (s > t->mbs)
-        return INFINITY;
-    return t->ms[(size_t)j * (size_t)t->mbs + (size_t)(s - 1)];
-}
-
 /* Evaluates graph g with first-in-first-out priorities into *ms. */
 static int oi_eval(oi_self *o, const loom_evaluator_service *svc,
                    const loom_stage_graph *g, float *prio, double *ms,
@@ -83,8 +66,81 @@ static int oi_eval(oi_self *o, const loom_evaluator_service *svc,
     return rc;
 }
 
+/* Per-template times for shares 1..mbs, simulated when the batch
+ * distribution first asks for them: ms[j * mbs + s - 1], NAN until then. */
+typedef struct oi_times {
+    oi_self *o;
+    const loom_evaluator_service *svc;
+    const loom_stage_graph *const *graphs;
+    const int32_t *first; /* each template's first candidate */
+    float *prio;          /* scratch priorities */
+    double *ms;
+    int32_t mbs;
+    int all;              /* every share emitted (oi_per_template) */
+    int64_t evaluations;
+    int rc;               /* the first evaluation error, and err its text */
+    loom_error *err;
+} oi_times;
+
+static int32_t oi_per_template(int32_t mbs);
+
+/* Simulates template j's candidate k into *ms (once). */
+static double oi_sim(oi_times *t, int32_t j, int32_t k)
+{
+    double ms = INFINITY;
+    if (t->rc != LOOM_OK)
+        return INFINITY;
+    t->rc = oi_eval(t->o, t->svc, t->graphs[t->first[j] + k], t->prio, &ms, t->err);
+    t->evaluations++;
+    return t->rc == LOOM_OK ? ms : INFINITY;
+}
+
+/* loom_oobleck_time_fn: template j's iteration with s microbatches. With
+ * every share emitted, shares up to OOBLECK_MAX_SHARES and the whole
+ * batch are simulated and the shares between them interpolated (1F1B
+ * adds one steady-state period per microbatch); with the whole batch
+ * only, the paper's linear N_b * T_j. */
+static double oi_time(void *user, int32_t j, int32_t s)
+{
+    oi_times *t = user;
+    if (s <= 0)
+        return 0;
+    if (s > t->mbs)
+        return INFINITY;
+    double *cell = &t->ms[(size_t)j * (size_t)t->mbs + (size_t)(s - 1)];
+    if (!isnan(*cell))
+        return *cell;
+    int32_t sim = t->mbs < OOBLECK_MAX_SHARES ? t->mbs : OOBLECK_MAX_SHARES;
+    if (!t->all)
+        *cell = s == t->mbs ? oi_sim(t, j, 0) : oi_time(t, j, t->mbs) * s / t->mbs;
+    else if (s <= sim)
+        *cell = oi_sim(t, j, s - 1);
+    else if (s == t->mbs)
+        *cell = oi_sim(t, j, oi_per_template(t->mbs) - 1);
+    else {
+        double lo = oi_time(t, j, sim), hi = oi_time(t, j, t->mbs);
+        *cell = lo + (hi - lo) * (s - sim) / (t->mbs - sim);
+    }
+    return *cell;
+}
+
+/* Candidates per template when every share is emitted: 1..mbs, or
+ * 1..OOBLECK_MAX_SHARES and mbs above that. */
+static int32_t oi_per_template(int32_t mbs)
+{
+    return mbs > OOBLECK_MAX_SHARES ? OOBLECK_MAX_SHARES + 1 : mbs;
+}
+
+/* Microbatches of a template's k-th candidate (k from 0) when every share
+ * is emitted. */
+static int32_t oi_share_of(int32_t k, int32_t mbs)
+{
+    return k < OOBLECK_MAX_SHARES ? k + 1 : mbs;
+}
+
 /* Splits the graphs into template groups; *first[j] is group j's first
- * graph, *shares 1 (full batch only) or mbs. */
+ * graph, *all 1 when every share is emitted (oi_per_template), else one
+ * candidate (the full batch) per template. */
 static int oi_groups(const loom_host_api *host,
                      const loom_stage_graph *const *g, int32_t n,
                      int32_t *first, int32_t *p, int32_t *mbs, int *all,
@@ -95,7 +151,7 @@ static int oi_groups(const loom_host_api *host,
     for (int32_t i = 0; i < n; i++)
         if (g[i]->n_microbatches > *mbs)
             *mbs = g[i]->n_microbatches;
-    int32_t per = *all ? *mbs : 1;
+    int32_t per = *all ? oi_per_template(*mbs) : 1;
     if (n % per != 0)
         return host->error(err, LOOM_EINVAL,
                            "oobleck-instantiate: %d candidates do not form "
@@ -105,13 +161,13 @@ static int oi_groups(const loom_host_api *host,
     for (int32_t j = 0; j < *p; j++) {
         first[j] = j * per;
         for (int32_t s = 0; s < per; s++)
-            if (g[j * per + s]->n_microbatches != (*all ? s + 1 : *mbs))
+            if (g[j * per + s]->n_microbatches != (*all ? oi_share_of(s, *mbs) : *mbs))
                 return host->error(err, LOOM_EINVAL,
                                    "oobleck-instantiate: candidate %d holds %d "
                                    "microbatches, expected %d (is "
                                    "oobleck-templates the partitioner?)",
                                    j * per + s, g[j * per + s]->n_microbatches,
-                                   *all ? s + 1 : *mbs);
+                                   *all ? oi_share_of(s, *mbs) : *mbs);
     }
     return LOOM_OK;
 }
@@ -202,25 +258,16 @@ static int oi_rank(void *self, const loom_stage_graph *const *graphs,
                              gpus);
             break;
         }
-        double run = 0;
-        for (int32_t s = 1; s <= mbs && rc == LOOM_OK; s++) {
-            double t = 0;
-            if (all || s == mbs)
-                rc = oi_eval(o, svc, graphs[first[j] + (all ? s - 1 : 0)], prio,
-                             &t, err);
-            run = t > run ? t : run; /* shares never get faster */
-            ms[(size_t)j * mbs + (size_t)(s - 1)] = run;
-        }
-        if (!all) /* only the full batch: the paper's linear N_b * T_j */
-            for (int32_t s = 1; s < mbs; s++)
-                ms[(size_t)j * mbs + (size_t)(s - 1)] =
-                    ms[(size_t)j * mbs + (size_t)(mbs - 1)] * s / mbs;
     }
     if (rc != LOOM_OK)
         goto done;
-    oi_times times = {ms, mbs};
+    for (size_t i = 0; i < (size_t)p * (size_t)mbs; i++)
+        ms[i] = NAN;
+    oi_times times = {o, svc, graphs, first, prio, ms, mbs, all, 0, LOOM_OK, err};
     rc = loom_oobleck_choose(sizes, p, oi_time, &times, nodes, (int32_t)f, mbs,
                              (int32_t)max_plans, &ch, err);
+    if (times.rc != LOOM_OK)
+        rc = times.rc; /* err holds the evaluation's message */
     if (rc != LOOM_OK)
         goto done;
     /* the slowest pipeline of the plan: its template with its share */
@@ -237,7 +284,15 @@ static int oi_rank(void *self, const loom_stage_graph *const *graphs,
             pick_s = s;
         }
     }
-    out->candidate = first[pick] + (all ? pick_s - 1 : 0);
+    if (all && pick_s > OOBLECK_MAX_SHARES && pick_s < mbs)
+        host->log(o->ctx, LOOM_LOG_WARN,
+                  "oobleck-instantiate: the slowest pipeline's share, %d microbatches, lies "
+                  "between the %d simulated shares and the whole batch (%d); the plan shows "
+                  "the whole batch on that pipeline, so its makespan is an upper bound",
+                  pick_s, OOBLECK_MAX_SHARES, mbs);
+    out->candidate = first[pick];
+    if (all)
+        out->candidate += pick_s <= OOBLECK_MAX_SHARES ? pick_s - 1 : oi_per_template(mbs) - 1;
     const loom_stage_graph *g = graphs[out->candidate];
     if (out->cap_priorities < g->n_groups) {
         rc = host->error(err, LOOM_EINVAL,
@@ -248,7 +303,7 @@ static int oi_rank(void *self, const loom_stage_graph *const *graphs,
     for (int32_t i = 0; i < g->n_groups; i++)
         out->priorities[i] = (float)(g->n_groups - i);
     out->best_makespan_ms = ch.iteration_ms;
-    out->evaluations = all ? n : p;
+    out->evaluations = times.evaluations;
     oi_log(o, &ch, sizes, mbs, nodes, (int32_t)f);
     if (LOOM_HOST_HAS(host, progress) && host->progress)
         host->progress(o->ctx, ch.iteration_ms, out->evaluations);

@@ -19,8 +19,9 @@
  * Candidates, in this order (oobleck-instantiate relies on it): for every
  * template by ascending node count, the template holding the first s
  * microbatches of the iteration for s = 1..M ("shares": "all", so the
- * ranker can read each pipeline's time for any share from the simulator),
- * or only the full batch ("full").
+ * ranker can read each pipeline's time for any share from the simulator;
+ * above OOBLECK_MAX_SHARES microbatches, s = 1..OOBLECK_MAX_SHARES and
+ * then M), or only the full batch ("full").
  */
 #include <math.h>
 #include <stdio.h>
@@ -305,9 +306,11 @@ static int ot_emit(ot_self *o, const loom_problem *pb, const loom_iteration *it,
     if (rc != LOOM_OK)
         return rc;
     int32_t mbs = pb->parallel.microbatches > 0 ? pb->parallel.microbatches : 1;
-    int all = strcmp(shares, "full") != 0 && mbs <= OOBLECK_MAX_SHARES;
+    int all = strcmp(shares, "full") != 0;
+    int32_t last = all && mbs > OOBLECK_MAX_SHARES ? OOBLECK_MAX_SHARES : mbs;
     for (int32_t i = 0; rc == LOOM_OK && i < o->n_t; i++)
-        for (int32_t s = all ? 1 : mbs; rc == LOOM_OK && s <= mbs; s++) {
+        for (int32_t s = all ? 1 : mbs; rc == LOOM_OK && s <= mbs;
+             s = s == last ? mbs + (s == mbs) : s + 1) {
             loom_partition *p = NULL;
             rc = set->add(set, &p, err);
             if (rc == LOOM_OK)
