@@ -581,6 +581,27 @@ static int iteration_tail(build *b, loom_stage_graph *g, loom_error *err)
     return LOOM_OK;
 }
 
+/* 1 when position pos of flow f is costed from the same inputs in
+ * microbatches mb and prev: the same sub-microbatch count, the same token
+ * sums for every module it holds and the same attention scale, so a cost
+ * model (a function of its inputs) gives the same answers. */
+static int same_costs(build *b, int32_t f, int32_t mb, int32_t prev, const loom_position *pos)
+{
+    if (subs_of(b, f, mb) != subs_of(b, f, prev))
+        return 0;
+    const loom_partition *pt = b->part;
+    if (LOOM_STRUCT_HAS(pt, loom_partition, cp_attention_scale) && pt->cp_attention_scale &&
+        pt->cp_attention_scale[mb] != pt->cp_attention_scale[prev])
+        return 0;
+    for (int32_t s = 0; s < pos->n_spans; s++) {
+        const loom_shape_sums *sums = module_sums(b, pt->spans[pos->span_off + s].module);
+        if (!sums || sums[mb].tokens != sums[prev].tokens ||
+            sums[mb].seq_sq != sums[prev].seq_sq || sums[mb].seqs != sums[prev].seqs)
+            return 0;
+    }
+    return 1;
+}
+
 static int fill(build *b, loom_stage_graph *g, loom_error *err)
 {
     const loom_partition *pt = b->part;
@@ -617,18 +638,37 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
         free(chunk_of);
         return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
     }
+    /* each flow's layer entries of the previous microbatch (-1: none) */
+    int32_t *prev_entry = malloc((size_t)F * sizeof *prev_entry);
+    if (!prev_entry)
+        rc = loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
+    for (int32_t f = 0; f < F && prev_entry; f++)
+        prev_entry[f] = -1;
     for (int32_t mb = 0; mb < M && rc == LOOM_OK; mb++) {
         for (int32_t f = 0; f < F && rc == LOOM_OK; f++) {
             const loom_flow *fl = &pt->flows[f];
             int32_t n = fl->n_pos, subs = subs_of(b, f, mb), grp = mb * F + f;
             g->group_flow[grp] = f;
             g->group_microbatch[grp] = mb;
-            /* cost once per position, shared by every sub-microbatch */
+            /* cost once per position, shared by every sub-microbatch, and
+             * taken from the previous microbatch when its inputs match */
             for (int32_t p = 0; p < n && rc == LOOM_OK; p++) {
                 const loom_position *pos = &pt->positions[fl->pos_off + p];
                 int32_t nl = position_layers(pt, pos);
                 double flops = 0, ob = 0;
-                rc = cost_position(b, f, mb, pos, opt, rflops, held, &flops, &ob, err);
+                if (prev_entry[f] >= 0 && same_costs(b, f, mb, mb - 1, pos)) {
+                    size_t at = (size_t)(prev_entry[f] + b->layer_base[fl->pos_off + p]) *
+                                LOOM_POLICY_COUNT, len = (size_t)nl * LOOM_POLICY_COUNT;
+                    memcpy(opt, &g->layer_options[at], len * sizeof *opt);
+                    memcpy(rflops, &g->layer_recompute_flops[at], len * sizeof *rflops);
+                    if (g_held)
+                        memcpy(held, &g_held[at], len * sizeof *held);
+                    int32_t was = stage_id(b, f, mb - 1, 0, p, 0);
+                    flops = g->flops[was];
+                    ob = b->out_bytes[was];
+                } else {
+                    rc = cost_position(b, f, mb, pos, opt, rflops, held, &flops, &ob, err);
+                }
                 for (int32_t s = 0; s < subs && rc == LOOM_OK; s++) {
                     int32_t pid = pair + s * n + p;
                     /* entries of (f, mb, s) are laid out position by position */
@@ -728,9 +768,11 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
                 }
             }
             pair += subs * n;
+            prev_entry[f] = entry;
             entry += subs * b->layers_of_flow[f];
         }
     }
+    free(prev_entry);
     free(opt);
     free(rflops);
     free(held);
