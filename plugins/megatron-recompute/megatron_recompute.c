@@ -1,12 +1,17 @@
 /*
  * megatron_recompute.c - the "megatron-recompute" memory tuner: Megatron-LM
- * applies one recomputation setting to every layer, and a user picks the
- * cheapest that fits. Policies are tried in order none, selective, full;
- * under each, every rank's peak (static bytes plus the activation peak of
- * its order, from the memory-tuning kit's timeline: exact without
- * simulating) is checked against the cap, and the first that fits on
- * every rank is given to every layer entry. LOOM_EINFEASIBLE names the
- * rank and the bytes short when even full recomputation does not fit.
+ * applies one recomputation setting to the whole model, and a competent
+ * user picks the cheapest that fits. The settings are none,
+ * `--recompute-granularity selective`, and `--recompute-granularity full
+ * --recompute-method block --recompute-num-layers N` for N = 1 up to the
+ * most layers a chunk holds (full recomputation of the first N layers of
+ * every model chunk, the rest stored; N = all is plain full). Under each,
+ * every rank's peak (static bytes plus the activation peak of its order,
+ * from the memory-tuning kit's timeline: exact without simulating) is
+ * checked against the cap; of the settings that fit on every rank, the one
+ * whose busiest rank recomputes least wins (ties: the earlier setting).
+ * LOOM_EINFEASIBLE names the rank and the bytes short when even full
+ * recomputation does not fit.
  */
 #include <string.h>
 #include <loom/kits/memtune.h>
@@ -44,17 +49,44 @@ static void mr_destroy(void *self)
     s->host->free(s);
 }
 
-/* Activation bytes of every pair when each of its layer entries takes
- * `policy`. */
-static void pair_bytes_at(const loom_stage_graph *g, int policy, int64_t *out)
+/* One Megatron-LM setting: `policy` for every layer entry, or with
+ * block > 0 full recomputation of each pair's first `block` entries and
+ * none for the rest. */
+typedef struct mr_setting {
+    int policy;
+    int32_t block;
+} mr_setting;
+
+/* The policy the setting gives a pair's k-th layer entry. */
+static int setting_policy(mr_setting st, int32_t k)
 {
-    for (int32_t p = 0; p < g->n_pairs; p++) {
-        int64_t sum = 0;
-        for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++)
-            sum += g->layer_options[(size_t)e * LOOM_POLICY_COUNT + (size_t)policy]
-                       .activation_bytes;
-        out[p] = sum;
+    if (st.block > 0)
+        return k < st.block ? LOOM_POLICY_FULL : LOOM_POLICY_NONE;
+    return st.policy;
+}
+
+/* Activation bytes of every pair under the setting, and the recomputation
+ * time its busiest rank adds (backward under the setting less under none). */
+static double pair_bytes_at(const loom_stage_graph *g, mr_setting st, int64_t *out)
+{
+    double most = 0;
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        double extra = 0;
+        for (int32_t p = 0; p < g->n_pairs; p++) {
+            if (g->rank[g->pair_forward[p]] != r)
+                continue;
+            int64_t sum = 0;
+            for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++) {
+                const loom_policy_option *o = &g->layer_options[(size_t)e * LOOM_POLICY_COUNT];
+                int pol = setting_policy(st, e - g->pair_layer_off[p]);
+                sum += o[pol].activation_bytes;
+                extra += o[pol].backward_ms - o[LOOM_POLICY_NONE].backward_ms;
+            }
+            out[p] = sum;
+        }
+        most = extra > most ? extra : most;
     }
+    return most;
 }
 
 /* The first rank over the cap at the current pair bytes (and by how many
@@ -83,7 +115,7 @@ static int mr_tune(void *self, const loom_stage_graph *g, const loom_schedule *s
         return rc;
     if (!g->layer_options || !g->pair_layer_off || g->n_layer_entries < 1)
         return LOOM_OK; /* nothing to choose (a stage-times problem) */
-    int policy = LOOM_POLICY_NONE;
+    mr_setting best = {LOOM_POLICY_NONE, 0};
     if (g->memory_cap_bytes > 0) {
         if (g->n_pairs > s->cap_pairs) {
             void *p = host->realloc(s->pair_bytes, (size_t)g->n_pairs * sizeof *s->pair_bytes);
@@ -94,20 +126,39 @@ static int mr_tune(void *self, const loom_stage_graph *g, const loom_schedule *s
         }
         if ((rc = loom_mt_timeline_build(host, &s->tl, g, sched, err)) != LOOM_OK)
             return rc;
-        int32_t rank = -1;
-        double short_bytes = 0;
-        for (policy = LOOM_POLICY_NONE; policy < LOOM_POLICY_OFFLOAD; policy++) {
-            pair_bytes_at(g, policy, s->pair_bytes);
-            if ((rank = over_cap(s, g, &short_bytes)) < 0)
-                break;
+        int32_t most_layers = 0;
+        for (int32_t p = 0; p < g->n_pairs; p++) {
+            int32_t n = g->pair_layer_off[p + 1] - g->pair_layer_off[p];
+            most_layers = n > most_layers ? n : most_layers;
         }
-        if (rank >= 0)
+        /* none, selective, then block N = 1 .. most_layers - 1, then full */
+        int32_t n_settings = 2 + (most_layers > 1 ? most_layers - 1 : 0) + 1;
+        int32_t rank = -1;
+        double short_bytes = 0, best_ms = -1;
+        for (int32_t i = 0; i < n_settings; i++) {
+            mr_setting st = {i == 0 ? LOOM_POLICY_NONE : i == 1 ? LOOM_POLICY_SELECTIVE
+                                                                  : LOOM_POLICY_FULL,
+                             i >= 2 && i < n_settings - 1 ? i - 1 : 0};
+            double ms = pair_bytes_at(g, st, s->pair_bytes);
+            if ((rank = over_cap(s, g, &short_bytes)) >= 0)
+                continue;
+            if (best_ms < 0 || ms < best_ms) {
+                best = st;
+                best_ms = ms;
+            }
+            if (i == 0)
+                break; /* nothing recomputed: nothing is cheaper */
+        }
+        if (best_ms < 0)
             return host->error(err, LOOM_EINFEASIBLE,
                                "megatron-recompute: rank %d cannot fit the memory cap of %.0f "
                                "bytes even with full recomputation: %.0f bytes short",
                                rank, g->memory_cap_bytes, short_bytes);
     }
-    memset(policies, policy, (size_t)g->n_layer_entries);
+    memset(policies, best.policy, (size_t)g->n_layer_entries);
+    for (int32_t p = 0; p < g->n_pairs; p++)
+        for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++)
+            policies[e] = (uint8_t)setting_policy(best, e - g->pair_layer_off[p]);
     return LOOM_OK;
 }
 

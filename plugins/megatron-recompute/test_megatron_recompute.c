@@ -1,8 +1,9 @@
 /* test_megatron_recompute.c - the megatron-recompute memory tuner: one
- * policy for every layer entry, the first of none, selective and full
- * whose peak (static bytes plus the order's activation peak) fits the cap;
- * LOOM_EINFEASIBLE naming the rank and the bytes short when full does not
- * fit. */
+ * Megatron-LM setting for the whole model (none, selective, block
+ * recomputation of each chunk's first N layers, full), the one whose
+ * busiest rank recomputes least among those whose peak (static bytes plus
+ * the order's activation peak) fits the cap; LOOM_EINFEASIBLE naming the
+ * rank and the bytes short when full does not fit. */
 #include <stdio.h>
 
 #include <loom/kits/memtune.h>
@@ -12,7 +13,10 @@ const loom_plugin_info *loom_static_megatron_recompute(void);
 
 /* One rank, two microbatches of two entries each, GPipe order: the peak
  * holds all four entries: 400 bytes under none, 60 + 40 + 90 + 100 = 290
- * under selective, 10 + 20 + 0 + 50 = 80 under full. */
+ * under selective, 10 + 100 + 0 + 100 = 210 under block 1 (each pair's
+ * first entry full), 10 + 20 + 0 + 50 = 80 under full. Recomputation
+ * added: selective 0.5 + 1 + 0.2 + 0.1 = 1.8 ms, block 1 2 + 2 = 4 ms,
+ * full 2 + 1.5 + 2 + 3 = 8.5 ms. */
 static loom_stage_graph *hand_graph(void)
 {
     loom_stage_graph *g = mtt_chain(1, 2, 2, 0, 1);
@@ -28,7 +32,9 @@ static loom_stage_graph *hand_graph(void)
     return g;
 }
 
-/* Tunes at `cap` with `static_bytes` and checks every entry got `want`. */
+/* Tunes at `cap` with `static_bytes` and checks every entry got `want`,
+ * or with want = BLOCK1 each pair's first entry full and the second none. */
+#define BLOCK1 (-1)
 static void expect_policy(const loom_memory_tuner_vtable *vt, loom_stage_graph *g,
                           const loom_schedule *s, double cap, int64_t static_bytes, int want)
 {
@@ -38,7 +44,8 @@ static void expect_policy(const loom_memory_tuner_vtable *vt, loom_stage_graph *
     g->static_bytes[0] = static_bytes;
     ck_assert_int_eq(mtt_tune(vt, NULL, 0, g, s, pol, &err), LOOM_OK);
     for (int e = 0; e < 4; e++)
-        ck_assert_int_eq(pol[e], want);
+        ck_assert_int_eq(pol[e], want != BLOCK1 ? want
+                                 : e % 2 == 0 ? LOOM_POLICY_FULL : LOOM_POLICY_NONE);
     if (cap > 0) {
         loom_metrics m = mtt_simulate(g, s, pol, NULL);
         ck_assert(m.max_peak_bytes <= cap);
@@ -54,8 +61,11 @@ START_TEST(cheapest_setting_that_fits)
     expect_policy(vt, g, s, 400, 0, LOOM_POLICY_NONE);   /* 400 fits exactly */
     expect_policy(vt, g, s, 399, 0, LOOM_POLICY_SELECTIVE);
     expect_policy(vt, g, s, 290, 0, LOOM_POLICY_SELECTIVE);
-    expect_policy(vt, g, s, 289, 0, LOOM_POLICY_FULL);
-    expect_policy(vt, g, s, 330, 50, LOOM_POLICY_FULL);  /* 450, 340, 130 */
+    expect_policy(vt, g, s, 289, 0, BLOCK1);    /* cheaper than full, 210 fits */
+    expect_policy(vt, g, s, 210, 0, BLOCK1);
+    expect_policy(vt, g, s, 209, 0, LOOM_POLICY_FULL);
+    expect_policy(vt, g, s, 330, 50, BLOCK1);   /* 450, 340, 260, 130 */
+    expect_policy(vt, g, s, 250, 50, LOOM_POLICY_FULL);
     expect_policy(vt, g, s, 340, 50, LOOM_POLICY_SELECTIVE);
     /* full holds 80 bytes: a cap of 70 is 10 bytes short */
     uint8_t pol[4];
@@ -80,7 +90,10 @@ START_TEST(order_decides_the_peak)
     expect_policy(vt, g, s, 200, 0, LOOM_POLICY_NONE);
     /* pair 1 under selective: 90 + 100 = 190 */
     expect_policy(vt, g, s, 199, 0, LOOM_POLICY_SELECTIVE);
-    expect_policy(vt, g, s, 189, 0, LOOM_POLICY_FULL);
+    /* block 1: pair 0 holds 10 + 100, pair 1 0 + 100 */
+    expect_policy(vt, g, s, 189, 0, BLOCK1);
+    expect_policy(vt, g, s, 110, 0, BLOCK1);
+    expect_policy(vt, g, s, 109, 0, LOOM_POLICY_FULL);
     loom_schedule_free(s);
     loom_graph_free(g);
 }
