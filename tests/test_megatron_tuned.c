@@ -44,15 +44,16 @@ START_TEST(tuned_is_fastest_feasible)
     ck_assert(t2v_ms("examples/manifests/megatron-balanced.json", "") < 0);
     double tuned = t2v_ms("examples/manifests/megatron-tuned.json", "");
     ck_assert(tuned > 0);
-    /* no uniform or balanced split at the vpp Megatron-LM accepts for
-     * t2v-l (1 and 2: its layers do not divide into 32 chunks, so vpp 4 is
-     * not a Megatron configuration) with no or full recomputation does
-     * better while fitting */
+    /* no uniform or balanced split at a vpp Megatron-LM accepts for t2v-l
+     * (1, 2, 7 and 14: its 112 layers divide into 8 V chunks) with no or
+     * full recomputation does better while fitting */
     static const char *const parts[] = {"uniform", "balanced-dp"};
     static const char *const tuners[] = {"none", "full-recompute"};
+    static const int vpps[] = {1, 2, 7, 14};
     for (int p = 0; p < 2; p++)
         for (int t = 0; t < 2; t++)
-            for (int v = 1; v <= 2; v *= 2) {
+            for (int i = 0; i < 4; i++) {
+                int v = vpps[i];
                 char extra[256];
                 snprintf(extra, sizeof extra, "--use partitioner=%s --use memory_tuner=%s "
                          "--parallel vpp=%d", parts[p], tuners[t], v);
@@ -60,10 +61,16 @@ START_TEST(tuned_is_fastest_feasible)
                 ck_assert_msg(ms < 0 || tuned <= ms + 1e-6, "%s: %g < tuned %g", extra, ms,
                               tuned);
             }
-    /* and it is the balanced split at vpp 1 with full recomputation (at vpp
-     * 2 full recomputation peaks at 80.3 GiB, just over the cap) */
+    /* and it is the balanced split at vpp 7 (109.3 GiB without
+     * recomputation), recomputing each chunk's first layer (block 1): a
+     * little less than full recomputation (at vpp 2 full recomputation
+     * peaks at 80.3 GiB, just over the cap) */
+    double full7 = t2v_ms("examples/manifests/megatron-balanced.json",
+                          "--parallel vpp=7 --use memory_tuner=full-recompute");
+    ck_assert_msg(full7 > 0 && tuned < full7, "tuned %g, balanced vpp 7 full %g", tuned, full7);
     ck_assert_double_eq_tol(tuned, t2v_ms("examples/manifests/megatron-balanced.json",
-                                          "--use memory_tuner=full-recompute"),
+                                          "--parallel vpp=7 --use "
+                                          "memory_tuner=megatron-recompute"),
                             1e-6);
     ck_assert(t2v_ms("examples/manifests/megatron-balanced.json",
                      "--parallel vpp=2 --use memory_tuner=full-recompute") < 0);
@@ -110,10 +117,11 @@ END_TEST
 
 START_TEST(min_latency_prefers_feasible)
 {
-    /* at a 110 GiB cap, under no recomputation, of the four candidates
-     * (uniform and balanced at vpp 1 and 2) only the uniform split at vpp 1
-     * fits (101.4 GiB; 123.9 at vpp 2, balanced 169.4 and 211.5); the
-     * balanced ones are faster but over the cap */
+    /* at a 105 GiB cap, under no recomputation, of the eight candidates
+     * (uniform and balanced at vpp 1, 2, 7 and 14) only the uniform split
+     * at vpp 1 fits (101.4 GiB; 123.9 at vpp 2, 109.1 at 7 and 14,
+     * balanced 169.4, 211.5, 109.3 and 109.1); the others are faster but
+     * over the cap */
     const char *m = loom_test_tmpfile(".json",
         "{\"loom_planner\": 1, \"name\": \"sweep-none\", \"pipeline\": ["
         "{\"role\": \"cost_model\", \"use\": \"roofline\"},"
@@ -124,10 +132,10 @@ START_TEST(min_latency_prefers_feasible)
         "{\"role\": \"memory_tuner\", \"use\": \"none\"}]}");
     char args[4096], *out = NULL;
     snprintf(args, sizeof args, "%s plan --manifest %s --model t2v-l --iterations 1 "
-             "--memory-cap 110GiB", loom_test_bin("bin/loom"), m);
+             "--memory-cap 105GiB", loom_test_bin("bin/loom"), m);
     ck_assert_int_eq(loom_test_run(args, &out), 0);
     ck_assert_msg(strstr(out, "partition     uniform pp=8 vpp=1") &&
-                  strstr(out, "candidate     1 of 4") && !strstr(out, "INFEASIBLE"), "%s", out);
+                  strstr(out, "candidate     1 of 8") && !strstr(out, "INFEASIBLE"), "%s", out);
     free(out);
     /* at the 80 GiB cap none fits: the fastest is chosen and reported
      * infeasible */

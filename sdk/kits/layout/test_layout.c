@@ -172,15 +172,21 @@ START_TEST(samples_to_microbatches)
 }
 END_TEST
 
-/* The virtual-stage counts of a vpp sweep: 1, then powers of two whose
- * pp * V chunks divide the layers, when microbatches % pp == 0. */
+/* The virtual-stage counts of a vpp sweep: 1, then every V whose pp * V
+ * chunks divide the layers, when microbatches % pp == 0. */
 START_TEST(vpp_options)
 {
     int32_t v[8];
-    ck_assert_int_eq(loom_lk_vpp_options(48, 4, 8, v, 8), 3); /* 48 % 32 != 0 */
+    ck_assert_int_eq(loom_lk_vpp_options(48, 4, 8, v, 8), 6); /* 1, 2, 3, 4, 6, 12 */
     ck_assert_int_eq(v[0], 1);
     ck_assert_int_eq(v[1], 2);
-    ck_assert_int_eq(v[2], 4);
+    ck_assert_int_eq(v[2], 3);
+    ck_assert_int_eq(v[3], 4);
+    ck_assert_int_eq(v[4], 6);
+    ck_assert_int_eq(v[5], 12);
+    ck_assert_int_eq(loom_lk_vpp_options(60, 4, 16, v, 8), 4); /* t2v-s: 1, 3, 5, 15 */
+    ck_assert_int_eq(v[1], 3);
+    ck_assert_int_eq(v[3], 15);
     ck_assert_int_eq(loom_lk_vpp_options(64, 8, 8, v, 8), 4); /* up to 8 x 8 = 64 */
     ck_assert_int_eq(v[3], 8);
     ck_assert_int_eq(loom_lk_vpp_options(64, 8, 8, v, 2), 2); /* cap */
@@ -211,9 +217,9 @@ START_TEST(vpp_candidates)
     pb.parallel.vpp = 0;
     ck_assert_int_eq(loom_lk_vpp_candidates(&pb, 0, v, 8), 1);
     ck_assert_int_eq(v[0], 1);
-    /* with it: the 48 layers of both modules at pp 4 give 1, 2, 4 */
-    ck_assert_int_eq(loom_lk_vpp_candidates(&pb, 1, v, 8), 3);
-    ck_assert_int_eq(v[2], 4);
+    /* with it: the 48 layers of both modules at pp 4 give 1, 2, 3, 4, 6, 12 */
+    ck_assert_int_eq(loom_lk_vpp_candidates(&pb, 1, v, 8), 6);
+    ck_assert_int_eq(v[2], 3);
     /* fewer layers than ranks: vpp 1, whose partition reports the error */
     pb.parallel.pp = 64;
     ck_assert_int_eq(loom_lk_vpp_candidates(&pb, 1, v, 8), 1);

@@ -9,7 +9,7 @@ int32_t loom_lk_vpp_options(int64_t n_layers, int32_t pp, int32_t microbatches, 
     if (cap < 1 || pp < 1 || n_layers < pp)
         return 0;
     out[n++] = 1;
-    for (int64_t v = 2; n < cap && (int64_t)pp * v <= n_layers; v *= 2)
+    for (int64_t v = 2; n < cap && (int64_t)pp * v <= n_layers; v++)
         if (n_layers % ((int64_t)pp * v) == 0 && microbatches % pp == 0)
             out[n++] = (int32_t)v;
     return n;

@@ -46,7 +46,7 @@ int loom_lk_assign_samples(const loom_host_api *host, const char *who,
                            loom_error *err);
 
 /* The virtual-stage counts V a Megatron-LM user can run an n_layers model
- * with on pp ranks: 1, and every power of two V >= 2 for which the layers
+ * with on pp ranks: 1, and every V >= 2 for which the layers
  * divide into pp * V equal chunks (n_layers % (pp * V) == 0) and the
  * interleaved schedule's microbatches % pp == 0 holds. Writes at most cap
  * of them to out, ascending, and returns the count (0 when pp < 1 or the
