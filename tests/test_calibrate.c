@@ -165,9 +165,9 @@ START_TEST(shape_workloads)
     const int32_t in[1] = {0};
     loom_module mods[2] = {
         {"vit", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE, 1, &enc_l, 4, 0, 1, 0,
-         NULL},
+         NULL, 0},
         {"llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 1, &llm_l, 1, 0, 1, 1,
-         in}};
+         in, 0}};
     loom_model model = {"toy", 2, mods};
     loom_entrain_quad q[2];
     /* everything frozen: forward only */

@@ -87,7 +87,8 @@ START_TEST(llava_vision_tower_feeds_the_llm)
 END_TEST
 
 /* Qwen2-VL: 32 blocks of width 1280, MLP 4x; a 448-px image is 32x32
- * patches of 14 px, merged 2x2 into 256 tokens for the language model. */
+ * patches of 14 px, which the blocks run on, merged 2x2 into 256 tokens
+ * for the language model. */
 START_TEST(qwen2_vl)
 {
     loom_model_data *d = load("qwen2-vl-7b");
@@ -96,6 +97,8 @@ START_TEST(qwen2_vl)
               0, 0, 256);
     module_is(m, 1, "llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 28, 3584, 18944, 28, 4, 1,
               1, 1);
+    ck_assert_int_eq(loom_module_patches(&m->modules[0]), 1024);
+    ck_assert_int_eq(loom_module_patches(&m->modules[1]), 1);
     loom_model_data_free(d);
 }
 END_TEST

@@ -261,7 +261,7 @@ START_TEST(test_groups_order_and_defaults)
         "              {\"count\": 3, \"hidden\": 128, \"ffn_hidden\": 512, \"heads\": 8,\n"
         "               \"kv_heads\": 2, \"gated_ffn\": true, \"causal\": true}]},\n"
         "  {\"name\": \"enc\", \"kind\": \"encoder\", \"modality\": \"audio\",\n"
-        "   \"tokens_per_item\": 50,\n"
+        "   \"tokens_per_item\": 50, \"patches_per_item\": 200,\n"
         "   \"layers\": {\"count\": 1, \"hidden\": 32, \"ffn_hidden\": 64, \"heads\": 2,\n"
         "              \"cross_attention\": true}}]}\n";
     loom_model_data *m = must_load(loom_test_tmpfile(".json", json));
@@ -271,6 +271,8 @@ START_TEST(test_groups_order_and_defaults)
     ck_assert_str_eq(mm->modules[0].name, "enc");
     ck_assert_int_eq(mm->modules[0].modality, LOOM_MODALITY_AUDIO);
     ck_assert_int_eq(mm->modules[0].tokens_per_item, 50);
+    ck_assert_int_eq(mm->modules[0].patches_per_item, 200);
+    ck_assert_int_eq(mm->modules[1].patches_per_item, 0); /* absent: tokens_per_item */
     ck_assert_int_eq(mm->modules[0].layers[0].kv_heads, 2); /* defaults to heads */
     ck_assert_int_eq(mm->modules[0].layers[0].cross_attention, 1);
     const loom_module *llm = &mm->modules[1];
@@ -350,6 +352,8 @@ START_TEST(test_module_errors)
                  "modules[0].modality: expected one of text, image, video, audio, found \"smell\"");
     expect_error("{\"name\": \"x\", \"modules\": [" MOD("a", "\"tokens_per_item\": 0, ") "]}",
                  "modules[0].tokens_per_item: expected an integer in [1, 16777216], found 0");
+    expect_error("{\"name\": \"x\", \"modules\": [" MOD("a", "\"patches_per_item\": -3, ") "]}",
+                 "modules[0].patches_per_item: expected an integer in [1, 16777216], found -3");
     expect_error("{\"name\": \"x\", \"modules\": [{\"name\": \"a\", \"kind\": \"encoder\"}]}",
                  "modules[0].layers: expected a layer group object or an array of them, "
                  "found nothing");

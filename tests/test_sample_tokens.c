@@ -12,10 +12,10 @@ static const int32_t text_inputs[3] = {0, 1, 2};
 /* image (169 tokens per image), video (3 per second), audio (25 per
  * second), and a text backbone fed by all three */
 static const loom_module mods[4] = {
-    {"vit", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE, 1, &layer, 169, 0, 0, 0, NULL},
-    {"video", LOOM_MODULE_ENCODER, LOOM_MODALITY_VIDEO, 1, &layer, 3, 0, 0, 0, NULL},
-    {"audio", LOOM_MODULE_ENCODER, LOOM_MODALITY_AUDIO, 1, &layer, 25, 0, 0, 0, NULL},
-    {"llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 1, &layer, 1, 0, 0, 3, text_inputs},
+    {"vit", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE, 1, &layer, 169, 0, 0, 0, NULL, 0},
+    {"video", LOOM_MODULE_ENCODER, LOOM_MODALITY_VIDEO, 1, &layer, 3, 0, 0, 0, NULL, 0},
+    {"audio", LOOM_MODULE_ENCODER, LOOM_MODALITY_AUDIO, 1, &layer, 25, 0, 0, 0, NULL, 0},
+    {"llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 1, &layer, 1, 0, 0, 3, text_inputs, 0},
 };
 static const loom_model model = {"tokens", 4, mods};
 
@@ -81,12 +81,46 @@ START_TEST(shape_builder_uses_the_rule)
 }
 END_TEST
 
+/* A vision tower that runs each image as 2916 patches and hands 169
+ * merged tokens downstream: its own shape counts patches, the text
+ * backbone counts merged tokens. */
+START_TEST(patches_inside_the_encoder)
+{
+    static const int32_t vit_input[1] = {0};
+    static const loom_module pm[2] = {
+        {"vit", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE, 1, &layer, 169, 0, 0, 0, NULL, 2916},
+        {"llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 1, &layer, 1, 0, 0, 1, vit_input, 0},
+    };
+    static const loom_model pmodel = {"patches", 2, pm};
+    ck_assert_int_eq(loom_module_patches(&pm[0]), 2916);
+    ck_assert_int_eq(loom_module_patches(&pm[1]), 1);
+    ck_assert_int_eq(loom_sample_tokens(&pmodel, 0, &samples[0]), 3 * 2916);
+    ck_assert_int_eq(loom_sample_output_tokens(&pm[0], &samples[0]), 3 * 169);
+    ck_assert_int_eq(loom_sample_tokens(&pmodel, 1, &samples[0]), 10 + 3 * 169);
+    loom_problem pb;
+    memset(&pb, 0, sizeof pb);
+    pb.struct_size = (uint32_t)sizeof pb;
+    pb.kind = LOOM_PROBLEM_MODEL;
+    pb.model = &pmodel;
+    pb.parallel = (loom_parallel){1, 1, 1, 1, 1, 0};
+    loom_iteration it = {0, 4, samples};
+    loom_shape s = LOOM_SHAPE_INIT;
+    loom_shape_for(&pb, 0, &it, NULL, 1, 0, 1, &s);
+    ck_assert_int_eq(s.tokens, 4 * 2916);
+    ck_assert_double_eq(s.seq_sq_sum, 4.0 * 2916 * 2916);
+    ck_assert_int_eq(s.sequences, 4);
+    loom_shape_for(&pb, 1, &it, NULL, 1, 0, 1, &s);
+    ck_assert_int_eq(s.tokens, 10 + 7 + 100 + 4 * 169);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("sample_tokens");
     TCase *tc = tcase_create("tokens");
     tcase_add_test(tc, exact_tokens_per_module);
     tcase_add_test(tc, shape_builder_uses_the_rule);
+    tcase_add_test(tc, patches_inside_the_encoder);
     suite_add_tcase(su, tc);
     return loom_test_main(su);
 }

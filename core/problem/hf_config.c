@@ -110,10 +110,12 @@ static int clip_layers(const char *file, const cJSON *cfg, const char *path, int
 
 /* Qwen2-VL's vision tower (vision_config: depth, embed_dim, num_heads,
  * mlp_ratio, patch_size, spatial_merge_size) for a square image of
- * LOOM_HF_QWEN2VL_IMAGE_PX pixels; *tokens is what the language model
- * receives (patches merged spatial_merge_size^2 to one). */
+ * LOOM_HF_QWEN2VL_IMAGE_PX pixels; *patches is what the tower's blocks
+ * run on, *tokens what the language model receives (the patches merged
+ * spatial_merge_size^2 to one). */
 static int qwen2vl_layers(const char *file, const cJSON *cfg, const char *path,
-                          loom_layer_group *g, int64_t *tokens, loom_error *err)
+                          loom_layer_group *g, int64_t *patches, int64_t *tokens,
+                          loom_error *err)
 {
     int64_t depth = 0, dim = 0, heads = 0, patch = 14, merge = 2;
     double ratio = 4;
@@ -142,6 +144,7 @@ static int qwen2vl_layers(const char *file, const cJSON *cfg, const char *path,
     g->layer.kv_heads = (int32_t)heads;
     int64_t side = LOOM_HF_QWEN2VL_IMAGE_PX / patch / merge;
     *tokens = side > 0 ? side * side : 1;
+    *patches = *tokens * merge * merge;
     return LOOM_OK;
 }
 
@@ -175,7 +178,7 @@ int loom_model_from_hf(const char *file, const cJSON *root, loom_model_data **ou
     if (rc)
         return rc;
     loom_layer_group vision, text;
-    int64_t vocab = 0, tokens = 0;
+    int64_t vocab = 0, tokens = 0, patches = 0; /* patches 0: tokens */
     static const char *const vit_in[] = {"vision"};
     loom_module_desc mods[2];
     memset(mods, 0, sizeof mods);
@@ -198,7 +201,7 @@ int loom_model_from_hf(const char *file, const cJSON *root, loom_model_data **ou
         const cJSON *vc = NULL;
         rc = loom_json_get_object(file, root, "", "vision_config", 1, &vc, err);
         if (!rc)
-            rc = qwen2vl_layers(file, vc, "vision_config", &vision, &tokens, err);
+            rc = qwen2vl_layers(file, vc, "vision_config", &vision, &patches, &tokens, err);
         if (!rc)
             rc = text_layers(file, root, "", &text, &vocab, err);
         n = 1;
@@ -226,6 +229,7 @@ int loom_model_from_hf(const char *file, const cJSON *root, loom_model_data **ou
         mods[0].kind = n < 0 ? LOOM_MODULE_BACKBONE : LOOM_MODULE_ENCODER;
         mods[0].modality = LOOM_MODALITY_IMAGE;
         mods[0].tokens_per_item = tokens;
+        mods[0].patches_per_item = patches;
         mods[0].n_groups = 1;
         mods[0].groups = &vision;
     }

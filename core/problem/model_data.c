@@ -259,6 +259,7 @@ static int copy_module(const loom_module_desc *src, const int *rank_of,
     dst->n_layers = (int32_t)total;
     dst->layers = layers;
     dst->tokens_per_item = src->tokens_per_item;
+    dst->patches_per_item = src->patches_per_item;
     dst->vocab = src->vocab;
     dst->frozen = src->frozen;
     dst->n_inputs = src->n_inputs;

@@ -175,9 +175,10 @@ static int parse_module(const char *file, const cJSON *mod, const char *path,
                         loom_module_desc *md, loom_error *err)
 {
     static const char *const keys[] = {"name", "kind", "modality", "tokens_per_item",
-                                       "vocab", "frozen", "inputs", "layers", NULL};
+                                       "patches_per_item", "vocab", "frozen", "inputs",
+                                       "layers", NULL};
     char sub[256];
-    int64_t tpi = 1, vocab = 0;
+    int64_t tpi = 1, ppi = 0, vocab = 0;
     int frozen = 0;
     int rc = loom_json_check_keys(file, mod, path, keys, err);
     if (!rc)
@@ -194,6 +195,8 @@ static int parse_module(const char *file, const cJSON *mod, const char *path,
     if (!rc)
         rc = loom_json_get_int(file, mod, path, "tokens_per_item", 0, 1, 1 << 24, &tpi, err);
     if (!rc)
+        rc = loom_json_get_int(file, mod, path, "patches_per_item", 0, 1, 1 << 24, &ppi, err);
+    if (!rc)
         rc = loom_json_get_int(file, mod, path, "vocab", 0, 0, 1 << 24, &vocab, err);
     if (!rc)
         rc = loom_json_get_bool(file, mod, path, "frozen", 0, &frozen, err);
@@ -202,6 +205,7 @@ static int parse_module(const char *file, const cJSON *mod, const char *path,
     if (!rc)
         rc = parse_layers(file, mod, path, md, err);
     md->tokens_per_item = tpi;
+    md->patches_per_item = ppi;
     md->vocab = vocab;
     md->frozen = frozen;
     return rc;

@@ -34,6 +34,7 @@ typedef struct loom_module_desc {
     const loom_layer_group *groups;
     int32_t n_inputs;
     const char *const *inputs; /* names of upstream modules */
+    int64_t patches_per_item;  /* 0: tokens_per_item */
 } loom_module_desc;
 
 typedef struct loom_model_desc {

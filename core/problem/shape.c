@@ -20,8 +20,8 @@ static void add_sample(const loom_model *model, int32_t module, const loom_sampl
     const loom_module *mod = &model->modules[module];
     double len = (double)loom_sample_tokens(model, module, s);
     if (mod->modality == LOOM_MODALITY_IMAGE) {
-        double t = (double)mod->tokens_per_item;
-        sum->tokens += len; /* one sequence of tokens_per_item per image */
+        double t = (double)loom_module_patches(mod);
+        sum->tokens += len; /* one sequence of the item's patches per image */
         sum->seq_sq += s->images * t * t;
         sum->seqs += s->images;
     } else {

@@ -35,8 +35,8 @@ static int run_part(const loom_plugin_info *info, loom_mock_host *h,
 static void plan(const char *order, char *label)
 {
     loom_module mods[2] = {
-        {"vit", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE, 1, &layer, 64, 0, 1, 0, NULL},
-        {"llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 1, &layer, 1, 0, 1, 1, in0}};
+        {"vit", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE, 1, &layer, 64, 0, 1, 0, NULL, 0},
+        {"llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 1, &layer, 1, 0, 1, 1, in0, 0}};
     loom_model model = {"toy", 2, mods};
     loom_problem pb;
     memset(&pb, 0, sizeof pb);
@@ -87,7 +87,7 @@ START_TEST(refusals)
     ck_assert_int_eq(run_part(loom_static_cp_balance(), h, &st, NULL, NULL, &err),
                      LOOM_DECLINED);
     loom_module mods[1] = {
-        {"llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 1, &layer, 1, 0, 1, 0, NULL}};
+        {"llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 1, &layer, 1, 0, 1, 0, NULL, 0}};
     loom_model model = {"toy", 1, mods};
     loom_problem pb;
     memset(&pb, 0, sizeof pb);

@@ -78,13 +78,13 @@ static void dag(loom_module *m, loom_model *model, int fa, int fb, int fc,
                 int fd)
 {
     m[0] = (loom_module){"a", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE, 2,
-                         &one_layer, 4, 0, fa, 0, NULL};
+                         &one_layer, 4, 0, fa, 0, NULL, 0};
     m[1] = (loom_module){"b", LOOM_MODULE_ENCODER, LOOM_MODALITY_AUDIO, 2,
-                         &one_layer, 4, 0, fb, 0, NULL};
+                         &one_layer, 4, 0, fb, 0, NULL, 0};
     m[2] = (loom_module){"c", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 2,
-                         &one_layer, 1, 0, fc, 2, in_ab};
+                         &one_layer, 1, 0, fc, 2, in_ab, 0};
     m[3] = (loom_module){"d", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 1,
-                         &one_layer, 1, 0, fd, 1, in_c};
+                         &one_layer, 1, 0, fd, 1, in_c, 0};
     *model = (loom_model){"dag", 4, m};
 }
 
@@ -168,11 +168,11 @@ static loom_partition *run_toy(loom_candidates **set, const char *mode,
     static loom_model model;
     static const int32_t in0[1] = {0}, in1[1] = {1};
     m[0] = (loom_module){"enc", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE, 4,
-                         &one_layer, 4, 0, 1, 0, NULL};
+                         &one_layer, 4, 0, 1, 0, NULL, 0};
     m[1] = (loom_module){"proj", LOOM_MODULE_ENCODER, LOOM_MODALITY_TEXT, 1,
-                         &one_layer, 1, 0, 0, 1, in0};
+                         &one_layer, 1, 0, 0, 1, in0, 0};
     m[2] = (loom_module){"llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 4,
-                         &one_layer, 1, 0, 1, 1, in1};
+                         &one_layer, 1, 0, 1, 1, in1, 0};
     model = (loom_model){"toy-mllm", 3, m};
     memset(pb, 0, sizeof *pb);
     pb->struct_size = sizeof *pb;
@@ -261,8 +261,8 @@ START_TEST(roofline_charges_by_frozen_status)
     static loom_layer big = {2048, 8192, 16, 16, 0, 0, 0, 0};
     static const int32_t in0[1] = {0};
     loom_module m[2] = {
-        {"vit", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE, 4, &big, 256, 0, 1, 0, NULL},
-        {"llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 4, &big, 1, 0, 1, 1, in0}};
+        {"vit", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE, 4, &big, 256, 0, 1, 0, NULL, 0},
+        {"llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 4, &big, 1, 0, 1, 1, in0, 0}};
     loom_model model = {"vlm", 2, m};
     loom_cluster cl;
     memset(&cl, 0, sizeof cl);

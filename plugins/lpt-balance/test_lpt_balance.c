@@ -173,9 +173,9 @@ static void setup(fixture *f)
         tl[i].kv_heads = 4;
     }
     f->modules[0] = (loom_module){"vit", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE,
-                                  2, tl, 16, 0, 0, 0, NULL};
+                                  2, tl, 16, 0, 0, 0, NULL, 0};
     f->modules[1] = (loom_module){"llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT,
-                                  4, tl, 1, 0, 0, 1, llm_in};
+                                  4, tl, 1, 0, 0, 1, llm_in, 0};
     f->model = (loom_model){"toy", 2, f->modules};
     f->problem.struct_size = sizeof f->problem;
     f->problem.kind = LOOM_PROBLEM_MODEL;

@@ -70,7 +70,7 @@ static int run(int32_t gpus, const char *const *params, loom_candidates **set,
     static loom_cluster cl;
     static loom_problem pb;
     mods[0] = (loom_module){"llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 12,
-                            &layer, 1, 0, 0, 0, NULL};
+                            &layer, 1, 0, 0, 0, NULL, 0};
     model = (loom_model){"toy", 1, mods};
     memset(&cl, 0, sizeof cl);
     cl.gpus_per_node = 8;
@@ -180,7 +180,7 @@ START_TEST(templates_kept_across_iterations)
     /* the instance plans once and re-emits; per_iteration plans again */
     static loom_module mods[1];
     mods[0] = (loom_module){"llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 12,
-                            &layer, 1, 0, 0, 0, NULL};
+                            &layer, 1, 0, 0, 0, NULL, 0};
     loom_model model = {"toy", 1, mods};
     loom_cluster cl;
     memset(&cl, 0, sizeof cl);

@@ -366,8 +366,8 @@ START_TEST(plugin_after_stratified)
     static loom_layer layer = {64, 256, 4, 4, 0, 0, 0, 0};
     static const int32_t in[1] = {0};
     loom_module mods[2] = {
-        {"vit", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE, 1, &layer, 10, 0, 1, 0, NULL},
-        {"llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 1, &layer, 1, 0, 1, 1, in}};
+        {"vit", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE, 1, &layer, 10, 0, 1, 0, NULL, 0},
+        {"llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 1, &layer, 1, 0, 1, 1, in, 0}};
     loom_model model = {"toy", 2, mods};
     loom_problem pb;
     memset(&pb, 0, sizeof pb);

@@ -209,9 +209,9 @@ static void make_problem(loom_module *mods, loom_model *model, loom_problem *pb,
         layers[i].kv_heads = 4;
     }
     mods[0] = (loom_module){"vit", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE, 2,
-                            layers, 10, 0, 0, 0, NULL};
+                            layers, 10, 0, 0, 0, NULL, 0};
     mods[1] = (loom_module){"llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 2,
-                            layers, 1, 0, 1, 1, llm_inputs};
+                            layers, 1, 0, 1, 1, llm_inputs, 0};
     *model = (loom_model){"toy", 2, mods};
     memset(pb, 0, sizeof *pb);
     pb->struct_size = sizeof *pb;

@@ -54,7 +54,18 @@ typedef struct loom_module {
     int32_t frozen;            /* 1: no weight gradients */
     int32_t n_inputs;          /* upstream modules in the module DAG */
     const int32_t *inputs;     /* indices into loom_model.modules */
+    /* Appended in Loom 0.4: tokens one item occupies inside this module's
+     * own layers, when they differ from what it hands downstream (a vision
+     * tower runs a 768-px image as 54 x 54 = 2916 patches and merges them
+     * into the 169 tokens the LM sees); 0 means tokens_per_item. */
+    int64_t patches_per_item;
 } loom_module;
+
+/* The tokens one item occupies inside module m's own layers. */
+static inline int64_t loom_module_patches(const loom_module *m)
+{
+    return m->patches_per_item > 0 ? m->patches_per_item : m->tokens_per_item;
+}
 
 typedef struct loom_model {
     const char *name;

@@ -3,13 +3,15 @@
  * the core's shape builder, its workload models and every plugin use.
  * Header-only, so plugins call it without linking the core.
  *
- * A module's own tokens for a sample (what it processes when its modality
- * is not text, and what it hands a text module downstream):
+ * A module's own tokens for a sample (what it hands a text module
+ * downstream):
  *   image: images x tokens_per_item (each image one sequence);
  *   video: video_seconds x tokens_per_item, audio: audio_seconds x
  *          tokens_per_item, each rounded to the nearest integer with halves
  *          up (floor(x + 0.5); 1.25 s x 2 tokens/s gives 3 tokens);
  *   text:  text_tokens.
+ * A non-text module processes the same counts with loom_module_patches()
+ * per item in place of tokens_per_item (its patches before a merge).
  * A text module's sequence for a sample is its text_tokens plus the own
  * tokens of each of its upstream modules (loom_module.inputs).
  *
@@ -32,20 +34,27 @@ static inline int64_t loom_round_tokens(double x)
     return x > 0 ? (int64_t)(x + 0.5) : 0;
 }
 
-/* The tokens module `mod` itself gets from sample s (see above). */
-static inline int64_t loom_sample_output_tokens(const loom_module *mod,
-                                                const loom_sample *s)
+/* The tokens sample s gives module `mod` at `per_item` tokens an item. */
+static inline int64_t loom_sample_items_tokens(const loom_module *mod, const loom_sample *s,
+                                               int64_t per_item)
 {
     switch (mod->modality) {
     case LOOM_MODALITY_IMAGE:
-        return (int64_t)s->images * mod->tokens_per_item;
+        return (int64_t)s->images * per_item;
     case LOOM_MODALITY_VIDEO:
-        return loom_round_tokens(s->video_seconds * (double)mod->tokens_per_item);
+        return loom_round_tokens(s->video_seconds * (double)per_item);
     case LOOM_MODALITY_AUDIO:
-        return loom_round_tokens(s->audio_seconds * (double)mod->tokens_per_item);
+        return loom_round_tokens(s->audio_seconds * (double)per_item);
     default:
         return s->text_tokens;
     }
+}
+
+/* The tokens module `mod` hands downstream for sample s (see above). */
+static inline int64_t loom_sample_output_tokens(const loom_module *mod,
+                                                const loom_sample *s)
+{
+    return loom_sample_items_tokens(mod, s, mod->tokens_per_item);
 }
 
 /* The tokens sample s gives module `module` of `model`: its own tokens,
@@ -55,7 +64,7 @@ static inline int64_t loom_sample_tokens(const loom_model *model, int32_t module
 {
     const loom_module *mod = &model->modules[module];
     if (mod->modality != LOOM_MODALITY_TEXT)
-        return loom_sample_output_tokens(mod, s);
+        return loom_sample_items_tokens(mod, s, loom_module_patches(mod));
     int64_t len = s->text_tokens;
     for (int32_t k = 0; k < mod->n_inputs; k++)
         len += loom_sample_output_tokens(&model->modules[mod->inputs[k]], s);

@@ -18,8 +18,8 @@ static const loom_layer gpt[3] = {{128, 512, 8, 8, 1, 1, 0, 0},
                                   {256, 512, 8, 8, 1, 1, 0, 0}};
 static const int32_t from_vision[1] = {0};
 static const loom_module two_modules[2] = {
-    {"vision", LOOM_MODULE_ENCODER, 0, 2, vit, 10, 0, 1, 0, NULL},
-    {"llm", LOOM_MODULE_BACKBONE, 0, 3, gpt, 1, 0, 0, 1, from_vision},
+    {"vision", LOOM_MODULE_ENCODER, 0, 2, vit, 10, 0, 1, 0, NULL, 0},
+    {"llm", LOOM_MODULE_BACKBONE, 0, 3, gpt, 1, 0, 0, 1, from_vision, 0},
 };
 static const loom_model two = {"vlm", 2, two_modules};
 
@@ -75,11 +75,11 @@ START_TEST(upstream_trainable_through_the_dag)
     /* 0 frozen -> 1 trainable -> 2 frozen -> 3 frozen; 4 frozen alone */
     static const int32_t in0[1] = {0}, in1[1] = {1}, in2[1] = {2};
     const loom_module mods[5] = {
-        {"a", LOOM_MODULE_ENCODER, 0, 0, NULL, 1, 0, 1, 0, NULL},
-        {"b", LOOM_MODULE_ENCODER, 0, 0, NULL, 1, 0, 0, 1, in0},
-        {"c", LOOM_MODULE_BACKBONE, 0, 0, NULL, 1, 0, 1, 1, in1},
-        {"d", LOOM_MODULE_DECODER, 0, 0, NULL, 1, 0, 1, 1, in2},
-        {"e", LOOM_MODULE_ENCODER, 0, 0, NULL, 1, 0, 1, 0, NULL},
+        {"a", LOOM_MODULE_ENCODER, 0, 0, NULL, 1, 0, 1, 0, NULL, 0},
+        {"b", LOOM_MODULE_ENCODER, 0, 0, NULL, 1, 0, 0, 1, in0, 0},
+        {"c", LOOM_MODULE_BACKBONE, 0, 0, NULL, 1, 0, 1, 1, in1, 0},
+        {"d", LOOM_MODULE_DECODER, 0, 0, NULL, 1, 0, 1, 1, in2, 0},
+        {"e", LOOM_MODULE_ENCODER, 0, 0, NULL, 1, 0, 1, 0, NULL, 0},
     };
     const loom_model m = {"dag", 5, mods};
     ck_assert_int_eq(loom_module_upstream_trainable(&m, 0), 0);

@@ -9,9 +9,9 @@
 
 /* vision (3 layers), an empty module, llm (5 layers). */
 static const loom_module three_modules[3] = {
-    {"vision", LOOM_MODULE_ENCODER, 0, 3, NULL, 1, 0, 0, 0, NULL},
-    {"empty", LOOM_MODULE_ENCODER, 0, 0, NULL, 1, 0, 0, 0, NULL},
-    {"llm", LOOM_MODULE_BACKBONE, 0, 5, NULL, 1, 0, 0, 0, NULL},
+    {"vision", LOOM_MODULE_ENCODER, 0, 3, NULL, 1, 0, 0, 0, NULL, 0},
+    {"empty", LOOM_MODULE_ENCODER, 0, 0, NULL, 1, 0, 0, 0, NULL, 0},
+    {"llm", LOOM_MODULE_BACKBONE, 0, 5, NULL, 1, 0, 0, 0, NULL, 0},
 };
 static const loom_model model3 = {"m", 3, three_modules};
 
@@ -86,7 +86,7 @@ START_TEST(split_by_hand)
 
     /* one module with layers: the flow is that module's */
     static const loom_module llm_only[1] = {
-        {"llm", LOOM_MODULE_BACKBONE, 0, 5, NULL, 1, 0, 0, 0, NULL}};
+        {"llm", LOOM_MODULE_BACKBONE, 0, 5, NULL, 1, 0, 0, 0, NULL, 0}};
     const loom_model one = {"m", 1, llm_only};
     const int32_t two[2] = {3, 2};
     ck_assert_int_eq(loom_lk_layout(host, "t", &one, 2, 2, two, &r.part, &err),
@@ -203,8 +203,8 @@ START_TEST(vpp_candidates)
     loom_layer layers[48];
     for (int i = 0; i < 48; i++)
         layers[i] = layer;
-    loom_module mods[2] = {{"a", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE, 16, layers, 1, 0, 0, 0, NULL},
-                           {"b", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 32, layers, 1, 0, 0, 0, NULL}};
+    loom_module mods[2] = {{"a", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE, 16, layers, 1, 0, 0, 0, NULL, 0},
+                           {"b", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 32, layers, 1, 0, 0, 0, NULL, 0}};
     loom_model model = {"m", 2, mods};
     loom_problem pb;
     memset(&pb, 0, sizeof pb);

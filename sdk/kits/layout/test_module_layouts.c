@@ -11,9 +11,9 @@
 static const int32_t from_enc[1] = {0}, from_llm[1] = {1};
 /* enc (4 layers) -> llm (8 layers, backbone) -> gen (2 layers). */
 static const loom_module mods[3] = {
-    {"enc", LOOM_MODULE_ENCODER, 0, 4, NULL, 1, 0, 0, 0, NULL},
-    {"llm", LOOM_MODULE_BACKBONE, 0, 8, NULL, 1, 0, 0, 1, from_enc},
-    {"gen", LOOM_MODULE_DECODER, 0, 2, NULL, 1, 0, 0, 1, from_llm},
+    {"enc", LOOM_MODULE_ENCODER, 0, 4, NULL, 1, 0, 0, 0, NULL, 0},
+    {"llm", LOOM_MODULE_BACKBONE, 0, 8, NULL, 1, 0, 0, 1, from_enc, 0},
+    {"gen", LOOM_MODULE_DECODER, 0, 2, NULL, 1, 0, 0, 1, from_llm, 0},
 };
 static const loom_model model = {"m", 3, mods};
 
