@@ -49,14 +49,21 @@ START_TEST(exact_tokens_per_module)
 }
 END_TEST
 
-START_TEST(shape_builder_uses_the_rule)
+/* A model problem of m at tp = pp = dp = vpp = 1, one microbatch. */
+static loom_problem problem_of(const loom_model *m)
 {
     loom_problem pb;
     memset(&pb, 0, sizeof pb);
     pb.struct_size = (uint32_t)sizeof pb;
     pb.kind = LOOM_PROBLEM_MODEL;
-    pb.model = &model;
+    pb.model = m;
     pb.parallel = (loom_parallel){1, 1, 1, 1, 1, 0};
+    return pb;
+}
+
+START_TEST(shape_builder_uses_the_rule)
+{
+    loom_problem pb = problem_of(&model);
     loom_iteration it = {0, 4, samples};
     loom_shape s = LOOM_SHAPE_INIT;
     /* text: 532 + 0 + 192 + 105 tokens, three sequences */
@@ -97,12 +104,7 @@ START_TEST(patches_inside_the_encoder)
     ck_assert_int_eq(loom_sample_tokens(&pmodel, 0, &samples[0]), 3 * 2916);
     ck_assert_int_eq(loom_sample_output_tokens(&pm[0], &samples[0]), 3 * 169);
     ck_assert_int_eq(loom_sample_tokens(&pmodel, 1, &samples[0]), 10 + 3 * 169);
-    loom_problem pb;
-    memset(&pb, 0, sizeof pb);
-    pb.struct_size = (uint32_t)sizeof pb;
-    pb.kind = LOOM_PROBLEM_MODEL;
-    pb.model = &pmodel;
-    pb.parallel = (loom_parallel){1, 1, 1, 1, 1, 0};
+    loom_problem pb = problem_of(&pmodel);
     loom_iteration it = {0, 4, samples};
     loom_shape s = LOOM_SHAPE_INIT;
     loom_shape_for(&pb, 0, &it, NULL, 1, 0, 1, &s);

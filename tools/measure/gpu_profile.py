@@ -322,28 +322,29 @@ def main():
                    "model": os.path.basename(args.model), "warmup": args.warmup,
                    "repeat": args.repeat, "dtype": "bfloat16"}, f, indent=1)
 
+    def write(name, header, fill):
+        """Writes out/name: the header, then the rows fill(writer, file) adds."""
+        with open(os.path.join(args.out, name), "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(header)
+            fill(w, f)
+        print("gpu_profile: " + name, flush=True)
+
+    def profile_rows(w, f):
+        for name, tokens, seq, f_ms, b_ms, act in layer_rows(torch, F, args, model, 1):
+            w.writerow([name, 0, tokens, 1, "%.6f" % f_ms, "%.6f" % b_ms, act, seq])
+            f.flush()
+
     if "gemm" not in skip:
-        with open(os.path.join(args.out, "gemm.csv"), "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["m", "n", "k", "flops", "ms", "tflops"])
-            gemm_sweep(torch, args, w)
-        print("gpu_profile: gemm.csv", flush=True)
+        write("gemm.csv", ["m", "n", "k", "flops", "ms", "tflops"],
+              lambda w, f: gemm_sweep(torch, args, w))
     if "attention" not in skip:
-        with open(os.path.join(args.out, "attention.csv"), "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["tokens", "seq_len", "heads", "head_dim", "causal", "flops",
-                        "forward_ms", "backward_ms"])
-            attention_sweep(torch, F, args, w)
-        print("gpu_profile: attention.csv", flush=True)
+        write("attention.csv", ["tokens", "seq_len", "heads", "head_dim", "causal", "flops",
+                                "forward_ms", "backward_ms"],
+              lambda w, f: attention_sweep(torch, F, args, w))
     if "profile" not in skip:
-        with open(os.path.join(args.out, "profile.csv"), "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["module", "layer", "tokens", "tp", "forward_ms", "backward_ms",
-                        "activation_bytes", "seq_len"])
-            for name, tokens, seq, f_ms, b_ms, act in layer_rows(torch, F, args, model, 1):
-                w.writerow([name, 0, tokens, 1, "%.6f" % f_ms, "%.6f" % b_ms, act, seq])
-                f.flush()
-        print("gpu_profile: profile.csv", flush=True)
+        write("profile.csv", ["module", "layer", "tokens", "tp", "forward_ms", "backward_ms",
+                              "activation_bytes", "seq_len"], profile_rows)
     if args.shard_tp:
         smodel = model
         if args.shard_model:
@@ -354,14 +355,14 @@ def main():
             sargs.seq_len = args.shard_seq
         if args.shard_tokens:
             sargs.tokens = args.shard_tokens
-        with open(os.path.join(args.out, "shards.csv"), "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["module", "tokens", "seq_len", "tp", "forward_ms", "backward_ms"])
+
+        def shard_rows(w, f):
             for tp in parse_ints(args.shard_tp):
                 for name, tokens, seq, f_ms, b_ms, _ in layer_rows(torch, F, sargs, smodel, tp):
                     w.writerow([name, tokens, seq, tp, "%.6f" % f_ms, "%.6f" % b_ms])
                     f.flush()
-        print("gpu_profile: shards.csv", flush=True)
+        write("shards.csv", ["module", "tokens", "seq_len", "tp", "forward_ms", "backward_ms"],
+              shard_rows)
     return 0
 
 
