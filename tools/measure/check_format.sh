@@ -22,3 +22,8 @@ test "$rows" -ge 4 || { echo "check_format: $rows profile rows"; exit 1; }
 grep -q "$((2 * rows)) measurements, 0 factors" "$out/log" ||
     { cat "$out/log"; echo "check_format: loom calibrate did not price every row"; exit 1; }
 echo "check_format: $rows profile rows accepted by loom calibrate"
+# gpu_iteration.py on a tiny text model: one JSON with every timed iteration
+"$py" "$src/tools/measure/gpu_iteration.py" --cpu --model "$src/tests/fidelity/models/tiny-lm.json" \
+    --microbatches 2 --seq-len 16 --warmup 0 --repeat 2 --out "$out"
+"$py" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert len(d["iteration_ms"]) == 2 and d["median_ms"] > 0 and d["optimizer_ms"] > 0, d' "$out/iteration-tiny-lm.json"
+echo "check_format: gpu_iteration.py wrote iteration-tiny-lm.json"
