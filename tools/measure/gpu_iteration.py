@@ -76,19 +76,26 @@ def main():
     seq = args.seq_len
     data = [torch.randint(0, vocab, (seq + 1,), device=dev) for _ in range(args.microbatches)]
 
-    def microbatch(ids):
+    def head_loss(x, ids):
+        x = layers[0].norm(F, x, final_norm)
+        logits = F.linear(x, head)
+        return F.cross_entropy(logits.float(), ids[1:])
+
+    def forward_backward(ids):
         x = F.embedding(ids[:-1], embed)
         for ly in layers:
             x = ly.forward(torch, F, x, seq)
-        x = layers[0].norm(F, x, final_norm)
-        logits = F.linear(x, head)
-        loss = F.cross_entropy(logits.float(), ids[1:])
-        grads = torch.autograd.grad(loss, params)
+        return torch.autograd.grad(head_loss(x, ids), params)
+
+    def accumulate(grads):
         for m, g in zip(master, grads):  # fp32 accumulation
             if m.grad is None:
                 m.grad = g.float()
             else:
                 m.grad.add_(g)
+
+    def microbatch(ids):
+        accumulate(forward_backward(ids))
 
     def step():
         opt.step()
@@ -117,6 +124,19 @@ def main():
         with gpu_profile.Timer(torch) as t:
             step()
         steps.append(t.ms)
+    # the parts of one microbatch: forward and backward, the fp32
+    # accumulation, and the head and loss alone (forward and backward)
+    x_head = torch.randn(seq, h, device=dev, dtype=bf, requires_grad=True)
+    grads0 = forward_backward(data[0])
+    parts = {
+        "forward_backward_ms": gpu_profile.median_ms(
+            torch, lambda: forward_backward(data[0]), 1, args.repeat),
+        "accumulate_ms": gpu_profile.median_ms(
+            torch, lambda: accumulate(grads0), 1, args.repeat),
+        "head_loss_ms": gpu_profile.median_ms(
+            torch, lambda: torch.autograd.grad(head_loss(x_head, data[0]),
+                                               [x_head, head, final_norm]), 1, args.repeat),
+    }
     os.makedirs(args.out, exist_ok=True)
     cuda = dev == "cuda"
     out = {"device": torch.cuda.get_device_name(0) if cuda else "cpu",
@@ -124,7 +144,7 @@ def main():
            "layers": n_layers, "vocab": vocab, "microbatches": args.microbatches,
            "seq_len": seq, "iteration_ms": times, "median_ms": statistics.median(times),
            "optimizer_ms": statistics.median(steps),
-           "params": sum(p.numel() for p in params)}
+           "params": sum(p.numel() for p in params), "microbatch_parts": parts}
     path = os.path.join(args.out, "iteration-%s.json" % os.path.splitext(out["model"])[0])
     with open(path, "w") as f:
         json.dump(out, f, indent=1)
