@@ -13,11 +13,18 @@ backward times of three models' layers. This command prints
      whose factors must reproduce examples/clusters/h200.json;
   3. the rms residual of every profile, the vlm-s one and two held out
      (the PipeWeaver 37B layers, t2v-s), under the Hopper preset factors
-     and under the calibrated h200.json.
+     and under the calibrated h200.json;
+  4. whole training iterations measured by tools/measure/gpu_iteration.py
+     (iterations/: 4-layer Llama-3-8B and Qwen2-7B shapes with their
+     vocabularies, pp = tp = dp = 1) against `loom plan` with h200.json,
+     with the measurement's own parts (its unfused fp32 gradient
+     accumulation, the Adam step) beside Loom's, and the same iterations
+     priced by `loom calibrate --measured --fit none`.
 
 --check exits 1 when the fit does not reproduce h200.json (1 % per
-factor) or a held-out profile's rms residual under h200.json exceeds
---max-holdout (default 12 %).
+factor), a held-out profile's rms residual under h200.json exceeds
+--max-holdout (default 12 %), or a whole iteration's error exceeds
+--max-iteration (default 30 %).
 Usage: tools/bench/measured_profiles.py [--build build] [--check]
 """
 import argparse
@@ -76,11 +83,58 @@ def residual(loom, cluster, model, profile):
     return float(re.search(r"rms residual ([0-9.]+) %", out).group(1))
 
 
+def iterations(loom, tmp, max_err):
+    """Prints the whole-iteration table; returns the rows over max_err %."""
+    folder = os.path.join(DATA, "iterations")
+    bad, entries = 0, []
+    print()
+    print("| model | microbatches x tokens | measured ms | less fp32 accumulation | predicted ms "
+          "| error | error less accumulation | Adam measured / predicted ms |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".json"):
+            continue
+        with open(os.path.join(folder, name)) as f:
+            m = json.load(f)
+        model = os.path.join(ROOT, "tools", "measure", "models", m["model"])
+        wl = os.path.join(folder, "mb%d-s%d.jsonl" % (m["microbatches"], m["seq_len"]))
+        par = "tp=1,pp=1,dp=1,mb=%d" % m["microbatches"]
+        out = os.path.join(tmp, name)
+        subprocess.run([loom, "plan", "--manifest",
+                        os.path.join(ROOT, "examples", "manifests", "megatron-1f1b.json"),
+                        "--model", model, "--cluster", CLUSTER, "--parallel", par,
+                        "--workload", wl, "--iterations", "1", "--quiet", "--out", out],
+                       check=True, stdout=subprocess.DEVNULL)
+        with open(os.path.join(out, "plan.json")) as f:
+            metrics = json.load(f)["metrics"]
+        pred = metrics["makespan_ms"]
+        meas = m["median_ms"]
+        fused = meas - m["microbatches"] * m["microbatch_parts"]["accumulate_ms"]
+        err, err_fused = (pred - meas) / meas * 100, (pred - fused) / fused * 100
+        ok = abs(err) <= max_err
+        bad += not ok
+        print("| %s | %d x %d | %.1f | %.1f | %.1f | %+.1f %%%s | %+.1f %% | %.1f / %.1f |" %
+              (m["model"][:-5], m["microbatches"], m["seq_len"], meas, fused, pred, err,
+               "" if ok else " (over %g %%)" % max_err, err_fused, m["optimizer_ms"],
+               metrics["breakdown"]["optimizer_ms"][0]))
+        entries.append({"model": model, "parallel": par, "workload": wl, "measured_ms": meas})
+    path = os.path.join(tmp, "iterations.json")
+    with open(path, "w") as f:
+        json.dump({"iterations": entries}, f)
+    run = subprocess.run([loom, "calibrate", "--cluster", CLUSTER, "--measured", path, "--fit",
+                          "none", "--max-residual", "1000"], capture_output=True, text=True)
+    last = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else run.stderr.strip()
+    print("loom calibrate --measured (the same %d iterations, --fit none): %s" %
+          (len(entries), last))
+    return bad + (run.returncode != 0)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--max-holdout", type=float, default=12.0)
+    ap.add_argument("--max-iteration", type=float, default=30.0)
     args = ap.parse_args()
     loom = os.path.join(args.build, "bin", "loom")
     bad = 0
@@ -137,6 +191,7 @@ def main():
             bad += not ok
             print("| %s | %s | %d | %.1f %% | %.1f %%%s |" %
                   (name, role, 2 * n, before, after, "" if ok else " (over %g %%)" % args.max_holdout))
+        bad += iterations(loom, tmp, args.max_iteration)
     if args.check and bad:
         print("measured_profiles: %d check(s) failed" % bad, file=sys.stderr)
         return 1
