@@ -9,7 +9,10 @@ workload written from the row), and prints
 
 Every row uses the shipped cluster presets and cost-model defaults: there is
 no per-row tuning. --check exits 1 when a row is outside its tolerance.
+--cluster PRESET=FILE plans the rows of a cluster preset with a cluster
+file instead (e.g. h800=H.json: the H800 rows under other factors).
 Usage: tools/bench/fidelity.py [--build build] [--table FILE] [--check]
+           [--cluster PRESET=FILE ...]
 """
 import argparse
 import json
@@ -108,10 +111,19 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--table", default=os.path.join(ROOT, "tests", "fidelity", "fidelity.json"))
     ap.add_argument("--check", action="store_true", help="exit 1 when a row is out of tolerance")
+    ap.add_argument("--cluster", action="append", default=[], metavar="PRESET=FILE",
+                    help="plan the rows of cluster PRESET with FILE (repeatable)")
     args = ap.parse_args()
     loom = os.path.join(args.build, "bin", "loom")
     with open(args.table) as f:
         rows = json.load(f)["rows"]
+    for spec in args.cluster:
+        preset, _, path = spec.partition("=")
+        if not path:
+            raise SystemExit("fidelity: --cluster: expected PRESET=FILE, found %r" % spec)
+        for row in rows:
+            if row["cluster"] == preset:
+                row["cluster"] = os.path.abspath(path)
     bad = 0
     print("| row | source | metric | published | predicted | error % | tolerance % | ok |")
     print("|---|---|---|---|---|---|---|---|")
