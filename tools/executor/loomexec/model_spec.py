@@ -125,6 +125,12 @@ class ModelSpec:
         if not isinstance(tpi, int) or isinstance(tpi, bool) or tpi < 1:
             raise InputError("%s: %s.tokens_per_item: expected an integer >= 1, found %s"
                              % (self.path, where, describe(tpi)))
+        ppi = m.get("patches_per_item")
+        if ppi is not None and ppi != tpi:
+            raise InputError("%s: %s.patches_per_item: the reference executor runs a module on "
+                             "the tokens it hands downstream and has no merge between modules; "
+                             "expected it absent or equal to tokens_per_item (%d), found %s"
+                             % (self.path, where, tpi, describe(ppi)))
         vocab = m.get("vocab", 0) or 0
         frozen = bool(m.get("frozen", False))
         lw = where + ".layers"

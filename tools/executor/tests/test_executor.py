@@ -144,6 +144,18 @@ def test_bad_model_file(onef1b, tmp_path):
     assert 'modules[0].modality: expected one of text, image, video, audio, found "smell"' in r.stderr
 
 
+def test_patches_refused(onef1b, tmp_path):
+    doc = json.loads((VLM).read_text())
+    doc["modules"][0]["patches_per_item"] = 2916
+    model = tmp_path / "patches.json"
+    model.write_text(json.dumps(doc))
+    r = execute(onef1b, model)
+    assert r.returncode == 2
+    assert ("modules[0].patches_per_item: the reference executor runs a module on the tokens it "
+            "hands downstream and has no merge between modules; expected it absent or equal to "
+            "tokens_per_item (169), found 2916") in r.stderr
+
+
 def test_stage_times_plan_refused(tmp_path):
     st = ROOT / "examples" / "stage-times"
     files = sorted(st.glob("*.json"))
