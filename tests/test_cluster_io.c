@@ -37,7 +37,7 @@ START_TEST(test_presets)
     int n = 0;
     while (names[n])
         n++;
-    ck_assert_int_eq(n, 4);
+    ck_assert_int_eq(n, 5);
 
     loom_cluster_data *d = must_load("H800");
     const loom_cluster *c = loom_cluster_data_cluster(d);
@@ -107,6 +107,9 @@ START_TEST(test_example_files_equal_presets)
         ck_assert_double_eq(a->gemm_half_flops, b->gemm_half_flops);
         ck_assert_double_eq(a->attention_half_flops, b->attention_half_flops);
         ck_assert_double_eq(a->p2p_latency_ms, b->p2p_latency_ms);
+        ck_assert_double_eq(a->host_bytes_per_s, b->host_bytes_per_s);
+        ck_assert_double_eq(a->kernel_launch_us, b->kernel_launch_us);
+        ck_assert_double_eq(a->attention_backward, b->attention_backward);
         loom_cluster_data_free(f);
         loom_cluster_data_free(p);
     }
@@ -150,7 +153,7 @@ START_TEST(test_not_found)
     memset(&e, 0, sizeof e);
     ck_assert_int_eq(loom_cluster_load("v100", &c, &e), LOOM_ENOTFOUND);
     ck_assert_ptr_nonnull(strstr(e.message, "cluster \"v100\""));
-    ck_assert_ptr_nonnull(strstr(e.message, "h800, h100, a100, a40"));
+    ck_assert_ptr_nonnull(strstr(e.message, "h800, h100, h200, a100, a40"));
     memset(&e, 0, sizeof e);
     ck_assert_int_eq(loom_cluster_load("/nonexistent/c.json", &c, &e), LOOM_EIO);
     ck_assert_ptr_nonnull(strstr(e.message, "/nonexistent/c.json: cannot open"));

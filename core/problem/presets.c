@@ -84,6 +84,14 @@ static const char *const model_names[] = {
 #define H_EFF 0.6, 0.45, LOOM_DEFAULT_EFF_MEMORY, LOOM_DEFAULT_EFF_COLLECTIVE, \
     LOOM_DEFAULT_P2P_LATENCY_MS
 
+/* The H200's factors, fitted by `loom calibrate` to the layer times
+ * measured on one (tests/fidelity/measured/h200/, docs/benchmarks.md,
+ * "Measured layer times"): efficiencies, collective (not measured: the
+ * Hopper default), latency, size curve; its launch overhead and the fused
+ * attention's backward FLOPs follow GEN5_HOST in the table below. */
+#define H200_EFF 0.692791, 0.413583, 1.0, LOOM_DEFAULT_EFF_COLLECTIVE, LOOM_DEFAULT_P2P_LATENCY_MS
+#define H200_SHAPE 10.5236, 2.5
+
 /* Device<->host copy bandwidth per GPU and direction (activation
  * offload): PCIe Gen5 x16 (64 GB/s per direction) on the Hopper presets
  * and Gen4 x16 (32 GB/s) on the others, at the 80% of it that pinned
@@ -97,11 +105,13 @@ static const char *const model_names[] = {
 static const loom_cluster clusters[] = {
     {"h800", 989e12, 3.35e12, GIB(80), 8, 0, 200e9, 25e9, H_EFF, H_HALF, GEN5_HOST, 0.0, 0.0},
     {"h100", 989e12, 3.35e12, GIB(80), 8, 0, 450e9, 50e9, H_EFF, H_HALF, GEN5_HOST, 0.0, 0.0},
+    {"h200", 989e12, 4.8e12, 150754820096LL, 8, 0, 450e9, 50e9, H200_EFF, H_HALF, GEN5_HOST,
+     H200_SHAPE},
     {"a100", 312e12, 2.0e12, GIB(80), 8, 0, 300e9, 25e9, DEFAULTS, A_HALF, GEN4_HOST, 0.0, 0.0},
     {"a40", 149.7e12, 696e9, GIB(48), 8, 0, 32e9, 12.5e9, DEFAULTS, A_HALF, GEN4_HOST, 0.0, 0.0},
 };
 
-static const char *const cluster_names[] = {"h800", "h100", "a100", "a40", NULL};
+static const char *const cluster_names[] = {"h800", "h100", "h200", "a100", "a40", NULL};
 
 const char *const *loom_model_preset_names(void)
 {

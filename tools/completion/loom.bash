@@ -13,7 +13,7 @@
 
 _loom_commands="ab plan plugins validate workload replan cp-balance calibrate calibrate-batch"
 _loom_model_presets="vlm-s vlm-m vlm-l t2v-s t2v-l vlm-xl t2v-xl vit-5b vit-22b llama3-8b qwen2-32b qwen2-72b dit-5b dit-30b gpt-175b"
-_loom_cluster_presets="h800 h100 a100 a40"
+_loom_cluster_presets="h800 h100 h200 a100 a40"
 _loom_families="image-pairs interleaved video rise-and-fall text"
 _loom_roles="cost_model partitioner ranker interleaver memory_tuner"
 
