@@ -187,7 +187,12 @@ START_TEST(test_errors)
                  "efficiency.memory: expected a number in [0, 1], found 1.5");
     expect_error("{" REQUIRED ", \"efficiency\": {\"flops\": 0.5}}",
                  "efficiency: unknown field \"flops\" (expected one of: gemm, attention, "
-                 "memory, collective, gemm_half_flops, attention_half_flops, kernel_launch_us, attention_backward)");
+                 "memory, collective, gemm_half_flops, attention_half_flops, kernel_launch_us, "
+                 "attention_backward)");
+    expect_error("{" REQUIRED ", \"efficiency\": {\"attention_backward\": 0.5}}",
+                 "efficiency.attention_backward: expected a number in [1, 10], found 0.5");
+    expect_error("{" REQUIRED ", \"efficiency\": {\"kernel_launch_us\": -1}}",
+                 "efficiency.kernel_launch_us: expected a number in [0, 1000], found -1");
     expect_error("{" REQUIRED ", \"efficiency\": 0.5}",
                  "efficiency: expected an object, found 0.5");
     expect_error("{" REQUIRED ", \"p2p_latency_ms\": -0.5}",

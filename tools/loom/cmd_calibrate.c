@@ -339,8 +339,9 @@ static int run(const calib_opts *o, loom_calib_set *set, loom_cluster *work, loo
         rc = loom_calib_residuals(set, x, NULL, err); /* lays out the rows */
     int steps = 0;
     if (rc == LOOM_OK && set->n_fit == 0 && (o->out || o->table))
-        rc = loom_set_error(err, LOOM_EINVAL, "--fit none: nothing is fitted, so there is no "
-                            "calibrated %s to write", o->out ? "cluster (--out)" : "table (--table)");
+        rc = loom_set_error(err, LOOM_EINVAL,
+                            "--fit none: nothing is fitted, so there is no calibrated %s to write",
+                            o->out ? "cluster (--out)" : "table (--table)");
     else if (rc == LOOM_OK && set->n_fit > 0) {
         loom_calib_problem p = {set->n_fit, set->n_rows, lo, hi, names,
                                 loom_calib_residuals, set};

@@ -203,8 +203,9 @@ START_TEST(vpp_candidates)
     loom_layer layers[48];
     for (int i = 0; i < 48; i++)
         layers[i] = layer;
-    loom_module mods[2] = {{"a", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE, 16, layers, 1, 0, 0, 0, NULL, 0},
-                           {"b", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 32, layers, 1, 0, 0, 0, NULL, 0}};
+    loom_module mods[2] = {
+        {"a", LOOM_MODULE_ENCODER, LOOM_MODALITY_IMAGE, 16, layers, 1, 0, 0, 0, NULL, 0},
+        {"b", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 32, layers, 1, 0, 0, 0, NULL, 0}};
     loom_model model = {"m", 2, mods};
     loom_problem pb;
     memset(&pb, 0, sizeof pb);
