@@ -110,6 +110,7 @@ START_TEST(test_example_files_equal_presets)
         ck_assert_double_eq(a->host_bytes_per_s, b->host_bytes_per_s);
         ck_assert_double_eq(a->kernel_launch_us, b->kernel_launch_us);
         ck_assert_double_eq(a->attention_backward, b->attention_backward);
+        ck_assert_double_eq(a->eff_optimizer, b->eff_optimizer);
         loom_cluster_data_free(f);
         loom_cluster_data_free(p);
     }
@@ -188,9 +189,11 @@ START_TEST(test_errors)
     expect_error("{" REQUIRED ", \"efficiency\": {\"flops\": 0.5}}",
                  "efficiency: unknown field \"flops\" (expected one of: gemm, attention, "
                  "memory, collective, gemm_half_flops, attention_half_flops, kernel_launch_us, "
-                 "attention_backward)");
+                 "attention_backward, optimizer)");
     expect_error("{" REQUIRED ", \"efficiency\": {\"attention_backward\": 0.5}}",
                  "efficiency.attention_backward: expected a number in [1, 10], found 0.5");
+    expect_error("{" REQUIRED ", \"efficiency\": {\"optimizer\": 0}}",
+                 "efficiency.optimizer: expected a number in (0, 1], found 0");
     expect_error("{" REQUIRED ", \"efficiency\": {\"kernel_launch_us\": -1}}",
                  "efficiency.kernel_launch_us: expected a number in [0, 1000], found -1");
     expect_error("{" REQUIRED ", \"efficiency\": 0.5}",

@@ -55,7 +55,8 @@ static int parse_cluster(const char *file, const cJSON *root, loom_cluster *c,
                                        "host_bytes_per_s", NULL};
     static const char *const eff_keys[] = {"gemm", "attention", "memory", "collective",
                                            "gemm_half_flops", "attention_half_flops",
-                                           "kernel_launch_us", "attention_backward", NULL};
+                                           "kernel_launch_us", "attention_backward", "optimizer",
+                                           NULL};
     const cJSON *eff = NULL;
     int64_t hbm = 0, gpn = LOOM_DEFAULT_GPUS_PER_NODE;
     memset(c, 0, sizeof *c);
@@ -117,6 +118,8 @@ static int parse_cluster(const char *file, const cJSON *root, loom_cluster *c,
         if (!rc)
             rc = loom_json_get_double(file, eff, "efficiency", "attention_backward", 0, 1.0,
                                       10.0, &c->attention_backward, err);
+        if (!rc && cJSON_GetObjectItemCaseSensitive(eff, "optimizer"))
+            rc = get_factor(file, eff, "optimizer", &c->eff_optimizer, err);
         if (rc)
             return rc;
     }

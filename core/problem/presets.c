@@ -87,10 +87,11 @@ static const char *const model_names[] = {
 /* The H200's factors, fitted by `loom calibrate` to the layer times
  * measured on one (tests/fidelity/measured/h200/, docs/benchmarks.md,
  * "Measured layer times"): efficiencies, collective (not measured: the
- * Hopper default), latency, size curve; its launch overhead and the fused
- * attention's backward FLOPs follow GEN5_HOST in the table below. */
+ * Hopper default), latency, size curve; its launch overhead, the fused
+ * attention's backward FLOPs and the Adam step's HBM efficiency (the
+ * median of four measured steps) follow GEN5_HOST in the table below. */
 #define H200_EFF 0.692791, 0.413583, 1.0, LOOM_DEFAULT_EFF_COLLECTIVE, LOOM_DEFAULT_P2P_LATENCY_MS
-#define H200_SHAPE 10.5236, 2.5
+#define H200_SHAPE 10.5236, 2.5, 0.661
 
 /* Device<->host copy bandwidth per GPU and direction (activation
  * offload): PCIe Gen5 x16 (64 GB/s per direction) on the Hopper presets
@@ -103,12 +104,12 @@ static const char *const model_names[] = {
  * NVLink (PCIe for the A40) and per-GPU network bandwidth, then the host
  * copy bandwidth. */
 static const loom_cluster clusters[] = {
-    {"h800", 989e12, 3.35e12, GIB(80), 8, 0, 200e9, 25e9, H_EFF, H_HALF, GEN5_HOST, 0.0, 0.0},
-    {"h100", 989e12, 3.35e12, GIB(80), 8, 0, 450e9, 50e9, H_EFF, H_HALF, GEN5_HOST, 0.0, 0.0},
+    {"h800", 989e12, 3.35e12, GIB(80), 8, 0, 200e9, 25e9, H_EFF, H_HALF, GEN5_HOST, 0.0, 0.0, 0.0},
+    {"h100", 989e12, 3.35e12, GIB(80), 8, 0, 450e9, 50e9, H_EFF, H_HALF, GEN5_HOST, 0.0, 0.0, 0.0},
     {"h200", 989e12, 4.8e12, 150754820096LL, 8, 0, 450e9, 50e9, H200_EFF, H_HALF, GEN5_HOST,
      H200_SHAPE},
-    {"a100", 312e12, 2.0e12, GIB(80), 8, 0, 300e9, 25e9, DEFAULTS, A_HALF, GEN4_HOST, 0.0, 0.0},
-    {"a40", 149.7e12, 696e9, GIB(48), 8, 0, 32e9, 12.5e9, DEFAULTS, A_HALF, GEN4_HOST, 0.0, 0.0},
+    {"a100", 312e12, 2.0e12, GIB(80), 8, 0, 300e9, 25e9, DEFAULTS, A_HALF, GEN4_HOST, 0.0, 0.0, 0.0},
+    {"a40", 149.7e12, 696e9, GIB(48), 8, 0, 32e9, 12.5e9, DEFAULTS, A_HALF, GEN4_HOST, 0.0, 0.0, 0.0},
 };
 
 static const char *const cluster_names[] = {"h800", "h100", "h200", "a100", "a40", NULL};

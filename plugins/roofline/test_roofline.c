@@ -748,6 +748,25 @@ START_TEST(rank_tail_follows_params)
 }
 END_TEST
 
+/* The Adam step moves 34 bytes per stepped parameter at the cluster's
+ * eff_optimizer, or at eff_memory when the cluster leaves it 0. */
+START_TEST(optimizer_efficiency)
+{
+    loom_cluster c;
+    memset(&c, 0, sizeof c);
+    c.hbm_bytes_per_s = 1e12;
+    c.eff_memory = 0.8;
+    loom_rank_state st = {(uint32_t)sizeof st, 0, 1, 1, 1, 1, 1e9, 1e9};
+    loom_tail_knobs k = {1, 1, 0, 4.0, 0};
+    loom_rank_tail t = {(uint32_t)sizeof t, 0, 0, 0, 0, 0};
+    loom_rank_tail_compute(&c, &st, &k, &t);
+    ASSERT_REL(t.optimizer_ms, 1e9 * 34 / (1e12 * 0.8) * 1e3);
+    c.eff_optimizer = 0.5;
+    loom_rank_tail_compute(&c, &st, &k, &t);
+    ASSERT_REL(t.optimizer_ms, 1e9 * 34 / (1e12 * 0.5) * 1e3);
+}
+END_TEST
+
 START_TEST(param_and_state_bytes)
 {
     fixture fx;
@@ -963,6 +982,7 @@ static Suite *roofline_suite(void)
     tcase_add_test(tc, flash_attention_param);
     tcase_add_test(tc, sequence_parallel_splits_activations_and_collectives);
     tcase_add_test(tc, preset_parameter_counts);
+    tcase_add_test(tc, optimizer_efficiency);
     tcase_add_test(tc, param_and_state_bytes);
     tcase_add_test(tc, gemm_efficiency_scale_param);
     tcase_add_test(tc, zero_tokens_cost_nothing_but_weights);

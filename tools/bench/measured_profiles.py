@@ -19,7 +19,8 @@ backward times of three models' layers. This command prints
      vocabularies, pp = tp = dp = 1) against `loom plan` with h200.json,
      with the measurement's own parts (its unfused fp32 gradient
      accumulation, the Adam step) beside Loom's, and the same iterations
-     priced by `loom calibrate --measured --fit none`.
+     priced by `loom calibrate --measured --fit none`, and the Adam step's
+     measured HBM efficiency against h200.json's efficiency.optimizer.
 
 --check exits 1 when the fit does not reproduce h200.json (1 % per
 factor), a held-out profile's rms residual under h200.json exceeds
@@ -118,6 +119,22 @@ def iterations(loom, tmp, max_err):
                "" if ok else " (over %g %%)" % max_err, err_fused, m["optimizer_ms"],
                metrics["breakdown"]["optimizer_ms"][0]))
         entries.append({"model": model, "parallel": par, "workload": wl, "measured_ms": meas})
+    # the Adam step alone: 34 bytes per parameter over the measured time,
+    # as a fraction of HBM bandwidth, against h200.json's eff_optimizer
+    with open(CLUSTER) as f:
+        c = json.load(f)
+    effs = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".json"):
+            with open(os.path.join(folder, name)) as f:
+                m = json.load(f)
+            effs.append(m["params"] * 34.0 / (c["hbm_bytes_per_s"] * m["optimizer_ms"] * 1e-3))
+    want = c["efficiency"].get("optimizer", c["efficiency"]["memory"])
+    far = [e for e in effs if abs(e - want) > 0.02 * want]
+    bad += len(far)
+    print("Adam step alone: %s of HBM bandwidth (34 bytes per parameter); h200.json's "
+          "efficiency.optimizer %g%s" % (", ".join("%.3f" % e for e in effs), want,
+                                         "" if not far else " (over 2 % off)"))
     path = os.path.join(tmp, "iterations.json")
     with open(path, "w") as f:
         json.dump({"iterations": entries}, f)

@@ -23,6 +23,8 @@ static const loom_calib_factor factors[] = {
      0.0, 1e12, 1},
     {"attention_half_flops", "efficiency.attention_half_flops",
      offsetof(loom_cluster, attention_half_flops), 0.0, 1e12, 1},
+    {"eff_optimizer", "efficiency.optimizer", offsetof(loom_cluster, eff_optimizer),
+     LOOM_MIN_EFFICIENCY, 1.0, 1},
 };
 
 const loom_calib_factor *loom_calib_factors(int *n)

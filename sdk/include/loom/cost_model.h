@@ -238,7 +238,7 @@ static inline double loom_ring_ms(const loom_cluster *c, int same_node, int32_t 
  * all-gather ((dp-1)/dp of the bf16 weights) with the distributed
  * optimizer, an all-reduce (2(dp-1)/dp) without; an Adam step moving
  * LOOM_TAIL_OPTIMIZER_BYTES per parameter this GPU updates (1/dp of them
- * with the distributed optimizer) at eff_memory. Frozen parameters are
+ * with the distributed optimizer) at eff_optimizer (eff_memory when 0). Frozen parameters are
  * neither reduced nor stepped. What the host uses for a cost model
  * without rank_tail_ms, with Megatron-LM's defaults. */
 static inline void loom_rank_tail_compute(const loom_cluster *c, const loom_rank_state *st,
@@ -265,7 +265,8 @@ static inline void loom_rank_tail_compute(const loom_cluster *c, const loom_rank
     double share = bucket < n ? bucket / n : 1;
     out->grad_bucket_ms = out->grad_sync_ms * share;
     double stepped = k->distributed_optimizer ? n / dp : n;
-    double bw = c->hbm_bytes_per_s * (c->eff_memory > 0 ? c->eff_memory : 1);
+    double eff = c->eff_optimizer > 0 ? c->eff_optimizer : c->eff_memory;
+    double bw = c->hbm_bytes_per_s * (eff > 0 ? eff : 1);
     out->optimizer_ms = bw > 0 ? stepped * LOOM_TAIL_OPTIMIZER_BYTES / bw * 1e3 : 0;
 }
 

@@ -104,6 +104,9 @@ typedef struct loom_cluster {
      * dV). A fused kernel that rebuilds the scores in its backward, as
      * FlashAttention does, does more. */
     double attention_backward;
+    /* Appended in Loom 0.4: the efficiency of the optimizer step's HBM
+     * traffic (a fused multi-tensor Adam), in (0, 1]; 0 means eff_memory. */
+    double eff_optimizer;
 } loom_cluster;
 
 typedef struct loom_parallel {
