@@ -107,12 +107,17 @@ def test_wrong_model_by_layers(onef1b, tmp_path):
         in r.stderr or "which has 30 layers" in r.stderr
 
 
-def test_wrong_model_by_tokens(onef1b, tmp_path):
+def execute_vit_edited(plan, tmp_path, key, value):
+    """Executes plan against vlm-s with modules[0][key] = value."""
     doc = json.loads((VLM).read_text())
-    doc["modules"][0]["tokens_per_item"] = 100
-    model = tmp_path / "tokens.json"
+    doc["modules"][0][key] = value
+    model = tmp_path / ("%s.json" % key)
     model.write_text(json.dumps(doc))
-    r = execute(onef1b, model)
+    return execute(plan, model)
+
+
+def test_wrong_model_by_tokens(onef1b, tmp_path):
+    r = execute_vit_edited(onef1b, tmp_path, "tokens_per_item", 100)
     assert r.returncode == 2
     assert ".tensor.shape[0]: expected" in r.stderr and "wrong model for the plan?" in r.stderr
 
@@ -145,11 +150,7 @@ def test_bad_model_file(onef1b, tmp_path):
 
 
 def test_patches_refused(onef1b, tmp_path):
-    doc = json.loads((VLM).read_text())
-    doc["modules"][0]["patches_per_item"] = 2916
-    model = tmp_path / "patches.json"
-    model.write_text(json.dumps(doc))
-    r = execute(onef1b, model)
+    r = execute_vit_edited(onef1b, tmp_path, "patches_per_item", 2916)
     assert r.returncode == 2
     assert ("modules[0].patches_per_item: the reference executor runs a module on the tokens it "
             "hands downstream and has no merge between modules; expected it absent or equal to "
