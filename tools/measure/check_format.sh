@@ -27,3 +27,15 @@ echo "check_format: $rows profile rows accepted by loom calibrate"
     --microbatches 2 --seq-len 16 --warmup 0 --repeat 2 --out "$out"
 "$py" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert len(d["iteration_ms"]) == 2 and d["median_ms"] > 0 and d["optimizer_ms"] > 0, d' "$out/iteration-tiny-lm.json"
 echo "check_format: gpu_iteration.py wrote iteration-tiny-lm.json"
+# a bad model file: file, JSON path, expected and found; exit 2, nothing written
+bad="$out/bad.json"
+printf '{"modules": [{"name": "vit", "layers": {"count": 1, "hidden": 64, "ffn_hidden": 0, "heads": 4}}]}' > "$bad"
+set +e
+msg=$("$py" "$src/tools/measure/gpu_profile.py" --cpu --model "$bad" --out "$out/bad" 2>&1)
+rc=$?
+set -e
+test "$rc" = 2 && test ! -e "$out/bad" ||
+    { echo "check_format: bad model: exit $rc"; exit 1; }
+echo "$msg" | grep -qF "$bad: modules[0].layers.ffn_hidden: expected an integer >= 1, found 0" ||
+    { echo "check_format: bad model message: $msg"; exit 1; }
+echo "check_format: a bad model file is refused with its JSON path"

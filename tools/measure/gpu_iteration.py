@@ -53,12 +53,15 @@ def main():
               file=sys.stderr)
         return 2
     dev = gpu_profile.DEV
-    with open(args.model) as f:
-        model = json.load(f)
+    try:
+        model = gpu_profile.load_model(args.model)
+    except gpu_profile.BadInput as e:
+        print("gpu_iteration: %s" % e, file=sys.stderr)
+        return 2
     mod = model["modules"][0]
-    spec = mod["layers"][0] if isinstance(mod["layers"], list) else mod["layers"]
-    vocab = int(mod.get("vocab", 0))
-    if mod.get("modality", "text") != "text" or vocab < 1:
+    spec = mod["layers"]
+    vocab = mod.get("vocab", 0)
+    if mod.get("modality", "text") != "text" or not isinstance(vocab, int) or vocab < 1:
         print("gpu_iteration: %s: modules[0] must be a text module with a vocab" % args.model,
               file=sys.stderr)
         return 2

@@ -43,6 +43,52 @@ def parse_ints(text):
 DEV = "cuda"
 
 
+class BadInput(Exception):
+    """A model file that cannot be measured: the message names the file, the
+    JSON path and what was expected and found."""
+
+
+def load_model(path):
+    """The Loom model file at path, with every module's layer 0 checked:
+    name, and count, hidden, ffn_hidden, heads (dividing hidden) and kv_heads
+    (dividing heads) as integers >= 1. Raises BadInput."""
+    try:
+        with open(path) as f:
+            model = json.load(f)
+    except OSError as e:
+        raise BadInput("%s: cannot read the model: %s" % (path, e.strerror))
+    except ValueError as e:
+        raise BadInput("%s: not JSON: %s" % (path, e))
+    mods = model.get("modules") if isinstance(model, dict) else None
+    if not isinstance(mods, list) or not mods:
+        raise BadInput("%s: modules: expected a non-empty array, found %s"
+                       % (path, json.dumps(mods)))
+    for i, mod in enumerate(mods):
+        where = "modules[%d]" % i
+        if not isinstance(mod, dict) or not isinstance(mod.get("name"), str):
+            raise BadInput("%s: %s.name: expected a string" % (path, where))
+        spec = mod.get("layers")
+        if isinstance(spec, list) and spec:
+            spec, where = spec[0], where + ".layers[0]"
+        else:
+            where += ".layers"
+        if not isinstance(spec, dict):
+            raise BadInput("%s: %s: expected a layer group object, found %s"
+                           % (path, where, json.dumps(spec)))
+        spec.setdefault("kv_heads", spec.get("heads"))
+        for key in ("count", "hidden", "ffn_hidden", "heads", "kv_heads"):
+            v = spec.get(key)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise BadInput("%s: %s.%s: expected an integer >= 1, found %s"
+                               % (path, where, key, json.dumps(v)))
+        if spec["hidden"] % spec["heads"] or spec["heads"] % spec["kv_heads"]:
+            raise BadInput("%s: %s: expected heads (%d) to divide hidden (%d) and kv_heads (%d) "
+                           "to divide heads" % (path, where, spec["heads"], spec["hidden"],
+                                                spec["kv_heads"]))
+        mod["layers"] = spec
+    return model
+
+
 class Timer:
     """CUDA events on a GPU; the wall clock with --cpu (a format check only)."""
 
@@ -256,7 +302,6 @@ def layer_rows(torch, F, args, model, tp):
     seqs = parse_ints(args.seq_len)
     for mod in model["modules"]:
         spec = mod["layers"]
-        spec = spec[0] if isinstance(spec, list) else spec
         if spec["heads"] % tp or spec["ffn_hidden"] % tp:
             continue
         layer = Layer(torch, spec, tp)
@@ -308,8 +353,12 @@ def main():
         print("gpu_profile: no CUDA device (--cpu checks the output format without one)",
               file=sys.stderr)
         return 2
-    with open(args.model) as f:
-        model = json.load(f)
+    try:
+        model = load_model(args.model)
+        smodel = load_model(args.shard_model) if args.shard_model else model
+    except BadInput as e:
+        print("gpu_profile: %s" % e, file=sys.stderr)
+        return 2
     os.makedirs(args.out, exist_ok=True)
     skip = set(args.skip.split(","))
 
@@ -346,10 +395,6 @@ def main():
         write("profile.csv", ["module", "layer", "tokens", "tp", "forward_ms", "backward_ms",
                               "activation_bytes", "seq_len"], profile_rows)
     if args.shard_tp:
-        smodel = model
-        if args.shard_model:
-            with open(args.shard_model) as f:
-                smodel = json.load(f)
         sargs = argparse.Namespace(**vars(args))
         if args.shard_seq:
             sargs.seq_len = args.shard_seq
