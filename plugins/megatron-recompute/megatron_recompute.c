@@ -21,6 +21,8 @@ typedef struct mr_self {
     loom_mt_timeline tl;
     int64_t *pair_bytes;
     int32_t cap_pairs;
+    double *rank_ms;      /* recomputation added per rank, cap_ranks entries */
+    int32_t cap_ranks;
 } mr_self;
 
 /* Creates an instance. */
@@ -46,6 +48,7 @@ static void mr_destroy(void *self)
         return;
     loom_mt_timeline_free(s->host, &s->tl);
     s->host->free(s->pair_bytes);
+    s->host->free(s->rank_ms);
     s->host->free(s);
 }
 
@@ -65,27 +68,29 @@ static int setting_policy(mr_setting st, int32_t k)
     return st.policy;
 }
 
-/* Activation bytes of every pair under the setting, and the recomputation
- * time its busiest rank adds (backward under the setting less under none). */
-static double pair_bytes_at(const loom_stage_graph *g, mr_setting st, int64_t *out)
+/* Activation bytes of every pair under the setting into out[], and the
+ * recomputation time its busiest rank adds (backward under the setting less
+ * under none), summed per rank in rank_ms[] (n_ranks entries). */
+static double pair_bytes_at(const loom_stage_graph *g, mr_setting st, int64_t *out,
+                            double *rank_ms)
 {
-    double most = 0;
-    for (int32_t r = 0; r < g->n_ranks; r++) {
+    for (int32_t r = 0; r < g->n_ranks; r++)
+        rank_ms[r] = 0;
+    for (int32_t p = 0; p < g->n_pairs; p++) {
+        int64_t sum = 0;
         double extra = 0;
-        for (int32_t p = 0; p < g->n_pairs; p++) {
-            if (g->rank[g->pair_forward[p]] != r)
-                continue;
-            int64_t sum = 0;
-            for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++) {
-                const loom_policy_option *o = &g->layer_options[(size_t)e * LOOM_POLICY_COUNT];
-                int pol = setting_policy(st, e - g->pair_layer_off[p]);
-                sum += o[pol].activation_bytes;
-                extra += o[pol].backward_ms - o[LOOM_POLICY_NONE].backward_ms;
-            }
-            out[p] = sum;
+        for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++) {
+            const loom_policy_option *o = &g->layer_options[(size_t)e * LOOM_POLICY_COUNT];
+            int pol = setting_policy(st, e - g->pair_layer_off[p]);
+            sum += o[pol].activation_bytes;
+            extra += o[pol].backward_ms - o[LOOM_POLICY_NONE].backward_ms;
         }
-        most = extra > most ? extra : most;
+        out[p] = sum;
+        rank_ms[g->rank[g->pair_forward[p]]] += extra;
     }
+    double most = 0;
+    for (int32_t r = 0; r < g->n_ranks; r++)
+        most = rank_ms[r] > most ? rank_ms[r] : most;
     return most;
 }
 
@@ -124,6 +129,13 @@ static int mr_tune(void *self, const loom_stage_graph *g, const loom_schedule *s
             s->pair_bytes = p;
             s->cap_pairs = g->n_pairs;
         }
+        if (g->n_ranks > s->cap_ranks) {
+            void *p = host->realloc(s->rank_ms, (size_t)g->n_ranks * sizeof *s->rank_ms);
+            if (!p)
+                return host->error(err, LOOM_ENOMEM, "megatron-recompute: out of memory");
+            s->rank_ms = p;
+            s->cap_ranks = g->n_ranks;
+        }
         if ((rc = loom_mt_timeline_build(host, &s->tl, g, sched, err)) != LOOM_OK)
             return rc;
         int32_t most_layers = 0;
@@ -139,7 +151,7 @@ static int mr_tune(void *self, const loom_stage_graph *g, const loom_schedule *s
             mr_setting st = {i == 0 ? LOOM_POLICY_NONE : i == 1 ? LOOM_POLICY_SELECTIVE
                                                                   : LOOM_POLICY_FULL,
                              i >= 2 && i < n_settings - 1 ? i - 1 : 0};
-            double ms = pair_bytes_at(g, st, s->pair_bytes);
+            double ms = pair_bytes_at(g, st, s->pair_bytes, s->rank_ms);
             if ((rank = over_cap(s, g, &short_bytes)) >= 0)
                 continue;
             if (best_ms < 0 || ms < best_ms) {
