@@ -76,13 +76,11 @@ typedef struct oi_times {
     float *prio;          /* scratch priorities */
     double *ms;
     int32_t mbs;
-    int all;              /* every share emitted (oi_per_template) */
+    int all;              /* every share emitted (oobleck_shares_per_template) */
     int64_t evaluations;
     int rc;               /* the first evaluation error, and err its text */
     loom_error *err;
 } oi_times;
-
-static int32_t oi_per_template(int32_t mbs);
 
 /* Simulates template j's candidate k into *ms (once). */
 static double oi_sim(oi_times *t, int32_t j, int32_t k)
@@ -116,7 +114,7 @@ static double oi_time(void *user, int32_t j, int32_t s)
     else if (s <= sim)
         *cell = oi_sim(t, j, s - 1);
     else if (s == t->mbs)
-        *cell = oi_sim(t, j, oi_per_template(t->mbs) - 1);
+        *cell = oi_sim(t, j, oobleck_shares_per_template(t->mbs) - 1);
     else {
         double lo = oi_time(t, j, sim), hi = oi_time(t, j, t->mbs);
         *cell = lo + (hi - lo) * (s - sim) / (t->mbs - sim);
@@ -124,22 +122,8 @@ static double oi_time(void *user, int32_t j, int32_t s)
     return *cell;
 }
 
-/* Candidates per template when every share is emitted: 1..mbs, or
- * 1..OOBLECK_MAX_SHARES and mbs above that. */
-static int32_t oi_per_template(int32_t mbs)
-{
-    return mbs > OOBLECK_MAX_SHARES ? OOBLECK_MAX_SHARES + 1 : mbs;
-}
-
-/* Microbatches of a template's k-th candidate (k from 0) when every share
- * is emitted. */
-static int32_t oi_share_of(int32_t k, int32_t mbs)
-{
-    return k < OOBLECK_MAX_SHARES ? k + 1 : mbs;
-}
-
 /* Splits the graphs into template groups; *first[j] is group j's first
- * graph, *all 1 when every share is emitted (oi_per_template), else one
+ * graph, *all 1 when every share is emitted (oobleck_shares_per_template), else one
  * candidate (the full batch) per template. */
 static int oi_groups(const loom_host_api *host,
                      const loom_stage_graph *const *g, int32_t n,
@@ -151,7 +135,7 @@ static int oi_groups(const loom_host_api *host,
     for (int32_t i = 0; i < n; i++)
         if (g[i]->n_microbatches > *mbs)
             *mbs = g[i]->n_microbatches;
-    int32_t per = *all ? oi_per_template(*mbs) : 1;
+    int32_t per = *all ? oobleck_shares_per_template(*mbs) : 1;
     if (n % per != 0)
         return host->error(err, LOOM_EINVAL,
                            "oobleck-instantiate: %d candidates do not form "
@@ -161,13 +145,13 @@ static int oi_groups(const loom_host_api *host,
     for (int32_t j = 0; j < *p; j++) {
         first[j] = j * per;
         for (int32_t s = 0; s < per; s++)
-            if (g[j * per + s]->n_microbatches != (*all ? oi_share_of(s, *mbs) : *mbs))
+            if (g[j * per + s]->n_microbatches != (*all ? oobleck_share_of(s, *mbs) : *mbs))
                 return host->error(err, LOOM_EINVAL,
                                    "oobleck-instantiate: candidate %d holds %d "
                                    "microbatches, expected %d (is "
                                    "oobleck-templates the partitioner?)",
                                    j * per + s, g[j * per + s]->n_microbatches,
-                                   *all ? oi_share_of(s, *mbs) : *mbs);
+                                   *all ? oobleck_share_of(s, *mbs) : *mbs);
     }
     return LOOM_OK;
 }
@@ -292,7 +276,7 @@ static int oi_rank(void *self, const loom_stage_graph *const *graphs,
                   pick_s, OOBLECK_MAX_SHARES, mbs);
     out->candidate = first[pick];
     if (all)
-        out->candidate += pick_s <= OOBLECK_MAX_SHARES ? pick_s - 1 : oi_per_template(mbs) - 1;
+        out->candidate += pick_s <= OOBLECK_MAX_SHARES ? pick_s - 1 : oobleck_shares_per_template(mbs) - 1;
     const loom_stage_graph *g = graphs[out->candidate];
     if (out->cap_priorities < g->n_groups) {
         rc = host->error(err, LOOM_EINVAL,

@@ -307,10 +307,10 @@ static int ot_emit(ot_self *o, const loom_problem *pb, const loom_iteration *it,
         return rc;
     int32_t mbs = pb->parallel.microbatches > 0 ? pb->parallel.microbatches : 1;
     int all = strcmp(shares, "full") != 0;
-    int32_t last = all && mbs > OOBLECK_MAX_SHARES ? OOBLECK_MAX_SHARES : mbs;
+    int32_t per = all ? oobleck_shares_per_template(mbs) : 1;
     for (int32_t i = 0; rc == LOOM_OK && i < o->n_t; i++)
-        for (int32_t s = all ? 1 : mbs; rc == LOOM_OK && s <= mbs;
-             s = s == last ? mbs + (s == mbs) : s + 1) {
+        for (int32_t k = 0; rc == LOOM_OK && k < per; k++) {
+            int32_t s = all ? oobleck_share_of(k, mbs) : mbs;
             loom_partition *p = NULL;
             rc = set->add(set, &p, err);
             if (rc == LOOM_OK)

@@ -2,7 +2,8 @@
  * oobleck_common.h - what the two Oobleck plugins must agree on: the node
  * count N and GPUs per node M of the cluster they plan for, and the order
  * of the candidates oobleck-templates emits (templates by ascending node
- * count n0..N-f*n0, each for 1..M microbatches or only the full batch).
+ * count n0..N-f*n0, each for every share of the M microbatches, see
+ * oobleck_shares_per_template, or only the full batch).
  * Header-only (static functions) so both plugins share one definition.
  */
 #ifndef LOOM_OOBLECK_COMMON_H
@@ -12,6 +13,19 @@
 
 /* Pipelines never hold more microbatch shares than this many candidates. */
 #define OOBLECK_MAX_SHARES 128
+
+/* Candidates per template when every share is emitted: shares 1..mbs, or
+ * 1..OOBLECK_MAX_SHARES and then mbs when the batch is larger. */
+static inline int32_t oobleck_shares_per_template(int32_t mbs)
+{
+    return mbs > OOBLECK_MAX_SHARES ? OOBLECK_MAX_SHARES + 1 : mbs;
+}
+
+/* Microbatches of a template's k-th candidate (k from 0) in that order. */
+static inline int32_t oobleck_share_of(int32_t k, int32_t mbs)
+{
+    return k < OOBLECK_MAX_SHARES ? k + 1 : mbs;
+}
 
 /* N and M from the params "nodes" and "gpus_per_node" (0: derived): M is
  * the cluster's GPUs per node (all of them when fewer GPUs exist), N the
