@@ -12,6 +12,7 @@
  * then the next peak, until the rank fits.
  * LOOM_EINFEASIBLE names the rank and the bytes short when every entry
  * live at its peak is already at its most frugal policy.
+ * Param view (frugal | as_built): the memory the interleaver budgets with.
  */
 #include <string.h>
 #include <loom/kits/memtune.h>
@@ -21,19 +22,26 @@ typedef struct greedy_self {
     loom_ctx *ctx;
     loom_mt_driver drv;
     loom_mt_entry_chains chains;
+    int view; /* LOOM_VIEW_FRUGAL or LOOM_VIEW_AS_BUILT */
 } greedy_self;
 
-/* Creates an instance; the driver looks up the simulator once. */
+/* Creates an instance with the view param; the driver looks up the
+ * simulator once. */
 static int greedy_create(const loom_host_api *host, loom_ctx *ctx,
                          void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
+    const char *view = NULL;
+    int rc = loom_read_param_string(host, ctx, "greedy", "view", &view, err);
+    if (rc != LOOM_OK)
+        return rc;
     greedy_self *s = host->alloc(sizeof *s);
     if (!s)
         return host->error(err, LOOM_ENOMEM, "greedy: out of memory");
     memset(s, 0, sizeof *s);
     s->host = host;
     s->ctx = ctx;
+    s->view = strcmp(view, "as_built") == 0 ? LOOM_VIEW_AS_BUILT : LOOM_VIEW_FRUGAL;
     loom_mt_driver_init(host, ctx, &s->drv);
     *self = s;
     return LOOM_OK;
@@ -71,13 +79,15 @@ static int greedy_tune(void *self, const loom_stage_graph *g,
     return rc;
 }
 
-/* The interleaver budgets with every layer at its most frugal option:
- * memory this tuner recovers by recomputation must not throttle the
- * order. */
+/* view frugal (the default): the interleaver budgets with every layer at
+ * its most frugal option, so memory this tuner recovers by recomputation
+ * does not throttle the order. view as_built: it budgets with the layers
+ * as built, so a memory-gated interleaver keeps the order within the cap
+ * where it can and the tuner recomputes only what still overflows. */
 static int greedy_interleave_view(void *self)
 {
-    (void)self;
-    return LOOM_VIEW_FRUGAL;
+    const greedy_self *s = self;
+    return s->view;
 }
 
 static const loom_memory_tuner_vtable greedy_vtable = {

@@ -199,6 +199,33 @@ START_TEST(bad_schedules_are_rejected)
 }
 END_TEST
 
+/* Param view: the interleaver budgets with the most frugal policies by
+ * default, with the layers as built under view as_built. */
+START_TEST(view_param_picks_the_interleaver_budget)
+{
+    const loom_memory_tuner_vtable *vt = mtt_vtable(loom_static_greedy());
+    ck_assert(vt->interleave_view != NULL);
+    const char *const as_built[] = {"view", "as_built", NULL};
+    const char *const frugal[] = {"view", "frugal", NULL};
+    const char *const *cases[] = {NULL, frugal, as_built};
+    const int want[] = {LOOM_VIEW_FRUGAL, LOOM_VIEW_FRUGAL, LOOM_VIEW_AS_BUILT};
+    for (int c = 0; c < 3; c++) {
+        loom_mock_host *h = loom_test_mock_host(mtt_info_of(vt, NULL));
+        for (int i = 0; cases[c] && cases[c][i]; i += 2)
+            ck_assert_int_eq(loom_mock_host_set_param(h, cases[c][i], cases[c][i + 1]),
+                             LOOM_OK);
+        void *self = NULL;
+        loom_error err = {0};
+        ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL,
+                                    &self, &err),
+                         LOOM_OK);
+        ck_assert_int_eq(vt->interleave_view(self), want[c]);
+        vt->destroy(self);
+        loom_mock_host_free(h);
+    }
+}
+END_TEST
+
 /* The suite: every test in one case. */
 static Suite *suite(void)
 {
@@ -209,6 +236,7 @@ static Suite *suite(void)
     tcase_add_test(tc, never_exceeds_a_feasible_cap);
     tcase_add_test(tc, infeasible_cap_names_rank_and_bytes);
     tcase_add_test(tc, bad_schedules_are_rejected);
+    tcase_add_test(tc, view_param_picks_the_interleaver_budget);
     suite_add_tcase(s, tc);
     return s;
 }

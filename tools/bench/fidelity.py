@@ -46,9 +46,12 @@ def plan(loom, row, tmp, model_path):
     cluster = row["cluster"]
     if os.path.exists(os.path.join(ROOT, cluster)):
         cluster = os.path.join(ROOT, cluster)  # else a preset name
+    parallel = row["parallel"]
+    if parallel.endswith(".json"):
+        parallel = os.path.join(ROOT, parallel)  # a parallel config file
     cmd = [loom, "plan", "--manifest", os.path.join(ROOT, row["manifest"]),
            "--model", model_path, "--cluster", cluster,
-           "--parallel", row["parallel"], "--workload", wl, "--iterations", "1",
+           "--parallel", parallel, "--workload", wl, "--iterations", "1",
            "--quiet", "--out", out]
     for p in row.get("params", []):
         cmd += ["--param", p]
@@ -69,7 +72,22 @@ def with_layers(path, tmp, extra):
 
 
 def predict(loom, row):
-    """The row's predicted figure (see docs/benchmarks.md, Fidelity)."""
+    """The row's predicted figure (see docs/benchmarks.md, Fidelity); with
+    `average_over` ({"params": [KEY, ...], "values": [V, ...]}), the mean
+    of the figure over the runs that set every KEY to each V in turn."""
+    avg = row.get("average_over")
+    if not avg:
+        return predict_one(loom, row)
+    figures = []
+    for v in avg["values"]:
+        one = dict(row)
+        one["params"] = row.get("params", []) + ["%s=%s" % (k, v) for k in avg["params"]]
+        figures.append(predict_one(loom, one))
+    return sum(figures) / len(figures)
+
+
+def predict_one(loom, row):
+    """The row's figure from one plan (two for a layer or a ratio)."""
     model = row["model"]
     if os.path.exists(os.path.join(ROOT, model)):
         model = os.path.join(ROOT, model)  # else a preset name
