@@ -475,6 +475,33 @@ START_TEST(distribute_recommends_a_batch)
 }
 END_TEST
 
+/* A time function whose every time is infinite (a template whose
+ * evaluation failed). */
+static double infinite_time(void *user, int32_t template_index, int32_t microbatches)
+{
+    (void)user;
+    (void)template_index;
+    (void)microbatches;
+    return INFINITY;
+}
+
+START_TEST(distribute_rejects_infinite_times)
+{
+    /* no pipeline can take a second microbatch: infeasible, nothing
+     * indexed out of range (this read mb[-1] before) */
+    int32_t two[2] = {1, 1}, mb[2], rec = 0;
+    double ms = 0;
+    loom_error err = {0, ""};
+    ck_assert_int_eq(loom_oobleck_distribute(two, 2, infinite_time, NULL, 4, mb, &ms, &rec,
+                                             &err),
+                     LOOM_EINFEASIBLE);
+    ck_assert_int_eq(rec, 0);
+    ck_assert_ptr_nonnull(strstr(err.message, "no pipeline of the plan can take microbatch 3 "
+                                              "of 4: every template's time for one more is "
+                                              "infinite"));
+}
+END_TEST
+
 START_TEST(choose_fastest_plan)
 {
     /* templates of 2, 3, 4 nodes; per-microbatch times 4, 3, 2.5 ms;
@@ -522,6 +549,7 @@ static Suite *oobleck_suite(void)
     tcase_add_test(tc, instantiation_work_is_bounded);
     tcase_add_test(tc, distribute_min_max_then_squares);
     tcase_add_test(tc, distribute_recommends_a_batch);
+    tcase_add_test(tc, distribute_rejects_infinite_times);
     tcase_add_test(tc, choose_fastest_plan);
     suite_add_tcase(s, tc);
     return s;

@@ -253,6 +253,11 @@ int loom_oobleck_distribute(const int32_t *x, int32_t n,
                 pick = j;
             }
         }
+        if (pick < 0) /* every template's time is infinite (or NaN) */
+            return plan_fail(err, LOOM_EINFEASIBLE,
+                             "oobleck: no pipeline of the plan can take microbatch %d "
+                             "of %d: every template's time for one more is infinite",
+                             microbatches - left + 1, microbatches);
         mb[pick]++;
         if (pick_t > tau)
             tau = pick_t;

@@ -247,11 +247,15 @@ static int oi_rank(void *self, const loom_stage_graph *const *graphs,
         goto done;
     for (size_t i = 0; i < (size_t)p * (size_t)mbs; i++)
         ms[i] = NAN;
-    oi_times times = {o, svc, graphs, first, prio, ms, mbs, all, 0, LOOM_OK, err};
+    loom_error eval_err = {0, ""};
+    oi_times times = {o, svc, graphs, first, prio, ms, mbs, all, 0, LOOM_OK, &eval_err};
     rc = loom_oobleck_choose(sizes, p, oi_time, &times, nodes, (int32_t)f, mbs,
                              (int32_t)max_plans, &ch, err);
-    if (times.rc != LOOM_OK)
-        rc = times.rc; /* err holds the evaluation's message */
+    if (times.rc != LOOM_OK) { /* the evaluation's failure, not its effect on the split */
+        rc = times.rc;
+        if (err)
+            *err = eval_err;
+    }
     if (rc != LOOM_OK)
         goto done;
     /* the slowest pipeline of the plan: its template with its share */

@@ -4,6 +4,7 @@
  * distribution, the slowest pipeline as the chosen candidate, the linear
  * fallback for full-batch candidates, and the contract checks. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <loom/mock_host.h>
@@ -23,13 +24,21 @@ static int ev_create(loom_ctx *ctx, const loom_stage_graph *graph,
     return LOOM_OK;
 }
 
+/* Stage count whose templates fail to evaluate (0: none). */
+static int32_t ev_fail_stages;
+
 static int ev_run(loom_evaluator *ev, const float *priorities, loom_metrics *out,
                   loom_error *err)
 {
     (void)priorities;
-    (void)err;
     const loom_stage_graph *g = (const loom_stage_graph *)(void *)ev;
     loom_metrics_init(out);
+    if (g->n_ranks == ev_fail_stages) {
+        err->code = LOOM_EINFEASIBLE;
+        snprintf(err->message, sizeof err->message,
+                 "mock: rank %d cannot fit the memory cap", g->n_ranks - 1);
+        return LOOM_EINFEASIBLE;
+    }
     out->makespan_ms = (g->n_microbatches + g->n_ranks - 1) * 12.0 / g->n_ranks;
     return LOOM_OK;
 }
@@ -190,6 +199,25 @@ START_TEST(not_templates)
 }
 END_TEST
 
+START_TEST(failed_evaluation_is_reported)
+{
+    /* every template fails to evaluate: the evaluation's own error, not
+     * the batch split's (which used to read past its arrays) */
+    loom_stage_graph *g[36];
+    int n = make_graphs(g, 1);
+    loom_ranking r = LOOM_RANKING_INIT;
+    loom_error err = {0, ""};
+    const char *const p[] = {"nodes", "4", "fault_tolerance", "0", NULL};
+    ev_fail_stages = 4;
+    ck_assert_int_eq(run_rank(g, n, p, &r, &err), LOOM_EINFEASIBLE);
+    ck_assert_str_eq(err.message, "mock: rank 3 cannot fit the memory cap");
+    ev_fail_stages = 0;
+    ck_assert_int_eq(run_rank(g, n, p, &r, &err), LOOM_OK);
+    for (int i = 0; i < n; i++)
+        loom_graph_free(g[i]);
+}
+END_TEST
+
 /* The suite of this file. */
 static Suite *oi_suite(void)
 {
@@ -199,6 +227,7 @@ static Suite *oi_suite(void)
     tcase_add_test(tc, full_batch_linear);
     tcase_add_test(tc, large_batch_shares);
     tcase_add_test(tc, not_templates);
+    tcase_add_test(tc, failed_evaluation_is_reported);
     suite_add_tcase(s, tc);
     return s;
 }
