@@ -474,8 +474,14 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
         }
         if (s == pos->n_spans - 1) {
             /* each GPU of the TP x CP group sends its 1/(tp cp) share (of
-             * its copy's 1/reps of the microbatch) */
-            *out_bytes = (double)shape.tokens *
+             * its copy's 1/reps of the microbatch); after a non-text
+             * module's last layer its patches leave merged, tokens_per_item
+             * an item (<loom/tokens.h>, loom_sample_span_out_tokens) */
+            double tokens = (double)shape.tokens;
+            if (mod->modality != LOOM_MODALITY_TEXT &&
+                sp->first_layer + sp->n_layers >= mod->n_layers)
+                tokens *= (double)mod->tokens_per_item / (double)loom_module_patches(mod);
+            *out_bytes = tokens *
                          (double)mod->layers[sp->first_layer + sp->n_layers - 1].hidden * 2.0 /
                          (tp > 0 ? tp : 1) / cp;
         }

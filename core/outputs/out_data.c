@@ -282,7 +282,9 @@ int loom_out_edge_tensor(const loom_plan *plan, const loom_out_data *d, int32_t 
     for (int32_t k = d->list_off[u]; k < d->list_off[u + 1]; k++) {
         int32_t i = d->list[k];
         if (d->unit_of[(size_t)of * (size_t)d->n_samples + (size_t)i] == v)
-            tokens += loom_sample_tokens(model, sp->module, &plan->iteration->samples[i]);
+            tokens += loom_sample_span_out_tokens(model, sp->module,
+                                                  sp->first_layer + sp->n_layers,
+                                                  &plan->iteration->samples[i]);
     }
     *rows = (tokens + tp - 1) / tp;
     *cols = mod->layers[sp->first_layer + sp->n_layers - 1].hidden;

@@ -13,7 +13,10 @@
  * A non-text module processes the same counts with loom_module_patches()
  * per item in place of tokens_per_item (its patches before a merge).
  * A text module's sequence for a sample is its text_tokens plus the own
- * tokens of each of its upstream modules (loom_module.inputs).
+ * tokens of each of its upstream modules (loom_module.inputs). What
+ * crosses a pipeline boundary is a span's sequence, except after a
+ * non-text module's last layer: its merged own tokens
+ * (loom_sample_span_out_tokens).
  *
  * Ownership: nothing is allocated; the model and sample are read-only.
  * Sample fields are the validated ones of a workload (counts and seconds
@@ -69,6 +72,21 @@ static inline int64_t loom_sample_tokens(const loom_model *model, int32_t module
     for (int32_t k = 0; k < mod->n_inputs; k++)
         len += loom_sample_output_tokens(&model->modules[mod->inputs[k]], s);
     return len;
+}
+
+/* The tokens that leave a span of module `module` ending before layer
+ * `end_layer` (first layer + layer count) for sample s: where a non-text
+ * module's span ends at its last layer, the module's merged output
+ * (loom_sample_output_tokens: its patches pooled to tokens_per_item an
+ * item); anywhere else the sequence its layers run on
+ * (loom_sample_tokens). */
+static inline int64_t loom_sample_span_out_tokens(const loom_model *model, int32_t module,
+                                                  int32_t end_layer, const loom_sample *s)
+{
+    const loom_module *mod = &model->modules[module];
+    if (mod->modality != LOOM_MODALITY_TEXT && end_layer >= mod->n_layers)
+        return loom_sample_output_tokens(mod, s);
+    return loom_sample_tokens(model, module, s);
 }
 
 #ifdef __cplusplus
