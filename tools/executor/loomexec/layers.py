@@ -164,7 +164,7 @@ def raw_text(spec, m, sid, meta, seed):
 @_cached
 def raw_items(spec, m, sid, meta, seed):
     """Raw feature rows (patches, latents, frames) of sample sid for module m."""
-    n = spec.own_rows(m, meta)
+    n = spec.item_rows(m, meta)
     return _randn((n, PATCH), _seed(seed, "items", m, sid), 1.0)
 
 
@@ -308,10 +308,31 @@ def begin_piece(spec, m, keep, seed):
     return Piece(name, fn, reads, writes, drops, [name], layer=(m, 0))
 
 
+def merge_items(spec, m, h, unit):
+    """Module m's layer rows pooled to the rows it hands on, per sample: an
+    image's patches average-pooled to its tokens (adaptive pooling over the
+    image's rows), a video's or audio clip's rows over the whole sample."""
+    mod = spec.modules[m]
+    d = h.shape[1]
+    out = []
+    for part, sid in zip(_splits(h, unit.rows(m)), unit.samples):
+        meta = unit.meta[sid]
+        n_out = spec.own_rows(m, meta)
+        if part.shape[0] == 0 or n_out == 0:
+            out.append(h.new_zeros((n_out, d)))
+            continue
+        items = meta["images"] if mod.modality == "image" else 1
+        per_in, per_out = part.shape[0] // items, n_out // items
+        x = part.reshape(items, per_in, d).transpose(1, 2)
+        out.append(F.adaptive_avg_pool1d(x, per_out).transpose(1, 2).reshape(n_out, d))
+    return torch.cat(out, 0) if out else h[:0]
+
+
 def end_piece(spec, m, seed, has_loss):
     """Ends module m: its output rows (a text module's text rows) become
-    "out:<m>"; a terminal module instead adds its loss (cross-entropy over
-    the vocabulary, or half the squared error) / the iteration's loss rows."""
+    "out:<m>", pooled to its tokens where its layers ran on patches; a
+    terminal module instead adds its loss (cross-entropy over the
+    vocabulary, or half the squared error) / the iteration's loss rows."""
     mod = spec.modules[m]
     key = "out:" + mod.name
     last = mod.layers - 1
@@ -319,6 +340,8 @@ def end_piece(spec, m, seed, has_loss):
     if not mod.terminal:
         def fn(P, unit, x):
             if mod.modality != "text":
+                if spec.merges(m):
+                    return {key: merge_items(spec, m, x["h"], unit)}
                 return {key: x["h"].view_as(x["h"])}
             parts = _splits(x["h"], unit.rows(m))
             texts = [pt[pt.shape[0] - spec.text_rows(m, unit.meta[s]):]

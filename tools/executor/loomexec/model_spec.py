@@ -5,8 +5,11 @@ The executor keeps every module, its kind, modality, inputs and layer count
 module gets the same small hidden size (so activations of all modules
 concatenate into one [rows, hidden] tensor), at most 4 attention heads with
 the model's query-to-KV-head ratio (GQA), the model's FFN-to-hidden ratio
-(capped at 4), a vocabulary of at most 61, tokens_per_item divided by the
-token scale (rounded, at least 1) and text tokens divided by it (rounded up).
+(capped at 4), a vocabulary of at most 61, tokens_per_item and
+patches_per_item divided by the token scale (rounded, at least 1) and text
+tokens divided by it (rounded up). A module whose patches_per_item differs
+from its tokens_per_item runs its layers on the patches and hands on their
+average-pooled tokens (layers.end_piece).
 docs/executor.md states the rules.
 """
 
@@ -31,6 +34,7 @@ class Module:
                  cross):
         self.index, self.name, self.kind, self.modality = index, name, kind, modality
         self.tokens_per_item, self.vocab, self.frozen = tokens_per_item, vocab, frozen
+        self.patches_per_item = tokens_per_item  # set by ModelSpec._module when given
         self.inputs = inputs  # indices of upstream modules
         self.layers, self.real_hidden = layers, real_hidden
         self.real_heads, self.real_kv_heads = heads, kv_heads
@@ -125,12 +129,10 @@ class ModelSpec:
         if not isinstance(tpi, int) or isinstance(tpi, bool) or tpi < 1:
             raise InputError("%s: %s.tokens_per_item: expected an integer >= 1, found %s"
                              % (self.path, where, describe(tpi)))
-        ppi = m.get("patches_per_item")
-        if ppi is not None and ppi != tpi:
-            raise InputError("%s: %s.patches_per_item: the reference executor runs a module on "
-                             "the tokens it hands downstream and has no merge between modules; "
-                             "expected it absent or equal to tokens_per_item (%d), found %s"
-                             % (self.path, where, tpi, describe(ppi)))
+        ppi = m.get("patches_per_item", tpi)
+        if not isinstance(ppi, int) or isinstance(ppi, bool) or ppi < 1:
+            raise InputError("%s: %s.patches_per_item: expected an integer >= 1, found %s"
+                             % (self.path, where, describe(ppi)))
         vocab = m.get("vocab", 0) or 0
         frozen = bool(m.get("frozen", False))
         lw = where + ".layers"
@@ -143,9 +145,11 @@ class ModelSpec:
             raise InputError("%s: %s.kv_heads: expected a divisor of heads (%d), found %s"
                              % (self.path, lw, heads, describe(kv)))
         ffn = layers.get("ffn_hidden", 4 * hidden)
-        return Module(i, name, kind, modality, tpi, vocab, frozen, [], count, hidden, heads, kv,
-                      ffn, bool(layers.get("gated_ffn", False)), bool(layers.get("causal", False)),
-                      bool(layers.get("cross_attention", False)))
+        mod = Module(i, name, kind, modality, tpi, vocab, frozen, [], count, hidden, heads, kv,
+                     ffn, bool(layers.get("gated_ffn", False)), bool(layers.get("causal", False)),
+                     bool(layers.get("cross_attention", False)))
+        mod.patches_per_item = ppi if modality != "text" else tpi
+        return mod
 
     def scale(self, hidden, token_scale):
         """Sets the scaled shapes: `hidden` for every module, tokens / token_scale."""
@@ -167,44 +171,76 @@ class ModelSpec:
 
     # -- token counts (sdk/include/loom/tokens.h), real and scaled --------
 
-    def real_own_tokens(self, m, s):
-        """loom_sample_output_tokens: what module m itself gets from sample s."""
-        mod = self.modules[m]
+    @staticmethod
+    def _items(mod, s, per_item):
+        """loom_sample_items_tokens: sample s's items at per_item tokens each."""
         if mod.modality == "image":
-            return s["images"] * mod.tokens_per_item
+            return s["images"] * per_item
         if mod.modality == "video":
-            return round_tokens(s["video_seconds"] * mod.tokens_per_item)
+            return round_tokens(s["video_seconds"] * per_item)
         if mod.modality == "audio":
-            return round_tokens(s["audio_seconds"] * mod.tokens_per_item)
+            return round_tokens(s["audio_seconds"] * per_item)
         return s["text_tokens"]
 
+    def real_own_tokens(self, m, s):
+        """loom_sample_output_tokens: what module m hands on for sample s."""
+        mod = self.modules[m]
+        return self._items(mod, s, mod.tokens_per_item)
+
     def real_tokens(self, m, s):
-        """loom_sample_tokens: the sequence sample s gives module m."""
+        """loom_sample_tokens: the sequence sample s gives module m's layers
+        (a non-text module's patches)."""
         mod = self.modules[m]
         if mod.modality != "text":
-            return self.real_own_tokens(m, s)
+            return self._items(mod, s, mod.patches_per_item)
         return s["text_tokens"] + sum(self.real_own_tokens(u, s) for u in mod.inputs)
+
+    def real_span_out_tokens(self, m, end_layer, s):
+        """loom_sample_span_out_tokens: the tokens leaving a span of module m
+        that ends before layer end_layer (merged after a non-text module's
+        last layer)."""
+        mod = self.modules[m]
+        if mod.modality != "text" and end_layer >= mod.layers:
+            return self.real_own_tokens(m, s)
+        return self.real_tokens(m, s)
 
     def scaled_tokens_per_item(self, m):
         """tokens_per_item / token_scale, rounded, at least 1."""
         return max(1, int(round(self.modules[m].tokens_per_item / self.token_scale)))
+
+    def scaled_patches_per_item(self, m):
+        """patches_per_item / token_scale, rounded, at least 1 (the scaled
+        tokens_per_item where the module merges nothing)."""
+        mod = self.modules[m]
+        if mod.patches_per_item == mod.tokens_per_item:
+            return self.scaled_tokens_per_item(m)
+        return max(1, int(round(mod.patches_per_item / self.token_scale)))
+
+    def merges(self, m):
+        """True when module m's layers run on more (or fewer) rows an item
+        than it hands on: its end pools them."""
+        return self.scaled_patches_per_item(m) != self.scaled_tokens_per_item(m)
 
     def scaled_text(self, s):
         """Scaled text tokens of sample s: text_tokens / token_scale rounded up."""
         return -(-s["text_tokens"] // self.token_scale)
 
     def own_rows(self, m, s):
-        """Scaled own tokens of module m for sample s: tokens.h's rule with the
-        scaled tokens_per_item and the scaled text tokens."""
+        """Scaled own tokens of module m for sample s (what it hands on):
+        tokens.h's rule with the scaled tokens_per_item and the scaled text
+        tokens."""
         mod = self.modules[m]
-        tpi = self.scaled_tokens_per_item(m)
-        if mod.modality == "image":
-            return s["images"] * tpi
-        if mod.modality == "video":
-            return round_tokens(s["video_seconds"] * tpi)
-        if mod.modality == "audio":
-            return round_tokens(s["audio_seconds"] * tpi)
-        return self.scaled_text(s)
+        if mod.modality == "text":
+            return self.scaled_text(s)
+        return self._items(mod, s, self.scaled_tokens_per_item(m))
+
+    def item_rows(self, m, s):
+        """Scaled rows a non-text module's layers run on for sample s: the
+        scaled patches_per_item an item."""
+        mod = self.modules[m]
+        if mod.modality == "text":
+            return self.scaled_text(s)
+        return self._items(mod, s, self.scaled_patches_per_item(m))
 
     def text_rows(self, m, s):
         """Scaled text tokens of a text module's sequence (its own input)."""
@@ -226,7 +262,7 @@ class ModelSpec:
         mod = self.modules[m]
         if mod.modality == "text":
             return self.upstream_rows(m, s) + self.text_rows(m, s)
-        return self.own_rows(m, s)
+        return self.item_rows(m, s)
 
     def ctx_rows(self, m, s):
         """Context rows of a cross-attention module (its upstream outputs)."""
@@ -242,6 +278,8 @@ class ModelSpec:
                  "layers": {"count": m.layers, "hidden": self.hidden, "ffn_hidden": m.ffn,
                             "heads": m.heads, "kv_heads": m.kv_heads, "gated_ffn": m.gated,
                             "causal": m.causal}}
+            if self.merges(m.index):
+                d["patches_per_item"] = self.scaled_patches_per_item(m.index)
             if m.cross:
                 d["layers"]["cross_attention"] = True
             if m.vocab:

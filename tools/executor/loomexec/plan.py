@@ -427,9 +427,11 @@ class Plan:
     def real_tokens(self, prod, cons):
         """The tokens docs/outputs.md counts for an edge's tensor (its rows
         are ceil(tokens / tp)): those of the producer unit's samples the
-        consumer's unit also holds, for the module of the producer
-        position's last span (sdk/include/loom/tokens.h), unscaled."""
-        m = self.flows[prod["flow"]]["positions"][prod["position"]]["spans"][-1][0]
+        consumer's unit also holds, leaving the producer position's last
+        span (sdk/include/loom/tokens.h, loom_sample_span_out_tokens),
+        unscaled."""
+        m, first, n = self.flows[prod["flow"]]["positions"][prod["position"]]["spans"][-1]
         mine = self.units[(prod["flow"], prod["mb"], prod["sub"])]
         other = set(self.units[(cons["flow"], cons["mb"], cons["sub"])])
-        return sum(self.spec.real_tokens(m, self.samples[s]) for s in mine if s in other)
+        return sum(self.spec.real_span_out_tokens(m, first + n, self.samples[s])
+                   for s in mine if s in other)

@@ -149,12 +149,32 @@ def test_bad_model_file(onef1b, tmp_path):
     assert 'modules[0].modality: expected one of text, image, video, audio, found "smell"' in r.stderr
 
 
-def test_patches_refused(onef1b, tmp_path):
-    r = execute_vit_edited(onef1b, tmp_path, "patches_per_item", 2916)
+PATCHES = ROOT / "tests" / "fidelity" / "models" / "vlm-s-patches.json"
+
+
+@pytest.mark.parametrize("manifest,parallel,extra", [
+    ("megatron-1f1b", "tp=1,pp=4,vpp=1,mb=4", []),
+    ("pipeweaver", "tp=1,pp=4,mb=4", ["--param", "ranker.max_evaluations=20"]),
+])
+def test_patches_are_merged(tmp_path, manifest, parallel, extra):
+    """A ViT on 2916 patches an image that hands 169 pooled tokens to the
+    LLM: the plan's tensors (patches inside the ViT, tokens after it) are
+    what the executor moves, and the gradients match the reference."""
+    p = plan(tmp_path, manifest, "--manifest", str(MANIFESTS / (manifest + ".json")),
+             "--parallel", parallel, "--memory-cap", "1e15", *extra, model=PATCHES)
+    doc = json.loads(p.read_text())
+    rows = {a["tensor"]["shape"][0] for ra in doc["rank_actions"] for a in ra["actions"]
+            if a["action"] == "isend"}
+    assert rows, "the plan has no transfers"
+    r = execute(p, PATCHES)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "result    PASS" in r.stdout
+    # the same plan against the model without its patches: the ViT's rows differ
+    doc = json.loads(PATCHES.read_text())
+    del doc["modules"][0]["patches_per_item"]
+    r = execute(p, rewrite(PATCHES, doc, tmp_path, "no-patches.json"))
     assert r.returncode == 2
-    assert ("modules[0].patches_per_item: the reference executor runs a module on the tokens it "
-            "hands downstream and has no merge between modules; expected it absent or equal to "
-            "tokens_per_item (169), found 2916") in r.stderr
+    assert ".tensor.shape[0]: expected" in r.stderr and "wrong model for the plan?" in r.stderr
 
 
 def test_stage_times_plan_refused(tmp_path):
