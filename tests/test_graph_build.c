@@ -1,7 +1,8 @@
 /* test_graph_build.c - the core graph builder on a real pipeline: stage
  * and edge counts of a modality-aware partition, replica flows that split
  * the microbatches between them, the partition errors it reports, and
- * per-span TP degrees in P2P locality and peak FLOP/s. */
+ * per-span TP degrees in P2P locality and peak FLOP/s, and the merged tokens
+ * a patch-merging encoder hands across flows. */
 #include <string.h>
 #include "testutil.h"
 #include "engine_api.h"
@@ -319,6 +320,45 @@ START_TEST(test_span_tp)
 }
 END_TEST
 
+/* A ViT whose layers run on 4 x 169 patches an image and hand on 169
+ * tokens: transfers inside its flow carry 4x the bytes, the ones into the
+ * LLM's flow (and the gradients back) the merged tokens, as before. */
+START_TEST(test_merged_patches_cross_flows)
+{
+    fixture fx = open_fixture();
+    loom_error err = {0};
+    loom_stage_graph *a = NULL, *b = NULL;
+    loom_partition *p = two_flows(fx.set, 0);
+    ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, &a, &err), LOOM_OK);
+    loom_module *vit = (loom_module *)&s.problem.model->modules[0];
+    ck_assert_int_eq(vit->modality, LOOM_MODALITY_IMAGE);
+    vit->patches_per_item = 4 * vit->tokens_per_item;
+    ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, &b, &err), LOOM_OK);
+    ck_assert_int_eq(a->n_edges, b->n_edges);
+    int32_t inside = 0, across = 0;
+    for (int32_t v = 0; v < a->n_stages; v++)
+        for (int32_t e = a->pred_off[v]; e < a->pred_off[v + 1]; e++) {
+            int32_t u = a->pred[e];
+            if (a->rank[u] == a->rank[v] || !(a->pred_p2p_ms[e] > 0))
+                continue;
+            if (a->flow[u] != a->flow[v]) {
+                ck_assert_double_eq_tol(b->pred_p2p_ms[e], a->pred_p2p_ms[e], 1e-12);
+                across++;
+            } else if (a->flow[u] == 0) {
+                ck_assert_msg(b->pred_p2p_ms[e] > a->pred_p2p_ms[e], "edge %d", e);
+                inside++;
+            }
+        }
+    ck_assert_int_gt(inside, 0);
+    ck_assert_int_gt(across, 0);
+    vit->patches_per_item = 0;
+    loom_graph_free(a);
+    loom_graph_free(b);
+    loom_candidates_free(fx.set);
+    loom_session_close(&s);
+}
+END_TEST
+
 /* Memory per phase on a model problem with split backward: F adds the
  * activation bytes, I frees all but what W keeps, W frees that; W keeps
  * a part of every trainable layer's bytes with nothing recomputed, all of
@@ -383,6 +423,7 @@ int main(void)
     tcase_add_test(tc, test_iteration_tail_by_dp);
     tcase_add_test(tc, test_context_parallel);
     tcase_add_test(tc, test_span_tp);
+    tcase_add_test(tc, test_merged_patches_cross_flows);
     tcase_add_test(tc, test_memory_per_phase);
     tcase_add_test(tc, test_offload_option);
     suite_add_tcase(su, tc);
