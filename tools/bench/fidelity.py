@@ -8,7 +8,9 @@ workload written from the row), and prints
     row | metric | published | predicted | error % | tolerance % | ok
 
 Every row uses the shipped cluster presets and cost-model defaults: there is
-no per-row tuning. --check exits 1 when a row is outside its tolerance.
+no per-row tuning. A row's `params` state its run's setup only (the TF32
+Oobleck run has no fused attention kernel); `average_over` averages the
+figure over a param's values (the Oobleck run's node counts). --check exits 1 when a row is outside its tolerance.
 --cluster PRESET=FILE plans the rows of a cluster preset with a cluster
 file instead (e.g. h800=H.json: the H800 rows under other factors).
 Usage: tools/bench/fidelity.py [--build build] [--table FILE] [--check]
