@@ -194,8 +194,9 @@ END_TEST
  * gradient sync and an Adam step over every parameter (34 bytes each at
  * eff_memory); at dp 64 the step over 1/64 of them and a reduce-scatter of
  * 63/64 of the fp32 gradients over the network (tp 4 x dp 64 GPUs do not
- * fit a node), overlapped with the backward; an all-gather of the bf16
- * weights after the step. */
+ * fit a node), overlapped with the backward and divided among a rank's
+ * chunks by their parameters; an all-gather of the bf16 weights after the
+ * step. */
 START_TEST(test_iteration_tail_by_dp)
 {
     fixture fx = open_fixture();
@@ -222,6 +223,12 @@ START_TEST(test_iteration_tail_by_dp)
                                 1e-6 * g64->tail_param_gather_ms[r]);
         ck_assert_int_eq(g64->tail_overlap[r], 1);
         ck_assert(g64->tail_grad_bucket_ms[r] <= g64->tail_grad_sync_ms[r]);
+        /* the sync divides by parameters: each rank holds a quarter of the
+         * ViT (chunk 0) and of the larger LLM (chunk 1) */
+        ck_assert_int_eq(g64->tail_chunks, 2);
+        const double *w = &g64->tail_chunk_share[r * 2];
+        ck_assert_double_eq_tol(w[0] + w[1], 1.0, 1e-12);
+        ck_assert(w[0] > 0 && w[0] < w[1]);
     }
     loom_graph_free(g1);
     loom_graph_free(g64);

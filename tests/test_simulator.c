@@ -184,6 +184,59 @@ START_TEST(test_iteration_tail)
 }
 END_TEST
 
+/* The overlapped sync divided by the chunks' parameters: P=1, M=1, V=2:
+ * F0 [0,1] F1 [1,2] B1 [2,4] B0 [4,6]; 3 ms of sync, one bucket 0.5 ms
+ * (0.25 a chunk). Chunk 1 (its last backward B1 ends at 4) reduces first,
+ * then chunk 0 (B0 ends at 6); each share ends at least a bucket after its
+ * backward. Equal shares (1.5 each): 2 + 1.5 < 4.25, then 4.25 + 1.5 <
+ * 6.25, so the sync ends at 6.25. Chunk 0 holding 90 %: chunk 1's 0.3 ms
+ * ends at 4.25, chunk 0's 2.7 ms at 6.95. Chunk 0 holding 10 %: chunk 1's
+ * 2.7 ms ends at 4.7, chunk 0's 0.3 ms at max(5.0, 6.25). */
+START_TEST(test_sync_shares_follow_parameters)
+{
+    loom_stage_times st = uniform(1, 1, 2, 1, 2);
+    loom_stage_graph *g = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
+    ck_assert_int_eq(loom_graph_alloc_tail(g), LOOM_OK);
+    g->tail_grad_sync_ms[0] = 3;
+    g->tail_grad_bucket_ms[0] = 0.5;
+    g->tail_overlap[0] = 1;
+    loom_schedule *sc = loom_schedule_new(1, 4);
+    for (int k = 0; k < 4; k++)
+        sc->order[k] = k; /* F0 F1 B1 B0 */
+    sc->rank_off[0] = 0;
+    sc->rank_off[1] = 4;
+    double dp[1];
+    loom_metrics m = LOOM_METRICS_INIT;
+    m.dp_sync_ms = dp;
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
+    ck_assert_double_eq_tol(m.makespan_ms, 6.25, 1e-12);
+    ck_assert_double_eq_tol(dp[0], 0.25, 1e-12);
+    g->tail_chunks = 2;
+    g->tail_chunk_share = malloc(2 * sizeof(double));
+    g->tail_chunk_share[0] = 0.9;
+    g->tail_chunk_share[1] = 0.1;
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
+    ck_assert_double_eq_tol(m.makespan_ms, 6.95, 1e-12);
+    ck_assert_double_eq_tol(dp[0], 0.95, 1e-12);
+    loom_stage_graph *c = loom_graph_clone(g); /* a copy keeps the shares */
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(loom_simulate(c, sc, &m, &err), LOOM_OK);
+    ck_assert_double_eq_tol(m.makespan_ms, 6.95, 1e-12);
+    ck_assert(loom_graph_digest(c) == loom_graph_digest(g));
+    g->tail_chunk_share[0] = 0.1;
+    g->tail_chunk_share[1] = 0.9;
+    ck_assert(loom_graph_digest(c) != loom_graph_digest(g));
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
+    ck_assert_double_eq_tol(m.makespan_ms, 6.25, 1e-12);
+    ck_assert_double_eq_tol(dp[0], 0.25, 1e-12);
+    loom_graph_free(c);
+    loom_schedule_free(sc);
+    loom_graph_free(g);
+}
+END_TEST
+
 START_TEST(test_deadlock_names_stages)
 {
     loom_stage_times st = uniform(2, 2, 1, 1, 2);
@@ -261,6 +314,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_1f1b_closed_form);
     tcase_add_test(tc, test_p2p_and_scale);
     tcase_add_test(tc, test_iteration_tail);
+    tcase_add_test(tc, test_sync_shares_follow_parameters);
     tcase_add_test(tc, test_deadlock_names_stages);
     tcase_add_test(tc, test_invalid_schedules);
     tcase_add_test(tc, test_alpa_formula);

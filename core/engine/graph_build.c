@@ -28,6 +28,7 @@ typedef struct build {
     loom_shape_sums **sums;  /* [module]: per-microbatch sums, NULL until used */
     double *rank_params;     /* [rank]: parameters one GPU of the rank holds */
     double *rank_trainable;  /* [rank]: of those, the ones with gradients */
+    double *pos_trainable;   /* [position]: the trainable parameters it holds */
 } build;
 
 /* The per-microbatch shape sums of `module` (computed on first use, one
@@ -521,8 +522,10 @@ static int static_memory(build *b, loom_stage_graph *g, loom_error *err)
                                   pos->rank, err) != LOOM_OK)
                         return LOOM_EINVAL;
                     b->rank_params[pos->rank] += (double)c.param_bytes / 2.0;
-                    if (!model->modules[sp->module].frozen)
+                    if (!model->modules[sp->module].frozen) {
                         b->rank_trainable[pos->rank] += (double)c.param_bytes / 2.0;
+                        b->pos_trainable[fl->pos_off + p] += (double)c.param_bytes / 2.0;
+                    }
                 }
                 const loom_module *mod = &model->modules[sp->module];
                 int first = sp->first_layer == 0, last = sp->first_layer + sp->n_layers == mod->n_layers;
@@ -536,12 +539,50 @@ static int static_memory(build *b, loom_stage_graph *g, loom_error *err)
                         return LOOM_EINVAL;
                     double half = (double)pbytes / 2.0 / ((first && last) ? 1 : 2);
                     b->rank_params[pos->rank] += half;
-                    if (!mod->frozen)
+                    if (!mod->frozen) {
                         b->rank_trainable[pos->rank] += half;
+                        b->pos_trainable[fl->pos_off + p] += half;
+                    }
                 }
             }
         }
     }
+    return LOOM_OK;
+}
+
+/* Each chunk's share of its rank's trainable parameters
+ * (g->tail_chunk_share), chunks numbered as fill() numbers them: a rank's
+ * positions in flow order. The overlapped gradient sync divides by it. */
+static int chunk_shares(build *b, loom_stage_graph *g, loom_error *err)
+{
+    const loom_partition *pt = b->part;
+    int32_t *count = calloc((size_t)pt->n_ranks + 1, sizeof(int32_t));
+    if (!count)
+        return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
+    int32_t C = 1;
+    for (int32_t i = 0; i < pt->n_positions; i++) {
+        int32_t r = pt->positions[i].rank;
+        if (++count[r] > C)
+            C = count[r];
+    }
+    double *share = calloc((size_t)pt->n_ranks * (size_t)C, sizeof(double));
+    if (!share) {
+        free(count);
+        return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
+    }
+    memset(count, 0, (size_t)pt->n_ranks * sizeof(int32_t));
+    for (int32_t f = 0; f < pt->n_flows; f++)
+        for (int32_t p = 0; p < pt->flows[f].n_pos; p++) {
+            int32_t idx = pt->flows[f].pos_off + p, r = pt->positions[idx].rank;
+            int32_t c = count[r]++;
+            if (b->rank_trainable[r] > 0)
+                share[(size_t)r * (size_t)C + (size_t)c] =
+                    b->pos_trainable[idx] / b->rank_trainable[r];
+        }
+    free(count);
+    free(g->tail_chunk_share);
+    g->tail_chunk_share = share;
+    g->tail_chunks = C;
     return LOOM_OK;
 }
 
@@ -584,7 +625,7 @@ static int iteration_tail(build *b, loom_stage_graph *g, loom_error *err)
         g->tail_param_gather_ms[r] = t.param_gather_ms;
         g->tail_optimizer_ms[r] = t.optimizer_ms;
     }
-    return LOOM_OK;
+    return chunk_shares(b, g, err);
 }
 
 /* 1 when position pos of flow f is costed from the same inputs in
@@ -833,7 +874,8 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
         goto done;
     b.rank_params = calloc((size_t)part->n_ranks, sizeof(double));
     b.rank_trainable = calloc((size_t)part->n_ranks, sizeof(double));
-    if (!b.rank_params || !b.rank_trainable) {
+    b.pos_trainable = calloc((size_t)part->n_positions + 1, sizeof(double));
+    if (!b.rank_params || !b.rank_trainable || !b.pos_trainable) {
         rc = loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
         goto done;
     }
@@ -921,6 +963,7 @@ done:
     free(b.gpu0);
     free(b.rank_params);
     free(b.rank_trainable);
+    free(b.pos_trainable);
     for (int32_t m = 0; b.sums && m < problem->model->n_modules; m++)
         free(b.sums[m]);
     free(b.sums);

@@ -52,5 +52,8 @@ uint64_t loom_graph_digest(const loom_stage_graph *g)
         h = mix(h, g->tail_param_gather_ms, r * sizeof *g->tail_param_gather_ms);
         h = mix(h, g->tail_optimizer_ms, r * sizeof *g->tail_optimizer_ms);
     }
+    if (LOOM_STRUCT_HAS(g, loom_stage_graph, tail_chunk_share) && g->tail_chunk_share &&
+        g->tail_chunks > 0)
+        h = mix(h, g->tail_chunk_share, r * (size_t)g->tail_chunks * sizeof(double));
     return h;
 }

@@ -289,31 +289,45 @@ static int tail(loom_sim_scratch *s, const loom_stage_graph *g, loom_error *err)
             s->chunk_start[k] = s->start_ms[st];
         }
     }
+    /* each chunk's share of its rank's trainable parameters, when the
+     * graph carries them for these chunks */
+    const double *weights = LOOM_STRUCT_HAS(g, loom_stage_graph, tail_chunk_share) &&
+                                    g->tail_chunk_share && g->tail_chunks >= C
+                                ? g->tail_chunk_share
+                                : NULL;
     for (int32_t r = 0; r < P; r++) {
         double sync = g->tail_grad_sync_ms[r];
         if (!(sync > 0) || !g->tail_overlap[r])
             continue; /* set above */
         double *cs = &s->chunk_start[(int64_t)r * C], *ce = &s->chunk_end[(int64_t)r * C];
+        const double *w = weights ? &weights[(int64_t)r * g->tail_chunks] : NULL;
         int32_t used = 0;
+        double held = 0; /* the weight of the chunks with a backward */
         for (int32_t c = 0; c < C; c++)
-            used += ce[c] >= 0;
+            if (ce[c] >= 0) {
+                used++;
+                held += w && w[c] > 0 ? w[c] : 0;
+            }
         if (!used) {
             s->sync_end_ms[r] = s->free_ms[r] + sync;
             continue;
         }
-        double share = sync / used, bucket = g->tail_grad_bucket_ms[r] / used;
-        if (bucket > share)
-            bucket = share;
+        if (!(held > 0))
+            w = NULL; /* no weights for these chunks: equal shares */
+        double bucket = g->tail_grad_bucket_ms[r] / used;
         double link = 0;
         for (int32_t done = 0; done < used; done++) {
             int32_t next = -1; /* the earliest-ending chunk left */
             for (int32_t c = 0; c < C; c++)
                 if (ce[c] >= 0 && (next < 0 || ce[c] < ce[next]))
                     next = c;
+            /* its share of the sync: its parameters' fraction, or equal */
+            double share = w ? sync * (w[next] > 0 ? w[next] : 0) / held : sync / used;
+            double last = bucket < share ? bucket : share;
             double begin = link > cs[next] ? link : cs[next];
             double end = begin + share;
-            if (ce[next] + bucket > end)
-                end = ce[next] + bucket;
+            if (ce[next] + last > end)
+                end = ce[next] + last;
             link = end;
             ce[next] = -1;
         }

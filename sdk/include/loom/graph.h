@@ -199,6 +199,14 @@ typedef struct loom_stage_graph {
      * activation_bytes, I frees activation_bytes - held, W frees held.
      * NULL: everything is held until W. Unused without W stages. */
     int64_t *layer_weight_held_bytes;
+    /* Appended (read it when LOOM_STRUCT_HAS(g, loom_stage_graph,
+     * tail_chunk_share)). How a rank's overlapped gradient sync divides
+     * among its virtual stages: tail_chunk_share[r * tail_chunks + c] is
+     * the fraction of rank r's trainable parameters that chunk c (the
+     * stages' `chunk`) holds; a rank's row sums to 1 when it holds any.
+     * NULL: an equal share for every chunk with a backward. */
+    int32_t tail_chunks;
+    double *tail_chunk_share;
 } loom_stage_graph;
 
 /* A schedule: the order of stage ids on every rank. Size-prefixed: the

@@ -106,6 +106,7 @@ void loom_graph_free(loom_stage_graph *g)
     free(g->tail_optimizer_ms);
     free(g->layer_recompute_flops);
     free(g->layer_weight_held_bytes);
+    free(g->tail_chunk_share);
     free(g);
 }
 
@@ -216,6 +217,17 @@ loom_stage_graph *loom_graph_clone(const loom_stage_graph *g)
         COPY(tail_param_gather_ms, g->n_ranks);
         COPY(tail_optimizer_ms, g->n_ranks);
         COPY(layer_recompute_flops, (size_t)g->n_layer_entries * LOOM_POLICY_COUNT);
+    }
+    if (LOOM_STRUCT_HAS(g, loom_stage_graph, tail_chunk_share) && g->tail_chunk_share &&
+        g->tail_chunks > 0) {
+        size_t n = (size_t)g->n_ranks * (size_t)g->tail_chunks;
+        c->tail_chunk_share = malloc(n * sizeof(double));
+        if (!c->tail_chunk_share) {
+            loom_graph_free(c);
+            return NULL;
+        }
+        c->tail_chunks = g->tail_chunks;
+        COPY(tail_chunk_share, n);
     }
     return c;
 }
