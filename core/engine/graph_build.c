@@ -5,6 +5,7 @@
  * F by position followed by the backward stages from the last position. */
 #include <stdlib.h>
 #include <string.h>
+#include <loom/tokens.h>
 #include "engine_api.h"
 
 typedef struct build {
@@ -29,6 +30,9 @@ typedef struct build {
     double *rank_params;     /* [rank]: parameters one GPU of the rank holds */
     double *rank_trainable;  /* [rank]: of those, the ones with gradients */
     double *pos_trainable;   /* [position]: the trainable parameters it holds */
+    int32_t *chunk_of;       /* [position]: its index among its rank's positions */
+    int32_t *rank_chunks;    /* [rank]: positions (virtual stages) on it */
+    int32_t max_chunks;      /* the most positions on one rank */
 } build;
 
 /* The per-microbatch shape sums of `module` (computed on first use, one
@@ -479,8 +483,7 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
              * module's last layer its patches leave merged, tokens_per_item
              * an item (<loom/tokens.h>, loom_sample_span_out_tokens) */
             double tokens = (double)shape.tokens;
-            if (mod->modality != LOOM_MODALITY_TEXT &&
-                sp->first_layer + sp->n_layers >= mod->n_layers)
+            if (loom_span_hands_merged(mod, sp->first_layer + sp->n_layers))
                 tokens *= (double)mod->tokens_per_item / (double)loom_module_patches(mod);
             *out_bytes = tokens *
                          (double)mod->layers[sp->first_layer + sp->n_layers - 1].hidden * 2.0 /
@@ -550,36 +553,42 @@ static int static_memory(build *b, loom_stage_graph *g, loom_error *err)
     return LOOM_OK;
 }
 
-/* Each chunk's share of its rank's trainable parameters
- * (g->tail_chunk_share), chunks numbered as fill() numbers them: a rank's
- * positions in flow order. The overlapped gradient sync divides by it. */
-static int chunk_shares(build *b, loom_stage_graph *g, loom_error *err)
+/* Numbers each rank's positions (its chunks, virtual stages) in flow
+ * order: b->chunk_of, b->rank_chunks and b->max_chunks. */
+static int number_chunks(build *b, loom_error *err)
 {
     const loom_partition *pt = b->part;
-    int32_t *count = calloc((size_t)pt->n_ranks + 1, sizeof(int32_t));
-    if (!count)
+    b->chunk_of = calloc((size_t)pt->n_positions + 1, sizeof(int32_t));
+    b->rank_chunks = calloc((size_t)pt->n_ranks + 1, sizeof(int32_t));
+    if (!b->chunk_of || !b->rank_chunks)
         return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
-    int32_t C = 1;
-    for (int32_t i = 0; i < pt->n_positions; i++) {
-        int32_t r = pt->positions[i].rank;
-        if (++count[r] > C)
-            C = count[r];
-    }
-    double *share = calloc((size_t)pt->n_ranks * (size_t)C, sizeof(double));
-    if (!share) {
-        free(count);
-        return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
-    }
-    memset(count, 0, (size_t)pt->n_ranks * sizeof(int32_t));
+    b->max_chunks = 1;
     for (int32_t f = 0; f < pt->n_flows; f++)
         for (int32_t p = 0; p < pt->flows[f].n_pos; p++) {
             int32_t idx = pt->flows[f].pos_off + p, r = pt->positions[idx].rank;
-            int32_t c = count[r]++;
-            if (b->rank_trainable[r] > 0)
-                share[(size_t)r * (size_t)C + (size_t)c] =
-                    b->pos_trainable[idx] / b->rank_trainable[r];
+            b->chunk_of[idx] = b->rank_chunks[r]++;
+            if (b->rank_chunks[r] > b->max_chunks)
+                b->max_chunks = b->rank_chunks[r];
         }
-    free(count);
+    return LOOM_OK;
+}
+
+/* Each chunk's share of its rank's trainable parameters
+ * (g->tail_chunk_share, chunks as number_chunks numbers them). The
+ * overlapped gradient sync divides by it. */
+static int chunk_shares(build *b, loom_stage_graph *g, loom_error *err)
+{
+    const loom_partition *pt = b->part;
+    int32_t C = b->max_chunks;
+    double *share = calloc((size_t)pt->n_ranks * (size_t)C, sizeof(double));
+    if (!share)
+        return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
+    for (int32_t idx = 0; idx < pt->n_positions; idx++) {
+        int32_t r = pt->positions[idx].rank;
+        if (b->rank_trainable[r] > 0)
+            share[(size_t)r * (size_t)C + (size_t)b->chunk_of[idx]] =
+                b->pos_trainable[idx] / b->rank_trainable[r];
+    }
     free(g->tail_chunk_share);
     g->tail_chunk_share = share;
     g->tail_chunks = C;
@@ -600,9 +609,7 @@ static int iteration_tail(build *b, loom_stage_graph *g, loom_error *err)
      * (and optimizer states sharded) over dp x cp, Megatron's dp-cp group */
     int32_t dp = (pb->parallel.dp > 0 ? pb->parallel.dp : 1) * cp;
     for (int32_t r = 0; r < pt->n_ranks; r++) {
-        int32_t chunks = 0;
-        for (int32_t i = 0; i < pt->n_positions; i++)
-            chunks += pt->positions[i].rank == r;
+        int32_t chunks = b->rank_chunks[r];
         int32_t tp = (int32_t)(rank_width(b, r) / cp), rdp = dp;
         const loom_module_layout *own = NULL;
         for (int32_t i = 0; i < pt->n_positions && !own; i++)
@@ -653,20 +660,7 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
 {
     const loom_partition *pt = b->part;
     int32_t M = b->M, F = b->F, e = 0, pair = 0;
-    /* chunk index of each position on its rank */
-    int32_t *chunk_of = calloc((size_t)pt->n_positions + 1, sizeof(int32_t));
-    int32_t *rank_count = calloc((size_t)pt->n_ranks, sizeof(int32_t));
-    if (!chunk_of || !rank_count) {
-        free(chunk_of);
-        free(rank_count);
-        return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
-    }
-    for (int32_t f = 0; f < F; f++)
-        for (int32_t p = 0; p < pt->flows[f].n_pos; p++) {
-            int32_t idx = pt->flows[f].pos_off + p;
-            chunk_of[idx] = rank_count[pt->positions[idx].rank]++;
-        }
-    free(rank_count);
+    const int32_t *chunk_of = b->chunk_of;
 
     int rc = LOOM_OK;
     int32_t entry = 0, max_layers = 1;
@@ -682,7 +676,6 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
         free(opt);
         free(rflops);
         free(held);
-        free(chunk_of);
         return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
     }
     /* each flow's layer entries of the previous microbatch (-1: none) */
@@ -823,7 +816,6 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
     free(opt);
     free(rflops);
     free(held);
-    free(chunk_of);
     if (rc == LOOM_OK)
         rc = b->p2p_rc;
     if (rc != LOOM_OK)
@@ -936,7 +928,9 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
                 g->group_pred[ge++] = mb * F + part->flows[f].inputs[k];
         }
     g->group_pred_off[M * F] = ge;
-    rc = fill(&b, g, err);
+    rc = number_chunks(&b, err);
+    if (rc == LOOM_OK)
+        rc = fill(&b, g, err);
     if (rc == LOOM_OK)
         rc = static_memory(&b, g, err);
     if (rc == LOOM_OK)
@@ -964,6 +958,8 @@ done:
     free(b.rank_params);
     free(b.rank_trainable);
     free(b.pos_trainable);
+    free(b.chunk_of);
+    free(b.rank_chunks);
     for (int32_t m = 0; b.sums && m < problem->model->n_modules; m++)
         free(b.sums[m]);
     free(b.sums);

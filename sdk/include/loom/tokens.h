@@ -74,6 +74,14 @@ static inline int64_t loom_sample_tokens(const loom_model *model, int32_t module
     return len;
 }
 
+/* 1 when a span of `mod` ending before layer `end_layer` hands on the
+ * module's merged output (a non-text module's last layer), 0 when it
+ * hands on the sequence its layers run on. */
+static inline int loom_span_hands_merged(const loom_module *mod, int32_t end_layer)
+{
+    return mod->modality != LOOM_MODALITY_TEXT && end_layer >= mod->n_layers;
+}
+
 /* The tokens that leave a span of module `module` ending before layer
  * `end_layer` (first layer + layer count) for sample s: where a non-text
  * module's span ends at its last layer, the module's merged output
@@ -84,7 +92,7 @@ static inline int64_t loom_sample_span_out_tokens(const loom_model *model, int32
                                                   int32_t end_layer, const loom_sample *s)
 {
     const loom_module *mod = &model->modules[module];
-    if (mod->modality != LOOM_MODALITY_TEXT && end_layer >= mod->n_layers)
+    if (loom_span_hands_merged(mod, end_layer))
         return loom_sample_output_tokens(mod, s);
     return loom_sample_tokens(model, module, s);
 }
