@@ -366,6 +366,55 @@ START_TEST(test_merged_patches_cross_flows)
 }
 END_TEST
 
+/* Exposed TP communication per stage: a part of every F and I (each
+ * layer's collectives) at TP 4, none in W or at TP 1; a stage whose
+ * costs are reused from the previous microbatch reuses it too; a clone
+ * keeps it and the digest sees it. */
+START_TEST(test_exposed_comm_per_stage)
+{
+    fixture fx = open_fixture();
+    loom_error err = {0};
+    loom_stage_graph *g = NULL;
+    loom_partition *p = two_flows(fx.set, 0);
+    p->split_backward = 1;
+    ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, &g, &err), LOOM_OK);
+    ck_assert_ptr_nonnull(g->comm_ms);
+    int32_t reused = 0;
+    for (int32_t v = 0; v < g->n_stages; v++) {
+        if (g->kind[v] == LOOM_STAGE_W) {
+            ck_assert_double_eq(g->comm_ms[v], 0);
+            continue;
+        }
+        int needs = g->kind[v] == LOOM_STAGE_F || g->duration_ms[v] > 0;
+        if (needs)
+            ck_assert_msg(g->comm_ms[v] > 0 && g->comm_ms[v] <= g->duration_ms[v],
+                          "stage %d: comm %g of %g ms", v, g->comm_ms[v], g->duration_ms[v]);
+        for (int32_t u = 0; u < v; u++) /* same work, same communication */
+            if (g->flow[u] == g->flow[v] && g->position[u] == g->position[v] &&
+                g->kind[u] == g->kind[v] && g->duration_ms[u] == g->duration_ms[v]) {
+                ck_assert_double_eq(g->comm_ms[u], g->comm_ms[v]);
+                reused++;
+                break;
+            }
+    }
+    ck_assert_int_gt(reused, 0);
+    loom_stage_graph *c = loom_graph_clone(g);
+    ck_assert_ptr_nonnull(c);
+    ck_assert(loom_graph_digest(c) == loom_graph_digest(g));
+    c->comm_ms[0] *= 0.5;
+    ck_assert(loom_graph_digest(c) != loom_graph_digest(g));
+    loom_graph_free(c);
+    loom_graph_free(g);
+    p->tp = 1;
+    ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, &g, &err), LOOM_OK);
+    for (int32_t v = 0; v < g->n_stages; v++)
+        ck_assert_double_eq(g->comm_ms[v], 0);
+    loom_graph_free(g);
+    loom_candidates_free(fx.set);
+    loom_session_close(&s);
+}
+END_TEST
+
 /* Memory per phase on a model problem with split backward: F adds the
  * activation bytes, I frees all but what W keeps, W frees that; W keeps
  * a part of every trainable layer's bytes with nothing recomputed, all of
@@ -432,6 +481,7 @@ int main(void)
     tcase_add_test(tc, test_span_tp);
     tcase_add_test(tc, test_merged_patches_cross_flows);
     tcase_add_test(tc, test_memory_per_phase);
+    tcase_add_test(tc, test_exposed_comm_per_stage);
     tcase_add_test(tc, test_offload_option);
     suite_add_tcase(su, tc);
     return loom_test_main(su);

@@ -280,6 +280,145 @@ START_TEST(test_invalid_schedules)
 }
 END_TEST
 
+/* A fill on rank 1: stage X (input from A on rank 0, 1 ms P2P) runs
+ * inside hosts H1..H3 (10 ms each, 4 ms of it exposed TP communication);
+ * Y on rank 0 takes X's output. Order: rank 0 A Y, rank 1 X H1 H2 H3. */
+static loom_stage_graph *fill_graph(double x_ms, double x_comm_ms)
+{
+    loom_graph_builder *b = loom_graph_builder_new(2);
+    loom_graph_stage a = {.rank = 0, .kind = LOOM_STAGE_F, .pair = 0, .duration_ms = 2};
+    loom_graph_stage y = {.rank = 0, .kind = LOOM_STAGE_F, .pair = 1, .position = 2,
+                          .duration_ms = 1};
+    loom_graph_stage x = {.rank = 1, .kind = LOOM_STAGE_F, .pair = 2, .position = 1,
+                          .duration_ms = x_ms};
+    loom_graph_stage h = {.rank = 1, .kind = LOOM_STAGE_F, .flow = 1, .group = 1,
+                          .duration_ms = 10};
+    int32_t ia = loom_graph_builder_add_stage(b, &a); /* 0 */
+    int32_t iy = loom_graph_builder_add_stage(b, &y); /* 1 */
+    int32_t ix = loom_graph_builder_add_stage(b, &x); /* 2 */
+    for (int k = 0; k < 3; k++) {                    /* 3, 4, 5 */
+        h.pair = 3 + k;
+        h.microbatch = k;
+        h.group = 1 + k;
+        loom_graph_builder_add_stage(b, &h);
+    }
+    loom_graph_builder_add_edge(b, ia, ix, 1);
+    loom_graph_builder_add_edge(b, ix, iy, 1);
+    loom_stage_graph *g = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_graph_builder_finish(b, &g, &err), LOOM_OK);
+    loom_graph_builder_free(b);
+    g->comm_ms = calloc(6, sizeof(double));
+    g->comm_ms[ix] = x_comm_ms;
+    for (int k = 3; k < 6; k++)
+        g->comm_ms[k] = 4;
+    return g;
+}
+
+static loom_schedule *fill_order(int32_t x_hosts)
+{
+    loom_schedule *sc = loom_schedule_new(2, 6);
+    const int32_t order[6] = {0, 1, 2, 3, 4, 5};
+    memcpy(sc->order, order, sizeof order);
+    sc->rank_off[0] = 0;
+    sc->rank_off[1] = 2;
+    sc->rank_off[2] = 6;
+    sc->fill_hosts[2] = x_hosts;
+    return sc;
+}
+
+START_TEST(test_fill_runs_in_hosts_communication)
+{
+    loom_error err = {0};
+    double start[6], end[6], busy[2];
+    loom_metrics m = LOOM_METRICS_INIT;
+    m.start_ms = start;
+    m.end_ms = end;
+    m.compute_ms = busy;
+    /* X: 7 ms of compute in the hosts' 12 ms of collectives, its 2 ms of
+     * collectives under their 18 ms of compute: it costs nothing */
+    loom_stage_graph *g = fill_graph(9, 2);
+    loom_schedule *sc = fill_order(3);
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
+    ck_assert_double_eq_tol(start[3], 3, 1e-12); /* H1 waits for X's input */
+    ck_assert_double_eq_tol(start[2], 3, 1e-12);
+    ck_assert_double_eq_tol(end[2], 33, 1e-12);  /* X ends with its last host */
+    ck_assert_double_eq_tol(end[5], 33, 1e-12);
+    ck_assert_double_eq_tol(start[1], 34, 1e-12); /* Y: X's end + 1 ms */
+    ck_assert_double_eq_tol(m.makespan_ms, 35, 1e-12);
+    ck_assert_double_eq_tol(busy[1], 30, 1e-12);
+    /* the bound counts rank 1's compute (25 ms) and link (14 ms) apart;
+     * without the fill the same order's bound is the ranks' sum, 39 ms */
+    ck_assert_double_eq_tol(loom_graph_lower_bound_ms(g, sc), 25, 1e-12);
+    ck_assert_double_eq_tol(loom_graph_lower_bound_ms(g, NULL), 39, 1e-12);
+    loom_graph_free(g);
+    /* X: 18 ms of compute, 6 more than the collectives hold */
+    g = fill_graph(20, 2);
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
+    ck_assert_double_eq_tol(end[5], 39, 1e-12);
+    ck_assert_double_eq_tol(end[2], 39, 1e-12);
+    ck_assert_double_eq_tol(busy[1], 36, 1e-12);
+    loom_graph_free(g);
+    /* X all communication (clamped to its 9 ms), hosted by one 10 ms
+     * stage with 6 ms of compute: 3 ms do not fit */
+    g = fill_graph(9, 50);
+    loom_schedule_free(sc);
+    sc = fill_order(1);
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
+    ck_assert_double_eq_tol(end[3], 16, 1e-12);
+    ck_assert_double_eq_tol(end[2], 16, 1e-12);
+    ck_assert_double_eq_tol(end[5], 36, 1e-12);
+    /* without comm_ms nothing overlaps: X runs after H1 ends */
+    free(g->comm_ms);
+    g->comm_ms = NULL;
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
+    ck_assert_double_eq_tol(end[2], 22, 1e-12);
+    ck_assert_double_eq_tol(end[5], 42, 1e-12);
+    loom_schedule_free(sc);
+    loom_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_bad_fills)
+{
+    loom_error err = {0};
+    loom_metrics m = LOOM_METRICS_INIT;
+    loom_stage_graph *g = fill_graph(9, 2);
+    loom_schedule *sc = fill_order(4);
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "fills 4 hosts, expected 1..3"));
+    loom_schedule_free(sc);
+    sc = fill_order(2);
+    sc->fill_hosts[4] = 1; /* H2, a host of X, cannot be a fill */
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "is a fill itself"));
+    loom_schedule_free(sc);
+    sc = fill_order(-1);
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "fills -1 hosts"));
+    loom_schedule_free(sc);
+    loom_graph_free(g);
+    /* a host that needs its own fill's output can never start */
+    loom_graph_builder *b = loom_graph_builder_new(1);
+    loom_graph_stage x = {.rank = 0, .kind = LOOM_STAGE_F, .pair = 0, .duration_ms = 1};
+    loom_graph_stage h = {.rank = 0, .kind = LOOM_STAGE_F, .pair = 1, .position = 1,
+                          .duration_ms = 1};
+    loom_graph_builder_add_stage(b, &x);
+    loom_graph_builder_add_stage(b, &h);
+    loom_graph_builder_add_edge(b, 0, 1, 0);
+    ck_assert_int_eq(loom_graph_builder_finish(b, &g, &err), LOOM_OK);
+    loom_graph_builder_free(b);
+    sc = loom_schedule_new(1, 2);
+    sc->order[1] = 1;
+    sc->rank_off[1] = 2;
+    sc->fill_hosts[0] = 1;
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_EDEADLOCK);
+    ck_assert_ptr_nonnull(strstr(err.message, "rank 0 blocked at"));
+    loom_schedule_free(sc);
+    loom_graph_free(g);
+}
+END_TEST
+
 START_TEST(test_alpa_formula)
 {
     /* Uniform microbatches, stage times t_i = F_i + B_i: 1F1B latency is
@@ -318,6 +457,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_deadlock_names_stages);
     tcase_add_test(tc, test_invalid_schedules);
     tcase_add_test(tc, test_alpa_formula);
+    tcase_add_test(tc, test_fill_runs_in_hosts_communication);
+    tcase_add_test(tc, test_bad_fills);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -63,8 +63,11 @@ void loom_evaluator_set_deadline(loom_evaluator *ev, double deadline_ms);
 
 /* The makespan lower bound of any order of g (lower_bound.c): the larger
  * of the busiest rank's work and the longest dependency chain (durations
- * plus transfer times); -1 when out of memory. */
-double loom_graph_lower_bound_ms(const loom_stage_graph *g);
+ * plus transfer times); -1 when out of memory. A rank that runs fills in
+ * `sched` (NULL: none) overlaps compute with exposed TP communication,
+ * so its work counts the larger of its stages' compute and their
+ * communication (loom_stage_graph.comm_ms) instead of their sum. */
+double loom_graph_lower_bound_ms(const loom_stage_graph *g, const loom_schedule *sched);
 
 /* Candidate set storage (candidates.c). */
 loom_candidates *loom_candidates_new(const loom_problem *problem,

@@ -164,17 +164,21 @@ int loom_evaluator_run(loom_evaluator *ev, const float *priorities,
     ev->sched->n_stages = g->n_stages;
     loom_mark_step(ev->pl, ev->inter_index);
     int32_t *rank_off = ev->sched->rank_off, *order = ev->sched->order;
+    int32_t *fill_hosts = ev->sched->fill_hosts;
     const loom_stage_graph *seen = ev->view ? ev->view : g;
     uint64_t before = ev->check_writes ? loom_graph_digest(seen) : 0;
     ev->sched->lower_bound_ms = 0;
+    memset(fill_hosts, 0, (size_t)(g->n_stages ? g->n_stages : 1) * sizeof(int32_t));
     rc = ev->inter->vt.interleaver.interleave(ev->inter_inst, seen, priorities, ev->sched, err);
     if (ev->check_writes && loom_graph_digest(seen) != before)
         rc = loom_set_error(err, LOOM_EPLUGIN, "wrote into the stage graph it was given "
                             "read-only");
     if (ev->sched->rank_off != rank_off || ev->sched->order != order ||
-        ev->sched->n_ranks != g->n_ranks || ev->sched->n_stages != g->n_stages) {
+        ev->sched->fill_hosts != fill_hosts || ev->sched->n_ranks != g->n_ranks ||
+        ev->sched->n_stages != g->n_stages) {
         ev->sched->rank_off = rank_off; /* the host's, freed by the host */
         ev->sched->order = order;
+        ev->sched->fill_hosts = fill_hosts;
         ev->sched->n_ranks = g->n_ranks;
         ev->sched->n_stages = g->n_stages;
         rc = loom_set_error(err, LOOM_EPLUGIN, "replaced the schedule's arrays or sizes, which "

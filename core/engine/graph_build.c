@@ -20,6 +20,7 @@ typedef struct build {
     int32_t *consumers;      /* [f * F + k]: flows consuming f */
     int32_t *n_consumers;    /* [f] */
     double *out_bytes;       /* [stage]: activation bytes each F sends on */
+    double *comm_back;       /* [F stage]: exposed TP comm of its B (or I) */
     int32_t *layers_of_flow; /* [f]: layers over all its positions */
     int32_t *layer_base;     /* [position]: layers before it in its flow */
     int64_t *gpu0;           /* [rank]: first GPU of the rank's TP group */
@@ -413,11 +414,12 @@ static int64_t weight_input_bytes(const loom_layer *ly, int64_t tokens, int32_t 
  * the part of its activation bytes W keeps. */
 static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *pos,
                          loom_policy_option *entries, double *rflops, int64_t *held,
-                         double *flops, double *out_bytes, loom_error *err)
+                         double *flops, double *out_bytes, double *comm, loom_error *err)
 {
     const loom_problem *pb = b->problem;
     const loom_model *model = pb->model;
     *flops = 0;
+    comm[0] = comm[1] = 0;
     *out_bytes = 0;
     int32_t subs = subs_of(b, f, mb), k = 0;
     for (int32_t s = 0; s < pos->n_spans; s++) {
@@ -469,6 +471,10 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
                 }
                 if (p == 0)
                     *flops += c.flops * (double)reps;
+                if (p == 0 && LOOM_LAYER_COST_HAS(&c, input_grad_comm_ms)) {
+                    comm[0] += c.forward_comm_ms;
+                    comm[1] += c.input_grad_comm_ms;
+                }
             }
             /* offload: derived from none and full, nothing recomputed */
             opt[LOOM_POLICY_OFFLOAD] = loom_offload_option(pb->cluster, &opt[LOOM_POLICY_NONE],
@@ -695,7 +701,7 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
             for (int32_t p = 0; p < n && rc == LOOM_OK; p++) {
                 const loom_position *pos = &pt->positions[fl->pos_off + p];
                 int32_t nl = position_layers(pt, pos);
-                double flops = 0, ob = 0;
+                double flops = 0, ob = 0, comm[2] = {0, 0};
                 if (prev_entry[f] >= 0 && same_costs(b, f, mb, mb - 1, pos)) {
                     size_t at = (size_t)(prev_entry[f] + b->layer_base[fl->pos_off + p]) *
                                 LOOM_POLICY_COUNT, len = (size_t)nl * LOOM_POLICY_COUNT;
@@ -706,8 +712,11 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
                     int32_t was = stage_id(b, f, mb - 1, 0, p, 0);
                     flops = g->flops[was];
                     ob = b->out_bytes[was];
+                    comm[0] = g->comm_ms[was];
+                    comm[1] = b->comm_back[was];
                 } else {
-                    rc = cost_position(b, f, mb, pos, opt, rflops, held, &flops, &ob, err);
+                    rc = cost_position(b, f, mb, pos, opt, rflops, held, &flops, &ob, comm,
+                                       err);
                 }
                 for (int32_t s = 0; s < subs && rc == LOOM_OK; s++) {
                     int32_t pid = pair + s * n + p;
@@ -726,6 +735,8 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
                     g->flops[fid] = flops;
                     g->total_flops += flops;
                     b->out_bytes[fid] = ob;
+                    g->comm_ms[fid] = comm[0];
+                    b->comm_back[fid] = comm[1];
                 }
             }
             for (int32_t s = 0; s < subs; s++) {
@@ -783,6 +794,7 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
                         g->pred_p2p_ms[e++] = 0;
                     } else {
                         g->pair_backward[pid] = id;
+                        g->comm_ms[id] = b->comm_back[stage_id(b, f, mb, s, p, 0)];
                         if (p == n - 1) {
                             g->pred[e] = stage_id(b, f, mb, s, p, 0);
                             g->pred_p2p_ms[e++] = 0;
@@ -908,7 +920,10 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
     loom_stage_graph *g = loom_graph_alloc((int32_t)n_stages, (int32_t)n_edges, part->n_ranks,
                                            M * F, (int32_t)n_pairs, (int32_t)n_entries);
     b.out_bytes = calloc((size_t)n_stages + 1, sizeof(double));
-    if (!g || !b.out_bytes) {
+    b.comm_back = calloc((size_t)n_stages + 1, sizeof(double));
+    if (g)
+        g->comm_ms = calloc((size_t)n_stages + 1, sizeof(double));
+    if (!g || !b.out_bytes || !b.comm_back || !g->comm_ms) {
         loom_graph_free(g);
         rc = loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
         goto done;
@@ -952,6 +967,7 @@ done:
     free(b.consumers);
     free(b.n_consumers);
     free(b.out_bytes);
+    free(b.comm_back);
     free(b.layers_of_flow);
     free(b.layer_base);
     free(b.gpu0);

@@ -1,29 +1,53 @@
 /* lower_bound.c - the makespan lower bound every plan is checked against:
  * no order runs faster than its busiest rank's work or its longest chain
- * of dependent stages (durations plus transfer times). */
+ * of dependent stages (durations plus transfer times). A filled stage
+ * ends no earlier than its inputs plus its own duration, so the chain
+ * holds with fills too; a rank with fills does its compute and its
+ * exposed communication each one at a time. */
 #include <math.h>
 #include <stdlib.h>
 #include "engine_api.h"
 
-double loom_graph_lower_bound_ms(const loom_stage_graph *g)
+/* 1 when rank r's order in sched runs a fill. */
+static int rank_fills(const loom_schedule *sched, int32_t r)
+{
+    if (!sched || !LOOM_STRUCT_HAS(sched, loom_schedule, fill_hosts) || !sched->fill_hosts)
+        return 0;
+    for (int32_t i = sched->rank_off[r]; i < sched->rank_off[r + 1]; i++)
+        if (sched->fill_hosts[sched->order[i]] > 0)
+            return 1;
+    return 0;
+}
+
+double loom_graph_lower_bound_ms(const loom_stage_graph *g, const loom_schedule *sched)
 {
     int32_t n = g->n_stages;
     double lb = 0;
     double *work = calloc((size_t)g->n_ranks + 1, sizeof *work);
+    double *link = calloc((size_t)g->n_ranks + 1, sizeof *link);
     double *finish = calloc((size_t)n + 1, sizeof *finish);
     int32_t *indeg = calloc((size_t)n + 1, sizeof *indeg);
     int32_t *succ_off = calloc((size_t)n + 2, sizeof *succ_off);
     int32_t *succ = calloc((size_t)g->n_edges + 1, sizeof *succ);
     int32_t *queue = calloc((size_t)n + 1, sizeof *queue);
-    if (!work || !finish || !indeg || !succ_off || !succ || !queue) {
+    if (!work || !link || !finish || !indeg || !succ_off || !succ || !queue) {
         lb = -1;
         goto done;
     }
+    const double *comm = LOOM_STRUCT_HAS(g, loom_stage_graph, comm_ms) ? g->comm_ms : NULL;
     for (int32_t v = 0; v < n; v++)
-        if (g->rank[v] >= 0 && g->rank[v] < g->n_ranks)
-            work[g->rank[v]] += g->duration_ms[v];
-    for (int32_t r = 0; r < g->n_ranks; r++)
-        lb = work[r] > lb ? work[r] : lb;
+        if (g->rank[v] >= 0 && g->rank[v] < g->n_ranks) {
+            double d = g->duration_ms[v], c = comm && comm[v] > 0 ? comm[v] : 0;
+            c = c < d ? c : d;
+            work[g->rank[v]] += d;
+            link[g->rank[v]] += c;
+        }
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        double w = work[r];
+        if (rank_fills(sched, r)) /* compute and link time, each serial */
+            w = w - link[r] > link[r] ? w - link[r] : link[r];
+        lb = w > lb ? w : lb;
+    }
     /* longest path by Kahn's order over the predecessor rows */
     for (int32_t v = 0; v < n; v++)
         for (int32_t k = g->pred_off[v]; k < g->pred_off[v + 1]; k++)
@@ -54,6 +78,7 @@ double loom_graph_lower_bound_ms(const loom_stage_graph *g)
     }
 done:
     free(work);
+    free(link);
     free(finish);
     free(indeg);
     free(succ_off);

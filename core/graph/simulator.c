@@ -32,6 +32,11 @@ struct loom_sim_scratch {
     double *chunk_start;  /* [rank * chunks + c]: last backward's start */
     double *chunk_end;    /* [rank * chunks + c]: last backward's end */
     int32_t stamp;
+    /* per rank: the fill running inside its next hosts (-1 none), hosts
+     * left, its ready times, its first host's start and the hosts' exposed
+     * communication and compute so far */
+    int32_t *fill_stage, *fill_left;
+    double *fill_ready, *fill_raw, *fill_start, *fill_comm, *fill_compute;
 };
 
 loom_sim_scratch *loom_sim_scratch_new(void)
@@ -63,6 +68,13 @@ void loom_sim_scratch_free(loom_sim_scratch *s)
     free(s->sync_end_ms);
     free(s->chunk_start);
     free(s->chunk_end);
+    free(s->fill_stage);
+    free(s->fill_left);
+    free(s->fill_ready);
+    free(s->fill_raw);
+    free(s->fill_start);
+    free(s->fill_comm);
+    free(s->fill_compute);
     free(s);
 }
 
@@ -103,6 +115,20 @@ static int reserve(loom_sim_scratch *s, int32_t n_stages, int32_t n_ranks)
         free(s->busy_ms);
         free(s->p2p_ms);
         free(s->sync_end_ms);
+        free(s->fill_stage);
+        free(s->fill_left);
+        free(s->fill_ready);
+        free(s->fill_raw);
+        free(s->fill_start);
+        free(s->fill_comm);
+        free(s->fill_compute);
+        s->fill_stage = malloc(n * sizeof(int32_t));
+        s->fill_left = malloc(n * sizeof(int32_t));
+        s->fill_ready = malloc(n * sizeof(double));
+        s->fill_raw = malloc(n * sizeof(double));
+        s->fill_start = malloc(n * sizeof(double));
+        s->fill_comm = malloc(n * sizeof(double));
+        s->fill_compute = malloc(n * sizeof(double));
         s->raw_ms = malloc(n * sizeof(double));
         s->busy_ms = malloc(n * sizeof(double));
         s->p2p_ms = malloc(n * sizeof(double));
@@ -118,7 +144,9 @@ static int reserve(loom_sim_scratch *s, int32_t n_stages, int32_t n_ranks)
         s->stack = malloc(n * sizeof(int32_t));
         if (!s->wait_next || !s->cursor || !s->scan || !s->ready_ms ||
             !s->free_ms || !s->first_ms || !s->mem || !s->peak || !s->stack ||
-            !s->raw_ms || !s->busy_ms || !s->p2p_ms || !s->sync_end_ms) {
+            !s->raw_ms || !s->busy_ms || !s->p2p_ms || !s->sync_end_ms || !s->fill_stage ||
+            !s->fill_left || !s->fill_ready || !s->fill_raw || !s->fill_start ||
+            !s->fill_comm || !s->fill_compute) {
             s->cap_ranks = 0;
             return LOOM_ENOMEM;
         }
@@ -136,6 +164,45 @@ const char *loom_stage_name(const loom_stage_graph *g, int32_t stage,
              k < 4 ? kinds[k] : '?', g->microbatch[stage], g->sub[stage],
              g->flow[stage], g->position[stage], g->rank[stage]);
     return buf;
+}
+
+/* The schedule's fills, NULL when it has none (or predates them). */
+static const int32_t *fills_of(const loom_schedule *sched)
+{
+    return LOOM_STRUCT_HAS(sched, loom_schedule, fill_hosts) ? sched->fill_hosts : NULL;
+}
+
+/* Every fill is followed on its rank by as many hosts as it names, none
+ * of them a fill. */
+static int validate_fills(const loom_stage_graph *g, const loom_schedule *sched,
+                          loom_error *err)
+{
+    const int32_t *fill = fills_of(sched);
+    if (!fill)
+        return LOOM_OK;
+    char a[96], b[96];
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        int32_t end = sched->rank_off[r + 1];
+        for (int32_t i = sched->rank_off[r]; i < end; i++) {
+            int32_t st = sched->order[i], k = fill[st];
+            if (k == 0)
+                continue;
+            if (k < 0 || k > end - i - 1)
+                return loom_set_error(err, LOOM_EINVAL,
+                                      "schedule: %s fills %d hosts, expected 1..%d (the "
+                                      "stages after it on rank %d)",
+                                      loom_stage_name(g, st, a, sizeof a), k, end - i - 1, r);
+            for (int32_t j = i + 1; j <= i + k; j++)
+                if (fill[sched->order[j]] != 0)
+                    return loom_set_error(err, LOOM_EINVAL,
+                                          "schedule: %s fills %d hosts, but %s among them "
+                                          "is a fill itself",
+                                          loom_stage_name(g, st, a, sizeof a), k,
+                                          loom_stage_name(g, sched->order[j], b, sizeof b));
+            i += k;
+        }
+    }
+    return LOOM_OK;
 }
 
 /* Offsets in range first (nothing is read through them before), then
@@ -186,7 +253,7 @@ static int validate(loom_sim_scratch *s, const loom_stage_graph *g,
             s->seen[st] = s->stamp;
         }
     }
-    return LOOM_OK;
+    return validate_fills(g, sched, err);
 }
 
 /* Names the blocked rank heads and what they wait for. */
@@ -347,6 +414,43 @@ static double rank_end(const loom_sim_scratch *s, const loom_stage_graph *g, int
     return barrier + g->tail_optimizer_ms[r] + g->tail_param_gather_ms[r];
 }
 
+/* Adds d > 0 bytes to rank r's activations and its peak. */
+static void mem_add(loom_sim_scratch *s, int32_t r, int64_t d)
+{
+    s->mem[r] += d;
+    if (s->mem[r] > s->peak[r])
+        s->peak[r] = s->mem[r];
+}
+
+/* The part c of a duration d that is exposed communication, in 0..d. */
+static double clamp_part(double c, double d)
+{
+    return c > 0 ? (c < d ? c : d) : 0;
+}
+
+/* What of fill v does not fit in its hosts: its compute beyond their
+ * exposed communication, plus its communication beyond their compute. */
+static double fill_overflow_ms(const loom_stage_graph *g, const double *comm, int32_t v,
+                               double host_comm, double host_compute)
+{
+    double d = g->duration_ms[v], c = comm ? clamp_part(comm[v], d) : 0;
+    double over = d - c - host_comm, link = c - host_compute;
+    return (over > 0 ? over : 0) + (link > 0 ? link : 0);
+}
+
+/* Marks st done and wakes the ranks waiting on it; returns 1. */
+static int32_t finish(loom_sim_scratch *s, int32_t st, int32_t *top)
+{
+    s->done[st] = 1;
+    for (int32_t w = s->wait_head[st]; w >= 0;) {
+        int32_t next = s->wait_next[w];
+        s->stack[(*top)++] = w;
+        w = next;
+    }
+    s->wait_head[st] = -1;
+    return 1;
+}
+
 int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
                  const loom_schedule *sched, loom_metrics *m, loom_error *err)
 {
@@ -380,8 +484,11 @@ int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
         s->first_ms[r] = -1;
         s->mem[r] = 0;
         s->peak[r] = 0;
+        s->fill_stage[r] = -1;
         s->stack[top++] = r;
     }
+    const int32_t *fill = fills_of(sched);
+    const double *comm = LOOM_STRUCT_HAS(g, loom_stage_graph, comm_ms) ? g->comm_ms : NULL;
     int32_t completed = 0;
     double busy = 0;
     while (top > 0) {
@@ -411,40 +518,70 @@ int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
                 s->wait_head[p] = r;
                 break;
             }
+            if (fill && fill[st] > 0) {
+                /* a fill: it waits for its inputs and runs in its hosts */
+                s->fill_stage[r] = st;
+                s->fill_left[r] = fill[st];
+                s->fill_ready[r] = s->ready_ms[r];
+                s->fill_raw[r] = s->raw_ms[r];
+                s->fill_comm[r] = s->fill_compute[r] = 0;
+                if (g->mem_delta_bytes[st] > 0)
+                    mem_add(s, r, g->mem_delta_bytes[st]);
+                s->cursor[r]++;
+                s->scan[r] = -1;
+                continue;
+            }
+            int32_t fs = s->fill_stage[r];
+            int first_host = fs >= 0 && s->fill_left[r] == fill[fs];
+            if (first_host) {
+                if (s->fill_ready[r] > s->ready_ms[r])
+                    s->ready_ms[r] = s->fill_ready[r];
+                if (s->fill_raw[r] > s->raw_ms[r])
+                    s->raw_ms[r] = s->fill_raw[r];
+            }
             double start = s->free_ms[r] > s->ready_ms[r] ? s->free_ms[r]
                                                           : s->ready_ms[r];
-            double fin = start + g->duration_ms[st];
+            double dur = g->duration_ms[st];
+            if (fs >= 0) {
+                double c = comm ? clamp_part(comm[st], dur) : 0;
+                s->fill_comm[r] += c;
+                s->fill_compute[r] += dur - c;
+                if (first_host)
+                    s->fill_start[r] = start;
+                if (--s->fill_left[r] == 0) /* the last host: what did not fit */
+                    dur += fill_overflow_ms(g, comm, fs, s->fill_comm[r], s->fill_compute[r]);
+            }
+            double fin = start + dur;
             /* idle before this stage that only the transfers caused */
             double after = s->free_ms[r] > s->raw_ms[r] ? s->free_ms[r] : s->raw_ms[r];
             if (start > after)
                 s->p2p_ms[r] += start - after;
-            s->busy_ms[r] += g->duration_ms[st];
+            s->busy_ms[r] += dur;
             s->start_ms[st] = start;
-            int64_t d = g->mem_delta_bytes[st];
-            if (d > 0) {
-                s->mem[r] += d;
-                if (s->mem[r] > s->peak[r])
-                    s->peak[r] = s->mem[r];
-            } else {
-                s->mem[r] += d;
-            }
+            if (g->mem_delta_bytes[st] > 0)
+                mem_add(s, r, g->mem_delta_bytes[st]);
+            else
+                s->mem[r] += g->mem_delta_bytes[st];
             if (s->first_ms[r] < 0)
                 s->first_ms[r] = start;
             s->end_ms[st] = fin;
             s->free_ms[r] = fin;
-            s->done[st] = 1;
-            busy += g->duration_ms[st];
-            completed++;
+            busy += dur;
             if (m->start_ms)
                 m->start_ms[st] = start;
             s->cursor[r]++;
             s->scan[r] = -1;
-            for (int32_t w = s->wait_head[st]; w >= 0;) {
-                int32_t next = s->wait_next[w];
-                s->stack[top++] = w;
-                w = next;
+            completed += finish(s, st, &top);
+            if (fs >= 0 && s->fill_left[r] == 0) { /* the fill ends with its last host */
+                s->start_ms[fs] = s->fill_start[r];
+                if (m->start_ms)
+                    m->start_ms[fs] = s->fill_start[r];
+                s->end_ms[fs] = fin;
+                if (g->mem_delta_bytes[fs] < 0)
+                    s->mem[r] += g->mem_delta_bytes[fs];
+                s->fill_stage[r] = -1;
+                completed += finish(s, fs, &top);
             }
-            s->wait_head[st] = -1;
         }
     }
     if (completed < n)

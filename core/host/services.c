@@ -90,6 +90,20 @@ int loom_check_layer_cost(const loom_layer_cost *c, const char *plugin_id, int32
                               plugin_id, module, layer, bad, v,
                               !strcmp(bad, "flops") ? 1e30 : LOOM_MAX_PLUGIN_MS);
     }
+    if (LOOM_LAYER_COST_HAS(c, input_grad_comm_ms)) {
+        /* exposed TP collectives: a part of the time they belong to */
+        double part[2] = {c->forward_comm_ms, c->input_grad_comm_ms};
+        double whole[2] = {c->forward_ms, c->input_grad_ms};
+        const char *pname[2] = {"forward_comm_ms", "input_grad_comm_ms"};
+        const char *wname[2] = {"forward_ms", "input_grad_ms"};
+        for (int i = 0; i < 2; i++)
+            if (!(part[i] >= 0 && part[i] <= whole[i] * (1 + 1e-12)))
+                return loom_set_error(err, LOOM_EPLUGIN,
+                                      "plugin %s: module %d layer %d: %s is %g, expected a "
+                                      "number in 0..%s (%g)",
+                                      plugin_id, module, layer, pname[i], part[i], wname[i],
+                                      whole[i]);
+    }
     const char *name[4] = {"activation_bytes", "transient_bytes", "param_bytes", "state_bytes"};
     int64_t v[4] = {c->activation_bytes, c->transient_bytes, c->param_bytes, c->state_bytes};
     for (int i = 0; i < 4; i++)

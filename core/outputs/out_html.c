@@ -67,7 +67,8 @@ static int rank_times(const loom_plan *plan, double *busy, double *recompute, lo
     for (int32_t r = 0; r < g->n_ranks; r++)
         busy[r] = 0;
     for (int32_t s = 0; s < g->n_stages; s++)
-        busy[g->rank[s]] += plan->metrics.end_ms[s] - plan->metrics.start_ms[s];
+        if (!loom_out_fill_hosts(plan->schedule, s))
+            busy[g->rank[s]] += plan->metrics.end_ms[s] - plan->metrics.start_ms[s];
     loom_graph_recompute_ms(g, recompute);
     for (int32_t r = 0; r < g->n_ranks; r++) {
         if (!isfinite(busy[r]))

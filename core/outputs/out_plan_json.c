@@ -150,6 +150,13 @@ const char *loom_out_policy_name(int policy)
     }
 }
 
+int32_t loom_out_fill_hosts(const loom_schedule *sched, int32_t s)
+{
+    if (!sched || !LOOM_STRUCT_HAS(sched, loom_schedule, fill_hosts) || !sched->fill_hosts)
+        return 0;
+    return sched->fill_hosts[s] > 0 ? sched->fill_hosts[s] : 0;
+}
+
 int loom_out_stage_policy(const loom_stage_graph *g, int32_t stage)
 {
     int32_t pair = g->pair ? g->pair[stage] : -1;
@@ -560,8 +567,10 @@ static void write_stage_action(FILE *out, const loom_plan *plan, int32_t s,
     loom_out_json_number(out, start);
     fputs(", \"end_ms\": ", out);
     loom_out_json_number(out, end);
-    fprintf(out, ", \"policy\": \"%s\"}",
-            loom_out_policy_name(loom_out_stage_policy(g, s)));
+    fprintf(out, ", \"policy\": \"%s\"", loom_out_policy_name(loom_out_stage_policy(g, s)));
+    if (loom_out_fill_hosts(plan->schedule, s) > 0) /* runs inside the next k stages */
+        fprintf(out, ", \"fill_hosts\": %d", loom_out_fill_hosts(plan->schedule, s));
+    fputc('}', out);
     if (end > *clock_ms)
         *clock_ms = end;
     *first = 0;

@@ -48,7 +48,8 @@ static int write_table(const loom_plan *plan, FILE *out, double *busy_ms,
     }
     for (int32_t s = 0; s < g->n_stages; s++) {
         int32_t r = g->rank[s];
-        busy_ms[r] += m->end_ms[s] - m->start_ms[s];
+        if (!loom_out_fill_hosts(plan->schedule, s))
+            busy_ms[r] += m->end_ms[s] - m->start_ms[s];
         if (m->start_ms[s] < first_ms[r])
             first_ms[r] = m->start_ms[s];
     }

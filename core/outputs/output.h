@@ -52,6 +52,11 @@ char loom_out_kind_char(int kind);
  * uses (enum loom_mem_policy), or LOOM_OUT_POLICY_MIXED. */
 int loom_out_stage_policy(const loom_stage_graph *g, int32_t stage);
 
+/* Hosts of stage s when the schedule runs it as a fill (inside the next
+ * that many stages of its rank, loom_schedule.fill_hosts), else 0. A
+ * fill's time overlaps its hosts': a rank's busy time leaves it out. */
+int32_t loom_out_fill_hosts(const loom_schedule *sched, int32_t s);
+
 /* ---- PyTorch pipelining stages (out_torch_stages.c) ---------------------- */
 
 /* Longest reason text an export check gives. */

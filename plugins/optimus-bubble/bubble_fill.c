@@ -12,6 +12,7 @@ void loom_bf_free(loom_bf *bf)
         return;
     const loom_host_api *h = bf->host;
     h->free(bf->trial);
+    h->free(bf->trial_fill);
     h->free(bf->vstart);
     h->free(bf->vend);
     h->free(bf->zero);
@@ -45,6 +46,7 @@ static int bf_reserve(loom_bf *bf, const loom_stage_graph *g, int32_t n_units)
     bf->cur.struct_size = bf->next.struct_size = (uint32_t)sizeof(loom_metrics);
     if (n > bf->cap_stages) {
         if (!bf_grow(h, (void **)&bf->trial, n, sizeof(int32_t)) ||
+            !bf_grow(h, (void **)&bf->trial_fill, n, sizeof(int32_t)) ||
             !bf_grow(h, (void **)&bf->vstart, n, sizeof(double)) ||
             !bf_grow(h, (void **)&bf->vend, n, sizeof(double)) ||
             !bf_grow(h, (void **)&bf->zero, n, sizeof(double)) ||
@@ -100,27 +102,95 @@ static void bf_remove_moving(loom_bf *bf, const loom_schedule *s, int32_t *len)
         for (int32_t i = s->rank_off[r]; i < s->rank_off[r + 1]; i++)
             if (!bf->moving[bf->trial[i]])
                 bf->trial[k++] = bf->trial[i];
+            else
+                bf->trial_fill[bf->trial[i]] = 0;
         len[r] = k - s->rank_off[r];
     }
+}
+
+/* The exposed communication of stage v, in 0..its duration. */
+static double bf_comm(const loom_stage_graph *g, int32_t v)
+{
+    double d = g->duration_ms[v];
+    double c = LOOM_STRUCT_HAS(g, loom_stage_graph, comm_ms) && g->comm_ms ? g->comm_ms[v] : 0;
+    return c > 0 ? (c < d ? c : d) : 0;
+}
+
+/* Tries v as a fill hosted from entry k of rank r's trial list on:
+ * backbone stages that start no earlier than `ready` and whose exposed
+ * communication and compute hold v's compute and communication, the last
+ * ending by `deadline`. Inserts v before entry k and returns 1, or 0. */
+static int bf_fill_at(loom_bf *bf, const loom_co *co, const loom_stage_graph *g,
+                      const loom_schedule *s, int32_t *len, int32_t v, int32_t k,
+                      double ready, double deadline, double tol)
+{
+    int32_t r = g->rank[v], off = s->rank_off[r];
+    if (k >= len[r] || bf->vstart[bf->trial[off + k]] + tol < ready)
+        return 0;
+    double need_comm = bf_comm(g, v), need_compute = g->duration_ms[v] - need_comm;
+    double comm = 0, compute = 0;
+    int32_t j = k;
+    while (j < len[r] && (comm < need_compute || compute < need_comm)) {
+        int32_t h = bf->trial[off + j];
+        if (g->flow[h] != co->main_flow || bf->trial_fill[h] != 0)
+            return 0;
+        double c = bf_comm(g, h);
+        comm += c;
+        compute += g->duration_ms[h] - c;
+        j++;
+    }
+    if (comm < need_compute || compute < need_comm || j == k)
+        return 0;
+    double end = bf->vend[bf->trial[off + j - 1]];
+    if (end > deadline + tol)
+        return 0;
+    memmove(&bf->trial[off + k + 1], &bf->trial[off + k], (size_t)(len[r] - k) * sizeof(int32_t));
+    bf->trial[off + k] = v;
+    bf->trial_fill[v] = j - k;
+    bf->vstart[v] = bf->vstart[bf->trial[off + k + 1]];
+    bf->vend[v] = end;
+    len[r]++;
+    return 1;
 }
 
 /* Places stage v (and w >= 0 right after it, e.g. a W after its I) into
  * the earliest fitting gap of its rank between entries lo..hi (gap k is
  * before entry k), starting no earlier than `ready` and ending no later
- * than `deadline`. Returns 0 when no gap fits. */
-static int bf_place(loom_bf *bf, const loom_stage_graph *g, const loom_schedule *s,
-                    int32_t *len, int32_t v, int32_t w, int32_t lo, int32_t hi,
-                    double ready, double deadline)
+ * than `deadline`; with `fills`, a gap where v does not fit idle time may
+ * take it as a fill (bf_fill_at; w then follows as its own fill). Gaps
+ * inside another fill's hosts are skipped. Returns 0 when no gap fits. */
+static int bf_place(loom_bf *bf, const loom_co *co, const loom_stage_graph *g,
+                    const loom_schedule *s, int32_t *len, int32_t v, int32_t w, int32_t lo,
+                    int32_t hi, double ready, double deadline, int fills)
 {
     int32_t r = g->rank[v], off = s->rank_off[r];
     double dur = g->duration_ms[v] + (w >= 0 ? g->duration_ms[w] : 0);
-    double tol = 1e-9 * (deadline > 1 ? deadline : 1);
-    for (int32_t k = lo < 0 ? 0 : lo; k <= hi && k <= len[r]; k++) {
+    /* relative to the makespan: the backward pass has no deadline (1e300) */
+    double tol = 1e-9 * (bf->cur.makespan_ms > 1 ? bf->cur.makespan_ms : 1);
+    int32_t hosts_left = 0; /* of the fill whose hosts gap k is among */
+    for (int32_t k = 0; k <= hi && k <= len[r]; k++) {
+        if (k > 0) {
+            int32_t prev = bf->trial[off + k - 1];
+            hosts_left = bf->trial_fill[prev] > 0 ? bf->trial_fill[prev]
+                         : hosts_left > 0          ? hosts_left - 1
+                                                   : 0;
+        }
+        if (k < lo || hosts_left > 0)
+            continue;
         double from = k > 0 ? bf->vend[bf->trial[off + k - 1]] : 0;
         double to = k < len[r] ? bf->vstart[bf->trial[off + k]] : 1e300;
         double start = from > ready ? from : ready;
-        if (start + dur > to + tol || start + dur > deadline + tol)
+        if (start + dur > to + tol || start + dur > deadline + tol) {
+            if (fills && bf_fill_at(bf, co, g, s, len, v, k, ready, deadline, tol)) {
+                if (w < 0)
+                    return 1;
+                /* w as a fill of its own, on hosts after v's */
+                int32_t j = k + 1 + bf->trial_fill[v];
+                return j < len[r] &&
+                       bf_fill_at(bf, co, g, s, len, w, j, bf->vend[v], deadline, tol);
+            }
             continue;
+        }
         int32_t n = w >= 0 ? 2 : 1;
         memmove(&bf->trial[off + k + n], &bf->trial[off + k],
                 (size_t)(len[r] - k) * sizeof(int32_t));
@@ -203,13 +273,20 @@ static int32_t bf_pick(const loom_bf *bf, const loom_co *co, int backward)
     return best_u;
 }
 
-/* Tries one move of unit u; 1 when kept, 0 when rejected, < 0 on error. */
+/* Tries one move of unit u; 1 when kept, 2 when it left the order as it
+ * was (the unit already sat where it would go), 0 when rejected, < 0 on
+ * error. */
 static int bf_move(loom_bf *bf, const loom_co *co, const loom_stage_graph *g,
                    loom_schedule *s, int32_t u, int backward, loom_bf_sim_fn sim,
                    void *user, int32_t *len, loom_error *err)
 {
     int32_t f = co->units[u].flow, np = co->flow_pos[f], mb = co->units[u].mb;
+    int fills = LOOM_STRUCT_HAS(s, loom_schedule, fill_hosts) && s->fill_hosts;
     memcpy(bf->trial, s->order, (size_t)g->n_stages * sizeof(int32_t));
+    if (fills)
+        memcpy(bf->trial_fill, s->fill_hosts, (size_t)g->n_stages * sizeof(int32_t));
+    else
+        memset(bf->trial_fill, 0, (size_t)g->n_stages * sizeof(int32_t));
     memcpy(bf->vstart, bf->cur.start_ms, (size_t)g->n_stages * sizeof(double));
     memcpy(bf->vend, bf->cur.end_ms, (size_t)g->n_stages * sizeof(double));
     memset(bf->moving, 0, (size_t)g->n_stages);
@@ -234,15 +311,17 @@ static int bf_move(loom_bf *bf, const loom_co *co, const loom_stage_graph *g,
         bf_main_span(bf, co, g, s, len, g->rank[v], &first, &last);
         if (first < 0)
             return 0;
-        int ok = backward ? bf_place(bf, g, s, len, v, w, 0, len[g->rank[v]],
-                                     bf_ready(bf, g, v), deadline)
-                          : bf_place(bf, g, s, len, v, w, first + 1, len[g->rank[v]] - 1,
-                                     bf_ready(bf, g, v), deadline);
+        int ok = backward ? bf_place(bf, co, g, s, len, v, w, 0, len[g->rank[v]],
+                                     bf_ready(bf, g, v), deadline, fills)
+                          : bf_place(bf, co, g, s, len, v, w, first + 1, len[g->rank[v]] - 1,
+                                     bf_ready(bf, g, v), deadline, fills);
         if (!ok)
             return 0;
     }
     loom_schedule trial = *s;
     trial.order = bf->trial;
+    if (fills)
+        trial.fill_hosts = bf->trial_fill;
     loom_error why = {0, ""};
     int rc = sim(user, g, &trial, &bf->next, &why);
     if (rc == LOOM_ENOMEM) {
@@ -256,9 +335,14 @@ static int bf_move(loom_bf *bf, const loom_co *co, const loom_stage_graph *g,
         return 0;
     if (!backward && bf_llm_start(co, &bf->next, mb) > deadline + tol)
         return 0;
+    int same = !memcmp(s->order, bf->trial, (size_t)g->n_stages * sizeof(int32_t)) &&
+               (!fills || !memcmp(s->fill_hosts, bf->trial_fill,
+                                  (size_t)g->n_stages * sizeof(int32_t)));
     memcpy(s->order, bf->trial, (size_t)g->n_stages * sizeof(int32_t));
+    if (fills)
+        memcpy(s->fill_hosts, bf->trial_fill, (size_t)g->n_stages * sizeof(int32_t));
     bf_swap(bf);
-    return 1;
+    return same ? 2 : 1;
 }
 
 /* Simulates the coarse order with every encoder stage at zero time, and
@@ -317,7 +401,8 @@ int loom_bf_refine(loom_bf *bf, const loom_co *co, const loom_stage_graph *g,
             if (rc == 0)
                 break;
             (backward ? bf->moved_b : bf->moved_f)[u] = 1;
-            (*(backward ? &bf->bwd_moves : &bf->fwd_moves))++;
+            if (rc == 1)
+                (*(backward ? &bf->bwd_moves : &bf->fwd_moves))++;
         }
     }
     bf->fine_ms = bf->cur.makespan_ms;

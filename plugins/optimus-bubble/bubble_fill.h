@@ -20,6 +20,16 @@
  * Each accepted move takes one unit out of PRE / POST, so a pass makes at
  * most one move per encoder unit.
  *
+ * Kernel level (Optimus §4.2-4.3, AssignKernels): where the graph knows
+ * its stages' exposed TP communication (loom_stage_graph.comm_ms) and the
+ * schedule has fills, a stage that fits no idle gap may instead run as a
+ * fill (loom_schedule.fill_hosts) inside consecutive backbone stages of
+ * its rank: its compute in their TP collectives, its own collectives
+ * under their compute. The hosts start no earlier than its inputs are
+ * ready, are the fewest from that point whose communication and compute
+ * hold it, and end before its deadline. Gaps are scanned in time order
+ * and the first that takes the stage, either way, wins.
+ *
  * Ownership: a loom_bf is owned by its interleaver (loom_bf_free); the
  * graph and the co are read-only; the schedule is rewritten in place.
  */
@@ -39,6 +49,7 @@ typedef struct loom_bf {
     const loom_host_api *host;
     int32_t cap_stages, cap_units, cap_ranks;
     int32_t *trial;            /* trial order (n_stages) */
+    int32_t *trial_fill;       /* trial fills, by stage (n_stages) */
     double *vstart, *vend;     /* times while placing (n_stages) */
     double *zero;              /* durations with encoder stages zeroed */
     uint8_t *moving;           /* per stage: being moved now */

@@ -3,6 +3,7 @@
  * backbone bubbles with encoder layers (strictly faster, higher
  * efficiency) while every encoder-backbone dependency holds and each
  * unit's layers keep their order, makes no move without bubbles (PP = 1),
+ * runs encoder layers as fills in the backbone's TP communication,
  * equals encoder-first with no passes, and reports its figures. */
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,54 @@ START_TEST(fills_bubbles_and_is_faster)
 }
 END_TEST
 
+START_TEST(fills_tp_communication)
+{
+    /* one rank, so no pipeline bubble at all: only the backbone's exposed
+     * TP communication (0.4 of each F, 0.8 of each B) can hold encoder
+     * layers, as fills (Optimus's kernel-level scheduling, section 4.3) */
+    loom_stage_graph *g = colocated(1, 4, 3, 0.5, 1);
+    loom_schedule *coarse = NULL, *fine = NULL;
+    loom_error err = {0, ""};
+    const char *log = NULL;
+    g->comm_ms = calloc((size_t)g->n_stages, sizeof(double));
+    for (int32_t v = 0; v < g->n_stages; v++)
+        if (g->module[v] == 1)
+            g->comm_ms[v] = g->kind[v] == LOOM_STAGE_F ? 0.4 : 0.8;
+    ck_assert_int_eq(run(loom_static_encoder_first(), g, NULL, 0, &coarse, NULL, &err),
+                     LOOM_OK);
+    ck_assert_msg(run(loom_static_optimus_bubble(), g, NULL, 1, &fine, &log, &err) == LOOM_OK,
+                  "%s", err.message);
+    double tc = makespan(g, coarse, NULL), tf = makespan(g, fine, NULL);
+    ck_assert_double_eq_tol(tc, 4 * 3 + 4 * 3 * 1.5, 1e-9); /* everything in turn */
+    ck_assert_msg(tf < tc, "%s", log);
+    /* no order hides more than the backbone's 4.8 ms of communication */
+    ck_assert_double_ge(tf, tc - 4.8 - 1e-9);
+    int32_t fills = 0;
+    for (int32_t v = 0; v < g->n_stages; v++)
+        if (fine->fill_hosts[v] > 0) {
+            fills++;
+            ck_assert_int_eq(g->module[v], 0); /* encoder layers fill... */
+            int32_t at = 0;
+            while (fine->order[at] != v)
+                at++;
+            for (int32_t k = 1; k <= fine->fill_hosts[v]; k++) /* ...backbone stages */
+                ck_assert_int_eq(g->module[fine->order[at + k]], 1);
+        }
+    ck_assert_int_gt(fills, 0);
+    check_invariants(g, fine);
+    /* without the communication figures there is nothing to fill */
+    free(g->comm_ms);
+    g->comm_ms = NULL;
+    loom_schedule *plain = NULL;
+    ck_assert_int_eq(run(loom_static_optimus_bubble(), g, NULL, 1, &plain, &log, &err), LOOM_OK);
+    ck_assert_double_eq_tol(makespan(g, plain, NULL), tc, 1e-9);
+    loom_schedule_free(plain);
+    loom_schedule_free(coarse);
+    loom_schedule_free(fine);
+    loom_graph_free(g);
+}
+END_TEST
+
 START_TEST(never_slower_than_coarse)
 {
     uint64_t st = 3;
@@ -313,6 +362,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, fills_bubbles_and_is_faster);
     tcase_add_test(tc, never_slower_than_coarse);
+    tcase_add_test(tc, fills_tp_communication);
     tcase_add_test(tc, replica_pipelines);
     tcase_add_test(tc, no_bubbles_no_moves);
     tcase_add_test(tc, no_passes_is_encoder_first);

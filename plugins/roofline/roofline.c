@@ -352,6 +352,10 @@ static int rf_estimate(void *self, const loom_problem *problem,
     out->flops = c.flops;
     if (LOOM_LAYER_COST_HAS(out, recompute_flops))
         out->recompute_flops = c.recompute_flops;
+    if (LOOM_LAYER_COST_HAS(out, input_grad_comm_ms)) {
+        out->forward_comm_ms = c.forward_comm_ms;
+        out->input_grad_comm_ms = c.input_grad_comm_ms;
+    }
     return LOOM_OK;
 }
 

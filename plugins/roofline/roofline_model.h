@@ -109,6 +109,8 @@ typedef struct loom_roofline_costs {
     double forward_ms, input_grad_ms, weight_grad_ms, recompute_ms;
     double activation_bytes, transient_bytes, flops;
     double recompute_flops; /* all TP ranks, under the policy */
+    /* the exposed TP collectives inside forward_ms / input_grad_ms */
+    double forward_comm_ms, input_grad_comm_ms;
 } loom_roofline_costs;
 
 /* Times, model FLOPs and activation / transient bytes of one layer.

@@ -237,7 +237,7 @@ void loom_roofline_layer_costs(const loom_layer *layer,
 {
     loom_roofline_op ops[LOOM_ROOFLINE_MAX_OPS];
     int n = loom_roofline_forward_ops(layer, shape, flags, ops);
-    double fwd = 0, ig = 0, wg = 0, attn_fwd = 0, biggest = 0;
+    double fwd = 0, ig = 0, wg = 0, attn_fwd = 0, biggest = 0, fcomm = 0, icomm = 0;
     for (int i = 0; i < n; i++) {
         double ms = loom_roofline_op_ms(&ops[i], hw);
         double back = rf_input_grad_ms(&ops[i], hw);
@@ -262,6 +262,10 @@ void loom_roofline_layer_costs(const loom_layer *layer,
         }
         fwd += ms;
         ig += back;
+        if (ops[i].unit == LOOM_ROOFLINE_COLLECTIVE) {
+            fcomm += ms;
+            icomm += back;
+        }
         if (ops[i].unit == LOOM_ROOFLINE_GEMM)
             wg += ms;
         if (ops[i].unit == LOOM_ROOFLINE_ATTENTION ||
@@ -279,6 +283,8 @@ void loom_roofline_layer_costs(const loom_layer *layer,
     out->forward_ms = fwd;
     out->input_grad_ms = pays_input_grad ? ig : 0.0;
     out->weight_grad_ms = pays_weight_grad ? wg : 0.0;
+    out->forward_comm_ms = fcomm;
+    out->input_grad_comm_ms = pays_input_grad ? icomm : 0.0;
     out->flops = gemm_flops + attention_flops;
     if (pays_input_grad)
         out->flops += gemm_flops + 2.0 * attention_flops;

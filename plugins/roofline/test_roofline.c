@@ -692,6 +692,29 @@ START_TEST(tp_comm_overlap_hides_collectives)
 }
 END_TEST
 
+/* The exposed TP collectives a fill can use: none at TP 1; at TP 8 a
+ * part of forward and input-gradient time, and exactly what
+ * tp_comm_overlap takes off those times is taken off them. */
+START_TEST(exposed_comm_is_the_collectives)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    loom_layer_cost one = estimate_ok(&fx, NULL, seq_shape(1, 4096, 1, 1), LOOM_POLICY_NONE);
+    ck_assert_double_eq(one.forward_comm_ms, 0);
+    ck_assert_double_eq(one.input_grad_comm_ms, 0);
+    loom_shape sh = seq_shape(1, 4096, 8, 1);
+    const char *const on[] = {"tp_comm_overlap", "true", NULL};
+    loom_layer_cost plain = estimate_ok(&fx, NULL, sh, LOOM_POLICY_NONE);
+    loom_layer_cost hidden = estimate_ok(&fx, on, sh, LOOM_POLICY_NONE);
+    ck_assert(plain.forward_comm_ms > 0 && plain.forward_comm_ms < plain.forward_ms);
+    ck_assert(plain.input_grad_comm_ms > 0 && plain.input_grad_comm_ms < plain.input_grad_ms);
+    ASSERT_REL(plain.forward_comm_ms - hidden.forward_comm_ms,
+               plain.forward_ms - hidden.forward_ms);
+    ASSERT_REL(plain.input_grad_comm_ms - hidden.input_grad_comm_ms,
+               plain.input_grad_ms - hidden.input_grad_ms);
+}
+END_TEST
+
 /* rank_tail_ms under the params: without the distributed optimizer an
  * all-reduce (twice the reduce-scatter's bytes and latencies) and no
  * all-gather; overlap off; bf16 gradients halve the bytes. */
@@ -991,6 +1014,7 @@ static Suite *roofline_suite(void)
     tcase_add_test(tc, size_curve_lowers_small_operators);
     tcase_add_test(tc, vocabulary_costs_first_and_last_layer);
     tcase_add_test(tc, tp_comm_overlap_hides_collectives);
+    tcase_add_test(tc, exposed_comm_is_the_collectives);
     tcase_add_test(tc, rank_tail_follows_params);
     tcase_add_test(tc, manifest_matches_binary);
     suite_add_tcase(s, tc);

@@ -80,6 +80,11 @@ typedef struct loom_layer_cost {
     /* Appended in Loom 0.4: the FLOPs recomputation adds under the policy
      * (all TP ranks); model FLOPs plus these are the hardware FLOPs. */
     double recompute_flops;
+    /* Appended: the parts of forward_ms and of input_grad_ms that are
+     * exposed TP collectives (the compute stream idles, another stage's
+     * compute can run: loom_schedule.fill_hosts). 0: none or unknown. */
+    double forward_comm_ms;
+    double input_grad_comm_ms;
 } loom_layer_cost;
 
 #define LOOM_LAYER_COST_SIZE_V1 ((uint32_t)LOOM_STRUCT_END(loom_layer_cost, flops))

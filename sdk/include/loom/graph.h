@@ -207,6 +207,13 @@ typedef struct loom_stage_graph {
      * NULL: an equal share for every chunk with a backward. */
     int32_t tail_chunks;
     double *tail_chunk_share;
+    /* Appended (read it when LOOM_STRUCT_HAS(g, loom_stage_graph,
+     * comm_ms)). Per stage, the part of duration_ms that is exposed
+     * tensor-parallel communication: the collectives during which the
+     * GPU's compute stream idles (Optimus §2.2's TP bubbles). Another
+     * stage's compute can fill that time (loom_schedule.fill_hosts).
+     * NULL: unknown, no stage has any. */
+    double *comm_ms;
 } loom_stage_graph;
 
 /* A schedule: the order of stage ids on every rank. Size-prefixed: the
@@ -224,6 +231,19 @@ typedef struct loom_schedule {
      * clears it before each interleave() and reports it in plan.json; an
      * interleaver writes it only when struct_size covers it. */
     double lower_bound_ms;
+    /* Appended: fills, indexed by stage id (n_stages entries; NULL: none).
+     * fill_hosts[v] = k > 0 makes stage v run inside the next k stages of
+     * its rank's order (its hosts, none of them a fill): v's compute runs
+     * in the hosts' exposed TP communication (loom_stage_graph.comm_ms)
+     * and its own communication under the hosts' compute, kernel by
+     * kernel, as Optimus §4.2-4.3 schedules encoder kernels into the
+     * backbone's TP bubbles. The first host starts once v's inputs are
+     * ready; v ends with the last host, which runs longer by whatever of v
+     * did not fit (docs/cost-models.md, "Filled stages"). 0: an ordinary
+     * stage. The host allocates it and clears it before each
+     * interleave(); an interleaver writes it only when struct_size covers
+     * it. */
+    int32_t *fill_hosts;
 } loom_schedule;
 
 /* Smallest loom_schedule the host reads (every member above). */

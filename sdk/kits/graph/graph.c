@@ -107,6 +107,7 @@ void loom_graph_free(loom_stage_graph *g)
     free(g->layer_recompute_flops);
     free(g->layer_weight_held_bytes);
     free(g->tail_chunk_share);
+    free(g->comm_ms);
     free(g);
 }
 
@@ -228,6 +229,14 @@ loom_stage_graph *loom_graph_clone(const loom_stage_graph *g)
         }
         c->tail_chunks = g->tail_chunks;
         COPY(tail_chunk_share, n);
+    }
+    if (LOOM_STRUCT_HAS(g, loom_stage_graph, comm_ms) && g->comm_ms) {
+        c->comm_ms = malloc((size_t)(g->n_stages ? g->n_stages : 1) * sizeof(double));
+        if (!c->comm_ms) {
+            loom_graph_free(c);
+            return NULL;
+        }
+        COPY(comm_ms, g->n_stages);
     }
     return c;
 }
@@ -383,7 +392,8 @@ loom_schedule *loom_schedule_new(int32_t n_ranks, int32_t n_stages)
     s->n_stages = n_stages;
     s->rank_off = calloc((size_t)n_ranks + 1, sizeof(int32_t));
     s->order = calloc((size_t)(n_stages ? n_stages : 1), sizeof(int32_t));
-    if (!s->rank_off || !s->order) {
+    s->fill_hosts = calloc((size_t)(n_stages ? n_stages : 1), sizeof(int32_t));
+    if (!s->rank_off || !s->order || !s->fill_hosts) {
         loom_schedule_free(s);
         return NULL;
     }
@@ -396,5 +406,6 @@ void loom_schedule_free(loom_schedule *s)
         return;
     free(s->rank_off);
     free(s->order);
+    free(s->fill_hosts);
     free(s);
 }
