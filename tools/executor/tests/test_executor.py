@@ -353,6 +353,24 @@ def test_shipped_manifests(tmp_path, manifest, model, workload, parallel, extra)
     assert "result    PASS" in r.stdout
 
 
+def test_optimus_fills_execute(tmp_path):
+    """At TP 2 optimus runs encoder layers as fills inside backbone stages
+    (their exposed TP communication; rank_actions carry fill_hosts); a
+    runtime that runs each fill before its hosts keeps every dependency."""
+    p = plan(tmp_path, "optimus-tp2", "--manifest", str(MANIFESTS / "optimus.json"),
+             "--parallel", "tp=2,pp=4,mb=4", "--memory-cap", "1e15")
+    doc = json.loads(p.read_text())
+    schema = json.loads((ROOT / "docs" / "schemas" / "plan.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(doc)
+    fills = [a for r in doc["rank_actions"] for a in r["actions"] if a.get("fill_hosts")]
+    assert fills, "no fills at TP 2"
+    stages = {s["id"]: s for s in doc["stages"]}
+    assert all(stages[a["stage"]]["module"] == "vit" for a in fills)
+    r = execute(p)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "result    PASS" in r.stdout
+
+
 def test_every_shipped_manifest_is_executed():
     """Each examples/manifests/*.json appears above (megatron-1f1b and
     pipeweaver also in the ctest executor_* cases)."""
