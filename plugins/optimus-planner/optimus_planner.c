@@ -11,10 +11,11 @@
  * choose - so only plans no policy can fit are dropped), and emits
  * candidates for the ranker:
  *
- *   - encoder TP groups smaller than the backbone's run side by side
- *     inside one Loom rank (a whole TP group), so TP_enc only changes
- *     memory: of the plans differing only in TP_enc the one with the
- *     least memory, TP_enc = TP_llm, is emitted;
+ *   - every TP_enc | TP_llm: an encoder TP group smaller than the
+ *     backbone's runs as TP_llm / TP_enc copies side by side inside one
+ *     Loom rank (a whole TP group), each on that share of the microbatch
+ *     (the graph builder costs it so, from the candidate's layouts): less
+ *     TP communication, more encoder state per GPU;
  *   - replicas off (default): one encoder pipeline per backbone pipeline,
  *     PP_enc = PP_llm, colocated stage by stage;
  *   - replicas on: every feasible PP_enc with its m_pp = PP_llm / PP_enc
@@ -275,10 +276,8 @@ static int opt_partition(void *self, const loom_problem *problem,
     int32_t emitted = 0, feasible = 0, M = par->microbatches;
     double least = -1;
     for (int32_t i = 0; i < n && emitted < max_cand; i++) {
-        /* TP_enc < TP_llm simulates like TP_llm (folded into the rank) with
-         * more memory, so only TP_enc = TP_llm is emitted */
         const loom_optimus_plan *p = &plans[i];
-        if (p->tp != par->tp || (!replicas && p->pp != par->pp))
+        if (!replicas && p->pp != par->pp)
             continue;
         if (replicas && p->m_pp > OPT_MAX_PIPES)
             continue;

@@ -442,28 +442,36 @@ START_TEST(plugin_single_and_replicas)
     loom_candidates *set = loom_candidates_new(&f.problem, &f.it);
     loom_error err = {0, ""};
     ck_assert_msg(run(&f.problem, &f.it, set, NULL, 1, &err) == LOOM_OK, "%s", err.message);
-    ck_assert_int_eq(set->n, 1);
-    ck_assert_str_eq(set->items[0]->label, "optimus enc pp4 tp2 dp1 m1");
+    /* TP_enc 1 and 2 (Optimus §4.1): at TP_enc 1 two encoder copies run
+     * side by side in the backbone's TP group, each on half the microbatch */
+    ck_assert_int_eq(set->n, 2);
+    ck_assert_str_eq(set->items[0]->label, "optimus enc pp4 tp1 dp2 m2");
+    ck_assert_str_eq(set->items[1]->label, "optimus enc pp4 tp2 dp1 m1");
+    ck_assert_int_eq(set->items[0]->layouts[0].tp, 1);
+    ck_assert_int_eq(set->items[1]->layouts[0].tp, 2);
     ck_assert_int_eq(set->items[0]->flows[0].n_pos, 6); /* per layer */
     static const char *const stage[] = {"encoder_granularity", "stage", NULL};
     ck_assert_int_eq(run(&f.problem, &f.it, set, stage, 1, &err), LOOM_OK);
-    ck_assert_int_eq(set->items[1]->flows[0].n_pos, 4);
+    ck_assert_int_eq(set->items[2]->flows[0].n_pos, 4);
     /* replicas: plans in PP_enc, TP_enc order, each with its splits */
     loom_candidates_free(set);
     set = loom_candidates_new(&f.problem, &f.it);
     static const char *const rep[] = {"replicas", "true", "max_splits", "2", NULL};
     ck_assert_int_eq(run(&f.problem, &f.it, set, rep, 1, &err), LOOM_OK);
-    /* pp 1, 2, 4 at TP_enc = TP_llm 2: splits over m_pp 4, 2, 1 pipelines */
-    ck_assert_int_eq(set->n, 5);
-    ck_assert_str_eq(set->items[0]->label, "optimus enc pp1 tp2 dp4 m4 split 2+2+2+2");
-    ck_assert_str_eq(set->items[1]->label, "optimus enc pp1 tp2 dp4 m4 split 3+2+2+1");
-    ck_assert_int_eq(set->items[0]->flows[0].n_pos, 1); /* replicas per layer do not fit */
-    ck_assert_int_eq(set->items[0]->n_flows, 5);
-    ck_assert_str_eq(set->items[2]->label, "optimus enc pp2 tp2 dp2 m2 split 4+4");
-    ck_assert_str_eq(set->items[3]->label, "optimus enc pp2 tp2 dp2 m2 split 5+3");
-    ck_assert_int_eq(set->items[2]->n_flows, 3);
-    ck_assert_int_eq(set->items[2]->flows[0].n_pos, 6); /* 2 x 6 + 8 fit */
-    ck_assert_str_eq(set->items[4]->label, "optimus enc pp4 tp2 dp1 m1 split 8");
+    /* pp 1, 2, 4 (m_pp 4, 2, 1 pipelines), each at TP_enc 1 and 2 */
+    ck_assert_int_eq(set->n, 10);
+    ck_assert_str_eq(set->items[0]->label, "optimus enc pp1 tp1 dp8 m8 split 2+2+2+2");
+    ck_assert_str_eq(set->items[1]->label, "optimus enc pp1 tp1 dp8 m8 split 3+2+2+1");
+    ck_assert_str_eq(set->items[2]->label, "optimus enc pp1 tp2 dp4 m4 split 2+2+2+2");
+    ck_assert_str_eq(set->items[3]->label, "optimus enc pp1 tp2 dp4 m4 split 3+2+2+1");
+    ck_assert_int_eq(set->items[2]->flows[0].n_pos, 1); /* replicas per layer do not fit */
+    ck_assert_int_eq(set->items[2]->n_flows, 5);
+    ck_assert_str_eq(set->items[6]->label, "optimus enc pp2 tp2 dp2 m2 split 4+4");
+    ck_assert_str_eq(set->items[7]->label, "optimus enc pp2 tp2 dp2 m2 split 5+3");
+    ck_assert_int_eq(set->items[6]->n_flows, 3);
+    ck_assert_int_eq(set->items[6]->flows[0].n_pos, 6); /* 2 x 6 + 8 fit */
+    ck_assert_str_eq(set->items[8]->label, "optimus enc pp4 tp1 dp2 m2 split 8");
+    ck_assert_str_eq(set->items[9]->label, "optimus enc pp4 tp2 dp1 m1 split 8");
     loom_candidates_free(set);
 }
 END_TEST
