@@ -2,11 +2,23 @@
  * search). Each rank runs its stage list in order; a stage starts when its
  * rank is free and every predecessor has ended plus the edge's P2P time.
  * Ranks blocked on a predecessor wait on it and are woken when it ends, so
- * one run touches every stage and edge a constant number of times. */
+ * one run touches every stage and edge a constant number of times. A fill
+ * (loom_schedule.fill_hosts) runs inside the next stages of its rank: the
+ * first of them waits for its inputs too, the last ends it and runs longer
+ * by what of it the hosts' exposed communication and compute did not hold
+ * (docs/cost-models.md, "Filled stages"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "stage_graph.h"
+
+/* The fill a rank runs inside its next stages (stage -1: none). */
+typedef struct sim_fill {
+    int32_t stage, left;    /* the fill and its hosts still to run */
+    double ready, raw;      /* when its inputs are ready, with / without P2P */
+    double start;           /* its first host's start */
+    double comm, compute;   /* the hosts' exposed communication and compute */
+} sim_fill;
 
 struct loom_sim_scratch {
     int32_t cap_stages, cap_ranks;
@@ -32,11 +44,7 @@ struct loom_sim_scratch {
     double *chunk_start;  /* [rank * chunks + c]: last backward's start */
     double *chunk_end;    /* [rank * chunks + c]: last backward's end */
     int32_t stamp;
-    /* per rank: the fill running inside its next hosts (-1 none), hosts
-     * left, its ready times, its first host's start and the hosts' exposed
-     * communication and compute so far */
-    int32_t *fill_stage, *fill_left;
-    double *fill_ready, *fill_raw, *fill_start, *fill_comm, *fill_compute;
+    sim_fill *fill;       /* per rank */
 };
 
 loom_sim_scratch *loom_sim_scratch_new(void)
@@ -68,13 +76,7 @@ void loom_sim_scratch_free(loom_sim_scratch *s)
     free(s->sync_end_ms);
     free(s->chunk_start);
     free(s->chunk_end);
-    free(s->fill_stage);
-    free(s->fill_left);
-    free(s->fill_ready);
-    free(s->fill_raw);
-    free(s->fill_start);
-    free(s->fill_comm);
-    free(s->fill_compute);
+    free(s->fill);
     free(s);
 }
 
@@ -115,20 +117,8 @@ static int reserve(loom_sim_scratch *s, int32_t n_stages, int32_t n_ranks)
         free(s->busy_ms);
         free(s->p2p_ms);
         free(s->sync_end_ms);
-        free(s->fill_stage);
-        free(s->fill_left);
-        free(s->fill_ready);
-        free(s->fill_raw);
-        free(s->fill_start);
-        free(s->fill_comm);
-        free(s->fill_compute);
-        s->fill_stage = malloc(n * sizeof(int32_t));
-        s->fill_left = malloc(n * sizeof(int32_t));
-        s->fill_ready = malloc(n * sizeof(double));
-        s->fill_raw = malloc(n * sizeof(double));
-        s->fill_start = malloc(n * sizeof(double));
-        s->fill_comm = malloc(n * sizeof(double));
-        s->fill_compute = malloc(n * sizeof(double));
+        free(s->fill);
+        s->fill = malloc(n * sizeof(sim_fill));
         s->raw_ms = malloc(n * sizeof(double));
         s->busy_ms = malloc(n * sizeof(double));
         s->p2p_ms = malloc(n * sizeof(double));
@@ -144,9 +134,7 @@ static int reserve(loom_sim_scratch *s, int32_t n_stages, int32_t n_ranks)
         s->stack = malloc(n * sizeof(int32_t));
         if (!s->wait_next || !s->cursor || !s->scan || !s->ready_ms ||
             !s->free_ms || !s->first_ms || !s->mem || !s->peak || !s->stack ||
-            !s->raw_ms || !s->busy_ms || !s->p2p_ms || !s->sync_end_ms || !s->fill_stage ||
-            !s->fill_left || !s->fill_ready || !s->fill_raw || !s->fill_start ||
-            !s->fill_comm || !s->fill_compute) {
+            !s->raw_ms || !s->busy_ms || !s->p2p_ms || !s->sync_end_ms || !s->fill) {
             s->cap_ranks = 0;
             return LOOM_ENOMEM;
         }
@@ -484,7 +472,7 @@ int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
         s->first_ms[r] = -1;
         s->mem[r] = 0;
         s->peak[r] = 0;
-        s->fill_stage[r] = -1;
+        s->fill[r].stage = -1;
         s->stack[top++] = r;
     }
     const int32_t *fill = fills_of(sched);
@@ -520,36 +508,33 @@ int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
             }
             if (fill && fill[st] > 0) {
                 /* a fill: it waits for its inputs and runs in its hosts */
-                s->fill_stage[r] = st;
-                s->fill_left[r] = fill[st];
-                s->fill_ready[r] = s->ready_ms[r];
-                s->fill_raw[r] = s->raw_ms[r];
-                s->fill_comm[r] = s->fill_compute[r] = 0;
+                s->fill[r] = (sim_fill){st, fill[st], s->ready_ms[r], s->raw_ms[r], 0, 0, 0};
                 if (g->mem_delta_bytes[st] > 0)
                     mem_add(s, r, g->mem_delta_bytes[st]);
                 s->cursor[r]++;
                 s->scan[r] = -1;
                 continue;
             }
-            int32_t fs = s->fill_stage[r];
-            int first_host = fs >= 0 && s->fill_left[r] == fill[fs];
+            sim_fill *fl = &s->fill[r];
+            int32_t fs = fl->stage;
+            int first_host = fs >= 0 && fl->left == fill[fs];
             if (first_host) {
-                if (s->fill_ready[r] > s->ready_ms[r])
-                    s->ready_ms[r] = s->fill_ready[r];
-                if (s->fill_raw[r] > s->raw_ms[r])
-                    s->raw_ms[r] = s->fill_raw[r];
+                if (fl->ready > s->ready_ms[r])
+                    s->ready_ms[r] = fl->ready;
+                if (fl->raw > s->raw_ms[r])
+                    s->raw_ms[r] = fl->raw;
             }
             double start = s->free_ms[r] > s->ready_ms[r] ? s->free_ms[r]
                                                           : s->ready_ms[r];
             double dur = g->duration_ms[st];
             if (fs >= 0) {
                 double c = comm ? clamp_part(comm[st], dur) : 0;
-                s->fill_comm[r] += c;
-                s->fill_compute[r] += dur - c;
+                fl->comm += c;
+                fl->compute += dur - c;
                 if (first_host)
-                    s->fill_start[r] = start;
-                if (--s->fill_left[r] == 0) /* the last host: what did not fit */
-                    dur += fill_overflow_ms(g, comm, fs, s->fill_comm[r], s->fill_compute[r]);
+                    fl->start = start;
+                if (--fl->left == 0) /* the last host: what did not fit */
+                    dur += fill_overflow_ms(g, comm, fs, fl->comm, fl->compute);
             }
             double fin = start + dur;
             /* idle before this stage that only the transfers caused */
@@ -572,14 +557,14 @@ int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
             s->cursor[r]++;
             s->scan[r] = -1;
             completed += finish(s, st, &top);
-            if (fs >= 0 && s->fill_left[r] == 0) { /* the fill ends with its last host */
-                s->start_ms[fs] = s->fill_start[r];
+            if (fs >= 0 && fl->left == 0) { /* the fill ends with its last host */
+                s->start_ms[fs] = fl->start;
                 if (m->start_ms)
-                    m->start_ms[fs] = s->fill_start[r];
+                    m->start_ms[fs] = fl->start;
                 s->end_ms[fs] = fin;
                 if (g->mem_delta_bytes[fs] < 0)
                     s->mem[r] += g->mem_delta_bytes[fs];
-                s->fill_stage[r] = -1;
+                fl->stage = -1;
                 completed += finish(s, fs, &top);
             }
         }
