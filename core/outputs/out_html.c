@@ -466,6 +466,16 @@ static void data_json(FILE *out, const loom_plan *plan, const loom_style *st, do
         stage_ints(out, plan, "sub", g->sub, NULL);
     stage_times(out, plan, "t0", m->start_ms);
     stage_times(out, plan, "t1", m->end_ms);
+    int fills = 0;
+    for (int32_t i = 0; i < n && !fills; i++)
+        fills = loom_out_fill_hosts(sc, sc->order[i]) > 0;
+    if (fills) { /* stages run inside the next fl[i] ones (docs/outputs.md) */
+        fputs(",\n\"fl\":[", out);
+        for (int32_t i = 0; i < n; i++)
+            fprintf(out, "%s%d", i ? (i % 32 == 0 ? ",\n" : ",") : "",
+                    loom_out_fill_hosts(sc, sc->order[i]));
+        fputc(']', out);
+    }
     fputs(",\n\"d\":[", out);
     for (int32_t i = 0; i < n; i++)
         fprintf(out, "%s%lld", i ? (i % 16 == 0 ? ",\n" : ",") : "",

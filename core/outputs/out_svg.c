@@ -244,7 +244,12 @@ static int write_svg(const loom_plan *plan, const loom_style *st, FILE *out)
     for (int32_t r = 0; r < g->n_ranks; r++) {
         int y = SVG_TOP + r * (lane + gap);
         for (int32_t i = sc->rank_off[r]; i < sc->rank_off[r + 1]; i++)
-            stage(out, plan, st, sc->order[i], px_per_ms, y, lane);
+            if (!loom_out_fill_hosts(sc, sc->order[i]))
+                stage(out, plan, st, sc->order[i], px_per_ms, y, lane);
+        /* fills over their hosts: a strip along the lane's bottom third */
+        for (int32_t i = sc->rank_off[r]; i < sc->rank_off[r + 1]; i++)
+            if (loom_out_fill_hosts(sc, sc->order[i]))
+                stage(out, plan, st, sc->order[i], px_per_ms, y + lane - lane / 3, lane / 3);
     }
     /* Rank labels again every SVG_LABEL_EVERY px on wide timelines. */
     for (int x = SVG_LEFT + SVG_LABEL_EVERY; x < SVG_LEFT + plot - 100; x += SVG_LABEL_EVERY)

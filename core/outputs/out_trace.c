@@ -31,15 +31,16 @@ static void counter(FILE *out, int32_t r, double t_ms, int64_t bytes)
     fprintf(out, ", \"args\": {\"bytes\": %lld}}", (long long)bytes);
 }
 
-/* One stage as a complete event. */
+/* One stage as a complete event: a fill on thread 1, beside its hosts. */
 static void slice(FILE *out, const loom_plan *plan, int32_t s, int subs)
 {
     const loom_stage_graph *g = plan->graph;
     double start = plan->metrics.start_ms[s], end = plan->metrics.end_ms[s];
     fputs(",\n{\"name\": ", out);
     stage_name(out, plan, s, subs);
-    fprintf(out, ", \"cat\": \"%c\", \"ph\": \"X\", \"pid\": %d, \"tid\": 0, \"ts\": ",
-            loom_out_kind_char(g->kind[s]), g->rank[s]);
+    fprintf(out, ", \"cat\": \"%c\", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"ts\": ",
+            loom_out_kind_char(g->kind[s]), g->rank[s],
+            loom_out_fill_hosts(plan->schedule, s) ? 1 : 0);
     loom_out_json_number(out, start * 1000.0);
     fputs(", \"dur\": ", out);
     loom_out_json_number(out, (end - start) * 1000.0);
@@ -76,10 +77,18 @@ static int write_trace(const loom_plan *plan, FILE *out)
                      "\"tid\": 0, \"args\": {\"sort_index\": %d}}", r, r);
         fprintf(out, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, "
                      "\"tid\": 0, \"args\": {\"name\": \"stages\"}}", r);
+        for (int32_t i = sc->rank_off[r]; i < sc->rank_off[r + 1]; i++)
+            if (loom_out_fill_hosts(sc, sc->order[i])) {
+                fprintf(out, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, "
+                             "\"tid\": 1, \"args\": {\"name\": \"fills (in the stages' TP "
+                             "communication)\"}}", r);
+                break;
+            }
         /* Memory replays the simulator's per-rank running sum: a stage's
          * allocation lands at its start, its release at its end. */
         int64_t bytes = g->static_bytes ? g->static_bytes[r] : 0;
         counter(out, r, 0, bytes);
+        int32_t fill = -1, fill_last = -1; /* a fill's release waits for its last host */
         for (int32_t i = sc->rank_off[r]; i < sc->rank_off[r + 1]; i++) {
             int32_t s = sc->order[i];
             int64_t d = g->mem_delta_bytes[s];
@@ -88,9 +97,18 @@ static int write_trace(const loom_plan *plan, FILE *out)
                 counter(out, r, plan->metrics.start_ms[s], bytes);
             }
             slice(out, plan, s, subs);
+            if (loom_out_fill_hosts(sc, s)) {
+                fill = s;
+                fill_last = i + loom_out_fill_hosts(sc, s);
+                continue;
+            }
             if (d < 0) {
                 bytes += d;
                 counter(out, r, plan->metrics.end_ms[s], bytes);
+            }
+            if (i == fill_last && g->mem_delta_bytes[fill] < 0) {
+                bytes += g->mem_delta_bytes[fill];
+                counter(out, r, plan->metrics.end_ms[fill], bytes);
             }
         }
     }

@@ -3,8 +3,9 @@
 `loom plan --out` writes for people (report.html and timeline.svg) in
 headless Chromium and checks that it shows something.
 
-For three plans (Megatron on vlm-s, a stage-times problem, PipeWeaver on
-vlm-l: thousands of stages) it
+For four plans (Megatron on vlm-s, a stage-times problem, PipeWeaver on
+vlm-l: thousands of stages, Optimus on vlm-s: fills inside backbone stages)
+it
   - loads report.html and reads the DOM back (--dump-dom): the page's script
     must have finished (<html data-loom-report="ok">), its window.onerror
     hook must not have fired, and Chromium's log must hold no uncaught
@@ -42,6 +43,9 @@ CASES = [
     ("stage-times", ["--stage-times", "examples/stage-times/interleaved-v2.json"]),
     ("pipeweaver-vlm-l", ["--manifest", "examples/manifests/pipeweaver.json", "--model", "vlm-l",
                           "--iterations", "1", "--param", "ranker.budget_ms=300"]),
+    # encoder layers as fills inside backbone stages (drawn as strips)
+    ("optimus-vlm-s", ["--manifest", "examples/manifests/optimus.json", "--model", "vlm-s",
+                       "--iterations", "1"]),
 ]
 
 

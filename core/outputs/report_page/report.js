@@ -60,6 +60,15 @@ function hideTip() { tip.style.display = 'none'; }
 /* rank of every stage (stages are listed rank by rank in schedule order) */
 D.r = new Array(N);
 for (var r0 = 0; r0 < R; r0++) for (var j0 = D.off[r0]; j0 < D.off[r0 + 1]; j0++) D.r[j0] = r0;
+/* fills (D.fl[i] > 0) run inside the next D.fl[i] stages and end with the
+ * last: T1M, the running latest end along each rank, stays sorted for the
+ * searches where the ends themselves need not be */
+function isFill(i) { return D.fl ? D.fl[i] > 0 : false; }
+var T1M = new Array(N);
+for (var r1 = 0; r1 < R; r1++) {
+  var late = -Infinity;
+  for (var j1 = D.off[r1]; j1 < D.off[r1 + 1]; j1++) { late = Math.max(late, D.t1[j1]); T1M[j1] = late; }
+}
 
 /* ---- timeline ---- */
 var tl = $('tl'), ov = $('ov'), bar = $('tl-bar'), spacer = $('tl-spacer'), zoomInfo = $('zoom');
@@ -76,13 +85,17 @@ function maxZoom() { return Math.max(1, 400 * MS / (median * plotW())); }
 function pxms() { return plotW() * zoom / MS; }
 function viewT0() { return bar.scrollLeft / pxms(); }
 
-function drawLanes(c, y0, ln, gp, t0, t1, px, detail) {
+function drawLanes(c, y0, lnAll, gp, t0, t1, px, detail) {
   var pw = plotW();
   for (var r = 0; r < R; r++) {
-    var y = y0 + r * (ln + gp), lo = D.off[r], hi = D.off[r + 1];
-    c.fillStyle = '#efefed'; c.fillRect(LEFT, y, pw, ln);
-    for (var i = after(D.t1, lo, hi, t0); i < hi && D.t0[i] < t1; i++) {
+    var lo = D.off[r], hi = D.off[r + 1];
+    c.fillStyle = '#efefed'; c.fillRect(LEFT, y0 + r * (lnAll + gp), pw, lnAll);
+    for (var pass = 0; pass < (D.fl ? 2 : 1); pass++)
+    for (var i = after(T1M, lo, hi, t0); i < hi && D.t0[i] < t1; i++) {
+      if (isFill(i) !== (pass === 1)) continue;
       var x = LEFT + (D.t0[i] - t0) * px, w = (D.t1[i] - D.t0[i]) * px;
+      var ln = pass ? Math.max(2, Math.floor(lnAll / 3)) : lnAll, y = y0 + r * (lnAll + gp);
+      if (pass) y += lnAll - ln; /* a fill: a strip along the bottom of its hosts */
       if (w < 0.6) w = 0.6;
       var ki = KI[D.k[i]] || 0, p = D.comps[D.c[i]];
       c.fillStyle = D.groups[p[0]].k[ki];
@@ -201,8 +214,10 @@ tl.addEventListener('mousemove', function (e) {
   var r = Math.floor((e.offsetY - AXIS) / (lane + gap)), yin = (e.offsetY - AXIS) - r * (lane + gap);
   if (r < 0 || r >= R || yin > lane || e.offsetX < LEFT) return hideTip();
   var px = pxms(), t = viewT0() + (e.offsetX - LEFT) / px, slack = 2 / px;
-  var lo = D.off[r], hi = D.off[r + 1], i = after(D.t1, lo, hi, t - slack);
-  if (i < hi && D.t0[i] <= t + slack) showTip(e, stageHtml(i));
+  var lo = D.off[r], hi = D.off[r + 1], hit = -1, strip = yin >= lane - lane / 3;
+  for (var i = after(T1M, lo, hi, t - slack); i < hi && D.t0[i] <= t + slack; i++)
+    if (D.t1[i] >= t - slack && (hit < 0 || (isFill(i) && strip))) hit = i;
+  if (hit >= 0) showTip(e, stageHtml(hit));
   else showTip(e, 'rank ' + r + ' idle at ' + t.toFixed(3) + ' ms');
 });
 tl.addEventListener('mouseleave', hideTip);
@@ -222,10 +237,13 @@ for (var r = 0; r < R; r++) {
     var n = ts.length - 1;
     if (ts[n] === t && v >= bs[n]) bs[n] = v; else { ts.push(t); bs.push(v); }
   };
+  var freeAt = -1, freeBytes = 0; /* a fill frees its bytes after its last host */
   for (var i = D.off[r]; i < D.off[r + 1]; i++) {
     var d = D.d[i];
     if (d > 0) { b += d; put(D.t0[i], b); }
+    else if (d < 0 && isFill(i)) { freeAt = i + D.fl[i]; freeBytes = d; }
     else if (d < 0) { b += d; put(D.t1[i], b); }
+    if (i === freeAt) { b += freeBytes; put(D.t1[i], b); freeAt = -1; }
     if (b > memMax) memMax = b;
   }
   if (D.stat[r] > memMax) memMax = D.stat[r];
