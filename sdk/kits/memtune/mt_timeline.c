@@ -3,7 +3,9 @@
  * the rank's order) where each stage pair allocates its activations (its
  * F) and where it frees them (its B, or its W when backward is split).
  * Peaks are prefix-sum maxima over a rank's slots, exactly as the
- * simulator accumulates memory deltas in each rank's order.
+ * simulator accumulates memory deltas in each rank's order. A release
+ * stage the schedule runs as a fill (loom_schedule.fill_hosts) frees at
+ * its last host's slot, as the simulator frees it.
  */
 #include <string.h>
 #include <loom/kits/memtune.h>
@@ -33,6 +35,7 @@ static int mt_reserve(const loom_host_api *host, loom_mt_timeline *t,
         MT_RESERVE(host, t->pair_close, n_pairs);
         MT_RESERVE(host, t->rank_pairs, n_pairs);
         MT_RESERVE(host, t->close_prefix, n_pairs);
+        MT_RESERVE(host, t->close_next, n_pairs);
         t->cap_pairs = n_pairs;
     }
     if (n_stages > t->cap_stages || !t->stage_slot) {
@@ -44,7 +47,7 @@ static int mt_reserve(const loom_host_api *host, loom_mt_timeline *t,
     }
     if (!t->rank_off || !t->rank_pair_off || !t->peak_bytes || !t->peak_slot ||
         !t->pair_rank || !t->pair_open || !t->pair_close || !t->rank_pairs ||
-        !t->close_prefix ||
+        !t->close_prefix || !t->close_next ||
         !t->stage_slot || !t->slot_open || !t->slot_close) {
         t->cap_ranks = t->cap_pairs = t->cap_stages = t->cap_slots = 0;
         return LOOM_ENOMEM;
@@ -58,6 +61,7 @@ void loom_mt_timeline_free(const loom_host_api *host, loom_mt_timeline *t)
     host->free(t->pair_rank);
     host->free(t->pair_open);
     host->free(t->pair_close);
+    host->free(t->close_next);
     host->free(t->rank_off);
     host->free(t->slot_open);
     host->free(t->slot_close);
@@ -96,10 +100,12 @@ static int mt_slots(const loom_host_api *host, loom_mt_timeline *t,
     return LOOM_OK;
 }
 
-/* Opening and closing slots of every pair. */
+/* Opening and closing slots of every pair (a fill closes at its last
+ * host's slot). */
 static int mt_pairs(const loom_host_api *host, loom_mt_timeline *t,
-                    const loom_stage_graph *g, loom_error *err)
+                    const loom_stage_graph *g, const loom_schedule *s, loom_error *err)
 {
+    const int32_t *fill = LOOM_STRUCT_HAS(s, loom_schedule, fill_hosts) ? s->fill_hosts : NULL;
     for (int32_t p = 0; p < g->n_pairs; p++) {
         int32_t f = g->pair_forward[p];
         int32_t rel = g->pair_weight[p] >= 0 ? g->pair_weight[p]
@@ -113,6 +119,8 @@ static int mt_pairs(const loom_host_api *host, loom_mt_timeline *t,
             return host->error(err, LOOM_EINVAL,
                                "memory tuner: the schedule misses a stage of "
                                "pair %d", p);
+        if (fill && fill[rel] > 0 && b + fill[rel] < t->rank_off[g->rank[rel] + 1])
+            b += fill[rel];
         if (g->rank[f] != g->rank[rel] || b < a)
             return host->error(err, LOOM_EINVAL,
                                "memory tuner: pair %d frees its activations "
@@ -122,8 +130,11 @@ static int mt_pairs(const loom_host_api *host, loom_mt_timeline *t,
         t->pair_open[p] = a;
         t->pair_close[p] = b;
         t->slot_open[a] = p;
-        if (b > a)
+        t->close_next[p] = -1;
+        if (b > a) {
+            t->close_next[p] = t->slot_close[b];
             t->slot_close[b] = p;
+        }
     }
     return LOOM_OK;
 }
@@ -146,7 +157,7 @@ int loom_mt_timeline_build(const loom_host_api *host, loom_mt_timeline *t,
     t->n_slots = g->n_stages;
     int rc = mt_slots(host, t, g, sched, err);
     if (rc == LOOM_OK)
-        rc = mt_pairs(host, t, g, err);
+        rc = mt_pairs(host, t, g, sched, err);
     if (rc != LOOM_OK)
         return rc;
     /* pairs per rank, in slot order (a counting pass over the slots) */
@@ -180,15 +191,15 @@ int64_t loom_mt_rank_peak(loom_mt_timeline *t, int32_t r,
     int64_t cur = 0, peak = 0;
     int32_t at = -1;
     for (int32_t k = t->rank_off[r]; k < t->rank_off[r + 1]; k++) {
-        int32_t o = t->slot_open[k], c = t->slot_close[k];
+        int32_t o = t->slot_open[k];
         if (o >= 0)
             cur += pair_bytes[o];
-        if (c >= 0)
-            cur -= pair_bytes[c];
-        if (cur > peak) {
+        if (cur > peak) { /* a host's allocation precedes its fill's release */
             peak = cur;
             at = k;
         }
+        for (int32_t c = t->slot_close[k]; c >= 0; c = t->close_next[c])
+            cur -= pair_bytes[c];
     }
     t->peak_bytes[r] = peak;
     t->peak_slot[r] = at;

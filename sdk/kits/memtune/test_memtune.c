@@ -82,6 +82,21 @@ START_TEST(timeline_by_hand)
     ck_assert_int_eq(loom_mt_rank_peak(&t, 0, none), 0);
     ck_assert_int_eq(t.peak_slot[0], -1);
 
+    /* B0 as a fill inside F1 frees with F1's end, as the simulator frees
+     * it: both pairs are live at F1's slot */
+    ob->fill_hosts[1] = 1;
+    ck_assert_int_eq(loom_mt_timeline_build(host, &t, g, ob, &err), LOOM_OK);
+    ck_assert_int_eq(t.pair_close[0], 2);
+    ck_assert_int_eq(loom_mt_rank_peak(&t, 0, bytes), 140);
+    ck_assert_int_eq(t.peak_slot[0], 2);
+    ck_assert_int_eq(loom_mt_live_pairs(&t, 0, 2, live), 1); /* freed at the end of slot 2 */
+    uint8_t pol[2] = {LOOM_POLICY_NONE, LOOM_POLICY_NONE};
+    ck_assert_int_eq(mtt_simulate(g, ob, pol, NULL).max_peak_bytes,
+                     loom_mt_rank_peak(&t, 0, (int64_t[2]){g->layer_options[0].activation_bytes,
+                                                          g->layer_options[LOOM_POLICY_COUNT]
+                                                              .activation_bytes}));
+    ob->fill_hosts[1] = 0;
+
     loom_mt_timeline_free(host, &t);
     loom_schedule_free(gp);
     loom_schedule_free(ob);

@@ -35,7 +35,8 @@ typedef struct loom_mt_timeline {
     int32_t *pair_close;     /* per pair: slot of its release (B or W) */
     int32_t *rank_off;       /* n_ranks + 1: the schedule's rank offsets */
     int32_t *slot_open;      /* per slot: pair allocated there, or -1 */
-    int32_t *slot_close;     /* per slot: pair freed there, or -1 */
+    int32_t *slot_close;     /* per slot: first pair freed there, or -1 */
+    int32_t *close_next;     /* per pair: next pair freed at its slot, -1 */
     int32_t *rank_pair_off;  /* n_ranks + 1 */
     int32_t *rank_pairs;     /* pairs of each rank by opening slot */
     int32_t *close_prefix;   /* per rank_pairs entry: the latest close
