@@ -319,6 +319,7 @@ static int bf_move(loom_bf *bf, const loom_co *co, const loom_stage_graph *g,
             return 0;
     }
     loom_schedule trial = *s;
+    trial.struct_size = (uint32_t)sizeof trial; /* a copy is this build's size */
     trial.order = bf->trial;
     if (fills)
         trial.fill_hosts = bf->trial_fill;

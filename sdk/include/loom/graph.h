@@ -218,7 +218,8 @@ typedef struct loom_stage_graph {
 
 /* A schedule: the order of stage ids on every rank. Size-prefixed: the
  * host allocates every schedule it hands out (struct_size set); a plugin
- * passing one to the simulator passes one of those (or a copy of one). */
+ * passing one to the simulator passes one of those, or a copy of one with
+ * struct_size set to the copy's own sizeof (the host's may be larger). */
 typedef struct loom_schedule {
     uint32_t struct_size;  /* sizeof(loom_schedule) of its allocator */
     int32_t n_ranks;
