@@ -81,6 +81,19 @@ START_TEST(read_only_graph_written)
 }
 END_TEST
 
+/* A fill that names more hosts than follow it on its rank, and a fill
+ * array of the plugin's own in place of the host's. */
+START_TEST(bad_fills)
+{
+    static const char *const f[] = {"plugin fixture.hostile-inter:", "fills", "hosts, expected 1..",
+                                    NULL};
+    expect_plugin_error(INTER, "interleaver.mode=fill-too-long", f);
+    static const char *const g[] = {"plugin fixture.hostile-inter: replaced the schedule's arrays",
+                                    NULL};
+    expect_plugin_error(INTER, "interleaver.mode=replace-fills", g);
+}
+END_TEST
+
 /* A lower bound above the interleaver's own makespan is a false proof. */
 START_TEST(lower_bound_above_makespan)
 {
@@ -143,6 +156,7 @@ static Suite *hostile_suite(void)
     tcase_add_test(tc, read_only_graph_written);
     tcase_add_test(tc, error_message_without_nul);
     tcase_add_test(tc, lower_bound_above_makespan);
+    tcase_add_test(tc, bad_fills);
     tcase_add_test(tc, cost_not_finite);
     tcase_add_test(tc, cost_bytes_out_of_range);
     tcase_add_test(tc, memory_tuner_outputs);
