@@ -419,6 +419,75 @@ START_TEST(test_bad_fills)
 }
 END_TEST
 
+/* Random fills on 1F1B orders of random stage-times problems, with random
+ * exposed communication: whenever the order runs (a host waiting on its
+ * own fill deadlocks), every stage starts after its inputs, a rank's
+ * ordinary stages never overlap, a fill ends with its last host, and the
+ * makespan is not below the bound. */
+START_TEST(test_random_fills_keep_invariants)
+{
+    uint64_t st = 11;
+    int ran = 0;
+    for (int trial = 0; trial < 300; trial++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        int P = 1 + (int)((st >> 33) % 4), M = 1 + (int)((st >> 40) % 6);
+        loom_stage_times t = uniform(P, M, 1, 1 + (double)((st >> 45) % 3),
+                                     2 + (double)((st >> 50) % 3));
+        loom_stage_graph *g = NULL;
+        loom_error err = {0};
+        ck_assert_int_eq(loom_graph_from_stage_times(&t, 0, &g, &err), LOOM_OK);
+        g->comm_ms = calloc((size_t)g->n_stages, sizeof(double));
+        loom_schedule *sc = one_f_one_b(P, M);
+        for (int32_t v = 0; v < g->n_stages; v++) {
+            st = st * 6364136223846793005ull + 1442695040888963407ull;
+            g->comm_ms[v] = g->duration_ms[v] * (double)((st >> 40) % 100) / 100.0;
+        }
+        for (int32_t r = 0; r < P; r++)
+            for (int32_t i = sc->rank_off[r]; i < sc->rank_off[r + 1]; i++) {
+                st = st * 6364136223846793005ull + 1442695040888963407ull;
+                int32_t room = sc->rank_off[r + 1] - i - 1;
+                if (room > 0 && (st >> 60) < 4) { /* a quarter of the stages */
+                    int32_t k = 1 + (int32_t)((st >> 33) % (uint64_t)(room < 3 ? room : 3));
+                    sc->fill_hosts[sc->order[i]] = k;
+                    i += k;
+                }
+            }
+        double start[512], end[512];
+        ck_assert_int_le(g->n_stages, 512);
+        loom_metrics m = LOOM_METRICS_INIT;
+        m.start_ms = start;
+        m.end_ms = end;
+        int rc = loom_simulate(g, sc, &m, &err);
+        ck_assert_msg(rc == LOOM_OK || rc == LOOM_EDEADLOCK, "%s", err.message);
+        if (rc == LOOM_OK) {
+            ran++;
+            double tol = 1e-9 * (m.makespan_ms > 1 ? m.makespan_ms : 1);
+            for (int32_t v = 0; v < g->n_stages; v++)
+                for (int32_t e = g->pred_off[v]; e < g->pred_off[v + 1]; e++)
+                    ck_assert_double_ge(start[v] + tol, end[g->pred[e]] + g->pred_p2p_ms[e]);
+            for (int32_t r = 0; r < P; r++) {
+                double free_at = 0;
+                for (int32_t i = sc->rank_off[r]; i < sc->rank_off[r + 1]; i++) {
+                    int32_t v = sc->order[i], k = sc->fill_hosts[v];
+                    if (k > 0) {
+                        ck_assert_double_eq(start[v], start[sc->order[i + 1]]);
+                        ck_assert_double_eq(end[v], end[sc->order[i + k]]);
+                        ck_assert_double_ge(end[v] - start[v] + tol, g->duration_ms[v]);
+                        continue;
+                    }
+                    ck_assert_double_ge(start[v] + tol, free_at);
+                    free_at = end[v];
+                }
+            }
+            ck_assert_double_ge(m.makespan_ms + tol, loom_graph_lower_bound_ms(g, sc));
+        }
+        loom_schedule_free(sc);
+        loom_graph_free(g);
+    }
+    ck_assert_int_gt(ran, 50);
+}
+END_TEST
+
 START_TEST(test_alpa_formula)
 {
     /* Uniform microbatches, stage times t_i = F_i + B_i: 1F1B latency is
@@ -459,6 +528,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_alpa_formula);
     tcase_add_test(tc, test_fill_runs_in_hosts_communication);
     tcase_add_test(tc, test_bad_fills);
+    tcase_add_test(tc, test_random_fills_keep_invariants);
     suite_add_tcase(s, tc);
     return s;
 }
