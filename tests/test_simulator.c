@@ -282,8 +282,9 @@ END_TEST
 
 /* A fill on rank 1: stage X (input from A on rank 0, 1 ms P2P) runs
  * inside hosts H1..H3 (10 ms each, 4 ms of it exposed TP communication);
- * Y on rank 0 takes X's output. Order: rank 0 A Y, rank 1 X H1 H2 H3. */
-static loom_stage_graph *fill_graph(double x_ms, double x_comm_ms)
+ * Y on rank 0 takes X's output; with h2_p2p_ms > 0 H2 also waits for A
+ * (that P2P time). Order: rank 0 A Y, rank 1 X H1 H2 H3. */
+static loom_stage_graph *fill_graph(double x_ms, double x_comm_ms, double h2_p2p_ms)
 {
     loom_graph_builder *b = loom_graph_builder_new(2);
     loom_graph_stage a = {.rank = 0, .kind = LOOM_STAGE_F, .pair = 0, .duration_ms = 2};
@@ -304,6 +305,8 @@ static loom_stage_graph *fill_graph(double x_ms, double x_comm_ms)
     }
     loom_graph_builder_add_edge(b, ia, ix, 1);
     loom_graph_builder_add_edge(b, ix, iy, 1);
+    if (h2_p2p_ms > 0) /* H2 waits for A's output too */
+        loom_graph_builder_add_edge(b, ia, 4, h2_p2p_ms);
     loom_stage_graph *g = NULL;
     loom_error err = {0};
     ck_assert_int_eq(loom_graph_builder_finish(b, &g, &err), LOOM_OK);
@@ -337,7 +340,7 @@ START_TEST(test_fill_runs_in_hosts_communication)
     m.compute_ms = busy;
     /* X: 7 ms of compute in the hosts' 12 ms of collectives, its 2 ms of
      * collectives under their 18 ms of compute: it costs nothing */
-    loom_stage_graph *g = fill_graph(9, 2);
+    loom_stage_graph *g = fill_graph(9, 2, 0);
     loom_schedule *sc = fill_order(3);
     ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
     ck_assert_double_eq_tol(start[3], 3, 1e-12); /* H1 waits for X's input */
@@ -353,7 +356,7 @@ START_TEST(test_fill_runs_in_hosts_communication)
     ck_assert_double_eq_tol(loom_graph_lower_bound_ms(g, NULL), 39, 1e-12);
     loom_graph_free(g);
     /* X: 18 ms of compute, 6 more than the collectives hold */
-    g = fill_graph(20, 2);
+    g = fill_graph(20, 2, 0);
     ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
     ck_assert_double_eq_tol(end[5], 39, 1e-12);
     ck_assert_double_eq_tol(end[2], 39, 1e-12);
@@ -361,7 +364,7 @@ START_TEST(test_fill_runs_in_hosts_communication)
     loom_graph_free(g);
     /* X all communication (clamped to its 9 ms), hosted by one 10 ms
      * stage with 6 ms of compute: 3 ms do not fit */
-    g = fill_graph(9, 50);
+    g = fill_graph(9, 50, 0);
     loom_schedule_free(sc);
     sc = fill_order(1);
     ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
@@ -376,6 +379,33 @@ START_TEST(test_fill_runs_in_hosts_communication)
     ck_assert_double_eq_tol(end[5], 42, 1e-12);
     loom_schedule_free(sc);
     loom_graph_free(g);
+    /* X's 6 ms that the hosts do not hold run while rank 1 waits 9 ms for
+     * H2's input (13 to 22): no overflow; 6 of the 10 ms of transfer waits
+     * become busy time */
+    g = fill_graph(20, 2, 20);
+    sc = fill_order(3);
+    double part[5][2];
+    m.p2p_wait_ms = part[1];
+    m.dp_sync_ms = part[2];
+    m.optimizer_ms = part[3];
+    m.bubble_ms = part[4];
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
+    ck_assert_double_eq_tol(start[4], 22, 1e-12);
+    ck_assert_double_eq_tol(end[5], 42, 1e-12);
+    ck_assert_double_eq_tol(end[2], 42, 1e-12);
+    ck_assert_double_eq_tol(m.makespan_ms, 44, 1e-12);
+    ck_assert_double_eq_tol(busy[1], 36, 1e-12);
+    ck_assert_double_eq_tol(part[1][1], 4, 1e-12);
+    ck_assert_double_eq_tol(part[4][1], 4, 1e-12);
+    /* without communication figures X's 20 ms run 9 in the wait and 11
+     * after H3 */
+    free(g->comm_ms);
+    g->comm_ms = NULL;
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
+    ck_assert_double_eq_tol(start[2], 3, 1e-12);
+    ck_assert_double_eq_tol(end[5], 53, 1e-12);
+    loom_schedule_free(sc);
+    loom_graph_free(g);
 }
 END_TEST
 
@@ -383,7 +413,7 @@ START_TEST(test_bad_fills)
 {
     loom_error err = {0};
     loom_metrics m = LOOM_METRICS_INIT;
-    loom_stage_graph *g = fill_graph(9, 2);
+    loom_stage_graph *g = fill_graph(9, 2, 0);
     loom_schedule *sc = fill_order(4);
     ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "fills 4 hosts, expected 1..3"));
@@ -422,8 +452,10 @@ END_TEST
 /* Random fills on 1F1B orders of random stage-times problems, with random
  * exposed communication: whenever the order runs (a host waiting on its
  * own fill deadlocks), every stage starts after its inputs, a rank's
- * ordinary stages never overlap, a fill ends with its last host, and the
- * makespan is not below the bound. */
+ * ordinary stages never overlap, a fill starts no earlier than the stage
+ * before it ends and ends with its last host, no sooner than its own
+ * duration, the breakdown adds up, and the makespan is not below the
+ * bound. */
 START_TEST(test_random_fills_keep_invariants)
 {
     uint64_t st = 11;
@@ -452,11 +484,16 @@ START_TEST(test_random_fills_keep_invariants)
                     i += k;
                 }
             }
-        double start[512], end[512];
+        double start[512], end[512], part[5][4];
         ck_assert_int_le(g->n_stages, 512);
         loom_metrics m = LOOM_METRICS_INIT;
         m.start_ms = start;
         m.end_ms = end;
+        m.compute_ms = part[0];
+        m.p2p_wait_ms = part[1];
+        m.dp_sync_ms = part[2];
+        m.optimizer_ms = part[3];
+        m.bubble_ms = part[4];
         int rc = loom_simulate(g, sc, &m, &err);
         ck_assert_msg(rc == LOOM_OK || rc == LOOM_EDEADLOCK, "%s", err.message);
         if (rc == LOOM_OK) {
@@ -470,7 +507,8 @@ START_TEST(test_random_fills_keep_invariants)
                 for (int32_t i = sc->rank_off[r]; i < sc->rank_off[r + 1]; i++) {
                     int32_t v = sc->order[i], k = sc->fill_hosts[v];
                     if (k > 0) {
-                        ck_assert_double_eq(start[v], start[sc->order[i + 1]]);
+                        ck_assert_double_le(start[v], start[sc->order[i + 1]]);
+                        ck_assert_double_ge(start[v] + tol, free_at); /* idle time only */
                         ck_assert_double_eq(end[v], end[sc->order[i + k]]);
                         ck_assert_double_ge(end[v] - start[v] + tol, g->duration_ms[v]);
                         continue;
@@ -480,6 +518,14 @@ START_TEST(test_random_fills_keep_invariants)
                 }
             }
             ck_assert_double_ge(m.makespan_ms + tol, loom_graph_lower_bound_ms(g, sc));
+            for (int32_t r = 0; r < P; r++) {
+                double sum = 0;
+                for (int k = 0; k < 5; k++) {
+                    ck_assert_double_ge(part[k][r], -tol);
+                    sum += part[k][r];
+                }
+                ck_assert_double_eq_tol(sum, m.makespan_ms, 1e-9 * m.makespan_ms + 1e-9);
+            }
         }
         loom_schedule_free(sc);
         loom_graph_free(g);

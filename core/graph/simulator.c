@@ -16,8 +16,11 @@
 typedef struct sim_fill {
     int32_t stage, left;    /* the fill and its hosts still to run */
     double ready, raw;      /* when its inputs are ready, with / without P2P */
-    double start;           /* its first host's start */
+    double avail;           /* when it could first run: ready, the rank free */
+    double start;           /* its start: avail, or its first host's start */
     double comm, compute;   /* the hosts' exposed communication and compute */
+    double idle, idle_p2p;  /* the rank's idle time from avail on, and the part
+                               of it counted as waiting on transfers */
 } sim_fill;
 
 struct loom_sim_scratch {
@@ -508,7 +511,9 @@ int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
             }
             if (fill && fill[st] > 0) {
                 /* a fill: it waits for its inputs and runs in its hosts */
-                s->fill[r] = (sim_fill){st, fill[st], s->ready_ms[r], s->raw_ms[r], 0, 0, 0};
+                double avail = s->free_ms[r] > s->ready_ms[r] ? s->free_ms[r] : s->ready_ms[r];
+                s->fill[r] = (sim_fill){st, fill[st], s->ready_ms[r], s->raw_ms[r], avail, avail,
+                                        0, 0, 0, 0};
                 if (g->mem_delta_bytes[st] > 0)
                     mem_add(s, r, g->mem_delta_bytes[st]);
                 s->cursor[r]++;
@@ -527,20 +532,33 @@ int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
             double start = s->free_ms[r] > s->ready_ms[r] ? s->free_ms[r]
                                                           : s->ready_ms[r];
             double dur = g->duration_ms[st];
-            if (fs >= 0) {
-                double c = comm ? clamp_part(comm[st], dur) : 0;
-                fl->comm += c;
-                fl->compute += dur - c;
-                if (first_host)
-                    fl->start = start;
-                if (--fl->left == 0) /* the last host: what did not fit */
-                    dur += fill_overflow_ms(g, comm, fs, fl->comm, fl->compute);
-            }
-            double fin = start + dur;
             /* idle before this stage that only the transfers caused */
             double after = s->free_ms[r] > s->raw_ms[r] ? s->free_ms[r] : s->raw_ms[r];
             if (start > after)
                 s->p2p_ms[r] += start - after;
+            if (fs >= 0) {
+                double c = comm ? clamp_part(comm[st], dur) : 0;
+                fl->comm += c;
+                fl->compute += dur - c;
+                /* the rank idles before this host: the fill runs there */
+                double from = first_host ? fl->avail : s->free_ms[r];
+                if (start > from) {
+                    fl->idle += start - from;
+                    double waits = start - (after > from ? after : from);
+                    fl->idle_p2p += waits > 0 ? waits : 0;
+                } else if (first_host) {
+                    fl->start = start;
+                }
+                if (--fl->left == 0) { /* the last host: what did not fit */
+                    double rest = fill_overflow_ms(g, comm, fs, fl->comm, fl->compute);
+                    double used = rest < fl->idle ? rest : fl->idle;
+                    dur += rest - used;
+                    s->busy_ms[r] += used; /* idle time the fill ran in */
+                    busy += used;
+                    s->p2p_ms[r] -= used < fl->idle_p2p ? used : fl->idle_p2p;
+                }
+            }
+            double fin = start + dur;
             s->busy_ms[r] += dur;
             s->start_ms[st] = start;
             if (g->mem_delta_bytes[st] > 0)

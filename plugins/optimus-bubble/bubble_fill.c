@@ -116,49 +116,65 @@ static double bf_comm(const loom_stage_graph *g, int32_t v)
     return c > 0 ? (c < d ? c : d) : 0;
 }
 
-/* Tries v as a fill hosted from entry k of rank r's trial list on:
- * backbone stages that start no earlier than `ready` and whose exposed
- * communication and compute hold v's compute and communication, the last
- * ending by `deadline`. Inserts v before entry k and returns 1, or 0. */
-static int bf_fill_at(loom_bf *bf, const loom_co *co, const loom_stage_graph *g,
-                      const loom_schedule *s, int32_t *len, int32_t v, int32_t k,
-                      double ready, double deadline, double tol)
+/* Whether v can run as a fill hosted from entry k of rank r's trial list
+ * on: backbone stages, none of them a fill, the first starting no earlier
+ * than `ready`, whose exposed communication and compute, with the rank's
+ * idle time between them, hold v's compute and communication. On success
+ * *hosts gets their count and *end the last one's end. */
+static int bf_fill_span(const loom_bf *bf, const loom_co *co, const loom_stage_graph *g,
+                        const loom_schedule *s, const int32_t *len, int32_t v, int32_t k,
+                        double ready, double tol, int32_t *hosts, double *end)
 {
     int32_t r = g->rank[v], off = s->rank_off[r];
     if (k >= len[r] || bf->vstart[bf->trial[off + k]] + tol < ready)
         return 0;
     double need_comm = bf_comm(g, v), need_compute = g->duration_ms[v] - need_comm;
-    double comm = 0, compute = 0;
+    double comm = 0, compute = 0, idle = 0, rest = g->duration_ms[v];
+    double free_at = k > 0 ? bf->vend[bf->trial[off + k - 1]] : 0;
+    free_at = free_at > ready ? free_at : ready;
     int32_t j = k;
-    while (j < len[r] && (comm < need_compute || compute < need_comm)) {
+    while (j < len[r] && rest > tol) {
         int32_t h = bf->trial[off + j];
         if (g->flow[h] != co->main_flow || bf->trial_fill[h] != 0)
             return 0;
         double c = bf_comm(g, h);
         comm += c;
         compute += g->duration_ms[h] - c;
+        if (bf->vstart[h] > free_at) /* the rank idles: the fill runs there */
+            idle += bf->vstart[h] - free_at;
+        free_at = bf->vend[h];
+        double a = need_compute - comm, b = need_comm - compute;
+        rest = (a > 0 ? a : 0) + (b > 0 ? b : 0) - idle;
         j++;
     }
-    if (comm < need_compute || compute < need_comm || j == k)
+    if (rest > tol || j == k)
         return 0;
-    double end = bf->vend[bf->trial[off + j - 1]];
-    if (end > deadline + tol)
-        return 0;
-    memmove(&bf->trial[off + k + 1], &bf->trial[off + k], (size_t)(len[r] - k) * sizeof(int32_t));
-    bf->trial[off + k] = v;
-    bf->trial_fill[v] = j - k;
-    bf->vstart[v] = bf->vstart[bf->trial[off + k + 1]];
-    bf->vend[v] = end;
-    len[r]++;
+    *hosts = j - k;
+    *end = bf->vend[bf->trial[off + j - 1]];
     return 1;
 }
 
-/* Places stage v (and w >= 0 right after it, e.g. a W after its I) into
- * the earliest fitting gap of its rank between entries lo..hi (gap k is
- * before entry k), starting no earlier than `ready` and ending no later
- * than `deadline`; with `fills`, a gap where v does not fit idle time may
- * take it as a fill (bf_fill_at; w then follows as its own fill). Gaps
- * inside another fill's hosts are skipped. Returns 0 when no gap fits. */
+/* Inserts v before entry k of rank r's trial list, over `hosts` hosts (0:
+ * an ordinary stage), with its estimated times. */
+static void bf_insert(loom_bf *bf, const loom_schedule *s, int32_t *len, int32_t r,
+                      int32_t k, int32_t v, int32_t hosts, double start, double end)
+{
+    int32_t off = s->rank_off[r];
+    memmove(&bf->trial[off + k + 1], &bf->trial[off + k], (size_t)(len[r] - k) * sizeof(int32_t));
+    bf->trial[off + k] = v;
+    bf->trial_fill[v] = hosts;
+    bf->vstart[v] = start;
+    bf->vend[v] = end;
+    len[r]++;
+}
+
+/* Places stage v (and w >= 0 right after it, e.g. a W after its I) on its
+ * rank between entries lo..hi (gap k is before entry k), starting no
+ * earlier than `ready`, where it ends first, by `deadline`: in an idle gap
+ * that holds it, or with `fills` as a fill from entry k on (bf_fill_span;
+ * w then as a fill of its own on the hosts after v's). Gaps inside another
+ * fill's hosts are skipped; ties go to the earlier gap, then to the idle
+ * gap. Returns 0 when nothing fits. */
 static int bf_place(loom_bf *bf, const loom_co *co, const loom_stage_graph *g,
                     const loom_schedule *s, int32_t *len, int32_t v, int32_t w, int32_t lo,
                     int32_t hi, double ready, double deadline, int fills)
@@ -168,6 +184,8 @@ static int bf_place(loom_bf *bf, const loom_co *co, const loom_stage_graph *g,
     /* relative to the makespan: the backward pass has no deadline (1e300) */
     double tol = 1e-9 * (bf->cur.makespan_ms > 1 ? bf->cur.makespan_ms : 1);
     int32_t hosts_left = 0; /* of the fill whose hosts gap k is among */
+    int32_t best_k = -1, best_hv = 0, best_hw = 0;
+    double best_end = deadline + tol, best_start = 0, best_mid = 0;
     for (int32_t k = 0; k <= hi && k <= len[r]; k++) {
         if (k > 0) {
             int32_t prev = bf->trial[off + k - 1];
@@ -178,34 +196,48 @@ static int bf_place(loom_bf *bf, const loom_co *co, const loom_stage_graph *g,
         if (k < lo || hosts_left > 0)
             continue;
         double from = k > 0 ? bf->vend[bf->trial[off + k - 1]] : 0;
+        if (from > best_end) /* nothing from here on ends sooner */
+            break;
         double to = k < len[r] ? bf->vstart[bf->trial[off + k]] : 1e300;
         double start = from > ready ? from : ready;
-        if (start + dur > to + tol || start + dur > deadline + tol) {
-            if (fills && bf_fill_at(bf, co, g, s, len, v, k, ready, deadline, tol)) {
-                if (w < 0)
-                    return 1;
-                /* w as a fill of its own, on hosts after v's */
-                int32_t j = k + 1 + bf->trial_fill[v];
-                return j < len[r] &&
-                       bf_fill_at(bf, co, g, s, len, w, j, bf->vend[v], deadline, tol);
-            }
+        if (start + dur <= to + tol && start + dur < best_end - tol) {
+            best_k = k;
+            best_hv = best_hw = 0;
+            best_start = start;
+            best_mid = start + g->duration_ms[v];
+            best_end = start + dur;
             continue;
         }
-        int32_t n = w >= 0 ? 2 : 1;
-        memmove(&bf->trial[off + k + n], &bf->trial[off + k],
-                (size_t)(len[r] - k) * sizeof(int32_t));
-        bf->trial[off + k] = v;
-        bf->vstart[v] = start;
-        bf->vend[v] = start + g->duration_ms[v];
-        if (w >= 0) {
-            bf->trial[off + k + 1] = w;
-            bf->vstart[w] = bf->vend[v];
-            bf->vend[w] = start + dur;
+        int32_t hv, hw = 0;
+        double end_v, end = 0;
+        if (!fills || !bf_fill_span(bf, co, g, s, len, v, k, ready, tol, &hv, &end_v))
+            continue;
+        end = end_v;
+        if (w >= 0 && !bf_fill_span(bf, co, g, s, len, w, k + hv, end_v, tol, &hw, &end))
+            continue;
+        if (end < best_end - tol) {
+            best_k = k;
+            best_hv = hv;
+            best_hw = hw;
+            best_start = bf->vstart[bf->trial[off + k]];
+            best_mid = end_v;
+            best_end = end;
         }
-        len[r] += n;
+    }
+    if (best_k < 0)
+        return 0;
+    if (best_hv == 0) { /* an idle gap: v, then w right after it */
+        bf_insert(bf, s, len, r, best_k, v, 0, best_start, best_mid);
+        if (w >= 0)
+            bf_insert(bf, s, len, r, best_k + 1, w, 0, best_mid, best_end);
         return 1;
     }
-    return 0;
+    bf_insert(bf, s, len, r, best_k, v, best_hv, best_start, best_mid);
+    if (w >= 0) {
+        int32_t kw = best_k + 1 + best_hv;
+        bf_insert(bf, s, len, r, kw, w, best_hw, bf->vstart[bf->trial[off + kw]], best_end);
+    }
+    return 1;
 }
 
 /* First and last index of a backbone stage in rank r's trial list. */

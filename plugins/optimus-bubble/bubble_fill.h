@@ -7,10 +7,10 @@
  * Forward pass, repeated: findCritical picks the encoder flow whose last
  * forward still in the PRE region ends latest (ties: lowest flow); its
  * last PRE unit (the one the backbone consumes last) is taken out of PRE
- * and its forward stages, upstream to downstream, each go into the
- * earliest idle gap of its rank that lies after the rank's first backbone
- * stage, starts no earlier than its inputs are ready and fits (stages
- * are never split). The move is kept when the simulated schedule runs
+ * and its forward stages, upstream to downstream, each go into the idle
+ * gap of its rank that lies after the rank's first backbone stage, starts
+ * no earlier than its inputs are ready, fits (stages are never split) and
+ * ends first. The move is kept when the simulated schedule runs
  * without deadlock, the makespan does not grow and the backbone still
  * starts that microbatch no later than before (CheckEncLLMDep); the first
  * rejected move ends the pass. The backward pass mirrors it: the flow
@@ -20,15 +20,15 @@
  * Each accepted move takes one unit out of PRE / POST, so a pass makes at
  * most one move per encoder unit.
  *
- * Kernel level (Optimus §4.2-4.3, AssignKernels): where the graph knows
- * its stages' exposed TP communication (loom_stage_graph.comm_ms) and the
- * schedule has fills, a stage that fits no idle gap may instead run as a
- * fill (loom_schedule.fill_hosts) inside consecutive backbone stages of
- * its rank: its compute in their TP collectives, its own collectives
- * under their compute. The hosts start no earlier than its inputs are
- * ready, are the fewest from that point whose communication and compute
- * hold it, and end before its deadline. Gaps are scanned in time order
- * and the first that takes the stage, either way, wins.
+ * Kernel level (Optimus §4.2-4.3, AssignKernels): where the schedule has
+ * fills, a stage may instead run as a fill (loom_schedule.fill_hosts)
+ * inside consecutive backbone stages of its rank: its compute in their TP
+ * collectives (loom_stage_graph.comm_ms), its own collectives under their
+ * compute, the rest in the rank's idle time between them. The hosts start
+ * no earlier than its inputs are ready, are the fewest from that point
+ * that hold it, and end before its deadline. Of the idle gaps and fills
+ * that take the stage, the one ending first wins (ties: the earlier gap,
+ * then the idle gap).
  *
  * Ownership: a loom_bf is owned by its interleaver (loom_bf_free); the
  * graph and the co are read-only; the schedule is rewritten in place.
