@@ -55,7 +55,7 @@ static int finish_plan(loom_plan *plan, loom_evaluator *ev, loom_error *err)
         return loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
     memcpy(plan->schedule->rank_off, s->rank_off, (size_t)(s->n_ranks + 1) * sizeof(int32_t));
     memcpy(plan->schedule->order, s->order, (size_t)s->n_stages * sizeof(int32_t));
-    if (LOOM_STRUCT_HAS(s, loom_schedule, fill_hosts) && s->fill_hosts)
+    if (loom_schedule_fills(s))
         memcpy(plan->schedule->fill_hosts, s->fill_hosts, (size_t)s->n_stages * sizeof(int32_t));
     return loom_simulate(plan->graph, plan->schedule, &plan->metrics, err);
 }

@@ -11,10 +11,11 @@
 /* 1 when rank r's order in sched runs a fill. */
 static int rank_fills(const loom_schedule *sched, int32_t r)
 {
-    if (!sched || !LOOM_STRUCT_HAS(sched, loom_schedule, fill_hosts) || !sched->fill_hosts)
+    const int32_t *fill = loom_schedule_fills(sched);
+    if (!fill)
         return 0;
     for (int32_t i = sched->rank_off[r]; i < sched->rank_off[r + 1]; i++)
-        if (sched->fill_hosts[sched->order[i]] > 0)
+        if (fill[sched->order[i]] > 0)
             return 1;
     return 0;
 }
@@ -34,13 +35,10 @@ double loom_graph_lower_bound_ms(const loom_stage_graph *g, const loom_schedule 
         lb = -1;
         goto done;
     }
-    const double *comm = LOOM_STRUCT_HAS(g, loom_stage_graph, comm_ms) ? g->comm_ms : NULL;
     for (int32_t v = 0; v < n; v++)
         if (g->rank[v] >= 0 && g->rank[v] < g->n_ranks) {
-            double d = g->duration_ms[v], c = comm && comm[v] > 0 ? comm[v] : 0;
-            c = c < d ? c : d;
-            work[g->rank[v]] += d;
-            link[g->rank[v]] += c;
+            work[g->rank[v]] += g->duration_ms[v];
+            link[g->rank[v]] += loom_stage_comm_ms(g, v);
         }
     for (int32_t r = 0; r < g->n_ranks; r++) {
         double w = work[r];

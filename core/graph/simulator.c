@@ -157,18 +157,12 @@ const char *loom_stage_name(const loom_stage_graph *g, int32_t stage,
     return buf;
 }
 
-/* The schedule's fills, NULL when it has none (or predates them). */
-static const int32_t *fills_of(const loom_schedule *sched)
-{
-    return LOOM_STRUCT_HAS(sched, loom_schedule, fill_hosts) ? sched->fill_hosts : NULL;
-}
-
 /* Every fill is followed on its rank by as many hosts as it names, none
  * of them a fill. */
 static int validate_fills(const loom_stage_graph *g, const loom_schedule *sched,
                           loom_error *err)
 {
-    const int32_t *fill = fills_of(sched);
+    const int32_t *fill = loom_schedule_fills(sched);
     if (!fill)
         return LOOM_OK;
     char a[96], b[96];
@@ -413,22 +407,6 @@ static void mem_add(loom_sim_scratch *s, int32_t r, int64_t d)
         s->peak[r] = s->mem[r];
 }
 
-/* The part c of a duration d that is exposed communication, in 0..d. */
-static double clamp_part(double c, double d)
-{
-    return c > 0 ? (c < d ? c : d) : 0;
-}
-
-/* What of fill v does not fit in its hosts: its compute beyond their
- * exposed communication, plus its communication beyond their compute. */
-static double fill_overflow_ms(const loom_stage_graph *g, const double *comm, int32_t v,
-                               double host_comm, double host_compute)
-{
-    double d = g->duration_ms[v], c = comm ? clamp_part(comm[v], d) : 0;
-    double over = d - c - host_comm, link = c - host_compute;
-    return (over > 0 ? over : 0) + (link > 0 ? link : 0);
-}
-
 /* Marks st done and wakes the ranks waiting on it; returns 1. */
 static int32_t finish(loom_sim_scratch *s, int32_t st, int32_t *top)
 {
@@ -478,8 +456,7 @@ int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
         s->fill[r].stage = -1;
         s->stack[top++] = r;
     }
-    const int32_t *fill = fills_of(sched);
-    const double *comm = LOOM_STRUCT_HAS(g, loom_stage_graph, comm_ms) ? g->comm_ms : NULL;
+    const int32_t *fill = loom_schedule_fills(sched);
     int32_t completed = 0;
     double busy = 0;
     while (top > 0) {
@@ -537,7 +514,7 @@ int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
             if (start > after)
                 s->p2p_ms[r] += start - after;
             if (fs >= 0) {
-                double c = comm ? clamp_part(comm[st], dur) : 0;
+                double c = loom_stage_comm_ms(g, st);
                 fl->comm += c;
                 fl->compute += dur - c;
                 /* the rank idles before this host: the fill runs there */
@@ -550,7 +527,8 @@ int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
                     fl->start = start;
                 }
                 if (--fl->left == 0) { /* the last host: what did not fit */
-                    double rest = fill_overflow_ms(g, comm, fs, fl->comm, fl->compute);
+                    double rest = loom_fill_left_ms(g->duration_ms[fs], loom_stage_comm_ms(g, fs),
+                                                    fl->comm, fl->compute);
                     double used = rest < fl->idle ? rest : fl->idle;
                     dur += rest - used;
                     s->busy_ms[r] += used; /* idle time the fill ran in */

@@ -152,9 +152,8 @@ const char *loom_out_policy_name(int policy)
 
 int32_t loom_out_fill_hosts(const loom_schedule *sched, int32_t s)
 {
-    if (!sched || !LOOM_STRUCT_HAS(sched, loom_schedule, fill_hosts) || !sched->fill_hosts)
-        return 0;
-    return sched->fill_hosts[s] > 0 ? sched->fill_hosts[s] : 0;
+    const int32_t *fill = loom_schedule_fills(sched);
+    return fill && fill[s] > 0 ? fill[s] : 0;
 }
 
 int loom_out_stage_policy(const loom_stage_graph *g, int32_t stage)

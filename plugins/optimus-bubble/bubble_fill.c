@@ -108,14 +108,6 @@ static void bf_remove_moving(loom_bf *bf, const loom_schedule *s, int32_t *len)
     }
 }
 
-/* The exposed communication of stage v, in 0..its duration. */
-static double bf_comm(const loom_stage_graph *g, int32_t v)
-{
-    double d = g->duration_ms[v];
-    double c = LOOM_STRUCT_HAS(g, loom_stage_graph, comm_ms) && g->comm_ms ? g->comm_ms[v] : 0;
-    return c > 0 ? (c < d ? c : d) : 0;
-}
-
 /* Whether v can run as a fill hosted from entry k of rank r's trial list
  * on: backbone stages, none of them a fill, the first starting no earlier
  * than `ready`, whose exposed communication and compute, with the rank's
@@ -128,7 +120,7 @@ static int bf_fill_span(const loom_bf *bf, const loom_co *co, const loom_stage_g
     int32_t r = g->rank[v], off = s->rank_off[r];
     if (k >= len[r] || bf->vstart[bf->trial[off + k]] + tol < ready)
         return 0;
-    double need_comm = bf_comm(g, v), need_compute = g->duration_ms[v] - need_comm;
+    double need_comm = loom_stage_comm_ms(g, v);
     double comm = 0, compute = 0, idle = 0, rest = g->duration_ms[v];
     double free_at = k > 0 ? bf->vend[bf->trial[off + k - 1]] : 0;
     free_at = free_at > ready ? free_at : ready;
@@ -137,14 +129,13 @@ static int bf_fill_span(const loom_bf *bf, const loom_co *co, const loom_stage_g
         int32_t h = bf->trial[off + j];
         if (g->flow[h] != co->main_flow || bf->trial_fill[h] != 0)
             return 0;
-        double c = bf_comm(g, h);
+        double c = loom_stage_comm_ms(g, h);
         comm += c;
         compute += g->duration_ms[h] - c;
         if (bf->vstart[h] > free_at) /* the rank idles: the fill runs there */
             idle += bf->vstart[h] - free_at;
         free_at = bf->vend[h];
-        double a = need_compute - comm, b = need_comm - compute;
-        rest = (a > 0 ? a : 0) + (b > 0 ? b : 0) - idle;
+        rest = loom_fill_left_ms(g->duration_ms[v], need_comm, comm, compute) - idle;
         j++;
     }
     if (rest > tol || j == k)
@@ -313,7 +304,7 @@ static int bf_move(loom_bf *bf, const loom_co *co, const loom_stage_graph *g,
                    void *user, int32_t *len, loom_error *err)
 {
     int32_t f = co->units[u].flow, np = co->flow_pos[f], mb = co->units[u].mb;
-    int fills = LOOM_STRUCT_HAS(s, loom_schedule, fill_hosts) && s->fill_hosts;
+    int fills = loom_schedule_fills(s) != NULL;
     memcpy(bf->trial, s->order, (size_t)g->n_stages * sizeof(int32_t));
     if (fills)
         memcpy(bf->trial_fill, s->fill_hosts, (size_t)g->n_stages * sizeof(int32_t));

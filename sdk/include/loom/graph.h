@@ -247,6 +247,33 @@ typedef struct loom_schedule {
     int32_t *fill_hosts;
 } loom_schedule;
 
+/* The schedule's fills (fill_hosts by stage id), or NULL when it has
+ * none or predates them. */
+static inline const int32_t *loom_schedule_fills(const loom_schedule *s)
+{
+    return s && LOOM_STRUCT_HAS(s, loom_schedule, fill_hosts) ? s->fill_hosts : NULL;
+}
+
+/* Stage v's exposed TP communication (comm_ms) in 0..its duration; 0 when
+ * the graph has none. */
+static inline double loom_stage_comm_ms(const loom_stage_graph *g, int32_t v)
+{
+    double d = g->duration_ms[v];
+    double c = LOOM_STRUCT_HAS(g, loom_stage_graph, comm_ms) && g->comm_ms ? g->comm_ms[v] : 0;
+    return c > 0 ? (c < d ? c : d) : 0;
+}
+
+/* What of a fill of fill_ms (comm_ms of it exposed communication) its
+ * hosts do not hold: its compute beyond their exposed communication plus
+ * its communication beyond their compute (docs/cost-models.md, "Filled
+ * stages"; the rank's idle time takes the rest). */
+static inline double loom_fill_left_ms(double fill_ms, double comm_ms, double host_comm_ms,
+                                       double host_compute_ms)
+{
+    double compute = fill_ms - comm_ms - host_comm_ms, link = comm_ms - host_compute_ms;
+    return (compute > 0 ? compute : 0) + (link > 0 ? link : 0);
+}
+
 /* Smallest loom_schedule the host reads (every member above). */
 #define LOOM_SCHEDULE_SIZE_V1 ((uint32_t)LOOM_STRUCT_END(loom_schedule, order))
 #define LOOM_SCHEDULE_INIT { .struct_size = (uint32_t)sizeof(loom_schedule) }

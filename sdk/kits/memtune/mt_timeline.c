@@ -105,7 +105,7 @@ static int mt_slots(const loom_host_api *host, loom_mt_timeline *t,
 static int mt_pairs(const loom_host_api *host, loom_mt_timeline *t,
                     const loom_stage_graph *g, const loom_schedule *s, loom_error *err)
 {
-    const int32_t *fill = LOOM_STRUCT_HAS(s, loom_schedule, fill_hosts) ? s->fill_hosts : NULL;
+    const int32_t *fill = loom_schedule_fills(s);
     for (int32_t p = 0; p < g->n_pairs; p++) {
         int32_t f = g->pair_forward[p];
         int32_t rel = g->pair_weight[p] >= 0 ? g->pair_weight[p]
