@@ -7,6 +7,12 @@ workload written from the row), and prints
 
     row | metric | published | predicted | error % | tolerance % | ok
 
+A row's workload is either written from the row (`microbatches` of the
+`samples` or of `per_microbatch` copies of `sample`) or drawn by Loom's own
+generator (`family`, `iterations`, `microbatches`, `seed`: `loom workload
+generate`); a generated workload is planned iteration by iteration, and the
+row's figure is taken over all of them (model FLOPs over GPU time for `mfu`,
+the mean iteration for `time_s`).
 Every row uses the shipped cluster presets and cost-model defaults: there is
 no per-row tuning. A row's `params` state its run's setup only (the TF32
 Oobleck run has no fused attention kernel); `average_over` averages the
@@ -39,11 +45,39 @@ def workload_line(w):
     return json.dumps({"iteration": 0, "samples": samples})
 
 
+def write_workload(loom, w, path):
+    """Writes the row's workload to `path`; returns its iteration count."""
+    if "family" in w:
+        subprocess.run([loom, "workload", "generate", "--family", w["family"],
+                        "--iterations", str(w["iterations"]),
+                        "--microbatches", str(w["microbatches"]),
+                        "--seed", str(w.get("seed", 1)), "--out", path],
+                       check=True, stdout=subprocess.DEVNULL)
+        return w["iterations"]
+    with open(path, "w") as f:
+        f.write(workload_line(w) + "\n")
+    return 1
+
+
+def pooled(metrics):
+    """One iteration's metrics standing for several: the mean makespan, and
+    the MFU and HFU of all of them together (FLOPs over GPU time, so a long
+    iteration weighs by its length)."""
+    if len(metrics) == 1:
+        return metrics[0]
+    total_ms = sum(m["makespan_ms"] for m in metrics)
+    out = dict(metrics[0])
+    out["makespan_ms"] = total_ms / len(metrics)
+    for key in ("mfu", "hfu"):
+        out[key] = sum(m[key] * m["makespan_ms"] for m in metrics) / total_ms
+    return out
+
+
 def plan(loom, row, tmp, model_path):
-    """Plans the row once; returns plan.json's metrics."""
+    """Plans the row's workload (every iteration of it); returns plan.json's
+    metrics, pooled over the iterations."""
     wl = os.path.join(tmp, "workload.jsonl")
-    with open(wl, "w") as f:
-        f.write(workload_line(row["workload"]) + "\n")
+    iterations = write_workload(loom, row["workload"], wl)
     out = os.path.join(tmp, "out")
     cluster = row["cluster"]
     if os.path.exists(os.path.join(ROOT, cluster)):
@@ -53,13 +87,20 @@ def plan(loom, row, tmp, model_path):
         parallel = os.path.join(ROOT, parallel)  # a parallel config file
     cmd = [loom, "plan", "--manifest", os.path.join(ROOT, row["manifest"]),
            "--model", model_path, "--cluster", cluster,
-           "--parallel", parallel, "--workload", wl, "--iterations", "1",
+           "--parallel", parallel, "--workload", wl, "--iterations", str(iterations),
            "--quiet", "--out", out]
     for p in row.get("params", []):
         cmd += ["--param", p]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    with open(os.path.join(out, "plan.json")) as f:
-        return json.load(f)["metrics"]
+    if iterations == 1:
+        paths = [os.path.join(out, "plan.json")]
+    else:
+        paths = [os.path.join(out, "iter-%03d" % i, "plan.json") for i in range(iterations)]
+    metrics = []
+    for path in paths:
+        with open(path) as f:
+            metrics.append(json.load(f)["metrics"])
+    return pooled(metrics)
 
 
 def with_layers(path, tmp, extra):
@@ -110,6 +151,8 @@ def predict_one(loom, row):
             return m["mfu"] / b["mfu"]
         if metric == "samples_per_s":
             w = row["workload"]
+            if "family" in w:
+                raise SystemExit("fidelity: row %s: samples_per_s needs a written workload" % row["id"])
             n = w["microbatches"] * len(w.get("samples") or [w["sample"]] * w.get("per_microbatch", 1))
             return n / (m["makespan_ms"] / 1e3)
         if metric == "speedup":
