@@ -2,6 +2,7 @@
  * writing and the round trip), the seeded generator (determinism and the
  * properties of every family) and `loom workload generate`. */
 #include <dirent.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -322,9 +323,10 @@ typedef struct mb_stats {
     const loom_sample *first;
 } mb_stats;
 
-/* Sums the samples of `it` per microbatch (0..m-1) after checking that
- * samples are ordered by microbatch and every microbatch is non-empty. */
-static void collect(const loom_iteration *it, int32_t m, mb_stats *st)
+/* Sums the samples of `it` per microbatch (0..m-1), an image counting
+ * `image` tokens, after checking that samples are ordered by microbatch
+ * and every microbatch is non-empty. */
+static void collect(const loom_iteration *it, int32_t m, int64_t image, mb_stats *st)
 {
     memset(st, 0, (size_t)m * sizeof *st);
     int32_t prev = 0;
@@ -336,7 +338,7 @@ static void collect(const loom_iteration *it, int32_t m, mb_stats *st)
         mb_stats *x = &st[s->microbatch];
         if (!x->first)
             x->first = s;
-        x->tokens += s->text_tokens + 169 * (int64_t)s->images;
+        x->tokens += s->text_tokens + image * (int64_t)s->images;
         x->images += s->images;
         x->frames += (int64_t)(s->video_seconds * 16);
         x->clips += s->video_seconds > 0;
@@ -346,26 +348,29 @@ static void collect(const loom_iteration *it, int32_t m, mb_stats *st)
         ck_assert_int_ge(st[i].samples, 1);
 }
 
-/* Checks the packing limits of every microbatch and that each microbatch
- * was closed only because the next sample in the stream did not fit. */
-static void check_packing(const loom_workload *w, int32_t m)
+/* Checks the packing limits of every microbatch (sequences of `seq`
+ * tokens, `image` per image, at most (seq - 1) / image images) and that
+ * each microbatch was closed only because the next sample in the stream
+ * did not fit. */
+static void check_packing_of(const loom_workload *w, int32_t m, int64_t seq, int64_t image)
 {
     mb_stats st[64];
     mb_stats prev = {0};
     int have_prev = 0;
+    int64_t max_images = (seq - 1) / image;
     ck_assert_int_le(m, 64);
     for (int32_t i = 0; i < w->n_iterations; i++) {
         ck_assert_int_eq(w->iterations[i].index, i);
-        collect(&w->iterations[i], m, st);
+        collect(&w->iterations[i], m, image, st);
         for (int32_t k = 0; k < m; k++) {
-            ck_assert_int_le(st[k].tokens, 8192);
-            ck_assert_int_le(st[k].images, 48);
+            ck_assert_int_le(st[k].tokens, seq);
+            ck_assert_int_le(st[k].images, max_images);
             ck_assert_int_le(st[k].frames, 256);
             ck_assert_int_le(st[k].clips, 8);
             if (have_prev) {
                 const loom_sample *s = st[k].first;
-                int fits = prev.tokens + s->text_tokens + 169 * (int64_t)s->images <= 8192 &&
-                           prev.images + s->images <= 48 &&
+                int fits = prev.tokens + s->text_tokens + image * (int64_t)s->images <= seq &&
+                           prev.images + s->images <= max_images &&
                            prev.frames + (int64_t)(s->video_seconds * 16) <= 256 &&
                            prev.clips + (s->video_seconds > 0) <= 8;
                 ck_assert_msg(!fits, "iteration %d microbatch %d: its first sample would have "
@@ -375,6 +380,12 @@ static void check_packing(const loom_workload *w, int32_t m)
             have_prev = 1;
         }
     }
+}
+
+/* check_packing_of with the default packing: 8192 tokens, 169 per image. */
+static void check_packing(const loom_workload *w, int32_t m)
+{
+    check_packing_of(w, m, 8192, 169);
 }
 
 START_TEST(test_family_image_pairs)
@@ -480,6 +491,83 @@ START_TEST(test_family_text)
 }
 END_TEST
 
+/* Generates with an explicit packing; the workload must generate. */
+static loom_workload *gen_packed(const char *family, int32_t iterations, int32_t mb,
+                                 int64_t seq, int64_t image)
+{
+    loom_error e;
+    loom_workload *w = NULL;
+    memset(&e, 0, sizeof e);
+    loom_workload_packing pk = {sizeof pk, seq, image};
+    int rc = loom_workload_generate_packed(family, iterations, mb, 5, &pk, &w, &e);
+    ck_assert_msg(rc == LOOM_OK, "%s: %s", family, e.message);
+    return w;
+}
+
+START_TEST(test_packing)
+{
+    /* the defaults, spelled out or not, give the same bytes */
+    loom_workload *a = gen("interleaved", 3, 8, 5), *b = gen_packed("interleaved", 3, 8, 8192, 169);
+    char *ta = to_jsonl(a), *tb = to_jsonl(b);
+    ck_assert_str_eq(ta, tb);
+    free(ta);
+    free(tb);
+    loom_workload_free(a);
+    loom_workload_free(b);
+    /* a struct_size that stops before both fields means the defaults too */
+    loom_workload_packing short_pk = {(uint32_t)offsetof(loom_workload_packing, sequence_tokens),
+                                      100, 100000};
+    loom_error e;
+    memset(&e, 0, sizeof e);
+    ck_assert_int_eq(loom_workload_generate_packed("text", 1, 2, 5, &short_pk, &a, &e), LOOM_OK);
+    loom_workload_free(a);
+
+    /* 1024 tokens per image in 8192: at most 7 images, a text token left */
+    const char *const fam[] = {"image-pairs", "interleaved", "rise-and-fall", "text"};
+    for (int f = 0; f < 4; f++) {
+        loom_workload *w = gen_packed(fam[f], 6, 16, 8192, 1024);
+        check_packing_of(w, 16, 8192, 1024);
+        int64_t most = 0;
+        for (int64_t k = 0; k < w->n_samples; k++) {
+            ck_assert_int_ge(w->samples[k].text_tokens, 1);
+            most = w->samples[k].images > most ? w->samples[k].images : most;
+        }
+        ck_assert_int_le(most, 7);
+        if (f != 3)
+            ck_assert_int_ge(most, 1);
+        loom_workload_free(w);
+    }
+    /* sequences of 2048 tokens: text documents up to 2048, 12 images of 169 */
+    loom_workload *w = gen_packed("interleaved", 4, 16, 2048, 169);
+    check_packing_of(w, 16, 2048, 169);
+    loom_workload_free(w);
+    w = gen_packed("text", 4, 16, 32768, 169);
+    check_packing_of(w, 16, 32768, 169);
+    int64_t longest = 0;
+    for (int64_t k = 0; k < w->n_samples; k++)
+        longest = w->samples[k].text_tokens > longest ? w->samples[k].text_tokens : longest;
+    ck_assert_int_gt(longest, 8192); /* the long tail reaches past the default */
+    loom_workload_free(w);
+
+    /* out of range: named, with the range and what was found */
+    loom_workload_packing bad = {sizeof bad, 1000, 169};
+    w = NULL;
+    ck_assert_int_eq(loom_workload_generate_packed("text", 1, 1, 1, &bad, &w, &e), LOOM_EINVAL);
+    ck_assert_ptr_null(w);
+    ck_assert_ptr_nonnull(strstr(e.message, "sequence_tokens: expected an integer in "
+                                            "[2048, 1048576], found 1000"));
+    bad.sequence_tokens = 8192;
+    bad.tokens_per_image = 2049;
+    ck_assert_int_eq(loom_workload_generate_packed("text", 1, 1, 1, &bad, &w, &e), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.message, "tokens_per_image: expected an integer in "
+                                            "[1, 2048] (a quarter of the 8192-token sequence), "
+                                            "found 2049"));
+    bad.tokens_per_image = 0;
+    ck_assert_int_eq(loom_workload_generate_packed("text", 1, 1, 1, &bad, &w, &e), LOOM_EINVAL);
+    ck_assert_ptr_null(w);
+}
+END_TEST
+
 /* ---- CLI ---------------------------------------------------------------- */
 
 /* Runs `loom <args>` and returns its exit status; *out gets the output. */
@@ -534,6 +622,16 @@ START_TEST(test_cli_generate)
     free(want);
     loom_workload_free(w);
 
+    ck_assert_int_eq(run_loom("workload generate --family interleaved --iterations 3 "
+                              "--microbatches 8 --seed 5 --sequence-tokens 8192 "
+                              "--tokens-per-image 1024", &out), 0);
+    w = gen_packed("interleaved", 3, 8, 8192, 1024);
+    want = to_jsonl(w);
+    ck_assert_str_eq(out, want);
+    free(want);
+    free(out);
+    loom_workload_free(w);
+
     ck_assert_int_eq(run_loom("workload generate --family rise-and-fall --microbatches 2", &out), 0);
     int lines = 0;
     for (char *p = out; *p; p++)
@@ -573,6 +671,14 @@ START_TEST(test_cli_errors)
                               "/nonexistent-dir/w.jsonl", &out), 2);
     ck_assert_ptr_nonnull(strstr(out, "/nonexistent-dir/w.jsonl"));
     free(out);
+    ck_assert_int_eq(run_loom("workload generate --family text --tokens-per-image 4096", &out),
+                     2);
+    ck_assert_ptr_nonnull(strstr(out, "tokens_per_image: expected an integer in [1, 2048]"));
+    free(out);
+    ck_assert_int_eq(run_loom("workload generate --family text --sequence-tokens 8k", &out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "--sequence-tokens: expected a positive integer, "
+                                      "found '8k'"));
+    free(out);
     ck_assert_int_eq(run_loom("workload shuffle", &out), 2);
     ck_assert_ptr_nonnull(strstr(out, "unknown subcommand \"shuffle\""));
     free(out);
@@ -600,6 +706,7 @@ static Suite *workload_suite(void)
     tcase_add_test(g, test_family_video);
     tcase_add_test(g, test_family_rise_and_fall);
     tcase_add_test(g, test_family_text);
+    tcase_add_test(g, test_packing);
     suite_add_tcase(s, g);
     TCase *cli = tcase_create("cli");
     tcase_add_test(cli, test_cli_generate);

@@ -10,9 +10,10 @@
 #include <string.h>
 #include "problem_io_priv.h"
 
-#define SEQ_TOKENS 8192     /* packed sequence length of the VLM backbone */
-#define IMAGE_TOKENS 169    /* ViT tokens per 768 px image */
-#define MAX_IMAGES 48       /* floor(8192 / 169) images per sequence */
+#define SEQ_TOKENS 8192     /* default packed sequence length of the VLM backbone */
+#define IMAGE_TOKENS 169    /* default ViT tokens per 768 px image */
+#define MIN_SEQ_TOKENS 2048 /* the longest text-length bucket starts here */
+#define MAX_SEQ_TOKENS (1 << 20)
 #define FPS 16              /* video frame rate */
 #define MAX_CLIP_FRAMES (16 * FPS) /* 16 s per clip and per microbatch */
 #define MAX_CLIPS 8         /* clips per video microbatch */
@@ -98,9 +99,25 @@ static int64_t draw_bucket(rng *r, const bucket *b, int n)
 
 /* ---- sample draws -------------------------------------------------------- */
 
-/* Text-only document lengths (tokens): mostly short, a long tail. */
+/* The sequence a microbatch packs into: its length and what one image
+ * takes of it; max_images = (seq - 1) / image, so a text token always fits. */
+typedef struct packing {
+    int64_t seq, image, max_images;
+} packing;
+
+/* Text-only document lengths (tokens): mostly short, a long tail up to
+ * the sequence length (the last bucket's upper end, set per run). */
 static const bucket text_doc_tokens[] = {
     {16, 127, 35}, {128, 511, 35}, {512, 2047, 22}, {2048, SEQ_TOKENS, 8}};
+
+/* A text-only document length for sequences of `seq` tokens. */
+static int64_t draw_text_tokens(rng *r, int64_t seq)
+{
+    bucket b[NB(text_doc_tokens)];
+    memcpy(b, text_doc_tokens, sizeof b);
+    b[NB(b) - 1].hi = seq;
+    return draw_bucket(r, b, NB(b));
+}
 
 /* Images per OBELICS-like document: many with none or one, a few with many. */
 static const bucket doc_images[] = {
@@ -116,43 +133,48 @@ static const bucket clip_frames[] = {
     {16, 63, 40}, {64, 127, 30}, {128, 191, 15}, {192, MAX_CLIP_FRAMES, 15}};
 
 /* LAION-like pair: one image with a short caption (6..26 tokens, mean 16). */
-static void draw_pair(rng *r, loom_sample *s)
+static void draw_pair(rng *r, const packing *p, loom_sample *s)
 {
+    (void)p;
     s->images = 1;
     s->text_tokens = 6 + rng_range(r, 0, 10) + rng_range(r, 0, 10);
 }
 
-/* OBELICS-like document, truncated to fit one packed sequence. */
-static void draw_document(rng *r, loom_sample *s)
+/* OBELICS-like document, truncated to fit one packed sequence (its
+ * images first, to the sequence's max_images, then its text). */
+static void draw_document(rng *r, const packing *p, loom_sample *s)
 {
     int64_t k = draw_bucket(r, doc_images, NB(doc_images));
     int64_t text;
     if (k == 0) {
-        text = draw_bucket(r, text_doc_tokens, NB(text_doc_tokens));
+        text = draw_text_tokens(r, p->seq);
     } else {
         int64_t tenths = draw_bucket(r, doc_ratio_tenths, NB(doc_ratio_tenths));
         text = (k * tenths + 5) / 10;
+        if (k > p->max_images)
+            k = p->max_images;
         if (text < 1)
             text = 1;
-        if (text > SEQ_TOKENS - IMAGE_TOKENS * k)
-            text = SEQ_TOKENS - IMAGE_TOKENS * k;
+        if (text > p->seq - p->image * k)
+            text = p->seq - p->image * k;
     }
     s->images = (int32_t)k;
     s->text_tokens = text;
 }
 
 /* Captioned clip: 1..16 s of video and a 20..120-token caption. */
-static void draw_clip(rng *r, loom_sample *s)
+static void draw_clip(rng *r, const packing *p, loom_sample *s)
 {
+    (void)p;
     int64_t frames = draw_bucket(r, clip_frames, NB(clip_frames));
     s->video_seconds = (double)frames / FPS;
     s->text_tokens = rng_range(r, 20, 120);
 }
 
 /* Plain text document. */
-static void draw_text(rng *r, loom_sample *s)
+static void draw_text(rng *r, const packing *p, loom_sample *s)
 {
-    s->text_tokens = draw_bucket(r, text_doc_tokens, NB(text_doc_tokens));
+    s->text_tokens = draw_text_tokens(r, p->seq);
 }
 
 /* ---- packing --------------------------------------------------------------- */
@@ -160,28 +182,30 @@ static void draw_text(rng *r, loom_sample *s)
 typedef struct gen {
     rng r;
     loom_workload_builder b;
-    void (*draw)(rng *r, loom_sample *s);
+    packing p;
+    void (*draw)(rng *r, const packing *p, loom_sample *s);
     int has_pending;     /* a drawn sample that did not fit the last microbatch */
     loom_sample pending;
 } gen;
 
 /* Fills microbatch `mb` greedily: samples are added while the sequence
- * stays within 8192 tokens (text + 169 per image), 48 images, 8 clips and
- * 16 s of video; the first sample that does not fit opens the next one. */
+ * stays within its tokens (text + tokens per image; 8192 and 169 by
+ * default), max_images images (48), 8 clips and 16 s of video; the first
+ * sample that does not fit opens the next one. */
 static int pack_microbatch(gen *g, int32_t mb, loom_error *err)
 {
     int64_t tokens = 0, images = 0, frames = 0, clips = 0, count = 0;
     for (;;) {
         if (!g->has_pending) {
             memset(&g->pending, 0, sizeof g->pending);
-            g->draw(&g->r, &g->pending);
+            g->draw(&g->r, &g->p, &g->pending);
             g->has_pending = 1;
         }
         const loom_sample *s = &g->pending;
-        int64_t t = s->text_tokens + (int64_t)IMAGE_TOKENS * s->images;
+        int64_t t = s->text_tokens + g->p.image * s->images;
         int64_t f = (int64_t)(s->video_seconds * FPS);
         int64_t c = f > 0;
-        if (count > 0 && (tokens + t > SEQ_TOKENS || images + s->images > MAX_IMAGES ||
+        if (count > 0 && (tokens + t > g->p.seq || images + s->images > g->p.max_images ||
                           frames + f > MAX_CLIP_FRAMES || clips + c > MAX_CLIPS))
             return LOOM_OK;
         loom_sample add = *s;
@@ -213,16 +237,18 @@ static void rise_and_fall_bounds(int32_t index, int64_t *lo, int64_t *hi)
     }
 }
 
-/* One rise-and-fall microbatch: n images in the iteration's bounds, the
- * rest of the 8192-token sequence text. */
+/* One rise-and-fall microbatch: n images in the iteration's bounds (both
+ * capped at the sequence's max_images), the rest of the sequence text. */
 static int rise_and_fall_microbatch(gen *g, int32_t index, int32_t mb, loom_error *err)
 {
     int64_t lo, hi;
     rise_and_fall_bounds(index, &lo, &hi);
+    lo = lo < g->p.max_images ? lo : g->p.max_images;
+    hi = hi < g->p.max_images ? hi : g->p.max_images;
     loom_sample s;
     memset(&s, 0, sizeof s);
     s.images = (int32_t)rng_range(&g->r, lo, hi);
-    s.text_tokens = SEQ_TOKENS - (int64_t)IMAGE_TOKENS * s.images;
+    s.text_tokens = g->p.seq - g->p.image * s.images;
     s.microbatch = mb;
     return loom_wb_add_sample(&g->b, &s, err);
 }
@@ -230,8 +256,17 @@ static int rise_and_fall_microbatch(gen *g, int32_t index, int32_t mb, loom_erro
 int loom_workload_generate(const char *family, int32_t iterations, int32_t microbatches,
                            uint64_t seed, loom_workload **out, loom_error *err)
 {
-    static void (*const draws[])(rng *, loom_sample *) = {draw_pair, draw_document,
-                                                          draw_clip, NULL, draw_text};
+    return loom_workload_generate_packed(family, iterations, microbatches, seed, NULL, out,
+                                         err);
+}
+
+int loom_workload_generate_packed(const char *family, int32_t iterations,
+                                  int32_t microbatches, uint64_t seed,
+                                  const loom_workload_packing *packing_in,
+                                  loom_workload **out, loom_error *err)
+{
+    static void (*const draws[])(rng *, const packing *, loom_sample *) = {
+        draw_pair, draw_document, draw_clip, NULL, draw_text};
     char list[96];
     int f = -1;
     *out = NULL;
@@ -252,9 +287,26 @@ int loom_workload_generate(const char *family, int32_t iterations, int32_t micro
         return loom_set_error(err, LOOM_EINVAL,
                               "workload generate: microbatches: expected an integer in [1, %d], "
                               "found %d", LOOM_MAX_PARALLEL_DEGREE, (int)microbatches);
+    packing p = {SEQ_TOKENS, IMAGE_TOKENS, 0};
+    if (packing_in && LOOM_STRUCT_HAS(packing_in, loom_workload_packing, sequence_tokens))
+        p.seq = packing_in->sequence_tokens;
+    if (packing_in && LOOM_STRUCT_HAS(packing_in, loom_workload_packing, tokens_per_image))
+        p.image = packing_in->tokens_per_image;
+    if (p.seq < MIN_SEQ_TOKENS || p.seq > MAX_SEQ_TOKENS)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "workload packing: sequence_tokens: expected an integer in "
+                              "[%d, %d], found %lld", MIN_SEQ_TOKENS, MAX_SEQ_TOKENS,
+                              (long long)p.seq);
+    if (p.image < 1 || p.image > p.seq / 4)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "workload packing: tokens_per_image: expected an integer in "
+                              "[1, %lld] (a quarter of the %lld-token sequence), found %lld",
+                              (long long)(p.seq / 4), (long long)p.seq, (long long)p.image);
+    p.max_images = (p.seq - 1) / p.image; /* 48 by default */
     gen g;
     memset(&g, 0, sizeof g);
     rng_seed(&g.r, seed);
+    g.p = p;
     g.draw = draws[f];
     int rc = loom_wb_init(&g.b, err);
     for (int32_t i = 0; !rc && i < iterations; i++) {

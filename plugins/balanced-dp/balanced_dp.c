@@ -6,7 +6,10 @@
  * per-layer times so the slowest position is as fast as possible.
  *
  * Per-layer times come from the "loom.cost" service (mean_layer_ms:
- * forward + backward of the mean microbatch). Data assignment is the same
+ * forward + backward of the mean microbatch); with params.balance
+ * "params" the programme balances each layer's parameters instead (the
+ * cost service's param_bytes at TP 1), the split PipeWeaver §8 describes
+ * for its Megatron-LM baseline, which does not move with the data. Data assignment is the same
  * as the uniform partitioner's: the workload's packing or an even split.
  * With the vpp_sweep param, one candidate per virtual-stage count a
  * Megatron-LM user can choose (loom_lk_vpp_options).
@@ -90,6 +93,7 @@ typedef struct bdp_self {
     loom_ctx *ctx;
     int vpp_sweep; /* 1: a candidate per loom_lk_vpp_options */
     const char *placement; /* params.placement */
+    int by_params; /* params.balance == "params" */
 } bdp_self;
 
 /* Creates an instance holding the host table and the step context. */
@@ -116,6 +120,9 @@ static int bdp_create(const loom_host_api *host, loom_ctx *ctx,
                            "false");
     }
     b->placement = placement;
+    /* balance: absent from a bare host means the default, "time" */
+    const char *balance = host->param_string(ctx, "balance");
+    b->by_params = balance && strcmp(balance, "params") == 0;
     *self = b;
     return LOOM_OK;
 }
@@ -128,34 +135,45 @@ static void bdp_destroy(void *self)
         b->host->free(b);
 }
 
-/* Fills layer_ms (all layers in module order) from the cost service. */
-static int bdp_layer_times(bdp_self *b, const loom_model *model,
-                           const loom_iteration *it, int32_t microbatches,
-                           double *layer_ms, loom_error *err)
+/* Fills weight[] (all layers in module order) with what the split
+ * balances: each layer's forward + backward ms, or with by_params its
+ * parameter bytes at TP 1 (the same for every microbatch). */
+static int bdp_layer_weights(bdp_self *b, const loom_model *model,
+                             const loom_iteration *it, int32_t microbatches,
+                             double *weight, loom_error *err)
 {
     const loom_host_api *host = b->host;
     const loom_cost_service *cost = loom_host_cost(host, b->ctx);
     if (!cost || cost->struct_size < offsetof(loom_cost_service, mean_layer_ms) +
                                          sizeof cost->mean_layer_ms ||
-        !cost->mean_layer_ms)
+        (b->by_params ? !cost->layer : !cost->mean_layer_ms))
         return host->error(err, LOOM_ENOTFOUND,
                            "balanced-dp: needs the \"%s\" service with "
-                           "mean_layer_ms (a cost_model step before it)",
-                           LOOM_SERVICE_COST);
+                           "%s (a cost_model step before it)",
+                           LOOM_SERVICE_COST, b->by_params ? "layer" : "mean_layer_ms");
     int32_t k = 0;
     for (int32_t m = 0; m < model->n_modules; m++) {
+        loom_shape one = LOOM_SHAPE_INIT;
+        one.tp = 1;
         for (int32_t l = 0; l < model->modules[m].n_layers; l++) {
-            double ms = 0.0;
-            int rc = cost->mean_layer_ms(b->ctx, m, l, it, microbatches, &ms,
-                                         err);
+            double w = 0.0;
+            int rc;
+            if (b->by_params) {
+                loom_layer_cost c = LOOM_LAYER_COST_INIT;
+                rc = cost->layer(b->ctx, m, l, &one, LOOM_POLICY_NONE, &c, err);
+                w = (double)c.param_bytes;
+            } else {
+                rc = cost->mean_layer_ms(b->ctx, m, l, it, microbatches, &w, err);
+            }
             if (rc != LOOM_OK)
                 return rc;
-            if (!(ms >= 0.0) || ms > DBL_MAX)
+            if (!(w >= 0.0) || w > DBL_MAX)
                 return host->error(err, LOOM_EINVAL,
-                                   "balanced-dp: cost of module %s layer %d: "
-                                   "expected a finite time >= 0 ms, found %g",
-                                   model->modules[m].name, l, ms);
-            layer_ms[k++] = ms;
+                                   "balanced-dp: %s of module %s layer %d: "
+                                   "expected a finite value >= 0, found %g",
+                                   b->by_params ? "parameter bytes" : "cost",
+                                   model->modules[m].name, l, w);
+            weight[k++] = w;
         }
     }
     return LOOM_OK;
@@ -191,7 +209,7 @@ static int bdp_one(bdp_self *b, const loom_problem *problem, const loom_iteratio
         rc = host->error(err, LOOM_ENOMEM, "balanced-dp: out of memory for "
                          "%d layers x %d positions", nl, np);
     if (rc == LOOM_OK)
-        rc = bdp_layer_times(b, model, iteration, mbs, layer_ms, err);
+        rc = bdp_layer_weights(b, model, iteration, mbs, layer_ms, err);
     if (rc == LOOM_OK)
         rc = loom_balanced_dp_split(layer_ms, nl, np, scratch, sizes,
                                     &bottleneck_ms);
@@ -204,11 +222,16 @@ static int bdp_one(bdp_self *b, const loom_problem *problem, const loom_iteratio
     if (rc == LOOM_OK)
         rc = loom_lk_assign_samples(host, "balanced-dp", model, iteration, mbs, part, err);
     if (rc == LOOM_OK) {
-        snprintf(part->label, sizeof part->label, "balanced-dp pp=%d vpp=%d%s%s max=%.3gms",
-                 pp, vpp, strcmp(b->placement, "loop") ? " " : "",
-                 strcmp(b->placement, "loop") ? b->placement : "", bottleneck_ms);
-        host->log(b->ctx, LOOM_LOG_DEBUG,
-                  "slowest of %d positions: %.3f ms", np, bottleneck_ms);
+        const char *pl = strcmp(b->placement, "loop") ? b->placement : "";
+        if (b->by_params)
+            snprintf(part->label, sizeof part->label,
+                     "balanced-dp pp=%d vpp=%d%s%s max=%.3g params", pp, vpp,
+                     *pl ? " " : "", pl, bottleneck_ms / 2.0); /* bf16: 2 bytes each */
+        else
+            snprintf(part->label, sizeof part->label, "balanced-dp pp=%d vpp=%d%s%s max=%.3gms",
+                     pp, vpp, *pl ? " " : "", pl, bottleneck_ms);
+        host->log(b->ctx, LOOM_LOG_DEBUG, "largest of %d positions: %.6g %s", np,
+                  bottleneck_ms, b->by_params ? "parameter bytes" : "ms");
     } else if (part) {
         set->remove(set, set->n - 1);
     }

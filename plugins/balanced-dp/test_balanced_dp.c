@@ -176,7 +176,34 @@ static int table_mean_layer_ms(loom_ctx *ctx, int32_t module, int32_t layer,
     return LOOM_OK;
 }
 
+/* Parameter bytes per layer for balance = "params": the reverse of the
+ * times, so a split by parameters differs from a split by time. */
+static const int64_t layer_table_bytes[2][3] = {{60, 50, 40}, {30, 20, 10}};
+static int layer_calls, layer_seen_tp;
+
+/* layer() from layer_table_bytes: only param_bytes matters to the split. */
+static int table_layer(loom_ctx *ctx, int32_t module, int32_t layer,
+                       const struct loom_shape *shape, int32_t policy,
+                       struct loom_layer_cost *out, loom_error *err)
+{
+    (void)err;
+    ck_assert_ptr_nonnull(ctx);
+    ck_assert_int_eq(policy, LOOM_POLICY_NONE);
+    layer_calls++;
+    layer_seen_tp = shape->tp;
+    out->param_bytes = layer_table_bytes[module][layer];
+    return LOOM_OK;
+}
+
 static const loom_cost_service table_cost = {
+    sizeof(loom_cost_service), 1, table_layer, NULL, table_mean_layer_ms,
+};
+
+/* The same service without mean_layer_ms or without layer. */
+static const loom_cost_service no_mean_cost = {
+    sizeof(loom_cost_service), 1, table_layer, NULL, NULL,
+};
+static const loom_cost_service no_layer_cost = {
     sizeof(loom_cost_service), 1, NULL, NULL, table_mean_layer_ms,
 };
 
@@ -266,6 +293,51 @@ START_TEST(partitioner_cuts_by_cost)
     ck_assert_int_eq(p->sample_mb[0 * 6 + 5], 3); /* 5 * 4 / 6 */
     ck_assert_int_eq(p->sample_mb[1 * 6 + 2], 1); /* 2 * 4 / 6 */
     ck_assert_ptr_nonnull(strstr(p->label, "max=9ms"));
+    loom_candidates_free(set);
+    loom_mock_host_free(h);
+}
+END_TEST
+
+START_TEST(partitioner_cuts_by_params)
+{
+    /* balance = params: parameter bytes [60,50,40 | 30,20,10] (210 in all)
+     * into 3 positions: [60] [50,40] [30,20,10], the largest 90 bytes (45
+     * bf16 parameters), whatever the times; the split is asked at TP 1,
+     * and mean_layer_ms is not needed */
+    fixture f;
+    setup(&f, 3);
+    f.problem.parallel.tp = 4;
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+    loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &no_mean_cost);
+    loom_mock_host_set_param(h, "balance", "params");
+    loom_candidates *set = loom_candidates_new(&f.problem, NULL);
+    loom_error err = {0, ""};
+    cost_calls = layer_calls = 0;
+    ck_assert_msg(partition(h, &f.problem, NULL, set, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_int_eq(layer_calls, 6);
+    ck_assert_int_eq(cost_calls, 0);
+    ck_assert_int_eq(layer_seen_tp, 1);
+    const loom_partition *p = set->items[0];
+    ck_assert_int_eq(p->n_spans, 3);
+    ck_assert_int_eq(p->spans[0].module, 0);
+    ck_assert_int_eq(p->spans[0].n_layers, 1);
+    ck_assert_int_eq(p->spans[1].module, 0);
+    ck_assert_int_eq(p->spans[1].first_layer, 1);
+    ck_assert_int_eq(p->spans[1].n_layers, 2);
+    ck_assert_int_eq(p->spans[2].module, 1);
+    ck_assert_int_eq(p->spans[2].n_layers, 3);
+    ck_assert_msg(strstr(p->label, "max=45 params") != NULL, "label %s", p->label);
+    loom_candidates_free(set);
+    loom_mock_host_free(h);
+
+    /* without layer() the params split is refused, naming what is missing */
+    h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+    loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &no_layer_cost);
+    loom_mock_host_set_param(h, "balance", "params");
+    set = loom_candidates_new(&f.problem, NULL);
+    ck_assert_int_eq(partition(h, &f.problem, NULL, set, &err), LOOM_ENOTFOUND);
+    ck_assert_ptr_nonnull(strstr(err.message, "\"loom.cost\" service with layer"));
+    ck_assert_int_eq(set->n, 0);
     loom_candidates_free(set);
     loom_mock_host_free(h);
 }
@@ -368,6 +440,7 @@ static Suite *suite(void)
     tcase_add_test(tc, partitioner_errors);
     tcase_add_test(tc, manifest_matches_binary);
     tcase_add_test(tc, partitioner_v_placement);
+    tcase_add_test(tc, partitioner_cuts_by_params);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -9,8 +9,8 @@ workload written from the row), and prints
 
 A row's workload is either written from the row (`microbatches` of the
 `samples` or of `per_microbatch` copies of `sample`) or drawn by Loom's own
-generator (`family`, `iterations`, `microbatches`, `seed`: `loom workload
-generate`); a generated workload is planned iteration by iteration, and the
+generator (`family`, `iterations`, `microbatches`, `seed`, and optionally
+`sequence_tokens` and `tokens_per_image`: `loom workload generate`); a generated workload is planned iteration by iteration, and the
 row's figure is taken over all of them (model FLOPs over GPU time for `mfu`,
 the mean iteration for `time_s`).
 Every row uses the shipped cluster presets and cost-model defaults: there is
@@ -51,7 +51,10 @@ def write_workload(loom, w, path):
         subprocess.run([loom, "workload", "generate", "--family", w["family"],
                         "--iterations", str(w["iterations"]),
                         "--microbatches", str(w["microbatches"]),
-                        "--seed", str(w.get("seed", 1)), "--out", path],
+                        "--seed", str(w.get("seed", 1)),
+                        "--sequence-tokens", str(w.get("sequence_tokens", 8192)),
+                        "--tokens-per-image", str(w.get("tokens_per_image", 169)),
+                        "--out", path],
                        check=True, stdout=subprocess.DEVNULL)
         return w["iterations"]
     with open(path, "w") as f:

@@ -1,6 +1,7 @@
 /* cmd_workload.c - `loom workload generate`: writes a seeded synthetic
  * workload as JSON Lines to stdout or, atomically, to a file. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,8 @@ static void usage(FILE *out)
     const char *const *fam = loom_workload_family_names();
     fprintf(out,
             "usage: loom workload generate --family F [--iterations N] [--microbatches M]\n"
-            "                              [--seed S] [--out FILE]\n"
+            "                              [--seed S] [--sequence-tokens N]\n"
+            "                              [--tokens-per-image N] [--out FILE]\n"
             "\n"
             "Writes a synthetic workload as JSON Lines (one iteration per line; see\n"
             "docs/formats.md). The same arguments always give the same bytes.\n"
@@ -27,6 +29,10 @@ static void usage(FILE *out)
             "  --iterations N    iterations (default 40 for rise-and-fall, else 8)\n"
             "  --microbatches M  packed microbatches per iteration (default 16)\n"
             "  --seed S          unsigned 64-bit seed (default 1)\n"
+            "  --sequence-tokens N\n"
+            "                    tokens per packed microbatch, 2048..1048576 (default 8192)\n"
+            "  --tokens-per-image N\n"
+            "                    sequence tokens one image takes, 1..N/4 (default 169)\n"
             "  --out FILE        write FILE atomically (temporary file + rename); \"-\" or\n"
             "                    no --out writes to stdout\n"
             "  -h, --help        show this help\n");
@@ -52,24 +58,38 @@ static int write_workload(void *ctx, FILE *out, loom_error *err)
     return loom_workload_write(ctx, out, err);
 }
 
-enum { OPT_FAMILY = 0x100, OPT_OUT, OPT_ITERATIONS, OPT_MICROBATCHES, OPT_SEED };
+enum {
+    OPT_FAMILY = 0x100,
+    OPT_OUT,
+    OPT_ITERATIONS,
+    OPT_MICROBATCHES,
+    OPT_SEED,
+    OPT_SEQUENCE_TOKENS,
+    OPT_TOKENS_PER_IMAGE
+};
 
 static const loom_cli_option generate_options[] = {
-    {"family", 1, OPT_FAMILY},   {"out", 1, OPT_OUT},   {"iterations", 1, OPT_ITERATIONS},
-    {"microbatches", 1, OPT_MICROBATCHES}, {"seed", 1, OPT_SEED}, {NULL, 0, 0}};
+    {"family", 1, OPT_FAMILY},
+    {"out", 1, OPT_OUT},
+    {"iterations", 1, OPT_ITERATIONS},
+    {"microbatches", 1, OPT_MICROBATCHES},
+    {"seed", 1, OPT_SEED},
+    {"sequence-tokens", 1, OPT_SEQUENCE_TOKENS},
+    {"tokens-per-image", 1, OPT_TOKENS_PER_IMAGE},
+    {NULL, 0, 0}};
 
 /* What `loom workload generate` was asked for. */
 typedef struct generate_cli {
     const char *family, *out;
     uint64_t iterations, microbatches, seed;
     int have_iterations;
+    loom_workload_packing packing;
 } generate_cli;
 
 /* One option of `loom workload generate` (loom_cli_spec.handle). */
 static int generate_option(void *ctx, int key, const char *name, const char *v)
 {
     generate_cli *o = ctx;
-    (void)name;
     switch (key) {
     case OPT_FAMILY: o->family = v; return 0;
     case OPT_OUT: o->out = v; return 0;
@@ -97,6 +117,21 @@ static int generate_option(void *ctx, int key, const char *name, const char *v)
             return -1;
         }
         return 0;
+    case OPT_SEQUENCE_TOKENS:
+    case OPT_TOKENS_PER_IMAGE: {
+        /* ranges are checked by the generator, which knows both values */
+        uint64_t n = 0;
+        if (!parse_u64(v, &n) || n > INT64_MAX) {
+            loom_cli_error("workload generate", "--%s: expected a positive integer, found '%s'",
+                           name, v);
+            return -1;
+        }
+        if (key == OPT_SEQUENCE_TOKENS)
+            o->packing.sequence_tokens = (int64_t)n;
+        else
+            o->packing.tokens_per_image = (int64_t)n;
+        return 0;
+    }
     case LOOM_CLI_OPERAND:
         loom_cli_error("workload generate", "unexpected argument '%s'", v);
         return -1;
@@ -108,7 +143,7 @@ static int generate_option(void *ctx, int key, const char *name, const char *v)
 /* `loom workload generate ...`. */
 static int cmd_generate(int argc, char **argv)
 {
-    generate_cli o = {NULL, NULL, 0, 16, 1, 0};
+    generate_cli o = {NULL, NULL, 0, 16, 1, 0, {sizeof(loom_workload_packing), 8192, 169}};
     loom_cli_spec spec = {"workload generate", generate_options, NULL, NULL, generate_option, &o};
     int parsed = loom_cli_parse(&spec, argc, argv);
     if (parsed != 0) {
@@ -128,8 +163,8 @@ static int cmd_generate(int argc, char **argv)
     loom_error err;
     memset(&err, 0, sizeof err);
     loom_workload *w = NULL;
-    int rc = loom_workload_generate(family, (int32_t)iterations, (int32_t)microbatches, seed,
-                                    &w, &err);
+    int rc = loom_workload_generate_packed(family, (int32_t)iterations, (int32_t)microbatches,
+                                           seed, &o.packing, &w, &err);
     if (!rc) {
         if (out) {
             rc = loom_write_atomic(out, write_workload, w, &err);

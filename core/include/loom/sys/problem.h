@@ -161,6 +161,24 @@ LOOM_EXPORT int loom_workload_parse(const char *name, char *text, size_t len, lo
 LOOM_EXPORT int loom_workload_generate(const char *family, int32_t iterations,
                            int32_t microbatches, uint64_t seed,
                            loom_workload **out, loom_error *err);
+/* How generated microbatches are packed: one sequence of sequence_tokens
+ * tokens (2048 to 2^20; default 8192), every image taking
+ * tokens_per_image of them (1 to sequence_tokens / 4; default 169, a
+ * 768 px image after PipeWeaver's ViT), so at most
+ * (sequence_tokens - 1) / tokens_per_image images (48 by default).
+ * Size-prefixed: fields past struct_size take their defaults. */
+typedef struct loom_workload_packing {
+    uint32_t struct_size;     /* sizeof(loom_workload_packing) of the caller */
+    int64_t sequence_tokens;  /* tokens per packed microbatch */
+    int64_t tokens_per_image; /* sequence tokens one image takes */
+} loom_workload_packing;
+
+/* loom_workload_generate with the packing `packing` (NULL: the defaults).
+ * The caller keeps `packing`; *out is the caller's (loom_workload_free). */
+LOOM_EXPORT int loom_workload_generate_packed(const char *family, int32_t iterations,
+                                              int32_t microbatches, uint64_t seed,
+                                              const loom_workload_packing *packing,
+                                              loom_workload **out, loom_error *err);
 /* "image-pairs", "interleaved", "video", "rise-and-fall", "text", NULL. */
 LOOM_EXPORT const char *const *loom_workload_family_names(void);
 LOOM_EXPORT void loom_workload_free(loom_workload *w);
