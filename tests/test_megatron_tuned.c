@@ -149,6 +149,38 @@ START_TEST(min_latency_prefers_feasible)
 }
 END_TEST
 
+START_TEST(param_balanced_is_pipeweavers_baseline)
+{
+    /* megatron-param-balanced: the split by parameters (the label says so)
+     * at a vpp of the sweep, with recomputation only as needed; on vlm-s
+     * it fits without any and is slower than megatron-tuned, whose time
+     * split balances the ViT's heavier layers */
+    char args[4096], *out = NULL;
+    snprintf(args, sizeof args, "%s plan --manifest %s --model vlm-s --iterations 1",
+             loom_test_bin("bin/loom"),
+             loom_test_src("examples/manifests/megatron-param-balanced.json"));
+    ck_assert_int_eq(loom_test_run(args, &out), 0);
+    ck_assert_msg(strstr(out, "partition     balanced-dp pp=4 vpp=") &&
+                  strstr(out, " params\n") && !strstr(out, "INFEASIBLE"), "%s", out);
+    free(out);
+    snprintf(args, sizeof args, "--manifest %s --model vlm-s",
+             loom_test_src("examples/manifests/megatron-param-balanced.json"));
+    cJSON *r = plan(args, &out);
+    ck_assert_msg(r, "%s", out);
+    free(out);
+    double by_params = cJSON_GetObjectItem(r, "mean_iteration_ms")->valuedouble;
+    cJSON_Delete(r);
+    snprintf(args, sizeof args, "--manifest %s --model vlm-s",
+             loom_test_src("examples/manifests/megatron-tuned.json"));
+    r = plan(args, &out);
+    ck_assert_msg(r, "%s", out);
+    free(out);
+    double tuned = cJSON_GetObjectItem(r, "mean_iteration_ms")->valuedouble;
+    cJSON_Delete(r);
+    ck_assert_msg(tuned < by_params, "tuned %g, by parameters %g", tuned, by_params);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("megatron_tuned");
@@ -157,6 +189,7 @@ static Suite *suite(void)
     tcase_add_test(tc, tuned_is_fastest_feasible);
     tcase_add_test(tc, recompute_only_when_needed);
     tcase_add_test(tc, min_latency_prefers_feasible);
+    tcase_add_test(tc, param_balanced_is_pipeweavers_baseline);
     suite_add_tcase(s, tc);
     return s;
 }
