@@ -643,45 +643,39 @@ END_TEST
 
 START_TEST(test_cli_errors)
 {
-    char *out = NULL;
-    ck_assert_int_eq(run_loom("workload --help", &out), 0);
-    ck_assert_ptr_nonnull(strstr(out, "rise-and-fall"));
-    ck_assert_ptr_nonnull(strstr(out, "--microbatches"));
-    free(out);
-    ck_assert_int_eq(run_loom("workload generate --help", &out), 0);
-    ck_assert_ptr_nonnull(strstr(out, "--seed"));
-    free(out);
-    ck_assert_int_eq(run_loom("workload generate --family laion", &out), 2);
-    ck_assert_ptr_nonnull(strstr(out, "expected one of image-pairs, interleaved"));
-    free(out);
-    ck_assert_int_eq(run_loom("workload generate --family text --iterations 0", &out), 2);
-    ck_assert_ptr_nonnull(strstr(out, "--iterations: expected an integer in [1, 100000], "
-                                      "found '0'"));
-    free(out);
-    ck_assert_int_eq(run_loom("workload generate --family text --seed -3", &out), 2);
-    ck_assert_ptr_nonnull(strstr(out, "--seed: expected an unsigned 64-bit integer"));
-    free(out);
-    ck_assert_int_eq(run_loom("workload generate --iterations 2", &out), 2);
-    ck_assert_ptr_nonnull(strstr(out, "--family is required"));
-    free(out);
-    ck_assert_int_eq(run_loom("workload generate --family text --bogus", &out), 2);
-    ck_assert_ptr_nonnull(strstr(out, "loom workload generate: unknown option '--bogus'"));
-    free(out);
-    ck_assert_int_eq(run_loom("workload generate --family text --out "
-                              "/nonexistent-dir/w.jsonl", &out), 2);
-    ck_assert_ptr_nonnull(strstr(out, "/nonexistent-dir/w.jsonl"));
-    free(out);
-    ck_assert_int_eq(run_loom("workload generate --family text --tokens-per-image 4096", &out),
-                     2);
-    ck_assert_ptr_nonnull(strstr(out, "tokens_per_image: expected an integer in [1, 2048]"));
-    free(out);
-    ck_assert_int_eq(run_loom("workload generate --family text --sequence-tokens 8k", &out), 2);
-    ck_assert_ptr_nonnull(strstr(out, "--sequence-tokens: expected a positive integer, "
-                                      "found '8k'"));
-    free(out);
-    ck_assert_int_eq(run_loom("workload shuffle", &out), 2);
-    ck_assert_ptr_nonnull(strstr(out, "unknown subcommand \"shuffle\""));
-    free(out);
+    /* arguments, exit status, a fragment of the output */
+    static const struct {
+        const char *args;
+        int code;
+        const char *frag;
+    } cases[] = {
+        {"workload --help", 0, "rise-and-fall"},
+        {"workload --help", 0, "--microbatches"},
+        {"workload generate --help", 0, "--seed"},
+        {"workload generate --family laion", 2, "expected one of image-pairs, interleaved"},
+        {"workload generate --family text --iterations 0", 2,
+         "--iterations: expected an integer in [1, 100000], found '0'"},
+        {"workload generate --family text --seed -3", 2,
+         "--seed: expected an unsigned 64-bit integer"},
+        {"workload generate --iterations 2", 2, "--family is required"},
+        {"workload generate --family text --bogus", 2,
+         "loom workload generate: unknown option '--bogus'"},
+        {"workload generate --family text --out /nonexistent-dir/w.jsonl", 2,
+         "/nonexistent-dir/w.jsonl"},
+        {"workload generate --family text --tokens-per-image 4096", 2,
+         "tokens_per_image: expected an integer in [1, 2048]"},
+        {"workload generate --family text --sequence-tokens 8k", 2,
+         "--sequence-tokens: expected a positive integer, found '8k'"},
+        {"workload shuffle", 2, "unknown subcommand \"shuffle\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out = NULL;
+        ck_assert_msg(run_loom(cases[i].args, &out) == cases[i].code, "%s: %s", cases[i].args,
+                      out);
+        ck_assert_msg(strstr(out, cases[i].frag) != NULL, "%s: \"%s\" lacks \"%s\"",
+                      cases[i].args, out, cases[i].frag);
+        free(out);
+    }
 }
 END_TEST
 

@@ -298,6 +298,18 @@ START_TEST(partitioner_cuts_by_cost)
 }
 END_TEST
 
+/* A mock host with the plugin's manifest, cost service `svc` and, when
+ * key is not NULL, one param set. */
+static loom_mock_host *host_with(const loom_cost_service *svc, const char *key,
+                                 const char *value)
+{
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+    loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, svc);
+    if (key)
+        loom_mock_host_set_param(h, key, value);
+    return h;
+}
+
 START_TEST(partitioner_cuts_by_params)
 {
     /* balance = params: parameter bytes [60,50,40 | 30,20,10] (210 in all)
@@ -307,9 +319,7 @@ START_TEST(partitioner_cuts_by_params)
     fixture f;
     setup(&f, 3);
     f.problem.parallel.tp = 4;
-    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
-    loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &no_mean_cost);
-    loom_mock_host_set_param(h, "balance", "params");
+    loom_mock_host *h = host_with(&no_mean_cost, "balance", "params");
     loom_candidates *set = loom_candidates_new(&f.problem, NULL);
     loom_error err = {0, ""};
     cost_calls = layer_calls = 0;
@@ -331,9 +341,7 @@ START_TEST(partitioner_cuts_by_params)
     loom_mock_host_free(h);
 
     /* without layer() the params split is refused, naming what is missing */
-    h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
-    loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &no_layer_cost);
-    loom_mock_host_set_param(h, "balance", "params");
+    h = host_with(&no_layer_cost, "balance", "params");
     set = loom_candidates_new(&f.problem, NULL);
     ck_assert_int_eq(partition(h, &f.problem, NULL, set, &err), LOOM_ENOTFOUND);
     ck_assert_ptr_nonnull(strstr(err.message, "\"loom.cost\" service with layer"));
@@ -350,9 +358,7 @@ START_TEST(partitioner_v_placement)
     fixture f;
     setup(&f, 2);
     f.problem.parallel.vpp = 2;
-    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
-    loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &table_cost);
-    loom_mock_host_set_param(h, "placement", "v");
+    loom_mock_host *h = host_with(&table_cost, "placement", "v");
     loom_candidates *set = loom_candidates_new(&f.problem, NULL);
     loom_error err = {0, ""};
     ck_assert_msg(partition(h, &f.problem, NULL, set, &err) == LOOM_OK, "%s", err.message);
