@@ -19,8 +19,11 @@ Oobleck run has no fused attention kernel); `average_over` averages the
 figure over a param's values (the Oobleck run's node counts). --check exits 1 when a row is outside its tolerance.
 --cluster PRESET=FILE plans the rows of a cluster preset with a cluster
 file instead (e.g. h800=H.json: the H800 rows under other factors).
+--seeds N also plans every generated-workload row with seeds 1..N and
+prints the spread of its figure (min, median, max), so a row's reading can
+be told from its seed's luck.
 Usage: tools/bench/fidelity.py [--build build] [--table FILE] [--check]
-           [--cluster PRESET=FILE ...]
+           [--cluster PRESET=FILE ...] [--seeds N]
 """
 import argparse
 import json
@@ -179,6 +182,8 @@ def main():
     ap.add_argument("--check", action="store_true", help="exit 1 when a row is out of tolerance")
     ap.add_argument("--cluster", action="append", default=[], metavar="PRESET=FILE",
                     help="plan the rows of cluster PRESET with FILE (repeatable)")
+    ap.add_argument("--seeds", type=int, default=0, metavar="N",
+                    help="also plan generated-workload rows with seeds 1..N and print the spread")
     args = ap.parse_args()
     loom = os.path.join(args.build, "bin", "loom")
     with open(args.table) as f:
@@ -202,6 +207,18 @@ def main():
         print("| %s | %s %s | %s | %.4g | %.4g | %+.1f | %.0f | %s |" %
               (row["id"], row["source"], row["section"], row["metric"], pub, got, err,
                row["tolerance"] * 100.0, "yes" if ok else "NO"))
+    for row in rows if args.seeds > 0 else []:
+        if "family" not in row["workload"]:
+            continue
+        figures = []
+        for seed in range(1, args.seeds + 1):
+            one = json.loads(json.dumps(row))
+            one["workload"]["seed"] = seed
+            figures.append(predict(loom, one))
+        figures.sort()
+        print("%s: seeds 1-%d: min %.4g, median %.4g, max %.4g (published %.4g)" %
+              (row["id"], args.seeds, figures[0], figures[len(figures) // 2], figures[-1],
+               row["published"]))
     if args.check and bad:
         print("fidelity: %d row(s) outside their tolerance" % bad, file=sys.stderr)
         return 1
