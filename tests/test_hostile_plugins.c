@@ -130,6 +130,10 @@ START_TEST(cost_bytes_out_of_range)
     static const char *const huge[] = {"plugin fixture.hostile-cost: ",
                                        "activation_bytes is 9223372036854775807", NULL};
     expect_plugin_error(COST, "cost_model.mode=huge-bytes", huge);
+    static const char *const elem[] = {"plugin fixture.hostile-cost: module 0 layer 0: "
+                                       "element_bytes is 16, expected 0 (2, bf16) or a number "
+                                       "in 1..8", NULL};
+    expect_plugin_error(COST, "cost_model.mode=element-bytes", elem);
 }
 END_TEST
 

@@ -13,8 +13,9 @@
 static loom_session s;
 
 /* The megatron-1f1b manifest (roofline cost model) on vlm-s, pp=4 over
- * two nodes of h800 (tp=4: ranks 0-1 on node 0, 2-3 on node 1). */
-static void open_session(void)
+ * two nodes of h800 (tp=4: ranks 0-1 on node 0, 2-3 on node 1), with one
+ * --param when `param` is not NULL. */
+static void open_session_with(const char *param)
 {
     loom_session_args a;
     loom_session_args_init(&a);
@@ -22,9 +23,17 @@ static void open_session(void)
     a.model = "vlm-s";
     a.parallel = "tp=4,pp=4";
     a.iterations = 1;
+    if (param)
+        a.params[a.n_params++] = param;
     loom_error err = {0};
     int rc = loom_session_open(&s, &a, &err);
     ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+}
+
+/* open_session_with no param. */
+static void open_session(void)
+{
+    open_session_with(NULL);
 }
 
 /* The cost step's host copy of the cost model vtable. */
@@ -55,6 +64,17 @@ static int constant_p2p(void *self, const loom_problem *problem, const loom_p2p_
         bad_link++;
     *ms = 7.0;
     return LOOM_OK;
+}
+
+/* The roofline's own transfer time, recording the bytes of every call. */
+static double bytes_seen;
+static int (*roofline_p2p)(void *, const loom_problem *, const loom_p2p_link *, double,
+                           double *, loom_error *);
+static int recording_p2p(void *self, const loom_problem *problem, const loom_p2p_link *link,
+                         double bytes, double *ms, loom_error *err)
+{
+    bytes_seen += bytes;
+    return roofline_p2p(self, problem, link, bytes, ms, err);
 }
 
 static int failing_p2p(void *self, const loom_problem *problem, const loom_p2p_link *link,
@@ -134,6 +154,31 @@ START_TEST(own_transfer_cost_changes_cross_rank_edges)
 }
 END_TEST
 
+START_TEST(fp32_elements_double_the_transfers)
+{
+    /* the cost model's element_bytes sizes pipeline transfers: with the
+     * roofline's element_bytes 4 every cross-rank edge moves twice the
+     * bytes of the bf16 run, on the same edges */
+    double sent[2];
+    int32_t edges[2];
+    for (int k = 0; k < 2; k++) {
+        open_session_with(k ? "cost_model.element_bytes=4" : NULL);
+        roofline_p2p = cost_vt()->p2p_ms;
+        cost_vt()->p2p_ms = recording_p2p;
+        bytes_seen = 0;
+        loom_plan plan;
+        plan_it(&plan);
+        sent[k] = bytes_seen;
+        edges[k] = plan.graph->n_edges;
+        loom_plan_clear(&plan);
+        loom_session_close(&s);
+    }
+    ck_assert_int_eq(edges[0], edges[1]);
+    ck_assert(sent[0] > 0);
+    ck_assert_double_eq_tol(sent[1], 2 * sent[0], 1e-9 * sent[0]);
+}
+END_TEST
+
 START_TEST(transfer_cost_errors_name_the_plugin)
 {
     open_session();
@@ -181,6 +226,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, roofline_and_default_agree);
     tcase_add_test(tc, own_transfer_cost_changes_cross_rank_edges);
+    tcase_add_test(tc, fp32_elements_double_the_transfers);
     tcase_add_test(tc, transfer_cost_errors_name_the_plugin);
     tcase_add_test(tc, default_formula);
     suite_add_tcase(su, tc);

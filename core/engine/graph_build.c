@@ -396,13 +396,14 @@ static int32_t position_layers(const loom_partition *pt, const loom_position *po
  * matmuls (QKV and FFN-in read the normed hidden state, the output
  * projection the attention output, FFN-out the FFN activation; a
  * cross-attention block adds its query and output projections' inputs),
- * bf16, split by TP, at most what the policy stores. The output gradients
- * W also reads are produced by I and not counted. */
-static int64_t weight_input_bytes(const loom_layer *ly, int64_t tokens, int32_t tp)
+ * `element` bytes each, split by TP, at most what the policy stores. The
+ * output gradients W also reads are produced by I and not counted. */
+static int64_t weight_input_bytes(const loom_layer *ly, int64_t tokens, int32_t tp,
+                                  double element)
 {
     double per_token = 3.0 * (double)ly->hidden + (double)ly->ffn_hidden +
                        (ly->cross_attention ? 2.0 * (double)ly->hidden : 0.0);
-    double bytes = (double)tokens * per_token * 2.0 / (tp > 0 ? tp : 1);
+    double bytes = (double)tokens * per_token * element / (tp > 0 ? tp : 1);
     return bytes > 4e18 ? (int64_t)4e18 : (int64_t)bytes;
 }
 
@@ -443,6 +444,7 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
             b->part->cp_attention_scale[mb] <= 1e6)
             shape.cp_attention_scale = b->part->cp_attention_scale[mb];
         int up = loom_module_upstream_trainable(model, sp->module);
+        double element = 2.0; /* bytes per activation element: bf16 unless told */
         for (int32_t l = sp->first_layer; l < sp->first_layer + sp->n_layers; l++, k++) {
             loom_policy_option *opt = &entries[(size_t)k * LOOM_POLICY_COUNT];
             int64_t *keep = &held[(size_t)k * LOOM_POLICY_COUNT];
@@ -462,11 +464,14 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
                 opt[p].backward_ms = c.input_grad_ms + c.weight_grad_ms + c.recompute_ms;
                 opt[p].weight_grad_ms = c.weight_grad_ms;
                 opt[p].activation_bytes = needs_backward ? c.activation_bytes : 0;
+                if (LOOM_LAYER_COST_HAS(&c, element_bytes) && c.element_bytes > 0)
+                    element = c.element_bytes;
                 if (LOOM_LAYER_COST_HAS(&c, recompute_flops) && c.recompute_flops > 0 &&
                     c.recompute_flops < 1e30)
                     rflops[(size_t)k * LOOM_POLICY_COUNT + p] = c.recompute_flops;
                 if (!mod->frozen) { /* frozen layers have no W to keep bytes for */
-                    int64_t in = weight_input_bytes(&mod->layers[l], shape.tokens, shape.tp);
+                    int64_t in = weight_input_bytes(&mod->layers[l], shape.tokens, shape.tp,
+                                                    element);
                     keep[p] = in < opt[p].activation_bytes ? in : opt[p].activation_bytes;
                 }
                 if (p == 0)
@@ -492,8 +497,8 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
             if (loom_span_hands_merged(mod, sp->first_layer + sp->n_layers))
                 tokens *= (double)mod->tokens_per_item / (double)loom_module_patches(mod);
             *out_bytes = tokens *
-                         (double)mod->layers[sp->first_layer + sp->n_layers - 1].hidden * 2.0 /
-                         (tp > 0 ? tp : 1) / cp;
+                         (double)mod->layers[sp->first_layer + sp->n_layers - 1].hidden *
+                         element / (tp > 0 ? tp : 1) / cp;
         }
     }
     return LOOM_OK;

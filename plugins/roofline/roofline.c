@@ -16,7 +16,9 @@ typedef struct rf_self {
     double gemm_scale;          /* gemm_efficiency_scale, (0, 2] */
     double launch_ms;           /* kernel_launch_us / 1000 */
     int distributed_optimizer;  /* shard optimizer states over dp */
-    unsigned flags;             /* LOOM_ROOFLINE_FLASH | _SEQ_PARALLEL */
+    unsigned flags;             /* LOOM_ROOFLINE_FLASH | _SEQ_PARALLEL | _FP32 */
+    double element_bytes;       /* 2 (bf16) or 4 (fp32 / TF32 training) */
+    double optimizer_bytes;     /* optimizer state bytes per parameter */
     int tp_comm_overlap;        /* TP collectives overlapped with GEMMs */
     loom_tail_knobs tail;       /* the iteration tail's knobs */
 } rf_self;
@@ -55,6 +57,7 @@ static int rf_tail_params(const loom_host_api *host, loom_ctx *ctx, rf_self *s,
                           loom_error *err)
 {
     int fp32 = 1, grad = 1, gather = 0, tpo = 0;
+    int64_t element = 2;
     double bucket = 0;
     int rc = rf_param_bool(host, ctx, "grad_accumulation_fp32", &fp32, err);
     if (rc == LOOM_OK)
@@ -65,8 +68,14 @@ static int rf_tail_params(const loom_host_api *host, loom_ctx *ctx, rf_self *s,
         rc = rf_param_bool(host, ctx, "tp_comm_overlap", &tpo, err);
     if (rc == LOOM_OK)
         rc = rf_param_double(host, ctx, "bucket_params", &bucket, err);
+    if (rc == LOOM_OK)
+        rc = loom_read_param_int(host, ctx, "roofline", "element_bytes", &element, err);
     if (rc != LOOM_OK)
         return rc;
+    if (element != 2 && element != 4)
+        return host->error(err, LOOM_EINVAL,
+                           "roofline: param element_bytes: expected 2 (bf16, fp16) or 4 "
+                           "(fp32, TF32), found %lld", (long long)element);
     if (!(bucket >= 0.0 && bucket <= 1e12))
         return host->error(err, LOOM_EINVAL,
                            "roofline: param bucket_params: expected a number in [0, 1e12], "
@@ -75,8 +84,16 @@ static int rf_tail_params(const loom_host_api *host, loom_ctx *ctx, rf_self *s,
     s->tail.distributed_optimizer = s->distributed_optimizer;
     s->tail.overlap_grad_reduce = grad != 0;
     s->tail.overlap_param_gather = gather != 0;
-    s->tail.grad_bytes = fp32 ? 4.0 : 2.0;
+    s->tail.grad_bytes = fp32 || element == 4 ? 4.0 : 2.0;
     s->tail.bucket_params = bucket;
+    /* fp32 weights are their own master copy: no bf16 copy to gather
+     * from or write, Adam keeps m and v only */
+    s->element_bytes = (double)element;
+    s->optimizer_bytes = element == 4 ? 8.0 : 12.0;
+    s->tail.param_bytes = s->element_bytes;
+    s->tail.optimizer_bytes = element == 4 ? 28.0 : LOOM_TAIL_OPTIMIZER_BYTES;
+    if (element == 4)
+        s->flags |= LOOM_ROOFLINE_FP32;
     return LOOM_OK;
 }
 
@@ -345,10 +362,10 @@ static int rf_estimate(void *self, const loom_problem *problem,
     out->recompute_ms = c.recompute_ms;
     out->activation_bytes = rf_bytes(c.activation_bytes);
     out->transient_bytes = rf_bytes(c.transient_bytes);
-    out->param_bytes = rf_bytes(2.0 * params / shape->tp);
+    out->param_bytes = rf_bytes(s->element_bytes * params / shape->tp);
     out->state_bytes = rf_bytes(loom_roofline_state_bytes(
         params, shape->tp, loom_shape_state_shards(shape, problem),
-        s->distributed_optimizer, m->frozen, s->tail.grad_bytes));
+        s->distributed_optimizer, m->frozen, s->tail.grad_bytes, s->optimizer_bytes));
     out->flops = c.flops;
     if (LOOM_LAYER_COST_HAS(out, recompute_flops))
         out->recompute_flops = c.recompute_flops;
@@ -356,6 +373,8 @@ static int rf_estimate(void *self, const loom_problem *problem,
         out->forward_comm_ms = c.forward_comm_ms;
         out->input_grad_comm_ms = c.input_grad_comm_ms;
     }
+    if (LOOM_LAYER_COST_HAS(out, element_bytes))
+        out->element_bytes = s->element_bytes;
     return LOOM_OK;
 }
 
@@ -389,10 +408,10 @@ static int rf_module_extra(void *self, const loom_problem *problem,
                   m->kind == LOOM_MODULE_DECODER) ? 2 : 1;
     double params = (double)tables * (double)m->vocab *
                     (double)m->layers[0].hidden;
-    *param_bytes = rf_bytes(2.0 * params / tp);
+    *param_bytes = rf_bytes(s->element_bytes * params / tp);
     *state_bytes = rf_bytes(loom_roofline_state_bytes(
         params, tp, problem->parallel.dp * loom_parallel_cp(&problem->parallel),
-        s->distributed_optimizer, m->frozen, s->tail.grad_bytes));
+        s->distributed_optimizer, m->frozen, s->tail.grad_bytes, s->optimizer_bytes));
     return LOOM_OK;
 }
 

@@ -30,7 +30,8 @@ double loom_roofline_layer_params(const loom_layer *layer)
  * With sequence parallelism (t > 1) the norm, dropout and GEMM inputs that
  * were full on every TP rank are split too: N*h*34/t, cross-attention
  * N*h*8/t, and full keeps 2*N*h/t.
- * With flash_attention the scores are never stored: none == selective. */
+ * With flash_attention the scores are never stored: none == selective.
+ * These are bytes of 2-byte elements; LOOM_ROOFLINE_FP32 doubles them. */
 double loom_roofline_activation_bytes(const loom_layer *layer,
                                       const loom_shape *shape, int policy,
                                       unsigned flags)
@@ -39,24 +40,25 @@ double loom_roofline_activation_bytes(const loom_layer *layer,
     double h = (double)layer->hidden;
     double t = shape->tp > 1 ? (double)shape->tp : 1.0;
     int sp = (flags & LOOM_ROOFLINE_SEQ_PARALLEL) && t > 1.0;
+    double wide = loom_roofline_element_bytes(flags) / 2.0;
     if (policy == LOOM_POLICY_FULL)
-        return sp ? 2.0 * N * h / t : 2.0 * N * h;
+        return wide * (sp ? 2.0 * N * h / t : 2.0 * N * h);
     double bytes = sp ? N * h * 34.0 / t : N * h * (10.0 + 24.0 / t);
     if (layer->cross_attention)
         bytes += sp ? N * h * 8.0 / t : N * h * (4.0 + 4.0 / t);
     if (policy == LOOM_POLICY_NONE && !(flags & LOOM_ROOFLINE_FLASH))
         bytes += 5.0 * (double)layer->heads * shape->seq_sq_sum / t;
-    return bytes;
+    return wide * bytes;
 }
 
 /* Gradient + optimizer bytes per GPU (see header). */
 double loom_roofline_state_bytes(double params, int32_t tp, int32_t dp,
                                  int distributed_optimizer, int frozen,
-                                 double grad_bytes)
+                                 double grad_bytes, double optimizer_bytes)
 {
     if (frozen)
         return 0.0;
     double t = tp > 1 ? (double)tp : 1.0;
     double d = (distributed_optimizer && dp > 1) ? (double)dp : 1.0;
-    return grad_bytes * params / t + 12.0 * params / t / d;
+    return grad_bytes * params / t + optimizer_bytes * params / t / d;
 }

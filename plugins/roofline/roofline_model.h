@@ -5,7 +5,8 @@
  *
  * Everything here is pure arithmetic on caller-provided structs; nothing
  * allocates. Counts are per GPU of a TP group of degree shape->tp, with
- * 2-byte (bf16) elements. Units: FLOPs, bytes, milliseconds.
+ * 2-byte (bf16) elements, or 4-byte ones under LOOM_ROOFLINE_FP32. Units:
+ * FLOPs, bytes, milliseconds.
  */
 #ifndef LOOM_ROOFLINE_MODEL_H
 #define LOOM_ROOFLINE_MODEL_H
@@ -32,6 +33,13 @@ typedef struct loom_roofline_op {
 /* Options of the operator and activation counts, as bit flags. */
 #define LOOM_ROOFLINE_FLASH 1u        /* fused attention core */
 #define LOOM_ROOFLINE_SEQ_PARALLEL 2u /* Megatron sequence parallelism */
+#define LOOM_ROOFLINE_FP32 4u         /* 4-byte elements: fp32 / TF32 training */
+
+/* Bytes of one activation or weight element under `flags`. */
+static inline double loom_roofline_element_bytes(unsigned flags)
+{
+    return (flags & LOOM_ROOFLINE_FP32) ? 4.0 : 2.0;
+}
 
 /* Upper bound on the forward operators of one layer. */
 #define LOOM_ROOFLINE_MAX_OPS 24
@@ -97,12 +105,13 @@ double loom_roofline_activation_bytes(const loom_layer *layer,
                                       unsigned flags);
 
 /* Gradient + optimizer bytes per GPU for `params` parameters: grad_bytes
- * of gradient (4 with fp32 accumulation, 2 without) and 12 of fp32
- * master + Adam m, v, all / tp, the optimizer part further / dp when
- * `distributed_optimizer`. 0 when `frozen`. */
+ * of gradient (4 with fp32 accumulation, 2 without) and optimizer_bytes
+ * of states (12: fp32 master + Adam m, v beside bf16 weights; 8: m and v
+ * when the weights are fp32 themselves), all / tp, the optimizer part
+ * further / dp when `distributed_optimizer`. 0 when `frozen`. */
 double loom_roofline_state_bytes(double params, int32_t tp, int32_t dp,
                                  int distributed_optimizer, int frozen,
-                                 double grad_bytes);
+                                 double grad_bytes, double optimizer_bytes);
 
 /* Everything estimate() reports, before rounding to the output struct. */
 typedef struct loom_roofline_costs {

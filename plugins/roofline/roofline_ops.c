@@ -4,8 +4,19 @@
 
 #include <string.h>
 
-/* bf16 / fp16 element size in bytes. */
+/* bf16 / fp16 element size in bytes: the counts below; 4-byte elements
+ * (LOOM_ROOFLINE_FP32) scale their bytes by rf_wide(). */
 #define RF_ELEM_BYTES 2.0
+
+/* Scales the bytes of ops[0..n) for 4-byte elements under `flags`. */
+static void rf_wide(loom_roofline_op *ops, int n, unsigned flags)
+{
+    double k = loom_roofline_element_bytes(flags) / RF_ELEM_BYTES;
+    for (int i = 0; k != 1.0 && i < n; i++) {
+        ops[i].mem_bytes *= k;
+        ops[i].net_bytes *= k;
+    }
+}
 
 /* Appends one operator to ops[*n]. */
 static void rf_push(loom_roofline_op *ops, int *n, const char *name, int unit,
@@ -130,6 +141,7 @@ int loom_roofline_forward_ops(const loom_layer *layer, const loom_shape *shape,
     rf_gemm(ops, &n, "fc2", N, f, h, t, 1);
     rf_reduce(ops, &n, "allreduce_mlp", "reducescatter_mlp", N * h, t, sp);
     rf_memop(ops, &n, "residual2", 3.0 * Nl * h);
+    rf_wide(ops, n, flags);
     return n;
 }
 
@@ -214,16 +226,18 @@ static double rf_input_grad_ms(const loom_roofline_op *op,
 }
 
 /* Forward time of ring attention's K/V hops on one GPU of a CP group of
- * hw->cp: cp - 1 hops of its tokens' K and V (2 x tokens x kv/tp bf16
- * elements) over the CP link at eff_collective, plus a latency each. */
+ * hw->cp: cp - 1 hops of its tokens' K and V (2 x tokens x kv/tp
+ * elements of loom_roofline_element_bytes(flags)) over the CP link at
+ * eff_collective, plus a latency each. */
 static double rf_ring_attention_ms(const loom_layer *layer, const loom_shape *shape,
-                                   const loom_roofline_hw *hw)
+                                   const loom_roofline_hw *hw, unsigned flags)
 {
     double t = shape->tp > 1 ? (double)shape->tp : 1.0;
     double kv = layer->heads > 0 ? (double)layer->hidden * layer->kv_heads / layer->heads
                                  : (double)layer->hidden;
     double hops = (double)(hw->cp - 1);
-    double bytes = hops * 2.0 * (double)shape->tokens * kv / t * RF_ELEM_BYTES;
+    double bytes = hops * 2.0 * (double)shape->tokens * kv / t *
+                   loom_roofline_element_bytes(flags);
     double rate = hw->cp_link_bytes_per_s * hw->eff_collective;
     return hops * hw->p2p_latency_ms + (rate > 0 ? bytes / rate * 1e3 : 0.0);
 }
@@ -244,7 +258,7 @@ void loom_roofline_layer_costs(const loom_layer *layer,
         if (ops[i].unit == LOOM_ROOFLINE_ATTENTION && hw->cp > 1) {
             /* ring attention overlaps each K/V hop with a block's compute:
              * the slower of the two; the backward moves K, V and dK, dV */
-            double ring = rf_ring_attention_ms(layer, shape, hw);
+            double ring = rf_ring_attention_ms(layer, shape, hw, flags);
             ms = ms > ring ? ms : ring;
             back = back > 2.0 * ring ? back : 2.0 * ring;
         }
@@ -331,6 +345,7 @@ void loom_roofline_vocab_costs(double hidden, double vocab, const loom_shape *sh
         /* vocab-parallel lookup: rows read and written, then summed over TP */
         rf_memop(ops, &n, "embedding", 2.0 * N * hidden);
         rf_reduce(ops, &n, "allreduce_embedding", "reducescatter_embedding", N * hidden, t, sp);
+        rf_wide(ops, n, flags);
         for (int i = 0; i < n; i++) {
             double ms = loom_roofline_op_ms(&ops[i], hw);
             c->forward_ms += ms;
@@ -346,6 +361,7 @@ void loom_roofline_vocab_costs(double hidden, double vocab, const loom_shape *sh
         /* vocab-parallel cross-entropy over the N x vocab/tp logits: read
          * in bf16, softmax kept in fp32 (3 bf16 elements' worth each) */
         rf_memop(ops, &n, "loss", 3.0 * N * vocab / t);
+        rf_wide(ops, n, flags);
         for (int i = 0; i < n; i++) {
             double ms = loom_roofline_op_ms(&ops[i], hw);
             c->forward_ms += ms;

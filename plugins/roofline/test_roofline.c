@@ -780,7 +780,7 @@ START_TEST(optimizer_efficiency)
     c.hbm_bytes_per_s = 1e12;
     c.eff_memory = 0.8;
     loom_rank_state st = {(uint32_t)sizeof st, 0, 1, 1, 1, 1, 1e9, 1e9};
-    loom_tail_knobs k = {1, 1, 0, 4.0, 0};
+    loom_tail_knobs k = {1, 1, 0, 4.0, 0, 0, 0};
     loom_rank_tail t = {(uint32_t)sizeof t, 0, 0, 0, 0, 0};
     loom_rank_tail_compute(&c, &st, &k, &t);
     ASSERT_REL(t.optimizer_ms, 1e9 * 34 / (1e12 * 0.8) * 1e3);
@@ -840,6 +840,74 @@ START_TEST(param_and_state_bytes)
     ck_assert_int_eq(sb, 0);
     vt->destroy(self);
     loom_mock_host_free(h);
+}
+END_TEST
+
+START_TEST(fp32_elements_double_the_bytes)
+{
+    /* element_bytes 4 (fp32 / TF32 training): a memory-bound layer's
+     * times, its stored activations and weights double, a compute-bound
+     * GEMM's time does not; fp32 weights are their own master copy, so the
+     * states are 4 (gradient) + 8 (m, v) bytes a parameter; the layer
+     * reports 4-byte elements for the host's pipeline transfers */
+    static const char *const plain4[] = {"flash_attention", "false", "sequence_parallel",
+                                         "false", "element_bytes", "4", NULL};
+    loom_layer small = {64, 256, 4, 2, 1, 0, 0, 0};
+    fixture fx;
+    fx_init(&fx, small, 2, LOOM_MODULE_ENCODER, 0, 0);
+    fx.cluster.peak_flops = 1e30;
+    loom_layer_cost two = estimate(&fx, seq_shape(2, 50, 1, 1), LOOM_POLICY_NONE);
+    loom_layer_cost four = estimate_ok(&fx, plain4, seq_shape(2, 50, 1, 1), LOOM_POLICY_NONE);
+    ASSERT_REL(four.forward_ms, 2 * two.forward_ms);
+    ASSERT_REL(four.input_grad_ms, 2 * two.input_grad_ms);
+    ck_assert_int_eq(four.activation_bytes, 2 * two.activation_bytes);
+    ck_assert_int_eq(four.param_bytes, 2 * two.param_bytes);
+    ck_assert_double_eq(four.element_bytes, 4);
+    ck_assert_double_eq(two.element_bytes, 2);
+    ck_assert_double_eq(four.flops, two.flops);
+
+    fixture big;
+    fx_init(&big, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    big.cluster.hbm_bytes_per_s = 1e30; /* every operator compute-bound */
+    big.problem.parallel.dp = 8;
+    two = estimate(&big, seq_shape(1, 4096, 1, 1), LOOM_POLICY_NONE);
+    four = estimate_ok(&big, plain4, seq_shape(1, 4096, 1, 1), LOOM_POLICY_NONE);
+    ASSERT_REL(four.forward_ms, two.forward_ms);
+    const double p = 218120192;
+    ck_assert_int_eq(four.param_bytes, (int64_t)(4 * p));
+    ck_assert_int_eq(four.state_bytes, (int64_t)(4 * p + 8 * p / 8));
+    /* fp32 gradients whatever grad_accumulation_fp32 says */
+    static const char *const four_bf16g[] = {"element_bytes", "4", "grad_accumulation_fp32",
+                                             "false", NULL};
+    four = estimate_ok(&big, four_bf16g, seq_shape(1, 4096, 1, 1), LOOM_POLICY_NONE);
+    ck_assert_int_eq(four.state_bytes, (int64_t)(4 * p + 8 * p / 8));
+
+    /* the tail: the all-gather moves 4-byte weights, the step 28 bytes */
+    loom_mock_host *hst = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+    loom_mock_host_set_param(hst, "element_bytes", "4");
+    loom_mock_host_set_problem(hst, &big.problem);
+    const loom_cost_model_vtable *vt = vtable();
+    void *self = NULL;
+    loom_error err = {0, ""};
+    ck_assert_int_eq(vt->create(loom_mock_host_api(hst), loom_mock_host_ctx(hst), NULL, &self,
+                                &err), LOOM_OK);
+    loom_rank_state st = {(uint32_t)sizeof st, 0, 1, 4, 1, 1, 1e9, 1e9};
+    loom_rank_tail t = {(uint32_t)sizeof t, 0, 0, 0, 0, 0};
+    ck_assert_int_eq(vt->rank_tail_ms(self, &big.problem, &st, &t, &err), LOOM_OK);
+    const loom_cluster *c = &big.cluster;
+    double bw = c->nvlink_bytes_per_s * c->eff_collective;
+    ASSERT_REL(t.param_gather_ms, 3 * c->p2p_latency_ms + 0.75 * 4e9 / bw * 1e3);
+    ASSERT_REL(t.optimizer_ms, 1e9 / 4 * 28 / (c->hbm_bytes_per_s * c->eff_memory) * 1e3);
+    vt->destroy(self);
+    loom_mock_host_free(hst);
+
+    /* 3-byte elements are refused by name */
+    static const char *const three[] = {"element_bytes", "3", NULL};
+    loom_layer_cost out = LOOM_LAYER_COST_INIT;
+    ck_assert_int_eq(estimate_with(&fx, three, seq_shape(2, 50, 1, 1), LOOM_POLICY_NONE, &out,
+                                   &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "roofline: param element_bytes: expected 2 (bf16, fp16) or 4 "
+                                  "(fp32, TF32), found 3");
 }
 END_TEST
 
@@ -1005,6 +1073,7 @@ static Suite *roofline_suite(void)
     tcase_add_test(tc, flash_attention_param);
     tcase_add_test(tc, sequence_parallel_splits_activations_and_collectives);
     tcase_add_test(tc, preset_parameter_counts);
+    tcase_add_test(tc, fp32_elements_double_the_bytes);
     tcase_add_test(tc, optimizer_efficiency);
     tcase_add_test(tc, param_and_state_bytes);
     tcase_add_test(tc, gemm_efficiency_scale_param);

@@ -85,6 +85,10 @@ typedef struct loom_layer_cost {
      * compute can run: loom_schedule.fill_hosts). 0: none or unknown. */
     double forward_comm_ms;
     double input_grad_comm_ms;
+    /* Appended: bytes of one element of the activations the layer hands
+     * on and keeps for its weight gradient (2: bf16 or fp16, 4: fp32 or
+     * TF32 training); the host sizes pipeline transfers with it. 0: 2. */
+    double element_bytes;
 } loom_layer_cost;
 
 #define LOOM_LAYER_COST_SIZE_V1 ((uint32_t)LOOM_STRUCT_END(loom_layer_cost, flops))
@@ -222,6 +226,11 @@ typedef struct loom_tail_knobs {
     int overlap_param_gather;   /* all-gather hidden behind the next forward */
     double grad_bytes;          /* bytes per gradient element (4: fp32) */
     double bucket_params;       /* parameters per bucket; <= 0: Megatron's */
+    /* Appended: bytes per weight the all-gather moves and HBM bytes per
+     * parameter of one optimizer step; <= 0: LOOM_TAIL_PARAM_BYTES and
+     * LOOM_TAIL_OPTIMIZER_BYTES (bf16 weights over fp32 masters). */
+    double param_bytes;
+    double optimizer_bytes;
 } loom_tail_knobs;
 
 /* Ring collective time in ms over `n` members sending `bytes_per_member`
@@ -240,9 +249,9 @@ static inline double loom_ring_ms(const loom_cluster *c, int same_node, int32_t 
 
 /* Fills *out (struct_size kept) with one rank's tail on cluster c under
  * `k`: gradient reduce-scatter ((dp-1)/dp of the grads) and parameter
- * all-gather ((dp-1)/dp of the bf16 weights) with the distributed
- * optimizer, an all-reduce (2(dp-1)/dp) without; an Adam step moving
- * LOOM_TAIL_OPTIMIZER_BYTES per parameter this GPU updates (1/dp of them
+ * all-gather ((dp-1)/dp of the weights, k->param_bytes each) with the
+ * distributed optimizer, an all-reduce (2(dp-1)/dp) without; an Adam step
+ * moving k->optimizer_bytes (LOOM_TAIL_OPTIMIZER_BYTES) per parameter this GPU updates (1/dp of them
  * with the distributed optimizer) at eff_optimizer (eff_memory when 0). Frozen parameters are
  * neither reduced nor stepped. What the host uses for a cost model
  * without rank_tail_ms, with Megatron-LM's defaults. */
@@ -259,9 +268,9 @@ static inline void loom_rank_tail_compute(const loom_cluster *c, const loom_rank
     double grads = n * k->grad_bytes;
     if (k->distributed_optimizer) {
         out->grad_sync_ms = loom_ring_ms(c, st->dp_same_node, dp, frac * grads, 1);
+        double weight = k->param_bytes > 0 ? k->param_bytes : LOOM_TAIL_PARAM_BYTES;
         if (!k->overlap_param_gather)
-            out->param_gather_ms = loom_ring_ms(c, st->dp_same_node, dp,
-                                                frac * n * LOOM_TAIL_PARAM_BYTES, 1);
+            out->param_gather_ms = loom_ring_ms(c, st->dp_same_node, dp, frac * n * weight, 1);
     } else {
         out->grad_sync_ms = loom_ring_ms(c, st->dp_same_node, dp, 2 * frac * grads, 2);
     }
@@ -272,7 +281,8 @@ static inline void loom_rank_tail_compute(const loom_cluster *c, const loom_rank
     double stepped = k->distributed_optimizer ? n / dp : n;
     double eff = c->eff_optimizer > 0 ? c->eff_optimizer : c->eff_memory;
     double bw = c->hbm_bytes_per_s * (eff > 0 ? eff : 1);
-    out->optimizer_ms = bw > 0 ? stepped * LOOM_TAIL_OPTIMIZER_BYTES / bw * 1e3 : 0;
+    double step = k->optimizer_bytes > 0 ? k->optimizer_bytes : LOOM_TAIL_OPTIMIZER_BYTES;
+    out->optimizer_ms = bw > 0 ? stepped * step / bw * 1e3 : 0;
 }
 
 typedef struct loom_cost_model_vtable {
