@@ -882,7 +882,7 @@ START_TEST(fp32_elements_double_the_bytes)
     four = estimate_ok(&big, four_bf16g, seq_shape(1, 4096, 1, 1), LOOM_POLICY_NONE);
     ck_assert_int_eq(four.state_bytes, (int64_t)(4 * p + 8 * p / 8));
 
-    /* the tail: the all-gather moves 4-byte weights, the step 28 bytes */
+    /* the tail: the all-gather moves 4-byte weights, the step 32 bytes */
     loom_mock_host *hst = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_param(hst, "element_bytes", "4");
     loom_mock_host_set_problem(hst, &big.problem);
@@ -897,7 +897,7 @@ START_TEST(fp32_elements_double_the_bytes)
     const loom_cluster *c = &big.cluster;
     double bw = c->nvlink_bytes_per_s * c->eff_collective;
     ASSERT_REL(t.param_gather_ms, 3 * c->p2p_latency_ms + 0.75 * 4e9 / bw * 1e3);
-    ASSERT_REL(t.optimizer_ms, 1e9 / 4 * 28 / (c->hbm_bytes_per_s * c->eff_memory) * 1e3);
+    ASSERT_REL(t.optimizer_ms, 1e9 / 4 * 32 / (c->hbm_bytes_per_s * c->eff_memory) * 1e3);
     vt->destroy(self);
     loom_mock_host_free(hst);
 
