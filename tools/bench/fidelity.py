@@ -15,7 +15,8 @@ row's figure is taken over all of them (model FLOPs over GPU time for `mfu`,
 the mean iteration for `time_s`).
 Every row uses the shipped cluster presets and cost-model defaults: there is
 no per-row tuning. A row's `params` state its run's setup only (the TF32
-Oobleck run has no fused attention kernel); `average_over` averages the
+Oobleck run's 4-byte elements and unfused attention, PipeWeaver's
+parameter-balanced Megatron-LM split); `average_over` averages the
 figure over a param's values (the Oobleck run's node counts). --check exits 1 when a row is outside its tolerance.
 --cluster PRESET=FILE plans the rows of a cluster preset with a cluster
 file instead (e.g. h800=H.json: the H800 rows under other factors).
