@@ -7,10 +7,11 @@
  *
  * Per-layer times come from the "loom.cost" service (mean_layer_ms:
  * forward + backward of the mean microbatch); with params.balance
- * "params" the programme balances each layer's parameters instead (the
- * cost service's param_bytes at TP 1), the split PipeWeaver §8 describes
- * for its Megatron-LM baseline, which does not move with the data. Data assignment is the same
- * as the uniform partitioner's: the workload's packing or an even split.
+ * "params" the programme balances each layer's parameters instead (from
+ * the cost service's param_bytes at TP 1), the split PipeWeaver §8
+ * describes for its Megatron-LM baseline, which does not move with the
+ * data. Data assignment is the same as the uniform partitioner's: the
+ * workload's packing or an even split.
  * With the vpp_sweep param, one candidate per virtual-stage count a
  * Megatron-LM user can choose (loom_lk_vpp_options).
  */
@@ -137,7 +138,8 @@ static void bdp_destroy(void *self)
 
 /* Fills weight[] (all layers in module order) with what the split
  * balances: each layer's forward + backward ms, or with by_params its
- * parameter bytes at TP 1 (the same for every microbatch). */
+ * parameters (bytes at TP 1 over the element size; the same for every
+ * microbatch). */
 static int bdp_layer_weights(bdp_self *b, const loom_model *model,
                              const loom_iteration *it, int32_t microbatches,
                              double *weight, loom_error *err)
@@ -161,7 +163,11 @@ static int bdp_layer_weights(bdp_self *b, const loom_model *model,
             if (b->by_params) {
                 loom_layer_cost c = LOOM_LAYER_COST_INIT;
                 rc = cost->layer(b->ctx, m, l, &one, LOOM_POLICY_NONE, &c, err);
-                w = (double)c.param_bytes;
+                /* parameters: the weights' bytes over their element size */
+                w = (double)c.param_bytes /
+                    (LOOM_LAYER_COST_HAS(&c, element_bytes) && c.element_bytes > 0
+                         ? c.element_bytes
+                         : 2.0);
             } else {
                 rc = cost->mean_layer_ms(b->ctx, m, l, it, microbatches, &w, err);
             }
@@ -171,7 +177,7 @@ static int bdp_layer_weights(bdp_self *b, const loom_model *model,
                 return host->error(err, LOOM_EINVAL,
                                    "balanced-dp: %s of module %s layer %d: "
                                    "expected a finite value >= 0, found %g",
-                                   b->by_params ? "parameter bytes" : "cost",
+                                   b->by_params ? "parameters" : "cost",
                                    model->modules[m].name, l, w);
             weight[k++] = w;
         }
@@ -226,12 +232,12 @@ static int bdp_one(bdp_self *b, const loom_problem *problem, const loom_iteratio
         if (b->by_params)
             snprintf(part->label, sizeof part->label,
                      "balanced-dp pp=%d vpp=%d%s%s max=%.3g params", pp, vpp,
-                     *pl ? " " : "", pl, bottleneck_ms / 2.0); /* bf16: 2 bytes each */
+                     *pl ? " " : "", pl, bottleneck_ms);
         else
             snprintf(part->label, sizeof part->label, "balanced-dp pp=%d vpp=%d%s%s max=%.3gms",
                      pp, vpp, *pl ? " " : "", pl, bottleneck_ms);
         host->log(b->ctx, LOOM_LOG_DEBUG, "largest of %d positions: %.6g %s", np,
-                  bottleneck_ms, b->by_params ? "parameter bytes" : "ms");
+                  bottleneck_ms, b->by_params ? "parameters" : "ms");
     } else if (part) {
         set->remove(set, set->n - 1);
     }
