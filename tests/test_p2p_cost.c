@@ -159,7 +159,7 @@ START_TEST(fp32_elements_double_the_transfers)
     /* the cost model's element_bytes sizes pipeline transfers: with the
      * roofline's element_bytes 4 every cross-rank edge moves twice the
      * bytes of the bf16 run, on the same edges */
-    double sent[2];
+    double sent[2], gather[2][4], step[2][4];
     int32_t edges[2];
     for (int k = 0; k < 2; k++) {
         open_session_with(k ? "cost_model.element_bytes=4" : NULL);
@@ -170,12 +170,25 @@ START_TEST(fp32_elements_double_the_transfers)
         plan_it(&plan);
         sent[k] = bytes_seen;
         edges[k] = plan.graph->n_edges;
+        ck_assert_int_eq(plan.graph->n_ranks, 4);
+        for (int r = 0; r < 4; r++) {
+            gather[k][r] = plan.graph->tail_param_gather_ms[r];
+            step[k][r] = plan.graph->tail_optimizer_ms[r];
+        }
         loom_plan_clear(&plan);
         loom_session_close(&s);
     }
     ck_assert_int_eq(edges[0], edges[1]);
     ck_assert(sent[0] > 0);
     ck_assert_double_eq_tol(sent[1], 2 * sent[0], 1e-9 * sent[0]);
+    /* the same parameters in the tail: vlm-s at dp 1 gathers nothing, and
+     * the Adam step moves 32 bytes a parameter against bf16's 34 */
+    for (int r = 0; r < 4; r++) {
+        ck_assert_double_eq(gather[0][r], 0);
+        ck_assert_double_eq(gather[1][r], 0);
+        ck_assert(step[0][r] > 0);
+        ck_assert_double_eq_tol(step[1][r], step[0][r] * 32 / 34, 1e-9 * step[0][r]);
+    }
 }
 END_TEST
 

@@ -527,6 +527,8 @@ static int static_memory(build *b, loom_stage_graph *g, loom_error *err)
                     shape.cp = span_cp(pb, pt, sp);
                     shape.dp = own->dp;
                 }
+                /* parameters: weight bytes over the element size (2: bf16) */
+                double element = 2.0;
                 for (int32_t l = sp->first_layer; l < sp->first_layer + sp->n_layers; l++) {
                     loom_layer_cost c = LOOM_LAYER_COST_INIT;
                     int rc = loom_cost_estimate(b->cost_ctx, sp->module, l, &shape, 0, &c, err);
@@ -535,10 +537,13 @@ static int static_memory(build *b, loom_stage_graph *g, loom_error *err)
                     if (add_bytes(&g->static_bytes[pos->rank], c.param_bytes + c.state_bytes,
                                   pos->rank, err) != LOOM_OK)
                         return LOOM_EINVAL;
-                    b->rank_params[pos->rank] += (double)c.param_bytes / 2.0;
+                    if (LOOM_LAYER_COST_HAS(&c, element_bytes) && c.element_bytes > 0)
+                        element = c.element_bytes;
+                    double n = (double)c.param_bytes / element;
+                    b->rank_params[pos->rank] += n;
                     if (!model->modules[sp->module].frozen) {
-                        b->rank_trainable[pos->rank] += (double)c.param_bytes / 2.0;
-                        b->pos_trainable[fl->pos_off + p] += (double)c.param_bytes / 2.0;
+                        b->rank_trainable[pos->rank] += n;
+                        b->pos_trainable[fl->pos_off + p] += n;
                     }
                 }
                 const loom_module *mod = &model->modules[sp->module];
@@ -551,7 +556,7 @@ static int static_memory(build *b, loom_stage_graph *g, loom_error *err)
                     int64_t share = (pbytes + sbytes) / ((first && last) ? 1 : 2);
                     if (add_bytes(&g->static_bytes[pos->rank], share, pos->rank, err) != LOOM_OK)
                         return LOOM_EINVAL;
-                    double half = (double)pbytes / 2.0 / ((first && last) ? 1 : 2);
+                    double half = (double)pbytes / element / ((first && last) ? 1 : 2);
                     b->rank_params[pos->rank] += half;
                     if (!mod->frozen) {
                         b->rank_trainable[pos->rank] += half;
