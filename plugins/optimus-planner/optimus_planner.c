@@ -102,7 +102,12 @@ static int opt_measure(opt_self *s, const loom_cost_service *cost,
                     rc = cost->layer(s->ctx, m, l, &one, LOOM_POLICY_NONE, &c, err);
                     if (rc != LOOM_OK)
                         return rc;
-                    *(enc ? &z->phi_enc : &z->phi_llm) += (double)c.param_bytes / 2.0;
+                    /* parameters: weight bytes over the element size (2: bf16) */
+                    double element = LOOM_LAYER_COST_HAS(&c, element_bytes) &&
+                                             c.element_bytes > 0
+                                         ? c.element_bytes
+                                         : 2.0;
+                    *(enc ? &z->phi_enc : &z->phi_llm) += (double)c.param_bytes / element;
                 }
                 if (shape.tokens <= 0)
                     continue;
