@@ -464,8 +464,7 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
                 opt[p].backward_ms = c.input_grad_ms + c.weight_grad_ms + c.recompute_ms;
                 opt[p].weight_grad_ms = c.weight_grad_ms;
                 opt[p].activation_bytes = needs_backward ? c.activation_bytes : 0;
-                if (LOOM_LAYER_COST_HAS(&c, element_bytes) && c.element_bytes > 0)
-                    element = c.element_bytes;
+                element = loom_layer_cost_element_bytes(&c);
                 if (LOOM_LAYER_COST_HAS(&c, recompute_flops) && c.recompute_flops > 0 &&
                     c.recompute_flops < 1e30)
                     rflops[(size_t)k * LOOM_POLICY_COUNT + p] = c.recompute_flops;
@@ -537,8 +536,7 @@ static int static_memory(build *b, loom_stage_graph *g, loom_error *err)
                     if (add_bytes(&g->static_bytes[pos->rank], c.param_bytes + c.state_bytes,
                                   pos->rank, err) != LOOM_OK)
                         return LOOM_EINVAL;
-                    if (LOOM_LAYER_COST_HAS(&c, element_bytes) && c.element_bytes > 0)
-                        element = c.element_bytes;
+                    element = loom_layer_cost_element_bytes(&c);
                     double n = (double)c.param_bytes / element;
                     b->rank_params[pos->rank] += n;
                     if (!model->modules[sp->module].frozen) {

@@ -99,24 +99,23 @@ static int64_t draw_bucket(rng *r, const bucket *b, int n)
 
 /* ---- sample draws -------------------------------------------------------- */
 
-/* The sequence a microbatch packs into: its length and what one image
- * takes of it; max_images = (seq - 1) / image, so a text token always fits. */
-typedef struct packing {
-    int64_t seq, image, max_images;
-} packing;
-
 /* Text-only document lengths (tokens): mostly short, a long tail up to
  * the sequence length (the last bucket's upper end, set per run). */
 static const bucket text_doc_tokens[] = {
     {16, 127, 35}, {128, 511, 35}, {512, 2047, 22}, {2048, SEQ_TOKENS, 8}};
 
-/* A text-only document length for sequences of `seq` tokens. */
-static int64_t draw_text_tokens(rng *r, int64_t seq)
+/* The sequence a microbatch packs into: its length and what one image
+ * takes of it; max_images = (seq - 1) / image, so a text token always
+ * fits; text_docs are text_doc_tokens with the tail ending at seq. */
+typedef struct packing {
+    int64_t seq, image, max_images;
+    bucket text_docs[NB(text_doc_tokens)];
+} packing;
+
+/* A text-only document length for the packing's sequences. */
+static int64_t draw_text_tokens(rng *r, const packing *p)
 {
-    bucket b[NB(text_doc_tokens)];
-    memcpy(b, text_doc_tokens, sizeof b);
-    b[NB(b) - 1].hi = seq;
-    return draw_bucket(r, b, NB(b));
+    return draw_bucket(r, p->text_docs, NB(p->text_docs));
 }
 
 /* Images per OBELICS-like document: many with none or one, a few with many. */
@@ -147,7 +146,7 @@ static void draw_document(rng *r, const packing *p, loom_sample *s)
     int64_t k = draw_bucket(r, doc_images, NB(doc_images));
     int64_t text;
     if (k == 0) {
-        text = draw_text_tokens(r, p->seq);
+        text = draw_text_tokens(r, p);
     } else {
         int64_t tenths = draw_bucket(r, doc_ratio_tenths, NB(doc_ratio_tenths));
         text = (k * tenths + 5) / 10;
@@ -174,7 +173,7 @@ static void draw_clip(rng *r, const packing *p, loom_sample *s)
 /* Plain text document. */
 static void draw_text(rng *r, const packing *p, loom_sample *s)
 {
-    s->text_tokens = draw_text_tokens(r, p->seq);
+    s->text_tokens = draw_text_tokens(r, p);
 }
 
 /* ---- packing --------------------------------------------------------------- */
@@ -287,7 +286,7 @@ int loom_workload_generate_packed(const char *family, int32_t iterations,
         return loom_set_error(err, LOOM_EINVAL,
                               "workload generate: microbatches: expected an integer in [1, %d], "
                               "found %d", LOOM_MAX_PARALLEL_DEGREE, (int)microbatches);
-    packing p = {SEQ_TOKENS, IMAGE_TOKENS, 0};
+    packing p = {SEQ_TOKENS, IMAGE_TOKENS, 0, {{0, 0, 0}}};
     if (packing_in && LOOM_STRUCT_HAS(packing_in, loom_workload_packing, sequence_tokens))
         p.seq = packing_in->sequence_tokens;
     if (packing_in && LOOM_STRUCT_HAS(packing_in, loom_workload_packing, tokens_per_image))
@@ -303,6 +302,8 @@ int loom_workload_generate_packed(const char *family, int32_t iterations,
                               "[1, %lld] (a quarter of the %lld-token sequence), found %lld",
                               (long long)(p.seq / 4), (long long)p.seq, (long long)p.image);
     p.max_images = (p.seq - 1) / p.image; /* 48 by default */
+    memcpy(p.text_docs, text_doc_tokens, sizeof p.text_docs);
+    p.text_docs[NB(p.text_docs) - 1].hi = p.seq;
     gen g;
     memset(&g, 0, sizeof g);
     rng_seed(&g.r, seed);

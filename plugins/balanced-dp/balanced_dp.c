@@ -163,11 +163,7 @@ static int bdp_layer_weights(bdp_self *b, const loom_model *model,
             if (b->by_params) {
                 loom_layer_cost c = LOOM_LAYER_COST_INIT;
                 rc = cost->layer(b->ctx, m, l, &one, LOOM_POLICY_NONE, &c, err);
-                /* parameters: the weights' bytes over their element size */
-                w = (double)c.param_bytes /
-                    (LOOM_LAYER_COST_HAS(&c, element_bytes) && c.element_bytes > 0
-                         ? c.element_bytes
-                         : 2.0);
+                w = (double)c.param_bytes / loom_layer_cost_element_bytes(&c);
             } else {
                 rc = cost->mean_layer_ms(b->ctx, m, l, it, microbatches, &w, err);
             }

@@ -102,12 +102,8 @@ static int opt_measure(opt_self *s, const loom_cost_service *cost,
                     rc = cost->layer(s->ctx, m, l, &one, LOOM_POLICY_NONE, &c, err);
                     if (rc != LOOM_OK)
                         return rc;
-                    /* parameters: weight bytes over the element size (2: bf16) */
-                    double element = LOOM_LAYER_COST_HAS(&c, element_bytes) &&
-                                             c.element_bytes > 0
-                                         ? c.element_bytes
-                                         : 2.0;
-                    *(enc ? &z->phi_enc : &z->phi_llm) += (double)c.param_bytes / element;
+                    *(enc ? &z->phi_enc : &z->phi_llm) +=
+                        (double)c.param_bytes / loom_layer_cost_element_bytes(&c);
                 }
                 if (shape.tokens <= 0)
                     continue;

@@ -52,7 +52,9 @@ static int rf_param_bool(const loom_host_api *host, loom_ctx *ctx,
                        key, rc);
 }
 
-/* Reads the iteration-tail and overlap params into s. */
+/* Reads the iteration-tail, overlap and element-size params into s (the
+ * element size sets the tail's weight and Adam-step bytes, the optimizer
+ * state per parameter and LOOM_ROOFLINE_FP32 in s->flags). */
 static int rf_tail_params(const loom_host_api *host, loom_ctx *ctx, rf_self *s,
                           loom_error *err)
 {

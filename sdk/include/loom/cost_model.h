@@ -100,6 +100,15 @@ static inline void loom_layer_cost_init(loom_layer_cost *c)
     *c = (loom_layer_cost)LOOM_LAYER_COST_INIT;
 }
 
+/* Bytes of one activation or weight element of the layer *c describes:
+ * its element_bytes when the cost model set it, else 2 (bf16). The one
+ * rule for sizing transfers and for counting parameters from param_bytes. */
+static inline double loom_layer_cost_element_bytes(const loom_layer_cost *c)
+{
+    return LOOM_LAYER_COST_HAS(c, element_bytes) && c->element_bytes > 0 ? c->element_bytes
+                                                                          : 2.0;
+}
+
 /* Zeroes every member of a caller's *c that its struct_size covers and
  * keeps struct_size: how an estimate() starts filling its output. */
 static inline void loom_layer_cost_clear(loom_layer_cost *c)
