@@ -135,7 +135,12 @@ START_TEST(field_errors)
                "pipeline: expected an array, found nothing (missing field)");
     load_fails("{\"loom_planner\": 1, \"stages\": []}", LOOM_EINVAL,
                "unknown field \"stages\" (expected one of: loom_planner, name, description, "
-               "plugin_dirs, seed, budget_ms, max_evaluations, memory_cap_bytes, pipeline)");
+               "plugin_dirs, seed, budget_ms, max_evaluations, memory_cap_bytes, choose, "
+               "pipeline)");
+    load_fails("{\"loom_planner\": 1, \"choose\": \"once\", \"pipeline\": []}", LOOM_EINVAL,
+               "choose: expected \"iteration\" or \"run\", found \"once\"");
+    load_fails("{\"loom_planner\": 1, \"choose\": 1, \"pipeline\": []}", LOOM_EINVAL,
+               "choose: expected a string, found 1");
     load_fails(doc(CM ", {\"role\": \"partitioner\", \"use\": \"p\", \"param\": {}}"), LOOM_EINVAL,
                "pipeline[1]: unknown field \"param\" (expected one of: role, use, params)");
     load_fails(doc(CM ", {\"role\": \"partitioner\", \"use\": \"p\", \"params\": [1]}"), LOOM_EINVAL,

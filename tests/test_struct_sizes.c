@@ -268,6 +268,48 @@ START_TEST(cost_service_checks_shapes_and_costs)
 }
 END_TEST
 
+START_TEST(problem_lists_the_planned_iterations)
+{
+    /* the session hands every step the iterations it plans ... */
+    loom_session_args a;
+    loom_session_args_init(&a);
+    a.manifest = loom_test_src("examples/manifests/megatron-balanced.json");
+    a.model = "vlm-m";
+    a.iterations = 3;
+    loom_error err = {0};
+    int rc = loom_session_open(&s, &a, &err);
+    ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+    int32_t n = -1;
+    ck_assert_ptr_eq(loom_problem_iterations(&s.problem, &n), s.workload->iterations);
+    ck_assert_int_eq(n, 3);
+    /* ... so Megatron-LM's balanced split is the same in every iteration,
+     * as a real run cuts its layers once, while the data differ */
+    char first[64] = "";
+    double first_ms = 0.0;
+    int differ = 0;
+    for (int32_t k = 0; k < 3; k++) {
+        loom_plan plan;
+        rc = loom_session_plan(&s, k, &plan, &err);
+        ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+        if (k == 0) {
+            snprintf(first, sizeof first, "%s", plan.partition->label);
+            first_ms = plan.metrics.makespan_ms;
+        } else {
+            ck_assert_str_eq(plan.partition->label, first);
+            differ |= plan.metrics.makespan_ms != first_ms;
+        }
+        loom_plan_clear(&plan);
+    }
+    ck_assert_msg(differ, "the three iterations should carry different data");
+    /* a problem from a host older than the list reads as none */
+    loom_problem old = s.problem;
+    old.struct_size = (uint32_t)offsetof(loom_problem, iterations);
+    ck_assert_ptr_null(loom_problem_iterations(&old, &n));
+    ck_assert_int_eq(n, 0);
+    loom_session_close(&s);
+}
+END_TEST
+
 START_TEST(layer_cost_clear_keeps_size)
 {
     loom_layer_cost c = LOOM_LAYER_COST_INIT;
@@ -299,6 +341,7 @@ int main(void)
     tcase_add_test(tc, evaluator_rejects_small_metrics);
     tcase_add_test(tc, cost_service_checks_shapes_and_costs);
     tcase_add_test(tc, layer_cost_clear_keeps_size);
+    tcase_add_test(tc, problem_lists_the_planned_iterations);
     suite_add_tcase(su, tc);
     return loom_test_main(su);
 }

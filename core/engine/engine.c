@@ -153,7 +153,7 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
     loom_candidates *set = NULL;
     loom_stage_graph **graphs = NULL;
     uint64_t *digest = NULL;
-    int32_t n = 0;
+    int32_t n = 0, offered = 1;
     int rc = LOOM_OK;
     if (problem->kind == LOOM_PROBLEM_STAGE_TIMES && split &&
         !problem->stage_times->split_backward)
@@ -195,6 +195,19 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
         if (set->n == 0) {
             rc = loom_set_error(err, LOOM_EINVAL, "plan: no partitioner produced a candidate");
             goto done;
+        }
+        offered = set->n;
+        if (pl->fixed_candidate >= 0) { /* the run's choice: that candidate alone */
+            if (pl->fixed_candidate >= set->n) {
+                rc = loom_set_error(err, LOOM_EINVAL,
+                                    "plan: the run's candidate %d is not offered in iteration "
+                                    "%d (its partitioners offer %d)",
+                                    pl->fixed_candidate, it ? it->index : 0, set->n);
+                goto done;
+            }
+            for (int32_t c = set->n - 1; c >= 0; c--)
+                if (c != pl->fixed_candidate)
+                    set->remove(set, c);
         }
         graphs = calloc((size_t)set->n, sizeof *graphs);
         if (!graphs) {
@@ -250,8 +263,8 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
             rc = blame_writer(pl, problem, it, set, c, split, ranking.priorities, err);
             goto done;
         }
-    plan->candidate = ranking.candidate;
-    plan->n_candidates = n;
+    plan->candidate = set && pl->fixed_candidate >= 0 ? pl->fixed_candidate : ranking.candidate;
+    plan->n_candidates = offered;
     plan->evaluations = ranking.evaluations;
 
     loom_evaluator *ev = NULL;

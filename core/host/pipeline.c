@@ -301,6 +301,7 @@ int loom_pipeline_open_ex(loom_registry *reg, const loom_planner_config *cfg,
     p->seed = cfg->seed;
     p->budget_ms = cfg->max_evaluations > 0 ? 0 : cfg->budget_ms; /* evaluations decide */
     p->max_evaluations = cfg->max_evaluations;
+    p->fixed_candidate = -1;
     p->memory_cap_bytes = cfg->memory_cap_bytes;
     p->step_marker = hooks ? hooks->step_marker : NULL;
     rc = resolve_steps(p, cfg, err);

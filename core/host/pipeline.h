@@ -64,6 +64,9 @@ struct loom_pipeline {
     double budget_ms;
     int64_t max_evaluations; /* > 0: deterministic mode (the planner manifest's) */
     double memory_cap_bytes;
+    /* >= 0: the engine keeps only this candidate of every iteration's set
+     * (the run's choice, "choose": "run"); -1: the ranker chooses. */
+    int32_t fixed_candidate;
     char *name;          /* owned */
     char *manifest_path; /* owned */
 

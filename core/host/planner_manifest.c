@@ -183,11 +183,11 @@ static int parse_config(loom_planner_config *cfg, const cJSON *root, loom_error 
 {
     static const char *const keys[] = {"loom_planner", "name", "description",
                                        "plugin_dirs", "seed", "budget_ms",
-                                       "max_evaluations", "memory_cap_bytes", "pipeline",
-                                       NULL};
+                                       "max_evaluations", "memory_cap_bytes", "choose",
+                                       "pipeline", NULL};
     const char *file = cfg->path;
     int64_t fmt = 0, seed = 1;
-    const char *name = NULL, *desc = "";
+    const char *name = NULL, *desc = "", *choose = "iteration";
     const cJSON *pipe = NULL;
     int rc;
     if (!cJSON_IsObject(root))
@@ -211,10 +211,16 @@ static int parse_config(loom_planner_config *cfg, const cJSON *root, loom_error 
                                 &cfg->max_evaluations, err)) ||
         (rc = loom_json_get_double(file, root, "", "memory_cap_bytes", 0, 0, 1e18,
                                    &cfg->memory_cap_bytes, err)) ||
+        (rc = loom_json_get_string(file, root, "", "choose", 0, &choose, err)) ||
         (name && (rc = loom_check_name(file, "name", name, err))) ||
         (desc && (rc = loom_check_text(file, "description", desc, err))) ||
         (rc = dup_str(desc, &cfg->description, err)))
         return rc;
+    if (strcmp(choose, "iteration") && strcmp(choose, "run"))
+        return loom_set_error(err, LOOM_EINVAL,
+                              "%s: choose: expected \"iteration\" or \"run\", found \"%.100s\"",
+                              file, choose);
+    cfg->choose_run = !strcmp(choose, "run");
     cfg->seed = (uint64_t)seed;
     if (name) {
         free(cfg->name);

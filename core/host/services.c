@@ -345,8 +345,7 @@ static int svc_mean_layer_ms(loom_ctx *ctx, int32_t module, int32_t layer,
     if (rc != LOOM_OK)
         return rc;
     const loom_model *model = ctx->pipeline->problem->model;
-    shape.trainable_upstream = loom_module_upstream_trainable(model, module) ||
-                               (!model->modules[module].frozen && layer > 0);
+    shape.trainable_upstream = loom_layer_trainable_upstream(model, module, layer);
     *ms = 0;
     if (shape.tokens <= 0)
         return LOOM_OK;

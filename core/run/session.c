@@ -215,6 +215,10 @@ static int open_problem(loom_session *s, const loom_session_args *a, loom_error 
         if (rc != LOOM_OK)
             return rc;
     }
+    if (s->workload && s->n_iterations > 0) { /* the iterations this run plans */
+        pb->iterations = s->workload->iterations;
+        pb->n_iterations = s->n_iterations;
+    }
     return LOOM_OK;
 }
 
@@ -268,12 +272,104 @@ int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *e
     return LOOM_OK;
 }
 
+/* Total makespan and feasibility of candidate c over every iteration of
+ * the run; its label in iteration 0 goes to label, and a later iteration
+ * that labels it otherwise is an error that sets *mismatch (its
+ * partitioners do not offer the same candidates every iteration). */
+static int score_candidate(loom_session *s, int32_t c, double *total_ms, int *feasible,
+                           int *mismatch, loom_error *err)
+{
+    char label[64];
+    *total_ms = 0.0;
+    *feasible = 1;
+    *mismatch = 0;
+    s->pl->fixed_candidate = c;
+    for (int32_t i = 0; i < s->n_iterations; i++) {
+        loom_plan plan;
+        int rc = loom_engine_plan(s->pl, &s->problem, &s->workload->iterations[i], &plan, err);
+        if (rc != LOOM_OK)
+            return rc;
+        if (i == 0) {
+            memcpy(label, plan.label, 64);
+        } else if (strcmp(label, plan.label)) {
+            *mismatch = 1;
+            rc = loom_set_error(err, LOOM_EINVAL,
+                                "choose run: candidate %d is \"%s\" in iteration 0 and \"%s\" "
+                                "in iteration %d; a choice for the whole run needs "
+                                "partitioners that offer the same candidates every iteration",
+                                c, label, plan.label, i);
+            loom_plan_clear(&plan);
+            return rc;
+        }
+        *total_ms += plan.metrics.makespan_ms;
+        *feasible &= plan.metrics.cap_violations == 0;
+        loom_plan_clear(&plan);
+    }
+    return LOOM_OK;
+}
+
+/* "choose": "run": the candidate every iteration uses, as a Megatron-LM
+ * job is configured once. The first iteration gives the candidate count;
+ * each candidate is then planned on every iteration, and the one with the
+ * least total makespan wins, one that fits the memory cap in every
+ * iteration before any that does not, ties to the lowest index. A
+ * candidate that cannot be planned in some iteration is skipped; when none
+ * can, the last failure is returned. */
+static int choose_run_candidate(loom_session *s, loom_error *err)
+{
+    loom_plan first;
+    s->pl->fixed_candidate = -1;
+    int rc = loom_engine_plan(s->pl, &s->problem, &s->workload->iterations[0], &first, err);
+    if (rc != LOOM_OK)
+        return rc;
+    int32_t n = first.n_candidates;
+    loom_plan_clear(&first);
+    int32_t best = -1;
+    double best_ms = 0.0;
+    int best_feasible = 0;
+    for (int32_t c = 0; c < n; c++) {
+        double total_ms;
+        int feasible, mismatch;
+        loom_error why = {0};
+        rc = score_candidate(s, c, &total_ms, &feasible, &mismatch, &why);
+        if (mismatch) {
+            *err = why;
+            s->pl->fixed_candidate = -1;
+            return rc;
+        }
+        if (rc != LOOM_OK) {
+            *err = why;
+            continue;
+        }
+        if (best < 0 || feasible > best_feasible ||
+            (feasible == best_feasible && total_ms < best_ms)) {
+            best = c;
+            best_ms = total_ms;
+            best_feasible = feasible;
+        }
+    }
+    s->pl->fixed_candidate = -1;
+    if (best < 0)
+        return rc;
+    s->run_candidate = best;
+    s->run_chosen = 1;
+    return LOOM_OK;
+}
+
 /* Plans `it` and refuses a plan holding a number that is not finite, so
  * that no output, --json printer, A/B record or C API getter sees one. */
 static int checked_plan(loom_session *s, const loom_iteration *it, loom_plan *plan,
                         loom_error *err)
 {
+    if (s->cfg->choose_run && s->problem.kind == LOOM_PROBLEM_MODEL && s->n_iterations > 0 &&
+        !s->run_chosen) {
+        int rc = choose_run_candidate(s, err);
+        if (rc != LOOM_OK)
+            return rc;
+    }
+    s->pl->fixed_candidate = s->cfg->choose_run && s->run_chosen ? s->run_candidate : -1;
     int rc = loom_engine_plan(s->pl, &s->problem, it, plan, err);
+    s->pl->fixed_candidate = -1;
     if (rc == LOOM_OK && (rc = loom_plan_check_finite(plan, err)) != LOOM_OK)
         loom_plan_clear(plan);
     return rc;

@@ -5,8 +5,12 @@
  * points chosen by a min-max dynamic programme over
  * per-layer times so the slowest position is as fast as possible.
  *
- * Per-layer times come from the "loom.cost" service (mean_layer_ms:
- * forward + backward of the mean microbatch); with params.balance
+ * Per-layer times are forward + backward of the mean microbatch from the
+ * "loom.cost" service. By default (params.reference "workload") the mean
+ * is taken over every iteration the run plans (loom_problem.iterations),
+ * so the split is the same for all of them, as a real run splits its
+ * layers once on representative data; "iteration" re-splits on each
+ * iteration's own mean, which no real run can. With params.balance
  * "params" the programme balances each layer's parameters instead (from
  * the cost service's param_bytes at TP 1), the split PipeWeaver §8
  * describes for its Megatron-LM baseline, which does not move with the
@@ -95,6 +99,7 @@ typedef struct bdp_self {
     int vpp_sweep; /* 1: a candidate per loom_lk_vpp_options */
     const char *placement; /* params.placement */
     int by_params; /* params.balance == "params" */
+    int per_iteration; /* params.reference == "iteration" */
 } bdp_self;
 
 /* Creates an instance holding the host table and the step context. */
@@ -124,6 +129,9 @@ static int bdp_create(const loom_host_api *host, loom_ctx *ctx,
     /* balance: absent from a bare host means the default, "time" */
     const char *balance = host->param_string(ctx, "balance");
     b->by_params = balance && strcmp(balance, "params") == 0;
+    /* reference: absent from a bare host means the default, "workload" */
+    const char *reference = host->param_string(ctx, "reference");
+    b->per_iteration = reference && strcmp(reference, "iteration") == 0;
     *self = b;
     return LOOM_OK;
 }
@@ -136,85 +144,137 @@ static void bdp_destroy(void *self)
         b->host->free(b);
 }
 
-/* Fills weight[] (all layers in module order) with what the split
- * balances: each layer's forward + backward ms, or with by_params its
- * parameters (bytes at TP 1 over the element size; the same for every
- * microbatch). */
-static int bdp_layer_weights(bdp_self *b, const loom_model *model,
-                             const loom_iteration *it, int32_t microbatches,
-                             double *weight, loom_error *err)
+/* Forward + backward ms of every layer (module order) for the mean
+ * microbatch over the n_its iterations `its`: a module's shape is the mean
+ * of its per-iteration mean shapes (loom.cost module_shape), costed once
+ * per layer, so the work grows with the iterations once, not per layer. */
+static int bdp_workload_ms(bdp_self *b, const loom_cost_service *cost, const loom_model *model,
+                           const loom_iteration *its, int32_t n_its, int32_t microbatches,
+                           double *weight, loom_error *err)
 {
-    const loom_host_api *host = b->host;
-    const loom_cost_service *cost = loom_host_cost(host, b->ctx);
-    if (!cost || cost->struct_size < offsetof(loom_cost_service, mean_layer_ms) +
-                                         sizeof cost->mean_layer_ms ||
-        (b->by_params ? !cost->layer : !cost->mean_layer_ms))
-        return host->error(err, LOOM_ENOTFOUND,
-                           "balanced-dp: needs the \"%s\" service with "
-                           "%s (a cost_model step before it)",
-                           LOOM_SERVICE_COST, b->by_params ? "layer" : "mean_layer_ms");
     int32_t k = 0;
     for (int32_t m = 0; m < model->n_modules; m++) {
-        loom_shape one = LOOM_SHAPE_INIT;
-        one.tp = 1;
-        for (int32_t l = 0; l < model->modules[m].n_layers; l++) {
-            double w = 0.0;
-            int rc;
-            if (b->by_params) {
-                loom_layer_cost c = LOOM_LAYER_COST_INIT;
-                rc = cost->layer(b->ctx, m, l, &one, LOOM_POLICY_NONE, &c, err);
-                w = (double)c.param_bytes / loom_layer_cost_element_bytes(&c);
-            } else {
-                rc = cost->mean_layer_ms(b->ctx, m, l, it, microbatches, &w, err);
-            }
+        int64_t tokens = 0, sequences = 0;
+        double seq_sq_sum = 0.0;
+        loom_shape shape = LOOM_SHAPE_INIT;
+        for (int32_t i = 0; i < n_its; i++) {
+            loom_shape one = LOOM_SHAPE_INIT;
+            int rc = cost->module_shape(b->ctx, m, &its[i], microbatches, -1, 1, &one, err);
             if (rc != LOOM_OK)
                 return rc;
-            if (!(w >= 0.0) || w > DBL_MAX)
-                return host->error(err, LOOM_EINVAL,
-                                   "balanced-dp: %s of module %s layer %d: "
-                                   "expected a finite value >= 0, found %g",
-                                   b->by_params ? "parameters" : "cost",
-                                   model->modules[m].name, l, w);
+            tokens += one.tokens;
+            seq_sq_sum += one.seq_sq_sum;
+            sequences += one.sequences;
+            shape = one; /* tp, cp and dp are the module's, whatever the data */
+        }
+        shape.tokens = (tokens + n_its / 2) / n_its;
+        shape.seq_sq_sum = seq_sq_sum / n_its;
+        shape.sequences = (sequences + n_its - 1) / n_its;
+        for (int32_t l = 0; l < model->modules[m].n_layers; l++) {
+            double w = 0.0;
+            if (shape.tokens > 0) {
+                shape.trainable_upstream = loom_layer_trainable_upstream(model, m, l);
+                loom_layer_cost c = LOOM_LAYER_COST_INIT;
+                int rc = cost->layer(b->ctx, m, l, &shape, LOOM_POLICY_NONE, &c, err);
+                if (rc != LOOM_OK)
+                    return rc;
+                w = c.forward_ms + c.input_grad_ms + c.weight_grad_ms;
+            }
             weight[k++] = w;
         }
     }
     return LOOM_OK;
 }
 
-/* Computes the balanced cut points of all layers into pp * vpp positions
- * and appends them as one candidate. */
+/* Fills weight[] (all layers in module order) with what the split
+ * balances: each layer's forward + backward ms on the mean microbatch of
+ * the run's iterations (or of `it` alone, with reference "iteration" or
+ * when the host gives no iterations), or with by_params its parameters
+ * (bytes at TP 1 over the element size; the same for every microbatch). */
+static int bdp_layer_weights(bdp_self *b, const loom_problem *problem,
+                             const loom_iteration *it, double *weight, loom_error *err)
+{
+    const loom_host_api *host = b->host;
+    const loom_model *model = problem->model;
+    int32_t microbatches = problem->parallel.microbatches;
+    int32_t n_its = 0;
+    const loom_iteration *its = b->per_iteration || b->by_params
+                                    ? NULL : loom_problem_iterations(problem, &n_its);
+    if (n_its < 2) /* one iteration: its own mean is the run's */
+        its = NULL;
+    const loom_cost_service *cost = loom_host_cost(host, b->ctx);
+    const char *needs = b->by_params ? "layer" : its ? "module_shape and layer" : "mean_layer_ms";
+    if (!cost || cost->struct_size < offsetof(loom_cost_service, mean_layer_ms) +
+                                         sizeof cost->mean_layer_ms ||
+        (b->by_params ? !cost->layer
+         : its        ? !cost->module_shape || !cost->layer
+                      : !cost->mean_layer_ms))
+        return host->error(err, LOOM_ENOTFOUND,
+                           "balanced-dp: needs the \"%s\" service with "
+                           "%s (a cost_model step before it)",
+                           LOOM_SERVICE_COST, needs);
+    int rc = LOOM_OK;
+    if (its) {
+        rc = bdp_workload_ms(b, cost, model, its, n_its, microbatches, weight, err);
+    } else {
+        int32_t k = 0;
+        loom_shape one = LOOM_SHAPE_INIT;
+        one.tp = 1;
+        for (int32_t m = 0; rc == LOOM_OK && m < model->n_modules; m++)
+            for (int32_t l = 0; rc == LOOM_OK && l < model->modules[m].n_layers; l++) {
+                if (b->by_params) {
+                    loom_layer_cost c = LOOM_LAYER_COST_INIT;
+                    rc = cost->layer(b->ctx, m, l, &one, LOOM_POLICY_NONE, &c, err);
+                    weight[k] = (double)c.param_bytes / loom_layer_cost_element_bytes(&c);
+                } else {
+                    rc = cost->mean_layer_ms(b->ctx, m, l, it, microbatches, &weight[k], err);
+                }
+                k++;
+            }
+    }
+    if (rc != LOOM_OK)
+        return rc;
+    int32_t k = 0;
+    for (int32_t m = 0; m < model->n_modules; m++)
+        for (int32_t l = 0; l < model->modules[m].n_layers; l++, k++)
+            if (!(weight[k] >= 0.0) || weight[k] > DBL_MAX)
+                return host->error(err, LOOM_EINVAL,
+                                   "balanced-dp: %s of module %s layer %d: "
+                                   "expected a finite value >= 0, found %g",
+                                   b->by_params ? "parameters" : "cost",
+                                   model->modules[m].name, l, weight[k]);
+    return LOOM_OK;
+}
+
+/* Computes the balanced cut points of the layers' weights (n_layers of
+ * them, module order) into pp * vpp positions and appends them as one
+ * candidate. */
 static int bdp_one(bdp_self *b, const loom_problem *problem, const loom_iteration *iteration,
-                   int32_t vpp, loom_candidates *set, loom_error *err)
+                   const double *weight, int32_t n_layers, int32_t vpp, loom_candidates *set,
+                   loom_error *err)
 {
     const loom_host_api *host = b->host;
     const loom_model *model = problem->model;
     int32_t pp = problem->parallel.pp;
     int32_t mbs = problem->parallel.microbatches;
-    int64_t n_layers = 0;
-    for (int32_t m = 0; m < model->n_modules; m++)
-        n_layers += model->modules[m].n_layers;
     int64_t n_pos = (int64_t)pp * vpp;
-    if (n_layers < n_pos || n_layers > INT32_MAX - 1)
+    if (n_layers < n_pos)
         return host->error(err, LOOM_EINVAL,
-                           "balanced-dp: the model has %lld layers, fewer "
+                           "balanced-dp: the model has %d layers, fewer "
                            "than the %lld positions (pp %d x vpp %d); every "
                            "position needs at least one layer",
-                           (long long)n_layers, (long long)n_pos, pp, vpp);
-    int32_t nl = (int32_t)n_layers, np = (int32_t)n_pos;
-    double *layer_ms = host->alloc((size_t)nl * sizeof *layer_ms);
+                           n_layers, (long long)n_pos, pp, vpp);
+    int32_t np = (int32_t)n_pos;
     int32_t *sizes = host->alloc((size_t)np * sizeof *sizes);
-    void *scratch = host->alloc(loom_balanced_dp_scratch_bytes(nl, np));
+    void *scratch = host->alloc(loom_balanced_dp_scratch_bytes(n_layers, np));
     int rc = LOOM_OK;
     double bottleneck_ms = 0.0;
     loom_partition *part = NULL;
-    if (!layer_ms || !sizes || !scratch)
+    if (!sizes || !scratch)
         rc = host->error(err, LOOM_ENOMEM, "balanced-dp: out of memory for "
-                         "%d layers x %d positions", nl, np);
+                         "%d layers x %d positions", n_layers, np);
     if (rc == LOOM_OK)
-        rc = bdp_layer_weights(b, model, iteration, mbs, layer_ms, err);
-    if (rc == LOOM_OK)
-        rc = loom_balanced_dp_split(layer_ms, nl, np, scratch, sizes,
-                                    &bottleneck_ms);
+        rc = loom_balanced_dp_split(weight, n_layers, np, scratch, sizes, &bottleneck_ms);
     if (rc == LOOM_OK)
         rc = set->add(set, &part, err);
     if (rc == LOOM_OK)
@@ -239,12 +299,12 @@ static int bdp_one(bdp_self *b, const loom_problem *problem, const loom_iteratio
     }
     host->free(scratch);
     host->free(sizes);
-    host->free(layer_ms);
     return rc;
 }
 
 /* Appends the balanced candidate at parallel.vpp, or with vpp_sweep one
- * per loom_lk_vpp_options. Declines stage-times problems. */
+ * per loom_lk_vpp_options; the layers' weights are the same for every
+ * vpp. Declines stage-times problems. */
 static int bdp_partition(void *self, const loom_problem *problem,
                          const loom_iteration *iteration,
                          loom_candidates *set, loom_error *err)
@@ -261,14 +321,24 @@ static int bdp_partition(void *self, const loom_problem *problem,
                            "balanced-dp: parallel.pp and "
                            "parallel.microbatches: expected >= 1, found %d "
                            "and %d", pp, mbs);
+    int64_t n_layers = 0;
+    for (int32_t m = 0; m < problem->model->n_modules; m++)
+        n_layers += problem->model->modules[m].n_layers;
+    if (n_layers < 1 || n_layers > INT32_MAX - 1)
+        return host->error(err, LOOM_EINVAL,
+                           "balanced-dp: the model has %lld layers: expected 1 .. %d",
+                           (long long)n_layers, INT32_MAX - 1);
+    int32_t nl = (int32_t)n_layers;
+    double *weight = host->alloc((size_t)nl * sizeof *weight);
+    if (!weight)
+        return host->error(err, LOOM_ENOMEM, "balanced-dp: out of memory for %d layers", nl);
+    int rc = bdp_layer_weights(b, problem, iteration, weight, err);
     int32_t vpps[32];
-    int32_t n = loom_lk_vpp_candidates(problem, b->vpp_sweep, vpps, 32);
-    for (int32_t i = 0; i < n; i++) {
-        int rc = bdp_one(b, problem, iteration, vpps[i], set, err);
-        if (rc != LOOM_OK)
-            return rc;
-    }
-    return LOOM_OK;
+    int32_t n = rc == LOOM_OK ? loom_lk_vpp_candidates(problem, b->vpp_sweep, vpps, 32) : 0;
+    for (int32_t i = 0; rc == LOOM_OK && i < n; i++)
+        rc = bdp_one(b, problem, iteration, weight, nl, vpps[i], set, err);
+    host->free(weight);
+    return rc;
 }
 
 static const loom_partitioner_vtable bdp_vtable = {

@@ -411,6 +411,167 @@ START_TEST(partitioner_errors)
 }
 END_TEST
 
+/* ---- one split for the whole run (params.reference) ------------------- */
+
+/* Two iterations: the ViT sees 100 tokens in one microbatch of iteration 0
+ * and 500 in iteration 1, the LM 100 in both; a layer takes 1 ms per 100
+ * tokens. */
+static int64_t vit_tokens(const loom_iteration *it)
+{
+    return it->index == 0 ? 100 : 500;
+}
+
+static int shape_calls, shape_layer_calls;
+static loom_shape shape_seen[2]; /* last shape layer() saw per module */
+static int upstream_seen[2][3];
+
+/* module_shape: the mean microbatch of `it` as above. */
+static int it_module_shape(loom_ctx *ctx, int32_t module, const loom_iteration *it,
+                           int32_t microbatches, int32_t microbatch, int32_t subs,
+                           loom_shape *out, loom_error *err)
+{
+    (void)ctx, (void)err;
+    ck_assert_int_eq(microbatches, 4);
+    ck_assert_int_eq(microbatch, -1);
+    ck_assert_int_eq(subs, 1);
+    shape_calls++;
+    out->tokens = module == 0 ? vit_tokens(it) : 100;
+    out->seq_sq_sum = (double)out->tokens * (double)out->tokens;
+    out->sequences = it->index + 1;
+    out->tp = 2;
+    return LOOM_OK;
+}
+
+/* layer: 1 ms of forward per 100 tokens, nothing else. */
+static int it_layer(loom_ctx *ctx, int32_t module, int32_t layer, const loom_shape *shape,
+                    int32_t policy, loom_layer_cost *out, loom_error *err)
+{
+    (void)ctx, (void)err;
+    ck_assert_int_eq(policy, LOOM_POLICY_NONE);
+    shape_layer_calls++;
+    shape_seen[module] = *shape;
+    upstream_seen[module][layer] = shape->trainable_upstream;
+    out->forward_ms = (double)shape->tokens / 100.0;
+    return LOOM_OK;
+}
+
+/* mean_layer_ms of one iteration by the same rule. */
+static int it_mean_layer_ms(loom_ctx *ctx, int32_t module, int32_t layer,
+                            const loom_iteration *it, int32_t microbatches, double *ms,
+                            loom_error *err)
+{
+    (void)ctx, (void)layer, (void)microbatches, (void)err;
+    cost_calls++;
+    *ms = (module == 0 ? (double)vit_tokens(it) : 100.0) / 100.0;
+    return LOOM_OK;
+}
+
+static const loom_cost_service it_cost = {
+    sizeof(loom_cost_service), 1, it_layer, it_module_shape, it_mean_layer_ms,
+};
+
+/* The split of iteration `k` of `its` (2 positions): sizes in sizes[2],
+ * the label in label. */
+static void split_of(const char *reference, fixture *f, const loom_iteration *its, int k,
+                     int32_t sizes[2], char *label, size_t label_size)
+{
+    loom_mock_host *h = host_with(&it_cost, reference ? "reference" : NULL, reference);
+    loom_candidates *set = loom_candidates_new(&f->problem, &its[k]);
+    loom_error err = {0, ""};
+    ck_assert_msg(partition(h, &f->problem, &its[k], set, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_int_eq(set->n, 1);
+    const loom_partition *p = set->items[0];
+    ck_assert_int_eq(p->n_positions, 2);
+    for (int32_t s = 0; s < 2; s++) {
+        sizes[s] = 0;
+        for (int32_t i = 0; i < p->positions[s].n_spans; i++)
+            sizes[s] += p->spans[p->positions[s].span_off + i].n_layers;
+    }
+    snprintf(label, label_size, "%s", p->label);
+    loom_candidates_free(set);
+    loom_mock_host_free(h);
+}
+
+START_TEST(partitioner_splits_once_for_the_run)
+{
+    fixture f;
+    setup(&f, 2);
+    loom_sample samples[1];
+    memset(samples, 0, sizeof samples);
+    loom_iteration its[2] = {{0, 1, samples}, {1, 1, samples}};
+    int32_t sizes[2];
+    char label[128];
+
+    /* each iteration on its own: [1,1,1 | 1,1,1] cuts 3 + 3 (max 3 ms),
+     * [5,5,5 | 1,1,1] cuts 2 + 4 (max 10 ms) */
+    split_of("iteration", &f, its, 0, sizes, label, sizeof label);
+    ck_assert_int_eq(sizes[0], 3);
+    ck_assert_msg(strstr(label, "max=3ms") != NULL, "label %s", label);
+    split_of("iteration", &f, its, 1, sizes, label, sizeof label);
+    ck_assert_int_eq(sizes[0], 2);
+    ck_assert_msg(strstr(label, "max=10ms") != NULL, "label %s", label);
+
+    /* the problem lists both iterations: the default balances their mean,
+     * 300 ViT tokens, [3,3,3 | 1,1,1] cut 2 + 4 (6 ms each), the same split
+     * for iteration 0 as for iteration 1 */
+    f.problem.iterations = its;
+    f.problem.n_iterations = 2;
+    for (int k = 0; k < 2; k++) {
+        shape_calls = shape_layer_calls = cost_calls = 0;
+        split_of(NULL, &f, its, k, sizes, label, sizeof label);
+        ck_assert_int_eq(sizes[0], 2);
+        ck_assert_int_eq(sizes[1], 4);
+        ck_assert_msg(strstr(label, "max=6ms") != NULL, "label %s", label);
+        ck_assert_int_eq(shape_calls, 4);       /* 2 modules x 2 iterations */
+        ck_assert_int_eq(shape_layer_calls, 6); /* once per layer */
+        ck_assert_int_eq(cost_calls, 0);
+    }
+    /* the mean shape: tokens and attention work averaged, sequences
+     * rounded up, TP as the host gave it; input gradients as the host
+     * rules (the ViT's first layer has nothing upstream, the LM has) */
+    ck_assert_int_eq(shape_seen[0].tokens, 300);
+    ck_assert_double_eq(shape_seen[0].seq_sq_sum, (100.0 * 100.0 + 500.0 * 500.0) / 2.0);
+    ck_assert_int_eq(shape_seen[0].sequences, 2);
+    ck_assert_int_eq(shape_seen[0].tp, 2);
+    ck_assert_int_eq(upstream_seen[0][0], 0);
+    ck_assert_int_eq(upstream_seen[0][1], 1);
+    ck_assert_int_eq(upstream_seen[1][0], 1);
+
+    /* reference "iteration" still re-splits each iteration */
+    split_of("iteration", &f, its, 0, sizes, label, sizeof label);
+    ck_assert_int_eq(sizes[0], 3);
+
+    /* one listed iteration is its own mean: mean_layer_ms, as before */
+    f.problem.n_iterations = 1;
+    cost_calls = shape_calls = 0;
+    split_of(NULL, &f, its, 0, sizes, label, sizeof label);
+    ck_assert_int_eq(sizes[0], 3);
+    ck_assert_int_eq(cost_calls, 6);
+    ck_assert_int_eq(shape_calls, 0);
+
+    /* a host older than the iterations list (struct_size short of it) */
+    f.problem.n_iterations = 2;
+    f.problem.struct_size = (uint32_t)offsetof(loom_problem, iterations);
+    split_of(NULL, &f, its, 1, sizes, label, sizeof label);
+    ck_assert_msg(strstr(label, "max=10ms") != NULL, "label %s", label);
+    f.problem.struct_size = sizeof f.problem;
+
+    /* the run's split needs module_shape and layer, and says so */
+    static const loom_cost_service no_shape = {
+        sizeof(loom_cost_service), 1, it_layer, NULL, it_mean_layer_ms,
+    };
+    loom_mock_host *h = host_with(&no_shape, NULL, NULL);
+    loom_candidates *set = loom_candidates_new(&f.problem, &its[0]);
+    loom_error err = {0, ""};
+    ck_assert_int_eq(partition(h, &f.problem, &its[0], set, &err), LOOM_ENOTFOUND);
+    ck_assert_msg(strstr(err.message, "\"loom.cost\" service with module_shape and layer") !=
+                      NULL, "%s", err.message);
+    ck_assert_int_eq(set->n, 0);
+    loom_candidates_free(set);
+    loom_mock_host_free(h);
+}
+END_TEST
+
 START_TEST(manifest_matches_binary)
 {
     const loom_plugin_info *info = loom_static_balanced_dp();
@@ -447,6 +608,7 @@ static Suite *suite(void)
     tcase_add_test(tc, manifest_matches_binary);
     tcase_add_test(tc, partitioner_v_placement);
     tcase_add_test(tc, partitioner_cuts_by_params);
+    tcase_add_test(tc, partitioner_splits_once_for_the_run);
     suite_add_tcase(s, tc);
     return s;
 }

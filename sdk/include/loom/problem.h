@@ -234,6 +234,14 @@ typedef struct loom_problem {
     uint32_t module_layout_size;       /* sizeof(loom_module_layout) of the host */
     int32_t total_gpus;                /* GPUs over every set; 0: tp*cp*pp*dp */
     int32_t reserved_layout;
+    /* Appended in Loom 0.4: every iteration this run plans, in order (the
+     * iteration a step is handed is one of them), so that a step can fix
+     * one choice for the whole run, as a real job splits its layers once.
+     * Owned by the host; NULL (and 0) when the host gives none. Read them
+     * with loom_problem_iterations(). */
+    const loom_iteration *iterations;
+    int32_t n_iterations;
+    int32_t reserved_iterations;
 } loom_problem;
 
 /* Module m's layout, or NULL when the problem has none (a single-layout
@@ -279,6 +287,30 @@ static inline int loom_module_upstream_trainable(const loom_model *model, int32_
             return 1;
     }
     return 0;
+}
+
+/* 1 when layer `layer` of `module` pays input gradients: something
+ * upstream of the module trains, or the module trains and the layer is not
+ * its first (loom_shape.trainable_upstream). */
+static inline int loom_layer_trainable_upstream(const loom_model *model, int32_t module,
+                                                int32_t layer)
+{
+    return loom_module_upstream_trainable(model, module) ||
+           (!model->modules[module].frozen && layer > 0);
+}
+
+/* The iterations the run plans (loom_problem.iterations), with their
+ * count in *n; NULL and 0 when the host gives none (a host older than
+ * Loom 0.4, or one planning a lone iteration). */
+static inline const loom_iteration *loom_problem_iterations(const loom_problem *pb, int32_t *n)
+{
+    if (!pb || !LOOM_STRUCT_HAS(pb, loom_problem, reserved_iterations) || !pb->iterations ||
+        pb->n_iterations < 1) {
+        *n = 0;
+        return NULL;
+    }
+    *n = pb->n_iterations;
+    return pb->iterations;
 }
 
 #ifdef __cplusplus

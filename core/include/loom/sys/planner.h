@@ -45,6 +45,9 @@ typedef struct loom_planner_config {
     double memory_cap_bytes; /* per rank; 0 = the cluster's GPU memory */
     loom_step_config *steps;
     int n_steps;
+    int choose_run;          /* "choose": "run": one candidate for every
+                              * iteration (the session picks it); 0: the
+                              * ranker chooses per iteration */
 } loom_planner_config;
 
 /* Reads and validates a planner manifest (fields, types, pipeline order).

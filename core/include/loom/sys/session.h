@@ -121,6 +121,10 @@ typedef struct loom_session {
      * single-layout problem; and those a --parallel file gave. Owned. */
     loom_module_layout *module_layouts;
     struct loom_layout_spec *parallel_layouts;
+    /* With "choose": "run" in the planner manifest: 1 once the first plan
+     * chose the candidate every iteration uses, and its index. */
+    int run_chosen;
+    int32_t run_candidate;
 } loom_session;
 
 LOOM_EXPORT void loom_session_args_init(loom_session_args *a);
@@ -159,7 +163,11 @@ LOOM_EXPORT int loom_session_open(loom_session *s, const loom_session_args *a, l
 
 /* Plans iteration k (0 <= k < n_iterations; ignored for stage-times). A
  * plan holding a number that is not finite is refused (LOOM_EINVAL from
- * loom_plan_check_finite, the plan cleared), here and below. */
+ * loom_plan_check_finite, the plan cleared), here and below. With
+ * "choose": "run" the first call also picks the run's candidate: every
+ * iteration planned with each candidate in turn, the least total makespan
+ * among those that fit the memory cap in every iteration
+ * (docs/manifest.md); every plan then uses it. */
 LOOM_EXPORT int loom_session_plan(loom_session *s, int32_t k, loom_plan *plan, loom_error *err);
 
 /* Plans a caller-provided iteration (checked against the problem first). */

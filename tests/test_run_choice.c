@@ -1,0 +1,179 @@
+/* test_run_choice.c - "choose": "run" in a planner manifest: one candidate
+ * (split kind, virtual-stage count) for every iteration of the run, as a
+ * Megatron-LM job is configured once. The choice is the candidate with the
+ * least total makespan among those that fit the memory cap in every
+ * iteration; the per-iteration choice can only match or beat it; a
+ * partitioner whose candidates change from iteration to iteration is an
+ * error naming both labels. */
+#include <stdlib.h>
+#include <string.h>
+#include "testutil.h"
+#include "engine_api.h"
+#include "pipeline.h"
+#include <loom/sys/problem.h>
+#include <loom/sys/session.h>
+
+static loom_session s;
+
+/* Opens `manifest` on `model` with `iterations` generated iterations
+ * (seed 7). */
+static void open_run(const char *manifest, const char *model, int iterations)
+{
+    loom_session_args a;
+    loom_session_args_init(&a);
+    a.manifest = manifest;
+    a.model = model;
+    a.iterations = iterations;
+    a.seed = 7;
+    a.has_seed = 1;
+    loom_error err = {0};
+    int rc = loom_session_open(&s, &a, &err);
+    ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+}
+
+/* Makespan of iteration k with candidate c forced; -1 when it cannot be
+ * planned, and *over set when it exceeds the memory cap. */
+static double forced_ms(int32_t c, int32_t k, int *over)
+{
+    loom_plan plan;
+    loom_error err = {0};
+    s.pl->fixed_candidate = c;
+    int rc = loom_engine_plan(s.pl, &s.problem, &s.workload->iterations[k], &plan, &err);
+    s.pl->fixed_candidate = -1;
+    if (rc != LOOM_OK)
+        return -1.0;
+    double ms = plan.metrics.makespan_ms;
+    *over |= plan.metrics.cap_violations > 0;
+    loom_plan_clear(&plan);
+    return ms;
+}
+
+enum { ITERATIONS = 4, MAX_CANDIDATES = 32 };
+
+START_TEST(the_run_gets_the_best_single_candidate)
+{
+    open_run(loom_test_src("examples/manifests/megatron-tuned.json"), "t2v-s", ITERATIONS);
+    ck_assert(s.cfg->choose_run);
+    char label[64] = "";
+    int32_t chosen = -1, n = 0;
+    double chosen_ms[ITERATIONS], chosen_total = 0.0;
+    for (int32_t k = 0; k < ITERATIONS; k++) {
+        loom_plan plan;
+        loom_error err = {0};
+        int rc = loom_session_plan(&s, k, &plan, &err);
+        ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+        if (k == 0) {
+            snprintf(label, sizeof label, "%s", plan.label);
+            chosen = plan.candidate;
+            n = plan.n_candidates;
+        }
+        /* the same candidate, reported by its index among all offered */
+        ck_assert_str_eq(plan.label, label);
+        ck_assert_int_eq(plan.candidate, chosen);
+        ck_assert_int_eq(plan.n_candidates, n);
+        ck_assert_int_eq(plan.metrics.cap_violations, 0);
+        chosen_ms[k] = plan.metrics.makespan_ms;
+        chosen_total += chosen_ms[k];
+        loom_plan_clear(&plan);
+    }
+    ck_assert_int_gt(n, 1);
+    ck_assert_int_le(n, MAX_CANDIDATES);
+
+    /* every candidate by hand: none that fits in every iteration has a
+     * smaller total, and the chosen one's plans are the forced ones */
+    double best_ms[ITERATIONS];
+    for (int32_t k = 0; k < ITERATIONS; k++)
+        best_ms[k] = -1.0;
+    for (int32_t c = 0; c < n; c++) {
+        double total = 0.0;
+        int over = 0, planned = 1;
+        for (int32_t k = 0; k < ITERATIONS && planned; k++) {
+            int over_k = 0;
+            double ms = forced_ms(c, k, &over_k);
+            planned = ms >= 0.0;
+            total += ms;
+            over |= over_k;
+            if (c == chosen)
+                ck_assert_double_eq_tol(ms, chosen_ms[k], 1e-9);
+            if (planned && !over_k && (best_ms[k] < 0.0 || ms < best_ms[k]))
+                best_ms[k] = ms;
+        }
+        if (planned && !over)
+            ck_assert_msg(chosen_total <= total + 1e-6, "candidate %d: %g < chosen %g", c,
+                          total, chosen_total);
+    }
+
+    /* the ranker's own choice in each iteration can only match or beat
+     * one candidate for all: it takes each iteration's fastest */
+    s.cfg->choose_run = 0;
+    double free_total = 0.0;
+    for (int32_t k = 0; k < ITERATIONS; k++) {
+        loom_plan plan;
+        loom_error err = {0};
+        ck_assert_int_eq(loom_session_plan(&s, k, &plan, &err), LOOM_OK);
+        ck_assert_double_eq_tol(plan.metrics.makespan_ms, best_ms[k], 1e-6);
+        free_total += plan.metrics.makespan_ms;
+        loom_plan_clear(&plan);
+    }
+    ck_assert(free_total <= chosen_total + 1e-6);
+    /* and here it beats it: t2v-s's iterations prefer different
+     * virtual-stage counts (15, 3, 5 and 5 for seed 7), a run cannot */
+    ck_assert_msg(free_total < chosen_total - 1.0, "free %g, run %g", free_total, chosen_total);
+    loom_session_close(&s);
+}
+END_TEST
+
+START_TEST(candidates_must_not_change_between_iterations)
+{
+    /* balanced-dp re-splitting on each iteration's mean offers a
+     * different split in every iteration: no choice for the run exists */
+    const char *manifest = loom_test_tmpfile(
+        ".json",
+        "{\"loom_planner\": 1, \"choose\": \"run\", \"pipeline\": ["
+        "{\"role\": \"cost_model\", \"use\": \"roofline\"},"
+        "{\"role\": \"partitioner\", \"use\": \"balanced-dp\","
+        " \"params\": {\"reference\": \"iteration\"}},"
+        "{\"role\": \"ranker\", \"use\": \"min-latency\"},"
+        "{\"role\": \"interleaver\", \"use\": \"1f1b\"},"
+        "{\"role\": \"memory_tuner\", \"use\": \"none\"}]}");
+    open_run(manifest, "vlm-m", 3);
+    loom_plan plan;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_session_plan(&s, 0, &plan, &err), LOOM_EINVAL);
+    const char *head = "choose run: candidate 0 is \"balanced-dp pp=4 vpp=1 max=";
+    ck_assert_msg(strncmp(err.message, head, strlen(head)) == 0 &&
+                      strstr(err.message, "\" in iteration 1; a choice for the whole run needs "
+                                          "partitioners that offer the same candidates every "
+                                          "iteration") != NULL,
+                  "%s", err.message);
+    loom_session_close(&s);
+    remove(manifest);
+
+    /* the same manifest with one iteration has nothing to disagree with */
+    manifest = loom_test_tmpfile(
+        ".json",
+        "{\"loom_planner\": 1, \"choose\": \"run\", \"pipeline\": ["
+        "{\"role\": \"cost_model\", \"use\": \"roofline\"},"
+        "{\"role\": \"partitioner\", \"use\": \"balanced-dp\","
+        " \"params\": {\"reference\": \"iteration\"}},"
+        "{\"role\": \"ranker\", \"use\": \"min-latency\"},"
+        "{\"role\": \"interleaver\", \"use\": \"1f1b\"},"
+        "{\"role\": \"memory_tuner\", \"use\": \"none\"}]}");
+    open_run(manifest, "vlm-m", 1);
+    ck_assert_msg(loom_session_plan(&s, 0, &plan, &err) == LOOM_OK, "%s", err.message);
+    loom_plan_clear(&plan);
+    loom_session_close(&s);
+    remove(manifest);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("run_choice");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, the_run_gets_the_best_single_candidate);
+    tcase_add_test(tc, candidates_must_not_change_between_iterations);
+    suite_add_tcase(su, tc);
+    return loom_test_main(su);
+}
