@@ -18,6 +18,8 @@ typedef struct tb_self {
     double full_activation;      /* stored fraction under full */
     double selective_recompute;  /* recompute time / forward under selective */
     int distributed_optimizer;
+    int32_t element_bytes;       /* 2 (bf16, fp16) or 4 (fp32, TF32) */
+    loom_tail_knobs tail;        /* the iteration tail under these params */
 } tb_self;
 
 /* Reads a declared ratio param in [0, 1] (the host supplies the
@@ -71,6 +73,15 @@ static int tb_create(const loom_host_api *host, loom_ctx *ctx,
                            "true or false (host status %d)",
                            rc);
 
+    int64_t element = 2;
+    rc = loom_read_param_int(host, ctx, "table", "element_bytes", &element, err);
+    if (rc != LOOM_OK)
+        return rc;
+    if (element != 2 && element != 4)
+        return host->error(err, LOOM_EINVAL,
+                           "table: param element_bytes: expected 2 (bf16, fp16) or 4 "
+                           "(fp32, TF32), found %lld", (long long)element);
+
     tb_self *s = host->alloc(sizeof *s);
     if (!s)
         return host->error(err, LOOM_ENOMEM, "table: out of memory");
@@ -80,6 +91,16 @@ static int tb_create(const loom_host_api *host, loom_ctx *ctx,
     s->full_activation = full;
     s->selective_recompute = sel_re;
     s->distributed_optimizer = dist != 0;
+    s->element_bytes = (int32_t)element;
+    /* Megatron-LM's tail (fp32 gradients, bucketed reduce overlapped with
+     * the backward) under this table's optimizer and element size: fp32
+     * weights are their own master copy, so the all-gather moves 4 bytes
+     * a weight and the Adam step 32 bytes a parameter (34 in bf16) */
+    s->tail.distributed_optimizer = s->distributed_optimizer;
+    s->tail.overlap_grad_reduce = 1;
+    s->tail.grad_bytes = LOOM_TAIL_GRAD_BYTES;
+    s->tail.param_bytes = (double)element;
+    s->tail.optimizer_bytes = element == 4 ? 32.0 : LOOM_TAIL_OPTIMIZER_BYTES;
     rc = loom_table_load(file, &s->table, err);
     if (rc != LOOM_OK) {
         host->free(s);
@@ -223,13 +244,18 @@ static int tb_estimate(void *self, const loom_problem *problem,
 
     loom_layer_cost_clear(out);
     out->param_bytes = tb_bytes(pt.param_bytes);
+    if (LOOM_LAYER_COST_HAS(out, element_bytes))
+        out->element_bytes = s->element_bytes;
     if (!m->frozen) {
         int32_t dp = problem->parallel.dp;
         double shards = (s->distributed_optimizer && dp > 1) ? dp : 1.0;
-        /* 2-byte params: fp32 grads twice as big (the host's default
-         * iteration tail reduces them in fp32 too), 12 optimizer bytes = 6x */
-        out->state_bytes = tb_bytes(2.0 * pt.param_bytes +
-                                    6.0 * pt.param_bytes / shards);
+        /* fp32 gradients (the tail reduces them in fp32 too) and Adam's
+         * states: with 2-byte weights, grads 2x and fp32 master, m and v
+         * (12 bytes) 6x the weights; fp32 weights are their own master,
+         * so grads 1x and m and v (8 bytes) 2x */
+        double grads = s->element_bytes == 4 ? 1.0 : 2.0;
+        double states = s->element_bytes == 4 ? 2.0 : 6.0;
+        out->state_bytes = tb_bytes(grads * pt.param_bytes + states * pt.param_bytes / shards);
     }
     if (shape->tokens == 0)
         return LOOM_OK; /* no stage runs for an empty shape */
@@ -256,6 +282,20 @@ static int tb_estimate(void *self, const loom_problem *problem,
     return LOOM_OK;
 }
 
+/* rank_tail_ms(): the gradient sync, parameter all-gather and Adam step
+ * of one rank (loom_rank_tail_compute() under this table's optimizer and
+ * element size). */
+static int tb_rank_tail_ms(void *self, const loom_problem *problem,
+                           const loom_rank_state *state, loom_rank_tail *out, loom_error *err)
+{
+    const tb_self *s = self;
+    if (!problem || !problem->cluster)
+        return s->host->error(err, LOOM_EINVAL,
+                              "table: an iteration tail needs a cluster, found none");
+    loom_rank_tail_compute(problem->cluster, state, &s->tail, out);
+    return LOOM_OK;
+}
+
 static const loom_cost_model_vtable tb_vtable = {
     {sizeof(loom_cost_model_vtable), LOOM_COST_MODEL_VERSION},
     tb_create,
@@ -263,7 +303,7 @@ static const loom_cost_model_vtable tb_vtable = {
     tb_estimate,
     NULL,
     NULL,
-    NULL,
+    tb_rank_tail_ms,
 };
 
 /* The vtable for the cost_model role, NULL for any other. */

@@ -323,6 +323,96 @@ START_TEST(frozen_aware_and_states)
 }
 END_TEST
 
+/* One rank's tail from the table instance on cluster c. */
+static loom_rank_tail table_tail(inst *in, fixture *fx, const loom_cluster *c,
+                                 const loom_rank_state *st)
+{
+    fx->problem.cluster = c;
+    loom_rank_tail t = {.struct_size = sizeof t};
+    loom_error err = {0, ""};
+    ck_assert(vtable()->rank_tail_ms != NULL);
+    ck_assert_msg(vtable()->rank_tail_ms(in->self, &fx->problem, st, &t, &err) == LOOM_OK, "%s",
+                  err.message);
+    fx->problem.cluster = NULL;
+    return t;
+}
+
+START_TEST(element_size_and_the_tail)
+{
+    fixture fx;
+    fx_init(&fx);
+    loom_cluster c;
+    memset(&c, 0, sizeof c);
+    c.name = "toy";
+    c.hbm_bytes_per_s = 1e12;
+    c.net_bytes_per_s = c.nvlink_bytes_per_s = 1e11;
+    c.eff_memory = c.eff_collective = 1.0;
+    c.gpus_per_node = 8;
+    loom_rank_state st = {.struct_size = sizeof st, .rank = 0, .tp = 1, .dp = 4, .chunks = 1,
+                          .dp_same_node = 1, .params = 1e9, .trainable_params = 1e9};
+
+    /* bf16 (the default): the element size is 2, and the tail is the one
+     * the host computes for a cost model without a tail of its own */
+    inst in = open_table(loom_test_tmpfile(".csv", CSV_TWO));
+    loom_layer_cost b = est(&in, &fx, 1, 0, shape(1000, 1), LOOM_POLICY_NONE);
+    ck_assert_int_eq(b.element_bytes, 2);
+    loom_rank_tail bf16 = table_tail(&in, &fx, &c, &st);
+    loom_tail_knobs host = {1, 1, 0, LOOM_TAIL_GRAD_BYTES, 0, 0, 0};
+    loom_rank_tail want = {.struct_size = sizeof want};
+    loom_rank_tail_compute(&c, &st, &host, &want);
+    ck_assert_double_eq(bf16.grad_sync_ms, want.grad_sync_ms);
+    ck_assert_double_eq(bf16.grad_bucket_ms, want.grad_bucket_ms);
+    ck_assert_double_eq(bf16.param_gather_ms, want.param_gather_ms);
+    ck_assert_double_eq(bf16.optimizer_ms, want.optimizer_ms);
+    ck_assert_int_eq(bf16.overlap_grad_reduce, 1);
+    ck_assert(bf16.param_gather_ms > 0 && bf16.optimizer_ms > 0);
+    inst_free(&in);
+
+    /* fp32: the element size is 4; fp32 gradients as large as the weights
+     * and Adam's m and v 2x over dp 4: 500 + 250; the same gradient sync,
+     * the weights' all-gather twice as long, the Adam step 32/34 */
+    loom_error err = {0, ""};
+    const char *const fp32[] = {"file", loom_test_tmpfile(".csv", CSV_TWO), "element_bytes",
+                                "4", NULL};
+    ck_assert_int_eq(inst_new(&in, fp32, &err), LOOM_OK);
+    loom_layer_cost f = est(&in, &fx, 1, 0, shape(1000, 1), LOOM_POLICY_NONE);
+    ck_assert_int_eq(f.element_bytes, 4);
+    ck_assert_int_eq(f.param_bytes, 500);
+    ck_assert_int_eq(f.state_bytes, 500 + 250);
+    ck_assert_double_eq(f.forward_ms, b.forward_ms); /* the table's times */
+    ck_assert_int_eq(loom_layer_cost_element_bytes(&f), 4);
+    loom_rank_tail t = table_tail(&in, &fx, &c, &st);
+    ck_assert_double_eq(t.grad_sync_ms, bf16.grad_sync_ms);
+    ck_assert_double_eq_tol(t.param_gather_ms, 2.0 * bf16.param_gather_ms, 1e-12);
+    ck_assert_double_eq_tol(t.optimizer_ms, bf16.optimizer_ms * 32.0 / 34.0, 1e-12);
+    inst_free(&in);
+
+    /* without the distributed optimizer: an all-reduce, no all-gather */
+    const char *const plain[] = {"file", loom_test_tmpfile(".csv", CSV_TWO),
+                                 "distributed_optimizer", "false", NULL};
+    ck_assert_int_eq(inst_new(&in, plain, &err), LOOM_OK);
+    t = table_tail(&in, &fx, &c, &st);
+    host.distributed_optimizer = 0;
+    loom_rank_tail_compute(&c, &st, &host, &want);
+    ck_assert_double_eq(t.grad_sync_ms, want.grad_sync_ms);
+    ck_assert_double_eq(t.param_gather_ms, 0.0);
+    ck_assert_double_eq(t.optimizer_ms, want.optimizer_ms);
+    /* a tail needs a cluster */
+    loom_rank_tail none = {.struct_size = sizeof none};
+    ck_assert_int_eq(vtable()->rank_tail_ms(in.self, &fx.problem, &st, &none, &err),
+                     LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "table: an iteration tail needs a cluster, found none");
+    inst_free(&in);
+
+    /* 3 bytes is no precision the table knows */
+    const char *const three[] = {"file", loom_test_tmpfile(".csv", CSV_TWO), "element_bytes",
+                                 "3", NULL};
+    ck_assert_int_eq(inst_new(&in, three, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "table: param element_bytes: expected 2 (bf16, fp16) or 4 "
+                                  "(fp32, TF32), found 3");
+}
+END_TEST
+
 START_TEST(json_equals_csv)
 {
     fixture fx;
@@ -563,6 +653,7 @@ static Suite *table_suite(void)
     tcase_add_test(tc, exact_layer_rows_override_star);
     tcase_add_test(tc, policies_use_the_ratios);
     tcase_add_test(tc, frozen_aware_and_states);
+    tcase_add_test(tc, element_size_and_the_tail);
     tcase_add_test(tc, json_equals_csv);
     tcase_add_test(tc, csv_syntax_is_forgiving_where_harmless);
     tcase_add_test(tc, csv_errors);
