@@ -123,19 +123,21 @@ START_TEST(the_run_gets_the_best_single_candidate)
 }
 END_TEST
 
+/* balanced-dp re-splitting on each iteration's mean, choosing once. */
+static const char *const RESPLIT =
+    "{\"loom_planner\": 1, \"choose\": \"run\", \"pipeline\": ["
+    "{\"role\": \"cost_model\", \"use\": \"roofline\"},"
+    "{\"role\": \"partitioner\", \"use\": \"balanced-dp\","
+    " \"params\": {\"reference\": \"iteration\"}},"
+    "{\"role\": \"ranker\", \"use\": \"min-latency\"},"
+    "{\"role\": \"interleaver\", \"use\": \"1f1b\"},"
+    "{\"role\": \"memory_tuner\", \"use\": \"none\"}]}";
+
 START_TEST(candidates_must_not_change_between_iterations)
 {
     /* balanced-dp re-splitting on each iteration's mean offers a
      * different split in every iteration: no choice for the run exists */
-    const char *manifest = loom_test_tmpfile(
-        ".json",
-        "{\"loom_planner\": 1, \"choose\": \"run\", \"pipeline\": ["
-        "{\"role\": \"cost_model\", \"use\": \"roofline\"},"
-        "{\"role\": \"partitioner\", \"use\": \"balanced-dp\","
-        " \"params\": {\"reference\": \"iteration\"}},"
-        "{\"role\": \"ranker\", \"use\": \"min-latency\"},"
-        "{\"role\": \"interleaver\", \"use\": \"1f1b\"},"
-        "{\"role\": \"memory_tuner\", \"use\": \"none\"}]}");
+    const char *manifest = loom_test_tmpfile(".json", RESPLIT);
     open_run(manifest, "vlm-m", 3);
     loom_plan plan;
     loom_error err = {0};
@@ -150,15 +152,7 @@ START_TEST(candidates_must_not_change_between_iterations)
     remove(manifest);
 
     /* the same manifest with one iteration has nothing to disagree with */
-    manifest = loom_test_tmpfile(
-        ".json",
-        "{\"loom_planner\": 1, \"choose\": \"run\", \"pipeline\": ["
-        "{\"role\": \"cost_model\", \"use\": \"roofline\"},"
-        "{\"role\": \"partitioner\", \"use\": \"balanced-dp\","
-        " \"params\": {\"reference\": \"iteration\"}},"
-        "{\"role\": \"ranker\", \"use\": \"min-latency\"},"
-        "{\"role\": \"interleaver\", \"use\": \"1f1b\"},"
-        "{\"role\": \"memory_tuner\", \"use\": \"none\"}]}");
+    manifest = loom_test_tmpfile(".json", RESPLIT);
     open_run(manifest, "vlm-m", 1);
     ck_assert_msg(loom_session_plan(&s, 0, &plan, &err) == LOOM_OK, "%s", err.message);
     loom_plan_clear(&plan);

@@ -71,13 +71,9 @@ static int rf_tail_params(const loom_host_api *host, loom_ctx *ctx, rf_self *s,
     if (rc == LOOM_OK)
         rc = rf_param_double(host, ctx, "bucket_params", &bucket, err);
     if (rc == LOOM_OK)
-        rc = loom_read_param_int(host, ctx, "roofline", "element_bytes", &element, err);
+        rc = loom_read_element_bytes(host, ctx, "roofline", &element, err);
     if (rc != LOOM_OK)
         return rc;
-    if (element != 2 && element != 4)
-        return host->error(err, LOOM_EINVAL,
-                           "roofline: param element_bytes: expected 2 (bf16, fp16) or 4 "
-                           "(fp32, TF32), found %lld", (long long)element);
     if (!(bucket >= 0.0 && bucket <= 1e12))
         return host->error(err, LOOM_EINVAL,
                            "roofline: param bucket_params: expected a number in [0, 1e12], "

@@ -74,13 +74,9 @@ static int tb_create(const loom_host_api *host, loom_ctx *ctx,
                            rc);
 
     int64_t element = 2;
-    rc = loom_read_param_int(host, ctx, "table", "element_bytes", &element, err);
+    rc = loom_read_element_bytes(host, ctx, "table", &element, err);
     if (rc != LOOM_OK)
         return rc;
-    if (element != 2 && element != 4)
-        return host->error(err, LOOM_EINVAL,
-                           "table: param element_bytes: expected 2 (bf16, fp16) or 4 "
-                           "(fp32, TF32), found %lld", (long long)element);
 
     tb_self *s = host->alloc(sizeof *s);
     if (!s)
