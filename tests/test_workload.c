@@ -492,17 +492,90 @@ START_TEST(test_family_text)
 END_TEST
 
 /* Generates with an explicit packing; the workload must generate. */
-static loom_workload *gen_packed(const char *family, int32_t iterations, int32_t mb,
-                                 int64_t seq, int64_t image)
+static loom_workload *gen_windowed(const char *family, int32_t iterations, int32_t mb,
+                                   int64_t seq, int64_t image, int32_t window)
 {
     loom_error e;
     loom_workload *w = NULL;
     memset(&e, 0, sizeof e);
-    loom_workload_packing pk = {sizeof pk, seq, image};
+    loom_workload_packing pk = {sizeof pk, seq, image, window, 0};
     int rc = loom_workload_generate_packed(family, iterations, mb, 5, &pk, &w, &e);
     ck_assert_msg(rc == LOOM_OK, "%s: %s", family, e.message);
     return w;
 }
+
+/* gen_windowed with next-fit packing (the default window). */
+static loom_workload *gen_packed(const char *family, int32_t iterations, int32_t mb,
+                                 int64_t seq, int64_t image)
+{
+    return gen_windowed(family, iterations, mb, seq, image, 0);
+}
+
+/* Mean sequence fill (text + image tokens over seq) and the smallest
+ * microbatch's tokens of w (m microbatches an iteration). */
+static double fill_of(const loom_workload *w, int32_t m, int64_t seq, int64_t image,
+                      int64_t *smallest)
+{
+    mb_stats st[64];
+    double sum = 0.0;
+    *smallest = seq;
+    for (int32_t i = 0; i < w->n_iterations; i++) {
+        collect(&w->iterations[i], m, image, st);
+        for (int32_t k = 0; k < m; k++) {
+            sum += (double)st[k].tokens;
+            *smallest = st[k].tokens < *smallest ? st[k].tokens : *smallest;
+        }
+    }
+    return sum / ((double)w->n_iterations * m * (double)seq);
+}
+
+START_TEST(test_packing_window)
+{
+    /* a window of 0 or 1 is next-fit, the default: the same bytes */
+    loom_workload *a = gen("interleaved", 3, 8, 5);
+    char *ta = to_jsonl(a);
+    for (int32_t win = 0; win <= 1; win++) {
+        loom_workload *b = gen_windowed("interleaved", 3, 8, 8192, 169, win);
+        char *tb = to_jsonl(b);
+        ck_assert_str_eq(ta, tb);
+        free(tb);
+        loom_workload_free(b);
+    }
+    free(ta);
+    loom_workload_free(a);
+
+    /* documents of 1024-token images often leave a sequence nearly empty
+     * under next-fit; first-fit over 3 samples drawn ahead fills them, and
+     * every limit and the rule "a microbatch closes only on a sample that
+     * does not fit" still hold */
+    int64_t small1 = 0, small3 = 0;
+    loom_workload *w1 = gen_windowed("interleaved", 10, 40, 8192, 1024, 1);
+    loom_workload *w3 = gen_windowed("interleaved", 10, 40, 8192, 1024, 3);
+    check_packing_of(w1, 40, 8192, 1024);
+    check_packing_of(w3, 40, 8192, 1024);
+    double fill1 = fill_of(w1, 40, 8192, 1024, &small1);
+    double fill3 = fill_of(w3, 40, 8192, 1024, &small3);
+    ck_assert_msg(fill1 < 0.8 && fill3 > fill1 + 0.1, "fill %.3f next-fit, %.3f window 3", fill1,
+                  fill3);
+    ck_assert_msg(small1 < 100 && small3 > 1000, "smallest %lld next-fit, %lld window 3",
+                  (long long)small1, (long long)small3);
+    loom_workload_free(w1);
+    loom_workload_free(w3);
+
+    /* out of range: named, with the range */
+    loom_error e;
+    memset(&e, 0, sizeof e);
+    loom_workload_packing bad = {sizeof bad, 8192, 169, LOOM_MAX_PACKING_WINDOW + 1, 0};
+    loom_workload *w = NULL;
+    ck_assert_int_eq(loom_workload_generate_packed("text", 1, 1, 1, &bad, &w, &e), LOOM_EINVAL);
+    ck_assert_ptr_null(w);
+    ck_assert_str_eq(e.message, "workload packing: window: expected an integer in [0, 4096], "
+                                "found 4097");
+    bad.window = -1;
+    ck_assert_int_eq(loom_workload_generate_packed("text", 1, 1, 1, &bad, &w, &e), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.message, "found -1"));
+}
+END_TEST
 
 START_TEST(test_packing)
 {
@@ -516,7 +589,7 @@ START_TEST(test_packing)
     loom_workload_free(b);
     /* a struct_size that stops before both fields means the defaults too */
     loom_workload_packing short_pk = {(uint32_t)offsetof(loom_workload_packing, sequence_tokens),
-                                      100, 100000};
+                                      100, 100000, 0, 0};
     loom_error e;
     memset(&e, 0, sizeof e);
     ck_assert_int_eq(loom_workload_generate_packed("text", 1, 2, 5, &short_pk, &a, &e), LOOM_OK);
@@ -550,7 +623,7 @@ START_TEST(test_packing)
     loom_workload_free(w);
 
     /* out of range: named, with the range and what was found */
-    loom_workload_packing bad = {sizeof bad, 1000, 169};
+    loom_workload_packing bad = {sizeof bad, 1000, 169, 0, 0};
     w = NULL;
     ck_assert_int_eq(loom_workload_generate_packed("text", 1, 1, 1, &bad, &w, &e), LOOM_EINVAL);
     ck_assert_ptr_null(w);
@@ -632,6 +705,16 @@ START_TEST(test_cli_generate)
     free(out);
     loom_workload_free(w);
 
+    ck_assert_int_eq(run_loom("workload generate --family interleaved --iterations 3 "
+                              "--microbatches 8 --seed 5 --tokens-per-image 1024 "
+                              "--packing-window 3", &out), 0);
+    w = gen_windowed("interleaved", 3, 8, 8192, 1024, 3);
+    want = to_jsonl(w);
+    ck_assert_str_eq(out, want);
+    free(want);
+    free(out);
+    loom_workload_free(w);
+
     ck_assert_int_eq(run_loom("workload generate --family rise-and-fall --microbatches 2", &out), 0);
     int lines = 0;
     for (char *p = out; *p; p++)
@@ -666,6 +749,8 @@ START_TEST(test_cli_errors)
          "tokens_per_image: expected an integer in [1, 2048]"},
         {"workload generate --family text --sequence-tokens 8k", 2,
          "--sequence-tokens: expected a positive integer, found '8k'"},
+        {"workload generate --family text --packing-window 0", 2,
+         "--packing-window: expected an integer in [1, 4096], found '0'"},
         {"workload shuffle", 2, "unknown subcommand \"shuffle\""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -701,6 +786,7 @@ static Suite *workload_suite(void)
     tcase_add_test(g, test_family_rise_and_fall);
     tcase_add_test(g, test_family_text);
     tcase_add_test(g, test_packing);
+    tcase_add_test(g, test_packing_window);
     suite_add_tcase(s, g);
     TCase *cli = tcase_create("cli");
     tcase_add_test(cli, test_cli_generate);

@@ -7,6 +7,7 @@
  * only (video durations are whole frames at 16 FPS, exact in binary), so
  * the same arguments give the same samples on every platform. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "problem_io_priv.h"
 
@@ -183,38 +184,50 @@ typedef struct gen {
     loom_workload_builder b;
     packing p;
     void (*draw)(rng *r, const packing *p, loom_sample *s);
-    int has_pending;     /* a drawn sample that did not fit the last microbatch */
-    loom_sample pending;
+    int32_t window;      /* samples drawn ahead (1: next-fit) */
+    int32_t n_pending;   /* drawn samples no microbatch took yet, in draw order */
+    loom_sample *pending; /* window entries */
 } gen;
 
 /* Fills microbatch `mb` greedily: samples are added while the sequence
  * stays within its tokens (text + tokens per image; 8192 and 169 by
- * default), max_images images (48), 8 clips and 16 s of video; the first
- * sample that does not fit opens the next one. */
+ * default), max_images images (48), 8 clips and 16 s of video. The
+ * microbatch takes, in draw order, the first of the `window` samples drawn
+ * ahead that fits (the first one whatever its size when the microbatch is
+ * empty), and closes when none does; with a window of 1 the first sample
+ * that does not fit opens the next microbatch (next-fit). */
 static int pack_microbatch(gen *g, int32_t mb, loom_error *err)
 {
     int64_t tokens = 0, images = 0, frames = 0, clips = 0, count = 0;
     for (;;) {
-        if (!g->has_pending) {
-            memset(&g->pending, 0, sizeof g->pending);
-            g->draw(&g->r, &g->p, &g->pending);
-            g->has_pending = 1;
+        while (g->n_pending < g->window) {
+            loom_sample *s = &g->pending[g->n_pending++];
+            memset(s, 0, sizeof *s);
+            g->draw(&g->r, &g->p, s);
         }
-        const loom_sample *s = &g->pending;
-        int64_t t = s->text_tokens + g->p.image * s->images;
-        int64_t f = (int64_t)(s->video_seconds * FPS);
-        int64_t c = f > 0;
-        if (count > 0 && (tokens + t > g->p.seq || images + s->images > g->p.max_images ||
-                          frames + f > MAX_CLIP_FRAMES || clips + c > MAX_CLIPS))
+        int32_t k = 0;
+        int64_t t = 0, f = 0, c = 0;
+        for (; k < g->n_pending; k++) {
+            const loom_sample *s = &g->pending[k];
+            t = s->text_tokens + g->p.image * s->images;
+            f = (int64_t)(s->video_seconds * FPS);
+            c = f > 0;
+            if (count == 0 || (tokens + t <= g->p.seq && images + s->images <= g->p.max_images &&
+                               frames + f <= MAX_CLIP_FRAMES && clips + c <= MAX_CLIPS))
+                break;
+        }
+        if (k == g->n_pending)
             return LOOM_OK;
-        loom_sample add = *s;
+        loom_sample add = g->pending[k];
         add.microbatch = mb;
         int rc = loom_wb_add_sample(&g->b, &add, err);
         if (rc)
             return rc;
-        g->has_pending = 0;
+        memmove(&g->pending[k], &g->pending[k + 1],
+                (size_t)(g->n_pending - k - 1) * sizeof *g->pending);
+        g->n_pending--;
         tokens += t;
-        images += s->images;
+        images += add.images;
         frames += f;
         clips += c;
         count++;
@@ -301,6 +314,15 @@ int loom_workload_generate_packed(const char *family, int32_t iterations,
                               "workload packing: tokens_per_image: expected an integer in "
                               "[1, %lld] (a quarter of the %lld-token sequence), found %lld",
                               (long long)(p.seq / 4), (long long)p.seq, (long long)p.image);
+    int32_t window = 1;
+    if (packing_in && LOOM_STRUCT_HAS(packing_in, loom_workload_packing, window) &&
+        packing_in->window > 0)
+        window = packing_in->window;
+    if (packing_in && LOOM_STRUCT_HAS(packing_in, loom_workload_packing, window) &&
+        (packing_in->window < 0 || packing_in->window > LOOM_MAX_PACKING_WINDOW))
+        return loom_set_error(err, LOOM_EINVAL,
+                              "workload packing: window: expected an integer in [0, %d], "
+                              "found %d", LOOM_MAX_PACKING_WINDOW, (int)packing_in->window);
     p.max_images = (p.seq - 1) / p.image; /* 48 by default */
     memcpy(p.text_docs, text_doc_tokens, sizeof p.text_docs);
     p.text_docs[NB(p.text_docs) - 1].hi = p.seq;
@@ -309,12 +331,17 @@ int loom_workload_generate_packed(const char *family, int32_t iterations,
     rng_seed(&g.r, seed);
     g.p = p;
     g.draw = draws[f];
+    g.window = window;
+    g.pending = calloc((size_t)window, sizeof *g.pending);
+    if (!g.pending)
+        return loom_set_error(err, LOOM_ENOMEM, "workload generate: out of memory");
     int rc = loom_wb_init(&g.b, err);
     for (int32_t i = 0; !rc && i < iterations; i++) {
         rc = loom_wb_begin_iteration(&g.b, i, err);
         for (int32_t m = 0; !rc && m < microbatches; m++)
             rc = g.draw ? pack_microbatch(&g, m, err) : rise_and_fall_microbatch(&g, i, m, err);
     }
+    free(g.pending);
     if (rc) {
         char what[128];
         snprintf(what, sizeof what, "workload generate (%s, %d iterations of %d microbatches)",

@@ -58,6 +58,7 @@ def write_workload(loom, w, path):
                         "--seed", str(w.get("seed", 1)),
                         "--sequence-tokens", str(w.get("sequence_tokens", 8192)),
                         "--tokens-per-image", str(w.get("tokens_per_image", 169)),
+                        "--packing-window", str(w.get("packing_window", 1)),
                         "--out", path],
                        check=True, stdout=subprocess.DEVNULL)
         return w["iterations"]

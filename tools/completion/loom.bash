@@ -22,7 +22,7 @@ _loom_opts_plan="--manifest --model --cluster --parallel --workload --generate -
 _loom_opts_ab="--model --cluster --parallel --workload --generate --stage-times --iterations --seed --use --param --plugin-path --memory-cap --allow-untrusted-plugins --suite --threshold --memory-threshold --evaluations --wall-clock --shard --html --markdown --json --junit --timings --isolate --no-isolate --timeout-ms --memory-limit-mb --quiet --help"
 _loom_opts_plugins="--json --load --plugin-path --path --allow-untrusted-plugins --help"
 _loom_opts_validate="--plugin-path --path --use --param --allow-untrusted-plugins --help"
-_loom_opts_workload="--family --iterations --microbatches --seed --sequence-tokens --tokens-per-image --out --help"
+_loom_opts_workload="--family --iterations --microbatches --seed --sequence-tokens --tokens-per-image --packing-window --out --help"
 _loom_opts_replan="--job --failed-nodes --full --json --out --help"
 _loom_opts_cp_balance="--gpus --workloads --causal --segments --block --order --json --help"
 _loom_opts_calibrate="--cluster --model --profile --measured --manifest --fit --out --table --max-residual --json --help"
@@ -164,7 +164,7 @@ _loom()
         _loom_files -d
         return 0 ;;
     --parallel | --seed | --memory-cap | --timeout-ms | --memory-limit-mb | \
-        --threshold | --memory-threshold | --evaluations | --microbatches | --sequence-tokens | --tokens-per-image | --failed-nodes | --gpus | --workloads | --causal | \
+        --threshold | --memory-threshold | --evaluations | --microbatches | --sequence-tokens | --tokens-per-image | --packing-window | --failed-nodes | --gpus | --workloads | --causal | \
         --segments | --block | --global-batch | --unit | --alpha | --p-error | --n0 | --max-residual)
         return 0 ;;
     esac

@@ -17,7 +17,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: loom workload generate --family F [--iterations N] [--microbatches M]\n"
             "                              [--seed S] [--sequence-tokens N]\n"
-            "                              [--tokens-per-image N] [--out FILE]\n"
+            "                              [--tokens-per-image N] [--packing-window N]\n"
+            "                              [--out FILE]\n"
             "\n"
             "Writes a synthetic workload as JSON Lines (one iteration per line; see\n"
             "docs/formats.md). The same arguments always give the same bytes.\n"
@@ -33,6 +34,9 @@ static void usage(FILE *out)
             "                    tokens per packed microbatch, 2048..1048576 (default 8192)\n"
             "  --tokens-per-image N\n"
             "                    sequence tokens one image takes, 1..N/4 (default 169)\n"
+            "  --packing-window N\n"
+            "                    a microbatch takes the first of N samples drawn ahead that\n"
+            "                    fits (first-fit), 1..4096; 1 (default): the next only\n"
             "  --out FILE        write FILE atomically (temporary file + rename); \"-\" or\n"
             "                    no --out writes to stdout\n"
             "  -h, --help        show this help\n");
@@ -65,7 +69,8 @@ enum {
     OPT_MICROBATCHES,
     OPT_SEED,
     OPT_SEQUENCE_TOKENS,
-    OPT_TOKENS_PER_IMAGE
+    OPT_TOKENS_PER_IMAGE,
+    OPT_PACKING_WINDOW
 };
 
 static const loom_cli_option generate_options[] = {
@@ -76,6 +81,7 @@ static const loom_cli_option generate_options[] = {
     {"seed", 1, OPT_SEED},
     {"sequence-tokens", 1, OPT_SEQUENCE_TOKENS},
     {"tokens-per-image", 1, OPT_TOKENS_PER_IMAGE},
+    {"packing-window", 1, OPT_PACKING_WINDOW},
     {NULL, 0, 0}};
 
 /* What `loom workload generate` was asked for. */
@@ -132,6 +138,16 @@ static int generate_option(void *ctx, int key, const char *name, const char *v)
             o->packing.tokens_per_image = (int64_t)n;
         return 0;
     }
+    case OPT_PACKING_WINDOW: {
+        uint64_t n = 0;
+        if (!parse_u64(v, &n) || n < 1 || n > LOOM_MAX_PACKING_WINDOW) {
+            loom_cli_error("workload generate", "--packing-window: expected an integer in "
+                           "[1, %d], found '%s'", LOOM_MAX_PACKING_WINDOW, v);
+            return -1;
+        }
+        o->packing.window = (int32_t)n;
+        return 0;
+    }
     case LOOM_CLI_OPERAND:
         loom_cli_error("workload generate", "unexpected argument '%s'", v);
         return -1;
@@ -143,7 +159,7 @@ static int generate_option(void *ctx, int key, const char *name, const char *v)
 /* `loom workload generate ...`. */
 static int cmd_generate(int argc, char **argv)
 {
-    generate_cli o = {NULL, NULL, 0, 16, 1, 0, {sizeof(loom_workload_packing), 8192, 169}};
+    generate_cli o = {NULL, NULL, 0, 16, 1, 0, {sizeof(loom_workload_packing), 8192, 169, 1, 0}};
     loom_cli_spec spec = {"workload generate", generate_options, NULL, NULL, generate_option, &o};
     int parsed = loom_cli_parse(&spec, argc, argv);
     if (parsed != 0) {

@@ -171,7 +171,15 @@ typedef struct loom_workload_packing {
     uint32_t struct_size;     /* sizeof(loom_workload_packing) of the caller */
     int64_t sequence_tokens;  /* tokens per packed microbatch */
     int64_t tokens_per_image; /* sequence tokens one image takes */
+    /* Appended: samples drawn ahead that a microbatch may take from, in
+     * draw order, the first that fits (first-fit over a window); 0 or 1:
+     * the next sample only (next-fit, the default), at most
+     * LOOM_MAX_PACKING_WINDOW. */
+    int32_t window;
+    int32_t reserved;
 } loom_workload_packing;
+
+#define LOOM_MAX_PACKING_WINDOW 4096
 
 /* loom_workload_generate with the packing `packing` (NULL: the defaults).
  * The caller keeps `packing`; *out is the caller's (loom_workload_free). */
