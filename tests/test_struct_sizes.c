@@ -146,18 +146,26 @@ END_TEST
 
 static loom_session s;
 
-/* The megatron-1f1b session on vlm-s, one planned iteration. */
-static void open_session(loom_plan *plan)
+/* Opens session s: the shipped `manifest` on preset `model`, `iterations`
+ * generated iterations. */
+static void open_model(const char *manifest, const char *model, int32_t iterations)
 {
     loom_session_args a;
     loom_session_args_init(&a);
-    a.manifest = loom_test_src("examples/manifests/megatron-1f1b.json");
-    a.model = "vlm-s";
-    a.iterations = 1;
+    a.manifest = loom_test_src(manifest);
+    a.model = model;
+    a.iterations = iterations;
     loom_error err = {0};
     int rc = loom_session_open(&s, &a, &err);
     ck_assert_msg(rc == LOOM_OK, "%s", err.message);
-    rc = loom_session_plan(&s, 0, plan, &err);
+}
+
+/* The megatron-1f1b session on vlm-s, one planned iteration. */
+static void open_session(loom_plan *plan)
+{
+    open_model("examples/manifests/megatron-1f1b.json", "vlm-s", 1);
+    loom_error err = {0};
+    int rc = loom_session_plan(&s, 0, plan, &err);
     ck_assert_msg(rc == LOOM_OK, "%s", err.message);
 }
 
@@ -271,14 +279,9 @@ END_TEST
 START_TEST(problem_lists_the_planned_iterations)
 {
     /* the session hands every step the iterations it plans ... */
-    loom_session_args a;
-    loom_session_args_init(&a);
-    a.manifest = loom_test_src("examples/manifests/megatron-balanced.json");
-    a.model = "vlm-m";
-    a.iterations = 3;
+    open_model("examples/manifests/megatron-balanced.json", "vlm-m", 3);
     loom_error err = {0};
-    int rc = loom_session_open(&s, &a, &err);
-    ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+    int rc = LOOM_OK;
     int32_t n = -1;
     ck_assert_ptr_eq(loom_problem_iterations(&s.problem, &n), s.workload->iterations);
     ck_assert_int_eq(n, 3);
