@@ -653,6 +653,15 @@ static int run_loom(const char *args, char **out)
     return loom_test_run(cmd, out);
 }
 
+/* The mean_iteration_ms of `loom plan --json` output (plan times differ
+ * from run to run, the plans do not). */
+static double mean_iteration_ms(const char *json)
+{
+    const char *key = strstr(json, "\"mean_iteration_ms\": ");
+    ck_assert_msg(key != NULL, "no mean_iteration_ms in: %s", json);
+    return strtod(key + strlen("\"mean_iteration_ms\": "), NULL);
+}
+
 START_TEST(test_cli_generate)
 {
     char *out = NULL;
@@ -714,6 +723,36 @@ START_TEST(test_cli_generate)
     free(want);
     free(out);
     loom_workload_free(w);
+
+    /* loom plan packs the workload it generates the same way */
+    ck_assert_int_eq(run_loom("workload generate --family interleaved --iterations 2 "
+                              "--microbatches 8 --seed 3 --packing-window 3 --out "
+                              "/tmp/loom-test-window.jsonl", &out), 0);
+    free(out);
+    char *from_file = NULL, *planned_gen = NULL;
+    ck_assert_int_eq(run_loom("plan --model vlm-s --parallel mb=8 --seed 3 --json --quiet "
+                              "--workload /tmp/loom-test-window.jsonl", &from_file), 0);
+    ck_assert_int_eq(run_loom("plan --model vlm-s --parallel mb=8 --seed 3 --json --quiet "
+                              "--generate interleaved --iterations 2 --packing-window 3",
+                              &planned_gen), 0);
+    ck_assert_double_eq(mean_iteration_ms(planned_gen), mean_iteration_ms(from_file));
+    free(planned_gen);
+    free(from_file);
+    ck_assert_int_eq(run_loom("plan --model vlm-s --parallel mb=8 --seed 3 --json --quiet "
+                              "--generate interleaved --iterations 2", &planned_gen), 0);
+    ck_assert_int_eq(run_loom("plan --model vlm-s --parallel mb=8 --seed 3 --json --quiet "
+                              "--generate interleaved --iterations 2 --packing-window 1",
+                              &from_file), 0);
+    /* a window of 1 is next-fit, the default */
+    ck_assert_double_eq(mean_iteration_ms(planned_gen), mean_iteration_ms(from_file));
+    free(planned_gen);
+    free(from_file);
+    ck_assert_int_eq(run_loom("plan --model vlm-s --packing-window 3 "
+                              "--workload /tmp/loom-test-window.jsonl", &out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "--packing-window packs a generated workload; a --workload "
+                                      "file is packed already"));
+    free(out);
+    unlink("/tmp/loom-test-window.jsonl");
 
     ck_assert_int_eq(run_loom("workload generate --family rise-and-fall --microbatches 2", &out), 0);
     int lines = 0;

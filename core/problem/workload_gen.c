@@ -11,8 +11,8 @@
 #include <string.h>
 #include "problem_io_priv.h"
 
-#define SEQ_TOKENS 8192     /* default packed sequence length of the VLM backbone */
-#define IMAGE_TOKENS 169    /* default ViT tokens per 768 px image */
+#define SEQ_TOKENS LOOM_DEFAULT_SEQUENCE_TOKENS    /* packed sequence of the VLM backbone */
+#define IMAGE_TOKENS LOOM_DEFAULT_TOKENS_PER_IMAGE /* ViT tokens per 768 px image */
 #define MIN_SEQ_TOKENS 2048 /* the longest text-length bucket starts here */
 #define MAX_SEQ_TOKENS (1 << 20)
 #define FPS 16              /* video frame rate */

@@ -29,7 +29,8 @@ void loom_session_args_init(loom_session_args *a)
 
 static const loom_session_option session_options[] = {
     {"manifest", 1},      {"model", 1},        {"cluster", 1},    {"parallel", 1},
-    {"workload", 1},      {"generate", 1},     {"stage-times", 1}, {"memory-cap", 1},
+    {"workload", 1},      {"generate", 1},     {"packing-window", 1},
+    {"stage-times", 1},   {"memory-cap", 1},
     {"iterations", 1},    {"seed", 1},         {"evaluations", 1}, {"use", 1},
     {"param", 1},         {"plugin-path", 1},  {"allow-untrusted-plugins", 0},
     {NULL, 0}};
@@ -74,6 +75,16 @@ int loom_session_args_set(loom_session_args *a, const char *name, const char *v,
                                   "--memory-cap: expected a size such as 80GiB, 80GB or a byte "
                                   "count (units B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), found '%s'",
                                   v);
+        return LOOM_OK;
+    }
+    if (!strcmp(name, "packing-window")) {
+        char *end = NULL;
+        long n = strtol(v, &end, 10);
+        if (!*v || !end || *end || n < 1 || n > LOOM_MAX_PACKING_WINDOW)
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "--packing-window: expected an integer in [1, %d], found '%s'",
+                                  LOOM_MAX_PACKING_WINDOW, v);
+        a->packing_window = (int32_t)n;
         return LOOM_OK;
     }
     if (!strcmp(name, "iterations") || !strcmp(name, "seed") || !strcmp(name, "evaluations")) {
@@ -199,6 +210,10 @@ static int open_problem(loom_session *s, const loom_session_args *a, loom_error 
     } else if (a->workload) {
         if (a->generate)
             return loom_set_error(err, LOOM_EINVAL, "give --workload or --generate, not both");
+        if (a->packing_window > 0)
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "--packing-window packs a generated workload; a --workload file "
+                                  "is packed already");
         rc = loom_workload_load(a->workload, &s->workload, err);
         if (rc != LOOM_OK)
             return rc;
@@ -210,8 +225,10 @@ static int open_problem(loom_session *s, const loom_session_args *a, loom_error 
         if (!family)
             family = "interleaved";
         s->n_iterations = a->iterations > 0 ? a->iterations : LOOM_DEFAULT_ITERATIONS;
-        rc = loom_workload_generate(family, s->n_iterations, pb->parallel.microbatches, seed,
-                                    &s->workload, err);
+        loom_workload_packing packing = {sizeof packing, LOOM_DEFAULT_SEQUENCE_TOKENS,
+                                         LOOM_DEFAULT_TOKENS_PER_IMAGE, a->packing_window, 0};
+        rc = loom_workload_generate_packed(family, s->n_iterations, pb->parallel.microbatches,
+                                           seed, &packing, &s->workload, err);
         if (rc != LOOM_OK)
             return rc;
     }
@@ -233,6 +250,7 @@ int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *e
         const char *with = a->model ? "--model" : a->cluster ? "--cluster"
                          : a->parallel ? "--parallel" : a->workload ? "--workload"
                          : a->generate ? "--generate"
+                         : a->packing_window > 0 ? "--packing-window"
                          : a->iterations > 1 ? "--iterations" : NULL;
         if (with)
             return loom_set_error(err, LOOM_EINVAL,

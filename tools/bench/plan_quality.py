@@ -18,9 +18,10 @@ INFEASIBLE with no time and no gain.
 usage: tools/bench/plan_quality.py [--build build] [--iterations 20]
            [--models vlm-s,vlm-m,vlm-l,t2v-s,t2v-l] [--seed 7]
            [--budget-ms 500] [--ablation vlm-s] [--no-ablation]
-           [--param ROLE.KEY=VALUE ...]
+           [--param ROLE.KEY=VALUE ...] [--packing-window N]
 
---param is passed to every planner (e.g. cost_model.sequence_parallel=false
+--packing-window packs the generated iterations first-fit over N samples
+drawn ahead (loom plan --packing-window; default next-fit). --param is passed to every planner (e.g. cost_model.sequence_parallel=false
 for plain tensor parallelism in every manifest's cost model).
 """
 import argparse
@@ -52,8 +53,12 @@ def main():
     ap.add_argument("--no-ablation", action="store_true")
     ap.add_argument("--param", action="append", default=[], metavar="ROLE.KEY=VALUE",
                     help="a loom plan --param for every planner (repeatable)")
+    ap.add_argument("--packing-window", type=int, default=0, metavar="N",
+                    help="pack the generated iterations first-fit over N samples drawn ahead")
     a = ap.parse_args()
     common = [x for p in a.param for x in ("--param", p)]
+    if a.packing_window > 0:
+        common += ["--packing-window", str(a.packing_window)]
     loom = os.path.join(ROOT, a.build, "bin", "loom")
     mdir = os.path.join(ROOT, "examples", "manifests")
     planners = [("pipeweaver", ["--param", "ranker.budget_ms=%d" % a.budget_ms]),

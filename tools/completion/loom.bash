@@ -18,8 +18,8 @@ _loom_families="image-pairs interleaved video rise-and-fall text"
 _loom_roles="cost_model partitioner ranker interleaver memory_tuner"
 
 # Options of each subcommand (the ones each `loom <command> --help` lists).
-_loom_opts_plan="--manifest --model --cluster --parallel --workload --generate --iterations --seed --stage-times --memory-cap --use --param --plugin-path --allow-untrusted-plugins --out --json --progress-csv --quiet --isolate --no-isolate --timeout-ms --memory-limit-mb --evaluations --path --help"
-_loom_opts_ab="--model --cluster --parallel --workload --generate --stage-times --iterations --seed --use --param --plugin-path --memory-cap --allow-untrusted-plugins --suite --threshold --memory-threshold --evaluations --wall-clock --shard --html --markdown --json --junit --timings --isolate --no-isolate --timeout-ms --memory-limit-mb --quiet --help"
+_loom_opts_plan="--manifest --model --cluster --parallel --workload --generate --packing-window --iterations --seed --stage-times --memory-cap --use --param --plugin-path --allow-untrusted-plugins --out --json --progress-csv --quiet --isolate --no-isolate --timeout-ms --memory-limit-mb --evaluations --path --help"
+_loom_opts_ab="--model --cluster --parallel --workload --generate --packing-window --stage-times --iterations --seed --use --param --plugin-path --memory-cap --allow-untrusted-plugins --suite --threshold --memory-threshold --evaluations --wall-clock --shard --html --markdown --json --junit --timings --isolate --no-isolate --timeout-ms --memory-limit-mb --quiet --help"
 _loom_opts_plugins="--json --load --plugin-path --path --allow-untrusted-plugins --help"
 _loom_opts_validate="--plugin-path --path --use --param --allow-untrusted-plugins --help"
 _loom_opts_workload="--family --iterations --microbatches --seed --sequence-tokens --tokens-per-image --packing-window --out --help"

@@ -27,7 +27,7 @@ static void usage(FILE *out)
             "simulated iteration times (B/A) pair by pair: mean and median ratio, 95 %% CI of\n"
             "the mean by paired bootstrap, wins/losses/ties and a verdict per case.\n\n"
             "problem options (one case; as `loom plan`): --model, --cluster, --parallel,\n"
-            "  --workload, --generate, --stage-times, --iterations, --seed\n"
+            "  --workload, --generate, --packing-window, --stage-times, --iterations, --seed\n"
             "applied to A and B in every case: --use ROLE=NAME, --param ROLE.KEY=VAL,\n"
             "  --plugin-path DIR, --memory-cap SIZE\n\n"
             "  --suite FILE          cases from a suite file instead of the problem options\n"

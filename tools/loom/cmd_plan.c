@@ -35,6 +35,8 @@ static void usage(FILE *out)
             "                        or FILE.json with per-module layouts (docs/formats.md)\n"
             "  --workload FILE       workload JSON Lines (one iteration per line)\n"
             "  --generate FAMILY     generate a seeded workload (%s)\n"
+            "  --packing-window N    pack the generated workload first-fit over N samples\n"
+            "                        drawn ahead, 1..4096 (default: next-fit)\n"
             "  --iterations N        iterations to plan (default 4; all of --workload)\n"
             "  --seed S              seed for generation and search (default: the manifest's)\n"
             "  --stage-times FILE    plan a stage-times problem instead of a model\n"

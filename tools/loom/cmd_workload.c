@@ -159,7 +159,14 @@ static int generate_option(void *ctx, int key, const char *name, const char *v)
 /* `loom workload generate ...`. */
 static int cmd_generate(int argc, char **argv)
 {
-    generate_cli o = {NULL, NULL, 0, 16, 1, 0, {sizeof(loom_workload_packing), 8192, 169, 1, 0}};
+    generate_cli o = {NULL,
+                      NULL,
+                      0,
+                      16,
+                      1,
+                      0,
+                      {sizeof(loom_workload_packing), LOOM_DEFAULT_SEQUENCE_TOKENS,
+                       LOOM_DEFAULT_TOKENS_PER_IMAGE, 1, 0}};
     loom_cli_spec spec = {"workload generate", generate_options, NULL, NULL, generate_option, &o};
     int parsed = loom_cli_parse(&spec, argc, argv);
     if (parsed != 0) {

@@ -180,6 +180,10 @@ typedef struct loom_workload_packing {
 } loom_workload_packing;
 
 #define LOOM_MAX_PACKING_WINDOW 4096
+/* The packing the generator uses when given none: 8192-token sequences,
+ * 169 tokens a 768 px image (PipeWeaver §8.1), next-fit. */
+#define LOOM_DEFAULT_SEQUENCE_TOKENS 8192
+#define LOOM_DEFAULT_TOKENS_PER_IMAGE 169
 
 /* loom_workload_generate with the packing `packing` (NULL: the defaults).
  * The caller keeps `packing`; *out is the caller's (loom_workload_free). */

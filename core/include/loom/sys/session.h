@@ -50,6 +50,9 @@ typedef struct loom_session_args {
      * runs (loom_pipeline_hooks.on_step); NULL: not called. */
     void (*on_step)(void *user, int32_t step, const char *plugin_id);
     void *on_step_user;
+    int32_t packing_window;  /* --packing-window: a generated workload packs
+                              * first-fit over this many samples drawn
+                              * ahead; 0: next-fit (loom_workload_packing) */
 } loom_session_args;
 
 /* ---- plans ------------------------------------------------------------ */
@@ -138,7 +141,8 @@ typedef struct loom_session_option {
 
 /* The shared options (static storage), ended by an entry whose name is
  * NULL: manifest, model, cluster, parallel, workload, generate,
- * stage-times, memory-cap, iterations, seed, evaluations, use, param,
+ * packing-window, stage-times, memory-cap, iterations, seed, evaluations,
+ * use, param,
  * plugin-path (repeatable, as use and param) and allow-untrusted-plugins. */
 LOOM_EXPORT const loom_session_option *loom_session_options(void);
 
