@@ -332,7 +332,8 @@ static int score_candidate(loom_session *s, int32_t c, double *total_ms, int *fe
  * least total makespan wins, one that fits the memory cap in every
  * iteration before any that does not, ties to the lowest index. A
  * candidate that cannot be planned in some iteration is skipped; when none
- * can, the last failure is returned. */
+ * can, the last failure is returned. Running out of memory or an
+ * interrupt ends the choice at once. */
 static int choose_run_candidate(loom_session *s, loom_error *err)
 {
     loom_plan first;
@@ -350,7 +351,7 @@ static int choose_run_candidate(loom_session *s, loom_error *err)
         int feasible, mismatch;
         loom_error why = {0};
         rc = score_candidate(s, c, &total_ms, &feasible, &mismatch, &why);
-        if (mismatch) {
+        if (mismatch || rc == LOOM_ENOMEM || rc == LOOM_EINTERRUPTED) {
             *err = why;
             s->pl->fixed_candidate = -1;
             return rc;
