@@ -203,12 +203,19 @@ static int bdp_layer_weights(bdp_self *b, const loom_problem *problem,
     if (n_its < 2) /* one iteration: its own mean is the run's */
         its = NULL;
     const loom_cost_service *cost = loom_host_cost(host, b->ctx);
-    const char *needs = b->by_params ? "layer" : its ? "module_shape and layer" : "mean_layer_ms";
-    if (!cost || cost->struct_size < offsetof(loom_cost_service, mean_layer_ms) +
-                                         sizeof cost->mean_layer_ms ||
-        (b->by_params ? !cost->layer
-         : its        ? !cost->module_shape || !cost->layer
-                      : !cost->mean_layer_ms))
+    int complete = cost && cost->struct_size >= offsetof(loom_cost_service, mean_layer_ms) +
+                                                    sizeof cost->mean_layer_ms;
+    const char *needs = "mean_layer_ms";
+    if (b->by_params) {
+        needs = "layer";
+        complete = complete && cost->layer;
+    } else if (its) {
+        needs = "module_shape and layer";
+        complete = complete && cost->module_shape && cost->layer;
+    } else {
+        complete = complete && cost->mean_layer_ms;
+    }
+    if (!complete)
         return host->error(err, LOOM_ENOTFOUND,
                            "balanced-dp: needs the \"%s\" service with "
                            "%s (a cost_model step before it)",
