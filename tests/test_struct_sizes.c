@@ -313,6 +313,65 @@ START_TEST(problem_lists_the_planned_iterations)
 }
 END_TEST
 
+START_TEST(cost_service_averages_the_run)
+{
+    /* run_module_shape: the mean of every planned iteration's mean
+     * microbatch, each from module_shape */
+    open_model("examples/manifests/megatron-balanced.json", "vlm-m", 3);
+    loom_plan plan;
+    loom_error err = {0};
+    int rc = loom_session_plan(&s, 0, &plan, &err);
+    ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+    const loom_cost_service *cost = loom_service_lookup(LOOM_SERVICE_COST, 1);
+    ck_assert(LOOM_COST_HAS(cost, run_module_shape));
+    loom_ctx *ctx = &s.pl->steps[s.pl->first_partitioner].ctx;
+    const loom_iteration *its = s.workload->iterations;
+    int32_t M = s.problem.parallel.microbatches;
+    for (int32_t m = 0; m < s.problem.model->n_modules; m++) {
+        int64_t tokens = 0, sequences = 0;
+        double seq_sq_sum = 0.0;
+        loom_shape one[3];
+        for (int32_t i = 0; i < 3; i++) {
+            one[i] = (loom_shape)LOOM_SHAPE_INIT;
+            rc = cost->module_shape(ctx, m, &its[i], M, -1, 1, &one[i], &err);
+            ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+            tokens += one[i].tokens;
+            sequences += one[i].sequences;
+            seq_sq_sum += one[i].seq_sq_sum;
+        }
+        loom_shape run = LOOM_SHAPE_INIT;
+        rc = cost->run_module_shape(ctx, m, &its[1], M, &run, &err);
+        ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+        ck_assert_int_eq(run.tokens, (tokens + 1) / 3);        /* to nearest */
+        ck_assert_int_eq(run.sequences, (sequences + 2) / 3);  /* up */
+        ck_assert_double_eq_tol(run.seq_sq_sum, seq_sq_sum / 3, 1e-9 * seq_sq_sum);
+        ck_assert_int_eq(run.tp, one[0].tp);
+        ck_assert_int_eq(run.trainable_upstream, 0);
+        if (m == 0)
+            ck_assert_msg(one[0].tokens != one[1].tokens || one[1].tokens != one[2].tokens,
+                          "the iterations should carry different image data");
+    }
+    /* one listed iteration: the iteration given is the run */
+    s.problem.n_iterations = 1;
+    loom_shape run = LOOM_SHAPE_INIT, own = LOOM_SHAPE_INIT;
+    ck_assert_int_eq(cost->run_module_shape(ctx, 0, &its[2], M, &run, &err), LOOM_OK);
+    ck_assert_int_eq(cost->module_shape(ctx, 0, &its[2], M, -1, 1, &own, &err), LOOM_OK);
+    ck_assert_int_eq(run.tokens, own.tokens);
+    ck_assert_int_eq(run.sequences, own.sequences);
+    ck_assert_double_eq(run.seq_sq_sum, own.seq_sq_sum);
+    s.problem.n_iterations = 3;
+    /* an output shape too small */
+    loom_shape small = LOOM_SHAPE_INIT;
+    small.struct_size = 4;
+    ck_assert_int_eq(cost->run_module_shape(ctx, 0, &its[0], M, &small, &err), LOOM_EABI);
+    has(err.message, "loom.cost run_module_shape");
+    has(err.message, "loom_shape struct_size is 4 bytes");
+    ck_assert_int_eq(small.tokens, 0);
+    loom_plan_clear(&plan);
+    loom_session_close(&s);
+}
+END_TEST
+
 START_TEST(layer_cost_clear_keeps_size)
 {
     loom_layer_cost c = LOOM_LAYER_COST_INIT;
@@ -345,6 +404,7 @@ int main(void)
     tcase_add_test(tc, cost_service_checks_shapes_and_costs);
     tcase_add_test(tc, layer_cost_clear_keeps_size);
     tcase_add_test(tc, problem_lists_the_planned_iterations);
+    tcase_add_test(tc, cost_service_averages_the_run);
     suite_add_tcase(su, tc);
     return loom_test_main(su);
 }

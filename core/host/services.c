@@ -356,8 +356,45 @@ static int svc_mean_layer_ms(loom_ctx *ctx, int32_t module, int32_t layer,
     return rc;
 }
 
+/* run_module_shape(): the mean of module_shape's mean microbatch over the
+ * problem's iterations (or `it` alone when it lists fewer than two). */
+static int svc_run_module_shape(loom_ctx *ctx, int32_t module, const loom_iteration *it,
+                                int32_t microbatches, loom_shape *out, loom_error *err)
+{
+    int rc = check_size("loom.cost run_module_shape", "loom_shape", out,
+                        out ? out->struct_size : 0, LOOM_SHAPE_SIZE_V1, err);
+    if (rc != LOOM_OK)
+        return rc;
+    const loom_problem *pb = ctx && ctx->pipeline ? ctx->pipeline->problem : NULL;
+    int32_t n_its = 0;
+    const loom_iteration *its = loom_problem_iterations(pb, &n_its);
+    if (n_its < 2) { /* one iteration: its own mean is the run's */
+        its = it;
+        n_its = 1;
+    }
+    int64_t tokens = 0, sequences = 0;
+    double seq_sq_sum = 0.0;
+    loom_shape s = LOOM_SHAPE_INIT;
+    for (int32_t i = 0; i < n_its; i++) {
+        loom_shape one = LOOM_SHAPE_INIT;
+        rc = module_shape(ctx, module, its ? &its[i] : NULL, microbatches, -1, 1, &one, err);
+        if (rc != LOOM_OK)
+            return rc;
+        tokens += one.tokens;
+        seq_sq_sum += one.seq_sq_sum;
+        sequences += one.sequences;
+        s = one; /* tp, cp and dp are the module's, whatever the data */
+    }
+    s.tokens = (tokens + n_its / 2) / n_its;
+    s.seq_sq_sum = seq_sq_sum / n_its;
+    s.sequences = (sequences + n_its - 1) / n_its;
+    copy_members(out, &s, MIN_SIZE(out->struct_size, sizeof s));
+    return LOOM_OK;
+}
+
 const loom_cost_service loom_cost_service_v1 = {
     sizeof(loom_cost_service), 1, svc_layer, svc_module_shape, svc_mean_layer_ms,
+    svc_run_module_shape,
 };
 
 const void *loom_service_lookup(const char *name, uint32_t min_version)

@@ -144,38 +144,25 @@ static void bdp_destroy(void *self)
         b->host->free(b);
 }
 
-/* Forward + backward ms of every layer (module order) for the mean
- * microbatch over the n_its iterations `its`: a module's shape is the mean
- * of its per-iteration mean shapes (loom.cost module_shape), costed once
- * per layer, so the work grows with the iterations once, not per layer. */
-static int bdp_workload_ms(bdp_self *b, const loom_cost_service *cost, const loom_model *model,
-                           const loom_iteration *its, int32_t n_its, int32_t microbatches,
-                           double *weight, loom_error *err)
+/* Forward + backward ms of every layer (module order) for the run's mean
+ * microbatch (loom.cost run_module_shape, `it` when the run lists one
+ * iteration): one shape per module, costed once per layer. */
+static int bdp_run_ms(bdp_self *b, const loom_cost_service *cost, const loom_model *model,
+                      const loom_iteration *it, int32_t microbatches, double *weight,
+                      loom_error *err)
 {
     int32_t k = 0;
     for (int32_t m = 0; m < model->n_modules; m++) {
-        int64_t tokens = 0, sequences = 0;
-        double seq_sq_sum = 0.0;
         loom_shape shape = LOOM_SHAPE_INIT;
-        for (int32_t i = 0; i < n_its; i++) {
-            loom_shape one = LOOM_SHAPE_INIT;
-            int rc = cost->module_shape(b->ctx, m, &its[i], microbatches, -1, 1, &one, err);
-            if (rc != LOOM_OK)
-                return rc;
-            tokens += one.tokens;
-            seq_sq_sum += one.seq_sq_sum;
-            sequences += one.sequences;
-            shape = one; /* tp, cp and dp are the module's, whatever the data */
-        }
-        shape.tokens = (tokens + n_its / 2) / n_its;
-        shape.seq_sq_sum = seq_sq_sum / n_its;
-        shape.sequences = (sequences + n_its - 1) / n_its;
+        int rc = cost->run_module_shape(b->ctx, m, it, microbatches, &shape, err);
+        if (rc != LOOM_OK)
+            return rc;
         for (int32_t l = 0; l < model->modules[m].n_layers; l++) {
             double w = 0.0;
             if (shape.tokens > 0) {
                 shape.trainable_upstream = loom_layer_trainable_upstream(model, m, l);
                 loom_layer_cost c = LOOM_LAYER_COST_INIT;
-                int rc = cost->layer(b->ctx, m, l, &shape, LOOM_POLICY_NONE, &c, err);
+                rc = cost->layer(b->ctx, m, l, &shape, LOOM_POLICY_NONE, &c, err);
                 if (rc != LOOM_OK)
                     return rc;
                 w = c.forward_ms + c.input_grad_ms + c.weight_grad_ms;
@@ -188,8 +175,8 @@ static int bdp_workload_ms(bdp_self *b, const loom_cost_service *cost, const loo
 
 /* Fills weight[] (all layers in module order) with what the split
  * balances: each layer's forward + backward ms on the mean microbatch of
- * the run's iterations (or of `it` alone, with reference "iteration" or
- * when the host gives no iterations), or with by_params its parameters
+ * the run's iterations (run_module_shape; of `it` alone, by mean_layer_ms,
+ * with reference "iteration" or when the host lists under two), or with by_params its parameters
  * (bytes at TP 1 over the element size; the same for every microbatch). */
 static int bdp_layer_weights(bdp_self *b, const loom_problem *problem,
                              const loom_iteration *it, double *weight, loom_error *err)
@@ -197,32 +184,26 @@ static int bdp_layer_weights(bdp_self *b, const loom_problem *problem,
     const loom_host_api *host = b->host;
     const loom_model *model = problem->model;
     int32_t microbatches = problem->parallel.microbatches;
+    /* one iteration listed (or none, on an older host): its own mean is
+     * the run's, so mean_layer_ms serves as it did */
     int32_t n_its = 0;
-    const loom_iteration *its = b->per_iteration || b->by_params
-                                    ? NULL : loom_problem_iterations(problem, &n_its);
-    if (n_its < 2) /* one iteration: its own mean is the run's */
-        its = NULL;
+    int run_wide = !b->per_iteration && !b->by_params &&
+                   loom_problem_iterations(problem, &n_its) && n_its > 1;
     const loom_cost_service *cost = loom_host_cost(host, b->ctx);
-    int complete = cost && cost->struct_size >= offsetof(loom_cost_service, mean_layer_ms) +
-                                                    sizeof cost->mean_layer_ms;
-    const char *needs = "mean_layer_ms";
-    if (b->by_params) {
-        needs = "layer";
-        complete = complete && cost->layer;
-    } else if (its) {
-        needs = "module_shape and layer";
-        complete = complete && cost->module_shape && cost->layer;
-    } else {
-        complete = complete && cost->mean_layer_ms;
-    }
+    int complete = b->by_params ? LOOM_COST_HAS(cost, layer)
+                   : run_wide   ? LOOM_COST_HAS(cost, run_module_shape) && cost->layer
+                                : LOOM_COST_HAS(cost, mean_layer_ms);
+    const char *needs = b->by_params ? "layer"
+                        : run_wide   ? "run_module_shape and layer"
+                                     : "mean_layer_ms";
     if (!complete)
         return host->error(err, LOOM_ENOTFOUND,
                            "balanced-dp: needs the \"%s\" service with "
                            "%s (a cost_model step before it)",
                            LOOM_SERVICE_COST, needs);
     int rc = LOOM_OK;
-    if (its) {
-        rc = bdp_workload_ms(b, cost, model, its, n_its, microbatches, weight, err);
+    if (run_wide) {
+        rc = bdp_run_ms(b, cost, model, it, microbatches, weight, err);
     } else {
         int32_t k = 0;
         loom_shape one = LOOM_SHAPE_INIT;

@@ -196,15 +196,15 @@ static int table_layer(loom_ctx *ctx, int32_t module, int32_t layer,
 }
 
 static const loom_cost_service table_cost = {
-    sizeof(loom_cost_service), 1, table_layer, NULL, table_mean_layer_ms,
+    sizeof(loom_cost_service), 1, table_layer, NULL, table_mean_layer_ms, NULL,
 };
 
 /* The same service without mean_layer_ms or without layer. */
 static const loom_cost_service no_mean_cost = {
-    sizeof(loom_cost_service), 1, table_layer, NULL, NULL,
+    sizeof(loom_cost_service), 1, table_layer, NULL, NULL, NULL,
 };
 static const loom_cost_service no_layer_cost = {
-    sizeof(loom_cost_service), 1, NULL, NULL, table_mean_layer_ms,
+    sizeof(loom_cost_service), 1, NULL, NULL, table_mean_layer_ms, NULL,
 };
 
 typedef struct fixture {
@@ -466,8 +466,27 @@ static int it_mean_layer_ms(loom_ctx *ctx, int32_t module, int32_t layer,
     return LOOM_OK;
 }
 
+/* run_module_shape: the mean of the two iterations' mean microbatches as
+ * the host averages them (test_struct_sizes checks the host's rule):
+ * 300 ViT tokens, attention work the mean of 100^2 and 500^2, sequences
+ * 1 and 2 rounded up to 2. */
+static int run_shape_calls;
+static int it_run_module_shape(loom_ctx *ctx, int32_t module, const loom_iteration *it,
+                               int32_t microbatches, loom_shape *out, loom_error *err)
+{
+    (void)ctx, (void)it, (void)err;
+    ck_assert_int_eq(microbatches, 4);
+    run_shape_calls++;
+    out->tokens = module == 0 ? 300 : 100;
+    out->seq_sq_sum = module == 0 ? (100.0 * 100.0 + 500.0 * 500.0) / 2.0 : 100.0 * 100.0;
+    out->sequences = 2;
+    out->tp = 2;
+    return LOOM_OK;
+}
+
 static const loom_cost_service it_cost = {
     sizeof(loom_cost_service), 1, it_layer, it_module_shape, it_mean_layer_ms,
+    it_run_module_shape,
 };
 
 /* The split of iteration `k` of `its` (2 positions): sizes in sizes[2],
@@ -517,18 +536,18 @@ START_TEST(partitioner_splits_once_for_the_run)
     f.problem.iterations = its;
     f.problem.n_iterations = 2;
     for (int k = 0; k < 2; k++) {
-        shape_calls = shape_layer_calls = cost_calls = 0;
+        run_shape_calls = shape_calls = shape_layer_calls = cost_calls = 0;
         split_of(NULL, &f, its, k, sizes, label, sizeof label);
         ck_assert_int_eq(sizes[0], 2);
         ck_assert_int_eq(sizes[1], 4);
         ck_assert_msg(strstr(label, "max=6ms") != NULL, "label %s", label);
-        ck_assert_int_eq(shape_calls, 4);       /* 2 modules x 2 iterations */
+        ck_assert_int_eq(run_shape_calls, 2);   /* once per module */
         ck_assert_int_eq(shape_layer_calls, 6); /* once per layer */
-        ck_assert_int_eq(cost_calls, 0);
+        ck_assert_int_eq(shape_calls + cost_calls, 0);
     }
-    /* the mean shape: tokens and attention work averaged, sequences
-     * rounded up, TP as the host gave it; input gradients as the host
-     * rules (the ViT's first layer has nothing upstream, the LM has) */
+    /* each layer is costed on the host's run shape as given, with input
+     * gradients as the host rules (the ViT's first layer has nothing
+     * upstream, the LM has) */
     ck_assert_int_eq(shape_seen[0].tokens, 300);
     ck_assert_double_eq(shape_seen[0].seq_sq_sum, (100.0 * 100.0 + 500.0 * 500.0) / 2.0);
     ck_assert_int_eq(shape_seen[0].sequences, 2);
@@ -556,15 +575,15 @@ START_TEST(partitioner_splits_once_for_the_run)
     ck_assert_msg(strstr(label, "max=10ms") != NULL, "label %s", label);
     f.problem.struct_size = sizeof f.problem;
 
-    /* the run's split needs module_shape and layer, and says so */
-    static const loom_cost_service no_shape = {
-        sizeof(loom_cost_service), 1, it_layer, NULL, it_mean_layer_ms,
-    };
+    /* the run's split needs run_module_shape and layer, and says so (a
+     * host table that ends before run_module_shape) */
+    loom_cost_service no_shape = it_cost;
+    no_shape.struct_size = (uint32_t)offsetof(loom_cost_service, run_module_shape);
     loom_mock_host *h = host_with(&no_shape, NULL, NULL);
     loom_candidates *set = loom_candidates_new(&f.problem, &its[0]);
     loom_error err = {0, ""};
     ck_assert_int_eq(partition(h, &f.problem, &its[0], set, &err), LOOM_ENOTFOUND);
-    ck_assert_msg(strstr(err.message, "\"loom.cost\" service with module_shape and layer") !=
+    ck_assert_msg(strstr(err.message, "\"loom.cost\" service with run_module_shape and layer") !=
                       NULL, "%s", err.message);
     ck_assert_int_eq(set->n, 0);
     loom_candidates_free(set);

@@ -423,9 +423,7 @@ static int ma_segments(ma_self *s, const loom_model *model, int32_t pp,
 static const loom_cost_service *ma_cost(ma_self *s, loom_error *err)
 {
     const loom_cost_service *cost = loom_host_cost(s->host, s->ctx);
-    if (!cost || cost->struct_size < offsetof(loom_cost_service, mean_layer_ms) +
-                                         sizeof cost->mean_layer_ms ||
-        !cost->layer || !cost->module_shape || !cost->mean_layer_ms) {
+    if (!LOOM_COST_HAS(cost, mean_layer_ms) || !cost->layer || !cost->module_shape) {
         s->host->error(err, LOOM_ENOTFOUND,
                        "modality-aware: needs the \"%s\" service with layer, "
                        "module_shape and mean_layer_ms",

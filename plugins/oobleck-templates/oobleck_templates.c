@@ -336,10 +336,7 @@ static int ot_partition(void *self, const loom_problem *problem,
         return host->error(err, LOOM_EINVAL,
                            "oobleck-templates: needs the iteration's samples");
     const loom_cost_service *cost = loom_host_cost(host, o->ctx);
-    if (!cost ||
-        cost->struct_size < offsetof(loom_cost_service, module_shape) +
-                                sizeof cost->module_shape ||
-        !cost->layer || !cost->module_shape)
+    if (!LOOM_COST_HAS(cost, module_shape) || !cost->layer)
         return host->error(err, LOOM_ENOTFOUND,
                            "oobleck-templates: the \"%s\" service with layer "
                            "and module_shape is not available",

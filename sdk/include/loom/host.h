@@ -105,7 +105,24 @@ typedef struct loom_cost_service {
     int (*mean_layer_ms)(loom_ctx *ctx, int32_t module, int32_t layer,
                          const loom_iteration *it, int32_t microbatches,
                          double *ms, loom_error *err);
+    /* (appended) Shape of the mean microbatch that `module` sees over
+     * every iteration the run plans (loom_problem.iterations): each
+     * iteration's mean shape (module_shape, microbatch -1, subs 1)
+     * averaged, tokens rounded to nearest and sequences up, attention
+     * work as the mean. A static split balances this one shape for the
+     * whole run. `it` alone when the problem lists fewer than two
+     * iterations. Check with LOOM_COST_HAS(cost, run_module_shape). */
+    int (*run_module_shape)(loom_ctx *ctx, int32_t module, const loom_iteration *it,
+                            int32_t microbatches, struct loom_shape *out,
+                            loom_error *err);
 } loom_cost_service;
+
+/* 1 when the cost service table `cost` is non-NULL, long enough to hold
+ * `member` and sets it. */
+#define LOOM_COST_HAS(cost, member)                                            \
+    ((cost) && (cost)->struct_size >= offsetof(loom_cost_service, member) +    \
+                                          sizeof((cost)->member) &&            \
+     (cost)->member)
 
 /* ---------------------------------------------------------------------- */
 /* The host API table                                                      */

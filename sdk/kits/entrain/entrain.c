@@ -12,10 +12,7 @@
 const loom_cost_service *loom_ew_cost_service(const loom_host_api *host, loom_ctx *ctx)
 {
     const loom_cost_service *cost = loom_host_cost(host, ctx);
-    if (!cost ||
-        cost->struct_size < offsetof(loom_cost_service, module_shape) +
-                                sizeof cost->module_shape ||
-        !cost->layer || !cost->module_shape)
+    if (!LOOM_COST_HAS(cost, module_shape) || !cost->layer)
         return NULL;
     return cost;
 }
