@@ -451,7 +451,7 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
             memset(opt, 0, sizeof(loom_policy_option) * LOOM_POLICY_COUNT);
             memset(&rflops[(size_t)k * LOOM_POLICY_COUNT], 0, sizeof(double) * LOOM_POLICY_COUNT);
             memset(keep, 0, sizeof(int64_t) * LOOM_POLICY_COUNT);
-            shape.trainable_upstream = up || (!mod->frozen && l > 0);
+            shape.trainable_upstream = loom_layer_trainable_upstream_from(up, mod, l);
             int needs_backward = shape.trainable_upstream || !mod->frozen;
             if (shape.tokens <= 0)
                 continue;

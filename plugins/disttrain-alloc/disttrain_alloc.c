@@ -79,7 +79,7 @@ static int dt_measure(dt_self *d, const loom_cost_service *cost,
         shape.tp = 1 << i;
         double c = 0;
         for (int32_t l = 0; l < mod->n_layers; l++) {
-            shape.trainable_upstream = up || (!mod->frozen && l > 0);
+            shape.trainable_upstream = loom_layer_trainable_upstream_from(up, mod, l);
             loom_layer_cost lc = LOOM_LAYER_COST_INIT;
             rc = cost->layer(d->ctx, module, l, &shape, LOOM_POLICY_NONE, &lc, err);
             if (rc != LOOM_OK)

@@ -248,7 +248,7 @@ static int hs_measure(const loom_host_api *host, loom_ctx *ctx, const loom_cost_
             shape.tp = 1 << i;
             double ms = 0, bytes = 0;
             for (int32_t l = 0; l < mod->n_layers; l++) {
-                shape.trainable_upstream = up || (!mod->frozen && l > 0);
+                shape.trainable_upstream = loom_layer_trainable_upstream_from(up, mod, l);
                 loom_layer_cost lc = LOOM_LAYER_COST_INIT;
                 rc = cost->layer(ctx, m, l, &shape, LOOM_POLICY_NONE, &lc, err);
                 if (rc != LOOM_OK)

@@ -91,7 +91,7 @@ static int lpt_sizes(lpt_self *s, const loom_cost_service *cost,
             shape.tp = tp;
             for (int32_t l = 0; l < mod->n_layers; l++) {
                 loom_layer_cost c = LOOM_LAYER_COST_INIT;
-                shape.trainable_upstream = up || (!mod->frozen && l > 0);
+                shape.trainable_upstream = loom_layer_trainable_upstream_from(up, mod, l);
                 rc = cost->layer(s->ctx, m, l, &shape, LOOM_POLICY_NONE, &c, err);
                 if (rc != LOOM_OK)
                     return rc;

@@ -116,7 +116,7 @@ static int ot_costs(ot_self *o, const loom_cost_service *cost,
             int up = ot_upstream(model, m);
             for (int32_t l = 0; l < mod->n_layers; l++, at++) {
                 size_t i = (size_t)(d - 1) * (size_t)n_layers + (size_t)at;
-                shape.trainable_upstream = up || (!mod->frozen && l > 0);
+                shape.trainable_upstream = loom_layer_trainable_upstream_from(up, mod, l);
                 loom_layer_cost c = LOOM_LAYER_COST_INIT;
                 loom_error e = {0, ""};
                 rc = cost->layer(o->ctx, m, l, &shape, policy, &c, &e);

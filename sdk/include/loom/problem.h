@@ -289,14 +289,24 @@ static inline int loom_module_upstream_trainable(const loom_model *model, int32_
     return 0;
 }
 
+/* The same rule when the caller already knows whether anything upstream
+ * of the module trains (loom_module_upstream_trainable, hoisted out of a
+ * layer loop): 1 when it does, or `module` trains and `layer` > 0. */
+static inline int loom_layer_trainable_upstream_from(int upstream_trains,
+                                                     const loom_module *module,
+                                                     int32_t layer)
+{
+    return upstream_trains || (!module->frozen && layer > 0);
+}
+
 /* 1 when layer `layer` of `module` pays input gradients: something
  * upstream of the module trains, or the module trains and the layer is not
  * its first (loom_shape.trainable_upstream). */
 static inline int loom_layer_trainable_upstream(const loom_model *model, int32_t module,
                                                 int32_t layer)
 {
-    return loom_module_upstream_trainable(model, module) ||
-           (!model->modules[module].frozen && layer > 0);
+    return loom_layer_trainable_upstream_from(loom_module_upstream_trainable(model, module),
+                                              &model->modules[module], layer);
 }
 
 /* The iterations the run plans (loom_problem.iterations), with their

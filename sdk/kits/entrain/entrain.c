@@ -45,7 +45,7 @@ int loom_ew_sample_work(const loom_host_api *host, loom_ctx *ctx,
             int prev_up = -1;
             for (int32_t l = 0; l < mod->n_layers; l++) {
                 const loom_layer *ly = &mod->layers[l];
-                shape.trainable_upstream = up || (!mod->frozen && l > 0);
+                shape.trainable_upstream = loom_layer_trainable_upstream_from(up, mod, l);
                 /* identical layer shapes cost the same: reuse */
                 if (prev && prev_up == shape.trainable_upstream &&
                     memcmp(prev, ly, sizeof *ly) == 0) {
