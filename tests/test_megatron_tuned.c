@@ -108,7 +108,8 @@ START_TEST(recompute_only_when_needed)
     snprintf(args, sizeof args, "--manifest %s --model vlm-s --memory-cap 4GiB", tuned);
     r = plan(args, &out);
     ck_assert_ptr_null(r);
-    ck_assert_msg(strstr(out, "min-latency: none of the 2 candidates could be scheduled") &&
+    ck_assert_msg(strstr(out, "choose run: none of the 2 candidates can be planned in every "
+                              "iteration; the last: plugin org.loom.min-latency: ") &&
                   strstr(out, "megatron-recompute: rank 0 cannot fit the memory cap"), "%s",
                   out);
     free(out);

@@ -50,6 +50,49 @@ static double forced_ms(int32_t c, int32_t k, int *over)
 
 enum { ITERATIONS = 4, MAX_CANDIDATES = 32 };
 
+/* The least total makespan, over the first `iterations` iterations, of
+ * the n candidates that can be planned and fit the memory cap in every
+ * one of them (forced one at a time); -1 when none can. */
+static double best_total_by_hand(int32_t n, int32_t iterations)
+{
+    double best = -1.0;
+    for (int32_t c = 0; c < n; c++) {
+        double total = 0.0;
+        int over = 0, planned = 1;
+        for (int32_t k = 0; k < iterations && planned; k++) {
+            double ms = forced_ms(c, k, &over);
+            planned = ms >= 0.0;
+            total += ms;
+        }
+        if (planned && !over && (best < 0.0 || total < best))
+            best = total;
+    }
+    return best;
+}
+
+/* Plans the first `iterations` iterations of session s; returns the total
+ * makespan, the candidate every one of them used in *chosen and the
+ * number offered in *n. */
+static double run_total(int32_t iterations, int32_t *chosen, int32_t *n)
+{
+    double total = 0.0;
+    for (int32_t k = 0; k < iterations; k++) {
+        loom_plan plan;
+        loom_error err = {0};
+        int rc = loom_session_plan(&s, k, &plan, &err);
+        ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+        if (k == 0) {
+            *chosen = plan.candidate;
+            *n = plan.n_candidates;
+        }
+        ck_assert_int_eq(plan.candidate, *chosen);
+        ck_assert_int_eq(plan.metrics.cap_violations, 0);
+        total += plan.metrics.makespan_ms;
+        loom_plan_clear(&plan);
+    }
+    return total;
+}
+
 START_TEST(the_run_gets_the_best_single_candidate)
 {
     open_run(loom_test_src("examples/manifests/megatron-tuned.json"), "t2v-s", ITERATIONS);
@@ -123,6 +166,30 @@ START_TEST(the_run_gets_the_best_single_candidate)
 }
 END_TEST
 
+START_TEST(a_candidate_that_cannot_be_planned_is_skipped)
+{
+    /* on t2v-l, one candidate does not fit the cap even with full
+     * recomputation, so the memory tuner fails it in iteration 0: the
+     * choice skips it and still takes the best of the others */
+    open_run(loom_test_src("examples/manifests/megatron-tuned.json"), "t2v-l", 2);
+    int32_t chosen = -1, n = 0;
+    double total = run_total(2, &chosen, &n);
+    ck_assert_int_gt(n, 1);
+    int32_t failing = -1;
+    for (int32_t c = 0; c < n && failing < 0; c++) {
+        int over = 0;
+        if (forced_ms(c, 0, &over) < 0.0)
+            failing = c;
+    }
+    ck_assert_msg(failing >= 0, "every one of the %d candidates can be planned", n);
+    ck_assert_int_ne(chosen, failing);
+    double best = best_total_by_hand(n, 2);
+    ck_assert(best > 0.0);
+    ck_assert_double_eq_tol(total, best, 1e-6);
+    loom_session_close(&s);
+}
+END_TEST
+
 /* balanced-dp re-splitting on each iteration's mean, choosing once. */
 static const char *const RESPLIT =
     "{\"loom_planner\": 1, \"choose\": \"run\", \"pipeline\": ["
@@ -168,6 +235,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, the_run_gets_the_best_single_candidate);
     tcase_add_test(tc, candidates_must_not_change_between_iterations);
+    tcase_add_test(tc, a_candidate_that_cannot_be_planned_is_skipped);
     suite_add_tcase(su, tc);
     return loom_test_main(su);
 }

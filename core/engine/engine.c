@@ -155,6 +155,7 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
     uint64_t *digest = NULL;
     int32_t n = 0, offered = 1;
     int rc = LOOM_OK;
+    pl->offered = 0;
     if (problem->kind == LOOM_PROBLEM_STAGE_TIMES && split &&
         !problem->stage_times->split_backward)
         return loom_set_error(err, LOOM_EINVAL,
@@ -197,6 +198,7 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
             goto done;
         }
         offered = set->n;
+        pl->offered = offered;
         if (pl->fixed_candidate >= 0) { /* the run's choice: that candidate alone */
             if (pl->fixed_candidate >= set->n) {
                 rc = loom_set_error(err, LOOM_EINVAL,

@@ -67,6 +67,10 @@ struct loom_pipeline {
     /* >= 0: the engine keeps only this candidate of every iteration's set
      * (the run's choice, "choose": "run"); -1: the ranker chooses. */
     int32_t fixed_candidate;
+    /* How many candidates the partitioners offered in the engine's last
+     * plan, set as soon as they have run, so also when a later step fails
+     * (0 when they did not finish). */
+    int32_t offered;
     char *name;          /* owned */
     char *manifest_path; /* owned */
 

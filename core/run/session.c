@@ -291,20 +291,25 @@ int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *e
 }
 
 /* Total makespan and feasibility of candidate c over every iteration of
- * the run; its label in iteration 0 goes to label, and a later iteration
- * that labels it otherwise is an error that sets *mismatch (its
- * partitioners do not offer the same candidates every iteration). */
+ * the run, and in *offered how many candidates iteration 0 offered (0
+ * when its partitioners failed); its label in iteration 0 goes to label,
+ * and a later iteration that labels it otherwise is an error that sets
+ * *mismatch (its partitioners do not offer the same candidates every
+ * iteration). */
 static int score_candidate(loom_session *s, int32_t c, double *total_ms, int *feasible,
-                           int *mismatch, loom_error *err)
+                           int *mismatch, int32_t *offered, loom_error *err)
 {
     char label[64];
     *total_ms = 0.0;
     *feasible = 1;
     *mismatch = 0;
+    *offered = 0;
     s->pl->fixed_candidate = c;
     for (int32_t i = 0; i < s->n_iterations; i++) {
         loom_plan plan;
         int rc = loom_engine_plan(s->pl, &s->problem, &s->workload->iterations[i], &plan, err);
+        if (i == 0)
+            *offered = s->pl->offered;
         if (rc != LOOM_OK)
             return rc;
         if (i == 0) {
@@ -327,35 +332,34 @@ static int score_candidate(loom_session *s, int32_t c, double *total_ms, int *fe
 }
 
 /* "choose": "run": the candidate every iteration uses, as a Megatron-LM
- * job is configured once. The first iteration gives the candidate count;
- * each candidate is then planned on every iteration, and the one with the
- * least total makespan wins, one that fits the memory cap in every
- * iteration before any that does not, ties to the lowest index. A
+ * job is configured once. Each candidate is planned on every iteration
+ * (candidate 0's first plan also tells how many there are, even when it
+ * fails after the partitioners), and the one
+ * with the least total makespan wins, one that fits the memory cap in
+ * every iteration before any that does not, ties to the lowest index. A
  * candidate that cannot be planned in some iteration is skipped; when none
- * can, the last failure is returned. Running out of memory or an
+ * can, the error says so and quotes the last failure. Running out of memory or an
  * interrupt ends the choice at once. */
 static int choose_run_candidate(loom_session *s, loom_error *err)
 {
-    loom_plan first;
-    s->pl->fixed_candidate = -1;
-    int rc = loom_engine_plan(s->pl, &s->problem, &s->workload->iterations[0], &first, err);
-    if (rc != LOOM_OK)
-        return rc;
-    int32_t n = first.n_candidates;
-    loom_plan_clear(&first);
+    int rc = LOOM_OK;
+    int32_t n = 1;
     int32_t best = -1;
     double best_ms = 0.0;
     int best_feasible = 0;
     for (int32_t c = 0; c < n; c++) {
         double total_ms;
         int feasible, mismatch;
+        int32_t offered;
         loom_error why = {0};
-        rc = score_candidate(s, c, &total_ms, &feasible, &mismatch, &why);
+        rc = score_candidate(s, c, &total_ms, &feasible, &mismatch, &offered, &why);
         if (mismatch || rc == LOOM_ENOMEM || rc == LOOM_EINTERRUPTED) {
             *err = why;
             s->pl->fixed_candidate = -1;
             return rc;
         }
+        if (c == 0)
+            n = offered; /* 0: the partitioners failed, so every candidate would */
         if (rc != LOOM_OK) {
             *err = why;
             continue;
@@ -368,6 +372,11 @@ static int choose_run_candidate(loom_session *s, loom_error *err)
         }
     }
     s->pl->fixed_candidate = -1;
+    if (best < 0 && n > 0) {
+        loom_error last = *err;
+        return loom_set_error(err, rc, "choose run: none of the %d candidates can be planned "
+                              "in every iteration; the last: %s", n, last.message);
+    }
     if (best < 0)
         return rc;
     s->run_candidate = best;
