@@ -70,11 +70,14 @@ static double best_total_by_hand(int32_t n, int32_t iterations)
     return best;
 }
 
-/* Plans the first `iterations` iterations of session s; returns the total
- * makespan, the candidate every one of them used in *chosen and the
- * number offered in *n. */
-static double run_total(int32_t iterations, int32_t *chosen, int32_t *n)
+/* Plans the first `iterations` iterations of session s and checks that
+ * every one uses one candidate (label and index among all offered) under
+ * the memory cap; returns the total makespan, the candidate in *chosen,
+ * the number offered in *n and, when ms is not NULL, each iteration's
+ * makespan in ms[]. */
+static double run_total(int32_t iterations, int32_t *chosen, int32_t *n, double *ms)
 {
+    char label[64] = "";
     double total = 0.0;
     for (int32_t k = 0; k < iterations; k++) {
         loom_plan plan;
@@ -82,11 +85,16 @@ static double run_total(int32_t iterations, int32_t *chosen, int32_t *n)
         int rc = loom_session_plan(&s, k, &plan, &err);
         ck_assert_msg(rc == LOOM_OK, "%s", err.message);
         if (k == 0) {
+            snprintf(label, sizeof label, "%s", plan.label);
             *chosen = plan.candidate;
             *n = plan.n_candidates;
         }
+        ck_assert_str_eq(plan.label, label);
         ck_assert_int_eq(plan.candidate, *chosen);
+        ck_assert_int_eq(plan.n_candidates, *n);
         ck_assert_int_eq(plan.metrics.cap_violations, 0);
+        if (ms)
+            ms[k] = plan.metrics.makespan_ms;
         total += plan.metrics.makespan_ms;
         loom_plan_clear(&plan);
     }
@@ -97,28 +105,11 @@ START_TEST(the_run_gets_the_best_single_candidate)
 {
     open_run(loom_test_src("examples/manifests/megatron-tuned.json"), "t2v-s", ITERATIONS);
     ck_assert(s.cfg->choose_run);
-    char label[64] = "";
+    /* the same candidate in every iteration, reported by its index among
+     * all offered */
     int32_t chosen = -1, n = 0;
-    double chosen_ms[ITERATIONS], chosen_total = 0.0;
-    for (int32_t k = 0; k < ITERATIONS; k++) {
-        loom_plan plan;
-        loom_error err = {0};
-        int rc = loom_session_plan(&s, k, &plan, &err);
-        ck_assert_msg(rc == LOOM_OK, "%s", err.message);
-        if (k == 0) {
-            snprintf(label, sizeof label, "%s", plan.label);
-            chosen = plan.candidate;
-            n = plan.n_candidates;
-        }
-        /* the same candidate, reported by its index among all offered */
-        ck_assert_str_eq(plan.label, label);
-        ck_assert_int_eq(plan.candidate, chosen);
-        ck_assert_int_eq(plan.n_candidates, n);
-        ck_assert_int_eq(plan.metrics.cap_violations, 0);
-        chosen_ms[k] = plan.metrics.makespan_ms;
-        chosen_total += chosen_ms[k];
-        loom_plan_clear(&plan);
-    }
+    double chosen_ms[ITERATIONS];
+    double chosen_total = run_total(ITERATIONS, &chosen, &n, chosen_ms);
     ck_assert_int_gt(n, 1);
     ck_assert_int_le(n, MAX_CANDIDATES);
 
@@ -173,7 +164,7 @@ START_TEST(a_candidate_that_cannot_be_planned_is_skipped)
      * choice skips it and still takes the best of the others */
     open_run(loom_test_src("examples/manifests/megatron-tuned.json"), "t2v-l", 2);
     int32_t chosen = -1, n = 0;
-    double total = run_total(2, &chosen, &n);
+    double total = run_total(2, &chosen, &n, NULL);
     ck_assert_int_gt(n, 1);
     int32_t failing = -1;
     for (int32_t c = 0; c < n && failing < 0; c++) {
