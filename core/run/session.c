@@ -334,12 +334,12 @@ static int score_candidate(loom_session *s, int32_t c, double *total_ms, int *fe
 /* "choose": "run": the candidate every iteration uses, as a Megatron-LM
  * job is configured once. Each candidate is planned on every iteration
  * (candidate 0's first plan also tells how many there are, even when it
- * fails after the partitioners), and the one
- * with the least total makespan wins, one that fits the memory cap in
- * every iteration before any that does not, ties to the lowest index. A
- * candidate that cannot be planned in some iteration is skipped; when none
- * can, the error says so and quotes the last failure. Running out of memory or an
- * interrupt ends the choice at once. */
+ * fails after the partitioners), and the one with the least total
+ * makespan wins, one that fits the memory cap in every iteration before
+ * any that does not, ties to the lowest index. A candidate that cannot be
+ * planned in some iteration is skipped; when none can, the error says so
+ * and quotes the last failure. Running out of memory or an interrupt ends
+ * the choice at once. */
 static int choose_run_candidate(loom_session *s, loom_error *err)
 {
     int rc = LOOM_OK;

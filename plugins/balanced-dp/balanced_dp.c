@@ -176,8 +176,9 @@ static int bdp_run_ms(bdp_self *b, const loom_cost_service *cost, const loom_mod
 /* Fills weight[] (all layers in module order) with what the split
  * balances: each layer's forward + backward ms on the mean microbatch of
  * the run's iterations (run_module_shape; of `it` alone, by mean_layer_ms,
- * with reference "iteration" or when the host lists under two), or with by_params its parameters
- * (bytes at TP 1 over the element size; the same for every microbatch). */
+ * with reference "iteration" or when the host lists under two), or with
+ * by_params its parameters (bytes at TP 1 over the element size; the same
+ * for every microbatch). */
 static int bdp_layer_weights(bdp_self *b, const loom_problem *problem,
                              const loom_iteration *it, double *weight, loom_error *err)
 {

@@ -289,9 +289,10 @@ static inline int loom_module_upstream_trainable(const loom_model *model, int32_
     return 0;
 }
 
-/* The same rule when the caller already knows whether anything upstream
- * of the module trains (loom_module_upstream_trainable, hoisted out of a
- * layer loop): 1 when it does, or `module` trains and `layer` > 0. */
+/* loom_layer_trainable_upstream's rule (below) for a caller that already
+ * knows whether anything upstream of the module trains (the result of
+ * loom_module_upstream_trainable, hoisted out of a layer loop): 1 when it
+ * does, or `module` trains and `layer` > 0. */
 static inline int loom_layer_trainable_upstream_from(int upstream_trains,
                                                      const loom_module *module,
                                                      int32_t layer)
