@@ -314,15 +314,14 @@ int loom_workload_generate_packed(const char *family, int32_t iterations,
                               "workload packing: tokens_per_image: expected an integer in "
                               "[1, %lld] (a quarter of the %lld-token sequence), found %lld",
                               (long long)(p.seq / 4), (long long)p.seq, (long long)p.image);
-    int32_t window = 1;
-    if (packing_in && LOOM_STRUCT_HAS(packing_in, loom_workload_packing, window) &&
-        packing_in->window > 0)
-        window = packing_in->window;
-    if (packing_in && LOOM_STRUCT_HAS(packing_in, loom_workload_packing, window) &&
-        (packing_in->window < 0 || packing_in->window > LOOM_MAX_PACKING_WINDOW))
+    int32_t window = packing_in && LOOM_STRUCT_HAS(packing_in, loom_workload_packing, window)
+                         ? packing_in->window : 0;
+    if (window < 0 || window > LOOM_MAX_PACKING_WINDOW)
         return loom_set_error(err, LOOM_EINVAL,
                               "workload packing: window: expected an integer in [0, %d], "
-                              "found %d", LOOM_MAX_PACKING_WINDOW, (int)packing_in->window);
+                              "found %d", LOOM_MAX_PACKING_WINDOW, (int)window);
+    if (window == 0)
+        window = 1; /* next-fit */
     p.max_images = (p.seq - 1) / p.image; /* 48 by default */
     memcpy(p.text_docs, text_doc_tokens, sizeof p.text_docs);
     p.text_docs[NB(p.text_docs) - 1].hi = p.seq;

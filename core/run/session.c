@@ -313,7 +313,7 @@ static int score_candidate(loom_session *s, int32_t c, double *total_ms, int *fe
         if (rc != LOOM_OK)
             return rc;
         if (i == 0) {
-            memcpy(label, plan.label, 64);
+            snprintf(label, sizeof label, "%s", plan.label);
         } else if (strcmp(label, plan.label)) {
             *mismatch = 1;
             rc = loom_set_error(err, LOOM_EINVAL,

@@ -88,8 +88,7 @@ static int rf_tail_params(const loom_host_api *host, loom_ctx *ctx, rf_self *s,
      * from or write, Adam keeps m and v only */
     s->element_bytes = (double)element;
     s->optimizer_bytes = element == 4 ? 8.0 : 12.0;
-    s->tail.param_bytes = s->element_bytes;
-    s->tail.optimizer_bytes = element == 4 ? 32.0 : LOOM_TAIL_OPTIMIZER_BYTES;
+    loom_tail_knobs_set_element(&s->tail, element);
     if (element == 4)
         s->flags |= LOOM_ROOFLINE_FP32;
     return LOOM_OK;

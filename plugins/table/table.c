@@ -89,14 +89,11 @@ static int tb_create(const loom_host_api *host, loom_ctx *ctx,
     s->distributed_optimizer = dist != 0;
     s->element_bytes = (int32_t)element;
     /* Megatron-LM's tail (fp32 gradients, bucketed reduce overlapped with
-     * the backward) under this table's optimizer and element size: fp32
-     * weights are their own master copy, so the all-gather moves 4 bytes
-     * a weight and the Adam step 32 bytes a parameter (34 in bf16) */
+     * the backward) under this table's optimizer and element size */
     s->tail.distributed_optimizer = s->distributed_optimizer;
     s->tail.overlap_grad_reduce = 1;
     s->tail.grad_bytes = LOOM_TAIL_GRAD_BYTES;
-    s->tail.param_bytes = (double)element;
-    s->tail.optimizer_bytes = element == 4 ? 32.0 : LOOM_TAIL_OPTIMIZER_BYTES;
+    loom_tail_knobs_set_element(&s->tail, element);
     rc = loom_table_load(file, &s->table, err);
     if (rc != LOOM_OK) {
         host->free(s);

@@ -242,6 +242,22 @@ typedef struct loom_tail_knobs {
     double optimizer_bytes;
 } loom_tail_knobs;
 
+/* HBM bytes per parameter of one Adam step on fp32 weights, which are
+ * their own master copy: weight, gradient, m and v read, weight, m and v
+ * written, 4 bytes each. */
+#define LOOM_TAIL_OPTIMIZER_BYTES_FP32 32.0
+
+/* Sets k's all-gather and Adam-step bytes for weights of `element_bytes`:
+ * 4 (fp32, TF32) moves 4 bytes a weight and steps
+ * LOOM_TAIL_OPTIMIZER_BYTES_FP32; anything else is bf16 over fp32 masters
+ * (2 and LOOM_TAIL_OPTIMIZER_BYTES). */
+static inline void loom_tail_knobs_set_element(loom_tail_knobs *k, int64_t element_bytes)
+{
+    int fp32 = element_bytes == 4;
+    k->param_bytes = fp32 ? 4.0 : LOOM_TAIL_PARAM_BYTES;
+    k->optimizer_bytes = fp32 ? LOOM_TAIL_OPTIMIZER_BYTES_FP32 : LOOM_TAIL_OPTIMIZER_BYTES;
+}
+
 /* Ring collective time in ms over `n` members sending `bytes_per_member`
  * (already scaled by (n-1)/n or 2(n-1)/n) on cluster c, on NVLink when
  * same_node else the network, at eff_collective, plus (n-1) latencies. */
