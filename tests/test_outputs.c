@@ -902,7 +902,11 @@ START_TEST(test_two_flows_with_subs)
     ck_assert_str_eq(err.message, expect);
     ck_assert_int_eq(loom_schedule_csv_check(&fx.plan, &err), LOOM_EINVAL);
     ck_assert_str_eq(err.message, expect);
-    ck_assert_int_eq(loom_out_csv_refused(&fx.plan), 1);
+    int fits = 1;
+    char why[LOOM_OUT_REASON_MAX];
+    ck_assert_int_eq(loom_out_csv_fits(&fx.plan, &fits, why, &err), LOOM_OK);
+    ck_assert_int_eq(fits, 0);
+    ck_assert_str_eq(why, reason);
 
     char *text = render(loom_write_plan_json, &fx.plan);
     cJSON *doc = parse(text);

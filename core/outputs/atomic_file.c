@@ -198,47 +198,20 @@ static int make_dirs(const char *dir, loom_error *err)
     return make_dirs_upto(dir, strlen(dir), err);
 }
 
-/* Adapters from loom_write_atomic's callback to the writers (ctx: plan). */
-static int put_plan(void *ctx, FILE *out, loom_error *err)
-{
-    return loom_write_plan_json(ctx, out, err);
-}
+/* loom_write_atomic's callback for one file of the set (ctx: put_ctx). */
+struct put_ctx {
+    const loom_plan *plan;
+    const loom_out_file *file;
+};
 
-static int put_trace(void *ctx, FILE *out, loom_error *err)
+static int put_file(void *ctx, FILE *out, loom_error *err)
 {
-    return loom_write_trace_json(ctx, out, err);
-}
-
-static int put_csv(void *ctx, FILE *out, loom_error *err)
-{
-    return loom_write_schedule_csv(ctx, out, err);
-}
-
-static int put_svg(void *ctx, FILE *out, loom_error *err)
-{
-    return loom_write_svg(ctx, out, err);
-}
-
-static int put_summary(void *ctx, FILE *out, loom_error *err)
-{
-    return loom_write_summary(ctx, out, err);
-}
-
-static int put_html(void *ctx, FILE *out, loom_error *err)
-{
-    return loom_write_html_report(ctx, out, err);
+    const struct put_ctx *p = ctx;
+    return p->file->write(p->plan, out, err);
 }
 
 int loom_write_outputs(const loom_plan *plan, const char *dir, loom_error *err)
 {
-    static const struct {
-        const char *name;
-        int (*put)(void *ctx, FILE *out, loom_error *err);
-    } files[] = {
-        {"plan.json", put_plan},     {"trace.json", put_trace},
-        {"schedule.csv", put_csv},   {"timeline.svg", put_svg},
-        {"summary.txt", put_summary}, {"report.html", put_html},
-    };
     if (!dir || !*dir)
         return loom_set_error(err, LOOM_EINVAL, "outputs: no directory given");
     int rc = make_dirs(dir, err);
@@ -246,17 +219,22 @@ int loom_write_outputs(const loom_plan *plan, const char *dir, loom_error *err)
     char *path = malloc(len + 32);
     if (rc == LOOM_OK && !path)
         rc = loom_set_error(err, LOOM_ENOMEM, "outputs: out of memory");
-    for (size_t i = 0; rc == LOOM_OK && i < sizeof files / sizeof files[0]; i++) {
-        snprintf(path, len + 32, "%s%s%s", dir, dir[len - 1] == '/' ? "" : "/",
-                 files[i].name);
-        if (files[i].put == put_csv && loom_out_csv_refused(plan)) {
-            /* the plan cannot be expressed: no file, and no stale one */
+    for (size_t i = 0; rc == LOOM_OK && i < loom_out_n_files; i++) {
+        const loom_out_file *f = &loom_out_files[i];
+        snprintf(path, len + 32, "%s%s%s", dir, dir[len - 1] == '/' ? "" : "/", f->name);
+        int fits = 1;
+        char reason[LOOM_OUT_REASON_MAX];
+        if (f->fits && (rc = f->fits(plan, &fits, reason, err)) != LOOM_OK)
+            break;
+        if (!fits) {
+            /* the consumer cannot take the plan: no file, and no stale one */
             if (unlink(path) != 0 && errno != ENOENT)
                 rc = loom_set_error(err, LOOM_EIO, "cannot remove %s: %s", path,
                                     strerror(errno));
             continue;
         }
-        rc = loom_write_atomic(path, files[i].put, (void *)plan, err);
+        struct put_ctx ctx = {plan, f};
+        rc = loom_write_atomic(path, put_file, &ctx, err);
     }
     free(path);
     return rc;
@@ -279,14 +257,11 @@ struct loom_out_dir {
     volatile sig_atomic_t done; /* committed */
 };
 
-static const char *const set_files[] = {"plan.json", "trace.json", "schedule.csv", "timeline.svg",
-                                        "summary.txt", "report.html"};
-
-/* 1 for the name of one of the six output files. */
+/* 1 for the name of one of the files of a set (loom_out_files). */
 static int is_set_file(const char *name)
 {
-    for (size_t i = 0; i < sizeof set_files / sizeof set_files[0]; i++)
-        if (strcmp(name, set_files[i]) == 0)
+    for (size_t i = 0; i < loom_out_n_files; i++)
+        if (strcmp(name, loom_out_files[i].name) == 0)
             return 1;
     return 0;
 }
@@ -296,9 +271,10 @@ static int is_temp_file(const char *name)
 {
     if (name[0] != '.')
         return 0;
-    for (size_t i = 0; i < sizeof set_files / sizeof set_files[0]; i++) {
-        size_t n = strlen(set_files[i]);
-        if (strncmp(name + 1, set_files[i], n) == 0 && strncmp(name + 1 + n, ".tmp-", 5) == 0)
+    for (size_t i = 0; i < loom_out_n_files; i++) {
+        size_t n = strlen(loom_out_files[i].name);
+        if (strncmp(name + 1, loom_out_files[i].name, n) == 0 &&
+            strncmp(name + 1 + n, ".tmp-", 5) == 0)
             return 1;
     }
     return 0;

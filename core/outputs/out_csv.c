@@ -133,17 +133,6 @@ int loom_schedule_csv_check(const loom_plan *plan, loom_error *err)
     return rc;
 }
 
-int loom_out_csv_refused(const loom_plan *plan)
-{
-    loom_out_torch t;
-    loom_error err;
-    if (checked_torch(plan, &t, &err) != LOOM_OK)
-        return 0;
-    int refused = !t.ok;
-    loom_out_torch_free(&t);
-    return refused;
-}
-
 int loom_write_schedule_csv(const loom_plan *plan, FILE *out, loom_error *err)
 {
     loom_out_frame frame;
@@ -156,4 +145,18 @@ int loom_write_schedule_csv(const loom_plan *plan, FILE *out, loom_error *err)
         loom_out_torch_free(&t);
     }
     return loom_out_end(&frame, out, "schedule.csv", rc, err);
+}
+
+int loom_out_csv_fits(const loom_plan *plan, int *fits, char reason[LOOM_OUT_REASON_MAX],
+                      loom_error *err)
+{
+    loom_out_torch t;
+    *fits = 0;
+    int rc = checked_torch(plan, &t, err);
+    if (rc != LOOM_OK)
+        return rc;
+    *fits = t.ok;
+    snprintf(reason, LOOM_OUT_REASON_MAX, "%s", t.ok ? "" : t.reason);
+    loom_out_torch_free(&t);
+    return LOOM_OK;
 }

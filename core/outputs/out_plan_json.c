@@ -653,6 +653,8 @@ static int write_plan(const loom_plan *plan, FILE *out, loom_error *err)
         return rc;
     loom_out_json_data(&data, out);
     rc = loom_out_json_exports(plan, out, err);
+    if (rc == LOOM_OK)
+        rc = loom_out_json_runtime_exports(plan, out, err);
     if (rc != LOOM_OK) {
         loom_out_data_free(&data);
         return rc;

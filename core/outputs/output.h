@@ -85,10 +85,6 @@ int loom_out_torch_build(const loom_plan *plan, loom_out_torch *t, loom_error *e
 /* Releases the arrays of *t (safe on a zeroed or partly built one). */
 void loom_out_torch_free(loom_out_torch *t);
 
-/* 1 when the plan is valid but schedule.csv cannot express it (the
- * writer would refuse it), else 0 (out_csv.c). */
-int loom_out_csv_refused(const loom_plan *plan);
-
 /* ---- torchtitan placement (out_placement.c) ------------------------------ */
 
 /* The torchtitan placement style a plan's stage-to-rank map fits: "loop"
@@ -116,6 +112,42 @@ void loom_out_placement_find(const loom_out_torch *t, int32_t n_ranks, int split
  * allocation failed). */
 char *loom_out_megatron_layout(const loom_plan *plan, char reason[LOOM_OUT_REASON_MAX],
                                int *oom);
+
+/* ---- runtime exports (out_files.c, out_torchtitan.c, out_megatron_args.c,
+ * out_mimo.c) ------------------------------------------------------------- */
+
+/* Whether an export can express the plan: sets *fits to 1, or to 0 with
+ * `reason` filled. Returns LOOM_OK, or an error (LOOM_ENOMEM, LOOM_EINVAL
+ * for a plan missing what the check reads). */
+typedef int (*loom_out_fits_fn)(const loom_plan *plan, int *fits,
+                                char reason[LOOM_OUT_REASON_MAX], loom_error *err);
+
+int loom_out_csv_fits(const loom_plan *plan, int *fits, char reason[LOOM_OUT_REASON_MAX],
+                      loom_error *err);
+int loom_out_torchtitan_fits(const loom_plan *plan, int *fits,
+                             char reason[LOOM_OUT_REASON_MAX], loom_error *err);
+int loom_out_megatron_args_fits(const loom_plan *plan, int *fits,
+                                char reason[LOOM_OUT_REASON_MAX], loom_error *err);
+int loom_out_mimo_fits(const loom_plan *plan, int *fits, char reason[LOOM_OUT_REASON_MAX],
+                       loom_error *err);
+
+/* One file of an output set: its name, its writer, and for a runtime
+ * export the key of plan.json's "exports" and its check (NULL for the
+ * files every plan gets). */
+typedef struct loom_out_file {
+    const char *name;
+    int (*write)(const loom_plan *plan, FILE *out, loom_error *err);
+    const char *export_key;
+    loom_out_fits_fn fits;
+} loom_out_file;
+
+/* The output set, in writing order (plan.json first). */
+extern const loom_out_file loom_out_files[];
+extern const size_t loom_out_n_files;
+
+/* "exports" of plan.json: for each runtime export {"file": name} or
+ * {"reason": why not}. */
+int loom_out_json_runtime_exports(const loom_plan *plan, FILE *out, loom_error *err);
 
 /* ---- sample assignment and edge tensors (out_data.c) ---------------------- */
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The files gpu_profile.py writes are what `loom calibrate` reads: a CPU run
 # (--cpu: wall-clock times, format only) of a tiny model, then the profile
-# priced by loom calibrate --fit none. Usage: check_format.sh LOOM SRC
+# priced by loom calibrate --fit none. Usage: check_format.sh LOOM SRC [PYTHON]
 set -euo pipefail
 loom=$1
 src=$2
-py=/usr/bin/python3
+py=${3:-python3}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 "$py" "$src/tools/measure/gpu_profile.py" --cpu --model "$src/tests/fidelity/models/tiny-vlm.json" \

@@ -81,6 +81,29 @@ LOOM_EXPORT int loom_write_summary(const loom_plan *plan, FILE *out, loom_error 
  * A number that is not finite is LOOM_EINVAL, before anything is written. */
 LOOM_EXPORT int loom_write_html_report(const loom_plan *plan, FILE *out, loom_error *err);
 
+/* Runtime exports: each is written only when the consumer's own code
+ * builds exactly the plan from it; otherwise plan.json's "exports" names
+ * the reason and the file is not written. Each writer refuses (LOOM_EINVAL
+ * "<file>: not written: <reason>", writing nothing) a plan it cannot
+ * express. docs/outputs.md gives the formats and where to paste them. */
+
+/* torchtitan.toml: the [parallelism] and [training] tables of a torchtitan
+ * 0.2.2 job config (pipeline degree, schedule, schedule.csv, the split as
+ * module_fqns_per_model_part, TP / CP / DP degrees, the microbatch count
+ * as local_batch_size over pipeline_parallel_microbatch_size). */
+LOOM_EXPORT int loom_write_torchtitan_toml(const loom_plan *plan, FILE *out, loom_error *err);
+
+/* megatron.args: Megatron-LM's command-line arguments, one per line
+ * (sizes, layout or virtual stages, sequence parallel, micro and global
+ * batch, recomputation from the layers' policies, and the optimizer and
+ * overlap settings the cost model assumed). */
+LOOM_EXPORT int loom_write_megatron_args(const loom_plan *plan, FILE *out, loom_error *err);
+
+/* mimo.json: megatron-core MIMO's per-module parallelism
+ * (MimoParallelismConfig.module_parallelisms, the language model keyed
+ * "llm") for plans with per-module layouts. */
+LOOM_EXPORT int loom_write_mimo_json(const loom_plan *plan, FILE *out, loom_error *err);
+
 /* Writes all six into dir (created with its parents if missing, mode
  * 0755): plan.json, trace.json, schedule.csv, timeline.svg, summary.txt,
  * report.html — each atomically. Stops at the first failure. A plan that
