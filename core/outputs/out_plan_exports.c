@@ -88,8 +88,7 @@ static void write_torchtitan(const loom_plan *plan, const loom_out_torch *t,
         fputs("null}", out);
 }
 
-/* 1 when the plan splits backward into I and W stages. */
-static int split_backward(const loom_stage_graph *g)
+int loom_out_split_backward(const loom_stage_graph *g)
 {
     for (int32_t s = 0; s < g->n_stages; s++)
         if (g->kind[s] == LOOM_STAGE_I)
@@ -101,7 +100,7 @@ static int split_backward(const loom_stage_graph *g)
 static void write_torch(const loom_plan *plan, const loom_out_torch *t, FILE *out)
 {
     const loom_stage_graph *g = plan->graph;
-    int split = split_backward(g);
+    int split = loom_out_split_backward(g);
     fprintf(out, "  \"schedule_csv\": {\"written\": %s, \"stages\": %d, \"microbatches\": %d, "
                  "\"reason\": ",
             t->ok ? "true" : "false", t->n_stages, t->microbatches);
@@ -163,7 +162,7 @@ int loom_out_exports_find(const loom_plan *plan, const char *what, loom_out_expo
         return loom_error_prefix(err, rc, what);
     x->csv_ok = t.ok;
     x->microbatches = t.microbatches;
-    loom_out_placement_find(&t, plan->graph->n_ranks, split_backward(plan->graph), &x->placement);
+    loom_out_placement_find(&t, plan->graph->n_ranks, loom_out_split_backward(plan->graph), &x->placement);
     loom_out_torch_free(&t);
     char reason[LOOM_OUT_REASON_MAX];
     int oom = 0;

@@ -97,6 +97,9 @@ typedef struct loom_out_placement {
     char reason[LOOM_OUT_REASON_MAX];
 } loom_out_placement;
 
+/* 1 when the plan splits backward into I and W stages. */
+int loom_out_split_backward(const loom_stage_graph *g);
+
 /* Finds the style of t's map on `n_ranks` ranks; `split` is 1 when the
  * plan splits backward into I and W. */
 void loom_out_placement_find(const loom_out_torch *t, int32_t n_ranks, int split,
