@@ -701,8 +701,13 @@ START_TEST(test_plan_json_1f1b)
     const cJSON *tt = get(pl, "torchtitan");
     ck_assert_str_eq(str(tt, "pipeline_parallel_schedule"), "1F1B");
     ck_assert_int_eq((int)num(tt, "pipeline_parallel_degree"), 4);
-    ck_assert_int_eq((int)num(tt, "microbatches"), 8);
-    ck_assert(cJSON_IsNull(get(tt, "pipeline_parallel_layers_per_stage")));
+    ck_assert_int_eq((int)num(tt, "pipeline_parallel_microbatch_size"), 1);
+    ck_assert_int_eq((int)num(tt, "local_batch_size"), 8);
+    ck_assert_ptr_null(cJSON_GetObjectItem(tt, "microbatches")); /* no such torchtitan option */
+    const cJSON *ex = get(doc, "exports");
+    ck_assert_str_eq(str(get(ex, "pytorch_csv"), "file"), "schedule.csv");
+    ck_assert_str_eq(str(get(ex, "torchtitan"), "reason"),
+                     "a stage-times problem has no model modules to name");
     const cJSON *mg = get(doc, "megatron");
     ck_assert(cJSON_IsNull(get(mg, "pipeline_model_parallel_layout")));
     ck_assert_str_eq(str(mg, "reason"), "a stage-times problem has no model layers to lay out");
@@ -1267,7 +1272,7 @@ START_TEST(test_placement_styles)
     ck_assert_int_eq((int)num(pl, "stages_per_rank"), 2);
     ck_assert_str_eq(str(tt, "pipeline_parallel_schedule"), "Interleaved1F1B");
     ck_assert_str_eq(str(tt, "pipeline_parallel_schedule_csv"), "schedule.csv");
-    ck_assert_int_eq((int)num(tt, "microbatches"), 4);
+    ck_assert_int_eq((int)num(tt, "local_batch_size"), 4);
     const cJSON *sr = get(pl, "stage_ranks");
     ck_assert_int_eq(cJSON_GetArraySize(sr), 4);
     for (int g = 0; g < 4; g++)

@@ -49,43 +49,18 @@ void loom_out_json_data(const loom_out_data *d, FILE *out)
     fputs(d->n_units ? "\n  ],\n" : "],\n", out);
 }
 
-/* Layers of PyTorch stage g (the position's span layers), or -1. */
-static int32_t stage_layers(const loom_plan *plan, int32_t g)
-{
-    const loom_partition *part = plan->partition;
-    int32_t base = 0;
-    for (int32_t f = 0; part && f < part->n_flows; f++) {
-        const loom_flow *fl = &part->flows[f];
-        if (g < base + fl->n_pos) {
-            const loom_position *pos = &part->positions[fl->pos_off + g - base];
-            int32_t n = 0;
-            for (int32_t k = 0; k < pos->n_spans; k++)
-                n += part->spans[pos->span_off + k].n_layers;
-            return n;
-        }
-        base += fl->n_pos;
-    }
-    return -1;
-}
-
-/* The torchtitan options of a fitting style. */
+/* The torchtitan options of a fitting style: field names of torchtitan's
+ * [parallelism] table, and local_batch_size of its [training] table (the
+ * whole job config, split included, is torchtitan.toml). */
 static void write_torchtitan(const loom_plan *plan, const loom_out_torch *t,
                              const loom_out_placement *pl, FILE *out)
 {
-    int32_t per_stage = t->n_stages > 0 ? stage_layers(plan, 0) : -1;
-    for (int32_t g = 1; per_stage >= 0 && g < t->n_stages; g++)
-        if (stage_layers(plan, g) != per_stage)
-            per_stage = -1;
     fprintf(out, "{\"pipeline_parallel_degree\": %d, \"pipeline_parallel_schedule\": ",
             plan->graph->n_ranks);
     loom_out_json_string(out, pl->schedule);
-    fprintf(out, ", \"pipeline_parallel_schedule_csv\": \"schedule.csv\", \"microbatches\": %d, "
-                 "\"pipeline_parallel_layers_per_stage\": ",
+    fprintf(out, ", \"pipeline_parallel_schedule_csv\": \"schedule.csv\", "
+                 "\"pipeline_parallel_microbatch_size\": 1, \"local_batch_size\": %d}",
             t->microbatches);
-    if (per_stage > 0)
-        fprintf(out, "%d}", per_stage);
-    else
-        fputs("null}", out);
 }
 
 int loom_out_split_backward(const loom_stage_graph *g)

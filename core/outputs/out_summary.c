@@ -9,6 +9,29 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
+/* One line naming the runtime exports written beside plan.json, or none
+ * (plan.json's "exports" says why each other one is not). */
+static int write_runtime_exports(const loom_plan *plan, FILE *out, loom_error *err)
+{
+    char reason[LOOM_OUT_REASON_MAX];
+    int any = 0;
+    fputs("  exports      ", out);
+    for (size_t i = 0; i < loom_out_n_files; i++) {
+        const loom_out_file *f = &loom_out_files[i];
+        int fits = 0;
+        if (!f->fits)
+            continue;
+        int rc = f->fits(plan, &fits, reason, err);
+        if (rc != LOOM_OK)
+            return loom_error_prefix(err, rc, "summary");
+        if (fits)
+            fprintf(out, " %s", f->name);
+        any |= fits;
+    }
+    fputs(any ? " (the others: plan.json exports)\n" : " none (plan.json exports says why)\n", out);
+    return LOOM_OK;
+}
+
 /* The torchtitan placement (or why schedule.csv / a style is missing) and
  * the Megatron-LM layout when the plan has one. */
 static int write_exports(const loom_plan *plan, FILE *out, loom_error *err)
@@ -28,7 +51,7 @@ static int write_exports(const loom_plan *plan, FILE *out, loom_error *err)
     if (x.megatron)
         fprintf(out, "  megatron      --pipeline-model-parallel-layout %s\n", x.megatron);
     loom_out_exports_free(&x);
-    return LOOM_OK;
+    return write_runtime_exports(plan, out, err);
 }
 
 /* Writes the summary; busy_ms, recompute_ms and first_ms are scratch of
