@@ -147,13 +147,14 @@ static void decide(const loom_plan *plan, const loom_out_torch *t, tt_model *m,
                  "a stage-times problem has no model modules to name");
         return;
     }
+    if (!one_layout(plan, reason) || !find_modules(model, m, reason))
+        return;
     loom_out_placement_find(t, plan->graph->n_ranks, loom_out_split_backward(plan->graph), pl);
     if (!pl->style) {
         snprintf(reason, LOOM_OUT_REASON_MAX, "%s", pl->reason);
         return;
     }
-    if (!one_layout(plan, reason) || !find_modules(model, m, reason) ||
-        !split_fits(plan, t, m, reason))
+    if (!split_fits(plan, t, m, reason))
         return;
     *fits = 1;
 }

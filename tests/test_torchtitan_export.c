@@ -1,0 +1,219 @@
+/* test_torchtitan_export.c - torchtitan.toml as `loom plan --out` writes
+ * it: the exact file of an LLM plan, the VLM encoder on the first stage,
+ * every refusal with its reason in plan.json's exports (and no file, a
+ * stale one removed), for plans torchtitan 0.2.2 cannot build. The
+ * consumer's own code checks the files in tools/checks/
+ * check_torchtitan_exports.py. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "testutil.h"
+
+/* The contents of `path` (malloc'd), or NULL when it does not exist. */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(buf);
+    ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* A fresh output folder name (static storage, one per call slot). */
+static const char *out_dir(const char *tag)
+{
+    static char dirs[4][256];
+    static int slot;
+    char *d = dirs[slot++ % 4];
+    snprintf(d, 256, "/tmp/loom-test-tt-%ld-%s", (long)getpid(), tag);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", d);
+    ck_assert_int_eq(system(cmd), 0);
+    return d;
+}
+
+/* Plans `args` with --iterations 1 into `dir`; fails the test unless
+ * loom exits 0. */
+static void plan_into(const char *dir, const char *args)
+{
+    char cmd[2048], *output = NULL;
+    snprintf(cmd, sizeof cmd, "plan %s --iterations 1 --out %s", args, dir);
+    int rc = loom_test_cli(cmd, &output);
+    ck_assert_msg(rc == 0, "loom %s: exit %d\n%s", cmd, rc, output ? output : "");
+    free(output);
+}
+
+/* plan.json's exports.torchtitan of the plan in `dir` (caller deletes
+ * *doc). */
+static const cJSON *torchtitan_export(const char *dir, cJSON **doc)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/plan.json", dir);
+    char *text = slurp(path);
+    ck_assert_ptr_nonnull(text);
+    *doc = cJSON_Parse(text);
+    free(text);
+    ck_assert_ptr_nonnull(*doc);
+    const cJSON *x = cJSON_GetObjectItem(cJSON_GetObjectItem(*doc, "exports"), "torchtitan");
+    ck_assert_ptr_nonnull(x);
+    return x;
+}
+
+/* Asserts the plan in `dir` was refused with exactly `reason` and that no
+ * torchtitan.toml lies there. */
+static void expect_refused(const char *dir, const char *reason)
+{
+    cJSON *doc;
+    const cJSON *x = torchtitan_export(dir, &doc);
+    ck_assert_ptr_null(cJSON_GetObjectItem(x, "file"));
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(x, "reason")), reason);
+    cJSON_Delete(doc);
+    char path[300];
+    snprintf(path, sizeof path, "%s/torchtitan.toml", dir);
+    ck_assert_int_ne(access(path, F_OK), 0);
+}
+
+#define LLAMA "--model %s --parallel tp=2,pp=4,dp=1,mb=8"
+
+START_TEST(llm_plan_file_is_exact)
+{
+    const char *dir = out_dir("llm");
+    char args[1024];
+    snprintf(args, sizeof args, "--manifest %s " LLAMA,
+             loom_test_src("examples/manifests/megatron-1f1b.json"),
+             loom_test_src("examples/models/hf/llama-3-8b.json"));
+    plan_into(dir, args);
+    char path[300];
+    snprintf(path, sizeof path, "%s/torchtitan.toml", dir);
+    char *toml = slurp(path);
+    ck_assert_ptr_nonnull(toml);
+    ck_assert_str_eq(
+        toml,
+        "# torchtitan 0.2.2 job config for the Loom plan \"uniform pp=4 vpp=1\"\n"
+        "# Pass it with --job.config_file, or copy its tables into your job config.\n"
+        "# pipeline_parallel_schedule_csv is relative to the directory torchtitan runs in.\n"
+        "[parallelism]\n"
+        "pipeline_parallel_degree = 4\n"
+        "pipeline_parallel_schedule = \"1F1B\"\n"
+        "pipeline_parallel_schedule_csv = \"schedule.csv\"\n"
+        "pipeline_parallel_microbatch_size = 1\n"
+        "module_fqns_per_model_part = [\n"
+        "  [\"tok_embeddings\", \"layers.0\", \"layers.1\", \"layers.2\", \"layers.3\", "
+        "\"layers.4\", \"layers.5\", \"layers.6\", \"layers.7\"],\n"
+        "  [\"layers.8\", \"layers.9\", \"layers.10\", \"layers.11\", \"layers.12\", "
+        "\"layers.13\", \"layers.14\", \"layers.15\"],\n"
+        "  [\"layers.16\", \"layers.17\", \"layers.18\", \"layers.19\", \"layers.20\", "
+        "\"layers.21\", \"layers.22\", \"layers.23\"],\n"
+        "  [\"layers.24\", \"layers.25\", \"layers.26\", \"layers.27\", \"layers.28\", "
+        "\"layers.29\", \"layers.30\", \"layers.31\", \"norm\", \"output\"],\n"
+        "]\n"
+        "tensor_parallel_degree = 2\n"
+        "context_parallel_degree = 1\n"
+        "data_parallel_shard_degree = 1\n"
+        "\n"
+        "[training]\n"
+        "local_batch_size = 8\n");
+    free(toml);
+    cJSON *doc;
+    const cJSON *x = torchtitan_export(dir, &doc);
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(x, "file")), "torchtitan.toml");
+    cJSON_Delete(doc);
+}
+END_TEST
+
+START_TEST(vlm_encoder_goes_with_the_embedding)
+{
+    /* balanced split on 2 ranks: the whole ViT in stage 0 */
+    const char *dir = out_dir("vlm");
+    char args[1024];
+    snprintf(args, sizeof args, "--manifest %s --model vlm-s --parallel tp=2,pp=2,mb=8",
+             loom_test_src("examples/manifests/megatron-balanced.json"));
+    plan_into(dir, args);
+    char path[300];
+    snprintf(path, sizeof path, "%s/torchtitan.toml", dir);
+    char *toml = slurp(path);
+    ck_assert_ptr_nonnull(toml);
+    ck_assert_ptr_nonnull(
+        strstr(toml, "module_fqns_per_model_part = [\n  [\"encoder\", \"projector\", "
+                     "\"tok_embeddings\""));
+    ck_assert_ptr_nonnull(strstr(toml, "\"norm\", \"output\"],\n]\n"));
+    ck_assert_ptr_nonnull(strstr(toml, "local_batch_size = 8\n"));
+    free(toml);
+}
+END_TEST
+
+START_TEST(split_vision_is_refused_and_stale_file_removed)
+{
+    /* a file from an earlier plan in the same folder must not survive */
+    const char *dir = out_dir("stale");
+    char args[1024];
+    snprintf(args, sizeof args, "--manifest %s " LLAMA,
+             loom_test_src("examples/manifests/megatron-1f1b.json"),
+             loom_test_src("examples/models/hf/llama-3-8b.json"));
+    plan_into(dir, args);
+    snprintf(args, sizeof args, "--manifest %s --model vlm-s --parallel tp=2,pp=4,mb=8",
+             loom_test_src("examples/manifests/megatron-1f1b.json"));
+    plan_into(dir, args);
+    expect_refused(dir, "stage 1 holds layers of vit: torchtitan 0.2.2 runs the vision encoder "
+                        "as one module beside tok_embeddings on the first stage");
+}
+END_TEST
+
+START_TEST(module_layouts_are_refused)
+{
+    const char *dir = out_dir("layouts");
+    char args[1024];
+    snprintf(args, sizeof args,
+             "--manifest %s --param partitioner.mode=given --model %s --parallel %s "
+             "--workload %s --memory-cap 1e15",
+             loom_test_src("examples/manifests/hetero.json"),
+             loom_test_src("examples/models/vlm-s.json"),
+             loom_test_src("tools/executor/tests/two-layouts.json"),
+             loom_test_src("tools/executor/tests/vlm.jsonl"));
+    plan_into(dir, args);
+    cJSON *doc;
+    const cJSON *x = torchtitan_export(dir, &doc);
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(x, "reason")),
+                     "module vit has a layout of its own (tp 1, pp 2, dp 1): torchtitan runs "
+                     "every module on one mesh");
+    cJSON_Delete(doc);
+}
+END_TEST
+
+START_TEST(stage_times_plans_are_refused)
+{
+    const char *dir = out_dir("st");
+    char args[1024];
+    snprintf(args, sizeof args, "--stage-times %s --use interleaver=1f1b",
+             loom_test_src("examples/stage-times/oracle-1f1b.json"));
+    plan_into(dir, args);
+    expect_refused(dir, "a stage-times problem has no model modules to name");
+}
+END_TEST
+
+static Suite *torchtitan_suite(void)
+{
+    Suite *s = suite_create("torchtitan_export");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, llm_plan_file_is_exact);
+    tcase_add_test(tc, vlm_encoder_goes_with_the_embedding);
+    tcase_add_test(tc, split_vision_is_refused_and_stale_file_removed);
+    tcase_add_test(tc, module_layouts_are_refused);
+    tcase_add_test(tc, stage_times_plans_are_refused);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return loom_test_main(torchtitan_suite());
+}
