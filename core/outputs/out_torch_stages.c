@@ -1,7 +1,8 @@
 /* out_torch_stages.c - how a plan maps onto torch.distributed.pipelining's
  * stages and microbatches, and whether PyTorch's schedule rules
  * (_validate_schedule: every stage on one rank, the same microbatch count
- * on every stage, F before B or I, I before W) can hold for it.
+ * on every stage, F before B or I, I before W; its runtime: the last
+ * stage's forwards in microbatch order) can hold for it.
  *
  * PyTorch's runtime passes microbatch u from stage g-1 to stage g only, so
  * a plan is expressible when its dependency graph is one chain of stages
@@ -223,6 +224,38 @@ static void check_stages(const loom_plan *plan, loom_out_torch *t, int32_t *unit
         }
 }
 
+/* PyTorch's runtime keeps the last stage's losses in the order its
+ * forwards ran and hands backward u the u-th of them
+ * (_PipelineScheduleRuntime: _maybe_compute_loss appends, _maybe_get_loss
+ * indexes by microbatch), so the last stage must run its forwards as
+ * microbatch 0, 1, 2, ... Sets t->ok = 0 with the reason when it does
+ * not. */
+static void check_loss_order(const loom_plan *plan, loom_out_torch *t)
+{
+    const loom_stage_graph *g = plan->graph;
+    const loom_schedule *sc = plan->schedule;
+    int32_t last = t->n_stages - 1;
+    if (!sc || last < 0 || t->stage_rank[last] < 0)
+        return;
+    int32_t r = t->stage_rank[last], next = 0;
+    for (int32_t k = sc->rank_off[r]; k < sc->rank_off[r + 1]; k++) {
+        int32_t s = sc->order[k];
+        if (t->stage_of[s] != last || g->kind[s] != LOOM_STAGE_F)
+            continue;
+        if (t->unit_of[s] != next) {
+            char a[160];
+            describe(plan, last, s, a, sizeof a);
+            t->ok = 0;
+            snprintf(t->reason, sizeof t->reason,
+                     "the last stage, %s, runs the forward of microbatch %d where PyTorch's "
+                     "runtime needs microbatch %d: it hands the backward of microbatch u the "
+                     "loss of the u-th forward the last stage ran", a, t->unit_of[s], next);
+            return;
+        }
+        next++;
+    }
+}
+
 int loom_out_torch_build(const loom_plan *plan, loom_out_torch *t, loom_error *err)
 {
     const loom_stage_graph *g = plan->graph;
@@ -255,6 +288,8 @@ int loom_out_torch_build(const loom_plan *plan, loom_out_torch *t, loom_error *e
         check_backwards(plan, t, units);
     if (t->ok)
         check_chain(plan, t);
+    if (t->ok)
+        check_loss_order(plan, t);
     free(units);
     free(first);
     return LOOM_OK;
