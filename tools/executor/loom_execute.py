@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Loom's reference executor: runs a plan.json (format 2) on one CPU process
-per rank with a scaled-down model and checks it (docs/executor.md).
+per rank with a scaled-down model and checks it (docs/executor.md), under
+PyTorch's pipelining runtime (the plan's schedule.csv) or Loom's own.
 
-    loom_execute.py --plan PLAN.json --model MODEL.json [--json]
+    loom_execute.py --plan PLAN.json --model MODEL.json [--runtime torch|loom|auto] [--json]
     loom_execute.py --profile --plan PLAN.json --model MODEL.json --manifest M.json [...]
     loom_execute.py --online --model MODEL.json --manifest M.json --parallel ... [...]
 
@@ -20,6 +21,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from loomexec.errors import CheckError, InputError  # noqa: E402
 
+RUNTIMES = ("auto", "torch", "loom")
+
 
 def parse_args(argv):
     """The command line; bad combinations are InputError (exit 2)."""
@@ -28,8 +31,14 @@ def parse_args(argv):
         description="Execute a Loom plan with real sends, receives, forward and backward on "
                     "CPU processes and check it (docs/executor.md).")
     ap.add_argument("--plan", help="plan.json (format 2) to execute")
-    ap.add_argument("--model", required=True, help="the model JSON the plan was made for")
+    ap.add_argument("--model", required=True,
+                    help="the model the plan was made for: a model JSON, a Hugging Face "
+                         "config.json or a preset name (as loom plan --model takes it)")
     ap.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    ap.add_argument("--runtime", choices=RUNTIMES, default="auto",
+                    help="torch: PyTorch's _PipelineScheduleRuntime runs the plan's schedule.csv; "
+                         "loom: Loom's runtime runs rank_actions; auto (default): torch where the "
+                         "plan is expressible for PyTorch, else loom")
     ap.add_argument("--timeout", type=float, default=60.0,
                     help="seconds a rank may wait on one action before it counts as stuck (default 60)")
     ap.add_argument("--hidden", type=int, default=16, help="hidden size of the scaled model (default 16)")
@@ -65,6 +74,8 @@ def parse_args(argv):
         raise InputError("--plan PLAN.json is required (or --online)")
     if (args.profile or args.online) and not args.manifest:
         raise InputError("--manifest is required with --%s" % ("profile" if args.profile else "online"))
+    if (args.profile or args.online) and args.runtime == "torch":
+        raise InputError("--runtime torch: profile and online modes run Loom's runtime only")
     for x in ("rtol", "atol", "timeout"):
         if not math.isfinite(getattr(args, x)):
             raise InputError("--%s: expected a finite number" % x)
@@ -74,9 +85,11 @@ def parse_args(argv):
 def print_result(res, as_json):
     """The result as a table, or as JSON with --json."""
     if as_json:
-        print(json.dumps(res, indent=1, sort_keys=True, allow_nan=False))
+        out = {k: v for k, v in res.items() if k != "runtime_line"}
+        print(json.dumps(out, indent=1, sort_keys=True, allow_nan=False))
         return
     print("plan      %s (%d ranks, %d samples)" % (res["plan"], res["ranks"], res["sample_count"]))
+    print("runtime   %s" % res.get("runtime_line", res["runtime"]))
     if res.get("deadlock"):
         print("deadlock  FAIL")
         for line in res["deadlock"]:
@@ -110,19 +123,45 @@ def print_result(res, as_json):
     print("result    %s" % ("PASS" if res["passed"] else "FAIL"))
 
 
+def choose_runtime(plan, wanted):
+    """(runtime, line for the table): torch where the plan is expressible for
+    PyTorch's runtime and wanted is torch or auto; `--runtime torch` on a plan
+    that is not is bad input naming the reason."""
+    import torch
+
+    from loomexec.torch_runtime import not_expressible, schedule_csv_path
+
+    why = not_expressible(plan) if wanted != "loom" else None
+    if wanted == "torch" and why:
+        raise InputError("%s: --runtime torch: PyTorch's pipelining runtime cannot run this plan: %s"
+                         % (plan.path, why))
+    if wanted == "loom" or why:
+        note = "--runtime loom" if wanted == "loom" else "auto; not torch: " + why
+        return "loom", "loom (Loom's runtime: rank_actions; %s)" % note
+    return "torch", ("torch (PyTorch %s torch.distributed.pipelining: _PipelineScheduleRuntime "
+                     "running %s; %s)" % (torch.__version__, schedule_csv_path(plan),
+                                         "auto" if wanted == "auto" else "--runtime torch"))
+
+
 def execute(args):
-    """Plain mode: run the plan on its ranks and check it."""
+    """Plain mode: run the plan on its ranks under the chosen runtime and check it."""
     from loomexec.driver import check, run_ranks
     from loomexec.model_spec import ModelSpec
     from loomexec.plan import Plan
+    from loomexec.torch_runtime import run_torch
 
     spec = ModelSpec(args.model, args.hidden, args.token_scale)
     plan = Plan(args.plan, spec)
     if not args.no_tensor_check:
         plan.check_tensors()
-    reports = run_ranks(plan, args.seed, args.timeout)
+    runtime, line = choose_runtime(plan, args.runtime)
+    if runtime == "torch":
+        reports = run_torch(plan, args.seed, args.timeout)
+    else:
+        reports = run_ranks(plan, args.seed, args.timeout)
     passed, res = check(plan, reports, args.seed, args.rtol, args.atol)
-    res.update(plan=args.plan, ranks=plan.ranks, sample_count=len(plan.samples), passed=passed)
+    res.update(plan=args.plan, ranks=plan.ranks, sample_count=len(plan.samples), passed=passed,
+               runtime=runtime, runtime_line=line)
     return res
 
 
@@ -132,8 +171,9 @@ def need_torch():
         import torch
         import torch.distributed as dist
     except ImportError as e:
-        raise InputError("PyTorch is missing (%s): install python3-torch (`make deps`) and run "
-                         "this with /usr/bin/python3 (this is %s)" % (e, sys.executable))
+        raise InputError("PyTorch is missing (%s): run this with the project's venv, "
+                         "build/venv/bin/python3 (PyTorch 2.13.0 from requirements.txt, `make deps`); "
+                         "this is %s" % (e, sys.executable))
     if not dist.is_available() or not dist.is_gloo_available():
         raise InputError("this PyTorch (%s) has no gloo backend for torch.distributed"
                          % torch.__version__)
@@ -152,6 +192,7 @@ def main(argv=None):
             res = online_mode(args)
         else:
             res = execute(args)
+        res.setdefault("runtime", "loom")
     except InputError as e:
         print("loom_execute: error: %s" % e, file=sys.stderr)
         return 2

@@ -74,16 +74,18 @@ def _td(s):
 class Ranks:
     """The rank processes of one run, started; collect() waits for them."""
 
-    def __init__(self, plan, seed, timeout_s, iterations=1):
+    def __init__(self, plan, seed, timeout_s, iterations=1, target=None, extra=()):
+        """Forks plan.ranks processes running `target` (default: Loom's
+        runtime, _rank_main) with the common arguments and `extra`."""
         self.plan, self.timeout_s, self.iterations = plan, timeout_s, iterations
         ctx = multiprocessing.get_context("fork")
         self.release = ctx.Event()
         port = free_port()
         self.tmp = tempfile.TemporaryDirectory(prefix="loom-exec-")
         self.paths = [os.path.join(self.tmp.name, "rank-%d.pkl" % r) for r in range(plan.ranks)]
-        self.procs = [ctx.Process(target=_rank_main,
+        self.procs = [ctx.Process(target=target or _rank_main,
                                   args=(plan, r, port, seed, timeout_s, self.paths[r], self.release,
-                                        iterations))
+                                        iterations) + tuple(extra))
                       for r in range(plan.ranks)]
         for p in self.procs:
             p.start()
@@ -119,9 +121,9 @@ class Ranks:
         return reports
 
 
-def run_ranks(plan, seed, timeout_s, iterations=1):
+def run_ranks(plan, seed, timeout_s, iterations=1, target=None, extra=()):
     """Runs the plan on plan.ranks processes; returns their reports by rank."""
-    return Ranks(plan, seed, timeout_s, iterations).collect()
+    return Ranks(plan, seed, timeout_s, iterations, target, extra).collect()
 
 
 def reference(plan, seed):

@@ -5,18 +5,25 @@ The executor keeps every module, its kind, modality, inputs and layer count
 module gets the same small hidden size (so activations of all modules
 concatenate into one [rows, hidden] tensor), at most 4 attention heads with
 the model's query-to-KV-head ratio (GQA), the model's FFN-to-hidden ratio
-(capped at 4), a vocabulary of at most 61, tokens_per_item and
+(capped at 4; a module with several layer groups: its first group's
+shape for every layer), a vocabulary of at most 61, tokens_per_item and
 patches_per_item divided by the token scale (rounded, at least 1) and text
 tokens divided by it (rounded up). A module whose patches_per_item differs
 from its tokens_per_item runs its layers on the patches and hands on their
 average-pooled tokens (layers.end_piece).
-docs/executor.md states the rules.
+docs/executor.md states the rules. Besides Loom's model JSON, `--model`
+takes what `loom plan --model` takes: a preset name (presets.py) and a
+Hugging Face config.json (hf_config.py).
 """
 
 import json
 import math
+import os
 
 from .errors import InputError, describe
+from .hf_config import is_hf_config, model_from_hf
+from .presets import NAMES as PRESET_NAMES
+from .presets import preset_doc
 
 MODALITIES = ("text", "image", "video", "audio")
 
@@ -24,6 +31,33 @@ MODALITIES = ("text", "image", "video", "audio")
 def round_tokens(x):
     """sdk/include/loom/tokens.h's loom_round_tokens: halves up, 0 below."""
     return int(math.floor(x + 0.5)) if x > 0 else 0
+
+
+def load_model_doc(path):
+    """The model JSON `--model` names, as `loom plan` reads it: a preset name
+    (case-insensitive; not when the text has a `/` or ends in `.json`), else
+    a file holding a Loom model or a Hugging Face config.json (converted)."""
+    if "/" not in path and not path.endswith(".json"):
+        doc = preset_doc(path)
+        if doc is not None:
+            return doc
+        if not os.path.exists(path):
+            raise InputError('model "%s": expected a model preset (%s) or a path to a model.json, '
+                             "found neither" % (path, ", ".join(PRESET_NAMES)))
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise InputError("%s: cannot read the model: %s" % (path, e.strerror))
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise InputError("%s: malformed JSON: %s" % (path, e))
+    if not isinstance(doc, dict):
+        raise InputError("%s: expected a model object, found %s" % (path, describe(doc)))
+    if is_hf_config(doc):
+        return model_from_hf(path, doc)
+    return doc
 
 
 class Module:
@@ -55,17 +89,7 @@ class ModelSpec:
 
     def __init__(self, path, hidden=16, token_scale=64):
         self.path = str(path)
-        try:
-            with open(path, "rb") as f:
-                raw = f.read()
-        except OSError as e:
-            raise InputError("%s: cannot read the model: %s" % (self.path, e.strerror))
-        try:
-            doc = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as e:
-            raise InputError("%s: malformed JSON: %s" % (self.path, e))
-        if not isinstance(doc, dict):
-            raise InputError("%s: expected a model object, found %s" % (self.path, describe(doc)))
+        doc = load_model_doc(self.path)
         self.doc = doc
         self.name = self._field(doc, "name", str, "name")
         mods = self._field(doc, "modules", list, "modules")
@@ -117,10 +141,28 @@ class ModelSpec:
             raise InputError("%s: %s: expected an integer >= 1, found %d" % (self.path, where, v))
         return v
 
+    def _layer_groups(self, m, lw):
+        """A module's layers: one group, or an array of groups (expanded in
+        order). Returns the first group (whose shape the scaled model gives
+        every layer), its JSON path and the layer count over all groups."""
+        groups = m.get("layers")
+        if not isinstance(groups, list):
+            group = self._field(m, "layers", dict, lw)
+            return group, lw, self._positive(group, "count", lw + ".count")
+        if not groups:
+            raise InputError("%s: %s: expected at least one layer group, found none" % (self.path, lw))
+        count = 0
+        for k, g in enumerate(groups):
+            gw = "%s[%d]" % (lw, k)
+            if not isinstance(g, dict):
+                raise InputError("%s: %s: expected an object, found %s" % (self.path, gw, describe(g)))
+            count += self._positive(g, "count", gw + ".count")
+        return groups[0], lw + "[0]", count
+
     def _module(self, i, m, where):
         """One entry of modules[], checked."""
         name = m["name"]
-        modality = self._field(m, "modality", str, where + ".modality")
+        modality = m.get("modality", "text")
         if modality not in MODALITIES:
             raise InputError("%s: %s.modality: expected one of text, image, video, audio, found %s"
                              % (self.path, where, describe(modality)))
@@ -136,12 +178,11 @@ class ModelSpec:
         vocab = m.get("vocab", 0) or 0
         frozen = bool(m.get("frozen", False))
         lw = where + ".layers"
-        layers = self._field(m, "layers", dict, lw)
-        count = self._positive(layers, "count", lw + ".count")
+        layers, lw, count = self._layer_groups(m, lw)
         hidden = self._positive(layers, "hidden", lw + ".hidden")
         heads = self._positive(layers, "heads", lw + ".heads")
         kv = layers.get("kv_heads", heads)
-        if not isinstance(kv, int) or kv < 1 or heads % kv:
+        if not isinstance(kv, int) or isinstance(kv, bool) or kv < 1 or heads % kv:
             raise InputError("%s: %s.kv_heads: expected a divisor of heads (%d), found %s"
                              % (self.path, lw, heads, describe(kv)))
         ffn = layers.get("ffn_hidden", 4 * hidden)

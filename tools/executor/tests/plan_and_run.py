@@ -6,7 +6,11 @@ entries executor_* (tools/executor/tests/CMakeLists.txt).
     plan_and_run.py --loom build/bin/loom [--exec-arg=--timeout=30] -- <loom plan options>
 
 Every `loom plan` option after `--` is passed through; --out and --quiet
-are added. Extra `--exec-arg` values go to the executor.
+are added. Extra `--exec-arg` values go to the executor, which otherwise
+runs its default runtime, `auto`: PyTorch's pipelining runtime on the
+plan's schedule.csv where the plan is expressible for it, Loom's runtime
+otherwise (its `runtime` line says which; `--exec-arg=--runtime=torch`
+insists on PyTorch's).
 """
 
 import argparse

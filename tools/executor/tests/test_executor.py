@@ -352,6 +352,10 @@ def test_shipped_manifests(tmp_path, manifest, model, workload, parallel, extra)
     r = execute(p, m)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "result    PASS" in r.stdout
+    # PyTorch's own runtime runs every plan whose schedule.csv was written
+    doc = json.loads(pathlib.Path(p).read_text())
+    csv = "file" in doc["exports"]["pytorch_csv"] and doc["placement"]["style"] is not None
+    assert ("runtime   torch" if csv else "runtime   loom") in r.stdout, r.stdout
 
 
 def test_optimus_fills_execute(tmp_path):
