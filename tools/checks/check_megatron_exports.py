@@ -32,6 +32,7 @@ Prints one line per plan and exits 1 when anything failed.
 """
 import glob
 import json
+import math
 import os
 import subprocess
 import sys
@@ -301,7 +302,7 @@ def check_megatron(path, doc, case):
     unit = 1
     for m in ([cfg.tensor_model_parallel_size] if cfg.sequence_parallel else []) + \
              ([2 * cfg.context_parallel_size] if cfg.context_parallel_size > 1 else []):
-        unit = unit * m // __import__("math").gcd(unit, m)
+        unit = unit * m // math.gcd(unit, m)
     need(tokens <= seq < tokens + unit and seq % unit == 0,
          "--seq-length %d for a longest microbatch of %d tokens (unit %d)" % (seq, tokens, unit))
     need(int(args["--max-position-embeddings"]) >= seq, "max positions below seq length")
