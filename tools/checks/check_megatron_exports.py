@@ -99,6 +99,7 @@ def need(cond, msg):
 
 
 def plan(src, loom, tmp, name, manifest, args):
+    """Plans one iteration into tmp/<name>; (folder, None) or (None, why)."""
     out = os.path.join(tmp, name.replace(" ", "_"))
     cmd = [loom, "plan", "--manifest", os.path.join(src, manifest), "--iterations", "1",
            "--evaluations", "20", "--quiet", "--out", out] + args
@@ -408,6 +409,7 @@ def check_export(out, doc, key, fname, checker):
 
 
 def run_case(src, loom, tmp, case):
+    """Plans a case, checks both exports and prints its line."""
     out, why = plan(src, loom, tmp, case["name"], case["manifest"], case["args"])
     if out is None:
         if case.get("must_plan"):
@@ -433,6 +435,8 @@ def run_case(src, loom, tmp, case):
 
 
 def cases(src):
+    """Every manifest on llama-3-8b and vlm-s, then the cases that reach
+    virtual stages, CP, block and uniform recomputation and mimo.json."""
     llama = ["--model", LLAMA, "--parallel", "tp=2,pp=4,dp=1,mb=8"]
     vlm = ["--model", "vlm-s", "--parallel", "tp=2,pp=2,dp=1,mb=4"]
     llama_shape = (4096, 32)
@@ -509,6 +513,7 @@ def self_test():
 
 
 def main():
+    """Runs the self-test and every case; 1 when anything failed."""
     if len(sys.argv) != 3:
         print(__doc__)
         return 2
