@@ -636,10 +636,12 @@ static int iteration_tail(build *b, loom_stage_graph *g, loom_error *err)
         }
         loom_rank_state st = {(uint32_t)sizeof st, r, tp, rdp, chunks,
                               (int64_t)tp * rdp <= gpn, b->rank_params[r], b->rank_trainable[r]};
-        loom_rank_tail t = {(uint32_t)sizeof t, 0, 0, 0, 0, 0};
+        loom_rank_tail t = {.struct_size = (uint32_t)sizeof t};
         int rc = loom_cost_rank_tail(b->cost_ctx, &st, &t, err);
         if (rc != LOOM_OK)
             return rc;
+        /* one set of settings for the whole job, else unknown */
+        g->assumed = r == 0 || g->assumed == t.assumed ? t.assumed : 0;
         g->tail_grad_sync_ms[r] = t.grad_sync_ms;
         g->tail_grad_bucket_ms[r] = t.grad_bucket_ms;
         g->tail_overlap[r] = t.overlap_grad_reduce != 0;

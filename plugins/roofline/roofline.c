@@ -428,7 +428,8 @@ static int rf_p2p_ms(void *self, const loom_problem *problem,
 }
 
 /* rank_tail_ms(): the gradient sync, parameter all-gather and Adam step
- * of one rank (loom_rank_tail_compute() under this instance's params). */
+ * of one rank (loom_rank_tail_compute() under this instance's params),
+ * and the Megatron-LM settings they and estimate() assume. */
 static int rf_rank_tail_ms(void *self, const loom_problem *problem,
                            const loom_rank_state *state, loom_rank_tail *out,
                            loom_error *err)
@@ -438,6 +439,8 @@ static int rf_rank_tail_ms(void *self, const loom_problem *problem,
         return s->host->error(err, LOOM_EINVAL,
                               "roofline: an iteration tail needs a cluster, found none");
     loom_rank_tail_compute(problem->cluster, state, &s->tail, out);
+    if (LOOM_STRUCT_HAS(out, loom_rank_tail, assumed) && (s->flags & LOOM_ROOFLINE_SEQ_PARALLEL))
+        out->assumed |= LOOM_ASSUMED_SEQUENCE_PARALLEL;
     return LOOM_OK;
 }
 

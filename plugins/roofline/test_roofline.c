@@ -753,7 +753,7 @@ START_TEST(rank_tail_follows_params)
         loom_error err = {0, ""};
         ck_assert_int_eq(vt->create(loom_mock_host_api(hst), loom_mock_host_ctx(hst), NULL,
                                     &self, &err), LOOM_OK);
-        loom_rank_tail t = {(uint32_t)sizeof t, 0, 0, 0, 0, 0};
+        loom_rank_tail t = {.struct_size = (uint32_t)sizeof t};
         ck_assert_int_eq(vt->rank_tail_ms(self, &fx.problem, &st, &t, &err), LOOM_OK);
         ASSERT_REL(t.grad_sync_ms, cases[k].sync);
         if (cases[k].gather > 0)
@@ -781,7 +781,7 @@ START_TEST(optimizer_efficiency)
     c.eff_memory = 0.8;
     loom_rank_state st = {(uint32_t)sizeof st, 0, 1, 1, 1, 1, 1e9, 1e9};
     loom_tail_knobs k = {1, 1, 0, 4.0, 0, 0, 0};
-    loom_rank_tail t = {(uint32_t)sizeof t, 0, 0, 0, 0, 0};
+    loom_rank_tail t = {.struct_size = (uint32_t)sizeof t};
     loom_rank_tail_compute(&c, &st, &k, &t);
     ASSERT_REL(t.optimizer_ms, 1e9 * 34 / (1e12 * 0.8) * 1e3);
     c.eff_optimizer = 0.5;
@@ -892,7 +892,7 @@ START_TEST(fp32_elements_double_the_bytes)
     ck_assert_int_eq(vt->create(loom_mock_host_api(hst), loom_mock_host_ctx(hst), NULL, &self,
                                 &err), LOOM_OK);
     loom_rank_state st = {(uint32_t)sizeof st, 0, 1, 4, 1, 1, 1e9, 1e9};
-    loom_rank_tail t = {(uint32_t)sizeof t, 0, 0, 0, 0, 0};
+    loom_rank_tail t = {.struct_size = (uint32_t)sizeof t};
     ck_assert_int_eq(vt->rank_tail_ms(self, &big.problem, &st, &t, &err), LOOM_OK);
     const loom_cluster *c = &big.cluster;
     double bw = c->nvlink_bytes_per_s * c->eff_collective;

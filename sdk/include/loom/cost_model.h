@@ -216,6 +216,13 @@ typedef struct loom_rank_tail {
     double grad_bucket_ms;    /* one bucket's share: what overlap cannot hide */
     double param_gather_ms;   /* distributed optimizer's all-gather, exposed */
     double optimizer_ms;      /* the optimizer step (memory-bound) */
+    /* Appended: the Megatron-LM settings the cost model's times assume,
+     * LOOM_ASSUMED_* bits (<loom/graph.h>); 0: it does not say. The host
+     * sets 0; loom_rank_tail_compute() fills the tail's, a cost model adds
+     * LOOM_ASSUMED_SEQUENCE_PARALLEL when its estimates assume it. Written
+     * only when struct_size covers it. */
+    uint32_t assumed;
+    uint32_t reserved_assumed;
 } loom_rank_tail;
 
 #define LOOM_RANK_TAIL_SIZE_V1 ((uint32_t)LOOM_STRUCT_END(loom_rank_tail, optimizer_ms))
@@ -272,6 +279,18 @@ static inline double loom_ring_ms(const loom_cluster *c, int same_node, int32_t 
            (bw > 0 ? bytes_per_member / (bw * eff) * 1e3 : 0);
 }
 
+/* Records in out->assumed (when struct_size covers it) the tail settings
+ * of `k` as LOOM_ASSUMED_* bits, LOOM_ASSUMED_KNOWN included. */
+static inline void loom_rank_tail_assume(const loom_tail_knobs *k, loom_rank_tail *out)
+{
+    if (!LOOM_STRUCT_HAS(out, loom_rank_tail, assumed))
+        return;
+    out->assumed = LOOM_ASSUMED_KNOWN |
+                   (k->distributed_optimizer ? LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER : 0u) |
+                   (k->overlap_grad_reduce ? LOOM_ASSUMED_OVERLAP_GRAD_REDUCE : 0u) |
+                   (k->overlap_param_gather ? LOOM_ASSUMED_OVERLAP_PARAM_GATHER : 0u);
+}
+
 /* Fills *out (struct_size kept) with one rank's tail on cluster c under
  * `k`: gradient reduce-scatter ((dp-1)/dp of the grads) and parameter
  * all-gather ((dp-1)/dp of the weights, k->param_bytes each) with the
@@ -308,6 +327,7 @@ static inline void loom_rank_tail_compute(const loom_cluster *c, const loom_rank
     double bw = c->hbm_bytes_per_s * (eff > 0 ? eff : 1);
     double step = k->optimizer_bytes > 0 ? k->optimizer_bytes : LOOM_TAIL_OPTIMIZER_BYTES;
     out->optimizer_ms = bw > 0 ? stepped * step / bw * 1e3 : 0;
+    loom_rank_tail_assume(k, out);
 }
 
 typedef struct loom_cost_model_vtable {

@@ -214,7 +214,21 @@ typedef struct loom_stage_graph {
      * stage's compute can fill that time (loom_schedule.fill_hosts).
      * NULL: unknown, no stage has any. */
     double *comm_ms;
+    /* Appended (read it when LOOM_STRUCT_HAS(g, loom_stage_graph,
+     * assumed)). The Megatron-LM settings the cost model's times assume,
+     * LOOM_ASSUMED_* bits, the same for every rank (from its rank_tail,
+     * loom_rank_tail.assumed); 0: unknown (no cost model said, or its ranks
+     * disagreed). megatron.args writes them as flags. */
+    uint32_t assumed;
+    uint32_t reserved_assumed;
 } loom_stage_graph;
+
+/* Bits of loom_stage_graph.assumed and loom_rank_tail.assumed. */
+#define LOOM_ASSUMED_KNOWN 1u                  /* the tail bits below are set */
+#define LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER 2u  /* --use-distributed-optimizer */
+#define LOOM_ASSUMED_OVERLAP_GRAD_REDUCE 4u    /* --overlap-grad-reduce */
+#define LOOM_ASSUMED_OVERLAP_PARAM_GATHER 8u   /* --overlap-param-gather */
+#define LOOM_ASSUMED_SEQUENCE_PARALLEL 16u     /* --sequence-parallel (tp > 1) */
 
 /* A schedule: the order of stage ids on every rank. Size-prefixed: the
  * host allocates every schedule it hands out (struct_size set); a plugin

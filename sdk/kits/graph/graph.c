@@ -230,6 +230,8 @@ loom_stage_graph *loom_graph_clone(const loom_stage_graph *g)
         c->tail_chunks = g->tail_chunks;
         COPY(tail_chunk_share, n);
     }
+    if (LOOM_STRUCT_HAS(g, loom_stage_graph, assumed))
+        c->assumed = g->assumed;
     if (LOOM_STRUCT_HAS(g, loom_stage_graph, comm_ms) && g->comm_ms) {
         c->comm_ms = malloc((size_t)(g->n_stages ? g->n_stages : 1) * sizeof(double));
         if (!c->comm_ms) {

@@ -99,9 +99,9 @@ LOOM_EXPORT int loom_write_torchtitan_toml(const loom_plan *plan, FILE *out, loo
  * overlap settings the cost model assumed). */
 LOOM_EXPORT int loom_write_megatron_args(const loom_plan *plan, FILE *out, loom_error *err);
 
-/* mimo.json: megatron-core MIMO's per-module parallelism
- * (MimoParallelismConfig.module_parallelisms, the language model keyed
- * "llm") for plans with per-module layouts. */
+/* mimo.json: Megatron-Bridge MIMO's per-module parallelism
+ * (MegatronMIMOParallelismConfig.module_parallelisms, the language model
+ * keyed "language") for plans with per-module layouts. */
 LOOM_EXPORT int loom_write_mimo_json(const loom_plan *plan, FILE *out, loom_error *err);
 
 /* Writes all six into dir (created with its parents if missing, mode
