@@ -224,7 +224,7 @@ int loom_write_outputs(const loom_plan *plan, const char *dir, loom_error *err)
         snprintf(path, len + 32, "%s%s%s", dir, dir[len - 1] == '/' ? "" : "/", f->name);
         int fits = 1;
         char reason[LOOM_OUT_REASON_MAX];
-        if (f->fits && (rc = f->fits(plan, &fits, reason, err)) != LOOM_OK)
+        if (f->export && (rc = f->export->fits(plan, &fits, reason, err)) != LOOM_OK)
             break;
         if (!fits) {
             /* the consumer cannot take the plan: no file, and no stale one */

@@ -16,11 +16,9 @@ static int write_runtime_exports(const loom_plan *plan, FILE *out, loom_error *e
     char reason[LOOM_OUT_REASON_MAX];
     int any = 0;
     fputs("  exports      ", out);
-    for (size_t i = 0; i < loom_out_n_files; i++) {
-        const loom_out_file *f = &loom_out_files[i];
+    for (size_t i = 0; i < loom_out_n_runtime_exports; i++) {
+        const loom_out_export *f = &loom_out_runtime_exports[i];
         int fits = 0;
-        if (!f->fits)
-            continue;
         int rc = f->fits(plan, &fits, reason, err);
         if (rc != LOOM_OK)
             return loom_error_prefix(err, rc, "summary");

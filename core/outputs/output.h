@@ -134,17 +134,28 @@ int loom_out_megatron_args_fits(const loom_plan *plan, int *fits,
 int loom_out_mimo_fits(const loom_plan *plan, int *fits, char reason[LOOM_OUT_REASON_MAX],
                        loom_error *err);
 
+/* One runtime export: its file, its key in plan.json's "exports", and
+ * the check of whether its consumer can build the plan. */
+typedef struct loom_out_export {
+    const char *name;
+    const char *key;
+    loom_out_fits_fn fits;
+} loom_out_export;
+
+/* The runtime exports, in plan.json's order (out_exports.c). */
+extern const loom_out_export loom_out_runtime_exports[];
+extern const size_t loom_out_n_runtime_exports;
+
 /* One file of an output set: its name, its writer, and for a runtime
- * export the key of plan.json's "exports" and its check (NULL for the
- * files every plan gets). */
+ * export its entry in loom_out_runtime_exports (NULL for the files every plan
+ * gets). */
 typedef struct loom_out_file {
     const char *name;
     int (*write)(const loom_plan *plan, FILE *out, loom_error *err);
-    const char *export_key;
-    loom_out_fits_fn fits;
+    const loom_out_export *export;
 } loom_out_file;
 
-/* The output set, in writing order (plan.json first). */
+/* The output set, in writing order (plan.json first; out_files.c). */
 extern const loom_out_file loom_out_files[];
 extern const size_t loom_out_n_files;
 
