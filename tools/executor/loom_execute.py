@@ -177,6 +177,9 @@ def need_torch():
     if not dist.is_available() or not dist.is_gloo_available():
         raise InputError("this PyTorch (%s) has no gloo backend for torch.distributed"
                          % torch.__version__)
+    # The scaled model's tensors are tiny: one thread computes the reference
+    # faster than several (and the ranks, forked from here, use one each).
+    torch.set_num_threads(1)
 
 
 def main(argv=None):
