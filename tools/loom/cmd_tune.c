@@ -132,11 +132,11 @@ static int check_options(tune_cli *o)
         loom_cli_error("tune", "--model, --gpus and --global-batch are required");
         return -1;
     }
-    if (o->shard_n > 1 && !o->json_file) {
+    if (o->shard_n > 0 && !o->json_file) {
         loom_cli_error("tune", "--shard K/N needs --json FILE (the shard file to merge)");
         return -1;
     }
-    if (o->shard_n > 1 && o->out_dir) {
+    if (o->shard_n > 0 && o->out_dir) {
         loom_cli_error("tune", "--out writes the winner, which only `loom tune merge` knows "
                        "with --shard");
         return -1;
@@ -240,7 +240,7 @@ typedef struct json_job {
 static int write_job(void *ctx, FILE *out, loom_error *err)
 {
     const json_job *j = ctx;
-    int rc = j->o->shard_n > 1 ? loom_tune_write_shard(&j->o->t, j->o->shard_k, j->o->shard_n, out)
+    int rc = j->o->shard_n > 0 ? loom_tune_write_shard(&j->o->t, j->o->shard_k, j->o->shard_n, out)
                                : loom_tune_write_json(&j->o->t, j->w, out);
     if (rc != LOOM_OK)
         return loom_set_error(err, rc, "cannot write the report");
@@ -360,12 +360,12 @@ static int report(tune_cli *o, const loom_tune_walk *w)
 {
     loom_error err = {0};
     json_job job = {o, w};
-    if (o->shard_n > 1 || (o->json && o->json_file)) {
+    if (o->shard_n > 0 || (o->json && o->json_file)) {
         if (loom_write_atomic(o->json_file, write_job, &job, &err) != LOOM_OK) {
             fprintf(stderr, "loom tune: %s\n", err.message);
             return LOOM_EXIT_USAGE;
         }
-        if (o->shard_n > 1)
+        if (o->shard_n > 0)
             return LOOM_EXIT_OK;
     }
     if (o->json && !o->json_file)
@@ -388,7 +388,7 @@ static int run_tune(tune_cli *o)
         fprintf(stderr, "loom tune: %s\n", err.message);
         return loom_cli_exit_for_status(rc);
     }
-    if (o->shard_n > 1)
+    if (o->shard_n > 0)
         keep_slice(&o->t, o->shard_k, o->shard_n);
     double t0 = loom_now_ms();
     rc = bound_all(o, &err);

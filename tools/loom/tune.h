@@ -57,6 +57,7 @@ typedef struct loom_tune_search {
     loom_session_args base; /* shared options (iterations, params, ...) */
     loom_tune_config *configs;
     int32_t n_configs;
+    int32_t n_space;       /* configurations of the whole space (all shards) */
     int32_t gpus_per_node; /* the cluster's */
 } loom_tune_search;
 

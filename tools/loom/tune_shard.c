@@ -34,7 +34,7 @@ char *loom_tune_identity(const loom_tune_search *t)
     cJSON_AddBoolToObject(o, "tp_across_nodes", t->tp_across_nodes);
     add_strings(o, "manifests", t->manifests, t->n_manifests);
     add_strings(o, "manifest_names", (const char *const *)t->manifest_names, t->n_manifests);
-    cJSON_AddNumberToObject(o, "considered", t->n_configs);
+    cJSON_AddNumberToObject(o, "considered", t->n_space);
     cJSON_AddNumberToObject(o, "iterations", b->iterations);
     cJSON_AddNumberToObject(o, "evaluations", (double)b->max_evaluations);
     cJSON_AddNumberToObject(o, "seed", b->has_seed ? (double)b->seed : -1);

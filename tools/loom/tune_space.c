@@ -119,8 +119,9 @@ static int empty_space(const loom_tune_search *t, int64_t shapes, int64_t layers
         return loom_set_error(err, LOOM_EINVAL,
                               "--gpus %lld: no layout uses %lld GPUs: tp (a power of two up to "
                               "%d dividing every layer's heads) x cp (1, 2, 4 or 8) x pp (at most "
-                              "the model's %lld layers) x dp must equal it",
-                              (long long)t->gpus, (long long)t->gpus, tpmax, (long long)layers);
+                              "the model's %lld layers) x dp must equal it, with dp dividing "
+                              "the global batch of %lld", (long long)t->gpus, (long long)t->gpus,
+                              tpmax, (long long)layers, (long long)t->global_batch);
     if (t->micro_batch_size > 0)
         return loom_set_error(err, LOOM_EINVAL,
                               "--global-batch %lld: no layout of %lld GPUs divides it into "
@@ -151,7 +152,7 @@ int loom_tune_space(loom_tune_search *t, const loom_model *model, const loom_clu
                 if (rest % pp != 0 || pp > LOOM_MAX_PARALLEL_DEGREE ||
                     rest / pp > LOOM_MAX_PARALLEL_DEGREE)
                     continue;
-                shapes++;
+                shapes += t->global_batch % (rest / pp) == 0;
                 loom_parallel p = {tp, (int32_t)pp, (int32_t)(rest / pp), 1, 1, cp};
                 if (add_batches(t, &cap, p, layers) != 0)
                     return loom_set_error(err, LOOM_EINVAL,
@@ -163,6 +164,7 @@ int loom_tune_space(loom_tune_search *t, const loom_model *model, const loom_clu
     }
     if (t->n_configs == 0)
         return empty_space(t, shapes, layers, tpmax, err);
+    t->n_space = t->n_configs;
     return LOOM_OK;
 }
 
