@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "ab_shard.h"
 #include "cli.h"
 #include <loom/sys/output.h>
@@ -59,6 +60,7 @@ typedef struct tune_cli {
     const char *json_file, *out_dir;
     int32_t shard_k, shard_n;
     int32_t n_sim, bound_violations;
+    int tty; /* progress on a terminal */
     double bound_ms, walk_ms; /* wall time of the two phases */
 } tune_cli;
 
@@ -198,13 +200,13 @@ static void keep_slice(loom_tune_search *t, int32_t k, int32_t n)
 static int bound_all(tune_cli *o, loom_error *err)
 {
     for (int32_t i = 0; i < o->t.n_configs; i++) {
-        if (!o->quiet && (i % 50 == 0 || i == o->t.n_configs - 1))
+        if (o->tty && (i % 50 == 0 || i == o->t.n_configs - 1))
             fprintf(stderr, "\rloom tune: bounding %d/%d", i + 1, o->t.n_configs);
         int rc = loom_tune_bound(&o->t, &o->t.configs[i], err);
         if (rc != LOOM_OK)
             return rc;
     }
-    if (!o->quiet)
+    if (o->tty)
         fputc('\n', stderr);
     return LOOM_OK;
 }
@@ -219,7 +221,7 @@ static int simulate(void *user, loom_tune_config *c)
         fprintf(stderr, "loom tune: %s\n", err.message);
         return rc;
     }
-    if (!o->quiet)
+    if (o->tty)
         fprintf(stderr, "\rloom tune: simulated %d configurations", ++o->n_sim);
     if (c->result.feasible && c->result.makespan_ms < c->lower_bound_ms * (1 - 1e-9)) {
         o->bound_violations++;
@@ -402,8 +404,8 @@ static int run_tune(tune_cli *o)
     rc = loom_tune_walk_run(&o->t, simulate, o, &w);
     o->walk_ms = loom_now_ms() - t0;
     if (!o->quiet)
-        fprintf(stderr, "\nloom tune: considered %d, simulated %d, pruned %d; bounds %.1f s, "
-                "simulations %.1f s%s\n", w.considered, w.simulated, w.pruned,
+        fprintf(stderr, "%sloom tune: considered %d, simulated %d, pruned %d; bounds %.1f s, "
+                "simulations %.1f s%s\n", o->tty ? "\n" : "", w.considered, w.simulated, w.pruned,
                 o->bound_ms / 1000, o->walk_ms / 1000,
                 o->bound_violations ? " (BOUND VIOLATED: see the warnings)" : "");
     int code = rc == LOOM_OK ? report(o, &w) : loom_cli_exit_for_status(rc);
@@ -428,6 +430,7 @@ int loom_cmd_tune(int argc, char **argv)
         fprintf(stderr, "`loom tune --help` lists the options.\n");
         return LOOM_EXIT_USAGE;
     }
+    o.tty = !o.quiet && isatty(2);
     int code = run_tune(&o);
     loom_tune_search_clear(&o.t);
     return code;

@@ -36,6 +36,7 @@ typedef struct loom_tune_config {
     char *static_reason;   /* static memory over the cap (NULL: fits) */
     double param_rank_bytes, state_rank_bytes; /* static floor of a rank: the
                                                 * mean over the pp ranks */
+    double cap_bytes;      /* the memory cap of a GPU */
     int simulated;         /* 1: result holds */
     loom_tune_result result;
 } loom_tune_config;

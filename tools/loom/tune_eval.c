@@ -123,6 +123,7 @@ static int bound_from_floor(const loom_session *s, loom_tune_config *c,
     if (c->par.vpp == 1 && P > 1 && megatron_partitions(s))
         lb = fmax(lb, fill_bound(f, P, f->work_ms / P));
     c->lower_bound_ms = lb;
+    c->cap_bytes = cap_of(s);
     c->param_rank_bytes = f->param_bytes / P;
     c->state_rank_bytes = f->state_bytes / P;
     double cap = cap_of(s), need = c->param_rank_bytes + c->state_rank_bytes;
@@ -182,14 +183,28 @@ static char *over_cap_reason(const loom_tune_config *c, const loom_tune_result *
                   c->state_rank_bytes / GIB);
 }
 
+/* The innermost cause of a planning error: past the last "the last: "
+ * of a candidate chain and the "plugin <id>: " prefixes. */
+static const char *innermost(const char *message)
+{
+    const char *p = message, *q;
+    while ((q = strstr(p, "the last: ")) != NULL)
+        p = q + strlen("the last: ");
+    while (!strncmp(p, "plugin ", 7) && (q = strstr(p, ": ")) != NULL)
+        p = q + 2;
+    return p;
+}
+
 /* A planning failure as the reason of an infeasible result. */
 static char *failure_reason(const loom_tune_config *c, int rc, const char *message)
 {
+    message = innermost(message);
     double stat = c->param_rank_bytes + c->state_rank_bytes;
     if (rc == LOOM_EINFEASIBLE)
-        return format("memory: %s (static memory %.2f GiB a rank on average: parameters %.2f, "
-                      "gradients + optimizer states %.2f; activations the rest)", message,
-                      stat / GIB, c->param_rank_bytes / GIB, c->state_rank_bytes / GIB);
+        return format("memory: %s (the cap is %.2f GiB; static memory %.2f GiB a rank on "
+                      "average: parameters %.2f GiB, gradients + optimizer states %.2f GiB; "
+                      "activations the rest)", message, c->cap_bytes / GIB, stat / GIB,
+                      c->param_rank_bytes / GIB, c->state_rank_bytes / GIB);
     return format("%s", message);
 }
 

@@ -77,6 +77,7 @@ static void shard_config(const loom_tune_config *c, FILE *out)
     exact(out, "lower_bound_ms", c->lower_bound_ms);
     exact(out, "param_rank_bytes", c->param_rank_bytes);
     exact(out, "state_rank_bytes", c->state_rank_bytes);
+    exact(out, "cap_bytes", c->cap_bytes);
     fputs(", \"static_reason\": ", out);
     str_or_null(out, c->static_reason);
     fputs(", \"result\": ", out);
@@ -167,6 +168,7 @@ static int read_config(const cJSON *j, loom_tune_config *c, int32_t n_manifests)
     c->lower_bound_ms = num(j, "lower_bound_ms", 0);
     c->param_rank_bytes = num(j, "param_rank_bytes", 0);
     c->state_rank_bytes = num(j, "state_rank_bytes", 0);
+    c->cap_bytes = num(j, "cap_bytes", 0);
     c->static_reason = str_dup(j, "static_reason");
     if (c->manifest < 0 || c->manifest >= n_manifests)
         return -1;
