@@ -14,6 +14,8 @@
 
 #define GIB 1073741824.0
 
+static const char *innermost(const char *message);
+
 /* A printf'd string in malloc'd storage (NULL when out of memory). */
 static char *format(const char *fmt, ...)
 {
@@ -157,6 +159,11 @@ int loom_tune_bound(const loom_tune_search *t, loom_tune_config *c, loom_error *
         loom_layout_floor_clear(&f);
     }
     loom_session_close(&s);
+    if (rc != LOOM_OK && rc != LOOM_ENOMEM && rc != LOOM_EINTERRUPTED) {
+        /* the layout cannot be priced: infeasible, with the reason */
+        c->static_reason = format("cannot be priced: %s", innermost(err->message));
+        return c->static_reason ? LOOM_OK : loom_set_error(err, LOOM_ENOMEM, "out of memory");
+    }
     return rc;
 }
 

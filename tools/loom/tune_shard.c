@@ -39,6 +39,9 @@ char *loom_tune_identity(const loom_tune_search *t)
     cJSON_AddNumberToObject(o, "evaluations", (double)b->max_evaluations);
     cJSON_AddNumberToObject(o, "seed", b->has_seed ? (double)b->seed : -1);
     cJSON_AddNumberToObject(o, "memory_cap_bytes", b->memory_cap_bytes);
+    cJSON_AddNumberToObject(o, "packing_window", b->packing_window);
+    cJSON_AddStringToObject(o, "generate", b->generate ? b->generate : "");
+    cJSON_AddBoolToObject(o, "allow_untrusted", b->allow_untrusted);
     add_strings(o, "use", b->uses, b->n_uses);
     add_strings(o, "param", b->params, b->n_params);
     add_strings(o, "plugin_path", b->plugin_paths, b->n_plugin_paths);
