@@ -10,8 +10,9 @@
 #      (tests/fidelity/fidelity.json, pw-s83-vlm-m-dp8) times DP 8, packed
 #      first-fit over 3 samples as that row does. Ranks every configuration
 #      (--top 100000, so nothing is pruned from the ranking) with
-#      megatron-tuned and with megatron-balanced (PipeWeaver's Megatron-LM
-#      baseline), and prints where DP8 TP2 PP4 CP1 first appears.
+#      megatron-tuned, with megatron-balanced (PipeWeaver's Megatron-LM
+#      baseline) and with pipeweaver (K 1), and prints where DP8 TP2 PP4
+#      CP1 first appears.
 #
 # Each line: considered, simulated and pruned configurations, wall seconds
 # and CPU seconds (user + system) of the whole `loom tune` process.
@@ -122,4 +123,10 @@ if [ "$which" = all ] || [ "$which" = s83 ]; then
             --packing-window 3 --manifest "$manifests/$m.json" --top 100000
         where_dp8 "s83-$m"
     done
+    # PipeWeaver's own planner (a 200-evaluation MCTS per configuration, so
+    # one sequence a microbatch as in §8.3's grid: 64 layouts, ~1.5 CPU min)
+    search s83-pipeweaver --model vlm-m --cluster h800 --gpus 64 --global-batch 128 \
+        --packing-window 3 --micro-batch-size 1 --manifest "$manifests/pipeweaver.json" \
+        --top 100000
+    where_dp8 s83-pipeweaver
 fi
