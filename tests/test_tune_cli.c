@@ -92,6 +92,10 @@ START_TEST(shards_merge_to_the_same_bytes)
         char *got = slurp(merged);
         ck_assert_msg(!strcmp(got, want), "%d shards merge to\n%s\nnot\n%s", n, got, want);
         free(got);
+        got = run(0, "tune merge %s--json - --quiet", list); /* standard output */
+        ck_assert_msg(!strcmp(got, want), "%d shards merge on stdout to\n%s\nnot\n%s", n, got,
+                      want);
+        free(got);
     }
     /* a shard of another search, a missing and a repeated shard */
     char other[128], *out;

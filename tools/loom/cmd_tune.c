@@ -179,6 +179,10 @@ static int prepare(tune_cli *o, loom_error *err)
     int rc = loom_model_load(t->model, &md, err);
     if (rc == LOOM_OK)
         rc = loom_cluster_load(t->cluster, &cd, err);
+    if (rc == LOOM_OK && loom_model_data_layouts(md))
+        rc = loom_set_error(err, LOOM_EINVAL, "%s: the model's parallel object lists per-module "
+                            "layouts; `loom tune` searches single layouts (docs/tune.md): remove "
+                            "\"modules\" from it", t->model);
     if (rc == LOOM_OK)
         rc = loom_tune_space(t, loom_model_data_model(md), loom_cluster_data_cluster(cd), err);
     loom_model_data_free(md);
@@ -362,6 +366,15 @@ static int report(tune_cli *o, const loom_tune_walk *w)
 {
     loom_error err = {0};
     json_job job = {o, w};
+    if (o->json_file && !strcmp(o->json_file, "-")) /* standard output */
+        o->json_file = NULL;
+    if (o->shard_n > 0 && !o->json_file) {
+        if (write_job(&job, loom_cli_out(), &err) != LOOM_OK) {
+            fprintf(stderr, "loom tune: %s\n", err.message);
+            return LOOM_EXIT_USAGE;
+        }
+        return LOOM_EXIT_OK;
+    }
     if (o->shard_n > 0 || (o->json && o->json_file)) {
         if (loom_write_atomic(o->json_file, write_job, &job, &err) != LOOM_OK) {
             fprintf(stderr, "loom tune: %s\n", err.message);

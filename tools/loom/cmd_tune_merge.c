@@ -121,7 +121,8 @@ int loom_cmd_tune_merge(int argc, char **argv)
         return LOOM_EXIT_USAGE;
     }
     merged m = {&t, &w};
-    if (loom_write_atomic(o.json, write_merged, &m, &err) != LOOM_OK) {
+    if (!strcmp(o.json, "-") ? write_merged(&m, loom_cli_out(), &err) != LOOM_OK
+                             : loom_write_atomic(o.json, write_merged, &m, &err) != LOOM_OK) {
         fprintf(stderr, "loom tune merge: %s\n", err.message);
         code = LOOM_EXIT_USAGE;
     } else if (w.n_ranked == 0) {

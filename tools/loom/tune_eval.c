@@ -121,9 +121,12 @@ static int bound_from_floor(const loom_session *s, loom_tune_config *c,
                             const loom_layout_floor *f)
 {
     int32_t P = c->par.pp;
-    double lb = fmax(f->work_ms / P, f->chain_ms);
-    if (c->par.vpp == 1 && P > 1 && megatron_partitions(s))
-        lb = fmax(lb, fill_bound(f, P, f->work_ms / P));
+    double lb = f->work_ms / P;
+    if (megatron_partitions(s)) { /* whole microbatches along one chain */
+        lb = fmax(lb, f->chain_ms);
+        if (c->par.vpp == 1 && P > 1)
+            lb = fmax(lb, fill_bound(f, P, lb));
+    }
     c->lower_bound_ms = lb;
     c->cap_bytes = cap_of(s);
     c->param_rank_bytes = f->param_bytes / P;
