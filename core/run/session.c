@@ -11,6 +11,7 @@
 #include <loom/sys/problem.h>
 #include <loom/sys/registry.h>
 #include <loom/sys/session.h>
+#include <loom/tokens.h>
 
 #ifndef LOOM_INSTALL_DATA_DIR
 #define LOOM_INSTALL_DATA_DIR "/usr/local/share/loom"
@@ -232,6 +233,74 @@ static void group_sequences(loom_workload *w, int32_t K)
             w->samples[i].microbatch /= K;
 }
 
+/* Linear work of one sample: every module's tokens times its weights (the
+ * FLOPs of its GEMMs up to a constant), to find the heaviest replica. */
+static double sample_work(const loom_model *model, const loom_sample *smp)
+{
+    double work = 0;
+    for (int32_t m = 0; m < model->n_modules; m++) {
+        const loom_module *mod = &model->modules[m];
+        double weights = 0;
+        for (int32_t l = 0; l < mod->n_layers; l++)
+            weights += (double)mod->layers[l].hidden *
+                       (4.0 * mod->layers[l].hidden + 2.0 * mod->layers[l].ffn_hidden);
+        work += weights * (double)loom_sample_tokens(model, m, smp);
+    }
+    return work;
+}
+
+/* The replica of iteration `it` (sequences r*per .. (r+1)*per - 1 of the
+ * global batch) with the most work. */
+static int32_t heaviest_replica(const loom_model *model, const loom_iteration *it, int32_t per,
+                                int32_t dp)
+{
+    double best = -1, *work = calloc((size_t)dp, sizeof *work);
+    int32_t r_best = 0;
+    if (!work)
+        return 0;
+    for (int32_t i = 0; i < it->n_samples; i++) {
+        int32_t r = it->samples[i].microbatch / per;
+        if (r >= 0 && r < dp)
+            work[r] += sample_work(model, &it->samples[i]);
+    }
+    for (int32_t r = 0; r < dp; r++)
+        if (work[r] > best) {
+            best = work[r];
+            r_best = r;
+        }
+    free(work);
+    return r_best;
+}
+
+/* Keeps, of every iteration of a workload generated for the whole global
+ * batch (dp replicas of `per` sequences each), the samples of its heaviest
+ * replica, numbered from sequence 0: the replica the gradient sync waits
+ * for is the one planned. */
+static int keep_heaviest_replica(loom_workload *w, const loom_model *model, int32_t per,
+                                 int32_t dp, loom_error *err)
+{
+    loom_sample *kept = calloc((size_t)w->n_samples + 1, sizeof *kept);
+    if (!kept)
+        return loom_set_error(err, LOOM_ENOMEM, "out of memory");
+    int64_t n = 0;
+    for (int32_t k = 0; k < w->n_iterations; k++) {
+        loom_iteration *it = &w->iterations[k];
+        int32_t r = heaviest_replica(model, it, per, dp);
+        int64_t first = n;
+        for (int32_t i = 0; i < it->n_samples; i++)
+            if (it->samples[i].microbatch / per == r) {
+                kept[n] = it->samples[i];
+                kept[n++].microbatch -= r * per;
+            }
+        it->n_samples = (int32_t)(n - first);
+        it->samples = kept + first;
+    }
+    free(w->samples);
+    w->samples = kept;
+    w->n_samples = n;
+    return LOOM_OK;
+}
+
 static int open_problem(loom_session *s, const loom_session_args *a, loom_error *err)
 {
     loom_problem *pb = &s->problem;
@@ -306,15 +375,22 @@ static int open_problem(loom_session *s, const loom_session_args *a, loom_error 
         s->n_iterations = a->iterations > 0 ? a->iterations : LOOM_DEFAULT_ITERATIONS;
         loom_workload_packing packing = {sizeof packing, s->seq_len,
                                          LOOM_DEFAULT_TOKENS_PER_IMAGE, a->packing_window, 0};
-        int64_t K = s->micro_batch_size;
-        if ((int64_t)pb->parallel.microbatches * K > LOOM_MAX_PARALLEL_DEGREE)
+        int64_t K = s->micro_batch_size, per = (int64_t)pb->parallel.microbatches * K;
+        if (per > LOOM_MAX_PARALLEL_DEGREE)
             return loom_set_error(err, LOOM_EINVAL,
                                   "micro-batch-size %lld x microbatches %d: expected at most %d "
                                   "sequences per replica", (long long)K,
                                   (int)pb->parallel.microbatches, LOOM_MAX_PARALLEL_DEGREE);
+        /* with --global-batch, the whole batch, of which the heaviest
+         * replica is planned (when it is not too large to generate) */
+        int32_t dp = pb->parallel.dp > 1 ? pb->parallel.dp : 1;
+        int whole = a->global_batch > 0 && dp > 1 && per * dp <= LOOM_MAX_PARALLEL_DEGREE &&
+                    !s->parallel_layouts && !loom_model_data_layouts(s->model);
         rc = loom_workload_generate_packed(family, s->n_iterations,
-                                           (int32_t)(pb->parallel.microbatches * K), seed,
-                                           &packing, &s->workload, err);
+                                           (int32_t)(whole ? per * dp : per), seed, &packing,
+                                           &s->workload, err);
+        if (rc == LOOM_OK && whole)
+            rc = keep_heaviest_replica(s->workload, pb->model, (int32_t)per, dp, err);
         if (rc != LOOM_OK)
             return rc;
         group_sequences(s->workload, (int32_t)K);
