@@ -152,11 +152,11 @@ static int prepare(tune_cli *o, loom_error *err)
     loom_tune_search *t = &o->t;
     static char dflt[4200];
     if (t->n_manifests == 0) {
-        char one[4096];
+        char one[4096]; /* megatron-tuned.json beside the default manifest */
         loom_default_manifest(one, sizeof one);
-        char *slash = strrchr(one, '/');
-        snprintf(dflt, sizeof dflt, "%.*s%smegatron-tuned.json", slash ? (int)(slash - one + 1) : 0,
-                 one, "");
+        const char *slash = strrchr(one, '/');
+        int dir = slash ? (int)(slash - one + 1) : 0;
+        snprintf(dflt, sizeof dflt, "%.*smegatron-tuned.json", dir, one);
         t->manifests[t->n_manifests++] = dflt;
     }
     t->model = t->base.model;
