@@ -13,6 +13,7 @@
 #define LOOM_TUNE_DEFAULT_TOP 10
 #define LOOM_TUNE_DEFAULT_EVALUATIONS 200 /* searching rankers, per plan */
 #define LOOM_TUNE_MAX_CONFIGS 200000
+#define LOOM_TUNE_TABLE_INFEASIBLE 20 /* the table lists this many; --json all */
 
 /* What a simulation of one configuration gave. */
 typedef struct loom_tune_result {

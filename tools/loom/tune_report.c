@@ -243,12 +243,15 @@ void loom_tune_write_table(const loom_tune_search *t, const loom_tune_walk *w, F
     }
     if (w->n_infeasible)
         fprintf(out, "infeasible (%d):\n", w->n_infeasible);
-    for (int32_t i = 0; i < w->n_infeasible; i++) {
+    for (int32_t i = 0; i < w->n_infeasible && i < LOOM_TUNE_TABLE_INFEASIBLE; i++) {
         const loom_tune_config *c = &t->configs[w->infeasible[i]];
         layout_text(c, lay, sizeof lay);
         fprintf(out, "  %-36s %-18.18s %s\n", lay, t->manifest_names[c->manifest],
                 c->simulated && c->result.reason ? c->result.reason : c->static_reason);
     }
+    if (w->n_infeasible > LOOM_TUNE_TABLE_INFEASIBLE)
+        fprintf(out, "  ... and %d more (--json lists every one)\n",
+                w->n_infeasible - LOOM_TUNE_TABLE_INFEASIBLE);
     fprintf(out, "considered %d, simulated %d, pruned %d (infeasible by the static-memory "
             "floor: %d)\n", w->considered, w->simulated, w->pruned,
             w->considered - w->simulated - w->pruned);
