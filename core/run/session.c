@@ -219,6 +219,7 @@ static int apply_batch(loom_session *s, const loom_session_args *a, loom_error *
         p->microbatches = (int32_t)(B / (K * D));
     }
     s->micro_batch_size = (int32_t)K;
+    s->problem.micro_batch_size = (int32_t)K;
     s->global_batch = K * p->microbatches * D;
     s->seq_len = a->seq_len > 0 ? a->seq_len : LOOM_DEFAULT_SEQUENCE_TOKENS;
     return LOOM_OK;
