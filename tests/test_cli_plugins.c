@@ -258,7 +258,8 @@ START_TEST(shared_option_conventions)
     ck_assert_int_eq(loom_test_cli("plan --model=vlm-s --iterations=1 --memory-cap=80GiB --quiet --json",
                           &out), 0);
     has(out, "\"makespan_ms\"");
-    has(out, "\"layout\": {\"tp\": 4, \"pp\": 4, \"dp\": 1, \"vpp\": 1, \"microbatches\": 16, "
+    has(out, "\"layout\": {\"tp\": 4, \"cp\": 1, \"pp\": 4, \"dp\": 1, \"vpp\": 1, "
+             "\"microbatches\": 16, \"micro_batch_size\": 1, \"global_batch\": 16, "
              "\"gpus\": 16}");
     free(out);
     ck_assert_int_eq(loom_test_cli("validate " PLANNERS "good.json --plugin-path=" PLANNERS "..", &out),

@@ -300,6 +300,30 @@ static int find_role(const loom_planner_config *cfg, const char *role)
     return -1;
 }
 
+/* Splits "ROLE[i]" in place into ROLE and i (0-based among the steps of
+ * that role); a plain ROLE is index 0. -1 when the index is malformed. */
+static int role_index_suffix(char *role)
+{
+    char *open = strchr(role, '[');
+    if (!open)
+        return 0;
+    char *end = NULL;
+    long i = strtol(open + 1, &end, 10);
+    if (end == open + 1 || !end || strcmp(end, "]") != 0 || i < 0 || i > 1000)
+        return -1;
+    *open = '\0';
+    return (int)i;
+}
+
+/* Step index of the n-th (0-based) step with `role`, or -1. */
+static int find_role_nth(const loom_planner_config *cfg, const char *role, int n)
+{
+    for (int i = 0; i < cfg->n_steps; i++)
+        if (!strcmp(cfg->steps[i].role, role) && n-- == 0)
+            return i;
+    return -1;
+}
+
 int loom_planner_config_use(loom_planner_config *cfg, const char *role_eq_name,
                             loom_error *err)
 {
@@ -369,7 +393,7 @@ int loom_planner_config_param(loom_planner_config *cfg,
                               const char *role_key_eq_value, loom_error *err)
 {
     char *lhs = NULL, *value = NULL, *role = NULL, *key = NULL;
-    int rc = LOOM_OK;
+    int rc = LOOM_OK, nth = 0;
     int s = split(role_key_eq_value, '=', &lhs, &value);
     if (s > 0)
         s = split(lhs, '.', &role, &key);
@@ -378,18 +402,23 @@ int loom_planner_config_param(loom_planner_config *cfg,
     } else if (!s || !key[0] || !role[0]) {
         rc = loom_set_error(err, LOOM_EINVAL, "--param %s: expected ROLE.KEY=VALUE",
                             role_key_eq_value);
+    } else if ((nth = role_index_suffix(role)) < 0) {
+        rc = loom_set_error(err, LOOM_EINVAL,
+                            "--param %s: expected ROLE[i].KEY=VALUE with i the step's index "
+                            "among the steps of that role (from 0), found \"%s\"",
+                            role_key_eq_value, role);
     } else if (loom_role_index(role) < 0) {
         rc = loom_set_error(err, LOOM_EINVAL,
                             "--param %s: expected a role of cost_model, partitioner, "
                             "ranker, interleaver, memory_tuner, found \"%s\"",
                             role_key_eq_value, role);
     } else {
-        int at = find_role(cfg, role);
+        int at = find_role_nth(cfg, role, nth);
         cJSON *v = NULL;
         if (at < 0) {
             rc = loom_set_error(err, LOOM_ENOTFOUND,
-                                "--param %s: the pipeline has no %s step",
-                                role_key_eq_value, role);
+                                "--param %s: the pipeline has no %s step%s",
+                                role_key_eq_value, role, nth ? " of that index" : "");
         } else {
             v = cJSON_ParseWithOpts(value, NULL, 1);
             if (v && cJSON_IsNumber(v) && !isfinite(v->valuedouble)) {

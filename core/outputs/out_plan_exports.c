@@ -58,9 +58,10 @@ static void write_torchtitan(const loom_plan *plan, const loom_out_torch *t,
     fprintf(out, "{\"pipeline_parallel_degree\": %d, \"pipeline_parallel_schedule\": ",
             plan->graph->n_ranks);
     loom_out_json_string(out, pl->schedule);
+    int32_t K = loom_problem_micro_batch_size(plan->problem);
     fprintf(out, ", \"pipeline_parallel_schedule_csv\": \"schedule.csv\", "
-                 "\"pipeline_parallel_microbatch_size\": 1, \"local_batch_size\": %d}",
-            t->microbatches);
+                 "\"pipeline_parallel_microbatch_size\": %d, \"local_batch_size\": %lld}",
+            K, (long long)t->microbatches * K);
 }
 
 int loom_out_split_backward(const loom_stage_graph *g)

@@ -11,9 +11,10 @@
  * _PipelineScheduleRuntime replaying schedule.csv. The microbatch count
  * is training.local_batch_size over
  * parallelism.pipeline_parallel_microbatch_size; a Loom microbatch packs
- * one sequence, so the microbatch size is 1. torchtitan pipelines only
- * when pipeline_parallel_degree > 1 (train.py), and its 0.2.2 VLM
- * experiment has no pipelining function.
+ * the problem's micro_batch_size sequences (1 unless --micro-batch-size),
+ * so local_batch_size is that times the microbatches. torchtitan
+ * pipelines only when pipeline_parallel_degree > 1 (train.py), and its
+ * 0.2.2 VLM experiment has no pipelining function.
  *
  * A plan is written only when all of this holds: a language model alone,
  * one layout for it (one torchtitan mesh), at least two pipeline ranks,
@@ -177,9 +178,10 @@ static void write_toml(FILE *out, const loom_plan *plan, const loom_out_torch *t
           "[parallelism]\n", out);
     fprintf(out, "pipeline_parallel_degree = %d\n", plan->graph->n_ranks);
     fprintf(out, "pipeline_parallel_schedule = \"%s\"\n", pl->schedule);
-    fputs("pipeline_parallel_schedule_csv = \"schedule.csv\"\n"
-          "pipeline_parallel_microbatch_size = 1\n"
-          "module_fqns_per_model_part = [\n", out);
+    int32_t K = loom_problem_micro_batch_size(plan->problem);
+    fprintf(out, "pipeline_parallel_schedule_csv = \"schedule.csv\"\n"
+            "pipeline_parallel_microbatch_size = %d\n"
+            "module_fqns_per_model_part = [\n", K);
     for (int32_t g = 0; g < t->n_stages; g++)
         write_part(out, plan, t, g);
     fputs("]\n", out);
@@ -187,7 +189,7 @@ static void write_toml(FILE *out, const loom_plan *plan, const loom_out_torch *t
     fprintf(out, "context_parallel_degree = %d\n", cp > 0 ? cp : 1);
     fprintf(out, "data_parallel_shard_degree = %d\n", dp > 0 ? dp : 1);
     fputs("\n[training]\n", out);
-    fprintf(out, "local_batch_size = %d\n", t->microbatches);
+    fprintf(out, "local_batch_size = %lld\n", (long long)t->microbatches * K);
 }
 
 int loom_write_torchtitan_toml(const loom_plan *plan, FILE *out, loom_error *err)

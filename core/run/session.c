@@ -11,6 +11,7 @@
 #include <loom/sys/problem.h>
 #include <loom/sys/registry.h>
 #include <loom/sys/session.h>
+#include <loom/tokens.h>
 
 #ifndef LOOM_INSTALL_DATA_DIR
 #define LOOM_INSTALL_DATA_DIR "/usr/local/share/loom"
@@ -33,6 +34,7 @@ static const loom_session_option session_options[] = {
     {"stage-times", 1},   {"memory-cap", 1},
     {"iterations", 1},    {"seed", 1},         {"evaluations", 1}, {"use", 1},
     {"param", 1},         {"plugin-path", 1},  {"allow-untrusted-plugins", 0},
+    {"global-batch", 1},  {"micro-batch-size", 1}, {"seq-len", 1},
     {NULL, 0}};
 
 const loom_session_option *loom_session_options(void)
@@ -47,6 +49,25 @@ static int push(const char **list, int *count, const char *flag, const char *v, 
         return loom_set_error(err, LOOM_EINVAL, "too many --%s options (at most %d)", flag,
                               LOOM_SESSION_MAX_OVERRIDES);
     list[(*count)++] = v;
+    return LOOM_OK;
+}
+
+/* --global-batch, --micro-batch-size and --seq-len: positive integers. */
+static int set_batch(loom_session_args *a, const char *name, const char *v, loom_error *err)
+{
+    char *end = NULL;
+    long long n = strtoll(v, &end, 10);
+    long long hi = !strcmp(name, "global-batch") ? (1LL << 40)
+                 : !strcmp(name, "seq-len") ? (1LL << 20) : LOOM_MAX_PARALLEL_DEGREE;
+    if (!*v || !end || *end || n < 1 || n > hi)
+        return loom_set_error(err, LOOM_EINVAL, "--%s: expected an integer in [1, %lld], found '%s'",
+                              name, hi, v);
+    if (!strcmp(name, "global-batch"))
+        a->global_batch = n;
+    else if (!strcmp(name, "seq-len"))
+        a->seq_len = (int32_t)n;
+    else
+        a->micro_batch_size = (int32_t)n;
     return LOOM_OK;
 }
 
@@ -87,6 +108,9 @@ int loom_session_args_set(loom_session_args *a, const char *name, const char *v,
         a->packing_window = (int32_t)n;
         return LOOM_OK;
     }
+    if (!strcmp(name, "global-batch") || !strcmp(name, "micro-batch-size") ||
+        !strcmp(name, "seq-len"))
+        return set_batch(a, name, v, err);
     if (!strcmp(name, "iterations") || !strcmp(name, "seed") || !strcmp(name, "evaluations")) {
         char *end = NULL;
         double d = strtod(v, &end);
@@ -159,6 +183,125 @@ const char *loom_default_manifest(char *buf, size_t size)
     return buf;
 }
 
+/* 1 when the --parallel value `spec` names the microbatches itself. */
+static int names_microbatches(const char *spec)
+{
+    loom_parallel probe = {1, 1, 1, 1, 0, 0};
+    loom_layout_spec *layouts = NULL;
+    loom_error ignored;
+    int rc = loom_parallel_load(spec, &probe, &layouts, &ignored);
+    loom_layout_spec_free(layouts);
+    return rc == LOOM_OK && probe.microbatches > 0;
+}
+
+/* The batch identity B = K x M x dp: derives M from --global-batch when
+ * the parallel config does not name it, else checks it; records all
+ * four numbers in the session. */
+static int apply_batch(loom_session *s, const loom_session_args *a, loom_error *err)
+{
+    loom_parallel *p = &s->problem.parallel;
+    int64_t K = a->micro_batch_size > 0 ? a->micro_batch_size : 1;
+    int64_t D = p->dp > 0 ? p->dp : 1, B = a->global_batch;
+    if (B > 0 && a->parallel && names_microbatches(a->parallel)) {
+        if (B != K * p->microbatches * D)
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "--global-batch %lld != micro-batch-size %lld x microbatches "
+                                  "%d x dp %lld = %lld", (long long)B, (long long)K,
+                                  (int)p->microbatches, (long long)D,
+                                  (long long)(K * p->microbatches * D));
+    } else if (B > 0) {
+        if (B % (K * D) != 0 || B / (K * D) > LOOM_MAX_PARALLEL_DEGREE)
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "--global-batch %lld: expected a multiple of micro-batch-size "
+                                  "%lld x dp %lld = %lld giving at most %d microbatches",
+                                  (long long)B, (long long)K, (long long)D, (long long)(K * D),
+                                  LOOM_MAX_PARALLEL_DEGREE);
+        p->microbatches = (int32_t)(B / (K * D));
+    }
+    s->micro_batch_size = (int32_t)K;
+    s->problem.micro_batch_size = (int32_t)K;
+    s->global_batch = K * p->microbatches * D;
+    s->seq_len = a->seq_len > 0 ? a->seq_len : LOOM_DEFAULT_SEQUENCE_TOKENS;
+    return LOOM_OK;
+}
+
+/* Puts K consecutive generated sequences into each microbatch: the same
+ * sequences for every K, grouped K at a time. */
+static void group_sequences(loom_workload *w, int32_t K)
+{
+    for (int64_t i = 0; K > 1 && i < w->n_samples; i++)
+        if (w->samples[i].microbatch >= 0)
+            w->samples[i].microbatch /= K;
+}
+
+/* Linear work of one sample: every module's tokens times its weights (the
+ * FLOPs of its GEMMs up to a constant), to find the heaviest replica. */
+static double sample_work(const loom_model *model, const loom_sample *smp)
+{
+    double work = 0;
+    for (int32_t m = 0; m < model->n_modules; m++) {
+        const loom_module *mod = &model->modules[m];
+        double weights = 0;
+        for (int32_t l = 0; l < mod->n_layers; l++)
+            weights += (double)mod->layers[l].hidden *
+                       (4.0 * mod->layers[l].hidden + 2.0 * mod->layers[l].ffn_hidden);
+        work += weights * (double)loom_sample_tokens(model, m, smp);
+    }
+    return work;
+}
+
+/* The replica of iteration `it` (sequences r*per .. (r+1)*per - 1 of the
+ * global batch) with the most work. */
+static int32_t heaviest_replica(const loom_model *model, const loom_iteration *it, int32_t per,
+                                int32_t dp)
+{
+    double best = -1, *work = calloc((size_t)dp, sizeof *work);
+    int32_t r_best = 0;
+    if (!work)
+        return 0;
+    for (int32_t i = 0; i < it->n_samples; i++) {
+        int32_t r = it->samples[i].microbatch / per;
+        if (r >= 0 && r < dp)
+            work[r] += sample_work(model, &it->samples[i]);
+    }
+    for (int32_t r = 0; r < dp; r++)
+        if (work[r] > best) {
+            best = work[r];
+            r_best = r;
+        }
+    free(work);
+    return r_best;
+}
+
+/* Keeps, of every iteration of a workload generated for the whole global
+ * batch (dp replicas of `per` sequences each), the samples of its heaviest
+ * replica, numbered from sequence 0: the replica the gradient sync waits
+ * for is the one planned. */
+static int keep_heaviest_replica(loom_workload *w, const loom_model *model, int32_t per,
+                                 int32_t dp, loom_error *err)
+{
+    loom_sample *kept = calloc((size_t)w->n_samples + 1, sizeof *kept);
+    if (!kept)
+        return loom_set_error(err, LOOM_ENOMEM, "out of memory");
+    int64_t n = 0;
+    for (int32_t k = 0; k < w->n_iterations; k++) {
+        loom_iteration *it = &w->iterations[k];
+        int32_t r = heaviest_replica(model, it, per, dp);
+        int64_t first = n;
+        for (int32_t i = 0; i < it->n_samples; i++)
+            if (it->samples[i].microbatch / per == r) {
+                kept[n] = it->samples[i];
+                kept[n++].microbatch -= r * per;
+            }
+        it->n_samples = (int32_t)(n - first);
+        it->samples = kept + first;
+    }
+    free(w->samples);
+    w->samples = kept;
+    w->n_samples = n;
+    return LOOM_OK;
+}
+
 static int open_problem(loom_session *s, const loom_session_args *a, loom_error *err)
 {
     loom_problem *pb = &s->problem;
@@ -189,6 +332,8 @@ static int open_problem(loom_session *s, const loom_session_args *a, loom_error 
     if (a->parallel &&
         (rc = loom_parallel_load(a->parallel, &pb->parallel, &s->parallel_layouts, err)) != LOOM_OK)
         return rc;
+    if ((rc = apply_batch(s, a, err)) != LOOM_OK)
+        return rc;
     const loom_layout_spec *layouts =
         s->parallel_layouts ? s->parallel_layouts : loom_model_data_layouts(s->model);
     if (layouts) { /* per-module layouts: the problem carries one per module */
@@ -214,6 +359,10 @@ static int open_problem(loom_session *s, const loom_session_args *a, loom_error 
             return loom_set_error(err, LOOM_EINVAL,
                                   "--packing-window packs a generated workload; a --workload file "
                                   "is packed already");
+        if (a->micro_batch_size > 0 || a->seq_len > 0)
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "--%s packs a generated workload; a --workload file is packed "
+                                  "already", a->seq_len > 0 ? "seq-len" : "micro-batch-size");
         rc = loom_workload_load(a->workload, &s->workload, err);
         if (rc != LOOM_OK)
             return rc;
@@ -225,12 +374,27 @@ static int open_problem(loom_session *s, const loom_session_args *a, loom_error 
         if (!family)
             family = "interleaved";
         s->n_iterations = a->iterations > 0 ? a->iterations : LOOM_DEFAULT_ITERATIONS;
-        loom_workload_packing packing = {sizeof packing, LOOM_DEFAULT_SEQUENCE_TOKENS,
+        loom_workload_packing packing = {sizeof packing, s->seq_len,
                                          LOOM_DEFAULT_TOKENS_PER_IMAGE, a->packing_window, 0};
-        rc = loom_workload_generate_packed(family, s->n_iterations, pb->parallel.microbatches,
-                                           seed, &packing, &s->workload, err);
+        int64_t K = s->micro_batch_size, per = (int64_t)pb->parallel.microbatches * K;
+        if (per > LOOM_MAX_PARALLEL_DEGREE)
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "micro-batch-size %lld x microbatches %d: expected at most %d "
+                                  "sequences per replica", (long long)K,
+                                  (int)pb->parallel.microbatches, LOOM_MAX_PARALLEL_DEGREE);
+        /* with --global-batch, the whole batch, of which the heaviest
+         * replica is planned (when it is not too large to generate) */
+        int32_t dp = pb->parallel.dp > 1 ? pb->parallel.dp : 1;
+        int whole = a->global_batch > 0 && dp > 1 && per * dp <= LOOM_MAX_PARALLEL_DEGREE &&
+                    !s->parallel_layouts && !loom_model_data_layouts(s->model);
+        rc = loom_workload_generate_packed(family, s->n_iterations,
+                                           (int32_t)(whole ? per * dp : per), seed, &packing,
+                                           &s->workload, err);
+        if (rc == LOOM_OK && whole)
+            rc = keep_heaviest_replica(s->workload, pb->model, (int32_t)per, dp, err);
         if (rc != LOOM_OK)
             return rc;
+        group_sequences(s->workload, (int32_t)K);
     }
     if (s->workload && s->n_iterations > 0) { /* the iterations this run plans */
         pb->iterations = s->workload->iterations;
@@ -251,6 +415,9 @@ int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *e
                          : a->parallel ? "--parallel" : a->workload ? "--workload"
                          : a->generate ? "--generate"
                          : a->packing_window > 0 ? "--packing-window"
+                         : a->global_batch > 0 ? "--global-batch"
+                         : a->micro_batch_size > 0 ? "--micro-batch-size"
+                         : a->seq_len > 0 ? "--seq-len"
                          : a->iterations > 1 ? "--iterations" : NULL;
         if (with)
             return loom_set_error(err, LOOM_EINVAL,

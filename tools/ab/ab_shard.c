@@ -104,6 +104,15 @@ int loom_ab_shard_describe(loom_ab_shard *s, const loom_session_args *b,
         snprintf(num, sizeof num, "%llu", (unsigned long long)b->seed);
         opt(s, "--seed", num);
     }
+    const struct { const char *flag; long long v; } batch[] = {
+        {"--global-batch", (long long)b->global_batch},
+        {"--micro-batch-size", (long long)b->micro_batch_size},
+        {"--seq-len", (long long)b->seq_len}, {"--packing-window", (long long)b->packing_window}};
+    for (size_t i = 0; i < sizeof batch / sizeof batch[0]; i++)
+        if (batch[i].v > 0) {
+            snprintf(num, sizeof num, "%lld", batch[i].v);
+            opt(s, batch[i].flag, num);
+        }
     if (b->memory_cap_bytes > 0) {
         snprintf(num, sizeof num, "%.17g", b->memory_cap_bytes);
         opt(s, "--memory-cap", num);

@@ -142,8 +142,9 @@ def check_placement(where, doc):
         fail("%s: placement torchtitan/reason do not match the style" % where)
     tt = pl["torchtitan"]
     if tt and (tt["pipeline_parallel_degree"] != P or
-               tt["local_batch_size"] != doc["schedule_csv"]["microbatches"] or
-               tt["pipeline_parallel_microbatch_size"] != 1 or
+               tt["local_batch_size"] != doc["schedule_csv"]["microbatches"] *
+               tt["pipeline_parallel_microbatch_size"] or
+               tt["pipeline_parallel_microbatch_size"] < 1 or
                pl["stages_per_rank"] * P != n):
         fail("%s: torchtitan options do not match the plan" % where)
 

@@ -11,8 +11,8 @@ Usage: check_schemas.py SOURCE_DIR LOOM_BINARY
    examples/ that no rule maps to a schema is an error, so new examples are
    checked too.
 3. Real outputs validate: `loom plan --json`, plan.json of `loom plan --out`
-   (a model and a stage-times problem) and `loom ab --json` (with and
-   without --timings, and with a failing side).
+   (a model and a stage-times problem), `loom ab --json` (with and
+   without --timings, and with a failing side) and `loom tune --json`.
 4. The schemas are strict: every example with an unknown top-level field
    added, and bad inputs from tests/bad-inputs that break a schema rule, are
    rejected.
@@ -179,6 +179,17 @@ def check_outputs(src, loom, schemas, counts):
             try:
                 check_doc(schemas, "plan-metrics", strict_loads(out, "loom plan --json"),
                           "loom plan --json", counts)
+            except ValueError as e:
+                fail(str(e))
+        tuned = os.path.join(src, "examples/manifests/megatron-tuned.json")
+        out = run([loom, "tune", "--model", "vlm-s", "--gpus", "4", "--global-batch", "8",
+                   "--top", "3", "--manifest", tuned, "--json", "--quiet"], tmp)
+        if out is not None:
+            try:
+                doc = strict_loads(out, "loom tune --json")
+                check_doc(schemas, "tune", doc, "loom tune --json", counts)
+                if not doc.get("ranked") or not doc.get("infeasible"):
+                    fail("loom tune --json: expected ranked and infeasible configurations")
             except ValueError as e:
                 fail(str(e))
         jobs = [

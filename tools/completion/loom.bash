@@ -11,15 +11,17 @@
 # Install: `make install` puts it in share/bash-completion/completions/loom;
 # or `source tools/completion/loom.bash` in a shell.
 
-_loom_commands="ab plan plugins validate workload replan cp-balance calibrate calibrate-batch"
+_loom_commands="ab plan tune plugins validate workload replan cp-balance calibrate calibrate-batch"
 _loom_model_presets="vlm-s vlm-m vlm-l t2v-s t2v-l vlm-xl t2v-xl vit-5b vit-22b llama3-8b qwen2-32b qwen2-72b dit-5b dit-30b gpt-175b"
 _loom_cluster_presets="h800 h100 h200 a100 a40"
 _loom_families="image-pairs interleaved video rise-and-fall text"
 _loom_roles="cost_model partitioner ranker interleaver memory_tuner"
 
 # Options of each subcommand (the ones each `loom <command> --help` lists).
-_loom_opts_plan="--manifest --model --cluster --parallel --workload --generate --packing-window --iterations --seed --stage-times --memory-cap --use --param --plugin-path --allow-untrusted-plugins --out --json --progress-csv --quiet --isolate --no-isolate --timeout-ms --memory-limit-mb --evaluations --path --help"
-_loom_opts_ab="--model --cluster --parallel --workload --generate --packing-window --stage-times --iterations --seed --use --param --plugin-path --memory-cap --allow-untrusted-plugins --suite --threshold --memory-threshold --evaluations --wall-clock --shard --html --markdown --json --junit --timings --isolate --no-isolate --timeout-ms --memory-limit-mb --quiet --help"
+_loom_opts_plan="--manifest --model --cluster --parallel --global-batch --micro-batch-size --seq-len --workload --generate --packing-window --iterations --seed --stage-times --memory-cap --use --param --plugin-path --allow-untrusted-plugins --out --json --progress-csv --quiet --isolate --no-isolate --timeout-ms --memory-limit-mb --evaluations --path --help"
+_loom_opts_ab="--model --cluster --parallel --global-batch --micro-batch-size --seq-len --workload --generate --packing-window --stage-times --iterations --seed --use --param --plugin-path --memory-cap --allow-untrusted-plugins --suite --threshold --memory-threshold --evaluations --wall-clock --shard --html --markdown --json --junit --timings --isolate --no-isolate --timeout-ms --memory-limit-mb --quiet --help"
+_loom_opts_tune="--model --cluster --gpus --global-batch --seq-len --micro-batch-size --manifest --top --json --out --shard --tp-across-nodes --no-prune --quiet --iterations --seed --evaluations --memory-cap --use --param --plugin-path --path --generate --packing-window --allow-untrusted-plugins --help"
+_loom_opts_tune_merge="--json --quiet --help"
 _loom_opts_plugins="--json --load --plugin-path --path --allow-untrusted-plugins --help"
 _loom_opts_validate="--plugin-path --path --use --param --allow-untrusted-plugins --help"
 _loom_opts_workload="--family --iterations --microbatches --seed --sequence-tokens --tokens-per-image --packing-window --out --help"
@@ -88,7 +90,7 @@ _loom()
         w=${COMP_WORDS[i]}
         if [ -z "$cmd" ]; then
             case $w in -*) ;; *) cmd=$w ;; esac
-        elif [ -z "$sub" ] && { [ "$cmd" = plugins ] || [ "$cmd" = workload ]; }; then
+        elif [ -z "$sub" ] && { [ "$cmd" = plugins ] || [ "$cmd" = workload ] || [ "$cmd" = tune ]; }; then
             case $w in -*) ;; *) sub=$w ;; esac
         fi
     done
@@ -156,16 +158,16 @@ _loom()
         _loom_files
         return 0 ;;
     --json)
-        if [ "$cmd" = ab ]; then _loom_files; return 0; fi ;;
+        if [ "$cmd" = ab ] || [ "$sub" = merge ]; then _loom_files; return 0; fi ;;
     --out)
-        if [ "$cmd" = plan ]; then _loom_files -d; else _loom_files; fi
+        if [ "$cmd" = plan ] || [ "$cmd" = tune ]; then _loom_files -d; else _loom_files; fi
         return 0 ;;
     --path | --plugin-path)
         _loom_files -d
         return 0 ;;
     --parallel | --seed | --memory-cap | --timeout-ms | --memory-limit-mb | \
         --threshold | --memory-threshold | --evaluations | --microbatches | --sequence-tokens | --tokens-per-image | --packing-window | --failed-nodes | --gpus | --workloads | --causal | \
-        --segments | --block | --global-batch | --unit | --alpha | --p-error | --n0 | --max-residual)
+        --segments | --block | --global-batch | --micro-batch-size | --seq-len | --top | --shard | --unit | --alpha | --p-error | --n0 | --max-residual)
         return 0 ;;
     esac
 
@@ -173,6 +175,16 @@ _loom()
     case $cmd in
     plan) opts=$_loom_opts_plan ;;
     ab) opts=$_loom_opts_ab ;;
+    tune)
+        if [ "$sub" = merge ]; then
+            opts=$_loom_opts_tune_merge
+            [[ $cur != -* ]] && { _loom_files; return 0; }
+        elif [ -z "$sub" ] && [[ $cur != -* ]]; then
+            COMPREPLY=($(compgen -W "merge" -- "$cur"))
+            return 0
+        else
+            opts=$_loom_opts_tune
+        fi ;;
     validate) opts=$_loom_opts_validate ;;
     replan) opts=$_loom_opts_replan ;;
     cp-balance) opts=$_loom_opts_cp_balance ;;

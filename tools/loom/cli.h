@@ -120,5 +120,7 @@ int loom_cmd_replan(int argc, char **argv);    /* cmd_replan.c */
 int loom_cmd_cp_balance(int argc, char **argv); /* cmd_cp_balance.c */
 int loom_cmd_calibrate_batch(int argc, char **argv); /* cmd_calibrate_batch.c */
 int loom_cmd_calibrate(int argc, char **argv); /* cmd_calibrate.c */
+int loom_cmd_tune(int argc, char **argv);      /* cmd_tune.c */
+int loom_cmd_tune_merge(int argc, char **argv); /* cmd_tune_merge.c */
 
 #endif

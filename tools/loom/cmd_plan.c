@@ -17,6 +17,7 @@
 #include <loom/sys/planner.h>
 #include <loom/sys/problem.h>
 #include "progress.h"
+#include "tune.h"
 #include <loom/sys/registry.h>
 #include <loom/sys/session.h>
 
@@ -33,6 +34,10 @@ static void usage(FILE *out)
             "  --cluster SPEC        cluster preset or cluster.json (default h800)\n"
             "  --parallel SPEC       e.g. tp=4,pp=4,dp=1,vpp=2,mb=16 (over the model's own),\n"
             "                        or FILE.json with per-module layouts (docs/formats.md)\n"
+            "  --global-batch B      samples (sequences) per iteration: B = micro-batch-size x\n"
+            "                        microbatches x dp; derives mb unless --parallel gives it\n"
+            "  --micro-batch-size K  sequences per microbatch (default 1)\n"
+            "  --seq-len S           tokens per generated sequence (default 8192)\n"
             "  --workload FILE       workload JSON Lines (one iteration per line)\n"
             "  --generate FAMILY     generate a seeded workload (%s)\n"
             "  --packing-window N    pack the generated workload first-fit over N samples\n"
@@ -120,6 +125,37 @@ static void json_metrics(FILE *out, const loom_plan *p)
     fprintf(out, "], \"plan_time_ms\": %.3f, \"mfu\": ", p->plan_time_ms);
     json_num(out, m->mfu);
     fprintf(out, ", \"feasible\": %s", m->cap_violations > 0 ? "false" : "true");
+}
+
+/* After a plan that cannot fit the memory cap: the static memory of a
+ * rank in GiB (parameters, gradients and optimizer states; activations are
+ * the rest) and, for the model's own layout, the command that searches
+ * the layouts. */
+static void memory_hint(loom_session *s, const loom_session_args *a, int32_t k)
+{
+    if (s->problem.kind != LOOM_PROBLEM_MODEL)
+        return;
+    const loom_parallel *p = &s->problem.parallel;
+    loom_layout_floor f;
+    loom_error err = {0};
+    if (loom_session_floor(s, k, &f, &err) != LOOM_OK)
+        return;
+    double gib = 1073741824.0, cap = s->problem.memory_cap_bytes > 0
+                                         ? s->problem.memory_cap_bytes
+                                         : (double)s->problem.cluster->hbm_bytes;
+    double par = f.param_bytes / p->pp / gib, st = f.state_bytes / p->pp / gib;
+    fprintf(stderr, "loom plan: memory: the cap is %.2f GiB a GPU; at tp=%d cp=%d pp=%d dp=%d "
+            "the static memory of a rank is %.2f GiB on average (parameters %.2f GiB, "
+            "gradients + optimizer states %.2f GiB), activations fill the rest%s\n",
+            cap / gib, p->tp, loom_parallel_cp(p), p->pp, p->dp, par + st, par, st,
+            par + st > cap / gib ? ": the static memory alone does not fit" : "");
+    if (!a->parallel)
+        fprintf(stderr, "loom plan: the model's own layout does not fit; search the layouts "
+                "with: loom tune --model %s --gpus %lld --global-batch %lld\n",
+                a->model ? a->model : "vlm-s",
+                (long long)p->tp * loom_parallel_cp(p) * p->pp * p->dp,
+                (long long)s->global_batch);
+    loom_layout_floor_clear(&f);
 }
 
 /* Options of one `loom plan` call. */
@@ -231,6 +267,8 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
         loom_progress_clear(bar);
         if (rc != LOOM_OK) {
             fprintf(stderr, "loom plan: iteration %d: %s\n", k, err.message);
+            if (rc == LOOM_EINFEASIBLE)
+                memory_hint(&s, &o->a, k);
             break;
         }
         if (ch) {
@@ -345,10 +383,9 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
             fprintf(out, ", \"mean_iteration_ms\": %.6f, ", sum_ms / done);
             if (s.problem.kind == LOOM_PROBLEM_MODEL) {
                 const loom_parallel *pa = &s.problem.parallel;
-                fprintf(out, "\"layout\": {\"tp\": %d, \"pp\": %d, \"dp\": %d, \"vpp\": %d, "
-                        "\"microbatches\": %d, \"gpus\": %lld}, ",
-                        pa->tp, pa->pp, pa->dp, pa->vpp, pa->microbatches,
-                        (long long)pa->tp * pa->pp * pa->dp * loom_parallel_cp(pa));
+                fputs("\"layout\": ", out);
+                loom_tune_layout_json(out, pa, s.micro_batch_size, s.global_batch);
+                fputs(", ", out);
             }
             fprintf(out, "\"iterations\": [%s\n  ]}\n", iter_json ? iter_json : "");
         } else if (!quiet && n > 1 && infeasible) {

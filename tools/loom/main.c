@@ -15,6 +15,7 @@ typedef struct loom_command {
 static const loom_command commands[] = {
     {"ab", loom_cmd_ab, "compare two planner manifests on the same workloads (A/B test)", 1},
     {"plan", loom_cmd_plan, "plan iterations of a workload and write the plan", 1},
+    {"tune", loom_cmd_tune, "choose the parallel layout: search, bound and rank layouts", 1},
     {"plugins", loom_cmd_plugins, "list or inspect the plugins Loom can find", 1},
     {"validate", loom_cmd_validate, "load and check a planner manifest without planning", 1},
     {"workload", loom_cmd_workload, "generate a seeded synthetic workload (JSON Lines)", 0},

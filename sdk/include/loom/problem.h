@@ -241,7 +241,11 @@ typedef struct loom_problem {
      * with loom_problem_iterations(). */
     const loom_iteration *iterations;
     int32_t n_iterations;
-    int32_t reserved_iterations;
+    /* In the slot that was reserved: sequences one microbatch packs (the
+     * micro-batch size K of --micro-batch-size), so that the global batch
+     * is micro_batch_size x parallel.microbatches x parallel.dp; 0 from
+     * older hosts means 1 (loom_problem_micro_batch_size). */
+    int32_t micro_batch_size;
 } loom_problem;
 
 /* Module m's layout, or NULL when the problem has none (a single-layout
@@ -315,13 +319,22 @@ static inline int loom_layer_trainable_upstream(const loom_model *model, int32_t
  * Loom 0.4, or one planning a lone iteration). */
 static inline const loom_iteration *loom_problem_iterations(const loom_problem *pb, int32_t *n)
 {
-    if (!pb || !LOOM_STRUCT_HAS(pb, loom_problem, reserved_iterations) || !pb->iterations ||
+    if (!pb || !LOOM_STRUCT_HAS(pb, loom_problem, micro_batch_size) || !pb->iterations ||
         pb->n_iterations < 1) {
         *n = 0;
         return NULL;
     }
     *n = pb->n_iterations;
     return pb->iterations;
+}
+
+/* Sequences one microbatch of the problem packs: its micro_batch_size, 1
+ * when unset (or from a host older than the field). */
+static inline int32_t loom_problem_micro_batch_size(const loom_problem *pb)
+{
+    return pb && LOOM_STRUCT_HAS(pb, loom_problem, micro_batch_size) && pb->micro_batch_size > 1
+               ? pb->micro_batch_size
+               : 1;
 }
 
 #ifdef __cplusplus

@@ -53,6 +53,16 @@ typedef struct loom_session_args {
     int32_t packing_window;  /* --packing-window: a generated workload packs
                               * first-fit over this many samples drawn
                               * ahead; 0: next-fit (loom_workload_packing) */
+    /* Appended: the global batch in samples (sequences) per iteration,
+     * --global-batch; 0: micro_batch_size x microbatches x dp. With it
+     * the microbatches per replica are derived (B / (K dp)) unless the
+     * parallel config names them, and then B must equal K x M x dp. */
+    int64_t global_batch;
+    /* Appended: sequences per microbatch K, --micro-batch-size (0: 1), and
+     * tokens per sequence, --seq-len (0: LOOM_DEFAULT_SEQUENCE_TOKENS); a
+     * generated workload packs each microbatch into K x seq_len tokens. */
+    int32_t micro_batch_size;
+    int32_t seq_len;
 } loom_session_args;
 
 /* ---- plans ------------------------------------------------------------ */
@@ -128,6 +138,12 @@ typedef struct loom_session {
      * chose the candidate every iteration uses, and its index. */
     int run_chosen;
     int32_t run_candidate;
+    /* Appended: the batch identity of a model problem, global_batch =
+     * micro_batch_size x microbatches x dp (samples per iteration), and
+     * the tokens of one sequence. */
+    int64_t global_batch;
+    int32_t micro_batch_size;
+    int32_t seq_len;
 } loom_session;
 
 LOOM_EXPORT void loom_session_args_init(loom_session_args *a);
@@ -198,6 +214,34 @@ LOOM_EXPORT int32_t loom_session_progress_curve(const loom_session *s,
 LOOM_EXPORT int loom_session_layer_cost(loom_session *s, int32_t module, int32_t layer,
                                         const loom_shape *shape, int32_t policy,
                                         loom_layer_cost *out, loom_error *err);
+
+/* What a layout costs at least (loom_session_floor), per pipeline replica
+ * at the session's parallel config, priced by its cost model under memory
+ * policy none before anything is partitioned or simulated. Times leave
+ * out the exposed TP communication another stage may fill. Owned arrays:
+ * loom_layout_floor_clear frees them. */
+typedef struct loom_layout_floor {
+    double work_ms;   /* compute of every layer over the iteration's M
+                       * microbatches, each priced at the mean microbatch
+                       * shape (no more than the sum over the microbatches
+                       * themselves for a cost convex in the shape) */
+    double chain_ms;  /* forward + backward of every layer at the
+                       * smallest microbatch (component-wise) */
+    double flops;     /* model FLOPs of the M mean microbatches */
+    double param_bytes; /* every layer's weights and embeddings, per GPU
+                         * of a TP group, summed over all layers */
+    double state_bytes; /* their gradients and optimizer states */
+    int32_t n_layers;   /* layers of every module, in module order */
+    double *layer_work_ms; /* per layer: its part of work_ms */
+    double *layer_head_ms; /* per layer: forward at the smallest microbatch */
+} loom_layout_floor;
+
+/* Prices iteration k of the session's workload into *f (see
+ * loom_layout_floor). LOOM_EINVAL for a stage-times session; the cost
+ * model's errors as loom_session_layer_cost. */
+LOOM_EXPORT int loom_session_floor(loom_session *s, int32_t k, loom_layout_floor *f,
+                                   loom_error *err);
+LOOM_EXPORT void loom_layout_floor_clear(loom_layout_floor *f);
 
 LOOM_EXPORT void loom_session_close(loom_session *s);
 

@@ -1,0 +1,137 @@
+/* tune.h - `loom tune`: the layout search (docs/tune.md). The space of
+ * single layouts (tune_space.c), the bounds and simulations of one
+ * configuration (tune_eval.c), the pruned walk, the JSON report and shard
+ * files (tune_report.c), the commands (cmd_tune.c, cmd_tune_merge.c). */
+#ifndef LOOM_TUNE_H
+#define LOOM_TUNE_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <loom/sys/session.h>
+
+#define LOOM_TUNE_MAX_MANIFESTS 16
+#define LOOM_TUNE_DEFAULT_TOP 10
+#define LOOM_TUNE_DEFAULT_EVALUATIONS 200 /* searching rankers, per plan */
+#define LOOM_TUNE_MAX_CONFIGS 200000
+#define LOOM_TUNE_TABLE_INFEASIBLE 20 /* the table lists this many; --json all */
+
+/* What a simulation of one configuration gave. */
+typedef struct loom_tune_result {
+    int feasible;          /* planned and within the memory cap everywhere */
+    double makespan_ms;    /* mean over the planned iterations */
+    double mfu;            /* mean; -1 unknown */
+    double bubble_ratio;   /* mean */
+    int32_t n_ranks;
+    int64_t *peak_mem_bytes; /* per rank, maximum over the iterations */
+    double memory_cap_bytes;
+    char *reason;          /* why it is infeasible (NULL when feasible) */
+} loom_tune_result;
+
+/* One configuration: a layout and a manifest. */
+typedef struct loom_tune_config {
+    int32_t index;         /* position in the enumeration (shards slice it) */
+    int32_t manifest;      /* index into the search's manifests */
+    loom_parallel par;     /* tp, pp, dp, vpp, microbatches, cp */
+    int32_t micro_batch_size;
+    double lower_bound_ms; /* closed-form makespan bound */
+    char *static_reason;   /* static memory over the cap (NULL: fits) */
+    double param_rank_bytes, state_rank_bytes; /* static floor of a rank: the
+                                                * mean over the pp ranks */
+    double cap_bytes;      /* the memory cap of a GPU */
+    int simulated;         /* 1: result holds */
+    loom_tune_result result;
+} loom_tune_config;
+
+/* One search: its inputs and its configurations. */
+typedef struct loom_tune_search {
+    const char *model, *cluster;
+    int64_t gpus, global_batch;
+    int32_t micro_batch_size; /* 0: sweep 1, 2, 4, ... */
+    int32_t seq_len;
+    int32_t top;
+    int no_prune, tp_across_nodes;
+    int32_t n_manifests;
+    const char *manifests[LOOM_TUNE_MAX_MANIFESTS];
+    char *manifest_names[LOOM_TUNE_MAX_MANIFESTS];
+    const char *pins[LOOM_TUNE_MAX_MANIFESTS][4]; /* loom_tune_pin_params */
+    int n_pins[LOOM_TUNE_MAX_MANIFESTS];
+    int64_t manifest_evaluations[LOOM_TUNE_MAX_MANIFESTS]; /* max_evaluations */
+    loom_session_args base; /* shared options (iterations, params, ...) */
+    loom_tune_config *configs;
+    int32_t n_configs;
+    int32_t n_space;       /* configurations of the whole space (all shards) */
+    int32_t gpus_per_node; /* the cluster's */
+} loom_tune_search;
+
+/* What the pruned walk kept (tune_report.c). */
+typedef struct loom_tune_walk {
+    int32_t *ranked;       /* config indices, best first (at most top) */
+    int32_t n_ranked;
+    int32_t *infeasible;   /* config indices, in enumeration order */
+    int32_t n_infeasible;
+    int32_t considered, simulated, pruned;
+} loom_tune_walk;
+
+/* ---- tune_space.c --------------------------------------------------------- */
+
+/* Enumerates every configuration of the search (its manifests' names and
+ * the model read first): LOOM_EINVAL with the reason when none exists
+ * (GPU count, global batch). */
+int loom_tune_space(loom_tune_search *t, const loom_model *model, const loom_cluster *cluster,
+                    loom_error *err);
+
+/* Reads manifest m of the search: its name, its max_evaluations and the
+ * --param texts that pin its virtual stages to the layout's (partitioners
+ * with vpp_sweep on; static storage). */
+int loom_tune_read_manifest(loom_tune_search *t, int32_t m, loom_error *err);
+
+/* ---- tune_eval.c ---------------------------------------------------------- */
+
+/* Session arguments of configuration c (layout, batch, pinned vpp); the
+ * strings live in buf (size bytes). */
+int loom_tune_args(const loom_tune_search *t, const loom_tune_config *c, loom_session_args *a,
+                   char *buf, size_t size, loom_error *err);
+
+/* Prices c before simulating: lower_bound_ms and static_reason. */
+int loom_tune_bound(const loom_tune_search *t, loom_tune_config *c, loom_error *err);
+
+/* Plans c with its manifest (as `loom plan` would) into c->result; a plan
+ * that does not fit is a result with a reason, not an error. Returns the
+ * status of a failure that is not about the configuration (plugin
+ * errors, out of memory). */
+int loom_tune_simulate(const loom_tune_search *t, loom_tune_config *c, loom_error *err);
+
+void loom_tune_result_clear(loom_tune_result *r);
+void loom_tune_search_clear(loom_tune_search *t);
+
+/* ---- tune_report.c -------------------------------------------------------- */
+
+/* Visits the configurations in order of increasing lower bound, calling
+ * sim(user, c) for each one that could still enter the top (every one with
+ * no_prune); fills *w. sim returns a loom status; a failure stops the walk. */
+int loom_tune_walk_run(loom_tune_search *t, int (*sim)(void *user, loom_tune_config *c),
+                       void *user, loom_tune_walk *w);
+void loom_tune_walk_clear(loom_tune_walk *w);
+
+/* The JSON report (docs/schemas/tune.schema.json). */
+int loom_tune_write_json(const loom_tune_search *t, const loom_tune_walk *w, FILE *out);
+/* The ranked table and the infeasible list, for people. */
+void loom_tune_write_table(const loom_tune_search *t, const loom_tune_walk *w, FILE *out);
+
+/* A shard file: the search's identity, shard k of n, and every
+ * configuration of the slice with its bound and any simulation. */
+int loom_tune_write_shard(const loom_tune_search *t, int32_t k, int32_t n, FILE *out);
+/* The identity of a search (the object shard files must agree on), as
+ * compact JSON in a malloc'd string. */
+char *loom_tune_identity(const loom_tune_search *t);
+
+/* Reads shard files into one search (configs from every slice); LOOM_EINVAL
+ * when they come from different searches or a shard is missing or
+ * repeated. */
+int loom_tune_read_shards(const char **files, int n, loom_tune_search *t, loom_error *err);
+
+/* The layout object `loom plan --json` and `loom tune --json` print. */
+void loom_tune_layout_json(FILE *out, const loom_parallel *p, int32_t micro_batch_size,
+                           int64_t global_batch);
+
+#endif
