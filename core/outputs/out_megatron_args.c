@@ -455,11 +455,14 @@ static void write_args(const loom_plan *plan, const mg_args *a, FILE *out)
                  "--context-parallel-size %d\n",
             a->tp, a->pp, a->cp);
     write_shape(a, out);
-    if (a->seq_tokens > 0)
+    /* a microbatch of K > 1 sequences: its tokens do not give one
+     * sequence's length, which stays the user's --seq-length */
+    int32_t K = loom_problem_micro_batch_size(plan->problem);
+    if (a->seq_tokens > 0 && K == 1)
         fprintf(out, "--seq-length %lld\n--max-position-embeddings %lld\n",
                 (long long)a->seq_tokens, (long long)a->seq_tokens);
-    fprintf(out, "--micro-batch-size 1\n--global-batch-size %lld\n",
-            (long long)a->microbatches * a->dp);
+    fprintf(out, "--micro-batch-size %d\n--global-batch-size %lld\n", K,
+            (long long)a->microbatches * a->dp * K);
     write_schedule(a, out);
 }
 
