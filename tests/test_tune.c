@@ -6,7 +6,6 @@
  * shape (ordering, the batch identity of every layout, reasons in GiB,
  * the counts). `loom tune`'s command line is test_tune_cli.c. */
 #define _DEFAULT_SOURCE
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,61 +18,11 @@
 /* a 12-layer VLM whose searches take a fraction of a second */
 #define TINY "--model " LOOM_TEST_SOURCE_DIR "/tests/fixtures/models/tune-tiny.json --seq-len 2048"
 
-/* Asserts that `text` contains `frag`. */
-static void has(const char *text, const char *frag)
-{
-    ck_assert_msg(strstr(text, frag) != NULL, "missing \"%s\" in:\n%.3000s", frag, text);
-}
-
-/* Reads a whole file into a malloc'd string. */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    int c;
-    while ((c = fgetc(f)) != EOF)
-        fputc(c, m);
-    fclose(f);
-    fclose(m);
-    return buf;
-}
-
-/* Runs `loom <args>` expecting exit code `code`; returns the output. */
-static char *run(int code, const char *fmt, ...)
-{
-    char args[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    char *out = NULL;
-    int rc = loom_test_cli(args, &out);
-    ck_assert_msg(rc == code, "loom %s: exit %d, expected %d:\n%.3000s", args, rc, code, out);
-    return out;
-}
-
-/* A fresh folder for one test's files. */
-static void make_dir(char *dir, size_t size)
-{
-    snprintf(dir, size, "/tmp/loom-tune-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-/* Removes a folder made by make_dir. */
-static void rm_dir(const char *dir)
-{
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
-}
 
 /* The "ranked" member of a report file as compact JSON (malloc'd). */
 static char *ranked_of(const char *path, int *pruned)
 {
-    char *text = slurp(path);
+    char *text = loom_test_slurp(path);
     cJSON *doc = cJSON_Parse(text);
     ck_assert_msg(doc != NULL, "%s: not JSON:\n%.2000s", path, text);
     cJSON *r = cJSON_GetObjectItemCaseSensitive(doc, "ranked");
@@ -91,11 +40,11 @@ static char *ranked_of(const char *path, int *pruned)
 static int same_ranking(const char *space)
 {
     char dir[64], a[128], b[128];
-    make_dir(dir, sizeof dir);
+    loom_test_mkdtemp(dir, sizeof dir, "tune");
     snprintf(a, sizeof a, "%s/pruned.json", dir);
     snprintf(b, sizeof b, "%s/full.json", dir);
-    char *o1 = run(0, "tune %s --quiet --json %s", space, a);
-    char *o2 = run(0, "tune %s --quiet --no-prune --json %s", space, b);
+    char *o1 = loom_test_cli_expect(0, "tune %s --quiet --json %s", space, a);
+    char *o2 = loom_test_cli_expect(0, "tune %s --quiet --no-prune --json %s", space, b);
     ck_assert_msg(!strstr(o1, "warning") && !strstr(o2, "warning"),
                   "a simulation came in under its bound:\n%s\n%s", o1, o2);
     int pruned = 0, none = -1;
@@ -107,7 +56,7 @@ static int same_ranking(const char *space)
     free(r2);
     free(o1);
     free(o2);
-    rm_dir(dir);
+    loom_test_rmdir(dir);
     return pruned;
 }
 
@@ -126,7 +75,7 @@ END_TEST
 
 START_TEST(report_shape)
 {
-    char *out = run(0, "tune " TINY " --gpus 8 --global-batch 16 --top 2 --quiet --json "
+    char *out = loom_test_cli_expect(0, "tune " TINY " --gpus 8 --global-batch 16 --top 2 --quiet --json "
                        "--memory-cap 3GiB " TUNED);
     cJSON *doc = cJSON_Parse(out);
     ck_assert_ptr_nonnull(doc);
@@ -154,9 +103,9 @@ START_TEST(report_shape)
     cJSON_ArrayForEach(e, inf)
     {
         const char *why = cJSON_GetObjectItemCaseSensitive(e, "reason")->valuestring;
-        has(why, "GiB");
+        loom_test_has(why, "GiB");
         if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "simulated")))
-            has(why, "gradients + optimizer states");
+            loom_test_has(why, "gradients + optimizer states");
     }
     int considered = cJSON_GetObjectItemCaseSensitive(doc, "considered")->valueint;
     int simulated = cJSON_GetObjectItemCaseSensitive(doc, "simulated")->valueint;
@@ -165,9 +114,9 @@ START_TEST(report_shape)
     cJSON_Delete(doc);
     free(out);
     /* the table names the columns and the counts */
-    out = run(0, "tune " TINY " --gpus 4 --global-batch 8 --quiet " TUNED);
-    has(out, "peak/cap GiB");
-    has(out, "considered ");
+    out = loom_test_cli_expect(0, "tune " TINY " --gpus 4 --global-batch 8 --quiet " TUNED);
+    loom_test_has(out, "peak/cap GiB");
+    loom_test_has(out, "considered ");
     free(out);
 }
 END_TEST

@@ -7,7 +7,6 @@
  * `loom plan` and its memory hint. Run as subprocesses of this build's
  * `loom`. */
 #define _DEFAULT_SOURCE
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,79 +19,29 @@
 /* a 12-layer VLM whose searches take a fraction of a second */
 #define TINY "--model " LOOM_TEST_SOURCE_DIR "/tests/fixtures/models/tune-tiny.json --seq-len 2048"
 
-/* Asserts that `text` contains `frag`. */
-static void has(const char *text, const char *frag)
-{
-    ck_assert_msg(strstr(text, frag) != NULL, "missing \"%s\" in:\n%.3000s", frag, text);
-}
-
-/* Reads a whole file into a malloc'd string. */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    int c;
-    while ((c = fgetc(f)) != EOF)
-        fputc(c, m);
-    fclose(f);
-    fclose(m);
-    return buf;
-}
-
-/* Runs `loom <args>` expecting exit code `code`; returns the output. */
-static char *run(int code, const char *fmt, ...)
-{
-    char args[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    char *out = NULL;
-    int rc = loom_test_cli(args, &out);
-    ck_assert_msg(rc == code, "loom %s: exit %d, expected %d:\n%.3000s", args, rc, code, out);
-    return out;
-}
-
-/* A fresh folder for one test's files. */
-static void make_dir(char *dir, size_t size)
-{
-    snprintf(dir, size, "/tmp/loom-tune-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-/* Removes a folder made by make_dir. */
-static void rm_dir(const char *dir)
-{
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
-}
 
 START_TEST(shards_merge_to_the_same_bytes)
 {
     char dir[64], whole[128], merged[128], f[4][128];
-    make_dir(dir, sizeof dir);
+    loom_test_mkdtemp(dir, sizeof dir, "tune");
     const char *space = TINY " --gpus 8 --global-batch 16 --top 4 --memory-cap 3GiB --quiet " TUNED;
     snprintf(whole, sizeof whole, "%s/whole.json", dir);
     snprintf(merged, sizeof merged, "%s/merged.json", dir);
-    free(run(0, "tune %s --json %s", space, whole));
-    char *want = slurp(whole);
+    free(loom_test_cli_expect(0, "tune %s --json %s", space, whole));
+    char *want = loom_test_slurp(whole);
     for (int n = 1; n <= 3; n += 2) {
         char list[600] = "";
         for (int k = n; k >= 1; k--) { /* in reverse: order does not matter */
             snprintf(f[k], sizeof f[k], "%s/s%d-%d.json", dir, k, n);
-            free(run(0, "tune %s --shard %d/%d --json %s", space, k, n, f[k]));
+            free(loom_test_cli_expect(0, "tune %s --shard %d/%d --json %s", space, k, n, f[k]));
             strcat(list, f[k]);
             strcat(list, " ");
         }
-        free(run(0, "tune merge %s--json %s --quiet", list, merged));
-        char *got = slurp(merged);
+        free(loom_test_cli_expect(0, "tune merge %s--json %s --quiet", list, merged));
+        char *got = loom_test_slurp(merged);
         ck_assert_msg(!strcmp(got, want), "%d shards merge to\n%s\nnot\n%s", n, got, want);
         free(got);
-        got = run(0, "tune merge %s--json - --quiet", list); /* standard output */
+        got = loom_test_cli_expect(0, "tune merge %s--json - --quiet", list); /* standard output */
         ck_assert_msg(!strcmp(got, want), "%d shards merge on stdout to\n%s\nnot\n%s", n, got,
                       want);
         free(got);
@@ -100,48 +49,48 @@ START_TEST(shards_merge_to_the_same_bytes)
     /* a shard of another search, a missing and a repeated shard */
     char other[128], *out;
     snprintf(other, sizeof other, "%s/other.json", dir);
-    free(run(0, "tune " TINY " --gpus 4 --global-batch 16 --top 4 --memory-cap 3GiB --quiet " TUNED
+    free(loom_test_cli_expect(0, "tune " TINY " --gpus 4 --global-batch 16 --top 4 --memory-cap 3GiB --quiet " TUNED
                 " --shard 2/3 --json %s", other));
-    out = run(2, "tune merge %s %s %s --json %s", f[1], other, f[3], merged);
-    has(out, "from a different search");
+    out = loom_test_cli_expect(2, "tune merge %s %s %s --json %s", f[1], other, f[3], merged);
+    loom_test_has(out, "from a different search");
     free(out);
-    out = run(2, "tune merge %s %s --json %s", f[1], f[3], merged);
-    has(out, "shard 2/3 is missing");
+    out = loom_test_cli_expect(2, "tune merge %s %s --json %s", f[1], f[3], merged);
+    loom_test_has(out, "shard 2/3 is missing");
     free(out);
-    out = run(2, "tune merge %s %s %s %s --json %s", f[1], f[2], f[2], f[3], merged);
-    has(out, "given twice");
+    out = loom_test_cli_expect(2, "tune merge %s %s %s %s --json %s", f[1], f[2], f[2], f[3], merged);
+    loom_test_has(out, "given twice");
     free(out);
-    out = run(2, "tune merge %s --json %s", whole, merged);
-    has(out, "not a `loom tune --shard` file");
+    out = loom_test_cli_expect(2, "tune merge %s --json %s", whole, merged);
+    loom_test_has(out, "not a `loom tune --shard` file");
     free(out);
-    out = run(2, "tune --model vlm-s --gpus 8 --global-batch 16 --shard 1/2");
-    has(out, "--shard K/N needs --json FILE");
+    out = loom_test_cli_expect(2, "tune --model vlm-s --gpus 8 --global-batch 16 --shard 1/2");
+    loom_test_has(out, "--shard K/N needs --json FILE");
     free(out);
     free(want);
-    rm_dir(dir);
+    loom_test_rmdir(dir);
 }
 END_TEST
 
 START_TEST(bad_inputs)
 {
-    char *out = run(2, "tune --model vlm-s --gpus 1031 --global-batch 512 " TUNED);
-    has(out, "--gpus 1031: no layout uses 1031 GPUs");
+    char *out = loom_test_cli_expect(2, "tune --model vlm-s --gpus 1031 --global-batch 512 " TUNED);
+    loom_test_has(out, "--gpus 1031: no layout uses 1031 GPUs");
     free(out);
-    out = run(2, "tune --model vlm-s --gpus 8 --global-batch 7 --micro-batch-size 2 " TUNED);
-    has(out, "--global-batch 7: no layout of 8 GPUs divides it");
+    out = loom_test_cli_expect(2, "tune --model vlm-s --gpus 8 --global-batch 7 --micro-batch-size 2 " TUNED);
+    loom_test_has(out, "--global-batch 7: no layout of 8 GPUs divides it");
     free(out);
-    out = run(2, "tune --model vlm-l --gpus 1 --global-batch 4 --quiet " TUNED);
-    has(out, "vlm-l fits no configuration of 1 GPUs: static memory runs out first");
-    has(out, "GiB of parameters");
+    out = loom_test_cli_expect(2, "tune --model vlm-l --gpus 1 --global-batch 4 --quiet " TUNED);
+    loom_test_has(out, "vlm-l fits no configuration of 1 GPUs: static memory runs out first");
+    loom_test_has(out, "GiB of parameters");
     free(out);
-    out = run(2, "tune --model vlm-s --global-batch 4");
-    has(out, "--model, --gpus and --global-batch are required");
+    out = loom_test_cli_expect(2, "tune --model vlm-s --global-batch 4");
+    loom_test_has(out, "--model, --gpus and --global-batch are required");
     free(out);
-    out = run(2, "tune --model vlm-s --gpus 8 --global-batch 8 --parallel tp=2");
-    has(out, "--parallel fixes what `loom tune` searches");
+    out = loom_test_cli_expect(2, "tune --model vlm-s --gpus 8 --global-batch 8 --parallel tp=2");
+    loom_test_has(out, "--parallel fixes what `loom tune` searches");
     free(out);
-    out = run(2, "tune --model vlm-s --gpus 0 --global-batch 8");
-    has(out, "--gpus");
+    out = loom_test_cli_expect(2, "tune --model vlm-s --gpus 0 --global-batch 8");
+    loom_test_has(out, "--gpus");
     free(out);
 }
 END_TEST
@@ -149,8 +98,8 @@ END_TEST
 START_TEST(out_writes_the_winner)
 {
     char dir[64];
-    make_dir(dir, sizeof dir);
-    char *out = run(0, "tune " TINY " --gpus 4 --global-batch 8 --top 1 --quiet --json "
+    loom_test_mkdtemp(dir, sizeof dir, "tune");
+    char *out = loom_test_cli_expect(0, "tune " TINY " --gpus 4 --global-batch 8 --top 1 --quiet --json "
                        TUNED " --out %s/best", dir);
     cJSON *doc = cJSON_Parse(out);
     ck_assert_ptr_nonnull(doc);
@@ -172,7 +121,7 @@ START_TEST(out_writes_the_winner)
              cJSON_GetObjectItemCaseSensitive(lay, "dp")->valueint,
              cJSON_GetObjectItemCaseSensitive(lay, "vpp")->valueint,
              cJSON_GetObjectItemCaseSensitive(lay, "microbatches")->valueint);
-    char *plan = run(0, "plan " TINY " --parallel %s --global-batch 8 --micro-batch-size %d "
+    char *plan = loom_test_cli_expect(0, "plan " TINY " --parallel %s --global-batch 8 --micro-batch-size %d "
                         "--iterations 1 --evaluations 200 --quiet --json " TUNED
                         " --param 'partitioner[0].vpp_sweep=false' "
                         "--param 'partitioner[1].vpp_sweep=false'",
@@ -192,42 +141,42 @@ START_TEST(out_writes_the_winner)
     cJSON_Delete(doc);
     free(plan);
     free(out);
-    rm_dir(dir);
+    loom_test_rmdir(dir);
 }
 END_TEST
 
 START_TEST(plan_batch_identity)
 {
-    char *out = run(2, "plan --model vlm-s --parallel tp=2,pp=4,dp=8,mb=16 --global-batch 512 "
+    char *out = loom_test_cli_expect(2, "plan --model vlm-s --parallel tp=2,pp=4,dp=8,mb=16 --global-batch 512 "
                        "--micro-batch-size 1 --quiet");
-    has(out, "--global-batch 512 != micro-batch-size 1 x microbatches 16 x dp 8 = 128");
+    loom_test_has(out, "--global-batch 512 != micro-batch-size 1 x microbatches 16 x dp 8 = 128");
     free(out);
-    out = run(2, "plan --model vlm-s --parallel dp=2 --global-batch 9 --quiet");
-    has(out, "--global-batch 9: expected a multiple of micro-batch-size 1 x dp 2 = 2");
+    out = loom_test_cli_expect(2, "plan --model vlm-s --parallel dp=2 --global-batch 9 --quiet");
+    loom_test_has(out, "--global-batch 9: expected a multiple of micro-batch-size 1 x dp 2 = 2");
     free(out);
     /* derived microbatches: 24 / (2 x 2) = 6 */
-    out = run(0, "plan --model vlm-s --parallel tp=2,pp=2,dp=2 --global-batch 24 "
+    out = loom_test_cli_expect(0, "plan --model vlm-s --parallel tp=2,pp=2,dp=2 --global-batch 24 "
                  "--micro-batch-size 2 --iterations 1 --quiet --json");
-    has(out, "\"microbatches\": 6, \"micro_batch_size\": 2, \"global_batch\": 24");
+    loom_test_has(out, "\"microbatches\": 6, \"micro_batch_size\": 2, \"global_batch\": 24");
     free(out);
     /* the model's own layout states the identity it implies */
-    out = run(0, "plan --model vlm-s --iterations 1 --quiet --json");
-    has(out, "\"micro_batch_size\": 1, \"global_batch\": ");
+    out = loom_test_cli_expect(0, "plan --model vlm-s --iterations 1 --quiet --json");
+    loom_test_has(out, "\"micro_batch_size\": 1, \"global_batch\": ");
     free(out);
-    out = run(2, "plan --global-batch 0 --quiet");
-    has(out, "--global-batch: expected an integer");
+    out = loom_test_cli_expect(2, "plan --global-batch 0 --quiet");
+    loom_test_has(out, "--global-batch: expected an integer");
     free(out);
 }
 END_TEST
 
 START_TEST(plan_memory_hint)
 {
-    char *out = run(1, "plan --model " LOOM_TEST_SOURCE_DIR
+    char *out = loom_test_cli_expect(1, "plan --model " LOOM_TEST_SOURCE_DIR
                        "/examples/models/hf/llama-3-8b.json --iterations 1 --quiet");
-    has(out, "rank 0 cannot fit the memory cap");
-    has(out, "static memory of a rank is 134.62 GiB");
-    has(out, "gradients + optimizer states");
-    has(out, "loom tune --model");
+    loom_test_has(out, "rank 0 cannot fit the memory cap");
+    loom_test_has(out, "static memory of a rank is 134.62 GiB");
+    loom_test_has(out, "gradients + optimizer states");
+    loom_test_has(out, "loom tune --model");
     free(out);
 }
 END_TEST

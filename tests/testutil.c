@@ -4,6 +4,7 @@
 #include <loom/mock_host.h>
 #include <dirent.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -212,4 +213,53 @@ loom_mock_host *loom_test_mock_host(const loom_plugin_info *info)
     loom_mock_host *h = loom_mock_host_new();
     loom_test_mock_manifest(h, info);
     return h;
+}
+
+void loom_test_has(const char *text, const char *frag)
+{
+    ck_assert_msg(text && strstr(text, frag) != NULL, "missing \"%s\" in:\n%.3000s", frag,
+                  text ? text : "(null)");
+}
+
+char *loom_test_slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(m);
+    int c;
+    while ((c = fgetc(f)) != EOF)
+        fputc(c, m);
+    fclose(f);
+    fclose(m);
+    return buf;
+}
+
+char *loom_test_cli_expect(int code, const char *fmt, ...)
+{
+    char args[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    char *out = NULL;
+    int rc = loom_test_cli(args, &out);
+    ck_assert_msg(rc == code, "loom %s: exit %d, expected %d:\n%.3000s", args, rc, code,
+                  out ? out : "");
+    return out;
+}
+
+void loom_test_mkdtemp(char *dir, size_t size, const char *tag)
+{
+    snprintf(dir, size, "/tmp/loom-%s-XXXXXX", tag);
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+void loom_test_rmdir(const char *dir)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
 }

@@ -46,6 +46,23 @@ int loom_test_group_gone(long pgid, double limit_s);
  * none. */
 long loom_test_child_of(long parent);
 
+/* Fails the test unless `text` contains `frag` (quoting the text). */
+void loom_test_has(const char *text, const char *frag);
+
+/* The whole file at `path` as a malloc'd string; fails the test when it
+ * cannot be read. */
+char *loom_test_slurp(const char *path);
+
+/* Runs this build's `loom <printf args>` and fails the test unless it
+ * exits with `code`; returns the output (malloc'd). */
+char *loom_test_cli_expect(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Makes a fresh folder /tmp/loom-<tag>-XXXXXX into dir (size bytes). */
+void loom_test_mkdtemp(char *dir, size_t size, const char *tag);
+
+/* Removes a folder and everything in it. */
+void loom_test_rmdir(const char *dir);
+
 /* Runs every suite returned by `make_suite` and returns the exit code. */
 int loom_test_main(Suite *suite);
 

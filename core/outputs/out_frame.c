@@ -2,6 +2,7 @@
  * anything is written (every number finite), the "C" locale a writer runs
  * in, and the stage facts several formats print (policy names, fills). */
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include "output.h"
@@ -168,3 +169,12 @@ int loom_out_stage_policy(const loom_stage_graph *g, int32_t stage)
     return policy;
 }
 
+
+int loom_out_refuse(char reason[LOOM_OUT_REASON_MAX], const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reason, LOOM_OUT_REASON_MAX, fmt, ap);
+    va_end(ap);
+    return 0;
+}

@@ -9,7 +9,6 @@
  * schedule runs, memory policies its recompute flags can state, and the
  * optimizer and overlap settings the cost model named. Otherwise the
  * reason says which rule the plan breaks. */
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <loom/tokens.h>
@@ -29,16 +28,6 @@ typedef struct mg_args {
     const loom_layer *shape;   /* every decoder layer's */
 } mg_args;
 
-/* Writes the reason and returns 0 (so checks read `return refuse(...)`). */
-static int refuse(char *reason, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(reason, LOOM_OUT_REASON_MAX, fmt, ap);
-    va_end(ap);
-    return 0;
-}
-
 /* 1 when every layer of `mod` has layer 0's shape (Megatron's GPT has one
  * hidden, FFN and head count for all layers). */
 static int one_shape(const loom_module *mod, char *reason)
@@ -49,13 +38,13 @@ static int one_shape(const loom_module *mod, char *reason)
         if (b->hidden != a->hidden || b->ffn_hidden != a->ffn_hidden || b->heads != a->heads ||
             b->kv_heads != a->kv_heads || b->gated_ffn != a->gated_ffn ||
             b->cross_attention != a->cross_attention)
-            return refuse(reason,
+            return loom_out_refuse(reason,
                           "layer %d of module %s has another shape than layer 0; Megatron-LM's "
                           "GPT model gives every decoder layer one hidden, FFN and head count",
                           i, mod->name);
     }
     if (a->cross_attention)
-        return refuse(reason, "module %s has cross-attention layers; Megatron-LM's GPT decoder "
+        return loom_out_refuse(reason, "module %s has cross-attention layers; Megatron-LM's GPT decoder "
                               "layers have none", mod->name);
     return 1;
 }
@@ -70,19 +59,19 @@ static int whole_units(const loom_plan *plan, char *reason)
     for (int32_t mb = 0; mb < part->n_microbatches; mb++) {
         int32_t subs = part->subs[mb];
         if (subs != 1)
-            return refuse(reason,
+            return loom_out_refuse(reason,
                           "microbatch %d runs as %d sub-microbatches; Megatron-LM runs every "
                           "microbatch whole on every stage", mb, subs);
     }
     const int32_t *fills = loom_schedule_fills(plan->schedule);
     for (int32_t s = 0; s < g->n_stages; s++) {
         if (g->kind[s] == LOOM_STAGE_I || g->kind[s] == LOOM_STAGE_W)
-            return refuse(reason,
+            return loom_out_refuse(reason,
                           "the plan splits backward into input- and weight-gradient stages "
                           "(stage %d is %c); Megatron-LM's 1F1B schedules run one backward per "
                           "forward", s, loom_out_kind_char(g->kind[s]));
         if (fills && fills[s] > 0)
-            return refuse(reason,
+            return loom_out_refuse(reason,
                           "stage %d runs as a fill inside the next %d stages of rank %d; "
                           "Megatron-LM runs one stage at a time", s, fills[s], g->rank[s]);
     }
@@ -113,7 +102,7 @@ static int position_pairs(const loom_plan *plan, int32_t *first, char *reason)
         int32_t f = g->pair_forward[q], p = g->position[f];
         int32_t off = g->pair_layer_off[q], n = g->pair_layer_off[q + 1] - off;
         if (p < 0 || p >= n_pos || n != position_layers(part, p))
-            return refuse(reason, "stage %d's memory policies do not list one entry per layer "
+            return loom_out_refuse(reason, "stage %d's memory policies do not list one entry per layer "
                                   "of its position", f);
         if (first[p] < 0) {
             first[p] = q;
@@ -121,7 +110,7 @@ static int position_pairs(const loom_plan *plan, int32_t *first, char *reason)
         }
         const uint8_t *a = &g->layer_policy[g->pair_layer_off[first[p]]];
         if (memcmp(a, &g->layer_policy[off], (size_t)n) != 0)
-            return refuse(reason,
+            return loom_out_refuse(reason,
                           "stage %d (microbatch %d) runs other memory policies than microbatch "
                           "%d on stage %d's layers; Megatron-LM recomputes the same layers for "
                           "every microbatch", p, g->microbatch[f],
@@ -155,7 +144,7 @@ static int block_fits(const loom_plan *plan, const int32_t *lead, int32_t n, cha
     for (int32_t p = 0; p < part->flows[0].n_pos; p++) {
         int32_t layers = position_layers(part, p), want = n < layers ? n : layers;
         if (lead[p] != want)
-            return refuse(reason,
+            return loom_out_refuse(reason,
                           "stage %d runs full recomputation on its first %d of %d layers and "
                           "another stage on its first %d; Megatron-LM's block method "
                           "(--recompute-method block) recomputes the first "
@@ -184,10 +173,10 @@ static int recompute_of(const loom_plan *plan, mg_args *a, char *reason, int *oo
         n = lead[p] > n ? lead[p] : n;
     int32_t total = counts[0] + counts[1] + counts[2] + counts[3];
     if (ok && counts[LOOM_POLICY_OFFLOAD] > 0)
-        ok = refuse(reason, "%d layers offload their activations to host memory; Megatron-LM's "
+        ok = loom_out_refuse(reason, "%d layers offload their activations to host memory; Megatron-LM's "
                             "recompute flags have no offload policy", counts[LOOM_POLICY_OFFLOAD]);
     else if (ok && counts[LOOM_POLICY_SELECTIVE] > 0 && counts[LOOM_POLICY_SELECTIVE] != total)
-        ok = refuse(reason, "%d of %d layers run selective recomputation and the others not; "
+        ok = loom_out_refuse(reason, "%d of %d layers run selective recomputation and the others not; "
                             "Megatron-LM's --recompute-granularity selective applies to every "
                             "layer", counts[LOOM_POLICY_SELECTIVE], total);
     else if (ok && counts[LOOM_POLICY_SELECTIVE] == total && total > 0)
@@ -252,14 +241,14 @@ static int megatron_order(const loom_plan *plan, const mg_args *a, char *reason)
     int32_t P = a->pp, V = a->vpp, M = a->microbatches;
     const char *name = V > 1 ? "interleaved 1F1B" : "1F1B";
     if (V > 1 && (P < 2 || M % P != 0))
-        return refuse(reason,
+        return loom_out_refuse(reason,
                       "%d microbatches on %d ranks with %d virtual stages each; Megatron-LM's "
                       "interleaved schedule needs more than one rank and a microbatch count "
                       "that is a multiple of the ranks (its groups of P microbatches)", M, P, V);
     for (int32_t r = 0; r < P; r++) {
         int32_t n = sc->rank_off[r + 1] - sc->rank_off[r];
         if (n != 2 * M * V)
-            return refuse(reason, "rank %d runs %d stages; Megatron-LM's %s runs %d (a forward "
+            return loom_out_refuse(reason, "rank %d runs %d stages; Megatron-LM's %s runs %d (a forward "
                                   "and a backward per microbatch and chunk)", r, n, name,
                           2 * M * V);
         for (int32_t i = 0; i < n; i++) {
@@ -268,7 +257,7 @@ static int megatron_order(const loom_plan *plan, const mg_args *a, char *reason)
             megatron_action(P, V, M, r, i, &kind, &mb, &chunk);
             int32_t own_chunk = g->position[s] / P;
             if (g->kind[s] != kind || g->microbatch[s] != mb || own_chunk != chunk)
-                return refuse(reason,
+                return loom_out_refuse(reason,
                               "rank %d runs %c of microbatch %d (chunk %d) as its stage %d; "
                               "Megatron-LM's %s schedule runs %c of microbatch %d (chunk %d) "
                               "there", r, loom_out_kind_char(g->kind[s]), g->microbatch[s],
@@ -326,13 +315,13 @@ static int tail_settings(const loom_plan *plan, mg_args *a, char *reason)
     const loom_stage_graph *g = plan->graph;
     a->assumed = LOOM_STRUCT_HAS(g, loom_stage_graph, assumed) ? g->assumed : 0;
     if (!(a->assumed & LOOM_ASSUMED_KNOWN))
-        return refuse(reason,
+        return loom_out_refuse(reason,
                       "the cost model did not say which optimizer and gradient-overlap "
                       "settings its iteration tail assumes (loom_rank_tail.assumed), so the "
                       "Megatron-LM flags for them are unknown");
     uint32_t need = LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER | LOOM_ASSUMED_OVERLAP_GRAD_REDUCE;
     if ((a->assumed & LOOM_ASSUMED_OVERLAP_PARAM_GATHER) && (a->assumed & need) != need)
-        return refuse(reason,
+        return loom_out_refuse(reason,
                       "the cost model overlaps the parameter all-gather without %s; Megatron-LM "
                       "takes --overlap-param-gather only with --use-distributed-optimizer and "
                       "--overlap-grad-reduce",
@@ -368,7 +357,7 @@ static int sizes_of(const loom_plan *plan, mg_args *a, char *reason, int *oom)
     }
     a->shape = mod->n_layers > 0 ? &mod->layers[0] : NULL;
     if (a->layers != mod->n_layers || !a->shape)
-        return refuse(reason, "the stages hold %d of module %s's %d layers; Megatron-LM builds "
+        return loom_out_refuse(reason, "the stages hold %d of module %s's %d layers; Megatron-LM builds "
                               "every layer", a->layers, mod->name, mod->n_layers);
     return one_shape(mod, reason);
 }

@@ -11,23 +11,12 @@
  * deployment; that class has no colocated mode), TP sizes powers of two,
  * DP sizes pairwise dividing. Loom numbers GPUs as that class does: the
  * top-level layout first, then each disjoint module's set. */
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include "output.h"
 
 /* The key MIMO gives the language model. */
 #define MIMO_LANGUAGE_KEY "language"
-
-/* Writes the reason and returns 0. */
-static int refuse(char *reason, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(reason, LOOM_OUT_REASON_MAX, fmt, ap);
-    va_end(ap);
-    return 0;
-}
 
 /* The language model: the model's one text module, or -1 with a reason. */
 static int32_t language_module(const loom_model *model, char *reason)
@@ -39,13 +28,13 @@ static int32_t language_module(const loom_model *model, char *reason)
             n++;
         }
     if (n != 1) {
-        refuse(reason, "the model has %d text modules; MIMO keys exactly one language model "
+        loom_out_refuse(reason, "the model has %d text modules; MIMO keys exactly one language model "
                        "\"" MIMO_LANGUAGE_KEY "\"", n);
         return -1;
     }
     for (int32_t m = 0; m < model->n_modules; m++)
         if (m != found && strcmp(model->modules[m].name, MIMO_LANGUAGE_KEY) == 0) {
-            refuse(reason, "module %d is named \"" MIMO_LANGUAGE_KEY "\", the key MIMO gives the "
+            loom_out_refuse(reason, "module %d is named \"" MIMO_LANGUAGE_KEY "\", the key MIMO gives the "
                            "language model (%s)", m, model->modules[found].name);
             return -1;
         }
@@ -59,7 +48,7 @@ static int own_range(const loom_model *model, int32_t m, const loom_module_layou
 {
     const char *name = model->modules[m].name;
     if (l->placement == LOOM_LAYOUT_COLOCATED)
-        return refuse(reason,
+        return loom_out_refuse(reason,
                       "module %s is colocated on the GPUs of %s; MegatronMIMOParallelismConfig "
                       "(Megatron-Bridge fc35d9b) gives every module its own range of ranks and "
                       "has no colocated mode", name,
@@ -68,12 +57,12 @@ static int own_range(const loom_model *model, int32_t m, const loom_module_layou
                           : "the top-level layout");
     int64_t ranks = (int64_t)l->tp * l->cp * l->pp * l->dp;
     if (ranks != l->gpus)
-        return refuse(reason,
+        return loom_out_refuse(reason,
                       "module %s runs on %d GPUs but its layout tp %d x cp %d x pp %d x dp %d "
                       "covers %lld; MIMO gives a module exactly tp x cp x pp x dp ranks", name,
                       l->gpus, l->tp, l->cp, l->pp, l->dp, (long long)ranks);
     if (l->tp < 1 || (l->tp & (l->tp - 1)) != 0)
-        return refuse(reason, "module %s has TP %d; MIMO's cross-module communication needs "
+        return loom_out_refuse(reason, "module %s has TP %d; MIMO's cross-module communication needs "
                               "a power-of-two TP size", name, l->tp);
     return 1;
 }
@@ -89,24 +78,24 @@ static int tiles_world(const loom_plan *plan, char *reason)
         for (int32_t m = 0; m < model->n_modules; m++) {
             const loom_module_layout *l = loom_out_layout(plan, m);
             if (l->first_gpu == at && next >= 0)
-                return refuse(reason, "modules %s and %s both start at GPU %d; MIMO's rank "
+                return loom_out_refuse(reason, "modules %s and %s both start at GPU %d; MIMO's rank "
                                       "ranges must not overlap", model->modules[next].name,
                               model->modules[m].name, at);
             next = l->first_gpu == at ? m : next;
         }
         if (next < 0)
-            return refuse(reason, "no module starts at GPU %d; MIMO's rank ranges must tile "
+            return loom_out_refuse(reason, "no module starts at GPU %d; MIMO's rank ranges must tile "
                                   "the world without gaps", at);
         at += loom_out_layout(plan, next)->gpus;
     }
     if (world > 0 && at != world)
-        return refuse(reason, "the modules cover GPUs 0-%d of the job's %d; MIMO's rank ranges "
+        return loom_out_refuse(reason, "the modules cover GPUs 0-%d of the job's %d; MIMO's rank ranges "
                               "must tile the world", at - 1, world);
     for (int32_t a = 0; a < model->n_modules; a++)
         for (int32_t b = a + 1; b < model->n_modules; b++) {
             int32_t x = loom_out_layout(plan, a)->dp, y = loom_out_layout(plan, b)->dp;
             if (x % y != 0 && y % x != 0)
-                return refuse(reason, "module %s has DP %d and module %s DP %d; MIMO needs one "
+                return loom_out_refuse(reason, "module %s has DP %d and module %s DP %d; MIMO needs one "
                                       "to divide the other", model->modules[a].name, x,
                               model->modules[b].name, y);
         }
@@ -124,7 +113,7 @@ static int whole_microbatches(const loom_plan *plan, char *reason)
             int32_t subs = part->subs[f * part->cap_microbatches + mb];
             int32_t m = part->flows[f].module;
             if (subs > 1)
-                return refuse(reason,
+                return loom_out_refuse(reason,
                               "flow %d (module %s) splits microbatch %d into %d "
                               "sub-microbatches; MIMO hands every microbatch from module to "
                               "module whole", f,
@@ -142,11 +131,11 @@ static void mimo_check(const loom_plan *plan, int *fits, int32_t *language, char
     *language = -1;
     reason[0] = '\0';
     if (!model || !plan->partition) {
-        refuse(reason, "a stage-times problem has no modules to lay out");
+        loom_out_refuse(reason, "a stage-times problem has no modules to lay out");
         return;
     }
     if (!loom_out_layout(plan, 0)) {
-        refuse(reason, "the plan has one layout for the whole model, no per-module layouts; "
+        loom_out_refuse(reason, "the plan has one layout for the whole model, no per-module layouts; "
                        "megatron.args describes such plans");
         return;
     }
@@ -156,7 +145,7 @@ static void mimo_check(const loom_plan *plan, int *fits, int32_t *language, char
     for (int32_t m = 0; m < model->n_modules; m++) {
         const loom_module_layout *l = loom_out_layout(plan, m);
         if (!l) {
-            refuse(reason, "module %s has no layout", model->modules[m].name);
+            loom_out_refuse(reason, "module %s has no layout", model->modules[m].name);
             return;
         }
         if (!own_range(model, m, l, reason))

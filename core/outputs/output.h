@@ -134,6 +134,11 @@ int loom_out_megatron_args_fits(const loom_plan *plan, int *fits,
 int loom_out_mimo_fits(const loom_plan *plan, int *fits, char reason[LOOM_OUT_REASON_MAX],
                        loom_error *err);
 
+/* Writes an export check's reason (printf-style) and returns 0, so that a
+ * check reads `return loom_out_refuse(reason, ...)`. */
+int loom_out_refuse(char reason[LOOM_OUT_REASON_MAX], const char *fmt, ...)
+    LOOM_PRINTF(2, 3);
+
 /* One runtime export: its file, its key in plan.json's "exports", and
  * the check of whether its consumer can build the plan. */
 typedef struct loom_out_export {

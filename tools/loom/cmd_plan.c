@@ -127,7 +127,8 @@ static void json_metrics(FILE *out, const loom_plan *p)
     fprintf(out, ", \"feasible\": %s", m->cap_violations > 0 ? "false" : "true");
 }
 
-/* After a plan that cannot fit the memory cap: the static memory of a
+/* After a plan that cannot fit the memory cap (a plugin's "... memory
+ * cap ..." refusal; other infeasible plans get no hint): the static memory of a
  * rank in GiB (parameters, gradients and optimizer states; activations are
  * the rest) and, for the model's own layout, the command that searches
  * the layouts. */
@@ -267,7 +268,7 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
         loom_progress_clear(bar);
         if (rc != LOOM_OK) {
             fprintf(stderr, "loom plan: iteration %d: %s\n", k, err.message);
-            if (rc == LOOM_EINFEASIBLE)
+            if (rc == LOOM_EINFEASIBLE && strstr(err.message, "memory cap"))
                 memory_hint(&s, &o->a, k);
             break;
         }
