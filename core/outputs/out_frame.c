@@ -178,3 +178,19 @@ int loom_out_refuse(char reason[LOOM_OUT_REASON_MAX], const char *fmt, ...)
     va_end(ap);
     return 0;
 }
+
+int loom_out_spans_continue(const loom_plan *plan, const loom_position *pos, int32_t stage,
+                            int32_t *next, const char *who, char reason[LOOM_OUT_REASON_MAX])
+{
+    const loom_partition *part = plan->partition;
+    for (int32_t k = 0; pos && k < pos->n_spans; k++) {
+        const loom_span *sp = &part->spans[pos->span_off + k];
+        if (sp->first_layer != *next)
+            return loom_out_refuse(reason,
+                                   "stage %d starts a span at layer %d, expected layer %d: %s "
+                                   "stages hold consecutive layers in order",
+                                   stage, sp->first_layer, *next, who);
+        *next += sp->n_layers;
+    }
+    return 1;
+}

@@ -49,16 +49,8 @@ static int layout_fits(const loom_plan *plan, char *reason)
                      pos->rank, p, p % P);
             return 0;
         }
-        for (int32_t k = 0; k < pos->n_spans; k++) {
-            const loom_span *sp = &part->spans[pos->span_off + k];
-            if (sp->module != 0 || sp->first_layer != next) {
-                snprintf(reason, LOOM_OUT_REASON_MAX,
-                         "stage %d starts a span at layer %d, expected layer %d: Megatron's "
-                         "stages hold consecutive layers in order", p, sp->first_layer, next);
-                return 0;
-            }
-            next += sp->n_layers;
-        }
+        if (!loom_out_spans_continue(plan, pos, p, &next, "Megatron's", reason))
+            return 0;
     }
     return 1;
 }

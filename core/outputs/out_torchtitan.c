@@ -65,19 +65,10 @@ static int split_fits(const loom_plan *plan, const loom_out_torch *t, char *reas
 {
     const loom_partition *part = plan->partition;
     int32_t next = 0;
-    for (int32_t g = 0; g < t->n_stages; g++) {
-        const loom_position *pos = stage_position(part, g);
-        for (int32_t k = 0; pos && k < pos->n_spans; k++) {
-            const loom_span *sp = &part->spans[pos->span_off + k];
-            if (sp->first_layer != next) {
-                snprintf(reason, LOOM_OUT_REASON_MAX,
-                         "stage %d starts a span at layer %d, expected layer %d: torchtitan's "
-                         "stages hold consecutive layers in order", g, sp->first_layer, next);
-                return 0;
-            }
-            next += sp->n_layers;
-        }
-    }
+    for (int32_t g = 0; g < t->n_stages; g++)
+        if (!loom_out_spans_continue(plan, stage_position(part, g), g, &next, "torchtitan's",
+                                     reason))
+            return 0;
     return 1;
 }
 

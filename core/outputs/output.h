@@ -139,6 +139,13 @@ int loom_out_mimo_fits(const loom_plan *plan, int *fits, char reason[LOOM_OUT_RE
 int loom_out_refuse(char reason[LOOM_OUT_REASON_MAX], const char *fmt, ...)
     LOOM_PRINTF(2, 3);
 
+/* 1 when the spans of position `pos` (PyTorch or virtual stage `stage`)
+ * continue the one-module layer run at *next, advancing *next past them;
+ * else 0 with the reason ("... expected layer N: <who> stages hold
+ * consecutive layers in order"). */
+int loom_out_spans_continue(const loom_plan *plan, const loom_position *pos, int32_t stage,
+                            int32_t *next, const char *who, char reason[LOOM_OUT_REASON_MAX]);
+
 /* One runtime export: its file, its key in plan.json's "exports", and
  * the check of whether its consumer can build the plan. */
 typedef struct loom_out_export {
