@@ -104,11 +104,12 @@ LOOM_EXPORT int loom_write_megatron_args(const loom_plan *plan, FILE *out, loom_
  * keyed "language") for plans with per-module layouts. */
 LOOM_EXPORT int loom_write_mimo_json(const loom_plan *plan, FILE *out, loom_error *err);
 
-/* Writes all six into dir (created with its parents if missing, mode
- * 0755): plan.json, trace.json, schedule.csv, timeline.svg, summary.txt,
- * report.html — each atomically. Stops at the first failure. A plan that
- * loom_schedule_csv_check refuses gets no schedule.csv (a previous one in
- * dir is removed); plan.json's "schedule_csv" says why. */
+/* Writes the output set into dir (created with its parents if missing,
+ * mode 0755), each file atomically: plan.json, trace.json, timeline.svg,
+ * summary.txt, report.html, and each runtime export (schedule.csv,
+ * torchtitan.toml, megatron.args, mimo.json) whose consumer can build the
+ * plan; an export that cannot is not written (a previous one in dir is
+ * removed) and plan.json's "exports" says why. Stops at the first failure. */
 LOOM_EXPORT int loom_write_outputs(const loom_plan *plan, const char *dir, loom_error *err);
 
 /* ---- output folders that appear as a whole --------------------------- */
