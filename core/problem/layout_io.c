@@ -379,16 +379,28 @@ static int is_json_path(const char *spec)
     return n > 5 && strcmp(spec + n - 5, ".json") == 0;
 }
 
+/* 1 when spec is a parallel object written inline ("{...}"). */
+static int is_json_text(const char *spec)
+{
+    while (spec && (*spec == ' ' || *spec == '\t' || *spec == '\n'))
+        spec++;
+    return spec && *spec == '{';
+}
+
 int loom_parallel_load(const char *spec, loom_parallel *inout, loom_layout_spec **layouts,
                        loom_error *err)
 {
     *layouts = NULL;
-    if (!is_json_path(spec))
+    int text = is_json_text(spec);
+    if (!text && !is_json_path(spec))
         return loom_parallel_parse(spec, inout, err);
     cJSON *root = NULL;
-    int rc = loom_json_load(spec, &root, err);
+    int rc = text ? loom_json_parse("--parallel", spec, strlen(spec), &root, err)
+                  : loom_json_load(spec, &root, err);
     if (rc)
         return rc;
+    if (text)
+        spec = "--parallel"; /* messages name the option */
     static const char *const keys[] = {"tp", "pp", "dp", "vpp", "microbatches", "cp", "modules",
                                        "gpus", NULL};
     if (!cJSON_IsObject(root))

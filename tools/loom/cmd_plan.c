@@ -200,6 +200,27 @@ static void on_step(void *user, int32_t step, const char *plugin_id)
     loom_cli_guard_step(step, plugin_id);
 }
 
+/* Copies the plan's per-module layouts (its partitioner's, else the
+ * problem's) into *used (malloc'd once, one per module); a single-layout
+ * plan leaves *used NULL. */
+static void keep_layouts(const loom_plan *plan, loom_module_layout **used)
+{
+    const loom_problem *pb = plan->problem;
+    const loom_partition *pt = plan->partition;
+    int32_t n = pb && pb->model ? pb->model->n_modules : 0;
+    int chosen = pt && LOOM_STRUCT_HAS(pt, loom_partition, layouts) && pt->layouts &&
+                 pt->n_layouts == n;
+    if (n == 0 || (!chosen && !loom_problem_module_layout(pb, 0)))
+        return;
+    if (!*used && !(*used = calloc((size_t)n, sizeof **used)))
+        return;
+    for (int32_t m = 0; m < n; m++) {
+        const loom_module_layout *l = chosen ? &pt->layouts[m] : loom_problem_module_layout(pb, m);
+        if (l)
+            memcpy(&(*used)[m], l, l->struct_size < sizeof **used ? l->struct_size : sizeof **used);
+    }
+}
+
 /* Opens the session, plans every iteration, prints and writes; returns
  * the exit code. `ch` is the isolation channel, or NULL in-process. */
 static int run_plan(const plan_cli *o, loom_channel *ch)
@@ -242,6 +263,7 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
     int64_t worst_peak = 0;
     double cap_bytes = 0;
     int64_t *peak = NULL;
+    loom_module_layout *used = NULL; /* the last plan's per-module layouts */
     char *iter_json = NULL;
     size_t iter_len = 0;
     FILE *iters = json ? open_memstream(&iter_json, &iter_len) : NULL;
@@ -289,6 +311,8 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
             ranks = plan.graph->n_ranks;
             peak = calloc((size_t)ranks, sizeof *peak);
         }
+        if (json)
+            keep_layouts(&plan, &used);
         for (int32_t r = 0; r < ranks && r < plan.graph->n_ranks; r++)
             if (m->peak_bytes[r] > peak[r])
                 peak[r] = m->peak_bytes[r];
@@ -385,7 +409,9 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
             if (s.problem.kind == LOOM_PROBLEM_MODEL) {
                 const loom_parallel *pa = &s.problem.parallel;
                 fputs("\"layout\": ", out);
-                loom_tune_layout_json(out, pa, s.micro_batch_size, s.global_batch);
+                (void)pa;
+                loom_tune_plan_layout_json(out, &s.problem, used, s.micro_batch_size,
+                                           s.global_batch);
                 fputs(", ", out);
             }
             fprintf(out, "\"iterations\": [%s\n  ]}\n", iter_json ? iter_json : "");
@@ -403,6 +429,7 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
     }
     free(iter_json);
     free(peak);
+    free(used);
     loom_session_close(&s);
     /* The outputs appear as a whole: a finished run's, or what an
      * interrupted one kept; after a failure the previous set stays. */

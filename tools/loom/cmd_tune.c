@@ -26,9 +26,11 @@ static void usage(FILE *out)
             "usage: loom tune --model M [--cluster C] --gpus N --global-batch B [options]\n"
             "       loom tune merge SHARD.json... --json OUT\n\n"
             "Searches the parallel layouts of N GPUs (tp within a node, cp, pp, dp, vpp and\n"
-            "the microbatch size) with every manifest, bounding each configuration in closed\n"
-            "form and simulating in order of increasing bound until no bound left can enter\n"
-            "the top; prints the ranked table and the infeasible layouts with their reasons.\n\n"
+            "the microbatch size; a multimodal model's encoders also at their own tp,\n"
+            "colocated, or disjoint on their own GPUs for manifests that lay modules out)\n"
+            "with every manifest, bounding each configuration in closed form and simulating\n"
+            "in order of increasing bound until no bound left can enter the top; prints the\n"
+            "ranked table and the infeasible layouts with their reasons.\n\n"
             "  --model SPEC          model preset or model.json (required)\n"
             "  --cluster SPEC        cluster preset or cluster.json (default h800)\n"
             "  --gpus N              GPUs to lay out (required)\n"
@@ -43,6 +45,7 @@ static void usage(FILE *out)
             "  --shard K/N           search the K-th of N slices of the space; --json FILE\n"
             "                        then writes a shard file for `loom tune merge`\n"
             "  --tp-across-nodes     let tp span nodes (default: within a node)\n"
+            "  --single-layouts      one layout for the whole model (no per-module layouts)\n"
             "  --no-prune            simulate every configuration (checks the pruning)\n"
             "  --quiet               no progress line\n"
             "planning options as `loom plan`: --iterations (default 1), --seed, --evaluations\n"
@@ -65,14 +68,15 @@ typedef struct tune_cli {
 } tune_cli;
 
 enum { OPT_MANIFEST = 0x100, OPT_GPUS, OPT_TOP, OPT_JSON, OPT_OUT, OPT_SHARD, OPT_NO_PRUNE,
-       OPT_TP_ACROSS, OPT_QUIET };
+       OPT_TP_ACROSS, OPT_QUIET, OPT_SINGLE };
 
 static const loom_cli_option tune_options[] = {
     {"manifest", 1, OPT_MANIFEST}, {"gpus", 1, OPT_GPUS},
     {"top", 1, OPT_TOP},           {"json", 0, OPT_JSON},
     {"out", 1, OPT_OUT},           {"shard", 1, OPT_SHARD},
     {"no-prune", 0, OPT_NO_PRUNE}, {"tp-across-nodes", 0, OPT_TP_ACROSS},
-    {"quiet", 0, OPT_QUIET},       {NULL, 0, 0}};
+    {"quiet", 0, OPT_QUIET},       {"single-layouts", 0, OPT_SINGLE},
+    {NULL, 0, 0}};
 
 /* One option or operand of `loom tune` (loom_cli_spec.handle). */
 static int tune_option(void *ctx, int key, const char *name, const char *v)
@@ -116,6 +120,7 @@ static int tune_option(void *ctx, int key, const char *name, const char *v)
     case OPT_NO_PRUNE: o->t.no_prune = 1; return 0;
     case OPT_TP_ACROSS: o->t.tp_across_nodes = 1; return 0;
     case OPT_QUIET: o->quiet = 1; return 0;
+    case OPT_SINGLE: o->t.single_layouts = 1; return 0;
     default: return -1;
     }
 }
@@ -181,7 +186,7 @@ static int prepare(tune_cli *o, loom_error *err)
         rc = loom_cluster_load(t->cluster, &cd, err);
     if (rc == LOOM_OK && loom_model_data_layouts(md))
         rc = loom_set_error(err, LOOM_EINVAL, "%s: the model's parallel object lists per-module "
-                            "layouts; `loom tune` searches single layouts (docs/tune.md): remove "
+                            "layouts, which `loom tune` chooses itself (docs/tune.md): remove "
                             "\"modules\" from it", t->model);
     if (rc == LOOM_OK)
         rc = loom_tune_space(t, loom_model_data_model(md), loom_cluster_data_cluster(cd), err);
@@ -298,11 +303,13 @@ static int write_winner(const tune_cli *o, const loom_tune_config *c)
 {
     const loom_tune_search *t = &o->t;
     const loom_session_args *b = &t->base;
-    char par[256], gb[32], k[32], sl[32], it[32], ev[32], seed[32], cap[48], pw[32];
+    char par[512], gb[32], k[32], sl[32], it[32], ev[32], seed[32], cap[48], pw[32];
     const char *argv[64 + 3 * LOOM_SESSION_MAX_OVERRIDES];
     int n = 0;
-    snprintf(par, sizeof par, "tp=%d,cp=%d,pp=%d,dp=%d,vpp=%d,mb=%d", c->par.tp,
-             loom_parallel_cp(&c->par), c->par.pp, c->par.dp, c->par.vpp, c->par.microbatches);
+    if (loom_tune_parallel_text(t, c, par, sizeof par) != 0) {
+        fprintf(stderr, "loom tune: the winner's layout text is too long\n");
+        return LOOM_EXIT_USAGE;
+    }
     snprintf(gb, sizeof gb, "%lld", (long long)t->global_batch);
     snprintf(k, sizeof k, "%d", c->micro_batch_size);
     snprintf(sl, sizeof sl, "%d", t->seq_len);

@@ -33,6 +33,13 @@ typedef struct loom_tune_config {
     int32_t manifest;      /* index into the search's manifests */
     loom_parallel par;     /* tp, pp, dp, vpp, microbatches, cp */
     int32_t micro_batch_size;
+    /* A per-module layout (docs/tune.md): module -1 for one layout of the
+     * whole model; else that module at its own tp, pp and dp, colocated on
+     * the top-level GPUs (pp the top-level's, dp filling them) or disjoint
+     * on GPUs of its own (cp 1). */
+    int32_t module;
+    int32_t module_tp, module_pp, module_dp;
+    int32_t module_placement; /* LOOM_LAYOUT_COLOCATED or LOOM_LAYOUT_DISJOINT */
     double lower_bound_ms; /* closed-form makespan bound */
     char *static_reason;   /* static memory over the cap (NULL: fits) */
     double param_rank_bytes, state_rank_bytes; /* static floor of a rank: the
@@ -53,9 +60,17 @@ typedef struct loom_tune_search {
     int32_t n_manifests;
     const char *manifests[LOOM_TUNE_MAX_MANIFESTS];
     char *manifest_names[LOOM_TUNE_MAX_MANIFESTS];
-    const char *pins[LOOM_TUNE_MAX_MANIFESTS][4]; /* loom_tune_pin_params */
+    const char *pins[LOOM_TUNE_MAX_MANIFESTS][5]; /* loom_tune_read_manifest */
     int n_pins[LOOM_TUNE_MAX_MANIFESTS];
     int64_t manifest_evaluations[LOOM_TUNE_MAX_MANIFESTS]; /* max_evaluations */
+    /* per manifest: 1 when a partitioner lays out the parallel config's
+     * per-module layouts (hetero-search, pinned to mode "given"), 2 when
+     * one chooses its own (disttrain-alloc, optimus-planner: searched on
+     * single layouts, never pruned) */
+    int layouts[LOOM_TUNE_MAX_MANIFESTS];
+    int single_layouts;    /* --single-layouts: no per-module layouts */
+    int32_t n_module_names;
+    char *module_names[64]; /* the model's modules, for the layout objects */
     loom_session_args base; /* shared options (iterations, params, ...) */
     loom_tune_config *configs;
     int32_t n_configs;
@@ -130,8 +145,30 @@ char *loom_tune_identity(const loom_tune_search *t);
  * repeated. */
 int loom_tune_read_shards(const char **files, int n, loom_tune_search *t, loom_error *err);
 
-/* The layout object `loom plan --json` and `loom tune --json` print. */
+/* The layout object `loom plan --json` and `loom tune --json` print
+ * (without per-module layouts). */
 void loom_tune_layout_json(FILE *out, const loom_parallel *p, int32_t micro_batch_size,
                            int64_t global_batch);
+
+/* The layout object of configuration c: loom_tune_layout_json's, with
+ * "modules" and the GPUs of every set when c lays a module out itself. */
+void loom_tune_config_layout_json(FILE *out, const loom_tune_search *t,
+                                  const loom_tune_config *c);
+
+/* The --parallel text of configuration c: "tp=..,cp=..,..." for one
+ * layout, the parallel object inline ("{...}") with its modules. */
+int loom_tune_parallel_text(const loom_tune_search *t, const loom_tune_config *c, char *buf,
+                            size_t size);
+
+/* The layout object `loom plan --json` prints: the top-level layout and
+ * the batch, the GPUs of every set, and "modules" with each module whose
+ * layout differs from the top-level one (layouts: one per module, the
+ * plan's, or NULL for a single layout). */
+void loom_tune_plan_layout_json(FILE *out, const loom_problem *pb,
+                                const loom_module_layout *layouts, int32_t micro_batch_size,
+                                int64_t global_batch);
+
+/* GPUs configuration c uses (every set). */
+int64_t loom_tune_config_gpus(const loom_tune_config *c);
 
 #endif

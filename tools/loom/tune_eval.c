@@ -39,9 +39,8 @@ int loom_tune_args(const loom_tune_search *t, const loom_tune_config *c, loom_se
     a->global_batch = t->global_batch;
     a->micro_batch_size = c->micro_batch_size;
     a->seq_len = t->seq_len;
-    int n = snprintf(buf, size, "tp=%d,cp=%d,pp=%d,dp=%d,vpp=%d,mb=%d", p->tp,
-                     loom_parallel_cp(p), p->pp, p->dp, p->vpp, p->microbatches);
-    if (n < 0 || (size_t)n >= size)
+    (void)p;
+    if (loom_tune_parallel_text(t, c, buf, size) != 0)
         return loom_set_error(err, LOOM_EINVAL, "layout text too long");
     a->parallel = buf;
     for (int k = 0; k < t->n_pins[c->manifest]; k++) {
@@ -116,28 +115,41 @@ static double cap_of(const loom_session *s)
                                            : (double)s->problem.cluster->hbm_bytes;
 }
 
-/* Fills c's bound and static floor from a priced session. */
-static int bound_from_floor(const loom_session *s, loom_tune_config *c,
-                            const loom_layout_floor *f)
+/* Fills c's bound and static floor from a priced session. With a module
+ * laid out on its own (listed), each GPU set bounds its own ranks: the
+ * busiest set's work per rank, and the static memory per rank of the set
+ * with the most; the chain and fill bounds assume one layout and are
+ * left out. A manifest whose partitioner chooses its own layouts gets no
+ * bound: its plan may price modules at layouts other than c's. */
+static int bound_from_floor(const loom_tune_search *t, const loom_session *s,
+                            loom_tune_config *c, const loom_layout_floor *f)
 {
     int32_t P = c->par.pp;
-    double lb = f->work_ms / P;
-    if (megatron_partitions(s)) { /* whole microbatches along one chain */
+    int listed = s->problem.module_layouts != NULL;
+    double lb = listed ? f->set_work_ms : f->work_ms / P;
+    if (!listed && megatron_partitions(s)) { /* whole microbatches along one chain */
         lb = fmax(lb, f->chain_ms);
         if (c->par.vpp == 1 && P > 1)
             lb = fmax(lb, fill_bound(f, P, lb));
     }
+    if (t->layouts[c->manifest] == 2)
+        lb = 0;
     c->lower_bound_ms = lb;
     c->cap_bytes = cap_of(s);
-    c->param_rank_bytes = f->param_bytes / P;
-    c->state_rank_bytes = f->state_bytes / P;
+    c->param_rank_bytes = listed ? f->set_param_bytes : f->param_bytes / P;
+    c->state_rank_bytes = listed ? f->set_state_bytes : f->state_bytes / P;
     double cap = cap_of(s), need = c->param_rank_bytes + c->state_rank_bytes;
     if (need > cap) {
         c->static_reason =
-            format("static memory: every split over pp=%d leaves some rank with at least %.2f "
-                   "GiB of parameters (%.2f GiB) and gradients + optimizer states (%.2f GiB), "
-                   "over the cap of %.2f GiB", P, need / GIB, c->param_rank_bytes / GIB,
-                   c->state_rank_bytes / GIB, cap / GIB);
+            listed ? format("static memory: every split over the GPU sets leaves some rank with "
+                            "at least %.2f GiB of parameters (%.2f GiB) and gradients + "
+                            "optimizer states (%.2f GiB), over the cap of %.2f GiB",
+                            need / GIB, c->param_rank_bytes / GIB, c->state_rank_bytes / GIB,
+                            cap / GIB)
+                   : format("static memory: every split over pp=%d leaves some rank with at "
+                            "least %.2f GiB of parameters (%.2f GiB) and gradients + optimizer "
+                            "states (%.2f GiB), over the cap of %.2f GiB", P, need / GIB,
+                            c->param_rank_bytes / GIB, c->state_rank_bytes / GIB, cap / GIB);
         if (!c->static_reason)
             return LOOM_ENOMEM;
     }
@@ -147,7 +159,7 @@ static int bound_from_floor(const loom_session *s, loom_tune_config *c,
 int loom_tune_bound(const loom_tune_search *t, loom_tune_config *c, loom_error *err)
 {
     loom_session_args a;
-    char buf[256];
+    char buf[512];
     int rc = loom_tune_args(t, c, &a, buf, sizeof buf, err);
     if (rc != LOOM_OK)
         return rc;
@@ -157,7 +169,7 @@ int loom_tune_bound(const loom_tune_search *t, loom_tune_config *c, loom_error *
     if (rc == LOOM_OK) {
         loom_layout_floor f;
         rc = loom_session_floor(&s, 0, &f, err);
-        if (rc == LOOM_OK && bound_from_floor(&s, c, &f) != LOOM_OK)
+        if (rc == LOOM_OK && bound_from_floor(t, &s, c, &f) != LOOM_OK)
             rc = loom_set_error(err, LOOM_ENOMEM, "out of memory");
         loom_layout_floor_clear(&f);
     }
@@ -258,7 +270,7 @@ static int plan_all(loom_session *s, loom_tune_result *r, int *failed, loom_erro
 int loom_tune_simulate(const loom_tune_search *t, loom_tune_config *c, loom_error *err)
 {
     loom_session_args a;
-    char buf[256];
+    char buf[512];
     loom_tune_result *r = &c->result;
     loom_tune_result_clear(r);
     c->simulated = 1;
@@ -301,4 +313,9 @@ void loom_tune_search_clear(loom_tune_search *t)
         free(t->manifest_names[m]);
         t->manifest_names[m] = NULL;
     }
+    for (int32_t m = 0; m < t->n_module_names; m++) {
+        free(t->module_names[m]);
+        t->module_names[m] = NULL;
+    }
+    t->n_module_names = 0;
 }

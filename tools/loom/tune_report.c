@@ -151,7 +151,7 @@ void loom_tune_layout_json(FILE *out, const loom_parallel *p, int32_t micro_batc
 /* The layout of configuration c. */
 static void layout_of(const loom_tune_search *t, const loom_tune_config *c, FILE *out)
 {
-    loom_tune_layout_json(out, &c->par, c->micro_batch_size, t->global_batch);
+    loom_tune_config_layout_json(out, t, c);
 }
 
 /* One ranked entry. */
@@ -215,18 +215,28 @@ int loom_tune_write_json(const loom_tune_search *t, const loom_tune_walk *w, FIL
     return ferror(out) ? LOOM_EIO : LOOM_OK;
 }
 
-/* A layout in one short line. */
-static void layout_text(const loom_tune_config *c, char *buf, size_t size)
+/* A layout in one short line; a module laid out on its own follows as
+ * "+vit tp1 pp1 dp16 colo" (colocated) or "disj" (its own GPUs). */
+static void layout_text(const loom_tune_search *t, const loom_tune_config *c, char *buf,
+                        size_t size)
 {
-    snprintf(buf, size, "tp%d cp%d pp%d dp%d vpp%d K%d M%d", c->par.tp,
-             loom_parallel_cp(&c->par), c->par.pp, c->par.dp, c->par.vpp, c->micro_batch_size,
-             c->par.microbatches);
+    int n = snprintf(buf, size, "tp%d cp%d pp%d dp%d vpp%d K%d M%d", c->par.tp,
+                     loom_parallel_cp(&c->par), c->par.pp, c->par.dp, c->par.vpp,
+                     c->micro_batch_size, c->par.microbatches);
+    if (c->module >= 0 && n > 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, " +%.12s tp%d pp%d dp%d %s",
+                 t->module_names[c->module], c->module_tp, c->module_pp, c->module_dp,
+                 c->module_placement == LOOM_LAYOUT_DISJOINT ? "disj" : "colo");
 }
 
 void loom_tune_write_table(const loom_tune_search *t, const loom_tune_walk *w, FILE *out)
 {
-    char lay[96];
-    fprintf(out, "%-4s %-36s %-18s %12s %7s %18s\n", "rank", "layout", "manifest", "iter_ms",
+    char lay[128];
+    int with_modules = 0;
+    for (int32_t i = 0; i < w->n_ranked; i++)
+        with_modules |= t->configs[w->ranked[i]].module >= 0;
+    int width = with_modules ? 64 : 36;
+    fprintf(out, "%-4s %-*s %-18s %12s %7s %18s\n", "rank", width, "layout", "manifest", "iter_ms",
             "mfu", "peak/cap GiB");
     for (int32_t i = 0; i < w->n_ranked; i++) {
         const loom_tune_config *c = &t->configs[w->ranked[i]];
@@ -236,8 +246,8 @@ void loom_tune_write_table(const loom_tune_search *t, const loom_tune_walk *w, F
             peak = r->peak_mem_bytes[q] > peak ? r->peak_mem_bytes[q] : peak;
         char mfu[16];
         snprintf(mfu, sizeof mfu, r->mfu < 0 ? "n/a" : "%.3f", r->mfu);
-        layout_text(c, lay, sizeof lay);
-        fprintf(out, "%-4d %-36s %-18.18s %12.3f %7s %8.2f/%-9.2f\n", i + 1, lay,
+        layout_text(t, c, lay, sizeof lay);
+        fprintf(out, "%-4d %-*s %-18.18s %12.3f %7s %8.2f/%-9.2f\n", i + 1, width, lay,
                 t->manifest_names[c->manifest], r->makespan_ms, mfu, peak / GIB,
                 r->memory_cap_bytes / GIB);
     }
@@ -245,8 +255,8 @@ void loom_tune_write_table(const loom_tune_search *t, const loom_tune_walk *w, F
         fprintf(out, "infeasible (%d):\n", w->n_infeasible);
     for (int32_t i = 0; i < w->n_infeasible && i < LOOM_TUNE_TABLE_INFEASIBLE; i++) {
         const loom_tune_config *c = &t->configs[w->infeasible[i]];
-        layout_text(c, lay, sizeof lay);
-        fprintf(out, "  %-36s %-18.18s %s\n", lay, t->manifest_names[c->manifest],
+        layout_text(t, c, lay, sizeof lay);
+        fprintf(out, "  %-*s %-18.18s %s\n", width, lay, t->manifest_names[c->manifest],
                 c->simulated && c->result.reason ? c->result.reason : c->static_reason);
     }
     if (w->n_infeasible > LOOM_TUNE_TABLE_INFEASIBLE)

@@ -32,6 +32,8 @@ char *loom_tune_identity(const loom_tune_search *t)
     cJSON_AddNumberToObject(o, "top", t->top);
     cJSON_AddBoolToObject(o, "no_prune", t->no_prune);
     cJSON_AddBoolToObject(o, "tp_across_nodes", t->tp_across_nodes);
+    cJSON_AddBoolToObject(o, "single_layouts", t->single_layouts);
+    add_strings(o, "modules", (const char *const *)t->module_names, t->n_module_names);
     add_strings(o, "manifests", t->manifests, t->n_manifests);
     add_strings(o, "manifest_names", (const char *const *)t->manifest_names, t->n_manifests);
     cJSON_AddNumberToObject(o, "considered", t->n_space);
@@ -77,6 +79,9 @@ static void shard_config(const loom_tune_config *c, FILE *out)
     fprintf(out, "{\"index\": %d, \"manifest\": %d, \"layout\": [%d, %d, %d, %d, %d, %d, %d]",
             c->index, c->manifest, p->tp, loom_parallel_cp(p), p->pp, p->dp, p->vpp,
             p->microbatches, c->micro_batch_size);
+    if (c->module >= 0)
+        fprintf(out, ", \"module\": [%d, %d, %d, %d, %d]", c->module, c->module_tp,
+                c->module_pp, c->module_dp, c->module_placement);
     exact(out, "lower_bound_ms", c->lower_bound_ms);
     exact(out, "param_rank_bytes", c->param_rank_bytes);
     exact(out, "state_rank_bytes", c->state_rank_bytes);
@@ -166,6 +171,23 @@ static int read_config(const cJSON *j, loom_tune_config *c, int32_t n_manifests)
         v[i] = (int32_t)cJSON_GetArrayItem(lay, i)->valuedouble;
     c->par = (loom_parallel){v[0], v[2], v[3], v[4], v[5], v[1]};
     c->micro_batch_size = v[6];
+    c->module = -1;
+    const cJSON *mod = cJSON_GetObjectItemCaseSensitive(j, "module");
+    if (mod) {
+        if (cJSON_GetArraySize(mod) != 5)
+            return -1;
+        int32_t u[5];
+        for (int i = 0; i < 5; i++)
+            u[i] = (int32_t)cJSON_GetArrayItem(mod, i)->valuedouble;
+        if (u[0] < 0 || u[0] >= 64 || u[1] < 1 || u[2] < 1 || u[3] < 1 ||
+            (u[4] != LOOM_LAYOUT_COLOCATED && u[4] != LOOM_LAYOUT_DISJOINT))
+            return -1;
+        c->module = u[0];
+        c->module_tp = u[1];
+        c->module_pp = u[2];
+        c->module_dp = u[3];
+        c->module_placement = u[4];
+    }
     c->index = (int32_t)num(j, "index", -1);
     c->manifest = (int32_t)num(j, "manifest", -1);
     c->lower_bound_ms = num(j, "lower_bound_ms", 0);
@@ -196,6 +218,14 @@ static int adopt_identity(const cJSON *id, loom_tune_search *t)
             return -1;
         t->manifest_names[t->n_manifests++] = strdup(e->valuestring);
     }
+    const cJSON *mods = cJSON_GetObjectItemCaseSensitive(id, "modules");
+    cJSON_ArrayForEach(e, mods)
+    {
+        if (t->n_module_names >= 64 || !cJSON_IsString(e))
+            return -1;
+        if (!(t->module_names[t->n_module_names++] = strdup(e->valuestring)))
+            return -1;
+    }
     return t->model && t->cluster && t->n_manifests > 0 ? 0 : -1;
 }
 
@@ -210,7 +240,8 @@ static int read_configs(const char *file, const cJSON *arr, loom_tune_search *t,
             return loom_set_error(err, LOOM_EINVAL, "%s: more configurations than the search "
                                   "considered (%d)", file, total);
         loom_tune_config *c = &t->configs[t->n_configs++];
-        if (read_config(e, c, t->n_manifests) != 0 || c->index < 0 || c->index >= total)
+        if (read_config(e, c, t->n_manifests) != 0 || c->index < 0 || c->index >= total ||
+            c->module >= t->n_module_names)
             return loom_set_error(err, LOOM_EINVAL, "%s: configs[%d]: malformed", file,
                                   t->n_configs - 1);
     }

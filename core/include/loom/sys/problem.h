@@ -101,7 +101,8 @@ LOOM_EXPORT int32_t loom_layout_spec_count(const loom_layout_spec *s);
 LOOM_EXPORT void loom_layout_spec_free(loom_layout_spec *s);
 
 /* Applies a --parallel value over *inout: key=value pairs as
- * loom_parallel_parse, or a path ending in ".json" to a parallel object
+ * loom_parallel_parse, a path ending in ".json" to a parallel object, or
+ * the object itself written inline ("{...}", named "--parallel" in messages)
  * (tp, pp, dp, vpp, microbatches, cp, and optionally modules and gpus).
  * *layouts gets the file's per-module layouts (NULL when it lists none,
  * or for key=value pairs); the caller frees it. */

@@ -231,6 +231,14 @@ typedef struct loom_layout_floor {
     double param_bytes; /* every layer's weights and embeddings, per GPU
                          * of a TP group, summed over all layers */
     double state_bytes; /* their gradients and optimizer states */
+    /* Per GPU set (the top-level layout's pp ranks, each disjoint module's
+     * positions; a colocated module counts in the set it shares), with
+     * every module priced at its own layout: the largest work per rank of
+     * a set, and the static bytes per rank of the set with the most (its
+     * mean over the set's ranks). A single layout has one set:
+     * work_ms / pp and param_bytes / pp, state_bytes / pp. */
+    double set_work_ms;
+    double set_param_bytes, set_state_bytes;
     int32_t n_layers;   /* layers of every module, in module order */
     double *layer_work_ms; /* per layer: its part of work_ms */
     double *layer_head_ms; /* per layer: forward at the smallest microbatch */
