@@ -4,7 +4,9 @@
  * exactly what simulating every configuration (--no-prune) ranks, prunes
  * something, and no simulation comes in under its bound; and the report's
  * shape (ordering, the batch identity of every layout, reasons in GiB,
- * the counts). `loom tune`'s command line is test_tune_cli.c. */
+ * the counts), per-module layouts among them (an encoder colocated at a
+ * narrower TP, or disjoint on GPUs of its own with hetero-search).
+ * `loom tune`'s command line is test_tune_cli.c. */
 #define _DEFAULT_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +123,82 @@ START_TEST(report_shape)
 }
 END_TEST
 
+/* The number of ranked and infeasible entries of a report whose layout
+ * lists module "vit" with the given placement. */
+static int with_module(const cJSON *doc, const char *placement)
+{
+    int n = 0;
+    const char *lists[] = {"ranked", "infeasible"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *e;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, lists[i]))
+        {
+            const cJSON *lay = cJSON_GetObjectItemCaseSensitive(e, "layout");
+            const cJSON *vit = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(lay, "modules"), "vit");
+            const cJSON *pl = cJSON_GetObjectItemCaseSensitive(vit, "placement");
+            n += cJSON_IsString(pl) && !strcmp(pl->valuestring, placement);
+        }
+    }
+    return n;
+}
+
+START_TEST(per_module_pruning_is_exact)
+{
+    /* colocated encoders (megatron-tuned) and disjoint ones (hetero): the
+     * per-set bounds prune, and the pruned ranking is still the full one */
+    int pruned = same_ranking(TINY " --gpus 8 --global-batch 16 --top 3 " TUNED);
+    pruned += same_ranking(TINY " --gpus 8 --global-batch 16 --micro-batch-size 1 --top 3 "
+                           "--manifest " MANIFESTS "hetero.json");
+    ck_assert_msg(pruned > 0, "no configuration was pruned: the test checks nothing");
+}
+END_TEST
+
+START_TEST(per_module_layouts_in_the_report)
+{
+    char *out = loom_test_cli_expect(0, "tune " TINY " --gpus 8 --global-batch 16 "
+                                     "--micro-batch-size 1 --top 100000 --quiet --json "
+                                     "--manifest " MANIFESTS "hetero.json");
+    cJSON *doc = cJSON_Parse(out);
+    ck_assert_ptr_nonnull(doc);
+    ck_assert_int_gt(with_module(doc, "colocated"), 0);
+    ck_assert_int_gt(with_module(doc, "disjoint"), 0);
+    /* every layout's GPUs add up: the top-level set plus a disjoint vit's */
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "ranked"))
+    {
+        const cJSON *lay = cJSON_GetObjectItemCaseSensitive(e, "layout");
+        const char *deg[] = {"tp", "cp", "pp", "dp"};
+        int top = 1, own = 1;
+        const cJSON *vit = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(lay, "modules"), "vit");
+        for (int i = 0; i < 4; i++) {
+            top *= cJSON_GetObjectItemCaseSensitive(lay, deg[i])->valueint;
+            if (vit)
+                own *= cJSON_GetObjectItemCaseSensitive(vit, deg[i])->valueint;
+        }
+        int disjoint = vit && !strcmp(cJSON_GetObjectItemCaseSensitive(vit, "placement")
+                                          ->valuestring, "disjoint");
+        ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(lay, "gpus")->valueint, 8);
+        ck_assert_int_eq(top + (disjoint ? own : 0), 8);
+        if (vit && !disjoint) /* a colocated vit fills the top-level GPUs */
+            ck_assert_int_eq(own, 8);
+        if (vit)
+            ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(vit, "gpus")->valueint, own);
+    }
+    cJSON_Delete(doc);
+    free(out);
+    /* --single-layouts: one layout for the whole model */
+    out = loom_test_cli_expect(0, "tune " TINY " --gpus 8 --global-batch 16 --top 100000 "
+                               "--quiet --json --single-layouts " TUNED);
+    doc = cJSON_Parse(out);
+    ck_assert_ptr_nonnull(doc);
+    ck_assert_int_eq(with_module(doc, "colocated") + with_module(doc, "disjoint"), 0);
+    cJSON_Delete(doc);
+    free(out);
+}
+END_TEST
+
 /* The suite. */
 static Suite *suite(void)
 {
@@ -129,6 +207,8 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, pruning_is_exact);
     tcase_add_test(tc, report_shape);
+    tcase_add_test(tc, per_module_pruning_is_exact);
+    tcase_add_test(tc, per_module_layouts_in_the_report);
     suite_add_tcase(s, tc);
     return s;
 }

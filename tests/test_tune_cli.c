@@ -4,8 +4,10 @@
  * reason (GPU count, global batch, a model that fits nothing, missing or
  * contradictory options); --out writes the winner's plan and `loom plan`
  * of the winner's layout predicts the same time; the batch identity of
- * `loom plan` and its memory hint. Run as subprocesses of this build's
- * `loom`. */
+ * `loom plan` and its memory hint; a per-module configuration plans with
+ * `loom plan --parallel '{...}'` to the time tune ranked it at, and
+ * `loom plan --json` reports per-module layouts. Run as subprocesses of
+ * this build's `loom`. */
 #define _DEFAULT_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,6 +147,93 @@ START_TEST(out_writes_the_winner)
 }
 END_TEST
 
+/* The layout object's degree `key`. */
+static int deg(const cJSON *lay, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(lay, key)->valueint;
+}
+
+START_TEST(per_module_configurations_plan_the_same)
+{
+    char *out = loom_test_cli_expect(0, "tune " TINY " --gpus 8 --global-batch 16 --top 3 "
+                                     "--quiet --json " TUNED);
+    cJSON *doc = cJSON_Parse(out), *e, *pick = NULL;
+    ck_assert_ptr_nonnull(doc);
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "ranked"))
+        if (!pick && cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "layout"),
+                                                      "modules"))
+            pick = e;
+    ck_assert_msg(pick != NULL, "no per-module layout in the top 3:\n%s", out);
+    cJSON *lay = cJSON_GetObjectItemCaseSensitive(pick, "layout");
+    cJSON *vit = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(lay, "modules"),
+                                                  "vit");
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(vit, "placement")->valuestring, "colocated");
+    char par[512];
+    snprintf(par, sizeof par, "{\"tp\": %d, \"cp\": %d, \"pp\": %d, \"dp\": %d, \"vpp\": %d, "
+             "\"microbatches\": %d, \"modules\": {\"vit\": {\"tp\": %d}}}", deg(lay, "tp"),
+             deg(lay, "cp"), deg(lay, "pp"), deg(lay, "dp"), deg(lay, "vpp"),
+             deg(lay, "microbatches"), deg(vit, "tp"));
+    char *plan = loom_test_cli_expect(0, "plan " TINY " --parallel '%s' --global-batch 16 "
+                                      "--micro-batch-size %d --iterations 1 --evaluations 200 "
+                                      "--quiet --json " TUNED
+                                      " --param 'partitioner[0].vpp_sweep=false' "
+                                      "--param 'partitioner[1].vpp_sweep=false'",
+                                      par, deg(lay, "micro_batch_size"));
+    cJSON *pdoc = cJSON_Parse(plan);
+    ck_assert_ptr_nonnull(pdoc);
+    char *want = cJSON_PrintUnformatted(lay);
+    char *got = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(pdoc, "layout"));
+    ck_assert_str_eq(got, want);
+    ck_assert_double_eq_tol(cJSON_GetObjectItemCaseSensitive(pdoc, "makespan_ms")->valuedouble,
+                            cJSON_GetObjectItemCaseSensitive(pick, "makespan_ms")->valuedouble,
+                            1e-6);
+    free(got);
+    free(want);
+    cJSON_Delete(pdoc);
+    cJSON_Delete(doc);
+    free(plan);
+    free(out);
+}
+END_TEST
+
+START_TEST(plan_json_reports_module_layouts)
+{
+    /* a disjoint vit: 16 top-level GPUs and 4 of its own */
+    char *out = loom_test_cli_expect(0, "plan --model vlm-s --parallel " LOOM_TEST_SOURCE_DIR
+                                     "/examples/parallel/vlm-s-vit-disjoint.json --manifest "
+                                     MANIFESTS "hetero.json --param partitioner.mode=given "
+                                     "--quiet --json");
+    cJSON *doc = cJSON_Parse(out);
+    ck_assert_ptr_nonnull(doc);
+    cJSON *lay = cJSON_GetObjectItemCaseSensitive(doc, "layout");
+    ck_assert_int_eq(deg(lay, "gpus"), 20);
+    ck_assert_int_eq(deg(lay, "tp") * deg(lay, "pp") * deg(lay, "dp"), 16);
+    cJSON *mods = cJSON_GetObjectItemCaseSensitive(lay, "modules");
+    ck_assert_int_eq(cJSON_GetArraySize(mods), 1); /* the llm keeps the top-level layout */
+    cJSON *vit = cJSON_GetObjectItemCaseSensitive(mods, "vit");
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(vit, "placement")->valuestring, "disjoint");
+    ck_assert_int_eq(deg(vit, "tp"), 1);
+    ck_assert_int_eq(deg(vit, "pp"), 2);
+    ck_assert_int_eq(deg(vit, "dp"), 2);
+    ck_assert_int_eq(deg(vit, "gpus"), 4);
+    cJSON_Delete(doc);
+    free(out);
+    /* a single layout has no "modules" */
+    out = loom_test_cli_expect(0, "plan --model vlm-s --quiet --json");
+    ck_assert_ptr_null(strstr(out, "\"modules\""));
+    free(out);
+    /* the parallel object inline: errors name --parallel and the path */
+    out = loom_test_cli_expect(2, "plan --model vlm-s --parallel '{\"tp\": 4, \"pp\": 4, "
+                               "\"modules\": {\"vit\": {\"tp\": 3}}}' --quiet");
+    loom_test_has(out, "--parallel: modules.vit.tp: expected a divisor of every layer's "
+                       "attention heads, found 3");
+    free(out);
+    out = loom_test_cli_expect(2, "plan --model vlm-s --parallel '{\"tp\": 4,' --quiet");
+    loom_test_has(out, "--parallel:");
+    free(out);
+}
+END_TEST
+
 START_TEST(plan_batch_identity)
 {
     char *out = loom_test_cli_expect(2, "plan --model vlm-s --parallel tp=2,pp=4,dp=8,mb=16 --global-batch 512 "
@@ -192,6 +281,8 @@ static Suite *suite(void)
     tcase_add_test(tc, out_writes_the_winner);
     tcase_add_test(tc, plan_batch_identity);
     tcase_add_test(tc, plan_memory_hint);
+    tcase_add_test(tc, per_module_configurations_plan_the_same);
+    tcase_add_test(tc, plan_json_reports_module_layouts);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -71,6 +71,9 @@ typedef struct loom_tune_search {
     int single_layouts;    /* --single-layouts: no per-module layouts */
     int32_t n_module_names;
     char *module_names[64]; /* the model's modules, for the layout objects */
+    int32_t listed_module;  /* the module a layout-laying manifest's single
+                             * layouts list (the backbone, at the top-level
+                             * layout) */
     loom_session_args base; /* shared options (iterations, params, ...) */
     loom_tune_config *configs;
     int32_t n_configs;

@@ -280,10 +280,12 @@ int loom_tune_simulate(const loom_tune_search *t, loom_tune_config *c, loom_erro
     loom_session s;
     int failed = LOOM_OK;
     rc = loom_session_open(&s, &a, err);
-    if (rc != LOOM_OK)
+    if (rc != LOOM_OK) { /* the layout itself is refused: a reason, not an error */
         failed = rc;
-    else
+        rc = rc == LOOM_ENOMEM || rc == LOOM_EINTERRUPTED ? rc : LOOM_OK;
+    } else {
         rc = plan_all(&s, r, &failed, err);
+    }
     loom_session_close(&s);
     if (rc != LOOM_OK)
         return rc;

@@ -17,7 +17,7 @@ int64_t loom_tune_config_gpus(const loom_tune_config *c)
 }
 
 /* The listed module of c and its degrees: its own layout, or (for a
- * manifest that lays out per-module layouts) the first module at the
+ * manifest that lays out per-module layouts) the backbone at the
  * top-level layout, so that every configuration it plans lists one. -1
  * when c is one layout for a manifest that needs none. */
 static int32_t listed_module(const loom_tune_search *t, const loom_tune_config *c,
@@ -36,7 +36,7 @@ static int32_t listed_module(const loom_tune_search *t, const loom_tune_config *
     deg[0] = c->par.tp;
     deg[1] = c->par.pp;
     deg[2] = c->par.dp;
-    return 0;
+    return t->listed_module;
 }
 
 int loom_tune_parallel_text(const loom_tune_search *t, const loom_tune_config *c, char *buf,

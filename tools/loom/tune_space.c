@@ -128,7 +128,7 @@ static int add_variants(loom_tune_search *t, int32_t *cap, const loom_model *mod
     if (add_layout(t, cap, p, K, &one) != 0)
         return -1;
     for (int32_t e = 0; !t->single_layouts && e < model->n_modules; e++) {
-        if (model->modules[e].kind == LOOM_MODULE_BACKBONE)
+        if (model->modules[e].kind == LOOM_MODULE_BACKBONE || p->pp > model->modules[e].n_layers)
             continue;
         for (int32_t tp = p->tp / 2; tp >= 1; tp /= 2) {
             int32_t copies = p->tp / tp;
@@ -285,7 +285,11 @@ int loom_tune_space(loom_tune_search *t, const loom_model *model, const loom_clu
     int32_t tpmax = t->tp_across_nodes ? (int32_t)(t->gpus < 65536 ? t->gpus : 65536) : gpn;
     int32_t cap = 0;
     t->gpus_per_node = gpn;
+    t->listed_module = 0;
     for (int32_t m = 0; m < model->n_modules && m < 64; m++) {
+        if (model->modules[m].kind == LOOM_MODULE_BACKBONE && t->listed_module == 0 &&
+            model->modules[0].kind != LOOM_MODULE_BACKBONE)
+            t->listed_module = m;
         t->module_names[m] = strdup(model->modules[m].name);
         if (!t->module_names[m])
             return loom_set_error(err, LOOM_ENOMEM, "out of memory");
