@@ -218,6 +218,31 @@ START_TEST(plan_json_reports_module_layouts)
     ck_assert_int_eq(deg(vit, "gpus"), 4);
     cJSON_Delete(doc);
     free(out);
+    /* MFU counts the GPUs a replica holds: a disjoint vit serving both
+     * replicas counts half its GPUs, so model FLOPs = mfu x time x GPUs
+     * come out the same as a single layout's on the same replica */
+    char *a = loom_test_cli_expect(0, "plan --model vlm-s --global-batch 64 --micro-batch-size 1 "
+                                   "--iterations 1 --evaluations 200 --quiet --json --parallel "
+                                   "'{\"tp\": 1, \"cp\": 2, \"pp\": 3, \"dp\": 2, "
+                                   "\"microbatches\": 32, \"modules\": {\"vit\": {\"tp\": 4, "
+                                   "\"pp\": 1, \"dp\": 1, \"cp\": 1, \"placement\": "
+                                   "\"disjoint\"}}}' --manifest " MANIFESTS "hetero.json "
+                                   "--param partitioner.mode=given");
+    char *b = loom_test_cli_expect(0, "plan --model vlm-s --global-batch 64 --micro-batch-size 1 "
+                                   "--iterations 1 --quiet --json --parallel "
+                                   "tp=1,cp=2,pp=4,dp=2,mb=32");
+    double flops[2];
+    char *texts[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        cJSON *d = cJSON_Parse(texts[i]);
+        ck_assert_ptr_nonnull(d);
+        flops[i] = cJSON_GetObjectItemCaseSensitive(d, "mfu")->valuedouble *
+                   cJSON_GetObjectItemCaseSensitive(d, "makespan_ms")->valuedouble * 16;
+        cJSON_Delete(d);
+    }
+    ck_assert_double_eq_tol(flops[0] / flops[1], 1.0, 1e-5);
+    free(a);
+    free(b);
     /* a single layout has no "modules" */
     out = loom_test_cli_expect(0, "plan --model vlm-s --quiet --json");
     ck_assert_ptr_null(strstr(out, "\"modules\""));

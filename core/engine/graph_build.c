@@ -310,6 +310,46 @@ static int64_t rank_width(const build *b, int32_t r)
     return next - b->gpu0[r];
 }
 
+/* The GPUs one pipeline replica holds: every rank's group, except that a
+ * disjoint module's set serves all dp replicas of the top-level layout, so
+ * a replica holds 1/dp of its tp x cp x pp x dp GPUs (whatever the ranks
+ * the simulated replica gives it). MFU divides by these. */
+static double replica_gpus(const build *b)
+{
+    const loom_problem *pb = b->problem;
+    const loom_partition *pt = b->part;
+    if (!has_layouts(pb, pt))
+        return (double)b->gpus;
+    int32_t dp = pb->parallel.dp > 0 ? pb->parallel.dp : 1;
+    for (int32_t m = 0; m < pb->model->n_modules; m++) {
+        const loom_module_layout *l = layout_of(pb, pt, m);
+        if (l && l->placement == LOOM_LAYOUT_TOP && l->dp > 0) { /* a partitioner's choice */
+            dp = l->dp;
+            break;
+        }
+    }
+    double gpus = 0;
+    int32_t *set_of_rank = malloc((size_t)pt->n_ranks * sizeof *set_of_rank);
+    if (!set_of_rank)
+        return (double)b->gpus;
+    for (int32_t r = 0; r < pt->n_ranks; r++)
+        set_of_rank[r] = -1;
+    for (int32_t i = 0; i < pt->n_positions; i++)
+        if (pt->positions[i].n_spans > 0)
+            set_of_rank[pt->positions[i].rank] =
+                owner_set(pb, pt, pt->spans[pt->positions[i].span_off].module);
+    for (int32_t r = 0; r < pt->n_ranks; r++)
+        if (set_of_rank[r] < 0)
+            gpus += (double)rank_width(b, r);
+    free(set_of_rank);
+    for (int32_t m = 0; m < pb->model->n_modules; m++) {
+        const loom_module_layout *l = layout_of(pb, pt, m);
+        if (l && l->placement == LOOM_LAYOUT_DISJOINT)
+            gpus += (double)l->tp * l->cp * l->pp * l->dp / dp;
+    }
+    return gpus > 0 ? gpus : (double)b->gpus;
+}
+
 /* Lays the ranks' TP x CP groups out on consecutive GPUs: rank r's TP
  * degree is the largest of the spans it runs (the partition's or the
  * problem's when it runs none), times the problem's cp; fills b->gpu0 and
@@ -967,8 +1007,8 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
     g->memory_cap_bytes = problem->memory_cap_bytes > 0 ? problem->memory_cap_bytes
                           : problem->cluster ? (double)problem->cluster->hbm_bytes
                                              : 0;
-    if (problem->cluster) /* mean over ranks: each rank has its TP group's GPUs */
-        g->peak_flops_per_rank = problem->cluster->peak_flops * (double)b.gpus / part->n_ranks;
+    if (problem->cluster) /* mean over ranks of the GPUs one replica holds */
+        g->peak_flops_per_rank = problem->cluster->peak_flops * replica_gpus(&b) / part->n_ranks;
     loom_graph_apply_policies(g);
     *out = g;
 done:
