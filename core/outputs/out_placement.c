@@ -6,7 +6,8 @@
  * "v" for ScheduleZBVZeroBubble and ScheduleDualPipeV (two stages per
  * rank: rank r holds stages r and 2P-1-r), "loop" for every other class
  * (rank r holds stages r, r+P, r+2P, ...). A plan fits a style when its
- * PyTorch stage-to-rank map is exactly that one. */
+ * PyTorch stage-to-rank map is exactly that one, and one torchtitan mesh
+ * runs every module (no module has a layout of its own). */
 #include <string.h>
 #include "output.h"
 
@@ -30,11 +31,37 @@ static int fits_v(const loom_out_torch *t, int32_t P)
     return 1;
 }
 
-void loom_out_placement_find(const loom_out_torch *t, int32_t n_ranks, int split,
+/* 1 when one torchtitan mesh runs every module (no module has a layout
+ * of its own); else 0 with `reason`. */
+int loom_out_one_mesh(const loom_plan *plan, char *reason)
+{
+    const loom_model *model = plan->problem ? plan->problem->model : NULL;
+    if (!model)
+        return 1;
+    for (int32_t i = 0; i < model->n_modules; i++) {
+        const loom_module_layout *l = loom_out_layout(plan, i);
+        if (l && l->placement != LOOM_LAYOUT_TOP) {
+            snprintf(reason, LOOM_OUT_REASON_MAX,
+                     "module %s has a layout of its own (tp %d, pp %d, dp %d): torchtitan "
+                     "runs every module on one mesh", model->modules[i].name, l->tp, l->pp,
+                     l->dp);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+void loom_out_placement_find(const loom_plan *plan, const loom_out_torch *t,
                              loom_out_placement *pl)
 {
     memset(pl, 0, sizeof *pl);
-    int32_t P = n_ranks, n = t->n_stages;
+    int32_t P = plan->graph->n_ranks, n = t->n_stages;
+    int split = loom_out_split_backward(plan->graph);
+    char why[LOOM_OUT_REASON_MAX];
+    if (!loom_out_one_mesh(plan, why)) {
+        snprintf(pl->reason, sizeof pl->reason, "no torchtitan style fits: %.900s", why);
+        return;
+    }
     if (!t->ok) {
         snprintf(pl->reason, sizeof pl->reason,
                  "no torchtitan style fits: the plan is not one PyTorch pipeline (%.900s)",

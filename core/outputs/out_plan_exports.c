@@ -75,15 +75,13 @@ int loom_out_split_backward(const loom_stage_graph *g)
 /* "schedule_csv" and "placement". */
 static void write_torch(const loom_plan *plan, const loom_out_torch *t, FILE *out)
 {
-    const loom_stage_graph *g = plan->graph;
-    int split = loom_out_split_backward(g);
     fprintf(out, "  \"schedule_csv\": {\"written\": %s, \"stages\": %d, \"microbatches\": %d, "
                  "\"reason\": ",
             t->ok ? "true" : "false", t->n_stages, t->microbatches);
     string_or_null(out, t->ok ? NULL : t->reason);
     fputs("},\n", out);
     loom_out_placement pl;
-    loom_out_placement_find(t, g->n_ranks, split, &pl);
+    loom_out_placement_find(plan, t, &pl);
     fputs("  \"placement\": {\"style\": ", out);
     string_or_null(out, pl.style);
     fputs(", \"reason\": ", out);
@@ -138,7 +136,7 @@ int loom_out_exports_find(const loom_plan *plan, const char *what, loom_out_expo
         return loom_error_prefix(err, rc, what);
     x->csv_ok = t.ok;
     x->microbatches = t.microbatches;
-    loom_out_placement_find(&t, plan->graph->n_ranks, loom_out_split_backward(plan->graph), &x->placement);
+    loom_out_placement_find(plan, &t, &x->placement);
     loom_out_torch_free(&t);
     char reason[LOOM_OUT_REASON_MAX];
     int oom = 0;

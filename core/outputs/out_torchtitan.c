@@ -72,24 +72,6 @@ static int split_fits(const loom_plan *plan, const loom_out_torch *t, char *reas
     return 1;
 }
 
-/* 1 when one torchtitan mesh runs every module (no module has a layout
- * of its own); else 0 with `reason`. */
-static int one_layout(const loom_plan *plan, char *reason)
-{
-    const loom_model *model = plan->problem->model;
-    for (int32_t i = 0; i < model->n_modules; i++) {
-        const loom_module_layout *l = loom_out_layout(plan, i);
-        if (l && l->placement != LOOM_LAYOUT_TOP) {
-            snprintf(reason, LOOM_OUT_REASON_MAX,
-                     "module %s has a layout of its own (tp %d, pp %d, dp %d): torchtitan "
-                     "runs every module on one mesh", model->modules[i].name, l->tp, l->pp,
-                     l->dp);
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* Decides whether torchtitan can build the plan; on success fills *pl
  * (t must be built). */
 static void decide(const loom_plan *plan, const loom_out_torch *t, loom_out_placement *pl,
@@ -102,7 +84,7 @@ static void decide(const loom_plan *plan, const loom_out_torch *t, loom_out_plac
                  "a stage-times problem has no model modules to name");
         return;
     }
-    if (!one_layout(plan, reason) || text_module(model, reason) < 0)
+    if (!loom_out_one_mesh(plan, reason) || text_module(model, reason) < 0)
         return;
     if (plan->graph->n_ranks < 2) {
         snprintf(reason, LOOM_OUT_REASON_MAX,
@@ -110,7 +92,7 @@ static void decide(const loom_plan *plan, const loom_out_torch *t, loom_out_plac
                  "pipeline_parallel_degree > 1", TORCHTITAN_RELEASE);
         return;
     }
-    loom_out_placement_find(t, plan->graph->n_ranks, loom_out_split_backward(plan->graph), pl);
+    loom_out_placement_find(plan, t, pl);
     if (!pl->style) {
         snprintf(reason, LOOM_OUT_REASON_MAX, "%s", pl->reason);
         return;

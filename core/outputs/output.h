@@ -100,10 +100,14 @@ typedef struct loom_out_placement {
 /* 1 when the plan splits backward into I and W stages. */
 int loom_out_split_backward(const loom_stage_graph *g);
 
-/* Finds the style of t's map on `n_ranks` ranks; `split` is 1 when the
- * plan splits backward into I and W. */
-void loom_out_placement_find(const loom_out_torch *t, int32_t n_ranks, int split,
+/* Finds the style of the plan's PyTorch stage map t (built from plan);
+ * none, with the reason, when a module has a layout of its own. */
+void loom_out_placement_find(const loom_plan *plan, const loom_out_torch *t,
                              loom_out_placement *pl);
+
+/* 1 when one torchtitan mesh runs every module of the plan (no module has
+ * a layout of its own); else 0 with `reason` (LOOM_OUT_REASON_MAX). */
+int loom_out_one_mesh(const loom_plan *plan, char *reason);
 
 /* ---- Megatron-LM layout (out_megatron.c) ---------------------------------- */
 
