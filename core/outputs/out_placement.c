@@ -11,6 +11,14 @@
 #include <string.h>
 #include "output.h"
 
+int loom_out_split_backward(const loom_stage_graph *g)
+{
+    for (int32_t s = 0; s < g->n_stages; s++)
+        if (g->kind[s] == LOOM_STAGE_I)
+            return 1;
+    return 0;
+}
+
 /* 1 when stage g sits on rank g mod P for every g. */
 static int fits_loop(const loom_out_torch *t, int32_t P)
 {

@@ -64,14 +64,6 @@ static void write_torchtitan(const loom_plan *plan, const loom_out_torch *t,
             K, (long long)t->microbatches * K);
 }
 
-int loom_out_split_backward(const loom_stage_graph *g)
-{
-    for (int32_t s = 0; s < g->n_stages; s++)
-        if (g->kind[s] == LOOM_STAGE_I)
-            return 1;
-    return 0;
-}
-
 /* "schedule_csv" and "placement". */
 static void write_torch(const loom_plan *plan, const loom_out_torch *t, FILE *out)
 {
