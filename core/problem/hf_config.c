@@ -1,159 +1,443 @@
-/* hf_config.c - a model from a Hugging Face `config.json`: decoder-only
- * language models (Llama, Mistral, Qwen2; Mixtral-style MoE as a dense
- * model of its active experts), vision-language models with a vision tower
- * (LLaVA, Qwen2-VL), and CLIP / SigLIP vision encoders. The rules and
- * their limits are in docs/formats.md ("Hugging Face config.json"). */
+/* hf_config.c - a model from a Hugging Face `config.json` as published:
+ * decoder-only language models (Llama, Mistral, Qwen2, InternLM2; Mixtral
+ * and Qwen2-MoE as dense models of the experts a token runs through),
+ * vision-language models (LLaVA, Qwen2-VL, Qwen2.5-VL, InternVL) and CLIP /
+ * SigLIP vision encoders. A field the file leaves out takes its config
+ * class's default (hf_defaults.c), as transformers' AutoConfig does. The
+ * rules and their limits are in docs/formats.md ("Hugging Face
+ * config.json"). */
 #include <stdio.h>
 #include <string.h>
+#include "hf_defaults.h"
 #include "problem_io_priv.h"
 
-/* The model_type values understood, for messages. */
-#define LOOM_HF_SUPPORTED                                                      \
-    "llama, mistral, qwen2, mixtral, llava, qwen2_vl, clip, clip_vision_model, " \
-    "siglip, siglip_vision_model"
+/* Qwen-VL and InternVL size images dynamically; this many pixels a side is
+ * assumed (one InternVL tile). */
+#define LOOM_HF_IMAGE_PX 448
 
-/* Qwen2-VL sizes images dynamically; this many pixels a side is assumed. */
-#define LOOM_HF_QWEN2VL_IMAGE_PX 448
+/* What a config becomes: an optional vision tower feeding an optional
+ * language model. */
+typedef struct hf_model {
+    int has_vision, has_text, vision_backbone;
+    loom_layer_group vision, text;
+    int64_t tokens, patches; /* per image: to the LM, inside the tower */
+    int64_t vocab;
+} hf_model;
 
-/* Reads an integer member of obj (at JSON path `path`) in 1..max. */
-static int get_int(const char *file, const cJSON *obj, const char *path, const char *key,
-                   int required, int64_t max, int64_t *out, loom_error *err)
+/* An empty object: a sub-config that is absent takes every default. */
+static const cJSON EMPTY = {.type = cJSON_Object};
+
+/* "path.key", or "key" at the root. */
+static const char *sep(const char *path)
 {
-    return loom_json_get_int(file, obj, path, key, required, 1, max, out, err);
+    return *path ? "." : "";
 }
 
-/* The text stack of a decoder-only language model config at `path`:
- * hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
- * num_key_value_heads (default: heads), vocab_size; for MoE configs
- * (num_local_experts) the FFN of num_experts_per_tok experts. */
-static int text_layers(const char *file, const cJSON *cfg, const char *path,
-                       loom_layer_group *g, int64_t *vocab, loom_error *err)
+/* An integer member of obj in [1, max]; `dflt` when absent. */
+static int opt_int(const char *file, const cJSON *obj, const char *path, const char *key,
+                   int64_t max, int64_t dflt, int64_t *out, loom_error *err)
 {
-    int64_t hidden = 0, ffn = 0, layers = 0, heads = 0, kv = 0, experts = 0, top_k = 1;
-    int rc = get_int(file, cfg, path, "hidden_size", 1, 1 << 20, &hidden, err);
+    *out = dflt;
+    return loom_json_get_int(file, obj, path, key, 0, 1, max, out, err);
+}
+
+/* A sub-config object (`key` of root); *out NULL when absent or null (the
+ * class then builds its default sub-config). */
+static int sub_config(const char *file, const cJSON *root, const char *key, const cJSON **out,
+                      loom_error *err)
+{
+    *out = NULL;
+    if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, key)))
+        return LOOM_OK;
+    return loom_json_get_object(file, root, "", key, 0, out, err);
+}
+
+/* The model_type of sub-config cfg at `path` (dflt when cfg or the member
+ * is absent). */
+static int sub_type(const char *file, const cJSON *cfg, const char *path, const char *dflt,
+                    const char **out, loom_error *err)
+{
+    *out = dflt;
+    return cfg ? loom_json_get_string(file, cfg, path, "model_type", 0, out, err) : LOOM_OK;
+}
+
+/* The error for an unsupported model_type at `path`. */
+static int unsupported(const char *file, const char *path, const char *what,
+                       const char *supported, const char *type, loom_error *err)
+{
+    return loom_set_error(err, LOOM_EINVAL, "%s: %s%smodel_type: expected %s (%s), found \"%.60s\"",
+                          file, path, sep(path), what, supported, type);
+}
+
+/* The FFN width a token runs through under the config's MLP kind: the
+ * dense width, num_experts_per_tok experts (Mixtral), or those plus the
+ * shared expert (Qwen2-MoE, every layer sparse). */
+static int active_ffn(const char *file, const cJSON *cfg, const char *path,
+                      const loom_hf_text_defaults *d, int64_t *ffn, loom_error *err)
+{
+    if (d->mlp == LOOM_HF_MLP_DENSE)
+        return LOOM_OK;
+    int qwen = d->mlp == LOOM_HF_MLP_QWEN2_MOE;
+    int64_t experts = 0, top_k = 0, moe = 0, shared = d->shared_expert_intermediate_size;
+    int64_t step = 1;
+    int rc = opt_int(file, cfg, path, qwen ? "num_experts" : "num_local_experts", 1 << 12,
+                     d->num_experts, &experts, err);
     if (!rc)
-        rc = get_int(file, cfg, path, "intermediate_size", 1, 1 << 22, &ffn, err);
+        rc = opt_int(file, cfg, path, "num_experts_per_tok", experts, d->num_experts_per_tok,
+                     &top_k, err);
+    if (rc || !qwen) {
+        *ffn *= top_k;
+        return rc;
+    }
+    rc = opt_int(file, cfg, path, "moe_intermediate_size", 1 << 22, d->moe_intermediate_size,
+                 &moe, err);
     if (!rc)
-        rc = get_int(file, cfg, path, "num_hidden_layers", 1, LOOM_MAX_LAYERS_PER_MODULE,
-                     &layers, err);
+        rc = loom_json_get_int(file, cfg, path, "shared_expert_intermediate_size", 0, 0,
+                               1 << 22, &shared, err);
     if (!rc)
-        rc = get_int(file, cfg, path, "num_attention_heads", 1, 1 << 16, &heads, err);
-    kv = heads;
+        rc = opt_int(file, cfg, path, "decoder_sparse_step", 1 << 16, 1, &step, err);
+    const cJSON *dense = NULL;
     if (!rc)
-        rc = get_int(file, cfg, path, "num_key_value_heads", 0, heads, &kv, err);
-    if (!rc)
-        rc = get_int(file, cfg, path, "vocab_size", 1, (int64_t)1 << 24, vocab, err);
-    if (!rc)
-        rc = get_int(file, cfg, path, "num_local_experts", 0, 1 << 12, &experts, err);
-    if (!rc && experts > 0)
-        rc = get_int(file, cfg, path, "num_experts_per_tok", 1, experts, &top_k, err);
+        rc = loom_json_get_array(file, cfg, path, "mlp_only_layers", 0, &dense, err);
     if (rc)
         return rc;
-    if (heads % kv || hidden % heads)
+    if (step != 1 || cJSON_GetArraySize(dense) > 0)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "%s: %s%s%s: expected every layer sparse (decoder_sparse_step 1, "
+                              "mlp_only_layers empty; Loom reads no mixed dense and MoE "
+                              "stacks), found %s",
+                              file, path, sep(path),
+                              step != 1 ? "decoder_sparse_step" : "mlp_only_layers",
+                              step != 1 ? "a step above 1" : "dense layers");
+    *ffn = moe * top_k + shared;
+    return LOOM_OK;
+}
+
+/* The decoder stack of config cfg at `path` with class defaults d:
+ * hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
+ * num_key_value_heads (null: the heads), vocab_size; SwiGLU, causal. */
+static int text_layers(const char *file, const cJSON *cfg, const char *path,
+                       const loom_hf_text_defaults *d, hf_model *m, loom_error *err)
+{
+    int64_t hidden = 0, ffn = 0, layers = 0, heads = 0, kv = 0;
+    int rc = opt_int(file, cfg, path, "hidden_size", 1 << 20, d->hidden_size, &hidden, err);
+    if (!rc)
+        rc = opt_int(file, cfg, path, "intermediate_size", 1 << 22, d->intermediate_size, &ffn,
+                     err);
+    if (!rc)
+        rc = opt_int(file, cfg, path, "num_hidden_layers", LOOM_MAX_LAYERS_PER_MODULE,
+                     d->num_hidden_layers, &layers, err);
+    if (!rc)
+        rc = opt_int(file, cfg, path, "num_attention_heads", 1 << 16, d->num_attention_heads,
+                     &heads, err);
+    kv = d->num_key_value_heads ? d->num_key_value_heads : heads;
+    if (!rc && cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(cfg, "num_key_value_heads")))
+        kv = heads; /* None: multi-head attention */
+    else if (!rc)
+        rc = loom_json_get_int(file, cfg, path, "num_key_value_heads", 0, 1, heads, &kv, err);
+    if (!rc)
+        rc = opt_int(file, cfg, path, "vocab_size", (int64_t)1 << 24, d->vocab_size, &m->vocab,
+                     err);
+    if (!rc)
+        rc = active_ffn(file, cfg, path, d, &ffn, err);
+    if (rc)
+        return rc;
+    if (kv > heads || heads % kv || hidden % heads)
         return loom_set_error(err, LOOM_EINVAL,
                               "%s: %s%snum_attention_heads: expected a multiple of "
                               "num_key_value_heads (%lld) that divides hidden_size (%lld), "
                               "found %lld",
-                              file, path, *path ? "." : "", (long long)kv, (long long)hidden,
+                              file, path, sep(path), (long long)kv, (long long)hidden,
                               (long long)heads);
-    memset(g, 0, sizeof *g);
-    g->count = (int32_t)layers;
-    g->layer.hidden = hidden;
-    g->layer.ffn_hidden = ffn * top_k; /* the experts a token runs through */
-    g->layer.heads = (int32_t)heads;
-    g->layer.kv_heads = (int32_t)kv;
-    g->layer.gated_ffn = 1; /* SwiGLU in every supported family */
-    g->layer.causal = 1;
-    return LOOM_OK;
-}
-
-/* A CLIP or SigLIP vision tower at `path`: its layers and the tokens one
- * image gives ((image_size / patch_size)^2 patches, rounded down as the
- * convolution does, plus the class token when `cls`). */
-static int clip_layers(const char *file, const cJSON *cfg, const char *path, int cls,
-                       loom_layer_group *g, int64_t *tokens, loom_error *err)
-{
-    int64_t hidden = 0, ffn = 0, layers = 0, heads = 0, image = 224, patch = 32;
-    int rc = get_int(file, cfg, path, "hidden_size", 1, 1 << 20, &hidden, err);
-    if (!rc)
-        rc = get_int(file, cfg, path, "intermediate_size", 1, 1 << 22, &ffn, err);
-    if (!rc)
-        rc = get_int(file, cfg, path, "num_hidden_layers", 1, LOOM_MAX_LAYERS_PER_MODULE,
-                     &layers, err);
-    if (!rc)
-        rc = get_int(file, cfg, path, "num_attention_heads", 1, 1 << 16, &heads, err);
-    if (!rc)
-        rc = get_int(file, cfg, path, "image_size", 0, 1 << 16, &image, err);
-    if (!rc)
-        rc = get_int(file, cfg, path, "patch_size", 0, 1 << 12, &patch, err);
-    if (rc)
-        return rc;
-    if (hidden % heads)
-        return loom_set_error(err, LOOM_EINVAL,
-                              "%s: %s%snum_attention_heads: expected a divisor of hidden_size "
-                              "(%lld), found %lld",
-                              file, path, *path ? "." : "", (long long)hidden, (long long)heads);
-    if (patch > image)
-        return loom_set_error(err, LOOM_EINVAL,
-                              "%s: %s%spatch_size: expected at most image_size (%lld), found "
-                              "%lld",
-                              file, path, *path ? "." : "", (long long)image, (long long)patch);
+    loom_layer_group *g = &m->text;
     memset(g, 0, sizeof *g);
     g->count = (int32_t)layers;
     g->layer.hidden = hidden;
     g->layer.ffn_hidden = ffn;
     g->layer.heads = (int32_t)heads;
-    g->layer.kv_heads = (int32_t)heads;
-    *tokens = (image / patch) * (image / patch) + (cls ? 1 : 0);
+    g->layer.kv_heads = (int32_t)kv;
+    g->layer.gated_ffn = 1; /* SwiGLU in every supported language model */
+    g->layer.causal = 1;
+    m->has_text = 1;
     return LOOM_OK;
 }
 
-/* Qwen2-VL's vision tower (vision_config: depth, embed_dim, num_heads,
- * mlp_ratio, patch_size, spatial_merge_size) for a square image of
- * LOOM_HF_QWEN2VL_IMAGE_PX pixels; *patches is what the tower's blocks
- * run on, *tokens what the language model receives (the patches merged
- * spatial_merge_size^2 to one). */
-static int qwen2vl_layers(const char *file, const cJSON *cfg, const char *path,
-                          loom_layer_group *g, int64_t *patches, int64_t *tokens,
-                          loom_error *err)
+/* The vision tower's layer shape: bidirectional attention. */
+static void vision_group(hf_model *m, int64_t count, int64_t hidden, int64_t ffn, int64_t heads,
+                         int gated)
 {
-    int64_t depth = 0, dim = 0, heads = 0, patch = 14, merge = 2;
-    double ratio = 4;
-    int rc = get_int(file, cfg, path, "depth", 1, LOOM_MAX_LAYERS_PER_MODULE, &depth, err);
-    if (!rc)
-        rc = get_int(file, cfg, path, "embed_dim", 1, 1 << 20, &dim, err);
-    if (!rc)
-        rc = get_int(file, cfg, path, "num_heads", 1, 1 << 16, &heads, err);
-    if (!rc)
-        rc = loom_json_get_double(file, cfg, path, "mlp_ratio", 0, 0.25, 64, &ratio, err);
-    if (!rc)
-        rc = get_int(file, cfg, path, "patch_size", 0, 1 << 12, &patch, err);
-    if (!rc)
-        rc = get_int(file, cfg, path, "spatial_merge_size", 0, 64, &merge, err);
-    if (rc)
-        return rc;
-    if (dim % heads)
-        return loom_set_error(err, LOOM_EINVAL,
-                              "%s: %s.num_heads: expected a divisor of embed_dim (%lld), "
-                              "found %lld", file, path, (long long)dim, (long long)heads);
+    loom_layer_group *g = &m->vision;
     memset(g, 0, sizeof *g);
-    g->count = (int32_t)depth;
-    g->layer.hidden = dim;
-    g->layer.ffn_hidden = (int64_t)(dim * ratio + 0.5);
+    g->count = (int32_t)count;
+    g->layer.hidden = hidden;
+    g->layer.ffn_hidden = ffn;
     g->layer.heads = (int32_t)heads;
     g->layer.kv_heads = (int32_t)heads;
-    int64_t side = LOOM_HF_QWEN2VL_IMAGE_PX / patch / merge;
-    *tokens = side > 0 ? side * side : 1;
-    *patches = *tokens * merge * merge;
+    g->layer.gated_ffn = gated;
+    m->has_vision = 1;
+}
+
+/* A CLIP, SigLIP or InternViT tower at `path` (cfg NULL: all defaults):
+ * its layers (GELU MLP) and *side, the patch grid's side of one image
+ * (image_size / patch_size, rounded down as the convolution does; an
+ * image_px > 0 overrides image_size). The layers run on side^2 patches
+ * plus the class token when the class has one. */
+static int vit_layers(const char *file, const cJSON *cfg, const char *path,
+                      const loom_hf_vit_defaults *d, int64_t image_px, hf_model *m,
+                      int64_t *side, loom_error *err)
+{
+    const cJSON *c = cfg ? cfg : &EMPTY;
+    int64_t hidden = 0, ffn = 0, layers = 0, heads = 0, image = 0, patch = 0;
+    int rc = opt_int(file, c, path, "hidden_size", 1 << 20, d->hidden_size, &hidden, err);
+    if (!rc)
+        rc = opt_int(file, c, path, "intermediate_size", 1 << 22, d->intermediate_size, &ffn,
+                     err);
+    if (!rc)
+        rc = opt_int(file, c, path, "num_hidden_layers", LOOM_MAX_LAYERS_PER_MODULE,
+                     d->num_hidden_layers, &layers, err);
+    if (!rc)
+        rc = opt_int(file, c, path, "num_attention_heads", 1 << 16, d->num_attention_heads,
+                     &heads, err);
+    if (!rc)
+        rc = opt_int(file, c, path, "image_size", 1 << 16, d->image_size, &image, err);
+    if (!rc)
+        rc = opt_int(file, c, path, "patch_size", 1 << 12, d->patch_size, &patch, err);
+    if (rc)
+        return rc;
+    if (image_px > 0)
+        image = image_px;
+    if (hidden % heads)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "%s: %s%snum_attention_heads: expected a divisor of hidden_size "
+                              "(%lld), found %lld",
+                              file, path, sep(path), (long long)hidden, (long long)heads);
+    if (patch > image)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "%s: %s%spatch_size: expected at most image_size (%lld), found "
+                              "%lld",
+                              file, path, sep(path), (long long)image, (long long)patch);
+    vision_group(m, layers, hidden, ffn, heads, 0);
+    *side = image / patch;
+    m->patches = *side * *side + d->class_token;
+    m->tokens = m->patches;
     return LOOM_OK;
 }
 
-/* The vision tower of a LLaVA config (vision_config, CLIP or SigLIP). */
-static int llava_vision(const char *file, const cJSON *vc, loom_layer_group *g,
-                        int64_t *tokens, loom_error *err)
+/* The Qwen2-VL / Qwen2.5-VL vision tower (cfg NULL: all defaults) for a
+ * square LOOM_HF_IMAGE_PX image: blocks of `width` (embed_dim or
+ * hidden_size) with num_heads; Qwen2-VL's MLP is mlp_ratio x width with
+ * GELU, Qwen2.5-VL's a SwiGLU of intermediate_size. The blocks run on the
+ * patches, and spatial_merge_size^2 of them merge into one LM token. */
+static int qwen_vit_layers(const char *file, const cJSON *cfg, const char *path,
+                           const loom_hf_qwen_vit_defaults *d, hf_model *m, loom_error *err)
 {
-    /* LLaVA feeds the language model the patch features, not the class token. */
-    return clip_layers(file, vc, "vision_config", 0, g, tokens, err);
+    const cJSON *c = cfg ? cfg : &EMPTY;
+    int64_t depth = 0, width = 0, heads = 0, ffn = d->intermediate_size, patch = 0, merge = 0;
+    double ratio = d->mlp_ratio;
+    int rc = opt_int(file, c, path, "depth", LOOM_MAX_LAYERS_PER_MODULE, d->depth, &depth, err);
+    if (!rc)
+        rc = opt_int(file, c, path, d->width_key, 1 << 20, d->width, &width, err);
+    if (!rc)
+        rc = opt_int(file, c, path, "num_heads", 1 << 16, d->num_heads, &heads, err);
+    if (!rc && d->intermediate_size)
+        rc = opt_int(file, c, path, "intermediate_size", 1 << 22, d->intermediate_size, &ffn,
+                     err);
+    else if (!rc)
+        rc = loom_json_get_double(file, c, path, "mlp_ratio", 0, 0.25, 64, &ratio, err);
+    if (!rc)
+        rc = opt_int(file, c, path, "patch_size", 1 << 12, d->patch_size, &patch, err);
+    if (!rc)
+        rc = opt_int(file, c, path, "spatial_merge_size", 64, d->spatial_merge_size, &merge, err);
+    if (rc)
+        return rc;
+    if (width % heads)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "%s: %s.num_heads: expected a divisor of %s (%lld), found %lld",
+                              file, path, d->width_key, (long long)width, (long long)heads);
+    if (!d->intermediate_size)
+        ffn = (int64_t)((double)width * ratio + 0.5);
+    vision_group(m, depth, width, ffn, heads, d->intermediate_size != 0);
+    int64_t side = LOOM_HF_IMAGE_PX / patch / merge;
+    m->tokens = side > 0 ? side * side : 1;
+    m->patches = m->tokens * merge * merge;
+    return LOOM_OK;
+}
+
+/* Language models a VLM's text part may be (and top-level types). */
+#define LOOM_HF_LLMS "llama, mistral, mixtral, qwen2, qwen2_moe, internlm2"
+
+/* The text part of a VLM: sub-config tc at `key` (NULL: the defaults of
+ * the language model `type`, which the caller has resolved). */
+static int llm_part(const char *file, const cJSON *tc, const char *key, const char *type,
+                    hf_model *m, loom_error *err)
+{
+    const loom_hf_text_defaults *d = loom_hf_text_defaults_for(type);
+    if (!d || strstr(type, "_vl"))
+        return unsupported(file, key, "a supported language model", LOOM_HF_LLMS, type, err);
+    return text_layers(file, tc ? tc : &EMPTY, key, d, m, err);
+}
+
+/* llama, mistral, mixtral, qwen2, qwen2_moe, internlm2: one `llm`. */
+static int read_llm(const char *file, const cJSON *root, const char *type, hf_model *m,
+                    loom_error *err)
+{
+    return text_layers(file, root, "", loom_hf_text_defaults_for(type), m, err);
+}
+
+/* LLaVA (LlavaConfig): a CLIP or SigLIP vision_config (model_type default
+ * clip_vision_model; absent: LlavaConfig's CLIP ViT-L/14 at 336 px) and a
+ * text_config (model_type default llama). The LM gets the patch features:
+ * the class token is dropped under vision_feature_select_strategy
+ * "default", kept under "full". */
+static int read_llava(const char *file, const cJSON *root, const char *type, hf_model *m,
+                      loom_error *err)
+{
+    (void)type;
+    const cJSON *vc = NULL;
+    const char *vtype = "clip_vision_model", *strategy = "default";
+    int rc = sub_config(file, root, "vision_config", &vc, err);
+    if (!rc)
+        rc = sub_type(file, vc, "vision_config", vtype, &vtype, err);
+    if (!rc)
+        rc = loom_json_get_string(file, root, "", "vision_feature_select_strategy", 0,
+                                  &strategy, err);
+    if (rc)
+        return rc;
+    if (strcmp(strategy, "default") && strcmp(strategy, "full"))
+        return loom_set_error(err, LOOM_EINVAL,
+                              "%s: vision_feature_select_strategy: expected \"default\" or "
+                              "\"full\", found \"%.60s\"", file, strategy);
+    const loom_hf_vit_defaults *d = loom_hf_vit_defaults_for(vc ? vtype : "llava");
+    if (!d || !strcmp(vtype, "intern_vit_6b"))
+        return unsupported(file, "vision_config", "a supported vision tower",
+                           "clip_vision_model, siglip_vision_model", vtype, err);
+    int64_t side = 0;
+    const cJSON *tc = NULL;
+    const char *ttype = "llama";
+    rc = vit_layers(file, vc, "vision_config", d, 0, m, &side, err);
+    if (!rc && !strcmp(strategy, "default"))
+        m->tokens = m->patches - 1; /* LLaVA drops the first feature */
+    if (!rc)
+        rc = sub_config(file, root, "text_config", &tc, err);
+    if (!rc)
+        rc = sub_type(file, tc, "text_config", ttype, &ttype, err);
+    return rc ? rc : llm_part(file, tc, "text_config", ttype, m, err);
+}
+
+/* Qwen2-VL and Qwen2.5-VL: vision_config and the language model, either a
+ * text_config or (as published) the top-level fields. */
+static int read_qwen_vl(const char *file, const cJSON *root, const char *type, hf_model *m,
+                        loom_error *err)
+{
+    const cJSON *vc = NULL, *tc = NULL;
+    int rc = sub_config(file, root, "vision_config", &vc, err);
+    if (!rc)
+        rc = qwen_vit_layers(file, vc, "vision_config", loom_hf_qwen_vit_defaults_for(type), m,
+                             err);
+    if (!rc)
+        rc = sub_config(file, root, "text_config", &tc, err);
+    if (rc)
+        return rc;
+    const loom_hf_text_defaults *d = loom_hf_text_defaults_for(type);
+    return tc ? text_layers(file, tc, "text_config", d, m, err)
+              : text_layers(file, root, "", d, m, err);
+}
+
+/* The llm_config's language model as InternVLChatConfig picks it: by
+ * architectures[0], else model_type; absent: InternLM2. */
+static int internvl_llm_type(const char *file, const cJSON *lc, const char **type,
+                             loom_error *err)
+{
+    static const char *const ARCH[][2] = {{"InternLM2ForCausalLM", "internlm2"},
+                                          {"LlamaForCausalLM", "llama"},
+                                          {"Qwen2ForCausalLM", "qwen2"}};
+    *type = LOOM_HF_INTERNVL_LLM;
+    const cJSON *arch = lc ? cJSON_GetObjectItemCaseSensitive(lc, "architectures") : NULL;
+    const cJSON *first = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
+    if (cJSON_IsString(first)) {
+        for (size_t i = 0; i < sizeof ARCH / sizeof ARCH[0]; i++)
+            if (!strcmp(first->valuestring, ARCH[i][0])) {
+                *type = ARCH[i][1];
+                return LOOM_OK;
+            }
+    }
+    return sub_type(file, lc, "llm_config", *type, type, err);
+}
+
+/* InternVL 2 / 2.5 (InternVLChatConfig): an InternViT vision_config and an
+ * llm_config. One 448-px tile per image (force_image_size, else the
+ * tower's image_size): the tower runs on its patches and the class token,
+ * and pixel shuffle hands (patches x downsample_ratio^2) tokens to the LM. */
+static int read_internvl(const char *file, const cJSON *root, const char *type, hf_model *m,
+                         loom_error *err)
+{
+    (void)type;
+    const cJSON *vc = NULL, *lc = NULL;
+    int64_t image = 0, side = 0;
+    double ratio = LOOM_HF_INTERNVL_DOWNSAMPLE;
+    const char *ltype = NULL;
+    int rc = sub_config(file, root, "vision_config", &vc, err);
+    if (!rc && !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "force_image_size")))
+        rc = opt_int(file, root, "", "force_image_size", 1 << 16, 0, &image, err);
+    if (!rc)
+        rc = loom_json_get_double(file, root, "", "downsample_ratio", 0, 0.0625, 1, &ratio, err);
+    if (!rc)
+        rc = vit_layers(file, vc, "vision_config",
+                        loom_hf_vit_defaults_for(LOOM_HF_INTERNVL_VISION), image, m, &side, err);
+    if (!rc)
+        rc = sub_config(file, root, "llm_config", &lc, err);
+    if (!rc)
+        rc = internvl_llm_type(file, lc, &ltype, err);
+    if (rc)
+        return rc;
+    int64_t tokens = (int64_t)((double)(side * side) * ratio * ratio);
+    m->tokens = tokens > 0 ? tokens : 1;
+    return llm_part(file, lc, "llm_config", ltype, m, err);
+}
+
+/* clip, siglip (a vision_config) and clip_vision_model,
+ * siglip_vision_model: the tower alone, class token included. */
+static int read_vision(const char *file, const cJSON *root, const char *type, hf_model *m,
+                       loom_error *err)
+{
+    int whole = !strstr(type, "_vision_model");
+    char tower[32];
+    snprintf(tower, sizeof tower, "%s%s", type, whole ? "_vision_model" : "");
+    const cJSON *vc = root;
+    int rc = whole ? sub_config(file, root, "vision_config", &vc, err) : LOOM_OK;
+    int64_t side = 0;
+    if (!rc)
+        rc = vit_layers(file, vc, whole ? "vision_config" : "", loom_hf_vit_defaults_for(tower),
+                        0, m, &side, err);
+    m->vision_backbone = 1;
+    return rc;
+}
+
+typedef int (*hf_reader)(const char *file, const cJSON *root, const char *type, hf_model *m,
+                         loom_error *err);
+
+static const struct {
+    const char *type;
+    hf_reader read;
+} READERS[] = {
+    {"llama", read_llm},         {"mistral", read_llm},
+    {"mixtral", read_llm},       {"qwen2", read_llm},
+    {"qwen2_moe", read_llm},     {"internlm2", read_llm},
+    {"llava", read_llava},       {"qwen2_vl", read_qwen_vl},
+    {"qwen2_5_vl", read_qwen_vl}, {"internvl_chat", read_internvl},
+    {"clip", read_vision},       {"siglip", read_vision},
+    {"clip_vision_model", read_vision}, {"siglip_vision_model", read_vision},
+};
+#define N_READERS (sizeof READERS / sizeof READERS[0])
+
+/* The supported model_type values, "a, b, c", for messages. */
+static void supported_types(char *buf, size_t size)
+{
+    const char *names[N_READERS + 1];
+    for (size_t i = 0; i < N_READERS; i++)
+        names[i] = READERS[i].type;
+    names[N_READERS] = NULL;
+    loom_join_names(names, buf, size);
 }
 
 /* The language model's name: "_name_or_path" or model_type. */
@@ -170,6 +454,45 @@ int loom_model_is_hf_config(const cJSON *root)
             cJSON_GetObjectItemCaseSensitive(root, "architectures"));
 }
 
+/* Builds the model of m: `vision` (an encoder feeding `llm`, or the
+ * backbone alone) and `llm`. */
+static int build(const char *file, const char *name, const hf_model *m, loom_model_data **out,
+                 loom_error *err)
+{
+    static const char *const vit_in[] = {"vision"};
+    loom_module_desc mods[2];
+    memset(mods, 0, sizeof mods);
+    int n = 0;
+    if (m->has_vision) {
+        mods[0].name = "vision";
+        mods[0].kind = m->vision_backbone ? LOOM_MODULE_BACKBONE : LOOM_MODULE_ENCODER;
+        mods[0].modality = LOOM_MODALITY_IMAGE;
+        mods[0].tokens_per_item = m->tokens;
+        mods[0].patches_per_item = m->patches != m->tokens ? m->patches : 0;
+        mods[0].n_groups = 1;
+        mods[0].groups = &m->vision;
+        n = 1;
+    }
+    if (m->has_text) {
+        loom_module_desc *lm = &mods[n];
+        lm->name = "llm";
+        lm->kind = LOOM_MODULE_BACKBONE;
+        lm->modality = LOOM_MODALITY_TEXT;
+        lm->tokens_per_item = 1;
+        lm->vocab = m->vocab;
+        lm->n_groups = 1;
+        lm->groups = &m->text;
+        lm->n_inputs = n;
+        lm->inputs = n ? vit_in : NULL;
+    }
+    loom_model_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = name;
+    d.n_modules = m->has_vision + m->has_text;
+    d.modules = mods;
+    return loom_model_build(file, &d, out, err);
+}
+
 int loom_model_from_hf(const char *file, const cJSON *root, loom_model_data **out,
                        loom_error *err)
 {
@@ -177,78 +500,18 @@ int loom_model_from_hf(const char *file, const cJSON *root, loom_model_data **ou
     int rc = loom_json_get_string(file, root, "", "model_type", 1, &type, err);
     if (rc)
         return rc;
-    loom_layer_group vision, text;
-    int64_t vocab = 0, tokens = 0, patches = 0; /* patches 0: tokens */
-    static const char *const vit_in[] = {"vision"};
-    loom_module_desc mods[2];
-    memset(mods, 0, sizeof mods);
-    int n = 0;
-    const char *name = model_name(root, type);
-    if (!strcmp(type, "llama") || !strcmp(type, "mistral") || !strcmp(type, "qwen2") ||
-        !strcmp(type, "mixtral")) {
-        rc = text_layers(file, root, "", &text, &vocab, err);
-    } else if (!strcmp(type, "llava")) {
-        const cJSON *vc = NULL, *tc = NULL;
-        rc = loom_json_get_object(file, root, "", "vision_config", 1, &vc, err);
-        if (!rc)
-            rc = loom_json_get_object(file, root, "", "text_config", 1, &tc, err);
-        if (!rc)
-            rc = llava_vision(file, vc, &vision, &tokens, err);
-        if (!rc)
-            rc = text_layers(file, tc, "text_config", &text, &vocab, err);
-        n = 1;
-    } else if (!strcmp(type, "qwen2_vl")) {
-        const cJSON *vc = NULL;
-        rc = loom_json_get_object(file, root, "", "vision_config", 1, &vc, err);
-        if (!rc)
-            rc = qwen2vl_layers(file, vc, "vision_config", &vision, &patches, &tokens, err);
-        if (!rc)
-            rc = text_layers(file, root, "", &text, &vocab, err);
-        n = 1;
-    } else if (!strcmp(type, "clip") || !strcmp(type, "siglip")) {
-        const cJSON *vc = NULL;
-        rc = loom_json_get_object(file, root, "", "vision_config", 1, &vc, err);
-        if (!rc)
-            rc = clip_layers(file, vc, "vision_config", !strcmp(type, "clip"), &vision,
-                             &tokens, err);
-        n = -1;
-    } else if (!strcmp(type, "clip_vision_model") || !strcmp(type, "siglip_vision_model")) {
-        rc = clip_layers(file, root, "", !strcmp(type, "clip_vision_model"), &vision, &tokens,
-                         err);
-        n = -1;
-    } else {
-        return loom_set_error(err, LOOM_EINVAL,
-                              "%s: model_type: expected a supported Hugging Face architecture "
-                              "(%s), found \"%.60s\"",
-                              file, LOOM_HF_SUPPORTED, type);
+    for (size_t i = 0; i < N_READERS; i++) {
+        if (strcmp(type, READERS[i].type))
+            continue;
+        hf_model m;
+        memset(&m, 0, sizeof m);
+        rc = READERS[i].read(file, root, type, &m, err);
+        return rc ? rc : build(file, model_name(root, type), &m, out, err);
     }
-    if (rc)
-        return rc;
-    if (n != 0) { /* a vision tower */
-        mods[0].name = "vision";
-        mods[0].kind = n < 0 ? LOOM_MODULE_BACKBONE : LOOM_MODULE_ENCODER;
-        mods[0].modality = LOOM_MODALITY_IMAGE;
-        mods[0].tokens_per_item = tokens;
-        mods[0].patches_per_item = patches;
-        mods[0].n_groups = 1;
-        mods[0].groups = &vision;
-    }
-    if (n >= 0) { /* a language model, fed by the tower when there is one */
-        loom_module_desc *lm = &mods[n];
-        lm->name = "llm";
-        lm->kind = LOOM_MODULE_BACKBONE;
-        lm->modality = LOOM_MODALITY_TEXT;
-        lm->tokens_per_item = 1;
-        lm->vocab = vocab;
-        lm->n_groups = 1;
-        lm->groups = &text;
-        lm->n_inputs = n;
-        lm->inputs = n ? vit_in : NULL;
-    }
-    loom_model_desc d;
-    memset(&d, 0, sizeof d);
-    d.name = name;
-    d.n_modules = n < 0 ? 1 : n + 1;
-    d.modules = mods;
-    return loom_model_build(file, &d, out, err);
+    char names[512];
+    supported_types(names, sizeof names);
+    return loom_set_error(err, LOOM_EINVAL,
+                          "%s: model_type: expected a supported Hugging Face architecture "
+                          "(%s), found \"%.60s\"",
+                          file, names, type);
 }
