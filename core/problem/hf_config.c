@@ -344,7 +344,9 @@ static int read_qwen_vl(const char *file, const cJSON *root, const char *type, h
 }
 
 /* The llm_config's language model as InternVLChatConfig picks it: by
- * architectures[0], else model_type; absent: InternLM2. */
+ * architectures[0] (InternLM2, Llama, Qwen2), else by model_type; no
+ * llm_config: InternLM2. Another architecture without a model_type is an
+ * error. */
 static int internvl_llm_type(const char *file, const cJSON *lc, const char **type,
                              loom_error *err)
 {
@@ -354,14 +356,19 @@ static int internvl_llm_type(const char *file, const cJSON *lc, const char **typ
     *type = LOOM_HF_INTERNVL_LLM;
     const cJSON *arch = lc ? cJSON_GetObjectItemCaseSensitive(lc, "architectures") : NULL;
     const cJSON *first = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
-    if (cJSON_IsString(first)) {
-        for (size_t i = 0; i < sizeof ARCH / sizeof ARCH[0]; i++)
-            if (!strcmp(first->valuestring, ARCH[i][0])) {
-                *type = ARCH[i][1];
-                return LOOM_OK;
-            }
-    }
-    return sub_type(file, lc, "llm_config", *type, type, err);
+    if (!cJSON_IsString(first))
+        return sub_type(file, lc, "llm_config", *type, type, err);
+    for (size_t i = 0; i < sizeof ARCH / sizeof ARCH[0]; i++)
+        if (!strcmp(first->valuestring, ARCH[i][0])) {
+            *type = ARCH[i][1];
+            return LOOM_OK;
+        }
+    if (cJSON_GetObjectItemCaseSensitive(lc, "model_type"))
+        return sub_type(file, lc, "llm_config", *type, type, err);
+    return loom_set_error(err, LOOM_EINVAL,
+                          "%s: llm_config.architectures[0]: expected InternLM2ForCausalLM, "
+                          "LlamaForCausalLM or Qwen2ForCausalLM (or a model_type beside it), "
+                          "found \"%.60s\"", file, first->valuestring);
 }
 
 /* InternVL 2 / 2.5 (InternVLChatConfig): an InternViT vision_config and an

@@ -14,8 +14,10 @@ Usage: check_schemas.py SOURCE_DIR LOOM_BINARY
    (a model and a stage-times problem), `loom ab --json` (with and
    without --timings, and with a failing side) and `loom tune --json`.
 4. The schemas are strict: every example with an unknown top-level field
-   added, and bad inputs from tests/bad-inputs that break a schema rule, are
-   rejected.
+   added (not a Hugging Face config, which carries many members Loom does
+   not read), and bad inputs from tests/bad-inputs that break a schema rule,
+   are rejected; every Hugging Face config that loom refuses
+   (tests/bad-inputs/hf-config, cases.tsv) is refused by the schema.
 
 Needs the jsonschema module (Debian: python3-jsonschema).
 """
@@ -283,13 +285,30 @@ BAD_INPUTS = {
                            "huge-video.jsonl"],
     "plugin-manifest": ["bad-version", "binary-absolute", "binary-dotdot",
                         "missing-id", "unknown-param-type", "unknown-role"],
+    # every config of tests/bad-inputs/hf-config: loom refuses each (cases.tsv)
+    "hf-config": ["downsample-string.json", "hidden-string.json", "internvl-unknown-llm.json",
+                  "kv-heads-zero.json", "missing-model-type.json", "mlp-ratio-small.json",
+                  "select-strategy.json", "sparse-step.json", "text-layers-fraction.json",
+                  "text-unknown-type.json", "unknown-model-type.json",
+                  "vision-config-array.json"],
 }
 BAD_FOLDERS = {"model": "model", "cluster": "cluster", "stage-times": "stage-times",
                "planner-manifest": "planner", "cost-table": "table",
-               "workload-iteration": "workload", "plugin-manifest": "plugin-manifest"}
+               "workload-iteration": "workload", "plugin-manifest": "plugin-manifest",
+               "hf-config": "hf-config"}
 
 
 def check_bad_inputs(src, schemas):
+    hf = os.path.join(src, "tests/bad-inputs/hf-config")
+    for name in sorted(set(os.listdir(hf)) - set(BAD_INPUTS["hf-config"])):
+        fail("tests/bad-inputs/hf-config/%s: not in BAD_INPUTS (every bad config must be "
+             "refused by the schema too)" % name)
+    with open(os.path.join(src, "tests/bad-inputs/cases.tsv"), encoding="utf-8") as f:
+        cases = f.read()
+    for name in BAD_INPUTS["hf-config"]:
+        if "@BAD@/hf-config/%s\n" % name not in cases:
+            fail("tests/bad-inputs/hf-config/%s: no case in cases.tsv (loom must refuse it "
+                 "too)" % name)
     for schema, names in sorted(BAD_INPUTS.items()):
         for name in names:
             path = os.path.join(src, "tests/bad-inputs", BAD_FOLDERS[schema], name)
@@ -324,7 +343,7 @@ def main():
     schemas = load_schemas(src)
     expected = {"model", "cluster", "stage-times", "workload-iteration", "planner-manifest",
                 "plugin-manifest", "ab-suite", "replan-job", "cost-table", "plan",
-                "plan-metrics", "ab-report"}
+                "plan-metrics", "ab-report", "hf-config"}
     for name in sorted(expected - set(schemas)):
         fail("docs/schemas/%s.schema.json: missing or invalid" % name)
     if FAILURES:
