@@ -263,18 +263,30 @@ static int qwen_vit_layers(const char *file, const cJSON *cfg, const char *path,
     return LOOM_OK;
 }
 
-/* Language models a VLM's text part may be (and top-level types). */
-#define LOOM_HF_LLMS "llama, mistral, mixtral, qwen2, qwen2_moe, internlm2"
+/* Language models a VLM's text part may be (also top-level types). */
+static const char *const LLMS[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe",
+                                   "internlm2", NULL};
+
+/* 1 when `type` is one of LLMS. */
+static int is_llm(const char *type)
+{
+    for (const char *const *t = LLMS; *t; t++)
+        if (!strcmp(*t, type))
+            return 1;
+    return 0;
+}
 
 /* The text part of a VLM: sub-config tc at `key` (NULL: the defaults of
  * the language model `type`, which the caller has resolved). */
 static int llm_part(const char *file, const cJSON *tc, const char *key, const char *type,
                     hf_model *m, loom_error *err)
 {
-    const loom_hf_text_defaults *d = loom_hf_text_defaults_for(type);
-    if (!d || strstr(type, "_vl"))
-        return unsupported(file, key, "a supported language model", LOOM_HF_LLMS, type, err);
-    return text_layers(file, tc ? tc : &EMPTY, key, d, m, err);
+    if (!is_llm(type)) {
+        char names[128];
+        loom_join_names(LLMS, names, sizeof names);
+        return unsupported(file, key, "a supported language model", names, type, err);
+    }
+    return text_layers(file, tc ? tc : &EMPTY, key, loom_hf_text_defaults_for(type), m, err);
 }
 
 /* llama, mistral, mixtral, qwen2, qwen2_moe, internlm2: one `llm`. */
@@ -307,10 +319,10 @@ static int read_llava(const char *file, const cJSON *root, const char *type, hf_
         return loom_set_error(err, LOOM_EINVAL,
                               "%s: vision_feature_select_strategy: expected \"default\" or "
                               "\"full\", found \"%.60s\"", file, strategy);
-    const loom_hf_vit_defaults *d = loom_hf_vit_defaults_for(vc ? vtype : "llava");
-    if (!d || !strcmp(vtype, "intern_vit_6b"))
+    if (strcmp(vtype, "clip_vision_model") && strcmp(vtype, "siglip_vision_model"))
         return unsupported(file, "vision_config", "a supported vision tower",
                            "clip_vision_model, siglip_vision_model", vtype, err);
+    const loom_hf_vit_defaults *d = loom_hf_vit_defaults_for(vc ? vtype : "llava");
     int64_t side = 0;
     const cJSON *tc = NULL;
     const char *ttype = "llama";
