@@ -214,7 +214,8 @@ START_TEST(omitted_fields_take_the_class_defaults)
     ck_assert_int_eq(m->modules[0].vocab, 32000);
     loom_model_data_free(d);
 
-    d = load_text("{\"model_type\": \"qwen2\", \"num_key_value_heads\": null}");
+    d = load_text("{\"model_type\": \"qwen2\", \"num_key_value_heads\": null, "
+                  "\"head_dim\": 128}");
     m = loom_model_data_model(d);
     module_is(m, 0, "llm", LOOM_MODULE_BACKBONE, LOOM_MODALITY_TEXT, 32, 4096, 22016, 32, 32, 1,
               1, 1);
@@ -355,6 +356,10 @@ START_TEST(unknown_and_broken_configs)
     refused("{\"model_type\": \"qwen2\", \"num_key_value_heads\": 5}",
             (const char *const[]){"num_attention_heads: expected a multiple of "
                                   "num_key_value_heads (5)", NULL});
+    /* Mistral-Nemo's 128-wide heads on a 5120 / 32 = 160 split */
+    refused("{\"model_type\": \"mistral\", \"hidden_size\": 5120, \"head_dim\": 128}",
+            (const char *const[]){": head_dim: expected hidden_size / num_attention_heads = 160 "
+                                  "(Loom models no other head width), found 128", NULL});
     refused("{\"architectures\": [\"X\"]}", (const char *const[]){"model_type", NULL});
 }
 END_TEST

@@ -8,38 +8,7 @@
  * config.json"). */
 #include <stdio.h>
 #include <string.h>
-#include "hf_defaults.h"
-#include "problem_io_priv.h"
-
-/* Qwen-VL and InternVL size images dynamically; this many pixels a side is
- * assumed (one InternVL tile). */
-#define LOOM_HF_IMAGE_PX 448
-
-/* What a config becomes: an optional vision tower feeding an optional
- * language model. */
-typedef struct hf_model {
-    int has_vision, has_text, vision_backbone;
-    loom_layer_group vision, text;
-    int64_t tokens, patches; /* per image: to the LM, inside the tower */
-    int64_t vocab;
-} hf_model;
-
-/* An empty object: a sub-config that is absent takes every default. */
-static const cJSON EMPTY = {.type = cJSON_Object};
-
-/* "path.key", or "key" at the root. */
-static const char *sep(const char *path)
-{
-    return *path ? "." : "";
-}
-
-/* An integer member of obj in [1, max]; `dflt` when absent. */
-static int opt_int(const char *file, const cJSON *obj, const char *path, const char *key,
-                   int64_t max, int64_t dflt, int64_t *out, loom_error *err)
-{
-    *out = dflt;
-    return loom_json_get_int(file, obj, path, key, 0, 1, max, out, err);
-}
+#include "hf_stacks.h"
 
 /* A sub-config object (`key` of root); *out NULL when absent or null (the
  * class then builds its default sub-config). */
@@ -66,201 +35,7 @@ static int unsupported(const char *file, const char *path, const char *what,
                        const char *supported, const char *type, loom_error *err)
 {
     return loom_set_error(err, LOOM_EINVAL, "%s: %s%smodel_type: expected %s (%s), found \"%.60s\"",
-                          file, path, sep(path), what, supported, type);
-}
-
-/* The FFN width a token runs through under the config's MLP kind: the
- * dense width, num_experts_per_tok experts (Mixtral), or those plus the
- * shared expert (Qwen2-MoE, every layer sparse). */
-static int active_ffn(const char *file, const cJSON *cfg, const char *path,
-                      const loom_hf_text_defaults *d, int64_t *ffn, loom_error *err)
-{
-    if (d->mlp == LOOM_HF_MLP_DENSE)
-        return LOOM_OK;
-    int qwen = d->mlp == LOOM_HF_MLP_QWEN2_MOE;
-    int64_t experts = 0, top_k = 0, moe = 0, shared = d->shared_expert_intermediate_size;
-    int64_t step = 1;
-    int rc = opt_int(file, cfg, path, qwen ? "num_experts" : "num_local_experts", 1 << 12,
-                     d->num_experts, &experts, err);
-    if (!rc)
-        rc = opt_int(file, cfg, path, "num_experts_per_tok", experts, d->num_experts_per_tok,
-                     &top_k, err);
-    if (rc || !qwen) {
-        *ffn *= top_k;
-        return rc;
-    }
-    rc = opt_int(file, cfg, path, "moe_intermediate_size", 1 << 22, d->moe_intermediate_size,
-                 &moe, err);
-    if (!rc)
-        rc = loom_json_get_int(file, cfg, path, "shared_expert_intermediate_size", 0, 0,
-                               1 << 22, &shared, err);
-    if (!rc)
-        rc = opt_int(file, cfg, path, "decoder_sparse_step", 1 << 16, 1, &step, err);
-    const cJSON *dense = NULL;
-    if (!rc)
-        rc = loom_json_get_array(file, cfg, path, "mlp_only_layers", 0, &dense, err);
-    if (rc)
-        return rc;
-    if (step != 1 || cJSON_GetArraySize(dense) > 0)
-        return loom_set_error(err, LOOM_EINVAL,
-                              "%s: %s%s%s: expected every layer sparse (decoder_sparse_step 1, "
-                              "mlp_only_layers empty; Loom reads no mixed dense and MoE "
-                              "stacks), found %s",
-                              file, path, sep(path),
-                              step != 1 ? "decoder_sparse_step" : "mlp_only_layers",
-                              step != 1 ? "a step above 1" : "dense layers");
-    *ffn = moe * top_k + shared;
-    return LOOM_OK;
-}
-
-/* The decoder stack of config cfg at `path` with class defaults d:
- * hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
- * num_key_value_heads (null: the heads), vocab_size; SwiGLU, causal. */
-static int text_layers(const char *file, const cJSON *cfg, const char *path,
-                       const loom_hf_text_defaults *d, hf_model *m, loom_error *err)
-{
-    int64_t hidden = 0, ffn = 0, layers = 0, heads = 0, kv = 0;
-    int rc = opt_int(file, cfg, path, "hidden_size", 1 << 20, d->hidden_size, &hidden, err);
-    if (!rc)
-        rc = opt_int(file, cfg, path, "intermediate_size", 1 << 22, d->intermediate_size, &ffn,
-                     err);
-    if (!rc)
-        rc = opt_int(file, cfg, path, "num_hidden_layers", LOOM_MAX_LAYERS_PER_MODULE,
-                     d->num_hidden_layers, &layers, err);
-    if (!rc)
-        rc = opt_int(file, cfg, path, "num_attention_heads", 1 << 16, d->num_attention_heads,
-                     &heads, err);
-    kv = d->num_key_value_heads ? d->num_key_value_heads : heads;
-    if (!rc && cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(cfg, "num_key_value_heads")))
-        kv = heads; /* None: multi-head attention */
-    else if (!rc)
-        rc = loom_json_get_int(file, cfg, path, "num_key_value_heads", 0, 1, heads, &kv, err);
-    if (!rc)
-        rc = opt_int(file, cfg, path, "vocab_size", (int64_t)1 << 24, d->vocab_size, &m->vocab,
-                     err);
-    if (!rc)
-        rc = active_ffn(file, cfg, path, d, &ffn, err);
-    if (rc)
-        return rc;
-    if (kv > heads || heads % kv || hidden % heads)
-        return loom_set_error(err, LOOM_EINVAL,
-                              "%s: %s%snum_attention_heads: expected a multiple of "
-                              "num_key_value_heads (%lld) that divides hidden_size (%lld), "
-                              "found %lld",
-                              file, path, sep(path), (long long)kv, (long long)hidden,
-                              (long long)heads);
-    loom_layer_group *g = &m->text;
-    memset(g, 0, sizeof *g);
-    g->count = (int32_t)layers;
-    g->layer.hidden = hidden;
-    g->layer.ffn_hidden = ffn;
-    g->layer.heads = (int32_t)heads;
-    g->layer.kv_heads = (int32_t)kv;
-    g->layer.gated_ffn = 1; /* SwiGLU in every supported language model */
-    g->layer.causal = 1;
-    m->has_text = 1;
-    return LOOM_OK;
-}
-
-/* The vision tower's layer shape: bidirectional attention. */
-static void vision_group(hf_model *m, int64_t count, int64_t hidden, int64_t ffn, int64_t heads,
-                         int gated)
-{
-    loom_layer_group *g = &m->vision;
-    memset(g, 0, sizeof *g);
-    g->count = (int32_t)count;
-    g->layer.hidden = hidden;
-    g->layer.ffn_hidden = ffn;
-    g->layer.heads = (int32_t)heads;
-    g->layer.kv_heads = (int32_t)heads;
-    g->layer.gated_ffn = gated;
-    m->has_vision = 1;
-}
-
-/* A CLIP, SigLIP or InternViT tower at `path` (cfg NULL: all defaults):
- * its layers (GELU MLP) and *side, the patch grid's side of one image
- * (image_size / patch_size, rounded down as the convolution does; an
- * image_px > 0 overrides image_size). The layers run on side^2 patches
- * plus the class token when the class has one. */
-static int vit_layers(const char *file, const cJSON *cfg, const char *path,
-                      const loom_hf_vit_defaults *d, int64_t image_px, hf_model *m,
-                      int64_t *side, loom_error *err)
-{
-    const cJSON *c = cfg ? cfg : &EMPTY;
-    int64_t hidden = 0, ffn = 0, layers = 0, heads = 0, image = 0, patch = 0;
-    int rc = opt_int(file, c, path, "hidden_size", 1 << 20, d->hidden_size, &hidden, err);
-    if (!rc)
-        rc = opt_int(file, c, path, "intermediate_size", 1 << 22, d->intermediate_size, &ffn,
-                     err);
-    if (!rc)
-        rc = opt_int(file, c, path, "num_hidden_layers", LOOM_MAX_LAYERS_PER_MODULE,
-                     d->num_hidden_layers, &layers, err);
-    if (!rc)
-        rc = opt_int(file, c, path, "num_attention_heads", 1 << 16, d->num_attention_heads,
-                     &heads, err);
-    if (!rc)
-        rc = opt_int(file, c, path, "image_size", 1 << 16, d->image_size, &image, err);
-    if (!rc)
-        rc = opt_int(file, c, path, "patch_size", 1 << 12, d->patch_size, &patch, err);
-    if (rc)
-        return rc;
-    if (image_px > 0)
-        image = image_px;
-    if (hidden % heads)
-        return loom_set_error(err, LOOM_EINVAL,
-                              "%s: %s%snum_attention_heads: expected a divisor of hidden_size "
-                              "(%lld), found %lld",
-                              file, path, sep(path), (long long)hidden, (long long)heads);
-    if (patch > image)
-        return loom_set_error(err, LOOM_EINVAL,
-                              "%s: %s%spatch_size: expected at most image_size (%lld), found "
-                              "%lld",
-                              file, path, sep(path), (long long)image, (long long)patch);
-    vision_group(m, layers, hidden, ffn, heads, 0);
-    *side = image / patch;
-    m->patches = *side * *side + d->class_token;
-    m->tokens = m->patches;
-    return LOOM_OK;
-}
-
-/* The Qwen2-VL / Qwen2.5-VL vision tower (cfg NULL: all defaults) for a
- * square LOOM_HF_IMAGE_PX image: blocks of `width` (embed_dim or
- * hidden_size) with num_heads; Qwen2-VL's MLP is mlp_ratio x width with
- * GELU, Qwen2.5-VL's a SwiGLU of intermediate_size. The blocks run on the
- * patches, and spatial_merge_size^2 of them merge into one LM token. */
-static int qwen_vit_layers(const char *file, const cJSON *cfg, const char *path,
-                           const loom_hf_qwen_vit_defaults *d, hf_model *m, loom_error *err)
-{
-    const cJSON *c = cfg ? cfg : &EMPTY;
-    int64_t depth = 0, width = 0, heads = 0, ffn = d->intermediate_size, patch = 0, merge = 0;
-    double ratio = d->mlp_ratio;
-    int rc = opt_int(file, c, path, "depth", LOOM_MAX_LAYERS_PER_MODULE, d->depth, &depth, err);
-    if (!rc)
-        rc = opt_int(file, c, path, d->width_key, 1 << 20, d->width, &width, err);
-    if (!rc)
-        rc = opt_int(file, c, path, "num_heads", 1 << 16, d->num_heads, &heads, err);
-    if (!rc && d->intermediate_size)
-        rc = opt_int(file, c, path, "intermediate_size", 1 << 22, d->intermediate_size, &ffn,
-                     err);
-    else if (!rc)
-        rc = loom_json_get_double(file, c, path, "mlp_ratio", 0, 0.25, 64, &ratio, err);
-    if (!rc)
-        rc = opt_int(file, c, path, "patch_size", 1 << 12, d->patch_size, &patch, err);
-    if (!rc)
-        rc = opt_int(file, c, path, "spatial_merge_size", 64, d->spatial_merge_size, &merge, err);
-    if (rc)
-        return rc;
-    if (width % heads)
-        return loom_set_error(err, LOOM_EINVAL,
-                              "%s: %s.num_heads: expected a divisor of %s (%lld), found %lld",
-                              file, path, d->width_key, (long long)width, (long long)heads);
-    if (!d->intermediate_size)
-        ffn = (int64_t)((double)width * ratio + 0.5);
-    vision_group(m, depth, width, ffn, heads, d->intermediate_size != 0);
-    int64_t side = LOOM_HF_IMAGE_PX / patch / merge;
-    m->tokens = side > 0 ? side * side : 1;
-    m->patches = m->tokens * merge * merge;
-    return LOOM_OK;
+                          file, path, loom_hf_sep(path), what, supported, type);
 }
 
 /* Language models a VLM's text part may be (also top-level types). */
@@ -279,21 +54,21 @@ static int is_llm(const char *type)
 /* The text part of a VLM: sub-config tc at `key` (NULL: the defaults of
  * the language model `type`, which the caller has resolved). */
 static int llm_part(const char *file, const cJSON *tc, const char *key, const char *type,
-                    hf_model *m, loom_error *err)
+                    loom_hf_model *m, loom_error *err)
 {
     if (!is_llm(type)) {
         char names[128];
         loom_join_names(LLMS, names, sizeof names);
         return unsupported(file, key, "a supported language model", names, type, err);
     }
-    return text_layers(file, tc ? tc : &EMPTY, key, loom_hf_text_defaults_for(type), m, err);
+    return loom_hf_text_layers(file, tc, key, loom_hf_text_defaults_for(type), m, err);
 }
 
 /* llama, mistral, mixtral, qwen2, qwen2_moe, internlm2: one `llm`. */
-static int read_llm(const char *file, const cJSON *root, const char *type, hf_model *m,
+static int read_llm(const char *file, const cJSON *root, const char *type, loom_hf_model *m,
                     loom_error *err)
 {
-    return text_layers(file, root, "", loom_hf_text_defaults_for(type), m, err);
+    return loom_hf_text_layers(file, root, "", loom_hf_text_defaults_for(type), m, err);
 }
 
 /* LLaVA (LlavaConfig): a CLIP or SigLIP vision_config (model_type default
@@ -301,7 +76,7 @@ static int read_llm(const char *file, const cJSON *root, const char *type, hf_mo
  * text_config (model_type default llama). The LM gets the patch features:
  * the class token is dropped under vision_feature_select_strategy
  * "default", kept under "full". */
-static int read_llava(const char *file, const cJSON *root, const char *type, hf_model *m,
+static int read_llava(const char *file, const cJSON *root, const char *type, loom_hf_model *m,
                       loom_error *err)
 {
     (void)type;
@@ -326,7 +101,7 @@ static int read_llava(const char *file, const cJSON *root, const char *type, hf_
     int64_t side = 0;
     const cJSON *tc = NULL;
     const char *ttype = "llama";
-    rc = vit_layers(file, vc, "vision_config", d, 0, m, &side, err);
+    rc = loom_hf_vit_layers(file, vc, "vision_config", d, 0, m, &side, err);
     if (!rc && !strcmp(strategy, "default"))
         m->tokens = m->patches - 1; /* LLaVA drops the first feature */
     if (!rc)
@@ -338,21 +113,21 @@ static int read_llava(const char *file, const cJSON *root, const char *type, hf_
 
 /* Qwen2-VL and Qwen2.5-VL: vision_config and the language model, either a
  * text_config or (as published) the top-level fields. */
-static int read_qwen_vl(const char *file, const cJSON *root, const char *type, hf_model *m,
+static int read_qwen_vl(const char *file, const cJSON *root, const char *type, loom_hf_model *m,
                         loom_error *err)
 {
     const cJSON *vc = NULL, *tc = NULL;
     int rc = sub_config(file, root, "vision_config", &vc, err);
     if (!rc)
-        rc = qwen_vit_layers(file, vc, "vision_config", loom_hf_qwen_vit_defaults_for(type), m,
-                             err);
+        rc = loom_hf_qwen_vit_layers(file, vc, "vision_config",
+                                     loom_hf_qwen_vit_defaults_for(type), m, err);
     if (!rc)
         rc = sub_config(file, root, "text_config", &tc, err);
     if (rc)
         return rc;
     const loom_hf_text_defaults *d = loom_hf_text_defaults_for(type);
-    return tc ? text_layers(file, tc, "text_config", d, m, err)
-              : text_layers(file, root, "", d, m, err);
+    return tc ? loom_hf_text_layers(file, tc, "text_config", d, m, err)
+              : loom_hf_text_layers(file, root, "", d, m, err);
 }
 
 /* The llm_config's language model as InternVLChatConfig picks it: by
@@ -387,7 +162,7 @@ static int internvl_llm_type(const char *file, const cJSON *lc, const char **typ
  * llm_config. One 448-px tile per image (force_image_size, else the
  * tower's image_size): the tower runs on its patches and the class token,
  * and pixel shuffle hands (patches x downsample_ratio^2) tokens to the LM. */
-static int read_internvl(const char *file, const cJSON *root, const char *type, hf_model *m,
+static int read_internvl(const char *file, const cJSON *root, const char *type, loom_hf_model *m,
                          loom_error *err)
 {
     (void)type;
@@ -397,12 +172,13 @@ static int read_internvl(const char *file, const cJSON *root, const char *type, 
     const char *ltype = NULL;
     int rc = sub_config(file, root, "vision_config", &vc, err);
     if (!rc && !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "force_image_size")))
-        rc = opt_int(file, root, "", "force_image_size", 1 << 16, 0, &image, err);
+        rc = loom_json_get_int(file, root, "", "force_image_size", 0, 1, 1 << 16, &image, err);
     if (!rc)
         rc = loom_json_get_double(file, root, "", "downsample_ratio", 0, 0.0625, 1, &ratio, err);
     if (!rc)
-        rc = vit_layers(file, vc, "vision_config",
-                        loom_hf_vit_defaults_for(LOOM_HF_INTERNVL_VISION), image, m, &side, err);
+        rc = loom_hf_vit_layers(file, vc, "vision_config",
+                                loom_hf_vit_defaults_for(LOOM_HF_INTERNVL_VISION), image, m,
+                                &side, err);
     if (!rc)
         rc = sub_config(file, root, "llm_config", &lc, err);
     if (!rc)
@@ -416,7 +192,7 @@ static int read_internvl(const char *file, const cJSON *root, const char *type, 
 
 /* clip, siglip (a vision_config) and clip_vision_model,
  * siglip_vision_model: the tower alone, class token included. */
-static int read_vision(const char *file, const cJSON *root, const char *type, hf_model *m,
+static int read_vision(const char *file, const cJSON *root, const char *type, loom_hf_model *m,
                        loom_error *err)
 {
     int whole = !strstr(type, "_vision_model");
@@ -426,13 +202,13 @@ static int read_vision(const char *file, const cJSON *root, const char *type, hf
     int rc = whole ? sub_config(file, root, "vision_config", &vc, err) : LOOM_OK;
     int64_t side = 0;
     if (!rc)
-        rc = vit_layers(file, vc, whole ? "vision_config" : "", loom_hf_vit_defaults_for(tower),
-                        0, m, &side, err);
+        rc = loom_hf_vit_layers(file, vc, whole ? "vision_config" : "",
+                                loom_hf_vit_defaults_for(tower), 0, m, &side, err);
     m->vision_backbone = 1;
     return rc;
 }
 
-typedef int (*hf_reader)(const char *file, const cJSON *root, const char *type, hf_model *m,
+typedef int (*hf_reader)(const char *file, const cJSON *root, const char *type, loom_hf_model *m,
                          loom_error *err);
 
 static const struct {
@@ -475,7 +251,7 @@ int loom_model_is_hf_config(const cJSON *root)
 
 /* Builds the model of m: `vision` (an encoder feeding `llm`, or the
  * backbone alone) and `llm`. */
-static int build(const char *file, const char *name, const hf_model *m, loom_model_data **out,
+static int build(const char *file, const char *name, const loom_hf_model *m, loom_model_data **out,
                  loom_error *err)
 {
     static const char *const vit_in[] = {"vision"};
@@ -522,7 +298,7 @@ int loom_model_from_hf(const char *file, const cJSON *root, loom_model_data **ou
     for (size_t i = 0; i < N_READERS; i++) {
         if (strcmp(type, READERS[i].type))
             continue;
-        hf_model m;
+        loom_hf_model m;
         memset(&m, 0, sizeof m);
         rc = READERS[i].read(file, root, type, &m, err);
         return rc ? rc : build(file, model_name(root, type), &m, out, err);

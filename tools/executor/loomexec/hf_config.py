@@ -161,6 +161,12 @@ def _text(file, cfg, path, d):
         raise InputError("%s: %s: expected a multiple of num_key_value_heads (%d) that divides "
                          "hidden_size (%d), found %d"
                          % (file, _where(path, "num_attention_heads"), kv, hidden, heads))
+    if cfg.get("head_dim") is not None:
+        dim = _int(file, cfg, path, "head_dim", 1 << 16, hidden // heads)
+        if dim != hidden // heads:
+            raise InputError("%s: %s: expected hidden_size / num_attention_heads = %d (Loom models "
+                             "no other head width), found %d"
+                             % (file, _where(path, "head_dim"), hidden // heads, dim))
     group = {"count": layers, "hidden": hidden, "ffn_hidden": ffn, "heads": heads,
              "kv_heads": kv, "gated_ffn": True, "causal": True}
     return group, vocab
