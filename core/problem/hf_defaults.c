@@ -21,7 +21,8 @@ static const loom_hf_text_defaults TEXT[] = {
      4096, 22016, 32, 32, 32, 151936, LOOM_HF_MLP_DENSE, 0, 0, 0, 0},
     {"qwen2_moe", "Qwen2MoeConfig (" TF "qwen2_moe/configuration_qwen2_moe.py)",
      2048, 5632, 24, 16, 16, 151936, LOOM_HF_MLP_QWEN2_MOE, 60, 4, 1408, 5632},
-    {"internlm2", "InternLM2Config (configuration_internlm2.py of internlm/internlm2-chat-7b)",
+    {"internlm2", "InternLM2Config (OpenGVLab/InternVL internvl_chat/internvl/model/internlm2/"
+     "configuration_internlm2.py, as internlm/internlm2-chat-7b ships it)",
      4096, 11008, 32, 32, 0, 103168, LOOM_HF_MLP_DENSE, 0, 0, 0, 0},
     /* the language model of the Qwen VL configs: their 72B defaults */
     {"qwen2_vl", "Qwen2VLConfig / Qwen2VLTextConfig (" TF "qwen2_vl/configuration_qwen2_vl.py)",
@@ -38,7 +39,8 @@ static const loom_hf_vit_defaults VIT[] = {
     {"siglip_vision_model", "SiglipVisionConfig (" TF "siglip/configuration_siglip.py)",
      768, 3072, 12, 12, 224, 16, 0},
     {"intern_vit_6b",
-     "InternVisionConfig (configuration_intern_vit.py of OpenGVLab/InternVL, internvl_chat)",
+     "InternVisionConfig (OpenGVLab/InternVL internvl_chat/internvl/model/internvl_chat/"
+     "configuration_intern_vit.py)",
      3200, 12800, 48, 25, 224, 14, 1},
     /* LlavaConfig builds this CLIP tower when vision_config is absent */
     {"llava", "LlavaConfig (" TF "llava/configuration_llava.py)",

@@ -61,7 +61,8 @@ typedef struct loom_hf_qwen_vit_defaults {
     int64_t spatial_merge_size;
 } loom_hf_qwen_vit_defaults;
 
-/* InternVLChatConfig (configuration_internvl_chat.py, OpenGVLab/InternVL):
+/* InternVLChatConfig (OpenGVLab/InternVL internvl_chat/internvl/model/
+ * internvl_chat/configuration_internvl_chat.py):
  * downsample_ratio=0.5 (pixel shuffle keeps a quarter of the patches);
  * no llm_config means InternLM2ForCausalLM, no vision_config
  * InternVisionConfig's defaults. */

@@ -17,7 +17,7 @@ from .errors import InputError, describe
 
 IMAGE_PX = 448
 MAX_LAYERS = 100000
-INTERNVL_DOWNSAMPLE = 0.5  # InternVLChatConfig (configuration_internvl_chat.py)
+INTERNVL_DOWNSAMPLE = 0.5  # InternVLChatConfig (OpenGVLab/InternVL configuration_internvl_chat.py)
 
 # Decoder defaults: hidden, ffn, layers, heads, kv heads (None: heads), vocab,
 # MLP kind, experts, experts per token, expert ffn, shared expert ffn.
@@ -32,7 +32,7 @@ TEXT = {
     "qwen2": (4096, 22016, 32, 32, 32, 151936, "dense", 0, 0, 0, 0),
     # Qwen2MoeConfig (models/qwen2_moe/configuration_qwen2_moe.py)
     "qwen2_moe": (2048, 5632, 24, 16, 16, 151936, "qwen2_moe", 60, 4, 1408, 5632),
-    # InternLM2Config (configuration_internlm2.py of internlm/internlm2-chat-7b)
+    # InternLM2Config (OpenGVLab/InternVL internvl/model/internlm2/configuration_internlm2.py)
     "internlm2": (4096, 11008, 32, 32, None, 103168, "dense", 0, 0, 0, 0),
     # the language models of Qwen2VLConfig and Qwen2_5_VLConfig (72B defaults)
     "qwen2_vl": (8192, 29568, 80, 64, 8, 152064, "dense", 0, 0, 0, 0),
@@ -44,7 +44,7 @@ LLMS = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "internlm2")
 VIT = {
     "clip_vision_model": (768, 3072, 12, 12, 224, 32, 1),    # CLIPVisionConfig
     "siglip_vision_model": (768, 3072, 12, 12, 224, 16, 0),  # SiglipVisionConfig
-    "intern_vit_6b": (3200, 12800, 48, 25, 224, 14, 1),      # InternVisionConfig
+    "intern_vit_6b": (3200, 12800, 48, 25, 224, 14, 1),  # InternVisionConfig (InternVL repo)
     "llava": (1024, 4096, 24, 16, 336, 14, 1),  # LlavaConfig's tower without vision_config
 }
 
