@@ -1,159 +1,238 @@
-/* hf_config.c - a model from a Hugging Face `config.json`: decoder-only
- * language models (Llama, Mistral, Qwen2; Mixtral-style MoE as a dense
- * model of its active experts), vision-language models with a vision tower
- * (LLaVA, Qwen2-VL), and CLIP / SigLIP vision encoders. The rules and
- * their limits are in docs/formats.md ("Hugging Face config.json"). */
+/* hf_config.c - a model from a Hugging Face `config.json` as published:
+ * decoder-only language models (Llama, Mistral, Qwen2, InternLM2; Mixtral
+ * and Qwen2-MoE as dense models of the experts a token runs through),
+ * vision-language models (LLaVA, Qwen2-VL, Qwen2.5-VL, InternVL) and CLIP /
+ * SigLIP vision encoders. A field the file leaves out takes its config
+ * class's default (hf_defaults.c), as transformers' AutoConfig does. The
+ * rules and their limits are in docs/formats.md ("Hugging Face
+ * config.json"). */
 #include <stdio.h>
 #include <string.h>
-#include "problem_io_priv.h"
+#include "hf_stacks.h"
 
-/* The model_type values understood, for messages. */
-#define LOOM_HF_SUPPORTED                                                      \
-    "llama, mistral, qwen2, mixtral, llava, qwen2_vl, clip, clip_vision_model, " \
-    "siglip, siglip_vision_model"
-
-/* Qwen2-VL sizes images dynamically; this many pixels a side is assumed. */
-#define LOOM_HF_QWEN2VL_IMAGE_PX 448
-
-/* Reads an integer member of obj (at JSON path `path`) in 1..max. */
-static int get_int(const char *file, const cJSON *obj, const char *path, const char *key,
-                   int required, int64_t max, int64_t *out, loom_error *err)
+/* A sub-config object (`key` of root); *out NULL when absent or null (the
+ * class then builds its default sub-config). */
+static int sub_config(const char *file, const cJSON *root, const char *key, const cJSON **out,
+                      loom_error *err)
 {
-    return loom_json_get_int(file, obj, path, key, required, 1, max, out, err);
+    *out = NULL;
+    if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, key)))
+        return LOOM_OK;
+    return loom_json_get_object(file, root, "", key, 0, out, err);
 }
 
-/* The text stack of a decoder-only language model config at `path`:
- * hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
- * num_key_value_heads (default: heads), vocab_size; for MoE configs
- * (num_local_experts) the FFN of num_experts_per_tok experts. */
-static int text_layers(const char *file, const cJSON *cfg, const char *path,
-                       loom_layer_group *g, int64_t *vocab, loom_error *err)
+/* The model_type of sub-config cfg at `path` (dflt when cfg or the member
+ * is absent). */
+static int sub_type(const char *file, const cJSON *cfg, const char *path, const char *dflt,
+                    const char **out, loom_error *err)
 {
-    int64_t hidden = 0, ffn = 0, layers = 0, heads = 0, kv = 0, experts = 0, top_k = 1;
-    int rc = get_int(file, cfg, path, "hidden_size", 1, 1 << 20, &hidden, err);
+    *out = dflt;
+    return cfg ? loom_json_get_string(file, cfg, path, "model_type", 0, out, err) : LOOM_OK;
+}
+
+/* The error for an unsupported model_type at `path`. */
+static int unsupported(const char *file, const char *path, const char *what,
+                       const char *supported, const char *type, loom_error *err)
+{
+    return loom_set_error(err, LOOM_EINVAL, "%s: %s%smodel_type: expected %s (%s), found \"%.60s\"",
+                          file, path, loom_hf_sep(path), what, supported, type);
+}
+
+/* Language models a VLM's text part may be (also top-level types). */
+static const char *const LLMS[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe",
+                                   "internlm2", NULL};
+
+/* 1 when `type` is one of LLMS. */
+static int is_llm(const char *type)
+{
+    for (const char *const *t = LLMS; *t; t++)
+        if (!strcmp(*t, type))
+            return 1;
+    return 0;
+}
+
+/* The text part of a VLM: sub-config tc at `key` (NULL: the defaults of
+ * the language model `type`, which the caller has resolved). */
+static int llm_part(const char *file, const cJSON *tc, const char *key, const char *type,
+                    loom_hf_model *m, loom_error *err)
+{
+    if (!is_llm(type)) {
+        char names[128];
+        loom_join_names(LLMS, names, sizeof names);
+        return unsupported(file, key, "a supported language model", names, type, err);
+    }
+    return loom_hf_text_layers(file, tc, key, loom_hf_text_defaults_for(type), m, err);
+}
+
+/* llama, mistral, mixtral, qwen2, qwen2_moe, internlm2: one `llm`. */
+static int read_llm(const char *file, const cJSON *root, const char *type, loom_hf_model *m,
+                    loom_error *err)
+{
+    return loom_hf_text_layers(file, root, "", loom_hf_text_defaults_for(type), m, err);
+}
+
+/* LLaVA (LlavaConfig): a CLIP or SigLIP vision_config (model_type default
+ * clip_vision_model; absent: LlavaConfig's CLIP ViT-L/14 at 336 px) and a
+ * text_config (model_type default llama). The LM gets the patch features:
+ * the class token is dropped under vision_feature_select_strategy
+ * "default", kept under "full". */
+static int read_llava(const char *file, const cJSON *root, const char *type, loom_hf_model *m,
+                      loom_error *err)
+{
+    (void)type;
+    const cJSON *vc = NULL;
+    const char *vtype = "clip_vision_model", *strategy = "default";
+    int rc = sub_config(file, root, "vision_config", &vc, err);
     if (!rc)
-        rc = get_int(file, cfg, path, "intermediate_size", 1, 1 << 22, &ffn, err);
+        rc = sub_type(file, vc, "vision_config", vtype, &vtype, err);
     if (!rc)
-        rc = get_int(file, cfg, path, "num_hidden_layers", 1, LOOM_MAX_LAYERS_PER_MODULE,
-                     &layers, err);
-    if (!rc)
-        rc = get_int(file, cfg, path, "num_attention_heads", 1, 1 << 16, &heads, err);
-    kv = heads;
-    if (!rc)
-        rc = get_int(file, cfg, path, "num_key_value_heads", 0, heads, &kv, err);
-    if (!rc)
-        rc = get_int(file, cfg, path, "vocab_size", 1, (int64_t)1 << 24, vocab, err);
-    if (!rc)
-        rc = get_int(file, cfg, path, "num_local_experts", 0, 1 << 12, &experts, err);
-    if (!rc && experts > 0)
-        rc = get_int(file, cfg, path, "num_experts_per_tok", 1, experts, &top_k, err);
+        rc = loom_json_get_string(file, root, "", "vision_feature_select_strategy", 0,
+                                  &strategy, err);
     if (rc)
         return rc;
-    if (heads % kv || hidden % heads)
+    if (strcmp(strategy, "default") && strcmp(strategy, "full"))
         return loom_set_error(err, LOOM_EINVAL,
-                              "%s: %s%snum_attention_heads: expected a multiple of "
-                              "num_key_value_heads (%lld) that divides hidden_size (%lld), "
-                              "found %lld",
-                              file, path, *path ? "." : "", (long long)kv, (long long)hidden,
-                              (long long)heads);
-    memset(g, 0, sizeof *g);
-    g->count = (int32_t)layers;
-    g->layer.hidden = hidden;
-    g->layer.ffn_hidden = ffn * top_k; /* the experts a token runs through */
-    g->layer.heads = (int32_t)heads;
-    g->layer.kv_heads = (int32_t)kv;
-    g->layer.gated_ffn = 1; /* SwiGLU in every supported family */
-    g->layer.causal = 1;
-    return LOOM_OK;
+                              "%s: vision_feature_select_strategy: expected \"default\" or "
+                              "\"full\", found \"%.60s\"", file, strategy);
+    if (strcmp(vtype, "clip_vision_model") && strcmp(vtype, "siglip_vision_model"))
+        return unsupported(file, "vision_config", "a supported vision tower",
+                           "clip_vision_model, siglip_vision_model", vtype, err);
+    const loom_hf_vit_defaults *d = loom_hf_vit_defaults_for(vc ? vtype : "llava");
+    int64_t side = 0;
+    const cJSON *tc = NULL;
+    const char *ttype = "llama";
+    rc = loom_hf_vit_layers(file, vc, "vision_config", d, 0, m, &side, err);
+    if (!rc && !strcmp(strategy, "default"))
+        m->tokens = m->patches - 1; /* LLaVA drops the first feature */
+    if (!rc)
+        rc = sub_config(file, root, "text_config", &tc, err);
+    if (!rc)
+        rc = sub_type(file, tc, "text_config", ttype, &ttype, err);
+    return rc ? rc : llm_part(file, tc, "text_config", ttype, m, err);
 }
 
-/* A CLIP or SigLIP vision tower at `path`: its layers and the tokens one
- * image gives ((image_size / patch_size)^2 patches, rounded down as the
- * convolution does, plus the class token when `cls`). */
-static int clip_layers(const char *file, const cJSON *cfg, const char *path, int cls,
-                       loom_layer_group *g, int64_t *tokens, loom_error *err)
+/* Qwen2-VL and Qwen2.5-VL: vision_config and the language model, either a
+ * text_config or (as published) the top-level fields. */
+static int read_qwen_vl(const char *file, const cJSON *root, const char *type, loom_hf_model *m,
+                        loom_error *err)
 {
-    int64_t hidden = 0, ffn = 0, layers = 0, heads = 0, image = 224, patch = 32;
-    int rc = get_int(file, cfg, path, "hidden_size", 1, 1 << 20, &hidden, err);
+    const cJSON *vc = NULL, *tc = NULL;
+    int rc = sub_config(file, root, "vision_config", &vc, err);
     if (!rc)
-        rc = get_int(file, cfg, path, "intermediate_size", 1, 1 << 22, &ffn, err);
+        rc = loom_hf_qwen_vit_layers(file, vc, "vision_config",
+                                     loom_hf_qwen_vit_defaults_for(type), m, err);
     if (!rc)
-        rc = get_int(file, cfg, path, "num_hidden_layers", 1, LOOM_MAX_LAYERS_PER_MODULE,
-                     &layers, err);
-    if (!rc)
-        rc = get_int(file, cfg, path, "num_attention_heads", 1, 1 << 16, &heads, err);
-    if (!rc)
-        rc = get_int(file, cfg, path, "image_size", 0, 1 << 16, &image, err);
-    if (!rc)
-        rc = get_int(file, cfg, path, "patch_size", 0, 1 << 12, &patch, err);
+        rc = sub_config(file, root, "text_config", &tc, err);
     if (rc)
         return rc;
-    if (hidden % heads)
-        return loom_set_error(err, LOOM_EINVAL,
-                              "%s: %s%snum_attention_heads: expected a divisor of hidden_size "
-                              "(%lld), found %lld",
-                              file, path, *path ? "." : "", (long long)hidden, (long long)heads);
-    if (patch > image)
-        return loom_set_error(err, LOOM_EINVAL,
-                              "%s: %s%spatch_size: expected at most image_size (%lld), found "
-                              "%lld",
-                              file, path, *path ? "." : "", (long long)image, (long long)patch);
-    memset(g, 0, sizeof *g);
-    g->count = (int32_t)layers;
-    g->layer.hidden = hidden;
-    g->layer.ffn_hidden = ffn;
-    g->layer.heads = (int32_t)heads;
-    g->layer.kv_heads = (int32_t)heads;
-    *tokens = (image / patch) * (image / patch) + (cls ? 1 : 0);
-    return LOOM_OK;
+    const loom_hf_text_defaults *d = loom_hf_text_defaults_for(type);
+    return tc ? loom_hf_text_layers(file, tc, "text_config", d, m, err)
+              : loom_hf_text_layers(file, root, "", d, m, err);
 }
 
-/* Qwen2-VL's vision tower (vision_config: depth, embed_dim, num_heads,
- * mlp_ratio, patch_size, spatial_merge_size) for a square image of
- * LOOM_HF_QWEN2VL_IMAGE_PX pixels; *patches is what the tower's blocks
- * run on, *tokens what the language model receives (the patches merged
- * spatial_merge_size^2 to one). */
-static int qwen2vl_layers(const char *file, const cJSON *cfg, const char *path,
-                          loom_layer_group *g, int64_t *patches, int64_t *tokens,
-                          loom_error *err)
+/* The llm_config's language model as InternVLChatConfig picks it: by
+ * architectures[0] (InternLM2, Llama, Qwen2), else by model_type; no
+ * llm_config: InternLM2. Another architecture without a model_type is an
+ * error. */
+static int internvl_llm_type(const char *file, const cJSON *lc, const char **type,
+                             loom_error *err)
 {
-    int64_t depth = 0, dim = 0, heads = 0, patch = 14, merge = 2;
-    double ratio = 4;
-    int rc = get_int(file, cfg, path, "depth", 1, LOOM_MAX_LAYERS_PER_MODULE, &depth, err);
+    static const char *const ARCH[][2] = {{"InternLM2ForCausalLM", "internlm2"},
+                                          {"LlamaForCausalLM", "llama"},
+                                          {"Qwen2ForCausalLM", "qwen2"}};
+    *type = LOOM_HF_INTERNVL_LLM;
+    const cJSON *arch = lc ? cJSON_GetObjectItemCaseSensitive(lc, "architectures") : NULL;
+    const cJSON *first = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
+    if (!cJSON_IsString(first))
+        return sub_type(file, lc, "llm_config", *type, type, err);
+    for (size_t i = 0; i < sizeof ARCH / sizeof ARCH[0]; i++)
+        if (!strcmp(first->valuestring, ARCH[i][0])) {
+            *type = ARCH[i][1];
+            return LOOM_OK;
+        }
+    if (cJSON_GetObjectItemCaseSensitive(lc, "model_type"))
+        return sub_type(file, lc, "llm_config", *type, type, err);
+    return loom_set_error(err, LOOM_EINVAL,
+                          "%s: llm_config.architectures[0]: expected InternLM2ForCausalLM, "
+                          "LlamaForCausalLM or Qwen2ForCausalLM (or a model_type beside it), "
+                          "found \"%.60s\"", file, first->valuestring);
+}
+
+/* InternVL 2 / 2.5 (InternVLChatConfig): an InternViT vision_config and an
+ * llm_config. One 448-px tile per image (force_image_size, else the
+ * tower's image_size): the tower runs on its patches and the class token,
+ * and pixel shuffle hands (patches x downsample_ratio^2) tokens to the LM. */
+static int read_internvl(const char *file, const cJSON *root, const char *type, loom_hf_model *m,
+                         loom_error *err)
+{
+    (void)type;
+    const cJSON *vc = NULL, *lc = NULL;
+    int64_t image = 0, side = 0;
+    double ratio = LOOM_HF_INTERNVL_DOWNSAMPLE;
+    const char *ltype = NULL;
+    int rc = sub_config(file, root, "vision_config", &vc, err);
+    if (!rc && !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "force_image_size")))
+        rc = loom_json_get_int(file, root, "", "force_image_size", 0, 1, 1 << 16, &image, err);
     if (!rc)
-        rc = get_int(file, cfg, path, "embed_dim", 1, 1 << 20, &dim, err);
+        rc = loom_json_get_double(file, root, "", "downsample_ratio", 0, 0.0625, 1, &ratio, err);
     if (!rc)
-        rc = get_int(file, cfg, path, "num_heads", 1, 1 << 16, &heads, err);
+        rc = loom_hf_vit_layers(file, vc, "vision_config",
+                                loom_hf_vit_defaults_for(LOOM_HF_INTERNVL_VISION), image, m,
+                                &side, err);
     if (!rc)
-        rc = loom_json_get_double(file, cfg, path, "mlp_ratio", 0, 0.25, 64, &ratio, err);
+        rc = sub_config(file, root, "llm_config", &lc, err);
     if (!rc)
-        rc = get_int(file, cfg, path, "patch_size", 0, 1 << 12, &patch, err);
-    if (!rc)
-        rc = get_int(file, cfg, path, "spatial_merge_size", 0, 64, &merge, err);
+        rc = internvl_llm_type(file, lc, &ltype, err);
     if (rc)
         return rc;
-    if (dim % heads)
-        return loom_set_error(err, LOOM_EINVAL,
-                              "%s: %s.num_heads: expected a divisor of embed_dim (%lld), "
-                              "found %lld", file, path, (long long)dim, (long long)heads);
-    memset(g, 0, sizeof *g);
-    g->count = (int32_t)depth;
-    g->layer.hidden = dim;
-    g->layer.ffn_hidden = (int64_t)(dim * ratio + 0.5);
-    g->layer.heads = (int32_t)heads;
-    g->layer.kv_heads = (int32_t)heads;
-    int64_t side = LOOM_HF_QWEN2VL_IMAGE_PX / patch / merge;
-    *tokens = side > 0 ? side * side : 1;
-    *patches = *tokens * merge * merge;
-    return LOOM_OK;
+    int64_t tokens = (int64_t)((double)(side * side) * ratio * ratio);
+    m->tokens = tokens > 0 ? tokens : 1;
+    return llm_part(file, lc, "llm_config", ltype, m, err);
 }
 
-/* The vision tower of a LLaVA config (vision_config, CLIP or SigLIP). */
-static int llava_vision(const char *file, const cJSON *vc, loom_layer_group *g,
-                        int64_t *tokens, loom_error *err)
+/* clip, siglip (a vision_config) and clip_vision_model,
+ * siglip_vision_model: the tower alone, class token included. */
+static int read_vision(const char *file, const cJSON *root, const char *type, loom_hf_model *m,
+                       loom_error *err)
 {
-    /* LLaVA feeds the language model the patch features, not the class token. */
-    return clip_layers(file, vc, "vision_config", 0, g, tokens, err);
+    int whole = !strstr(type, "_vision_model");
+    char tower[32];
+    snprintf(tower, sizeof tower, "%s%s", type, whole ? "_vision_model" : "");
+    const cJSON *vc = root;
+    int rc = whole ? sub_config(file, root, "vision_config", &vc, err) : LOOM_OK;
+    int64_t side = 0;
+    if (!rc)
+        rc = loom_hf_vit_layers(file, vc, whole ? "vision_config" : "",
+                                loom_hf_vit_defaults_for(tower), 0, m, &side, err);
+    m->vision_backbone = 1;
+    return rc;
+}
+
+typedef int (*hf_reader)(const char *file, const cJSON *root, const char *type, loom_hf_model *m,
+                         loom_error *err);
+
+static const struct {
+    const char *type;
+    hf_reader read;
+} READERS[] = {
+    {"llama", read_llm},         {"mistral", read_llm},
+    {"mixtral", read_llm},       {"qwen2", read_llm},
+    {"qwen2_moe", read_llm},     {"internlm2", read_llm},
+    {"llava", read_llava},       {"qwen2_vl", read_qwen_vl},
+    {"qwen2_5_vl", read_qwen_vl}, {"internvl_chat", read_internvl},
+    {"clip", read_vision},       {"siglip", read_vision},
+    {"clip_vision_model", read_vision}, {"siglip_vision_model", read_vision},
+};
+#define N_READERS (sizeof READERS / sizeof READERS[0])
+
+/* The supported model_type values, "a, b, c", for messages. */
+static void supported_types(char *buf, size_t size)
+{
+    const char *names[N_READERS + 1];
+    for (size_t i = 0; i < N_READERS; i++)
+        names[i] = READERS[i].type;
+    names[N_READERS] = NULL;
+    loom_join_names(names, buf, size);
 }
 
 /* The language model's name: "_name_or_path" or model_type. */
@@ -170,6 +249,45 @@ int loom_model_is_hf_config(const cJSON *root)
             cJSON_GetObjectItemCaseSensitive(root, "architectures"));
 }
 
+/* Builds the model of m: `vision` (an encoder feeding `llm`, or the
+ * backbone alone) and `llm`. */
+static int build(const char *file, const char *name, const loom_hf_model *m, loom_model_data **out,
+                 loom_error *err)
+{
+    static const char *const vit_in[] = {"vision"};
+    loom_module_desc mods[2];
+    memset(mods, 0, sizeof mods);
+    int n = 0;
+    if (m->has_vision) {
+        mods[0].name = "vision";
+        mods[0].kind = m->vision_backbone ? LOOM_MODULE_BACKBONE : LOOM_MODULE_ENCODER;
+        mods[0].modality = LOOM_MODALITY_IMAGE;
+        mods[0].tokens_per_item = m->tokens;
+        mods[0].patches_per_item = m->patches != m->tokens ? m->patches : 0;
+        mods[0].n_groups = 1;
+        mods[0].groups = &m->vision;
+        n = 1;
+    }
+    if (m->has_text) {
+        loom_module_desc *lm = &mods[n];
+        lm->name = "llm";
+        lm->kind = LOOM_MODULE_BACKBONE;
+        lm->modality = LOOM_MODALITY_TEXT;
+        lm->tokens_per_item = 1;
+        lm->vocab = m->vocab;
+        lm->n_groups = 1;
+        lm->groups = &m->text;
+        lm->n_inputs = n;
+        lm->inputs = n ? vit_in : NULL;
+    }
+    loom_model_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = name;
+    d.n_modules = m->has_vision + m->has_text;
+    d.modules = mods;
+    return loom_model_build(file, &d, out, err);
+}
+
 int loom_model_from_hf(const char *file, const cJSON *root, loom_model_data **out,
                        loom_error *err)
 {
@@ -177,78 +295,18 @@ int loom_model_from_hf(const char *file, const cJSON *root, loom_model_data **ou
     int rc = loom_json_get_string(file, root, "", "model_type", 1, &type, err);
     if (rc)
         return rc;
-    loom_layer_group vision, text;
-    int64_t vocab = 0, tokens = 0, patches = 0; /* patches 0: tokens */
-    static const char *const vit_in[] = {"vision"};
-    loom_module_desc mods[2];
-    memset(mods, 0, sizeof mods);
-    int n = 0;
-    const char *name = model_name(root, type);
-    if (!strcmp(type, "llama") || !strcmp(type, "mistral") || !strcmp(type, "qwen2") ||
-        !strcmp(type, "mixtral")) {
-        rc = text_layers(file, root, "", &text, &vocab, err);
-    } else if (!strcmp(type, "llava")) {
-        const cJSON *vc = NULL, *tc = NULL;
-        rc = loom_json_get_object(file, root, "", "vision_config", 1, &vc, err);
-        if (!rc)
-            rc = loom_json_get_object(file, root, "", "text_config", 1, &tc, err);
-        if (!rc)
-            rc = llava_vision(file, vc, &vision, &tokens, err);
-        if (!rc)
-            rc = text_layers(file, tc, "text_config", &text, &vocab, err);
-        n = 1;
-    } else if (!strcmp(type, "qwen2_vl")) {
-        const cJSON *vc = NULL;
-        rc = loom_json_get_object(file, root, "", "vision_config", 1, &vc, err);
-        if (!rc)
-            rc = qwen2vl_layers(file, vc, "vision_config", &vision, &patches, &tokens, err);
-        if (!rc)
-            rc = text_layers(file, root, "", &text, &vocab, err);
-        n = 1;
-    } else if (!strcmp(type, "clip") || !strcmp(type, "siglip")) {
-        const cJSON *vc = NULL;
-        rc = loom_json_get_object(file, root, "", "vision_config", 1, &vc, err);
-        if (!rc)
-            rc = clip_layers(file, vc, "vision_config", !strcmp(type, "clip"), &vision,
-                             &tokens, err);
-        n = -1;
-    } else if (!strcmp(type, "clip_vision_model") || !strcmp(type, "siglip_vision_model")) {
-        rc = clip_layers(file, root, "", !strcmp(type, "clip_vision_model"), &vision, &tokens,
-                         err);
-        n = -1;
-    } else {
-        return loom_set_error(err, LOOM_EINVAL,
-                              "%s: model_type: expected a supported Hugging Face architecture "
-                              "(%s), found \"%.60s\"",
-                              file, LOOM_HF_SUPPORTED, type);
+    for (size_t i = 0; i < N_READERS; i++) {
+        if (strcmp(type, READERS[i].type))
+            continue;
+        loom_hf_model m;
+        memset(&m, 0, sizeof m);
+        rc = READERS[i].read(file, root, type, &m, err);
+        return rc ? rc : build(file, model_name(root, type), &m, out, err);
     }
-    if (rc)
-        return rc;
-    if (n != 0) { /* a vision tower */
-        mods[0].name = "vision";
-        mods[0].kind = n < 0 ? LOOM_MODULE_BACKBONE : LOOM_MODULE_ENCODER;
-        mods[0].modality = LOOM_MODALITY_IMAGE;
-        mods[0].tokens_per_item = tokens;
-        mods[0].patches_per_item = patches;
-        mods[0].n_groups = 1;
-        mods[0].groups = &vision;
-    }
-    if (n >= 0) { /* a language model, fed by the tower when there is one */
-        loom_module_desc *lm = &mods[n];
-        lm->name = "llm";
-        lm->kind = LOOM_MODULE_BACKBONE;
-        lm->modality = LOOM_MODALITY_TEXT;
-        lm->tokens_per_item = 1;
-        lm->vocab = vocab;
-        lm->n_groups = 1;
-        lm->groups = &text;
-        lm->n_inputs = n;
-        lm->inputs = n ? vit_in : NULL;
-    }
-    loom_model_desc d;
-    memset(&d, 0, sizeof d);
-    d.name = name;
-    d.n_modules = n < 0 ? 1 : n + 1;
-    d.modules = mods;
-    return loom_model_build(file, &d, out, err);
+    char names[512];
+    supported_types(names, sizeof names);
+    return loom_set_error(err, LOOM_EINVAL,
+                          "%s: model_type: expected a supported Hugging Face architecture "
+                          "(%s), found \"%.60s\"",
+                          file, names, type);
 }

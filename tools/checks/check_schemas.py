@@ -14,8 +14,12 @@ Usage: check_schemas.py SOURCE_DIR LOOM_BINARY
    (a model and a stage-times problem), `loom ab --json` (with and
    without --timings, and with a failing side) and `loom tune --json`.
 4. The schemas are strict: every example with an unknown top-level field
-   added, and bad inputs from tests/bad-inputs that break a schema rule, are
-   rejected.
+   added (not a Hugging Face config, which carries many members Loom does
+   not read), and bad inputs from tests/bad-inputs that break a schema rule,
+   are rejected; every Hugging Face config that loom refuses
+   (tests/bad-inputs/hf-config, cases.tsv) is refused by the schema, and
+   loom and the hf-config schema agree on every fixture with a member it
+   reads set to a string or to 0.
 
 Needs the jsonschema module (Debian: python3-jsonschema).
 """
@@ -283,13 +287,30 @@ BAD_INPUTS = {
                            "huge-video.jsonl"],
     "plugin-manifest": ["bad-version", "binary-absolute", "binary-dotdot",
                         "missing-id", "unknown-param-type", "unknown-role"],
+    # every config of tests/bad-inputs/hf-config: loom refuses each (cases.tsv)
+    "hf-config": ["downsample-string.json", "hidden-string.json", "internvl-unknown-llm.json",
+                  "kv-heads-zero.json", "missing-model-type.json", "mlp-ratio-small.json",
+                  "select-strategy.json", "sparse-step.json", "text-layers-fraction.json",
+                  "text-unknown-type.json", "unknown-model-type.json",
+                  "vision-config-array.json"],
 }
 BAD_FOLDERS = {"model": "model", "cluster": "cluster", "stage-times": "stage-times",
                "planner-manifest": "planner", "cost-table": "table",
-               "workload-iteration": "workload", "plugin-manifest": "plugin-manifest"}
+               "workload-iteration": "workload", "plugin-manifest": "plugin-manifest",
+               "hf-config": "hf-config"}
 
 
 def check_bad_inputs(src, schemas):
+    hf = os.path.join(src, "tests/bad-inputs/hf-config")
+    for name in sorted(set(os.listdir(hf)) - set(BAD_INPUTS["hf-config"])):
+        fail("tests/bad-inputs/hf-config/%s: not in BAD_INPUTS (every bad config must be "
+             "refused by the schema too)" % name)
+    with open(os.path.join(src, "tests/bad-inputs/cases.tsv"), encoding="utf-8") as f:
+        cases = f.read()
+    for name in BAD_INPUTS["hf-config"]:
+        if "@BAD@/hf-config/%s\n" % name not in cases:
+            fail("tests/bad-inputs/hf-config/%s: no case in cases.tsv (loom must refuse it "
+                 "too)" % name)
     for schema, names in sorted(BAD_INPUTS.items()):
         for name in names:
             path = os.path.join(src, "tests/bad-inputs", BAD_FOLDERS[schema], name)
@@ -317,6 +338,59 @@ def check_bad_inputs(src, schemas):
                 fail("%s: the %s schema accepts this bad input" % (label, schema))
 
 
+# Members some model_type reads (docs/formats.md, "Hugging Face config.json").
+HF_READ = ("model_type", "hidden_size", "intermediate_size", "num_hidden_layers",
+           "num_attention_heads", "num_key_value_heads", "vocab_size", "head_dim",
+           "num_local_experts", "num_experts_per_tok", "image_size", "patch_size", "depth",
+           "embed_dim", "num_heads", "mlp_ratio", "spatial_merge_size", "downsample_ratio",
+           "force_image_size", "vision_feature_select_strategy", "vision_config",
+           "text_config", "llm_config", "architectures")
+
+
+def check_hf_mutations(src, loom, schemas):
+    """Every member of every Hugging Face fixture (and of its sub-configs)
+    that some model_type reads, set to a string and to 0: loom and the
+    schema agree on whether the config is refused, and loom's refusal names
+    the config."""
+    with tempfile.TemporaryDirectory(prefix="loom-hf-") as tmp:
+        path = os.path.join(tmp, "config.json")
+        workload = os.path.join(tmp, "one.jsonl")  # one short sample keeps a plan quick
+        with open(workload, "w", encoding="utf-8") as f:
+            f.write('{"samples": [{"text_tokens": 128}]}\n')
+        for fixture in sorted(glob.glob(os.path.join(src, "examples/models/hf/*.json"))):
+            with open(fixture, encoding="utf-8") as f:
+                base = json.load(f)
+            subs = [None] + [k for k in ("vision_config", "text_config", "llm_config")
+                             if isinstance(base.get(k), dict)]
+            for sub in subs:
+                for key in HF_READ:
+                    if key not in (base[sub] if sub else base):
+                        continue
+                    for value in ("x", 0):
+                        doc = json.loads(json.dumps(base))
+                        (doc[sub] if sub else doc)[key] = value
+                        with open(path, "w", encoding="utf-8") as f:
+                            json.dump(doc, f)
+                        p = subprocess.run([loom, "plan", "--model", path, "--parallel",
+                                            "tp=1,pp=1,mb=1", "--workload", workload,
+                                            "--quiet", "--memory-cap", "1e18"], cwd=tmp,
+                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                           universal_newlines=True,
+                                           env=dict(os.environ, LOOM_PLUGIN_PATH=""))
+                        refused = p.returncode == 2 and path + ":" in p.stderr
+                        if p.returncode not in (0, 2) or (p.returncode == 2 and not refused):
+                            fail("%s with %s = %r: loom exit %d: %s" % (
+                                os.path.basename(fixture), key, value, p.returncode,
+                                p.stderr.strip()[-300:]))
+                            continue
+                        if refused == bool(errors_of(schemas["hf-config"], doc)):
+                            continue
+                        fail("%s with %s%s = %r: loom %s it, the schema %s it" % (
+                            os.path.basename(fixture), sub + "." if sub else "", key, value,
+                            "refuses" if refused else "accepts",
+                            "accepts" if refused else "refuses"))
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit("usage: check_schemas.py SOURCE_DIR LOOM_BINARY")
@@ -324,7 +398,7 @@ def main():
     schemas = load_schemas(src)
     expected = {"model", "cluster", "stage-times", "workload-iteration", "planner-manifest",
                 "plugin-manifest", "ab-suite", "replan-job", "cost-table", "plan",
-                "plan-metrics", "ab-report"}
+                "plan-metrics", "ab-report", "hf-config"}
     for name in sorted(expected - set(schemas)):
         fail("docs/schemas/%s.schema.json: missing or invalid" % name)
     if FAILURES:
@@ -333,6 +407,8 @@ def main():
     check_examples(src, schemas, counts)
     check_outputs(src, loom, schemas, counts)
     check_bad_inputs(src, schemas)
+    if "hf-config" in schemas:
+        check_hf_mutations(src, loom, schemas)
     for name in sorted(expected - set(counts)):
         fail("%s: no document was validated against this schema" % name)
     for name in sorted(counts):

@@ -9,11 +9,12 @@ else build/bin/loom)."""
 import json
 import os
 import shutil
+import subprocess
 import sys
 
 import pytest
 
-from test_executor import HERE, MANIFESTS, MODELS, VLM, execute, plan, valid
+from test_executor import HERE, MANIFESTS, MODELS, VLM, execute, loom_cli, plan, valid
 
 MEGATRON = str(MANIFESTS / "megatron-1f1b.json")
 HF = MODELS / "hf"
@@ -226,27 +227,29 @@ def test_missing_schedule_csv(csv_plan, tmp_path):
 
 
 def test_hf_llama_config(tmp_path):
-    """A Hugging Face config.json (Llama 3 8B: one `llm` module) plans and
-    executes under PyTorch's runtime; the plan's model name is the config's
-    _name_or_path. A small text workload keeps the run short."""
+    """A Hugging Face config.json (Llama 3 8B as published: one `llm` module)
+    plans and executes under PyTorch's runtime; the plan's model name is the
+    model_type (the published config has no _name_or_path). A small text
+    workload keeps the run short."""
     wl = tmp_path / "text.jsonl"
     wl.write_text(json.dumps({"samples": [{"text_tokens": n} for n in (700, 90, 1300, 256, 40)]})
                   + "\n")
     cfg = HF / "llama-3-8b.json"
     p = plan(tmp_path, "llama", "--manifest", MEGATRON, "--parallel", "tp=1,pp=2,mb=4",
              "--memory-cap", "1e15", model=cfg, workload=wl)
-    assert json.loads(p.read_text())["model"] == "llama-3-8b"
+    assert json.loads(p.read_text())["model"] == "llama"
     res = assert_passed_on(p, "torch", cfg)
     assert res["gradients"]["parameters"] == 32 * 9 + 3
     # the name check still holds: the plan is not vlm-s's
     r = execute(p, VLM)
     assert r.returncode == 2
-    assert 'model: the plan is for model "llama-3-8b" but %s is model "vlm-s"' % VLM in r.stderr
+    assert 'model: the plan is for model "llama" but %s is model "vlm-s"' % VLM in r.stderr
 
 
 def test_hf_llava_config(tmp_path):
-    """LLaVA 1.5 (a CLIP tower without its class token, 576 tokens an image,
-    feeding a Llama LM): refused before ("name: missing field"), now run."""
+    """LLaVA 1.5 as llava-hf publishes it (a CLIP tower running on 577
+    patches, handing 576 tokens an image to a Llama LM of LlamaConfig's
+    default shape): refused before ("name: missing field"), now run."""
     cfg = HF / "llava-1.5-7b.json"
     p = plan(tmp_path, "llava", "--manifest", MEGATRON, "--parallel", "tp=1,pp=2,mb=4",
              "--memory-cap", "1e15", model=cfg)
@@ -257,8 +260,9 @@ def test_hf_llava_config(tmp_path):
 
 
 def test_hf_config_errors(tmp_path):
-    """A config of an unsupported family, or missing a field, is bad input
-    naming the file and the JSON path."""
+    """A config of an unsupported family, or with a field of the wrong type,
+    is bad input naming the file, the JSON path, expected and found; a
+    missing field takes its class's default."""
     bad = tmp_path / "bert.json"
     bad.write_text(json.dumps({"model_type": "bert", "hidden_size": 768}))
     r = execute(tmp_path / "none.json", bad)
@@ -266,12 +270,19 @@ def test_hf_config_errors(tmp_path):
     assert '%s: model_type: expected a supported Hugging Face architecture (llama, mistral' % bad \
         in r.stderr and 'found "bert"' in r.stderr
     doc = json.loads((HF / "llava-1.5-7b.json").read_text())
-    del doc["text_config"]["vocab_size"]
+    doc["text_config"]["vocab_size"] = "32064"
     cut = tmp_path / "llava-cut.json"
     cut.write_text(json.dumps(doc))
     r = execute(tmp_path / "none.json", cut)
     assert r.returncode == 2
-    assert "%s: text_config.vocab_size: missing field" % cut in r.stderr
+    assert ('%s: text_config.vocab_size: expected an integer in [1, 16777216], found "32064"'
+            % cut) in r.stderr
+    doc["text_config"] = {"model_type": "phi3"}
+    cut.write_text(json.dumps(doc))
+    r = execute(tmp_path / "none.json", cut)
+    assert r.returncode == 2
+    assert ('%s: text_config.model_type: expected a supported language model (llama, mistral, '
+            'mixtral, qwen2, qwen2_moe, internlm2), found "phi3"' % cut) in r.stderr
 
 
 def test_hf_models_match_the_planner(tmp_path):
@@ -285,6 +296,45 @@ def test_hf_models_match_the_planner(tmp_path):
         p = plan(tmp_path, cfg.stem, "--manifest", MEGATRON, "--parallel", "tp=1,pp=2,mb=4",
                  "--memory-cap", "1e15", model=cfg)
         Plan(str(p), ModelSpec(str(cfg))).check_tensors()
+
+
+HF_TYPES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "internlm2", "llava", "qwen2_vl",
+            "qwen2_5_vl", "internvl_chat", "clip", "siglip", "clip_vision_model",
+            "siglip_vision_model")
+
+
+def _metrics(path):
+    """loom plan --json of a model file, less the plan time."""
+    r = subprocess.run([loom_cli(), "plan", "--model", str(path), "--parallel", "tp=1,pp=2,mb=4",
+                        "--iterations", "1", "--json", "--quiet", "--memory-cap", "1e15"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                       env=dict(os.environ, LOOM_PLUGIN_PATH=""))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    doc.pop("plan_time_ms")
+    for it in doc["iterations"]:
+        it.pop("plan_time_ms")
+    return doc
+
+
+@pytest.mark.parametrize("source", [p.name for p in sorted(HF.glob("*.json"))] +
+                         ["defaults:" + t for t in HF_TYPES])
+def test_hf_conversion_matches_the_planner(tmp_path, source):
+    """The executor's reading of a config (every fixture, and every
+    model_type with all its fields left to the class defaults) written out
+    as a Loom model.json plans to exactly the metrics of the config itself:
+    every layer shape, token and patch count and vocabulary agree with
+    core/problem/hf_config.c."""
+    sys.path.insert(0, str(HERE.parent))
+    from loomexec.hf_config import model_from_hf
+    if source.startswith("defaults:"):
+        cfg = tmp_path / "config.json"
+        cfg.write_text(json.dumps({"model_type": source.split(":")[1]}))
+    else:
+        cfg = HF / source
+    converted = tmp_path / "model.json"
+    converted.write_text(json.dumps(model_from_hf(str(cfg), json.loads(cfg.read_text()))))
+    assert _metrics(converted) == _metrics(cfg)
 
 
 def test_model_preset_name(tmp_path):
