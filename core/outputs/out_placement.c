@@ -6,8 +6,9 @@
  * "v" for ScheduleZBVZeroBubble and ScheduleDualPipeV (two stages per
  * rank: rank r holds stages r and 2P-1-r), "loop" for every other class
  * (rank r holds stages r, r+P, r+2P, ...). A plan fits a style when its
- * PyTorch stage-to-rank map is exactly that one, and one torchtitan mesh
- * runs every module (no module has a layout of its own). */
+ * PyTorch stage-to-rank map is exactly that one (the executor runs such a
+ * map on PyTorch's runtime too). Whether torchtitan runs the plan at all
+ * (one mesh for every module) is loom_out_one_mesh. */
 #include <string.h>
 #include "output.h"
 
@@ -65,11 +66,6 @@ void loom_out_placement_find(const loom_plan *plan, const loom_out_torch *t,
     memset(pl, 0, sizeof *pl);
     int32_t P = plan->graph->n_ranks, n = t->n_stages;
     int split = loom_out_split_backward(plan->graph);
-    char why[LOOM_OUT_REASON_MAX];
-    if (!loom_out_one_mesh(plan, why)) {
-        snprintf(pl->reason, sizeof pl->reason, "no torchtitan style fits: %.900s", why);
-        return;
-    }
     if (!t->ok) {
         snprintf(pl->reason, sizeof pl->reason,
                  "no torchtitan style fits: the plan is not one PyTorch pipeline (%.900s)",

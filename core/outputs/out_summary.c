@@ -40,7 +40,10 @@ static int write_exports(const loom_plan *plan, FILE *out, loom_error *err)
         return rc;
     if (!x.csv_ok)
         fputs("  schedule.csv  not written (plan.json: schedule_csv.reason)\n", out);
-    if (x.placement.style)
+    char why[LOOM_OUT_REASON_MAX];
+    if (plan->problem && plan->problem->model && !loom_out_one_mesh(plan, why))
+        fprintf(out, "  torchtitan    none runs it: %s\n", why);
+    else if (x.placement.style)
         fprintf(out, "  torchtitan    %s style: pipeline_parallel_schedule %s, "
                      "pipeline_parallel_schedule_csv schedule.csv, %d microbatches\n",
                 x.placement.style, x.placement.schedule, x.microbatches);

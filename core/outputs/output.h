@@ -100,8 +100,7 @@ typedef struct loom_out_placement {
 /* 1 when the plan splits backward into I and W stages. */
 int loom_out_split_backward(const loom_stage_graph *g);
 
-/* Finds the style of the plan's PyTorch stage map t (built from plan);
- * none, with the reason, when a module has a layout of its own. */
+/* Finds the style of the plan's PyTorch stage map t (built from plan). */
 void loom_out_placement_find(const loom_plan *plan, const loom_out_torch *t,
                              loom_out_placement *pl);
 
