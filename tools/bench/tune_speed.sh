@@ -12,7 +12,10 @@
 #      (--top 100000, so nothing is pruned from the ranking) with
 #      megatron-tuned, with megatron-balanced (PipeWeaver's Megatron-LM
 #      baseline) and with pipeweaver (K 1), and prints where DP8 TP2 PP4
-#      CP1 first appears.
+#      CP1 first appears. §8.3's grid is of single layouts (PipeWeaver's
+#      planner places the encoder itself), so these searches are
+#      --single-layouts; the VLM-L and VLM-XL searches are the default
+#      space, per-module layouts included.
 #
 # Each line: considered, simulated and pruned configurations, wall seconds
 # and CPU seconds (user + system) of the whole `loom tune` process.
@@ -120,13 +123,13 @@ fi
 if [ "$which" = all ] || [ "$which" = s83 ]; then
     for m in megatron-tuned megatron-balanced; do
         search "s83-$m" --model vlm-m --cluster h800 --gpus 64 --global-batch 128 \
-            --packing-window 3 --manifest "$manifests/$m.json" --top 100000
+            --packing-window 3 --manifest "$manifests/$m.json" --top 100000 --single-layouts
         where_dp8 "s83-$m"
     done
     # PipeWeaver's own planner (a 200-evaluation MCTS per configuration, so
     # one sequence a microbatch as in §8.3's grid: 64 layouts, ~1.5 CPU min)
     search s83-pipeweaver --model vlm-m --cluster h800 --gpus 64 --global-batch 128 \
         --packing-window 3 --micro-batch-size 1 --manifest "$manifests/pipeweaver.json" \
-        --top 100000
+        --top 100000 --single-layouts
     where_dp8 s83-pipeweaver
 fi
