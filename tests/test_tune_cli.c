@@ -73,10 +73,32 @@ START_TEST(shards_merge_to_the_same_bytes)
 }
 END_TEST
 
+START_TEST(jobs_print_the_same_bytes)
+{
+    /* simulations in parallel processes reach a superset of what one job
+     * simulates; the walk then prints the same report, pruning counts
+     * included, and the same table */
+    const char *space = TINY " --gpus 8 --global-batch 16 --top 3 --quiet " TUNED;
+    char *one = loom_test_cli_expect(0, "tune %s --json --jobs 1", space);
+    char *three = loom_test_cli_expect(0, "tune %s --json --jobs 3", space);
+    ck_assert_str_eq(three, one);
+    free(three);
+    free(one);
+    one = loom_test_cli_expect(0, "tune %s --jobs 1", space);
+    three = loom_test_cli_expect(0, "tune %s --jobs 2", space);
+    ck_assert_str_eq(three, one);
+    free(three);
+    free(one);
+}
+END_TEST
+
 START_TEST(bad_inputs)
 {
     char *out = loom_test_cli_expect(2, "tune --model vlm-s --gpus 1031 --global-batch 512 " TUNED);
     loom_test_has(out, "--gpus 1031: no layout uses 1031 GPUs");
+    free(out);
+    out = loom_test_cli_expect(2, "tune --model vlm-s --gpus 8 --global-batch 8 --jobs 0");
+    loom_test_has(out, "--jobs");
     free(out);
     out = loom_test_cli_expect(2, "tune --model vlm-s --gpus 8 --global-batch 7 --micro-batch-size 2 " TUNED);
     loom_test_has(out, "--global-batch 7: no layout of 8 GPUs divides it");
@@ -306,6 +328,7 @@ static Suite *suite(void)
     tcase_add_test(tc, out_writes_the_winner);
     tcase_add_test(tc, plan_batch_identity);
     tcase_add_test(tc, plan_memory_hint);
+    tcase_add_test(tc, jobs_print_the_same_bytes);
     tcase_add_test(tc, per_module_configurations_plan_the_same);
     tcase_add_test(tc, plan_json_reports_module_layouts);
     suite_add_tcase(s, tc);

@@ -46,6 +46,8 @@ static void usage(FILE *out)
             "                        then writes a shard file for `loom tune merge`\n"
             "  --tp-across-nodes     let tp span nodes (default: within a node)\n"
             "  --single-layouts      one layout for the whole model (no per-module layouts)\n"
+            "  --jobs N              simulations at a time, each in a process of its own\n"
+            "                        (default: the online CPUs; the report is the same)\n"
             "  --no-prune            simulate every configuration (checks the pruning)\n"
             "  --quiet               no progress line\n"
             "planning options as `loom plan`: --iterations (default 1), --seed, --evaluations\n"
@@ -62,13 +64,14 @@ typedef struct tune_cli {
     int json, quiet;
     const char *json_file, *out_dir;
     int32_t shard_k, shard_n;
+    int32_t jobs;          /* --jobs, 0: the online CPUs */
     int32_t n_sim, bound_violations;
     int tty; /* progress on a terminal */
     double bound_ms, walk_ms; /* wall time of the two phases */
 } tune_cli;
 
 enum { OPT_MANIFEST = 0x100, OPT_GPUS, OPT_TOP, OPT_JSON, OPT_OUT, OPT_SHARD, OPT_NO_PRUNE,
-       OPT_TP_ACROSS, OPT_QUIET, OPT_SINGLE };
+       OPT_TP_ACROSS, OPT_QUIET, OPT_SINGLE, OPT_JOBS };
 
 static const loom_cli_option tune_options[] = {
     {"manifest", 1, OPT_MANIFEST}, {"gpus", 1, OPT_GPUS},
@@ -76,7 +79,7 @@ static const loom_cli_option tune_options[] = {
     {"out", 1, OPT_OUT},           {"shard", 1, OPT_SHARD},
     {"no-prune", 0, OPT_NO_PRUNE}, {"tp-across-nodes", 0, OPT_TP_ACROSS},
     {"quiet", 0, OPT_QUIET},       {"single-layouts", 0, OPT_SINGLE},
-    {NULL, 0, 0}};
+    {"jobs", 1, OPT_JOBS},         {NULL, 0, 0}};
 
 /* One option or operand of `loom tune` (loom_cli_spec.handle). */
 static int tune_option(void *ctx, int key, const char *name, const char *v)
@@ -121,6 +124,11 @@ static int tune_option(void *ctx, int key, const char *name, const char *v)
     case OPT_TP_ACROSS: o->t.tp_across_nodes = 1; return 0;
     case OPT_QUIET: o->quiet = 1; return 0;
     case OPT_SINGLE: o->t.single_layouts = 1; return 0;
+    case OPT_JOBS:
+        if (loom_cli_number("tune", name, v, 1, 64, &d))
+            return -1;
+        o->jobs = (int32_t)d;
+        return 0;
     default: return -1;
     }
 }
@@ -225,12 +233,13 @@ static int simulate(void *user, loom_tune_config *c)
 {
     tune_cli *o = user;
     loom_error err = {0};
-    int rc = loom_tune_simulate(&o->t, c, &err);
+    int fresh = !c->simulated; /* else --jobs simulated it already */
+    int rc = fresh ? loom_tune_simulate(&o->t, c, &err) : LOOM_OK;
     if (rc != LOOM_OK) {
         fprintf(stderr, "loom tune: %s\n", err.message);
         return rc;
     }
-    if (o->tty)
+    if (o->tty && fresh)
         fprintf(stderr, "\rloom tune: simulated %d configurations", ++o->n_sim);
     if (c->result.feasible && c->result.makespan_ms < c->lower_bound_ms * (1 - 1e-9)) {
         o->bound_violations++;
@@ -239,6 +248,13 @@ static int simulate(void *user, loom_tune_config *c)
                 c->result.makespan_ms, c->lower_bound_ms);
     }
     return LOOM_OK;
+}
+
+/* Progress of the parallel simulations, on a terminal. */
+static void prefetched(void *user)
+{
+    tune_cli *o = user;
+    fprintf(stderr, "\rloom tune: simulated %d configurations", ++o->n_sim);
 }
 
 /* The JSON report in the shape loom_write_atomic calls. */
@@ -421,6 +437,9 @@ static int run_tune(tune_cli *o)
     }
     loom_tune_walk w;
     t0 = loom_now_ms();
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    loom_tune_prefetch(&o->t, o->jobs > 0 ? o->jobs : cpus > 64 ? 64 : (int32_t)cpus,
+                       o->tty ? prefetched : NULL, o);
     rc = loom_tune_walk_run(&o->t, simulate, o, &w);
     o->walk_ms = loom_now_ms() - t0;
     if (!o->quiet)

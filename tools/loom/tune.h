@@ -143,6 +143,23 @@ int loom_tune_write_shard(const loom_tune_search *t, int32_t k, int32_t n, FILE 
  * compact JSON in a malloc'd string. */
 char *loom_tune_identity(const loom_tune_search *t);
 
+/* One configuration as a shard file holds it (bounds and any simulation,
+ * every double to 17 significant digits), and back: -1 when malformed. */
+void loom_tune_write_config(const loom_tune_config *c, FILE *out);
+int loom_tune_read_config_text(const char *text, loom_tune_config *c, int32_t n_manifests);
+
+/* ---- tune_jobs.c ---------------------------------------------------------- */
+
+/* Simulates, `jobs` at a time in forked processes, the configurations the
+ * walk would reach (in bound order, a batch at a time, stopping where a
+ * batch's first bound exceeds the top-th best found so far): a superset
+ * of what loom_tune_walk_run simulates, so that the walk then finds
+ * every result it needs already there (c->simulated) and prints what a
+ * run of one job prints. A configuration whose worker failed is left to
+ * the walk, which simulates it itself. jobs < 2 does nothing. */
+void loom_tune_prefetch(loom_tune_search *t, int32_t jobs, void (*progress)(void *user),
+                        void *user);
+
 /* Reads shard files into one search (configs from every slice); LOOM_EINVAL
  * when they come from different searches or a shard is missing or
  * repeated. */

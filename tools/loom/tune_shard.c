@@ -72,8 +72,7 @@ static void str_or_null(FILE *out, const char *s)
     cJSON_Delete(j);
 }
 
-/* One configuration of the slice. */
-static void shard_config(const loom_tune_config *c, FILE *out)
+void loom_tune_write_config(const loom_tune_config *c, FILE *out)
 {
     const loom_parallel *p = &c->par;
     fprintf(out, "{\"index\": %d, \"manifest\": %d, \"layout\": [%d, %d, %d, %d, %d, %d, %d]",
@@ -117,7 +116,7 @@ int loom_tune_write_shard(const loom_tune_search *t, int32_t k, int32_t n, FILE 
     free(id);
     for (int32_t i = 0; i < t->n_configs; i++) {
         fputs(i ? ",\n  " : "\n  ", out);
-        shard_config(&t->configs[i], out);
+        loom_tune_write_config(&t->configs[i], out);
     }
     fputs("]}\n", out);
     return ferror(out) ? LOOM_EIO : LOOM_OK;
@@ -333,5 +332,13 @@ int loom_tune_read_shards(const char **files, int n_files, loom_tune_search *t, 
             rc = loom_set_error(err, LOOM_EINVAL, "configuration %d appears twice", i);
     free(id0);
     free(seen);
+    return rc;
+}
+
+int loom_tune_read_config_text(const char *text, loom_tune_config *c, int32_t n_manifests)
+{
+    cJSON *j = cJSON_Parse(text);
+    int rc = j ? read_config(j, c, n_manifests) : -1;
+    cJSON_Delete(j);
     return rc;
 }
