@@ -213,19 +213,31 @@ static void keep_slice(loom_tune_search *t, int32_t k, int32_t n)
     t->n_configs = j;
 }
 
-/* Bounds every configuration of the search. */
+/* Simulations (and bounding slices) at a time: --jobs, else the CPUs. */
+static int32_t jobs_of(const tune_cli *o)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return o->jobs > 0 ? o->jobs : cpus > 64 ? 64 : cpus < 1 ? 1 : (int32_t)cpus;
+}
+
+/* Bounds every configuration of the search: in --jobs processes, then
+ * in-process whatever they did not bound. */
 static int bound_all(tune_cli *o, loom_error *err)
 {
-    for (int32_t i = 0; i < o->t.n_configs; i++) {
-        if (o->tty && (i % 50 == 0 || i == o->t.n_configs - 1))
-            fprintf(stderr, "\rloom tune: bounding %d/%d", i + 1, o->t.n_configs);
-        int rc = loom_tune_bound(&o->t, &o->t.configs[i], err);
-        if (rc != LOOM_OK)
-            return rc;
-    }
+    char *bounded = calloc((size_t)o->t.n_configs + 1, 1);
+    if (!bounded)
+        return loom_set_error(err, LOOM_ENOMEM, "out of memory");
+    if (o->tty)
+        fprintf(stderr, "\rloom tune: bounding %d configurations", o->t.n_configs);
+    loom_tune_bound_jobs(&o->t, jobs_of(o), bounded);
+    int rc = LOOM_OK;
+    for (int32_t i = 0; i < o->t.n_configs && rc == LOOM_OK; i++)
+        if (!bounded[i])
+            rc = loom_tune_bound(&o->t, &o->t.configs[i], err);
+    free(bounded);
     if (o->tty)
         fputc('\n', stderr);
-    return LOOM_OK;
+    return rc;
 }
 
 /* Walk callback: simulates one configuration, checking its bound. */
@@ -437,9 +449,7 @@ static int run_tune(tune_cli *o)
     }
     loom_tune_walk w;
     t0 = loom_now_ms();
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    loom_tune_prefetch(&o->t, o->jobs > 0 ? o->jobs : cpus > 64 ? 64 : (int32_t)cpus,
-                       o->tty ? prefetched : NULL, o);
+    loom_tune_prefetch(&o->t, jobs_of(o), o->tty ? prefetched : NULL, o);
     rc = loom_tune_walk_run(&o->t, simulate, o, &w);
     o->walk_ms = loom_now_ms() - t0;
     if (!o->quiet)

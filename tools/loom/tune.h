@@ -160,6 +160,12 @@ int loom_tune_read_config_text(const char *text, loom_tune_config *c, int32_t n_
 void loom_tune_prefetch(loom_tune_search *t, int32_t jobs, void (*progress)(void *user),
                         void *user);
 
+/* Bounds the configurations in `jobs` forked processes, each a
+ * contiguous slice (loom_tune_bound in each); sets bounded[i] for every
+ * configuration whose bound arrived and returns how many did. The caller
+ * bounds the rest itself (a failed slice, or jobs < 2). */
+int32_t loom_tune_bound_jobs(loom_tune_search *t, int32_t jobs, char *bounded);
+
 /* Reads shard files into one search (configs from every slice); LOOM_EINVAL
  * when they come from different searches or a shard is missing or
  * repeated. */

@@ -186,3 +186,94 @@ void loom_tune_prefetch(loom_tune_search *t, int32_t jobs, void (*progress)(void
     free(order);
     free(best);
 }
+
+/* In a child: bounds configurations [lo, hi) and writes them to fd, one
+ * per line; never returns. */
+static void bound_child(loom_tune_search *t, int32_t lo, int32_t hi, int fd)
+{
+    FILE *out = fdopen(fd, "w");
+    if (!out)
+        _exit(3);
+    for (int32_t i = lo; i < hi; i++) {
+        loom_error err = {0};
+        if (loom_tune_bound(t, &t->configs[i], &err) != LOOM_OK)
+            _exit(3);
+        loom_tune_write_config(&t->configs[i], out);
+        fputc('\n', out);
+    }
+    _exit(fclose(out) == 0 ? 0 : 3);
+}
+
+/* Reads a bounding child's lines into configurations [lo, hi); 0 when
+ * every one arrived. */
+static int bound_finish(loom_tune_search *t, int fd, pid_t pid, int32_t lo, int32_t hi)
+{
+    FILE *in = fdopen(fd, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    int32_t i = lo;
+    while (in && i < hi && getline(&line, &cap, in) > 0) {
+        loom_tune_config got;
+        if (loom_tune_read_config_text(line, &got, t->n_manifests) != 0 ||
+            got.index != t->configs[i].index) {
+            free(got.static_reason);
+            break;
+        }
+        loom_tune_config *c = &t->configs[i++];
+        c->lower_bound_ms = got.lower_bound_ms;
+        c->param_rank_bytes = got.param_rank_bytes;
+        c->state_rank_bytes = got.state_rank_bytes;
+        c->cap_bytes = got.cap_bytes;
+        free(c->static_reason);
+        c->static_reason = got.static_reason;
+        loom_tune_result_clear(&got.result);
+    }
+    free(line);
+    if (in)
+        fclose(in);
+    else
+        close(fd);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return i == hi && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+int32_t loom_tune_bound_jobs(loom_tune_search *t, int32_t jobs, char *bounded)
+{
+    if (jobs < 2 || t->n_configs < 2 * jobs)
+        return 0;
+    jobs = jobs > MAX_JOBS ? MAX_JOBS : jobs;
+    pid_t pid[MAX_JOBS];
+    int fd[MAX_JOBS];
+    int32_t lo[MAX_JOBS + 1], started = 0, done = 0;
+    for (int32_t q = 0; q <= jobs; q++)
+        lo[q] = (int32_t)((int64_t)t->n_configs * q / jobs);
+    fflush(NULL);
+    for (int32_t q = 0; q < jobs; q++) {
+        int p[2];
+        if (pipe(p) != 0)
+            break;
+        pid[q] = fork();
+        if (pid[q] < 0) {
+            close(p[0]);
+            close(p[1]);
+            break;
+        }
+        if (pid[q] == 0) {
+            close(p[0]);
+            for (int32_t r = 0; r < q; r++)
+                close(fd[r]);
+            bound_child(t, lo[q], lo[q + 1], p[1]);
+        }
+        close(p[1]);
+        fd[q] = p[0];
+        started++;
+    }
+    for (int32_t q = 0; q < started; q++)
+        if (bound_finish(t, fd[q], pid[q], lo[q], lo[q + 1]) == 0) {
+            memset(bounded + lo[q], 1, (size_t)(lo[q + 1] - lo[q]));
+            done += lo[q + 1] - lo[q];
+        }
+    return done;
+}
