@@ -221,6 +221,9 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
         loom_session_close(&s);
         return loom_cli_exit_for_status(rc);
     }
+    char tp_why[400];
+    if (loom_session_tp_warning(&s, tp_why, sizeof tp_why))
+        fprintf(stderr, "loom plan: warning: %s\n", tp_why);
     signal(SIGINT, on_sigint);
     if (ch)
         loom_channel_info(ch, s.n_iterations, s.manifest_name);
