@@ -248,9 +248,7 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
     char *iter_json = NULL;
     size_t iter_len = 0;
     FILE *iters = json ? open_memstream(&iter_json, &iter_len) : NULL;
-    if (!quiet && !json)
-        fprintf(out, "%-5s %12s %8s %8s %10s  %s\n", "iter", "makespan_ms", "bubble", "mfu",
-                "plan_ms", "candidate");
+    int header = !quiet && !json; /* printed before the first row, not before an error */
     double budget_ms = loom_isolate_search_budget_ms(s.pl);
     loom_progress *bar = NULL;
     if (!quiet && (n > 1 || budget_ms > 1000)) {
@@ -318,6 +316,10 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
             json_metrics(iters, &plan);
             fputc('}', iters);
         } else if (!quiet) {
+            if (header)
+                fprintf(out, "%-5s %12s %8s %8s %10s  %s\n", "iter", "makespan_ms", "bubble",
+                        "mfu", "plan_ms", "candidate");
+            header = 0;
             char mfu[16];
             if (m->mfu < 0)
                 snprintf(mfu, sizeof mfu, "n/a");

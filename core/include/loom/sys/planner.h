@@ -51,7 +51,11 @@ typedef struct loom_planner_config {
 } loom_planner_config;
 
 /* Reads and validates a planner manifest (fields, types, pipeline order).
- * LOOM_EIO / LOOM_EINVAL with file and JSON path (`pipeline[2].role`). */
+ * A bare name ("pipeweaver": no '/', no ".json", no such file) is a
+ * shipped manifest, examples/manifests/NAME.json (then the installed
+ * share/loom/manifests/, then the source tree's); cfg->path is the file
+ * read. LOOM_EIO / LOOM_EINVAL with file and JSON path
+ * (`pipeline[2].role`), LOOM_ENOTFOUND for an unknown name. */
 LOOM_EXPORT int loom_planner_config_load(const char *path, loom_planner_config **out,
                              loom_error *err);
 
