@@ -12,7 +12,9 @@ Usage: check_schemas.py SOURCE_DIR LOOM_BINARY
    checked too.
 3. Real outputs validate: `loom plan --json`, plan.json of `loom plan --out`
    (a model and a stage-times problem), `loom ab --json` (with and
-   without --timings, and with a failing side) and `loom tune --json`.
+   without --timings, and with a failing side), the shard reports of
+   `loom ab --shard K/N --json` (ab-shard) and their `loom ab merge --json`,
+   `loom tune --json` and every line of `loom workload generate`.
 4. The schemas are strict: every example with an unknown top-level field
    added, and bad inputs from tests/bad-inputs that break a schema rule, are
    rejected.
@@ -256,6 +258,60 @@ def check_outputs(src, loom, schemas, counts):
                 fails = [c["b"]["failure"] for c in doc.get("cases", [])]
                 if not any(fails):
                     fail("%s: expected B's failure in the report" % label)
+        check_shards(src, loom, schemas, counts, tmp, manifest)
+        check_workloads(loom, schemas, counts, tmp)
+
+
+def load_report(path, label):
+    """The JSON document at path, or None (a failure recorded)."""
+    if not os.path.exists(path):
+        fail("%s: no report written" % label)
+        return None
+    with open(path, encoding="utf-8") as f:
+        try:
+            return strict_loads(f.read(), label)
+        except ValueError as e:
+            fail(str(e))
+            return None
+
+
+def check_shards(src, loom, schemas, counts, tmp, manifest):
+    """`loom ab --shard K/N --json` (ab-shard) and `loom ab merge --json`
+    of the shards (ab-report), with a memory verdict."""
+    suite = os.path.join(tmp, "suite.json")
+    with open(suite, "w", encoding="utf-8") as f:
+        json.dump({"cases": [
+            {"name": "tp4-pp4", "model": "vlm-s", "parallel": "tp=4,pp=4,mb=8", "iterations": 2},
+            {"name": "tp2-pp8", "model": "vlm-s", "parallel": "tp=2,pp=8,mb=16",
+             "iterations": 2}]}, f)
+    b = os.path.join(src, "examples/manifests/gpipe.json")
+    shards = []
+    for k in (1, 2):
+        path = os.path.join(tmp, "shard-%d.json" % k)
+        label = "loom ab --shard %d/2 --json" % k
+        if run([loom, "ab", manifest, b, "--suite", suite, "--memory-threshold", "0.1",
+                "--shard", "%d/2" % k, "--quiet", "--json", path], tmp, ok=(0, 1)) is None:
+            continue
+        doc = load_report(path, label)
+        if doc is not None:
+            check_doc(schemas, "ab-shard", doc, label, counts)
+            shards.append(path)
+    merged = os.path.join(tmp, "merged.json")
+    if len(shards) == 2 and run([loom, "ab", "merge"] + shards + ["--quiet", "--json", merged],
+                                tmp, ok=(0, 1)) is not None:
+        doc = load_report(merged, "loom ab merge --json")
+        if doc is not None:
+            check_doc(schemas, "ab-report", doc, "loom ab merge --json", counts)
+
+
+def check_workloads(loom, schemas, counts, tmp):
+    """Every line of `loom workload generate` of each family."""
+    for family in ("image-pairs", "interleaved", "video", "rise-and-fall", "text"):
+        path = os.path.join(tmp, "w-%s.jsonl" % family)
+        if run([loom, "workload", "generate", "--family", family, "--iterations", "3",
+                "--microbatches", "4", "--out", path], tmp) is None:
+            continue
+        check_file(schemas, "workload-iteration", path, counts, tmp)
 
 
 # Bad inputs (tests/bad-inputs) that a schema rule refuses; each must fail
@@ -324,7 +380,7 @@ def main():
     schemas = load_schemas(src)
     expected = {"model", "cluster", "stage-times", "workload-iteration", "planner-manifest",
                 "plugin-manifest", "ab-suite", "replan-job", "cost-table", "plan",
-                "plan-metrics", "ab-report"}
+                "plan-metrics", "ab-report", "ab-shard"}
     for name in sorted(expected - set(schemas)):
         fail("docs/schemas/%s.schema.json: missing or invalid" % name)
     if FAILURES:
