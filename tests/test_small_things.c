@@ -1,8 +1,9 @@
 /* test_small_things.c - what a new user notices in the first hour:
  * `loom help plan`, a planner manifest named like a preset, did-you-mean
  * for commands, plugin ids, presets, manifests and files, no empty table
- * header above a failed plan, and the P2P transfers of trace.json as
- * flow events (Perfetto's arrows between ranks). */
+ * header above a failed plan, the P2P transfers of trace.json as flow
+ * events (Perfetto's arrows between ranks), and a warning for an unknown
+ * LOOM_LOG value. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +148,28 @@ START_TEST(trace_has_p2p_flows)
 }
 END_TEST
 
+/* LOOM_LOG takes error, warn, info or debug; anything else warns once
+ * (with the closest level) and keeps warn. */
+START_TEST(unknown_loom_log_warns)
+{
+    char cmd[1024], *out = NULL;
+    snprintf(cmd, sizeof cmd, "LOOM_LOG=debg '%s' plan --model vlm-s --iterations 2 --quiet",
+             loom_test_bin("bin/loom"));
+    ck_assert_int_eq(loom_test_run(cmd, &out), 0);
+    const char *w = "loom: warning: LOOM_LOG=debg: expected error, warn, info or debug (did you "
+                    "mean debug?); using warn\n";
+    const char *first = strstr(out, w);
+    ck_assert_msg(first != NULL, "%s", out);
+    ck_assert_ptr_null(strstr(first + 1, w)); /* once */
+    free(out);
+    snprintf(cmd, sizeof cmd, "LOOM_LOG=error '%s' plan --model vlm-s --iterations 1 --quiet",
+             loom_test_bin("bin/loom"));
+    ck_assert_int_eq(loom_test_run(cmd, &out), 0);
+    ck_assert_ptr_null(strstr(out, "LOOM_LOG"));
+    free(out);
+}
+END_TEST
+
 static Suite *small_suite(void)
 {
     Suite *s = suite_create("small_things");
@@ -157,6 +180,7 @@ static Suite *small_suite(void)
     tcase_add_test(tc, did_you_mean);
     tcase_add_test(tc, failed_plan_prints_no_header);
     tcase_add_test(tc, trace_has_p2p_flows);
+    tcase_add_test(tc, unknown_loom_log_warns);
     suite_add_tcase(s, tc);
     return s;
 }

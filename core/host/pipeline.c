@@ -294,6 +294,7 @@ int loom_pipeline_open_ex(loom_registry *reg, const loom_planner_config *cfg,
 {
     *out = NULL;
     int rc;
+    (void)loom_log_level(); /* a mistyped LOOM_LOG warns now, not never */
     for (int i = 0; i < cfg->n_plugin_dirs; i++)
         if ((rc = loom_registry_add_dir(reg, cfg->plugin_dirs[i], err)))
             return rc;
