@@ -170,6 +170,25 @@ START_TEST(unknown_loom_log_warns)
 }
 END_TEST
 
+/* README's calibrate example as printed: the H200 preset's residuals over
+ * the measured vlm-s layers, rms 11.61 %, pass at --max-residual 15 and
+ * fail (exit 1) at the default 10, as its comment says. */
+START_TEST(readme_calibrate_example)
+{
+    const char *args = "calibrate --cluster h200 --model %s --profile %s --fit none";
+    char fmt[512];
+    snprintf(fmt, sizeof fmt, "%s --max-residual 15", args);
+    const char *model = loom_test_src("examples/models/vlm-s.json");
+    const char *csv = loom_test_src("tests/fidelity/measured/h200/profile-vlm-s.csv");
+    char *out = loom_test_cli_expect(0, fmt, model, csv);
+    has(out, "44 measurements, 0 factors, 0 steps: rms residual 11.61 %");
+    free(out);
+    out = loom_test_cli_expect(1, args, model, csv);
+    has(out, "rms residual 11.61 %");
+    free(out);
+}
+END_TEST
+
 static Suite *small_suite(void)
 {
     Suite *s = suite_create("small_things");
@@ -181,6 +200,7 @@ static Suite *small_suite(void)
     tcase_add_test(tc, failed_plan_prints_no_header);
     tcase_add_test(tc, trace_has_p2p_flows);
     tcase_add_test(tc, unknown_loom_log_warns);
+    tcase_add_test(tc, readme_calibrate_example);
     suite_add_tcase(s, tc);
     return s;
 }
