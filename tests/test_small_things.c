@@ -45,6 +45,10 @@ START_TEST(manifest_by_name)
     free(file);
     out = loom_test_cli_expect(0, "validate pipeweaver");
     free(out);
+    out = loom_test_cli_expect(0, "ab megatron-1f1b megatron-balanced --model vlm-s "
+                                  "--iterations 1 --quiet --markdown -");
+    has(out, "## loom ab: `megatron-1f1b` (A) vs `megatron-balanced` (B)");
+    free(out);
     out = loom_test_cli_expect(2, "plan --manifest pipewaever --quiet");
     has(out, "loom plan: manifest \"pipewaever\": expected a shipped manifest name "
              "(examples/manifests/NAME.json) or a path to a planner manifest, found neither; "

@@ -254,11 +254,8 @@ static int parse_config(loom_planner_config *cfg, const cJSON *root, loom_error 
 static const char *const manifest_dirs[] = {"examples/manifests", LOOM_INSTALL_DATA_DIR "/manifests",
                                             LOOM_SOURCE_DIR "/examples/manifests"};
 
-/* Resolves a bare manifest name ("pipeweaver": no '/', no ".json", no
- * such file) to the first shipped NAME.json, as presets are resolved;
- * anything else is a path, kept as given. LOOM_ENOTFOUND for a name that
- * names no shipped manifest, with the closest one. */
-static int resolve_manifest(const char *spec, char *buf, size_t size, loom_error *err)
+/* See planner.h. */
+int loom_planner_manifest_resolve(const char *spec, char *buf, size_t size, loom_error *err)
 {
     size_t n = strlen(spec);
     struct stat st;
@@ -299,7 +296,7 @@ int loom_planner_config_load(const char *spec, loom_planner_config **out,
     *out = NULL;
     cJSON *root = NULL;
     char path[4096];
-    int rc = resolve_manifest(spec, path, sizeof path, err);
+    int rc = loom_planner_manifest_resolve(spec, path, sizeof path, err);
     if (rc)
         return rc;
     rc = loom_json_load(path, &root, err);

@@ -498,7 +498,16 @@ int loom_cmd_ab(int argc, char **argv)
     }
     if (!o.wall_clock) /* reports that do not depend on the machine's speed */
         o.base.default_max_evaluations = LOOM_AB_DEFAULT_EVALUATIONS;
-    char name_a[128], name_b[128];
+    char name_a[128], name_b[128], path_a[4096], path_b[4096];
+    loom_error rerr = {0};
+    /* shipped manifests by name ("pipeweaver"): the file from here on */
+    if (loom_planner_manifest_resolve(o.manifest[0], path_a, sizeof path_a, &rerr) != LOOM_OK ||
+        loom_planner_manifest_resolve(o.manifest[1], path_b, sizeof path_b, &rerr) != LOOM_OK) {
+        fprintf(stderr, "loom ab: %s\n", rerr.message);
+        return LOOM_EXIT_USAGE;
+    }
+    o.manifest[0] = path_a;
+    o.manifest[1] = path_b;
     if (check_manifest(o.manifest[0], name_a, sizeof name_a) != LOOM_OK ||
         check_manifest(o.manifest[1], name_b, sizeof name_b) != LOOM_OK)
         return LOOM_EXIT_USAGE;

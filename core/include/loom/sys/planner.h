@@ -59,6 +59,13 @@ typedef struct loom_planner_config {
 LOOM_EXPORT int loom_planner_config_load(const char *path, loom_planner_config **out,
                              loom_error *err);
 
+/* Resolves a bare manifest name ("pipeweaver": no '/', no ".json", no
+ * such file) to the first shipped NAME.json into buf, as presets are
+ * resolved; anything else is a path, copied as given. LOOM_ENOTFOUND for a
+ * name that names no shipped manifest, with the closest one. */
+LOOM_EXPORT int loom_planner_manifest_resolve(const char *spec, char *buf, size_t size,
+                                              loom_error *err);
+
 /* Frees cfg (NULL allowed). */
 LOOM_EXPORT void loom_planner_config_free(loom_planner_config *cfg);
 
