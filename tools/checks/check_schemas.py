@@ -14,7 +14,8 @@ Usage: check_schemas.py SOURCE_DIR LOOM_BINARY
    (a model and a stage-times problem), `loom ab --json` (with and
    without --timings, and with a failing side), the shard reports of
    `loom ab --shard K/N --json` (ab-shard) and their `loom ab merge --json`,
-   `loom tune --json` and every line of `loom workload generate`.
+   `loom tune --json`, every line of `loom workload generate`, and the
+   --json of `loom replan` and `loom cp-balance`.
 4. The schemas are strict: every example with an unknown top-level field
    added, and bad inputs from tests/bad-inputs that break a schema rule, are
    rejected.
@@ -260,6 +261,32 @@ def check_outputs(src, loom, schemas, counts):
                     fail("%s: expected B's failure in the report" % label)
         check_shards(src, loom, schemas, counts, tmp, manifest)
         check_workloads(loom, schemas, counts, tmp)
+        check_printed(src, loom, schemas, counts, tmp)
+
+
+def check_printed(src, loom, schemas, counts, tmp):
+    """The --json of `loom replan` (without and with failed nodes, and a
+    full replan) and `loom cp-balance` (causal, given workloads, both
+    orders)."""
+    job = os.path.join(src, "examples/replan/eight-nodes.json")
+    runs = [
+        ("replan-result", [loom, "replan", "--job", job, "--json"]),
+        ("replan-result", [loom, "replan", "--job", job, "--failed-nodes", "3,5", "--json"]),
+        ("replan-result", [loom, "replan", "--job", job, "--failed-nodes", "3,5", "--full",
+                           "--json"]),
+        ("cp-balance", [loom, "cp-balance", "--gpus", "4", "--causal", "8192", "--json"]),
+        ("cp-balance", [loom, "cp-balance", "--gpus", "2", "--workloads", "5,3,2,7",
+                        "--order", "unsorted", "--json"]),
+    ]
+    for schema, cmd in runs:
+        label = " ".join(os.path.basename(c) if c.startswith("/") else c for c in cmd)
+        out = run(cmd, tmp)
+        if out is None:
+            continue
+        try:
+            check_doc(schemas, schema, strict_loads(out, label), label, counts)
+        except ValueError as e:
+            fail(str(e))
 
 
 def load_report(path, label):
@@ -380,7 +407,7 @@ def main():
     schemas = load_schemas(src)
     expected = {"model", "cluster", "stage-times", "workload-iteration", "planner-manifest",
                 "plugin-manifest", "ab-suite", "replan-job", "cost-table", "plan",
-                "plan-metrics", "ab-report", "ab-shard"}
+                "plan-metrics", "ab-report", "ab-shard", "replan-result", "cp-balance"}
     for name in sorted(expected - set(schemas)):
         fail("docs/schemas/%s.schema.json: missing or invalid" % name)
     if FAILURES:
