@@ -15,7 +15,8 @@ Usage: check_schemas.py SOURCE_DIR LOOM_BINARY
    without --timings, and with a failing side), the shard reports of
    `loom ab --shard K/N --json` (ab-shard) and their `loom ab merge --json`,
    `loom tune --json`, every line of `loom workload generate`, and the
-   --json of `loom replan` and `loom cp-balance`.
+   --json of `loom replan`, `loom cp-balance`, `loom plugins list` and
+   `loom plugins inspect`.
 4. The schemas are strict: every example with an unknown top-level field
    added, and bad inputs from tests/bad-inputs that break a schema rule, are
    rejected.
@@ -266,8 +267,9 @@ def check_outputs(src, loom, schemas, counts):
 
 def check_printed(src, loom, schemas, counts, tmp):
     """The --json of `loom replan` (without and with failed nodes, and a
-    full replan) and `loom cp-balance` (causal, given workloads, both
-    orders)."""
+    full replan), `loom cp-balance` (causal, given workloads, both orders),
+    `loom plugins list` and `loom plugins inspect` (several plugins,
+    loaded)."""
     job = os.path.join(src, "examples/replan/eight-nodes.json")
     runs = [
         ("replan-result", [loom, "replan", "--job", job, "--json"]),
@@ -277,7 +279,11 @@ def check_printed(src, loom, schemas, counts, tmp):
         ("cp-balance", [loom, "cp-balance", "--gpus", "4", "--causal", "8192", "--json"]),
         ("cp-balance", [loom, "cp-balance", "--gpus", "2", "--workloads", "5,3,2,7",
                         "--order", "unsorted", "--json"]),
+        ("plugins-list", [loom, "plugins", "list", "--json"]),
+        ("plugins-list", [loom, "plugins", "list", "--load", "--json"]),
     ]
+    for pid in ("mcts", "org.loom.ilp", "roofline", "zb-v", "disttrain-alloc"):
+        runs.append(("plugin-inspect", [loom, "plugins", "inspect", pid, "--load", "--json"]))
     for schema, cmd in runs:
         label = " ".join(os.path.basename(c) if c.startswith("/") else c for c in cmd)
         out = run(cmd, tmp)
@@ -407,7 +413,8 @@ def main():
     schemas = load_schemas(src)
     expected = {"model", "cluster", "stage-times", "workload-iteration", "planner-manifest",
                 "plugin-manifest", "ab-suite", "replan-job", "cost-table", "plan",
-                "plan-metrics", "ab-report", "ab-shard", "replan-result", "cp-balance"}
+                "plan-metrics", "ab-report", "ab-shard", "replan-result", "cp-balance",
+                "plugins-list", "plugin-inspect"}
     for name in sorted(expected - set(schemas)):
         fail("docs/schemas/%s.schema.json: missing or invalid" % name)
     if FAILURES:
