@@ -15,8 +15,8 @@ Usage: check_schemas.py SOURCE_DIR LOOM_BINARY
    without --timings, and with a failing side), the shard reports of
    `loom ab --shard K/N --json` (ab-shard) and their `loom ab merge --json`,
    `loom tune --json`, every line of `loom workload generate`, and the
-   --json of `loom replan`, `loom cp-balance`, `loom plugins list` and
-   `loom plugins inspect`.
+   --json of `loom replan`, `loom cp-balance`, `loom plugins list`,
+   `loom plugins inspect` and `loom calibrate`.
 4. The schemas are strict: every example with an unknown top-level field
    added, and bad inputs from tests/bad-inputs that break a schema rule, are
    rejected.
@@ -282,6 +282,15 @@ def check_printed(src, loom, schemas, counts, tmp):
         ("plugins-list", [loom, "plugins", "list", "--json"]),
         ("plugins-list", [loom, "plugins", "list", "--load", "--json"]),
     ]
+    prof = os.path.join(src, "tests/fidelity/measured/h200/profile-vlm-s.csv")
+    vlm = os.path.join(src, "examples/models/vlm-s.json")
+    for fit in ("none", "eff_gemm,eff_attention"):
+        runs.append(("calibration-result", [loom, "calibrate", "--cluster", "h200", "--model", vlm,
+                                            "--profile", prof, "--fit", fit, "--max-residual",
+                                            "15", "--json"]))
+    runs.append(("calibration-result", [loom, "calibrate", "--cluster", "h200", "--measured",
+                                        os.path.join(src, "examples/calibration/iterations.json"),
+                                        "--fit", "none", "--max-residual", "100", "--json"]))
     for pid in ("mcts", "org.loom.ilp", "roofline", "zb-v", "disttrain-alloc"):
         runs.append(("plugin-inspect", [loom, "plugins", "inspect", pid, "--load", "--json"]))
     for schema, cmd in runs:
@@ -414,7 +423,7 @@ def main():
     expected = {"model", "cluster", "stage-times", "workload-iteration", "planner-manifest",
                 "plugin-manifest", "ab-suite", "replan-job", "cost-table", "plan",
                 "plan-metrics", "ab-report", "ab-shard", "replan-result", "cp-balance",
-                "plugins-list", "plugin-inspect"}
+                "plugins-list", "plugin-inspect", "calibration-result"}
     for name in sorted(expected - set(schemas)):
         fail("docs/schemas/%s.schema.json: missing or invalid" % name)
     if FAILURES:
