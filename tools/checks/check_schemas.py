@@ -16,7 +16,7 @@ Usage: check_schemas.py SOURCE_DIR LOOM_BINARY
    `loom ab --shard K/N --json` (ab-shard) and their `loom ab merge --json`,
    `loom tune --json`, every line of `loom workload generate`, and the
    --json of `loom replan`, `loom cp-balance`, `loom plugins list`,
-   `loom plugins inspect` and `loom calibrate`.
+   `loom plugins inspect`, `loom calibrate` and `loom calibrate-batch`.
 4. The schemas are strict: every example with an unknown top-level field
    added, and bad inputs from tests/bad-inputs that break a schema rule, are
    rejected.
@@ -291,6 +291,9 @@ def check_printed(src, loom, schemas, counts, tmp):
     runs.append(("calibration-result", [loom, "calibrate", "--cluster", "h200", "--measured",
                                         os.path.join(src, "examples/calibration/iterations.json"),
                                         "--fit", "none", "--max-residual", "100", "--json"]))
+    runs.append(("calibrate-batch", [loom, "calibrate-batch", "--model", "vlm-s", "--generate",
+                                     "interleaved", "--global-batch", "512", "--unit", "4",
+                                     "--json"]))
     for pid in ("mcts", "org.loom.ilp", "roofline", "zb-v", "disttrain-alloc"):
         runs.append(("plugin-inspect", [loom, "plugins", "inspect", pid, "--load", "--json"]))
     for schema, cmd in runs:
@@ -423,7 +426,7 @@ def main():
     expected = {"model", "cluster", "stage-times", "workload-iteration", "planner-manifest",
                 "plugin-manifest", "ab-suite", "replan-job", "cost-table", "plan",
                 "plan-metrics", "ab-report", "ab-shard", "replan-result", "cp-balance",
-                "plugins-list", "plugin-inspect", "calibration-result"}
+                "plugins-list", "plugin-inspect", "calibration-result", "calibrate-batch"}
     for name in sorted(expected - set(schemas)):
         fail("docs/schemas/%s.schema.json: missing or invalid" % name)
     if FAILURES:
