@@ -16,7 +16,9 @@ Usage: check_schemas.py SOURCE_DIR LOOM_BINARY
    `loom ab --shard K/N --json` (ab-shard) and their `loom ab merge --json`,
    `loom tune --json`, every line of `loom workload generate`, and the
    --json of `loom replan`, `loom cp-balance`, `loom plugins list`,
-   `loom plugins inspect`, `loom calibrate` and `loom calibrate-batch`.
+   `loom plugins inspect`, `loom calibrate` and `loom calibrate-batch`,
+   and the shard files of `loom tune --shard K/N` (tune-shard) and their
+   `loom tune merge`.
 4. The schemas are strict: every example with an unknown top-level field
    added, and bad inputs from tests/bad-inputs that break a schema rule, are
    rejected.
@@ -263,6 +265,29 @@ def check_outputs(src, loom, schemas, counts):
         check_shards(src, loom, schemas, counts, tmp, manifest)
         check_workloads(loom, schemas, counts, tmp)
         check_printed(src, loom, schemas, counts, tmp)
+        check_tune_shards(loom, schemas, counts, tmp, tuned)
+
+
+def check_tune_shards(loom, schemas, counts, tmp, manifest):
+    """`loom tune --shard K/N --json FILE` (tune-shard) and `loom tune
+    merge --json` of the shards (tune)."""
+    files = []
+    for k in (1, 2):
+        path = os.path.join(tmp, "tune-shard-%d.json" % k)
+        if run([loom, "tune", "--model", "vlm-s", "--gpus", "4", "--global-batch", "8", "--top",
+                "3", "--manifest", manifest, "--shard", "%d/2" % k, "--json", path, "--quiet"],
+               tmp) is None:
+            continue
+        doc = load_report(path, "loom tune --shard %d/2" % k)
+        if doc is not None:
+            check_doc(schemas, "tune-shard", doc, "loom tune --shard %d/2" % k, counts)
+            files.append(path)
+    merged = os.path.join(tmp, "tune-merged.json")
+    if len(files) == 2 and run([loom, "tune", "merge"] + files + ["--json", merged, "--quiet"],
+                               tmp) is not None:
+        doc = load_report(merged, "loom tune merge --json")
+        if doc is not None:
+            check_doc(schemas, "tune", doc, "loom tune merge --json", counts)
 
 
 def check_printed(src, loom, schemas, counts, tmp):
@@ -426,7 +451,7 @@ def main():
     expected = {"model", "cluster", "stage-times", "workload-iteration", "planner-manifest",
                 "plugin-manifest", "ab-suite", "replan-job", "cost-table", "plan",
                 "plan-metrics", "ab-report", "ab-shard", "replan-result", "cp-balance",
-                "plugins-list", "plugin-inspect", "calibration-result", "calibrate-batch"}
+                "plugins-list", "plugin-inspect", "calibration-result", "calibrate-batch", "tune-shard"}
     for name in sorted(expected - set(schemas)):
         fail("docs/schemas/%s.schema.json: missing or invalid" % name)
     if FAILURES:
