@@ -25,7 +25,7 @@ configure_package_config_file(
   ${CMAKE_BINARY_DIR}/LoomConfig.cmake
   INSTALL_DESTINATION ${LOOM_CMAKE_INSTALL_DIR}
   PATH_VARS CMAKE_INSTALL_INCLUDEDIR LOOM_INSTALL_PLUGIN_DIR)
-# 0.x releases: a plugin built for 0.3 needs a 0.3.y host.
+# 0.x releases: a plugin built for 0.4 needs a 0.4.y host.
 write_basic_package_version_file(
   ${CMAKE_BINARY_DIR}/LoomConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
@@ -39,7 +39,8 @@ file(RELATIVE_PATH LOOM_PC_TO_PREFIX
 string(REGEX REPLACE "/$" "" LOOM_PC_TO_PREFIX "${LOOM_PC_TO_PREFIX}")
 configure_file(${CMAKE_CURRENT_LIST_DIR}/loom-sdk.pc.in
                ${CMAKE_BINARY_DIR}/loom-sdk.pc @ONLY)
-install(FILES ${CMAKE_BINARY_DIR}/loom-sdk.pc
+configure_file(${CMAKE_CURRENT_LIST_DIR}/loom.pc.in ${CMAKE_BINARY_DIR}/loom.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/loom-sdk.pc ${CMAKE_BINARY_DIR}/loom.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 # The conventions users expect: the man page, bash completion, the JSON

@@ -210,6 +210,7 @@ static void fake_report(loom_ab_report *r, loom_ab_case_result res[3])
     r->name_a = "base";
     r->name_b = "new <b>";
     r->threshold = 0.01;
+    r->memory_threshold = -1;
     r->resamples = 2000;
     r->cases = res;
     r->n_cases = 3;
@@ -569,7 +570,7 @@ START_TEST(cli_1f1b_vs_dual_queue)
 
     /* time alone: dual-queue's extra peak memory is judged in
      * cli_memory_aware_verdicts */
-    snprintf(args, sizeof args, "ab %s %s --suite %s --json %s --junit %s --markdown %s --quiet "
+    snprintf(args, sizeof args, "ab %s %s --suite %s --json %s --junit %s --markdown %s "
              "--memory-threshold -1", mf_a, mf_b, suite, js, xml, md);
     ck_assert_int_eq(loom_test_cli(args, &out), 0);
     has(out, "## loom ab: `uniform-1f1b` (A) vs `uniform-dual-queue` (B)");
@@ -618,8 +619,8 @@ START_TEST(cli_1f1b_vs_dual_queue)
     free(json);
 
     /* swapped: B is now the slower interleaver */
-    snprintf(args, sizeof args, "ab %s %s --suite %s --json %s --junit %s --quiet", mf_b, mf_a,
-             suite, js, xml);
+    snprintf(args, sizeof args, "ab %s %s --suite %s --json %s --junit %s --quiet --markdown -",
+             mf_b, mf_a, suite, js, xml);
     ck_assert_int_eq(loom_test_cli(args, &out), 1);
     has(out, "**worse** |");
     has(out, "**Result: regression**");
@@ -630,43 +631,147 @@ START_TEST(cli_1f1b_vs_dual_queue)
 }
 END_TEST
 
-/* Memory in the verdict: dual-queue is faster than 1f1b but holds more
+/* Memory in the verdicts: dual-queue is faster than 1f1b but holds more
  * activations (vlm-s-tp4-pp4: 29.34 -> 34.99 GiB, tp2-pp8: 38.75 -> 76.37
- * GiB peak), so under the default 10 % memory threshold it is worse; a
- * plan over the memory cap always loses, whichever side it is on. */
+ * GiB peak). Time decides, so with both plans within the cap it is better
+ * or the same, never worse; --memory-threshold adds a separate memory
+ * verdict that fails the run; a plan over the memory cap always loses,
+ * whichever side it is on. */
 START_TEST(cli_memory_aware_verdicts)
 {
-    char mf_a[512], mf_b[512], suite[512], js[512], xml[512], args[4096], *out = NULL;
+    char mf_a[512], mf_b[512], suite[512], js[512], xml[512], html[512], args[4096];
+    char *out = NULL;
     snprintf(mf_a, sizeof mf_a, "%s", manifest_for("1f1b"));
     snprintf(mf_b, sizeof mf_b, "%s", manifest_for("dual-queue"));
     snprintf(suite, sizeof suite, "%s", loom_test_tmpfile(".json", three_cases));
     snprintf(js, sizeof js, "%s", loom_test_tmpfile(".json", ""));
     snprintf(xml, sizeof xml, "%s", loom_test_tmpfile(".xml", ""));
+    snprintf(html, sizeof html, "%s", loom_test_tmpfile(".html", ""));
 
-    snprintf(args, sizeof args, "ab %s %s --suite %s --json %s --junit %s --quiet", mf_a, mf_b,
-             suite, js, xml);
-    ck_assert_int_eq(loom_test_cli(args, &out), 1);
+    /* the default: time decides, more memory within the cap is no regression */
+    snprintf(args, sizeof args, "ab %s %s --suite %s --json %s --junit %s --html %s --quiet "
+             "--markdown -", mf_a, mf_b, suite, js, xml, html);
+    ck_assert_int_eq(loom_test_cli(args, &out), 0);
     has(out, "| vlm-s-tp4-pp4 | 4 |");
-    has(out, "**worse** (memory) |");
-    has(out, "**Result: regression**");
+    has(out, "29.34 → 34.99 |");
+    has(out, "**Rule:** Time decides: ratio = B/A makespan per paired iteration;");
+    has(out, "a plan that fits is never worse for using more memory. No memory verdict "
+             "(--memory-threshold not given): peaks are reported only.");
+    ck_assert_ptr_null(strstr(out, "**worse**"));
+    ck_assert_ptr_null(strstr(out, "memory worse"));
+    has(out, "**Result: no regression**");
     free(out);
     char *json = slurp(js);
-    has(json, "\"verdict\": \"worse\", \"reason\": \"memory\"");
+    has(json, "\"memory_threshold\": null,");
+    has(json, "\"rule\": \"Time decides: ratio = B/A makespan per paired iteration;");
+    ck_assert_ptr_null(strstr(json, "memory_verdict"));
+    ck_assert_ptr_null(strstr(json, "\"verdict\": \"worse\""));
     free(json);
     char *junit = slurp(xml);
-    has(junit, "message=\"B&apos;s peak memory 34.99 GiB is more than 10.0 % above A&apos;s "
-               "29.34 GiB (memory threshold)\"");
+    has(junit, "<testsuites name=\"loom ab\" tests=\"3\" failures=\"0\" errors=\"0\">");
+    has(junit, "<property name=\"rule\" value=\"Time decides: ratio = B/A makespan");
     free(junit);
+    char *page = slurp(html);
+    has(page, "<b>Rule:</b> Time decides: ratio = B/A makespan per paired iteration;");
+    has(page, "a plan that fits is never worse for using more memory.");
+    free(page);
+
+    /* a memory verdict when asked for: side by side with the time verdict */
+    snprintf(args, sizeof args, "ab %s %s --suite %s --json %s --junit %s --html %s --quiet "
+             "--markdown - --memory-threshold 0.1", mf_a, mf_b, suite, js, xml, html);
+    ck_assert_int_eq(loom_test_cli(args, &out), 1);
+    has(out, "29.34 → 34.99 | ");
+    has(out, "; memory worse (+19.3 %) |");
+    has(out, "Separate memory verdict (--memory-threshold 0.1): worse when B's peak memory "
+             "exceeds A's by more than 10.0 %");
+    has(out, "**Result: regression**");
+    has(out, "**same**; memory worse (+97.1 %) |");
+    has(out, "**same**; memory same (+0.0 %) |");
+    has(out, "memory worse in 2 (exit 1)");
+    free(out);
+    json = slurp(js);
+    has(json, "\"memory_threshold\": 0.1,");
+    has(json, "\"memory_verdict\": \"worse\"");
+    ck_assert_ptr_null(strstr(json, "\"verdict\": \"worse\""));
+    free(json);
+    junit = slurp(xml);
+    has(junit, "tests=\"3\" failures=\"2\" errors=\"0\"");
+    has(junit, "message=\"memory verdict worse: B&apos;s peak memory 34.99 GiB is more than "
+               "10.0 % above A&apos;s 29.34 GiB (--memory-threshold); time verdict ");
+    free(junit);
+    page = slurp(html);
+    has(page, "<span class=\"note\">memory worse (+19.3 %)</span>");
+    free(page);
 
     /* a 38.6 GiB cap: on tp2-pp8 1f1b (A, 38.75 GiB) is over it and
      * dual-queue fits; on tp4-pp2 (37.92 GiB of weights, gradients and
      * optimizer states at dp 1) both need more, so B is over it too */
-    snprintf(args, sizeof args, "ab %s %s --suite %s --quiet --memory-threshold -1 "
-             "--memory-cap 41446434406", mf_a, mf_b, suite);
+    snprintf(args, sizeof args, "ab %s %s --suite %s --quiet --markdown - --html %s "
+             "--memory-cap 41446434406", mf_a, mf_b, suite, html);
     ck_assert_int_eq(loom_test_cli(args, &out), 1);
     has(out, "| vlm-s-tp2-pp8 | 3 |");
-    has(out, "**better** (infeasible) |");
-    has(out, "**worse** (infeasible) |");
+    has(out, "**better** (infeasible: A over the memory cap) |");
+    has(out, "**worse** (infeasible: B over the memory cap) |");
+    free(out);
+    page = slurp(html);
+    has(page, "<span class=\"v worse\">worse</span><br><span class=\"note\">(infeasible: B "
+              "over the memory cap)</span>");
+    free(page);
+}
+END_TEST
+
+/* The cases of a new user's first hour, with the shipped manifests on
+ * vlm-s (3 iterations): PipeWeaver against megatron-tuned and
+ * megatron-balanced against megatron-1f1b are faster and fit the cap, so
+ * both are better and the run passes, though both use more memory (a
+ * memory verdict, when asked for, says so and fails the run). */
+START_TEST(cli_faster_fitting_plans_are_better)
+{
+    static const char *const pairs[][3] = {
+        {"megatron-tuned", "pipeweaver", "| 1814.974 | 1345.315 | 0.7412 |"},
+        {"megatron-1f1b", "megatron-balanced", "| 2805.069 | 1814.974 | 0.6470 |"}};
+    static const char *const memory[] = {"**better**; memory worse (+14.6 %) |",
+                                         "**better**; memory worse (+17.9 %) |"};
+    for (int i = 0; i < 2; i++) {
+        char *out = loom_test_cli_expect(
+            0, "ab %s/examples/manifests/%s.json %s/examples/manifests/%s.json --model vlm-s "
+               "--iterations 3 --quiet --markdown -", LOOM_TEST_SOURCE_DIR, pairs[i][0],
+            LOOM_TEST_SOURCE_DIR, pairs[i][1]);
+        has(out, pairs[i][2]);
+        has(out, "| **better** |");
+        has(out, "**Result: no regression** — 1 better, 0 same, 0 worse, 0 failed (exit 0)");
+        free(out);
+        out = loom_test_cli_expect(
+            1, "ab %s/examples/manifests/%s.json %s/examples/manifests/%s.json --model vlm-s "
+               "--iterations 3 --quiet --markdown - --memory-threshold 0.1", LOOM_TEST_SOURCE_DIR,
+            pairs[i][0], LOOM_TEST_SOURCE_DIR, pairs[i][1]);
+        has(out, memory[i]);
+        has(out, "**Result: regression** — 1 better, 0 same, 0 worse, 0 failed; memory worse in "
+                 "1 (exit 1)");
+        free(out);
+    }
+}
+END_TEST
+
+/* --quiet prints no Markdown; --markdown - prints it once. */
+START_TEST(cli_quiet_and_markdown_stdout)
+{
+    char mf[512];
+    snprintf(mf, sizeof mf, "%s", manifest_for("1f1b"));
+    char *out = loom_test_cli_expect(0, "ab %s %s --model vlm-s --iterations 1 --quiet", mf, mf);
+    ck_assert_str_eq(out, "");
+    free(out);
+    out = loom_test_cli_expect(0, "ab %s %s --model vlm-s --iterations 1 --quiet --markdown -",
+                               mf, mf);
+    const char *first = strstr(out, "## loom ab:");
+    ck_assert_ptr_nonnull(first);
+    ck_assert_ptr_null(strstr(first + 1, "## loom ab:"));
+    free(out);
+    out = loom_test_cli_expect(0, "ab %s %s --model vlm-s --iterations 1 --markdown - 2>/dev/null",
+                               mf, mf);
+    first = strstr(out, "## loom ab:");
+    ck_assert_ptr_nonnull(first);
+    ck_assert_ptr_null(strstr(first + 1, "## loom ab:"));
     free(out);
 }
 END_TEST
@@ -761,8 +866,8 @@ START_TEST(cli_segfaulting_ranker)
     char suite[512], js[512], args[2048], *out = NULL;
     snprintf(suite, sizeof suite, "%s", loom_test_tmpfile(".json", fixture_cases));
     snprintf(js, sizeof js, "%s", loom_test_tmpfile(".json", ""));
-    snprintf(args, sizeof args, "ab %sbase.json %scrash.json --suite %s --json %s --quiet",
-             PLANNERS, PLANNERS, suite, js);
+    snprintf(args, sizeof args, "ab %sbase.json %scrash.json --suite %s --json %s --quiet "
+             "--markdown -", PLANNERS, PLANNERS, suite, js);
     ck_assert_int_eq(loom_test_cli(args, &out), 3);
     has(out, "loom ab: case long, B (" PLANNERS "crash.json): plugin fixture.crash-rank "
              "(pipeline[2]) was killed by signal 11 (SIGSEGV) at iteration 2");
@@ -783,7 +888,8 @@ START_TEST(cli_never_returning_ranker)
     snprintf(js, sizeof js, "%s", loom_test_tmpfile(".json", ""));
     snprintf(xml, sizeof xml, "%s", loom_test_tmpfile(".xml", ""));
     snprintf(args, sizeof args,
-             "ab %sbase.json %shang.json --suite %s --json %s --junit %s --timeout-ms 700 --quiet",
+             "ab %sbase.json %shang.json --suite %s --json %s --junit %s --timeout-ms 700 --quiet "
+             "--markdown -",
              PLANNERS, PLANNERS, suite, js, xml);
     ck_assert_int_eq(loom_test_cli(args, &out), 3);
     has(out, "plugin fixture.hang-rank (pipeline[2]) exceeded the time limit of 700 ms at "
@@ -826,7 +932,7 @@ START_TEST(cli_bad_input)
     free(out);
     /* a case whose model file is broken: reported, exit 2 */
     const char *model = loom_test_tmpfile(".json", "{\"name\": 3}");
-    snprintf(args, sizeof args, "ab %s %s --model %s --quiet", mf, mf, model);
+    snprintf(args, sizeof args, "ab %s %s --model %s --quiet --markdown -", mf, mf, model);
     ck_assert_int_eq(loom_test_cli(args, &out), 2);
     has(out, "loom ab: case default, A (");
     has(out, "**Result: bad input**");
@@ -863,6 +969,8 @@ static Suite *ab_suite(void)
     tcase_set_timeout(cli, 240);
     tcase_add_test(cli, cli_1f1b_vs_dual_queue);
     tcase_add_test(cli, cli_memory_aware_verdicts);
+    tcase_add_test(cli, cli_faster_fitting_plans_are_better);
+    tcase_add_test(cli, cli_quiet_and_markdown_stdout);
     tcase_add_test(cli, cli_search_reports_repeat);
     tcase_add_test(cli, cli_single_case);
     tcase_add_test(cli, cli_segfaulting_ranker);

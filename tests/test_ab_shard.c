@@ -83,7 +83,8 @@ static void manifest(const char *dir, const char *name, const char *interleaver)
 
 /* Five small cases; "broken" names a model file that does not parse, so
  * both sides fail while opening the session (bad input, exit 2). The
- * others give better, worse (memory) and same verdicts. */
+ * others give better and same verdicts, and with --memory-threshold 0.1
+ * a worse memory verdict. */
 static const char *const five_cases =
     "{\"description\": \"five small VLM cases\", \"cases\": ["
     "{\"name\": \"tp4-pp4\", \"model\": \"vlm-s\", \"parallel\": \"tp=4,pp=4,mb=8\", "
@@ -235,13 +236,14 @@ START_TEST(cli_merges_equal_the_whole_run)
     char dir[64], run[2048], args[8192], files[4096], *out = NULL;
     make_dir(dir, sizeof dir);
     five_case_setup(dir);
-    snprintf(run, sizeof run, "ab %s/a.json %s/b.json --suite %s/suite.json", dir, dir, dir);
+    snprintf(run, sizeof run, "ab %s/a.json %s/b.json --suite %s/suite.json "
+             "--memory-threshold 0.1", dir, dir, dir);
 
-    snprintf(args, sizeof args, "%s --json %s/u.json --markdown %s/u.md --junit %s/u.xml --quiet",
+    snprintf(args, sizeof args, "%s --json %s/u.json --markdown %s/u.md --junit %s/u.xml",
              run, dir, dir, dir);
     ck_assert_int_eq(loom_test_cli(args, &out), 2);
     has(out, "| tp4-pp4 | 2 |");
-    has(out, "**worse** (memory) |");
+    has(out, "; memory worse (+");
     has(out, "- case `broken`, A: LOOM\\_EINVAL while opening the session");
     has(out, "**Result: bad input**");
     free(out);
@@ -507,14 +509,16 @@ START_TEST(cli_merge_errors)
     spit(path, "{\"cases\": [{\"name\": \"tp4-pp4\", \"model\": \"vlm-s\", \"parallel\": "
                "\"tp=4,pp=4,mb=8\", \"iterations\": 2, \"seed\": 3}, {\"name\": \"x\", "
                "\"parallel\": \"tp=4,pp=2,mb=8\", \"iterations\": 2}]}");
-    snprintf(run, sizeof run, "ab %s/a.json %s/b.json --suite %s/suite.json", dir, dir, dir);
+    snprintf(run, sizeof run, "ab %s/a.json %s/b.json --suite %s/suite.json "
+             "--memory-threshold 0.1", dir, dir, dir);
     run_shards(run, dir, "s", 2);
     run_shards(run, dir, "t", 3);
-    snprintf(run, sizeof run, "ab %s/a.json %s/b.json --suite %s/suite2.json", dir, dir, dir);
+    snprintf(run, sizeof run, "ab %s/a.json %s/b.json --suite %s/suite2.json --memory-threshold 0.1", dir, dir, dir);
     run_shards(run, dir, "other-suite", 2);
-    snprintf(run, sizeof run, "ab %s/a.json %s/a.json --suite %s/suite.json", dir, dir, dir);
+    snprintf(run, sizeof run, "ab %s/a.json %s/a.json --suite %s/suite.json --memory-threshold 0.1", dir, dir, dir);
     run_shards(run, dir, "other-b", 2);
-    snprintf(run, sizeof run, "ab %s/a.json %s/b.json --suite %s/suite.json --evaluations 80",
+    snprintf(run, sizeof run, "ab %s/a.json %s/b.json --suite %s/suite.json --evaluations 80 "
+             "--memory-threshold 0.1",
              dir, dir, dir);
     run_shards(run, dir, "other-options", 2);
     snprintf(run, sizeof run,

@@ -66,7 +66,8 @@ START_TEST(prefixes_and_double_dash)
     expect("plan --mem 5", 2,
            "loom plan: ambiguous option '--mem' (could be --memory-limit-mb, --memory-cap)");
     /* after "--" everything is an operand */
-    expect("validate -- --not-an-option", 2, "loom validate: --not-an-option: cannot open");
+    expect("validate -- --not-an-option", 2,
+           "loom validate: manifest \"--not-an-option\": expected a shipped manifest name");
 }
 END_TEST
 

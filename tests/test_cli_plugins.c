@@ -119,9 +119,9 @@ START_TEST(inspect)
     has(out, "role:         ranker (role_version 1)\n");
     has(out, "thread_safe:  yes\n");
     has(out, "status:       found\n");
-    has(out, "  budget_ms (int) default 1000, range [0, 3600000]\n      search time budget\n");
+    has(out, "  budget_ms (int) default 1000, min 0, max 3600000\n      search time budget\n");
     has(out, "  mode (enum) default fast, values fast, exact\n");
-    has(out, "  alpha (float) default 1, range >= 0\n");
+    has(out, "  alpha (float) default 1, min 0\n");
     has(out, "  file (string) default \"\"\n");
     free(out);
 

@@ -199,7 +199,8 @@ START_TEST(failed_writes_to_stdout_are_errors)
         "plugins list",
         "plugins list --json",
         "validate " PLANNERS "base.json",
-        "ab " PLANNERS "base.json " PLANNERS "base.json " PROBLEM " --iterations 1 --quiet",
+        "ab " PLANNERS "base.json " PLANNERS "base.json " PROBLEM " --iterations 1 --quiet "
+        "--markdown -",
     };
     static const char *const redirects[] = {">/dev/full", ">&-"};
     for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {

@@ -189,9 +189,11 @@ START_TEST(page_is_self_contained)
     has(html, "12.5 ms (42 evaluations)");
     has(html, "<span class=\"k\">memory cap</span><span class=\"v\">none</span>");
     has(html, "<span class=\"k\">problem</span><span class=\"v\">stage times</span>");
-    has(html, "<span class=\"k\">torchtitan</span><span class=\"v\">loop style &middot; "
+    has(html, "<span class=\"k wide\">torchtitan</span><span class=\"v wide\">loop style &middot; "
               "pipeline_parallel_schedule 1F1B &middot; pipeline_parallel_schedule_csv "
               "schedule.csv &middot; 8 microbatches</span>");
+    /* the long value takes the rest of its row and wraps inside the card */
+    has(html, ".kv .v.wide{grid-column:2/-1;min-width:0;overflow-wrap:anywhere;margin-right:0}");
     ck_assert_ptr_null(strstr(html, "Megatron layout"));
     ck_assert_int_eq(count(html, "<tr><td>"), 4);
     ck_assert_ptr_null(strstr(html, "OVER CAP"));

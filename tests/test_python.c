@@ -59,7 +59,7 @@ START_TEST(training_loop_example)
              outdir);
     int rc = python(args, &out);
     ck_assert_msg(rc == 0, "exit %d:\n%s", rc, out);
-    has(out, "libloom 0.3.0, model vlm-s, tp=4,pp=4,mb=8");
+    has(out, "libloom 0.4.0, model vlm-s, tp=4,pp=4,mb=8");
     has(out, "step 0: 16 samples, ");
     has(out, "step 1: 16 samples, ");
     has(out, "rank 0 starts with forward_stage F0");

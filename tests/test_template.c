@@ -58,6 +58,26 @@ START_TEST(template_builds_against_installed_sdk)
     run_ok(cmd);
     snprintf(cmd, sizeof cmd, "cmake --build '%s/build'", prefix);
     run_ok(cmd);
+    /* optimised by default: no build type given above */
+    snprintf(cmd, sizeof cmd, "grep '^CMAKE_BUILD_TYPE:' '%s/build/CMakeCache.txt'", prefix);
+    char *cache = output_of(cmd);
+    has(cache, "CMAKE_BUILD_TYPE:STRING=Release\n");
+    free(cache);
+    /* one version: the installed CLI, and libloom through loom.pc */
+    snprintf(cmd, sizeof cmd, "'%s/bin/loom' --version", prefix);
+    char *version = output_of(cmd);
+    has(version, "loom 0.4.0 (plugin ABI 1)\n");
+    free(version);
+    snprintf(cmd, sizeof cmd,
+             "printf '#include <stdio.h>\\n#include <loom/api.h>\\n"
+             "int main(void) { puts(loom_version()); return 0; }\\n' > '%s/embed.c' && "
+             "cc -std=c11%s $(PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config --cflags loom) "
+             "'%s/embed.c' -o '%s/embed' "
+             "$(PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config --libs loom) && '%s/embed'",
+             prefix, SAN_FLAGS, prefix, prefix, prefix, prefix, prefix);
+    char *embedded = output_of(cmd);
+    ck_assert_str_eq(embedded, "0.4.0\n");
+    free(embedded);
     snprintf(cmd, sizeof cmd, "ctest --test-dir '%s/build' --output-on-failure", prefix);
     run_ok(cmd);
 

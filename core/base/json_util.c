@@ -47,6 +47,10 @@ int loom_open_input(const char *path, int *fd_out, loom_error *err)
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
+        char near[4200];
+        if (e == ENOENT && loom_closest_file(path, near, sizeof near))
+            return loom_set_error(err, LOOM_EIO, "%s: cannot open: %s; did you mean %.300s?",
+                                  file_name(path), strerror(e), near);
         return loom_set_error(err, LOOM_EIO, "%s: cannot open: %s", file_name(path),
                               strerror(e));
     }
@@ -592,6 +596,15 @@ int loom_load_spec_json(const char *what, const char *spec, const char *const *p
     if (!strchr(spec, '/') && !(n > 5 && strcmp(spec + n - 5, ".json") == 0)) {
         struct stat st; /* stat, not open: a FIFO must not block here */
         char shown[208];
+        int np = 0;
+        while (presets[np])
+            np++;
+        const char *near = loom_closest_name(spec, presets, np);
+        if (stat(spec, &st) != 0 && near)
+            return loom_set_error(err, LOOM_ENOTFOUND,
+                                  "%s \"%s\": expected a %s preset (%s) or a path to a "
+                                  "%s.json, found neither; did you mean %s?", what,
+                                  loom_escape(spec, shown, sizeof shown), what, list, what, near);
         if (stat(spec, &st) != 0)
             return loom_set_error(err, LOOM_ENOTFOUND,
                                   "%s \"%s\": expected a %s preset (%s) or a path to a "

@@ -31,6 +31,11 @@ struct loom_ctx {
 
 /* ---- host API and services -------------------------------------------- */
 
+/* The log level LOOM_LOG asks for (LOOM_LOG_ERROR .. LOOM_LOG_DEBUG;
+ * warn when unset); an unknown value warns once on stderr. Opening a
+ * pipeline calls it, so a mistyped LOOM_LOG is reported at once. */
+int loom_log_level(void);
+
 /* The host API table (static, one per process). */
 const loom_host_api *loom_host_table(void);
 

@@ -34,23 +34,33 @@ static void *host_realloc(void *ptr, size_t bytes)
     return realloc(ptr, bytes ? bytes : 1);
 }
 
-/* Highest log level printed: LOOM_LOG=error, warn (default), info or debug. */
-static int log_threshold(void)
+/* Highest log level printed: LOOM_LOG=error, warn (default), info or debug;
+ * any other value warns once on stderr and keeps the default (ctx.h). */
+int loom_log_level(void)
 {
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    static int warned; /* racy at worst: a second identical line */
     const char *v = getenv("LOOM_LOG");
-    if (v && !strcmp(v, "debug"))
-        return LOOM_LOG_DEBUG;
-    if (v && !strcmp(v, "info"))
-        return LOOM_LOG_INFO;
-    if (v && !strcmp(v, "error"))
-        return LOOM_LOG_ERROR;
+    if (!v || !*v)
+        return LOOM_LOG_WARN;
+    for (int k = 0; k < 4; k++)
+        if (!strcmp(v, names[k]))
+            return k; /* LOOM_LOG_ERROR .. LOOM_LOG_DEBUG */
+    if (!warned) {
+        warned = 1;
+        char shown[64];
+        const char *near = loom_closest_name(v, names, 4);
+        fprintf(stderr, "loom: warning: LOOM_LOG=%s: expected error, warn, info or debug%s%s%s; "
+                        "using warn\n", loom_escape(v, shown, sizeof shown),
+                near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
+    }
     return LOOM_LOG_WARN;
 }
 
 /* host->log: stderr, "loom: <plugin id>: " prefix, one line per call. */
 static void host_log(loom_ctx *ctx, int level, const char *fmt, ...)
 {
-    if (level > log_threshold() || (level >= LOOM_LOG_INFO && ctx && ctx->quiet))
+    if (level > loom_log_level() || (level >= LOOM_LOG_INFO && ctx && ctx->quiet))
         return;
     char msg[1024];
     va_list ap;

@@ -87,6 +87,20 @@ static int not_found(loom_registry *reg, const loom_planner_config *cfg,
                               "%s: no %s plugin \"%s\"; no %s plugins were "
                               "found (check LOOM_PLUGIN_PATH or plugin_dirs)",
                               where, sc->role, sc->use, sc->role);
+    const char *names[128];
+    int k = 0;
+    for (int i = 0; i < loom_registry_count(reg) && k + 2 <= 128; i++) {
+        const loom_plugin *p = loom_registry_at(reg, i);
+        if (!strcmp(p->m.role, sc->role)) {
+            names[k++] = p->m.name;
+            names[k++] = p->m.id;
+        }
+    }
+    const char *near = loom_closest_name(sc->use, names, k);
+    if (near)
+        return loom_set_error(err, LOOM_ENOTFOUND,
+                              "%s: no %s plugin \"%s\"; did you mean \"%s\"? (available: %s)",
+                              where, sc->role, sc->use, near, list);
     return loom_set_error(err, LOOM_ENOTFOUND, "%s: no %s plugin \"%s\" (available: %s)",
                           where, sc->role, sc->use, list);
 }
@@ -280,6 +294,7 @@ int loom_pipeline_open_ex(loom_registry *reg, const loom_planner_config *cfg,
 {
     *out = NULL;
     int rc;
+    (void)loom_log_level(); /* a mistyped LOOM_LOG warns now, not never */
     for (int i = 0; i < cfg->n_plugin_dirs; i++)
         if ((rc = loom_registry_add_dir(reg, cfg->plugin_dirs[i], err)))
             return rc;

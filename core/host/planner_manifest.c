@@ -243,12 +243,63 @@ static int parse_config(loom_planner_config *cfg, const cJSON *root, loom_error 
     return loom_planner_config_check(cfg, err);
 }
 
-int loom_planner_config_load(const char *path, loom_planner_config **out,
+#ifndef LOOM_INSTALL_DATA_DIR
+#define LOOM_INSTALL_DATA_DIR "/usr/local/share/loom"
+#endif
+#ifndef LOOM_SOURCE_DIR
+#define LOOM_SOURCE_DIR "."
+#endif
+
+/* Folders of the shipped planner manifests, searched in this order. */
+static const char *const manifest_dirs[] = {"examples/manifests", LOOM_INSTALL_DATA_DIR "/manifests",
+                                            LOOM_SOURCE_DIR "/examples/manifests"};
+
+/* See planner.h. */
+int loom_planner_manifest_resolve(const char *spec, char *buf, size_t size, loom_error *err)
+{
+    size_t n = strlen(spec);
+    struct stat st;
+    snprintf(buf, size, "%s", spec);
+    if (!n || strchr(spec, '/') || (n > 5 && !strcmp(spec + n - 5, ".json")) ||
+        stat(spec, &st) == 0)
+        return LOOM_OK;
+    size_t n_dirs = sizeof manifest_dirs / sizeof manifest_dirs[0];
+    for (size_t k = 0; k < n_dirs; k++) {
+        snprintf(buf, size, "%s/%s.json", manifest_dirs[k], spec);
+        if (stat(buf, &st) == 0 && S_ISREG(st.st_mode))
+            return LOOM_OK;
+    }
+    char near[4200] = "";
+    for (size_t k = 0; k < n_dirs && !near[0]; k++) {
+        snprintf(buf, size, "%s/%s.json", manifest_dirs[k], spec);
+        if (!loom_closest_file(buf, near, sizeof near))
+            near[0] = 0;
+    }
+    if (near[0]) {
+        const char *slash = strrchr(near, '/');
+        size_t len = strlen(slash ? slash + 1 : near);
+        return loom_set_error(err, LOOM_ENOTFOUND,
+                              "manifest \"%.100s\": expected a shipped manifest name "
+                              "(examples/manifests/NAME.json) or a path to a planner manifest, "
+                              "found neither; did you mean %.*s?", spec,
+                              (int)(len > 5 ? len - 5 : len), slash ? slash + 1 : near);
+    }
+    return loom_set_error(err, LOOM_ENOTFOUND,
+                          "manifest \"%.100s\": expected a shipped manifest name "
+                          "(examples/manifests/NAME.json) or a path to a planner manifest, "
+                          "found neither", spec);
+}
+
+int loom_planner_config_load(const char *spec, loom_planner_config **out,
                              loom_error *err)
 {
     *out = NULL;
     cJSON *root = NULL;
-    int rc = loom_json_load(path, &root, err);
+    char path[4096];
+    int rc = loom_planner_manifest_resolve(spec, path, sizeof path, err);
+    if (rc)
+        return rc;
+    rc = loom_json_load(path, &root, err);
     if (rc)
         return rc;
     loom_planner_config *cfg = calloc(1, sizeof *cfg);

@@ -166,6 +166,13 @@ static void kv(FILE *out, const char *key)
     fprintf(out, "<span class=\"k\">%s</span><span class=\"v\">", key);
 }
 
+/* A key whose long value takes the rest of its row (and wraps inside it
+ * rather than running off the card). */
+static void kv_wide(FILE *out, const char *key)
+{
+    fprintf(out, "<span class=\"k wide\">%s</span><span class=\"v wide\">", key);
+}
+
 static void kv_end(FILE *out)
 {
     fputs("</span>\n", out);
@@ -269,7 +276,7 @@ static void summary_kv(FILE *out, const loom_plan *plan, double cap, mem_unit mu
         html_text(out, plan->partition->label);
         kv_end(out);
     }
-    kv(out, "torchtitan");
+    kv_wide(out, "torchtitan");
     if (!x->csv_ok)
         fputs("schedule.csv not written (plan.json: schedule_csv.reason); ", out);
     if (x->placement.style)
@@ -280,7 +287,7 @@ static void summary_kv(FILE *out, const loom_plan *plan, double cap, mem_unit mu
         fputs("no placement style fits (plan.json: placement.reason)", out);
     kv_end(out);
     if (x->megatron) {
-        kv(out, "Megatron layout");
+        kv_wide(out, "Megatron layout");
         html_text(out, x->megatron);
         kv_end(out);
     }

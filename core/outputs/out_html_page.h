@@ -29,6 +29,8 @@ static const char *const loom_html_css[] = {
     ".kv{display:grid;grid-template-columns:repeat(3,max-content minmax(max-content,1fr));gap:4px 14px;margin:0 0 12px;align-items:baseline}\n"
     ".kv .k{color:#666}\n"
     ".kv .v{font-weight:600;font-variant-numeric:tabular-nums;margin-right:16px}\n"
+    ".kv .k.wide{grid-column:1}\n"
+    ".kv .v.wide{grid-column:2/-1;min-width:0;overflow-wrap:anywhere;margin-right:0}\n"
     "@media (max-width:1100px){.kv{grid-template-columns:max-content minmax(max-content,1fr) max-content minmax(max-content,1fr)}}\n"
     "td.l,th.l{text-align:left}\n"
     "tr.over td{background:#fdecea}\n"

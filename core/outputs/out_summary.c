@@ -103,6 +103,8 @@ static int write_table(const loom_plan *plan, FILE *out, double *busy_ms,
             fprintf(out, "  layout        tp %d x pp %d x dp %d = %lld GPUs (vpp %d, %d "
                     "microbatches)\n", p->tp, p->pp, p->dp, gpus, vpp, p->microbatches);
     }
+    if (plan->workload)
+        fprintf(out, "  workload      %s\n", plan->workload);
     if (m->cap_violations > 0)
         fprintf(out, "  makespan      INFEASIBLE (peak %.3f GiB > cap %.3f GiB); the simulated "
                 "%.3f ms is not a valid result\n", (double)m->max_peak_bytes / GIB, cap / GIB,

@@ -1,7 +1,9 @@
 /* out_trace.c - the Chrome Trace Event Format (JSON object form) of a
  * plan: one process per rank, every stage a complete ("X") event, memory
- * (static + activations) a "C" counter at every change. Times in the file
- * are microseconds, as the format requires. */
+ * (static + activations) a "C" counter at every change, and every P2P
+ * transfer (a dependency between stages on two ranks) a flow ("s" / "f"
+ * pair) that Perfetto and chrome://tracing draw as an arrow. Times in the
+ * file are microseconds, as the format requires. */
 #include "output.h"
 
 /* "F mb3 c1", "F mb3.1 c1" with sub-microbatches, then the module name. */
@@ -50,6 +52,43 @@ static void slice(FILE *out, const loom_plan *plan, int32_t s, int subs)
             s, g->microbatch[s], g->sub[s], g->group[s], g->flow[s], g->position[s],
             g->chunk[s], loom_out_policy_name(loom_out_stage_policy(g, s)),
             (long long)g->mem_delta_bytes[s]);
+}
+
+/* One flow event of a P2P transfer: phase "s" on the sending stage or "f"
+ * on the receiving one, at the stage's midpoint so that it binds to that
+ * slice and no neighbour. */
+static void flow_event(FILE *out, const loom_plan *plan, int32_t s, char ph, int64_t id,
+                       double p2p_ms)
+{
+    const loom_stage_graph *g = plan->graph;
+    double mid = 0.5 * (plan->metrics.start_ms[s] + plan->metrics.end_ms[s]);
+    fprintf(out, ",\n{\"name\": \"p2p\", \"cat\": \"p2p\", \"ph\": \"%c\", \"id\": %lld, "
+                 "\"pid\": %d, \"tid\": %d, \"ts\": ", ph, (long long)id, g->rank[s],
+            loom_out_fill_hosts(plan->schedule, s) ? 1 : 0);
+    loom_out_json_number(out, mid * 1000.0);
+    if (ph == 'f')
+        fputs(", \"bp\": \"e\"", out);
+    fputs(", \"args\": {\"transfer_ms\": ", out);
+    loom_out_json_number(out, p2p_ms);
+    fputs("}}", out);
+}
+
+/* Every dependency between stages on two ranks as a flow, in stage and
+ * edge order (ids 1, 2, ...). */
+static void flows(FILE *out, const loom_plan *plan)
+{
+    const loom_stage_graph *g = plan->graph;
+    int64_t id = 0;
+    for (int32_t s = 0; s < g->n_stages; s++)
+        for (int32_t e = g->pred_off[s]; e < g->pred_off[s + 1]; e++) {
+            int32_t p = g->pred[e];
+            if (g->rank[p] == g->rank[s])
+                continue;
+            double ms = g->pred_p2p_ms ? g->pred_p2p_ms[e] : 0;
+            id++;
+            flow_event(out, plan, p, 's', id, ms);
+            flow_event(out, plan, s, 'f', id, ms);
+        }
 }
 
 /* Writes the whole trace document. */
@@ -112,6 +151,7 @@ static int write_trace(const loom_plan *plan, FILE *out)
             }
         }
     }
+    flows(out, plan);
     fputs("\n]}\n", out);
     return LOOM_OK;
 }

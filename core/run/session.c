@@ -225,6 +225,23 @@ static int apply_batch(loom_session *s, const loom_session_args *a, loom_error *
     return LOOM_OK;
 }
 
+/* The one-line description of a generated workload: the family and why
+ * (--generate, or the default for the model's modalities). */
+static void describe_generated(loom_session *s, const loom_session_args *a, const char *family)
+{
+    const loom_model *m = s->problem.model;
+    int image = 0, video = 0;
+    for (int32_t i = 0; m && i < m->n_modules; i++) {
+        video |= m->modules[i].modality == LOOM_MODALITY_VIDEO;
+        image |= m->modules[i].modality == LOOM_MODALITY_IMAGE;
+    }
+    const char *why = a->generate ? "--generate"
+                      : video     ? "default for a video model"
+                      : image     ? "default for an image-text model"
+                                  : "default for a text-only model";
+    snprintf(s->workload_desc, sizeof s->workload_desc, "generated %.40s (%s)", family, why);
+}
+
 /* Puts K consecutive generated sequences into each microbatch: the same
  * sequences for every K, grouped K at a time. */
 static void group_sequences(loom_workload *w, int32_t K)
@@ -332,6 +349,12 @@ static int open_problem(loom_session *s, const loom_session_args *a, loom_error 
     if (a->parallel &&
         (rc = loom_parallel_load(a->parallel, &pb->parallel, &s->parallel_layouts, err)) != LOOM_OK)
         return rc;
+    /* a model without a parallel object (a Hugging Face config): 4 x pp
+     * microbatches unless --parallel names them (docs/formats.md) */
+    if (!own && !(a->parallel && names_microbatches(a->parallel)))
+        pb->parallel.microbatches = 4 * (int64_t)pb->parallel.pp > LOOM_MAX_PARALLEL_DEGREE
+                                        ? LOOM_MAX_PARALLEL_DEGREE
+                                        : 4 * pb->parallel.pp;
     if ((rc = apply_batch(s, a, err)) != LOOM_OK)
         return rc;
     const loom_layout_spec *layouts =
@@ -366,13 +389,15 @@ static int open_problem(loom_session *s, const loom_session_args *a, loom_error 
         rc = loom_workload_load(a->workload, &s->workload, err);
         if (rc != LOOM_OK)
             return rc;
+        snprintf(s->workload_desc, sizeof s->workload_desc, "file %.140s", a->workload);
         s->n_iterations = s->workload->n_iterations;
         if (a->iterations > 0 && a->iterations < s->n_iterations)
             s->n_iterations = a->iterations;
     } else {
         const char *family = a->generate ? a->generate : loom_model_data_family(s->model);
-        if (!family)
-            family = "interleaved";
+        if (!family) /* no image or video module: a text-only model */
+            family = "text";
+        describe_generated(s, a, family);
         s->n_iterations = a->iterations > 0 ? a->iterations : LOOM_DEFAULT_ITERATIONS;
         loom_workload_packing packing = {sizeof packing, s->seq_len,
                                          LOOM_DEFAULT_TOKENS_PER_IMAGE, a->packing_window, 0};
@@ -565,6 +590,8 @@ static int checked_plan(loom_session *s, const loom_iteration *it, loom_plan *pl
     s->pl->fixed_candidate = s->cfg->choose_run && s->run_chosen ? s->run_candidate : -1;
     int rc = loom_engine_plan(s->pl, &s->problem, it, plan, err);
     s->pl->fixed_candidate = -1;
+    if (rc == LOOM_OK)
+        plan->workload = s->workload_desc[0] ? s->workload_desc : NULL;
     if (rc == LOOM_OK && (rc = loom_plan_check_finite(plan, err)) != LOOM_OK)
         loom_plan_clear(plan);
     return rc;
@@ -593,6 +620,28 @@ int loom_session_plan(loom_session *s, int32_t k, loom_plan *plan, loom_error *e
         return loom_set_error(err, LOOM_EINVAL, "no iteration %d (the workload has %d)", k,
                               s->n_iterations);
     return loom_session_plan_iteration(s, &s->workload->iterations[k], plan, err);
+}
+
+int loom_session_tp_warning(const loom_session *s, char *buf, size_t size)
+{
+    const loom_problem *pb = &s->problem;
+    const loom_cluster *c = pb->cluster;
+    if (pb->kind != LOOM_PROBLEM_MODEL || !c || c->gpus_per_node <= 0)
+        return 0;
+    int32_t tp = pb->parallel.tp;
+    for (int32_t m = 0; pb->model && m < pb->model->n_modules; m++)
+        if (loom_problem_module_tp(pb, m) > tp)
+            tp = loom_problem_module_tp(pb, m);
+    if (tp <= c->gpus_per_node)
+        return 0;
+    snprintf(buf, size,
+             "tp %d spans %d nodes of %d GPUs (%s): every layer's tensor-parallel all-reduce "
+             "then crosses the inter-node network (%.0f GB/s per GPU instead of NVLink's %.0f "
+             "GB/s), so the plan is slow; keep tp <= %d and use pp or dp across nodes",
+             tp, (tp + c->gpus_per_node - 1) / c->gpus_per_node, c->gpus_per_node,
+             c->name ? c->name : "cluster", c->net_bytes_per_s / 1e9, c->nvlink_bytes_per_s / 1e9,
+             c->gpus_per_node);
+    return 1;
 }
 
 void loom_session_close(loom_session *s)

@@ -23,11 +23,11 @@ from .errors import (LoomError, LoomInputError, LoomLibraryError, LoomPlanError,
 from .planner import Planner, Result
 from .types import PathLike, PlannerOptions, Sample
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 
 def version(library: Optional[PathLike] = None) -> str:
-    """libloom's version, e.g. "0.3.0" (loom_version())."""
+    """libloom's version, e.g. "0.4.0" (loom_version())."""
     from . import _lib
 
     return _lib.load(library).version()

@@ -236,7 +236,7 @@ class Planner:
 
     @property
     def version(self) -> str:
-        """libloom's version, e.g. "0.3.0"."""
+        """libloom's version, e.g. "0.4.0"."""
         return self._lib.version()
 
     @property

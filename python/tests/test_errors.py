@@ -167,7 +167,7 @@ def test_bad_model(library):
     e = raises(loom.Planner, model="vlm-q", library=library)
     assert (type(e), e.status) == (loom.LoomInputError, "LOOM_ENOTFOUND")
     assert e.message.startswith('model "vlm-q": expected a model preset (vlm-s, ')
-    assert e.message.endswith("or a path to a model.json, found neither")
+    assert e.message.endswith("or a path to a model.json, found neither; did you mean vlm-s?")
     e = raises(loom.Planner, parallel="tp=4,pp=zz", library=library)
     assert e.message == 'parallel config "tp=4,pp=zz": pp: expected an integer in [1, 65536], ' \
                         'found "zz"'

@@ -1,5 +1,8 @@
-"""`pip install` of the package offline (Debian's setuptools, no index, no
-build isolation), and libloom found beside the prefix it is installed in."""
+"""`pip install` of the package offline (no index): with --target and no
+build isolation, and into fresh venvs of the pyenv `python3` on PATH and of
+Debian's /usr/bin/python3 with build isolation (the package's own build
+backend needs nothing installed); and libloom found beside the prefix it
+is installed in."""
 
 import os
 import shutil
@@ -56,7 +59,7 @@ def test_installed_files(installed):
     names = sorted(p.name for p in (site / "loom").iterdir() if p.name != "__pycache__")
     assert names == ["__init__.py", "_lib.py", "_validate.py", "errors.py", "planner.py",
                      "py.typed", "types.py"]
-    assert list(site.glob("loom-0.3.0.dist-info"))
+    assert list(site.glob("loom-0.4.0.dist-info"))
 
 
 def test_installed_package_plans(installed, library):
@@ -82,3 +85,49 @@ def test_library_beside_the_prefix(installed, library):
     out = run_python("import loom; print(loom.find_library())", site)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(lib)
+
+
+def interpreters():
+    """The `python3` on PATH (pyenv's on the project's machines) and
+    Debian's, each once, where present."""
+    found = []
+    for exe in (shutil.which("python3"), "/usr/bin/python3"):
+        if exe and os.path.exists(exe):
+            real = subprocess.run([exe, "-c", "import sys; print(sys.executable)"],
+                                  capture_output=True, text=True).stdout.strip()
+            if real and real not in [r for _, r in found]:
+                found.append((exe, real))
+    return [exe for exe, _ in found]
+
+
+@pytest.mark.parametrize("python", interpreters())
+@pytest.mark.parametrize("isolation", [True, False])
+def test_fresh_venv(python, isolation, tmp_path):
+    """`pip install ./python` in a fresh venv, offline: with build isolation
+    (the backend is in the source tree, nothing to download) and without
+    (nothing but pip in the venv: no setuptools, no wheel needed)."""
+    venv = tmp_path / "venv"
+    made = subprocess.run([python, "-m", "venv", str(venv)], capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip("%s cannot make a venv: %s" % (python, made.stderr.strip()[-200:]))
+    py = str(venv / "bin" / "python")
+    src = tmp_path / "src"
+    shutil.copytree(PYTHON_DIR, src, ignore=shutil.ignore_patterns(
+        "tests", "build", "*.egg-info", "__pycache__", ".pytest_cache"))
+    cmd = [py, "-m", "pip", "install", "--no-index", "--no-cache-dir",
+           "--disable-pip-version-check", "--quiet"]
+    if not isolation:
+        cmd.append("--no-build-isolation")
+    out = subprocess.run(cmd + [str(src)], capture_output=True, text=True,
+                         env=clean_env(PIP_ROOT_USER_ACTION="ignore"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    show = subprocess.run([py, "-m", "pip", "show", "loom"], capture_output=True, text=True,
+                          env=clean_env())
+    assert "Version: 0.4.0" in show.stdout
+    assert "License: MIT" in show.stdout
+    imp = subprocess.run([py, "-c", "import loom; print(loom.__version__, loom.__file__)"],
+                         capture_output=True, text=True, env=clean_env(), cwd=str(tmp_path))
+    assert imp.returncode == 0, imp.stderr
+    version, path = imp.stdout.split()
+    assert version == "0.4.0"
+    assert path.startswith(str(venv))

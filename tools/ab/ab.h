@@ -89,8 +89,10 @@ typedef struct loom_ab_stats {
     double ci_low, ci_high;
     int32_t wins, losses, ties;
     int verdict;             /* enum loom_ab_verdict */
-    const char *reason;      /* what decided a better/worse verdict: "time",
-                              * "memory" or "infeasible" (static; NULL else) */
+    const char *reason;      /* what decided a better/worse verdict: "time"
+                              * or "infeasible" (static; NULL else) */
+    int memory_verdict;      /* peak memory B vs A (loom_ab_judge_memory):
+                              * SAME, BETTER or WORSE; -1 when not asked */
 } loom_ab_stats;
 
 /* Computes the statistics above. LOOM_EINVAL for n < 1, a threshold
@@ -135,21 +137,34 @@ typedef struct loom_ab_report {
     const char *name_a, *name_b;         /* manifest names ("" unknown) */
     const char *suite;                   /* suite path or NULL */
     double threshold;
-    double memory_threshold; /* see loom_ab_judge_memory; < 0: off */
+    double memory_threshold; /* see loom_ab_judge_memory; < 0: no memory
+                              * verdict */
     int32_t resamples;
     int timings;      /* 1: the JSON report carries plan times too */
     loom_ab_case_result *cases;
     int32_t n_cases;
 } loom_ab_report;
 
-/* Memory in the verdict of an evaluated case (after loom_ab_evaluate):
- * a side is infeasible when one of its paired iterations exceeds the
- * memory cap on some rank. An infeasible B is worse whatever its time; an
- * infeasible A loses to a feasible B; and with memory_threshold m >= 0, a
- * B whose peak memory (max over ranks and paired iterations) exceeds A's
- * by more than the fraction m is worse even when it is faster. Sets
- * stats.reason. Cases with verdict ERROR are left alone. */
+/* Memory in the verdicts of an evaluated case (after loom_ab_evaluate).
+ * Time decides the verdict; memory counts only against the cap: a side is
+ * infeasible when one of its paired iterations exceeds the memory cap on
+ * some rank. An infeasible B is worse whatever its time; an infeasible A
+ * loses to a feasible B. A plan that fits is never worse for using more
+ * memory. With memory_threshold m >= 0 the case also gets a separate
+ * memory verdict on the peaks (max over ranks and paired iterations):
+ * worse when B's exceeds A's by more than the fraction m, better when it
+ * is below A's by more than m, same otherwise (memory_verdict -1 when
+ * m < 0). Sets stats.reason. Cases with verdict ERROR are left alone. */
 void loom_ab_judge_memory(loom_ab_case_result *c, double memory_threshold);
+
+/* The rule a report applied, in one sentence per part: the time rule with
+ * threshold and resamples, the memory cap, and the memory verdict when
+ * r->memory_threshold >= 0. Every report states it. */
+void loom_ab_rule_text(const loom_ab_report *r, char *buf, size_t size);
+
+/* The verdicts of a case as a reader sees them: "better", "worse
+ * (infeasible: B over the memory cap)", "better; memory worse (+25.3 %)". */
+void loom_ab_verdict_text(const loom_ab_case_result *c, char *buf, size_t size);
 
 /* 1 when one of the first n results of o exceeds the memory cap on some
  * rank (the side is infeasible: its makespan is no valid result). */
@@ -166,7 +181,8 @@ void loom_ab_case_result_clear(loom_ab_case_result *c);
 /* Exit code of `loom ab`: 2 when a case failed on bad input (LOOM_EINVAL,
  * ENOTFOUND, EIO), else 3 when a plugin failed (a crash, timeout, memory
  * limit, garbage, early exit, LOOM_EPLUGIN or EABI), else 1 when a case
- * is worse or could not be planned, else 0. */
+ * is worse, its memory verdict (when asked for) is worse, or it could not
+ * be planned, else 0. */
 int loom_ab_exit_code(const loom_ab_report *r);
 
 /* The status of the failure of side a or b of a case (LOOM_OK none). */

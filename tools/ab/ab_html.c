@@ -164,8 +164,17 @@ static void case_row(FILE *out, const loom_ab_report *r, const loom_ab_case_resu
     int p = c->n_pairs > 0;
     fputs("<tr><td class=\"l\"><b>", out);
     h_text(out, c->name);
-    fprintf(out, "</b></td><td class=\"l\"><span class=\"v %s\">%s</span></td><td>%d</td><td>",
-            verdict_class(s->verdict), loom_ab_verdict_name(s->verdict), c->n_pairs);
+    char text[256];
+    loom_ab_verdict_text(c, text, sizeof text);
+    fprintf(out, "</b></td><td class=\"l\"><span class=\"v %s\">%s</span>",
+            verdict_class(s->verdict), loom_ab_verdict_name(s->verdict));
+    const char *rest = text + strlen(loom_ab_verdict_name(s->verdict));
+    if (*rest) {
+        fputs("<br><span class=\"note\">", out);
+        h_text(out, rest[0] == ';' ? rest + 2 : rest[0] == ' ' ? rest + 1 : rest);
+        fputs("</span>", out);
+    }
+    fprintf(out, "</td><td>%d</td><td>", c->n_pairs);
     /* an infeasible side's simulated time is no valid makespan */
     if (p && loom_ab_side_infeasible(&c->a, c->n_pairs))
         fputs("INFEASIBLE", out);
@@ -289,16 +298,16 @@ int loom_ab_write_html(const loom_ab_report *r, FILE *out, loom_error *err)
           "</tr></thead>\n<tbody>\n", out);
     for (int32_t i = 0; i < r->n_cases; i++)
         case_row(out, r, &r->cases[i]);
-    fprintf(out, "</tbody>\n</table>\n<p class=\"note\">B/A is the ratio of simulated "
-                 "iteration times (makespan) on the same iterations; below 1 B plans faster "
-                 "iterations. <b>worse</b> when the mean B/A exceeds %.4f and its 95 %% "
-                 "confidence interval (paired bootstrap) lies above 1; <b>better</b> when the "
-                 "mean is below %.4f and the interval lies below 1; <b>same</b> otherwise. In "
-                 "the strip chart the grey band is 1 &#177; threshold, the blue band the "
-                 "interval, each dot one iteration. Makespans, bubble, MFU and plan time are "
-                 "means over the pairs; peak memory is the maximum over ranks and pairs. "
-                 "Arrows: green better, red worse.</p>\n</section>\n",
-            1 + r->threshold, 1 - r->threshold);
+    char rule[1024];
+    loom_ab_rule_text(r, rule, sizeof rule);
+    fputs("</tbody>\n</table>\n<p class=\"note\">B/A is the ratio of simulated iteration times "
+          "(makespan) on the same iterations; below 1 B plans faster iterations. <b>Rule:</b> ",
+          out);
+    h_text(out, rule);
+    fputs(" In the strip chart the grey band is 1 &#177; threshold, the blue band the interval, "
+          "each dot one iteration. Makespans, bubble, MFU and plan time are means over the "
+          "pairs; peak memory is the maximum over ranks and pairs. Arrows: green better, red "
+          "worse.</p>\n</section>\n", out);
 
     int failures = 0;
     char buf[1024];

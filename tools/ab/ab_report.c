@@ -93,10 +93,12 @@ static void md_row(FILE *out, const loom_ab_case_result *c)
     } else {
         fputs(" – | – | – | – | – | – | – | – | – |", out);
     }
-    if (s->reason && strcmp(s->reason, "time"))
-        fprintf(out, " **%s** (%s) |\n", loom_ab_verdict_name(s->verdict), s->reason);
-    else
-        fprintf(out, " **%s** |\n", loom_ab_verdict_name(s->verdict));
+    char text[256];
+    loom_ab_verdict_text(c, text, sizeof text);
+    const char *rest = text + strlen(loom_ab_verdict_name(s->verdict));
+    fprintf(out, " **%s**", loom_ab_verdict_name(s->verdict));
+    md_text(out, rest);
+    fputs(" |\n", out);
 }
 
 /* Counts of each verdict. */
@@ -107,6 +109,29 @@ static void count_verdicts(const loom_ab_report *r, int n[4])
         int v = r->cases[i].stats.verdict;
         n[(v >= 0 && v <= 3) ? v : 3]++;
     }
+}
+
+/* Cases that fail the run as regressions: verdict worse, or a memory
+ * verdict (when asked for) worse. */
+static int count_regressions(const loom_ab_report *r)
+{
+    int k = 0;
+    for (int32_t i = 0; i < r->n_cases; i++) {
+        const loom_ab_stats *s = &r->cases[i].stats;
+        k += s->verdict == LOOM_AB_WORSE ||
+             (s->verdict != LOOM_AB_ERROR && s->memory_verdict == LOOM_AB_WORSE);
+    }
+    return k;
+}
+
+/* Cases whose memory verdict is worse (0 when none was asked for). */
+static int count_memory_worse(const loom_ab_report *r)
+{
+    int k = 0;
+    for (int32_t i = 0; i < r->n_cases; i++)
+        k += r->cases[i].stats.verdict != LOOM_AB_ERROR &&
+             r->cases[i].stats.memory_verdict == LOOM_AB_WORSE;
+    return k;
 }
 
 int loom_ab_write_markdown(const loom_ab_report *r, FILE *out, loom_error *err)
@@ -120,14 +145,13 @@ int loom_ab_write_markdown(const loom_ab_report *r, FILE *out, loom_error *err)
     fputs("` (A) vs `", out);
     md_code(out, r->name_b && r->name_b[0] ? r->name_b : r->manifest_b);
     fputs("` (B)\n\n", out);
-    fprintf(out,
-            "B/A is the ratio of simulated iteration times (makespan) on the same iterations; "
-            "below 1 B plans faster iterations. Threshold %.2f %%: **worse** when the mean B/A "
-            "exceeds %.4f and its 95 %% confidence interval (paired bootstrap, %d resamples) lies "
-            "above 1; **better** when the mean is below %.4f and the interval lies below 1; "
-            "**same** otherwise. W/L/T counts iterations where B is better / worse / within the "
-            "threshold.\n\n",
-            100 * r->threshold, 1 + r->threshold, r->resamples, 1 - r->threshold);
+    char rule[1024];
+    loom_ab_rule_text(r, rule, sizeof rule);
+    fputs("B/A is the ratio of simulated iteration times (makespan) on the same iterations; "
+          "below 1 B plans faster iterations. W/L/T counts iterations where B is better / worse "
+          "/ within the threshold.\n\n**Rule:** ", out);
+    md_text(out, rule);
+    fputs("\n\n", out);
     fputs("| case | pairs | A makespan ms | B makespan ms | mean B/A | median B/A | 95 % CI "
           "| W/L/T | bubble A → B | peak GiB A → B | plan ms A / B | verdict |\n",
           out);
@@ -156,9 +180,11 @@ int loom_ab_write_markdown(const loom_ab_report *r, FILE *out, loom_error *err)
     int code = loom_ab_exit_code(r);
     static const char *const results[] = {"no regression", "regression", "bad input",
                                           "plugin failure"};
-    fprintf(out, "\n**Result: %s** — %d better, %d same, %d worse, %d failed (exit %d)\n",
-            results[code], n[LOOM_AB_BETTER], n[LOOM_AB_SAME], n[LOOM_AB_WORSE], n[LOOM_AB_ERROR],
-            code);
+    fprintf(out, "\n**Result: %s** — %d better, %d same, %d worse, %d failed", results[code],
+            n[LOOM_AB_BETTER], n[LOOM_AB_SAME], n[LOOM_AB_WORSE], n[LOOM_AB_ERROR]);
+    if (r->memory_threshold >= 0)
+        fprintf(out, "; memory worse in %d", count_memory_worse(r));
+    fprintf(out, " (exit %d)\n", code);
     return frame_end(&f, out, "Markdown", err);
 }
 
@@ -285,6 +311,10 @@ static void js_case(FILE *out, const loom_ab_case_result *c, int timings)
         fputs(", \"reason\": ", out);
         loom_ab_json_string(out, s->reason);
     }
+    if (s->memory_verdict >= 0 && s->verdict != LOOM_AB_ERROR) {
+        fputs(", \"memory_verdict\": ", out);
+        loom_ab_json_string(out, loom_ab_verdict_name(s->memory_verdict));
+    }
     fprintf(out, ", \"pairs\": %d,\n     \"makespan_ratio\": {\"mean\": ", c->n_pairs);
     loom_ab_json_number(out, paired ? s->mean_ratio : NAN);
     fputs(", \"median\": ", out);
@@ -333,10 +363,15 @@ int loom_ab_write_json(const loom_ab_report *r, FILE *out, loom_error *err)
         fputs("null", out);
     fputs(",\n  \"threshold\": ", out);
     loom_ab_json_number(out, r->threshold);
+    fputs(",\n  \"memory_threshold\": ", out);
+    if (r->memory_threshold >= 0)
+        loom_ab_json_number(out, r->memory_threshold);
+    else
+        fputs("null", out);
     fprintf(out, ",\n  \"confidence\": 0.95,\n  \"resamples\": %d,\n  \"rule\": ", r->resamples);
-    loom_ab_json_string(out, "ratio = B/A makespan per paired iteration; worse: mean > 1 + threshold and "
-                   "ci95[0] > 1; better: mean < 1 - threshold and ci95[1] < 1; same otherwise; "
-                   "error: a side failed");
+    char rule[1024];
+    loom_ab_rule_text(r, rule, sizeof rule);
+    loom_ab_json_string(out, rule);
     fputs(",\n  \"cases\": [\n", out);
     for (int32_t i = 0; i < r->n_cases; i++) {
         js_case(out, &r->cases[i], r->timings);
@@ -384,10 +419,12 @@ static void verdict_numbers(const loom_ab_report *r, const loom_ab_case_result *
                  (double)c->sum_b.max_peak_bytes / 1073741824.0);
         return;
     }
-    if (s->reason && !strcmp(s->reason, "memory")) {
-        snprintf(buf, size, "B's peak memory %.2f GiB is more than %.1f %% above A's %.2f GiB "
-                 "(memory threshold)", (double)c->sum_b.max_peak_bytes / 1073741824.0,
-                 100 * r->memory_threshold, (double)c->sum_a.max_peak_bytes / 1073741824.0);
+    if (s->verdict != LOOM_AB_WORSE && s->memory_verdict == LOOM_AB_WORSE) {
+        snprintf(buf, size, "memory verdict worse: B's peak memory %.2f GiB is more than %.1f %% "
+                 "above A's %.2f GiB (--memory-threshold); time verdict %s (B/A makespan mean "
+                 "%.4f)", (double)c->sum_b.max_peak_bytes / 1073741824.0,
+                 100 * r->memory_threshold, (double)c->sum_a.max_peak_bytes / 1073741824.0,
+                 loom_ab_verdict_name(s->verdict), s->mean_ratio);
         return;
     }
     snprintf(buf, size,
@@ -410,7 +447,8 @@ static void junit_case(FILE *out, const loom_ab_report *r, const loom_ab_case_re
     xml_text(out, c->name);
     fprintf(out, "\" time=\"%.3f\"", secs);
     char buf[1024], msg[1200];
-    if (c->stats.verdict == LOOM_AB_WORSE) {
+    if (c->stats.verdict == LOOM_AB_WORSE ||
+        (c->stats.verdict != LOOM_AB_ERROR && c->stats.memory_verdict == LOOM_AB_WORSE)) {
         verdict_numbers(r, c, msg, sizeof msg);
         fputs(">\n      <failure type=\"regression\" message=\"", out);
         xml_text(out, msg);
@@ -432,10 +470,11 @@ static void junit_case(FILE *out, const loom_ab_report *r, const loom_ab_case_re
         xml_text(out, c->problem);
         fputs("</error>\n    </testcase>\n", out);
     } else {
-        fprintf(out, "><system-out>B/A makespan mean %.4f, 95%% CI %.4f-%.4f: %s</system-out>"
-                     "</testcase>\n",
-                c->stats.mean_ratio, c->stats.ci_low, c->stats.ci_high,
-                loom_ab_verdict_name(c->stats.verdict));
+        loom_ab_verdict_text(c, buf, sizeof buf);
+        fprintf(out, "><system-out>B/A makespan mean %.4f, 95%% CI %.4f-%.4f: ",
+                c->stats.mean_ratio, c->stats.ci_low, c->stats.ci_high);
+        xml_text(out, buf);
+        fputs("</system-out></testcase>\n", out);
     }
 }
 
@@ -449,20 +488,24 @@ int loom_ab_write_junit(const loom_ab_report *r, FILE *out, loom_error *err)
     count_verdicts(r, n);
     fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                  "<testsuites name=\"loom ab\" tests=\"%d\" failures=\"%d\" errors=\"%d\">\n",
-            r->n_cases, n[LOOM_AB_WORSE], n[LOOM_AB_ERROR]);
+            r->n_cases, count_regressions(r), n[LOOM_AB_ERROR]);
     fputs("  <testsuite name=\"", out);
     xml_text(out, r->name_a && r->name_a[0] ? r->name_a : r->manifest_a);
     fputs(" vs ", out);
     xml_text(out, r->name_b && r->name_b[0] ? r->name_b : r->manifest_b);
     fprintf(out, "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"0\">\n", r->n_cases,
-            n[LOOM_AB_WORSE], n[LOOM_AB_ERROR]);
+            count_regressions(r), n[LOOM_AB_ERROR]);
     fputs("    <properties>\n      <property name=\"manifest_a\" value=\"", out);
     xml_text(out, r->manifest_a);
     fputs("\"/>\n      <property name=\"manifest_b\" value=\"", out);
     xml_text(out, r->manifest_b);
     fprintf(out, "\"/>\n      <property name=\"threshold\" value=\"%.6g\"/>\n", r->threshold);
-    fprintf(out, "      <property name=\"resamples\" value=\"%d\"/>\n    </properties>\n",
-            r->resamples);
+    fprintf(out, "      <property name=\"resamples\" value=\"%d\"/>\n", r->resamples);
+    char rule[1024];
+    loom_ab_rule_text(r, rule, sizeof rule);
+    fputs("      <property name=\"rule\" value=\"", out);
+    xml_text(out, rule);
+    fputs("\"/>\n    </properties>\n", out);
     for (int32_t i = 0; i < r->n_cases; i++)
         junit_case(out, r, &r->cases[i]);
     fputs("  </testsuite>\n</testsuites>\n", out);

@@ -58,6 +58,7 @@ int loom_ab_compare(const double *a_ms, const double *b_ms, int32_t n, double th
 {
     memset(out, 0, sizeof *out);
     out->verdict = LOOM_AB_ERROR;
+    out->memory_verdict = -1;
     if (n < 1)
         return loom_set_error(err, LOOM_EINVAL, "ab: expected at least one paired iteration, found 0");
     if (!(threshold >= 0 && threshold < 1))
@@ -157,6 +158,7 @@ int loom_ab_evaluate(loom_ab_case_result *c, double threshold, int32_t resamples
 {
     memset(&c->stats, 0, sizeof c->stats);
     c->stats.verdict = LOOM_AB_ERROR;
+    c->stats.memory_verdict = -1;
     c->n_pairs = count_pairs(&c->a, &c->b);
     summarize(&c->a, c->n_pairs, &c->sum_a);
     summarize(&c->b, c->n_pairs, &c->sum_b);
@@ -194,6 +196,7 @@ int loom_ab_side_infeasible(const loom_run_output *o, int32_t n)
 void loom_ab_judge_memory(loom_ab_case_result *c, double memory_threshold)
 {
     loom_ab_stats *s = &c->stats;
+    s->memory_verdict = -1;
     if (s->verdict == LOOM_AB_ERROR)
         return;
     if (s->verdict != LOOM_AB_SAME)
@@ -206,12 +209,56 @@ void loom_ab_judge_memory(loom_ab_case_result *c, double memory_threshold)
     } else if (ia) {
         s->verdict = LOOM_AB_BETTER;
         s->reason = "infeasible";
-    } else if (memory_threshold >= 0 && c->sum_a.max_peak_bytes > 0 &&
-               (double)c->sum_b.max_peak_bytes >
-                   (double)c->sum_a.max_peak_bytes * (1 + memory_threshold)) {
-        s->verdict = LOOM_AB_WORSE;
-        s->reason = "memory";
     }
+    if (memory_threshold < 0)
+        return;
+    double pa = (double)c->sum_a.max_peak_bytes, pb = (double)c->sum_b.max_peak_bytes;
+    s->memory_verdict = pb > pa * (1 + memory_threshold)   ? LOOM_AB_WORSE
+                        : pb < pa * (1 - memory_threshold) ? LOOM_AB_BETTER
+                                                           : LOOM_AB_SAME;
+}
+
+void loom_ab_rule_text(const loom_ab_report *r, char *buf, size_t size)
+{
+    int n = snprintf(buf, size,
+                     "Time decides: ratio = B/A makespan per paired iteration; worse when the "
+                     "mean ratio > %.4f (1 + threshold) and the 95 %% CI of the mean (paired "
+                     "bootstrap, %d resamples) lies above 1; better when the mean < %.4f and the "
+                     "CI lies below 1; same otherwise; error when a side failed. Memory counts "
+                     "against the cap only: a plan over the memory cap on some rank loses (B "
+                     "worse, or A loses to a fitting B: reason infeasible); a plan that fits is "
+                     "never worse for using more memory.",
+                     1 + r->threshold, r->resamples, 1 - r->threshold);
+    if (n < 0 || (size_t)n >= size)
+        return;
+    if (r->memory_threshold >= 0)
+        snprintf(buf + n, size - (size_t)n,
+                 " Separate memory verdict (--memory-threshold %.4g): worse when B's peak "
+                 "memory exceeds A's by more than %.1f %%, better when it is more than %.1f %% "
+                 "below, same otherwise; a worse memory verdict also fails the run (exit 1).",
+                 r->memory_threshold, 100 * r->memory_threshold, 100 * r->memory_threshold);
+    else
+        snprintf(buf + n, size - (size_t)n,
+                 " No memory verdict (--memory-threshold not given): peaks are reported only.");
+}
+
+void loom_ab_verdict_text(const loom_ab_case_result *c, char *buf, size_t size)
+{
+    const loom_ab_stats *s = &c->stats;
+    const char *why = "";
+    if (s->reason && !strcmp(s->reason, "infeasible"))
+        why = s->verdict == LOOM_AB_WORSE ? " (infeasible: B over the memory cap)"
+                                          : " (infeasible: A over the memory cap)";
+    int n = snprintf(buf, size, "%s%s", loom_ab_verdict_name(s->verdict), why);
+    if (n < 0 || (size_t)n >= size || s->memory_verdict < 0 || s->verdict == LOOM_AB_ERROR)
+        return;
+    double pa = (double)c->sum_a.max_peak_bytes, pb = (double)c->sum_b.max_peak_bytes;
+    if (pa > 0)
+        snprintf(buf + n, size - (size_t)n, "; memory %s (%+.1f %%)",
+                 loom_ab_verdict_name(s->memory_verdict), 100 * (pb / pa - 1));
+    else
+        snprintf(buf + n, size - (size_t)n, "; memory %s",
+                 loom_ab_verdict_name(s->memory_verdict));
 }
 
 void loom_ab_case_result_clear(loom_ab_case_result *c)
@@ -254,6 +301,7 @@ int loom_ab_exit_code(const loom_ab_report *r)
             worse |= e[k] == 1;
         }
         worse |= c->stats.verdict == LOOM_AB_WORSE;
+        worse |= c->stats.verdict != LOOM_AB_ERROR && c->stats.memory_verdict == LOOM_AB_WORSE;
         if (c->stats.verdict == LOOM_AB_ERROR && !e[0] && !e[1])
             worse = 1; /* nothing paired although both sides ran */
     }

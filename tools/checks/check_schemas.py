@@ -12,7 +12,13 @@ Usage: check_schemas.py SOURCE_DIR LOOM_BINARY
    checked too.
 3. Real outputs validate: `loom plan --json`, plan.json of `loom plan --out`
    (a model and a stage-times problem), `loom ab --json` (with and
-   without --timings, and with a failing side) and `loom tune --json`.
+   without --timings, and with a failing side), the shard reports of
+   `loom ab --shard K/N --json` (ab-shard) and their `loom ab merge --json`,
+   `loom tune --json`, every line of `loom workload generate`, and the
+   --json of `loom replan`, `loom cp-balance`, `loom plugins list`,
+   `loom plugins inspect`, `loom calibrate` and `loom calibrate-batch`,
+   and the shard files of `loom tune --shard K/N` (tune-shard) and their
+   `loom tune merge`.
 4. The schemas are strict: every example with an unknown top-level field
    added (not a Hugging Face config, which carries many members Loom does
    not read), and bad inputs from tests/bad-inputs that break a schema rule,
@@ -260,6 +266,126 @@ def check_outputs(src, loom, schemas, counts):
                 fails = [c["b"]["failure"] for c in doc.get("cases", [])]
                 if not any(fails):
                     fail("%s: expected B's failure in the report" % label)
+        check_shards(src, loom, schemas, counts, tmp, manifest)
+        check_workloads(loom, schemas, counts, tmp)
+        check_printed(src, loom, schemas, counts, tmp)
+        check_tune_shards(loom, schemas, counts, tmp, tuned)
+
+
+def check_tune_shards(loom, schemas, counts, tmp, manifest):
+    """`loom tune --shard K/N --json FILE` (tune-shard) and `loom tune
+    merge --json` of the shards (tune)."""
+    files = []
+    for k in (1, 2):
+        path = os.path.join(tmp, "tune-shard-%d.json" % k)
+        if run([loom, "tune", "--model", "vlm-s", "--gpus", "4", "--global-batch", "8", "--top",
+                "3", "--manifest", manifest, "--shard", "%d/2" % k, "--json", path, "--quiet"],
+               tmp) is None:
+            continue
+        doc = load_report(path, "loom tune --shard %d/2" % k)
+        if doc is not None:
+            check_doc(schemas, "tune-shard", doc, "loom tune --shard %d/2" % k, counts)
+            files.append(path)
+    merged = os.path.join(tmp, "tune-merged.json")
+    if len(files) == 2 and run([loom, "tune", "merge"] + files + ["--json", merged, "--quiet"],
+                               tmp) is not None:
+        doc = load_report(merged, "loom tune merge --json")
+        if doc is not None:
+            check_doc(schemas, "tune", doc, "loom tune merge --json", counts)
+
+
+def check_printed(src, loom, schemas, counts, tmp):
+    """The --json of `loom replan` (without and with failed nodes, and a
+    full replan), `loom cp-balance` (causal, given workloads, both orders),
+    `loom plugins list` and `loom plugins inspect` (several plugins,
+    loaded)."""
+    job = os.path.join(src, "examples/replan/eight-nodes.json")
+    runs = [
+        ("replan-result", [loom, "replan", "--job", job, "--json"]),
+        ("replan-result", [loom, "replan", "--job", job, "--failed-nodes", "3,5", "--json"]),
+        ("replan-result", [loom, "replan", "--job", job, "--failed-nodes", "3,5", "--full",
+                           "--json"]),
+        ("cp-balance", [loom, "cp-balance", "--gpus", "4", "--causal", "8192", "--json"]),
+        ("cp-balance", [loom, "cp-balance", "--gpus", "2", "--workloads", "5,3,2,7",
+                        "--order", "unsorted", "--json"]),
+        ("plugins-list", [loom, "plugins", "list", "--json"]),
+        ("plugins-list", [loom, "plugins", "list", "--load", "--json"]),
+    ]
+    prof = os.path.join(src, "tests/fidelity/measured/h200/profile-vlm-s.csv")
+    vlm = os.path.join(src, "examples/models/vlm-s.json")
+    for fit in ("none", "eff_gemm,eff_attention"):
+        runs.append(("calibration-result", [loom, "calibrate", "--cluster", "h200", "--model", vlm,
+                                            "--profile", prof, "--fit", fit, "--max-residual",
+                                            "15", "--json"]))
+    runs.append(("calibration-result", [loom, "calibrate", "--cluster", "h200", "--measured",
+                                        os.path.join(src, "examples/calibration/iterations.json"),
+                                        "--fit", "none", "--max-residual", "100", "--json"]))
+    runs.append(("calibrate-batch", [loom, "calibrate-batch", "--model", "vlm-s", "--generate",
+                                     "interleaved", "--global-batch", "512", "--unit", "4",
+                                     "--json"]))
+    for pid in ("mcts", "org.loom.ilp", "roofline", "zb-v", "disttrain-alloc"):
+        runs.append(("plugin-inspect", [loom, "plugins", "inspect", pid, "--load", "--json"]))
+    for schema, cmd in runs:
+        label = " ".join(os.path.basename(c) if c.startswith("/") else c for c in cmd)
+        out = run(cmd, tmp)
+        if out is None:
+            continue
+        try:
+            check_doc(schemas, schema, strict_loads(out, label), label, counts)
+        except ValueError as e:
+            fail(str(e))
+
+
+def load_report(path, label):
+    """The JSON document at path, or None (a failure recorded)."""
+    if not os.path.exists(path):
+        fail("%s: no report written" % label)
+        return None
+    with open(path, encoding="utf-8") as f:
+        try:
+            return strict_loads(f.read(), label)
+        except ValueError as e:
+            fail(str(e))
+            return None
+
+
+def check_shards(src, loom, schemas, counts, tmp, manifest):
+    """`loom ab --shard K/N --json` (ab-shard) and `loom ab merge --json`
+    of the shards (ab-report), with a memory verdict."""
+    suite = os.path.join(tmp, "suite.json")
+    with open(suite, "w", encoding="utf-8") as f:
+        json.dump({"cases": [
+            {"name": "tp4-pp4", "model": "vlm-s", "parallel": "tp=4,pp=4,mb=8", "iterations": 2},
+            {"name": "tp2-pp8", "model": "vlm-s", "parallel": "tp=2,pp=8,mb=16",
+             "iterations": 2}]}, f)
+    b = os.path.join(src, "examples/manifests/gpipe.json")
+    shards = []
+    for k in (1, 2):
+        path = os.path.join(tmp, "shard-%d.json" % k)
+        label = "loom ab --shard %d/2 --json" % k
+        if run([loom, "ab", manifest, b, "--suite", suite, "--memory-threshold", "0.1",
+                "--shard", "%d/2" % k, "--quiet", "--json", path], tmp, ok=(0, 1)) is None:
+            continue
+        doc = load_report(path, label)
+        if doc is not None:
+            check_doc(schemas, "ab-shard", doc, label, counts)
+            shards.append(path)
+    merged = os.path.join(tmp, "merged.json")
+    if len(shards) == 2 and run([loom, "ab", "merge"] + shards + ["--quiet", "--json", merged],
+                                tmp, ok=(0, 1)) is not None:
+        doc = load_report(merged, "loom ab merge --json")
+        if doc is not None:
+            check_doc(schemas, "ab-report", doc, "loom ab merge --json", counts)
+
+
+def check_workloads(loom, schemas, counts, tmp):
+    """Every line of `loom workload generate` of each family."""
+    for family in ("image-pairs", "interleaved", "video", "rise-and-fall", "text"):
+        path = os.path.join(tmp, "w-%s.jsonl" % family)
+        if run([loom, "workload", "generate", "--family", family, "--iterations", "3",
+                "--microbatches", "4", "--out", path], tmp) is None:
+            continue
+        check_file(schemas, "workload-iteration", path, counts, tmp)
 
 
 # Bad inputs (tests/bad-inputs) that a schema rule refuses; each must fail
@@ -398,7 +524,8 @@ def main():
     schemas = load_schemas(src)
     expected = {"model", "cluster", "stage-times", "workload-iteration", "planner-manifest",
                 "plugin-manifest", "ab-suite", "replan-job", "cost-table", "plan",
-                "plan-metrics", "ab-report", "hf-config"}
+                "plan-metrics", "ab-report", "hf-config", "ab-shard", "replan-result", "cp-balance",
+                "plugins-list", "plugin-inspect", "calibration-result", "calibrate-batch", "tune-shard"}
     for name in sorted(expected - set(schemas)):
         fail("docs/schemas/%s.schema.json: missing or invalid" % name)
     if FAILURES:

@@ -37,10 +37,12 @@ static void usage(FILE *out)
             "  --evaluations N       searching rankers stop after N evaluations (default\n"
             "                        %d unless the manifest sets max_evaluations)\n"
             "  --wall-clock          let searches run to their time budgets instead\n"
-            "  --memory-threshold M  B is worse when its peak memory exceeds A's by more\n"
-            "                        than the fraction M (default 0.10; -1: off); a plan\n"
-            "                        over the memory cap always loses\n"
-            "  --markdown FILE       also write the Markdown table to FILE\n"
+            "  --memory-threshold M  also give a memory verdict: worse when B's peak memory\n"
+            "                        exceeds A's by more than the fraction M (exit 1 then),\n"
+            "                        better when below by more than M (default: none, -1)\n"
+            "                        Time decides the verdict; a plan over the memory cap\n"
+            "                        loses, and a plan that fits is never worse for memory\n"
+            "  --markdown FILE       also write the Markdown table to FILE (-: stdout)\n"
             "  --json FILE           write the JSON report (same inputs: same bytes)\n"
             "  --junit FILE          write JUnit XML (one test case per case)\n"
             "  --html FILE           write an HTML report (cases, ratios, verdicts)\n"
@@ -56,8 +58,10 @@ static void usage(FILE *out)
             "  --shard K/N           run only the cases whose 0-based index i has\n"
             "                        i %% N == K - 1; --json then writes a shard report\n"
             "                        for `loom ab merge` (see `loom ab merge --help`)\n"
-            "  --quiet               no progress display\n"
-            "The Markdown table is printed on stdout. docs/ab-testing.md has the rules.\n"
+            "  --quiet               no progress display and no Markdown on stdout\n"
+            "                        (unless --markdown -)\n"
+            "The Markdown table is printed on stdout unless --quiet. docs/ab-testing.md has\n"
+            "the rules.\n"
             "exit codes: 0 no regression, 1 regression (or a case could not be planned),\n"
             "2 bad input, 3 plugin failure (crash, timeout, memory limit, garbage)\n",
             LOOM_AB_DEFAULT_EVALUATIONS);
@@ -126,7 +130,7 @@ static int ab_option(void *ctx, int key, const char *name, const char *v)
             return 0;
         }
         if (loom_cli_number("ab", name, v, 0, 10, &d)) {
-            fprintf(stderr, "  (or -1 to turn the memory rule off)\n");
+            fprintf(stderr, "  (or -1 for no memory verdict)\n");
             return -1;
         }
         o->memory_threshold = d;
@@ -385,12 +389,16 @@ static int write_reports(ab_cli *o, loom_ab_report *rep)
 {
     loom_error err = {0};
     FILE *out = loom_cli_out();
-    if (loom_ab_write_markdown(rep, out, &err) != LOOM_OK) {
-        fprintf(stderr, "loom ab: %s\n", err.message);
-        return LOOM_EXIT_USAGE;
+    /* stdout carries the Markdown once: by default, or for --markdown - */
+    int md_stdout = o->markdown && !strcmp(o->markdown, "-");
+    if (!o->quiet && !md_stdout) {
+        if (loom_ab_write_markdown(rep, out, &err) != LOOM_OK) {
+            fprintf(stderr, "loom ab: %s\n", err.message);
+            return LOOM_EXIT_USAGE;
+        }
+        if (loom_cli_io_check(LOOM_EXIT_OK) != LOOM_EXIT_OK)
+            return LOOM_EXIT_USAGE;
     }
-    if (loom_cli_io_check(LOOM_EXIT_OK) != LOOM_EXIT_OK)
-        return LOOM_EXIT_USAGE;
     const char *paths[4] = {o->markdown, o->json, o->junit, o->html};
     int (*writers[4])(void *, FILE *, loom_error *) = {write_md, write_json, write_junit,
                                                        write_html};
@@ -475,7 +483,7 @@ int loom_cmd_ab(int argc, char **argv)
     memset(&o, 0, sizeof o);
     loom_session_args_init(&o.base);
     o.threshold = LOOM_AB_DEFAULT_THRESHOLD;
-    o.memory_threshold = 0.10;
+    o.memory_threshold = -1;
     o.iso.isolate = 1;
     o.iso.timeout_ms = LOOM_ISOLATE_DEFAULT_TIMEOUT_MS;
     o.iso.memory_limit_mb = LOOM_ISOLATE_DEFAULT_MEMORY_MB;
@@ -490,7 +498,16 @@ int loom_cmd_ab(int argc, char **argv)
     }
     if (!o.wall_clock) /* reports that do not depend on the machine's speed */
         o.base.default_max_evaluations = LOOM_AB_DEFAULT_EVALUATIONS;
-    char name_a[128], name_b[128];
+    char name_a[128], name_b[128], path_a[4096], path_b[4096];
+    loom_error rerr = {0};
+    /* shipped manifests by name ("pipeweaver"): the file from here on */
+    if (loom_planner_manifest_resolve(o.manifest[0], path_a, sizeof path_a, &rerr) != LOOM_OK ||
+        loom_planner_manifest_resolve(o.manifest[1], path_b, sizeof path_b, &rerr) != LOOM_OK) {
+        fprintf(stderr, "loom ab: %s\n", rerr.message);
+        return LOOM_EXIT_USAGE;
+    }
+    o.manifest[0] = path_a;
+    o.manifest[1] = path_b;
     if (check_manifest(o.manifest[0], name_a, sizeof name_a) != LOOM_OK ||
         check_manifest(o.manifest[1], name_b, sizeof name_b) != LOOM_OK)
         return LOOM_EXIT_USAGE;

@@ -242,6 +242,9 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
         loom_session_close(&s);
         return loom_cli_exit_for_status(rc);
     }
+    char tp_why[400];
+    if (loom_session_tp_warning(&s, tp_why, sizeof tp_why))
+        fprintf(stderr, "loom plan: warning: %s\n", tp_why);
     signal(SIGINT, on_sigint);
     if (ch)
         loom_channel_info(ch, s.n_iterations, s.manifest_name);
@@ -267,9 +270,7 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
     char *iter_json = NULL;
     size_t iter_len = 0;
     FILE *iters = json ? open_memstream(&iter_json, &iter_len) : NULL;
-    if (!quiet && !json)
-        fprintf(out, "%-5s %12s %8s %8s %10s  %s\n", "iter", "makespan_ms", "bubble", "mfu",
-                "plan_ms", "candidate");
+    int header = !quiet && !json; /* printed before the first row, not before an error */
     double budget_ms = loom_isolate_search_budget_ms(s.pl);
     loom_progress *bar = NULL;
     if (!quiet && (n > 1 || budget_ms > 1000)) {
@@ -339,6 +340,10 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
             json_metrics(iters, &plan);
             fputc('}', iters);
         } else if (!quiet) {
+            if (header)
+                fprintf(out, "%-5s %12s %8s %8s %10s  %s\n", "iter", "makespan_ms", "bubble",
+                        "mfu", "plan_ms", "candidate");
+            header = 0;
             char mfu[16];
             if (m->mfu < 0)
                 snprintf(mfu, sizeof mfu, "n/a");

@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 #include "cli.h"
 #include <loom/sys/registry.h>
+#include <loom/sys/util.h>
 
 /* Options shared by both subcommands. */
 typedef struct plugins_opts {
@@ -237,12 +238,12 @@ static void limits_text(const loom_param_spec *ps, char *buf, size_t size)
         n = (size_t)snprintf(buf, size, "values");
         for (int k = 0; k < ps->n_values && n < size; k++)
             n += (size_t)snprintf(buf + n, size - n, "%s %s", k ? "," : "", ps->values[k]);
-    } else if (ps->has_min && ps->has_max) {
-        snprintf(buf, size, "range [%.15g, %.15g]", ps->min, ps->max);
+    } else if (ps->has_min && ps->has_max) { /* as the manifest's keys */
+        snprintf(buf, size, "min %.15g, max %.15g", ps->min, ps->max);
     } else if (ps->has_min) {
-        snprintf(buf, size, "range >= %.15g", ps->min);
+        snprintf(buf, size, "min %.15g", ps->min);
     } else if (ps->has_max) {
-        snprintf(buf, size, "range <= %.15g", ps->max);
+        snprintf(buf, size, "max %.15g", ps->max);
     }
 }
 
@@ -276,10 +277,17 @@ static int cmd_inspect(loom_registry *reg, const plugins_opts *o)
 {
     loom_plugin *p = loom_registry_find(reg, NULL, o->id);
     if (!p) {
-        fprintf(stderr,
-                "loom plugins inspect: no plugin \"%s\" (by id or name); "
-                "`loom plugins list` shows what was found\n",
-                o->id);
+        const char *names[256];
+        int k = 0;
+        for (int i = 0; i < loom_registry_count(reg) && k + 2 <= 256; i++) {
+            names[k++] = loom_registry_at(reg, i)->m.id;
+            names[k++] = loom_registry_at(reg, i)->m.name;
+        }
+        const char *near = loom_closest_name(o->id, names, k);
+        fprintf(stderr, "loom plugins inspect: no plugin \"%s\" (by id or name)", o->id);
+        if (near)
+            fprintf(stderr, "; did you mean \"%s\"?", near);
+        fputs("; `loom plugins list` shows what was found\n", stderr);
         return LOOM_EXIT_USAGE;
     }
     if (o->load)

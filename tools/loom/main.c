@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <loom/common.h>
+#include <loom/sys/util.h>
 #include "cli.h"
 
 typedef struct loom_command {
@@ -24,6 +25,19 @@ static const loom_command commands[] = {
     {"calibrate", loom_cmd_calibrate, "fit the cluster's efficiency factors to measurements", 1},
     {"calibrate-batch", loom_cmd_calibrate_batch, "Entrain: minimum stable profiling batch size", 0},
 };
+
+/* Prints "loom[ help]: unknown command 'x'" with the closest command. */
+static void unknown_command(const char *who, const char *name)
+{
+    const char *names[sizeof commands / sizeof commands[0]];
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        names[i] = commands[i].name;
+    const char *near = loom_closest_name(name, names, (int)(sizeof names / sizeof names[0]));
+    fprintf(stderr, "%s: unknown command '%s'", who, name);
+    if (near)
+        fprintf(stderr, "; did you mean '%s'?", near);
+    fputc('\n', stderr);
+}
 
 static void usage(FILE *out)
 {
@@ -65,11 +79,22 @@ int main(int argc, char **argv)
         fprintf(loom_cli_out(), "loom %s (plugin ABI %u)\n", LOOM_VERSION_STRING, LOOM_ABI_VERSION);
         return loom_cli_io_end(LOOM_EXIT_OK);
     }
+    if (!strcmp(argv[1], "help") && argc >= 3) { /* `loom help plan`: plan's usage */
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+            if (!strcmp(argv[2], commands[i].name)) {
+                char help[] = "--help";
+                char *args[] = {argv[2], help, NULL};
+                return loom_cli_io_end(commands[i].run(2, args));
+            }
+        unknown_command("loom help", argv[2]);
+        usage(stderr);
+        return loom_cli_io_end(LOOM_EXIT_USAGE);
+    }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(loom_cli_out());
         return loom_cli_io_end(LOOM_EXIT_OK);
     }
-    fprintf(stderr, "loom: unknown command '%s'\n", argv[1]);
+    unknown_command("loom", argv[1]);
     usage(stderr);
     return loom_cli_io_end(LOOM_EXIT_USAGE);
 }

@@ -36,7 +36,7 @@ typedef struct loom_planner_options {
     int32_t reserved;
 } loom_planner_options;
 
-/* Library version string, e.g. "0.3.0". */
+/* Library version string, e.g. "0.4.0". */
 LOOM_EXPORT const char *loom_version(void);
 
 /* Opens a planner: loads the manifest's plugins and the problem. */

@@ -21,9 +21,9 @@ extern "C" {
 
 /* Project version (the core library and the CLI). */
 #define LOOM_VERSION_MAJOR 0
-#define LOOM_VERSION_MINOR 3
+#define LOOM_VERSION_MINOR 4
 #define LOOM_VERSION_PATCH 0
-#define LOOM_VERSION_STRING "0.3.0"
+#define LOOM_VERSION_STRING "0.4.0"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define LOOM_EXPORT __attribute__((visibility("default")))

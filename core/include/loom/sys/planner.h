@@ -51,9 +51,20 @@ typedef struct loom_planner_config {
 } loom_planner_config;
 
 /* Reads and validates a planner manifest (fields, types, pipeline order).
- * LOOM_EIO / LOOM_EINVAL with file and JSON path (`pipeline[2].role`). */
+ * A bare name ("pipeweaver": no '/', no ".json", no such file) is a
+ * shipped manifest, examples/manifests/NAME.json (then the installed
+ * share/loom/manifests/, then the source tree's); cfg->path is the file
+ * read. LOOM_EIO / LOOM_EINVAL with file and JSON path
+ * (`pipeline[2].role`), LOOM_ENOTFOUND for an unknown name. */
 LOOM_EXPORT int loom_planner_config_load(const char *path, loom_planner_config **out,
                              loom_error *err);
+
+/* Resolves a bare manifest name ("pipeweaver": no '/', no ".json", no
+ * such file) to the first shipped NAME.json into buf, as presets are
+ * resolved; anything else is a path, copied as given. LOOM_ENOTFOUND for a
+ * name that names no shipped manifest, with the closest one. */
+LOOM_EXPORT int loom_planner_manifest_resolve(const char *spec, char *buf, size_t size,
+                                              loom_error *err);
 
 /* Frees cfg (NULL allowed). */
 LOOM_EXPORT void loom_planner_config_free(loom_planner_config *cfg);

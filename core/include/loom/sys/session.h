@@ -86,6 +86,10 @@ typedef struct loom_plan {
      * alone, 0 when it proved none. */
     double lower_bound_ms;
     double interleaver_bound_ms;
+    /* Appended: the workload the plan's iteration came from, one line
+     * ("generated text (default for a text-only model)", "file x.jsonl");
+     * borrowed from the session, NULL when unknown. */
+    const char *workload;
 } loom_plan;
 
 /* Frees everything the plan owns and zeroes it. */
@@ -144,6 +148,9 @@ typedef struct loom_session {
     int64_t global_batch;
     int32_t micro_batch_size;
     int32_t seq_len;
+    /* Appended: the workload in one line, what plans' `workload` points
+     * to ("" for stage-times problems). */
+    char workload_desc[160];
 } loom_session;
 
 LOOM_EXPORT void loom_session_args_init(loom_session_args *a);
@@ -180,6 +187,11 @@ LOOM_EXPORT int loom_session_args_take(loom_session_args *a, int argc, char **ar
 /* Loads the manifest, the plugins and the problem. On failure the session
  * is still safe to close. */
 LOOM_EXPORT int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *err);
+
+/* 1 when the session's tensor-parallel degree spans several nodes of its
+ * cluster (tp above gpus_per_node), with the reason in buf: every layer's
+ * all-reduce then crosses the inter-node network. 0 otherwise. */
+LOOM_EXPORT int loom_session_tp_warning(const loom_session *s, char *buf, size_t size);
 
 /* Plans iteration k (0 <= k < n_iterations; ignored for stage-times). A
  * plan holding a number that is not finite is refused (LOOM_EINVAL from

@@ -55,6 +55,18 @@ LOOM_EXPORT const char *loom_escape(const char *s, char *buf, size_t size);
 LOOM_EXPORT int loom_check_name(const char *file, const char *path, const char *name,
                                 loom_error *err);
 
+/* ---- did you mean (suggest.c) ------------------------------------------ */
+
+/* The name among names[0..n) closest to `want` (case-insensitive edit
+ * distance, at most a third of its length and at least 2), or NULL when
+ * none is that close or want is among them. */
+LOOM_EXPORT const char *loom_closest_name(const char *want, const char *const *names, int n);
+
+/* For a path that does not exist: the closest entry of its folder, as a
+ * path into buf ("examples/manifests/pipeweaver.json" for
+ * "examples/manifests/pipewaever.json"); 1 when one is that close. */
+LOOM_EXPORT int loom_closest_file(const char *path, char *buf, size_t size);
+
 #ifdef __cplusplus
 }
 #endif
