@@ -247,7 +247,7 @@ def plan(loom, src, tmp, where, args, must_plan):
         fail("%s: summary.txt lacks the Megatron layout" % where)
     with open(os.path.join(out, "report.html")) as fh:
         page = fh.read()
-    if lay and '<span class="k">Megatron layout</span><span class="v">%s</span>' % lay not in page:
+    if lay and '<span class="k wide">Megatron layout</span><span class="v wide">%s</span>' % lay not in page:
         fail("%s: report.html lacks the Megatron layout" % where)
     style = doc["placement"]["style"]
     if style and "torchtitan    %s style: pipeline_parallel_schedule %s," % (
