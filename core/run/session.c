@@ -406,6 +406,7 @@ static int open_problem(loom_session *s, const loom_session_args *a, loom_error 
 int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *err)
 {
     memset(s, 0, sizeof *s);
+    (void)loom_out_umask(); /* before plugin code could change it */
     if (a->manifest)
         snprintf(s->manifest_path, sizeof s->manifest_path, "%s", a->manifest);
     else

@@ -5,11 +5,13 @@
 #define _GNU_SOURCE /* on_exit, F_DUPFD_CLOEXEC */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
+#include <loom/sys/output.h>
 
 #define GUARD_STEPS 256
 
@@ -96,6 +98,11 @@ void loom_cli_io_begin(const char *cmd, int plugin_code)
 {
     io.pid = getpid();
     io.cmd = cmd;
+    /* Past a file size limit (ulimit -f) a write fails with EFBIG and
+     * takes the output error path instead of killing Loom mid-write; the
+     * umask is taken now, before plugin code could change it. */
+    signal(SIGXFSZ, SIG_IGN);
+    (void)loom_out_umask();
     /* A closed fd 0-2 would be handed to the next file Loom opens (an
      * output file would then receive the table); a closed stdout becomes
      * /dev/full, so writing to it fails. */
@@ -124,6 +131,20 @@ void loom_cli_io_begin(const char *cmd, int plugin_code)
     }
     on_exit(guard_on_exit, NULL);
     io.active = cmd != NULL;
+}
+
+char *loom_cli_absolute_path(const char *path)
+{
+    if (!path)
+        return NULL;
+    if (path[0] == '/' || !strcmp(path, "-"))
+        return strdup(path);
+    char *cwd = getcwd(NULL, 0);
+    char *abs = cwd ? malloc(strlen(cwd) + strlen(path) + 2) : NULL;
+    if (abs)
+        sprintf(abs, "%s/%s", cwd, path);
+    free(cwd);
+    return abs;
 }
 
 FILE *loom_cli_out(void)
