@@ -90,6 +90,14 @@ void loom_cli_io_begin(const char *cmd, int plugin_code);
  * that runs after plugin code could have called chdir(). */
 char *loom_cli_absolute_path(const char *path);
 
+/* Makes `loom` a child subreaper, so what plugin code forks (and then
+ * orphans, even after setsid()) comes back to it (cli_reap.c). */
+void loom_cli_reap_begin(void);
+
+/* Kills and reaps every child `loom` still has, and what they leave,
+ * until none is left; returns how many it reaped. Async-signal-safe. */
+int loom_cli_reap_all(void);
+
 /* The stream every command prints its results on (never stdout itself). */
 FILE *loom_cli_out(void);
 

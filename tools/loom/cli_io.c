@@ -65,6 +65,7 @@ static void guard_on_exit(int status, void *arg)
         fprintf(stderr, "loom %s: exit(%d) was called by plugin code before the command "
                         "finished\n", cmd, status);
     fflush(stderr);
+    loom_cli_reap_all();
     _exit(LOOM_EXIT_PLUGIN);
 }
 
@@ -103,6 +104,8 @@ void loom_cli_io_begin(const char *cmd, int plugin_code)
      * umask is taken now, before plugin code could change it. */
     signal(SIGXFSZ, SIG_IGN);
     (void)loom_out_umask();
+    if (plugin_code)
+        loom_cli_reap_begin();
     /* A closed fd 0-2 would be handed to the next file Loom opens (an
      * output file would then receive the table); a closed stdout becomes
      * /dev/full, so writing to it fails. */
@@ -174,6 +177,7 @@ int loom_cli_io_end(int code)
 {
     io.active = 0;
     io.marker = NULL;
+    loom_cli_reap_all(); /* nothing plugin code started outlives the command */
     code = loom_cli_io_check(code);
     fflush(stdout); /* what plugin code printed (to stderr) */
     return code;

@@ -83,6 +83,7 @@ static volatile sig_atomic_t sigints;
 static void die_of(int sig)
 {
     loom_out_dir_discard_signal_safe(signal_out);
+    loom_cli_reap_all();
     signal(sig, SIG_DFL);
     raise(sig); /* delivered when the handler returns */
 }
