@@ -222,6 +222,7 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
     loom_session_args args = o->a;
     static volatile int32_t step_now = -1; /* the running step in-process */
     args.step_marker = ch ? loom_channel_step_marker(ch) : &step_now;
+    args.last_step_marker = loom_channel_last_step_marker(ch);
     args.on_step = on_step;
     args.on_step_user = ch;
     loom_cli_guard_marker(args.step_marker);
