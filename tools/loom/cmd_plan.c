@@ -274,6 +274,8 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
         loom_progress_clear(bar);
         if (rc != LOOM_OK) {
             fprintf(stderr, "loom plan: iteration %d: %s\n", k, err.message);
+            if (ch) /* the iteration ends here: the parent expects no result */
+                loom_channel_fail(ch, k, rc, err.message);
             if (rc == LOOM_EINFEASIBLE && strstr(err.message, "memory cap"))
                 memory_hint(&s, &o->a, k);
             break;
