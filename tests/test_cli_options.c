@@ -137,6 +137,58 @@ START_TEST(sizes_with_units)
 }
 END_TEST
 
+/* plan.json's metrics line of `loom plan --stage-times STAGE_TIMES <cap>`
+ * (malloc'd). */
+static char *metrics_with_cap(const char *cap)
+{
+    char dir[256], args[1024], path[512];
+    loom_test_mkdtemp(dir, sizeof dir, "capedge");
+    snprintf(args, sizeof args, "plan --quiet --stage-times %s %s --out %s/o", STAGE_TIMES, cap,
+             dir);
+    free(loom_test_cli_expect(0, "%s", args));
+    snprintf(path, sizeof path, "%s/o/plan.json", dir);
+    char *text = loom_test_slurp(path);
+    loom_test_rmdir(dir);
+    return text;
+}
+
+START_TEST(cap_boundaries)
+{
+    /* Expected peaks, derived from the 1F1B schedule rather than read off
+     * Loom's output: examples/stage-times/oracle-1f1b.json has P = 4 ranks,
+     * M = 8 microbatches, one stage per rank and the default
+     * activation_bytes of 1 per stage (docs/formats.md). Under 1F1B rank r
+     * runs P - r forwards before its first backward and from then on frees
+     * one activation per backward before the next forward, so it holds at
+     * most P - r activations: peaks 4, 3, 2, 1 bytes. */
+    char *t = metrics_with_cap("--memory-cap 4"); /* rank 0 exactly at the cap: feasible */
+    has(t, "\"peak_mem_bytes\": [4, 3, 2, 1]");
+    has(t, "\"cap_violations\": 0, \"memory_cap_bytes\": 4, \"feasible\": true");
+    free(t);
+    /* one byte below rank 0's peak: rank 0 is over, rank 1 exactly at it is not */
+    t = metrics_with_cap("--memory-cap 3");
+    has(t, "\"cap_violations\": 1, \"memory_cap_bytes\": 3, \"feasible\": false");
+    free(t);
+    /* the command line's cap wins over the file's in plan.json too */
+    const char *file = loom_test_tmpfile(".json", "{\"kind\": \"stage-times\", \"ranks\": 4, "
+                                         "\"microbatches\": 8, \"forward_ms\": 1, "
+                                         "\"backward_ms\": 2, \"memory_cap_bytes\": 100}");
+    char dir[256], path[512];
+    loom_test_mkdtemp(dir, sizeof dir, "capedge");
+    free(loom_test_cli_expect(0, "plan --quiet --stage-times %s --memory-cap 2 --out %s/o", file,
+                              dir));
+    snprintf(path, sizeof path, "%s/o/plan.json", dir);
+    t = loom_test_slurp(path);
+    has(t, "\"cap_violations\": 2, \"memory_cap_bytes\": 2, \"feasible\": false");
+    free(t);
+    free(loom_test_cli_expect(0, "plan --quiet --stage-times %s --out %s/o", file, dir));
+    t = loom_test_slurp(path);
+    has(t, "\"cap_violations\": 0, \"memory_cap_bytes\": 100, \"feasible\": true");
+    free(t);
+    loom_test_rmdir(dir);
+}
+END_TEST
+
 START_TEST(help_lists_shared_options)
 {
     static const char *const names[] = {"--manifest", "--model", "--cluster", "--parallel",
@@ -163,6 +215,7 @@ static Suite *cli_options_suite(void)
     tcase_add_test(tc, errors_name_the_flag);
     tcase_add_test(tc, contradictions_refused);
     tcase_add_test(tc, sizes_with_units);
+    tcase_add_test(tc, cap_boundaries);
     tcase_add_test(tc, help_lists_shared_options);
     suite_add_tcase(s, tc);
     return s;

@@ -75,6 +75,50 @@ START_TEST(list_load_status)
 }
 END_TEST
 
+/* Copies the good-rank fixture into folder `dir` with its manifest made
+ * mode `mode` or replaced by `text` (when not NULL). */
+static void copy_good_rank(const char *dir, unsigned mode, const char *text)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cp -r '%s/good-rank' '%s/p' && chmod %o '%s/p/manifest.json'",
+             FIX, dir, mode, dir);
+    ck_assert_int_eq(loom_test_run(cmd, NULL), 0);
+    if (text) {
+        snprintf(cmd, sizeof cmd, "%s/p/manifest.json", dir);
+        FILE *f = fopen(cmd, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs(text, f);
+        ck_assert_int_eq(fclose(f), 0);
+    }
+}
+
+START_TEST(list_load_fails_on_a_skipped_manifest)
+{
+    /* a check fails when what it checks fails: a malformed or untrusted
+     * manifest is skipped with a warning by a listing (exit 0), but makes
+     * `plugins list --load` exit 3 */
+    const unsigned modes[] = {0644, 0646, 0644};
+    const char *texts[] = {NULL, NULL, "{\"loom_plugin\": 1, \"id\": "};
+    const int load_codes[] = {0, 3, 3};
+    for (int i = 0; i < 3; i++) {
+        char dir[256], args[1024], *out = NULL;
+        loom_test_mkdtemp(dir, sizeof dir, "skipped");
+        copy_good_rank(dir, modes[i], texts[i]);
+        snprintf(args, sizeof args, "plugins list --path %s/p", dir);
+        ck_assert_int_eq(loom_test_cli(args, &out), 0);
+        free(out);
+        snprintf(args, sizeof args, "plugins list --load --path %s/p", dir);
+        int rc = loom_test_cli(args, &out);
+        ck_assert_msg(rc == load_codes[i], "case %d: exit %d:\n%s", i, rc, out);
+        if (load_codes[i])
+            has(out, "loom plugins: 1 plugin manifest(s) could not be checked: malformed or "
+                     "untrusted (see the warnings above)");
+        free(out);
+        loom_test_rmdir(dir);
+    }
+}
+END_TEST
+
 START_TEST(list_json)
 {
     char *out = NULL;
@@ -295,6 +339,7 @@ static Suite *cli_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, list_text);
     tcase_add_test(tc, list_load_status);
+    tcase_add_test(tc, list_load_fails_on_a_skipped_manifest);
     tcase_add_test(tc, list_json);
     tcase_add_test(tc, inspect);
     tcase_add_test(tc, usage_and_help);

@@ -1262,6 +1262,37 @@ START_TEST(test_schedule_csv_missing_backward)
 }
 END_TEST
 
+/* A PyTorch stage whose work runs on two ranks (here: microbatch 1's
+ * backward of position 1 moved from rank 1 to rank 0) is refused: PyTorch
+ * pipelining places each stage on exactly one rank. */
+START_TEST(test_schedule_csv_stage_on_two_ranks)
+{
+    fixture fx;
+    stage_times_plan(&fx, 2, 2, 0, 0, 0, 1);
+    int32_t v = bid(2, 0, 1, 1);
+    ck_assert_int_eq(fx.plan.graph->rank[v], 1);
+    fx.plan.graph->rank[v] = 0;
+    /* the schedule follows: v moves to the end of rank 0's order */
+    loom_schedule *sc = (loom_schedule *)fx.plan.schedule;
+    int32_t n = sc->n_stages, k = 0, *order = malloc((size_t)n * sizeof *order);
+    for (int32_t i = sc->rank_off[0]; i < sc->rank_off[1]; i++)
+        order[k++] = sc->order[i];
+    order[k++] = v;
+    for (int32_t i = sc->rank_off[1]; i < sc->rank_off[2]; i++)
+        if (sc->order[i] != v)
+            order[k++] = sc->order[i];
+    ck_assert_int_eq(k, n);
+    memcpy(sc->order, order, (size_t)n * sizeof *order);
+    sc->rank_off[1]++;
+    free(order);
+    loom_error err = {0};
+    ck_assert_int_eq(loom_schedule_csv_check(&fx.plan, &err), LOOM_EINVAL);
+    ck_assert_msg(strstr(err.message, "runs on ranks 1 and 0; PyTorch pipelining needs each "
+                                      "stage on exactly one rank") != NULL, "%s", err.message);
+    fixture_free(&fx);
+}
+END_TEST
+
 START_TEST(test_placement_styles)
 {
     fixture fx;
@@ -1538,6 +1569,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_schedule_csv_1f1b);
     tcase_add_test(tc, test_schedule_csv_deadlock);
     tcase_add_test(tc, test_schedule_csv_missing_backward);
+    tcase_add_test(tc, test_schedule_csv_stage_on_two_ranks);
     tcase_add_test(tc, test_placement_styles);
     tcase_add_test(tc, test_megatron_layout);
     tcase_add_test(tc, test_write_outputs_refused_csv);

@@ -25,7 +25,7 @@ seconds=${FUZZ_SECONDS:-60}
 build=${FUZZ_BUILD:-build-fuzz}
 jobs=${FUZZ_JOBS:-1}
 all=(json plugin_manifest planner_manifest model cluster workload stage_times table parallel suite
-     replan cp_balance parallel_file calib_profile calib_iters)
+     replan cp_balance parallel_file calib_profile calib_iters tune_shard batch)
 read -r -a only <<<"${FUZZ_ONLY:-${all[*]}}"
 
 case "$seconds" in ''|*[!0-9]*) echo "fuzz.sh: FUZZ_SECONDS must be a whole number, found '$seconds'" >&2; exit 2;; esac
@@ -63,7 +63,8 @@ seeds_for() {
     calib_iters) ls examples/calibration/*.json tests/fuzz/seeds/calib_iters/* ;;
     suite) ls examples/ci/suite.json tests/fuzz/seeds/suite/* ;;
     replan) ls examples/replan/*.json tests/fuzz/seeds/replan/* ;;
-    table|parallel|cp_balance) ls tests/fuzz/seeds/"$1"/* ;;
+    tune_shard) ls tests/fuzz/seeds/tune_shard/* ;;
+    table|parallel|cp_balance|batch) ls tests/fuzz/seeds/"$1"/* ;;
   esac
 }
 

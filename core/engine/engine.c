@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "engine_api.h"
+#include "guarded.h"
 #include "pipeline.h"
 
 void loom_plan_clear(loom_plan *plan)
@@ -92,8 +93,12 @@ static int build_graph(loom_pipeline *pl, const loom_problem *problem, const loo
                        const loom_candidates *set, int32_t c, int split, loom_stage_graph **out,
                        loom_error *err)
 {
-    if (!set)
-        return loom_graph_from_stage_times(problem->stage_times, split, out, err);
+    if (!set) { /* the problem's cap: the command line's over the file's (open_problem) */
+        int rc = loom_graph_from_stage_times(problem->stage_times, split, out, err);
+        if (rc == LOOM_OK)
+            (*out)->memory_cap_bytes = problem->memory_cap_bytes;
+        return rc;
+    }
     if (split)
         set->items[c]->split_backward = 1;
     return loom_graph_build(&pl->steps[pl->cost_model].ctx, problem, it, set->items[c], out,
@@ -153,6 +158,7 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
     loom_candidates *set = NULL;
     loom_stage_graph **graphs = NULL;
     uint64_t *digest = NULL;
+    loom_guarded prio = {0}; /* the priorities buffer the ranker writes */
     int32_t n = 0, offered = 1;
     int rc = LOOM_OK;
     pl->offered = 0;
@@ -237,12 +243,11 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
             max_groups = graphs[c]->n_groups;
     loom_ranking ranking = LOOM_RANKING_INIT;
     ranking.cap_priorities = max_groups;
-    ranking.priorities = calloc((size_t)max_groups, sizeof(float));
-    if (!ranking.priorities) {
+    if (loom_guarded_alloc(&prio, (size_t)max_groups * sizeof(float)) != 0) {
         rc = loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
         goto done;
     }
-    plan->priorities = ranking.priorities;
+    ranking.priorities = prio.data;
     loom_step *rk = &pl->steps[pl->ranker];
     rk->ctx.deadline_ms = pl->budget_ms > 0 ? loom_now_ms() + pl->budget_ms : -1;
     loom_mark_step(pl, pl->ranker);
@@ -251,10 +256,24 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
     rk->ctx.deadline_ms = -1;
     if (pl->memory_tuner >= 0) /* a ranker may have set one (set_deadline) */
         pl->steps[pl->memory_tuner].ctx.deadline_ms = -1;
+    if (!loom_guarded_intact(&prio) || ranking.priorities != prio.data ||
+        ranking.cap_priorities != max_groups) {
+        rc = loom_set_error(err, LOOM_EPLUGIN, "plugin %s: wrote outside the priorities buffer "
+                            "the host handed it (%d floats), or replaced the buffer or its "
+                            "size", rk->ctx.plugin_id, max_groups);
+        goto done;
+    }
     if (rc != LOOM_OK) {
         rc = fail_step(rk, rc, err);
         goto done;
     }
+    plan->priorities = malloc((size_t)max_groups * sizeof(float));
+    if (!plan->priorities) {
+        rc = loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
+        goto done;
+    }
+    memcpy(plan->priorities, prio.data, (size_t)max_groups * sizeof(float));
+    ranking.priorities = plan->priorities; /* the host's copy from here on */
     if (ranking.candidate < 0 || ranking.candidate >= n) {
         rc = loom_set_error(err, LOOM_EPLUGIN, "plugin %s: chose candidate %d of %d",
                             rk->ctx.plugin_id, ranking.candidate, n);
@@ -290,6 +309,7 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
     }
     plan->plan_time_ms = loom_now_ms() - t0;
 done:
+    loom_guarded_free(&prio);
     for (int32_t c = 0; c < n; c++)
         loom_graph_free(graphs[c]);
     free(graphs);

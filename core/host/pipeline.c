@@ -319,6 +319,7 @@ int loom_pipeline_open_ex(loom_registry *reg, const loom_planner_config *cfg,
     p->fixed_candidate = -1;
     p->memory_cap_bytes = cfg->memory_cap_bytes;
     p->step_marker = hooks ? hooks->step_marker : NULL;
+    p->last_step_marker = hooks ? hooks->last_step_marker : NULL;
     rc = resolve_steps(p, cfg, err);
     for (int i = 0; i < p->n_steps && !rc && hooks && hooks->on_step; i++)
         hooks->on_step(hooks->user, i, p->steps[i].plugin->m.id);

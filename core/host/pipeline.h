@@ -79,6 +79,7 @@ struct loom_pipeline {
     const loom_problem *problem;            /* borrowed; set by the session/engine */
     const loom_evaluator_service *evaluator; /* the engine's, set by loom_engine_plan */
     volatile int32_t *step_marker;          /* see loom_mark_step; NULL: none */
+    volatile int32_t *last_step_marker;     /* the last step marked >= 0; NULL: none */
     loom_progress_log progress;             /* the last search's progress */
 };
 
@@ -87,8 +88,36 @@ struct loom_pipeline {
  * Cheap; a no-op unless the pipeline has a step marker. */
 static inline void loom_mark_step(const loom_pipeline *pl, int32_t i)
 {
+    if (pl && pl->last_step_marker && i >= 0)
+        *pl->last_step_marker = i;
     if (pl && pl->step_marker)
         *pl->step_marker = i;
+}
+
+/* Marks step `i` for a service call (the cost model) made from the step
+ * running now, which it returns; a call the core makes on its own behalf
+ * leaves the last-step marker alone, so a crash in core code is blamed on
+ * the last plugin whose own call ran, not on a cost model the evaluator
+ * consulted afterwards (*saved_last keeps the marker for
+ * loom_service_leave). */
+static inline int32_t loom_service_enter(const loom_pipeline *pl, int32_t i, int32_t *saved_last)
+{
+    int32_t caller = pl && pl->step_marker ? *pl->step_marker : -1;
+    *saved_last = pl && pl->last_step_marker ? *pl->last_step_marker : -1;
+    if (pl && pl->last_step_marker && i >= 0)
+        *pl->last_step_marker = i;
+    if (pl && pl->step_marker)
+        *pl->step_marker = i;
+    return caller;
+}
+
+/* Ends a service call begun by loom_service_enter. */
+static inline void loom_service_leave(const loom_pipeline *pl, int32_t caller, int32_t saved_last)
+{
+    if (pl && pl->step_marker)
+        *pl->step_marker = caller;
+    if (pl && pl->last_step_marker && caller < 0)
+        *pl->last_step_marker = saved_last;
 }
 
 /* The step whose plugin runs now, or -1. */

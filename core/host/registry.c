@@ -14,6 +14,7 @@ struct loom_registry {
     loom_plugin **plugins; /* owned, n entries */
     int n, cap;
     int allow_untrusted;   /* 1: skip the ownership/permission rules (trust.h) */
+    int skipped;           /* manifests skipped with a warning */
 };
 
 /* An object inside libloom, used to find the library's own path. */
@@ -48,6 +49,11 @@ void loom_registry_set_trust(loom_registry *reg, int allow_untrusted)
 int loom_registry_count(const loom_registry *reg)
 {
     return reg ? reg->n : 0;
+}
+
+int loom_registry_skipped(const loom_registry *reg)
+{
+    return reg ? reg->skipped : 0;
 }
 
 loom_plugin *loom_registry_at(loom_registry *reg, int i)
@@ -171,6 +177,7 @@ static int add_manifest_file(loom_registry *reg, const char *path,
         loom_plugin_manifest_clear(&m);
         if (lenient && rc != LOOM_ENOMEM) {
             fprintf(stderr, "loom: warning: skipping plugin: %s\n", perr.message);
+            reg->skipped++;
             return LOOM_OK;
         }
         if (err)

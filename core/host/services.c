@@ -147,11 +147,10 @@ int loom_cost_estimate(loom_ctx *ctx, int32_t module, int32_t layer,
                               "by loom_offload_option), found %d",
                               (int)LOOM_POLICY_OFFLOAD, (int)policy);
     loom_pipeline *pl = ctx->pipeline;
-    int32_t caller = loom_marked_step(pl);
-    loom_mark_step(pl, pl->cost_model);
+    int32_t last, caller = loom_service_enter(pl, pl->cost_model, &last);
     int rc = st->vt.cost_model.estimate(st->instance, pl->problem, module, layer, shape, policy,
                                         out, err);
-    loom_mark_step(pl, caller);
+    loom_service_leave(pl, caller, last);
     if (rc != LOOM_OK)
         return loom_plugin_fail(err, rc, st->ctx.plugin_id);
     return loom_check_layer_cost(out, st->ctx.plugin_id, module, layer, err);
@@ -194,10 +193,9 @@ int loom_cost_p2p_ms(loom_ctx *ctx, const loom_p2p_link *link, double bytes, dou
         *ms = loom_p2p_link_ms(pb ? pb->cluster : NULL, link, bytes);
         return LOOM_OK;
     }
-    int32_t caller = loom_marked_step(pl);
-    loom_mark_step(pl, pl->cost_model);
+    int32_t last, caller = loom_service_enter(pl, pl->cost_model, &last);
     int rc = st->vt.cost_model.p2p_ms(st->instance, pb, link, bytes, ms, err);
-    loom_mark_step(pl, caller);
+    loom_service_leave(pl, caller, last);
     if (rc != LOOM_OK)
         return loom_plugin_fail(err, rc, st->ctx.plugin_id);
     if (!(*ms >= 0) || *ms > 1e300)
@@ -221,10 +219,9 @@ int loom_cost_rank_tail(loom_ctx *ctx, const loom_rank_state *state, loom_rank_t
         loom_rank_tail_compute(pb ? pb->cluster : NULL, state, &megatron, out);
         return LOOM_OK;
     }
-    int32_t caller = loom_marked_step(pl);
-    loom_mark_step(pl, pl->cost_model);
+    int32_t last, caller = loom_service_enter(pl, pl->cost_model, &last);
     int rc = st->vt.cost_model.rank_tail_ms(st->instance, pb, state, out, err);
-    loom_mark_step(pl, caller);
+    loom_service_leave(pl, caller, last);
     if (rc != LOOM_OK)
         return loom_plugin_fail(err, rc, st->ctx.plugin_id);
     if (!good_ms(out->grad_sync_ms) || !good_ms(out->grad_bucket_ms) ||

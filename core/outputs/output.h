@@ -57,6 +57,15 @@ int loom_out_stage_policy(const loom_stage_graph *g, int32_t stage);
  * fill's time overlaps its hosts': a rank's busy time leaves it out. */
 int32_t loom_out_fill_hosts(const loom_schedule *sched, int32_t s);
 
+/* ---- the atomic file writer (atomic_file.c) ------------------------------ */
+
+/* Creates the folders of the first `upto` characters of dir (mode 0777
+ * minus loom_out_umask); errors name dir. */
+int loom_out_make_dirs_upto(const char *dir, size_t upto, loom_error *err);
+
+/* A number no other call in this process got: temporary names' suffix. */
+unsigned loom_out_next_serial(void);
+
 /* ---- PyTorch pipelining stages (out_torch_stages.c) ---------------------- */
 
 /* Longest reason text an export check gives. */

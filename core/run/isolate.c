@@ -53,6 +53,7 @@ _Static_assert(sizeof(rec) <= 4096, "records must fit one atomic pipe write");
 /* Parent-side state of a run. */
 typedef struct collector {
     loom_run_output *out;
+    volatile int32_t *last_marker; /* the last step whose plugin ran (shared) */
     const loom_isolate_opts *opts;
     loom_iter_fn on_iter;
     void *iter_user;
@@ -70,11 +71,17 @@ struct loom_channel {
     int fd;              /* write end in a child; -1 in-process */
     collector *direct;   /* in-process receiver */
     volatile int32_t *step_marker; /* running step (shared memory in a child) */
+    volatile int32_t *last_step_marker; /* the last step whose plugin began */
 };
 
 volatile int32_t *loom_channel_step_marker(loom_channel *ch)
 {
     return ch ? ch->step_marker : NULL;
+}
+
+volatile int32_t *loom_channel_last_step_marker(loom_channel *ch)
+{
+    return ch ? ch->last_step_marker : NULL;
 }
 
 /* FNV-1a 64 over n bytes. */
@@ -180,13 +187,23 @@ static void stamp_failure(collector *c, loom_failure *f)
         f->phase = c->in_iteration ? LOOM_PHASE_ITERATION : LOOM_PHASE_AFTER;
 }
 
-/* Names the plugin of `step` in a failure (or the core for -1). */
+/* Names the plugin of `step` in a failure (or the core for -1), and for
+ * the core the plugin that ran last, if any. */
 static void stamp_step(collector *c, loom_failure *f, int32_t step)
 {
     f->step = step;
     f->plugin_id[0] = 0;
-    if (step >= 0 && step < c->n_steps)
+    f->last_step = -1;
+    f->last_plugin_id[0] = 0;
+    if (step >= 0 && step < c->n_steps) {
         snprintf(f->plugin_id, sizeof f->plugin_id, "%s", c->step_ids[step]);
+        return;
+    }
+    int32_t last = c->last_marker ? *c->last_marker : -1;
+    if (last >= 0 && last < c->n_steps) {
+        f->last_step = last;
+        snprintf(f->last_plugin_id, sizeof f->last_plugin_id, "%s", c->step_ids[last]);
+    }
 }
 
 /* 1 when the text field holds a NUL-terminated string. */
@@ -486,8 +503,8 @@ static _Noreturn void child_main(int fd, volatile int32_t *shared, const loom_is
     if (!opts->keep_stdout)
         dup2(STDERR_FILENO, STDOUT_FILENO); /* plugin chatter must not reach stdout */
     apply_memory_limit(opts->memory_limit_mb);
-    *shared = -1;
-    loom_channel ch = {fd, NULL, shared};
+    shared[0] = shared[1] = -1;
+    loom_channel ch = {fd, NULL, shared, shared + 1};
     int status = body(user, &ch);
     fflush(NULL); /* everything is out before END: the parent stops at END */
     rec r = new_rec(REC_END, 0);
@@ -723,14 +740,15 @@ static int parent_loop(collector *c, pid_t pid, int fd, volatile int32_t *shared
 /* Forks the child and collects its records. */
 static int run_forked(collector *c, loom_isolate_body body, void *user, loom_error *err)
 {
-    volatile int32_t *shared = mmap(NULL, sizeof(int32_t), PROT_READ | PROT_WRITE,
+    volatile int32_t *shared = mmap(NULL, 2 * sizeof(int32_t), PROT_READ | PROT_WRITE,
                                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (shared == MAP_FAILED)
         return loom_set_error(err, LOOM_ENOMEM, "isolation: mmap failed: %s", strerror(errno));
-    *shared = -1;
+    shared[0] = shared[1] = -1; /* running step, last step that ran */
+    c->last_marker = shared + 1;
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
-        munmap((void *)shared, sizeof(int32_t));
+        munmap((void *)shared, 2 * sizeof(int32_t));
         return loom_set_error(err, LOOM_EIO, "isolation: pipe failed: %s", strerror(errno));
     }
     fflush(NULL);
@@ -744,7 +762,7 @@ static int run_forked(collector *c, loom_isolate_body body, void *user, loom_err
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         close(fds[0]);
         close(fds[1]);
-        munmap((void *)shared, sizeof(int32_t));
+        munmap((void *)shared, 2 * sizeof(int32_t));
         return loom_set_error(err, LOOM_EIO, "isolation: fork failed: %s", strerror(e));
     }
     if (pid == 0) {
@@ -759,7 +777,7 @@ static int run_forked(collector *c, loom_isolate_body body, void *user, loom_err
     int rc = parent_loop(c, pid, fds[0], shared, err);
     fwd_remove();
     close(fds[0]);
-    munmap((void *)shared, sizeof(int32_t));
+    munmap((void *)shared, 2 * sizeof(int32_t));
     return rc;
 }
 
@@ -781,8 +799,8 @@ int loom_isolate_call(const loom_isolate_opts *opts, loom_isolate_body body, voi
     if (opts->isolate) {
         rc = run_forked(&c, body, user, err);
     } else {
-        volatile int32_t step = -1;
-        loom_channel ch = {-1, &c, &step};
+        volatile int32_t step = -1, last = -1;
+        loom_channel ch = {-1, &c, &step, &last};
         out->body_status = body(user, &ch);
         c.ended = 1;
         rc = LOOM_OK;
@@ -871,6 +889,7 @@ static int plan_body(void *user, loom_channel *ch)
     loom_session_args args = *job->args;
     job->ch = ch;
     args.step_marker = loom_channel_step_marker(ch); /* the parent reads it */
+    args.last_step_marker = loom_channel_last_step_marker(ch);
     if (loom_channel_fd(ch) < 0 && job->args->step_marker)
         args.step_marker = job->args->step_marker; /* in-process: the caller's */
     args.on_step = announce_step; /* before any plugin code runs */
@@ -960,6 +979,21 @@ static void describe_when(const loom_failure *f, char *buf, size_t size)
         snprintf(buf, size, "at iteration %d", f->iteration);
 }
 
+/* After a crash, hang or broken channel in core code: names the plugin
+ * that ran last as the likely cause, and why. */
+static void blame_last_plugin(const loom_failure *f, char *buf, size_t size)
+{
+    int core_died = f->kind == LOOM_FAIL_SIGNAL || f->kind == LOOM_FAIL_TIMEOUT ||
+                    f->kind == LOOM_FAIL_GARBAGE || f->kind == LOOM_FAIL_EXIT;
+    size_t n = strlen(buf);
+    if (!core_died || f->plugin_id[0] || !f->last_plugin_id[0] || n + 1 >= size)
+        return;
+    snprintf(buf + n, size - n, "; the likely cause is plugin %s (pipeline[%d]), the last "
+             "whose call ran: plugin code shares the planning process and can corrupt its "
+             "memory or close descriptors (such as the result pipe) that core code uses later",
+             f->last_plugin_id, f->last_step);
+}
+
 void loom_failure_describe(const loom_failure *f, char *buf, size_t size)
 {
     char who[192], when[64], sig[32];
@@ -998,4 +1032,5 @@ void loom_failure_describe(const loom_failure *f, char *buf, size_t size)
         snprintf(buf, size, "unknown failure");
         break;
     }
+    blame_last_plugin(f, buf, size);
 }

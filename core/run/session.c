@@ -431,6 +431,7 @@ static int open_problem(loom_session *s, const loom_session_args *a, loom_error 
 int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *err)
 {
     memset(s, 0, sizeof *s);
+    (void)loom_out_umask(); /* before plugin code could change it */
     if (a->manifest)
         snprintf(s->manifest_path, sizeof s->manifest_path, "%s", a->manifest);
     else
@@ -474,7 +475,8 @@ int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *e
         return rc;
     if ((rc = open_problem(s, a, err)) != LOOM_OK)
         return rc;
-    loom_pipeline_hooks hooks = {a->step_marker, a->on_step, a->on_step_user};
+    loom_pipeline_hooks hooks = {a->step_marker, a->on_step, a->on_step_user,
+                                 a->last_step_marker};
     rc = loom_pipeline_open_ex(s->reg, s->cfg, &hooks, &s->pl, err);
     if (rc != LOOM_OK)
         return rc;

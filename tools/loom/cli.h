@@ -85,6 +85,19 @@ void loom_cli_error(const char *cmd, const char *fmt, ...)
  * command's output; and installs the exit guard (loom_cli_guard_marker). */
 void loom_cli_io_begin(const char *cmd, int plugin_code);
 
+/* `path` made absolute against the current directory (malloc'd; NULL when
+ * out of memory or the directory is gone): for paths handed on to code
+ * that runs after plugin code could have called chdir(). */
+char *loom_cli_absolute_path(const char *path);
+
+/* Makes `loom` a child subreaper, so what plugin code forks (and then
+ * orphans, even after setsid()) comes back to it (cli_reap.c). */
+void loom_cli_reap_begin(void);
+
+/* Kills and reaps every child `loom` still has, and what they leave,
+ * until none is left; returns how many it reaped. Async-signal-safe. */
+int loom_cli_reap_all(void);
+
 /* The stream every command prints its results on (never stdout itself). */
 FILE *loom_cli_out(void);
 

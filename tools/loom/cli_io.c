@@ -5,11 +5,13 @@
 #define _GNU_SOURCE /* on_exit, F_DUPFD_CLOEXEC */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
+#include <loom/sys/output.h>
 
 #define GUARD_STEPS 256
 
@@ -63,6 +65,7 @@ static void guard_on_exit(int status, void *arg)
         fprintf(stderr, "loom %s: exit(%d) was called by plugin code before the command "
                         "finished\n", cmd, status);
     fflush(stderr);
+    loom_cli_reap_all();
     _exit(LOOM_EXIT_PLUGIN);
 }
 
@@ -96,6 +99,13 @@ void loom_cli_io_begin(const char *cmd, int plugin_code)
 {
     io.pid = getpid();
     io.cmd = cmd;
+    /* Past a file size limit (ulimit -f) a write fails with EFBIG and
+     * takes the output error path instead of killing Loom mid-write; the
+     * umask is taken now, before plugin code could change it. */
+    signal(SIGXFSZ, SIG_IGN);
+    (void)loom_out_umask();
+    if (plugin_code)
+        loom_cli_reap_begin();
     /* A closed fd 0-2 would be handed to the next file Loom opens (an
      * output file would then receive the table); a closed stdout becomes
      * /dev/full, so writing to it fails. */
@@ -126,6 +136,20 @@ void loom_cli_io_begin(const char *cmd, int plugin_code)
     io.active = cmd != NULL;
 }
 
+char *loom_cli_absolute_path(const char *path)
+{
+    if (!path)
+        return NULL;
+    if (path[0] == '/' || !strcmp(path, "-"))
+        return strdup(path);
+    char *cwd = getcwd(NULL, 0);
+    char *abs = cwd ? malloc(strlen(cwd) + strlen(path) + 2) : NULL;
+    if (abs)
+        sprintf(abs, "%s/%s", cwd, path);
+    free(cwd);
+    return abs;
+}
+
 FILE *loom_cli_out(void)
 {
     return io.out ? io.out : stdout;
@@ -153,6 +177,7 @@ int loom_cli_io_end(int code)
 {
     io.active = 0;
     io.marker = NULL;
+    loom_cli_reap_all(); /* nothing plugin code started outlives the command */
     code = loom_cli_io_check(code);
     fflush(stdout); /* what plugin code printed (to stderr) */
     return code;

@@ -86,6 +86,7 @@ typedef struct ab_cli {
     loom_isolate_opts iso;
     loom_session_args base;
     loom_ab_shard shard; /* shard.n == 0: the whole suite */
+    loom_out_target *out[4]; /* --markdown, --json, --junit, --html files, resolved early */
 } ab_cli;
 
 enum { OPT_SUITE = 0x100, OPT_MARKDOWN, OPT_JSON, OPT_JUNIT, OPT_HTML, OPT_THRESHOLD,
@@ -384,6 +385,42 @@ static int run_side(ab_cli *o, ab_case *c, int k, ab_progress *prog, loom_run_ou
     return LOOM_OK;
 }
 
+/* What write_shard prints: the report and its shard. */
+typedef struct shard_out {
+    const loom_ab_report *rep;
+    const loom_ab_shard *shard;
+} shard_out;
+
+/* The shard report in the shape loom_out_target_write calls. */
+static int write_shard(void *ctx, FILE *out, loom_error *err)
+{
+    const shard_out *s = ctx;
+    return loom_ab_write_shard_json(s->rep, s->shard, out, err);
+}
+
+/* Resolves every report file before any plugin code runs, so a plugin's
+ * chdir() cannot move them; 0, or prints why and returns -1. */
+static int open_reports(ab_cli *o)
+{
+    const char *paths[4] = {o->markdown, o->json, o->junit, o->html};
+    for (int k = 0; k < 4; k++) {
+        loom_error err = {0};
+        if (paths[k] && strcmp(paths[k], "-") != 0 &&
+            loom_out_target_open(paths[k], &o->out[k], &err) != LOOM_OK) {
+            fprintf(stderr, "loom ab: %s\n", err.message);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Closes what open_reports resolved. */
+static void close_reports(ab_cli *o)
+{
+    for (int k = 0; k < 4; k++)
+        loom_out_target_close(o->out[k]);
+}
+
 /* Writes the reports; returns a non-zero exit code when one fails. */
 static int write_reports(ab_cli *o, loom_ab_report *rep)
 {
@@ -417,8 +454,9 @@ static int write_reports(ab_cli *o, loom_ab_report *rep)
                 return LOOM_EXIT_USAGE;
             continue;
         }
-        int rc = k == 1 && o->shard.n ? loom_ab_write_shard_file(paths[k], rep, &o->shard, &err)
-                                      : loom_write_atomic(paths[k], writers[k], rep, &err);
+        shard_out sh = {rep, &o->shard};
+        int rc = k == 1 && o->shard.n ? loom_out_target_write(o->out[k], write_shard, &sh, &err)
+                                      : loom_out_target_write(o->out[k], writers[k], rep, &err);
         if (rc != LOOM_OK) {
             fprintf(stderr, "loom ab: %s\n", err.message);
             return LOOM_EXIT_USAGE;
@@ -530,10 +568,17 @@ int loom_cmd_ab(int argc, char **argv)
         loom_ab_suite_free(suite);
         return LOOM_EXIT_USAGE;
     }
+    if (open_reports(&o) != 0) {
+        close_reports(&o);
+        free(cases);
+        loom_ab_suite_free(suite);
+        return LOOM_EXIT_USAGE;
+    }
     void (*old)(int) = signal(SIGINT, on_sigint);
     const char *names[2] = {name_a, name_b};
     int code = run_all(&o, cases, n, names);
     signal(SIGINT, old);
+    close_reports(&o);
     if (loom_interrupt_requested())
         fprintf(stderr, "loom ab: interrupted\n");
     free(cases);

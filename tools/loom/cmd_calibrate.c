@@ -317,8 +317,10 @@ static int write_cluster(void *user, FILE *out, loom_error *err)
     return ferror(out) ? loom_set_error(err, LOOM_EIO, "cannot write") : LOOM_OK;
 }
 
-/* Reads, fits, checks and writes; the exit code. */
-static int run(const calib_opts *o, loom_calib_set *set, loom_cluster *work, loom_error *err)
+/* Reads, fits, checks and writes into the targets of --out and --table
+ * (tgt[0], tgt[1], resolved before any plugin code ran); the exit code. */
+static int run(const calib_opts *o, loom_out_target *const tgt[2], loom_calib_set *set,
+               loom_cluster *work, loom_error *err)
 {
     int rc = choose_factors(set, o->fit, err);
     if (rc == LOOM_OK && o->profile)
@@ -362,12 +364,12 @@ static int run(const calib_opts *o, loom_calib_set *set, loom_cluster *work, loo
         return LOOM_EXIT_PLAN;
     }
     cluster_out co = {o->cluster, work, set};
-    if (o->out && (rc = loom_write_atomic(o->out, write_cluster, &co, err)) != LOOM_OK)
+    if (o->out && (rc = loom_out_target_write(tgt[0], write_cluster, &co, err)) != LOOM_OK)
         return loom_cli_exit_for_status(rc);
     if (o->table &&
-        (rc = loom_write_atomic(o->table, loom_calib_write_table, set, err)) != LOOM_OK) {
+        (rc = loom_out_target_write(tgt[1], loom_calib_write_table, set, err)) != LOOM_OK) {
         if (o->out)
-            remove(o->out); /* both files or neither */
+            loom_out_target_remove(tgt[0]); /* both files or neither */
         return loom_cli_exit_for_status(rc);
     }
     return LOOM_EXIT_OK;
@@ -390,9 +392,18 @@ int loom_cmd_calibrate(int argc, char **argv)
     loom_calib_set set;
     memset(&set, 0, sizeof set);
     set.cluster = &work;
-    code = run(&o, &set, &work, &err);
+    loom_out_target *tgt[2] = {NULL, NULL};
+    const char *paths[2] = {o.out, o.table};
+    code = LOOM_EXIT_OK;
+    for (int k = 0; k < 2 && code == LOOM_EXIT_OK; k++)
+        if (paths[k] && (rc = loom_out_target_open(paths[k], &tgt[k], &err)) != LOOM_OK)
+            code = loom_cli_exit_for_status(rc);
+    if (code == LOOM_EXIT_OK)
+        code = run(&o, tgt, &set, &work, &err);
     if (code != LOOM_EXIT_OK)
         fprintf(stderr, "loom calibrate: %s\n", err.message);
+    loom_out_target_close(tgt[0]);
+    loom_out_target_close(tgt[1]);
     loom_calib_set_free(&set);
     loom_cluster_data_free(cd);
     return code;

@@ -83,6 +83,7 @@ static volatile sig_atomic_t sigints;
 static void die_of(int sig)
 {
     loom_out_dir_discard_signal_safe(signal_out);
+    loom_cli_reap_all();
     signal(sig, SIG_DFL);
     raise(sig); /* delivered when the handler returns */
 }
@@ -166,6 +167,7 @@ typedef struct plan_cli {
     int json, quiet;
     loom_isolate_opts iso;
     loom_out_dir *out; /* --out being written, or NULL */
+    loom_out_target *curve; /* --progress-csv, resolved before any plugin code runs */
 } plan_cli;
 
 /* Engine callback of a search: shows its best makespan so far. */
@@ -221,6 +223,14 @@ static void keep_layouts(const loom_plan *plan, loom_module_layout **used)
     }
 }
 
+/* loom_out_writer of a text held in memory (ctx: the NUL-terminated text). */
+static int put_text(void *ctx, FILE *out, loom_error *err)
+{
+    (void)err;
+    fputs(ctx, out);
+    return LOOM_OK;
+}
+
 /* Opens the session, plans every iteration, prints and writes; returns
  * the exit code. `ch` is the isolation channel, or NULL in-process. */
 static int run_plan(const plan_cli *o, loom_channel *ch)
@@ -233,6 +243,7 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
     loom_session_args args = o->a;
     static volatile int32_t step_now = -1; /* the running step in-process */
     args.step_marker = ch ? loom_channel_step_marker(ch) : &step_now;
+    args.last_step_marker = loom_channel_last_step_marker(ch);
     args.on_step = on_step;
     args.on_step_user = ch;
     loom_cli_guard_marker(args.step_marker);
@@ -248,16 +259,11 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
     signal(SIGINT, on_sigint);
     if (ch)
         loom_channel_info(ch, s.n_iterations, s.manifest_name);
-    FILE *curve = NULL;
-    if (progress_csv) {
-        curve = fopen(progress_csv, "w");
-        if (!curve) {
-            fprintf(stderr, "loom plan: --progress-csv %s: cannot open for writing\n", progress_csv);
-            loom_session_close(&s);
-            return LOOM_EXIT_USAGE;
-        }
+    char *curve_text = NULL;
+    size_t curve_len = 0;
+    FILE *curve = progress_csv ? open_memstream(&curve_text, &curve_len) : NULL;
+    if (curve)
         fprintf(curve, "iteration,elapsed_ms,best_makespan_ms,evaluations\n");
-    }
 
     int32_t n = s.n_iterations;
     double sum_ms = 0, sum_bubble = 0, sum_plan = 0, sum_mfu = 0, sum_span = 0;
@@ -291,6 +297,8 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
         loom_progress_clear(bar);
         if (rc != LOOM_OK) {
             fprintf(stderr, "loom plan: iteration %d: %s\n", k, err.message);
+            if (ch) /* the iteration ends here: the parent expects no result */
+                loom_channel_fail(ch, k, rc, err.message);
             if (rc == LOOM_EINFEASIBLE && strstr(err.message, "memory cap"))
                 memory_hint(&s, &o->a, k);
             break;
@@ -359,12 +367,9 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
                         100 * m->bubble_ratio, mfu, plan.plan_time_ms, plan.label);
         }
         if (o->out) {
-            char dir[4200];
-            if (n > 1)
-                snprintf(dir, sizeof dir, "%s/iter-%03d", loom_out_dir_path(o->out), k);
-            else
-                snprintf(dir, sizeof dir, "%s", loom_out_dir_path(o->out));
-            rc = loom_write_outputs(&plan, dir, &err);
+            char sub[32];
+            snprintf(sub, sizeof sub, "iter-%03d", k);
+            rc = loom_out_dir_write(o->out, &plan, n > 1 ? sub : NULL, &err);
             if (rc != LOOM_OK) {
                 fprintf(stderr, "loom plan: %s\n", err.message);
                 loom_plan_clear(&plan);
@@ -400,6 +405,15 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
         fclose(iters);
     if (curve)
         fclose(curve);
+    if (progress_csv && done > 0 && (rc == LOOM_OK || rc == LOOM_EINTERRUPTED)) {
+        int crc = curve_text ? loom_out_target_write(o->curve, put_text, curve_text, &err)
+                             : loom_set_error(&err, LOOM_ENOMEM, "--progress-csv: out of memory");
+        if (crc != LOOM_OK) {
+            fprintf(stderr, "loom plan: --progress-csv: %s\n", err.message);
+            rc = crc;
+        }
+    }
+    free(curve_text);
     if (rc == LOOM_OK && done > 0) {
         if (json) {
             fprintf(out, "{\"makespan_ms\": %.6f, \"span_ms\": %.6f, \"bubble_ratio\": %.6f, "
@@ -565,6 +579,15 @@ int loom_cmd_plan(int argc, char **argv)
         }
         signal_out = o.out;
     }
+    if (o.progress_csv) {
+        loom_error err = {0};
+        if (loom_out_target_open(o.progress_csv, &o.curve, &err) != LOOM_OK) {
+            fprintf(stderr, "loom plan: --progress-csv: %s\n", err.message);
+            signal_out = NULL;
+            loom_out_dir_close(o.out);
+            return LOOM_EXIT_USAGE;
+        }
+    }
     static const int term[] = {SIGTERM, SIGHUP};
     for (int k = 0; k < 2; k++) {
         struct sigaction sa;
@@ -574,6 +597,7 @@ int loom_cmd_plan(int argc, char **argv)
     int code = o.iso.isolate ? run_isolated(&o) : run_plan(&o, NULL);
     signal_out = NULL;
     loom_out_dir_close(o.out); /* the staging folder, unless it is in place */
+    loom_out_target_close(o.curve);
     return code;
 }
 

@@ -39,7 +39,8 @@ static void plugins_usage(FILE *out)
             "               (docs/security.md; skipped with a warning otherwise)\n"
             "\n"
             "exit codes: 0 ok, 2 usage error or unknown plugin, 3 a plugin failed to\n"
-            "load (--load)\n");
+            "load (--load), or with list --load a manifest was skipped (malformed or\n"
+            "untrusted)\n");
 }
 
 enum { OPT_JSON = 0x100, OPT_LOAD, OPT_UNTRUSTED, OPT_PATH };
@@ -369,6 +370,13 @@ int loom_cmd_plugins(int argc, char **argv)
         code = is_list ? cmd_list(reg, &o) : cmd_inspect(reg, &o);
         if (o.load && code == LOOM_EXIT_OK)
             code = load_failures(reg, is_list ? NULL : loom_registry_find(reg, NULL, o.id));
+        int skipped = loom_registry_skipped(reg);
+        if (o.load && is_list && skipped > 0 && (code == LOOM_EXIT_OK || code == LOOM_EXIT_PLUGIN)) {
+            /* a check fails when what it checks fails */
+            fprintf(stderr, "loom plugins: %d plugin manifest(s) could not be checked: malformed "
+                    "or untrusted (see the warnings above)\n", skipped);
+            code = LOOM_EXIT_PLUGIN;
+        }
     }
     loom_registry_free(reg);
     free(o.paths);

@@ -63,6 +63,8 @@ typedef struct tune_cli {
     loom_tune_search t;
     int json, quiet;
     const char *json_file, *out_dir;
+    loom_out_target *json_out; /* json_file, resolved before any plugin code runs */
+    char *out_abs;             /* out_dir made absolute likewise */
     int32_t shard_k, shard_n;
     int32_t jobs;          /* --jobs, 0: the online CPUs */
     int32_t n_sim, bound_violations;
@@ -411,7 +413,7 @@ static int report(tune_cli *o, const loom_tune_walk *w)
         return LOOM_EXIT_OK;
     }
     if (o->shard_n > 0 || (o->json && o->json_file)) {
-        if (loom_write_atomic(o->json_file, write_job, &job, &err) != LOOM_OK) {
+        if (loom_out_target_write(o->json_out, write_job, &job, &err) != LOOM_OK) {
             fprintf(stderr, "loom tune: %s\n", err.message);
             return LOOM_EXIT_USAGE;
         }
@@ -462,6 +464,25 @@ static int run_tune(tune_cli *o)
     return loom_cli_io_check(code);
 }
 
+/* Resolves --json FILE and --out before any plugin code runs, so a
+ * plugin's chdir() cannot move them; 0, or prints why and returns -1. */
+static int resolve_outputs(tune_cli *o)
+{
+    loom_error err = {0};
+    if (o->json_file && strcmp(o->json_file, "-") != 0 &&
+        loom_out_target_open(o->json_file, &o->json_out, &err) != LOOM_OK) {
+        fprintf(stderr, "loom tune: %s\n", err.message);
+        return -1;
+    }
+    if (o->out_dir && !(o->out_abs = loom_cli_absolute_path(o->out_dir))) {
+        fprintf(stderr, "loom tune: --out %s: cannot resolve the path\n", o->out_dir);
+        return -1;
+    }
+    if (o->out_abs)
+        o->out_dir = o->out_abs;
+    return 0;
+}
+
 int loom_cmd_tune(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "merge"))
@@ -480,7 +501,15 @@ int loom_cmd_tune(int argc, char **argv)
         return LOOM_EXIT_USAGE;
     }
     o.tty = !o.quiet && isatty(2);
+    if (resolve_outputs(&o) != 0) {
+        loom_out_target_close(o.json_out);
+        free(o.out_abs);
+        loom_tune_search_clear(&o.t);
+        return LOOM_EXIT_USAGE;
+    }
     int code = run_tune(&o);
+    loom_out_target_close(o.json_out);
+    free(o.out_abs);
     loom_tune_search_clear(&o.t);
     return code;
 }

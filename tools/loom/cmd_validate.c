@@ -111,7 +111,7 @@ static int run_validate(const validate_opts *o, loom_error *err)
     if (!rc)
         rc = loom_registry_add_default_dirs(reg, err);
     static volatile int32_t step_now = -1; /* whose create() runs, for the exit guard */
-    loom_pipeline_hooks hooks = {&step_now, loom_cli_guard_on_step, NULL};
+    loom_pipeline_hooks hooks = {&step_now, loom_cli_guard_on_step, NULL, NULL};
     loom_cli_guard_marker(&step_now);
     if (!rc)
         rc = loom_pipeline_open_ex(reg, cfg, &hooks, &pipe, err);

@@ -4,9 +4,14 @@
  * sleeps, with mode "write" it writes a line to its stdout every 20 ms;
  * either way for at most 60 s. The forked process inherits every open
  * file, the isolation pipe included. The ranker writes "<pid of the forked
- * process> <its process group>\n" to the file the pid_file param names. */
+ * process> <its process group>\n" to the file the pid_file param names.
+ * With mode "setsid" the forked process forks a grandchild that calls
+ * setsid() (leaving every process group and session Loom knows) and
+ * sleeps, writes "<grandchild pid> <its session>\n" to pid_file and exits
+ * at once, so the grandchild is orphaned; the ranker waits for it. */
 #define _DEFAULT_SOURCE
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,9 +41,50 @@ static void pause_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
+/* Writes "<a> <b>\n" to pid_file. */
+static void note_pids(long a, long b)
+{
+    char line[64];
+    int n = snprintf(line, sizeof line, "%ld %ld\n", a, b);
+    int fd = open(pid_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+        if (write(fd, line, (size_t)n) != n)
+            n = 0;
+        close(fd);
+    }
+}
+
+/* The forked process of mode "setsid": orphans a grandchild in a session
+ * of its own. */
+static void orphan_grandchild(void)
+{
+    pid_t g = fork();
+    if (g == 0) {
+        setsid();
+        for (int i = 0; i < 3000; i++) /* 60 s */
+            pause_ms(20);
+        _exit(0);
+    }
+    if (g > 0 && pid_file[0]) {
+        pid_t sid = -1;
+        for (int i = 0; i < 500 && (sid = getsid(g)) != g; i++) /* until it left */
+            pause_ms(2);
+        note_pids((long)g, (long)sid);
+    }
+    _exit(0);
+}
+
 /* Forks the lingering process; the caller goes on ranking. */
 static void fault_now(void)
 {
+    if (mode[0] == 's') {
+        pid_t pid = fork();
+        if (pid == 0)
+            orphan_grandchild();
+        if (pid > 0)
+            waitpid(pid, NULL, 0);
+        return;
+    }
     pid_t pid = fork();
     if (pid > 0 && pid_file[0]) {
         char line[64];

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Plans with the loom CLI and executes the plan with loom_execute.py; exits
-with the executor's status (0: every check passed). Used by the ctest
-entries executor_* (tools/executor/tests/CMakeLists.txt).
+0 only when the executor exits 0 and prints its "result PASS" line (a
+non-zero status, or a missing or FAIL result line, is a failure). Used by
+the ctest entries executor_* (tools/executor/tests/CMakeLists.txt), which
+therefore judge by the exit code.
 
     plan_and_run.py --loom build/bin/loom [--exec-arg=--timeout=30] -- <loom plan options>
 
@@ -50,7 +52,16 @@ def main():
         cmd = [sys.executable, EXECUTOR, "--plan", os.path.join(out, "plan.json"),
                "--model", model_of(plan_args), *args.exec_arg]
         print("$ " + " ".join(cmd), flush=True)
-        return subprocess.run(cmd).returncode
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+        sys.stdout.write(r.stdout)
+        passed = any(line.split() == ["result", "PASS"] for line in r.stdout.splitlines())
+        if r.returncode != 0:
+            print("plan_and_run.py: the executor failed with status %d" % r.returncode)
+            return r.returncode
+        if not passed:
+            print("plan_and_run.py: the executor exited 0 without a \"result PASS\" line")
+            return 1
+        return 0
 
 
 if __name__ == "__main__":

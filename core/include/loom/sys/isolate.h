@@ -79,6 +79,8 @@ typedef struct loom_failure {
     int32_t step;         /* pipeline step whose plugin ran; -1 core */
     char plugin_id[128];  /* that step's plugin id; "" for the core */
     char message[LOOM_ERROR_MSG_BYTES]; /* the engine's message, or "" */
+    int32_t last_step;    /* step == -1: the last step whose plugin ran, or -1 */
+    char last_plugin_id[128]; /* its plugin id, or "" */
 } loom_failure;
 
 /* One planned iteration's figures. */
@@ -138,6 +140,12 @@ typedef int (*loom_isolate_body)(void *user, loom_channel *ch);
  * the plugin. A body that opens a session passes it as
  * loom_session_args.step_marker. */
 LOOM_EXPORT volatile int32_t *loom_channel_step_marker(loom_channel *ch);
+
+/* Where the last step whose plugin began running goes (it stays when the
+ * plugin returns): loom_session_args.last_step_marker. When the child then
+ * dies in core code, the failure names that plugin as the likely cause
+ * (loom_failure.last_plugin_id). */
+LOOM_EXPORT volatile int32_t *loom_channel_last_step_marker(loom_channel *ch);
 
 /* Announces the run: iterations to plan and the manifest's name. */
 LOOM_EXPORT int loom_channel_info(loom_channel *ch, int32_t n_iterations,

@@ -31,16 +31,59 @@ extern "C" {
  * `--json` printers of `loom plan` and `loom ab` and the C API. */
 LOOM_EXPORT int loom_plan_check_finite(const loom_plan *plan, loom_error *err);
 
+/* A writer of one output: prints to `out`, returns LOOM_OK or an error. */
+typedef int (*loom_out_writer)(void *ctx, FILE *out, loom_error *err);
+
 /* Writes `write(ctx, FILE *)` output to `path` atomically: a temp file in
  * the same directory, fflush + fsync, rename over path; on any failure
- * (including ENOSPC, e.g. /dev/full or a full disk) removes the temp file,
- * leaves no partial output and returns LOOM_EIO naming the path and
- * strerror. path "-" writes to stdout directly. An error returned by
- * `write` is passed on (its message prefixed with the path) and the temp
- * file removed as well. */
-LOOM_EXPORT int loom_write_atomic(const char *path,
-                      int (*write)(void *ctx, FILE *out, loom_error *err),
-                      void *ctx, loom_error *err);
+ * (including ENOSPC, e.g. /dev/full or a full disk, and EFBIG past a file
+ * size limit) removes the temp file, leaves no partial output and returns
+ * LOOM_EIO naming the path and strerror. An existing path that is not a
+ * regular file (a symbolic link, FIFO, device, folder) is refused, never
+ * followed or replaced. path "-" writes to stdout directly. An error
+ * returned by `write` is passed on (its message prefixed with the path)
+ * and the temp file removed as well. Same as loom_out_target_open,
+ * loom_out_target_write and loom_out_target_close at once. */
+LOOM_EXPORT int loom_write_atomic(const char *path, loom_out_writer write, void *ctx,
+                                  loom_error *err);
+
+/* One output file resolved once: its folder is opened and kept as a
+ * descriptor, so a later chdir() (by a plugin, say) cannot move where it
+ * lands, and its mode is fixed from the umask the process had when output
+ * was first resolved (loom_out_umask), so a later umask() cannot loosen it. */
+typedef struct loom_out_target loom_out_target;
+
+/* Resolves `path` ("-": standard output): opens its folder and refuses an
+ * existing entry that is not a regular file. LOOM_EIO naming the path. */
+LOOM_EXPORT int loom_out_target_open(const char *path, loom_out_target **out,
+                                     loom_error *err);
+
+/* Writes the target atomically (as loom_write_atomic); may be called again
+ * to replace what an earlier call wrote. */
+LOOM_EXPORT int loom_out_target_write(const loom_out_target *t, loom_out_writer write,
+                                      void *ctx, loom_error *err);
+
+/* The path the target was opened with (for messages). */
+LOOM_EXPORT const char *loom_out_target_path(const loom_out_target *t);
+
+/* Removes the target's file (what an earlier write put there); LOOM_OK
+ * when it is gone. */
+LOOM_EXPORT int loom_out_target_remove(const loom_out_target *t);
+
+/* Closes the target's folder and frees it (NULL allowed). */
+LOOM_EXPORT void loom_out_target_close(loom_out_target *t);
+
+/* loom_write_atomic into entry `name` of folder dirfd, a new file getting
+ * permission bits `mode` (a replaced file keeps its own); `shown` names it
+ * in messages. */
+LOOM_EXPORT int loom_write_atomic_at(int dirfd, const char *name, const char *shown,
+                                     unsigned mode, loom_out_writer write, void *ctx,
+                                     loom_error *err);
+
+/* The umask the process had when this was first called (the output
+ * functions call it before they create anything; `loom` calls it at
+ * start-up, before any plugin code runs). */
+LOOM_EXPORT unsigned loom_out_umask(void);
 
 /* plan.json: metrics, partition (null for stage-times problems), every
  * stage, and "rank_actions": per rank the forward_stage / backward_stage /
@@ -112,6 +155,11 @@ LOOM_EXPORT int loom_write_mimo_json(const loom_plan *plan, FILE *out, loom_erro
  * removed) and plan.json's "exports" says why. Stops at the first failure. */
 LOOM_EXPORT int loom_write_outputs(const loom_plan *plan, const char *dir, loom_error *err);
 
+/* loom_write_outputs into the open folder dirfd (which must exist);
+ * `shown` names it in messages. */
+LOOM_EXPORT int loom_write_outputs_at(const loom_plan *plan, int dirfd, const char *shown,
+                                      loom_error *err);
+
 /* ---- output folders that appear as a whole --------------------------- */
 
 /* A run's output folder being written: everything goes into a fresh
@@ -128,8 +176,15 @@ typedef struct loom_out_dir loom_out_dir;
  * the path when dir exists and is not a folder or nothing can be created. */
 LOOM_EXPORT int loom_out_dir_begin(const char *dir, loom_out_dir **out, loom_error *err);
 
-/* The staging folder to write the run's files into. */
+/* The staging folder to write the run's files into (its path, for
+ * messages; write through loom_out_dir_write, which does not depend on the
+ * current directory). */
 LOOM_EXPORT const char *loom_out_dir_path(const loom_out_dir *d);
+
+/* Writes the plan's output set into the staging folder, or into its
+ * subfolder `sub` (created; e.g. "iter-003") when sub is not NULL. */
+LOOM_EXPORT int loom_out_dir_write(loom_out_dir *d, const loom_plan *plan, const char *sub,
+                                   loom_error *err);
 
 /* Puts the staging folder's set in place: when dir is absent, empty or
  * holds only a set Loom wrote (plan.json, trace.json, schedule.csv,

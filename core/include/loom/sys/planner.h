@@ -115,6 +115,10 @@ typedef struct loom_pipeline_hooks {
      * before any plugin code runs (an isolated run announces them here). */
     void (*on_step)(void *user, int32_t step, const char *plugin_id);
     void *user;
+    /* The last i that *step_marker was set to (it stays when the plugin
+     * returns), so a crash in core code after a plugin ran can name that
+     * plugin as the likely cause; NULL: not kept. */
+    volatile int32_t *last_step_marker;
 } loom_pipeline_hooks;
 
 /* loom_pipeline_open with hooks (NULL: none). */

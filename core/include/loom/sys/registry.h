@@ -122,6 +122,11 @@ LOOM_EXPORT void loom_registry_set_trust(loom_registry *reg, int allow_untrusted
 /* Number of plugins and the i-th one (registry-owned; NULL out of range).
  * Order: registration order. */
 LOOM_EXPORT int loom_registry_count(const loom_registry *reg);
+
+/* How many manifests the directory scans skipped with a warning (malformed,
+ * or failing the trust rules): a check such as `loom plugins list --load`
+ * fails on them. */
+LOOM_EXPORT int loom_registry_skipped(const loom_registry *reg);
 LOOM_EXPORT loom_plugin *loom_registry_at(loom_registry *reg, int i);
 
 /* Finds a plugin by id, or by provides.name within `role` (role may be

@@ -50,6 +50,10 @@ typedef struct loom_session_args {
      * runs (loom_pipeline_hooks.on_step); NULL: not called. */
     void (*on_step)(void *user, int32_t step, const char *plugin_id);
     void *on_step_user;
+    volatile int32_t *last_step_marker; /* where the index of the last step
+                                         * whose plugin began running goes
+                                         * (stays when it returns), or NULL
+                                         * (loom_channel_last_step_marker) */
     int32_t packing_window;  /* --packing-window: a generated workload packs
                               * first-fit over this many samples drawn
                               * ahead; 0: next-fit (loom_workload_packing) */
