@@ -150,6 +150,7 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
     loom_progress_log_reset(&pl->progress);
     pl->problem = problem;
     pl->evaluator = &loom_evaluator_service_v1;
+    pl->partition_eval = &loom_partition_eval_service_v1;
 
     loom_step *inter = &pl->steps[pl->interleaver];
     int split = inter->vt.interleaver.wants_split_backward &&

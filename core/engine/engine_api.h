@@ -69,6 +69,11 @@ void loom_evaluator_set_deadline(loom_evaluator *ev, double deadline_ms);
  * communication (loom_stage_graph.comm_ms) instead of their sum. */
 double loom_graph_lower_bound_ms(const loom_stage_graph *g, const loom_schedule *sched);
 
+/* The partition scorer as a service table (partition_eval.c);
+ * loom_engine_plan installs it in the pipeline it plans with (plugins
+ * reach it by name, LOOM_SERVICE_PARTITION_EVAL). */
+extern const loom_partition_eval_service loom_partition_eval_service_v1;
+
 /* Candidate set storage (candidates.c). */
 loom_candidates *loom_candidates_new(const loom_problem *problem,
                                      const loom_iteration *it);

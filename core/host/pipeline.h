@@ -78,6 +78,8 @@ struct loom_pipeline {
      * ctx->pipeline. */
     const loom_problem *problem;            /* borrowed; set by the session/engine */
     const loom_evaluator_service *evaluator; /* the engine's, set by loom_engine_plan */
+    /* the engine's partition scorer (loom.partition_eval), set by loom_engine_plan */
+    const loom_partition_eval_service *partition_eval;
     volatile int32_t *step_marker;          /* see loom_mark_step; NULL: none */
     volatile int32_t *last_step_marker;     /* the last step marked >= 0; NULL: none */
     loom_progress_log progress;             /* the last search's progress */

@@ -55,6 +55,22 @@ static const loom_evaluator_service evaluator_forward_v1 = {
     sizeof(loom_evaluator_service), 1, fwd_create, fwd_run, fwd_destroy, fwd_set_deadline,
 };
 
+/* ---- the partition scorer, forwarded to ctx's pipeline ------------------ */
+
+static int fwd_partition_evaluate(loom_ctx *ctx, const loom_iteration *it,
+                                  const loom_partition *part, loom_metrics *out, loom_error *err)
+{
+    const loom_partition_eval_service *pe =
+        ctx && ctx->pipeline ? ctx->pipeline->partition_eval : NULL;
+    if (!pe)
+        return loom_set_error(err, LOOM_ENOTFOUND, "partition_eval: no plan is running");
+    return pe->evaluate(ctx, it, part, out, err);
+}
+
+static const loom_partition_eval_service partition_eval_forward_v1 = {
+    sizeof(loom_partition_eval_service), 1, fwd_partition_evaluate,
+};
+
 /* ---- the cost model ----------------------------------------------------- */
 
 /* 1 when t is a finite time in 0..LOOM_MAX_PLUGIN_MS. */
@@ -404,5 +420,7 @@ const void *loom_service_lookup(const char *name, uint32_t min_version)
         return &evaluator_forward_v1;
     if (!strcmp(name, LOOM_SERVICE_COST) && min_version <= 1)
         return &loom_cost_service_v1;
+    if (!strcmp(name, LOOM_SERVICE_PARTITION_EVAL) && min_version <= 1)
+        return &partition_eval_forward_v1;
     return NULL;
 }

@@ -18,9 +18,19 @@
  * workload's packing or an even split.
  * With the vpp_sweep param, one candidate per virtual-stage count a
  * Megatron-LM user can choose (loom_lk_vpp_options).
+ * With balance "time" the min-max split is then refined by simulation
+ * (params.refine_evaluations, loom_lk_refine_split): boundary layers of
+ * the heaviest position move one at a time while the pipeline's own
+ * interleaver, memory tuner and simulator (loom.partition_eval) score the
+ * split better, as PyTorch's pipeline auto-partitioner does (pytorch PR
+ * #179212). Splits are scored on the run's first iteration (reference
+ * "workload": one split for every iteration, computed once and kept) or
+ * on the iteration planned (reference "iteration").
  */
 #include <float.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <loom/loom.h>
 #include <loom/kits/layout.h>
@@ -93,9 +103,25 @@ int loom_balanced_dp_split(const double *layer_ms, int32_t n_layers,
     return LOOM_OK;
 }
 
+#define BDP_CACHE 32 /* refined splits kept, one per vpp (loom_lk_vpp_candidates' cap) */
+
+/* A refined split of the run (reference "workload"), kept for later
+ * iterations: the same weights and vpp give the same search. */
+typedef struct bdp_cached {
+    int32_t vpp;
+    int32_t *sizes; /* pp * vpp run lengths */
+    int32_t moves;
+    loom_lk_split_score initial, best;
+} bdp_cached;
+
 typedef struct bdp_self {
     const loom_host_api *host;
     loom_ctx *ctx;
+    int64_t refine_evals; /* params.refine_evaluations */
+    pthread_mutex_t lock; /* guards the cache below */
+    double *cache_weight; /* the layer weights the cached splits refine */
+    int32_t cache_layers, n_cached;
+    bdp_cached cached[BDP_CACHE];
     int vpp_sweep; /* 1: a candidate per loom_lk_vpp_options */
     const char *placement; /* params.placement */
     int by_params; /* params.balance == "params" */
@@ -126,6 +152,19 @@ static int bdp_create(const loom_host_api *host, loom_ctx *ctx,
                            "false");
     }
     b->placement = placement;
+    /* refine_evaluations: absent from a bare host means no refinement */
+    b->refine_evals = 0;
+    rc = host->param_int(ctx, "refine_evaluations", &b->refine_evals);
+    if (rc == LOOM_ENOTFOUND)
+        b->refine_evals = 0;
+    else if (rc != LOOM_OK || b->refine_evals < 0) {
+        host->free(b);
+        return host->error(err, LOOM_EINVAL, "balanced-dp: param refine_evaluations: expected "
+                           "an integer >= 0");
+    }
+    b->cache_weight = NULL;
+    b->cache_layers = b->n_cached = 0;
+    pthread_mutex_init(&b->lock, NULL);
     /* balance: absent from a bare host means the default, "time" */
     const char *balance = host->param_string(ctx, "balance");
     b->by_params = balance && strcmp(balance, "params") == 0;
@@ -136,12 +175,25 @@ static int bdp_create(const loom_host_api *host, loom_ctx *ctx,
     return LOOM_OK;
 }
 
+/* Empties the cache of refined splits (caller holds the lock). */
+static void bdp_cache_clear(bdp_self *b)
+{
+    for (int32_t i = 0; i < b->n_cached; i++)
+        b->host->free(b->cached[i].sizes);
+    b->host->free(b->cache_weight);
+    b->cache_weight = NULL;
+    b->n_cached = b->cache_layers = 0;
+}
+
 /* Releases an instance from bdp_create. */
 static void bdp_destroy(void *self)
 {
     bdp_self *b = self;
-    if (b)
-        b->host->free(b);
+    if (!b)
+        return;
+    bdp_cache_clear(b);
+    pthread_mutex_destroy(&b->lock);
+    b->host->free(b);
 }
 
 /* Forward + backward ms of every layer (module order) for the run's mean
@@ -235,6 +287,166 @@ static int bdp_layer_weights(bdp_self *b, const loom_problem *problem,
     return LOOM_OK;
 }
 
+/* Where a split is scored: the iteration, a scratch partition with room
+ * for its samples, and the service that builds and simulates it. */
+typedef struct bdp_scorer {
+    bdp_self *b;
+    const loom_problem *problem;
+    const loom_iteration *it;
+    const loom_partition_eval_service *pe;
+    loom_partition *part;
+    int32_t np;
+} bdp_scorer;
+
+/* Lays the split out as the candidate would be and simulates it; a split
+ * the pipeline finds infeasible scores worst. */
+static int bdp_score(void *user, const int32_t *sizes, loom_lk_split_score *out,
+                     loom_error *err)
+{
+    bdp_scorer *sc = user;
+    bdp_self *b = sc->b;
+    const loom_host_api *host = b->host;
+    const loom_model *model = sc->problem->model;
+    int32_t pp = sc->problem->parallel.pp;
+    int rc = loom_lk_layout(host, "balanced-dp", model, pp, sc->np, sizes, sc->part, err);
+    if (rc == LOOM_OK)
+        rc = loom_lk_place(host, "balanced-dp", b->placement, pp, sc->part, err);
+    if (rc == LOOM_OK)
+        rc = loom_lk_assign_samples(host, "balanced-dp", model, sc->it,
+                                    sc->problem->parallel.microbatches, sc->part, err);
+    loom_metrics m = LOOM_METRICS_INIT;
+    if (rc == LOOM_OK)
+        rc = sc->pe->evaluate(b->ctx, sc->it, sc->part, &m, err);
+    if (rc == LOOM_EINFEASIBLE) {
+        *out = (loom_lk_split_score){INT32_MAX, DBL_MAX};
+        return LOOM_OK;
+    }
+    if (rc == LOOM_OK)
+        *out = (loom_lk_split_score){m.cap_violations, m.makespan_ms};
+    return rc;
+}
+
+/* 1 once the step's time is up (SIGINT). */
+static int bdp_stop(void *user)
+{
+    bdp_scorer *sc = user;
+    return sc->b->host->expired(sc->b->ctx);
+}
+
+/* The cached refinement of `vpp` when the cache holds the splits of these
+ * weights (caller holds the lock); NULL otherwise. */
+static const bdp_cached *bdp_cache_find(bdp_self *b, const double *weight, int32_t n_layers,
+                                        int32_t vpp)
+{
+    if (!b->cache_weight || b->cache_layers != n_layers ||
+        memcmp(b->cache_weight, weight, (size_t)n_layers * sizeof *weight))
+        return NULL;
+    for (int32_t i = 0; i < b->n_cached; i++)
+        if (b->cached[i].vpp == vpp)
+            return &b->cached[i];
+    return NULL;
+}
+
+/* Keeps a refined split for later iterations of the run (best effort:
+ * out of memory keeps nothing). */
+static void bdp_cache_put(bdp_self *b, const double *weight, int32_t n_layers,
+                          const bdp_cached *c, int32_t np)
+{
+    pthread_mutex_lock(&b->lock);
+    if (!b->cache_weight || b->cache_layers != n_layers ||
+        memcmp(b->cache_weight, weight, (size_t)n_layers * sizeof *weight)) {
+        bdp_cache_clear(b);
+        b->cache_weight = b->host->alloc((size_t)n_layers * sizeof *weight);
+        if (b->cache_weight) {
+            memcpy(b->cache_weight, weight, (size_t)n_layers * sizeof *weight);
+            b->cache_layers = n_layers;
+        }
+    }
+    if (b->cache_weight && b->n_cached < BDP_CACHE &&
+        !bdp_cache_find(b, weight, n_layers, c->vpp)) {
+        bdp_cached *slot = &b->cached[b->n_cached];
+        *slot = *c;
+        slot->sizes = b->host->alloc((size_t)np * sizeof *slot->sizes);
+        if (slot->sizes) {
+            memcpy(slot->sizes, c->sizes, (size_t)np * sizeof *slot->sizes);
+            b->n_cached++;
+        }
+    }
+    pthread_mutex_unlock(&b->lock);
+}
+
+/* Refines the min-max split sizes[np] by simulation (see the file
+ * comment) within params.refine_evaluations; *moves gets the layer moves
+ * kept. Without the loom.partition_eval service (a host that has none, no
+ * plan running) the split stays as it is. */
+static int bdp_refine(bdp_self *b, const loom_problem *problem, const loom_iteration *iteration,
+                      const double *weight, int32_t n_layers, int32_t vpp, int32_t *sizes,
+                      int32_t *moves, loom_error *err)
+{
+    const loom_host_api *host = b->host;
+    int32_t np = problem->parallel.pp * vpp;
+    *moves = 0;
+    const loom_partition_eval_service *pe = loom_host_partition_eval(host);
+    if (b->by_params || b->refine_evals < 1 || !pe)
+        return LOOM_OK;
+    int32_t n_its = 0;
+    const loom_iteration *its = loom_problem_iterations(problem, &n_its);
+    int run_wide = !b->per_iteration && its && n_its > 1;
+    const loom_iteration *ref = run_wide ? &its[0] : iteration;
+    if (!ref)
+        return LOOM_OK;
+    if (run_wide) {
+        pthread_mutex_lock(&b->lock);
+        const bdp_cached *c = bdp_cache_find(b, weight, n_layers, vpp);
+        if (c) {
+            memcpy(sizes, c->sizes, (size_t)np * sizeof *sizes);
+            *moves = c->moves;
+        }
+        pthread_mutex_unlock(&b->lock);
+        if (c)
+            return LOOM_OK;
+    }
+    bdp_scorer sc = {b, problem, ref, pe, NULL, np};
+    sc.part = loom_lk_partition_new(host, problem, np, ref->n_samples);
+    int32_t *order = host->alloc((size_t)np * sizeof *order);
+    double *load = host->alloc((size_t)np * sizeof *load);
+    int32_t *start = host->alloc((size_t)np * sizeof *start);
+    int rc = LOOM_OK;
+    if (!sc.part || !order || !load || !start)
+        rc = host->error(err, LOOM_ENOMEM, "balanced-dp: out of memory refining %d positions", np);
+    loom_lk_refine r = {0};
+    r.max_evaluations = b->refine_evals > INT32_MAX ? INT32_MAX : (int32_t)b->refine_evals;
+    r.score = bdp_score;
+    r.stop = bdp_stop;
+    r.user = &sc;
+    if (rc == LOOM_OK) {
+        memcpy(start, sizes, (size_t)np * sizeof *sizes);
+        rc = loom_lk_refine_split(weight, np, sizes, order, load, &r, err);
+        if (rc == LOOM_ENOTFOUND && r.evaluations <= 1) { /* no plan running: keep the DP's */
+            host->log(b->ctx, LOOM_LOG_DEBUG, "split not refined: %s", err->message);
+            memcpy(sizes, start, (size_t)np * sizeof *sizes);
+            rc = LOOM_OK;
+            r.evaluations = 0;
+        }
+    }
+    if (rc == LOOM_OK && r.evaluations > 0) {
+        *moves = r.moves;
+        host->log(b->ctx, LOOM_LOG_INFO,
+                  "vpp %d: %d simulations moved %d layers: makespan %.6g -> %.6g ms on "
+                  "iteration %d", vpp, r.evaluations, r.moves, r.initial.makespan_ms,
+                  r.best.makespan_ms, ref->index);
+        if (run_wide) {
+            bdp_cached c = {vpp, sizes, r.moves, r.initial, r.best};
+            bdp_cache_put(b, weight, n_layers, &c, np);
+        }
+    }
+    host->free(start);
+    host->free(load);
+    host->free(order);
+    loom_lk_partition_free(host, sc.part);
+    return rc;
+}
+
 /* Computes the balanced cut points of the layers' weights (n_layers of
  * them, module order) into pp * vpp positions and appends them as one
  * candidate. */
@@ -262,8 +474,20 @@ static int bdp_one(bdp_self *b, const loom_problem *problem, const loom_iteratio
     if (!sizes || !scratch)
         rc = host->error(err, LOOM_ENOMEM, "balanced-dp: out of memory for "
                          "%d layers x %d positions", n_layers, np);
+    int32_t moves = 0;
     if (rc == LOOM_OK)
         rc = loom_balanced_dp_split(weight, n_layers, np, scratch, sizes, &bottleneck_ms);
+    if (rc == LOOM_OK)
+        rc = bdp_refine(b, problem, iteration, weight, n_layers, vpp, sizes, &moves, err);
+    if (rc == LOOM_OK && moves > 0) { /* the refined split's largest position */
+        bottleneck_ms = 0;
+        for (int32_t s = 0, k = 0; s < np; s++) {
+            double load = 0;
+            for (int32_t i = 0; i < sizes[s]; i++)
+                load += weight[k++];
+            bottleneck_ms = load > bottleneck_ms ? load : bottleneck_ms;
+        }
+    }
     if (rc == LOOM_OK)
         rc = set->add(set, &part, err);
     if (rc == LOOM_OK)
@@ -278,6 +502,10 @@ static int bdp_one(bdp_self *b, const loom_problem *problem, const loom_iteratio
             snprintf(part->label, sizeof part->label,
                      "balanced-dp pp=%d vpp=%d%s%s max=%.3g params", pp, vpp,
                      *pl ? " " : "", pl, bottleneck_ms);
+        else if (moves > 0)
+            snprintf(part->label, sizeof part->label,
+                     "balanced-dp pp=%d vpp=%d%s%s max=%.3gms %d moves", pp, vpp,
+                     *pl ? " " : "", pl, bottleneck_ms, moves);
         else
             snprintf(part->label, sizeof part->label, "balanced-dp pp=%d vpp=%d%s%s max=%.3gms",
                      pp, vpp, *pl ? " " : "", pl, bottleneck_ms);

@@ -203,6 +203,7 @@ START_TEST(random_graphs_respect_cap)
 {
     uint64_t seed = 3;
     inst zb = open_inst(loom_static_zero_bubble(), -1);
+    int refused = 0, capped = 0;
     for (int it = 0; it < 200; it++) {
         int P = 1 + (int)(rnd(&seed) % 6), V = 1 + (int)(rnd(&seed) % 3);
         int M = 1 + (int)(rnd(&seed) % 12);
@@ -222,15 +223,73 @@ START_TEST(random_graphs_respect_cap)
         ck_assert_int_eq(loom_graph_from_stage_times(&st, 1, &g, &err), LOOM_OK);
         loom_metrics m = LOOM_METRICS_INIT;
         int64_t peaks[8];
-        run(&zb, g, &m, peaks); /* every stage once, no deadlock */
-        if (g->memory_cap_bytes > 0 && V == 1) {
-            int64_t most = 0;
-            for (int i = 0; i < P; i++)
-                for (int k = 0; k < M; k++)
-                    if (llround(act[i] * scale[k]) > most)
-                        most = llround(act[i] * scale[k]);
-            if ((double)most <= g->memory_cap_bytes)
+        /* the largest bytes one microbatch's forwards hold on one rank:
+         * no order fits a cap below it, every order may start from it */
+        int64_t most = 0;
+        for (int r = 0; r < P; r++)
+            for (int k = 0; k < M; k++) {
+                int64_t b = 0;
+                for (int s = 0; s < P * V; s++)
+                    if (loom_placement_rank(LOOM_PLACEMENT_LOOP, s, P) == r)
+                        b += llround(act[s] * scale[k]);
+                most = b > most ? b : most;
+            }
+        if (g->memory_cap_bytes > 0 && (double)most > g->memory_cap_bytes) {
+            /* refused before ordering, with the reason */
+            loom_schedule *sc = loom_schedule_new(g->n_ranks, g->n_stages);
+            ck_assert_int_eq(zb.vt->interleave(zb.self, g, NULL, sc, &err), LOOM_EINFEASIBLE);
+            ck_assert_msg(strstr(err.message, "cannot run within the memory cap") != NULL, "%s",
+                          err.message);
+            loom_schedule_free(sc);
+            refused++;
+        } else {
+            run(&zb, g, &m, peaks); /* every stage once, no deadlock */
+            if (g->memory_cap_bytes > 0) { /* the cap is never exceeded */
                 ck_assert_int_eq(m.cap_violations, 0);
+                capped++;
+            }
+        }
+        loom_graph_free(g);
+    }
+    close_inst(&zb);
+    ck_assert_int_gt(refused, 0); /* both sides of the rule were exercised */
+    ck_assert_int_gt(capped, 0);
+}
+END_TEST
+
+START_TEST(v_placement_within_the_cap)
+{
+    /* examples/stage-times/oracle-zbv.json (P 4, M 8, V 2 on the V, one
+     * byte per forward): rank 0 holds chunks 0 and 7, so one microbatch
+     * needs 2 bytes there. Every cap from 2P = 8 down to 2 is kept on
+     * every rank; below 2 the interleaver refuses, naming the rank */
+    int32_t vrank[8];
+    for (int s = 0; s < 8; s++)
+        vrank[s] = loom_placement_rank(LOOM_PLACEMENT_V, s, 4);
+    inst zb = open_inst(loom_static_zero_bubble(), -1);
+    for (int cap = 8; cap >= 1; cap--) {
+        loom_stage_times st = times(4, 8, 2, 0.5, 0.5, 0.5);
+        st.stage_rank = vrank;
+        st.memory_cap_bytes = cap;
+        loom_stage_graph *g = NULL;
+        loom_error err = {0};
+        ck_assert_int_eq(loom_graph_from_stage_times(&st, 1, &g, &err), LOOM_OK);
+        if (cap >= 2) {
+            loom_metrics m = LOOM_METRICS_INIT;
+            int64_t peaks[4];
+            run(&zb, g, &m, peaks);
+            ck_assert_int_eq(m.cap_violations, 0);
+            for (int r = 0; r < 4; r++)
+                ck_assert_int_le(peaks[r], cap);
+        } else {
+            loom_schedule *sc = loom_schedule_new(g->n_ranks, g->n_stages);
+            ck_assert_int_eq(zb.vt->interleave(zb.self, g, NULL, sc, &err), LOOM_EINFEASIBLE);
+            ck_assert_str_eq(err.message,
+                             "zero-bubble: rank 0 cannot run within the memory cap of 1 bytes "
+                             "in any order: microbatch 0's forwards through its chunks there "
+                             "hold 2 bytes together, with 0 static; raise the cap or add a "
+                             "memory tuner");
+            loom_schedule_free(sc);
         }
         loom_graph_free(g);
     }
@@ -284,6 +343,7 @@ static Suite *suite(void)
     tcase_add_test(tc, uniform_closed_form);
     tcase_add_test(tc, h2_not_slower_than_h1);
     tcase_add_test(tc, random_graphs_respect_cap);
+    tcase_add_test(tc, v_placement_within_the_cap);
     tcase_add_test(tc, unsplit_graph_and_params);
     suite_add_tcase(s, tc);
     return s;

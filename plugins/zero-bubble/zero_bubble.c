@@ -12,8 +12,11 @@
  *     runs as soon as it is ready, alternating with F 1F1B-style when both
  *     are ready (after an F the I goes first, after an I or W the F);
  *   - F only while the rank's in-flight microbatches (F started, W not yet
- *     ended) stay under `max_inflight` and its activation fits the memory
- *     cap (memory_cap_bytes - static_bytes[rank], when cap > 0);
+ *     ended) stay under `max_inflight` and, when cap > 0, what the rank
+ *     holds plus the room it keeps for the remaining forwards of its
+ *     microbatches in flight stays under memory_cap_bytes (a banker's
+ *     reservation, so a V or interleaved placement cannot fill a rank
+ *     with new microbatches that its later chunks then have no room for);
  *   - W only when neither an I nor an allowed F can start at that moment,
  *     i.e. it fills otherwise-idle time, and always when the in-flight
  *     limit blocks the forwards (a W frees its microbatch's activation).
@@ -22,7 +25,10 @@
  * ZB-H2's. Ties inside a queue: higher priority, lower sub-microbatch,
  * position order (forwards ascending, backwards descending), stage id.
  * When every rank with work is blocked by the limit or the cap, the
- * blocked forward leaving its rank with the least memory runs anyway.
+ * blocked forward leaving its rank with the least memory runs anyway if
+ * it fits the cap; otherwise the call fails with LOOM_EINFEASIBLE and the
+ * reason (before ordering when no order can fit a rank), never with an
+ * order over the cap.
  */
 #include <string.h>
 #include <loom/kits/listsched.h>

@@ -80,6 +80,24 @@ typedef struct loom_evaluator_service {
     void (*set_deadline)(loom_evaluator *ev, double deadline_ms);
 } loom_evaluator_service;
 
+/* "loom.partition_eval" v1: scores one partition as the engine would
+ * plan it, for partitioners that judge a split by simulation. evaluate()
+ * builds the stage graph of `part` for iteration `it` (the pipeline's
+ * cost model; whole or split backward as the pipeline's interleaver
+ * asks), runs the pipeline's evaluator on it once (interleaver, memory
+ * tuner, simulator) with first-in-first-out priorities (group g gets
+ * n_groups - g, the fifo ranker's) and fills *out (its optional arrays
+ * left NULL). `part` is the caller's and is not kept; it needs the
+ * samples of `it` assigned. Allocates the graph and an evaluator per
+ * call. Errors as the engine's (a plugin's name its id). */
+#define LOOM_SERVICE_PARTITION_EVAL "loom.partition_eval"
+typedef struct loom_partition_eval_service {
+    uint32_t struct_size;
+    uint32_t version;
+    int (*evaluate)(loom_ctx *ctx, const loom_iteration *it, const loom_partition *part,
+                    loom_metrics *out, loom_error *err);
+} loom_partition_eval_service;
+
 /* "loom.cost" v1: the pipeline's cost model, for partitioners that need
  * estimates (time of a module for a given sample set). */
 #define LOOM_SERVICE_COST "loom.cost"
@@ -218,6 +236,15 @@ loom_host_simulator(const loom_host_api *host, loom_ctx *ctx)
     if (LOOM_HOST_HAS(host, simulator) && host->simulator)
         return host->simulator(ctx);
     return (const loom_simulator_service *)host->service(LOOM_SERVICE_SIMULATOR, 1);
+}
+
+/* The partition evaluator of ctx's run (by name: it has no table member);
+ * NULL when the host has none (an older host, a mock host without it, or
+ * no plan running). */
+static inline const loom_partition_eval_service *
+loom_host_partition_eval(const loom_host_api *host)
+{
+    return (const loom_partition_eval_service *)host->service(LOOM_SERVICE_PARTITION_EVAL, 1);
 }
 
 /* ---------------------------------------------------------------------- */

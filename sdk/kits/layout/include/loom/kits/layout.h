@@ -62,6 +62,55 @@ int32_t loom_lk_vpp_options(int64_t n_layers, int32_t pp, int32_t microbatches, 
 int32_t loom_lk_vpp_candidates(const loom_problem *problem, int sweep, int32_t *out,
                                int32_t cap);
 
+/* ---- simulated refinement of a split (refine.c) ---------------------- */
+
+/* How good one split is: fewer ranks over the memory cap first, then the
+ * shorter simulated makespan. */
+typedef struct loom_lk_split_score {
+    int32_t cap_violations;
+    double makespan_ms;
+} loom_lk_split_score;
+
+/* The search's budget, scorer and results. */
+typedef struct loom_lk_refine {
+    int32_t max_evaluations;  /* scorer calls at most, the first split's included */
+    /* Scores the split sizes[n_pos] (caller's code: build, simulate). */
+    int (*score)(void *user, const int32_t *sizes, loom_lk_split_score *out, loom_error *err);
+    int (*stop)(void *user);  /* may be NULL; 1: stop now (deadline, SIGINT) */
+    void *user;
+    /* out: */
+    int32_t evaluations;      /* scorer calls made */
+    int32_t moves;            /* layer moves kept */
+    loom_lk_split_score initial, best; /* the first split's score, the kept one's */
+} loom_lk_refine;
+
+/* Refines the layer split sizes[n_pos] in place by local search, as
+ * PyTorch's pipeline auto-partitioner (pytorch/pytorch PR #179212) refines
+ * its min-max split: one layer at a time moves across a boundary of a
+ * position, the heaviest position (by layer_weight, the weights the split
+ * balanced) first, its first layer to the position before and its last
+ * to the one after, then the next heaviest; the first move whose split
+ * scores strictly better is kept and the search restarts from it, never
+ * undoing the move just kept. Stops when no move improves, after
+ * r->max_evaluations scorer calls (the starting split's included; < 1
+ * scores nothing) or when r->stop says so, with sizes the best split
+ * scored. No position loses its last layer. scratch and load hold n_pos
+ * entries each. Returns LOOM_OK or the scorer's error (sizes then the best
+ * split before the failing call). */
+int loom_lk_refine_split(const double *layer_weight, int32_t n_pos, int32_t *sizes,
+                         int32_t *scratch, double *load, loom_lk_refine *r, loom_error *err);
+
+/* A partition of the problem's model with room for one flow of n_pos
+ * positions and n_samples samples (sample_mb -1, subs 1, attention scale
+ * 1), allocated through host->alloc, for a partitioner that scores
+ * layouts outside the candidate set (another iteration's samples). Free
+ * with loom_lk_partition_free; NULL when out of memory. */
+loom_partition *loom_lk_partition_new(const loom_host_api *host, const loom_problem *problem,
+                                      int32_t n_pos, int32_t n_samples);
+
+/* Frees a partition from loom_lk_partition_new (NULL is ignored). */
+void loom_lk_partition_free(const loom_host_api *host, loom_partition *p);
+
 /* Ranks and positions of one module in a partition laid out from
  * per-module layouts (loom_lk_module_layouts). */
 typedef struct loom_lk_module_place {

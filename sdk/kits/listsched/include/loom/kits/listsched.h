@@ -180,9 +180,22 @@ int32_t loom_ls_pick_forced(loom_ls *ls, const loom_stage_graph *g,
  * max_inflight: 0 derives the limit from the memory cap (bytes only), or
  * P microbatches when the graph has no cap. Ties inside a queue: higher
  * priority, lower sub-microbatch, position order (forwards ascending,
- * backwards descending), stage id. When every rank with work is blocked
- * by the limit or the cap, the blocked forward leaving its rank with the
- * least memory runs anyway (the order may then exceed the cap).
+ * backwards descending), stage id. With a cap, a rank admits a forward
+ * only when what it holds plus the room it keeps for the remaining
+ * forwards (later chunks on that rank: a V or interleaved placement) of
+ * every microbatch in flight there stay under the cap, so every
+ * microbatch in flight can come back through it (a banker's rule: a
+ * microbatch opening on a rank reserves all its forwards there, each
+ * forward then allocates out of the reservation). Forwards of a rank's
+ * first chunk and of its later chunks wait in two queues that act as one,
+ * so a blocked new microbatch does not hide a later chunk's forward. A
+ * rank or microbatch that no order fits (its static bytes plus one
+ * microbatch's forwards there over the cap) is refused before ordering.
+ * When every rank with
+ * work is blocked by the limit or the cap, the blocked forward leaving its
+ * rank with the least memory runs anyway when it fits the cap; when it
+ * does not, the order is refused (LOOM_EINFEASIBLE naming the rank, the
+ * stage, the bytes and the cap) instead of exceeding it.
  * The zero-bubble interleaver and the exact interleaver's warm start both
  * run this code. Ownership as loom_ls: embedded in the caller, released
  * with loom_zb_release(). */
@@ -194,12 +207,20 @@ typedef struct loom_zb {
     int32_t cap_ranks;
     int32_t *open;         /* per (rank, microbatch): open stage pairs */
     int64_t cap_open;
+    /* Headroom under a cap (one block, `reserve`): per (rank, microbatch)
+     * the bytes of all its forwards on the rank (total) and what of them
+     * is reserved but not yet allocated (pending); per rank the sum of
+     * pending (held_back). */
+    int64_t *reserve;
+    int64_t cap_reserve;
+    int64_t *total, *pending, *held_back;
 } loom_zb;
 
 /* Writes the zero-bubble order of every rank of g into out (priorities:
  * one per group, higher earlier, or NULL for group order). LOOM_EINVAL
  * (message prefixed with `who`) for a stage outside 0..n_microbatches-1
- * or a dependency cycle; LOOM_ENOMEM. */
+ * or a dependency cycle; LOOM_EINFEASIBLE when the order cannot go on
+ * within the memory cap; LOOM_ENOMEM. */
 int loom_zb_order(loom_zb *zb, const loom_host_api *host,
                   const loom_stage_graph *g, const float *priorities,
                   int64_t max_inflight, loom_schedule *out, const char *who,
