@@ -56,6 +56,8 @@ START_TEST(test_presets)
     ck_assert_double_eq(c->gemm_half_flops, 4e9);
     ck_assert_double_eq(c->attention_half_flops, 4e9);
     ck_assert_double_eq(c->p2p_latency_ms, 0.02);
+    ck_assert_double_eq(c->peak_flops_tf32, 494.7e12); /* H100 SXM datasheet, dense */
+    ck_assert_double_eq(c->peak_flops_fp8, 1978.9e12);
     loom_cluster_data_free(d);
 
     d = must_load("h100");
@@ -111,6 +113,11 @@ START_TEST(test_example_files_equal_presets)
         ck_assert_double_eq(a->kernel_launch_us, b->kernel_launch_us);
         ck_assert_double_eq(a->attention_backward, b->attention_backward);
         ck_assert_double_eq(a->eff_optimizer, b->eff_optimizer);
+        ck_assert_double_eq(a->peak_flops_tf32, b->peak_flops_tf32);
+        ck_assert_double_eq(a->peak_flops_fp32, b->peak_flops_fp32);
+        ck_assert_double_eq(a->peak_flops_fp8, b->peak_flops_fp8);
+        ck_assert_double_gt(b->peak_flops_fp32, 0); /* every preset gives FP32 and TF32 */
+        ck_assert_double_gt(b->peak_flops_tf32, b->peak_flops_fp32);
         loom_cluster_data_free(f);
         loom_cluster_data_free(p);
     }
@@ -134,6 +141,15 @@ START_TEST(test_defaults)
     ck_assert_double_eq(c->gemm_half_flops, 0); /* no size curve unless set */
     ck_assert_double_eq(c->attention_half_flops, 0);
     ck_assert_double_eq(c->p2p_latency_ms, 0.02);
+    ck_assert_double_eq(c->peak_flops_tf32, 0); /* other precisions: not given */
+    ck_assert_double_eq(c->peak_flops_fp8, 0);
+    loom_cluster_data_free(d);
+    d = must_load(loom_test_tmpfile(".json", "{" REQUIRED ", \"peak_flops_tf32\": 5e13, "
+                                    "\"peak_flops_fp32\": 2.5e13, \"peak_flops_fp8\": 2e14}"));
+    c = loom_cluster_data_cluster(d);
+    ck_assert_double_eq(c->peak_flops_tf32, 5e13);
+    ck_assert_double_eq(c->peak_flops_fp32, 2.5e13);
+    ck_assert_double_eq(c->peak_flops_fp8, 2e14);
     loom_cluster_data_free(d);
 
     d = must_load(loom_test_tmpfile(".json", "{" REQUIRED ", \"gpus_per_node\": 4, "

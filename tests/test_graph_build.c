@@ -2,7 +2,8 @@
  * and edge counts of a modality-aware partition, replica flows that split
  * the microbatches between them, the partition errors it reports, and
  * per-span TP degrees in P2P locality and peak FLOP/s, and the merged tokens
- * a patch-merging encoder hands across flows. */
+ * a patch-merging encoder hands across flows, and the static bytes of the
+ * loom.cost service against the graph's. */
 #include <string.h>
 #include "testutil.h"
 #include "engine_api.h"
@@ -420,6 +421,50 @@ END_TEST
  * a part of every trainable layer's bytes with nothing recomputed, all of
  * them under full recomputation (F then stores only the layer input) and
  * nothing of a frozen layer. */
+/* The static bytes a partitioner reads through loom.cost span_static_bytes
+ * (the core/cost rule) add up, span by span, to what the graph builder
+ * charges each rank, which the memory tuners and the simulator read; a
+ * span outside its module is refused. Worked example: vlm-s with each
+ * module's layers in four quarters, one quarter of each module a rank, so
+ * rank 0 holds the ViT's first quarter and the LM's first (its embedding
+ * half) and rank 3 the last quarters (the LM head half). */
+START_TEST(test_span_static_matches_graph)
+{
+    fixture fx = open_fixture();
+    loom_error err = {0};
+    loom_stage_graph *g = NULL;
+    loom_partition *p = two_flows(fx.set, 0);
+    ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, &g, &err), LOOM_OK);
+    const loom_cost_service *cost = loom_host_cost(loom_host_table(), fx.cost);
+    ck_assert(LOOM_COST_HAS(cost, span_static_bytes));
+    int64_t sum[4] = {0, 0, 0, 0};
+    for (int32_t i = 0; i < p->n_positions; i++) {
+        const loom_position *pos = &p->positions[i];
+        for (int32_t k = 0; k < pos->n_spans; k++) {
+            int64_t b = -1;
+            ck_assert_int_eq(cost->span_static_bytes(fx.cost, &p->spans[pos->span_off + k], &b,
+                                                     &err), LOOM_OK);
+            ck_assert_int_gt(b, 0);
+            sum[pos->rank] += b;
+        }
+    }
+    for (int32_t r = 0; r < 4; r++)
+        ck_assert_int_eq(sum[r], g->static_bytes[r]);
+    /* the LM's embedding (rank 0) and head (rank 3) halves: more static
+     * bytes there than on the middle ranks, which hold as many layers */
+    ck_assert_int_gt(g->static_bytes[0], g->static_bytes[1]);
+    ck_assert_int_gt(g->static_bytes[3], g->static_bytes[2]);
+    loom_span bad = {1, s.problem.model->modules[1].n_layers - 1, 2, 0};
+    int64_t b = 7;
+    ck_assert_int_eq(cost->span_static_bytes(fx.cost, &bad, &b, &err), LOOM_EINVAL);
+    ck_assert_int_eq(b, 0);
+    ck_assert_ptr_nonnull(strstr(err.message, "expected a range within its"));
+    loom_graph_free(g);
+    loom_candidates_free(fx.set);
+    loom_session_close(&s);
+}
+END_TEST
+
 START_TEST(test_memory_per_phase)
 {
     fixture fx = open_fixture();
@@ -481,6 +526,7 @@ int main(void)
     tcase_add_test(tc, test_span_tp);
     tcase_add_test(tc, test_merged_patches_cross_flows);
     tcase_add_test(tc, test_memory_per_phase);
+    tcase_add_test(tc, test_span_static_matches_graph);
     tcase_add_test(tc, test_exposed_comm_per_stage);
     tcase_add_test(tc, test_offload_option);
     suite_add_tcase(su, tc);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <loom/tokens.h>
 #include "engine_api.h"
+#include "cost_rules.h"
 
 typedef struct build {
     const loom_problem *problem;
@@ -23,17 +24,11 @@ typedef struct build {
     double *comm_back;       /* [F stage]: exposed TP comm of its B (or I) */
     int32_t *layers_of_flow; /* [f]: layers over all its positions */
     int32_t *layer_base;     /* [position]: layers before it in its flow */
-    int64_t *gpu0;           /* [rank]: first GPU of the rank's TP group */
-    int64_t gpus;            /* GPUs over all ranks */
     int p2p_rc;              /* first failure of the cost model's p2p_ms */
     loom_error *err;         /* where that failure's message went */
     loom_shape_sums **sums;  /* [module]: per-microbatch sums, NULL until used */
-    double *rank_params;     /* [rank]: parameters one GPU of the rank holds */
-    double *rank_trainable;  /* [rank]: of those, the ones with gradients */
-    double *pos_trainable;   /* [position]: the trainable parameters it holds */
-    int32_t *chunk_of;       /* [position]: its index among its rank's positions */
-    int32_t *rank_chunks;    /* [rank]: positions (virtual stages) on it */
-    int32_t max_chunks;      /* the most positions on one rank */
+    loom_cost_ranks ranks;   /* GPU groups, chunks and parameters of the ranks */
+    loom_cost_source src;    /* the cost model, for the rules above the layer */
 } build;
 
 /* The per-microbatch shape sums of `module` (computed on first use, one
@@ -169,107 +164,12 @@ static int check_partition(const loom_problem *pb, const loom_partition *pt,
     return rc;
 }
 
-/* Module m's layout: the partition's when its partitioner chose layouts,
- * else the problem's; NULL for a single-layout problem. */
-static const loom_module_layout *layout_of(const loom_problem *pb, const loom_partition *pt,
-                                           int32_t m)
-{
-    if (LOOM_STRUCT_HAS(pt, loom_partition, layouts) && pt->layouts && pt->n_layouts > 0) {
-        if (m < 0 || m >= pt->n_layouts || pt->layouts[m].struct_size < LOOM_MODULE_LAYOUT_SIZE_V1)
-            return NULL;
-        return &pt->layouts[m];
-    }
-    return loom_problem_module_layout(pb, m);
-}
-
-/* 1 when the partition or the problem carries per-module layouts. */
-static int has_layouts(const loom_problem *pb, const loom_partition *pt)
-{
-    return layout_of(pb, pt, 0) != NULL;
-}
-
-/* The layout of module m when it is listed (by the parallel config or
- * the partitioner), else NULL. */
-static const loom_module_layout *listed_layout(const loom_problem *pb, const loom_partition *pt,
-                                               int32_t m)
-{
-    const loom_module_layout *l = layout_of(pb, pt, m);
-    return l && l->listed ? l : NULL;
-}
-
-/* TP degree of a span: its own, else its module's layout's when the
- * parallel config lists the module, else the partition's, else the
- * problem's. */
-static int32_t span_tp(const loom_problem *pb, const loom_partition *pt, const loom_span *sp)
-{
-    if (sp->tp > 0)
-        return sp->tp;
-    const loom_module_layout *l = listed_layout(pb, pt, sp->module);
-    if (l && l->tp > 0)
-        return l->tp;
-    if (pt->tp > 0)
-        return pt->tp;
-    return pb->parallel.tp > 0 ? pb->parallel.tp : 1;
-}
-
-/* CP degree of a span: its module's layout's when listed, else the
- * problem's. */
-static int32_t span_cp(const loom_problem *pb, const loom_partition *pt, const loom_span *sp)
-{
-    const loom_module_layout *l = listed_layout(pb, pt, sp->module);
-    return l && l->cp > 0 ? l->cp : loom_parallel_cp(&pb->parallel);
-}
-
-/* GPUs in one pipeline rank's group of the set module m runs on: a
- * disjoint module's own tp x cp; a colocated one's, the tp x cp of the
- * module owning its set (following colocated_with), or of the top-level
- * layout; an unlisted module's, its span's tp x problem cp. */
-static int64_t set_width(const loom_problem *pb, const loom_partition *pt, const loom_span *sp)
-{
-    const loom_module_layout *l = listed_layout(pb, pt, sp->module);
-    if (!l)
-        return (int64_t)span_tp(pb, pt, sp) * loom_parallel_cp(&pb->parallel);
-    for (int32_t hops = 0; l && l->placement == LOOM_LAYOUT_COLOCATED &&
-                           hops < 64; hops++) /* 64: more modules than a model has */
-        l = l->colocated_with >= 0 ? layout_of(pb, pt, l->colocated_with) : NULL;
-    if (l && l->placement == LOOM_LAYOUT_DISJOINT)
-        return (int64_t)l->tp * l->cp;
-    /* the top-level set: the widest group of the modules it runs as the
-     * top-level layout (a search may have chosen another TP than the
-     * problem's), else the problem's */
-    int64_t w = 0;
-    for (int32_t m = 0; m < pb->model->n_modules; m++) {
-        const loom_module_layout *t = layout_of(pb, pt, m);
-        if (t && t->placement == LOOM_LAYOUT_TOP && (int64_t)t->tp * t->cp > w)
-            w = (int64_t)t->tp * t->cp;
-    }
-    return w > 0 ? w
-                 : (int64_t)(pb->parallel.tp > 0 ? pb->parallel.tp : 1) *
-                       loom_parallel_cp(&pb->parallel);
-}
-
-/* The disjoint module owning module m's GPUs (following colocated_with),
- * or -1 for the top-level GPUs. */
-static int32_t owner_set(const loom_problem *pb, const loom_partition *pt, int32_t m)
-{
-    for (int32_t hops = 0; hops < 64; hops++) { /* 64: more modules than a model has */
-        const loom_module_layout *l = layout_of(pb, pt, m);
-        if (!l || (l->placement == LOOM_LAYOUT_COLOCATED && l->colocated_with < 0) ||
-            l->placement == LOOM_LAYOUT_TOP)
-            return -1;
-        if (l->placement == LOOM_LAYOUT_DISJOINT)
-            return m;
-        m = l->colocated_with;
-    }
-    return -1;
-}
-
 /* With per-module layouts, every rank runs modules of one GPU set only: a
  * disjoint module never shares a rank with a module of another set (the
  * error names both, so a layout-unaware partitioner is caught). */
 static int check_sets(const loom_problem *pb, const loom_partition *pt, loom_error *err)
 {
-    if (!has_layouts(pb, pt))
+    if (!loom_cost_has_layouts(pb, pt))
         return LOOM_OK;
     int32_t *first = malloc((size_t)pt->n_ranks * sizeof *first);
     if (!first)
@@ -283,9 +183,9 @@ static int check_sets(const loom_problem *pb, const loom_partition *pt, loom_err
             int32_t m = pt->spans[pos->span_off + k].module;
             if (first[pos->rank] < 0)
                 first[pos->rank] = m;
-            else if (owner_set(pb, pt, m) != owner_set(pb, pt, first[pos->rank])) {
+            else if (loom_cost_owner_set(pb, pt, m) != loom_cost_owner_set(pb, pt, first[pos->rank])) {
                 int32_t a = first[pos->rank];
-                int32_t sa = owner_set(pb, pt, a), sm = owner_set(pb, pt, m);
+                int32_t sa = loom_cost_owner_set(pb, pt, a), sm = loom_cost_owner_set(pb, pt, m);
                 rc = loom_set_error(
                     err, LOOM_EINVAL,
                     "partition: rank %d runs modules \"%s\" (GPU set of %s) and \"%s\" (GPU "
@@ -303,99 +203,6 @@ static int check_sets(const loom_problem *pb, const loom_partition *pt, loom_err
     return rc;
 }
 
-/* GPUs of rank r's group (the next rank's first GPU minus its own). */
-static int64_t rank_width(const build *b, int32_t r)
-{
-    int64_t next = r + 1 < b->part->n_ranks ? b->gpu0[r + 1] : b->gpus;
-    return next - b->gpu0[r];
-}
-
-/* The GPUs one pipeline replica holds: every rank's group, except that a
- * disjoint module's set serves all dp replicas of the top-level layout, so
- * a replica holds 1/dp of its tp x cp x pp x dp GPUs (whatever the ranks
- * the simulated replica gives it). MFU divides by these. */
-static double replica_gpus(const build *b)
-{
-    const loom_problem *pb = b->problem;
-    const loom_partition *pt = b->part;
-    if (!has_layouts(pb, pt))
-        return (double)b->gpus;
-    int32_t dp = pb->parallel.dp > 0 ? pb->parallel.dp : 1;
-    for (int32_t m = 0; m < pb->model->n_modules; m++) {
-        const loom_module_layout *l = layout_of(pb, pt, m);
-        if (l && l->placement == LOOM_LAYOUT_TOP && l->dp > 0) { /* a partitioner's choice */
-            dp = l->dp;
-            break;
-        }
-    }
-    double gpus = 0;
-    int32_t *set_of_rank = malloc((size_t)pt->n_ranks * sizeof *set_of_rank);
-    if (!set_of_rank)
-        return (double)b->gpus;
-    for (int32_t r = 0; r < pt->n_ranks; r++)
-        set_of_rank[r] = -1;
-    for (int32_t i = 0; i < pt->n_positions; i++)
-        if (pt->positions[i].n_spans > 0)
-            set_of_rank[pt->positions[i].rank] =
-                owner_set(pb, pt, pt->spans[pt->positions[i].span_off].module);
-    for (int32_t r = 0; r < pt->n_ranks; r++)
-        if (set_of_rank[r] < 0)
-            gpus += (double)rank_width(b, r);
-    free(set_of_rank);
-    for (int32_t m = 0; m < pb->model->n_modules; m++) {
-        const loom_module_layout *l = layout_of(pb, pt, m);
-        if (l && l->placement == LOOM_LAYOUT_DISJOINT)
-            gpus += (double)l->tp * l->cp * l->pp * l->dp / dp;
-    }
-    return gpus > 0 ? gpus : (double)b->gpus;
-}
-
-/* Lays the ranks' TP x CP groups out on consecutive GPUs: rank r's TP
- * degree is the largest of the spans it runs (the partition's or the
- * problem's when it runs none), times the problem's cp; fills b->gpu0 and
- * b->gpus. With per-module layouts a rank's group is the largest of its
- * spans' tp x cp (each at its module's cp) and their sets' widths. */
-static int rank_gpus(build *b, loom_error *err)
-{
-    const loom_partition *pt = b->part;
-    const loom_span none = {0, 0, 0, 0};
-    b->gpu0 = calloc((size_t)pt->n_ranks + 1, sizeof *b->gpu0);
-    if (!b->gpu0)
-        return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
-    /* gpu0[r] holds rank r's width in GPUs first, then its first GPU */
-    int32_t cp = loom_parallel_cp(&b->problem->parallel);
-    for (int32_t i = 0; i < pt->n_positions; i++) {
-        const loom_position *pos = &pt->positions[i];
-        for (int32_t k = 0; k < pos->n_spans; k++) {
-            const loom_span *sp = &pt->spans[pos->span_off + k];
-            int64_t w = (int64_t)span_tp(b->problem, pt, sp) * span_cp(b->problem, pt, sp);
-            int64_t set = set_width(b->problem, pt, sp);
-            w = set > w ? set : w;
-            if (w > b->gpu0[pos->rank])
-                b->gpu0[pos->rank] = w;
-        }
-    }
-    b->gpus = 0;
-    for (int32_t r = 0; r < pt->n_ranks; r++) {
-        int64_t width = b->gpu0[r] > 0 ? b->gpu0[r] : (int64_t)span_tp(b->problem, pt, &none) * cp;
-        b->gpu0[r] = b->gpus;
-        b->gpus += width;
-    }
-    return LOOM_OK;
-}
-
-/* *total += add, failing when the rank's static bytes would pass 2^62
- * (far beyond any GPU; every addend is at most 2^41 by the cost checks). */
-static int add_bytes(int64_t *total, int64_t add, int32_t rank, loom_error *err)
-{
-    int64_t sum;
-    if (__builtin_add_overflow(*total, add, &sum) || sum > ((int64_t)1 << 62))
-        return loom_set_error(err, LOOM_EINVAL,
-                              "rank %d: parameter and optimizer bytes exceed 2^62", rank);
-    *total = sum;
-    return LOOM_OK;
-}
-
 /* P2P time of `bytes` from pipeline rank a to rank b (each a TP group laid
  * out on consecutive GPUs; the same node when their first GPUs share one;
  * `owner`, a or b, is the rank whose per-GPU share of the tensor bytes is),
@@ -408,15 +215,15 @@ static double p2p_ms(build *bd, int32_t a, int32_t b, double bytes, int32_t owne
         return 0;
     const loom_cluster *c = pb->cluster;
     int32_t gpn = c->gpus_per_node > 0 ? c->gpus_per_node : 1;
-    loom_p2p_link link = {(uint32_t)sizeof link, a, b, bd->gpu0[a] / gpn == bd->gpu0[b] / gpn,
-                          bd->gpu0[a], bd->gpu0[b]};
-    if (has_layouts(pb, bd->part)) {
+    loom_p2p_link link = {(uint32_t)sizeof link, a, b, bd->ranks.gpu0[a] / gpn == bd->ranks.gpu0[b] / gpn,
+                          bd->ranks.gpu0[a], bd->ranks.gpu0[b]};
+    if (loom_cost_has_layouts(pb, bd->part)) {
         /* resharding between groups of different widths: the narrower
          * group's GPUs each carry total / min(width) (docs/cost-models.md,
          * "Per-module layouts"); bytes is one GPU's share on rank `owner`,
          * the one whose forward output it is */
-        int64_t wa = rank_width(bd, a), wb = rank_width(bd, b);
-        bytes = bytes * (double)rank_width(bd, owner) / (double)(wa < wb ? wa : wb);
+        int64_t wa = loom_cost_rank_width(&bd->ranks, a), wb = loom_cost_rank_width(&bd->ranks, b);
+        bytes = bytes * (double)loom_cost_rank_width(&bd->ranks, owner) / (double)(wa < wb ? wa : wb);
     }
     double ms = 0;
     bd->p2p_rc = loom_cost_p2p_ms(bd->cost_ctx, &link, bytes, &ms, bd->err);
@@ -430,21 +237,6 @@ static int32_t position_layers(const loom_partition *pt, const loom_position *po
     for (int32_t s = 0; s < pos->n_spans; s++)
         n += pt->spans[pos->span_off + s].n_layers;
     return n;
-}
-
-/* Bytes a layer's W stage keeps after its I: the inputs of the weight
- * matmuls (QKV and FFN-in read the normed hidden state, the output
- * projection the attention output, FFN-out the FFN activation; a
- * cross-attention block adds its query and output projections' inputs),
- * `element` bytes each, split by TP, at most what the policy stores. The
- * output gradients W also reads are produced by I and not counted. */
-static int64_t weight_input_bytes(const loom_layer *ly, int64_t tokens, int32_t tp,
-                                  double element)
-{
-    double per_token = 3.0 * (double)ly->hidden + (double)ly->ffn_hidden +
-                       (ly->cross_attention ? 2.0 * (double)ly->hidden : 0.0);
-    double bytes = (double)tokens * per_token * element / (tp > 0 ? tp : 1);
-    return bytes > 4e18 ? (int64_t)4e18 : (int64_t)bytes;
 }
 
 /* Per-layer costs of one position for one (flow, mb) under every policy
@@ -472,8 +264,9 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
             return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
         /* a listed module narrower than its rank's group runs `reps`
          * data-parallel copies there, each on 1/reps of the microbatch */
-        int32_t tp = span_tp(pb, b->part, sp), cp = span_cp(pb, b->part, sp);
-        int64_t reps = listed_layout(pb, b->part, sp->module) ? rank_width(b, pos->rank) / ((int64_t)tp * cp)
+        int32_t tp = loom_cost_span_tp(pb, b->part, sp), cp = loom_cost_span_cp(pb, b->part, sp);
+        int64_t reps = loom_cost_listed_layout(pb, b->part, sp->module)
+                           ? loom_cost_rank_width(&b->ranks, pos->rank) / ((int64_t)tp * cp)
                                                      : 1;
         reps = reps < 1 ? 1 : reps;
         loom_shape_from_sums(pb, &sums[mb], subs * (int32_t)reps, &shape);
@@ -509,9 +302,8 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
                     c.recompute_flops < 1e30)
                     rflops[(size_t)k * LOOM_POLICY_COUNT + p] = c.recompute_flops;
                 if (!mod->frozen) { /* frozen layers have no W to keep bytes for */
-                    int64_t in = weight_input_bytes(&mod->layers[l], shape.tokens, shape.tp,
-                                                    element);
-                    keep[p] = in < opt[p].activation_bytes ? in : opt[p].activation_bytes;
+                    keep[p] = loom_cost_weight_kept_bytes(&mod->layers[l], shape.tokens, shape.tp,
+                                                          element, opt[p].activation_bytes);
                 }
                 if (p == 0)
                     *flops += c.flops * (double)reps;
@@ -543,154 +335,6 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
     return LOOM_OK;
 }
 
-/* Params + states of every layer placed on each rank, plus embeddings. */
-static int static_memory(build *b, loom_stage_graph *g, loom_error *err)
-{
-    const loom_problem *pb = b->problem;
-    const loom_model *model = pb->model;
-    const loom_partition *pt = b->part;
-    for (int32_t f = 0; f < pt->n_flows; f++) {
-        const loom_flow *fl = &pt->flows[f];
-        for (int32_t p = 0; p < fl->n_pos; p++) {
-            const loom_position *pos = &pt->positions[fl->pos_off + p];
-            for (int32_t s = 0; s < pos->n_spans; s++) {
-                const loom_span *sp = &pt->spans[pos->span_off + s];
-                loom_shape shape = LOOM_SHAPE_INIT;
-                shape.tokens = 1;
-                shape.seq_sq_sum = 1;
-                shape.sequences = 1;
-                shape.tp = span_tp(pb, pt, sp);
-                shape.trainable_upstream = 1;
-                const loom_module_layout *own = listed_layout(pb, pt, sp->module);
-                if (own) { /* its states shard over its own dp x cp */
-                    shape.cp = span_cp(pb, pt, sp);
-                    shape.dp = own->dp;
-                }
-                /* parameters: weight bytes over the element size (2: bf16) */
-                double element = 2.0;
-                for (int32_t l = sp->first_layer; l < sp->first_layer + sp->n_layers; l++) {
-                    loom_layer_cost c = LOOM_LAYER_COST_INIT;
-                    int rc = loom_cost_estimate(b->cost_ctx, sp->module, l, &shape, 0, &c, err);
-                    if (rc != LOOM_OK)
-                        return rc;
-                    if (add_bytes(&g->static_bytes[pos->rank], c.param_bytes + c.state_bytes,
-                                  pos->rank, err) != LOOM_OK)
-                        return LOOM_EINVAL;
-                    element = loom_layer_cost_element_bytes(&c);
-                    double n = (double)c.param_bytes / element;
-                    b->rank_params[pos->rank] += n;
-                    if (!model->modules[sp->module].frozen) {
-                        b->rank_trainable[pos->rank] += n;
-                        b->pos_trainable[fl->pos_off + p] += n;
-                    }
-                }
-                const loom_module *mod = &model->modules[sp->module];
-                int first = sp->first_layer == 0, last = sp->first_layer + sp->n_layers == mod->n_layers;
-                if (mod->vocab > 0 && (first || last)) {
-                    int64_t pbytes = 0, sbytes = 0;
-                    int rc = loom_cost_module_extra(b->cost_ctx, sp->module, shape.tp, &pbytes, &sbytes, err);
-                    if (rc != LOOM_OK)
-                        return rc;
-                    int64_t share = (pbytes + sbytes) / ((first && last) ? 1 : 2);
-                    if (add_bytes(&g->static_bytes[pos->rank], share, pos->rank, err) != LOOM_OK)
-                        return LOOM_EINVAL;
-                    double half = (double)pbytes / element / ((first && last) ? 1 : 2);
-                    b->rank_params[pos->rank] += half;
-                    if (!mod->frozen) {
-                        b->rank_trainable[pos->rank] += half;
-                        b->pos_trainable[fl->pos_off + p] += half;
-                    }
-                }
-            }
-        }
-    }
-    return LOOM_OK;
-}
-
-/* Numbers each rank's positions (its chunks, virtual stages) in flow
- * order: b->chunk_of, b->rank_chunks and b->max_chunks. */
-static int number_chunks(build *b, loom_error *err)
-{
-    const loom_partition *pt = b->part;
-    b->chunk_of = calloc((size_t)pt->n_positions + 1, sizeof(int32_t));
-    b->rank_chunks = calloc((size_t)pt->n_ranks + 1, sizeof(int32_t));
-    if (!b->chunk_of || !b->rank_chunks)
-        return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
-    b->max_chunks = 1;
-    for (int32_t f = 0; f < pt->n_flows; f++)
-        for (int32_t p = 0; p < pt->flows[f].n_pos; p++) {
-            int32_t idx = pt->flows[f].pos_off + p, r = pt->positions[idx].rank;
-            b->chunk_of[idx] = b->rank_chunks[r]++;
-            if (b->rank_chunks[r] > b->max_chunks)
-                b->max_chunks = b->rank_chunks[r];
-        }
-    return LOOM_OK;
-}
-
-/* Each chunk's share of its rank's trainable parameters
- * (g->tail_chunk_share, chunks as number_chunks numbers them). The
- * overlapped gradient sync divides by it. */
-static int chunk_shares(build *b, loom_stage_graph *g, loom_error *err)
-{
-    const loom_partition *pt = b->part;
-    int32_t C = b->max_chunks;
-    double *share = calloc((size_t)pt->n_ranks * (size_t)C, sizeof(double));
-    if (!share)
-        return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
-    for (int32_t idx = 0; idx < pt->n_positions; idx++) {
-        int32_t r = pt->positions[idx].rank;
-        if (b->rank_trainable[r] > 0)
-            share[(size_t)r * (size_t)C + (size_t)b->chunk_of[idx]] =
-                b->pos_trainable[idx] / b->rank_trainable[r];
-    }
-    free(g->tail_chunk_share);
-    g->tail_chunk_share = share;
-    g->tail_chunks = C;
-    return LOOM_OK;
-}
-
-/* The tail of every rank's iteration (data-parallel gradient sync,
- * parameter all-gather, optimizer step) from the cost model, for the
- * parameters static_memory() placed on it. A rank's DP group (stride tp,
- * Megatron-LM's tp-dp-pp order) stays in one node when tp * dp fits. */
-static int iteration_tail(build *b, loom_stage_graph *g, loom_error *err)
-{
-    const loom_problem *pb = b->problem;
-    const loom_partition *pt = b->part;
-    int32_t gpn = pb->cluster && pb->cluster->gpus_per_node > 0 ? pb->cluster->gpus_per_node : 1;
-    int32_t cp = loom_parallel_cp(&pb->parallel);
-    /* context-parallel GPUs hold the same weights: gradients are reduced
-     * (and optimizer states sharded) over dp x cp, Megatron's dp-cp group */
-    int32_t dp = (pb->parallel.dp > 0 ? pb->parallel.dp : 1) * cp;
-    for (int32_t r = 0; r < pt->n_ranks; r++) {
-        int32_t chunks = b->rank_chunks[r];
-        int32_t tp = (int32_t)(rank_width(b, r) / cp), rdp = dp;
-        const loom_module_layout *own = NULL;
-        for (int32_t i = 0; i < pt->n_positions && !own; i++)
-            if (pt->positions[i].rank == r && pt->positions[i].n_spans > 0)
-                own = listed_layout(pb, pt, pt->spans[pt->positions[i].span_off].module);
-        if (own && own->placement == LOOM_LAYOUT_DISJOINT) {
-            /* a rank of a disjoint module syncs over that module's dp x cp */
-            tp = (int32_t)(rank_width(b, r) / own->cp);
-            rdp = own->dp * own->cp;
-        }
-        loom_rank_state st = {(uint32_t)sizeof st, r, tp, rdp, chunks,
-                              (int64_t)tp * rdp <= gpn, b->rank_params[r], b->rank_trainable[r]};
-        loom_rank_tail t = {.struct_size = (uint32_t)sizeof t};
-        int rc = loom_cost_rank_tail(b->cost_ctx, &st, &t, err);
-        if (rc != LOOM_OK)
-            return rc;
-        /* one set of settings for the whole job, else unknown */
-        g->assumed = r == 0 || g->assumed == t.assumed ? t.assumed : 0;
-        g->tail_grad_sync_ms[r] = t.grad_sync_ms;
-        g->tail_grad_bucket_ms[r] = t.grad_bucket_ms;
-        g->tail_overlap[r] = t.overlap_grad_reduce != 0;
-        g->tail_param_gather_ms[r] = t.param_gather_ms;
-        g->tail_optimizer_ms[r] = t.optimizer_ms;
-    }
-    return chunk_shares(b, g, err);
-}
-
 /* 1 when position pos of flow f is costed from the same inputs in
  * microbatches mb and prev: the same sub-microbatch count, the same token
  * sums for every module it holds and the same attention scale, so a cost
@@ -716,7 +360,7 @@ static int fill(build *b, loom_stage_graph *g, loom_error *err)
 {
     const loom_partition *pt = b->part;
     int32_t M = b->M, F = b->F, e = 0, pair = 0;
-    const int32_t *chunk_of = b->chunk_of;
+    const int32_t *chunk_of = b->ranks.chunk_of;
 
     int rc = LOOM_OK;
     int32_t entry = 0, max_layers = 1;
@@ -923,16 +567,11 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
         rc = loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
         goto done;
     }
-    rc = rank_gpus(&b, err);
+    b.src = (loom_cost_source){cost_ctx, loom_cost_estimate, loom_cost_module_extra,
+                               loom_cost_rank_tail};
+    rc = loom_cost_ranks_init(&b.ranks, problem, part, err);
     if (rc != LOOM_OK)
         goto done;
-    b.rank_params = calloc((size_t)part->n_ranks, sizeof(double));
-    b.rank_trainable = calloc((size_t)part->n_ranks, sizeof(double));
-    b.pos_trainable = calloc((size_t)part->n_positions + 1, sizeof(double));
-    if (!b.rank_params || !b.rank_trainable || !b.pos_trainable) {
-        rc = loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
-        goto done;
-    }
     for (int32_t f = 0; f < F; f++) {
         for (int32_t p = 0; p < part->flows[f].n_pos; p++) {
             int32_t idx = part->flows[f].pos_off + p;
@@ -993,13 +632,11 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
                 g->group_pred[ge++] = mb * F + part->flows[f].inputs[k];
         }
     g->group_pred_off[M * F] = ge;
-    rc = number_chunks(&b, err);
+    rc = fill(&b, g, err);
     if (rc == LOOM_OK)
-        rc = fill(&b, g, err);
+        rc = loom_cost_static_memory(&b.ranks, &b.src, problem, part, g->static_bytes, err);
     if (rc == LOOM_OK)
-        rc = static_memory(&b, g, err);
-    if (rc == LOOM_OK)
-        rc = iteration_tail(&b, g, err);
+        rc = loom_cost_iteration_tail(&b.ranks, &b.src, problem, part, g, err);
     if (rc != LOOM_OK) {
         loom_graph_free(g);
         goto done;
@@ -1008,7 +645,9 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
                           : problem->cluster ? (double)problem->cluster->hbm_bytes
                                              : 0;
     if (problem->cluster) /* mean over ranks of the GPUs one replica holds */
-        g->peak_flops_per_rank = problem->cluster->peak_flops * replica_gpus(&b) / part->n_ranks;
+        g->peak_flops_per_rank =
+            problem->cluster->peak_flops * loom_cost_replica_gpus(&b.ranks, problem, part) /
+            part->n_ranks;
     loom_graph_apply_policies(g);
     *out = g;
 done:
@@ -1020,12 +659,7 @@ done:
     free(b.comm_back);
     free(b.layers_of_flow);
     free(b.layer_base);
-    free(b.gpu0);
-    free(b.rank_params);
-    free(b.rank_trainable);
-    free(b.pos_trainable);
-    free(b.chunk_of);
-    free(b.rank_chunks);
+    loom_cost_ranks_free(&b.ranks);
     for (int32_t m = 0; b.sums && m < problem->model->n_modules; m++)
         free(b.sums[m]);
     free(b.sums);

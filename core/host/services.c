@@ -5,6 +5,7 @@
 #include <string.h>
 #include "pipeline.h"
 #include "services.h"
+#include "cost_rules.h"
 #include "shape.h"
 #include "stage_graph.h"
 
@@ -405,9 +406,35 @@ static int svc_run_module_shape(loom_ctx *ctx, int32_t module, const loom_iterat
     return LOOM_OK;
 }
 
+/* span_static_bytes(): the static-memory rule of core/cost for one span
+ * under the problem's layouts, after checking the span is a layer range
+ * of a module. */
+static int svc_span_static_bytes(loom_ctx *ctx, const loom_span *span, int64_t *bytes,
+                                 loom_error *err)
+{
+    const loom_problem *pb = ctx && ctx->pipeline ? ctx->pipeline->problem : NULL;
+    if (!bytes)
+        return loom_set_error(err, LOOM_EINVAL, "loom.cost span_static_bytes: no output given");
+    *bytes = 0;
+    if (!pb || !pb->model || !span || span->module < 0 || span->module >= pb->model->n_modules)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "loom.cost span_static_bytes: expected a span of a module of "
+                              "the problem's model");
+    const loom_module *mod = &pb->model->modules[span->module];
+    if (span->first_layer < 0 || span->n_layers < 1 || span->tp < 0 ||
+        span->first_layer + span->n_layers > mod->n_layers)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "loom.cost span_static_bytes: layers %d..%d of module %s: "
+                              "expected a range within its %d layers",
+                              span->first_layer, span->first_layer + span->n_layers - 1,
+                              mod->name, mod->n_layers);
+    loom_cost_source src = {ctx, loom_cost_estimate, loom_cost_module_extra, loom_cost_rank_tail};
+    return loom_cost_span_static(&src, pb, NULL, span, bytes, NULL, NULL, NULL, err);
+}
+
 const loom_cost_service loom_cost_service_v1 = {
     sizeof(loom_cost_service), 1, svc_layer, svc_module_shape, svc_mean_layer_ms,
-    svc_run_module_shape,
+    svc_run_module_shape, svc_span_static_bytes,
 };
 
 const void *loom_service_lookup(const char *name, uint32_t min_version)

@@ -52,7 +52,8 @@ static int parse_cluster(const char *file, const cJSON *root, loom_cluster *c,
     static const char *const keys[] = {"name", "peak_flops", "hbm_bytes_per_s", "hbm_bytes",
                                        "gpus_per_node", "nvlink_bytes_per_s",
                                        "net_bytes_per_s", "efficiency", "p2p_latency_ms",
-                                       "host_bytes_per_s", NULL};
+                                       "host_bytes_per_s", "peak_flops_tf32", "peak_flops_fp32",
+                                       "peak_flops_fp8", NULL};
     static const char *const eff_keys[] = {"gemm", "attention", "memory", "collective",
                                            "gemm_half_flops", "attention_half_flops",
                                            "kernel_launch_us", "attention_backward", "optimizer",
@@ -92,6 +93,15 @@ static int parse_cluster(const char *file, const cJSON *root, loom_cluster *c,
     if (!rc)
         rc = loom_json_get_double(file, root, "", "host_bytes_per_s", 0, 1.0, 1e15,
                                   &c->host_bytes_per_s, err);
+    if (!rc)
+        rc = loom_json_get_double(file, root, "", "peak_flops_tf32", 0, 1.0, 1e18,
+                                  &c->peak_flops_tf32, err);
+    if (!rc)
+        rc = loom_json_get_double(file, root, "", "peak_flops_fp32", 0, 1.0, 1e18,
+                                  &c->peak_flops_fp32, err);
+    if (!rc)
+        rc = loom_json_get_double(file, root, "", "peak_flops_fp8", 0, 1.0, 1e18,
+                                  &c->peak_flops_fp8, err);
     if (!rc)
         rc = loom_json_get_object(file, root, "", "efficiency", 0, &eff, err);
     if (rc)

@@ -100,16 +100,27 @@ static const char *const model_names[] = {
 #define GEN5_HOST 51.2e9
 #define GEN4_HOST 25.6e9
 
+/* Dense matmul peaks other than bf16, TF32, FP32 and FP8 (0: none), from
+ * NVIDIA's datasheets: H100 SXM (the H800 and H200 have its compute) 494.7,
+ * 66.9 and 1978.9 TFLOP/s; A100 156 and 19.5; A40 74.8 and 37.4. */
+#define H_PEAKS 494.7e12, 66.9e12, 1978.9e12
+#define A100_PEAKS 156e12, 19.5e12, 0.0
+#define A40_PEAKS 74.8e12, 37.4e12, 0.0
+
 /* Cluster presets: bf16 dense peak, HBM bandwidth and size, GPUs per node,
  * NVLink (PCIe for the A40) and per-GPU network bandwidth, then the host
- * copy bandwidth. */
+ * copy bandwidth, and the other precisions' peaks. */
 static const loom_cluster clusters[] = {
-    {"h800", 989e12, 3.35e12, GIB(80), 8, 0, 200e9, 25e9, H_EFF, H_HALF, GEN5_HOST, 0.0, 0.0, 0.0},
-    {"h100", 989e12, 3.35e12, GIB(80), 8, 0, 450e9, 50e9, H_EFF, H_HALF, GEN5_HOST, 0.0, 0.0, 0.0},
+    {"h800", 989e12, 3.35e12, GIB(80), 8, 0, 200e9, 25e9, H_EFF, H_HALF, GEN5_HOST, 0.0, 0.0, 0.0,
+     H_PEAKS},
+    {"h100", 989e12, 3.35e12, GIB(80), 8, 0, 450e9, 50e9, H_EFF, H_HALF, GEN5_HOST, 0.0, 0.0, 0.0,
+     H_PEAKS},
     {"h200", 989e12, 4.8e12, 150754820096LL, 8, 0, 450e9, 50e9, H200_EFF, H_HALF, GEN5_HOST,
-     H200_SHAPE},
-    {"a100", 312e12, 2.0e12, GIB(80), 8, 0, 300e9, 25e9, DEFAULTS, A_HALF, GEN4_HOST, 0.0, 0.0, 0.0},
-    {"a40", 149.7e12, 696e9, GIB(48), 8, 0, 32e9, 12.5e9, DEFAULTS, A_HALF, GEN4_HOST, 0.0, 0.0, 0.0},
+     H200_SHAPE, H_PEAKS},
+    {"a100", 312e12, 2.0e12, GIB(80), 8, 0, 300e9, 25e9, DEFAULTS, A_HALF, GEN4_HOST, 0.0, 0.0, 0.0,
+     A100_PEAKS},
+    {"a40", 149.7e12, 696e9, GIB(48), 8, 0, 32e9, 12.5e9, DEFAULTS, A_HALF, GEN4_HOST, 0.0, 0.0, 0.0,
+     A40_PEAKS},
 };
 
 static const char *const cluster_names[] = {"h800", "h100", "h200", "a100", "a40", NULL};

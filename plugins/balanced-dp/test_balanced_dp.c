@@ -196,15 +196,15 @@ static int table_layer(loom_ctx *ctx, int32_t module, int32_t layer,
 }
 
 static const loom_cost_service table_cost = {
-    sizeof(loom_cost_service), 1, table_layer, NULL, table_mean_layer_ms, NULL,
+    sizeof(loom_cost_service), 1, table_layer, NULL, table_mean_layer_ms, NULL, NULL,
 };
 
 /* The same service without mean_layer_ms or without layer. */
 static const loom_cost_service no_mean_cost = {
-    sizeof(loom_cost_service), 1, table_layer, NULL, NULL, NULL,
+    sizeof(loom_cost_service), 1, table_layer, NULL, NULL, NULL, NULL,
 };
 static const loom_cost_service no_layer_cost = {
-    sizeof(loom_cost_service), 1, NULL, NULL, table_mean_layer_ms, NULL,
+    sizeof(loom_cost_service), 1, NULL, NULL, table_mean_layer_ms, NULL, NULL,
 };
 
 typedef struct fixture {
@@ -486,7 +486,7 @@ static int it_run_module_shape(loom_ctx *ctx, int32_t module, const loom_iterati
 
 static const loom_cost_service it_cost = {
     sizeof(loom_cost_service), 1, it_layer, it_module_shape, it_mean_layer_ms,
-    it_run_module_shape,
+    it_run_module_shape, NULL,
 };
 
 /* The split of iteration `k` of `its` (2 positions): sizes in sizes[2],

@@ -75,7 +75,7 @@ static int bench_shape(loom_ctx *ctx, int32_t module, const loom_iteration *it,
 }
 
 static const loom_cost_service bench_cost = {
-    sizeof(loom_cost_service), 1, bench_layer, bench_shape, NULL, NULL,
+    sizeof(loom_cost_service), 1, bench_layer, bench_shape, NULL, NULL, NULL,
 };
 
 /* Orders doubles ascending (qsort). */

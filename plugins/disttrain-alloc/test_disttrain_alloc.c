@@ -685,7 +685,7 @@ static int fake_shape(loom_ctx *ctx, int32_t module, const loom_iteration *it,
     return LOOM_OK;
 }
 static const loom_cost_service fake_cost = {
-    sizeof(loom_cost_service), 1, fake_layer, fake_shape, NULL, NULL,
+    sizeof(loom_cost_service), 1, fake_layer, fake_shape, NULL, NULL, NULL,
 };
 
 /* Runs the plugin with params "key=value" pairs (NULL-terminated). */

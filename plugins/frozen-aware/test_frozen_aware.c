@@ -158,7 +158,7 @@ static int toy_layer(loom_ctx *ctx, int32_t module, int32_t layer,
 }
 
 static const loom_cost_service toy_cost = {sizeof(loom_cost_service), 1,
-                                           toy_layer, toy_shape, NULL, NULL};
+                                           toy_layer, toy_shape, NULL, NULL, NULL};
 
 /* Runs the plugin on the toy MLLM (pp = 2) and returns the candidate. */
 static loom_partition *run_toy(loom_candidates **set, const char *mode,

@@ -216,7 +216,7 @@ static int fake_shape(loom_ctx *ctx, int32_t module, const loom_iteration *it,
     return LOOM_OK;
 }
 static const loom_cost_service fake_cost = {
-    sizeof(loom_cost_service), 1, fake_layer, fake_shape, NULL, NULL,
+    sizeof(loom_cost_service), 1, fake_layer, fake_shape, NULL, NULL, NULL,
 };
 
 /* Runs lpt-balance over `set` with an optional param pair. */

@@ -133,7 +133,7 @@ static int fake_mean(loom_ctx *ctx, int32_t module, int32_t layer,
 }
 
 static const loom_cost_service FAKE_COST = {
-    sizeof(loom_cost_service), 1, fake_layer, fake_shape, fake_mean, NULL,
+    sizeof(loom_cost_service), 1, fake_layer, fake_shape, fake_mean, NULL, NULL,
 };
 
 /* The plugin's partitioner vtable through its static twin. */

@@ -1,7 +1,9 @@
 /*
  * oobleck_templates.c - Oobleck's pipeline templates (dissertation
  * §2.4.1) as a partitioner. n0 is the smallest node count whose GPU memory
- * holds the model's parameters, gradients and optimizer states; one
+ * holds the model's parameters, gradients and optimizer states, raised
+ * until every template's stages fit the memory cap as the graph builder
+ * and the memory tuner count them (ot_plan); one
  * template is planned for every node count n0 .. N - f*n0 by the divide
  * and conquer over layers and GPUs (core/oobleck.c, compiled into this
  * plugin: it uses only libc), memoised across templates. A template's
@@ -227,7 +229,140 @@ static void ot_log(ot_self *o, const loom_oobleck_template *t)
                  t->iteration_ms);
 }
 
-/* Plans the templates for n0..N-f*n0 into o->t. */
+/* Activation bytes of `take` layers of module m from `layer` on for
+ * microbatch mb at TP tp, each layer at its most frugal recomputation
+ * policy (what the memory tuner tests a stage with), added to *bytes. */
+static int ot_frugal_bytes(ot_self *o, const loom_cost_service *cost, const loom_problem *pb,
+                           const loom_iteration *it, int32_t m, int32_t layer, int32_t take,
+                           int32_t mb, int32_t tp, double *bytes, loom_error *err)
+{
+    const loom_model *model = pb->model;
+    const loom_module *mod = &model->modules[m];
+    int32_t mbs = pb->parallel.microbatches > 0 ? pb->parallel.microbatches : 1;
+    loom_shape shape = LOOM_SHAPE_INIT;
+    int rc = cost->module_shape(o->ctx, m, it, mbs, mb, 1, &shape, err);
+    if (rc != LOOM_OK)
+        return rc;
+    shape.tp = tp;
+    int up = ot_upstream(model, m);
+    for (int32_t l = layer; l < layer + take; l++) {
+        shape.trainable_upstream = loom_layer_trainable_upstream_from(up, mod, l);
+        if (shape.tokens <= 0 || (!shape.trainable_upstream && mod->frozen))
+            continue; /* nothing kept for a backward */
+        double least = -1;
+        for (int32_t p = 0; p < LOOM_POLICY_OFFLOAD; p++) {
+            loom_layer_cost c = LOOM_LAYER_COST_INIT;
+            rc = cost->layer(o->ctx, m, l, &shape, p, &c, err);
+            if (rc != LOOM_OK)
+                return rc;
+            if (least < 0 || (double)c.activation_bytes < least)
+                least = (double)c.activation_bytes;
+        }
+        *bytes += least;
+    }
+    return LOOM_OK;
+}
+
+/* The bytes one GPU of stage `st` needs at least, the memory tuner's own
+ * test: its static bytes by the rule the graph builder charges ranks with
+ * (the cost service's span_static_bytes) plus the largest microbatch's
+ * activations at the most frugal recomputation policy, at the stage's GPU
+ * count as TP. */
+static int ot_stage_bytes(ot_self *o, const loom_cost_service *cost, const loom_problem *pb,
+                          const loom_iteration *it, const loom_oobleck_stage *st,
+                          double *bytes, loom_error *err)
+{
+    const loom_model *model = pb->model;
+    int32_t mbs = pb->parallel.microbatches > 0 ? pb->parallel.microbatches : 1;
+    int32_t m0 = 0, layer0 = st->first_layer;
+    while (m0 < model->n_modules && layer0 >= model->modules[m0].n_layers)
+        layer0 -= model->modules[m0++].n_layers;
+    double stat = 0, act = 0;
+    for (int32_t mb = -1; mb < mbs; mb++) { /* -1: the static bytes */
+        double sum = 0;
+        int32_t m = m0, layer = layer0;
+        for (int32_t left = st->n_layers; left > 0 && m < model->n_modules; m++, layer = 0) {
+            int32_t take = model->modules[m].n_layers - layer;
+            take = take < left ? take : left;
+            int rc = LOOM_OK;
+            if (mb < 0) {
+                loom_span sp = {m, layer, take, st->gpus};
+                int64_t b = 0;
+                rc = cost->span_static_bytes(o->ctx, &sp, &b, err);
+                stat += (double)b;
+            } else {
+                rc = ot_frugal_bytes(o, cost, pb, it, m, layer, take, mb, st->gpus, &sum, err);
+            }
+            if (rc != LOOM_OK)
+                return rc;
+            left -= take;
+        }
+        act = sum > act ? sum : act;
+    }
+    *bytes = stat + act;
+    return LOOM_OK;
+}
+
+/* The index of the first template one of whose stages needs more than
+ * `cap` bytes a GPU (ot_stage_bytes), or -1 when every stage fits; its
+ * need and stage in *need and *stage. */
+static int ot_misfit(ot_self *o, const loom_cost_service *cost, const loom_problem *pb,
+                     const loom_iteration *it, double cap, int32_t *bad, double *need,
+                     int32_t *stage, loom_error *err)
+{
+    *bad = -1;
+    for (int32_t i = 0; i < o->n_t; i++)
+        for (int32_t k = 0; k < o->t[i].n_stages; k++) {
+            int rc = ot_stage_bytes(o, cost, pb, it, &o->t[i].stages[k], need, err);
+            if (rc != LOOM_OK)
+                return rc;
+            if (*need > cap) {
+                *bad = i;
+                *stage = k;
+                return LOOM_OK;
+            }
+        }
+    return LOOM_OK;
+}
+
+/* Plans one template for every node count first..last into o->t. */
+static int ot_plan_range(ot_self *o, double *f, double *b, int32_t n_layers, int32_t gpus,
+                         int pow2, int64_t fault, int64_t n0, int64_t max_stages,
+                         int32_t first, int32_t last, loom_error *err)
+{
+    const loom_host_api *host = o->host;
+    o->t = host->alloc((size_t)(last - first + 1) * sizeof *o->t);
+    if (!o->t)
+        return host->error(err, LOOM_ENOMEM, "oobleck-templates: out of memory");
+    loom_oobleck_costs costs = {n_layers, gpus, f, b};
+    loom_oobleck_planner *pl = NULL;
+    int rc = loom_oobleck_planner_new(&costs, gpus, pow2, &pl, err);
+    for (int32_t n = first; rc == LOOM_OK && n <= last; n++) {
+        rc = loom_oobleck_plan_template(pl, n, (int32_t)max_stages, &o->t[o->n_t], err);
+        if (rc == LOOM_OK) {
+            ot_log(o, &o->t[o->n_t]);
+            o->n_t++;
+        } else if (rc == LOOM_EINFEASIBLE) {
+            char why[LOOM_ERROR_MSG_BYTES];
+            snprintf(why, sizeof why, "%s", err->message);
+            host->error(err, rc,
+                        "oobleck-templates: no template for %d node(s), but "
+                        "f = %lld and n0 = %lld need every node count %d..%d "
+                        "(%s)", n, (long long)fault, (long long)n0, first, last,
+                        why);
+        }
+    }
+    if (rc == LOOM_OK)
+        host->log(o->ctx, LOOM_LOG_INFO, "templates for %d..%d nodes, memo %lld entries", first,
+                  last, (long long)loom_oobleck_memo_entries(pl));
+    loom_oobleck_planner_free(pl);
+    return rc;
+}
+
+/* Plans the templates for n0..N-f*n0 into o->t. With n0 from the model
+ * states (min_nodes 0), a template one of whose stages cannot fit the
+ * memory cap even at the most frugal policy raises n0 past its node
+ * count, so no candidate asks the memory tuner for the impossible. */
 static int ot_plan(ot_self *o, const loom_problem *pb, const loom_iteration *it,
                    double *f, double *b, int32_t n_layers, int32_t nodes,
                    int32_t gpus, loom_error *err)
@@ -250,47 +385,42 @@ static int ot_plan(ot_self *o, const loom_problem *pb, const loom_iteration *it,
     rc = ot_costs(o, cost, pb, it, gpus, n_layers, f, b, &model_bytes, err);
     if (rc != LOOM_OK)
         return rc;
+    double cap = pb->memory_cap_bytes > 0 ? pb->memory_cap_bytes
+                 : pb->cluster ? (double)pb->cluster->hbm_bytes : 0;
+    int automatic = n0 <= 0 && cap > 0 && LOOM_COST_HAS(cost, span_static_bytes);
     if (n0 <= 0) {
-        double cap = pb->memory_cap_bytes > 0 ? pb->memory_cap_bytes
-                     : pb->cluster ? (double)pb->cluster->hbm_bytes : 0;
         n0 = cap > 0 ? (int64_t)ceil(model_bytes / (cap * gpus)) : 1;
         if (n0 < 1)
             n0 = 1;
     }
-    int32_t first = 0, last = 0;
-    rc = loom_oobleck_node_spec(nodes, (int32_t)fault, (int32_t)n0, &first, &last,
-                                err);
-    if (rc != LOOM_OK)
-        return rc;
-    o->t = host->alloc((size_t)(last - first + 1) * sizeof *o->t);
-    if (!o->t)
-        return host->error(err, LOOM_ENOMEM, "oobleck-templates: out of memory");
-    loom_oobleck_costs costs = {n_layers, gpus, f, b};
-    loom_oobleck_planner *pl = NULL;
-    rc = loom_oobleck_planner_new(&costs, gpus, pow2, &pl, err);
-    for (int32_t n = first; rc == LOOM_OK && n <= last; n++) {
-        rc = loom_oobleck_plan_template(pl, n, (int32_t)max_stages, &o->t[o->n_t], err);
-        if (rc == LOOM_OK) {
-            ot_log(o, &o->t[o->n_t]);
-            o->n_t++;
-        } else if (rc == LOOM_EINFEASIBLE) {
-            char why[LOOM_ERROR_MSG_BYTES];
-            snprintf(why, sizeof why, "%s", err->message);
-            host->error(err, rc,
-                        "oobleck-templates: no template for %d node(s), but "
-                        "f = %lld and n0 = %lld need every node count %d..%d "
-                        "(%s)", n, (long long)fault, (long long)n0, first, last,
-                        why);
+    for (;;) {
+        int32_t first = 0, last = 0;
+        rc = loom_oobleck_node_spec(nodes, (int32_t)fault, (int32_t)n0, &first, &last, err);
+        if (rc == LOOM_OK)
+            rc = ot_plan_range(o, f, b, n_layers, gpus, pow2, fault, n0, max_stages, first,
+                               last, err);
+        int32_t bad = -1, stage = 0;
+        double need = 0;
+        if (rc == LOOM_OK && automatic)
+            rc = ot_misfit(o, cost, pb, it, cap, &bad, &need, &stage, err);
+        if (rc != LOOM_OK || bad < 0) {
+            if (rc == LOOM_OK)
+                host->log(o->ctx, LOOM_LOG_INFO,
+                          "%d node(s) of %d GPUs, f = %lld, n0 = %lld (model states "
+                          "%.1f GiB): templates for %d..%d nodes",
+                          nodes, gpus, (long long)fault, (long long)n0,
+                          model_bytes / 1073741824.0, first, last);
+            break;
         }
-    }
-    if (rc == LOOM_OK)
         host->log(o->ctx, LOOM_LOG_INFO,
-                  "%d node(s) of %d GPUs, f = %lld, n0 = %lld (model states "
-                  "%.1f GiB): templates for %d..%d nodes, memo %lld entries",
-                  nodes, gpus, (long long)fault, (long long)n0,
-                  model_bytes / 1073741824.0, first, last,
-                  (long long)loom_oobleck_memo_entries(pl));
-    loom_oobleck_planner_free(pl);
+                  "the template for %d node(s) needs %.2f GiB a GPU on stage %d (static "
+                  "memory and one microbatch's activations at the most frugal policy), "
+                  "more than the cap of %.2f GiB: n0 = %d",
+                  o->t[bad].nodes, need / 1073741824.0, stage, cap / 1073741824.0,
+                  o->t[bad].nodes + 1);
+        n0 = o->t[bad].nodes + 1;
+        ot_forget(o);
+    }
     if (rc != LOOM_OK)
         ot_forget(o);
     return rc;

@@ -55,7 +55,7 @@ static int mock_layer(loom_ctx *ctx, int32_t module, int32_t layer,
 }
 
 static const loom_cost_service mock_cost = {sizeof(loom_cost_service), 1,
-                                            mock_layer, mock_shape, NULL, NULL};
+                                            mock_layer, mock_shape, NULL, NULL, NULL};
 
 static loom_layer layer = {64, 256, 4, 4, 0, 0, 0, 0};
 static int64_t test_hbm = 8LL << 30; /* HBM per GPU of the test cluster */

@@ -343,7 +343,7 @@ static int mock_layer(loom_ctx *ctx, int32_t module, int32_t layer,
 }
 
 static const loom_cost_service mock_cost = {
-    sizeof(loom_cost_service), 1, mock_layer, mock_shape, NULL, NULL};
+    sizeof(loom_cost_service), 1, mock_layer, mock_shape, NULL, NULL, NULL};
 
 /* Runs one partitioner plugin on the set. */
 static int run_part(const loom_plugin_info *info, loom_mock_host *h,

@@ -21,7 +21,46 @@ typedef struct rf_self {
     double optimizer_bytes;     /* optimizer state bytes per parameter */
     int tp_comm_overlap;        /* TP collectives overlapped with GEMMs */
     loom_tail_knobs tail;       /* the iteration tail's knobs */
+    int precision;              /* matmul_precision: an RF_PRECISION_* */
 } rf_self;
+
+/* The run's matmul precision (param matmul_precision): which of the
+ * cluster's peaks its FLOPs run at. */
+enum { RF_PRECISION_BF16, RF_PRECISION_TF32, RF_PRECISION_FP32, RF_PRECISION_FP8 };
+static const char *const rf_precision_names[] = {"bf16", "tf32", "fp32", "fp8"};
+
+/* Reads param matmul_precision into s->precision ("fp16" runs at the
+ * bf16 peak). */
+static int rf_precision_param(const loom_host_api *host, loom_ctx *ctx, rf_self *s,
+                              loom_error *err)
+{
+    const char *v = NULL;
+    int rc = loom_read_param_string(host, ctx, "roofline", "matmul_precision", &v, err);
+    if (rc != LOOM_OK)
+        return rc;
+    s->precision = RF_PRECISION_BF16;
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(v, rf_precision_names[i]))
+            s->precision = i;
+    if (strcmp(v, "fp16") && strcmp(v, rf_precision_names[s->precision]))
+        return host->error(err, LOOM_EINVAL,
+                           "roofline: param matmul_precision: expected bf16, fp16, tf32, fp32 "
+                           "or fp8, found \"%s\"", v);
+    return LOOM_OK;
+}
+
+/* The peak FLOP/s the run's matmuls reach on cluster c: peak_flops (bf16
+ * and fp16), else the cluster's figure for the precision (0 when the
+ * cluster gives none). */
+static double rf_peak_flops(const rf_self *s, const loom_cluster *c)
+{
+    switch (s->precision) {
+    case RF_PRECISION_TF32: return c->peak_flops_tf32;
+    case RF_PRECISION_FP32: return c->peak_flops_fp32;
+    case RF_PRECISION_FP8: return c->peak_flops_fp8;
+    default: return c->peak_flops;
+    }
+}
 
 /* Reads a declared float param (the host supplies the manifest's default). */
 static int rf_param_double(const loom_host_api *host, loom_ctx *ctx,
@@ -72,6 +111,8 @@ static int rf_tail_params(const loom_host_api *host, loom_ctx *ctx, rf_self *s,
         rc = rf_param_double(host, ctx, "bucket_params", &bucket, err);
     if (rc == LOOM_OK)
         rc = loom_read_element_bytes(host, ctx, "roofline", &element, err);
+    if (rc == LOOM_OK)
+        rc = rf_precision_param(host, ctx, s, err);
     if (rc != LOOM_OK)
         return rc;
     if (!(bucket >= 0.0 && bucket <= 1e12))
@@ -221,7 +262,15 @@ static int rf_hardware(const rf_self *s, const loom_cluster *c, int32_t tp,
                                   is_eff ? "in (0, 1]" : "> 0", f[i].v);
     }
     int intra = c->gpus_per_node <= 0 || tp <= c->gpus_per_node;
-    hw->peak_flops = c->peak_flops;
+    hw->peak_flops = rf_peak_flops(s, c);
+    if (!(hw->peak_flops > 0.0))
+        return s->host->error(err, LOOM_EINVAL,
+                              "roofline: cluster \"%s\": matmul_precision %s needs "
+                              "peak_flops_%s > 0, found %g (give the GPU's dense %s peak in "
+                              "the cluster file)",
+                              name, rf_precision_names[s->precision],
+                              rf_precision_names[s->precision], hw->peak_flops,
+                              rf_precision_names[s->precision]);
     hw->hbm_bytes_per_s = c->hbm_bytes_per_s;
     hw->link_bytes_per_s = intra ? c->nvlink_bytes_per_s : c->net_bytes_per_s;
     if (tp > 1 && !(hw->link_bytes_per_s > 0.0))

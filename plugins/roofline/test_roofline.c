@@ -911,6 +911,48 @@ START_TEST(fp32_elements_double_the_bytes)
 }
 END_TEST
 
+START_TEST(matmul_precision_picks_the_peak)
+{
+    /* matmul_precision is a property of the run: a compute-bound layer
+     * (HBM and the size curve out of the way) runs at the cluster's peak
+     * for that precision. On an A40 (149.7 bf16, 74.8 TF32, 37.4 FP32
+     * TFLOP/s dense) TF32 takes 149.7 / 74.8 times the bf16 forward and
+     * FP32 twice the TF32 one; fp16 runs at the bf16 peak, the FLOPs the
+     * layer reports do not move, and a precision the cluster gives no peak
+     * for is refused naming the field. */
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    fx.cluster.hbm_bytes_per_s = 1e30;
+    fx.cluster.gemm_half_flops = fx.cluster.attention_half_flops = 0;
+    fx.cluster.kernel_launch_us = 0;
+    fx.cluster.peak_flops = 149.7e12;
+    fx.cluster.peak_flops_tf32 = 74.8e12;
+    fx.cluster.peak_flops_fp32 = 37.4e12;
+    static const char *const bf16[] = {"matmul_precision", "bf16", NULL};
+    static const char *const fp16[] = {"matmul_precision", "fp16", NULL};
+    static const char *const tf32[] = {"matmul_precision", "tf32", NULL};
+    static const char *const fp32[] = {"matmul_precision", "fp32", NULL};
+    loom_shape sh = seq_shape(1, 4096, 1, 1);
+    loom_layer_cost b = estimate_ok(&fx, bf16, sh, LOOM_POLICY_NONE);
+    loom_layer_cost h = estimate_ok(&fx, fp16, sh, LOOM_POLICY_NONE);
+    loom_layer_cost t = estimate_ok(&fx, tf32, sh, LOOM_POLICY_NONE);
+    loom_layer_cost f = estimate_ok(&fx, fp32, sh, LOOM_POLICY_NONE);
+    ASSERT_REL(h.forward_ms, b.forward_ms);
+    ASSERT_REL(t.forward_ms, b.forward_ms * 149.7 / 74.8);
+    ASSERT_REL(f.forward_ms, 2 * t.forward_ms);
+    ASSERT_REL(f.input_grad_ms + f.weight_grad_ms, 2 * (t.input_grad_ms + t.weight_grad_ms));
+    ck_assert_double_eq(f.flops, b.flops);
+    static const char *const fp8[] = {"matmul_precision", "fp8", NULL};
+    loom_error err = {0, ""};
+    loom_layer_cost out = LOOM_LAYER_COST_INIT;
+    ck_assert_int_eq(estimate_with(&fx, fp8, sh, LOOM_POLICY_NONE, &out, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "matmul_precision fp8 needs peak_flops_fp8 > 0"));
+    static const char *const bad[] = {"matmul_precision", "int4", NULL};
+    ck_assert_int_ne(estimate_with(&fx, bad, sh, LOOM_POLICY_NONE, &out, &err), LOOM_OK);
+    ck_assert_ptr_nonnull(strstr(err.message, "matmul_precision"));
+}
+END_TEST
+
 START_TEST(gemm_efficiency_scale_param)
 {
     fixture fx;
@@ -1074,6 +1116,7 @@ static Suite *roofline_suite(void)
     tcase_add_test(tc, sequence_parallel_splits_activations_and_collectives);
     tcase_add_test(tc, preset_parameter_counts);
     tcase_add_test(tc, fp32_elements_double_the_bytes);
+    tcase_add_test(tc, matmul_precision_picks_the_peak);
     tcase_add_test(tc, optimizer_efficiency);
     tcase_add_test(tc, param_and_state_bytes);
     tcase_add_test(tc, gemm_efficiency_scale_param);

@@ -192,7 +192,7 @@ static int mock_layer(loom_ctx *ctx, int32_t module, int32_t layer,
 }
 
 static const loom_cost_service mock_cost = {
-    sizeof(loom_cost_service), 1, mock_layer, mock_shape, NULL, NULL};
+    sizeof(loom_cost_service), 1, mock_layer, mock_shape, NULL, NULL, NULL};
 
 static loom_layer layers[8];
 static const int32_t llm_inputs[1] = {0};

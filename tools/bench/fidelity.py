@@ -5,7 +5,16 @@ Reads tests/fidelity/fidelity.json, plans every row with `loom plan` (one
 iteration, the row's model, cluster preset, parallel config, manifest and a
 workload written from the row), and prints
 
-    row | metric | published | predicted | error % | tolerance % | ok
+    row | source | metric | published | predicted | error % | sample | status
+
+One tolerance, 10 %, holds for every row. A row whose metric is a ratio of
+two predictions (speedup, mfu_ratio, time_ratio) is derived: printed, not
+counted. A counted row is in-sample when an efficiency factor of its
+cluster was fitted on it (`in_sample`), else held out; the two are
+reported apart. A row outside 10 % is a miss and stays in the table with
+its `cause`. The script prints "N of M within 10 %" and exits 1 on a miss;
+with --known-miss ID (repeatable) it exits 1 only when the misses are not
+exactly those rows, so a new miss and a fixed one both show.
 
 A row's workload is either written from the row (`microbatches` of the
 `samples` or of `per_microbatch` copies of `sample`) or drawn by Loom's own
@@ -17,13 +26,13 @@ Every row uses the shipped cluster presets and cost-model defaults: there is
 no per-row tuning. A row's `params` state its run's setup only (the TF32
 Oobleck run's 4-byte elements and unfused attention, PipeWeaver's
 parameter-balanced Megatron-LM split); `average_over` averages the
-figure over a param's values (the Oobleck run's node counts). --check exits 1 when a row is outside its tolerance.
+figure over a param's values (the Oobleck run's node counts).
 --cluster PRESET=FILE plans the rows of a cluster preset with a cluster
 file instead (e.g. h800=H.json: the H800 rows under other factors).
 --seeds N also plans every generated-workload row with seeds 1..N and
 prints the spread of its figure (min, median, max), so a row's reading can
 be told from its seed's luck.
-Usage: tools/bench/fidelity.py [--build build] [--table FILE] [--check]
+Usage: tools/bench/fidelity.py [--build build] [--table FILE] [--known-miss ID ...]
            [--cluster PRESET=FILE ...] [--seeds N]
 """
 import argparse
@@ -34,6 +43,8 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOLERANCE = 0.10  # every row's
+DERIVED = ("speedup", "mfu_ratio", "time_ratio")  # ratios of two predictions
 
 
 def workload_line(w):
@@ -81,9 +92,10 @@ def pooled(metrics):
     return out
 
 
-def plan(loom, row, tmp, model_path):
+def plan(loom, row, tmp, model_path, log=None):
     """Plans the row's workload (every iteration of it); returns plan.json's
-    metrics, pooled over the iterations."""
+    metrics, pooled over the iterations. With a list `log`, the plugins'
+    info lines (LOOM_LOG=info) are appended to it."""
     wl = os.path.join(tmp, "workload.jsonl")
     iterations = write_workload(loom, row["workload"], wl)
     out = os.path.join(tmp, "out")
@@ -96,10 +108,14 @@ def plan(loom, row, tmp, model_path):
     cmd = [loom, "plan", "--manifest", os.path.join(ROOT, row["manifest"]),
            "--model", model_path, "--cluster", cluster,
            "--parallel", parallel, "--workload", wl, "--iterations", str(iterations),
-           "--quiet", "--out", out]
+           "--out", out] + ([] if log is not None else ["--quiet"])
     for p in row.get("params", []):
         cmd += ["--param", p]
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    env = dict(os.environ, LOOM_LOG="info") if log is not None else None
+    r = subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE if log is not None else None, text=True, env=env)
+    if log is not None:
+        log.extend(r.stderr.splitlines())
     if iterations == 1:
         paths = [os.path.join(out, "plan.json")]
     else:
@@ -120,6 +136,21 @@ def with_layers(path, tmp, extra):
     with open(out, "w") as f:
         json.dump(m, f)
     return out
+
+
+def encoder_in_bubbles(loom, row, tmp, model):
+    """The share of the encoder's work the optimus-bubble interleaver runs
+    inside the backbone's bubbles in the chosen plan (Optimus's Eff_fine,
+    Table 7): its log line whose fine makespan is the plan's."""
+    log = []
+    m = plan(loom, row, tmp, model, log)
+    want = "fine %.3f ms," % m["makespan_ms"]
+    for line in log:
+        if "optimus-bubble" in line and want in line and "efficiency" in line:
+            fine = line.split("efficiency", 1)[1].split("fine", 1)[1].split("%", 1)[0]
+            return float(fine) / 100.0
+    raise SystemExit("fidelity: row %s: no optimus-bubble report for the plan's makespan %s"
+                     % (row["id"], want))
 
 
 def predict(loom, row):
@@ -151,12 +182,29 @@ def predict_one(loom, row):
             a = plan(loom, row, tmp, with_layers(model, tmp, 0))
             b = plan(loom, row, tmp, with_layers(model, tmp, 1))
             return b["breakdown"]["compute_ms"][0] - a["breakdown"]["compute_ms"][0]
+        if metric == "encoder_in_bubbles":
+            return encoder_in_bubbles(loom, row, tmp, model)
         m = plan(loom, row, tmp, model)
+        if metric in ("dp_share", "pp_share"):
+            # the mean over ranks of the exposed DP sync (all-gather and
+            # reduce-scatter), or of the idle time that is neither compute,
+            # P2P, DP sync nor optimizer (the pipeline bubbles), over the
+            # iteration
+            b = m["breakdown"]
+            key = "dp_sync_ms" if metric == "dp_share" else "bubble_ms"
+            return sum(b[key]) / len(b[key]) / m["makespan_ms"]
         if metric == "mfu_ratio":
             base = dict(row)
             base.update(row["baseline"])
             b = plan(loom, base, tmp, model)
             return m["mfu"] / b["mfu"]
+        if metric == "time_ratio":
+            # the row's iteration time over its baseline's (e.g. dynamic
+            # over static data)
+            base = dict(row)
+            base.update(row["baseline"])
+            b = plan(loom, base, tmp, model)
+            return m["makespan_ms"] / b["makespan_ms"]
         if metric == "samples_per_s":
             w = row["workload"]
             if "family" in w:
@@ -177,11 +225,32 @@ def predict_one(loom, row):
         raise SystemExit("fidelity: row %s: unknown metric %r" % (row["id"], metric))
 
 
+def status(row, err):
+    """The row's sample (in-sample, held-out or derived) and status."""
+    if row["metric"] in DERIVED:
+        return "derived", "not counted"
+    sample = "in-sample" if row.get("in_sample") else "held-out"
+    return sample, "within 10 %" if abs(err) <= TOLERANCE * 100.0 else "**miss**"
+
+
+def summary(results):
+    """The count lines: all counted rows, then held-out and in-sample apart."""
+    lines = []
+    for label, keep in (("", None), ("held-out", "held-out"), ("in-sample", "in-sample")):
+        rows = [r for r in results if r[1] != "derived" and (keep is None or r[1] == keep)]
+        ok = sum(1 for r in rows if r[2] == "within 10 %")
+        lines.append("%d of %d%s within 10 %%" % (ok, len(rows), (" " + label) if label else ""))
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--table", default=os.path.join(ROOT, "tests", "fidelity", "fidelity.json"))
-    ap.add_argument("--check", action="store_true", help="exit 1 when a row is out of tolerance")
+    ap.add_argument("--known-miss", action="append", default=None, metavar="ID",
+                    help="a row known to miss (repeatable): exit 1 only when the misses differ")
+    ap.add_argument("--only", action="append", default=[], metavar="ID",
+                    help="plan only this row (repeatable)")
     ap.add_argument("--cluster", action="append", default=[], metavar="PRESET=FILE",
                     help="plan the rows of cluster PRESET with FILE (repeatable)")
     ap.add_argument("--seeds", type=int, default=0, metavar="N",
@@ -190,6 +259,8 @@ def main():
     loom = os.path.join(args.build, "bin", "loom")
     with open(args.table) as f:
         rows = json.load(f)["rows"]
+    if args.only:
+        rows = [r for r in rows if r["id"] in args.only]
     for spec in args.cluster:
         preset, _, path = spec.partition("=")
         if not path:
@@ -197,18 +268,24 @@ def main():
         for row in rows:
             if row["cluster"] == preset:
                 row["cluster"] = os.path.abspath(path)
-    bad = 0
-    print("| row | source | metric | published | predicted | error % | tolerance % | ok |")
+    results = []
+    print("| row | source | metric | published | predicted | error % | sample | status |")
     print("|---|---|---|---|---|---|---|---|")
     for row in rows:
         got = predict(loom, row)
         pub = row["published"]
         err = (got - pub) / pub * 100.0
-        ok = abs(err) <= row["tolerance"] * 100.0
-        bad += not ok
-        print("| %s | %s %s | %s | %.4g | %.4g | %+.1f | %.0f | %s |" %
+        sample, state = status(row, err)
+        results.append((row, sample, state))
+        print("| %s | %s %s | %s | %.4g | %.4g | %+.1f | %s | %s |" %
               (row["id"], row["source"], row["section"], row["metric"], pub, got, err,
-               row["tolerance"] * 100.0, "yes" if ok else "NO"))
+               sample, state))
+    print()
+    for line in summary(results):
+        print(line)
+    misses = [r for r, _, state in results if state == "**miss**"]
+    for row in misses:
+        print("miss %s: %s" % (row["id"], row.get("cause", "no cause recorded")))
     for row in rows if args.seeds > 0 else []:
         if "family" not in row["workload"]:
             continue
@@ -221,8 +298,18 @@ def main():
         print("%s: seeds 1-%d: min %.4g, median %.4g, max %.4g (published %.4g)" %
               (row["id"], args.seeds, figures[0], figures[len(figures) // 2], figures[-1],
                row["published"]))
-    if args.check and bad:
-        print("fidelity: %d row(s) outside their tolerance" % bad, file=sys.stderr)
+    found = {r["id"] for r in misses}
+    if args.known_miss is None:
+        return 1 if found else 0
+    known = set(args.known_miss)
+    if args.only:
+        known &= {r["id"] for r in rows}
+    if found != known:
+        for rid in sorted(found - known):
+            print("fidelity: %s misses and is not a known miss" % rid, file=sys.stderr)
+        for rid in sorted(known - found):
+            print("fidelity: %s is listed as a known miss but is within 10 %%" % rid,
+                  file=sys.stderr)
         return 1
     return 0
 

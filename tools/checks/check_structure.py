@@ -4,7 +4,7 @@ the build alone does not state in one place, and prints what it measured.
 
 Rules (exit 1 naming every violation):
   core     every quoted #include of a core file resolves in its own layer or
-           a layer below (base < graph < problem < host < engine < outputs
+           a layer below (base < graph < problem < cost < host < engine < outputs
            < run); no include cycle among core files;
   tools    tools/loom, tools/ab and tools/progress include, in quotes, only
            their own files, and in angle brackets no file that
@@ -17,7 +17,7 @@ import os
 import re
 import sys
 
-LAYERS = ["base", "graph", "problem", "host", "engine", "outputs", "run"]
+LAYERS = ["base", "graph", "problem", "cost", "host", "engine", "outputs", "run"]
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 
 

@@ -295,6 +295,12 @@ static int write_cluster(void *user, FILE *out, loom_error *err)
         cJSON_AddNumberToObject(root, "net_bytes_per_s", c->net_bytes_per_s);
         if (c->host_bytes_per_s > 0)
             cJSON_AddNumberToObject(root, "host_bytes_per_s", c->host_bytes_per_s);
+        if (c->peak_flops_tf32 > 0)
+            cJSON_AddNumberToObject(root, "peak_flops_tf32", c->peak_flops_tf32);
+        if (c->peak_flops_fp32 > 0)
+            cJSON_AddNumberToObject(root, "peak_flops_fp32", c->peak_flops_fp32);
+        if (c->peak_flops_fp8 > 0)
+            cJSON_AddNumberToObject(root, "peak_flops_fp8", c->peak_flops_fp8);
         cJSON_AddNumberToObject(root, "p2p_latency_ms", c->p2p_latency_ms);
     }
     int n = 0, ok = 1;

@@ -133,6 +133,16 @@ typedef struct loom_cost_service {
     int (*run_module_shape)(loom_ctx *ctx, int32_t module, const loom_iteration *it,
                             int32_t microbatches, struct loom_shape *out,
                             loom_error *err);
+    /* (appended) Static bytes one GPU of a rank holds for `span` (its
+     * layers' parameters, gradients and optimizer states, plus the share
+     * of the module's embedding or head when the span holds its first or
+     * last layer), under the problem's layouts: the figure the graph
+     * builder charges a rank with, so a partitioner sizing stages against
+     * the memory cap agrees with the memory tuner and the simulator
+     * (docs/cost-models.md, "Rules above the layer"). A span's tp of 0 is
+     * the problem's. Check with LOOM_COST_HAS(cost, span_static_bytes). */
+    int (*span_static_bytes)(loom_ctx *ctx, const loom_span *span, int64_t *bytes,
+                             loom_error *err);
 } loom_cost_service;
 
 /* 1 when the cost service table `cost` is non-NULL, long enough to hold

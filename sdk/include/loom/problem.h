@@ -107,6 +107,13 @@ typedef struct loom_cluster {
     /* Appended in Loom 0.4: the efficiency of the optimizer step's HBM
      * traffic (a fused multi-tensor Adam), in (0, 1]; 0 means eff_memory. */
     double eff_optimizer;
+    /* Appended: the dense matmul peak per GPU at precisions other than
+     * peak_flops's bf16 (datasheet figures), in FLOP/s; 0: not given. The
+     * run's matmul precision picks one (the roofline's matmul_precision;
+     * docs/cost-models.md, "Matmul precision"). */
+    double peak_flops_tf32;
+    double peak_flops_fp32;
+    double peak_flops_fp8;
 } loom_cluster;
 
 typedef struct loom_parallel {

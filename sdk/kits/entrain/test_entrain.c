@@ -68,7 +68,7 @@ static int fake_layer(loom_ctx *ctx, int32_t module, int32_t layer,
 }
 
 static const loom_cost_service fake_cost = {
-    sizeof(loom_cost_service), 1, fake_layer, fake_shape, NULL, NULL};
+    sizeof(loom_cost_service), 1, fake_layer, fake_shape, NULL, NULL, NULL};
 
 START_TEST(upstream_trainable_through_the_dag)
 {
