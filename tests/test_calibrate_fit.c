@@ -339,7 +339,9 @@ START_TEST(bad_profiles)
              "vit,0,16384,1,40,80\n", h);
     bad_profile(buf, "--fit eff_gemm", 1, "the measurements contradict each other or the "
                                           "cost model");
-    bad_profile(buf, "--table /tmp --fit eff_gemm", 1, "nothing written");
+    /* an output that cannot be written is refused before fitting: exit 2 */
+    bad_profile(buf, "--table /tmp --fit eff_gemm", 2,
+                "cannot write /tmp: it exists and is a folder, not a regular file");
 }
 END_TEST
 
