@@ -69,6 +69,8 @@ VLM = ("vlm-s", "vlm-s", ["--parallel", "tp=1,pp=4,mb=8", "--memory-cap", "1e15"
 # per-manifest parameters that let it plan one pipeline replica (dp=1)
 MANIFEST_ARGS = {"oobleck": ["--param", "partitioner.fault_tolerance=0",
                              "--param", "ranker.fault_tolerance=0"]}
+# per-manifest additions to the --parallel spec (dualpipe-v needs two stages per rank)
+MANIFEST_PARALLEL = {"dualpipe-v": ",vpp=2"}
 VLM_WORKLOAD = "tools/executor/tests/vlm.jsonl"
 EXTRAS = [
     ("megatron-1f1b+zero-bubble", "megatron-1f1b", LLM[0], LLM[1],
@@ -136,6 +138,8 @@ def plan_specs(src):
     for path in sorted(glob.glob(os.path.join(src, "examples/manifests/*.json"))):
         name = os.path.basename(path)[:-5]
         for label, model, args in (LLM, VLM):
+            args = [a + MANIFEST_PARALLEL.get(name, "") if i and args[i - 1] == "--parallel"
+                    else a for i, a in enumerate(args)]
             specs.append((name, name, label, model, args + MANIFEST_ARGS.get(name, [])))
     return specs + EXTRAS
 
