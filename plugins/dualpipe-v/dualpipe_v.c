@@ -200,6 +200,15 @@ static void dpv_w(dpv_rank *rk)
         dpv_put(rk, rk->s->queue[rk->q_head++], 0);
 }
 
+/* A backward of local stage c: I with its W queued once split, else B. */
+static void dpv_back(dpv_rank *rk, int c, int split)
+{
+    if (split)
+        dpv_i(rk, c);
+    else
+        dpv_b(rk, c);
+}
+
 /* Overlapped pair: F of local stage cf as a fill over B of stage cb. */
 static void dpv_fb(dpv_rank *rk, int cf, int cb)
 {
@@ -241,14 +250,14 @@ static void dpv_rank_order(dpv_rank *rk, int32_t r, int32_t P)
     for (int32_t j = 0; j < r + 1; j++) {
         if (j == mid && r % 2 == 1)
             split = 1;
-        split ? dpv_i(rk, 1) : dpv_b(rk, 1);
+        dpv_back(rk, 1, split);
         if (j == mid && r % 2 == 0)
             split = 1;
-        split ? dpv_i(rk, 0) : dpv_b(rk, 0);
+        dpv_back(rk, 0, split);
     }
     for (int32_t j = 0; j < P - r - 1; j++) {
         dpv_w(rk);
-        split ? dpv_i(rk, 0) : dpv_b(rk, 0);
+        dpv_back(rk, 0, split);
     }
     for (int32_t j = 0; j < r + 1; j++)
         dpv_w(rk);
