@@ -141,6 +141,13 @@ static int dpv_index(dpv_self *s, const loom_stage_graph *g, loom_error *err)
                                   "stage", v);
         s->cell[((int64_t)p * M + mb) * 2 + (kind == LOOM_STAGE_I)] = v;
     }
+    int32_t n_pos = 0;
+    for (int32_t v = 0; v < g->n_stages; v++)
+        n_pos = g->position[v] >= n_pos ? g->position[v] + 1 : n_pos;
+    if (n_pos != S)
+        return s->host->error(err, LOOM_EINVAL, "dualpipe-v: needs two positions per rank "
+                              "(%d on %d ranks, the V placement), found %d (plan with vpp 2 "
+                              "and placement v)", S, P, n_pos);
     for (int64_t c = 0; c < (int64_t)S * M * 2; c++)
         if (s->cell[c] < 0)
             return s->host->error(err, LOOM_EINVAL, "dualpipe-v: position %d, microbatch "

@@ -168,6 +168,30 @@ START_TEST(refusals)
                                       "placement"), "%s", err.message);
     loom_schedule_free(sc);
     loom_graph_free(g);
+    g = graph_v(4, 8, 1, 1, 1, 1); /* sets the chunk time arrays used below */
+    loom_graph_free(g);
+    {
+        /* one chunk per rank: 4 positions on 4 ranks */
+        loom_stage_times st = {0};
+        for (int k = 0; k < 8; k++)
+            scale[k] = 1;
+        st.ranks = 4;
+        st.microbatches = 8;
+        st.virtual_stages = 1;
+        st.split_backward = 1;
+        st.forward_ms = fwd;
+        st.input_grad_ms = igr;
+        st.weight_grad_ms = wgr;
+        st.activation_bytes = act;
+        st.microbatch_scale = scale;
+        ck_assert_int_eq(loom_graph_from_stage_times(&st, 1, &g, &err), LOOM_OK);
+    }
+    sc = loom_schedule_new(g->n_ranks, g->n_stages);
+    ck_assert_int_eq(interleave(g, sc, &err), LOOM_EINVAL);
+    ck_assert_msg(strstr(err.message, "needs two positions per rank (8 on 4 ranks, the V "
+                                      "placement), found 4"), "%s", err.message);
+    loom_schedule_free(sc);
+    loom_graph_free(g);
     g = graph_v(4, 7, 1, 1, 1, 1); /* M < 2P */
     sc = loom_schedule_new(g->n_ranks, g->n_stages);
     ck_assert_int_eq(interleave(g, sc, &err), LOOM_EINVAL);
