@@ -14,9 +14,9 @@
  *   4. (F s0 + B s1), (F s1 + B s0)  [M-2P+r+1]; the last rank runs its
  *      first F s0 and B s1 apart
  *   5. B s1, (F s1 + B s0)           [P-r-1]
- *   6. B s1, B s0                   [r+1]; from the middle iteration on
- *      (after its s1 action on odd ranks, before it on even ones) each
- *      backward is split: I now, W queued
+ *   6. B s1, B s0                   [r+1]; from iteration (r+1)/2 on
+ *      (from its s1 backward on odd ranks, from its s0 backward on even
+ *      ones) each backward is split: I now, W queued
  *   7. W (oldest queued), B s0      [P-r-1] (I when split)
  *   8. W (oldest queued)            [r+1], when any is left
  * (a + b) is an overlapped pair, PyTorch's OVERLAP_F_B: the forward runs as
