@@ -1026,6 +1026,41 @@ START_TEST(test_schedule_csv_deadlock)
 }
 END_TEST
 
+/* The stage of position `pos`, microbatch mb and kind in g. */
+static int32_t stage_of_kind(const loom_stage_graph *g, int pos, int mb, int kind)
+{
+    for (int32_t v = 0; v < g->n_stages; v++)
+        if (g->position[v] == pos && g->microbatch[v] == mb && g->kind[v] == kind)
+            return v;
+    ck_abort_msg("no stage at position %d, microbatch %d, kind %d", pos, mb, kind);
+    return -1;
+}
+
+START_TEST(test_schedule_csv_overlap_and_full_backward)
+{
+    /* Split 1F1B, P = 4, M = 8: rank 0 runs ... 0F3, 0I0, 0W0, 0F4, 0I1,
+     * 0W1 .... Marking I0 a full backward makes 0I0 + 0W0 one "0B0" cell;
+     * F4 filled over I1 and W1 is one "(0F4;0B1)OVERLAP_F_B" cell (the
+     * format of PyTorch's ScheduleDualPipeV), one step each. */
+    fixture fx;
+    stage_times_plan(&fx, 4, 8, 0, 1, 0, 1);
+    loom_stage_graph *g = fx.plan.graph;
+    loom_schedule *sc = fx.plan.schedule;
+    sc->fill_hosts[stage_of_kind(g, 0, 0, LOOM_STAGE_I)] = LOOM_FILL_FULL_BACKWARD;
+    sc->fill_hosts[stage_of_kind(g, 0, 4, LOOM_STAGE_F)] = 2;
+    char *csv = render(loom_write_schedule_csv, &fx.plan);
+    char row0[512] = {0};
+    size_t n = 0;
+    for (const char *c = csv; *c && *c != '\n' && n + 1 < sizeof row0; c++)
+        if (*c != ',' || (n > 0 && row0[n - 1] != ','))
+            row0[n++] = *c; /* the row without its blank cells */
+    ck_assert_str_eq(row0, "0F0,0F1,0F2,0F3,0B0,(0F4;0B1)OVERLAP_F_B,0F5,0I2,0W2,0F6,0I3,0W3,"
+                           "0F7,0I4,0W4,0I5,0W5,0I6,0W6,0I7,0W7");
+    free(csv);
+    fixture_free(&fx);
+}
+END_TEST
+
 START_TEST(test_svg_timeline)
 {
     fixture fx;
@@ -1568,6 +1603,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_trace_memory_counters);
     tcase_add_test(tc, test_schedule_csv_1f1b);
     tcase_add_test(tc, test_schedule_csv_deadlock);
+    tcase_add_test(tc, test_schedule_csv_overlap_and_full_backward);
     tcase_add_test(tc, test_schedule_csv_missing_backward);
     tcase_add_test(tc, test_schedule_csv_stage_on_two_ranks);
     tcase_add_test(tc, test_placement_styles);

@@ -423,9 +423,14 @@ START_TEST(test_bad_fills)
     ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "is a fill itself"));
     loom_schedule_free(sc);
-    sc = fill_order(-1);
+    sc = fill_order(-2);
     ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_EINVAL);
-    ck_assert_ptr_nonnull(strstr(err.message, "fills -1 hosts"));
+    ck_assert_ptr_nonnull(strstr(err.message, "fills -2 hosts"));
+    loom_schedule_free(sc);
+    /* -1 marks a full backward (an I before its W), not a forward */
+    sc = fill_order(LOOM_FILL_FULL_BACKWARD);
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "is marked a full backward (fill_hosts -1)"));
     loom_schedule_free(sc);
     loom_graph_free(g);
     /* a host that needs its own fill's output can never start */

@@ -157,8 +157,24 @@ const char *loom_stage_name(const loom_stage_graph *g, int32_t stage,
     return buf;
 }
 
+/* A full backward mark (LOOM_FILL_FULL_BACKWARD) at order index i: an I
+ * stage followed on its rank by its own W, which is no fill. */
+static int validate_full_backward(const loom_stage_graph *g, const loom_schedule *sched,
+                                  int32_t i, int32_t end, loom_error *err)
+{
+    char a[96];
+    int32_t st = sched->order[i];
+    int32_t w = g->kind[st] == LOOM_STAGE_I ? g->pair_weight[g->pair[st]] : -1;
+    if (w < 0 || i + 1 >= end || sched->order[i + 1] != w || sched->fill_hosts[w] != 0)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "schedule: %s is marked a full backward (fill_hosts %d); "
+                              "expected an I stage followed on its rank by its own W",
+                              loom_stage_name(g, st, a, sizeof a), LOOM_FILL_FULL_BACKWARD);
+    return LOOM_OK;
+}
+
 /* Every fill is followed on its rank by as many hosts as it names, none
- * of them a fill. */
+ * of them a fill; every full backward mark is an I before its W. */
 static int validate_fills(const loom_stage_graph *g, const loom_schedule *sched,
                           loom_error *err)
 {
@@ -172,6 +188,13 @@ static int validate_fills(const loom_stage_graph *g, const loom_schedule *sched,
             int32_t st = sched->order[i], k = fill[st];
             if (k == 0)
                 continue;
+            if (k == LOOM_FILL_FULL_BACKWARD) {
+                int rc = validate_full_backward(g, sched, i, end, err);
+                if (rc != LOOM_OK)
+                    return rc;
+                i++;
+                continue;
+            }
             if (k < 0 || k > end - i - 1)
                 return loom_set_error(err, LOOM_EINVAL,
                                       "schedule: %s fills %d hosts, expected 1..%d (the "

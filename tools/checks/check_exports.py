@@ -8,8 +8,9 @@ manifest's plans hold what docs/outputs.md promises.
 2. Every examples/manifests/*.json is planned in deterministic mode
    (--evaluations) with the default model (vlm-s; it must plan), with
    t2v-s and with the LLM-only llama3-8b (tp=8, pp=4, vpp=2; a manifest may
-   decline a model, as long as no output failed), pipeweaver with vlm-l and
-   optimus with vlm-xl as the docs plan them, and the stage-times examples
+   decline a model, as long as no output failed; dualpipe-v may decline
+   vlm-s, whose vpp is 1), pipeweaver with vlm-l, optimus with vlm-xl and
+   dualpipe-v with vlm-s at vpp 2 as the docs plan them, and the stage-times examples
    with megatron-1f1b (with the zb-v interleaver when a V or zig-zag
    placement is given). For each plan:
    - schedule.csv exists exactly when plan.json says "written"; when it
@@ -76,6 +77,10 @@ def self_test(src, tmp):
         ("pipeline", "0F0,0F1,,0B0,0B1\n,1F0,1B0,1F1,1B1\n", [], 1,
          "rank 0, step 4: B of stage 0, microbatch 1 does not come after the backward of "
          "stage 1 (step 4)"),
+        ("overlapped pairs", "0F0,1F0,(0F1;1B0)OVERLAP_F_B,(1F1;0B0)OVERLAP_F_B,1B1,0B1\n", [],
+         0, "ok: 1 ranks, 2 stages, 2 microbatches"),
+        ("overlapped own F", "(0F0;0B0)OVERLAP_F_B\n", [], 1,
+         "rank 0, step 0: B of the last stage 0, microbatch 0 does not come after its F (step 0)"),
         ("forward order", "0F0,,,0B0\n1F0,,1B0,\n", [], 1,
          "rank 1, step 0: F of stage 1, microbatch 0 does not come after the F of stage 0 "
          "(step 0)"),
@@ -268,13 +273,17 @@ def main():
         for path in sorted(glob.glob(os.path.join(src, "examples/manifests/*.json"))):
             name = os.path.basename(path)[:-5]
             for model, extra, must in models:
+                # dualpipe-v needs vpp 2, which vlm-s's own config lacks: planned below
                 plan(loom, src, tmp, "%s with %s" % (name, model),
-                     ["--manifest", path, "--model", model] + extra, must)
-        # the pairs the docs plan (pipeweaver with vlm-l: docs/search.md; optimus with vlm-xl)
-        for name, model in (("pipeweaver", "vlm-l"), ("optimus", "vlm-xl")):
+                     ["--manifest", path, "--model", model] + extra,
+                     must and name != "dualpipe-v")
+        # the pairs the docs plan (pipeweaver with vlm-l: docs/search.md; optimus with vlm-xl;
+        # dualpipe-v with vlm-s at vpp 2: docs/search.md)
+        for name, model, extra in (("pipeweaver", "vlm-l", []), ("optimus", "vlm-xl", []),
+                                   ("dualpipe-v", "vlm-s", ["--parallel", "vpp=2"])):
             plan(loom, src, tmp, "%s with %s" % (name, model),
                  ["--manifest", os.path.join(src, "examples/manifests/%s.json" % name),
-                  "--model", model], True)
+                  "--model", model] + extra, True)
         for path in sorted(glob.glob(os.path.join(src, "examples/stage-times/*.json"))):
             with open(path) as f:
                 placed = json.load(f).get("placement", "loop") != "loop"

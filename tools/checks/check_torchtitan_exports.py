@@ -69,6 +69,8 @@ VLM = ("vlm-s", "vlm-s", ["--parallel", "tp=1,pp=4,mb=8", "--memory-cap", "1e15"
 # per-manifest parameters that let it plan one pipeline replica (dp=1)
 MANIFEST_ARGS = {"oobleck": ["--param", "partitioner.fault_tolerance=0",
                              "--param", "ranker.fault_tolerance=0"]}
+# per-manifest additions to the --parallel spec (dualpipe-v needs two stages per rank)
+MANIFEST_PARALLEL = {"dualpipe-v": ",vpp=2"}
 VLM_WORKLOAD = "tools/executor/tests/vlm.jsonl"
 EXTRAS = [
     ("megatron-1f1b+zero-bubble", "megatron-1f1b", LLM[0], LLM[1],
@@ -136,6 +138,8 @@ def plan_specs(src):
     for path in sorted(glob.glob(os.path.join(src, "examples/manifests/*.json"))):
         name = os.path.basename(path)[:-5]
         for label, model, args in (LLM, VLM):
+            args = [a + MANIFEST_PARALLEL.get(name, "") if i and args[i - 1] == "--parallel"
+                    else a for i, a in enumerate(args)]
             specs.append((name, name, label, model, args + MANIFEST_ARGS.get(name, [])))
     return specs + EXTRAS
 
@@ -793,7 +797,7 @@ def job_item(item, doc, tt, exp, oracle_why, step):
         return item
     if not item.get("oracle"):
         item["note"] = oracle_note(toml, item["oracle_text"], oracle_why)
-    exp["csv_actions"] = len(csv_cells(item["dir"]))
+    exp["csv_actions"] = csv_action_count(item["dir"])
     step = step and exp["model"]["kind"] == "llama"
     item["step_blocker"] = step_blocker(item["dir"], exp) if step else None
     item["exp"] = exp
@@ -803,15 +807,25 @@ def job_item(item, doc, tt, exp, oracle_why, step):
 
 
 def csv_cells(folder):
-    """schedule.csv's actions as (rank, stage, kind, microbatch), row by row."""
+    """schedule.csv's actions as (rank, stage, kind, microbatch), row by row; an
+    ({s}F{mb};{s}B{mb})OVERLAP_F_B cell gives its two."""
     cells = []
     with open(os.path.join(folder, "schedule.csv")) as fh:
         for rank, row in enumerate(fh.read().splitlines()):
             for cell in row.split(","):
-                m = re.fullmatch(r"(\d+)([FBIW])(\d+)", cell.strip())
-                if m:
-                    cells.append((rank, int(m.group(1)), m.group(2), int(m.group(3))))
+                pair = re.fullmatch(r"\((.*);(.*)\)OVERLAP_F_B", cell.strip())
+                for sub in pair.groups() if pair else (cell,):
+                    m = re.fullmatch(r"(\d+)([FBIW])(\d+)", sub.strip())
+                    if m:
+                        cells.append((rank, int(m.group(1)), m.group(2), int(m.group(3))))
     return cells
+
+
+def csv_action_count(folder):
+    """Non-blank cells of schedule.csv: the actions PyTorch's _load_csv keeps (an
+    OVERLAP_F_B pair is one)."""
+    with open(os.path.join(folder, "schedule.csv")) as fh:
+        return sum(1 for row in fh.read().splitlines() for c in row.split(",") if c.strip())
 
 
 def last_stage_order(folder, n_stages):

@@ -6,7 +6,9 @@ torch.distributed.pipelining's _load_csv reads) against PyTorch's schedule
 rules, as _validate_schedule in torch/distributed/pipelining/schedules.py
 states them, plus the pipeline order its runtime executes:
 
-  format    one row per rank; a cell is {stage}{F|I|B|W}{microbatch} or empty
+  format    one row per rank; a cell is {stage}{F|I|B|W}{microbatch}, an
+            overlapped pair ({stage}F{mb};{stage}B{mb})OVERLAP_F_B (both
+            actions in that step, as ScheduleDualPipeV writes them) or empty
             (the rank idles in that step);
   ranks     as many rows as ranks (--ranks, default: the rows);
   stages    stages 0 .. N-1 (--stages, default: the highest stage + 1), each
@@ -32,6 +34,7 @@ import re
 import sys
 
 CELL = re.compile(r"^(\d+)([FIBW])(\d+)$")
+OVERLAP = re.compile(r"^\((\d+F\d+);(\d+[BI]\d+)\)OVERLAP_F_B$")
 
 
 class Violation(Exception):
@@ -48,11 +51,14 @@ def parse(path):
                 cell = cell.strip()
                 if not cell:
                     continue
-                m = CELL.match(cell)
-                if not m:
-                    raise Violation("rank %d, step %d: cell %r is not {stage}{F|I|B|W}{microbatch}"
-                                    % (rank, step, cell))
-                acts.append((step, int(m.group(1)), m.group(2), int(m.group(3))))
+                pair = OVERLAP.match(cell)
+                for sub in pair.groups() if pair else (cell,):
+                    m = CELL.match(sub)
+                    if not m:
+                        raise Violation("rank %d, step %d: cell %r is not {stage}{F|I|B|W}"
+                                        "{microbatch} or ({stage}F{mb};{stage}B{mb})OVERLAP_F_B"
+                                        % (rank, step, cell))
+                    acts.append((step, int(m.group(1)), m.group(2), int(m.group(3))))
             rows.append(acts)
     return rows
 

@@ -261,6 +261,14 @@ typedef struct loom_schedule {
     int32_t *fill_hosts;
 } loom_schedule;
 
+/* fill_hosts[v] of an I stage whose W is the next stage of its rank: the
+ * two are one full backward action (PyTorch's B), run back to back and
+ * priced as I then W; the schedule.csv writer writes them as one B. An
+ * interleaver whose order mixes full and split backwards (DualPipeV)
+ * marks the full ones so. Appended: a host that predates it rejects a
+ * negative fill_hosts. */
+#define LOOM_FILL_FULL_BACKWARD (-1)
+
 /* The schedule's fills (fill_hosts by stage id), or NULL when it has
  * none or predates them. */
 static inline const int32_t *loom_schedule_fills(const loom_schedule *s)

@@ -45,6 +45,7 @@ from .runtime import chunk_pieces
 
 SCHEDULES_LOGGER = "torch.distributed.pipelining.schedules"
 ACTION_CELL = re.compile(r"^(\d+)([FBIW])(\d+)$")
+OVERLAP_CELL = re.compile(r"^\((.*);(.*)\)OVERLAP_F_B$")  # ScheduleDualPipeV's pairs
 KIND_WORDS = {"F": "forward", "B": "backward", "I": "input-gradient backward",
               "W": "weight-gradient backward", "SEND_F": "send of the activations",
               "RECV_F": "receive of the activations", "SEND_B": "send of the gradient",
@@ -124,9 +125,11 @@ def loss_order_problem(csv, n_stages, n_micro):
         with open(csv, newline="") as fh:
             for row in _csv.reader(fh):
                 for cell in row:
-                    m = ACTION_CELL.match(cell.strip())
-                    if m and int(m.group(1)) == last and m.group(2) == "F":
-                        order.append(int(m.group(3)))
+                    pair = OVERLAP_CELL.match(cell.strip())
+                    for sub in pair.groups() if pair else (cell,):
+                        m = ACTION_CELL.match(sub.strip())
+                        if m and int(m.group(1)) == last and m.group(2) == "F":
+                            order.append(int(m.group(3)))
     except (OSError, UnicodeDecodeError, _csv.Error):
         return None
     if sorted(order) != list(range(n_micro)) or order == sorted(order):

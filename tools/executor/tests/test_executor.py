@@ -341,6 +341,7 @@ def test_pipeweaver_plan_shape(tmp_path):
     ("optimus", "vlm-s", "vlm.jsonl", "tp=1,pp=4,mb=4", []),
     ("pipeweaver", "t2v-s", "video.jsonl", "tp=1,pp=4,mb=4", ["--param", "ranker.max_evaluations=20"]),
     ("megatron-1f1b", "t2v-s", "video.jsonl", "tp=1,pp=2,vpp=2,mb=4", []),
+    ("dualpipe-v", "vlm-s", "vlm.jsonl", "tp=1,pp=2,vpp=2,mb=4", []),
     ("megatron-1f1b", "disttrain-mllm-9b", "vlm.jsonl", "tp=1,pp=3,mb=4", []),
     # one rank: every hand-over (within and across flows) stays on the rank
     ("pipeweaver", "vlm-s", "vlm.jsonl", "tp=1,pp=1,mb=4", ["--param", "ranker.max_evaluations=5"]),
@@ -381,7 +382,7 @@ def test_every_shipped_manifest_is_executed():
     pipeweaver also in the ctest executor_* cases)."""
     listed = {"cornstarch", "disttrain", "entrain", "gpipe", "megatron-balanced",
               "megatron-tuned", "megatron-param-balanced", "hetero", "oobleck", "optimus",
-              "pipeweaver", "megatron-1f1b"}
+              "pipeweaver", "megatron-1f1b", "dualpipe-v"}
     shipped = {p.stem for p in MANIFESTS.glob("*.json")}
     assert shipped == listed, "manifests without an executor test: %s" % sorted(shipped - listed)
 

@@ -128,6 +128,17 @@ def test_last_stage_out_of_order_is_refused(csv_plan, tmp_path):
             "forwards ran" % csv) in r.stderr
 
 
+def test_last_stage_order_reads_overlapped_pairs(csv_plan, tmp_path):
+    """The same check sees a last-stage forward inside an OVERLAP_F_B cell
+    (ScheduleDualPipeV's pairs): F of microbatch 2 there still counts."""
+    rows = ["0F0,0F1,0F2,0F3,0B0,0B1,0B2,0B3", "1F1,1F0,(1F2;1B1)OVERLAP_F_B,1F3,1B0,1B2,1B3"]
+    p, csv = edited_copy(csv_plan, tmp_path, lambda _: rows)
+    r = execute(p, VLM, "--runtime", "torch")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert ("%s: the last stage (1) runs its forwards in the microbatch order 1, 0, 2, 3;" % csv
+            ) in r.stderr
+
+
 def test_auto_keeps_pipeweaver_on_loom(tmp_path):
     """A PipeWeaver plan (two flows, sub-microbatches) has no schedule.csv:
     auto runs Loom's runtime, and the table says why."""
