@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "roofline_model.h"
+#include "roofline_memo.h"
 
 #define RF_ID "org.loom.roofline"
 
@@ -22,6 +23,7 @@ typedef struct rf_self {
     int tp_comm_overlap;        /* TP collectives overlapped with GEMMs */
     loom_tail_knobs tail;       /* the iteration tail's knobs */
     int precision;              /* matmul_precision: an RF_PRECISION_* */
+    rf_memo memo;               /* layer costs already computed */
 } rf_self;
 
 /* The run's matmul precision (param matmul_precision): which of the
@@ -173,8 +175,10 @@ static int rf_create(const loom_host_api *host, loom_ctx *ctx,
     s->flags = (flash ? LOOM_ROOFLINE_FLASH : 0u) |
                (seqpar ? LOOM_ROOFLINE_SEQ_PARALLEL : 0u);
     s->launch_ms = launch_us / 1000.0;
+    rf_memo_init(&s->memo);
     rc = rf_tail_params(host, ctx, s, err);
     if (rc != LOOM_OK) {
+        rf_memo_free(&s->memo, host);
         host->free(s);
         return rc;
     }
@@ -186,8 +190,10 @@ static int rf_create(const loom_host_api *host, loom_ctx *ctx,
 static void rf_destroy(void *self)
 {
     rf_self *s = self;
-    if (s)
+    if (s) {
+        rf_memo_free(&s->memo, s->host);
         s->host->free(s);
+    }
 }
 
 /* Rounds a non-negative byte count up to an integer. */
@@ -335,6 +341,75 @@ static int rf_context_parallel(const rf_self *s, const loom_cluster *c, const lo
     return LOOM_OK;
 }
 
+/* The memo key of one estimate (see rf_memo_key). */
+static void rf_key_of(const loom_problem *problem, int32_t module, int32_t layer,
+                      const loom_shape *shape, int32_t policy, rf_memo_key *key)
+{
+    const loom_module *m = &problem->model->modules[module];
+    memset(key, 0, sizeof *key);
+    key->model = problem->model;
+    key->cluster = problem->cluster;
+    key->layer = m->layers[layer];
+    key->tokens = shape->tokens;
+    key->sequences = shape->sequences;
+    key->seq_sq_sum = shape->seq_sq_sum;
+    key->tp = shape->tp;
+    key->cp = LOOM_SHAPE_HAS(shape, cp) && shape->cp > 1 ? shape->cp : 1;
+    key->attention_scale = key->cp > 1 && LOOM_SHAPE_HAS(shape, cp_attention_scale) &&
+                                   shape->cp_attention_scale > 1.0
+                               ? shape->cp_attention_scale
+                               : 1.0;
+    key->module = module;
+    key->kind = m->kind;
+    key->frozen = m->frozen;
+    key->n_layers = m->n_layers;
+    key->vocab = m->vocab;
+    key->vocab_hidden = m->layers[0].hidden;
+    key->vocab_role = (layer == 0 ? 1 : 0) | (layer == m->n_layers - 1 ? 2 : 0);
+    key->policy = policy;
+    key->trainable_upstream = shape->trainable_upstream != 0;
+}
+
+/* The costs of one layer on one GPU of its TP x CP group under policy
+ * (what the memo holds). */
+static int rf_compute(const rf_self *s, const loom_problem *problem, const loom_module *m,
+                      int32_t layer, const loom_shape *shape, int32_t policy,
+                      loom_roofline_costs *c, loom_error *err)
+{
+    loom_roofline_hw hw;
+    int rc = rf_hardware(s, problem->cluster, shape->tp, &hw, err);
+    if (rc != LOOM_OK)
+        return rc;
+    /* the caller's shape may predate the cp members: copy the V1 ones */
+    loom_shape whole = LOOM_SHAPE_INIT;
+    whole.tokens = shape->tokens;
+    whole.seq_sq_sum = shape->seq_sq_sum;
+    whole.sequences = shape->sequences;
+    whole.tp = shape->tp;
+    whole.trainable_upstream = shape->trainable_upstream;
+    int32_t cp = LOOM_SHAPE_HAS(shape, cp) && shape->cp > 1 ? shape->cp : 1;
+    double scale = 1.0;
+    if (cp > 1 && LOOM_SHAPE_HAS(shape, cp_attention_scale) && shape->cp_attention_scale > 1.0)
+        scale = shape->cp_attention_scale;
+    if ((rc = rf_context_parallel(s, problem->cluster, &whole, cp, &hw, err)) != LOOM_OK)
+        return rc;
+    /* one GPU of the CP group: 1/cp of the tokens, the slowest GPU's
+     * share of the attention work */
+    loom_shape local = whole;
+    if (cp > 1) {
+        local.tokens = (whole.tokens + cp - 1) / cp;
+        local.seq_sq_sum = whole.seq_sq_sum / cp * scale;
+    }
+    rf_layer_and_vocab(s, m, layer, &local, &hw, policy, c);
+    if (cp > 1) { /* model FLOPs are the whole microbatch's */
+        loom_roofline_costs all;
+        rf_layer_and_vocab(s, m, layer, &whole, &hw, policy, &all);
+        c->flops = all.flops;
+        c->recompute_flops = all.recompute_flops;
+    }
+    return LOOM_OK;
+}
+
 /* estimate(): one layer's times and memory under a policy. */
 static int rf_estimate(void *self, const loom_problem *problem,
                        int32_t module, int32_t layer, const loom_shape *shape,
@@ -366,39 +441,14 @@ static int rf_estimate(void *self, const loom_problem *problem,
                               (int)LOOM_POLICY_OFFLOAD, (int)policy);
     if ((rc = rf_check_layer(s, m, layer, err)) != LOOM_OK)
         return rc;
-    loom_roofline_hw hw;
-    if ((rc = rf_hardware(s, problem->cluster, shape->tp, &hw, err)) !=
-        LOOM_OK)
-        return rc;
-
     const loom_layer *L = &m->layers[layer];
-    /* the caller's shape may predate the cp members: copy the V1 ones */
-    loom_shape whole = LOOM_SHAPE_INIT;
-    whole.tokens = shape->tokens;
-    whole.seq_sq_sum = shape->seq_sq_sum;
-    whole.sequences = shape->sequences;
-    whole.tp = shape->tp;
-    whole.trainable_upstream = shape->trainable_upstream;
-    int32_t cp = LOOM_SHAPE_HAS(shape, cp) && shape->cp > 1 ? shape->cp : 1;
-    double scale = 1.0;
-    if (cp > 1 && LOOM_SHAPE_HAS(shape, cp_attention_scale) && shape->cp_attention_scale > 1.0)
-        scale = shape->cp_attention_scale;
-    if ((rc = rf_context_parallel(s, problem->cluster, &whole, cp, &hw, err)) != LOOM_OK)
-        return rc;
-    /* one GPU of the CP group: 1/cp of the tokens, the slowest GPU's
-     * share of the attention work */
-    loom_shape local = whole;
-    if (cp > 1) {
-        local.tokens = (whole.tokens + cp - 1) / cp;
-        local.seq_sq_sum = whole.seq_sq_sum / cp * scale;
-    }
     loom_roofline_costs c;
-    rf_layer_and_vocab(s, m, layer, &local, &hw, policy, &c);
-    if (cp > 1) { /* model FLOPs are the whole microbatch's */
-        loom_roofline_costs all;
-        rf_layer_and_vocab(s, m, layer, &whole, &hw, policy, &all);
-        c.flops = all.flops;
-        c.recompute_flops = all.recompute_flops;
+    rf_memo_key key;
+    rf_key_of(problem, module, layer, shape, policy, &key);
+    if (!rf_memo_get(&((rf_self *)self)->memo, &key, &c)) {
+        if ((rc = rf_compute(s, problem, m, layer, shape, policy, &c, err)) != LOOM_OK)
+            return rc;
+        rf_memo_put(&((rf_self *)self)->memo, s->host, &key, &c);
     }
     double params = loom_roofline_layer_params(L);
     loom_layer_cost_clear(out);

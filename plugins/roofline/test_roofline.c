@@ -635,6 +635,48 @@ START_TEST(size_curve_lowers_small_operators)
 }
 END_TEST
 
+/* The memo returns exactly what computing returns: the same estimate
+ * twice is bytewise equal, and a change to the layer, the shape or the
+ * policy is a new key, priced as a fresh instance prices it. */
+START_TEST(memo_returns_what_computing_returns)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    loom_layer layers[32];
+    for (int i = 0; i < 32; i++)
+        layers[i] = LLAMA3_8B;
+    fx.module.layers = layers;
+    loom_shape sh = seq_shape(1, 4096, 1, 1);
+    loom_error err = {0, ""};
+    loom_mock_host *hst = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+    loom_mock_host_set_problem(hst, &fx.problem);
+    const loom_cost_model_vtable *vt = vtable();
+    void *self = NULL, *fresh = NULL;
+    ck_assert_int_eq(vt->create(loom_mock_host_api(hst), loom_mock_host_ctx(hst), NULL, &self,
+                                &err), LOOM_OK);
+    loom_layer_cost a = LOOM_LAYER_COST_INIT, b = LOOM_LAYER_COST_INIT, c = LOOM_LAYER_COST_INIT;
+    ck_assert_int_eq(vt->estimate(self, &fx.problem, 0, 5, &sh, 1, &a, &err), LOOM_OK);
+    ck_assert_int_eq(vt->estimate(self, &fx.problem, 0, 6, &sh, 1, &b, &err), LOOM_OK);
+    ck_assert_int_eq(memcmp(&a, &b, sizeof a), 0); /* identical layers share a key */
+    layers[6].ffn_hidden *= 2;
+    ck_assert_int_eq(vt->estimate(self, &fx.problem, 0, 6, &sh, 1, &b, &err), LOOM_OK);
+    ck_assert(b.forward_ms > a.forward_ms);
+    ck_assert_int_eq(vt->create(loom_mock_host_api(hst), loom_mock_host_ctx(hst), NULL, &fresh,
+                                &err), LOOM_OK);
+    ck_assert_int_eq(vt->estimate(fresh, &fx.problem, 0, 6, &sh, 1, &c, &err), LOOM_OK);
+    ck_assert_int_eq(memcmp(&b, &c, sizeof b), 0);
+    sh.tokens *= 2;
+    ck_assert_int_eq(vt->estimate(self, &fx.problem, 0, 5, &sh, 1, &b, &err), LOOM_OK);
+    ck_assert(b.forward_ms > a.forward_ms);
+    ck_assert_int_eq(vt->estimate(self, &fx.problem, 0, 5, &sh, LOOM_POLICY_FULL, &c, &err),
+                     LOOM_OK);
+    ck_assert(c.activation_bytes < b.activation_bytes); /* full recomputation keeps less */
+    vt->destroy(fresh);
+    vt->destroy(self);
+    loom_mock_host_free(hst);
+}
+END_TEST
+
 /* The vocabulary's work: the LM head adds 2 N h V FLOPs per GEMM pass
  * (6 N h V trainable) to a backbone's last layer and time to its forward;
  * the embedding adds time, no FLOPs, to layer 0; an encoder has no head. */
@@ -1125,6 +1167,7 @@ static Suite *roofline_suite(void)
     tcase_add_test(tc, context_parallel_splits_the_sequence);
     tcase_add_test(tc, size_curve_lowers_small_operators);
     tcase_add_test(tc, vocabulary_costs_first_and_last_layer);
+    tcase_add_test(tc, memo_returns_what_computing_returns);
     tcase_add_test(tc, tp_comm_overlap_hides_collectives);
     tcase_add_test(tc, exposed_comm_is_the_collectives);
     tcase_add_test(tc, rank_tail_follows_params);

@@ -118,8 +118,10 @@ static double cap_of(const loom_session *s)
 /* Fills c's bound and static floor from a priced session. With a module
  * laid out on its own (listed), each GPU set bounds its own ranks: the
  * busiest set's work per rank, and the static memory per rank of the set
- * with the most; the chain and fill bounds assume one layout and are
- * left out. A manifest whose partitioner chooses its own layouts gets no
+ * with the most. The chain and fill bounds of Megatron-LM's partitions
+ * hold while every module runs on the top-level GPUs (a colocated module's
+ * layers priced at their own TP and copies); a disjoint module's set runs
+ * beside the pipeline, so they are left out there. A manifest whose partitioner chooses its own layouts gets no
  * bound: its plan may price modules at layouts other than c's. */
 static int bound_from_floor(const loom_tune_search *t, const loom_session *s,
                             loom_tune_config *c, const loom_layout_floor *f)
@@ -127,7 +129,8 @@ static int bound_from_floor(const loom_tune_search *t, const loom_session *s,
     int32_t P = c->par.pp;
     int listed = s->problem.module_layouts != NULL;
     double lb = listed ? f->set_work_ms : f->work_ms / P;
-    if (!listed && megatron_partitions(s)) { /* whole microbatches along one chain */
+    int one_set = !listed || c->module_placement != LOOM_LAYOUT_DISJOINT;
+    if (one_set && megatron_partitions(s)) { /* whole microbatches along one chain */
         lb = fmax(lb, f->chain_ms);
         if (c->par.vpp == 1 && P > 1)
             lb = fmax(lb, fill_bound(f, P, lb));
