@@ -22,6 +22,12 @@
 #define TINY "--model " LOOM_TEST_SOURCE_DIR "/tests/fixtures/models/tune-tiny.json --seq-len 2048"
 
 
+/* The layout object's degree `key`. */
+static int deg(const cJSON *lay, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(lay, key)->valueint;
+}
+
 START_TEST(shards_merge_to_the_same_bytes)
 {
     char dir[64], whole[128], merged[128], f[4][128];
@@ -70,6 +76,33 @@ START_TEST(shards_merge_to_the_same_bytes)
     free(out);
     free(want);
     loom_test_rmdir(dir);
+}
+END_TEST
+
+START_TEST(readme_tune_example)
+{
+    /* README's first screen: loom tune of Llama-3-8B on 8 GPUs, batch 64 */
+    char *out = loom_test_cli_expect(0, "tune --model " LOOM_TEST_SOURCE_DIR
+                                     "/examples/models/hf/llama-3-8b.json --gpus 8 "
+                                     "--global-batch 64 --top 1 --quiet --json");
+    cJSON *doc = cJSON_Parse(out);
+    ck_assert_ptr_nonnull(doc);
+    cJSON *best = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "ranked"), 0);
+    cJSON *lay = cJSON_GetObjectItemCaseSensitive(best, "layout");
+    const char *keys[] = {"tp", "cp", "pp", "dp", "vpp", "micro_batch_size", "microbatches"};
+    const int want[] = {1, 2, 2, 2, 8, 2, 16};
+    for (int i = 0; i < 7; i++)
+        ck_assert_int_eq(deg(lay, keys[i]), want[i]);
+    ck_assert_int_eq((int)cJSON_GetObjectItemCaseSensitive(best, "makespan_ms")->valuedouble, 5114);
+    ck_assert_double_eq_tol(cJSON_GetObjectItemCaseSensitive(best, "mfu")->valuedouble, 0.521,
+                            0.0005);
+    double peak = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(best, "peak_mem_bytes"))
+        peak = e->valuedouble > peak ? e->valuedouble : peak;
+    ck_assert_double_eq_tol(peak / 1073741824.0, 74.4, 0.05);
+    cJSON_Delete(doc);
+    free(out);
 }
 END_TEST
 
@@ -168,12 +201,6 @@ START_TEST(out_writes_the_winner)
     loom_test_rmdir(dir);
 }
 END_TEST
-
-/* The layout object's degree `key`. */
-static int deg(const cJSON *lay, const char *key)
-{
-    return cJSON_GetObjectItemCaseSensitive(lay, key)->valueint;
-}
 
 START_TEST(per_module_configurations_plan_the_same)
 {
@@ -329,6 +356,7 @@ static Suite *suite(void)
     tcase_add_test(tc, plan_batch_identity);
     tcase_add_test(tc, plan_memory_hint);
     tcase_add_test(tc, jobs_print_the_same_bytes);
+    tcase_add_test(tc, readme_tune_example);
     tcase_add_test(tc, per_module_configurations_plan_the_same);
     tcase_add_test(tc, plan_json_reports_module_layouts);
     suite_add_tcase(s, tc);
