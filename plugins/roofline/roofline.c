@@ -348,7 +348,6 @@ static void rf_key_of(const loom_problem *problem, int32_t module, int32_t layer
     const loom_module *m = &problem->model->modules[module];
     memset(key, 0, sizeof *key);
     key->model = problem->model;
-    key->cluster = problem->cluster;
     key->layer = m->layers[layer];
     key->tokens = shape->tokens;
     key->sequences = shape->sequences;
@@ -371,15 +370,11 @@ static void rf_key_of(const loom_problem *problem, int32_t module, int32_t layer
 }
 
 /* The costs of one layer on one GPU of its TP x CP group under policy
- * (what the memo holds). */
-static int rf_compute(const rf_self *s, const loom_problem *problem, const loom_module *m,
-                      int32_t layer, const loom_shape *shape, int32_t policy,
-                      loom_roofline_costs *c, loom_error *err)
+ * on hardware hw (what the memo holds). */
+static int rf_compute(const rf_self *s, const loom_module *m, int32_t layer,
+                      const loom_shape *shape, const loom_roofline_hw *hw, int32_t policy,
+                      loom_roofline_costs *c)
 {
-    loom_roofline_hw hw;
-    int rc = rf_hardware(s, problem->cluster, shape->tp, &hw, err);
-    if (rc != LOOM_OK)
-        return rc;
     /* the caller's shape may predate the cp members: copy the V1 ones */
     loom_shape whole = LOOM_SHAPE_INIT;
     whole.tokens = shape->tokens;
@@ -387,12 +382,10 @@ static int rf_compute(const rf_self *s, const loom_problem *problem, const loom_
     whole.sequences = shape->sequences;
     whole.tp = shape->tp;
     whole.trainable_upstream = shape->trainable_upstream;
-    int32_t cp = LOOM_SHAPE_HAS(shape, cp) && shape->cp > 1 ? shape->cp : 1;
+    int32_t cp = hw->cp > 1 ? hw->cp : 1;
     double scale = 1.0;
     if (cp > 1 && LOOM_SHAPE_HAS(shape, cp_attention_scale) && shape->cp_attention_scale > 1.0)
         scale = shape->cp_attention_scale;
-    if ((rc = rf_context_parallel(s, problem->cluster, &whole, cp, &hw, err)) != LOOM_OK)
-        return rc;
     /* one GPU of the CP group: 1/cp of the tokens, the slowest GPU's
      * share of the attention work */
     loom_shape local = whole;
@@ -400,14 +393,29 @@ static int rf_compute(const rf_self *s, const loom_problem *problem, const loom_
         local.tokens = (whole.tokens + cp - 1) / cp;
         local.seq_sq_sum = whole.seq_sq_sum / cp * scale;
     }
-    rf_layer_and_vocab(s, m, layer, &local, &hw, policy, c);
+    rf_layer_and_vocab(s, m, layer, &local, hw, policy, c);
     if (cp > 1) { /* model FLOPs are the whole microbatch's */
         loom_roofline_costs all;
-        rf_layer_and_vocab(s, m, layer, &whole, &hw, policy, &all);
+        rf_layer_and_vocab(s, m, layer, &whole, hw, policy, &all);
         c->flops = all.flops;
         c->recompute_flops = all.recompute_flops;
     }
     return LOOM_OK;
+}
+
+/* The hardware an estimate runs on: the cluster's rates at the shape's
+ * TP and CP (zeroed first: the memo key holds it bytewise). */
+static int rf_hardware_of(const rf_self *s, const loom_problem *problem,
+                          const loom_shape *shape, loom_roofline_hw *hw, loom_error *err)
+{
+    memset(hw, 0, sizeof *hw);
+    int rc = rf_hardware(s, problem->cluster, shape->tp, hw, err);
+    if (rc != LOOM_OK)
+        return rc;
+    loom_shape whole = LOOM_SHAPE_INIT;
+    whole.tp = shape->tp;
+    int32_t cp = LOOM_SHAPE_HAS(shape, cp) && shape->cp > 1 ? shape->cp : 1;
+    return rf_context_parallel(s, problem->cluster, &whole, cp, hw, err);
 }
 
 /* estimate(): one layer's times and memory under a policy. */
@@ -445,9 +453,10 @@ static int rf_estimate(void *self, const loom_problem *problem,
     loom_roofline_costs c;
     rf_memo_key key;
     rf_key_of(problem, module, layer, shape, policy, &key);
+    if ((rc = rf_hardware_of(s, problem, shape, &key.hw, err)) != LOOM_OK)
+        return rc;
     if (!rf_memo_get(&((rf_self *)self)->memo, &key, &c)) {
-        if ((rc = rf_compute(s, problem, m, layer, shape, policy, &c, err)) != LOOM_OK)
-            return rc;
+        rf_compute(s, m, layer, shape, &key.hw, policy, &c);
         rf_memo_put(&((rf_self *)self)->memo, s->host, &key, &c);
     }
     double params = loom_roofline_layer_params(L);

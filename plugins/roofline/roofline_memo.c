@@ -1,5 +1,5 @@
 /* roofline_memo.c - the layer-cost memo of a roofline instance (see
- * roofline_memo.h): FNV-1a over the key's bytes picks a slot of a
+ * roofline_memo.h): a word-wise hash of the key picks a slot of a
  * 4096-slot table; a slot holds the last key that hashed there. */
 #include <string.h>
 #include "roofline_memo.h"
@@ -20,14 +20,22 @@ void rf_memo_free(rf_memo *m, const loom_host_api *host)
     pthread_mutex_destroy(&m->lock);
 }
 
-/* The slot of a key. */
+/* The slot of a key: a multiply-xorshift mix over its 8-byte words (the
+ * key is zeroed before it is filled, so its padding hashes the same). */
 static uint32_t slot_of(const rf_memo_key *key)
 {
+    uint64_t h = 0x9e3779b97f4a7c15ull, w;
     const unsigned char *p = (const unsigned char *)key;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < sizeof *key; i++)
-        h = (h ^ p[i]) * 1099511628211ull;
-    return (uint32_t)(h ^ (h >> 32)) & (RF_MEMO_SLOTS - 1);
+    size_t n = sizeof *key, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    for (; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    h ^= h >> 29;
+    return (uint32_t)h & (RF_MEMO_SLOTS - 1);
 }
 
 int rf_memo_get(rf_memo *m, const rf_memo_key *key, loom_roofline_costs *out)

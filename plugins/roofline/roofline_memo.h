@@ -1,8 +1,10 @@
 /* roofline_memo.h - a memo of layer costs for one roofline instance.
  * Pipelines price the same layer shape many times (identical layers of a
  * module, microbatches of one shape, every candidate of a search); the
- * roofline is a pure function of what the key holds, so a hit returns
- * exactly what computing would. Thread-safe (one lock). */
+ * roofline is a pure function of what the key holds (the hardware by
+ * value, so a cluster whose factors change between calls, as `loom
+ * calibrate` changes them, is a new key), so a hit returns exactly what
+ * computing would. Thread-safe (one lock). */
 #ifndef LOOM_ROOFLINE_MEMO_H
 #define LOOM_ROOFLINE_MEMO_H
 
@@ -15,7 +17,8 @@
  * instance's own params. Zero it before filling (it is hashed and
  * compared bytewise). */
 typedef struct rf_memo_key {
-    const void *model, *cluster;
+    const void *model;
+    loom_roofline_hw hw;       /* the cluster's rates at this TP and CP */
     loom_layer layer;          /* the layer's shape parameters */
     int64_t tokens, sequences;
     double seq_sq_sum, attention_scale;

@@ -636,8 +636,9 @@ START_TEST(size_curve_lowers_small_operators)
 END_TEST
 
 /* The memo returns exactly what computing returns: the same estimate
- * twice is bytewise equal, and a change to the layer, the shape or the
- * policy is a new key, priced as a fresh instance prices it. */
+ * twice is bytewise equal, and a change to the layer, the shape, the
+ * policy or the cluster's factors is a new key, priced as a fresh
+ * instance prices it. */
 START_TEST(memo_returns_what_computing_returns)
 {
     fixture fx;
@@ -671,6 +672,11 @@ START_TEST(memo_returns_what_computing_returns)
     ck_assert_int_eq(vt->estimate(self, &fx.problem, 0, 5, &sh, LOOM_POLICY_FULL, &c, &err),
                      LOOM_OK);
     ck_assert(c.activation_bytes < b.activation_bytes); /* full recomputation keeps less */
+    /* a cluster factor changed in place (as loom calibrate does) is a new key */
+    ck_assert_int_eq(vt->estimate(self, &fx.problem, 0, 5, &sh, 1, &b, &err), LOOM_OK);
+    fx.cluster.eff_gemm /= 2;
+    ck_assert_int_eq(vt->estimate(self, &fx.problem, 0, 5, &sh, 1, &c, &err), LOOM_OK);
+    ck_assert(c.forward_ms > b.forward_ms);
     vt->destroy(fresh);
     vt->destroy(self);
     loom_mock_host_free(hst);
