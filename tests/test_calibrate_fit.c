@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <loom/sys/json.h>
 #include <loom/sys/session.h>
@@ -402,6 +403,40 @@ START_TEST(shipped_examples_fit)
 }
 END_TEST
 
+/* --json names each row by its file and line as a JSON string: a profile
+ * whose path holds a quote and a backslash still gives valid JSON with
+ * the path as it is. */
+START_TEST(json_rows_name_odd_paths)
+{
+    char dir[128], sub[256], path[320];
+    loom_test_mkdtemp(dir, sizeof dir, "calibjson");
+    snprintf(sub, sizeof sub, "%s/q\"b\\s", dir);
+    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    snprintf(path, sizeof path, "%s/p.csv", sub);
+    char *text = loom_test_slurp(LOOM_TEST_SOURCE_DIR
+                                 "/tests/fidelity/measured/h200/profile-vlm-s.csv");
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+    free(text);
+    char *out = loom_test_cli_expect(0, "calibrate --cluster h200 --model " LOOM_TEST_SOURCE_DIR
+                                     "/examples/models/vlm-s.json --profile '%s' --fit "
+                                     "eff_gemm,eff_attention --max-residual 15 --json", path);
+    cJSON *doc = cJSON_Parse(out);
+    ck_assert_msg(doc != NULL, "not JSON:\n%.500s", out);
+    const cJSON *row = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "rows"), 0);
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(row, "row"));
+    ck_assert_ptr_nonnull(name);
+    ck_assert_int_eq(strncmp(name, path, strlen(path)), 0);
+    cJSON_Delete(doc);
+    free(out);
+    unlink(path);
+    rmdir(sub);
+    loom_test_rmdir(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("calibrate_fit");
@@ -413,6 +448,7 @@ static Suite *suite(void)
     tcase_add_test(tc, bad_profiles);
     tcase_add_test(tc, bad_iterations);
     tcase_add_test(tc, shipped_examples_fit);
+    tcase_add_test(tc, json_rows_name_odd_paths);
     suite_add_tcase(s, tc);
     return s;
 }

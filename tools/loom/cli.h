@@ -74,6 +74,10 @@ void loom_cli_error(const char *cmd, const char *fmt, ...)
 #endif
     ;
 
+/* Writes s as a JSON string (quoted; ", \ and control bytes escaped, every
+ * other byte as it is; NULL as ""). */
+void loom_cli_json_string(FILE *out, const char *s);
+
 /* ---- standard output, output errors and plugin code (cli_io.c) ------------ */
 
 /* Called by main before command `cmd` (NULL: none) runs: reopens a closed

@@ -207,12 +207,11 @@ static void print_result(FILE *out, const loom_calib_set *set, const double *sta
         fprintf(out, "}, \"rows\": [");
         for (int i = 0; i < set->n_rows; i++) {
             const loom_calib_row *r = &set->rows[i];
-            char esc[700];
-            fprintf(out, "%s{\"row\": \"%s\", \"unit\": \"%s\", \"measured\": %.9g, "
-                    "\"predicted\": %.9g, \"residual_pct\": %.6g}", i ? ", " : "",
-                    loom_escape(r->where, esc, sizeof esc), r->is_mfu ? "mfu" : "ms",
-                    r->measured, r->predicted,
-                    100.0 * (r->predicted - r->measured) / r->measured);
+            fprintf(out, "%s{\"row\": ", i ? ", " : "");
+            loom_cli_json_string(out, r->where);
+            fprintf(out, ", \"unit\": \"%s\", \"measured\": %.9g, \"predicted\": %.9g, "
+                    "\"residual_pct\": %.6g}", r->is_mfu ? "mfu" : "ms", r->measured,
+                    r->predicted, 100.0 * (r->predicted - r->measured) / r->measured);
         }
         fprintf(out, "]}\n");
         return;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <loom/sys/json.h>
+#include "cli.h"
 #include "tune.h"
 
 #define GIB 1073741824.0
@@ -123,20 +124,6 @@ void loom_tune_walk_clear(loom_tune_walk *w)
     memset(w, 0, sizeof *w);
 }
 
-/* A JSON string with the characters JSON needs escaped. */
-static void json_str(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(out, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(out, "\\u%04x", *p);
-        else
-            fputc(*p, out);
-    }
-    fputc('"', out);
-}
 
 void loom_tune_layout_json(FILE *out, const loom_parallel *p, int32_t micro_batch_size,
                            int64_t global_batch)
@@ -162,7 +149,7 @@ static void ranked_json(const loom_tune_search *t, const loom_tune_config *c, in
     fprintf(out, "    {\"rank\": %d, \"layout\": ", rank);
     layout_of(t, c, out);
     fputs(", \"manifest\": ", out);
-    json_str(out, t->manifest_names[c->manifest]);
+    loom_cli_json_string(out, t->manifest_names[c->manifest]);
     fprintf(out, ", \"makespan_ms\": %.6f, \"lower_bound_ms\": %.6f, \"bubble_ratio\": %.6f, "
             "\"mfu\": ", r->makespan_ms, c->lower_bound_ms, r->bubble_ratio);
     if (r->mfu < 0)
@@ -182,23 +169,23 @@ static void infeasible_json(const loom_tune_search *t, const loom_tune_config *c
     fputs("    {\"layout\": ", out);
     layout_of(t, c, out);
     fputs(", \"manifest\": ", out);
-    json_str(out, t->manifest_names[c->manifest]);
+    loom_cli_json_string(out, t->manifest_names[c->manifest]);
     fputs(", \"reason\": ", out);
-    json_str(out, sim ? c->result.reason : c->static_reason);
+    loom_cli_json_string(out, sim ? c->result.reason : c->static_reason);
     fprintf(out, ", \"simulated\": %s}", sim ? "true" : "false");
 }
 
 int loom_tune_write_json(const loom_tune_search *t, const loom_tune_walk *w, FILE *out)
 {
     fputs("{\"model\": ", out);
-    json_str(out, t->model);
+    loom_cli_json_string(out, t->model);
     fputs(", \"cluster\": ", out);
-    json_str(out, t->cluster);
+    loom_cli_json_string(out, t->cluster);
     fprintf(out, ", \"gpus\": %lld, \"global_batch\": %lld, \"seq_len\": %d, \"manifests\": [",
             (long long)t->gpus, (long long)t->global_batch, t->seq_len);
     for (int32_t m = 0; m < t->n_manifests; m++) {
         fputs(m ? ", " : "", out);
-        json_str(out, t->manifest_names[m]);
+        loom_cli_json_string(out, t->manifest_names[m]);
     }
     fputs("],\n  \"ranked\": [", out);
     for (int32_t i = 0; i < w->n_ranked; i++) {
