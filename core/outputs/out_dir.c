@@ -320,7 +320,10 @@ static int make_staging(loom_out_dir *d, loom_error *err)
             return loom_set_error(err, LOOM_EIO, "cannot write %s: creating a temporary "
                                   "folder in %s failed: %s", d->target, d->parent,
                                   strerror(errno));
-        snprintf(d->staging, sizeof d->staging, "%s/%s", d->parent, d->staging_name);
+        int n = snprintf(d->staging, sizeof d->staging, "%s/%s", d->parent, d->staging_name);
+        if (n < 0 || (size_t)n >= sizeof d->staging)
+            return loom_set_error(err, LOOM_EINVAL, "cannot write %s: the path is too long",
+                                  d->target);
     }
     if (d->inside) {
         int rc = loom_out_make_dirs_upto(d->target, strlen(d->target), err);
@@ -335,7 +338,10 @@ static int make_staging(loom_out_dir *d, loom_error *err)
             return loom_set_error(err, LOOM_EIO, "cannot write %s: creating a temporary "
                                   "folder in it failed: %s", d->target, strerror(errno));
         d->home_fd = d->target_fd;
-        snprintf(d->staging, sizeof d->staging, "%s/%s", d->target, d->staging_name);
+        int n = snprintf(d->staging, sizeof d->staging, "%s/%s", d->target, d->staging_name);
+        if (n < 0 || (size_t)n >= sizeof d->staging)
+            return loom_set_error(err, LOOM_EINVAL, "cannot write %s: the path is too long",
+                                  d->target);
     }
     d->staging_fd = openat(d->home_fd, d->staging_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
                            O_CLOEXEC);
