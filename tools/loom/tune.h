@@ -131,6 +131,10 @@ int loom_tune_walk_run(loom_tune_search *t, int (*sim)(void *user, loom_tune_con
                        void *user, loom_tune_walk *w);
 void loom_tune_walk_clear(loom_tune_walk *w);
 
+/* Inserts makespan ms into the ascending list best of *n entries, keeping
+ * the k least. */
+void loom_tune_keep_best(double *best, int32_t *n, int32_t k, double ms);
+
 /* The JSON report (docs/schemas/tune.schema.json). */
 int loom_tune_write_json(const loom_tune_search *t, const loom_tune_walk *w, FILE *out);
 /* The ranked table and the infeasible list, for people. */

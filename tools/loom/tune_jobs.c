@@ -135,19 +135,6 @@ static void finish(loom_tune_search *t, job *j)
     free(text);
 }
 
-/* Inserts ms into the ascending list best of at most k entries. */
-static void keep(double *best, int32_t *n, int32_t k, double ms)
-{
-    if (*n == k && ms >= best[k - 1])
-        return;
-    int32_t i = *n < k ? (*n)++ : k - 1;
-    while (i > 0 && best[i - 1] > ms) {
-        best[i] = best[i - 1];
-        i--;
-    }
-    best[i] = ms;
-}
-
 void loom_tune_prefetch(loom_tune_search *t, int32_t jobs, void (*progress)(void *user),
                         void *user)
 {
@@ -178,7 +165,7 @@ void loom_tune_prefetch(loom_tune_search *t, int32_t jobs, void (*progress)(void
             finish(t, &run[q]);
             const loom_tune_config *c = &t->configs[run[q].at];
             if (c->simulated && c->result.feasible)
-                keep(best, &nbest, k, c->result.makespan_ms);
+                loom_tune_keep_best(best, &nbest, k, c->result.makespan_ms);
             if (progress)
                 progress(user);
         }

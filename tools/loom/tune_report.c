@@ -27,8 +27,7 @@ static int by_bound(const void *pa, const void *pb)
     return (a->at > b->at) - (a->at < b->at);
 }
 
-/* Inserts makespan ms into the ascending list best, keeping the k least. */
-static void keep_best(double *best, int32_t *n, int32_t k, double ms)
+void loom_tune_keep_best(double *best, int32_t *n, int32_t k, double ms)
 {
     if (*n == k && ms >= best[k - 1])
         return;
@@ -105,7 +104,7 @@ int loom_tune_walk_run(loom_tune_search *t, int (*sim)(void *user, loom_tune_con
         visited[order[j].at] = 1;
         w->simulated++;
         if (c->result.feasible)
-            keep_best(best, &nbest, k, c->result.makespan_ms);
+            loom_tune_keep_best(best, &nbest, k, c->result.makespan_ms);
     }
     w->considered = t->n_configs;
     w->pruned = rc == LOOM_OK ? n - j : 0;
