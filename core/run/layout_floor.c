@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cost_rules.h"
 #include "pipeline.h"
 #include "services.h"
 #include "shape.h"
@@ -180,22 +181,6 @@ static int floor_module(loom_session *s, const loom_iteration *it, int32_t m,
     return LOOM_OK;
 }
 
-/* The disjoint module owning module m's GPUs (following colocated_with),
- * or -1 for the top-level GPUs. */
-static int32_t owner_of(const loom_problem *pb, int32_t m)
-{
-    for (int32_t hops = 0; hops <= pb->model->n_modules; hops++) {
-        const loom_module_layout *l = loom_problem_module_layout(pb, m);
-        if (!l || l->placement == LOOM_LAYOUT_TOP ||
-            (l->placement == LOOM_LAYOUT_COLOCATED && l->colocated_with < 0))
-            return -1;
-        if (l->placement == LOOM_LAYOUT_DISJOINT)
-            return m;
-        m = l->colocated_with;
-    }
-    return -1;
-}
-
 /* How module m is priced and which set's ranks it runs on, with the
  * pipeline ranks of that set: the top-level pp, or the positions the
  * layout kit gives a disjoint module d (pp_d x dp_d / dp rounded, within
@@ -207,7 +192,7 @@ static void pricing_of(const loom_problem *pb, int32_t m, module_pricing *mp, se
     mp->reps = 1;
     if (!l || !l->listed)
         return;
-    int32_t d = owner_of(pb, m);
+    int32_t d = loom_cost_owner_set(pb, NULL, m);
     const loom_module_layout *own = d >= 0 ? loom_problem_module_layout(pb, d) : NULL;
     int64_t width = own ? (int64_t)own->tp * own->cp
                         : (int64_t)(pb->parallel.tp > 0 ? pb->parallel.tp : 1) *

@@ -131,6 +131,17 @@ int loom_tune_walk_run(loom_tune_search *t, int (*sim)(void *user, loom_tune_con
                        void *user, loom_tune_walk *w);
 void loom_tune_walk_clear(loom_tune_walk *w);
 
+/* A configuration's place in the walk: its bound and its index. */
+typedef struct loom_tune_key {
+    double bound_ms;
+    int32_t at; /* index into t->configs */
+} loom_tune_key;
+
+/* The configurations the walk visits (every one with no_prune, else those
+ * the static floor leaves) in order of increasing bound, ties by
+ * enumeration (malloc'd, *n of them; NULL when out of memory). */
+loom_tune_key *loom_tune_bound_order(const loom_tune_search *t, int32_t *n);
+
 /* Inserts makespan ms into the ascending list best of *n entries, keeping
  * the k least. */
 void loom_tune_keep_best(double *best, int32_t *n, int32_t k, double ms);

@@ -16,21 +16,6 @@
 
 #define MAX_JOBS 64
 
-/* A configuration's place in the batched walk. */
-typedef struct job_key {
-    double bound_ms;
-    int32_t at;
-} job_key;
-
-/* Orders by lower bound, then by enumeration order (the walk's order). */
-static int by_bound(const void *pa, const void *pb)
-{
-    const job_key *a = pa, *b = pb;
-    if (a->bound_ms != b->bound_ms)
-        return a->bound_ms < b->bound_ms ? -1 : 1;
-    return (a->at > b->at) - (a->at < b->at);
-}
-
 /* One running child: its pid and the read end of its result pipe. */
 typedef struct job {
     pid_t pid;
@@ -142,17 +127,13 @@ void loom_tune_prefetch(loom_tune_search *t, int32_t jobs, void (*progress)(void
         return;
     jobs = jobs > MAX_JOBS ? MAX_JOBS : jobs;
     int32_t n = 0, nbest = 0, k = t->top;
-    job_key *order = calloc((size_t)t->n_configs, sizeof *order);
+    loom_tune_key *order = loom_tune_bound_order(t, &n);
     double *best = calloc((size_t)k + 1, sizeof *best);
     if (!order || !best) {
         free(order);
         free(best);
         return; /* the walk simulates everything itself */
     }
-    for (int32_t i = 0; i < t->n_configs; i++)
-        if (t->no_prune || !t->configs[i].static_reason)
-            order[n++] = (job_key){t->configs[i].lower_bound_ms, i};
-    qsort(order, (size_t)n, sizeof *order, by_bound);
     job run[MAX_JOBS];
     for (int32_t j = 0; j < n;) {
         if (!t->no_prune && nbest >= k && order[j].bound_ms > best[k - 1])

@@ -12,16 +12,10 @@
 
 #define GIB 1073741824.0
 
-/* A configuration's place in the walk. */
-typedef struct walk_key {
-    double bound_ms;
-    int32_t at; /* index into t->configs */
-} walk_key;
-
 /* Orders by lower bound, then by enumeration index. */
 static int by_bound(const void *pa, const void *pb)
 {
-    const walk_key *a = pa, *b = pb;
+    const loom_tune_key *a = pa, *b = pb;
     if (a->bound_ms != b->bound_ms)
         return a->bound_ms < b->bound_ms ? -1 : 1;
     return (a->at > b->at) - (a->at < b->at);
@@ -80,20 +74,28 @@ static int collect(loom_tune_search *t, const char *visited, loom_tune_walk *w)
     return LOOM_OK;
 }
 
+loom_tune_key *loom_tune_bound_order(const loom_tune_search *t, int32_t *n)
+{
+    loom_tune_key *order = calloc((size_t)t->n_configs + 1, sizeof *order);
+    *n = 0;
+    if (!order)
+        return NULL;
+    for (int32_t i = 0; i < t->n_configs; i++)
+        if (t->no_prune || !t->configs[i].static_reason)
+            order[(*n)++] = (loom_tune_key){t->configs[i].lower_bound_ms, i};
+    qsort(order, (size_t)*n, sizeof *order, by_bound);
+    return order;
+}
+
 int loom_tune_walk_run(loom_tune_search *t, int (*sim)(void *user, loom_tune_config *c),
                        void *user, loom_tune_walk *w)
 {
     memset(w, 0, sizeof *w);
     int32_t n = 0, nbest = 0, k = t->top;
-    walk_key *order = calloc((size_t)t->n_configs + 1, sizeof *order);
+    loom_tune_key *order = loom_tune_bound_order(t, &n);
     double *best = calloc((size_t)k + 1, sizeof *best);
     char *visited = calloc((size_t)t->n_configs + 1, 1);
     int rc = order && best && visited ? LOOM_OK : LOOM_ENOMEM;
-    for (int32_t i = 0; rc == LOOM_OK && i < t->n_configs; i++)
-        if (t->no_prune || !t->configs[i].static_reason)
-            order[n++] = (walk_key){t->configs[i].lower_bound_ms, i};
-    if (rc == LOOM_OK)
-        qsort(order, (size_t)n, sizeof *order, by_bound);
     int32_t j = 0;
     for (; rc == LOOM_OK && j < n; j++) {
         if (!t->no_prune && nbest >= k && order[j].bound_ms > best[k - 1])
