@@ -20,27 +20,32 @@ struct loom_mock_planner {
     int has_plan;
 };
 
+/* The core simulator as a "loom.simulator" v1 table. */
 static const loom_simulator_service mock_simulator = {
     sizeof(loom_simulator_service), 1, loom_sim_scratch_new, loom_sim_scratch_free,
     loom_sim_run,
 };
 
+/* The core simulator's table (see loom/mock_sim.h). */
 const loom_simulator_service *loom_mock_simulator(void)
 {
     return &mock_simulator;
 }
 
+/* One simulation with a fresh scratch. */
 int loom_mock_simulate(const loom_stage_graph *g, const loom_schedule *s, loom_metrics *m,
                        loom_error *err)
 {
     return loom_simulate(g, s, m, err);
 }
 
+/* The engine's candidate set storage. */
 loom_candidates *loom_mock_candidates_new(const loom_problem *problem, const loom_iteration *it)
 {
     return loom_candidates_new(problem, it);
 }
 
+/* Frees a candidate set. */
 void loom_mock_candidates_free(loom_candidates *set)
 {
     loom_candidates_free(set);
@@ -62,6 +67,7 @@ static int take_option(loom_mock_planner *pl, const char *opt, loom_error *err)
     return loom_session_args_set(&pl->args, copy, eq ? eq + 1 : NULL, err);
 }
 
+/* Sets every option on a session's args, then opens the session. */
 int loom_mock_planner_open(const char *const *options, loom_mock_planner **out, loom_error *err)
 {
     if (!out)
@@ -86,6 +92,7 @@ int loom_mock_planner_open(const char *const *options, loom_mock_planner **out, 
     return LOOM_OK;
 }
 
+/* Clears the last plan, closes the session, frees the option copies. */
 void loom_mock_planner_close(loom_mock_planner *pl)
 {
     if (!pl)
@@ -98,11 +105,13 @@ void loom_mock_planner_close(loom_mock_planner *pl)
     free(pl);
 }
 
+/* The session's problem. */
 const loom_problem *loom_mock_planner_problem(const loom_mock_planner *pl)
 {
     return pl ? &pl->session.problem : NULL;
 }
 
+/* Iteration k of the problem's list, or NULL. */
 const loom_iteration *loom_mock_planner_iteration(const loom_mock_planner *pl, int32_t k)
 {
     if (!pl || !pl->session.problem.iterations || k < 0 || k >= pl->session.n_iterations)
@@ -121,6 +130,7 @@ static loom_ctx *cost_ctx(loom_mock_planner *pl, loom_error *err)
     return &p->steps[p->cost_model].ctx;
 }
 
+/* The engine's graph build with the cost model step's ctx. */
 int loom_mock_planner_graph(loom_mock_planner *pl, const loom_iteration *it,
                             const loom_partition *part, loom_stage_graph **out, loom_error *err)
 {
@@ -133,6 +143,7 @@ int loom_mock_planner_graph(loom_mock_planner *pl, const loom_iteration *it,
     return loom_graph_build(ctx, &pl->session.problem, it, part, out, err);
 }
 
+/* The "loom.partition_eval" service, called with the pipeline's ctx. */
 int loom_mock_planner_evaluate(loom_mock_planner *pl, const loom_iteration *it,
                                const loom_partition *part, loom_metrics *out, loom_error *err)
 {
@@ -142,6 +153,7 @@ int loom_mock_planner_evaluate(loom_mock_planner *pl, const loom_iteration *it,
     return loom_partition_eval_service_v1.evaluate(ctx, it, part, out, err);
 }
 
+/* Plans iteration k into the planner's plan and points *out at it. */
 int loom_mock_planner_plan(loom_mock_planner *pl, int32_t k, loom_mock_plan *out,
                            loom_error *err)
 {
