@@ -1,9 +1,11 @@
 /* test_mock_sim.c - the mock simulator (sdk/mock/loom/mock_sim.h) through
  * its own header only: a simulated closed form, the simulator table, a
- * planner's problem, graph, partition score and plan, and its errors. */
+ * planner's problem, graph, partition score and plan, and its errors; and
+ * the mock host's splitmix64. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <loom/mock_host.h>
 #include <loom/mock_sim.h>
 #include <loom/kits/graph.h>
 #include "testutil.h"
@@ -146,6 +148,19 @@ START_TEST(bad_options_are_named)
 }
 END_TEST
 
+START_TEST(splitmix64_sequence)
+{
+    /* splitmix64 from state 0, the sequence host->rng_next gives too */
+    uint64_t state = 0;
+    ck_assert_uint_eq(loom_mock_splitmix64(&state), 0xe220a8397b1dcdafull);
+    ck_assert_uint_eq(loom_mock_splitmix64(&state), 0x6e789e6aa1b965f4ull);
+    loom_mock_host *h = loom_mock_host_new();
+    uint64_t again = 0;
+    ck_assert_uint_eq(loom_mock_host_api(h)->rng_next(&again), 0xe220a8397b1dcdafull);
+    loom_mock_host_free(h);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("mock_sim");
@@ -154,6 +169,7 @@ int main(void)
     tcase_add_test(tc, simulates_gpipe_closed_form);
     tcase_add_test(tc, plans_scores_and_builds);
     tcase_add_test(tc, bad_options_are_named);
+    tcase_add_test(tc, splitmix64_sequence);
     suite_add_tcase(s, tc);
     return loom_test_main(s);
 }

@@ -35,10 +35,10 @@ sdk_header() {
 # Prints the core-private includes of file $1 (own folder $2), one a line.
 bad_includes() {
     local file=$1 own=$2 line path kind
+    local head='^[0-9]+:[[:space:]]*#[[:space:]]*include[[:space:]]*'
     while IFS= read -r line; do
-        kind=$(printf '%s\n' "$line" | sed -E 's/^[0-9]+:[[:space:]]*#[[:space:]]*include[[:space:]]*([<"]).*/\1/')
-        path=$(printf '%s\n' "$line" |
-               sed -E 's/^[0-9]+:[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^>"]*)[>"].*/\1/')
+        kind=$(printf '%s\n' "$line" | sed -E "s/${head}([<\"]).*/\\1/")
+        path=$(printf '%s\n' "$line" | sed -E "s/${head}[<\"]([^>\"]*)[>\"].*/\\1/")
         if [ "$kind" = "<" ]; then
             case $path in
             loom/*) sdk_header "$path" && continue ;;
@@ -53,7 +53,8 @@ bad_includes() {
         fi
         local close='"'
         [ "$kind" = "<" ] && close='>'
-        echo "$file:${line%%:*}: #include ${kind}${path}${close} is not an SDK, mock, own-folder or system header"
+        echo "$file:${line%%:*}: #include ${kind}${path}${close}" \
+             "is not an SDK, mock, own-folder or system header"
     done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]' "$file")
 }
 
