@@ -504,14 +504,20 @@ static int32_t rank_winner(const loom_ls *ls, int32_t a, int32_t b)
 }
 
 /* Replays the matches on the path from rank r's leaf to the root (only
- * when the tree is in use). */
+ * when the tree is in use), after r's start changed. It stops at a node
+ * whose winner stays another rank: that rank's start did not change, so
+ * nothing above it does. */
 static void rank_fix(loom_ls *ls, int32_t r)
 {
     if (ls->n_ranks <= LS_SCAN_RANKS)
         return;
     int32_t *t = ls->rank_tree;
-    for (int32_t k = (ls->rank_leaves + r) >> 1; k >= 1; k >>= 1)
-        t[k] = rank_winner(ls, t[2 * k], t[2 * k + 1]);
+    for (int32_t k = (ls->rank_leaves + r) >> 1; k >= 1; k >>= 1) {
+        int32_t w = rank_winner(ls, t[2 * k], t[2 * k + 1]);
+        if (w == t[k] && w != r)
+            break;
+        t[k] = w;
+    }
 }
 
 void loom_ls_rank_reset(loom_ls *ls)
