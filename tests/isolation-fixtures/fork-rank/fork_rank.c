@@ -46,7 +46,7 @@ static void note_pids(long a, long b)
 {
     char line[64];
     int n = snprintf(line, sizeof line, "%ld %ld\n", a, b);
-    int fd = open(pid_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fd = open(pid_file, O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
         if (write(fd, line, (size_t)n) != n)
             n = 0;
@@ -83,19 +83,13 @@ static void fault_now(void)
             orphan_grandchild();
         if (pid > 0)
             waitpid(pid, NULL, 0);
+        for (int i = 0; mode[6] == '-' && i < 3000; i++) /* setsid-hang: 60 s */
+            pause_ms(20);
         return;
     }
     pid_t pid = fork();
-    if (pid > 0 && pid_file[0]) {
-        char line[64];
-        int n = snprintf(line, sizeof line, "%ld %ld\n", (long)pid, (long)getpgrp());
-        int fd = open(pid_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            if (write(fd, line, (size_t)n) != n)
-                n = 0;
-            close(fd);
-        }
-    }
+    if (pid > 0 && pid_file[0])
+        note_pids((long)pid, (long)getpgrp());
     if (pid != 0)
         return;
     for (int i = 0; i < 3000; i++) { /* 60 s */
