@@ -11,7 +11,8 @@
  * `loom plan` (both ways) and `loom tune --jobs 2` are sent SIGTERM, SIGHUP
  * or SIGINT (twice where the first only asks the run to stop). Loom must
  * end by that signal (a shell reports 128 + its number) - or, for a first
- * SIGINT that stops the run, exit 1 - and every orphan must be gone. */
+ * SIGINT that stops the run, exit 1 - and every orphan must be gone; plan's
+ * unfinished --out folder too. */
 #define _DEFAULT_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -159,6 +160,9 @@ START_TEST(a_signal_leaves_no_descendant)
     snprintf(pid_file, sizeof pid_file, "%s/pid", dir);
     snprintf(log, sizeof log, "%s/log", dir);
     snprintf(args, sizeof args, "%s --param ranker.pid_file=%s", signal_runs[_i].args, pid_file);
+    int plan = !strncmp(args, "plan ", 5);
+    if (plan) /* its staging folder must go too */
+        snprintf(args + strlen(args), sizeof args - strlen(args), " --out %s/o", dir);
     int jobs = strstr(args, "--jobs 2") ? 2 : 1; /* tune: both jobs orphan one */
     pid_t pid = start_loom(args, log);
     int status = 0;
@@ -194,6 +198,11 @@ START_TEST(a_signal_leaves_no_descendant)
                       "loom %s: expected death by signal %d, got status 0x%x", args,
                       signal_runs[_i].sig, status);
     check_all_gone(pid_file, 1, args);
+    char ls[600], *left = NULL;
+    snprintf(ls, sizeof ls, "ls -A '%s' | tr '\\n' ' '", dir);
+    ck_assert_int_eq(loom_test_run(ls, &left), 0);
+    ck_assert_msg(!strcmp(left, "log pid "), "loom %s left %s", args, left);
+    free(left);
     loom_test_rmdir(dir);
 }
 END_TEST
