@@ -173,10 +173,11 @@ static int64_t max_peak(const cJSON *r)
  * 5,796,790,272 in chunk 1. Interleaved 1F1B on rank 0 of 8 with 2 chunks
  * runs (8 - 0 - 1) * 2 + (2 - 1) * 8 = 22 warm-up forwards (chunk 0 of
  * microbatches 0-7, chunk 1 of 0-7, chunk 0 of 8-13); then each forward is
- * followed by a backward, and the first backwards free chunk 1 (of 0, 1,
- * ...) while the forwards add chunk 0 of 14 and 15: the most held is after
- * the forward of chunk 0 of microbatch 15, 16 * c0 + 7 * c1 (each later
- * forward replaces what the backward before it freed, in the same chunk):
+ * followed by a backward (backwards run chunk 1 of 0-7, chunk 0 of 0-7,
+ * chunk 1 of 8-15, ...). After each forward 23 chunk activations are held:
+ * 15 * c0 + 8 * c1 after the first (chunk 0 of 14), 16 * c0 + 7 * c1 after
+ * the second (chunk 0 of 15, once chunk 1 of 0 is freed), and from then on
+ * one of these two mixes. c0 > c1, so the peak is 16 * c0 + 7 * c1:
  *   79,102,218,240 + 16 * 5,885,919,232 + 7 * 5,796,790,272
  *   = 79,102,218,240 + 94,174,707,712 + 40,577,531,904
  *   = 213,854,457,856 bytes = 199.167 GiB (/ 2^30, 3 decimals). */
