@@ -69,9 +69,9 @@ static void usage(FILE *out)
 
 static volatile sig_atomic_t sigints;
 
-/* SIGINT: the first stops the running plan and the run (exit 1, the
- * reports written); a second kills and reaps every descendant and ends
- * loom by SIGINT at once. */
+/* SIGINT: the first stops the running plan and the run (exit 1); a
+ * second kills and reaps every descendant and ends loom by SIGINT at
+ * once. */
 static void on_sigint(int sig)
 {
     if (sigints++ == 0)

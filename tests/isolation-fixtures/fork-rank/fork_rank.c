@@ -3,12 +3,15 @@
  * process forks a child that outlives the call: with mode "sleep" it
  * sleeps, with mode "write" it writes a line to its stdout every 20 ms;
  * either way for at most 60 s. The forked process inherits every open
- * file, the isolation pipe included. The ranker writes "<pid of the forked
- * process> <its process group>\n" to the file the pid_file param names.
+ * file, the isolation pipe included. The ranker appends "<pid of the
+ * forked process> <its process group>\n" to the file the pid_file param
+ * names (one line per process that forks: loom tune --jobs runs several).
  * With mode "setsid" the forked process forks a grandchild that calls
  * setsid() (leaving every process group and session Loom knows) and
- * sleeps, writes "<grandchild pid> <its session>\n" to pid_file and exits
- * at once, so the grandchild is orphaned; the ranker waits for it. */
+ * sleeps, appends "<grandchild pid> <its session>\n" to pid_file and exits
+ * at once, so the grandchild is orphaned; the ranker waits for it. Mode
+ * "setsid-hang" does the same and then hangs in the call for up to 60 s,
+ * so a test can signal Loom while the orphan lives. */
 #define _DEFAULT_SOURCE
 #include <fcntl.h>
 #include <sys/wait.h>
