@@ -234,6 +234,56 @@ static void write_stages(const loom_plan *plan, FILE *out)
     fputs("\n  ],\n", out);
 }
 
+/* The column names of the compact "stages" table, in row order. */
+static const char *const compact_columns[] = {
+    "id", "rank", "kind", "module", "flow", "position", "chunk", "microbatch", "sub",
+    "group", "pair", "start_ms", "end_ms", "mem_delta_bytes", "policy", "fill_hosts"};
+
+/* The compact "stages" table: the columns once, then a row per stage id
+ * holding the full form's fields in that order (no layer_policies);
+ * fill_hosts is 0 for an ordinary stage. */
+static void write_stage_rows(const loom_plan *plan, FILE *out)
+{
+    const loom_stage_graph *g = plan->graph;
+    fputs("  \"stages\": {\"columns\": [", out);
+    for (size_t i = 0; i < sizeof compact_columns / sizeof *compact_columns; i++)
+        fprintf(out, "%s\"%s\"", i ? ", " : "", compact_columns[i]);
+    fputs("], \"rows\": [", out);
+    for (int32_t s = 0; s < g->n_stages; s++) {
+        fprintf(out, "%s\n    [%d, %d, \"%c\", ", s ? "," : "", s, g->rank[s],
+                loom_out_kind_char(g->kind[s]));
+        const char *name = loom_out_module_name(plan, g->module[s]);
+        if (name)
+            loom_out_json_string(out, name);
+        else
+            fputs("null", out);
+        fprintf(out, ", %d, %d, %d, %d, %d, %d, %d, ", g->flow[s], g->position[s],
+                g->chunk[s], g->microbatch[s], g->sub[s], g->group[s], g->pair[s]);
+        loom_out_json_number(out, plan->metrics.start_ms[s]);
+        fputs(", ", out);
+        loom_out_json_number(out, plan->metrics.end_ms[s]);
+        int hosts = loom_out_fill_hosts(plan->schedule, s);
+        fprintf(out, ", %lld, \"%s\", %d]", (long long)g->mem_delta_bytes[s],
+                loom_out_policy_name(loom_out_stage_policy(g, s)), hosts > 0 ? hosts : 0);
+    }
+    fputs("\n  ]},\n", out);
+}
+
+/* The compact form's "rank_actions": null, then "rank_orders": every
+ * rank's stage ids in the order it runs them. */
+static void write_rank_orders(const loom_plan *plan, FILE *out)
+{
+    const loom_schedule *sc = plan->schedule;
+    fputs("  \"rank_actions\": null,\n  \"rank_orders\": [", out);
+    for (int32_t r = 0; r < sc->n_ranks; r++) {
+        fputs(r ? ",\n    [" : "\n    [", out);
+        for (int32_t j = sc->rank_off[r]; j < sc->rank_off[r + 1]; j++)
+            fprintf(out, "%s%d", j > sc->rank_off[r] ? ", " : "", sc->order[j]);
+        fputc(']', out);
+    }
+    fputs("\n  ]\n", out);
+}
+
 /* ---- per-rank actions ------------------------------------------------------ */
 
 enum { ACT_IRECV = 0, ACT_WAIT_ISEND = 1 };
@@ -506,8 +556,13 @@ static int write_plan(const loom_plan *plan, FILE *out, loom_error *err)
     } else {
         fputs("null,\n", out);
     }
-    write_stages(plan, out);
-    rc = write_actions(plan, &data, out, err);
+    if (g->n_stages > LOOM_OUT_COMPACT_STAGES) { /* "stages" as rows, "rank_orders" */
+        write_stage_rows(plan, out);
+        write_rank_orders(plan, out);
+    } else {
+        write_stages(plan, out);
+        rc = write_actions(plan, &data, out, err);
+    }
     loom_out_data_free(&data);
     if (rc != LOOM_OK)
         return rc;

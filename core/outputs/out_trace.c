@@ -3,7 +3,9 @@
  * (static + activations) a "C" counter at every change, and every P2P
  * transfer (a dependency between stages on two ranks) a flow ("s" / "f"
  * pair) that Perfetto and chrome://tracing draw as an arrow. Times in the
- * file are microseconds, as the format requires. */
+ * file are microseconds, as the format requires. Above
+ * LOOM_OUT_COMPACT_STAGES stages the compact form drops the flows and
+ * keeps only the stage id in each slice's args. */
 #include "output.h"
 
 /* "F mb3 c1", "F mb3.1 c1" with sub-microbatches, then the module name. */
@@ -33,8 +35,9 @@ static void counter(FILE *out, int32_t r, double t_ms, int64_t bytes)
     fprintf(out, ", \"args\": {\"bytes\": %lld}}", (long long)bytes);
 }
 
-/* One stage as a complete event: a fill on thread 1, beside its hosts. */
-static void slice(FILE *out, const loom_plan *plan, int32_t s, int subs)
+/* One stage as a complete event: a fill on thread 1, beside its hosts.
+ * The compact form's args hold the stage id only. */
+static void slice(FILE *out, const loom_plan *plan, int32_t s, int subs, int compact)
 {
     const loom_stage_graph *g = plan->graph;
     double start = plan->metrics.start_ms[s], end = plan->metrics.end_ms[s];
@@ -46,6 +49,10 @@ static void slice(FILE *out, const loom_plan *plan, int32_t s, int subs)
     loom_out_json_number(out, start * 1000.0);
     fputs(", \"dur\": ", out);
     loom_out_json_number(out, (end - start) * 1000.0);
+    if (compact) {
+        fprintf(out, ", \"args\": {\"stage\": %d}}", s);
+        return;
+    }
     fprintf(out, ", \"args\": {\"stage\": %d, \"microbatch\": %d, \"sub\": %d, "
                  "\"group\": %d, \"flow\": %d, \"position\": %d, \"chunk\": %d, "
                  "\"policy\": \"%s\", \"mem_delta_bytes\": %lld}}",
@@ -96,7 +103,7 @@ static int write_trace(const loom_plan *plan, FILE *out)
 {
     const loom_stage_graph *g = plan->graph;
     const loom_schedule *sc = plan->schedule;
-    int subs = 0;
+    int subs = 0, compact = g->n_stages > LOOM_OUT_COMPACT_STAGES;
     for (int32_t s = 0; s < g->n_stages && !subs; s++)
         subs = g->sub[s] != 0;
     fputs("{\"displayTimeUnit\": \"ms\",\n\"otherData\": {\"label\": ", out);
@@ -135,7 +142,7 @@ static int write_trace(const loom_plan *plan, FILE *out)
                 bytes += d;
                 counter(out, r, plan->metrics.start_ms[s], bytes);
             }
-            slice(out, plan, s, subs);
+            slice(out, plan, s, subs, compact);
             if (loom_out_fill_hosts(sc, s)) {
                 fill = s;
                 fill_last = i + loom_out_fill_hosts(sc, s);
@@ -151,7 +158,8 @@ static int write_trace(const loom_plan *plan, FILE *out)
             }
         }
     }
-    flows(out, plan);
+    if (!compact) /* a huge plan's arrows would outnumber its stages */
+        flows(out, plan);
     fputs("\n]}\n", out);
     return LOOM_OK;
 }

@@ -39,6 +39,10 @@ void loom_out_json_number(FILE *out, double v);
 const char *loom_out_module_name(const loom_plan *plan, int32_t module);
 
 /* Policy value of a stage whose layer entries use different policies. */
+/* Plans of more stages than this write plan.json and trace.json in their
+ * compact forms (docs/outputs.md, "Compact form"). */
+#define LOOM_OUT_COMPACT_STAGES 65536
+
 #define LOOM_OUT_POLICY_MIXED (-1)
 
 /* "none", "selective", "full" for enum loom_mem_policy, "mixed" for

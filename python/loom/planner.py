@@ -133,8 +133,15 @@ class Result:
     def actions(self, rank: int) -> List[Dict[str, Any]]:
         """The runtime actions of one rank in order (plan.json's
         rank_actions): dicts whose "action" is forward_stage,
-        backward_stage, isend, irecv, wait_isend or wait_irecv."""
-        for entry in self.plan_json["rank_actions"]:
+        backward_stage, isend, irecv, wait_isend or wait_irecv. A plan of
+        more than 65536 stages lists rank_orders instead (the compact
+        form, docs/outputs.md), and this raises LoomInputError."""
+        doc = self.plan_json
+        if doc["rank_actions"] is None:
+            raise input_error("actions: a plan of %d stages is in the compact form, which "
+                              "lists each rank's stage order (plan_json[\"rank_orders\"]), "
+                              "not its actions" % len(doc["stages"]["rows"]))
+        for entry in doc["rank_actions"]:
             if entry["rank"] == rank:
                 return entry["actions"]
         raise input_error("rank: expected an integer in [0, %d], found %s"

@@ -278,6 +278,10 @@ class Plan:
 
     def load_stages(self, doc):
         """stages: kind, place, unit and layer policies of every stage."""
+        if isinstance(doc.get("stages"), dict):
+            self.bad("stages", "the full form (a plan of at most 65536 stages)",
+                     "the compact form of a %d-stage plan"
+                     % len(doc["stages"].get("rows") or []))
         stages = self.need(doc, "stages", "stages", list)
         self.stages = {}
         self.stage_of = {}
