@@ -540,7 +540,6 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
     return loom_cli_io_check(loom_cli_exit_for_status(rc));
 }
 
-/* Parses a non-negative number option; prints why on failure. */
 /* run_plan as an isolation body. */
 static int plan_body(void *user, loom_channel *ch)
 {
