@@ -1592,6 +1592,45 @@ START_TEST(test_write_outputs_directory)
 }
 END_TEST
 
+/* The output set: every file once, a runtime export with both its
+ * plan.json key and its check, every other file with neither, plan.json
+ * first; docs/outputs.md's file table has one row per format and no
+ * other; `loom plan --help` names each row's option. */
+START_TEST(test_format_table)
+{
+    char *doc = loom_test_slurp(loom_test_src("docs/outputs.md"));
+    char *help = NULL;
+    ck_assert_int_eq(loom_test_cli("plan --help", &help), 0);
+    size_t n = loom_out_set_size();
+    ck_assert_uint_eq(n, loom_out_n_plain_files + loom_out_n_runtime_exports);
+    ck_assert_ptr_null(loom_out_set_format(n));
+    for (size_t i = 0; i < n; i++) {
+        const loom_out_format *f = loom_out_set_format(i);
+        int is_export = i >= loom_out_n_plain_files;
+        ck_assert_msg(f->name && f->write && f->option && *f->option, "row %zu", i);
+        ck_assert_msg(is_export ? f->key && f->fits : !f->key && !f->fits,
+                      "%s: a runtime export has a key and a check, another file neither",
+                      f->name);
+        for (size_t j = 0; j < i; j++)
+            ck_assert_msg(strcmp(f->name, loom_out_set_format(j)->name) != 0, "%s twice",
+                          f->name);
+        char row[128];
+        snprintf(row, sizeof row, "\n| `%s` | `loom_write_", f->name);
+        ck_assert_msg(strstr(doc, row), "docs/outputs.md: no file-table row for %s", f->name);
+        loom_test_has(help, f->option);
+    }
+    size_t rows = 0;
+    for (const char *p = strstr(doc, "\n| `"); p; p = strstr(p + 1, "\n| `")) {
+        const char *cell = strstr(p + 1, " | ");
+        rows += cell && strncmp(cell, " | `loom_write_", 15) == 0;
+    }
+    ck_assert_uint_eq(rows, n);
+    ck_assert_str_eq(loom_out_set_format(0)->name, "plan.json");
+    free(help);
+    free(doc);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("outputs");
@@ -1616,6 +1655,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_recompute_reported);
     tcase_add_test(tc, test_incomplete_plans_rejected);
     tcase_add_test(tc, test_write_outputs_directory);
+    tcase_add_test(tc, test_format_table);
     suite_add_tcase(s, tc);
     return s;
 }

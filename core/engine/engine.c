@@ -139,6 +139,171 @@ static int blame_writer(loom_pipeline *pl, const loom_problem *problem, const lo
                           rk->ctx.plugin_id, c);
 }
 
+/* What one planning run holds between its steps: the candidates, their
+ * graphs and digests, and the priorities buffer the ranker writes. */
+typedef struct engine_run {
+    loom_pipeline *pl;
+    const loom_problem *problem;
+    const loom_iteration *it;
+    int split;                 /* the interleaver wants I and W stages */
+    loom_candidates *set;      /* NULL for a stage-times problem */
+    loom_stage_graph **graphs; /* n of them */
+    uint64_t *digest;          /* per graph, before the search */
+    loom_guarded prio;         /* the priorities buffer the ranker writes */
+    int32_t n, offered, max_groups;
+} engine_run;
+
+/* Runs the partitioners in order over a fresh candidate set (a declining
+ * one is skipped) and keeps the run's fixed candidate alone when it has
+ * one; run->offered: how many candidates they offered. */
+static int partition(engine_run *run, loom_error *err)
+{
+    loom_pipeline *pl = run->pl;
+    loom_candidates *set = run->set = loom_candidates_new(run->problem, run->it);
+    if (!set)
+        return loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
+    for (int i = 0; i < pl->n_partitioners; i++) {
+        loom_step *st = &pl->steps[pl->first_partitioner + i];
+        loom_mark_step(pl, pl->first_partitioner + i);
+        int rc = st->vt.partitioner.partition(st->instance, run->problem, run->it, set, err);
+        loom_mark_step(pl, -1);
+        if (rc == LOOM_DECLINED)
+            continue;
+        if (rc != LOOM_OK)
+            return fail_step(st, rc, err);
+    }
+    if (set->n == 0)
+        return loom_set_error(err, LOOM_EINVAL, "plan: no partitioner produced a candidate");
+    run->offered = set->n;
+    pl->offered = run->offered;
+    if (pl->fixed_candidate >= 0) { /* the run's choice: that candidate alone */
+        if (pl->fixed_candidate >= set->n)
+            return loom_set_error(err, LOOM_EINVAL,
+                                  "plan: the run's candidate %d is not offered in iteration "
+                                  "%d (its partitioners offer %d)",
+                                  pl->fixed_candidate, run->it ? run->it->index : 0, set->n);
+        for (int32_t c = set->n - 1; c >= 0; c--)
+            if (c != pl->fixed_candidate)
+                set->remove(set, c);
+    }
+    return LOOM_OK;
+}
+
+/* Builds the stage graph of every candidate (run->n of them), or the one
+ * graph of a stage-times problem, and records each graph's digest. */
+static int build_graphs(engine_run *run, loom_error *err)
+{
+    int32_t count = run->set ? run->set->n : 1;
+    run->graphs = calloc((size_t)count, sizeof *run->graphs);
+    if (!run->graphs)
+        return loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
+    for (int32_t c = 0; c < count; c++) {
+        int rc = build_graph(run->pl, run->problem, run->it, run->set, c, run->split,
+                             &run->graphs[c], err);
+        if (rc != LOOM_OK)
+            return rc;
+        run->n++;
+    }
+    run->digest = malloc((size_t)run->n * sizeof *run->digest);
+    if (!run->digest)
+        return loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
+    for (int32_t c = 0; c < run->n; c++)
+        run->digest[c] = loom_graph_digest(run->graphs[c]);
+    return LOOM_OK;
+}
+
+/* Runs the ranker over the graphs with the time budget; checks that it
+ * kept to its buffer, chose a candidate offered and left every graph as
+ * it was; the plan gets a copy of its priorities (ranking->priorities then
+ * points there). */
+static int rank(engine_run *run, loom_ranking *ranking, loom_plan *plan, loom_error *err)
+{
+    loom_pipeline *pl = run->pl;
+    int32_t max_groups = 1, n = run->n;
+    for (int32_t c = 0; c < n; c++)
+        if (run->graphs[c]->n_groups > max_groups)
+            max_groups = run->graphs[c]->n_groups;
+    ranking->cap_priorities = max_groups;
+    if (loom_guarded_alloc(&run->prio, (size_t)max_groups * sizeof(float)) != 0)
+        return loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
+    ranking->priorities = run->prio.data;
+    loom_step *rk = &pl->steps[pl->ranker];
+    rk->ctx.deadline_ms = pl->budget_ms > 0 ? loom_now_ms() + pl->budget_ms : -1;
+    loom_mark_step(pl, pl->ranker);
+    int rc = rk->vt.ranker.rank(rk->instance, (const loom_stage_graph *const *)run->graphs, n,
+                                ranking, err);
+    loom_mark_step(pl, -1);
+    rk->ctx.deadline_ms = -1;
+    if (pl->memory_tuner >= 0) /* a ranker may have set one (set_deadline) */
+        pl->steps[pl->memory_tuner].ctx.deadline_ms = -1;
+    if (!loom_guarded_intact(&run->prio) || ranking->priorities != run->prio.data ||
+        ranking->cap_priorities != max_groups)
+        return loom_set_error(err, LOOM_EPLUGIN, "plugin %s: wrote outside the priorities "
+                              "buffer the host handed it (%d floats), or replaced the buffer "
+                              "or its size", rk->ctx.plugin_id, max_groups);
+    if (rc != LOOM_OK)
+        return fail_step(rk, rc, err);
+    plan->priorities = malloc((size_t)max_groups * sizeof(float));
+    if (!plan->priorities)
+        return loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
+    memcpy(plan->priorities, run->prio.data, (size_t)max_groups * sizeof(float));
+    ranking->priorities = plan->priorities; /* the host's copy from here on */
+    if (ranking->candidate < 0 || ranking->candidate >= n)
+        return loom_set_error(err, LOOM_EPLUGIN, "plugin %s: chose candidate %d of %d",
+                              rk->ctx.plugin_id, ranking->candidate, n);
+    for (int32_t c = 0; c < n; c++)
+        if (loom_graph_digest(run->graphs[c]) != run->digest[c])
+            return blame_writer(pl, run->problem, run->it, run->set, c, run->split,
+                                ranking->priorities, err);
+    return LOOM_OK;
+}
+
+/* Evaluates the chosen candidate once more, recording every figure, checks
+ * the lower bounds and fills the plan's candidate, partition and label. */
+static int finish(engine_run *run, const loom_ranking *ranking, loom_plan *plan,
+                  loom_error *err)
+{
+    loom_pipeline *pl = run->pl;
+    loom_step *rk = &pl->steps[pl->ranker];
+    loom_step *inter = &pl->steps[pl->interleaver];
+    plan->candidate =
+        run->set && pl->fixed_candidate >= 0 ? pl->fixed_candidate : ranking->candidate;
+    plan->n_candidates = run->offered;
+    plan->evaluations = ranking->evaluations;
+
+    loom_evaluator *ev = NULL;
+    int rc = loom_evaluator_create(&rk->ctx, run->graphs[ranking->candidate], &ev, err);
+    if (rc == LOOM_OK) {
+        loom_evaluator_check_writes(ev, 1);
+        rc = loom_evaluator_run(ev, ranking->priorities, &plan->metrics, err);
+    }
+    loom_mark_step(pl, -1);
+    if (rc == LOOM_OK)
+        rc = finish_plan(plan, ev, err);
+    if (rc == LOOM_OK)
+        rc = check_bound(plan, loom_evaluator_schedule(ev)->lower_bound_ms, inter->ctx.plugin_id,
+                         err);
+    loom_evaluator_destroy(ev);
+    if (rc != LOOM_OK)
+        return rc;
+    if (run->set) {
+        plan->partition = loom_partition_clone(run->set->items[ranking->candidate]);
+        memcpy(plan->label, run->set->items[ranking->candidate]->label, sizeof plan->label);
+    }
+    return LOOM_OK;
+}
+
+/* Releases what a run holds. */
+static void run_free(engine_run *run)
+{
+    loom_guarded_free(&run->prio);
+    for (int32_t c = 0; c < run->n; c++)
+        loom_graph_free(run->graphs[c]);
+    free(run->graphs);
+    free(run->digest);
+    loom_candidates_free(run->set);
+}
+
 int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_iteration *it,
                      loom_plan *plan, loom_error *err)
 {
@@ -153,169 +318,33 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
     pl->partition_eval = &loom_partition_eval_service_v1;
 
     loom_step *inter = &pl->steps[pl->interleaver];
-    int split = inter->vt.interleaver.wants_split_backward &&
+    engine_run run = {.pl = pl, .problem = problem, .it = it, .offered = 1};
+    run.split = inter->vt.interleaver.wants_split_backward &&
                 inter->vt.interleaver.wants_split_backward(inter->instance);
-
-    loom_candidates *set = NULL;
-    loom_stage_graph **graphs = NULL;
-    uint64_t *digest = NULL;
-    loom_guarded prio = {0}; /* the priorities buffer the ranker writes */
-    int32_t n = 0, offered = 1;
-    int rc = LOOM_OK;
     pl->offered = 0;
-    if (problem->kind == LOOM_PROBLEM_STAGE_TIMES && split &&
-        !problem->stage_times->split_backward)
+    int stage_times = problem->kind == LOOM_PROBLEM_STAGE_TIMES;
+    if (stage_times && run.split && !problem->stage_times->split_backward)
         return loom_set_error(err, LOOM_EINVAL,
                               "plugin %s: needs split backward stages (I and W), but the "
                               "stage-times problem gives backward_ms only; give "
                               "input_grad_ms and weight_grad_ms instead of backward_ms "
                               "(docs/formats.md), or use an interleaver that runs whole "
                               "backward stages", inter->ctx.plugin_id);
-    if (problem->kind == LOOM_PROBLEM_STAGE_TIMES) {
-        graphs = calloc(1, sizeof *graphs);
-        if (!graphs)
-            return loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
-        rc = build_graph(pl, problem, it, NULL, 0, split, &graphs[0], err);
-        if (rc != LOOM_OK)
-            goto done;
-        n = 1;
+    if (stage_times)
         snprintf(plan->label, sizeof plan->label, "stage-times P=%d V=%d M=%d",
                  problem->stage_times->ranks, problem->stage_times->virtual_stages,
                  problem->stage_times->microbatches);
-    } else {
-        set = loom_candidates_new(problem, it);
-        if (!set)
-            return loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
-        for (int i = 0; i < pl->n_partitioners; i++) {
-            loom_step *st = &pl->steps[pl->first_partitioner + i];
-            loom_mark_step(pl, pl->first_partitioner + i);
-            rc = st->vt.partitioner.partition(st->instance, problem, it, set, err);
-            loom_mark_step(pl, -1);
-            if (rc == LOOM_DECLINED) {
-                rc = LOOM_OK;
-                continue;
-            }
-            if (rc != LOOM_OK) {
-                rc = fail_step(st, rc, err);
-                goto done;
-            }
-        }
-        if (set->n == 0) {
-            rc = loom_set_error(err, LOOM_EINVAL, "plan: no partitioner produced a candidate");
-            goto done;
-        }
-        offered = set->n;
-        pl->offered = offered;
-        if (pl->fixed_candidate >= 0) { /* the run's choice: that candidate alone */
-            if (pl->fixed_candidate >= set->n) {
-                rc = loom_set_error(err, LOOM_EINVAL,
-                                    "plan: the run's candidate %d is not offered in iteration "
-                                    "%d (its partitioners offer %d)",
-                                    pl->fixed_candidate, it ? it->index : 0, set->n);
-                goto done;
-            }
-            for (int32_t c = set->n - 1; c >= 0; c--)
-                if (c != pl->fixed_candidate)
-                    set->remove(set, c);
-        }
-        graphs = calloc((size_t)set->n, sizeof *graphs);
-        if (!graphs) {
-            rc = loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
-            goto done;
-        }
-        for (int32_t c = 0; c < set->n; c++) {
-            rc = build_graph(pl, problem, it, set, c, split, &graphs[c], err);
-            if (rc != LOOM_OK)
-                goto done;
-            n++;
-        }
-    }
-    digest = malloc((size_t)n * sizeof *digest);
-    if (!digest) {
-        rc = loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
-        goto done;
-    }
-    for (int32_t c = 0; c < n; c++)
-        digest[c] = loom_graph_digest(graphs[c]);
-
-    int32_t max_groups = 1;
-    for (int32_t c = 0; c < n; c++)
-        if (graphs[c]->n_groups > max_groups)
-            max_groups = graphs[c]->n_groups;
+    int rc = stage_times ? LOOM_OK : partition(&run, err);
+    if (rc == LOOM_OK)
+        rc = build_graphs(&run, err);
     loom_ranking ranking = LOOM_RANKING_INIT;
-    ranking.cap_priorities = max_groups;
-    if (loom_guarded_alloc(&prio, (size_t)max_groups * sizeof(float)) != 0) {
-        rc = loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
-        goto done;
-    }
-    ranking.priorities = prio.data;
-    loom_step *rk = &pl->steps[pl->ranker];
-    rk->ctx.deadline_ms = pl->budget_ms > 0 ? loom_now_ms() + pl->budget_ms : -1;
-    loom_mark_step(pl, pl->ranker);
-    rc = rk->vt.ranker.rank(rk->instance, (const loom_stage_graph *const *)graphs, n, &ranking, err);
-    loom_mark_step(pl, -1);
-    rk->ctx.deadline_ms = -1;
-    if (pl->memory_tuner >= 0) /* a ranker may have set one (set_deadline) */
-        pl->steps[pl->memory_tuner].ctx.deadline_ms = -1;
-    if (!loom_guarded_intact(&prio) || ranking.priorities != prio.data ||
-        ranking.cap_priorities != max_groups) {
-        rc = loom_set_error(err, LOOM_EPLUGIN, "plugin %s: wrote outside the priorities buffer "
-                            "the host handed it (%d floats), or replaced the buffer or its "
-                            "size", rk->ctx.plugin_id, max_groups);
-        goto done;
-    }
-    if (rc != LOOM_OK) {
-        rc = fail_step(rk, rc, err);
-        goto done;
-    }
-    plan->priorities = malloc((size_t)max_groups * sizeof(float));
-    if (!plan->priorities) {
-        rc = loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
-        goto done;
-    }
-    memcpy(plan->priorities, prio.data, (size_t)max_groups * sizeof(float));
-    ranking.priorities = plan->priorities; /* the host's copy from here on */
-    if (ranking.candidate < 0 || ranking.candidate >= n) {
-        rc = loom_set_error(err, LOOM_EPLUGIN, "plugin %s: chose candidate %d of %d",
-                            rk->ctx.plugin_id, ranking.candidate, n);
-        goto done;
-    }
-    for (int32_t c = 0; c < n; c++)
-        if (loom_graph_digest(graphs[c]) != digest[c]) {
-            rc = blame_writer(pl, problem, it, set, c, split, ranking.priorities, err);
-            goto done;
-        }
-    plan->candidate = set && pl->fixed_candidate >= 0 ? pl->fixed_candidate : ranking.candidate;
-    plan->n_candidates = offered;
-    plan->evaluations = ranking.evaluations;
-
-    loom_evaluator *ev = NULL;
-    rc = loom_evaluator_create(&rk->ctx, graphs[ranking.candidate], &ev, err);
-    if (rc == LOOM_OK) {
-        loom_evaluator_check_writes(ev, 1);
-        rc = loom_evaluator_run(ev, ranking.priorities, &plan->metrics, err);
-    }
-    loom_mark_step(pl, -1);
     if (rc == LOOM_OK)
-        rc = finish_plan(plan, ev, err);
+        rc = rank(&run, &ranking, plan, err);
     if (rc == LOOM_OK)
-        rc = check_bound(plan, loom_evaluator_schedule(ev)->lower_bound_ms, inter->ctx.plugin_id,
-                         err);
-    loom_evaluator_destroy(ev);
-    if (rc != LOOM_OK)
-        goto done;
-    if (set) {
-        plan->partition = loom_partition_clone(set->items[ranking.candidate]);
-        memcpy(plan->label, set->items[ranking.candidate]->label, sizeof plan->label);
-    }
-    plan->plan_time_ms = loom_now_ms() - t0;
-done:
-    loom_guarded_free(&prio);
-    for (int32_t c = 0; c < n; c++)
-        loom_graph_free(graphs[c]);
-    free(graphs);
-    free(digest);
-    loom_candidates_free(set);
+        rc = finish(&run, &ranking, plan, err);
+    if (rc == LOOM_OK)
+        plan->plan_time_ms = loom_now_ms() - t0;
+    run_free(&run);
     if (rc != LOOM_OK) {
         float *keep = plan->priorities;
         plan->priorities = NULL;

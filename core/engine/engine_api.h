@@ -26,6 +26,13 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
                      const loom_iteration *it, const loom_partition *part,
                      loom_stage_graph **out, loom_error *err);
 
+/* LOOM_OK when the graph builder can build `part` for the model problem:
+ * its flows, positions and spans well formed, every layer placed and run
+ * once per microbatch, samples in range, and under per-module layouts the
+ * modules of one GPU set per rank; else LOOM_EINVAL naming what is wrong
+ * (partition_check.c). */
+int loom_partition_check(const loom_problem *problem, const loom_partition *part,
+                         loom_error *err);
 
 /* ---- planning one iteration (engine.c) ---------------------------------- */
 

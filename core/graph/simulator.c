@@ -10,45 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "stage_graph.h"
-
-/* The fill a rank runs inside its next stages (stage -1: none). */
-typedef struct sim_fill {
-    int32_t stage, left;    /* the fill and its hosts still to run */
-    double ready, raw;      /* when its inputs are ready, with / without P2P */
-    double avail;           /* when it could first run: ready, the rank free */
-    double start;           /* its start: avail, or its first host's start */
-    double comm, compute;   /* the hosts' exposed communication and compute */
-    double idle, idle_p2p;  /* the rank's idle time from avail on, and the part
-                               of it counted as waiting on transfers */
-} sim_fill;
-
-struct loom_sim_scratch {
-    int32_t cap_stages, cap_ranks;
-    double *end_ms;       /* per stage */
-    uint8_t *done;        /* per stage */
-    int32_t *seen;        /* per stage: validation stamp */
-    int32_t *wait_head;   /* per stage: first rank waiting on it, -1 */
-    int32_t *wait_next;   /* per rank: next rank waiting on the same stage */
-    int32_t *cursor;      /* per rank: index into order */
-    int32_t *scan;        /* per rank: next predecessor edge to check */
-    double *ready_ms;     /* per rank: max pred end seen for the head */
-    double *free_ms;      /* per rank */
-    double *first_ms;     /* per rank */
-    int64_t *mem;         /* per rank: current activation bytes */
-    int64_t *peak;        /* per rank: peak activation bytes */
-    int32_t *stack;       /* ranks to advance */
-    double *raw_ms;       /* per rank: max pred end seen, without P2P */
-    double *busy_ms;      /* per rank: stage time */
-    double *p2p_ms;       /* per rank: idle time waiting on transfers */
-    double *start_ms;     /* per stage */
-    double *sync_end_ms;  /* per rank: end of its gradient sync */
-    int32_t cap_chunks;   /* ranks x chunks the two below hold */
-    double *chunk_start;  /* [rank * chunks + c]: last backward's start */
-    double *chunk_end;    /* [rank * chunks + c]: last backward's end */
-    int32_t stamp;
-    sim_fill *fill;       /* per rank */
-};
+#include "sim_scratch.h"
 
 loom_sim_scratch *loom_sim_scratch_new(void)
 {
@@ -308,109 +270,6 @@ int loom_metrics_check(const loom_metrics *m, const char *who, loom_error *err)
     return LOOM_OK;
 }
 
-/* Makes room for ranks x chunks per-chunk times (no-op when it fits). */
-static int reserve_chunks(loom_sim_scratch *s, int64_t cells)
-{
-    if (cells <= s->cap_chunks)
-        return LOOM_OK;
-    free(s->chunk_start);
-    free(s->chunk_end);
-    s->chunk_start = malloc((size_t)cells * sizeof(double));
-    s->chunk_end = malloc((size_t)cells * sizeof(double));
-    if (!s->chunk_start || !s->chunk_end) {
-        s->cap_chunks = 0;
-        return LOOM_ENOMEM;
-    }
-    s->cap_chunks = (int32_t)cells;
-    return LOOM_OK;
-}
-
-/* The end of every rank's gradient sync (sync_end_ms), after its stages
- * have run (free_ms). Without overlap the whole sync follows the rank's
- * last stage. With overlap each model chunk's share (the sync divided
- * evenly over the rank's chunks) is reduced in buckets while the chunk's
- * last backward runs: it starts with that backward (or when the link is
- * free) and ends no earlier than one bucket after it; chunks take the
- * link in the order their last backwards end. No tail: sync_end = free. */
-static int tail(loom_sim_scratch *s, const loom_stage_graph *g, loom_error *err)
-{
-    int32_t P = g->n_ranks, C = 1;
-    for (int32_t r = 0; r < P; r++)
-        s->sync_end_ms[r] = s->free_ms[r];
-    if (!g->tail_grad_sync_ms)
-        return LOOM_OK;
-    int overlapped = 0; /* only an overlapped sync needs the stages' times */
-    for (int32_t r = 0; r < P; r++) {
-        if (g->tail_grad_sync_ms[r] > 0 && !g->tail_overlap[r])
-            s->sync_end_ms[r] = s->free_ms[r] + g->tail_grad_sync_ms[r];
-        overlapped |= g->tail_grad_sync_ms[r] > 0 && g->tail_overlap[r];
-    }
-    if (!overlapped)
-        return LOOM_OK;
-    for (int32_t st = 0; st < g->n_stages; st++)
-        if (g->chunk[st] >= C)
-            C = g->chunk[st] + 1;
-    if ((int64_t)P * C > 0x7fffffff || reserve_chunks(s, (int64_t)P * C) != LOOM_OK)
-        return loom_set_error(err, LOOM_ENOMEM, "simulator: out of memory");
-    for (int64_t i = 0; i < (int64_t)P * C; i++)
-        s->chunk_start[i] = s->chunk_end[i] = -1;
-    for (int32_t st = 0; st < g->n_stages; st++) {
-        if (g->kind[st] == LOOM_STAGE_F || g->kind[st] == LOOM_STAGE_I ||
-            g->chunk[st] < 0)
-            continue; /* weight gradients are final after B or W */
-        int64_t k = (int64_t)g->rank[st] * C + g->chunk[st];
-        if (s->end_ms[st] > s->chunk_end[k]) {
-            s->chunk_end[k] = s->end_ms[st];
-            s->chunk_start[k] = s->start_ms[st];
-        }
-    }
-    /* each chunk's share of its rank's trainable parameters, when the
-     * graph carries them for these chunks */
-    const double *weights = LOOM_STRUCT_HAS(g, loom_stage_graph, tail_chunk_share) &&
-                                    g->tail_chunk_share && g->tail_chunks >= C
-                                ? g->tail_chunk_share
-                                : NULL;
-    for (int32_t r = 0; r < P; r++) {
-        double sync = g->tail_grad_sync_ms[r];
-        if (!(sync > 0) || !g->tail_overlap[r])
-            continue; /* set above */
-        double *cs = &s->chunk_start[(int64_t)r * C], *ce = &s->chunk_end[(int64_t)r * C];
-        const double *w = weights ? &weights[(int64_t)r * g->tail_chunks] : NULL;
-        int32_t used = 0;
-        double held = 0; /* the weight of the chunks with a backward */
-        for (int32_t c = 0; c < C; c++)
-            if (ce[c] >= 0) {
-                used++;
-                held += w && w[c] > 0 ? w[c] : 0;
-            }
-        if (!used) {
-            s->sync_end_ms[r] = s->free_ms[r] + sync;
-            continue;
-        }
-        if (!(held > 0))
-            w = NULL; /* no weights for these chunks: equal shares */
-        double bucket = g->tail_grad_bucket_ms[r] / used;
-        double link = 0;
-        for (int32_t done = 0; done < used; done++) {
-            int32_t next = -1; /* the earliest-ending chunk left */
-            for (int32_t c = 0; c < C; c++)
-                if (ce[c] >= 0 && (next < 0 || ce[c] < ce[next]))
-                    next = c;
-            /* its share of the sync: its parameters' fraction, or equal */
-            double share = w ? sync * (w[next] > 0 ? w[next] : 0) / held : sync / used;
-            double last = bucket < share ? bucket : share;
-            double begin = link > cs[next] ? link : cs[next];
-            double end = begin + share;
-            if (ce[next] + last > end)
-                end = ce[next] + last;
-            link = end;
-            ce[next] = -1;
-        }
-        s->sync_end_ms[r] = link > s->free_ms[r] ? link : s->free_ms[r];
-    }
-    return LOOM_OK;
-}
-
 /* When rank r's iteration ends: its last stage, or with a tail every
  * rank's gradient sync (the optimizer's gradient-norm all-reduce waits
  * for all of them), then its optimizer step and parameter all-gather. */
@@ -443,8 +302,11 @@ static int32_t finish(loom_sim_scratch *s, int32_t st, int32_t *top)
     return 1;
 }
 
-int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
-                 const loom_schedule *sched, loom_metrics *m, loom_error *err)
+/* Checks the metrics and schedule structs, sizes the scratch, validates
+ * the schedule and resets every rank to the start of its list, each one
+ * pushed on the stack of ranks to advance (*top of them). */
+static int sim_begin(loom_sim_scratch *s, const loom_stage_graph *g, const loom_schedule *sched,
+                     const loom_metrics *m, int32_t *top, loom_error *err)
 {
     int32_t n = g->n_stages, P = g->n_ranks;
     int rc = loom_metrics_check(m, "simulator", err);
@@ -464,7 +326,7 @@ int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
     memset(s->done, 0, (size_t)n);
     for (int32_t i = 0; i < n; i++)
         s->wait_head[i] = -1;
-    int32_t top = 0;
+    *top = 0;
     for (int32_t r = 0; r < P; r++) {
         s->cursor[r] = sched->rank_off[r];
         s->scan[r] = -1;
@@ -477,123 +339,182 @@ int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
         s->mem[r] = 0;
         s->peak[r] = 0;
         s->fill[r].stage = -1;
-        s->stack[top++] = r;
+        s->stack[(*top)++] = r;
     }
+    return LOOM_OK;
+}
+
+/* Reads the predecessors of rank r's next stage st that have ended into
+ * its ready times (with and without P2P); returns 1 when all have, else 0
+ * with r waiting on the first unfinished one. */
+static int inputs_ready(loom_sim_scratch *s, const loom_stage_graph *g, int32_t r, int32_t st)
+{
+    if (s->scan[r] < 0) {
+        s->scan[r] = g->pred_off[st];
+        s->ready_ms[r] = 0;
+        s->raw_ms[r] = 0;
+    }
+    int32_t e = s->scan[r], end = g->pred_off[st + 1];
+    for (; e < end; e++) {
+        int32_t p = g->pred[e];
+        if (!s->done[p])
+            break;
+        double t = s->end_ms[p] + g->pred_p2p_ms[e];
+        if (t > s->ready_ms[r])
+            s->ready_ms[r] = t;
+        if (s->end_ms[p] > s->raw_ms[r])
+            s->raw_ms[r] = s->end_ms[p];
+    }
+    s->scan[r] = e;
+    if (e < end) { /* wait on the unfinished predecessor */
+        int32_t p = g->pred[e];
+        s->wait_next[r] = s->wait_head[p];
+        s->wait_head[p] = r;
+        return 0;
+    }
+    return 1;
+}
+
+/* Rank r reaches fill st (n_hosts hosts): it waits for its inputs and runs
+ * in its hosts; its memory is taken now. */
+static void begin_fill(loom_sim_scratch *s, const loom_stage_graph *g, int32_t r, int32_t st,
+                       int32_t n_hosts)
+{
+    double avail = s->free_ms[r] > s->ready_ms[r] ? s->free_ms[r] : s->ready_ms[r];
+    s->fill[r] = (sim_fill){st, n_hosts, s->ready_ms[r], s->raw_ms[r], avail, avail, 0, 0, 0, 0};
+    if (g->mem_delta_bytes[st] > 0)
+        mem_add(s, r, g->mem_delta_bytes[st]);
+    s->cursor[r]++;
+    s->scan[r] = -1;
+}
+
+/* Host st of rank r's fill starts at `start` (after = when the rank was
+ * free and the inputs had ended, without P2P): adds its exposed
+ * communication and compute and the rank's idle time before it to the
+ * fill; at the last host returns the extra time the host runs for what of
+ * the fill did not fit (that idle time is then counted busy), else 0. */
+static double host_fill(loom_sim_scratch *s, const loom_stage_graph *g, int32_t r, int32_t st,
+                        double start, double after, int first_host, double *busy)
+{
+    sim_fill *fl = &s->fill[r];
+    int32_t fs = fl->stage;
+    double dur = g->duration_ms[st];
+    double c = loom_stage_comm_ms(g, st);
+    fl->comm += c;
+    fl->compute += dur - c;
+    /* the rank idles before this host: the fill runs there */
+    double from = first_host ? fl->avail : s->free_ms[r];
+    if (start > from) {
+        fl->idle += start - from;
+        double waits = start - (after > from ? after : from);
+        fl->idle_p2p += waits > 0 ? waits : 0;
+    } else if (first_host) {
+        fl->start = start;
+    }
+    if (--fl->left != 0)
+        return 0;
+    /* the last host: what did not fit */
+    double rest = loom_fill_left_ms(g->duration_ms[fs], loom_stage_comm_ms(g, fs), fl->comm,
+                                    fl->compute);
+    double used = rest < fl->idle ? rest : fl->idle;
+    s->busy_ms[r] += used; /* idle time the fill ran in */
+    *busy += used;
+    s->p2p_ms[r] -= used < fl->idle_p2p ? used : fl->idle_p2p;
+    return rest - used;
+}
+
+/* The last host of rank r's fill ended at fin: so does the fill, which
+ * gives back the memory it frees. Returns 1 (one more stage done). */
+static int32_t end_fill(loom_sim_scratch *s, const loom_stage_graph *g, loom_metrics *m,
+                        int32_t r, double fin, int32_t *top)
+{
+    sim_fill *fl = &s->fill[r];
+    int32_t fs = fl->stage;
+    s->start_ms[fs] = fl->start;
+    if (m->start_ms)
+        m->start_ms[fs] = fl->start;
+    s->end_ms[fs] = fin;
+    if (g->mem_delta_bytes[fs] < 0)
+        s->mem[r] += g->mem_delta_bytes[fs];
+    fl->stage = -1;
+    return finish(s, fs, top);
+}
+
+/* Runs rank r's next stage st, whose inputs have ended (inside a fill
+ * when one is open: `fill` gives each fill's host count), and wakes the
+ * ranks waiting on it. Returns the stages it completed (1, or 2 with a
+ * fill's last host). */
+static int32_t run_stage(loom_sim_scratch *s, const loom_stage_graph *g, const int32_t *fill,
+                         loom_metrics *m, int32_t r, int32_t st, double *busy, int32_t *top)
+{
+    sim_fill *fl = &s->fill[r];
+    int32_t fs = fl->stage;
+    int first_host = fs >= 0 && fl->left == fill[fs];
+    if (first_host) {
+        if (fl->ready > s->ready_ms[r])
+            s->ready_ms[r] = fl->ready;
+        if (fl->raw > s->raw_ms[r])
+            s->raw_ms[r] = fl->raw;
+    }
+    double start = s->free_ms[r] > s->ready_ms[r] ? s->free_ms[r] : s->ready_ms[r];
+    double dur = g->duration_ms[st];
+    /* idle before this stage that only the transfers caused */
+    double after = s->free_ms[r] > s->raw_ms[r] ? s->free_ms[r] : s->raw_ms[r];
+    if (start > after)
+        s->p2p_ms[r] += start - after;
+    if (fs >= 0)
+        dur += host_fill(s, g, r, st, start, after, first_host, busy);
+    double fin = start + dur;
+    s->busy_ms[r] += dur;
+    s->start_ms[st] = start;
+    if (g->mem_delta_bytes[st] > 0)
+        mem_add(s, r, g->mem_delta_bytes[st]);
+    else
+        s->mem[r] += g->mem_delta_bytes[st];
+    if (s->first_ms[r] < 0)
+        s->first_ms[r] = start;
+    s->end_ms[st] = fin;
+    s->free_ms[r] = fin;
+    *busy += dur;
+    if (m->start_ms)
+        m->start_ms[st] = start;
+    s->cursor[r]++;
+    s->scan[r] = -1;
+    int32_t completed = finish(s, st, top);
+    if (fs >= 0 && fl->left == 0) /* the fill ends with its last host */
+        completed += end_fill(s, g, m, r, fin, top);
+    return completed;
+}
+
+/* Advances the ranks on the stack until none can move; returns the
+ * stages completed, with their busy time added to *busy. */
+static int32_t replay(loom_sim_scratch *s, const loom_stage_graph *g, const loom_schedule *sched,
+                      loom_metrics *m, int32_t top, double *busy)
+{
     const int32_t *fill = loom_schedule_fills(sched);
     int32_t completed = 0;
-    double busy = 0;
     while (top > 0) {
         int32_t r = s->stack[--top];
         while (s->cursor[r] < sched->rank_off[r + 1]) {
             int32_t st = sched->order[s->cursor[r]];
-            if (s->scan[r] < 0) {
-                s->scan[r] = g->pred_off[st];
-                s->ready_ms[r] = 0;
-                s->raw_ms[r] = 0;
-            }
-            int32_t e = s->scan[r], end = g->pred_off[st + 1];
-            for (; e < end; e++) {
-                int32_t p = g->pred[e];
-                if (!s->done[p])
-                    break;
-                double t = s->end_ms[p] + g->pred_p2p_ms[e];
-                if (t > s->ready_ms[r])
-                    s->ready_ms[r] = t;
-                if (s->end_ms[p] > s->raw_ms[r])
-                    s->raw_ms[r] = s->end_ms[p];
-            }
-            s->scan[r] = e;
-            if (e < end) { /* wait on the unfinished predecessor */
-                int32_t p = g->pred[e];
-                s->wait_next[r] = s->wait_head[p];
-                s->wait_head[p] = r;
+            if (!inputs_ready(s, g, r, st))
                 break;
-            }
-            if (fill && fill[st] > 0) {
-                /* a fill: it waits for its inputs and runs in its hosts */
-                double avail = s->free_ms[r] > s->ready_ms[r] ? s->free_ms[r] : s->ready_ms[r];
-                s->fill[r] = (sim_fill){st, fill[st], s->ready_ms[r], s->raw_ms[r], avail, avail,
-                                        0, 0, 0, 0};
-                if (g->mem_delta_bytes[st] > 0)
-                    mem_add(s, r, g->mem_delta_bytes[st]);
-                s->cursor[r]++;
-                s->scan[r] = -1;
-                continue;
-            }
-            sim_fill *fl = &s->fill[r];
-            int32_t fs = fl->stage;
-            int first_host = fs >= 0 && fl->left == fill[fs];
-            if (first_host) {
-                if (fl->ready > s->ready_ms[r])
-                    s->ready_ms[r] = fl->ready;
-                if (fl->raw > s->raw_ms[r])
-                    s->raw_ms[r] = fl->raw;
-            }
-            double start = s->free_ms[r] > s->ready_ms[r] ? s->free_ms[r]
-                                                          : s->ready_ms[r];
-            double dur = g->duration_ms[st];
-            /* idle before this stage that only the transfers caused */
-            double after = s->free_ms[r] > s->raw_ms[r] ? s->free_ms[r] : s->raw_ms[r];
-            if (start > after)
-                s->p2p_ms[r] += start - after;
-            if (fs >= 0) {
-                double c = loom_stage_comm_ms(g, st);
-                fl->comm += c;
-                fl->compute += dur - c;
-                /* the rank idles before this host: the fill runs there */
-                double from = first_host ? fl->avail : s->free_ms[r];
-                if (start > from) {
-                    fl->idle += start - from;
-                    double waits = start - (after > from ? after : from);
-                    fl->idle_p2p += waits > 0 ? waits : 0;
-                } else if (first_host) {
-                    fl->start = start;
-                }
-                if (--fl->left == 0) { /* the last host: what did not fit */
-                    double rest = loom_fill_left_ms(g->duration_ms[fs], loom_stage_comm_ms(g, fs),
-                                                    fl->comm, fl->compute);
-                    double used = rest < fl->idle ? rest : fl->idle;
-                    dur += rest - used;
-                    s->busy_ms[r] += used; /* idle time the fill ran in */
-                    busy += used;
-                    s->p2p_ms[r] -= used < fl->idle_p2p ? used : fl->idle_p2p;
-                }
-            }
-            double fin = start + dur;
-            s->busy_ms[r] += dur;
-            s->start_ms[st] = start;
-            if (g->mem_delta_bytes[st] > 0)
-                mem_add(s, r, g->mem_delta_bytes[st]);
+            if (fill && fill[st] > 0)
+                begin_fill(s, g, r, st, fill[st]);
             else
-                s->mem[r] += g->mem_delta_bytes[st];
-            if (s->first_ms[r] < 0)
-                s->first_ms[r] = start;
-            s->end_ms[st] = fin;
-            s->free_ms[r] = fin;
-            busy += dur;
-            if (m->start_ms)
-                m->start_ms[st] = start;
-            s->cursor[r]++;
-            s->scan[r] = -1;
-            completed += finish(s, st, &top);
-            if (fs >= 0 && fl->left == 0) { /* the fill ends with its last host */
-                s->start_ms[fs] = fl->start;
-                if (m->start_ms)
-                    m->start_ms[fs] = fl->start;
-                s->end_ms[fs] = fin;
-                if (g->mem_delta_bytes[fs] < 0)
-                    s->mem[r] += g->mem_delta_bytes[fs];
-                fl->stage = -1;
-                completed += finish(s, fs, &top);
-            }
+                completed += run_stage(s, g, fill, m, r, st, busy, &top);
         }
     }
-    if (completed < n)
-        return deadlock(s, g, sched, err);
+    return completed;
+}
 
-    rc = tail(s, g, err);
-    if (rc != LOOM_OK)
-        return rc;
+/* Fills m from a finished replay (busy: the stages' busy time) and the
+ * iteration tail: makespan, spans, peaks, cap violations, the per-rank
+ * breakdown, bubble ratio, MFU and HFU. */
+static void sim_metrics(const loom_sim_scratch *s, const loom_stage_graph *g, loom_metrics *m,
+                        double busy)
+{
+    int32_t P = g->n_ranks;
     double makespan = 0, max_span = 0, tail_busy = 0;
     int64_t max_peak = 0;
     int32_t violations = 0;
@@ -642,7 +563,7 @@ int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
         }
     }
     if (m->end_ms)
-        memcpy(m->end_ms, s->end_ms, (size_t)n * sizeof(double));
+        memcpy(m->end_ms, s->end_ms, (size_t)g->n_stages * sizeof(double));
     m->makespan_ms = makespan;
     m->max_span_ms = max_span;
     m->bubble_ratio = makespan > 0 ? 1.0 - (busy + tail_busy) / ((double)P * makespan) : 0;
@@ -653,6 +574,22 @@ int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
     m->mfu = known ? g->total_flops / denom : -1;
     if (LOOM_METRICS_HAS(m, hfu))
         m->hfu = known ? (g->total_flops + g->recompute_flops) / denom : -1;
+}
+
+int loom_sim_run(loom_sim_scratch *s, const loom_stage_graph *g,
+                 const loom_schedule *sched, loom_metrics *m, loom_error *err)
+{
+    int32_t top = 0;
+    int rc = sim_begin(s, g, sched, m, &top, err);
+    if (rc != LOOM_OK)
+        return rc;
+    double busy = 0;
+    if (replay(s, g, sched, m, top, &busy) < g->n_stages)
+        return deadlock(s, g, sched, err);
+    rc = loom_sim_tail(s, g, err);
+    if (rc != LOOM_OK)
+        return rc;
+    sim_metrics(s, g, m, busy);
     return LOOM_OK;
 }
 

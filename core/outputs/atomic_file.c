@@ -6,8 +6,8 @@
  * failure at any step removes the temporary file, so readers see either
  * the old file or the complete new one. Modes are set explicitly from the
  * umask the process had when output was first resolved, so a later
- * umask() cannot loosen them. Also writes the plan's output set into a
- * folder (loom_write_outputs, loom_write_outputs_at). */
+ * umask() cannot loosen them. Also creates the folders of an output path
+ * (loom_out_make_dirs_upto). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -273,7 +273,7 @@ int loom_write_atomic(const char *path, loom_out_writer writer, void *ctx, loom_
     return rc;
 }
 
-/* ---- the output set of a plan ------------------------------------------- */
+/* ---- folders ------------------------------------------------------------- */
 
 /* Creates the folders of the first `upto` characters of dir (dir and its
  * missing parents, or only its parents) with mode 0777 minus the saved
@@ -304,62 +304,5 @@ int loom_out_make_dirs_upto(const char *dir, size_t upto, loom_error *err)
         p[i] = c;
     }
     free(p);
-    return rc;
-}
-
-/* loom_write_atomic's callback for one file of the set (ctx: put_ctx). */
-struct put_ctx {
-    const loom_plan *plan;
-    const loom_out_file *file;
-};
-
-static int put_file(void *ctx, FILE *out, loom_error *err)
-{
-    const struct put_ctx *p = ctx;
-    return p->file->write(p->plan, out, err);
-}
-
-int loom_write_outputs_at(const loom_plan *plan, int dirfd, const char *shown,
-                          loom_error *err)
-{
-    char path[4200];
-    int rc = LOOM_OK;
-    unsigned mode = 0666u & ~loom_out_umask();
-    for (size_t i = 0; rc == LOOM_OK && i < loom_out_n_files; i++) {
-        const loom_out_file *f = &loom_out_files[i];
-        snprintf(path, sizeof path, "%s/%s", shown, f->name);
-        int fits = 1;
-        char reason[LOOM_OUT_REASON_MAX];
-        if (f->export && (rc = f->export->fits(plan, &fits, reason, err)) != LOOM_OK)
-            break;
-        if (!fits) {
-            /* the consumer cannot take the plan: no file, and no stale one */
-            if (unlinkat(dirfd, f->name, 0) != 0 && errno != ENOENT)
-                rc = loom_set_error(err, LOOM_EIO, "cannot remove %s: %s", path,
-                                    strerror(errno));
-            continue;
-        }
-        struct put_ctx ctx = {plan, f};
-        rc = loom_write_atomic_at(dirfd, f->name, path, mode, put_file, &ctx, err);
-    }
-    return rc;
-}
-
-int loom_write_outputs(const loom_plan *plan, const char *dir, loom_error *err)
-{
-    if (!dir || !*dir)
-        return loom_set_error(err, LOOM_EINVAL, "outputs: no directory given");
-    int rc = loom_out_make_dirs_upto(dir, strlen(dir), err);
-    if (rc != LOOM_OK)
-        return rc;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return loom_set_error(err, LOOM_EIO, "cannot write %s: %s", dir, strerror(errno));
-    size_t len = strlen(dir);
-    char shown[4096];
-    snprintf(shown, sizeof shown, "%.*s", (int)(len > 1 && dir[len - 1] == '/' ? len - 1 : len),
-             dir);
-    rc = loom_write_outputs_at(plan, fd, shown, err);
-    close(fd);
     return rc;
 }

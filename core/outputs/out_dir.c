@@ -45,11 +45,11 @@ struct loom_out_dir {
     volatile sig_atomic_t done; /* committed */
 };
 
-/* 1 for the name of one of the files of a set (loom_out_files). */
+/* 1 for the name of one of the files of a set (loom_out_set_format). */
 static int is_set_file(const char *name)
 {
-    for (size_t i = 0; i < loom_out_n_files; i++)
-        if (strcmp(name, loom_out_files[i].name) == 0)
+    for (size_t i = 0; i < loom_out_set_size(); i++)
+        if (strcmp(name, loom_out_set_format(i)->name) == 0)
             return 1;
     return 0;
 }
@@ -59,9 +59,9 @@ static int is_temp_file(const char *name)
 {
     if (name[0] != '.')
         return 0;
-    for (size_t i = 0; i < loom_out_n_files; i++) {
-        size_t n = strlen(loom_out_files[i].name);
-        if (strncmp(name + 1, loom_out_files[i].name, n) == 0 &&
+    for (size_t i = 0; i < loom_out_set_size(); i++) {
+        size_t n = strlen(loom_out_set_format(i)->name);
+        if (strncmp(name + 1, loom_out_set_format(i)->name, n) == 0 &&
             strncmp(name + 1 + n, ".tmp-", 5) == 0)
             return 1;
     }

@@ -1,25 +1,31 @@
-/* out_exports.c - the runtime exports: for each, the file it is written
- * to, the key plan.json's "exports" gives it, and the check that decides
+/* out_exports.c - the runtime exports, one row per format: the file, its
+ * writer, the key plan.json's "exports" gives it, the check that decides
  * whether its consumer can build the plan (docs/outputs.md, "Runtime
- * exports"). plan.json and the summary read this list. */
+ * exports"; each beside its writer) and the option of `loom plan` that
+ * writes it. The output set (out_files.c), plan.json's "exports" (below)
+ * and the summary read this table. */
 #include <string.h>
 #include "output.h"
 
-const loom_out_export loom_out_runtime_exports[] = {
-    {"schedule.csv", "pytorch_csv", loom_out_csv_fits},
-    {"torchtitan.toml", "torchtitan", loom_out_torchtitan_fits},
-    {"megatron.args", "megatron", loom_out_megatron_args_fits},
-    {"mimo.json", "mimo", loom_out_mimo_fits},
+const loom_out_format loom_out_runtime_exports[] = {
+    /* name             writer                      key            check */
+    {"schedule.csv",    loom_write_schedule_csv,    "pytorch_csv", loom_out_csv_fits, "--out"},
+    {"torchtitan.toml", loom_write_torchtitan_toml, "torchtitan",  loom_out_torchtitan_fits,
+     "--out"},
+    {"megatron.args",   loom_write_megatron_args,   "megatron",    loom_out_megatron_args_fits,
+     "--out"},
+    {"mimo.json",       loom_write_mimo_json,       "mimo",        loom_out_mimo_fits, "--out"},
 };
 
-const size_t loom_out_n_runtime_exports = sizeof loom_out_runtime_exports / sizeof loom_out_runtime_exports[0];
+const size_t loom_out_n_runtime_exports =
+    sizeof loom_out_runtime_exports / sizeof loom_out_runtime_exports[0];
 
 int loom_out_json_runtime_exports(const loom_plan *plan, FILE *out, loom_error *err)
 {
     char reason[LOOM_OUT_REASON_MAX];
     fputs("  \"exports\": {", out);
     for (size_t i = 0; i < loom_out_n_runtime_exports; i++) {
-        const loom_out_export *x = &loom_out_runtime_exports[i];
+        const loom_out_format *x = &loom_out_runtime_exports[i];
         int fits = 0;
         int rc = x->fits(plan, &fits, reason, err);
         if (rc != LOOM_OK) {

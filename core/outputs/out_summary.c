@@ -17,7 +17,7 @@ static int write_runtime_exports(const loom_plan *plan, FILE *out, loom_error *e
     int any = 0;
     fputs("  exports      ", out);
     for (size_t i = 0; i < loom_out_n_runtime_exports; i++) {
-        const loom_out_export *f = &loom_out_runtime_exports[i];
+        const loom_out_format *f = &loom_out_runtime_exports[i];
         int fits = 0;
         int rc = f->fits(plan, &fits, reason, err);
         if (rc != LOOM_OK)

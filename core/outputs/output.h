@@ -132,8 +132,9 @@ int loom_out_one_mesh(const loom_plan *plan, char *reason);
 char *loom_out_megatron_layout(const loom_plan *plan, char reason[LOOM_OUT_REASON_MAX],
                                int *oom);
 
-/* ---- runtime exports (out_files.c, out_torchtitan.c, out_megatron_args.c,
- * out_mimo.c) ------------------------------------------------------------- */
+/* ---- the output set and the runtime exports (out_files.c, out_exports.c;
+ * each export's check beside its writer: out_csv.c, out_torchtitan.c,
+ * out_megatron_args.c, out_mimo.c) ------------------------------------------ */
 
 /* Whether an export can express the plan: sets *fits to 1, or to 0 with
  * `reason` filled. Returns LOOM_OK, or an error (LOOM_ENOMEM, LOOM_EINVAL
@@ -162,30 +163,35 @@ int loom_out_refuse(char reason[LOOM_OUT_REASON_MAX], const char *fmt, ...)
 int loom_out_spans_continue(const loom_plan *plan, const loom_position *pos, int32_t stage,
                             int32_t *next, const char *who, char reason[LOOM_OUT_REASON_MAX]);
 
-/* One runtime export: its file, its key in plan.json's "exports", and
- * the check of whether its consumer can build the plan. */
-typedef struct loom_out_export {
-    const char *name;
-    const char *key;
-    loom_out_fits_fn fits;
-} loom_out_export;
-
-/* The runtime exports, in plan.json's order (out_exports.c). */
-extern const loom_out_export loom_out_runtime_exports[];
-extern const size_t loom_out_n_runtime_exports;
-
-/* One file of an output set: its name, its writer, and for a runtime
- * export its entry in loom_out_runtime_exports (NULL for the files every plan
- * gets). */
-typedef struct loom_out_file {
+/* One output format, one row of the output set: the file's name; its
+ * writer (the public loom_write_* function); for a runtime export its key
+ * in plan.json's "exports" and the check of whether its consumer can build
+ * the plan (both NULL for the files every plan gets); and the option of
+ * `loom plan` that writes it. Each row exists once, in one of the two
+ * tables below; the set is the two in a row (loom_out_set_format). */
+typedef struct loom_out_format {
     const char *name;
     int (*write)(const loom_plan *plan, FILE *out, loom_error *err);
-    const loom_out_export *export;
-} loom_out_file;
+    const char *key;
+    loom_out_fits_fn fits;
+    const char *option;
+} loom_out_format;
 
-/* The output set, in writing order (plan.json first; out_files.c). */
-extern const loom_out_file loom_out_files[];
-extern const size_t loom_out_n_files;
+/* The files every plan gets, plan.json first (out_files.c). */
+extern const loom_out_format loom_out_plain_files[];
+extern const size_t loom_out_n_plain_files;
+
+/* The runtime exports, in plan.json's "exports" order (out_exports.c).
+ * A table of its own, which the plan.json and summary writers read: they
+ * are rows of the set, so a single table would make them depend on
+ * themselves. */
+extern const loom_out_format loom_out_runtime_exports[];
+extern const size_t loom_out_n_runtime_exports;
+
+/* The output set in writing order: the plain files, then the runtime
+ * exports; format i < loom_out_set_size() (out_files.c). */
+size_t loom_out_set_size(void);
+const loom_out_format *loom_out_set_format(size_t i);
 
 /* "exports" of plan.json: for each runtime export {"file": name} or
  * {"reason": why not}. */

@@ -229,15 +229,31 @@ static int put_text(void *ctx, FILE *out, loom_error *err)
     return LOOM_OK;
 }
 
-/* Opens the session, plans every iteration, prints and writes; returns
- * the exit code. `ch` is the isolation channel, or NULL in-process. */
-static int run_plan(const plan_cli *o, loom_channel *ch)
+/* What a run of `loom plan` keeps across its iterations: the sums its
+ * means come from, the worst peaks, the progress bar and the texts
+ * (--json's iterations, --progress-csv's curve) written at the end. */
+typedef struct plan_run {
+    int32_t n, done;             /* iterations to plan, planned */
+    double sum_ms, sum_bubble, sum_plan, sum_mfu, sum_span;
+    int mfu_known;
+    int32_t ranks, infeasible;
+    int64_t worst_peak;
+    double cap_bytes;
+    int64_t *peak;               /* per rank, over the iterations */
+    loom_module_layout *used;    /* the last plan's per-module layouts */
+    char *iter_json, *curve_text;
+    size_t iter_len, curve_len;
+    FILE *iters, *curve;         /* memory streams of the two texts, or NULL */
+    int header;                  /* the table's header is still to print */
+    int csv_noted;               /* the schedule.csv refusal was reported */
+    loom_progress *bar;
+    double limit_ms;             /* an isolated iteration's time limit */
+} plan_run;
+
+/* Opens the session with the CLI's step hooks (announced on the channel
+ * `ch` when isolated); prints why on failure. */
+static int open_session(const plan_cli *o, loom_channel *ch, loom_session *s, loom_error *err)
 {
-    const char *out_dir = o->out_dir, *progress_csv = o->progress_csv;
-    int json = o->json, quiet = o->quiet;
-    FILE *out = loom_cli_out();
-    loom_session s;
-    loom_error err = {0};
     loom_session_args args = o->a;
     static volatile int32_t step_now = -1; /* the running step in-process */
     args.step_marker = ch ? loom_channel_step_marker(ch) : &step_now;
@@ -245,212 +261,274 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
     args.on_step = on_step;
     args.on_step_user = ch;
     loom_cli_guard_marker(args.step_marker);
-    int rc = loom_session_open(&s, &args, &err);
+    int rc = loom_session_open(s, &args, err);
     if (rc != LOOM_OK) {
-        fprintf(stderr, "loom plan: %s\n", err.message);
-        loom_session_close(&s);
-        return loom_cli_exit_for_status(rc);
+        fprintf(stderr, "loom plan: %s\n", err->message);
+        return rc;
     }
     char tp_why[400];
-    if (loom_session_tp_warning(&s, tp_why, sizeof tp_why))
+    if (loom_session_tp_warning(s, tp_why, sizeof tp_why))
         fprintf(stderr, "loom plan: warning: %s\n", tp_why);
     loom_cli_catch(SIGINT, on_sigint, NULL);
     if (ch)
-        loom_channel_info(ch, s.n_iterations, s.manifest_name);
-    char *curve_text = NULL;
-    size_t curve_len = 0;
-    FILE *curve = progress_csv ? open_memstream(&curve_text, &curve_len) : NULL;
-    if (curve)
-        fprintf(curve, "iteration,elapsed_ms,best_makespan_ms,evaluations\n");
+        loom_channel_info(ch, s->n_iterations, s->manifest_name);
+    return LOOM_OK;
+}
 
-    int32_t n = s.n_iterations;
-    double sum_ms = 0, sum_bubble = 0, sum_plan = 0, sum_mfu = 0, sum_span = 0;
-    int mfu_known = 1;
-    int32_t ranks = 0, infeasible = 0;
-    int64_t worst_peak = 0;
-    double cap_bytes = 0;
-    int64_t *peak = NULL;
-    loom_module_layout *used = NULL; /* the last plan's per-module layouts */
-    char *iter_json = NULL;
-    size_t iter_len = 0;
-    FILE *iters = json ? open_memstream(&iter_json, &iter_len) : NULL;
-    int header = !quiet && !json; /* printed before the first row, not before an error */
-    double budget_ms = loom_isolate_search_budget_ms(s.pl);
-    loom_progress *bar = NULL;
-    if (!quiet && (n > 1 || budget_ms > 1000)) {
-        bar = loom_progress_new(stderr, 0);
-        loom_progress_set_total(bar, n);
-        loom_session_set_progress(&s, on_search, bar);
-        loom_progress_start_ticker(bar);
+/* Starts the run: its memory streams and, for several iterations or a
+ * search over a second, the progress display. */
+static void run_start(plan_run *run, const plan_cli *o, loom_session *s)
+{
+    memset(run, 0, sizeof *run);
+    run->n = s->n_iterations;
+    run->mfu_known = 1;
+    run->curve = o->progress_csv ? open_memstream(&run->curve_text, &run->curve_len) : NULL;
+    if (run->curve)
+        fprintf(run->curve, "iteration,elapsed_ms,best_makespan_ms,evaluations\n");
+    run->iters = o->json ? open_memstream(&run->iter_json, &run->iter_len) : NULL;
+    run->header = !o->quiet && !o->json; /* printed before the first row, not before an error */
+    double budget_ms = loom_isolate_search_budget_ms(s->pl);
+    if (!o->quiet && (run->n > 1 || budget_ms > 1000)) {
+        run->bar = loom_progress_new(stderr, 0);
+        loom_progress_set_total(run->bar, run->n);
+        loom_session_set_progress(s, on_search, run->bar);
+        loom_progress_start_ticker(run->bar);
     }
-    double limit_ms = loom_isolate_iteration_limit(&o->iso, budget_ms);
-    int32_t done = 0;
-    int csv_noted = 0; /* the schedule.csv refusal was reported */
-    for (int32_t k = 0; k < n; k++) {
-        loom_plan plan;
-        loom_progress_update(bar, "", k, n, done);
-        if (ch)
-            loom_channel_begin(ch, k, limit_ms);
-        rc = loom_session_plan(&s, k, &plan, &err);
-        loom_progress_clear(bar);
-        if (rc != LOOM_OK) {
-            fprintf(stderr, "loom plan: iteration %d: %s\n", k, err.message);
-            if (ch) /* the iteration ends here: the parent expects no result */
-                loom_channel_fail(ch, k, rc, err.message);
-            if (rc == LOOM_EINFEASIBLE && strstr(err.message, "memory cap"))
-                memory_hint(&s, &o->a, k);
-            break;
-        }
-        if (ch) {
-            loom_iter_result r;
-            result_of(&plan, k, &r);
-            loom_channel_result(ch, &r);
-        }
-        const loom_metrics *m = &plan.metrics;
-        if (curve) {
-            const loom_progress_point *pts = NULL;
-            int32_t np = loom_session_progress_curve(&s, &pts);
-            for (int32_t j = 0; j < np; j++)
-                fprintf(curve, "%d,%.3f,%.6f,%lld\n", k, pts[j].elapsed_ms, pts[j].best_makespan_ms,
-                        (long long)pts[j].evaluations);
-        }
-        if (!peak) {
-            ranks = plan.graph->n_ranks;
-            peak = calloc((size_t)ranks, sizeof *peak);
-        }
-        if (json)
-            keep_layouts(&plan, &used);
-        for (int32_t r = 0; r < ranks && r < plan.graph->n_ranks; r++)
-            if (m->peak_bytes[r] > peak[r])
-                peak[r] = m->peak_bytes[r];
-        sum_ms += m->makespan_ms;
-        sum_span += m->max_span_ms;
-        sum_bubble += m->bubble_ratio;
-        sum_plan += plan.plan_time_ms;
-        if (m->mfu < 0)
-            mfu_known = 0;
-        else
-            sum_mfu += m->mfu;
-        if (m->cap_violations > 0) {
-            infeasible++;
-            cap_bytes = plan.graph->memory_cap_bytes;
-            if (m->max_peak_bytes > worst_peak)
-                worst_peak = m->max_peak_bytes;
-            if (!quiet)
-                fprintf(stderr, "loom plan: warning: iteration %d is INFEASIBLE: it exceeds the "
-                        "memory cap on %d rank(s)\n", k, m->cap_violations);
-        }
-        if (iters) {
-            fputs(k ? ",\n    {" : "\n    {", iters);
-            fprintf(iters, "\"iteration\": %d, ", plan.iteration ? plan.iteration->index : k);
-            json_metrics(iters, &plan);
-            fputc('}', iters);
-        } else if (!quiet) {
-            if (header)
-                fprintf(out, "%-5s %12s %8s %8s %10s  %s\n", "iter", "makespan_ms", "bubble",
-                        "mfu", "plan_ms", "candidate");
-            header = 0;
-            char mfu[16];
-            if (m->mfu < 0)
-                snprintf(mfu, sizeof mfu, "n/a");
-            else
-                snprintf(mfu, sizeof mfu, "%.3f", m->mfu);
-            if (m->cap_violations > 0)
-                fprintf(out, "%-5d %12s %7.2f%% %8s %10.1f  %s (peak %.3f GiB > cap %.3f GiB)\n",
-                        k, "INFEASIBLE", 100 * m->bubble_ratio, mfu, plan.plan_time_ms,
-                        plan.label, (double)m->max_peak_bytes / 1073741824.0,
-                        plan.graph->memory_cap_bytes / 1073741824.0);
-            else
-                fprintf(out, "%-5d %12.3f %7.2f%% %8s %10.1f  %s\n", k, m->makespan_ms,
-                        100 * m->bubble_ratio, mfu, plan.plan_time_ms, plan.label);
-        }
-        if (o->out) {
-            char sub[32];
-            snprintf(sub, sizeof sub, "iter-%03d", k);
-            rc = loom_out_dir_write(o->out, &plan, n > 1 ? sub : NULL, &err);
-            if (rc != LOOM_OK) {
-                fprintf(stderr, "loom plan: %s\n", err.message);
-                loom_plan_clear(&plan);
-                break;
-            }
-            loom_error why;
-            if (!quiet && !csv_noted && loom_schedule_csv_check(&plan, &why) != LOOM_OK) {
-                fprintf(stderr, "loom plan: note: %s (plan.json: \"schedule_csv\")\n",
-                        why.message);
-                csv_noted = 1;
-            }
-        }
-        if (!quiet && !json && n == 1)
-            loom_write_summary(&plan, out, &err);
-        if (ch)
-            fflush(out); /* keep the rows printed so far if a plugin crashes later */
+    run->limit_ms = loom_isolate_iteration_limit(&o->iso, budget_ms);
+}
+
+/* Adds iteration k's plan to the run's sums, peaks and curve; warns when
+ * it is infeasible. */
+static void tally(plan_run *run, const plan_cli *o, loom_session *s, const loom_plan *plan,
+                  int32_t k)
+{
+    const loom_metrics *m = &plan->metrics;
+    if (run->curve) {
+        const loom_progress_point *pts = NULL;
+        int32_t np = loom_session_progress_curve(s, &pts);
+        for (int32_t j = 0; j < np; j++)
+            fprintf(run->curve, "%d,%.3f,%.6f,%lld\n", k, pts[j].elapsed_ms,
+                    pts[j].best_makespan_ms, (long long)pts[j].evaluations);
+    }
+    if (!run->peak) {
+        run->ranks = plan->graph->n_ranks;
+        run->peak = calloc((size_t)run->ranks, sizeof *run->peak);
+    }
+    if (o->json)
+        keep_layouts(plan, &run->used);
+    for (int32_t r = 0; r < run->ranks && r < plan->graph->n_ranks; r++)
+        if (m->peak_bytes[r] > run->peak[r])
+            run->peak[r] = m->peak_bytes[r];
+    run->sum_ms += m->makespan_ms;
+    run->sum_span += m->max_span_ms;
+    run->sum_bubble += m->bubble_ratio;
+    run->sum_plan += plan->plan_time_ms;
+    if (m->mfu < 0)
+        run->mfu_known = 0;
+    else
+        run->sum_mfu += m->mfu;
+    if (m->cap_violations > 0) {
+        run->infeasible++;
+        run->cap_bytes = plan->graph->memory_cap_bytes;
+        if (m->max_peak_bytes > run->worst_peak)
+            run->worst_peak = m->max_peak_bytes;
+        if (!o->quiet)
+            fprintf(stderr, "loom plan: warning: iteration %d is INFEASIBLE: it exceeds the "
+                    "memory cap on %d rank(s)\n", k, m->cap_violations);
+    }
+}
+
+/* Iteration k's line: a member of --json's "iterations", else a row of
+ * the table (with its header first). */
+static void print_row(plan_run *run, const plan_cli *o, FILE *out, const loom_plan *plan,
+                      int32_t k)
+{
+    const loom_metrics *m = &plan->metrics;
+    if (run->iters) {
+        fputs(k ? ",\n    {" : "\n    {", run->iters);
+        fprintf(run->iters, "\"iteration\": %d, ", plan->iteration ? plan->iteration->index : k);
+        json_metrics(run->iters, plan);
+        fputc('}', run->iters);
+        return;
+    }
+    if (o->quiet)
+        return;
+    if (run->header)
+        fprintf(out, "%-5s %12s %8s %8s %10s  %s\n", "iter", "makespan_ms", "bubble", "mfu",
+                "plan_ms", "candidate");
+    run->header = 0;
+    char mfu[16];
+    if (m->mfu < 0)
+        snprintf(mfu, sizeof mfu, "n/a");
+    else
+        snprintf(mfu, sizeof mfu, "%.3f", m->mfu);
+    if (m->cap_violations > 0)
+        fprintf(out, "%-5d %12s %7.2f%% %8s %10.1f  %s (peak %.3f GiB > cap %.3f GiB)\n", k,
+                "INFEASIBLE", 100 * m->bubble_ratio, mfu, plan->plan_time_ms, plan->label,
+                (double)m->max_peak_bytes / 1073741824.0,
+                plan->graph->memory_cap_bytes / 1073741824.0);
+    else
+        fprintf(out, "%-5d %12.3f %7.2f%% %8s %10.1f  %s\n", k, m->makespan_ms,
+                100 * m->bubble_ratio, mfu, plan->plan_time_ms, plan->label);
+}
+
+/* Writes iteration k's files into the --out folder being staged (its own
+ * iter-NNN/ when the run has several) and notes once why schedule.csv
+ * was not written. */
+static int write_iteration(plan_run *run, const plan_cli *o, const loom_plan *plan, int32_t k,
+                           loom_error *err)
+{
+    char sub[32];
+    snprintf(sub, sizeof sub, "iter-%03d", k);
+    int rc = loom_out_dir_write(o->out, plan, run->n > 1 ? sub : NULL, err);
+    if (rc != LOOM_OK) {
+        fprintf(stderr, "loom plan: %s\n", err->message);
+        return rc;
+    }
+    loom_error why;
+    if (!o->quiet && !run->csv_noted && loom_schedule_csv_check(plan, &why) != LOOM_OK) {
+        fprintf(stderr, "loom plan: note: %s (plan.json: \"schedule_csv\")\n", why.message);
+        run->csv_noted = 1;
+    }
+    return LOOM_OK;
+}
+
+/* Plans iteration k: reports a failure (on the channel too), else tallies,
+ * prints and writes the plan. */
+static int plan_iteration(plan_run *run, const plan_cli *o, loom_channel *ch, loom_session *s,
+                          int32_t k, loom_error *err)
+{
+    FILE *out = loom_cli_out();
+    loom_plan plan;
+    loom_progress_update(run->bar, "", k, run->n, run->done);
+    if (ch)
+        loom_channel_begin(ch, k, run->limit_ms);
+    int rc = loom_session_plan(s, k, &plan, err);
+    loom_progress_clear(run->bar);
+    if (rc != LOOM_OK) {
+        fprintf(stderr, "loom plan: iteration %d: %s\n", k, err->message);
+        if (ch) /* the iteration ends here: the parent expects no result */
+            loom_channel_fail(ch, k, rc, err->message);
+        if (rc == LOOM_EINFEASIBLE && strstr(err->message, "memory cap"))
+            memory_hint(s, &o->a, k);
+        return rc;
+    }
+    if (ch) {
+        loom_iter_result r;
+        result_of(&plan, k, &r);
+        loom_channel_result(ch, &r);
+    }
+    tally(run, o, s, &plan, k);
+    print_row(run, o, out, &plan, k);
+    if (o->out && (rc = write_iteration(run, o, &plan, k, err)) != LOOM_OK) {
         loom_plan_clear(&plan);
-        done++;
+        return rc;
+    }
+    if (!o->quiet && !o->json && run->n == 1)
+        loom_write_summary(&plan, out, err);
+    if (ch)
+        fflush(out); /* keep the rows printed so far if a plugin crashes later */
+    loom_plan_clear(&plan);
+    run->done++;
+    return LOOM_OK;
+}
+
+/* Ends the progress display and the memory streams, and writes the
+ * --progress-csv curve of a run that planned something. */
+static int run_end(plan_run *run, const plan_cli *o, loom_session *s, int rc, loom_error *err)
+{
+    if (run->bar) {
+        loom_session_set_progress(s, NULL, NULL);
+        loom_progress_finish(run->bar);
+        loom_progress_free(run->bar);
+    }
+    if (run->iters)
+        fclose(run->iters);
+    if (run->curve)
+        fclose(run->curve);
+    if (o->progress_csv && run->done > 0 && (rc == LOOM_OK || rc == LOOM_EINTERRUPTED)) {
+        int crc = run->curve_text
+                      ? loom_out_target_write(o->curve, put_text, run->curve_text, err)
+                      : loom_set_error(err, LOOM_ENOMEM, "--progress-csv: out of memory");
+        if (crc != LOOM_OK) {
+            fprintf(stderr, "loom plan: --progress-csv: %s\n", err->message);
+            rc = crc;
+        }
+    }
+    return rc;
+}
+
+/* The run's means: --json's object, or after several iterations the mean
+ * line (or the infeasible one). */
+static void print_totals(const plan_run *run, const plan_cli *o, loom_session *s, FILE *out)
+{
+    int32_t done = run->done;
+    if (o->json) {
+        fprintf(out, "{\"makespan_ms\": %.6f, \"span_ms\": %.6f, \"bubble_ratio\": %.6f, "
+                "\"peak_mem_bytes\": [",
+                run->sum_ms / done, run->sum_span / done, run->sum_bubble / done);
+        for (int32_t r = 0; r < run->ranks; r++)
+            fprintf(out, "%s%lld", r ? ", " : "", (long long)run->peak[r]);
+        fprintf(out, "], \"plan_time_ms\": %.3f, \"mfu\": ", run->sum_plan / done);
+        json_num(out, run->mfu_known ? run->sum_mfu / done : -1);
+        fprintf(out, ", \"feasible\": %s", run->infeasible ? "false" : "true");
+        fprintf(out, ", \"mean_iteration_ms\": %.6f, ", run->sum_ms / done);
+        if (s->problem.kind == LOOM_PROBLEM_MODEL) {
+            fputs("\"layout\": ", out);
+            loom_tune_plan_layout_json(out, &s->problem, run->used, s->micro_batch_size,
+                                       s->global_batch);
+            fputs(", ", out);
+        }
+        fprintf(out, "\"iterations\": [%s\n  ]}\n", run->iter_json ? run->iter_json : "");
+    } else if (!o->quiet && run->n > 1 && run->infeasible) {
+        fprintf(out, "INFEASIBLE (peak %.3f GiB > cap %.3f GiB) in %d of %d iterations: "
+                "the simulated mean iteration %.3f ms is not a valid result (%s)\n",
+                (double)run->worst_peak / 1073741824.0, run->cap_bytes / 1073741824.0,
+                run->infeasible, done, run->sum_ms / done, s->manifest_name);
+    } else if (!o->quiet && run->n > 1) {
+        fprintf(out, "mean iteration %.3f ms, mean bubble %.2f%%, mean plan time %.1f ms over "
+                "%d iterations (%s)\n",
+                run->sum_ms / done, 100 * run->sum_bubble / done, run->sum_plan / done, done,
+                s->manifest_name);
+    }
+}
+
+/* Opens the session, plans every iteration, prints and writes; returns
+ * the exit code. `ch` is the isolation channel, or NULL in-process. */
+static int run_plan(const plan_cli *o, loom_channel *ch)
+{
+    loom_session s;
+    loom_error err = {0};
+    int rc = open_session(o, ch, &s, &err);
+    if (rc != LOOM_OK) {
+        loom_session_close(&s);
+        return loom_cli_exit_for_status(rc);
+    }
+    plan_run run;
+    run_start(&run, o, &s);
+    for (int32_t k = 0; k < run.n; k++) {
+        rc = plan_iteration(&run, o, ch, &s, k, &err);
+        if (rc != LOOM_OK)
+            break;
         if (loom_interrupt_requested()) {
             fprintf(stderr, "loom plan: interrupted: kept the best plan found so far; %d "
-                    "iteration(s) planned%s%s\n", done, out_dir ? ", written to " : "",
-                    out_dir ? out_dir : "");
+                    "iteration(s) planned%s%s\n", run.done, o->out_dir ? ", written to " : "",
+                    o->out_dir ? o->out_dir : "");
             rc = LOOM_EINTERRUPTED;
             break;
         }
     }
-    if (bar) {
-        loom_session_set_progress(&s, NULL, NULL);
-        loom_progress_finish(bar);
-        loom_progress_free(bar);
-    }
-    if (iters)
-        fclose(iters);
-    if (curve)
-        fclose(curve);
-    if (progress_csv && done > 0 && (rc == LOOM_OK || rc == LOOM_EINTERRUPTED)) {
-        int crc = curve_text ? loom_out_target_write(o->curve, put_text, curve_text, &err)
-                             : loom_set_error(&err, LOOM_ENOMEM, "--progress-csv: out of memory");
-        if (crc != LOOM_OK) {
-            fprintf(stderr, "loom plan: --progress-csv: %s\n", err.message);
-            rc = crc;
-        }
-    }
-    free(curve_text);
-    if (rc == LOOM_OK && done > 0) {
-        if (json) {
-            fprintf(out, "{\"makespan_ms\": %.6f, \"span_ms\": %.6f, \"bubble_ratio\": %.6f, "
-                    "\"peak_mem_bytes\": [",
-                    sum_ms / done, sum_span / done, sum_bubble / done);
-            for (int32_t r = 0; r < ranks; r++)
-                fprintf(out, "%s%lld", r ? ", " : "", (long long)peak[r]);
-            fprintf(out, "], \"plan_time_ms\": %.3f, \"mfu\": ", sum_plan / done);
-            json_num(out, mfu_known ? sum_mfu / done : -1);
-            fprintf(out, ", \"feasible\": %s", infeasible ? "false" : "true");
-            fprintf(out, ", \"mean_iteration_ms\": %.6f, ", sum_ms / done);
-            if (s.problem.kind == LOOM_PROBLEM_MODEL) {
-                const loom_parallel *pa = &s.problem.parallel;
-                fputs("\"layout\": ", out);
-                (void)pa;
-                loom_tune_plan_layout_json(out, &s.problem, used, s.micro_batch_size,
-                                           s.global_batch);
-                fputs(", ", out);
-            }
-            fprintf(out, "\"iterations\": [%s\n  ]}\n", iter_json ? iter_json : "");
-        } else if (!quiet && n > 1 && infeasible) {
-            fprintf(out, "INFEASIBLE (peak %.3f GiB > cap %.3f GiB) in %d of %d iterations: "
-                    "the simulated mean iteration %.3f ms is not a valid result (%s)\n",
-                    (double)worst_peak / 1073741824.0, cap_bytes / 1073741824.0, infeasible,
-                    done, sum_ms / done, s.manifest_name);
-        } else if (!quiet && n > 1) {
-            fprintf(out, "mean iteration %.3f ms, mean bubble %.2f%%, mean plan time %.1f ms over "
-                    "%d iterations (%s)\n",
-                    sum_ms / done, 100 * sum_bubble / done, sum_plan / done, done,
-                    s.manifest_name);
-        }
-    }
-    free(iter_json);
-    free(peak);
-    free(used);
+    rc = run_end(&run, o, &s, rc, &err);
+    free(run.curve_text);
+    if (rc == LOOM_OK && run.done > 0)
+        print_totals(&run, o, &s, loom_cli_out());
+    free(run.iter_json);
+    free(run.peak);
+    free(run.used);
     loom_session_close(&s);
     /* The outputs appear as a whole: a finished run's, or what an
      * interrupted one kept; after a failure the previous set stays. */
-    if (o->out && done > 0 && (rc == LOOM_OK || rc == LOOM_EINTERRUPTED)) {
+    if (o->out && run.done > 0 && (rc == LOOM_OK || rc == LOOM_EINTERRUPTED)) {
         int crc = loom_out_dir_commit(o->out, &err);
         if (crc != LOOM_OK) {
             fprintf(stderr, "loom plan: %s\n", err.message);
@@ -460,7 +538,6 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
     return loom_cli_io_check(loom_cli_exit_for_status(rc));
 }
 
-/* Parses a non-negative number option; prints why on failure. */
 /* run_plan as an isolation body. */
 static int plan_body(void *user, loom_channel *ch)
 {
