@@ -10,6 +10,7 @@
 #include <loom/sys/problem.h>
 #include <loom/sys/session.h>
 #include <loom/cost_model.h>
+#include "problem_inputs.h"
 #include "testutil.h"
 
 /* vit (16 heads, 24 layers) -> llm (32 heads, 32 layers), parallel object

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "testutil.h"
 #include "pipeline.h"
+#include "registry_priv.h"
 
 /* Path of a fixture planner manifest in the build tree. */
 static const char *planner(const char *name)

@@ -16,7 +16,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <loom/sys/isolate.h>
+#include "run_priv.h"
 #include "engine_api.h"
 #include "pipeline.h"
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <loom/sys/problem.h>
 #include <loom/sys/session.h>
+#include "problem_inputs.h"
 #include "testutil.h"
 #include "hs_estimate.h"
 
