@@ -3,9 +3,13 @@
 # its public headers declare: every LOOM_EXPORT function of
 # core/include/loom (api.h and the tooling API in sys/) and every
 # non-inline function the SDK headers declare. Prints the differences and
-# exits 1 when the two sets differ.
+# exits 1 when the two sets differ, or when libloom exports more than
+# max_exports functions (the tooling API stays no wider than its users:
+# what only the core and its tests call is declared in core-internal
+# headers, docs/architecture.md). Prints the count.
 set -euo pipefail
 lib=$1 src=$2
+max_exports=110
 declared=$(mktemp) exported=$(mktemp)
 trap 'rm -f "$declared" "$exported"' EXIT
 {
@@ -20,4 +24,12 @@ if ! diff -u --label declared --label exported "$declared" "$exported"; then
   echo "check_exports: libloom's exported functions differ from its public headers" >&2
   exit 1
 fi
-echo "check_exports: $(wc -l <"$exported") exported functions, all declared in public headers"
+n=$(wc -l <"$exported")
+n_api=$({ grep -hoE '^LOOM_EXPORT [^(]*\bloom_[a-z0-9_]+\(' "$src/core/include/loom/api.h" || true; } |
+  sort -u | wc -l)
+if [ "$n" -gt "$max_exports" ]; then
+  echo "check_exports: libloom exports $n functions, expected at most $max_exports" >&2
+  exit 1
+fi
+echo "check_exports: $n exported functions ($n_api in loom/api.h, $((n - n_api)) in loom/sys/)," \
+     "all declared in public headers; at most $max_exports"

@@ -28,6 +28,8 @@
  * Ownership: loom_run_output owns its results array; release it with
  * loom_run_output_clear. Session arguments are borrowed.
  * Units: milliseconds, bytes, MiB where the name says so.
+ *
+ * Layer: run (core/run).
  */
 #ifndef LOOM_SYS_ISOLATE_H
 #define LOOM_SYS_ISOLATE_H

@@ -6,6 +6,8 @@
  * or, for syntax errors,
  *   "<file>:<line>:<column>: malformed JSON: <detail>".
  * JSON paths are written like `modules[1].layers` or `pipeline[2].params.budget_ms`.
+ *
+ * Layer: base (core/base).
  */
 #ifndef LOOM_SYS_JSON_H
 #define LOOM_SYS_JSON_H

@@ -3,8 +3,7 @@
  * engine returns it (loom_session_plan) and the writers of
  * <loom/sys/output.h> print it.
  *
- * Layer: engine (core/engine defines it; the engine, outputs and run
- * layers and the tools include it).
+ * Layer: engine (core/engine).
  * Ownership: a plan owns its partition, graph, schedule, metrics arrays
  * and priorities; loom_plan_clear frees them. The problem and iteration
  * are borrowed.

@@ -6,6 +6,8 @@
  *
  * Ownership: a loom_planner_config owns every string, array and cJSON
  * params copy in it; free it with loom_planner_config_free.
+ *
+ * Layer: host (core/host).
  */
 #ifndef LOOM_SYS_PLANNER_H
 #define LOOM_SYS_PLANNER_H

@@ -11,6 +11,8 @@
  * Errors: every message names the file, the JSON path or line, what was
  * expected and what was found.
  * Units: milliseconds, bytes, bytes per second, FLOP/s.
+ *
+ * Layer: problem (core/problem).
  */
 #ifndef LOOM_SYS_PROBLEM_H
 #define LOOM_SYS_PROBLEM_H

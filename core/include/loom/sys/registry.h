@@ -8,6 +8,8 @@
  * pointers it hands out stay valid until loom_registry_free(). Loaded
  * plugins are never dlclosed. Destroy every pipeline built on a registry
  * before freeing the registry (fini() runs in loom_registry_free).
+ *
+ * Layer: host (core/host).
  */
 #ifndef LOOM_SYS_REGISTRY_H
 #define LOOM_SYS_REGISTRY_H

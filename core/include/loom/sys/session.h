@@ -5,6 +5,8 @@
  *
  * Ownership: the session owns everything it loads; loom_session_close
  * releases it. Strings in loom_session_args are borrowed.
+ *
+ * Layer: run (core/run).
  */
 #ifndef LOOM_SYS_SESSION_H
 #define LOOM_SYS_SESSION_H

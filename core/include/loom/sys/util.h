@@ -4,6 +4,8 @@
  * and the run's RNG step.
  *
  * Part of the tooling API (loom/sys/): stable within a minor version.
+ *
+ * Layer: base (core/base).
  */
 #ifndef LOOM_SYS_UTIL_H
 #define LOOM_SYS_UTIL_H
