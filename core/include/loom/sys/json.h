@@ -37,7 +37,9 @@ LOOM_EXPORT int loom_open_input(const char *path, int *fd_out, loom_error *err);
 LOOM_EXPORT int loom_read_file(const char *path, char **text_out, size_t *len_out,
                    loom_error *err);
 
-/* loom_read_file + loom_json_parse. */
+/* loom_read_file, then parses the text: a syntax error reports the line and
+ * column of the offending byte; an empty document is an error too. Caller
+ * frees the result with cJSON_Delete. */
 LOOM_EXPORT int loom_json_load(const char *path, cJSON **out, loom_error *err);
 
 /* A short description of a JSON value's type for "found ..." messages:

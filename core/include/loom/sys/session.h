@@ -147,8 +147,9 @@ LOOM_EXPORT int loom_session_open(loom_session *s, const loom_session_args *a, l
 LOOM_EXPORT int loom_session_tp_warning(const loom_session *s, char *buf, size_t size);
 
 /* Plans iteration k (0 <= k < n_iterations; ignored for stage-times). A
- * plan holding a number that is not finite is refused (LOOM_EINVAL from
- * loom_plan_check_finite, the plan cleared), here and below. With
+ * plan holding a number that is not finite (a metric, a stage's times, a
+ * transfer, the memory cap, a priority) is refused: LOOM_EINVAL naming the
+ * first such value, the plan cleared. With
  * "choose": "run" the first call also picks the run's candidate: every
  * iteration planned with each candidate in turn, the least total makespan
  * among those that fit the memory cap in every iteration
