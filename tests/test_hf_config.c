@@ -8,6 +8,7 @@
 #include <string.h>
 #include "testutil.h"
 #include <loom/sys/problem.h>
+#include "problem_inputs.h"
 
 /* Loads examples/models/hf/<name>.json; asserts success. */
 static loom_model_data *load(const char *name)

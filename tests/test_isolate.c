@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "testutil.h"
 #include <loom/sys/isolate.h>
+#include "run_priv.h"
 #include "ctx.h"
 
 #if defined(__SANITIZE_ADDRESS__)

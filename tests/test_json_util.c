@@ -9,6 +9,7 @@
 #include "testutil.h"
 #include <loom/sys/json.h>
 #include <loom/sys/util.h>
+#include "base.h"
 
 /* Parses `text` as file "in.json"; fails the test on error. */
 static cJSON *parse_ok(const char *text)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "testutil.h"
 #include <loom/sys/registry.h>
+#include "registry_priv.h"
 #include "ctx.h"
 
 /* Static twin of the good fixture ranker, linked into this test. */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "testutil.h"
 #include <loom/sys/registry.h>
+#include "registry_priv.h"
 #include "ctx.h"
 
 /* Parses a manifest expecting failure with `code`; returns the message

@@ -9,6 +9,7 @@
 #include <loom/mock_host.h>
 #include "testutil.h"
 #include <loom/sys/registry.h>
+#include "registry_priv.h"
 #include "ctx.h"
 
 /* Asserts that `text` contains `frag`. */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <loom/sys/problem.h>
+#include "problem_inputs.h"
 #include "testutil.h"
 
 /* Loads model JSON text from a temporary file; returns the status and

@@ -10,6 +10,7 @@
 #include <loom/sys/problem.h>
 #include <loom/sys/session.h>
 #include <loom/cost_model.h>
+#include "problem_inputs.h"
 #include "testutil.h"
 
 /* vit (16 heads, 24 layers) -> llm (32 heads, 32 layers), parallel object
@@ -90,6 +91,34 @@ START_TEST(disjoint_layout_gets_its_own_gpus)
     ck_assert_int_eq(l[1].listed, 0);
     ck_assert_uint_eq(l[0].struct_size, sizeof(loom_module_layout));
     free(l);
+    loom_model_data_free(m);
+}
+END_TEST
+
+START_TEST(model_info_reports_layouts)
+{
+    loom_model_info mi;
+    memset(&mi, 0xff, sizeof mi);
+    loom_model_data_info(NULL, &mi);
+    ck_assert_ptr_null(mi.model);
+    ck_assert_ptr_null(mi.parallel);
+    ck_assert_int_eq(mi.has_module_layouts, 0);
+    loom_model_data *m = NULL;
+    loom_error e;
+    ck_assert_int_eq(load("{\"tp\": 4, \"pp\": 4, \"microbatches\": 16,"
+                          " \"modules\": {\"vit\": {\"tp\": 1}}}", &m, &e), LOOM_OK);
+    loom_model_data_info(m, &mi);
+    ck_assert_ptr_eq(mi.model, loom_model_data_model(m));
+    ck_assert_ptr_eq(mi.parallel, loom_model_data_parallel(m));
+    ck_assert_int_eq(mi.parallel->tp, 4);
+    ck_assert_int_eq(mi.parallel->microbatches, 16);
+    ck_assert_int_eq(mi.has_module_layouts, 1);
+    loom_model_data_free(m);
+    ck_assert_int_eq(load("{\"tp\": 2, \"pp\": 4}", &m, &e), LOOM_OK);
+    loom_model_data_info(m, &mi);
+    ck_assert_int_eq(mi.model->n_modules, 2);
+    ck_assert_int_eq(mi.parallel->tp, 2);
+    ck_assert_int_eq(mi.has_module_layouts, 0);
     loom_model_data_free(m);
 }
 END_TEST
@@ -409,6 +438,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, disjoint_layout_gets_its_own_gpus);
     tcase_add_test(tc, colocated_layout_fills_its_set);
+    tcase_add_test(tc, model_info_reports_layouts);
     tcase_add_test(tc, layout_errors_name_path_and_values);
     tcase_add_test(tc, parallel_file_and_pairs);
     tcase_add_test(tc, accessor_checks_sizes);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "testutil.h"
 #include <loom/sys/registry.h>
+#include "registry_priv.h"
 #include "ctx.h"
 
 static loom_plugin_manifest man;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "testutil.h"
 #include "pipeline.h"
+#include "registry_priv.h"
 
 /* Path of a fixture planner manifest in the build tree. */
 static const char *planner(const char *name)
@@ -384,6 +385,65 @@ START_TEST(open_role_mismatch)
 }
 END_TEST
 
+/* The tooling calls `loom validate` makes: --use/--param applied in that
+ * order, a registry of given folders, a pipeline opened, described and
+ * closed in one call. */
+START_TEST(apply_open_and_check)
+{
+    loom_planner_config *cfg = load_ok(planner("good"));
+    loom_error err = {0};
+    const char *uses[] = {"interleaver=good-inter"};
+    const char *params[] = {"ranker.alpha=3", "interleaver.k=1"};
+    ck_assert_int_eq(loom_planner_config_apply(cfg, uses, 1, params, 2, &err), LOOM_OK);
+    ck_assert_double_eq(cJSON_GetObjectItem(cfg->steps[2].params, "alpha")->valuedouble, 3);
+    /* --use first: the interleaver's new params are the --param's only */
+    ck_assert_int_eq(cJSON_GetArraySize(cfg->steps[3].params), 1);
+    ck_assert_double_eq(cJSON_GetObjectItem(cfg->steps[3].params, "k")->valuedouble, 1);
+    const char *bad_use[] = {"interleaver"};
+    ck_assert_int_eq(loom_planner_config_apply(cfg, bad_use, 1, params, 2, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "--use interleaver: expected ROLE=NAME");
+    ck_assert_int_eq(loom_planner_config_apply(cfg, NULL, 0, NULL, 0, &err), LOOM_OK);
+    cJSON_DeleteItemFromObject(cfg->steps[3].params, "k"); /* good-inter declares no k */
+
+    loom_registry *reg = NULL;
+    const char *missing[] = {"no-such-plugin-dir"};
+    ck_assert_int_eq(loom_registry_open(missing, 1, 0, &reg, &err), LOOM_ENOTFOUND);
+    ck_assert_ptr_null(reg);
+    ck_assert_str_eq(err.message, "plugin directory no-such-plugin-dir: expected a directory, "
+                                  "found nothing");
+    const char *dirs[] = {loom_test_bin("tests/fixtures")};
+    ck_assert_int_eq(loom_registry_open(dirs, 1, 0, &reg, &err), LOOM_OK);
+    ck_assert_ptr_nonnull(loom_registry_find(reg, NULL, "fixture.good-rank"));
+
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    int n_steps = -1;
+    int rc = loom_pipeline_check(reg, cfg, NULL, mem, &n_steps, &err);
+    fclose(mem);
+    ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+    ck_assert_int_eq(n_steps, 5);
+    ck_assert_ptr_nonnull(strstr(text, "seed 7, budget_ms 50, memory_cap_bytes 1073741824\n"));
+    ck_assert_ptr_nonnull(strstr(text, "  [2] ranker       fixture.good-rank 1.2.0 "));
+    ck_assert_ptr_nonnull(strstr(text, "alpha=3 "));
+    ck_assert_ptr_nonnull(strstr(text, "  [3] interleaver  fixture.good-inter "));
+    free(text);
+    /* the plugins stay loaded in the registry; the pipeline is gone */
+    ck_assert_int_eq(loom_registry_find(reg, NULL, "fixture.good-rank")->state,
+                     LOOM_PLUGIN_LOADED);
+    loom_planner_config_free(cfg);
+
+    cfg = load_ok(planner("unknown-plugin"));
+    n_steps = -1;
+    ck_assert_int_eq(loom_pipeline_check(reg, cfg, NULL, NULL, &n_steps, &err), LOOM_ENOTFOUND);
+    ck_assert_int_eq(n_steps, 0);
+    ck_assert_ptr_nonnull(strstr(err.message, "unknown-plugin.json: pipeline[3].use: no "
+                                              "interleaver plugin \"nope\""));
+    loom_registry_free(reg);
+    loom_planner_config_free(cfg);
+}
+END_TEST
+
 /* Builds the suite. */
 static Suite *planner_suite(void)
 {
@@ -400,6 +460,7 @@ static Suite *planner_suite(void)
     tcase_add_test(pc, open_good_pipeline);
     tcase_add_test(pc, open_failures);
     tcase_add_test(pc, open_role_mismatch);
+    tcase_add_test(pc, apply_open_and_check);
     suite_add_tcase(s, pc);
     return s;
 }

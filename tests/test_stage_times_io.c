@@ -3,6 +3,7 @@
 #include <string.h>
 #include <loom/sys/problem.h>
 #include <loom/kits/graph.h>
+#include "problem_inputs.h"
 #include "testutil.h"
 
 /* Loads a stage-times file that must load. */

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <loom/sys/registry.h>
+#include "registry_priv.h"
 #include "ctx.h"
 #include "testutil.h"
 #include "trust.h"

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <loom/sys/registry.h>
+#include "registry_priv.h"
 #include "ctx.h"
 #include "testutil.h"
 

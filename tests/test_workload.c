@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <loom/sys/json.h>
 #include <loom/sys/problem.h>
+#include "problem_inputs.h"
 #include "testutil.h"
 
 /* Writes w as JSON Lines into a malloc'd string. */

@@ -12,6 +12,34 @@
 #include <loom/sys/json.h>
 #include <loom/sys/util.h>
 
+/* ---- internal helpers of the tooling API's files ---------------------- */
+
+/* Writes `s` into buf (always NUL-terminated) so that it prints as one
+ * harmless line: printable ASCII is kept, '"' and '\\' are escaped, and
+ * every other byte (newlines, escape sequences, bytes >= 0x7f) is written
+ * as \n, \r, \t or \xHH; a text that does not fit ends in "...". Used
+ * for every name or string from file content that a message echoes.
+ * Returns buf. */
+const char *loom_escape(const char *s, char *buf, size_t size);
+
+/* For a path that does not exist: the closest entry of its folder, as a
+ * path into buf ("examples/manifests/pipeweaver.json" for
+ * "examples/manifests/pipewaever.json"); 1 when one is that close. */
+int loom_closest_file(const char *path, char *buf, size_t size);
+
+/* A byte count with an optional unit into *out: plain bytes, B, KB, MB,
+ * GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024), case
+ * insensitive, e.g. "80GiB", "80GB", "1.5TiB", "85899345920". Returns 0,
+ * or -1 for anything else (negative, non-finite, above 1e18 bytes, another
+ * unit). */
+int loom_parse_bytes(const char *text, double *out);
+
+/* Parses `text` (name used in messages: `file`). On a syntax error, reports
+ * line and column of the offending byte; also rejects an empty document.
+ * Caller frees the result with cJSON_Delete. */
+int loom_json_parse(const char *file, const char *text, size_t len,
+                    cJSON **out, loom_error *err);
+
 /* ---- helpers ------------------------------------------------------------ */
 
 

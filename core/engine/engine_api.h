@@ -12,7 +12,8 @@
 #include <stdio.h>
 #include "ctx.h"
 #include "services.h"
-#include <loom/sys/session.h>
+#include <loom/sys/plan.h>
+#include <loom/sys/planner.h>
 #include "shape.h"
 #include "stage_graph.h"
 

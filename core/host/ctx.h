@@ -12,7 +12,7 @@
 
 #include <loom/loom.h>
 #include "base.h"
-#include <loom/sys/registry.h>
+#include "registry_priv.h"
 
 /* ---- the per-step context handed to plugins --------------------------- */
 

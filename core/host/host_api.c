@@ -8,7 +8,7 @@
 #include "ctx.h"
 #include "pipeline.h"
 #include "services.h"
-#include <loom/sys/session.h>
+#include <loom/sys/planner.h>
 
 volatile int loom_interrupted;
 void loom_interrupt(void)

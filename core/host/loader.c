@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "ctx.h"
-#include <loom/sys/registry.h>
+#include "registry_priv.h"
 
 /* A required function-pointer member of a role vtable. */
 typedef struct member_desc {

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <loom/sys/json.h>
 #include "ctx.h"
-#include <loom/sys/registry.h>
+#include "registry_priv.h"
 
 /* strdup that reports allocation failure through err. */
 static int dup_str(const char *s, char **out, loom_error *err)

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <loom/sys/json.h>
 #include "ctx.h"
-#include <loom/sys/registry.h>
+#include "registry_priv.h"
 
 void loom_params_free(loom_param_value *v, int n)
 {

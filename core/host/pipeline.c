@@ -356,6 +356,21 @@ void loom_pipeline_describe(const loom_pipeline *p, FILE *out)
     }
 }
 
+/* See loom/sys/planner.h: open, describe, count, close. */
+int loom_pipeline_check(loom_registry *reg, const loom_planner_config *cfg,
+                        const loom_pipeline_hooks *hooks, FILE *out, int *n_steps,
+                        loom_error *err)
+{
+    loom_pipeline *p = NULL;
+    int rc = loom_pipeline_open_ex(reg, cfg, hooks, &p, err);
+    if (rc == LOOM_OK && out)
+        loom_pipeline_describe(p, out);
+    if (n_steps)
+        *n_steps = rc == LOOM_OK ? loom_pipeline_step_count(p) : 0;
+    loom_pipeline_close(p);
+    return rc;
+}
+
 int loom_pipeline_step_count(const loom_pipeline *p)
 {
     return p ? p->n_steps : 0;

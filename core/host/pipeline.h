@@ -12,7 +12,6 @@
 
 #include <pthread.h>
 #include <stdio.h>
-#include <loom/sys/session.h>
 #include "ctx.h"
 #include <loom/sys/planner.h>
 
@@ -140,5 +139,51 @@ void loom_progress_log_add(loom_progress_log *log, double best_makespan_ms,
 
 /* Frees the curve (the listener is the caller's). */
 void loom_progress_log_free(loom_progress_log *log);
+
+/* ---- planner manifests and pipelines (the core's side) ---------------- */
+
+/* Checks the step order: exactly one cost_model first, one or more
+ * partitioners, exactly one ranker, exactly one interleaver, at most one
+ * memory_tuner. LOOM_EINVAL naming `pipeline[i].role` and what was expected
+ * there. */
+int loom_planner_config_check(const loom_planner_config *cfg, loom_error *err);
+
+/* "--use ROLE=NAME": replaces the use of the first step with that role
+ * (dropping its params, which belonged to the previous plugin) or inserts a
+ * new step in its legal position. Apply --use before --param. */
+int loom_planner_config_use(loom_planner_config *cfg, const char *role_eq_name,
+                            loom_error *err);
+
+/* "--param ROLE.KEY=VALUE": sets a param of the first step with that role;
+ * VALUE is parsed as JSON when it parses, else taken as a string. The value
+ * is validated later against the plugin manifest (loom_pipeline_open). */
+int loom_planner_config_param(loom_planner_config *cfg,
+                              const char *role_key_eq_value, loom_error *err);
+
+/* Adds cfg->plugin_dirs to reg, resolves every step (not found ->
+ * LOOM_ENOTFOUND naming pipeline[i].use and listing the plugins of that
+ * role), checks the plugin's role, validates params (before init), loads
+ * the plugins, copies vtables and calls create() once per step. A failed
+ * create() keeps LOOM_EINVAL / ENOTFOUND / EIO / ENOMEM (input-shaped) and
+ * becomes LOOM_EPLUGIN otherwise; its message is prefixed "plugin <id>: ".
+ * *out is owned by the caller (loom_pipeline_close). */
+int loom_pipeline_open(loom_registry *reg, const loom_planner_config *cfg,
+                       loom_pipeline **out, loom_error *err);
+
+/* loom_pipeline_open with hooks (NULL: none). */
+int loom_pipeline_open_ex(loom_registry *reg, const loom_planner_config *cfg,
+                          const loom_pipeline_hooks *hooks, loom_pipeline **out,
+                          loom_error *err);
+
+/* Destroys every instance (last step first) and frees p (NULL allowed). */
+void loom_pipeline_close(loom_pipeline *p);
+
+/* Writes the resolved pipeline, one line per step: index, role, id,
+ * version, binary path, params=values. */
+void loom_pipeline_describe(const loom_pipeline *p, FILE *out);
+
+/* Number of steps of an opened pipeline. */
+int loom_pipeline_step_count(const loom_pipeline *p);
+
 
 #endif

@@ -8,7 +8,8 @@
 #include <loom/sys/json.h>
 #include "ctx.h"
 #include <loom/sys/planner.h>
-#include <loom/sys/registry.h>
+#include "registry_priv.h"
+#include "pipeline.h"
 
 void loom_planner_config_free(loom_planner_config *cfg)
 {
@@ -503,5 +504,17 @@ int loom_planner_config_param(loom_planner_config *cfg,
     free(value);
     free(role);
     free(key);
+    return rc;
+}
+
+/* See loom/sys/planner.h: every --use, then every --param. */
+int loom_planner_config_apply(loom_planner_config *cfg, const char *const *uses, int n_uses,
+                              const char *const *params, int n_params, loom_error *err)
+{
+    int rc = LOOM_OK;
+    for (int k = 0; rc == LOOM_OK && k < n_uses; k++)
+        rc = loom_planner_config_use(cfg, uses[k], err);
+    for (int k = 0; rc == LOOM_OK && k < n_params; k++)
+        rc = loom_planner_config_param(cfg, params[k], err);
     return rc;
 }

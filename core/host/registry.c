@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <loom/sys/registry.h>
+#include "registry_priv.h"
 #include "trust.h"
 
 struct loom_registry {
@@ -23,6 +23,28 @@ static const char loom_registry_anchor = 0;
 loom_registry *loom_registry_new(void)
 {
     return calloc(1, sizeof(loom_registry));
+}
+
+/* See loom/sys/registry.h: new, trust, the given folders, the defaults. */
+int loom_registry_open(const char *const *dirs, int n_dirs, int allow_untrusted,
+                       loom_registry **out, loom_error *err)
+{
+    *out = NULL;
+    loom_registry *reg = loom_registry_new();
+    if (!reg)
+        return loom_set_error(err, LOOM_ENOMEM, "out of memory");
+    loom_registry_set_trust(reg, allow_untrusted);
+    int rc = LOOM_OK;
+    for (int i = 0; i < n_dirs && rc == LOOM_OK; i++)
+        rc = loom_registry_add_dir(reg, dirs[i], err);
+    if (rc == LOOM_OK)
+        rc = loom_registry_add_default_dirs(reg, err);
+    if (rc != LOOM_OK) {
+        loom_registry_free(reg);
+        return rc;
+    }
+    *out = reg;
+    return LOOM_OK;
 }
 
 void loom_registry_free(loom_registry *reg)

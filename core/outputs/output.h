@@ -1,6 +1,7 @@
 /*
- * output.h - helpers the writers in core/outputs share (not installed);
- * the writers themselves are declared in <loom/sys/output.h>.
+ * output.h - the writers of single output files and the helpers they
+ * share (not exported, not installed); what tools call is declared in
+ * <loom/sys/output.h>.
  */
 #ifndef LOOM_OUTPUT_H
 #define LOOM_OUTPUT_H
@@ -9,6 +10,95 @@
 #include <stdio.h>
 #include "engine_api.h"
 #include <loom/sys/output.h>
+
+/* ---- the writers (one file each) ---------------------------------------- */
+
+/* Checks that every number a writer prints is finite: the metrics
+ * (makespan, bubble ratio, MFU, spans, plan time), every stage's start,
+ * end and duration, every transfer time, the memory cap and the group
+ * priorities. LOOM_EINVAL naming the first value that is not ("the plan's
+ * makespan_ms is inf, expected a finite number; refusing to write it").
+ * Every writer below calls it before writing anything, and
+ * loom_session_plan refuses a plan that fails it. */
+int loom_plan_check_finite(const loom_plan *plan, loom_error *err);
+
+/* The path the target was opened with (for messages). */
+const char *loom_out_target_path(const loom_out_target *t);
+
+/* loom_write_atomic into entry `name` of folder dirfd, a new file getting
+ * permission bits `mode` (a replaced file keeps its own); `shown` names it
+ * in messages. */
+int loom_write_atomic_at(int dirfd, const char *name, const char *shown, unsigned mode,
+                         loom_out_writer write, void *ctx, loom_error *err);
+
+/* plan.json: metrics, partition (null for stage-times problems), every
+ * stage, and "rank_actions": per rank the forward_stage / backward_stage /
+ * isend / irecv / wait_isend / wait_irecv list a runtime executes. */
+int loom_write_plan_json(const loom_plan *plan, FILE *out, loom_error *err);
+
+/* Chrome Trace Event JSON: one process per rank, stages as complete ("X")
+ * events, memory (static + activations, bytes) as "C" counter events. */
+int loom_write_trace_json(const loom_plan *plan, FILE *out, loom_error *err);
+
+/* PyTorch pipelining schedule CSV: one row per rank, one column per
+ * lock-step replay step, cells like 2F0 / 1I3 / 0W3, blank = idle.
+ * LOOM_EDEADLOCK when the schedule cannot be replayed; LOOM_EINVAL
+ * ("schedule.csv: not written: <reason>"), writing nothing, when the plan
+ * cannot obey PyTorch's schedule rules (loom_schedule_csv_check). */
+int loom_write_schedule_csv(const loom_plan *plan, FILE *out, loom_error *err);
+
+/* SVG 1.1 timeline: one lane per rank, one rect per stage, time axis in
+ * ms, legend. No scripts. */
+int loom_write_svg(const loom_plan *plan, FILE *out, loom_error *err);
+
+/* report.html: one self-contained page (inline CSS and script, no
+ * network): a summary table (metrics, layout, per-rank peak memory against
+ * the cap), the timeline drawn on a canvas from JSON embedded in the page
+ * (modules coloured, zoom, pan, hover) and each rank's memory over time.
+ * A number that is not finite is LOOM_EINVAL, before anything is written. */
+int loom_write_html_report(const loom_plan *plan, FILE *out, loom_error *err);
+
+/* Runtime exports: each is written only when the consumer's own code
+ * builds exactly the plan from it; otherwise plan.json's "exports" names
+ * the reason and the file is not written. Each writer refuses (LOOM_EINVAL
+ * "<file>: not written: <reason>", writing nothing) a plan it cannot
+ * express. docs/outputs.md gives the formats and where to paste them. */
+
+/* torchtitan.toml: the [parallelism] and [training] tables of a torchtitan
+ * 0.2.2 job config (pipeline degree, schedule, schedule.csv, the split as
+ * module_fqns_per_model_part, TP / CP / DP degrees, the microbatch count
+ * as local_batch_size over pipeline_parallel_microbatch_size). */
+int loom_write_torchtitan_toml(const loom_plan *plan, FILE *out, loom_error *err);
+
+/* megatron.args: Megatron-LM's command-line arguments, one per line
+ * (sizes, layout or virtual stages, sequence parallel, micro and global
+ * batch, recomputation from the layers' policies, and the optimizer and
+ * overlap settings the cost model assumed). */
+int loom_write_megatron_args(const loom_plan *plan, FILE *out, loom_error *err);
+
+/* mimo.json: Megatron-Bridge MIMO's per-module parallelism
+ * (MegatronMIMOParallelismConfig.module_parallelisms, the language model
+ * keyed "language") for plans with per-module layouts. */
+int loom_write_mimo_json(const loom_plan *plan, FILE *out, loom_error *err);
+
+/* Writes the output set into dir (created with its parents if missing,
+ * mode 0755), each file atomically: plan.json, trace.json, timeline.svg,
+ * summary.txt, report.html, and each runtime export (schedule.csv,
+ * torchtitan.toml, megatron.args, mimo.json) whose consumer can build the
+ * plan; an export that cannot is not written (a previous one in dir is
+ * removed) and plan.json's "exports" says why. Stops at the first failure. */
+int loom_write_outputs(const loom_plan *plan, const char *dir, loom_error *err);
+
+/* loom_write_outputs into the open folder dirfd (which must exist);
+ * `shown` names it in messages. */
+int loom_write_outputs_at(const loom_plan *plan, int dirfd, const char *shown,
+                          loom_error *err);
+
+/* The staging folder to write the run's files into (its path, for
+ * messages; write through loom_out_dir_write, which does not depend on the
+ * current directory). */
+const char *loom_out_dir_path(const loom_out_dir *d);
+
 
 /* State of one writer call: the "C" numeric locale it switched to and the
  * locale to restore. */

@@ -43,6 +43,14 @@ const char *loom_model_data_family(const loom_model_data *m)
     return m ? m->family : NULL;
 }
 
+/* See loom/sys/problem.h. */
+void loom_model_data_info(const loom_model_data *m, loom_model_info *out)
+{
+    out->model = loom_model_data_model(m);
+    out->parallel = loom_model_data_parallel(m);
+    out->has_module_layouts = m && m->layouts ? 1 : 0;
+}
+
 void loom_model_data_free(loom_model_data *m)
 {
     if (!m)

@@ -14,6 +14,7 @@
 #include "base.h"
 #include <loom/sys/json.h>
 #include <loom/sys/problem.h>
+#include "problem_inputs.h"
 
 /* ---- model builder (model_data.c) ---------------------------------------- */
 

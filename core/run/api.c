@@ -6,6 +6,8 @@
 #include "output.h"
 #include <loom/sys/problem.h>
 #include <loom/sys/session.h>
+#include "problem_inputs.h"
+#include "run_priv.h"
 
 /* A planner lives until it is closed and every result it made is freed:
  * a result's plan points into the planner's problem (model, cluster). */

@@ -4,7 +4,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <loom/sys/isolate.h>
+#include "run_priv.h"
 
 const char *loom_fail_kind_name(int kind)
 {

@@ -3,7 +3,7 @@
  * and the time limits an isolated iteration gets. */
 #include <stdio.h>
 #include <string.h>
-#include <loom/sys/isolate.h>
+#include "run_priv.h"
 #include "engine_api.h"
 #include "pipeline.h"
 

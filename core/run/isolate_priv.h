@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include <loom/sys/isolate.h>
+#include "run_priv.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define LOOM_ISOLATE_ASAN 1

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <loom/sys/json.h>
+#include "base.h"
 #include <loom/algorithms/oobleck.h>
 #include <loom/api.h>
 #include <loom/sys/replan.h>

@@ -6,11 +6,13 @@
 #include <unistd.h>
 #include "engine_api.h"
 #include "pipeline.h"
-#include <loom/sys/output.h>
 #include <loom/sys/planner.h>
 #include <loom/sys/problem.h>
-#include <loom/sys/registry.h>
+#include "registry_priv.h"
 #include <loom/sys/session.h>
+#include "output.h"
+#include "problem_inputs.h"
+#include "run_priv.h"
 #include <loom/tokens.h>
 
 #ifndef LOOM_INSTALL_DATA_DIR
@@ -451,10 +453,8 @@ int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *e
                                   "problem gives its own ranks, microbatches and times", with);
     }
     int rc = loom_planner_config_load(s->manifest_path, &s->cfg, err);
-    for (int k = 0; rc == LOOM_OK && k < a->n_uses; k++)
-        rc = loom_planner_config_use(s->cfg, a->uses[k], err);
-    for (int k = 0; rc == LOOM_OK && k < a->n_params; k++)
-        rc = loom_planner_config_param(s->cfg, a->params[k], err);
+    if (rc == LOOM_OK)
+        rc = loom_planner_config_apply(s->cfg, a->uses, a->n_uses, a->params, a->n_params, err);
     if (rc != LOOM_OK)
         return rc;
     if (a->has_seed)
@@ -464,14 +464,9 @@ int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *e
     else if (s->cfg->max_evaluations == 0 && a->default_max_evaluations > 0)
         s->cfg->max_evaluations = a->default_max_evaluations;
     s->manifest_name = s->cfg->name ? s->cfg->name : s->manifest_path;
-    s->reg = loom_registry_new();
-    if (!s->reg)
-        return loom_set_error(err, LOOM_ENOMEM, "out of memory");
-    loom_registry_set_trust(s->reg, a->allow_untrusted);
-    for (int k = 0; k < a->n_plugin_paths; k++)
-        if ((rc = loom_registry_add_dir(s->reg, a->plugin_paths[k], err)) != LOOM_OK)
-            return rc;
-    if ((rc = loom_registry_add_default_dirs(s->reg, err)) != LOOM_OK)
+    rc = loom_registry_open(a->plugin_paths, a->n_plugin_paths, a->allow_untrusted, &s->reg,
+                            err);
+    if (rc != LOOM_OK)
         return rc;
     if ((rc = open_problem(s, a, err)) != LOOM_OK)
         return rc;

@@ -103,7 +103,7 @@ int main(int argc, char **argv)
     loom_workload *wl = NULL;
     if (loom_model_load(model_spec, &md, &err) != LOOM_OK ||
         loom_cluster_load("a100", &cd, &err) != LOOM_OK ||
-        loom_workload_generate("interleaved", 1, batch, 1, &wl, &err) != LOOM_OK) {
+        loom_workload_generate_packed("interleaved", 1, batch, 1, NULL, &wl, &err) != LOOM_OK) {
         fprintf(stderr, "bench-disttrain-alloc: %s\n", err.message);
         loom_model_data_free(md);
         loom_cluster_data_free(cd);
@@ -113,10 +113,12 @@ int main(int argc, char **argv)
     memset(&pb, 0, sizeof pb);
     pb.struct_size = sizeof pb;
     pb.kind = LOOM_PROBLEM_MODEL;
-    pb.model = loom_model_data_model(md);
+    loom_model_info mi;
+    loom_model_data_info(md, &mi);
+    pb.model = mi.model;
     pb.cluster = loom_cluster_data_cluster(cd);
-    if (loom_model_data_parallel(md))
-        pb.parallel = *loom_model_data_parallel(md);
+    if (mi.parallel)
+        pb.parallel = *mi.parallel;
     pb.parallel.microbatches = batch;
     bench.problem = &pb;
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include "calib.h"
 #include "fuzz_input.h"
+#include "problem_inputs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

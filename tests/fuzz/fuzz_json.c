@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include "fuzz_input.h"
 #include <loom/sys/json.h>
+#include "base.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

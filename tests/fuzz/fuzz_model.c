@@ -3,6 +3,7 @@
  * checks that run against a loaded model. */
 #include "fuzz_input.h"
 #include <loom/sys/problem.h>
+#include "problem_inputs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include "fuzz_input.h"
 #include <loom/sys/problem.h>
+#include "problem_inputs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

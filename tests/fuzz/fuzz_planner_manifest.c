@@ -3,6 +3,7 @@
  * over a parsed manifest. */
 #include "fuzz_input.h"
 #include <loom/sys/planner.h>
+#include "pipeline.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

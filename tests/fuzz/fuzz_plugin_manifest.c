@@ -3,6 +3,7 @@
  * (core/params.c). */
 #include "fuzz_input.h"
 #include <loom/sys/registry.h>
+#include "registry_priv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

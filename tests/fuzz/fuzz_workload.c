@@ -7,6 +7,7 @@
 #include <string.h>
 #include "fuzz_input.h"
 #include <loom/sys/problem.h>
+#include "problem_inputs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

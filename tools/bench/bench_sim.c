@@ -12,6 +12,7 @@
 #include "engine_api.h" /* internals: this benchmark times the simulator and evaluator */
 #include "pipeline.h"
 #include <loom/sys/session.h>
+#include "run_priv.h"
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -231,9 +231,11 @@ int loom_cmd_calibrate_batch(int argc, char **argv)
     int rc = loom_model_load(model_spec, &md, &err);
     if (rc == LOOM_OK)
         rc = wl ? loom_workload_load(wl, &w, &err)
-                : loom_workload_generate(family, (int32_t)iters, 16, (uint64_t)seed, &w,
-                                         &err);
-    const loom_model *model = md ? loom_model_data_model(md) : NULL;
+                : loom_workload_generate_packed(family, (int32_t)iters, 16, (uint64_t)seed, NULL,
+                                                &w, &err);
+    loom_model_info mi = {0};
+    loom_model_data_info(md, &mi);
+    const loom_model *model = mi.model;
     if (rc == LOOM_OK) {
         loom_entrain_quad_from_shapes(model, quad);
         if (costs)
@@ -246,7 +248,7 @@ int loom_cmd_calibrate_batch(int argc, char **argv)
     if (rc == LOOM_OK) {
         for (int64_t s = 0; s < w->n_samples; s++)
             pool[s] = loom_entrain_sample_work(model, quad, &w->samples[s]);
-        const loom_parallel *par = loom_model_data_parallel(md);
+        const loom_parallel *par = mi.parallel;
         int32_t tp = par && par->tp > 0 ? par->tp : 1, pp = par && par->pp > 0 ? par->pp : 1;
         loom_entrain_calib_options o = {
             alpha, perr, (int32_t)n0, (int32_t)batch,

@@ -107,17 +107,10 @@ static int parse_opts(int argc, char **argv, int want_id, plugins_opts *o)
 static int open_registry(const plugins_opts *o, loom_registry **out)
 {
     loom_error err = {0};
-    loom_registry *reg = loom_registry_new();
-    int rc = reg ? LOOM_OK : loom_set_error(&err, LOOM_ENOMEM, "out of memory");
-    if (reg)
-        loom_registry_set_trust(reg, o->allow_untrusted);
-    for (int i = 0; i < o->n_paths && !rc; i++)
-        rc = loom_registry_add_dir(reg, o->paths[i], &err);
-    if (!rc)
-        rc = loom_registry_add_default_dirs(reg, &err);
+    loom_registry *reg = NULL;
+    int rc = loom_registry_open(o->paths, o->n_paths, o->allow_untrusted, &reg, &err);
     if (rc) {
         fprintf(stderr, "loom plugins: %s\n", err.message);
-        loom_registry_free(reg);
         return loom_cli_exit_for_status(rc);
     }
     *out = reg;

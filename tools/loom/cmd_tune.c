@@ -167,11 +167,9 @@ static int prepare(tune_cli *o, loom_error *err)
     loom_tune_search *t = &o->t;
     static char dflt[4200];
     if (t->n_manifests == 0) {
-        char one[4096]; /* megatron-tuned.json beside the default manifest */
-        loom_default_manifest(one, sizeof one);
-        const char *slash = strrchr(one, '/');
-        int dir = slash ? (int)(slash - one + 1) : 0;
-        snprintf(dflt, sizeof dflt, "%.*smegatron-tuned.json", dir, one);
+        /* the shipped megatron-tuned.json, as `--manifest megatron-tuned` finds it */
+        if (loom_planner_manifest_resolve("megatron-tuned", dflt, sizeof dflt, err) != LOOM_OK)
+            return LOOM_ENOTFOUND;
         t->manifests[t->n_manifests++] = dflt;
     }
     t->model = t->base.model;
@@ -191,15 +189,17 @@ static int prepare(tune_cli *o, loom_error *err)
     }
     loom_model_data *md = NULL;
     loom_cluster_data *cd = NULL;
+    loom_model_info mi = {0};
     int rc = loom_model_load(t->model, &md, err);
     if (rc == LOOM_OK)
         rc = loom_cluster_load(t->cluster, &cd, err);
-    if (rc == LOOM_OK && loom_model_data_layouts(md))
+    loom_model_data_info(md, &mi);
+    if (rc == LOOM_OK && mi.has_module_layouts)
         rc = loom_set_error(err, LOOM_EINVAL, "%s: the model's parallel object lists per-module "
                             "layouts, which `loom tune` chooses itself (docs/tune.md): remove "
                             "\"modules\" from it", t->model);
     if (rc == LOOM_OK)
-        rc = loom_tune_space(t, loom_model_data_model(md), loom_cluster_data_cluster(cd), err);
+        rc = loom_tune_space(t, mi.model, loom_cluster_data_cluster(cd), err);
     loom_model_data_free(md);
     loom_cluster_data_free(cd);
     return rc;

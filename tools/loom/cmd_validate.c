@@ -96,31 +96,19 @@ static int run_validate(const validate_opts *o, loom_error *err)
 {
     loom_planner_config *cfg = NULL;
     loom_registry *reg = NULL;
-    loom_pipeline *pipe = NULL;
     int rc = loom_planner_config_load(o->manifest, &cfg, err);
-    for (int i = 0; i < o->n_uses && !rc; i++)
-        rc = loom_planner_config_use(cfg, o->uses[i], err);
-    for (int i = 0; i < o->n_params && !rc; i++)
-        rc = loom_planner_config_param(cfg, o->params[i], err);
-    if (!rc && !(reg = loom_registry_new()))
-        rc = loom_set_error(err, LOOM_ENOMEM, "out of memory");
     if (!rc)
-        loom_registry_set_trust(reg, o->allow_untrusted);
-    for (int i = 0; i < o->n_paths && !rc; i++)
-        rc = loom_registry_add_dir(reg, o->paths[i], err);
+        rc = loom_planner_config_apply(cfg, o->uses, o->n_uses, o->params, o->n_params, err);
     if (!rc)
-        rc = loom_registry_add_default_dirs(reg, err);
+        rc = loom_registry_open(o->paths, o->n_paths, o->allow_untrusted, &reg, err);
     static volatile int32_t step_now = -1; /* whose create() runs, for the exit guard */
     loom_pipeline_hooks hooks = {&step_now, loom_cli_guard_on_step, NULL, NULL};
     loom_cli_guard_marker(&step_now);
+    int n_steps = 0;
     if (!rc)
-        rc = loom_pipeline_open_ex(reg, cfg, &hooks, &pipe, err);
-    if (!rc) {
-        loom_pipeline_describe(pipe, loom_cli_out());
-        fprintf(loom_cli_out(), "%s: valid (%d steps)\n", o->manifest,
-                loom_pipeline_step_count(pipe));
-    }
-    loom_pipeline_close(pipe);
+        rc = loom_pipeline_check(reg, cfg, &hooks, loom_cli_out(), &n_steps, err);
+    if (!rc)
+        fprintf(loom_cli_out(), "%s: valid (%d steps)\n", o->manifest, n_steps);
     loom_registry_free(reg);
     loom_planner_config_free(cfg);
     return rc;

@@ -55,8 +55,8 @@ int loom_tune_args(const loom_tune_search *t, const loom_tune_config *c, loom_se
  * flow, position s on rank s): the fill bound holds for its plans. */
 static int megatron_partitions(const loom_session *s)
 {
-    int n = loom_pipeline_step_count(s->pl), any = 0;
-    for (int i = 0; i < n && i < s->cfg->n_steps; i++) {
+    int any = 0;
+    for (int i = 0; i < s->cfg->n_steps; i++) {
         if (strcmp(s->cfg->steps[i].role, "partitioner") != 0)
             continue;
         const char *id = loom_pipeline_step_plugin_id(s->pl, i);

@@ -9,6 +9,8 @@
  * with loom_result_free; strings returned as `char *` are freed with
  * loom_free. Borrowed `const char *` results live as long as their owner.
  * A planner is not thread-safe: use one per thread.
+ *
+ * Layer: run (core/run).
  */
 #ifndef LOOM_API_H
 #define LOOM_API_H

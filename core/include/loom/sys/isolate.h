@@ -1,5 +1,5 @@
 /*
- * isolate.h - fault isolation for planning runs (internal, not installed).
+ * loom/sys/isolate.h - fault isolation for planning runs.
  *
  * A planning run (one manifest over one problem, every iteration) can run
  * in a forked child: the child opens the session, plans each iteration and
@@ -28,6 +28,8 @@
  * Ownership: loom_run_output owns its results array; release it with
  * loom_run_output_clear. Session arguments are borrowed.
  * Units: milliseconds, bytes, MiB where the name says so.
+ *
+ * Layer: run (core/run).
  */
 #ifndef LOOM_SYS_ISOLATE_H
 #define LOOM_SYS_ISOLATE_H
@@ -160,9 +162,6 @@ LOOM_EXPORT int loom_channel_result(loom_channel *ch, const loom_iter_result *r)
 /* The run failed with `status` at `iteration` (-1: while opening). */
 LOOM_EXPORT int loom_channel_fail(loom_channel *ch, int32_t iteration, int status,
                       const char *message);
-/* The pipe's file descriptor in a child (-1 in-process); for tests that
- * need to write garbage. */
-LOOM_EXPORT int loom_channel_fd(const loom_channel *ch);
 
 /* Runs `body` under `opts` and collects its records into *out (zeroed
  * first; clear it with loom_run_output_clear). The child flushes every
@@ -195,11 +194,6 @@ LOOM_EXPORT double loom_isolate_iteration_limit(const loom_isolate_opts *opts, d
  * else the ranker's own "budget_ms" param (the convention of searching
  * rankers such as mcts, exhaustive, random), else 0. */
 LOOM_EXPORT double loom_isolate_search_budget_ms(const loom_pipeline *pl);
-
-/* 1 when the address-space limit is applied in this build; 0 in
- * AddressSanitizer builds, whose shadow memory needs terabytes of address
- * space (the limit is then skipped). */
-LOOM_EXPORT int loom_isolate_memory_limit_supported(void);
 
 /* One line describing a failure, e.g. "plugin fixture.crash-rank
  * (pipeline[2]) was killed by signal 11 (SIGSEGV) at iteration 2". */

@@ -6,12 +6,15 @@
  * or, for syntax errors,
  *   "<file>:<line>:<column>: malformed JSON: <detail>".
  * JSON paths are written like `modules[1].layers` or `pipeline[2].params.budget_ms`.
+ *
+ * Layer: base (core/base).
  */
 #ifndef LOOM_SYS_JSON_H
 #define LOOM_SYS_JSON_H
 
 #include <cjson/cJSON.h>
 #include <loom/common.h>
+#include <loom/sys/util.h> /* loom_set_error */
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,13 +37,9 @@ LOOM_EXPORT int loom_open_input(const char *path, int *fd_out, loom_error *err);
 LOOM_EXPORT int loom_read_file(const char *path, char **text_out, size_t *len_out,
                    loom_error *err);
 
-/* Parses `text` (name used in messages: `file`). On a syntax error, reports
- * line and column of the offending byte; also rejects an empty document.
- * Caller frees the result with cJSON_Delete. */
-LOOM_EXPORT int loom_json_parse(const char *file, const char *text, size_t len,
-                    cJSON **out, loom_error *err);
-
-/* loom_read_file + loom_json_parse. */
+/* loom_read_file, then parses the text: a syntax error reports the line and
+ * column of the offending byte; an empty document is an error too. Caller
+ * frees the result with cJSON_Delete. */
 LOOM_EXPORT int loom_json_load(const char *path, cJSON **out, loom_error *err);
 
 /* A short description of a JSON value's type for "found ..." messages:
@@ -83,10 +82,6 @@ LOOM_EXPORT int loom_json_check_keys(const char *file, const cJSON *obj, const c
 LOOM_EXPORT void loom_json_path_key(char *buf, size_t size, const char *path,
                         const char *key);
 LOOM_EXPORT void loom_json_path_index(char *buf, size_t size, const char *path, int index);
-
-/* Sets err (code + printf-style message) and returns code. */
-LOOM_EXPORT int loom_set_error(loom_error *err, int code, const char *fmt, ...)
-    LOOM_PRINTF(3, 4);
 
 #ifdef __cplusplus
 }

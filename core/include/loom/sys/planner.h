@@ -1,10 +1,13 @@
 /*
- * planner_manifest.h - the planner manifest: which plugins run in which
- * pipeline order with which params, plus seed, time budget and memory cap
- * (internal, not installed). Format: docs/manifest.md.
+ * loom/sys/planner.h - the planner manifest (which plugins run in which
+ * pipeline order with which params, plus seed, time budget and memory
+ * cap; format: docs/manifest.md), checking its pipeline, the progress a
+ * search reports, and interrupting searches.
  *
  * Ownership: a loom_planner_config owns every string, array and cJSON
  * params copy in it; free it with loom_planner_config_free.
+ *
+ * Layer: host (core/host).
  */
 #ifndef LOOM_SYS_PLANNER_H
 #define LOOM_SYS_PLANNER_H
@@ -69,23 +72,38 @@ LOOM_EXPORT int loom_planner_manifest_resolve(const char *spec, char *buf, size_
 /* Frees cfg (NULL allowed). */
 LOOM_EXPORT void loom_planner_config_free(loom_planner_config *cfg);
 
-/* Checks the step order: exactly one cost_model first, one or more
- * partitioners, exactly one ranker, exactly one interleaver, at most one
- * memory_tuner. LOOM_EINVAL naming `pipeline[i].role` and what was expected
- * there. */
-LOOM_EXPORT int loom_planner_config_check(const loom_planner_config *cfg, loom_error *err);
+/* Applies command-line overrides to cfg, every "--use ROLE=NAME" of
+ * uses[0..n_uses) first, then every "--param ROLE.KEY=VALUE" of
+ * params[0..n_params). --use replaces the use of the first step with that
+ * role (dropping its params, which belonged to the previous plugin) or
+ * inserts a new step in its legal position; --param sets a param of the
+ * first step with that role, VALUE parsed as JSON when it parses, else
+ * taken as a string (checked against the plugin's manifest when the
+ * pipeline opens). LOOM_EINVAL naming the flag; stops at the first. */
+LOOM_EXPORT int loom_planner_config_apply(loom_planner_config *cfg, const char *const *uses,
+                                          int n_uses, const char *const *params, int n_params,
+                                          loom_error *err);
 
-/* "--use ROLE=NAME": replaces the use of the first step with that role
- * (dropping its params, which belonged to the previous plugin) or inserts a
- * new step in its legal position. Apply --use before --param. */
-LOOM_EXPORT int loom_planner_config_use(loom_planner_config *cfg, const char *role_eq_name,
-                            loom_error *err);
 
-/* "--param ROLE.KEY=VALUE": sets a param of the first step with that role;
- * VALUE is parsed as JSON when it parses, else taken as a string. The value
- * is validated later against the plugin manifest (loom_pipeline_open). */
-LOOM_EXPORT int loom_planner_config_param(loom_planner_config *cfg,
-                              const char *role_key_eq_value, loom_error *err);
+/* ---- progress and interrupts ------------------------------------------ */
+
+/* One point of a search's best-makespan-against-time curve. */
+typedef struct loom_progress_point {
+    double elapsed_ms;
+    double best_makespan_ms;
+    int64_t evaluations;
+} loom_progress_point;
+
+/* Optional live progress callback (CLI progress display). */
+typedef void (*loom_progress_fn)(void *user, double elapsed_ms,
+                                 double best_makespan_ms, int64_t evaluations);
+
+/* Asks every running search to stop at its next check (async-signal-safe:
+ * call it from a SIGINT handler). */
+LOOM_EXPORT void loom_interrupt(void);
+
+/* 1 once loom_interrupt() was called. */
+LOOM_EXPORT int loom_interrupt_requested(void);
 
 /* ---- pipelines ------------------------------------------------------- */
 
@@ -94,17 +112,8 @@ LOOM_EXPORT int loom_planner_config_param(loom_planner_config *cfg,
 typedef struct loom_pipeline loom_pipeline;
 
 
-/* Adds cfg->plugin_dirs to reg, resolves every step (not found ->
- * LOOM_ENOTFOUND naming pipeline[i].use and listing the plugins of that
- * role), checks the plugin's role, validates params (before init), loads
- * the plugins, copies vtables and calls create() once per step. A failed
- * create() keeps LOOM_EINVAL / ENOTFOUND / EIO / ENOMEM (input-shaped) and
- * becomes LOOM_EPLUGIN otherwise; its message is prefixed "plugin <id>: ".
- * *out is owned by the caller (loom_pipeline_close). */
-LOOM_EXPORT int loom_pipeline_open(loom_registry *reg, const loom_planner_config *cfg,
-                       loom_pipeline **out, loom_error *err);
-
-/* Optional hooks of loom_pipeline_open_ex (any member may be 0). */
+/* Optional hooks of opening a pipeline (loom_pipeline_check, a session);
+ * any member may be 0. */
 typedef struct loom_pipeline_hooks {
     /* While the plugin of step i runs its code during open (constructors,
      * init, create) and close (destroy), *step_marker is i, else -1; the
@@ -121,23 +130,22 @@ typedef struct loom_pipeline_hooks {
     volatile int32_t *last_step_marker;
 } loom_pipeline_hooks;
 
-/* loom_pipeline_open with hooks (NULL: none). */
-LOOM_EXPORT int loom_pipeline_open_ex(loom_registry *reg, const loom_planner_config *cfg,
-                                      const loom_pipeline_hooks *hooks, loom_pipeline **out,
-                                      loom_error *err);
+/* Opens cfg's pipeline on reg as planning does (cfg->plugin_dirs added
+ * to reg, every step resolved, its role and params checked, the plugins
+ * loaded and create() called once per step), writes the resolved pipeline
+ * to `out` (when not NULL): a header line with seed, budget or evaluations
+ * and memory cap, then one line per step with index, role, id, version,
+ * binary path and params; sets *n_steps (when not NULL), and closes it
+ * again (destroy() of every instance, last step first). A step that names
+ * no plugin is LOOM_ENOTFOUND naming pipeline[i].use and listing the
+ * plugins of that role; a failed create() keeps LOOM_EINVAL / ENOTFOUND /
+ * EIO / ENOMEM and becomes LOOM_EPLUGIN otherwise, its message prefixed
+ * "plugin <id>: ". `hooks` may be NULL. */
+LOOM_EXPORT int loom_pipeline_check(loom_registry *reg, const loom_planner_config *cfg,
+                                    const loom_pipeline_hooks *hooks, FILE *out,
+                                    int *n_steps, loom_error *err);
 
-/* Destroys every instance (last step first) and frees p (NULL allowed). */
-LOOM_EXPORT void loom_pipeline_close(loom_pipeline *p);
-
-/* Writes the resolved pipeline, one line per step: index, role, id,
- * version, binary path, params=values. */
-LOOM_EXPORT void loom_pipeline_describe(const loom_pipeline *p, FILE *out);
-
-
-/* Number of steps of an opened pipeline. */
-LOOM_EXPORT int loom_pipeline_step_count(const loom_pipeline *p);
-
-/* Plugin id of step `i` (0 <= i < loom_pipeline_step_count), borrowed
+/* Plugin id of step `i` of an opened pipeline (a session's), borrowed
  * from the pipeline; NULL when i is out of range. */
 LOOM_EXPORT const char *loom_pipeline_step_plugin_id(const loom_pipeline *p, int i);
 

@@ -6,6 +6,8 @@
  *
  * Ownership: *report_out is a cJSON tree the caller deletes;
  * *result_json is a string the caller frees with free().
+ *
+ * Layer: run (core/run).
  */
 #ifndef LOOM_SYS_REPLAN_H
 #define LOOM_SYS_REPLAN_H

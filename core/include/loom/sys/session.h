@@ -1,16 +1,20 @@
 /*
- * session.h - one planning run: a planner manifest's pipeline plus a
+ * loom/sys/session.h - one planning run: a planner manifest's pipeline plus a
  * problem (model + cluster + parallel config + workload, or a stage-times
  * problem). Shared by `loom plan`, `loom ab` and the C API.
  *
  * Ownership: the session owns everything it loads; loom_session_close
  * releases it. Strings in loom_session_args are borrowed.
+ *
+ * Layer: run (core/run).
  */
 #ifndef LOOM_SYS_SESSION_H
 #define LOOM_SYS_SESSION_H
 
 #include <stddef.h>
 #include <loom/loom.h>
+#include <loom/sys/plan.h>
+#include <loom/sys/planner.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -68,54 +72,6 @@ typedef struct loom_session_args {
     int32_t micro_batch_size;
     int32_t seq_len;
 } loom_session_args;
-
-/* ---- plans ------------------------------------------------------------ */
-
-/* A finished plan for one iteration. Everything is owned by the plan. */
-typedef struct loom_plan {
-    const loom_problem *problem;     /* borrowed */
-    const loom_iteration *iteration; /* borrowed; NULL for stage-times */
-    loom_partition *partition;       /* chosen candidate (NULL: stage-times) */
-    loom_stage_graph *graph;         /* with the chosen policies applied */
-    loom_schedule *schedule;         /* per-rank order */
-    loom_metrics metrics;            /* with every optional array set */
-    float *priorities;               /* graph->n_groups */
-    int32_t candidate, n_candidates;
-    double plan_time_ms;             /* wall time of partition+search */
-    int64_t evaluations;             /* evaluator runs the ranker spent */
-    char label[64];
-    /* Makespan lower bound: the larger of the graph's (busiest rank's
-     * work, longest dependency chain) and the one the interleaver proved
-     * (loom_schedule.lower_bound_ms); interleaver_bound_ms is the latter
-     * alone, 0 when it proved none. */
-    double lower_bound_ms;
-    double interleaver_bound_ms;
-    /* Appended: the workload the plan's iteration came from, one line
-     * ("generated text (default for a text-only model)", "file x.jsonl");
-     * borrowed from the session, NULL when unknown. */
-    const char *workload;
-} loom_plan;
-
-/* Frees everything the plan owns and zeroes it. */
-LOOM_EXPORT void loom_plan_clear(loom_plan *plan);
-
-/* One point of a search's best-makespan-against-time curve. */
-typedef struct loom_progress_point {
-    double elapsed_ms;
-    double best_makespan_ms;
-    int64_t evaluations;
-} loom_progress_point;
-
-/* Optional live progress callback (CLI progress display). */
-typedef void (*loom_progress_fn)(void *user, double elapsed_ms,
-                                 double best_makespan_ms, int64_t evaluations);
-
-/* Asks every running search to stop at its next check (async-signal-safe:
- * call it from a SIGINT handler). */
-LOOM_EXPORT void loom_interrupt(void);
-
-/* 1 once loom_interrupt() was called. */
-LOOM_EXPORT int loom_interrupt_requested(void);
 
 /* ---- sessions --------------------------------------------------------- */
 
@@ -181,13 +137,6 @@ LOOM_EXPORT const loom_session_option *loom_session_options(void);
 LOOM_EXPORT int loom_session_args_set(loom_session_args *a, const char *name, const char *value,
                                       loom_error *err);
 
-/* Consumes the option at argv[*i] when it is one of loom_session_options()
- * spelt "--name" (advancing *i past its value): returns 1 when consumed, 0
- * when it is not a session option, -1 (after printing why) when its value
- * is missing or malformed. For programs without an option parser of their
- * own; `loom` itself parses with getopt_long and loom_session_args_set. */
-LOOM_EXPORT int loom_session_args_take(loom_session_args *a, int argc, char **argv, int *i);
-
 /* Loads the manifest, the plugins and the problem. On failure the session
  * is still safe to close. */
 LOOM_EXPORT int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *err);
@@ -198,17 +147,14 @@ LOOM_EXPORT int loom_session_open(loom_session *s, const loom_session_args *a, l
 LOOM_EXPORT int loom_session_tp_warning(const loom_session *s, char *buf, size_t size);
 
 /* Plans iteration k (0 <= k < n_iterations; ignored for stage-times). A
- * plan holding a number that is not finite is refused (LOOM_EINVAL from
- * loom_plan_check_finite, the plan cleared), here and below. With
+ * plan holding a number that is not finite (a metric, a stage's times, a
+ * transfer, the memory cap, a priority) is refused: LOOM_EINVAL naming the
+ * first such value, the plan cleared. With
  * "choose": "run" the first call also picks the run's candidate: every
  * iteration planned with each candidate in turn, the least total makespan
  * among those that fit the memory cap in every iteration
  * (docs/manifest.md); every plan then uses it. */
 LOOM_EXPORT int loom_session_plan(loom_session *s, int32_t k, loom_plan *plan, loom_error *err);
-
-/* Plans a caller-provided iteration (checked against the problem first). */
-LOOM_EXPORT int loom_session_plan_iteration(loom_session *s, const loom_iteration *it, loom_plan *plan,
-                                loom_error *err);
 
 /* Calls fn(user, elapsed_ms, best_makespan_ms, evaluations) whenever the
  * session's ranker reports progress (from the ranker's threads; fn must be
@@ -268,11 +214,6 @@ LOOM_EXPORT int loom_session_floor(loom_session *s, int32_t k, loom_layout_floor
 LOOM_EXPORT void loom_layout_floor_clear(loom_layout_floor *f);
 
 LOOM_EXPORT void loom_session_close(loom_session *s);
-
-/* Path of the default planner manifest (first that exists of: the
- * working directory's examples/manifests, the installed data dir, the
- * source tree). */
-LOOM_EXPORT const char *loom_default_manifest(char *buf, size_t size);
 
 #ifdef __cplusplus
 }

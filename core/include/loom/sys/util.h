@@ -4,6 +4,8 @@
  * and the run's RNG step.
  *
  * Part of the tooling API (loom/sys/): stable within a minor version.
+ *
+ * Layer: base (core/base).
  */
 #ifndef LOOM_SYS_UTIL_H
 #define LOOM_SYS_UTIL_H
@@ -29,26 +31,11 @@ LOOM_EXPORT uint64_t loom_splitmix64(uint64_t *state);
 /* Monotonic clock in milliseconds. */
 LOOM_EXPORT double loom_now_ms(void);
 
-/* A byte count with an optional unit into *out: plain bytes, B, KB, MB,
- * GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024), case
- * insensitive, e.g. "80GiB", "80GB", "1.5TiB", "85899345920". Returns 0,
- * or -1 for anything else (negative, non-finite, above 1e18 bytes, another
- * unit). */
-LOOM_EXPORT int loom_parse_bytes(const char *text, double *out);
-
 /* 1 when a and b are equal ignoring ASCII case. */
 LOOM_EXPORT int loom_name_eq(const char *a, const char *b);
 
 /* "a, b, c" from a NULL-terminated list into buf (truncated to size). */
 LOOM_EXPORT void loom_join_names(const char *const *names, char *buf, size_t size);
-
-/* Writes `s` into buf (always NUL-terminated) so that it prints as one
- * harmless line: printable ASCII is kept, '"' and '\\' are escaped, and
- * every other byte (newlines, escape sequences, bytes >= 0x7f) is written
- * as \n, \r, \t or \xHH; a text that does not fit ends in "...". Used
- * for every name or string from file content that a message echoes.
- * Returns buf. */
-LOOM_EXPORT const char *loom_escape(const char *s, char *buf, size_t size);
 
 /* Checks a user-given name (printable, bounded length): LOOM_EINVAL naming
  * file and JSON path otherwise. */
@@ -61,11 +48,6 @@ LOOM_EXPORT int loom_check_name(const char *file, const char *path, const char *
  * distance, at most a third of its length and at least 2), or NULL when
  * none is that close or want is among them. */
 LOOM_EXPORT const char *loom_closest_name(const char *want, const char *const *names, int n);
-
-/* For a path that does not exist: the closest entry of its folder, as a
- * path into buf ("examples/manifests/pipeweaver.json" for
- * "examples/manifests/pipewaever.json"); 1 when one is that close. */
-LOOM_EXPORT int loom_closest_file(const char *path, char *buf, size_t size);
 
 #ifdef __cplusplus
 }
