@@ -318,19 +318,27 @@ static inline int loom_read_param_string(const loom_host_api *host, loom_ctx *ct
                 : loom_param_error(host, err, who, key, "string", LOOM_ENOTFOUND);
 }
 
-/* Reads a cost model's param element_bytes, the bytes of one element of
+/* Checks a cost model's param element_bytes, the bytes of one element of
  * the training run: 2 (bf16, fp16) or 4 (fp32, TF32); any other value is
  * LOOM_EINVAL "<who>: param element_bytes: expected 2 (bf16, fp16) or 4
  * (fp32, TF32), found N". */
+static inline int loom_check_element_bytes(const loom_host_api *host, const char *who,
+                                           int64_t value, loom_error *err)
+{
+    if (value == 2 || value == 4)
+        return LOOM_OK;
+    return host->error(err, LOOM_EINVAL,
+                       "%s: param element_bytes: expected 2 (bf16, fp16) or 4 (fp32, TF32), "
+                       "found %lld", who, (long long)value);
+}
+
+/* Reads a cost model's param element_bytes and checks it with
+ * loom_check_element_bytes. */
 static inline int loom_read_element_bytes(const loom_host_api *host, loom_ctx *ctx,
                                           const char *who, int64_t *out, loom_error *err)
 {
     int rc = loom_read_param_int(host, ctx, who, "element_bytes", out, err);
-    if (rc == LOOM_OK && *out != 2 && *out != 4)
-        rc = host->error(err, LOOM_EINVAL,
-                         "%s: param element_bytes: expected 2 (bf16, fp16) or 4 (fp32, TF32), "
-                         "found %lld", who, (long long)*out);
-    return rc;
+    return rc == LOOM_OK ? loom_check_element_bytes(host, who, *out, err) : rc;
 }
 
 #ifdef __cplusplus
