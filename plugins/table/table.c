@@ -70,11 +70,10 @@ static int tb_create(const loom_host_api *host, loom_ctx *ctx,
     if (rc != LOOM_OK)
         return rc;
     const char *file = prm.file;
-    if (!file || !file[0])
+    if (!file[0]) /* the default: no table named */
         return host->error(err, LOOM_EINVAL,
-                           "table: param file: expected the path of a CSV "
-                           "or JSON cost table, found %s",
-                           file ? "an empty string" : "no value");
+                           "table: params.file: expected the path of a CSV "
+                           "or JSON cost table, found an empty string");
     double sel = prm.selective_activation_ratio, full = prm.full_activation_ratio;
     double sel_re = prm.selective_recompute_ratio;
     int dist = prm.distributed_optimizer;

@@ -87,18 +87,13 @@ static int zv_create(const loom_host_api *host, loom_ctx *ctx,
     (void)plugin_state;
     zv_params prm;
     int rc = loom_params_read(host, ctx, "zb-v", zv_param_table, &prm, err);
-    const char *variant = prm.variant;
     if (rc != LOOM_OK)
         return rc;
-    int32_t num = 1, den = 1;
-    if (strcmp(variant, "v-half") == 0)
+    int32_t num = 1, den = 1; /* "zb-v" and "v-zb": 1/1 */
+    if (strcmp(prm.variant, "v-half") == 0)
         den = 2;
-    else if (strcmp(variant, "v-min") == 0)
+    else if (strcmp(prm.variant, "v-min") == 0)
         den = 3;
-    else if (strcmp(variant, "zb-v") != 0 && strcmp(variant, "v-zb") != 0)
-        return host->error(err, LOOM_EINVAL, "zb-v: params.variant: expected "
-                           "\"zb-v\", \"v-zb\", \"v-half\" or \"v-min\", found \"%s\"",
-                           variant);
     zv_self *s = host->alloc(sizeof *s);
     if (!s)
         return host->error(err, LOOM_ENOMEM, "zb-v: out of memory");

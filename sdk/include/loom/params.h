@@ -158,10 +158,9 @@ static inline int loom_param_read_number(const loom_host_api *host, loom_ctx *ct
         *out = d->def;
         *iout = (int64_t)d->def;
     } else if (rc != LOOM_OK) {
-        return host->error(err, LOOM_EINVAL, "%s: param %s: expected %s value, the host has "
-                           "another type (%s)", who, d->name,
-                           d->kind == LOOM_PARAM_KIND_INT ? "an int" : "a float",
-                           loom_status_name(rc));
+        loom_param_expected(d, want, sizeof want);
+        return host->error(err, LOOM_EINVAL, "%s: params.%s: expected %s, found a value of "
+                           "another type (%s)", who, d->name, want, loom_status_name(rc));
     } else if (d->kind == LOOM_PARAM_KIND_INT) {
         *out = (double)*iout;
     }
@@ -175,7 +174,7 @@ static inline int loom_param_read_number(const loom_host_api *host, loom_ctx *ct
         snprintf(found, sizeof found, "%lld", (long long)*iout);
     else
         snprintf(found, sizeof found, "%.15g", *out);
-    return host->error(err, LOOM_EINVAL, "%s: param %s: expected %s, found %s", who, d->name,
+    return host->error(err, LOOM_EINVAL, "%s: params.%s: expected %s, found %s", who, d->name,
                        want, found);
 }
 
@@ -190,18 +189,31 @@ static inline int loom_param_read_text(const loom_host_api *host, loom_ctx *ctx,
         if (rc == LOOM_ENOTFOUND)
             *flag = d->def != 0;
         else if (rc != LOOM_OK)
-            return host->error(err, LOOM_EINVAL, "%s: param %s: expected a bool value, the "
-                               "host has another type (%s)", who, d->name,
+            return host->error(err, LOOM_EINVAL, "%s: params.%s: expected true or false, "
+                               "found a value of another type (%s)", who, d->name,
                                loom_status_name(rc));
         *flag = *flag != 0;
         return LOOM_OK;
     }
     const char *s = host->param_string(ctx, d->name);
     *text = s ? s : d->def_text;
-    if (d->kind == LOOM_PARAM_KIND_ENUM && !loom_param_enum_has(d->values, *text))
-        return host->error(err, LOOM_EINVAL, "%s: param %s: expected one of %s, found \"%s\"",
-                           who, d->name, d->values, *text);
-    return LOOM_OK;
+    if (d->kind != LOOM_PARAM_KIND_ENUM || loom_param_enum_has(d->values, *text))
+        return LOOM_OK;
+    char list[LOOM_ERROR_MSG_BYTES / 2]; /* "a", "b", "c" */
+    size_t n = 0;
+    list[n++] = '"';
+    for (const char *v = d->values; *v && n + 6 < sizeof list; v++) {
+        if (*v == '|') {
+            memcpy(list + n, "\", \"", 4);
+            n += 4;
+        } else {
+            list[n++] = *v;
+        }
+    }
+    list[n++] = '"';
+    list[n] = 0;
+    return host->error(err, LOOM_EINVAL, "%s: params.%s: expected one of %s, found \"%s\"", who,
+                       d->name, list, *text);
 }
 
 /* Fills the members of `conf` that `table` (ended by LOOM_PARAM_END)
@@ -210,7 +222,7 @@ static inline int loom_param_read_text(const loom_host_api *host, loom_ctx *ctx,
  * manifest that does not declare it, a mock host without a manifest).
  * Every value is checked against the table: an int or float outside its
  * bounds, an enum value not listed, or a value of another type fails with
- * LOOM_EINVAL "<who>: param <name>: expected <what>, found <value>" (`who`
+ * LOOM_EINVAL "<who>: params.<name>: expected <what>, found <value>" (`who`
  * names the plugin; the host adds "plugin <id>: " in front). */
 #if defined(__GNUC__) || defined(__clang__)
 /* One out-of-line copy per plugin: the loop reads the table as data. */
