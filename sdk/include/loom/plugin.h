@@ -59,6 +59,10 @@ typedef struct loom_plugin_info {
     const loom_param_def *params;
 } loom_plugin_info;
 
+/* The size of the info struct before `params` was appended: the least a
+ * host accepts. */
+#define LOOM_PLUGIN_INFO_SIZE_V1 ((uint32_t)LOOM_STRUCT_END(loom_plugin_info, role))
+
 typedef const loom_plugin_info *(*loom_plugin_entry_fn)(void);
 
 #define LOOM_PLUGIN_ENTRY_SYMBOL "loom_plugin_entry"
