@@ -138,10 +138,7 @@ typedef struct bdp_params {
 } bdp_params;
 
 static const loom_param_def bdp_param_table[] = {
-    LOOM_BOOL_PARAM(bdp_params, vpp_sweep, 0,
-                   "one candidate per virtual-stage count a Megatron-LM user can choose: 1 "
-                   "and every V with layers % (pp * V) == 0 and microbatches % pp == 0 "
-                   "(instead of parallel.vpp alone)"),
+    LOOM_LK_VPP_SWEEP_PARAM(bdp_params, vpp_sweep),
     LOOM_ENUM_PARAM(bdp_params, placement, "loop", "loop|v|zigzag",
                    "position-to-rank map, as the uniform partitioner's: loop (rank s % pp), "
                    "zigzag (odd chunks backwards), v (zigzag with vpp = 2); the cut points "

@@ -43,8 +43,7 @@ typedef struct exhaustive_params {
 } exhaustive_params;
 
 static const loom_param_def exhaustive_param_table[] = {
-    LOOM_INT_PARAM_AT("budget_ms", exhaustive_params, search.budget_ms, 1000, 1, 2147483647,
-                   "search time budget in milliseconds (the run's own budget may be shorter)"),
+    LOOM_SK_BUDGET_MS_PARAM(exhaustive_params, search),
     LOOM_INT_PARAM_AT("threads", exhaustive_params, search.threads, 1, 1, 64,
                    "worker threads evaluating batches of enumerated assignments, each with "
                    "its own evaluator"),

@@ -62,13 +62,7 @@ static const loom_param_def ilpm_param_table[] = {
                    "knapsack candidates per stage pair"),
     LOOM_INT_PARAM(ilpm_param_values, resolution, 64, 1, 1048576,
                    "memory steps of the knapsack DP that generates the candidates"),
-    LOOM_BOOL_PARAM(ilpm_param_values, offload, 0,
-                   "let each layer also offload its activations to host memory (policy "
-                   "offload: what full recomputation would drop goes to the host after the "
-                   "forward and returns before the backward at the cluster's "
-                   "host_bytes_per_s, overlapped with the layer's compute); the offload "
-                   "answer is kept only when it simulates faster than the recomputation-only "
-                   "one; a cluster without host_bytes_per_s is an error"),
+    LOOM_MT_OFFLOAD_PARAM(ilpm_param_values, offload),
     LOOM_PARAM_END};
 
 /* Reads k, resolution, gap, timeout_ms and offload. */

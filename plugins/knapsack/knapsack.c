@@ -41,13 +41,7 @@ static const loom_param_def ks_param_table[] = {
                    "memory steps of the knapsack DP between the most frugal and the fastest "
                    "combination; layer memory is rounded up to whole steps, so a candidate "
                    "always meets its bucket's bound"),
-    LOOM_BOOL_PARAM(ks_self, offload, 0,
-                   "let each layer also offload its activations to host memory (policy "
-                   "offload: what full recomputation would drop goes to the host after the "
-                   "forward and returns before the backward at the cluster's "
-                   "host_bytes_per_s, overlapped with the layer's compute); the offload "
-                   "answer is kept only when it simulates faster than the recomputation-only "
-                   "one; a cluster without host_bytes_per_s is an error"),
+    LOOM_MT_OFFLOAD_PARAM(ks_self, offload),
     LOOM_PARAM_END};
 
 /* Creates an instance: reads k, resolution and offload, finds the

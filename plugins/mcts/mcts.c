@@ -100,8 +100,7 @@ typedef struct mcts_params {
 } mcts_params;
 
 static const loom_param_def mcts_param_table[] = {
-    LOOM_INT_PARAM_AT("budget_ms", mcts_params, search.budget_ms, 1000, 1, 2147483647,
-                   "search time budget in milliseconds (the run's own budget may be shorter)"),
+    LOOM_SK_BUDGET_MS_PARAM(mcts_params, search),
     LOOM_INT_PARAM(mcts_params, rollouts, 10, 1, 1000,
                    "random rollouts (complete assignments evaluated) per expanded node"),
     LOOM_FLOAT_PARAM(mcts_params, polish, 0.75, 0, 0.95,
@@ -120,8 +119,7 @@ static const loom_param_def mcts_param_table[] = {
                    "compares 0.05, 0.1 and 0.5)"),
     LOOM_INT_PARAM_AT("threads", mcts_params, search.threads, 1, 1, 64,
                    "worker threads, each with its own evaluator"),
-    LOOM_INT_PARAM_AT("seed", mcts_params, search.seed, 0, 0, 2147483647,
-                   "random seed; 0 uses the run's seed"),
+    LOOM_SK_SEED_PARAM(mcts_params, search),
     LOOM_BOOL_PARAM_AT("deterministic", mcts_params, search.deterministic, 1,
                    "search in fixed rounds so the result depends only on the seed and the "
                    "evaluation count, not on threads or timing (stop it with max_evaluations "

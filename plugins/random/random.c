@@ -34,12 +34,10 @@ typedef struct random_params {
 } random_params;
 
 static const loom_param_def random_param_table[] = {
-    LOOM_INT_PARAM_AT("budget_ms", random_params, search.budget_ms, 1000, 1, 2147483647,
-                   "search time budget in milliseconds (the run's own budget may be shorter)"),
+    LOOM_SK_BUDGET_MS_PARAM(random_params, search),
     LOOM_INT_PARAM_AT("threads", random_params, search.threads, 1, 1, 64,
                    "worker threads, each with its own evaluator"),
-    LOOM_INT_PARAM_AT("seed", random_params, search.seed, 0, 0, 2147483647,
-                   "random seed; 0 uses the run's seed"),
+    LOOM_SK_SEED_PARAM(random_params, search),
     LOOM_INT_PARAM_AT("max_evaluations", random_params, search.max_evaluations, 0, 0, 2147483647,
                    "stop after this many evaluator runs (0: unlimited); with it the result is "
                    "the same for any thread count"),

@@ -27,10 +27,7 @@ typedef struct uniform_self {
 /* The params, declared once (manifest.json says the same); read into
  * uniform_self. */
 static const loom_param_def uniform_param_table[] = {
-    LOOM_BOOL_PARAM(uniform_self, vpp_sweep, 0,
-                   "one candidate per virtual-stage count a Megatron-LM user can choose: 1 "
-                   "and every V with layers % (pp * V) == 0 and microbatches % pp == 0 "
-                   "(instead of parallel.vpp alone)"),
+    LOOM_LK_VPP_SWEEP_PARAM(uniform_self, vpp_sweep),
     LOOM_ENUM_PARAM(uniform_self, placement, "loop", "loop|v|zigzag",
                    "position-to-rank map: loop puts position s on rank s % pp; zigzag runs "
                    "odd chunks backwards (rank pp-1-s % pp), so the flow turns on the last "

@@ -263,6 +263,17 @@ int loom_mt_check_inputs(const loom_host_api *host, const loom_stage_graph *g,
 
 /* ---- offload ----------------------------------------------------------------- */
 
+/* The param-table entry of the bool param `offload` (kept in `field` of
+ * `conf`) of the tuners that may offload. */
+#define LOOM_MT_OFFLOAD_PARAM(conf, field)                                     \
+    LOOM_BOOL_PARAM_AT("offload", conf, field, 0,                              \
+                       "let each layer also offload its activations to host memory (policy " \
+                       "offload: what full recomputation would drop goes to the host after " \
+                       "the forward and returns before the backward at the cluster's " \
+                       "host_bytes_per_s, overlapped with the layer's compute); the offload " \
+                       "answer is kept only when it simulates faster than the " \
+                       "recomputation-only one; a cluster without host_bytes_per_s is an error")
+
 /* The check of a tuner's bool param `offload` (read with its param
  * table): when `on` is 1 and the host already knows the problem, checks it
  * with loom_mt_offload_check; LOOM_OK otherwise. */

@@ -52,6 +52,17 @@ typedef struct loom_sk_params {
     int deterministic;       /* 1: results depend on the evaluation count only */
 } loom_sk_params;
 
+/* Param-table entries two or more search rankers declare alike, kept in
+ * the loom_sk_params member `member` of the ranker's `conf` (e.g.
+ * LOOM_SK_BUDGET_MS_PARAM(my_params, search)). */
+#define LOOM_SK_BUDGET_MS_PARAM(conf, member)                                  \
+    LOOM_INT_PARAM_AT("budget_ms", conf, member.budget_ms, 1000, 1, 2147483647, \
+                      "search time budget in milliseconds (the run's own budget may be " \
+                      "shorter)")
+#define LOOM_SK_SEED_PARAM(conf, member)                                       \
+    LOOM_INT_PARAM_AT("seed", conf, member.seed, 0, 0, 2147483647,             \
+                      "random seed; 0 uses the run's seed")
+
 /* What one evaluation reported. */
 typedef struct loom_sk_result {
     double makespan_ms;
