@@ -156,9 +156,9 @@ static int ifr_rank(void *self, const loom_stage_graph *const *graphs,
                            LOOM_SERVICE_EVALUATOR);
     ifill_params prm;
     int rc = loom_params_read(host, s->ctx, "interval-fill", ifill_param_table, &prm, err);
-    int keep = prm.keep_better;
     if (rc != LOOM_OK)
         return rc;
+    int keep = prm.keep_better;
     int32_t most = 1;
     for (int32_t c = 0; c < n_graphs; c++)
         most = graphs[c]->n_groups > most ? graphs[c]->n_groups : most;

@@ -46,10 +46,10 @@ static int ob_create(const loom_host_api *host, loom_ctx *ctx,
     (void)plugin_state;
     ob_params prm;
     int rc = loom_params_read(host, ctx, "optimus-bubble", ob_param_table, &prm, err);
-    const char *w = prm.warmup, *p = prm.passes;
-    int report = prm.report;
     if (rc != LOOM_OK)
         return rc;
+    const char *w = prm.warmup, *p = prm.passes;
+    int report = prm.report;
     ob_self *s = host->alloc(sizeof *s);
     if (!s)
         return host->error(err, LOOM_ENOMEM, "optimus-bubble: out of memory");

@@ -175,9 +175,9 @@ static int defer_partition(void *self, const loom_problem *problem,
                            LOOM_SERVICE_COST);
     pd_params prm;
     int prc = loom_params_read(host, d->ctx, "pairwise-deferral", pd_param_table, &prm, err);
-    int64_t steps = prm.subset_steps;
     if (prc != LOOM_OK)
         return prc;
+    int64_t steps = prm.subset_steps;
     int32_t n = it->n_samples, cap = 1;
     for (int32_t c = 0; c < set->n; c++)
         if (set->items[c]->cap_microbatches > cap)

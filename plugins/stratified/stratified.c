@@ -129,10 +129,10 @@ static int strat_partition(void *self, const loom_problem *problem,
     int32_t k = problem->parallel.microbatches > 0 ? problem->parallel.microbatches : 1;
     strat_params prm;
     int prc = loom_params_read(host, st->ctx, "stratified", strat_param_table, &prm, err);
-    int64_t want = prm.replica;
-    const char *coarse = prm.coarse;
     if (prc != LOOM_OK)
         return prc;
+    int64_t want = prm.replica;
+    const char *coarse = prm.coarse;
     if (want >= dp)
         return host->error(err, LOOM_EINVAL,
                            "stratified: params.replica: expected < %d "
