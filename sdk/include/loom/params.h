@@ -21,7 +21,7 @@
  * manifest.json's "params" must say the same: the same names, types,
  * defaults, bounds, enum values and docs. The table reaches the host and
  * the tools through the plugin's info struct (loom_plugin_info.params);
- * the Loom tree's param_tables test compares every shipped plugin's table
+ * the Loom tree's test_param_tables compares every shipped plugin's table
  * with its manifest (docs/plugin-guide.md).
  *
  * Ownership: tables are static const data of the plugin.
@@ -156,7 +156,7 @@ static inline int loom_param_read_number(const loom_host_api *host, loom_ctx *ct
                                             : host->param_double(ctx, d->name, out);
     if (rc == LOOM_ENOTFOUND) {
         *out = d->def;
-        *iout = (int64_t)d->def;
+        *iout = d->kind == LOOM_PARAM_KIND_INT ? (int64_t)d->def : 0;
     } else if (rc != LOOM_OK) {
         loom_param_expected(d, want, sizeof want);
         return host->error(err, LOOM_EINVAL, "%s: params.%s: expected %s, found a value of "

@@ -49,7 +49,7 @@ typedef struct loom_ranking {
  *                    result depends on the seed and evaluation count only.
  * A ranker that declares none of them is planned as usual. One that
  * declares one declares it with the type above (the Loom tree's
- * param_tables test checks the shipped rankers), reads it like any param
+ * test_param_tables checks the shipped rankers), reads it like any param
  * and honours it as written here. */
 #define LOOM_RANKER_PARAM_MAX_EVALUATIONS "max_evaluations"
 #define LOOM_RANKER_PARAM_BUDGET_MS "budget_ms"
