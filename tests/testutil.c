@@ -2,6 +2,7 @@
 #define _DEFAULT_SOURCE
 #include "testutil.h"
 #include <loom/mock_host.h>
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -262,4 +263,13 @@ void loom_test_rmdir(const char *dir)
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     ck_assert_int_eq(system(cmd), 0);
+}
+
+struct cJSON *loom_test_json(const char *path)
+{
+    char *text = loom_test_slurp(path);
+    cJSON *doc = cJSON_Parse(text);
+    free(text);
+    ck_assert_msg(doc != NULL, "%s: not JSON", path);
+    return doc;
 }

@@ -53,6 +53,12 @@ void loom_test_has(const char *text, const char *frag);
  * cannot be read. */
 char *loom_test_slurp(const char *path);
 
+struct cJSON;
+
+/* The JSON document in file `path` (cJSON_Delete frees it); fails the test
+ * when the file cannot be read or is not JSON. */
+struct cJSON *loom_test_json(const char *path);
+
 /* Runs this build's `loom <printf args>` and fails the test unless it
  * exits with `code`; returns the output (malloc'd). */
 char *loom_test_cli_expect(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

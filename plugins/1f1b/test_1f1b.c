@@ -6,9 +6,9 @@
 #include <string.h>
 #include <loom/mock_host.h>
 #include <loom/kits/graph.h>
-#include "stage_graph.h"
+#include <loom/mock_sim.h>
 #include "testutil.h"
-#include "interleaver_testkit.h"
+#include <loom/mock_interleaver.h>
 
 /* Static twins of the plugins under test (linked into every suite). */
 const loom_plugin_info *loom_static_1f1b(void);
@@ -134,7 +134,7 @@ START_TEST(split_backward_i_then_w)
             }
         }
     loom_metrics m = LOOM_METRICS_INIT;
-    ck_assert_int_eq(loom_simulate(g, s, &m, &err), LOOM_OK);
+    ck_assert_int_eq(loom_mock_simulate(g, s, &m, &err), LOOM_OK);
     ck_assert_double_eq_tol(m.makespan_ms, 30.0, 1e-9);
     loom_schedule_free(s);
     loom_graph_free(g);
@@ -157,7 +157,7 @@ START_TEST(priorities_order_microbatches)
         ck_assert_int_eq(g->microbatch[v], 4);
     }
     loom_metrics m = LOOM_METRICS_INIT;
-    ck_assert_int_eq(loom_simulate(g, s, &m, &err), LOOM_OK);
+    ck_assert_int_eq(loom_mock_simulate(g, s, &m, &err), LOOM_OK);
     ck_assert_double_eq_tol(m.makespan_ms, 3.0 * 7, 1e-9);
     loom_schedule_free(s);
     loom_graph_free(g);

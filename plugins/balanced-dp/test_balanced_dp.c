@@ -5,8 +5,8 @@
 #include <string.h>
 #include <loom/mock_host.h>
 #include "balanced_dp.h"
-#include "engine_api.h"
-#include <loom/sys/json.h>
+#include <loom/mock_sim.h>
+#include <cjson/cJSON.h>
 #include "testutil.h"
 
 /* Static twins of the plugins under test (linked into every suite). */
@@ -111,10 +111,10 @@ START_TEST(optimal_against_brute_force)
     double t[12];
     int32_t sizes[12];
     for (int trial = 0; trial < 300; trial++) {
-        int L = 1 + (int)(loom_splitmix64(&state) % 12);
-        int S = 1 + (int)(loom_splitmix64(&state) % (uint64_t)L);
+        int L = 1 + (int)(loom_mock_splitmix64(&state) % 12);
+        int S = 1 + (int)(loom_mock_splitmix64(&state) % (uint64_t)L);
         for (int i = 0; i < L; i++)
-            t[i] = (double)(loom_splitmix64(&state) % 10);
+            t[i] = (double)(loom_mock_splitmix64(&state) % 10);
         ck_assert_double_eq(split(t, L, S, sizes), brute(t, 0, L, S));
     }
 }
@@ -268,7 +268,7 @@ START_TEST(partitioner_cuts_by_cost)
     loom_iteration it = {0, 6, samples};
     loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &table_cost);
-    loom_candidates *set = loom_candidates_new(&f.problem, &it);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, &it);
     loom_error err = {0, ""};
     ck_assert_msg(partition(h, &f.problem, &it, set, &err) == LOOM_OK, "%s",
                   err.message);
@@ -293,7 +293,7 @@ START_TEST(partitioner_cuts_by_cost)
     ck_assert_int_eq(p->sample_mb[0 * 6 + 5], 3); /* 5 * 4 / 6 */
     ck_assert_int_eq(p->sample_mb[1 * 6 + 2], 1); /* 2 * 4 / 6 */
     ck_assert_ptr_nonnull(strstr(p->label, "max=9ms"));
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
     loom_mock_host_free(h);
 }
 END_TEST
@@ -320,7 +320,7 @@ START_TEST(partitioner_cuts_by_params)
     setup(&f, 3);
     f.problem.parallel.tp = 4;
     loom_mock_host *h = host_with(&no_mean_cost, "balance", "params");
-    loom_candidates *set = loom_candidates_new(&f.problem, NULL);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, NULL);
     loom_error err = {0, ""};
     cost_calls = layer_calls = 0;
     ck_assert_msg(partition(h, &f.problem, NULL, set, &err) == LOOM_OK, "%s", err.message);
@@ -337,16 +337,16 @@ START_TEST(partitioner_cuts_by_params)
     ck_assert_int_eq(p->spans[2].module, 1);
     ck_assert_int_eq(p->spans[2].n_layers, 3);
     ck_assert_msg(strstr(p->label, "max=45 params") != NULL, "label %s", p->label);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
     loom_mock_host_free(h);
 
     /* without layer() the params split is refused, naming what is missing */
     h = host_with(&no_layer_cost, "balance", "params");
-    set = loom_candidates_new(&f.problem, NULL);
+    set = loom_mock_candidates_new(&f.problem, NULL);
     ck_assert_int_eq(partition(h, &f.problem, NULL, set, &err), LOOM_ENOTFOUND);
     ck_assert_ptr_nonnull(strstr(err.message, "\"loom.cost\" service with layer"));
     ck_assert_int_eq(set->n, 0);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
     loom_mock_host_free(h);
 }
 END_TEST
@@ -359,14 +359,14 @@ START_TEST(partitioner_v_placement)
     setup(&f, 2);
     f.problem.parallel.vpp = 2;
     loom_mock_host *h = host_with(&table_cost, "placement", "v");
-    loom_candidates *set = loom_candidates_new(&f.problem, NULL);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, NULL);
     loom_error err = {0, ""};
     ck_assert_msg(partition(h, &f.problem, NULL, set, &err) == LOOM_OK, "%s", err.message);
     static const int32_t v[4] = {0, 1, 1, 0};
     for (int s = 0; s < 4; s++)
         ck_assert_int_eq(set->items[0]->positions[s].rank, v[s]);
     ck_assert_ptr_nonnull(strstr(set->items[0]->label, "vpp=2 v max="));
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
     loom_mock_host_free(h);
 }
 END_TEST
@@ -376,7 +376,7 @@ START_TEST(partitioner_errors)
     fixture f;
     setup(&f, 3);
     loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
-    loom_candidates *set = loom_candidates_new(&f.problem, NULL);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, NULL);
     loom_error err = {0, ""};
     /* no cost service */
     ck_assert_int_eq(partition(h, &f.problem, NULL, set, &err), LOOM_ENOTFOUND);
@@ -406,7 +406,7 @@ START_TEST(partitioner_errors)
     f.problem.kind = LOOM_PROBLEM_STAGE_TIMES;
     ck_assert_int_eq(partition(h, &f.problem, NULL, set, &err), LOOM_DECLINED);
     ck_assert_int_eq(set->n, 0);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
     loom_mock_host_free(h);
 }
 END_TEST
@@ -495,7 +495,7 @@ static void split_of(const char *reference, fixture *f, const loom_iteration *it
                      int32_t sizes[2], char *label, size_t label_size)
 {
     loom_mock_host *h = host_with(&it_cost, reference ? "reference" : NULL, reference);
-    loom_candidates *set = loom_candidates_new(&f->problem, &its[k]);
+    loom_candidates *set = loom_mock_candidates_new(&f->problem, &its[k]);
     loom_error err = {0, ""};
     ck_assert_msg(partition(h, &f->problem, &its[k], set, &err) == LOOM_OK, "%s", err.message);
     ck_assert_int_eq(set->n, 1);
@@ -507,7 +507,7 @@ static void split_of(const char *reference, fixture *f, const loom_iteration *it
             sizes[s] += p->spans[p->positions[s].span_off + i].n_layers;
     }
     snprintf(label, label_size, "%s", p->label);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
     loom_mock_host_free(h);
 }
 
@@ -580,13 +580,13 @@ START_TEST(partitioner_splits_once_for_the_run)
     loom_cost_service no_shape = it_cost;
     no_shape.struct_size = (uint32_t)offsetof(loom_cost_service, run_module_shape);
     loom_mock_host *h = host_with(&no_shape, NULL, NULL);
-    loom_candidates *set = loom_candidates_new(&f.problem, &its[0]);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, &its[0]);
     loom_error err = {0, ""};
     ck_assert_int_eq(partition(h, &f.problem, &its[0], set, &err), LOOM_ENOTFOUND);
     ck_assert_msg(strstr(err.message, "\"loom.cost\" service with run_module_shape and layer") !=
                       NULL, "%s", err.message);
     ck_assert_int_eq(set->n, 0);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
     loom_mock_host_free(h);
 }
 END_TEST
@@ -595,10 +595,7 @@ START_TEST(manifest_matches_binary)
 {
     const loom_plugin_info *info = loom_static_balanced_dp();
     ck_assert_int_eq(info->abi_version, LOOM_ABI_VERSION);
-    cJSON *m = NULL;
-    loom_error err = {0, ""};
-    ck_assert_int_eq(loom_json_load(loom_test_src("plugins/balanced-dp/manifest.json"),
-                                    &m, &err), LOOM_OK);
+    cJSON *m = loom_test_json(loom_test_src("plugins/balanced-dp/manifest.json"));
     ck_assert_str_eq(cJSON_GetObjectItem(m, "id")->valuestring, info->id);
     ck_assert_str_eq(cJSON_GetObjectItem(m, "version")->valuestring, info->version);
     ck_assert_str_eq(cJSON_GetObjectItem(m, "binary")->valuestring,

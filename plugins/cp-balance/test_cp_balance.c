@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <loom/mock_host.h>
-#include "engine_api.h"
+#include <loom/mock_sim.h>
 #include "testutil.h"
 
 const loom_plugin_info *loom_static_cp_balance(void);
@@ -52,7 +52,7 @@ static void plan(const char *order, char *label)
     loom_mock_host_set_param(h, "block_tokens", "64");
     if (order)
         loom_mock_host_set_param(h, "order", order);
-    loom_candidates *set = loom_candidates_new(&pb, &it);
+    loom_candidates *set = loom_mock_candidates_new(&pb, &it);
     loom_error err = {0, ""};
     ck_assert_int_eq(run_part(loom_static_uniform(), h, &pb, &it, set, &err), LOOM_OK);
     int32_t before = set->items[0]->n_microbatches;
@@ -61,7 +61,7 @@ static void plan(const char *order, char *label)
     ck_assert_int_eq(set->items[0]->n_microbatches, before);
     ck_assert_int_eq(set->items[0]->sample_mb[2], 0); /* data untouched */
     strcpy(label, set->items[0]->label);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
     loom_mock_host_free(h);
 }
 
@@ -95,11 +95,11 @@ START_TEST(refusals)
     pb.kind = LOOM_PROBLEM_MODEL;
     pb.model = &model;
     pb.parallel = (loom_parallel){1, 1, 1, 1, 1, 0};
-    loom_candidates *set = loom_candidates_new(&pb, NULL);
+    loom_candidates *set = loom_mock_candidates_new(&pb, NULL);
     ck_assert_int_eq(run_part(loom_static_cp_balance(), h, &pb, NULL, set, &err),
                      LOOM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "layout partitioner"));
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
     loom_mock_host_free(h);
 }
 END_TEST

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <time.h>
 #include <loom/mock_host.h>
-#include "engine_api.h"
-#include <loom/sys/json.h>
+#include <loom/mock_sim.h>
+#include <cjson/cJSON.h>
 #include "testutil.h"
 #include "dt_alloc.h"
 #include "dt_layout.h"
@@ -566,7 +566,7 @@ START_TEST(layout_one_flow_per_module_on_disjoint_ranks)
     memcpy(plan.pp, pp, sizeof pp);
     int32_t gpus[3] = {4, 16, 4}; /* tp * dp * pp */
     memcpy(plan.gpus, gpus, sizeof gpus);
-    loom_candidates *set = loom_candidates_new(&f.problem, &f.it);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, &f.it);
     loom_partition *p = NULL;
     ck_assert_int_eq(set->add(set, &p, &err), LOOM_OK);
     ck_assert_int_eq(loom_dt_layout(&f.model, um, &plan, &f.it, 4, 4, p, &err), LOOM_OK);
@@ -630,7 +630,7 @@ START_TEST(layout_one_flow_per_module_on_disjoint_ranks)
     ck_assert_int_eq(loom_dt_layout(&f.model, um, &plan, &f.it, 4, 16, p, &err), LOOM_OK);
     ck_assert_int_eq(p->n_microbatches, 4);
     ck_assert_int_eq(p->sample_mb[7], 3);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 }
 END_TEST
 
@@ -718,7 +718,7 @@ START_TEST(plugin_emits_the_ranked_plans)
 {
     fixture f;
     setup(&f);
-    loom_candidates *set = loom_candidates_new(&f.problem, &f.it);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, &f.it);
     loom_error err = {0, ""};
     static const char *const params[] = {"candidates", "3", NULL};
     ck_assert_msg(run_plugin(&f.problem, &f.it, set, params, 1, &err) == LOOM_OK,
@@ -748,7 +748,7 @@ START_TEST(plugin_emits_the_ranked_plans)
         ck_assert_str_eq(set->items[c]->label, want->label);
         ck_assert_int_eq(set->items[c]->n_ranks, want->n_ranks);
     }
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 }
 END_TEST
 
@@ -756,7 +756,7 @@ START_TEST(plugin_errors)
 {
     fixture f;
     setup(&f);
-    loom_candidates *set = loom_candidates_new(&f.problem, &f.it);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, &f.it);
     loom_error err = {0, ""};
     ck_assert_int_eq(run_plugin(&f.problem, &f.it, set, NULL, 0, &err), LOOM_ENOTFOUND);
     ck_assert_ptr_nonnull(strstr(err.message, "\"loom.cost\" service"));
@@ -770,17 +770,14 @@ START_TEST(plugin_errors)
                      LOOM_EINFEASIBLE);
     f.problem.kind = LOOM_PROBLEM_STAGE_TIMES;
     ck_assert_int_eq(run_plugin(&f.problem, &f.it, set, NULL, 1, &err), LOOM_DECLINED);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 }
 END_TEST
 
 START_TEST(manifest_matches_binary)
 {
     const loom_plugin_info *info = loom_static_disttrain_alloc();
-    cJSON *m = NULL;
-    loom_error err = {0, ""};
-    ck_assert_int_eq(loom_json_load(loom_test_src("plugins/disttrain-alloc/manifest.json"),
-                                    &m, &err), LOOM_OK);
+    cJSON *m = loom_test_json(loom_test_src("plugins/disttrain-alloc/manifest.json"));
     ck_assert_str_eq(cJSON_GetObjectItem(m, "id")->valuestring, info->id);
     ck_assert_str_eq(cJSON_GetObjectItem(m, "version")->valuestring, info->version);
     const cJSON *prov = cJSON_GetObjectItem(m, "provides");

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include <loom/kits/graph.h>
-#include "stage_graph.h"
+#include <loom/mock_sim.h>
 #include "testutil.h"
 
 const loom_plugin_info *loom_static_dual_queue(void);
@@ -78,7 +78,7 @@ static int run(inst *in, const loom_stage_graph *g, const float *prio,
     ck_assert_msg(rc == LOOM_OK, "interleave: %s", err.message);
     loom_metrics_init(m);
     m->peak_bytes = peaks;
-    rc = loom_simulate(g, sc, m, &err);
+    rc = loom_mock_simulate(g, sc, m, &err);
     ck_assert_msg(rc == LOOM_OK, "simulate: %s", err.message);
     loom_schedule_free(sc);
     return rc;

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include <loom/kits/graph.h>
-#include "stage_graph.h"
+#include <loom/mock_sim.h>
 #include "testutil.h"
 
 const loom_plugin_info *loom_static_dualpipe_v(void);
@@ -77,7 +77,7 @@ static void plan(const loom_stage_graph *g, loom_schedule *sc, loom_metrics *m,
     loom_metrics_init(m);
     m->compute_ms = compute;
     m->peak_bytes = peaks;
-    ck_assert_msg(loom_simulate(g, sc, m, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_msg(loom_mock_simulate(g, sc, m, &err) == LOOM_OK, "%s", err.message);
 }
 
 START_TEST(closed_form_bubble)
@@ -126,7 +126,7 @@ START_TEST(pairs_and_marks)
     loom_metrics_init(&m);
     m.start_ms = calloc((size_t)g->n_stages, sizeof(double));
     m.end_ms = calloc((size_t)g->n_stages, sizeof(double));
-    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
+    ck_assert_int_eq(loom_mock_simulate(g, sc, &m, &err), LOOM_OK);
     for (int r = 0; r < P; r++) {
         int fills = 0, marks = 0;
         for (int32_t i = sc->rank_off[r]; i < sc->rank_off[r + 1]; i++) {
@@ -215,7 +215,7 @@ START_TEST(simulator_checks_marks)
     sc->fill_hosts[first] = LOOM_FILL_FULL_BACKWARD;
     loom_metrics m;
     loom_metrics_init(&m);
-    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_EINVAL);
+    ck_assert_int_eq(loom_mock_simulate(g, sc, &m, &err), LOOM_EINVAL);
     ck_assert_msg(strstr(err.message, "is marked a full backward (fill_hosts -1); expected an "
                                       "I stage followed on its rank by its own W"),
                   "%s", err.message);

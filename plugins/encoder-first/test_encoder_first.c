@@ -7,8 +7,8 @@
 #include <string.h>
 #include <loom/mock_host.h>
 #include <loom/kits/graph.h>
-#include "stage_graph.h"
-#include <loom/sys/json.h>
+#include <loom/mock_sim.h>
+#include <cjson/cJSON.h>
 #include "testutil.h"
 #include <loom/mock_colocated.h>
 
@@ -71,7 +71,7 @@ static void simulate(const loom_stage_graph *g, const loom_schedule *s,
     m->start_ms = calloc((size_t)g->n_stages, sizeof(double));
     m->end_ms = calloc((size_t)g->n_stages, sizeof(double));
     loom_error err = {0, ""};
-    ck_assert_msg(loom_simulate(g, s, m, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_msg(loom_mock_simulate(g, s, m, &err) == LOOM_OK, "%s", err.message);
 }
 
 /* The stage of (flow, position, microbatch, kind F or backward). */
@@ -300,10 +300,7 @@ END_TEST
 START_TEST(manifest_matches_binary)
 {
     const loom_plugin_info *info = loom_static_encoder_first();
-    cJSON *m = NULL;
-    loom_error err = {0, ""};
-    ck_assert_int_eq(loom_json_load(loom_test_src("plugins/encoder-first/manifest.json"),
-                                    &m, &err), LOOM_OK);
+    cJSON *m = loom_test_json(loom_test_src("plugins/encoder-first/manifest.json"));
     ck_assert_str_eq(cJSON_GetObjectItem(m, "id")->valuestring, info->id);
     ck_assert_str_eq(cJSON_GetObjectItem(m, "version")->valuestring, info->version);
     ck_assert_ptr_nonnull(info->role(LOOM_ROLE_INTERLEAVER));

@@ -107,12 +107,11 @@ static int ff_setup_slot(ff_self *s, const char *text, int slot, const char *lib
                          const char *header, loom_error *err)
 {
     const loom_host_api *h = s->host;
-    if (!text || !text[0]) {
+    if (!text[0]) { /* the table's default: no function */
         if (slot == FF_FORWARD)
             return h->error(err, LOOM_EINVAL,
                             "ffi: params.forward: expected a signature such as \"double "
-                            "layer_fwd_ms(hidden, tokens, tp)\", found %s",
-                            text ? "an empty string" : "no value");
+                            "layer_fwd_ms(hidden, tokens, tp)\", found an empty string");
         return LOOM_OK;
     }
     char msg[LOOM_FFI_MSG];
@@ -137,10 +136,10 @@ static int ff_create(const loom_host_api *host, loom_ctx *ctx, void *plugin_stat
     const char *lib = prm.library, *header = prm.header;
     const char *texts[FF_SLOTS] = {prm.forward, prm.backward, prm.activation, prm.params,
                                    prm.flops};
-    if (!lib || !lib[0])
+    if (!lib[0])
         return host->error(err, LOOM_EINVAL,
-                           "ffi: params.library: expected the path of a shared library, found %s",
-                           lib ? "an empty string" : "no value");
+                           "ffi: params.library: expected the path of a shared library, found an "
+                           "empty string");
     ff_self *s = host->alloc(sizeof *s);
     if (!s)
         return host->error(err, LOOM_ENOMEM, "ffi: out of memory");

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <loom/mock_host.h>
-#include "engine_api.h"
+#include <loom/mock_sim.h>
 #include "frozen_aware.h"
 #include "testutil.h"
 
@@ -194,7 +194,7 @@ static loom_partition *run_toy(loom_candidates **set, const char *mode,
     loom_error err = {0, ""};
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL,
                                 &self, &err), LOOM_OK);
-    *set = loom_candidates_new(pb, &it);
+    *set = loom_mock_candidates_new(pb, &it);
     ck_assert_msg(vt->partition(self, pb, &it, *set, &err) == LOOM_OK, "%s",
                   err.message);
     vt->destroy(self);
@@ -218,16 +218,16 @@ START_TEST(plugin_toy_mllm)
     ck_assert_int_eq(p->spans[3].first_layer, 2);
     ck_assert_ptr_nonnull(strstr(p->label, "frozen-aware S=2 max=16.30ms"));
     ck_assert_int_eq(p->n_microbatches, 2);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
     /* strict: the projector pays no B_d of its own: 16.2 */
     p = run_toy(&set, NULL, "strict", &pb);
     ck_assert_ptr_nonnull(strstr(p->label, "max=16.20ms"));
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
     /* unaware (B = 2F): the naive split, one LLM layer on stage 0 */
     p = run_toy(&set, "unaware", NULL, &pb);
     ck_assert_ptr_nonnull(strstr(p->label, "frozen-unaware S=2 max=27.00ms"));
     ck_assert_int_eq(p->spans[2].n_layers, 1);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 }
 END_TEST
 

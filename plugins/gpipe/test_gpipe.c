@@ -6,9 +6,9 @@
 #include <string.h>
 #include <loom/mock_host.h>
 #include <loom/kits/graph.h>
-#include "stage_graph.h"
+#include <loom/mock_sim.h>
 #include "testutil.h"
-#include "interleaver_testkit.h"
+#include <loom/mock_interleaver.h>
 
 /* Static twins of the plugins under test (linked into every suite). */
 const loom_plugin_info *loom_static_gpipe(void);
@@ -180,7 +180,7 @@ START_TEST(split_backward_i_then_w)
                 ck_assert_int_eq(g->kind[s->order[i - 1]], LOOM_STAGE_I);
         }
     loom_metrics m = LOOM_METRICS_INIT;
-    ck_assert_int_eq(loom_simulate(g, s, &m, &err), LOOM_OK);
+    ck_assert_int_eq(loom_mock_simulate(g, s, &m, &err), LOOM_OK);
     ck_assert_double_eq_tol(m.makespan_ms, 30.0, 1e-9);
     loom_schedule_free(s);
     loom_graph_free(g);
@@ -221,7 +221,7 @@ START_TEST(two_flows_input_flow_first)
             ck_assert_int_eq(g->flow[last], 1);
             ck_assert_int_eq(g->kind[last], LOOM_STAGE_B);
             loom_metrics m = LOOM_METRICS_INIT;
-            ck_assert_msg(loom_simulate(g, s, &m, &err) == LOOM_OK, "%s",
+            ck_assert_msg(loom_mock_simulate(g, s, &m, &err) == LOOM_OK, "%s",
                           err.message);
             ck_assert_double_eq_tol(m.makespan_ms, 3.0 * (2 * M + P - 1), 1e-9);
             loom_schedule_free(s);

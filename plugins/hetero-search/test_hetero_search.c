@@ -8,8 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <loom/sys/problem.h>
-#include <loom/sys/session.h>
+#include <loom/mock_sim.h>
 #include "testutil.h"
 #include "hs_estimate.h"
 
@@ -112,29 +111,27 @@ START_TEST(disttrain_worked_examples)
     /* Fig. 9's topology as per-module layouts: encoder DP 2 TP 2, LLM
      * DP 3 TP 4 (12 GPUs per PP stage, here 2 stages), generator DP 1
      * TP 4, each unit on its own GPUs */
-    loom_parallel p = {4, 2, 3, 1, 8, 0};
-    loom_layout_spec *spec = NULL;
-    loom_error err = {0, ""};
     const char *file = loom_test_tmpfile(".json",
         "{\"tp\": 4, \"pp\": 2, \"dp\": 3, \"microbatches\": 8, \"gpus\": 32, \"modules\": {"
         "\"vit\": {\"tp\": 2, \"pp\": 1, \"dp\": 2, \"placement\": \"disjoint\"},"
         "\"sd\": {\"tp\": 4, \"pp\": 1, \"dp\": 1, \"placement\": \"disjoint\"}}}");
-    ck_assert_msg(loom_parallel_load(file, &p, &spec, &err) == LOOM_OK, "%s", err.message);
-    loom_model_data *md = NULL;
-    ck_assert_int_eq(loom_model_load(loom_test_src("examples/models/disttrain-mllm-9b.json"), &md,
-                                     &err), LOOM_OK);
-    loom_module_layout *l = NULL;
-    int32_t gpus = 0;
-    ck_assert_msg(loom_module_layouts_resolve(spec, &p, loom_model_data_model(md), &l, &gpus,
-                                              &err) == LOOM_OK, "%s", err.message);
-    ck_assert_int_eq(gpus, 32); /* 24 + 4 + 4 */
+    char model[4200], parallel[4200];
+    snprintf(model, sizeof model, "model=%s",
+             loom_test_src("examples/models/disttrain-mllm-9b.json"));
+    snprintf(parallel, sizeof parallel, "parallel=%s", file);
+    const char *const opts[] = {model, parallel, "iterations=1", NULL};
+    loom_mock_planner *pl = NULL;
+    loom_error err = {0, ""};
+    ck_assert_msg(loom_mock_planner_open(opts, &pl, &err) == LOOM_OK, "%s", err.message);
+    const loom_problem *pb = loom_mock_planner_problem(pl);
+    const loom_module_layout *l = pb->module_layouts;
+    ck_assert_ptr_nonnull(l);
+    ck_assert_int_eq(pb->total_gpus, 32); /* 24 + 4 + 4 */
     ck_assert_int_eq(l[0].first_gpu, 24);
     ck_assert_int_eq(l[0].gpus, 4);
     ck_assert_int_eq(l[2].first_gpu, 28);
     ck_assert_int_eq(l[2].gpus, 4);
-    free(l);
-    loom_layout_spec_free(spec);
-    loom_model_data_free(md);
+    loom_mock_planner_close(pl);
 }
 END_TEST
 
@@ -198,32 +195,30 @@ static double disaggregated(int32_t mbs, int32_t vit_pp, double *period, int32_t
                               "%s{\"text_tokens\": 2048, \"images\": 4, \"microbatch\": %d}",
                               i ? ", " : "", i);
     snprintf(work + k, sizeof work - k, "]}\n");
-    loom_session_args a;
-    loom_session_args_init(&a);
-    a.manifest = loom_test_src("examples/manifests/hetero.json");
-    a.model = "vlm-s";
-    a.parallel = loom_test_tmpfile(".json", par);
-    a.workload = loom_test_tmpfile(".jsonl", work);
+    char manifest[4200], parallel[4200], workload[4200];
+    snprintf(manifest, sizeof manifest, "manifest=%s",
+             loom_test_src("examples/manifests/hetero.json"));
+    snprintf(parallel, sizeof parallel, "parallel=%s", loom_test_tmpfile(".json", par));
+    snprintf(workload, sizeof workload, "workload=%s", loom_test_tmpfile(".jsonl", work));
+    const char *const opts[] = {manifest, "model=vlm-s", parallel, workload,
+                                "use=memory_tuner=none", "use=interleaver=gpipe",
+                                "param=partitioner.mode=given", NULL};
     loom_error err = {0, ""};
-    ck_assert_int_eq(loom_session_args_set(&a, "use", "memory_tuner=none", &err), LOOM_OK);
-    ck_assert_int_eq(loom_session_args_set(&a, "use", "interleaver=gpipe", &err), LOOM_OK);
-    ck_assert_int_eq(loom_session_args_set(&a, "param", "partitioner.mode=given", &err), LOOM_OK);
-    loom_session s;
-    ck_assert_msg(loom_session_open(&s, &a, &err) == LOOM_OK, "%s", err.message);
-    loom_plan plan;
-    ck_assert_msg(loom_session_plan(&s, 0, &plan, &err) == LOOM_OK, "%s", err.message);
+    loom_mock_planner *pl = NULL;
+    ck_assert_msg(loom_mock_planner_open(opts, &pl, &err) == LOOM_OK, "%s", err.message);
+    loom_mock_plan plan;
+    ck_assert_msg(loom_mock_planner_plan(pl, 0, &plan, &err) == LOOM_OK, "%s", err.message);
     *period = 0;
     for (int32_t r = 0; r < plan.graph->n_ranks; r++)
-        if (plan.metrics.compute_ms[r] / mbs > *period) {
-            *period = plan.metrics.compute_ms[r] / mbs;
+        if (plan.metrics->compute_ms[r] / mbs > *period) {
+            *period = plan.metrics->compute_ms[r] / mbs;
             *slowest = r;
         }
     *vit_rank0 = 4; /* the top-level layout's pp ranks come first */
     ck_assert_int_eq(plan.partition->n_layouts, 2);
     ck_assert_int_eq(plan.partition->layouts[0].placement, LOOM_LAYOUT_DISJOINT);
-    double ms = plan.metrics.makespan_ms;
-    loom_plan_clear(&plan);
-    loom_session_close(&s);
+    double ms = plan.metrics->makespan_ms;
+    loom_mock_planner_close(pl);
     return ms;
 }
 
@@ -249,17 +244,16 @@ END_TEST
 
 START_TEST(search_plans_within_budget)
 {
-    loom_session_args a;
-    loom_session_args_init(&a);
-    a.manifest = loom_test_src("examples/manifests/hetero.json");
-    a.model = "vlm-s";
-    a.iterations = 1;
+    char manifest[4200];
+    snprintf(manifest, sizeof manifest, "manifest=%s",
+             loom_test_src("examples/manifests/hetero.json"));
+    const char *const opts[] = {manifest, "model=vlm-s", "iterations=1",
+                                "param=partitioner.gpus=12", NULL};
     loom_error err = {0, ""};
-    ck_assert_int_eq(loom_session_args_set(&a, "param", "partitioner.gpus=12", &err), LOOM_OK);
-    loom_session s;
-    ck_assert_msg(loom_session_open(&s, &a, &err) == LOOM_OK, "%s", err.message);
-    loom_plan plan;
-    ck_assert_msg(loom_session_plan(&s, 0, &plan, &err) == LOOM_OK, "%s", err.message);
+    loom_mock_planner *pl = NULL;
+    ck_assert_msg(loom_mock_planner_open(opts, &pl, &err) == LOOM_OK, "%s", err.message);
+    loom_mock_plan plan;
+    ck_assert_msg(loom_mock_planner_plan(pl, 0, &plan, &err) == LOOM_OK, "%s", err.message);
     const loom_partition *p = plan.partition;
     ck_assert_int_eq(p->n_layouts, 2);
     int64_t gpus = 0;
@@ -269,9 +263,8 @@ START_TEST(search_plans_within_budget)
             gpus += (int64_t)l->tp * l->cp * l->pp * l->dp;
     }
     ck_assert_int_le(gpus, 12);
-    ck_assert(plan.metrics.makespan_ms > 0 && isfinite(plan.metrics.makespan_ms));
-    loom_plan_clear(&plan);
-    loom_session_close(&s);
+    ck_assert(plan.metrics->makespan_ms > 0 && isfinite(plan.metrics->makespan_ms));
+    loom_mock_planner_close(pl);
 }
 END_TEST
 
@@ -283,19 +276,19 @@ START_TEST(optimus_and_disttrain_emit_layouts)
                                              "examples/manifests/disttrain.json"};
     static const char *const models[2] = {"vlm-s", "examples/models/disttrain-mllm-15b.json"};
     for (int k = 0; k < 2; k++) {
-        loom_session_args a;
-        loom_session_args_init(&a);
-        a.manifest = loom_test_src(manifests[k]);
-        a.model = k ? loom_test_src(models[k]) : models[k];
-        a.iterations = 1;
+        char manifest[4200], model_opt[4200];
+        snprintf(manifest, sizeof manifest, "manifest=%s", loom_test_src(manifests[k]));
+        snprintf(model_opt, sizeof model_opt, "model=%s",
+                 k ? loom_test_src(models[k]) : models[k]);
+        const char *const opts[] = {manifest, model_opt, "iterations=1", NULL};
         loom_error err = {0, ""};
-        loom_session s;
-        ck_assert_msg(loom_session_open(&s, &a, &err) == LOOM_OK, "%s", err.message);
-        loom_plan plan;
-        ck_assert_msg(loom_session_plan(&s, 0, &plan, &err) == LOOM_OK, "%s", err.message);
+        loom_mock_planner *pl = NULL;
+        ck_assert_msg(loom_mock_planner_open(opts, &pl, &err) == LOOM_OK, "%s", err.message);
+        loom_mock_plan plan;
+        ck_assert_msg(loom_mock_planner_plan(pl, 0, &plan, &err) == LOOM_OK, "%s", err.message);
         const loom_partition *p = plan.partition;
-        const loom_model *model = s.problem.model;
-        const loom_parallel *pa = &s.problem.parallel;
+        const loom_model *model = loom_mock_planner_problem(pl)->model;
+        const loom_parallel *pa = &loom_mock_planner_problem(pl)->parallel;
         ck_assert_int_eq(p->n_layouts, model->n_modules);
         int64_t top = (int64_t)pa->tp * pa->pp * pa->dp;
         for (int32_t m = 0; m < model->n_modules; m++) {
@@ -313,48 +306,45 @@ START_TEST(optimus_and_disttrain_emit_layouts)
                 ck_assert_int_ge(l->first_gpu, p->layouts[1].gpus);
             }
         }
-        loom_plan_clear(&plan);
-        loom_session_close(&s);
+        loom_mock_planner_close(pl);
     }
 }
 END_TEST
 
 START_TEST(given_needs_layouts)
 {
-    loom_session_args a;
-    loom_session_args_init(&a);
-    a.manifest = loom_test_src("examples/manifests/hetero.json");
-    a.model = "vlm-s";
-    a.iterations = 1;
+    char manifest[4200];
+    snprintf(manifest, sizeof manifest, "manifest=%s",
+             loom_test_src("examples/manifests/hetero.json"));
+    const char *const opts[] = {manifest, "model=vlm-s", "iterations=1",
+                                "param=partitioner.mode=given", NULL};
     loom_error err = {0, ""};
-    ck_assert_int_eq(loom_session_args_set(&a, "param", "partitioner.mode=given", &err), LOOM_OK);
-    loom_session s;
-    ck_assert_msg(loom_session_open(&s, &a, &err) == LOOM_OK, "%s", err.message);
-    loom_plan plan;
-    ck_assert_int_eq(loom_session_plan(&s, 0, &plan, &err), LOOM_EINVAL);
+    loom_mock_planner *pl = NULL;
+    ck_assert_msg(loom_mock_planner_open(opts, &pl, &err) == LOOM_OK, "%s", err.message);
+    loom_mock_plan plan;
+    ck_assert_int_eq(loom_mock_planner_plan(pl, 0, &plan, &err), LOOM_EINVAL);
     ck_assert_msg(strstr(err.message, "mode \"given\": expected per-module layouts in the "
                                       "parallel config (parallel.modules), found none"),
                   "%s", err.message);
-    loom_session_close(&s);
+    loom_mock_planner_close(pl);
 }
 END_TEST
 
 /* A layout-unaware partitioner under a disjoint layout is refused. */
 START_TEST(mixed_sets_refused)
 {
-    loom_session_args a;
-    loom_session_args_init(&a);
-    a.model = "vlm-s";
-    a.iterations = 1;
-    a.parallel = loom_test_src("examples/parallel/vlm-s-vit-disjoint.json");
+    char parallel[4200];
+    snprintf(parallel, sizeof parallel, "parallel=%s",
+             loom_test_src("examples/parallel/vlm-s-vit-disjoint.json"));
+    const char *const opts[] = {"model=vlm-s", "iterations=1", parallel, NULL};
     loom_error err = {0, ""};
-    loom_session s;
-    ck_assert_msg(loom_session_open(&s, &a, &err) == LOOM_OK, "%s", err.message);
-    loom_plan plan;
-    ck_assert_int_eq(loom_session_plan(&s, 0, &plan, &err), LOOM_EINVAL);
+    loom_mock_planner *pl = NULL;
+    ck_assert_msg(loom_mock_planner_open(opts, &pl, &err) == LOOM_OK, "%s", err.message);
+    loom_mock_plan plan;
+    ck_assert_int_eq(loom_mock_planner_plan(pl, 0, &plan, &err), LOOM_EINVAL);
     ck_assert_msg(strstr(err.message, "runs modules \"vit\" (GPU set of vit) and \"llm\" (GPU "
                                       "set of the top-level layout)"), "%s", err.message);
-    loom_session_close(&s);
+    loom_mock_planner_close(pl);
 }
 END_TEST
 

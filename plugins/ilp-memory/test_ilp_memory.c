@@ -9,8 +9,7 @@
 #include <loom/mock_memtune.h>
 #include <loom/kits/mckp.h>
 #include "ilp_memory.h"
-#include <loom/sys/session.h>
-#include "ctx.h"
+#include <loom/mock_sim.h>
 
 const loom_plugin_info *loom_static_ilp_memory(void);
 const loom_plugin_info *loom_static_greedy(void);
@@ -82,7 +81,7 @@ static double evaluate(evaluator *ev, const uint8_t *pol)
     loom_graph_apply_policies(ev->c);
     loom_metrics m = LOOM_METRICS_INIT;
     loom_error err = {0};
-    ck_assert_int_eq(loom_sim_run(ev->scratch, ev->c, ev->s, &m, &err),
+    ck_assert_int_eq(loom_mock_simulator()->simulate(ev->scratch, ev->c, ev->s, &m, &err),
                      LOOM_OK);
     return m.cap_violations == 0 ? mtt_latency(ev->c, pol) : HUGE_VAL;
 }
@@ -168,10 +167,10 @@ START_TEST(optimal_over_candidates_on_small_instances)
         ck_assert_int_eq(loom_mckp_build(loom_mock_host_api(h), &set, g, 4, 64,
                                          &err), LOOM_OK);
         double la = mtt_latency(g, a);
-        evaluator ev = {loom_graph_clone(g), loom_sim_scratch_new(), s};
+        evaluator ev = {loom_graph_clone(g), loom_mock_simulator()->scratch_new(), s};
         double cand = best_over_candidates(&ev, &set);
         double layers = best_over_layers(&ev);
-        loom_sim_scratch_free(ev.scratch);
+        loom_mock_simulator()->scratch_free(ev.scratch);
         loom_graph_free(ev.c);
         ck_assert_msg(la <= cand + 1e-9, "seed %llu: ilp %.9g, candidates %.9g",
                       (unsigned long long)seed, la, cand);
@@ -341,31 +340,27 @@ END_TEST
  * memory tuner `tuner` and the given cap; returns the plan's metrics. */
 static loom_metrics plan_with(const char *tuner, double cap, int *rc_out)
 {
-    char use[64];
-    snprintf(use, sizeof use, "memory_tuner=%s", tuner);
-    loom_session_args a;
-    loom_session_args_init(&a);
-    a.manifest = loom_test_src("examples/manifests/pipeweaver.json");
-    a.model = "vlm-s";
-    a.iterations = 1;
-    a.memory_cap_bytes = cap;
-    a.uses[a.n_uses++] = "ranker=fifo";
-    a.uses[a.n_uses++] = use;
-    loom_session sess;
-    memset(&sess, 0, sizeof sess);
+    char manifest[4200], use[64], mem[64];
+    snprintf(manifest, sizeof manifest, "manifest=%s",
+             loom_test_src("examples/manifests/pipeweaver.json"));
+    snprintf(use, sizeof use, "use=memory_tuner=%s", tuner);
+    snprintf(mem, sizeof mem, "memory-cap=%.17g", cap); /* exact round trip */
+    const char *const opts[] = {manifest, "model=vlm-s", "iterations=1", mem,
+                                "use=ranker=fifo", use, NULL};
+    loom_mock_planner *pl = NULL;
     loom_error err = {0};
-    ck_assert_msg(loom_session_open(&sess, &a, &err) == LOOM_OK, "%s",
+    ck_assert_msg(loom_mock_planner_open(opts, &pl, &err) == LOOM_OK, "%s",
                   err.message);
-    loom_plan plan;
-    memset(&plan, 0, sizeof plan);
-    *rc_out = loom_session_plan(&sess, 0, &plan, &err);
-    loom_metrics m = plan.metrics;
+    loom_mock_plan plan;
+    loom_metrics m = LOOM_METRICS_INIT;
+    *rc_out = loom_mock_planner_plan(pl, 0, &plan, &err);
+    if (*rc_out == LOOM_OK)
+        m = *plan.metrics;
     m.span_ms = NULL;
     m.peak_bytes = NULL;
     m.start_ms = NULL;
     m.end_ms = NULL;
-    loom_plan_clear(&plan);
-    loom_session_close(&sess);
+    loom_mock_planner_close(pl);
     return m;
 }
 

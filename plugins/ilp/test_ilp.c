@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include <loom/kits/graph.h>
-#include "stage_graph.h"
+#include <loom/mock_sim.h>
 #include "ilp.h"
 #include "testutil.h"
 
@@ -35,14 +35,14 @@ static loom_stage_graph *instance(int P, int M, int split, uint64_t seed,
 {
     uint64_t st = seed * 0x9e3779b97f4a7c15ULL + 1;
     for (int s = 0; s < P; s++) {
-        FWD[s] = 1.0 + 0.25 * (double)(loom_splitmix64(&st) % 8);
-        BWD[s] = 1.5 + 0.25 * (double)(loom_splitmix64(&st) % 8);
+        FWD[s] = 1.0 + 0.25 * (double)(loom_mock_splitmix64(&st) % 8);
+        BWD[s] = 1.5 + 0.25 * (double)(loom_mock_splitmix64(&st) % 8);
         IG[s] = BWD[s] / 2;
         WG[s] = BWD[s] - IG[s];
-        ACT[s] = 100.0 + 10.0 * (double)(loom_splitmix64(&st) % 4);
+        ACT[s] = 100.0 + 10.0 * (double)(loom_mock_splitmix64(&st) % 4);
     }
     for (int mb = 0; mb < M; mb++)
-        SCALE[mb] = UNIFORM ? 1.0 : 0.75 + 0.25 * (double)(loom_splitmix64(&st) % 4);
+        SCALE[mb] = UNIFORM ? 1.0 : 0.75 + 0.25 * (double)(loom_mock_splitmix64(&st) % 4);
     loom_stage_times t;
     memset(&t, 0, sizeof t);
     t.ranks = P;
@@ -90,7 +90,7 @@ static double makespan(const loom_stage_graph *g, const loom_schedule *s)
 {
     loom_metrics m = LOOM_METRICS_INIT;
     loom_error err = {0};
-    ck_assert_msg(loom_simulate(g, s, &m, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_msg(loom_mock_simulate(g, s, &m, &err) == LOOM_OK, "%s", err.message);
     ck_assert_int_eq(m.cap_violations, 0);
     return m.makespan_ms;
 }
@@ -162,7 +162,7 @@ static double brute_force(const loom_stage_graph *g)
     }
     s->rank_off[P] = k;
     int32_t pick[8] = {0};
-    loom_sim_scratch *scratch = loom_sim_scratch_new();
+    loom_sim_scratch *scratch = loom_mock_simulator()->scratch_new();
     double best = HUGE_VAL;
     for (;;) {
         for (int32_t r = 0; r < P; r++)
@@ -171,7 +171,7 @@ static double brute_force(const loom_stage_graph *g)
                    (size_t)pr[r].len * sizeof(int32_t));
         loom_metrics m = LOOM_METRICS_INIT;
         loom_error err = {0};
-        if (loom_sim_run(scratch, g, s, &m, &err) == LOOM_OK &&
+        if (loom_mock_simulator()->simulate(scratch, g, s, &m, &err) == LOOM_OK &&
             m.cap_violations == 0 && m.makespan_ms < best)
             best = m.makespan_ms;
         int32_t r = 0;
@@ -182,7 +182,7 @@ static double brute_force(const loom_stage_graph *g)
     }
     for (int32_t r = 0; r < P; r++)
         free(pr[r].rows);
-    loom_sim_scratch_free(scratch);
+    loom_mock_simulator()->scratch_free(scratch);
     loom_schedule_free(s);
     return best;
 }
@@ -233,7 +233,7 @@ static void check_instance(loom_stage_graph *g, int *solver_won)
             continue;
         if (run(others[i], NULL, g, &h, &err) == LOOM_OK) {
             loom_metrics m = LOOM_METRICS_INIT;
-            if (loom_simulate(g, h, &m, &err) == LOOM_OK &&
+            if (loom_mock_simulate(g, h, &m, &err) == LOOM_OK &&
                 m.cap_violations == 0)
                 ck_assert_msg(m.makespan_ms >= got, "%s beat ilp: %g < %g",
                               others[i]->id, m.makespan_ms, got);
@@ -327,10 +327,10 @@ START_TEST(matches_brute_force_with_two_virtual_stages)
         uint64_t st = seed * 77 + 3;
         double f[4], b[4], iw[4], ww[4], act[4], sc[2];
         for (int k = 0; k < 4; k++) {
-            f[k] = 0.5 + 0.25 * (double)(loom_splitmix64(&st) % 4);
-            b[k] = 1.0 + 0.25 * (double)(loom_splitmix64(&st) % 6);
+            f[k] = 0.5 + 0.25 * (double)(loom_mock_splitmix64(&st) % 4);
+            b[k] = 1.0 + 0.25 * (double)(loom_mock_splitmix64(&st) % 6);
             iw[k] = b[k] / 2; ww[k] = b[k] - iw[k];
-            act[k] = (double)(1 + loom_splitmix64(&st) % 2);
+            act[k] = (double)(1 + loom_mock_splitmix64(&st) % 2);
         }
         sc[0] = 1.0; sc[1] = (seed % 2) ? 1.0 : 1.5;
         loom_stage_times t;

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <loom/mock_host.h>
 #include <loom/kits/graph.h>
-#include "stage_graph.h"
-#include <loom/sys/json.h>
+#include <loom/mock_sim.h>
+#include <cjson/cJSON.h>
 #include "testutil.h"
 #include "ifill.h"
 
@@ -137,7 +137,7 @@ START_TEST(recurrence_matches_core_simulator)
         loom_schedule *sch = loom_schedule_new(g->n_ranks, g->n_stages);
         ck_assert_int_eq(vt->interleave(self, g, NULL, sch, &err), LOOM_OK);
         loom_metrics m = LOOM_METRICS_INIT;
-        ck_assert_int_eq(loom_simulate(g, sch, &m, &err), LOOM_OK);
+        ck_assert_int_eq(loom_mock_simulate(g, sch, &m, &err), LOOM_OK);
         ck_assert_double_eq_tol(span(&in, NULL), m.makespan_ms, 1e-9);
         loom_schedule_free(sch);
         vt->destroy(self);
@@ -272,7 +272,7 @@ static int ev_run(loom_evaluator *e, const float *prio, loom_metrics *out,
     if (rc == LOOM_OK)
         rc = vt->interleave(self, g, prio, s, err);
     if (rc == LOOM_OK)
-        rc = loom_simulate(g, s, out, err);
+        rc = loom_mock_simulate(g, s, out, err);
     vt->destroy(self);
     loom_mock_host_free(h);
     loom_schedule_free(s);
@@ -377,10 +377,7 @@ END_TEST
 START_TEST(manifest_matches_binary)
 {
     const loom_plugin_info *info = loom_static_interval_fill();
-    cJSON *m = NULL;
-    loom_error err = {0, ""};
-    ck_assert_int_eq(loom_json_load(loom_test_src("plugins/interval-fill/manifest.json"),
-                                    &m, &err), LOOM_OK);
+    cJSON *m = loom_test_json(loom_test_src("plugins/interval-fill/manifest.json"));
     ck_assert_str_eq(cJSON_GetObjectItem(m, "id")->valuestring, info->id);
     ck_assert_str_eq(cJSON_GetObjectItem(m, "version")->valuestring, info->version);
     ck_assert_ptr_nonnull(info->role(LOOM_ROLE_RANKER));

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <loom/mock_host.h>
-#include "engine_api.h"
-#include <loom/sys/json.h>
+#include <loom/mock_sim.h>
+#include <cjson/cJSON.h>
 #include "testutil.h"
 #include "lpt.h"
 
@@ -257,7 +257,7 @@ START_TEST(plugin_models_the_most_loaded_group)
 {
     fixture f;
     setup(&f);
-    loom_candidates *set = loom_candidates_new(&f.problem, &f.it);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, &f.it);
     loom_partition *p = candidate(set);
     loom_error err = {0, ""};
     ck_assert_msg(run(&f.problem, &f.it, set, NULL, NULL, &err) == LOOM_OK, "%s",
@@ -271,8 +271,8 @@ START_TEST(plugin_models_the_most_loaded_group)
             ck_assert_int_eq(p->sample_mb[m * 8 + i], want[i]);
     ck_assert_str_eq(p->label, "toy lpt2");
     /* ascending: {4, 24}, {16, 36} -> the straggler holds units 1 and 2 */
-    loom_candidates_free(set);
-    set = loom_candidates_new(&f.problem, &f.it);
+    loom_mock_candidates_free(set);
+    set = loom_mock_candidates_new(&f.problem, &f.it);
     candidate(set);
     ck_assert_int_eq(run(&f.problem, &f.it, set, "order", "ascending", &err), LOOM_OK);
     static const int want_asc[8] = {-1, -1, 0, 0, 1, 1, -1, -1};
@@ -284,7 +284,7 @@ START_TEST(plugin_models_the_most_loaded_group)
     ck_assert_int_eq(set->items[0]->n_microbatches, 4);
     for (int i = 0; i < 8; i++)
         ck_assert_int_eq(set->items[0]->sample_mb[8 + i], i / 2);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 }
 END_TEST
 
@@ -292,7 +292,7 @@ START_TEST(plugin_errors)
 {
     fixture f;
     setup(&f);
-    loom_candidates *set = loom_candidates_new(&f.problem, &f.it);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, &f.it);
     loom_error err = {0, ""};
     ck_assert_int_eq(run(&f.problem, &f.it, set, NULL, NULL, &err), LOOM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "expected candidates from an earlier partitioner"));
@@ -301,17 +301,14 @@ START_TEST(plugin_errors)
     ck_assert_str_eq(err.message, "lpt-balance: 5 DP groups for 4 microbatches; "
                                   "expected at most one group per microbatch");
     ck_assert_int_eq(run(&f.problem, NULL, set, NULL, NULL, &err), LOOM_DECLINED);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 }
 END_TEST
 
 START_TEST(manifest_matches_binary)
 {
     const loom_plugin_info *info = loom_static_lpt_balance();
-    cJSON *m = NULL;
-    loom_error err = {0, ""};
-    ck_assert_int_eq(loom_json_load(loom_test_src("plugins/lpt-balance/manifest.json"),
-                                    &m, &err), LOOM_OK);
+    cJSON *m = loom_test_json(loom_test_src("plugins/lpt-balance/manifest.json"));
     ck_assert_str_eq(cJSON_GetObjectItem(m, "id")->valuestring, info->id);
     ck_assert_str_eq(cJSON_GetObjectItem(m, "version")->valuestring, info->version);
     ck_assert_ptr_nonnull(info->role(LOOM_ROLE_PARTITIONER));

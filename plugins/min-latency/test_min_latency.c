@@ -6,8 +6,8 @@
 #include <string.h>
 #include <loom/mock_host.h>
 #include <loom/kits/graph.h>
-#include "stage_graph.h"
-#include <loom/sys/json.h>
+#include <loom/mock_sim.h>
+#include <cjson/cJSON.h>
 #include "testutil.h"
 #include <loom/mock_colocated.h>
 
@@ -38,7 +38,7 @@ static int ev_run(loom_evaluator *e, const float *prio, loom_metrics *out,
     if (rc == LOOM_OK)
         rc = vt->interleave(self, g, prio, s, err);
     if (rc == LOOM_OK)
-        rc = loom_simulate(g, s, out, err);
+        rc = loom_mock_simulate(g, s, out, err);
     vt->destroy(self);
     loom_mock_host_free(h);
     loom_schedule_free(s);
@@ -149,10 +149,7 @@ END_TEST
 START_TEST(manifest_matches_binary)
 {
     const loom_plugin_info *info = loom_static_min_latency();
-    cJSON *m = NULL;
-    loom_error err = {0, ""};
-    ck_assert_int_eq(loom_json_load(loom_test_src("plugins/min-latency/manifest.json"),
-                                    &m, &err), LOOM_OK);
+    cJSON *m = loom_test_json(loom_test_src("plugins/min-latency/manifest.json"));
     ck_assert_str_eq(cJSON_GetObjectItem(m, "id")->valuestring, info->id);
     ck_assert_str_eq(cJSON_GetObjectItem(m, "version")->valuestring, info->version);
     ck_assert_ptr_nonnull(info->role(LOOM_ROLE_RANKER));

@@ -4,11 +4,11 @@
 #include <loom/mock_host.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "engine_api.h"
+#include <loom/mock_sim.h>
 #include "modality_aware.h"
-#include <loom/sys/session.h>
 #include "testutil.h"
 
 const loom_plugin_info *loom_static_modality_aware(void);
@@ -284,7 +284,7 @@ END_TEST
 START_TEST(partition_layout_and_batching)
 {
     fixture();
-    loom_candidates *set = loom_candidates_new(&PROBLEM, &ITER);
+    loom_candidates *set = loom_mock_candidates_new(&PROBLEM, &ITER);
     loom_error err = {0};
     ck_assert_int_eq(run(NULL, 1, set, &err), LOOM_OK);
     ck_assert_int_eq(set->n, 1);
@@ -335,7 +335,7 @@ START_TEST(partition_layout_and_batching)
     ck_assert_str_eq(p->label, "modality-aware K=[1,4] B=[4,2]");
     /* vit tested 1 2 4 8, llm 1 2; each over every layer */
     ck_assert_int_eq(LAYER_CALLS, 4 * 8 + 2 * 16);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 }
 END_TEST
 
@@ -343,7 +343,7 @@ START_TEST(params_change_the_choice)
 {
     fixture();
     loom_error err = {0};
-    loom_candidates *set = loom_candidates_new(&PROBLEM, &ITER);
+    loom_candidates *set = loom_mock_candidates_new(&PROBLEM, &ITER);
     const char *half[] = {"efficiency_threshold", "0.5", NULL};
     ck_assert_int_eq(run(half, 1, set, &err), LOOM_OK);
     ck_assert_str_eq(set->items[0]->label, "modality-aware K=[1,4] B=[2,1]");
@@ -360,7 +360,7 @@ START_TEST(params_change_the_choice)
     ck_assert_str_eq(set->items[2]->label, "modality-aware K=[1,2] B=[8,8]");
     ck_assert_int_eq(set->items[2]->subs[0], 1);
     ck_assert_int_eq(set->items[2]->flows[1].n_pos, 4);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 }
 END_TEST
 
@@ -372,7 +372,7 @@ START_TEST(workload_packing_is_kept)
     SAMPLES[2].microbatch = 1;
     SAMPLES[3].microbatch = 0;
     loom_error err = {0};
-    loom_candidates *set = loom_candidates_new(&PROBLEM, &ITER);
+    loom_candidates *set = loom_mock_candidates_new(&PROBLEM, &ITER);
     ck_assert_int_eq(run(NULL, 1, set, &err), LOOM_OK);
     const loom_partition *p = set->items[0];
     ck_assert_int_eq(p->sample_mb[0], 1);
@@ -380,7 +380,7 @@ START_TEST(workload_packing_is_kept)
     /* 16 images in microbatch 1, none in 0; tested sizes go up to 16 */
     ck_assert_int_eq(p->subs[0 * p->cap_microbatches + 0], 1);
     ck_assert_int_eq(p->subs[0 * p->cap_microbatches + 1], 4);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 }
 END_TEST
 
@@ -388,7 +388,7 @@ START_TEST(errors_name_the_cause)
 {
     fixture();
     loom_error err = {0};
-    loom_candidates *set = loom_candidates_new(&PROBLEM, &ITER);
+    loom_candidates *set = loom_mock_candidates_new(&PROBLEM, &ITER);
     ck_assert_int_eq(run(NULL, 0, set, &err), LOOM_ENOTFOUND);
     ck_assert_ptr_nonnull(strstr(err.message, "loom.cost"));
 
@@ -422,7 +422,7 @@ START_TEST(errors_name_the_cause)
     ck_assert_int_eq(vt->partition(self, &st, NULL, set, &err), LOOM_DECLINED);
     vt->destroy(self);
     loom_mock_host_free(h);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 }
 END_TEST
 
@@ -432,26 +432,24 @@ END_TEST
  * rank s % P, and 2 stages per position per sub-microbatch. */
 START_TEST(engine_builds_the_partition)
 {
-    loom_session_args a;
-    loom_session_args_init(&a);
-    a.manifest = loom_test_src("examples/manifests/pipeweaver.json");
-    a.model = "vlm-s";
-    a.iterations = 1;
-    a.uses[a.n_uses++] = "ranker=fifo";
-    loom_session sess;
-    memset(&sess, 0, sizeof sess);
+    char manifest[4200];
+    snprintf(manifest, sizeof manifest, "manifest=%s",
+             loom_test_src("examples/manifests/pipeweaver.json"));
+    const char *const opts[] = {manifest, "model=vlm-s", "iterations=1",
+                                "use=ranker=fifo", NULL};
+    loom_mock_planner *pl = NULL;
     loom_error err = {0};
-    ck_assert_msg(loom_session_open(&sess, &a, &err) == LOOM_OK, "%s",
+    ck_assert_msg(loom_mock_planner_open(opts, &pl, &err) == LOOM_OK, "%s",
                   err.message);
-    loom_plan plan;
-    memset(&plan, 0, sizeof plan);
-    ck_assert_msg(loom_session_plan(&sess, 0, &plan, &err) == LOOM_OK, "%s",
+    loom_mock_plan plan;
+    ck_assert_msg(loom_mock_planner_plan(pl, 0, &plan, &err) == LOOM_OK, "%s",
                   err.message);
+    const loom_problem *pb = loom_mock_planner_problem(pl);
     const loom_partition *p = plan.partition;
     const loom_stage_graph *g = plan.graph;
-    int32_t P = sess.problem.parallel.pp;
+    int32_t P = pb->parallel.pp;
     ck_assert_ptr_nonnull(strstr(p->label, "modality-aware K=["));
-    ck_assert_int_eq(p->n_flows, sess.problem.model->n_modules);
+    ck_assert_int_eq(p->n_flows, pb->model->n_modules);
     for (int32_t f = 0; f < p->n_flows; f++) {
         ck_assert_int_eq(p->flows[f].n_pos, P * p->flows[f].segments);
         int64_t subs = 0, stages = 0;
@@ -466,9 +464,8 @@ START_TEST(engine_builds_the_partition)
         }
         ck_assert_int_eq(stages, 2 * subs * p->flows[f].n_pos);
     }
-    ck_assert(plan.metrics.makespan_ms > 0.0);
-    loom_plan_clear(&plan);
-    loom_session_close(&sess);
+    ck_assert(plan.metrics->makespan_ms > 0.0);
+    loom_mock_planner_close(pl);
 }
 END_TEST
 

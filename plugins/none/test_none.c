@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <loom/mock_host.h>
-#include <loom/sys/json.h>
+#include <cjson/cJSON.h>
 #include "testutil.h"
 
 /* Static twins of the plugins under test (linked into every suite). */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <loom/mock_host.h>
-#include "engine_api.h"
+#include <loom/mock_sim.h>
 #include "testutil.h"
 
 const loom_plugin_info *loom_static_oobleck_templates(void);
@@ -94,7 +94,7 @@ static int run(int32_t gpus, const char *const *params, loom_candidates **set,
     void *self = NULL;
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL,
                                 &self, err), LOOM_OK);
-    *set = loom_candidates_new(&pb, &it);
+    *set = loom_mock_candidates_new(&pb, &it);
     int rc = vt->partition(self, &pb, &it, *set, err);
     vt->destroy(self);
     loom_mock_host_free(h);
@@ -134,7 +134,7 @@ START_TEST(templates_in_order)
         for (int s = 0; s < 4; s++)
             ck_assert_int_eq(p->sample_mb[s], s < share ? s : -1);
     }
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 }
 END_TEST
 
@@ -148,30 +148,30 @@ START_TEST(memory_sets_n0_and_params)
     loom_error err = {0, ""};
     ck_assert_int_eq(run(48, p1, &set, &err), LOOM_OK);
     ck_assert_int_eq(set->n, 5);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
     test_hbm = 1LL << 30;
     ck_assert_int_eq(run(48, p1, &set, &err), LOOM_OK);
     test_hbm = 8LL << 30;
     ck_assert_int_eq(set->n, 3);
     ck_assert_ptr_nonnull(strstr(set->items[0]->label, "n=2 "));
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
     const char *const p2[] = {"shares", "full", "nodes", "6", "min_nodes", "2", NULL};
     ck_assert_int_eq(run(48, p2, &set, &err), LOOM_OK);
     ck_assert_int_eq(set->n, 3); /* 2, 3, 4 */
     ck_assert_ptr_nonnull(strstr(set->items[0]->label, "n=2 "));
     ck_assert_int_eq(set->items[0]->n_microbatches, 4);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
     /* fewer nodes than (f+1) n0 */
     const char *const p3[] = {"nodes", "3", "min_nodes", "2", NULL};
     ck_assert_int_eq(run(48, p3, &set, &err), LOOM_EINFEASIBLE);
     ck_assert_ptr_nonnull(strstr(err.message, "need 4"));
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
     /* more nodes than layers: no template for 13 nodes */
     const char *const p4[] = {"nodes", "14", "gpus_per_node", "1", "fault_tolerance",
                               "0", NULL};
     ck_assert_int_eq(run(48, p4, &set, &err), LOOM_EINFEASIBLE);
     ck_assert_ptr_nonnull(strstr(err.message, "no template for 13 node(s)"));
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 }
 END_TEST
 
@@ -208,10 +208,10 @@ START_TEST(templates_kept_across_iterations)
                                     NULL, &self, &err), LOOM_OK);
         int64_t logs[2];
         for (int k = 0; k < 2; k++) {
-            loom_candidates *set = loom_candidates_new(&pb, &it);
+            loom_candidates *set = loom_mock_candidates_new(&pb, &it);
             ck_assert_int_eq(vt->partition(self, &pb, &it, set, &err), LOOM_OK);
             ck_assert_int_eq(set->n, 2); /* N = 2, f = 1: one template, 2 shares */
-            loom_candidates_free(set);
+            loom_mock_candidates_free(set);
             logs[k] = loom_mock_host_log_count(h);
         }
         /* planning logs the template and a summary: none the second time */

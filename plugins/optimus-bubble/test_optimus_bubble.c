@@ -9,21 +9,13 @@
 #include <string.h>
 #include <loom/mock_host.h>
 #include <loom/kits/graph.h>
-#include "stage_graph.h"
-#include <loom/sys/json.h>
+#include <loom/mock_sim.h>
+#include <cjson/cJSON.h>
 #include "testutil.h"
 #include <loom/mock_colocated.h>
 
 const loom_plugin_info *loom_static_optimus_bubble(void);
 const loom_plugin_info *loom_static_encoder_first(void);
-
-static loom_sim_scratch *svc_new(void)
-{
-    return loom_sim_scratch_new();
-}
-static const loom_simulator_service core_sim = {
-    sizeof(loom_simulator_service), 1, svc_new, loom_sim_scratch_free, loom_sim_run,
-};
 
 /* Runs interleaver `info` with params (NULL-terminated pairs) on g into a
  * fresh schedule; *log gets the last log line (static copy). */
@@ -36,7 +28,7 @@ static int run(const loom_plugin_info *info, const loom_stage_graph *g,
         (const loom_interleaver_vtable *)info->role(LOOM_ROLE_INTERLEAVER);
     loom_mock_host *h = loom_test_mock_host(info);
     if (with_sim)
-        loom_mock_host_add_service(h, LOOM_SERVICE_SIMULATOR, 1, &core_sim);
+        loom_mock_host_add_service(h, LOOM_SERVICE_SIMULATOR, 1, loom_mock_simulator());
     for (int i = 0; params && params[i]; i += 2)
         loom_mock_host_set_param(h, params[i], params[i + 1]);
     void *self = NULL;
@@ -68,7 +60,7 @@ static double makespan(const loom_stage_graph *g, const loom_schedule *s,
     m.start_ms = calloc((size_t)g->n_stages, sizeof(double));
     m.end_ms = calloc((size_t)g->n_stages, sizeof(double));
     loom_error err = {0, ""};
-    ck_assert_msg(loom_simulate(g, s, &m, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_msg(loom_mock_simulate(g, s, &m, &err) == LOOM_OK, "%s", err.message);
     if (keep) {
         *keep = m;
     } else {
@@ -343,10 +335,7 @@ END_TEST
 START_TEST(manifest_matches_binary)
 {
     const loom_plugin_info *info = loom_static_optimus_bubble();
-    cJSON *m = NULL;
-    loom_error err = {0, ""};
-    ck_assert_int_eq(loom_json_load(loom_test_src("plugins/optimus-bubble/manifest.json"),
-                                    &m, &err), LOOM_OK);
+    cJSON *m = loom_test_json(loom_test_src("plugins/optimus-bubble/manifest.json"));
     ck_assert_str_eq(cJSON_GetObjectItem(m, "id")->valuestring, info->id);
     ck_assert_str_eq(cJSON_GetObjectItem(m, "version")->valuestring, info->version);
     ck_assert_ptr_nonnull(info->role(LOOM_ROLE_INTERLEAVER));

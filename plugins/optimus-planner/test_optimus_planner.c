@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <loom/mock_host.h>
-#include "engine_api.h"
-#include <loom/sys/json.h>
+#include <loom/mock_sim.h>
+#include <cjson/cJSON.h>
 #include "testutil.h"
 #include "optimus_layout.h"
 #include "optimus_plans.h"
@@ -226,7 +226,7 @@ START_TEST(one_f_one_b_closed_forms_match_the_simulator)
             loom_metrics m = LOOM_METRICS_INIT;
             m.start_ms = calloc((size_t)g->n_stages, sizeof(double));
             m.end_ms = calloc((size_t)g->n_stages, sizeof(double));
-            ck_assert_int_eq(loom_simulate(g, sch, &m, &err), LOOM_OK);
+            ck_assert_int_eq(loom_mock_simulate(g, sch, &m, &err), LOOM_OK);
             double T = loom_optimus_1f1b_makespan(p, n, 1.5, 2.5);
             ck_assert_double_eq_tol(m.makespan_ms, T, 1e-9);
             for (int r = 0; r < p; r++) {
@@ -292,7 +292,7 @@ START_TEST(layout_colocates_the_encoder)
 {
     fixture f;
     setup(&f);
-    loom_candidates *set = loom_candidates_new(&f.problem, &f.it);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, &f.it);
     loom_partition *p = NULL;
     loom_error err = {0, ""};
     ck_assert_int_eq(set->add(set, &p, &err), LOOM_OK);
@@ -360,7 +360,7 @@ START_TEST(layout_colocates_the_encoder)
     loom_model m3 = {"toy3", 3, three};
     loom_problem pb3 = f.problem;
     pb3.model = &m3;
-    loom_candidates *set3 = loom_candidates_new(&pb3, &f.it);
+    loom_candidates *set3 = loom_mock_candidates_new(&pb3, &f.it);
     loom_partition *p3 = NULL;
     ck_assert_int_eq(set3->add(set3, &p3, &err), LOOM_OK);
     ck_assert_msg(loom_optimus_layout_write(&m3, &lay, &f.it, p3, &err) == LOOM_OK, "%s",
@@ -376,11 +376,11 @@ START_TEST(layout_colocates_the_encoder)
     for (int32_t s = 0; s < p3->n_spans; s++)
         layers_placed += p3->spans[s].n_layers;
     ck_assert_int_eq(layers_placed, 6 + 8 + 3);
-    loom_candidates_free(set3);
+    loom_mock_candidates_free(set3);
     f.samples[3].microbatch = 9;
     ck_assert_int_eq(loom_optimus_layout_write(&f.model, &lay, &f.it, p, &err), LOOM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "samples[3].microbatch: expected < 8"));
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 }
 END_TEST
 
@@ -439,7 +439,7 @@ START_TEST(plugin_single_and_replicas)
 {
     fixture f;
     setup(&f);
-    loom_candidates *set = loom_candidates_new(&f.problem, &f.it);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, &f.it);
     loom_error err = {0, ""};
     ck_assert_msg(run(&f.problem, &f.it, set, NULL, 1, &err) == LOOM_OK, "%s", err.message);
     /* TP_enc 1 and 2 (Optimus §4.1): at TP_enc 1 two encoder copies run
@@ -454,8 +454,8 @@ START_TEST(plugin_single_and_replicas)
     ck_assert_int_eq(run(&f.problem, &f.it, set, stage, 1, &err), LOOM_OK);
     ck_assert_int_eq(set->items[2]->flows[0].n_pos, 4);
     /* replicas: plans in PP_enc, TP_enc order, each with its splits */
-    loom_candidates_free(set);
-    set = loom_candidates_new(&f.problem, &f.it);
+    loom_mock_candidates_free(set);
+    set = loom_mock_candidates_new(&f.problem, &f.it);
     static const char *const rep[] = {"replicas", "true", "max_splits", "2", NULL};
     ck_assert_int_eq(run(&f.problem, &f.it, set, rep, 1, &err), LOOM_OK);
     /* pp 1, 2, 4 (m_pp 4, 2, 1 pipelines), each at TP_enc 1 and 2 */
@@ -472,7 +472,7 @@ START_TEST(plugin_single_and_replicas)
     ck_assert_int_eq(set->items[6]->flows[0].n_pos, 6); /* 2 x 6 + 8 fit */
     ck_assert_str_eq(set->items[8]->label, "optimus enc pp4 tp1 dp2 m2 split 8");
     ck_assert_str_eq(set->items[9]->label, "optimus enc pp4 tp2 dp1 m1 split 8");
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 }
 END_TEST
 
@@ -480,7 +480,7 @@ START_TEST(plugin_memory_and_errors)
 {
     fixture f;
     setup(&f);
-    loom_candidates *set = loom_candidates_new(&f.problem, &f.it);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, &f.it);
     loom_error err = {0, ""};
     /* states 6 (6e6 + 8e6) / 8 GPUs = 1.05e7; activations (full
      * recomputation) at TP 2: the encoder's 8 PRE microbatches x 6 layers
@@ -501,17 +501,14 @@ START_TEST(plugin_memory_and_errors)
     f.modules[1].kind = LOOM_MODULE_BACKBONE;
     f.problem.kind = LOOM_PROBLEM_STAGE_TIMES;
     ck_assert_int_eq(run(&f.problem, &f.it, set, NULL, 1, &err), LOOM_DECLINED);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 }
 END_TEST
 
 START_TEST(manifest_matches_binary)
 {
     const loom_plugin_info *info = loom_static_optimus_planner();
-    cJSON *m = NULL;
-    loom_error err = {0, ""};
-    ck_assert_int_eq(loom_json_load(loom_test_src("plugins/optimus-planner/manifest.json"),
-                                    &m, &err), LOOM_OK);
+    cJSON *m = loom_test_json(loom_test_src("plugins/optimus-planner/manifest.json"));
     ck_assert_str_eq(cJSON_GetObjectItem(m, "id")->valuestring, info->id);
     ck_assert_str_eq(cJSON_GetObjectItem(m, "version")->valuestring, info->version);
     ck_assert_ptr_nonnull(info->role(LOOM_ROLE_PARTITIONER));

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <loom/mock_host.h>
 #include "deferral.h"
-#include "engine_api.h"
+#include <loom/mock_sim.h>
 #include "testutil.h"
 
 const loom_plugin_info *loom_static_pairwise_deferral(void);
@@ -260,12 +260,12 @@ START_TEST(random_invariants)
     uint64_t seed = 2024;
     for (int trial = 0; trial < 150; trial++) {
         /* matching: binary search = linear scan = brute force */
-        int h = 1 + (int)(loom_splitmix64(&seed) % 4);
+        int h = 1 + (int)(loom_mock_splitmix64(&seed) % 4);
         double V[16], L[4];
         for (int i = 0; i < h * h; i++)
-            V[i] = (double)(loom_splitmix64(&seed) % 20);
+            V[i] = (double)(loom_mock_splitmix64(&seed) % 20);
         for (int i = 0; i < h; i++)
-            L[i] = (double)(loom_splitmix64(&seed) % 20);
+            L[i] = (double)(loom_mock_splitmix64(&seed) % 20);
         double tb = 0, tl = 0;
         int32_t match[4];
         loom_error err = {0, ""};
@@ -278,12 +278,12 @@ START_TEST(random_invariants)
          * position from an overloaded one, never raises the maximum */
         scenario s;
         memset(&s, 0, sizeof s);
-        s.k = 1 + (int)(loom_splitmix64(&seed) % 8);
-        s.n = (int)(loom_splitmix64(&seed) % 30);
+        s.k = 1 + (int)(loom_mock_splitmix64(&seed) % 8);
+        s.n = (int)(loom_mock_splitmix64(&seed) % 30);
         double before[8] = {0};
         for (int i = 0; i < s.n; i++) {
-            s.llm[i] = (double)(loom_splitmix64(&seed) % 10);
-            s.mb[i] = (int32_t)(loom_splitmix64(&seed) % (uint64_t)s.k);
+            s.llm[i] = (double)(loom_mock_splitmix64(&seed) % 10);
+            s.mb[i] = (int32_t)(loom_mock_splitmix64(&seed) % (uint64_t)s.k);
             before[s.mb[i]] += s.llm[i];
         }
         int32_t mb_copy[32];
@@ -384,7 +384,7 @@ START_TEST(plugin_after_stratified)
     loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_problem(h, &pb);
     loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &mock_cost);
-    loom_candidates *set = loom_candidates_new(&pb, &it);
+    loom_candidates *set = loom_mock_candidates_new(&pb, &it);
     loom_error err = {0, ""};
     ck_assert_int_eq(run_part(loom_static_pairwise_deferral(), h, &pb, &it, set, &err),
                      LOOM_EINVAL);
@@ -408,7 +408,7 @@ START_TEST(plugin_after_stratified)
     ck_assert_double_eq(llm[1], 3);
     ck_assert_double_eq(llm[2], 6);
     ck_assert_double_eq(llm[3], 6);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
     loom_problem st;
     memset(&st, 0, sizeof st);
     st.kind = LOOM_PROBLEM_STAGE_TIMES;

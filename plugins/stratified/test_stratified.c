@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <loom/mock_host.h>
-#include "engine_api.h"
+#include <loom/mock_sim.h>
 #include "stratified.h"
 #include "testutil.h"
 
@@ -95,12 +95,12 @@ START_TEST(graham_bound_and_counterexample)
     /* max microbatch encoder load <= sum / K_eff + (1 - 1/K_eff) max */
     uint64_t s = 99;
     for (int t = 0; t < 200; t++) {
-        int n = 1 + (int)(loom_splitmix64(&s) % 30);
-        int k = 1 + (int)(loom_splitmix64(&s) % 8);
+        int n = 1 + (int)(loom_mock_splitmix64(&s) % 30);
+        int k = 1 + (int)(loom_mock_splitmix64(&s) % 8);
         double enc[30], llm[30], sum = 0, mx = 0;
         for (int i = 0; i < n; i++) {
-            enc[i] = (double)(loom_splitmix64(&s) % 20);
-            llm[i] = (double)(loom_splitmix64(&s) % 20);
+            enc[i] = (double)(loom_mock_splitmix64(&s) % 20);
+            llm[i] = (double)(loom_mock_splitmix64(&s) % 20);
             sum += enc[i];
             mx = enc[i] > mx ? enc[i] : mx;
         }
@@ -250,7 +250,7 @@ START_TEST(plugin_refines_layout)
     loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_problem(h, &pb);
     loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &mock_cost);
-    loom_candidates *set = loom_candidates_new(&pb, &it);
+    loom_candidates *set = loom_mock_candidates_new(&pb, &it);
     loom_error err = {0, ""};
     /* without a layout first it refuses */
     ck_assert_int_eq(run_part(loom_static_stratified(), h, &pb, &it, set, &err),
@@ -281,12 +281,12 @@ START_TEST(plugin_refines_layout)
             }
     ck_assert_double_eq(sorted[0], 5);
     ck_assert_double_eq(sorted[3], 4);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 
     /* dp = 2: the iteration is the global batch; replica 1 only */
     make_problem(mods, &model, &pb, 2, 2);
     loom_mock_host_set_param(h, "replica", "1");
-    set = loom_candidates_new(&pb, &it);
+    set = loom_mock_candidates_new(&pb, &it);
     ck_assert_int_eq(run_part(loom_static_uniform(), h, &pb, &it, set, &err), LOOM_OK);
     ck_assert_int_eq(run_part(loom_static_stratified(), h, &pb, &it, set, &err), LOOM_OK);
     p = set->items[0];
@@ -299,7 +299,7 @@ START_TEST(plugin_refines_layout)
     ck_assert_int_eq(run_part(loom_static_stratified(), h, &pb, &it, set, &err),
                      LOOM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "params.replica"));
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 
     /* stage-times problems are declined */
     loom_problem st;

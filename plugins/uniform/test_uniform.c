@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <loom/mock_host.h>
-#include "engine_api.h"
-#include <loom/sys/json.h>
+#include <loom/mock_sim.h>
+#include <cjson/cJSON.h>
 #include "testutil.h"
 
 /* Static twins of the plugins under test (linked into every suite). */
@@ -113,7 +113,7 @@ START_TEST(split_crosses_module_boundary)
     /* 5 + 11 = 16 layers into pp 2 x vpp 3 = 6 positions: 3,3,3,3,2,2 */
     fixture f;
     setup(&f, 5, 11, 2, 3, 4);
-    loom_candidates *set = loom_candidates_new(&f.problem, NULL);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, NULL);
     loom_error err = {0, ""};
     ck_assert_msg(partition(&f.problem, NULL, set, &err) == LOOM_OK, "%s",
                   err.message);
@@ -147,7 +147,7 @@ START_TEST(split_crosses_module_boundary)
     for (int mb = 0; mb < 4; mb++)
         ck_assert_int_eq(p->subs[mb], 1);
     ck_assert_ptr_nonnull(strstr(p->label, "uniform"));
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 }
 END_TEST
 
@@ -155,7 +155,7 @@ START_TEST(single_module_flow)
 {
     fixture f;
     setup(&f, 0, 8, 4, 1, 8);
-    loom_candidates *set = loom_candidates_new(&f.problem, NULL);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, NULL);
     loom_error err = {0, ""};
     ck_assert_int_eq(partition(&f.problem, NULL, set, &err), LOOM_OK);
     const loom_partition *p = set->items[0];
@@ -170,7 +170,7 @@ START_TEST(single_module_flow)
     ck_assert_int_eq(partition(&f.problem, NULL, set, &err), LOOM_OK);
     ck_assert_int_eq(set->n, 2);
     ck_assert_int_eq(set->items[1]->n_positions, 4);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 }
 END_TEST
 
@@ -186,7 +186,7 @@ START_TEST(even_sample_split)
         samples[i].microbatch = -1;
     }
     loom_iteration it = {0, 10, samples};
-    loom_candidates *set = loom_candidates_new(&f.problem, &it);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, &it);
     loom_error err = {0, ""};
     ck_assert_int_eq(partition(&f.problem, &it, set, &err), LOOM_OK);
     const loom_partition *p = set->items[0];
@@ -196,7 +196,7 @@ START_TEST(even_sample_split)
     for (int m = 0; m < 2; m++)
         for (int i = 0; i < 10; i++)
             ck_assert_int_eq(p->sample_mb[m * 10 + i], want[i]);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 }
 END_TEST
 
@@ -210,7 +210,7 @@ START_TEST(workload_packing_and_its_errors)
     for (int i = 0; i < 4; i++)
         samples[i].microbatch = given[i];
     loom_iteration it = {7, 4, samples};
-    loom_candidates *set = loom_candidates_new(&f.problem, &it);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, &it);
     loom_error err = {0, ""};
     ck_assert_int_eq(partition(&f.problem, &it, set, &err), LOOM_OK);
     for (int m = 0; m < 2; m++)
@@ -222,7 +222,7 @@ START_TEST(workload_packing_and_its_errors)
                                   "expected < 4 (parallel.microbatches), "
                                   "found 4");
     ck_assert_int_eq(set->n, 1); /* the failed candidate is dropped */
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 }
 END_TEST
 
@@ -230,13 +230,13 @@ START_TEST(too_few_layers)
 {
     fixture f;
     setup(&f, 2, 3, 2, 3, 4);
-    loom_candidates *set = loom_candidates_new(&f.problem, NULL);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, NULL);
     loom_error err = {0, ""};
     ck_assert_int_eq(partition(&f.problem, NULL, set, &err), LOOM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "5 layers, fewer than the 6 positions"));
     ck_assert_ptr_nonnull(strstr(err.message, "pp 2 x vpp 3"));
     ck_assert_int_eq(set->n, 0);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 }
 END_TEST
 
@@ -246,11 +246,11 @@ START_TEST(declines_stage_times)
     setup(&f, 2, 3, 2, 1, 4);
     f.problem.kind = LOOM_PROBLEM_STAGE_TIMES;
     f.problem.model = NULL;
-    loom_candidates *set = loom_candidates_new(&f.problem, NULL);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, NULL);
     loom_error err = {0, ""};
     ck_assert_int_eq(partition(&f.problem, NULL, set, &err), LOOM_DECLINED);
     ck_assert_int_eq(set->n, 0);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
 }
 END_TEST
 
@@ -259,10 +259,7 @@ START_TEST(manifest_matches_binary)
     const loom_plugin_info *info = loom_static_uniform();
     ck_assert_int_eq(info->abi_version, LOOM_ABI_VERSION);
     ck_assert_ptr_null(info->role(LOOM_ROLE_RANKER));
-    cJSON *m = NULL;
-    loom_error err = {0, ""};
-    ck_assert_int_eq(loom_json_load(loom_test_src("plugins/uniform/manifest.json"),
-                                    &m, &err), LOOM_OK);
+    cJSON *m = loom_test_json(loom_test_src("plugins/uniform/manifest.json"));
     ck_assert_str_eq(cJSON_GetObjectItem(m, "id")->valuestring, info->id);
     ck_assert_str_eq(cJSON_GetObjectItem(m, "version")->valuestring, info->version);
     ck_assert_str_eq(cJSON_GetObjectItem(m, "binary")->valuestring, "loom-uniform.so");
@@ -279,7 +276,7 @@ START_TEST(v_and_zigzag_placement)
     /* 16 layers, pp 4 x vpp 2: V puts chunk 1 on ranks 3 2 1 0 */
     fixture f;
     setup(&f, 0, 16, 4, 2, 8);
-    loom_candidates *set = loom_candidates_new(&f.problem, NULL);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, NULL);
     loom_error err = {0, ""};
     ck_assert_msg(partition_placed(&f.problem, NULL, "v", set, &err) == LOOM_OK, "%s",
                   err.message);
@@ -287,23 +284,23 @@ START_TEST(v_and_zigzag_placement)
     for (int s = 0; s < 8; s++)
         ck_assert_int_eq(set->items[0]->positions[s].rank, v[s]);
     ck_assert_str_eq(set->items[0]->label, "uniform pp=4 vpp=2 v");
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
     /* zigzag over vpp 3 on pp 2: 0 1 | 1 0 | 0 1 */
     setup(&f, 0, 12, 2, 3, 4);
-    set = loom_candidates_new(&f.problem, NULL);
+    set = loom_mock_candidates_new(&f.problem, NULL);
     ck_assert_int_eq(partition_placed(&f.problem, NULL, "zigzag", set, &err), LOOM_OK);
     static const int32_t z[6] = {0, 1, 1, 0, 0, 1};
     for (int s = 0; s < 6; s++)
         ck_assert_int_eq(set->items[0]->positions[s].rank, z[s]);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
     /* v needs vpp = 2 */
-    set = loom_candidates_new(&f.problem, NULL);
+    set = loom_mock_candidates_new(&f.problem, NULL);
     ck_assert_int_eq(partition_placed(&f.problem, NULL, "v", set, &err), LOOM_EINVAL);
     ck_assert_str_eq(err.message, "uniform: params.placement: \"v\" expected 2 positions "
                                   "per rank (vpp = 2), found 6 on 2 ranks (\"zigzag\" "
                                   "takes any vpp)");
     ck_assert_int_eq(set->n, 0);
-    loom_candidates_free(set);
+    loom_mock_candidates_free(set);
     /* a value the table does not list fails at create */
     loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_param(h, "placement", "w");

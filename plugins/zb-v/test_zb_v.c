@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include <loom/kits/graph.h>
-#include "stage_graph.h"
+#include <loom/mock_sim.h>
 #include "testutil.h"
 
 const loom_plugin_info *loom_static_zb_v(void);
@@ -99,7 +99,7 @@ static int plan_prio(const loom_plugin_info *info, const char *variant,
         m->peak_bytes = peaks;
         m->start_ms = malloc((size_t)g->n_stages * sizeof(double));
         m->end_ms = malloc((size_t)g->n_stages * sizeof(double));
-        ck_assert_msg(loom_simulate(g, sc, m, err) == LOOM_OK, "simulate: %s", err->message);
+        ck_assert_msg(loom_mock_simulate(g, sc, m, err) == LOOM_OK, "simulate: %s", err->message);
         /* every dependency honoured: a stage starts after its inputs */
         for (int32_t v = 0; v < g->n_stages; v++)
             for (int32_t e = g->pred_off[v]; e < g->pred_off[v + 1]; e++)

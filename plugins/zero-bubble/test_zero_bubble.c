@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include <loom/kits/graph.h>
-#include "stage_graph.h"
+#include <loom/mock_sim.h>
 #include "testutil.h"
 
 const loom_plugin_info *loom_static_zero_bubble(void);
@@ -84,7 +84,7 @@ static void run(inst *in, const loom_stage_graph *g, loom_metrics *m,
     ck_assert_msg(rc == LOOM_OK, "interleave: %s", err.message);
     loom_metrics_init(m);
     m->peak_bytes = peaks;
-    rc = loom_simulate(g, sc, m, &err);
+    rc = loom_mock_simulate(g, sc, m, &err);
     ck_assert_msg(rc == LOOM_OK, "simulate: %s", err.message);
     loom_schedule_free(sc);
 }

@@ -262,6 +262,12 @@ static uint64_t mock_rng_next(uint64_t *state)
     return z ^ (z >> 31);
 }
 
+/* The host's splitmix64 step, for tests that draw their own instances. */
+uint64_t loom_mock_splitmix64(uint64_t *state)
+{
+    return mock_rng_next(state);
+}
+
 /* host->now_ms: the monotonic clock in milliseconds. */
 static double mock_now_ms(void)
 {

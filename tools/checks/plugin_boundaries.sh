@@ -23,8 +23,9 @@ set -u
 # Plugins not checked (none: every plugin keeps to the rules).
 SKIP_PLUGINS=""
 
-# File name prefixes of test code (tests may still include testutil.h and
-# core headers); such files are left out of the compile check.
+# File name prefixes of test code (tests include testutil.h and the mock
+# helpers of sdk/mock, see plugin_test_includes.sh); such files are left out
+# of the compile check.
 TEST_PREFIXES="test_ bench_"
 
 usage() {

@@ -5,6 +5,7 @@
 #ifndef LOOM_CLI_H
 #define LOOM_CLI_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <loom/sys/session.h>
@@ -101,6 +102,20 @@ void loom_cli_reap_begin(void);
 /* Kills and reaps every child `loom` still has, and what they leave,
  * until none is left; returns how many it reaped. Async-signal-safe. */
 int loom_cli_reap_all(void);
+
+/* Installs fn for signal sig with sigaction() (for every delivery, not
+ * one; SIGINT, SIGTERM and SIGHUP blocked while it runs); the previous
+ * disposition goes to *old unless old is NULL (cli_reap.c). */
+void loom_cli_catch(int sig, void (*fn)(int), struct sigaction *old);
+
+/* Kills and reaps every descendant, then ends `loom` by signal sig (its
+ * default action). Async-signal-safe; in a handler of sig the process
+ * dies when the handler returns. */
+void loom_cli_die_of(int sig);
+
+/* SIGINT, SIGTERM and SIGHUP, unless ignored: loom_cli_die_of. Commands
+ * that load plugins start with it (loom_cli_io_begin). */
+void loom_cli_signals_begin(void);
 
 /* The stream every command prints its results on (never stdout itself). */
 FILE *loom_cli_out(void);

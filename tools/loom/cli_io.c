@@ -104,8 +104,10 @@ void loom_cli_io_begin(const char *cmd, int plugin_code)
      * umask is taken now, before plugin code could change it. */
     signal(SIGXFSZ, SIG_IGN);
     (void)loom_out_umask();
-    if (plugin_code)
+    if (plugin_code) {
         loom_cli_reap_begin();
+        loom_cli_signals_begin();
+    }
     /* A closed fd 0-2 would be handed to the next file Loom opens (an
      * output file would then receive the table); a closed stdout becomes
      * /dev/full, so writing to it fails. */

@@ -5,12 +5,22 @@
  * back to Loom when its parent dies instead of going to init; before
  * Loom exits it kills and reaps every child it still has, round after
  * round, until none is left. Only async-signal-safe calls, so signal
- * handlers can use it too. */
+ * handlers can use it too.
+ *
+ * The signal handlers of `loom` are installed here with sigaction(): the
+ * build is strict POSIX, where signal() installs a handler for one
+ * delivery only (System V semantics), so a second signal would take the
+ * default action and kill Loom without reaping. SIGINT, SIGTERM and SIGHUP
+ * kill and reap every descendant and then end Loom by the same signal
+ * (exit status 128 + the signal's number in a shell), unless a command
+ * installs its own handler (plan and ab handle a first SIGINT as a
+ * request to stop) or the signal is ignored (nohup). */
 #define _GNU_SOURCE /* syscall */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -128,4 +138,48 @@ int loom_cli_reap_all(void)
     while (waitpid(-1, NULL, WNOHANG) > 0)
         reaped++;
     return reaped;
+}
+
+void loom_cli_catch(int sig, void (*fn)(int), struct sigaction *old)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fn;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGINT);
+    sigaddset(&sa.sa_mask, SIGTERM);
+    sigaddset(&sa.sa_mask, SIGHUP);
+    sa.sa_flags = SA_RESTART;
+    (void)sigaction(sig, &sa, old);
+}
+
+void loom_cli_die_of(int sig)
+{
+    loom_cli_reap_all();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    (void)sigaction(sig, &sa, NULL);
+    /* blocked while a handler runs: delivered, fatally, when it returns;
+     * called outside a handler, at once */
+    raise(sig);
+}
+
+/* The default handler of SIGINT, SIGTERM and SIGHUP. */
+static void on_fatal_signal(int sig)
+{
+    loom_cli_die_of(sig);
+}
+
+void loom_cli_signals_begin(void)
+{
+    static const int fatal[] = {SIGINT, SIGTERM, SIGHUP};
+    for (int k = 0; k < 3; k++) {
+        struct sigaction sa;
+        if (sigaction(fatal[k], NULL, &sa) != 0 ||
+            (!(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_IGN))
+            continue; /* an ignored signal stays ignored (nohup) */
+        loom_cli_catch(fatal[k], on_fatal_signal, NULL);
+    }
 }

@@ -67,11 +67,17 @@ static void usage(FILE *out)
             LOOM_AB_DEFAULT_EVALUATIONS);
 }
 
-/* SIGINT: stop the running child and the run. */
+static volatile sig_atomic_t sigints;
+
+/* SIGINT: the first stops the running plan and the run (exit 1); a
+ * second kills and reaps every descendant and ends loom by SIGINT at
+ * once. */
 static void on_sigint(int sig)
 {
-    (void)sig;
-    loom_interrupt();
+    if (sigints++ == 0)
+        loom_interrupt();
+    else
+        loom_cli_die_of(sig);
 }
 
 /* Options of one `loom ab` call. */
@@ -574,10 +580,11 @@ int loom_cmd_ab(int argc, char **argv)
         loom_ab_suite_free(suite);
         return LOOM_EXIT_USAGE;
     }
-    void (*old)(int) = signal(SIGINT, on_sigint);
+    struct sigaction old;
+    loom_cli_catch(SIGINT, on_sigint, &old);
     const char *names[2] = {name_a, name_b};
     int code = run_all(&o, cases, n, names);
-    signal(SIGINT, old);
+    sigaction(SIGINT, &old, NULL);
     close_reports(&o);
     if (loom_interrupt_requested())
         fprintf(stderr, "loom ab: interrupted\n");

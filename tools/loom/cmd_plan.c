@@ -83,9 +83,7 @@ static volatile sig_atomic_t sigints;
 static void die_of(int sig)
 {
     loom_out_dir_discard_signal_safe(signal_out);
-    loom_cli_reap_all();
-    signal(sig, SIG_DFL);
-    raise(sig); /* delivered when the handler returns */
+    loom_cli_die_of(sig); /* reaps; the signal is delivered when the handler returns */
 }
 
 /* SIGTERM, SIGHUP: stop at once, leaving the previous outputs as they were
@@ -256,7 +254,7 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
     char tp_why[400];
     if (loom_session_tp_warning(&s, tp_why, sizeof tp_why))
         fprintf(stderr, "loom plan: warning: %s\n", tp_why);
-    signal(SIGINT, on_sigint);
+    loom_cli_catch(SIGINT, on_sigint, NULL);
     if (ch)
         loom_channel_info(ch, s.n_iterations, s.manifest_name);
     char *curve_text = NULL;
@@ -490,9 +488,10 @@ static int run_isolated(plan_cli *o)
 {
     loom_run_output out;
     loom_error err = {0};
-    void (*old)(int) = signal(SIGINT, on_parent_sigint);
+    struct sigaction old;
+    loom_cli_catch(SIGINT, on_parent_sigint, &old);
     int rc = loom_isolate_call(&o->iso, plan_body, o, NULL, NULL, &out, &err);
-    signal(SIGINT, old);
+    sigaction(SIGINT, &old, NULL);
     int code;
     if (rc != LOOM_OK) {
         fprintf(stderr, "loom plan: %s\n", err.message);
@@ -592,7 +591,7 @@ int loom_cmd_plan(int argc, char **argv)
     for (int k = 0; k < 2; k++) {
         struct sigaction sa;
         if (sigaction(term[k], NULL, &sa) == 0 && sa.sa_handler != SIG_IGN)
-            signal(term[k], on_term); /* not when ignored (nohup) */
+            loom_cli_catch(term[k], on_term, NULL); /* not when ignored (nohup) */
     }
     int code = o.iso.isolate ? run_isolated(&o) : run_plan(&o, NULL);
     signal_out = NULL;

@@ -47,6 +47,16 @@ void loom_ls_heap_pop(loom_ls_heap *h)
 }
 
 /* Grows *p to hold n elements of `size` bytes. */
+/* The rank queue's leaves for n ranks: the smallest power of two >= n,
+ * at least 1 (every rank holds a stage, so n is far below 2^30). */
+static size_t ls_leaves(int32_t n)
+{
+    size_t w = 1;
+    while (w < (size_t)n)
+        w <<= 1;
+    return w;
+}
+
 static int ls_grow(const loom_host_api *host, void **p, size_t n, size_t size)
 {
     void *q = host->realloc(*p, (n ? n : 1) * size);
@@ -111,6 +121,7 @@ int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
         bad |= ls_grow(host, (void **)&ls->fill, n, sizeof *ls->fill);
         bad |= ls_grow(host, (void **)&ls->last_type, n, sizeof *ls->last_type);
         bad |= ls_grow(host, (void **)&ls->rank_t_ms, n, sizeof *ls->rank_t_ms);
+        bad |= ls_grow(host, (void **)&ls->rank_tree, 2 * ls_leaves(r), sizeof *ls->rank_tree);
         bad |= ls_grow(host, (void **)&ls->dirty, n, sizeof *ls->dirty);
         bad |= ls_grow(host, (void **)&ls->is_dirty, n, sizeof *ls->is_dirty);
         if (!bad) {
@@ -150,7 +161,8 @@ void loom_ls_release(loom_ls *ls)
                       ls->sort_id, ls->q_off, ls->q_count, ls->slot_stage, ls->word_off,
                       ls->sum_off, ls->words, ls->sums, ls->store,
                       ls->pending, ls->last_ms, ls->mem_bytes, ls->fill,
-                      ls->last_type, ls->rank_t_ms, ls->dirty, ls->is_dirty};
+                      ls->last_type, ls->rank_t_ms, ls->rank_tree, ls->dirty,
+                      ls->is_dirty};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         ls->host->free(arrays[i]);
     memset(ls, 0, sizeof *ls);
@@ -362,9 +374,9 @@ int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
         ls->last_ms[r] = 0;
         ls->mem_bytes[r] = 0;
         ls->last_type[r] = -1;
-        ls->rank_t_ms[r] = INFINITY;
         ls->is_dirty[r] = 0;
     }
+    loom_ls_rank_reset(ls);
     /* Count the stages of every queue into q_off[q + 1]. */
     for (int32_t q = 0; q <= Q; q++)
         ls->q_off[q] = 0;
@@ -477,20 +489,67 @@ void loom_ls_place(loom_ls *ls, const loom_stage_graph *g, int32_t v,
     }
 }
 
+/* Up to this many ranks the rank queue is a plain scan of rank_t_ms (a
+ * push costs nothing and a pop a few compares); above it, the tournament
+ * tree, whose every step costs log2(rank_leaves). */
+#define LS_SCAN_RANKS 32
+
+/* The winner of two tree entries a < b (either -1 for an empty subtree):
+ * the smaller start, ties to a, the lower rank. */
+static int32_t rank_winner(const loom_ls *ls, int32_t a, int32_t b)
+{
+    if (a < 0 || b < 0)
+        return a < 0 ? b : a;
+    return ls->rank_t_ms[b] < ls->rank_t_ms[a] ? b : a;
+}
+
+/* Replays the matches on the path from rank r's leaf to the root (only
+ * when the tree is in use), after r's start changed. It stops at a node
+ * whose winner stays another rank: that rank's start did not change, so
+ * nothing above it does. */
+static void rank_fix(loom_ls *ls, int32_t r)
+{
+    if (ls->n_ranks <= LS_SCAN_RANKS)
+        return;
+    int32_t *t = ls->rank_tree;
+    for (int32_t k = (ls->rank_leaves + r) >> 1; k >= 1; k >>= 1) {
+        int32_t w = rank_winner(ls, t[2 * k], t[2 * k + 1]);
+        if (w == t[k] && w != r)
+            break;
+        t[k] = w;
+    }
+}
+
+void loom_ls_rank_reset(loom_ls *ls)
+{
+    int32_t w = (int32_t)ls_leaves(ls->n_ranks), *t = ls->rank_tree;
+    ls->rank_leaves = w;
+    for (int32_t r = 0; r < ls->n_ranks; r++)
+        ls->rank_t_ms[r] = INFINITY;
+    if (ls->n_ranks <= LS_SCAN_RANKS)
+        return;
+    for (int32_t r = 0; r < w; r++)
+        t[w + r] = r < ls->n_ranks ? r : -1;
+    for (int32_t k = w - 1; k >= 1; k--)
+        t[k] = rank_winner(ls, t[2 * k], t[2 * k + 1]);
+}
+
 void loom_ls_rank_push(loom_ls *ls, int32_t r, double t_ms)
 {
     ls->rank_t_ms[r] = t_ms;
+    rank_fix(ls, r);
 }
 
 void loom_ls_rank_drop(loom_ls *ls, int32_t r)
 {
     ls->rank_t_ms[r] = INFINITY;
+    rank_fix(ls, r);
 }
 
-int32_t loom_ls_rank_pop(loom_ls *ls)
+/* The queued rank with the smallest start, ties to the lower rank, by a
+ * scan; -1 when none is queued. */
+static int32_t rank_scan(const loom_ls *ls)
 {
-    if (ls->n_ranks == 0)
-        return -1;
     int32_t best = 0;
     double t = ls->rank_t_ms[0];
     for (int32_t r = 1; r < ls->n_ranks; r++) {
@@ -499,9 +558,18 @@ int32_t loom_ls_rank_pop(loom_ls *ls)
         best = lower ? r : best;
         t = lower ? x : t;
     }
-    if (t == INFINITY)
+    return t < INFINITY ? best : -1;
+}
+
+int32_t loom_ls_rank_pop(loom_ls *ls)
+{
+    if (ls->n_ranks == 0)
+        return -1;
+    int32_t best = ls->n_ranks <= LS_SCAN_RANKS ? rank_scan(ls) : ls->rank_tree[1];
+    if (best < 0 || !(ls->rank_t_ms[best] < INFINITY))
         return -1;
     ls->rank_t_ms[best] = INFINITY;
+    rank_fix(ls, best);
     return best;
 }
 

@@ -3,6 +3,7 @@
  * schedule of a 2-rank, 2-microbatch graph worked out by hand (one queue
  * type, earlier microbatches first), scratch reuse without allocation,
  * and the errors of a schedule left unfinished or a bad stage. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,10 +34,12 @@ START_TEST(heap_and_rank_queue_orders)
     loom_ls ls;
     memset(&ls, 0, sizeof ls);
     double rank_t[3];
+    int32_t tree[8];
     ls.rank_t_ms = rank_t;
+    ls.rank_tree = tree;
     ls.n_ranks = 3;
-    for (int r = 0; r < 3; r++)
-        loom_ls_rank_drop(&ls, r);
+    loom_ls_rank_reset(&ls);
+    ck_assert_int_eq(ls.rank_leaves, 4);
     ck_assert_int_eq(loom_ls_rank_pop(&ls), -1);
     loom_ls_rank_push(&ls, 0, 5);
     loom_ls_rank_push(&ls, 1, 3);
@@ -48,6 +51,52 @@ START_TEST(heap_and_rank_queue_orders)
     loom_ls_rank_drop(&ls, 1);
     ck_assert_int_eq(loom_ls_rank_pop(&ls), 0);
     ck_assert_int_eq(loom_ls_rank_pop(&ls), -1);
+}
+END_TEST
+
+/* The rank queue against a reference scan for the smallest start (ties
+ * to the lower rank) over random pushes, drops and pops, for rank counts
+ * on both sides of powers of two and of the queue's switch from a scan to
+ * a tournament tree at 32 ranks. */
+START_TEST(rank_queue_matches_a_scan)
+{
+    enum { MAX_RANKS = 130 };
+    double rank_t[MAX_RANKS], ref[MAX_RANKS];
+    int32_t tree[2 * 256];
+    uint64_t seed = 12345;
+    const int32_t sizes[] = {1, 2, 3, 8, 9, 31, 32, 33, 64, 67, 130}; /* scan and tree */
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        loom_ls ls;
+        memset(&ls, 0, sizeof ls);
+        ls.rank_t_ms = rank_t;
+        ls.rank_tree = tree;
+        ls.n_ranks = sizes[k];
+        loom_ls_rank_reset(&ls);
+        for (int32_t r = 0; r < ls.n_ranks; r++)
+            ref[r] = INFINITY;
+        for (int step = 0; step < 4000; step++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            uint32_t x = (uint32_t)(seed >> 33);
+            int32_t r = (int32_t)(x % (uint32_t)ls.n_ranks);
+            int op = (int)((x >> 16) % 4);
+            if (op < 2) { /* few distinct times, so ties are common */
+                double t = (double)((x >> 8) % 5);
+                loom_ls_rank_push(&ls, r, t);
+                ref[r] = t;
+            } else if (op == 2) {
+                loom_ls_rank_drop(&ls, r);
+                ref[r] = INFINITY;
+            } else {
+                int32_t want = -1;
+                for (int32_t i = 0; i < ls.n_ranks; i++)
+                    if (ref[i] < INFINITY && (want < 0 || ref[i] < ref[want]))
+                        want = i;
+                ck_assert_int_eq(loom_ls_rank_pop(&ls), want);
+                if (want >= 0)
+                    ref[want] = INFINITY;
+            }
+        }
+    }
 }
 END_TEST
 
@@ -231,6 +280,7 @@ static Suite *suite(void)
     Suite *s = suite_create("kit-listsched");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, heap_and_rank_queue_orders);
+    tcase_add_test(tc, rank_queue_matches_a_scan);
     tcase_add_test(tc, schedule_by_hand);
     tcase_add_test(tc, unfinished_and_bad_stages);
     suite_add_tcase(s, tc);

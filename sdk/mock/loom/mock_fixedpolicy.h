@@ -4,14 +4,15 @@
  * POLICY (the policy every entry must get), STATIC_INFO (the plugin's
  * static twin) and NAME (its name in messages and manifests).
  * In-tree test code: it builds graphs with the graph kit
- * (<loom/kits/graph.h>) but reads the manifest with libloom's JSON
- * helpers (<loom/sys/json.h>, which the including suite includes first)
- * and defines the suite's main() with Check (testutil.h), so it is not
- * installed with the SDK. */
+ * (<loom/kits/graph.h>), reads the manifest with cJSON (testutil.h's
+ * loom_test_json) and defines the suite's main() with Check (testutil.h),
+ * so it is not installed with the SDK. */
 #ifndef LOOM_MOCK_FIXEDPOLICY_H
 #define LOOM_MOCK_FIXEDPOLICY_H
 
+#include <cjson/cJSON.h>
 #include <loom/kits/graph.h>
+#include "testutil.h"
 
 /* A P x M stage-times graph, F = 1 ms, B = 2 ms, 1 byte per activation. */
 static loom_stage_graph *st_graph(int P, int M)
@@ -169,10 +170,7 @@ START_TEST(manifest_matches_binary)
     const loom_plugin_info *info = STATIC_INFO();
     ck_assert_int_eq(info->struct_size, sizeof(loom_plugin_info));
     ck_assert_int_eq(info->abi_version, LOOM_ABI_VERSION);
-    cJSON *m = NULL;
-    loom_error err = {0, ""};
-    ck_assert_int_eq(loom_json_load(loom_test_src("plugins/" NAME "/manifest.json"),
-                                    &m, &err), LOOM_OK);
+    cJSON *m = loom_test_json(loom_test_src("plugins/" NAME "/manifest.json"));
     ck_assert_str_eq(cJSON_GetObjectItem(m, "id")->valuestring, info->id);
     ck_assert_str_eq(cJSON_GetObjectItem(m, "id")->valuestring, "org.loom." NAME);
     ck_assert_str_eq(cJSON_GetObjectItem(m, "version")->valuestring, info->version);

@@ -109,6 +109,10 @@ loom_mock_host *loom_mock_host_new_with_manifest(const char *path);
 /* The value returned by host->seed(ctx). */
 void loom_mock_host_set_seed(loom_mock_host *h, uint64_t seed);
 
+/* One step of splitmix64 on a caller-owned state (the sequence of
+ * host->rng_next and of the core), for tests that draw random instances. */
+uint64_t loom_mock_splitmix64(uint64_t *state);
+
 /* The problem returned by host->problem(ctx); borrowed, may be NULL. */
 void loom_mock_host_set_problem(loom_mock_host *h, const loom_problem *p);
 

@@ -3,12 +3,12 @@
  * (<loom/kits/memtune.h>, <loom/kits/mckp.h>) and the memory tuner suites
  * (greedy, knapsack, ilp): small stage graphs built by hand with distinct
  * per-layer memory options, 1F1B / GPipe orders, a simulator service for
- * the mock host, and checks of a tuner's result against the core
+ * the mock host, and checks of a tuner's result against the planner's
  * simulator. Header-only (static inline) so each suite compiles its own.
  * In-tree test code: it builds graphs with the graph kit
- * (<loom/kits/graph.h>) but runs the core's internal simulator
- * (stage_graph.h) and uses Check through testutil.h, so it is not
- * installed with the SDK.
+ * (<loom/kits/graph.h>), simulates with the mock simulator
+ * (<loom/mock_sim.h>, which links the core) and uses Check through
+ * testutil.h, so it is not installed with the SDK.
  *
  * Ownership: graphs and schedules returned here are freed with
  * loom_graph_free / loom_schedule_free.
@@ -22,14 +22,8 @@
 #include <string.h>
 
 #include <loom/kits/graph.h>
-#include "stage_graph.h"
+#include <loom/mock_sim.h>
 #include "testutil.h"
-
-/* The core simulator as a "loom.simulator" service table. */
-static const loom_simulator_service MTT_SIM = {
-    sizeof(loom_simulator_service), 1, loom_sim_scratch_new,
-    loom_sim_scratch_free, loom_sim_run,
-};
 
 /* Stage id of (mb, position, kind) in mtt_chain's layout: per microbatch
  * the P forwards, then per position from the last the B (or I then W). */
@@ -174,7 +168,7 @@ static inline loom_metrics mtt_simulate(const loom_stage_graph *g,
     loom_metrics m = LOOM_METRICS_INIT;
     m.peak_bytes = peaks;
     loom_error err = {0};
-    ck_assert_int_eq(loom_simulate(c, s, &m, &err), LOOM_OK);
+    ck_assert_int_eq(loom_mock_simulate(c, s, &m, &err), LOOM_OK);
     loom_graph_free(c);
     m.peak_bytes = NULL;
     return m;
@@ -239,7 +233,7 @@ static inline int mtt_tune_budget(const loom_memory_tuner_vtable *vt,
         ck_assert_int_eq(loom_mock_host_set_param(h, params[i], params[i + 1]),
                          LOOM_OK);
     if (with_sim)
-        loom_mock_host_add_service(h, LOOM_SERVICE_SIMULATOR, 1, &MTT_SIM);
+        loom_mock_host_add_service(h, LOOM_SERVICE_SIMULATOR, 1, loom_mock_simulator());
     if (budget_ms >= 0)
         loom_mock_host_set_budget_ms(h, budget_ms);
     void *self = NULL;
@@ -267,7 +261,7 @@ static inline int mtt_tune_on(const loom_memory_tuner_vtable *vt,
         ck_assert_int_eq(loom_mock_host_set_param(h, params[i], params[i + 1]),
                          LOOM_OK);
     if (with_sim)
-        loom_mock_host_add_service(h, LOOM_SERVICE_SIMULATOR, 1, &MTT_SIM);
+        loom_mock_host_add_service(h, LOOM_SERVICE_SIMULATOR, 1, loom_mock_simulator());
     loom_mock_host_set_problem(h, pb);
     void *self = NULL;
     int rc = vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self, err);

@@ -7,9 +7,9 @@
  *
  * Test-only code: static inline functions, included by one suite each.
  * In-tree test code: it builds graphs with the graph kit
- * (<loom/kits/graph.h>) but runs the core's internal simulator
- * (stage_graph.h) and uses Check through testutil.h, so it is not
- * installed with the SDK.
+ * (<loom/kits/graph.h>), simulates with the mock simulator
+ * (<loom/mock_sim.h>, which links the core) and uses Check through
+ * testutil.h, so it is not installed with the SDK.
  */
 #ifndef LOOM_MOCK_SEARCH_H
 #define LOOM_MOCK_SEARCH_H
@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include <loom/kits/graph.h>
-#include "stage_graph.h"
+#include <loom/mock_sim.h>
 #include "testutil.h"
 
 const loom_plugin_info *loom_static_dual_queue(void);
@@ -49,7 +49,7 @@ static inline int mock_ev_create(loom_ctx *ctx, const loom_stage_graph *g,
         return rc;
     }
     ev->sc = loom_schedule_new(g->n_ranks, g->n_stages);
-    ev->scratch = loom_sim_scratch_new();
+    ev->scratch = loom_mock_simulator()->scratch_new();
     *out = ev;
     return LOOM_OK;
 }
@@ -62,7 +62,7 @@ static inline int mock_ev_run(loom_evaluator *ev, const float *prio,
     if (rc != LOOM_OK)
         return rc;
     loom_metrics_init(out);
-    return loom_sim_run(ev->scratch, ev->g, ev->sc, out, err);
+    return loom_mock_simulator()->simulate(ev->scratch, ev->g, ev->sc, out, err);
 }
 
 /* service.destroy. */
@@ -70,7 +70,7 @@ static inline void mock_ev_destroy(loom_evaluator *ev)
 {
     ev->vt->destroy(ev->dq);
     loom_schedule_free(ev->sc);
-    loom_sim_scratch_free(ev->scratch);
+    loom_mock_simulator()->scratch_free(ev->scratch);
     free(ev);
 }
 

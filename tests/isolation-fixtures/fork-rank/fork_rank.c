@@ -3,12 +3,15 @@
  * process forks a child that outlives the call: with mode "sleep" it
  * sleeps, with mode "write" it writes a line to its stdout every 20 ms;
  * either way for at most 60 s. The forked process inherits every open
- * file, the isolation pipe included. The ranker writes "<pid of the forked
- * process> <its process group>\n" to the file the pid_file param names.
+ * file, the isolation pipe included. The ranker appends "<pid of the
+ * forked process> <its process group>\n" to the file the pid_file param
+ * names (one line per process that forks: loom tune --jobs runs several).
  * With mode "setsid" the forked process forks a grandchild that calls
  * setsid() (leaving every process group and session Loom knows) and
- * sleeps, writes "<grandchild pid> <its session>\n" to pid_file and exits
- * at once, so the grandchild is orphaned; the ranker waits for it. */
+ * sleeps, appends "<grandchild pid> <its session>\n" to pid_file and exits
+ * at once, so the grandchild is orphaned; the ranker waits for it. Mode
+ * "setsid-hang" does the same and then hangs in the call for up to 60 s,
+ * so a test can signal Loom while the orphan lives. */
 #define _DEFAULT_SOURCE
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -46,7 +49,7 @@ static void note_pids(long a, long b)
 {
     char line[64];
     int n = snprintf(line, sizeof line, "%ld %ld\n", a, b);
-    int fd = open(pid_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fd = open(pid_file, O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
         if (write(fd, line, (size_t)n) != n)
             n = 0;
@@ -83,19 +86,13 @@ static void fault_now(void)
             orphan_grandchild();
         if (pid > 0)
             waitpid(pid, NULL, 0);
+        for (int i = 0; mode[6] == '-' && i < 3000; i++) /* setsid-hang: 60 s */
+            pause_ms(20);
         return;
     }
     pid_t pid = fork();
-    if (pid > 0 && pid_file[0]) {
-        char line[64];
-        int n = snprintf(line, sizeof line, "%ld %ld\n", (long)pid, (long)getpgrp());
-        int fd = open(pid_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            if (write(fd, line, (size_t)n) != n)
-                n = 0;
-            close(fd);
-        }
-    }
+    if (pid > 0 && pid_file[0])
+        note_pids((long)pid, (long)getpgrp());
     if (pid != 0)
         return;
     for (int i = 0; i < 3000; i++) { /* 60 s */

@@ -101,6 +101,14 @@ typedef struct loom_ls {
     int32_t *last_type;  /* type of the last placed stage, -1 none */
     double *rank_t_ms;   /* earliest start the interleaver queued, or
                             +infinity when the rank is not queued */
+    /* The rank queue above 32 ranks (up to 32, a scan of rank_t_ms): a
+     * tournament tree over rank_t_ms. Leaf rank_leaves + r holds rank r
+     * (-1 past n_ranks), node k the winner of nodes 2k and 2k + 1 (the
+     * smaller start, ties to the lower rank), so a push, drop or pop costs
+     * log2(rank_leaves) steps: 2 * rank_leaves entries, rank_leaves the
+     * smallest power of two >= n_ranks. */
+    int32_t *rank_tree;
+    int32_t rank_leaves;
     int32_t *dirty;      /* ranks whose choice may have changed */
     uint8_t *is_dirty;
     int32_t n_dirty;
@@ -141,6 +149,12 @@ int32_t loom_ls_peek(loom_ls *ls, int32_t r, int32_t q, double *start_ms);
  * releases its successors and marks the touched ranks dirty. */
 void loom_ls_place(loom_ls *ls, const loom_stage_graph *g, int32_t v,
                    loom_schedule *out);
+
+/* Builds the rank queue for ls->n_ranks ranks with none queued (every
+ * rank_t_ms +infinity). ls->rank_tree must hold 2 * rank_leaves entries
+ * for the smallest power of two rank_leaves >= n_ranks (loom_ls_reserve
+ * sizes it; loom_ls_begin calls this). */
+void loom_ls_rank_reset(loom_ls *ls);
 
 /* Queues rank r with its earliest start t_ms (replacing what it had). */
 void loom_ls_rank_push(loom_ls *ls, int32_t r, double t_ms);

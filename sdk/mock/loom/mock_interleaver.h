@@ -1,15 +1,19 @@
-/* interleaver_testkit.h - what the interleaver plugins' Check suites share
- * (tests only): stage-times graphs (the graph kit), running a static
- * interleaver twin on a mock host, and checking and simulating its
- * schedule (the core's simulator, stage_graph.h). */
-#ifndef LOOM_INTERLEAVER_TESTKIT_H
-#define LOOM_INTERLEAVER_TESTKIT_H
+/* loom/mock_interleaver.h - what the interleaver plugins' Check suites
+ * share: stage-times graphs (the graph kit), running an interleaver's
+ * static twin on a mock host, and checking and simulating its schedule
+ * (the mock simulator, loom/mock_sim.h).
+ * Test-only code: static inline functions that fail the running Check test
+ * (testutil.h) on error. Graphs and schedules they return are the
+ * caller's (loom_graph_free, loom_schedule_free). In-tree only, as
+ * loom/mock_sim.h. */
+#ifndef LOOM_MOCK_INTERLEAVER_H
+#define LOOM_MOCK_INTERLEAVER_H
 
 #include <stdlib.h>
 #include <string.h>
 #include <loom/mock_host.h>
 #include <loom/kits/graph.h>
-#include "stage_graph.h"
+#include <loom/mock_sim.h>
 #include "testutil.h"
 
 #define IK_MAX_POS 64
@@ -97,7 +101,7 @@ static inline void ik_plan(const loom_plugin_info *info, const loom_stage_graph 
     ik_check_complete(g, s);
     loom_metrics_init(m);
     m->peak_bytes = peak;
-    ck_assert_msg(loom_simulate(g, s, m, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_msg(loom_mock_simulate(g, s, m, &err) == LOOM_OK, "%s", err.message);
     loom_schedule_free(s);
 }
 
