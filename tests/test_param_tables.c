@@ -257,6 +257,30 @@ START_TEST(the_template_agrees)
 }
 END_TEST
 
+/* The template's create (LOOM_INSTANCE_CREATE): the table's default on a
+ * bare host; a bad value fails, leaving *self untouched. */
+START_TEST(the_template_creates_from_its_table)
+{
+    const loom_ranker_vtable *vt =
+        (const loom_ranker_vtable *)loom_static_reverse()->role(LOOM_ROLE_RANKER);
+    loom_mock_host *h = loom_mock_host_new();
+    loom_error err = {0};
+    void *self = NULL;
+    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self, &err),
+                     LOOM_OK);
+    ck_assert_ptr_nonnull(self);
+    vt->destroy(self);
+    self = NULL;
+    loom_mock_host_set_param(h, "evaluate", "maybe");
+    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self, &err),
+                     LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "reverse: params.evaluate: expected true or false, found a "
+                                  "value of another type (LOOM_EINVAL)");
+    ck_assert_ptr_null(self);
+    loom_mock_host_free(h);
+}
+END_TEST
+
 /* The check names each disagreement: file, param, field, manifest vs
  * table. */
 START_TEST(a_disagreement_is_named)
@@ -393,6 +417,7 @@ int main(void)
     TCase *tc = tcase_create("tables");
     tcase_add_test(tc, every_shipped_plugin_agrees);
     tcase_add_test(tc, the_template_agrees);
+    tcase_add_test(tc, the_template_creates_from_its_table);
     tcase_add_test(tc, a_disagreement_is_named);
     tcase_add_test(tc, read_gives_the_table_defaults);
     tcase_add_test(tc, read_checks_the_host_values);
