@@ -163,8 +163,8 @@ END_TEST
 START_TEST(info_struct_too_small)
 {
     char want[96];
-    snprintf(want, sizeof want, "info struct_size is 8 bytes, host needs at least %zu",
-             sizeof(loom_plugin_info));
+    snprintf(want, sizeof want, "info struct_size is 8 bytes, host needs at least %u",
+             (unsigned)LOOM_PLUGIN_INFO_SIZE_V1);
     const char *const f[] = {"fixture-small-info.so", want, NULL};
     expect_load_failure("small-info", LOOM_EABI, f);
 }

@@ -151,10 +151,11 @@ START_TEST(bad_manifests_are_named)
 }
 END_TEST
 
-/* A plugin keeps no defaults: on a host that cannot supply a declared
- * param it fails naming the key. */
+/* A plugin's defaults live in its param table (manifest.json says the
+ * same): on a host that supplies no params it runs with them, and a value
+ * outside the table's bounds fails naming the param, expected and found. */
 const loom_plugin_info *loom_static_roofline(void);
-START_TEST(plugins_need_the_manifest_defaults)
+START_TEST(plugins_default_from_their_table)
 {
     const loom_cost_model_vtable *vt =
         (const loom_cost_model_vtable *)loom_static_roofline()->role(LOOM_ROLE_COST_MODEL);
@@ -163,8 +164,16 @@ START_TEST(plugins_need_the_manifest_defaults)
     loom_error err = {0};
     ck_assert_int_eq(vt->create(loom_mock_host_api(bare), loom_mock_host_ctx(bare), NULL,
                                 &self, &err),
-                     LOOM_EPLUGIN);
-    has(err.message, "roofline: param gemm_efficiency_scale: the host has no value for it");
+                     LOOM_OK);
+    vt->destroy(self);
+    self = NULL;
+    loom_mock_host_set_param(bare, "gemm_efficiency_scale", "3");
+    ck_assert_int_eq(vt->create(loom_mock_host_api(bare), loom_mock_host_ctx(bare), NULL,
+                                &self, &err),
+                     LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "roofline: params.gemm_efficiency_scale: expected a number "
+                                  "in [0, 2], found 3");
+    ck_assert_ptr_null(self);
     loom_mock_host_free(bare);
     loom_mock_host *h = loom_test_mock_host(loom_static_roofline());
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self,
@@ -182,7 +191,7 @@ int main(void)
     tcase_add_test(tc, defaults_match_the_real_host);
     tcase_add_test(tc, set_params_win_and_defaults_stay);
     tcase_add_test(tc, bad_manifests_are_named);
-    tcase_add_test(tc, plugins_need_the_manifest_defaults);
+    tcase_add_test(tc, plugins_default_from_their_table);
     suite_add_tcase(su, tc);
     return loom_test_main(su);
 }

@@ -1,31 +1,13 @@
 /*
- * alg_util.h - what the paper-algorithm libraries share: filling a
- * loom_error and a splitmix64 step. Header-only, so each library depends
+ * alg_util.h - what the paper-algorithm libraries share: a splitmix64
+ * step (errors are filled with loom_error_format from <loom/common.h>). Header-only, so each library depends
  * on the SDK headers alone.
  */
 #ifndef LOOM_ALG_UTIL_H
 #define LOOM_ALG_UTIL_H
 
-#include <stdarg.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <loom/common.h>
-
-/* Fills err (when non-NULL) with code and a formatted message; returns
- * code, so `return loom_alg_error(err, LOOM_EINVAL, "...")` works. */
-static inline int loom_alg_error(loom_error *err, int code, const char *fmt, ...)
-    LOOM_PRINTF(3, 4);
-static inline int loom_alg_error(loom_error *err, int code, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->code = code;
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 /* One splitmix64 step over a caller-owned state. */
 static inline uint64_t loom_alg_splitmix64(uint64_t *state)

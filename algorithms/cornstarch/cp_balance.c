@@ -9,19 +9,6 @@
 #include <string.h>
 #include <loom/algorithms/cp_balance.h>
 
-/* Fills err (code + message) and returns code. */
-static int cp_fail(loom_error *err, int code, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->code = code;
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 int64_t loom_cp_block_count(int64_t tokens, int32_t block)
 {
     if (tokens < 1 || block < 1)
@@ -210,24 +197,24 @@ int loom_cp_block_workloads(const loom_cp_run *runs, int32_t n_runs,
                             int32_t block, int64_t *w, loom_error *err)
 {
     if (!runs || n_runs < 1 || n_runs > LOOM_CP_MAX_BLOCKS || block < 1 || !w)
-        return cp_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                        "cp-balance: expected 1 to %d runs and a block size >= 1, "
                        "found %d runs and block %d", LOOM_CP_MAX_BLOCKS, n_runs, block);
     int64_t tokens = 0;
     for (int32_t r = 0; r < n_runs; r++) {
         if (runs[r].tokens < 0)
-            return cp_fail(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                            "cp-balance: runs[%d].tokens: expected >= 0, "
                            "found %lld", r, (long long)runs[r].tokens);
         if (runs[r].tokens > LOOM_CP_MAX_TOKENS - tokens)
-            return cp_fail(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                            "cp-balance: more than %lld tokens",
                            (long long)LOOM_CP_MAX_TOKENS);
         tokens += runs[r].tokens;
     }
     int64_t nb = loom_cp_block_count(tokens, block);
     if (nb < 1 || nb > LOOM_CP_MAX_BLOCKS)
-        return cp_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                        "cp-balance: %lld tokens in blocks of %d give %lld "
                        "blocks, expected 1 to %d", (long long)tokens, block,
                        (long long)nb, LOOM_CP_MAX_BLOCKS);
@@ -241,7 +228,7 @@ int loom_cp_block_workloads(const loom_cp_run *runs, int32_t n_runs,
     int64_t *buf = NULL, cap = 0, steps = 0;
     int rc = LOOM_OK;
     if (!start || !class_of || !keys || !bydoc || !classes || !q) {
-        rc = cp_fail(err, LOOM_ENOMEM, "cp-balance: out of memory");
+        rc = loom_error_format(err, LOOM_ENOMEM, "cp-balance: out of memory");
         goto done;
     }
     for (int32_t r = 0, at = 0; r < n_runs; r++) {
@@ -274,7 +261,7 @@ int loom_cp_block_workloads(const loom_cp_run *runs, int32_t n_runs,
             if (kr->tokens > 0 && cp_attends(keys[i].bits, kr->bits) &&
                 cp_add_keys(&cw, k->first, start[bydoc[e].run],
                             start[bydoc[e].run] + kr->tokens)) {
-                rc = cp_fail(err, LOOM_ENOMEM, "cp-balance: out of memory");
+                rc = loom_error_format(err, LOOM_ENOMEM, "cp-balance: out of memory");
                 break;
             }
         }
@@ -330,12 +317,12 @@ int loom_cp_block_workloads(const loom_cp_run *runs, int32_t n_runs,
     }
     if (rc == -1)
         rc = steps > LOOM_CP_MAX_STEPS
-                 ? cp_fail(err, LOOM_EINVAL,
+                 ? loom_error_format(err, LOOM_EINVAL,
                            "cp-balance: the mask's %d runs need more than %lld steps "
                            "(run comparisons and key ranges), at most %lld; give fewer "
                            "runs or coarser blocks", n_runs, (long long)LOOM_CP_MAX_STEPS,
                            (long long)LOOM_CP_MAX_STEPS)
-                 : cp_fail(err, LOOM_ENOMEM, "cp-balance: out of memory");
+                 : loom_error_format(err, LOOM_ENOMEM, "cp-balance: out of memory");
 done:
     free(start);
     free(class_of);
@@ -354,20 +341,20 @@ int loom_cp_runs_from_bits(const uint64_t *bits, int64_t tokens,
     *out = NULL;
     *n_out = 0;
     if (!bits || tokens < 1 || tokens > LOOM_CP_MAX_TOKENS)
-        return cp_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                        "cp-balance: expected 1 to %lld tokens, found %lld",
                        (long long)LOOM_CP_MAX_TOKENS, (long long)tokens);
     int32_t n = 1;
     for (int64_t i = 1; i < tokens; i++) {
         n += bits[i] != bits[i - 1];
         if (n > LOOM_CP_MAX_BLOCKS)
-            return cp_fail(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                            "cp-balance: more than %d runs of equal bits",
                            LOOM_CP_MAX_BLOCKS);
     }
     loom_cp_run *runs = calloc((size_t)n, sizeof *runs);
     if (!runs)
-        return cp_fail(err, LOOM_ENOMEM, "cp-balance: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "cp-balance: out of memory");
     int32_t k = 0;
     runs[0].bits = bits[0];
     for (int64_t i = 0; i < tokens; i++) {
@@ -389,13 +376,13 @@ static int cp_check(const int64_t *w, int32_t n, int32_t gpus,
 {
     if (!w || n < 1 || n > LOOM_CP_MAX_BLOCKS || !assign || !loads || gpus < 1 ||
         gpus > LOOM_CP_MAX_GPUS)
-        return cp_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                        "cp-balance: expected 1 to %d blocks and 1 to %d GPUs, "
                        "found %d blocks and %d GPUs", LOOM_CP_MAX_BLOCKS, LOOM_CP_MAX_GPUS,
                        n, gpus);
     for (int32_t b = 0; b < n; b++)
         if (w[b] < 0 || w[b] > LOOM_CP_MAX_WORKLOAD)
-            return cp_fail(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                            "cp-balance: block %d has workload %lld, expected "
                            ">= 0 and <= %lld", b, (long long)w[b],
                            (long long)LOOM_CP_MAX_WORKLOAD);
@@ -453,7 +440,7 @@ int loom_cp_lpt(const int64_t *w, int32_t n, int32_t gpus, int sorted,
     if (!order || !heap) {
         free(order);
         free(heap);
-        return cp_fail(err, LOOM_ENOMEM, "cp-balance: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "cp-balance: out of memory");
     }
     for (int32_t b = 0; b < n; b++) {
         order[b].w = w[b];
@@ -543,7 +530,7 @@ int32_t loom_cp_parse_segments(const char *spec, loom_cp_run *runs, int32_t cap,
     int32_t n = 0, doc = 0, doc_first = 0;
     const char *s = spec ? spec : "";
     if (!*s) {
-        cp_fail(err, LOOM_EINVAL, "cp-balance: --segments: expected KIND:TOKENS,..., "
+        loom_error_format(err, LOOM_EINVAL, "cp-balance: --segments: expected KIND:TOKENS,..., "
                                   "found an empty string");
         return -1;
     }
@@ -553,14 +540,14 @@ int32_t loom_cp_parse_segments(const char *spec, loom_cp_run *runs, int32_t cap,
         int bit = colon ? cp_kind_bit(s, klen) : -1;
         int64_t t = 0;
         if (bit < 0 || !cp_parse_int(colon + 1, 1, LOOM_CP_MAX_TOKENS, ",/", &end, &t)) {
-            cp_fail(err, LOOM_EINVAL, "cp-balance: --segments: expected KIND:TOKENS "
+            loom_error_format(err, LOOM_EINVAL, "cp-balance: --segments: expected KIND:TOKENS "
                                       "(KIND text, image, audio, video or enc1..enc62, "
                                       "TOKENS 1 to %lld), found \"%.60s\"",
                     (long long)LOOM_CP_MAX_TOKENS, s);
             return -1;
         }
         if (n == cap) {
-            cp_fail(err, LOOM_EINVAL, "cp-balance: --segments: expected at most %d "
+            loom_error_format(err, LOOM_EINVAL, "cp-balance: --segments: expected at most %d "
                                       "segments, found more", (int)cap);
             return -1;
         }
@@ -585,7 +572,7 @@ int32_t loom_cp_parse_segments(const char *spec, loom_cp_run *runs, int32_t cap,
         if (*s) {
             s++;
             if (!*s) {
-                cp_fail(err, LOOM_EINVAL, "cp-balance: --segments: expected KIND:TOKENS "
+                loom_error_format(err, LOOM_EINVAL, "cp-balance: --segments: expected KIND:TOKENS "
                                           "after the last separator, found the end");
                 return -1;
             }
@@ -603,19 +590,19 @@ int loom_cp_parse_workloads(const char *list, int64_t **w, int32_t *n, loom_erro
     for (const char *p = s; *p; p++)
         count += *p == ',';
     if (!*s || count > LOOM_CP_MAX_BLOCKS)
-        return cp_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                        "cp-balance: --workloads: expected 1 to %d comma-separated "
                        "integers, found %s", LOOM_CP_MAX_BLOCKS,
                        *s ? "more" : "an empty string");
     int64_t *v = malloc(count * sizeof *v);
     if (!v)
-        return cp_fail(err, LOOM_ENOMEM, "cp-balance: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "cp-balance: out of memory");
     int32_t k = 0;
     while (*s) {
         const char *end = NULL;
         if (!cp_parse_int(s, 0, LOOM_CP_MAX_WORKLOAD, ",", &end, &v[k])) {
             free(v);
-            return cp_fail(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                            "cp-balance: --workloads: expected comma-separated "
                            "integers in [0, %lld], found \"%.60s\"",
                            (long long)LOOM_CP_MAX_WORKLOAD, s);
@@ -624,7 +611,7 @@ int loom_cp_parse_workloads(const char *list, int64_t **w, int32_t *n, loom_erro
         s = *end ? end + 1 : end;
         if (*end && !*s) {
             free(v);
-            return cp_fail(err, LOOM_EINVAL, "cp-balance: --workloads: expected an "
+            return loom_error_format(err, LOOM_EINVAL, "cp-balance: --workloads: expected an "
                                              "integer after the last ',', found the end");
         }
     }

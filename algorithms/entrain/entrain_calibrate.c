@@ -23,23 +23,23 @@ int loom_entrain_allocate(const double *share, int32_t n, int32_t gpus,
                           int32_t unit, int32_t *out, loom_error *err)
 {
     if (!share || !out || n < 1 || n > 64 || unit < 1 || gpus < 1)
-        return loom_alg_error(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                               "allocate: expected 1 to 64 components, gpus "
                               ">= 1 and unit >= 1, found %d, %d and %d", n,
                               gpus, unit);
     if (gpus % unit != 0)
-        return loom_alg_error(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                               "allocate: %d GPUs are not a multiple of the "
                               "allocation unit %d (TP x CP)", gpus, unit);
     int32_t units = gpus / unit;
     if (units < n)
-        return loom_alg_error(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                               "allocate: %d units of %d GPUs cannot give each "
                               "of %d components one", units, unit, n);
     double total = 0;
     for (int32_t i = 0; i < n; i++) {
         if (!(share[i] >= 0) || !isfinite(share[i]))
-            return loom_alg_error(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                                   "allocate: share[%d] must be a finite "
                                   "number >= 0", i);
         total += share[i];
@@ -93,7 +93,7 @@ int loom_entrain_share(const loom_entrain_work *pool, const int32_t *idx,
         }
     }
     if (all <= 0 || counted == 0)
-        return loom_alg_error(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                               "calibrate: a batch of %d samples has no "
                               "encoder or backbone work", n);
     *enc_share = estimator == LOOM_ENTRAIN_MEAN_OF_RATIOS ? ratios / counted
@@ -144,18 +144,18 @@ int loom_entrain_calibrate(const loom_entrain_work *pool, int32_t n_pool,
 {
     memset(out, 0, sizeof *out);
     if (!pool || n_pool < 1 || !opt)
-        return loom_alg_error(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                               "calibrate: expected a pool of >= 1 sample, "
                               "found %d", n_pool);
     int32_t k = loom_entrain_trials(opt->alpha, opt->p_error);
     if (k < 0)
-        return loom_alg_error(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                               "calibrate: alpha and p_error must lie in "
                               "(0, 1) and need at most %d trials, found %g "
                               "and %g", LOOM_ENTRAIN_MAX_TRIALS, opt->alpha,
                               opt->p_error);
     if (opt->n0 < 1 || opt->cap < opt->n0 || opt->cap > LOOM_ENTRAIN_MAX_BATCH)
-        return loom_alg_error(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                               "calibrate: expected 1 <= n0 <= cap <= %d, "
                               "found n0 %d and cap %d", LOOM_ENTRAIN_MAX_BATCH,
                               opt->n0, opt->cap);
@@ -163,7 +163,7 @@ int loom_entrain_calibrate(const loom_entrain_work *pool, int32_t n_pool,
     double one = 1;
     int rc = loom_entrain_allocate(&one, 1, opt->gpus, opt->unit, probe, err);
     if (rc == LOOM_OK && opt->gpus / opt->unit < 2)
-        rc = loom_alg_error(err, LOOM_EINVAL,
+        rc = loom_error_format(err, LOOM_EINVAL,
                             "calibrate: %d GPUs in units of %d cannot be "
                             "split between the encoder and the backbone",
                             opt->gpus, opt->unit);
@@ -172,7 +172,7 @@ int loom_entrain_calibrate(const loom_entrain_work *pool, int32_t n_pool,
     out->trials = k;
     int32_t *idx = malloc((size_t)opt->cap * sizeof *idx);
     if (!idx)
-        return loom_alg_error(err, LOOM_ENOMEM, "calibrate: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "calibrate: out of memory");
     uint64_t rng = opt->seed;
     for (int64_t n = opt->n0; n <= opt->cap && out->n_rounds < LOOM_ENTRAIN_MAX_ROUNDS;
          n *= 2) {
@@ -213,7 +213,7 @@ int loom_entrain_calibrate(const loom_entrain_work *pool, int32_t n_pool,
         return rc;
     if (!out->b_min) {
         const loom_entrain_round *last = &out->rounds[out->n_rounds - 1];
-        return loom_alg_error(err, LOOM_EINFEASIBLE,
+        return loom_error_format(err, LOOM_EINFEASIBLE,
                               "calibrate: no profiling batch up to %d samples "
                               "gives a stable GPU split (at %d samples the "
                               "trials still saw %d different splits): the "

@@ -20,28 +20,15 @@
 #include <string.h>
 #include <loom/algorithms/oobleck.h>
 
-/* Fills err (code + message) and returns code. */
-static int oob_fail(loom_error *err, int code, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->code = code;
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 int loom_oobleck_node_spec(int32_t nodes, int32_t f, int32_t n0,
                            int32_t *first, int32_t *last, loom_error *err)
 {
     if (nodes < 1 || f < 0 || n0 < 1)
-        return oob_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                         "oobleck: nodes and n0 must be >= 1 and f >= 0, "
                         "found nodes %d, f %d, n0 %d", nodes, f, n0);
     if ((int64_t)(f + 1) * n0 > nodes)
-        return oob_fail(err, LOOM_EINFEASIBLE,
+        return loom_error_format(err, LOOM_EINFEASIBLE,
                         "oobleck: %d nodes cannot hold f+1 = %d pipelines of "
                         "at least n0 = %d nodes (need %lld)", nodes, f + 1, n0,
                         (long long)(f + 1) * n0);
@@ -184,21 +171,21 @@ int loom_oobleck_planner_new(const loom_oobleck_costs *costs,
     if (!costs || costs->n_layers < 1 ||
         costs->n_layers > LOOM_OOBLECK_MAX_LAYERS || !costs->forward_ms ||
         !costs->backward_ms)
-        return oob_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                         "oobleck: expected 1 to %d layers with forward and "
                         "backward times, found %d", LOOM_OOBLECK_MAX_LAYERS,
                         costs ? costs->n_layers : 0);
     if (gpus_per_node < 1 || gpus_per_node > LOOM_OOBLECK_MAX_GPUS_PER_NODE)
-        return oob_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                         "oobleck: GPUs per node: expected 1 to %d, found %d",
                         LOOM_OOBLECK_MAX_GPUS_PER_NODE, gpus_per_node);
     if (costs->max_gpus < gpus_per_node)
-        return oob_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                         "oobleck: costs cover stages of up to %d GPUs, a node "
                         "has %d", costs->max_gpus, gpus_per_node);
     loom_oobleck_planner *p = calloc(1, sizeof *p);
     if (!p)
-        return oob_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
     p->n_layers = costs->n_layers;
     p->max_gpus = gpus_per_node;
     p->gpus_per_node = gpus_per_node;
@@ -211,7 +198,7 @@ int loom_oobleck_planner_new(const loom_oobleck_costs *costs,
     p->blocks = calloc(p->cap, sizeof *p->blocks);
     if (!p->prefix || !p->bad || !p->tri || !p->blocks) {
         loom_oobleck_planner_free(p);
-        return oob_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
     }
     p->tri[0] = 0; /* row u of the triangle holds v = u+1 .. L */
     for (int32_t u = 0; u < costs->n_layers + 1; u++)
@@ -406,24 +393,24 @@ int loom_oobleck_plan_stages(loom_oobleck_planner *p, int32_t nodes,
     memset(out, 0, sizeof *out);
     if (nodes < 1 || nodes > LOOM_OOBLECK_MAX_NODES || stages < 1 ||
         stages > LOOM_OOBLECK_MAX_LAYERS)
-        return oob_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                         "oobleck: nodes in [1, %d] and stages in [1, %d] "
                         "expected, found %d and %d", LOOM_OOBLECK_MAX_NODES,
                         LOOM_OOBLECK_MAX_LAYERS, nodes, stages);
     dc_result r = dc_solve(p, stages, 0, p->n_layers, nodes, p->gpus_per_node);
     if (p->oom)
-        return oob_fail(err, LOOM_ENOMEM,
+        return loom_error_format(err, LOOM_ENOMEM,
                         "oobleck: the divide and conquer's memo would exceed "
                         "%zu MiB for %d layers on %d node(s); lower max_stages",
                         DC_MEMO_BUDGET >> 20, p->n_layers, nodes);
     if (!isfinite(r.total))
-        return oob_fail(err, LOOM_EINFEASIBLE,
+        return loom_error_format(err, LOOM_EINFEASIBLE,
                         "oobleck: no layout of %d layers in %d stages on %d "
                         "node(s) of %d GPUs (a stage may not span nodes)",
                         p->n_layers, stages, nodes, p->gpus_per_node);
     out->stages = calloc((size_t)stages, sizeof *out->stages);
     if (!out->stages)
-        return oob_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
     int32_t n = dc_emit(p, stages, 0, p->n_layers, nodes, p->gpus_per_node, 0,
                         0, out->stages, 0);
     out->nodes = nodes;
@@ -476,7 +463,7 @@ int loom_oobleck_check_work(int32_t n_layers, int32_t gpus_per_node,
     int64_t w = loom_oobleck_work(n_layers, gpus_per_node, max_nodes, max_stages);
     if (w <= LOOM_OOBLECK_MAX_WORK)
         return LOOM_OK;
-    return oob_fail(err, LOOM_EINVAL,
+    return loom_error_format(err, LOOM_EINVAL,
                     "oobleck: templates of %d layers on up to %d node(s) of %d GPUs "
                     "(max_stages %d) need up to %lld layer splits of the divide and "
                     "conquer, at most %lld; lower max_stages, the node count or the "
@@ -490,7 +477,7 @@ int loom_oobleck_plan_template(loom_oobleck_planner *p, int32_t nodes,
 {
     memset(out, 0, sizeof *out);
     if (nodes < 1 || nodes > LOOM_OOBLECK_MAX_NODES)
-        return oob_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                         "oobleck: nodes: expected 1 to %d, found %d",
                         LOOM_OOBLECK_MAX_NODES, nodes);
     /* the memo is shared, so this bounds the work of every template planned
@@ -505,7 +492,7 @@ int loom_oobleck_plan_template(loom_oobleck_planner *p, int32_t nodes,
     if (max_stages > 0 && hi > max_stages)
         hi = max_stages;
     if (hi < nodes)
-        return oob_fail(err, LOOM_EINFEASIBLE,
+        return loom_error_format(err, LOOM_EINFEASIBLE,
                         "oobleck: no template for %d nodes: a stage may not "
                         "span nodes, so it needs at least %d stages, but the "
                         "model has %d layers%s", nodes, nodes, p->n_layers,
@@ -537,7 +524,7 @@ int loom_oobleck_plan_template(loom_oobleck_planner *p, int32_t nodes,
         }
     }
     if (!isfinite(best_ms))
-        return oob_fail(err, LOOM_EINFEASIBLE,
+        return loom_error_format(err, LOOM_EINFEASIBLE,
                         "oobleck: no template for %d nodes of %d GPUs and %d "
                         "layers (every GPU count a stage could use is "
                         "unusable or not a power of two)", nodes,

@@ -13,19 +13,6 @@
 #include <string.h>
 #include <loom/algorithms/oobleck.h>
 
-/* Fills err (code + message) and returns code. */
-static int plan_fail(loom_error *err, int code, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->code = code;
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 double loom_oobleck_linear_time(void *per_mb_ms, int32_t index,
                                 int32_t microbatches)
 {
@@ -124,19 +111,19 @@ int loom_oobleck_enumerate(const int32_t *sizes, int32_t n_sizes,
         *truncated = 0;
     if (n_sizes < 1 || !sizes || nodes < 0 || nodes > LOOM_OOBLECK_MAX_NODES ||
         f < 0)
-        return plan_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                          "oobleck: enumerate needs >= 1 template size, nodes "
                          "in [0, %d] and f >= 0, found %d sizes, %d nodes, "
                          "f %d", LOOM_OOBLECK_MAX_NODES, n_sizes, nodes, f);
     for (int32_t j = 0; j < n_sizes; j++)
         if (sizes[j] < 1)
-            return plan_fail(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                              "oobleck: template %d has %d nodes, expected >= 1",
                              j, sizes[j]);
     if (max_plans <= 0) { /* the whole list is kept: bound it first */
         int64_t count = loom_oobleck_plan_count(sizes, n_sizes, nodes);
         if (count > LOOM_OOBLECK_MAX_PLANS)
-            return plan_fail(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                              "oobleck: %d nodes split into templates of %d..%d nodes "
                              "in up to %lld ways, at most %d instantiation plans; "
                              "raise min_nodes or lower the node count", nodes, sizes[0],
@@ -149,7 +136,7 @@ int loom_oobleck_enumerate(const int32_t *sizes, int32_t n_sizes,
     if (!reach || !x) {
         free(reach);
         free(x);
-        return plan_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
     }
     reach[0] = 1;
     for (int32_t p = 1; p <= n_sizes; p++) {
@@ -165,7 +152,7 @@ int loom_oobleck_enumerate(const int32_t *sizes, int32_t n_sizes,
     free(x);
     if (e.oom) {
         free(e.rows);
-        return plan_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
     }
     *plans_out = e.rows;
     *n_out = e.count;
@@ -209,24 +196,24 @@ int loom_oobleck_distribute(const int32_t *x, int32_t n,
         *recommended = 0;
     if (!x || n < 1 || !time_fn || !mb || microbatches < 1 ||
         microbatches > LOOM_OOBLECK_MAX_MICROBATCHES)
-        return plan_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                          "oobleck: batch distribution needs templates, a time "
                          "function and 1 to %d microbatches, found %d",
                          LOOM_OOBLECK_MAX_MICROBATCHES, microbatches);
     int32_t pipes = 0;
     for (int32_t j = 0; j < n; j++) {
         if (x[j] < 0)
-            return plan_fail(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                              "oobleck: template %d has %d pipelines", j, x[j]);
         pipes += x[j];
         mb[j] = x[j]; /* one microbatch per pipeline to start */
     }
     if (pipes == 0)
-        return plan_fail(err, LOOM_EINVAL, "oobleck: the plan has no pipeline");
+        return loom_error_format(err, LOOM_EINVAL, "oobleck: the plan has no pipeline");
     if (microbatches < pipes) {
         if (recommended)
             *recommended = pipes;
-        return plan_fail(err, LOOM_EINFEASIBLE,
+        return loom_error_format(err, LOOM_EINFEASIBLE,
                          "oobleck: %d microbatches cannot give each of the %d "
                          "pipelines one; nearest total that splits: %d",
                          microbatches, pipes, pipes);
@@ -254,7 +241,7 @@ int loom_oobleck_distribute(const int32_t *x, int32_t n,
             }
         }
         if (pick < 0) /* every template's time is infinite (or NaN) */
-            return plan_fail(err, LOOM_EINFEASIBLE,
+            return loom_error_format(err, LOOM_EINFEASIBLE,
                              "oobleck: no pipeline of the plan can take microbatch %d "
                              "of %d: every template's time for one more is infinite",
                              microbatches - left + 1, microbatches);
@@ -266,7 +253,7 @@ int loom_oobleck_distribute(const int32_t *x, int32_t n,
      * sum of squares, never exceeding tau (convex: greedy is exact). */
     int32_t *first = malloc((size_t)n * sizeof *first);
     if (!first)
-        return plan_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
     memcpy(first, mb, (size_t)n * sizeof *mb);
     for (int32_t j = 0; j < n; j++)
         mb[j] = x[j];
@@ -330,7 +317,7 @@ int loom_oobleck_choose(const int32_t *sizes, int32_t n_sizes,
     double work = (double)count * (n_sizes > 0 ? n_sizes : 1) *
                   (microbatches > 1 ? microbatches : 1);
     if (work > (double)LOOM_OOBLECK_MAX_PLAN_WORK)
-        return plan_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                          "oobleck: up to %lld instantiation plans of %d nodes, each "
                          "distributing %d microbatches over %d templates, need %.3g "
                          "steps, at most %lld; raise min_nodes or lower the node count "
@@ -343,7 +330,7 @@ int loom_oobleck_choose(const int32_t *sizes, int32_t n_sizes,
         return rc;
     if (n_plans == 0) {
         free(plans);
-        return plan_fail(err, LOOM_EINFEASIBLE,
+        return loom_error_format(err, LOOM_EINFEASIBLE,
                          "oobleck: no plan uses all %d nodes with at least "
                          "f+1 = %d pipelines from templates of %d..%d nodes",
                          nodes, f + 1, sizes[0], sizes[n_sizes - 1]);
@@ -356,7 +343,7 @@ int loom_oobleck_choose(const int32_t *sizes, int32_t n_sizes,
         free(plans);
         free(nb);
         loom_oobleck_choice_clear(out);
-        return plan_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
     }
     double best = INFINITY;
     int32_t best_rec = 0;
@@ -396,7 +383,7 @@ int loom_oobleck_choose(const int32_t *sizes, int32_t n_sizes,
         int32_t rec = best_rec;
         loom_oobleck_choice_clear(out);
         out->recommended = rec;
-        return plan_fail(err, LOOM_EINFEASIBLE,
+        return loom_error_format(err, LOOM_EINFEASIBLE,
                          "oobleck: none of the %d plans for %d nodes can split "
                          "%d microbatches; nearest total that splits: %d",
                          n_plans, nodes, microbatches, rec);

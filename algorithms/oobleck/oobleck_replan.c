@@ -13,19 +13,6 @@
 #include <string.h>
 #include <loom/algorithms/oobleck.h>
 
-/* Fills err (code + message) and returns code. */
-static int rp_fail(loom_error *err, int code, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->code = code;
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 const char *loom_oobleck_action_name(int action)
 {
     static const char *const names[] = {"keep", "reinstantiate", "borrow",
@@ -67,10 +54,10 @@ static double rp_time(void *user, int32_t index, int32_t mb)
 static int rp_check_templates(const loom_oobleck_state *st, loom_error *err)
 {
     if (st->n_templates < 1 || !st->templates)
-        return rp_fail(err, LOOM_EINVAL, "oobleck: no pipeline templates");
+        return loom_error_format(err, LOOM_EINVAL, "oobleck: no pipeline templates");
     for (int32_t i = 1; i < st->n_templates; i++)
         if (st->templates[i].nodes != st->templates[0].nodes + i)
-            return rp_fail(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                            "oobleck: templates[%d] has %d nodes, expected %d "
                            "(consecutive node counts)", i,
                            st->templates[i].nodes, st->templates[0].nodes + i);
@@ -87,7 +74,7 @@ static int rp_build(loom_oobleck_state *st, const int32_t *x, const int32_t *mb,
         n += x[j];
     st->pipelines = calloc((size_t)n, sizeof *st->pipelines);
     if (!st->pipelines)
-        return rp_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
     st->n_pipelines = n;
     int32_t at = 0, k = 0;
     for (int32_t j = 0; j < st->n_templates; j++) {
@@ -98,7 +85,7 @@ static int rp_build(loom_oobleck_state *st, const int32_t *x, const int32_t *mb,
             p->microbatches = loom_oobleck_share(mb[j], x[j], c);
             p->nodes = malloc((size_t)p->n_nodes * sizeof *p->nodes);
             if (!p->nodes)
-                return rp_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+                return loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
             memcpy(p->nodes, ids + at, (size_t)p->n_nodes * sizeof *ids);
             at += p->n_nodes;
         }
@@ -112,7 +99,7 @@ static int rp_instantiate_ids(loom_oobleck_state *st, const int32_t *ids,
 {
     int32_t *sizes = malloc((size_t)st->n_templates * sizeof *sizes);
     if (!sizes)
-        return rp_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
     for (int32_t j = 0; j < st->n_templates; j++)
         sizes[j] = st->templates[j].nodes;
     loom_oobleck_choice ch;
@@ -139,14 +126,14 @@ int loom_oobleck_redistribute(loom_oobleck_state *st, double *iteration_ms,
     if (!x || !mb) {
         free(x);
         free(mb);
-        return rp_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
     }
     for (int32_t i = 0; i < st->n_pipelines; i++) {
         int32_t j = st->pipelines[i].template_index;
         if (j < 0 || j >= st->n_templates) {
             free(x);
             free(mb);
-            return rp_fail(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                            "oobleck: pipelines[%d] uses template %d of %d", i,
                            j, st->n_templates);
         }
@@ -176,12 +163,12 @@ int loom_oobleck_instantiate(loom_oobleck_state *st, int32_t nodes,
     if (rc != LOOM_OK)
         return rc;
     if (nodes < 1 || nodes > LOOM_OOBLECK_MAX_NODES)
-        return rp_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                        "oobleck: nodes: expected 1 to %d, found %d",
                        LOOM_OOBLECK_MAX_NODES, nodes);
     int32_t *ids = malloc((size_t)nodes * sizeof *ids);
     if (!ids)
-        return rp_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
     for (int32_t i = 0; i < nodes; i++)
         ids[i] = i;
     loom_oobleck_state_clear_pipelines(st);
@@ -291,7 +278,7 @@ static int rp_copies(const loom_oobleck_state *st, const loom_oobleck_state *nx,
     int32_t L = st->n_layers, cap = 0;
     unsigned char *held = malloc((size_t)L);
     if (!held)
-        return rp_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
     for (int32_t i = 0; i < nx->n_pipelines; i++) {
         const loom_oobleck_pipeline *p = &nx->pipelines[i];
         for (int32_t k = 0; k < p->n_nodes; k++) {
@@ -310,7 +297,7 @@ static int rp_copies(const loom_oobleck_state *st, const loom_oobleck_state *nx,
                         realloc(out->copies, (size_t)cap * sizeof *nc);
                     if (!nc) {
                         free(held);
-                        return rp_fail(err, LOOM_ENOMEM,
+                        return loom_error_format(err, LOOM_ENOMEM,
                                        "oobleck: out of memory");
                     }
                     out->copies = nc;
@@ -339,7 +326,7 @@ int loom_oobleck_replan_run(const loom_oobleck_state *st, const int32_t *failed,
         const loom_oobleck_pipeline *p = &st->pipelines[i];
         if (p->template_index < 0 || p->template_index >= st->n_templates ||
             st->templates[p->template_index].nodes != p->n_nodes)
-            return rp_fail(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                            "oobleck: pipelines[%d] has %d nodes but uses "
                            "template %d", i, p->n_nodes, p->template_index);
         for (int32_t k = 0; k < p->n_nodes; k++)
@@ -348,7 +335,7 @@ int loom_oobleck_replan_run(const loom_oobleck_state *st, const int32_t *failed,
         total += p->n_nodes;
     }
     if (node_max > LOOM_OOBLECK_MAX_NODES || L < 1)
-        return rp_fail(err, LOOM_EINVAL, "oobleck: node ids must be below %d",
+        return loom_error_format(err, LOOM_EINVAL, "oobleck: node ids must be below %d",
                        LOOM_OOBLECK_MAX_NODES);
     /* where: pipeline of every node (-1 none); state: 1 alive, 2 failed */
     int32_t *where = malloc((size_t)node_max * sizeof *where);
@@ -357,7 +344,7 @@ int loom_oobleck_replan_run(const loom_oobleck_state *st, const int32_t *failed,
     unsigned char *old_held = calloc((size_t)node_max * (size_t)L, 1);
     rp_pipe *pp = calloc((size_t)st->n_pipelines + 1, sizeof *pp);
     if (!where || !ids || !dead || !old_held || !pp) {
-        rc = rp_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+        rc = loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
         goto done;
     }
     for (int32_t m = 0; m < node_max; m++)
@@ -366,7 +353,7 @@ int loom_oobleck_replan_run(const loom_oobleck_state *st, const int32_t *failed,
         const loom_oobleck_pipeline *p = &st->pipelines[i];
         for (int32_t k = 0; k < p->n_nodes; k++) {
             if (p->nodes[k] < 0 || where[p->nodes[k]] >= 0) {
-                rc = rp_fail(err, LOOM_EINVAL,
+                rc = loom_error_format(err, LOOM_EINVAL,
                              "oobleck: node %d appears twice or is negative",
                              p->nodes[k]);
                 goto done;
@@ -379,12 +366,12 @@ int loom_oobleck_replan_run(const loom_oobleck_state *st, const int32_t *failed,
     for (int32_t f = 0; f < n_failed; f++) {
         int32_t id = failed[f];
         if (id < 0 || id >= node_max || where[id] < 0) {
-            rc = rp_fail(err, LOOM_EINVAL,
+            rc = loom_error_format(err, LOOM_EINVAL,
                          "oobleck: failed node %d is not in any pipeline", id);
             goto done;
         }
         if (dead[id]) {
-            rc = rp_fail(err, LOOM_EINVAL,
+            rc = loom_error_format(err, LOOM_EINVAL,
                          "oobleck: failed node %d is listed twice", id);
             goto done;
         }
@@ -393,7 +380,7 @@ int loom_oobleck_replan_run(const loom_oobleck_state *st, const int32_t *failed,
     }
     int32_t remaining = total - n_failed;
     if (remaining < (st->f + 1) * n0) {
-        rc = rp_fail(err, LOOM_EINFEASIBLE,
+        rc = loom_error_format(err, LOOM_EINFEASIBLE,
                      "oobleck: %d nodes remain, fewer than (f+1)*n0 = %d*%d = "
                      "%d needed for f+1 pipeline replicas: save progress and "
                      "exit until enough nodes return", remaining, st->f + 1, n0,
@@ -405,7 +392,7 @@ int loom_oobleck_replan_run(const loom_oobleck_state *st, const int32_t *failed,
         for (int32_t m = 0; m < node_max && !found; m++)
             found = old_held[(size_t)m * L + l];
         if (!found) {
-            rc = rp_fail(err, LOOM_EINFEASIBLE,
+            rc = loom_error_format(err, LOOM_EINFEASIBLE,
                          "oobleck: layer %d lost every replica (all nodes "
                          "holding it failed): unrecoverable without a "
                          "checkpoint", l);
@@ -424,7 +411,7 @@ int loom_oobleck_replan_run(const loom_oobleck_state *st, const int32_t *failed,
             pp[i].alive = 1;
             for (int32_t k = 0; k < p->n_nodes; k++)
                 if (!dead[p->nodes[k]] && rp_push(&pp[i], p->nodes[k])) {
-                    rc = rp_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+                    rc = loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
                     goto done;
                 }
             pp[i].action = pp[i].n == p->n_nodes ? LOOM_OOBLECK_KEEP
@@ -434,7 +421,7 @@ int loom_oobleck_replan_run(const loom_oobleck_state *st, const int32_t *failed,
         }
         repaired = rp_repair(st, pp, n0, n_max);
         if (repaired < 0) {
-            rc = rp_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+            rc = loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
             goto done;
         }
     }
@@ -445,7 +432,7 @@ int loom_oobleck_replan_run(const loom_oobleck_state *st, const int32_t *failed,
         out->next.pipelines = calloc((size_t)n, sizeof *out->next.pipelines);
         out->actions = calloc((size_t)n, sizeof *out->actions);
         if (!out->next.pipelines || !out->actions) {
-            rc = rp_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+            rc = loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
             goto done;
         }
         int32_t *x = calloc((size_t)st->n_templates, sizeof *x);
@@ -453,7 +440,7 @@ int loom_oobleck_replan_run(const loom_oobleck_state *st, const int32_t *failed,
         if (!x || !nb) {
             free(x);
             free(nb);
-            rc = rp_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+            rc = loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
             goto done;
         }
         for (int32_t i = 0; i < st->n_pipelines; i++) {
@@ -495,7 +482,7 @@ int loom_oobleck_replan_run(const loom_oobleck_state *st, const int32_t *failed,
         out->actions = calloc((size_t)out->next.n_pipelines + 1,
                               sizeof *out->actions);
         if (!out->actions) {
-            rc = rp_fail(err, LOOM_ENOMEM, "oobleck: out of memory");
+            rc = loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
             goto done;
         }
         for (int32_t i = 0; i < out->next.n_pipelines; i++)

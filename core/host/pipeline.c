@@ -1,4 +1,5 @@
 /* pipeline.c - resolving a planner manifest into loaded, created steps. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,35 +175,33 @@ static const loom_param_spec *declared(const loom_plugin *pl, const char *key)
     return NULL;
 }
 
-/* Deterministic mode for the ranker of step st: an evaluation budget of
- * `evals` (its max_evaluations param), its wall-clock budget_ms raised to
- * a safety cap (ten times the value, at least 60 s, within the manifest's
- * bound) and deterministic = true, each where the ranker declares it. */
+/* Evaluation mode for the ranker of step st: its reserved params
+ * (<loom/ranker.h>) max_evaluations = `evals`, budget_ms raised to
+ * loom_ranker_safety_budget_ms and deterministic = true, each where the
+ * ranker declares it. */
 static int evaluation_mode(loom_step *st, int64_t evals, const char *file, loom_error *err)
 {
     char text[64];
     int rc = LOOM_OK;
-    const loom_param_spec *spec = declared(st->plugin, "max_evaluations");
+    const loom_param_spec *spec = declared(st->plugin, LOOM_RANKER_PARAM_MAX_EVALUATIONS);
     if (spec) {
         snprintf(text, sizeof text, "%lld", (long long)evals);
         rc = loom_params_set_from_string(&st->plugin->m, st->params, st->n_params,
-                                         "max_evaluations", text, err);
+                                         LOOM_RANKER_PARAM_MAX_EVALUATIONS, text, err);
     }
-    if (!rc && (spec = declared(st->plugin, "budget_ms"))) {
+    if (!rc && (spec = declared(st->plugin, LOOM_RANKER_PARAM_BUDGET_MS))) {
         double now = 0;
         for (int i = 0; i < st->n_params; i++)
-            if (!strcmp(st->params[i].name, "budget_ms"))
+            if (!strcmp(st->params[i].name, LOOM_RANKER_PARAM_BUDGET_MS))
                 now = st->params[i].d;
-        double cap = now * 10 > 60000 ? now * 10 : 60000;
-        if (spec->has_max && cap > spec->max)
-            cap = spec->max;
+        double cap = loom_ranker_safety_budget_ms(now, spec->has_max ? spec->max : HUGE_VAL);
         snprintf(text, sizeof text, "%.0f", cap);
-        rc = loom_params_set_from_string(&st->plugin->m, st->params, st->n_params, "budget_ms",
-                                         text, err);
-    }
-    if (!rc && declared(st->plugin, "deterministic"))
         rc = loom_params_set_from_string(&st->plugin->m, st->params, st->n_params,
-                                         "deterministic", "true", err);
+                                         LOOM_RANKER_PARAM_BUDGET_MS, text, err);
+    }
+    if (!rc && declared(st->plugin, LOOM_RANKER_PARAM_DETERMINISTIC))
+        rc = loom_params_set_from_string(&st->plugin->m, st->params, st->n_params,
+                                         LOOM_RANKER_PARAM_DETERMINISTIC, "true", err);
     if (rc)
         return loom_error_prefix(err, rc, file);
     return LOOM_OK;

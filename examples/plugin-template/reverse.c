@@ -4,7 +4,10 @@
  * once with the run's evaluator (loom_host_evaluator).
  *
  * Everything a plugin needs comes from <loom/loom.h> and the host table it
- * receives; it never links libloom. Shared helpers come from the SDK's
+ * receives; it never links libloom. Its params are declared once, in a
+ * table (<loom/params.h>), and read into the instance when it is created.
+ * Errors are reported with host->error (or, without a host table at hand,
+ * loom_error_format from <loom/common.h>). Shared helpers come from the SDK's
  * kits: here the search kit (<loom/kits/search.h>, CMake target
  * Loom::kit_search) turns an order of groups into priorities.
  */
@@ -16,22 +19,16 @@ typedef struct reverse_self {
     int evaluate;       /* param "evaluate" */
 } reverse_self;
 
-/* Creates one instance per pipeline step and reads the params (the host
- * supplies every declared param; manifest.json has the default). */
-static int reverse_create(const loom_host_api *host, loom_ctx *ctx,
-                          void *plugin_state, void **self, loom_error *err)
-{
-    (void)plugin_state;
-    reverse_self *r = loom_instance_new(host, ctx, sizeof *r, err);
-    if (!r)
-        return LOOM_ENOMEM;
-    int rc = loom_read_param_bool(host, ctx, "reverse", "evaluate", &r->evaluate, err);
-    if (rc != LOOM_OK)
-        loom_instance_free(r);
-    else
-        *self = r;
-    return rc;
-}
+/* The params, declared once: name (the member's), default, doc; ints and
+ * floats add min and max. manifest.json's "params" say the same. */
+static const loom_param_def reverse_params[] = {
+    LOOM_BOOL_PARAM(reverse_self, evaluate, 1,
+                    "score the order once with the host's evaluator (reports its makespan)"),
+    LOOM_PARAM_END};
+
+/* create(): one instance per pipeline step, its params read from the host
+ * (checked against the table above; its defaults where the host has none). */
+LOOM_INSTANCE_CREATE(reverse_create, reverse_self, "reverse", reverse_params);
 
 /* Scores the chosen priorities once with the evaluator service. */
 static int reverse_score(reverse_self *r, const loom_stage_graph *g,
@@ -92,6 +89,7 @@ static const loom_ranker_vtable reverse_vtable = {
     {sizeof(loom_ranker_vtable), LOOM_RANKER_VERSION},
     reverse_create, loom_instance_free, reverse_rank};
 
-/* role(), the info struct (id and version equal manifest.json's) and the
- * entry point, for a plugin with one role. */
-LOOM_PLUGIN_ONE_ROLE(reverse, "org.example.reverse", "1.0.0", LOOM_ROLE_RANKER, reverse_vtable);
+/* role(), the info struct (id and version equal manifest.json's, and the
+ * param table) and the entry point, for a plugin with one role. */
+LOOM_PLUGIN_ONE_ROLE(reverse, "org.example.reverse", "1.0.0", LOOM_ROLE_RANKER, reverse_vtable,
+                     reverse_params);

@@ -243,6 +243,7 @@ static const loom_plugin_info ofob_info = {
     NULL,
     NULL,
     ofob_role,
+    NULL, /* no params */
 };
 
 LOOM_PLUGIN_DEFINE(1f1b, ofob_info);

@@ -128,49 +128,66 @@ typedef struct bdp_self {
     int per_iteration; /* params.reference == "iteration" */
 } bdp_self;
 
+/* The params, declared once in bdp_param_table (manifest.json says the same). */
+typedef struct bdp_params {
+    int vpp_sweep;
+    const char *placement;
+    const char *balance;
+    int64_t refine_evaluations;
+    const char *reference;
+} bdp_params;
+
+static const loom_param_def bdp_param_table[] = {
+    LOOM_LK_VPP_SWEEP_PARAM(bdp_params, vpp_sweep),
+    LOOM_ENUM_PARAM(bdp_params, placement, "loop", "loop|v|zigzag",
+                   "position-to-rank map, as the uniform partitioner's: loop (rank s % pp), "
+                   "zigzag (odd chunks backwards), v (zigzag with vpp = 2); the cut points "
+                   "balance positions whichever placement"),
+    LOOM_ENUM_PARAM(bdp_params, balance, "time", "time|params",
+                   "what the cut points balance: time (each layer's forward + backward on the "
+                   "mean microbatch, Optimus appendix B) or params (each layer's parameters, "
+                   "the split PipeWeaver section 8 gives its Megatron-LM baseline; it does "
+                   "not move with the data)"),
+    LOOM_INT_PARAM(bdp_params, refine_evaluations, 64, 0, 100000,
+                   "with balance time, simulations the split's refinement may spend: from the "
+                   "min-max split, boundary layers of the heaviest position move one at a "
+                   "time to a neighbour, each move kept when the pipeline's own interleaver, "
+                   "memory tuner and simulator (the loom.partition_eval service) give the "
+                   "split fewer ranks over the memory cap or a shorter makespan (PyTorch's "
+                   "pipeline auto-partitioner, pytorch/pytorch PR #179212); the best split "
+                   "found within the budget is kept. 0: the min-max split as it is"),
+    LOOM_ENUM_PARAM(bdp_params, reference, "workload", "workload|iteration",
+                   "with balance time, whose mean microbatch the split balances: workload "
+                   "(the mean over every iteration the run plans, one split for all of them, "
+                   "as a real run splits once on representative data; PipeWeaver section 8.1 "
+                   "gives its nnScaler baseline a static plan from a representative workload) "
+                   "or iteration (each iteration's own mean, a re-split per iteration that no "
+                   "real run can make)"),
+    LOOM_PARAM_END};
+
 /* Creates an instance holding the host table and the step context. */
 static int bdp_create(const loom_host_api *host, loom_ctx *ctx,
                       void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
-    /* placement: the manifest's default is "loop"; a host that lacks the
-     * param (a test host built from another plugin's manifest) gets it too */
-    const char *placement = host->param_string(ctx, "placement");
-    if (!placement)
-        placement = "loop";
+    /* a host without the params (a bare mock) gives the table's defaults */
+    bdp_params prm;
+    int rc = loom_params_read(host, ctx, "balanced-dp", bdp_param_table, &prm, err);
+    if (rc != LOOM_OK)
+        return rc;
     bdp_self *b = host->alloc(sizeof *b);
     if (!b)
         return host->error(err, LOOM_ENOMEM, "balanced-dp: out of memory");
     b->host = host;
     b->ctx = ctx;
-    b->vpp_sweep = 0;
-    /* a host without the manifest's params (a bare mock) means the default */
-    int rc = host->param_bool(ctx, "vpp_sweep", &b->vpp_sweep);
-    if (rc != LOOM_OK && rc != LOOM_ENOTFOUND) {
-        host->free(b);
-        return host->error(err, LOOM_EINVAL, "balanced-dp: param vpp_sweep: expected true or "
-                           "false");
-    }
-    b->placement = placement;
-    /* refine_evaluations: absent from a bare host means no refinement */
-    b->refine_evals = 0;
-    rc = host->param_int(ctx, "refine_evaluations", &b->refine_evals);
-    if (rc == LOOM_ENOTFOUND)
-        b->refine_evals = 0;
-    else if (rc != LOOM_OK || b->refine_evals < 0) {
-        host->free(b);
-        return host->error(err, LOOM_EINVAL, "balanced-dp: param refine_evaluations: expected "
-                           "an integer >= 0");
-    }
+    b->vpp_sweep = prm.vpp_sweep;
+    b->placement = prm.placement;
+    b->refine_evals = prm.refine_evaluations;
     b->cache_weight = NULL;
     b->cache_layers = b->n_cached = 0;
     pthread_mutex_init(&b->lock, NULL);
-    /* balance: absent from a bare host means the default, "time" */
-    const char *balance = host->param_string(ctx, "balance");
-    b->by_params = balance && strcmp(balance, "params") == 0;
-    /* reference: absent from a bare host means the default, "workload" */
-    const char *reference = host->param_string(ctx, "reference");
-    b->per_iteration = reference && strcmp(reference, "iteration") == 0;
+    b->by_params = strcmp(prm.balance, "params") == 0;
+    b->per_iteration = strcmp(prm.reference, "iteration") == 0;
     *self = b;
     return LOOM_OK;
 }
@@ -580,6 +597,7 @@ static const loom_plugin_info bdp_info = {
     NULL,
     NULL,
     bdp_role,
+    bdp_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(balanced_dp, bdp_info);

@@ -192,6 +192,33 @@ static int cpb_candidate(cpb_self *c, const loom_model *model, int32_t bb,
     return LOOM_OK;
 }
 
+/* The params, declared once in cpb_param_table (manifest.json says the same). */
+typedef struct cpb_params {
+    int64_t gpus;
+    const char *split;
+    int64_t block_tokens;
+    const char *order;
+    const char *mask;
+} cpb_params;
+
+static const loom_param_def cpb_param_table[] = {
+    LOOM_INT_PARAM(cpb_params, gpus, 4, 1, 65536,
+                   "GPUs of the context-parallel group; the problem's cp replaces it when cp "
+                   "> 1"),
+    LOOM_ENUM_PARAM(cpb_params, split, "lpt", "lpt|zigzag",
+                   "the assignment the plan uses when the problem has cp > 1: each "
+                   "microbatch's slowest CP GPU over the mean (LPT's or zigzag's) scales the "
+                   "attention time of its layers"),
+    LOOM_INT_PARAM(cpb_params, block_tokens, 128, 1, 1048576,
+                   "tokens per block N_B"),
+    LOOM_ENUM_PARAM(cpb_params, order, "sorted", "sorted|unsorted",
+                   "sorted: longest block first (LPT, as the prose says); unsorted: blocks in "
+                   "sequence order (Algorithm 1 as listed)"),
+    LOOM_ENUM_PARAM(cpb_params, mask, "prefix", "prefix|causal",
+                   "prefix: per sample, encoder tokens attend within their modality, text "
+                   "attends every earlier token; causal: every token causal"),
+    LOOM_PARAM_END};
+
 /* Balances context parallelism for every candidate's microbatches. */
 static int cpb_partition(void *self, const loom_problem *problem,
                          const loom_iteration *it, loom_candidates *set,
@@ -212,19 +239,12 @@ static int cpb_partition(void *self, const loom_problem *problem,
                            "cp-balance: the model has no text backbone");
     if (!it || it->n_samples < 1)
         return LOOM_OK;
-    int64_t gpus = 0, block = 0;
-    const char *order = NULL, *mask = NULL, *split = NULL;
-    int rc = loom_read_param_int(host, c->ctx, "cp-balance", "gpus", &gpus, err);
-    if (rc == LOOM_OK)
-        rc = loom_read_param_int(host, c->ctx, "cp-balance", "block_tokens", &block, err);
-    if (rc == LOOM_OK)
-        rc = loom_read_param_string(host, c->ctx, "cp-balance", "order", &order, err);
-    if (rc == LOOM_OK)
-        rc = loom_read_param_string(host, c->ctx, "cp-balance", "mask", &mask, err);
-    if (rc == LOOM_OK)
-        rc = loom_read_param_string(host, c->ctx, "cp-balance", "split", &split, err);
+    cpb_params prm;
+    int rc = loom_params_read(host, c->ctx, "cp-balance", cpb_param_table, &prm, err);
     if (rc != LOOM_OK)
         return rc;
+    int64_t gpus = prm.gpus, block = prm.block_tokens;
+    const char *order = prm.order, *mask = prm.mask, *split = prm.split;
     if (problem->parallel.cp > 1) /* the problem's CP group wins over the param */
         gpus = problem->parallel.cp;
     int use_zigzag = strcmp(split, "zigzag") == 0;
@@ -271,6 +291,7 @@ static const loom_plugin_info cpb_info = {
     NULL,
     NULL,
     cpb_role,
+    cpb_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(cp_balance, cpb_info);

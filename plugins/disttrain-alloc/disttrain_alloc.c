@@ -45,17 +45,44 @@ static void dt_destroy(void *self)
 }
 
 
-/* Integer param `key` (the host supplies the manifest's default). */
-static int dt_int(dt_self *d, const char *key, int64_t *out, loom_error *err)
-{
-    return loom_read_param_int(d->host, d->ctx, "disttrain-alloc", key, out, err);
-}
+/* The params, declared once in dt_param_table (manifest.json says the same). */
+typedef struct dt_params {
+    int64_t gpus;
+    int64_t global_batch;
+    int64_t max_tp;
+    int64_t candidates;
+    double param_grad_bytes;
+    double optimizer_bytes;
+    int zero1;
+    int dp_above_backbone;
+} dt_params;
 
-/* Float param `key` (the host supplies the manifest's default). */
-static int dt_double(dt_self *d, const char *key, double *out, loom_error *err)
-{
-    return loom_read_param_double(d->host, d->ctx, "disttrain-alloc", key, out, err);
-}
+static const loom_param_def dt_param_table[] = {
+    LOOM_INT_PARAM(dt_params, gpus, 0, 0, 1048576,
+                   "GPUs N to allocate; 0 = tp x pp x dp of the parallel config"),
+    LOOM_INT_PARAM(dt_params, global_batch, 0, 0, 1048576,
+                   "global batch BS in LLM microbatches (packed sequences); 0 = parallel.dp x "
+                   "the iteration's microbatches (the iteration is one replica's share); "
+                   "DP_lm is kept >= BS / the iteration's microbatches so the simulated "
+                   "pipeline's microbatches come from its samples"),
+    LOOM_INT_PARAM(dt_params, max_tp, 8, 1, 8,
+                   "largest TP tried (also capped by the cluster's GPUs per node)"),
+    LOOM_INT_PARAM(dt_params, candidates, 4, 1, 16,
+                   "best plans emitted as candidates, in rank order"),
+    LOOM_FLOAT_PARAM(dt_params, param_grad_bytes, 4, 0, 64,
+                   "bytes per parameter of weights + gradients (bf16 + bf16); a frozen module "
+                   "keeps 2"),
+    LOOM_FLOAT_PARAM(dt_params, optimizer_bytes, 12, 0, 64,
+                   "bytes per parameter of optimizer state (fp32 master + Adam moments), "
+                   "sharded over the module's GPUs (ZeRO-1)"),
+    LOOM_BOOL_PARAM(dt_params, zero1, 0,
+                   "memory bound of DistTrain section 5.1 (optimizer sharded over each "
+                   "module's GPUs, ZeRO-1); false: states per rank as Loom's simulator "
+                   "charges them, so every emitted plan fits in simulation"),
+    LOOM_BOOL_PARAM(dt_params, dp_above_backbone, 0,
+                   "allow an encoder or generator DP larger than the backbone's (a microbatch "
+                   "then splits over several encoder replicas)"),
+    LOOM_PARAM_END};
 
 /* Fills unit u for module `module`: C(TP) for every TP of the set, and
  * the parameter, optimizer and activation bytes. */
@@ -148,20 +175,13 @@ static int dt_partition(void *self, const loom_problem *problem,
                            "available", LOOM_SERVICE_COST);
     int32_t units = dt_units(problem, it);
     const loom_parallel *par = &problem->parallel;
-    int64_t p_gpus = 0, p_batch = 0, p_max_tp = 0, p_candidates = 0;
-    double grad_b = 0, opt_b = 0;
-    int above = 0, zero1 = 0;
-    if ((rc = dt_int(d, "gpus", &p_gpus, err)) != LOOM_OK ||
-        (rc = dt_int(d, "global_batch", &p_batch, err)) != LOOM_OK ||
-        (rc = dt_int(d, "max_tp", &p_max_tp, err)) != LOOM_OK ||
-        (rc = dt_int(d, "candidates", &p_candidates, err)) != LOOM_OK ||
-        (rc = dt_double(d, "param_grad_bytes", &grad_b, err)) != LOOM_OK ||
-        (rc = dt_double(d, "optimizer_bytes", &opt_b, err)) != LOOM_OK ||
-        (rc = loom_read_param_bool(host, d->ctx, "disttrain-alloc", "dp_above_backbone",
-                                   &above, err)) != LOOM_OK ||
-        (rc = loom_read_param_bool(host, d->ctx, "disttrain-alloc", "zero1", &zero1,
-                                   err)) != LOOM_OK)
+    dt_params prm;
+    if ((rc = loom_params_read(host, d->ctx, "disttrain-alloc", dt_param_table, &prm, err)))
         return rc;
+    int64_t p_gpus = prm.gpus, p_batch = prm.global_batch, p_max_tp = prm.max_tp;
+    int64_t p_candidates = prm.candidates;
+    double grad_b = prm.param_grad_bytes, opt_b = prm.optimizer_bytes;
+    int above = prm.dp_above_backbone, zero1 = prm.zero1;
     loom_dt_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.gpus = (int32_t)p_gpus;
@@ -253,6 +273,7 @@ static const loom_plugin_info dt_info = {
     NULL,
     NULL,
     dt_role,
+    dt_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(disttrain_alloc, dt_info);

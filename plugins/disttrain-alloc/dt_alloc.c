@@ -12,19 +12,6 @@
 #define DT_MAX_DIVISORS 2048
 #define DT_REL_TOL 1e-9
 
-/* Fills err (when not NULL) and returns code. */
-static int dt_fail(loom_error *err, int code, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-        err->code = code;
-    }
-    return code;
-}
-
 /* Euclid's algorithm on absolute values. */
 int32_t loom_dt_gcd(int32_t a, int32_t b)
 {
@@ -419,23 +406,23 @@ int loom_dt_search(const loom_dt_unit u[LOOM_DT_UNITS],
     memset(st, 0, sizeof *st);
     *n_best = 0;
     if (k < 1 || cfg->gpus < 1 || cfg->global_batch < 1 || cfg->max_tp < 1)
-        return dt_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                        "disttrain-alloc: expected k, gpus, global batch and "
                        "max TP >= 1, found %d, %d, %d and %d",
                        k, cfg->gpus, cfg->global_batch, cfg->max_tp);
     if (!u[LOOM_DT_LLM].present)
-        return dt_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                        "disttrain-alloc: expected a backbone module, found "
                        "none");
     int32_t tps[LOOM_DT_UNITS][LOOM_DT_N_TP], n_tp[LOOM_DT_UNITS];
     for (int m = 0; m < LOOM_DT_UNITS; m++) {
         if (u[m].present && u[m].max_pp < 1)
-            return dt_fail(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                            "disttrain-alloc: unit %d: expected at least one "
                            "layer, found %d", m, u[m].max_pp);
         n_tp[m] = dt_tps(&u[m], cfg->max_tp, tps[m]);
         if (n_tp[m] == 0)
-            return dt_fail(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                            "disttrain-alloc: unit %d: expected a non-negative "
                            "time C(TP) for some TP in {1,2,4,8} <= %d, found "
                            "none", m, cfg->max_tp);
@@ -477,7 +464,7 @@ int loom_dt_search(const loom_dt_unit u[LOOM_DT_UNITS],
             none++;
         }
     if (*n_best == 0)
-        return dt_fail(err, LOOM_EINFEASIBLE,
+        return loom_error_format(err, LOOM_EINFEASIBLE,
                        "disttrain-alloc: no integer-feasible plan: %lld TP x "
                        "DP combinations on %d GPUs with global batch %d "
                        "(%d backbone choices fit memory on their own), none "

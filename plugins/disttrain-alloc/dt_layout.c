@@ -7,17 +7,6 @@
 #include <string.h>
 #include "dt_layout.h"
 
-/* Fills err and returns code. */
-static int lay_fail(loom_error *err, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-    err->code = code;
-    return code;
-}
-
 int loom_dt_find_units(const loom_model *model,
                        int32_t unit_module[LOOM_DT_UNITS], loom_error *err)
 {
@@ -30,12 +19,12 @@ int loom_dt_find_units(const loom_model *model,
     for (int32_t m = 0; m < model->n_modules; m++) {
         int32_t kind = model->modules[m].kind;
         if (kind < 0 || kind > 2)
-            return lay_fail(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                             "disttrain-alloc: module %s: unknown kind %d",
                             model->modules[m].name, kind);
         int u = unit_of_kind[kind];
         if (unit_module[u] >= 0)
-            return lay_fail(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                             "disttrain-alloc: expected at most one %s module "
                             "(DistTrain's encoder, backbone, generator), "
                             "found %s and %s", names[u],
@@ -44,7 +33,7 @@ int loom_dt_find_units(const loom_model *model,
         unit_module[u] = m;
     }
     if (unit_module[LOOM_DT_LLM] < 0)
-        return lay_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                         "disttrain-alloc: expected a backbone module, found "
                         "none among %d modules", model->n_modules);
     return LOOM_OK;
@@ -80,7 +69,7 @@ static int lay_flow(const loom_model *model, int32_t module, int32_t n_pos,
     if (part->n_flows >= part->cap_flows ||
         part->n_positions + n_pos > part->cap_positions ||
         part->n_spans + n_pos > part->cap_spans)
-        return lay_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                         "disttrain-alloc: candidate has room for %d flows, %d "
                         "positions and %d spans, the plan needs more",
                         part->cap_flows, part->cap_positions, part->cap_spans);
@@ -131,7 +120,7 @@ int loom_dt_layout(const loom_model *model,
     int32_t dp_llm = plan->dp[LOOM_DT_LLM];
     int32_t flow_of_module[64];
     if (model->n_modules > 64 || dp_llm < 1 || units < 1)
-        return lay_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                         "disttrain-alloc: expected <= 64 modules, DP_lm >= 1 "
                         "and >= 1 microbatch, found %d, %d and %d",
                         model->n_modules, dp_llm, units);
@@ -149,7 +138,7 @@ int loom_dt_layout(const loom_model *model,
                             : loom_dt_share_positions(plan->pp[u], plan->dp[u],
                                                       dp_llm, layers);
         if (n_pos < 1 || n_pos > layers)
-            return lay_fail(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                             "disttrain-alloc: module %s: expected 1 to %d "
                             "pipeline positions, found %d",
                             model->modules[m].name, layers, n_pos);
@@ -168,7 +157,7 @@ int loom_dt_layout(const loom_model *model,
     int32_t mbs = (units + stride - 1) / stride < want ? (units + stride - 1) / stride
                                                        : want;
     if (mbs > part->cap_microbatches)
-        return lay_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                         "disttrain-alloc: candidate has room for %d "
                         "microbatches, the plan needs %d",
                         part->cap_microbatches, mbs);
@@ -176,7 +165,7 @@ int loom_dt_layout(const loom_model *model,
     for (int32_t i = 0; i < n; i++) {
         int32_t unit = loom_dt_unit_of(it, i, units);
         if (unit < 0 || unit >= units)
-            return lay_fail(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                             "iteration %d: samples[%d].microbatch: expected "
                             "< %d, found %d", it->index, i, units, unit);
         int32_t mb = unit % stride == 0 && unit / stride < mbs ? unit / stride : -1;

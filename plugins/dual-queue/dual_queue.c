@@ -211,6 +211,7 @@ static const loom_plugin_info dq_info = {
     NULL,
     NULL,
     dq_role,
+    NULL, /* no params */
 };
 
 LOOM_PLUGIN_DEFINE(dual_queue, dq_info);

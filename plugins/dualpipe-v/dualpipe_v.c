@@ -321,6 +321,7 @@ static const loom_plugin_info dpv_info = {
     NULL,
     NULL,
     dpv_role,
+    NULL, /* no params */
 };
 
 LOOM_PLUGIN_DEFINE(dualpipe_v, dpv_info);

@@ -18,13 +18,25 @@ typedef struct ef_self {
     int warmup;
 } ef_self;
 
+/* The params, declared once in ef_param_table (manifest.json says the same). */
+typedef struct ef_params {
+    const char *warmup;
+} ef_params;
+
+static const loom_param_def ef_param_table[] = {
+    LOOM_ENUM_PARAM(ef_params, warmup, "megatron", "megatron|deferred",
+                   "backbone warm-up forwards with V > 1: Megatron's 2(P-i-1)+(V-1)P, or the "
+                   "deferred (P-i-1)+(V-1)P that keeps the makespan and starts later "
+                   "microbatches later"),
+    LOOM_PARAM_END};
+
 /* Creates an instance with empty scratch and the warm-up rule param. */
 static int ef_create(const loom_host_api *host, loom_ctx *ctx,
                      void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
-    const char *w = NULL;
-    int rc = loom_read_param_string(host, ctx, "encoder-first", "warmup", &w, err);
+    ef_params prm;
+    int rc = loom_params_read(host, ctx, "encoder-first", ef_param_table, &prm, err);
     if (rc != LOOM_OK)
         return rc;
     ef_self *s = host->alloc(sizeof *s);
@@ -34,7 +46,7 @@ static int ef_create(const loom_host_api *host, loom_ctx *ctx,
     s->host = host;
     s->ctx = ctx;
     s->co.host = host;
-    s->warmup = strcmp(w, "deferred") == 0 ? LOOM_CO_WARMUP_DEFERRED
+    s->warmup = strcmp(prm.warmup, "deferred") == 0 ? LOOM_CO_WARMUP_DEFERRED
                                            : LOOM_CO_WARMUP_MEGATRON;
     *self = s;
     return LOOM_OK;
@@ -92,6 +104,7 @@ static const loom_plugin_info ef_info = {
     NULL,
     NULL,
     ef_role,
+    ef_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(encoder_first, ef_info);

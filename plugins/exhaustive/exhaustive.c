@@ -37,6 +37,20 @@ typedef struct exh_run {
     loom_sk_result res[EXH_BATCH];
 } exh_run;
 
+/* The params, declared once in exhaustive_param_table (manifest.json says the same). */
+typedef struct exhaustive_params {
+    loom_sk_params search; /* budget_ms, threads, max_evaluations */
+} exhaustive_params;
+
+static const loom_param_def exhaustive_param_table[] = {
+    LOOM_SK_BUDGET_MS_PARAM(exhaustive_params, search),
+    LOOM_INT_PARAM_AT("threads", exhaustive_params, search.threads, 1, 1, 64,
+                   "worker threads evaluating batches of enumerated assignments, each with "
+                   "its own evaluator"),
+    LOOM_INT_PARAM_AT("max_evaluations", exhaustive_params, search.max_evaluations, 0, 0, 2147483647,
+                   "stop after this many evaluator runs (0: unlimited)"),
+    LOOM_PARAM_END};
+
 /* Creates an instance (all state lives in one rank() call). */
 static int exh_create(const loom_host_api *host, loom_ctx *ctx,
                       void *plugin_state, void **self, loom_error *err)
@@ -180,15 +194,17 @@ static int exh_rank(void *self, const loom_stage_graph *const *graphs,
 {
     exh_self *s = self;
     const loom_host_api *host = s->host;
-    loom_sk_params prm;
-    int rc = loom_sk_read_params(host, s->ctx, "exhaustive", &prm, err);
+    exhaustive_params prm;
+    memset(&prm, 0, sizeof prm);
+    prm.search.deterministic = 1; /* a param exhaustive does not declare */
+    int rc = loom_params_read(host, s->ctx, "exhaustive", exhaustive_param_table, &prm, err);
     if (rc != LOOM_OK)
         return rc;
     exh_run *x = host->alloc(sizeof *x);
     if (!x)
         return host->error(err, LOOM_ENOMEM, "exhaustive: out of memory");
     memset(x, 0, sizeof *x);
-    rc = loom_sk_open(&x->sk, host, s->ctx, "exhaustive", &prm, graphs,
+    rc = loom_sk_open(&x->sk, host, s->ctx, "exhaustive", &prm.search, graphs,
                       n_graphs, out, err);
     if (rc != LOOM_OK) {
         host->free(x);
@@ -237,6 +253,7 @@ static const loom_plugin_info exh_info = {
     NULL,
     NULL,
     exh_role,
+    exhaustive_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(exhaustive, exh_info);

@@ -32,12 +32,64 @@ typedef struct ff_self {
     double state_factor;
 } ff_self;
 
-/* Reads a declared float param (the host supplies the manifest's default). */
-static int ff_param(const loom_host_api *host, loom_ctx *ctx, const char *key, double *out,
-                    loom_error *err)
-{
-    return loom_read_param_double(host, ctx, "ffi", key, out, err);
-}
+/* The params, declared once in ff_param_table (manifest.json says the same). */
+typedef struct ff_params {
+    const char *library;
+    const char *header;
+    const char *forward;
+    const char *backward;
+    const char *activation;
+    const char *params;
+    const char *flops;
+    double backward_factor;
+    double weight_grad_share;
+    double selective_activation_ratio;
+    double full_activation_ratio;
+    double selective_recompute_ratio;
+    double state_factor;
+} ff_params;
+
+static const loom_param_def ff_param_table[] = {
+    LOOM_STRING_PARAM(ff_params, library, "",
+                   "required: the shared library (a path, relative to the working directory, "
+                   "or a bare name the dynamic loader searches)"),
+    LOOM_STRING_PARAM(ff_params, header, "",
+                   "optional C header declaring the functions; when set, every function's "
+                   "return type, arity and parameter types are checked against it at load "
+                   "time"),
+    LOOM_STRING_PARAM(ff_params, forward, "",
+                   "required: forward time in ms, e.g. \"double layer_fwd_ms(hidden, "
+                   "ffn_hidden, tokens, tp, peak_flops)\"; return type double, float, int64 "
+                   "or int32; each argument a field name, optionally :int64 or :double "
+                   "(docs/ffi.md lists the fields)"),
+    LOOM_STRING_PARAM(ff_params, backward, "",
+                   "optional: full backward time in ms (input + weight gradients); default "
+                   "backward_factor x forward"),
+    LOOM_STRING_PARAM(ff_params, activation, "",
+                   "optional: bytes of activations stored per GPU under policy none (scaled "
+                   "by the ratios below unless the function takes the policy field); default "
+                   "0"),
+    LOOM_STRING_PARAM(ff_params, params, "",
+                   "optional: parameter bytes of the layer per GPU; default 0"),
+    LOOM_STRING_PARAM(ff_params, flops, "",
+                   "optional: model FLOPs of the layer, forward + backward, all TP ranks (for "
+                   "MFU); default 0 (unknown)"),
+    LOOM_FLOAT_PARAM(ff_params, backward_factor, 2, 0, 100,
+                   "backward time as a multiple of forward when there is no backward function"),
+    LOOM_FLOAT_PARAM(ff_params, weight_grad_share, 0.5, 0, 1,
+                   "share of the backward time that is weight gradient (the rest is input "
+                   "gradient)"),
+    LOOM_FLOAT_PARAM(ff_params, selective_activation_ratio, 0.5, 0, 1,
+                   "fraction of the activation bytes stored under selective recomputation"),
+    LOOM_FLOAT_PARAM(ff_params, full_activation_ratio, 0.1, 0, 1,
+                   "fraction of the activation bytes stored under full recomputation"),
+    LOOM_FLOAT_PARAM(ff_params, selective_recompute_ratio, 0.15, 0, 1,
+                   "recompute time under selective recomputation as a fraction of forward "
+                   "(full recomputes all of it)"),
+    LOOM_FLOAT_PARAM(ff_params, state_factor, 7, 0, 100,
+                   "gradient + optimizer state bytes per parameter byte of a trainable layer "
+                   "(bf16 gradients 1x + fp32 Adam 6x)"),
+    LOOM_PARAM_END};
 
 /* Frees an instance (safe on a partly built one). */
 static void ff_destroy(void *self)
@@ -51,17 +103,15 @@ static void ff_destroy(void *self)
 }
 
 /* Parses, checks and prepares the function of one slot. */
-static int ff_setup_slot(ff_self *s, loom_ctx *ctx, int slot, const char *lib_name,
+static int ff_setup_slot(ff_self *s, const char *text, int slot, const char *lib_name,
                          const char *header, loom_error *err)
 {
     const loom_host_api *h = s->host;
-    const char *text = h->param_string(ctx, slot_params[slot]);
-    if (!text || !text[0]) {
+    if (!text[0]) { /* the table's default: no function */
         if (slot == FF_FORWARD)
             return h->error(err, LOOM_EINVAL,
                             "ffi: params.forward: expected a signature such as \"double "
-                            "layer_fwd_ms(hidden, tokens, tp)\", found %s",
-                            text ? "an empty string" : "no value");
+                            "layer_fwd_ms(hidden, tokens, tp)\", found an empty string");
         return LOOM_OK;
     }
     char msg[LOOM_FFI_MSG];
@@ -79,32 +129,28 @@ static int ff_create(const loom_host_api *host, loom_ctx *ctx, void *plugin_stat
                      loom_error *err)
 {
     (void)plugin_state;
-    const char *lib = host->param_string(ctx, "library");
-    const char *header = host->param_string(ctx, "header");
-    if (!lib || !lib[0])
+    ff_params prm;
+    int prc = loom_params_read(host, ctx, "ffi", ff_param_table, &prm, err);
+    if (prc != LOOM_OK)
+        return prc;
+    const char *lib = prm.library, *header = prm.header;
+    const char *texts[FF_SLOTS] = {prm.forward, prm.backward, prm.activation, prm.params,
+                                   prm.flops};
+    if (!lib[0])
         return host->error(err, LOOM_EINVAL,
-                           "ffi: params.library: expected the path of a shared library, found %s",
-                           lib ? "an empty string" : "no value");
+                           "ffi: params.library: expected the path of a shared library, found an "
+                           "empty string");
     ff_self *s = host->alloc(sizeof *s);
     if (!s)
         return host->error(err, LOOM_ENOMEM, "ffi: out of memory");
     memset(s, 0, sizeof *s);
     s->host = host;
-    int prc = ff_param(host, ctx, "backward_factor", &s->backward_factor, err);
-    if (prc == LOOM_OK)
-        prc = ff_param(host, ctx, "weight_grad_share", &s->weight_grad_share, err);
-    if (prc == LOOM_OK)
-        prc = ff_param(host, ctx, "selective_activation_ratio", &s->selective_activation, err);
-    if (prc == LOOM_OK)
-        prc = ff_param(host, ctx, "full_activation_ratio", &s->full_activation, err);
-    if (prc == LOOM_OK)
-        prc = ff_param(host, ctx, "selective_recompute_ratio", &s->selective_recompute, err);
-    if (prc == LOOM_OK)
-        prc = ff_param(host, ctx, "state_factor", &s->state_factor, err);
-    if (prc != LOOM_OK) {
-        ff_destroy(s);
-        return prc;
-    }
+    s->backward_factor = prm.backward_factor;
+    s->weight_grad_share = prm.weight_grad_share;
+    s->selective_activation = prm.selective_activation_ratio;
+    s->full_activation = prm.full_activation_ratio;
+    s->selective_recompute = prm.selective_recompute_ratio;
+    s->state_factor = prm.state_factor;
     s->lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (!s->lib) {
         const char *why = dlerror();
@@ -114,7 +160,7 @@ static int ff_create(const loom_host_api *host, loom_ctx *ctx, void *plugin_stat
         return rc;
     }
     for (int slot = 0; slot < FF_SLOTS; slot++) {
-        int rc = ff_setup_slot(s, ctx, slot, lib, header, err);
+        int rc = ff_setup_slot(s, texts[slot], slot, lib, header, err);
         if (rc != LOOM_OK) {
             ff_destroy(s);
             return rc;
@@ -242,7 +288,7 @@ static const loom_role_header *ff_role(const char *role)
 }
 
 static const loom_plugin_info ff_info = {
-    LOOM_PLUGIN_INFO_HEADER, FF_ID, "1.0.0", NULL, NULL, ff_role,
+    LOOM_PLUGIN_INFO_HEADER, FF_ID, "1.0.0", NULL, NULL, ff_role, ff_param_table
 };
 
 LOOM_PLUGIN_DEFINE(ffi, ff_info);

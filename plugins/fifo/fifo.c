@@ -97,6 +97,7 @@ static const loom_plugin_info fifo_info = {
     NULL,
     NULL,
     fifo_role,
+    NULL, /* no params */
 };
 
 LOOM_PLUGIN_DEFINE(fifo, fifo_info);

@@ -16,12 +16,30 @@
 #include <loom/kits/layout.h>
 #include "frozen_aware.h"
 
+/* The params, declared once in fa_param_table (manifest.json says the same). */
+typedef struct fa_params {
+    const char *mode;
+    const char *input_grad_rule;
+} fa_params;
+
+static const loom_param_def fa_param_table[] = {
+    LOOM_ENUM_PARAM(fa_params, mode, "aware", "aware|unaware",
+                   "aware: Eq. 3.2 backward; unaware: every backward taken as twice the "
+                   "forward (Table 3.2's baseline)"),
+    LOOM_ENUM_PARAM(fa_params, input_grad_rule, "eq3.3", "eq3.3|strict",
+                   "eq3.3: a trainable layer pays input gradients itself (Eq. 3.3 as "
+                   "written); strict: only when an earlier layer is trainable (what the "
+                   "simulator's graph builder charges)"),
+    LOOM_PARAM_END};
+
 typedef struct fa_self {
     const loom_host_api *host;
     loom_ctx *ctx;
+    fa_params prm;
 } fa_self;
 
-/* Creates an instance holding the host table and the step context. */
+/* Creates an instance holding the host table, the step context and the
+ * params. */
 static int fa_create(const loom_host_api *host, loom_ctx *ctx,
                      void *plugin_state, void **self, loom_error *err)
 {
@@ -31,6 +49,11 @@ static int fa_create(const loom_host_api *host, loom_ctx *ctx,
         return host->error(err, LOOM_ENOMEM, "frozen-aware: out of memory");
     f->host = host;
     f->ctx = ctx;
+    int rc = loom_params_read(host, ctx, "frozen-aware", fa_param_table, &f->prm, err);
+    if (rc != LOOM_OK) {
+        host->free(f);
+        return rc;
+    }
     *self = f;
     return LOOM_OK;
 }
@@ -41,17 +64,6 @@ static void fa_destroy(void *self)
     fa_self *f = self;
     if (f)
         f->host->free(f);
-}
-
-/* *is = 1 when the declared enum param `key` equals `value`. */
-static int fa_param_is(const loom_host_api *host, loom_ctx *ctx,
-                       const char *key, const char *value, int *is,
-                       loom_error *err)
-{
-    const char *v = NULL;
-    int rc = loom_read_param_string(host, ctx, "frozen-aware", key, &v, err);
-    *is = rc == LOOM_OK && strcmp(v, value) == 0;
-    return rc;
 }
 
 /* Per-layer F + B of every layer of the chain into t (module order). */
@@ -68,12 +80,8 @@ static int fa_layer_costs(fa_self *f, const loom_problem *pb,
                            "frozen-aware: the \"%s\" service with layer and "
                            "module_shape is not available (a cost_model step "
                            "before it)", LOOM_SERVICE_COST);
-    int unaware = 0, strict = 0;
-    int prc = fa_param_is(host, f->ctx, "mode", "unaware", &unaware, err);
-    if (prc == LOOM_OK)
-        prc = fa_param_is(host, f->ctx, "input_grad_rule", "strict", &strict, err);
-    if (prc != LOOM_OK)
-        return prc;
+    int unaware = strcmp(f->prm.mode, "unaware") == 0;
+    int strict = strcmp(f->prm.input_grad_rule, "strict") == 0;
     int rule = strict ? LOOM_FROZEN_STRICT : LOOM_FROZEN_EQ33;
     const loom_model *model = pb->model;
     int32_t mbs = pb->parallel.microbatches > 0 ? pb->parallel.microbatches : 1;
@@ -145,8 +153,7 @@ static int fa_partition(void *self, const loom_problem *problem,
     if (rc == LOOM_OK)
         rc = loom_lk_assign_samples(host, "frozen-aware", model, it, mbs, p, err);
     if (rc == LOOM_OK) {
-        int unaware = 0;
-        fa_param_is(host, f->ctx, "mode", "unaware", &unaware, err); /* read above */
+        int unaware = strcmp(f->prm.mode, "unaware") == 0;
         snprintf(p->label, sizeof p->label, "frozen-%s S=%lld max=%.2fms",
                  unaware ? "unaware" : "aware", (long long)s, worst);
         host->log(f->ctx, LOOM_LOG_INFO, "%s", p->label);
@@ -180,6 +187,7 @@ static const loom_plugin_info fa_info = {
     NULL,
     NULL,
     fa_role,
+    fa_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(frozen_aware, fa_info);

@@ -65,6 +65,7 @@ static const loom_plugin_info fr_info = {
     NULL,
     NULL,
     fr_role,
+    NULL, /* no params */
 };
 
 LOOM_PLUGIN_DEFINE(full_recompute, fr_info);

@@ -224,6 +224,7 @@ static const loom_plugin_info gpipe_info = {
     NULL,
     NULL,
     gpipe_role,
+    NULL, /* no params */
 };
 
 LOOM_PLUGIN_DEFINE(gpipe, gpipe_info);

@@ -25,14 +25,28 @@ typedef struct greedy_self {
     int view; /* LOOM_VIEW_FRUGAL or LOOM_VIEW_AS_BUILT */
 } greedy_self;
 
+/* The params, declared once in greedy_param_table (manifest.json says the same). */
+typedef struct greedy_params {
+    const char *view;
+} greedy_params;
+
+static const loom_param_def greedy_param_table[] = {
+    LOOM_ENUM_PARAM(greedy_params, view, "frugal", "frugal|as_built",
+                   "memory the interleaver budgets with before tuning: frugal, every layer at "
+                   "its most frugal policy (the order is not throttled by memory that "
+                   "recomputation recovers); as_built, the layers as built, so a memory-gated "
+                   "interleaver (dual-queue) keeps the order within the cap where it can and "
+                   "only what still overflows is recomputed"),
+    LOOM_PARAM_END};
+
 /* Creates an instance with the view param; the driver looks up the
  * simulator once. */
 static int greedy_create(const loom_host_api *host, loom_ctx *ctx,
                          void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
-    const char *view = NULL;
-    int rc = loom_read_param_string(host, ctx, "greedy", "view", &view, err);
+    greedy_params prm;
+    int rc = loom_params_read(host, ctx, "greedy", greedy_param_table, &prm, err);
     if (rc != LOOM_OK)
         return rc;
     greedy_self *s = host->alloc(sizeof *s);
@@ -41,7 +55,7 @@ static int greedy_create(const loom_host_api *host, loom_ctx *ctx,
     memset(s, 0, sizeof *s);
     s->host = host;
     s->ctx = ctx;
-    s->view = strcmp(view, "as_built") == 0 ? LOOM_VIEW_AS_BUILT : LOOM_VIEW_FRUGAL;
+    s->view = strcmp(prm.view, "as_built") == 0 ? LOOM_VIEW_AS_BUILT : LOOM_VIEW_FRUGAL;
     loom_mt_driver_init(host, ctx, &s->drv);
     *self = s;
     return LOOM_OK;
@@ -113,6 +127,7 @@ static const loom_plugin_info greedy_info = {
     NULL,
     NULL,
     greedy_role,
+    greedy_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(greedy, greedy_info);

@@ -21,9 +21,32 @@
 #include <loom/kits/layout.h>
 #include "hs_estimate.h"
 
+/* The params, declared once in hs_param_table (manifest.json says the same). */
+typedef struct hs_params {
+    const char *mode;
+    int64_t gpus;
+    int single_layout;
+    int64_t candidates;
+} hs_params;
+
+static const loom_param_def hs_param_table[] = {
+    LOOM_ENUM_PARAM(hs_params, mode, "search", "search|given",
+                   "search: enumerate per-module layouts; given: the parallel config's "
+                   "parallel.modules as one candidate"),
+    LOOM_INT_PARAM(hs_params, gpus, 0, 0, 1048576,
+                   "GPU budget; 0 = the parallel config's GPUs (every layout's set)"),
+    LOOM_BOOL_PARAM(hs_params, single_layout, 0,
+                   "search only single layouts (every module on the top-level set at its TP, "
+                   "PP and DP): the baseline a per-module search is compared with at the same "
+                   "GPU budget"),
+    LOOM_INT_PARAM(hs_params, candidates, 4, 1, 16,
+                   "best layouts by estimate emitted as candidates, in rank order"),
+    LOOM_PARAM_END};
+
 typedef struct hs_self {
     const loom_host_api *host;
     loom_ctx *ctx;
+    hs_params prm;
 } hs_self;
 
 /* Creates an instance holding the host table and the step context. */
@@ -36,6 +59,11 @@ static int hs_create(const loom_host_api *host, loom_ctx *ctx, void *plugin_stat
         return host->error(err, LOOM_ENOMEM, "hetero-search: out of memory");
     h->host = host;
     h->ctx = ctx;
+    int prc = loom_params_read(host, ctx, "hetero-search", hs_param_table, &h->prm, err);
+    if (prc != LOOM_OK) {
+        host->free(h);
+        return prc;
+    }
     *self = h;
     return LOOM_OK;
 }
@@ -102,15 +130,9 @@ static int hs_search(hs_self *h, const loom_problem *pb, const loom_iteration *i
     const loom_host_api *host = h->host;
     loom_hs_config cfg;
     memset(&cfg, 0, sizeof cfg);
-    int64_t gpus = 0, cands = 4;
-    int single = 0;
-    int rc = loom_read_param_int(host, h->ctx, "hetero-search", "gpus", &gpus, err);
-    if (rc == LOOM_OK)
-        rc = loom_read_param_bool(host, h->ctx, "hetero-search", "single_layout", &single, err);
-    if (rc == LOOM_OK)
-        rc = loom_read_param_int(host, h->ctx, "hetero-search", "candidates", &cands, err);
-    if (rc != LOOM_OK)
-        return rc;
+    int64_t gpus = h->prm.gpus, cands = h->prm.candidates;
+    int single = h->prm.single_layout;
+    int rc = LOOM_OK;
     int64_t top = (int64_t)pb->parallel.tp * loom_parallel_cp(&pb->parallel) * pb->parallel.pp *
                   pb->parallel.dp;
     cfg.gpus = gpus > 0 ? (int32_t)gpus
@@ -159,8 +181,7 @@ static int hs_partition(void *self, const loom_problem *problem, const loom_iter
         return h->host->error(err, LOOM_EINVAL,
                               "hetero-search: expected at most %d modules, found %d",
                               LOOM_HS_MAX_MODULES, problem->model->n_modules);
-    const char *mode = h->host->param_string(h->ctx, "mode");
-    if (mode && strcmp(mode, "given") == 0)
+    if (strcmp(h->prm.mode, "given") == 0)
         return hs_given(h, problem, iteration, set, err);
     return hs_search(h, problem, iteration, set, err);
 }
@@ -187,6 +208,7 @@ static const loom_plugin_info hs_info = {
     NULL,
     NULL,
     hs_role,
+    hs_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(hetero_search, hs_info);

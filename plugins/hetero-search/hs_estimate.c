@@ -8,19 +8,6 @@
 #include <string.h>
 #include "hs_estimate.h"
 
-/* Fills err and returns code. */
-static int hs_fail(loom_error *err, int code, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-        err->code = code;
-    }
-    return code;
-}
-
 int32_t loom_hs_log2(int32_t v)
 {
     for (int32_t i = 0; i < 31; i++)
@@ -214,7 +201,7 @@ int loom_hs_enumerate(const loom_hs_costs *c, int32_t dp, const loom_hs_config *
         }
     }
     if (*n_best == 0)
-        return hs_fail(err, LOOM_EINFEASIBLE,
+        return loom_error_format(err, LOOM_EINFEASIBLE,
                                        "hetero-search: no layout within %d GPUs fits %.0f bytes "
                                        "of static memory per GPU (%lld layouts tried)",
                                        cfg->gpus, cfg->memory_cap_bytes,

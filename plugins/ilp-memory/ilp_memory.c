@@ -43,35 +43,43 @@ typedef struct ilpm_self {
     int32_t cap_pairs, cap_ranks, cap_entries;
 } ilpm_self;
 
+/* The params, declared once in ilpm_param_table (manifest.json says the same). */
+typedef struct ilpm_param_values {
+    double gap;
+    int64_t timeout_ms;
+    int64_t k;
+    int64_t resolution;
+    int offload;
+} ilpm_param_values;
+
+static const loom_param_def ilpm_param_table[] = {
+    LOOM_FLOAT_PARAM(ilpm_param_values, gap, 0.05, 0, 1,
+                   "relative optimality gap at which branch and bound stops"),
+    LOOM_INT_PARAM(ilpm_param_values, timeout_ms, 1000, 1, 3600000,
+                   "wall-clock limit of one solve; the best choice found so far (at least the "
+                   "greedy warm start) is used when it runs out"),
+    LOOM_INT_PARAM(ilpm_param_values, k, 6, 2, 62,
+                   "knapsack candidates per stage pair"),
+    LOOM_INT_PARAM(ilpm_param_values, resolution, 64, 1, 1048576,
+                   "memory steps of the knapsack DP that generates the candidates"),
+    LOOM_MT_OFFLOAD_PARAM(ilpm_param_values, offload),
+    LOOM_PARAM_END};
+
 /* Reads k, resolution, gap, timeout_ms and offload. */
 static int ilpm_params(const loom_host_api *host, loom_ctx *ctx, ilpm_self *s,
                        loom_error *err)
 {
-    int64_t k = 0, res = 0, timeout = 0;
-    int rc = loom_mt_param_int(host, ctx, "ilp", "k", 2, 62, &k, err);
-    if (rc == LOOM_OK)
-        rc = loom_mt_param_int(host, ctx, "ilp", "resolution", 1, 1 << 20, &res, err);
-    if (rc == LOOM_OK)
-        rc = loom_mt_param_int(host, ctx, "ilp", "timeout_ms", 1, 3600000,
-                            &timeout, err);
+    ilpm_param_values v;
+    int rc = loom_params_read(host, ctx, "ilp", ilpm_param_table, &v, err);
     if (rc != LOOM_OK)
         return rc;
-    double gap = 0;
-    rc = host->param_double(ctx, "gap", &gap);
-    if (rc == LOOM_ENOTFOUND)
-        return loom_param_error(host, err, "ilp", "gap", "float", rc);
-    else if (rc != LOOM_OK)
-        return host->error(err, LOOM_EINVAL,
-                           "ilp: params.gap: expected a number");
-    if (!(gap >= 0.0 && gap <= 1.0))
-        return host->error(err, LOOM_EINVAL,
-                           "ilp: params.gap: expected 0..1, found %g", gap);
-    s->k = (int32_t)k;
-    s->resolution = (int32_t)res;
-    s->prm.gap = gap;
-    s->prm.timeout_ms = (double)timeout;
+    s->k = (int32_t)v.k;
+    s->resolution = (int32_t)v.resolution;
+    s->prm.gap = v.gap;
+    s->prm.timeout_ms = (double)v.timeout_ms;
     s->n_policies = LOOM_POLICY_OFFLOAD;
-    return loom_mt_offload_param(host, ctx, "ilp", &s->offload, err);
+    s->offload = v.offload;
+    return loom_mt_offload_ready(host, ctx, "ilp", s->offload, err);
 }
 
 /* Creates an instance: reads the params, finds the simulator. */
@@ -323,6 +331,7 @@ static const loom_plugin_info ilpm_info = {
     NULL,
     NULL,
     ilpm_role,
+    ilpm_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(ilp_memory, ilpm_info);

@@ -27,39 +27,33 @@ typedef struct ilpi_self {
     loom_zb zb;
 } ilpi_self;
 
-/* Reads a declared int param (the host supplies the manifest's default)
- * within bounds. */
-static int ilpi_param(const loom_host_api *host, loom_ctx *ctx,
-                      const char *key, int64_t lo, int64_t hi,
-                      int64_t *out, loom_error *err)
-{
-    int64_t v = 0;
-    int rc = host->param_int(ctx, key, &v);
-    if (rc == LOOM_ENOTFOUND)
-        return loom_param_error(host, err, "ilp", key, "int", rc);
-    else if (rc != LOOM_OK)
-        return host->error(err, LOOM_EINVAL,
-                           "ilp: params.%s: expected an integer", key);
-    if (v < lo || v > hi)
-        return host->error(err, LOOM_EINVAL,
-                           "ilp: params.%s: expected %lld..%lld, found %lld",
-                           key, (long long)lo, (long long)hi, (long long)v);
-    *out = v;
-    return LOOM_OK;
-}
+/* The params, declared once in ilpi_param_table (manifest.json says the same). */
+typedef struct ilpi_params {
+    int64_t timeout_ms;
+    int64_t max_stages;
+} ilpi_params;
+
+static const loom_param_def ilpi_param_table[] = {
+    LOOM_INT_PARAM(ilpi_params, timeout_ms, 10000, 1, 86400000,
+                   "wall-clock limit of the one solve per stage graph; when it runs out the "
+                   "best order found is returned with a warning giving the proven lower bound "
+                   "and gap"),
+    LOOM_INT_PARAM(ilpi_params, max_stages, 512, 1, 2048,
+                   "larger stage graphs are refused with an error (the search keeps a "
+                   "dependency matrix of stages x stages)"),
+    LOOM_PARAM_END};
 
 /* Creates an instance: reads timeout_ms and max_stages. */
 static int ilpi_create(const loom_host_api *host, loom_ctx *ctx,
                        void *plugin_state, void **self, loom_error *err)
 {
-    int64_t timeout = 0, max_stages = 0;
-    int rc = ilpi_param(host, ctx, "timeout_ms", 1, 86400000, &timeout,
-                        err);
-    if (rc == LOOM_OK)
-        rc = ilpi_param(host, ctx, "max_stages", 1, LOOM_ILPI_MAX_STAGES,
-                        &max_stages, err);
+    ilpi_params prm;
+    int rc = loom_params_read(host, ctx, "ilp", ilpi_param_table, &prm, err);
     if (rc != LOOM_OK)
         return rc;
+    if (prm.max_stages > LOOM_ILPI_MAX_STAGES) /* the table's bound must fit the solver */
+        return host->error(err, LOOM_EINVAL, "ilp: param max_stages: expected at most %d, "
+                           "found %lld", LOOM_ILPI_MAX_STAGES, (long long)prm.max_stages);
     ilpi_self *s = host->alloc(sizeof *s);
     if (!s)
         return host->error(err, LOOM_ENOMEM, "ilp: out of memory");
@@ -67,8 +61,8 @@ static int ilpi_create(const loom_host_api *host, loom_ctx *ctx,
     s->host = host;
     s->ctx = ctx;
     s->cache = plugin_state;
-    s->max_stages = (int32_t)max_stages;
-    s->timeout_ms = (double)timeout;
+    s->max_stages = (int32_t)prm.max_stages;
+    s->timeout_ms = (double)prm.timeout_ms;
     *self = s;
     return LOOM_OK;
 }
@@ -241,6 +235,7 @@ static const loom_plugin_info ilpi_info = {
     loom_ilpi_cache_init,
     loom_ilpi_cache_fini,
     ilpi_role,
+    ilpi_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(ilp, ilpi_info);

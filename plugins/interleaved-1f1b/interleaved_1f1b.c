@@ -278,6 +278,7 @@ static const loom_plugin_info il_info = {
     NULL,
     NULL,
     il_role,
+    NULL, /* no params */
 };
 
 LOOM_PLUGIN_DEFINE(interleaved_1f1b, il_info);

@@ -128,6 +128,17 @@ static int ifr_score(ifr_self *s, const loom_evaluator_service *ev_svc,
     return rc;
 }
 
+/* The params, declared once in ifill_param_table (manifest.json says the same). */
+typedef struct ifill_params {
+    int keep_better;
+} ifill_params;
+
+static const loom_param_def ifill_param_table[] = {
+    LOOM_BOOL_PARAM(ifill_params, keep_better, 1,
+                   "also evaluate the workload order and keep it when it is faster than the "
+                   "interval-fill order"),
+    LOOM_PARAM_END};
+
 /* Orders every candidate's microbatches and keeps the fastest. */
 static int ifr_rank(void *self, const loom_stage_graph *const *graphs,
                     int32_t n_graphs, loom_ranking *out, loom_error *err)
@@ -143,10 +154,11 @@ static int ifr_rank(void *self, const loom_stage_graph *const *graphs,
         return host->error(err, LOOM_ENOTFOUND,
                            "interval-fill: the \"%s\" service is not available",
                            LOOM_SERVICE_EVALUATOR);
-    int keep = 0;
-    int rc = loom_read_param_bool(host, s->ctx, "interval-fill", "keep_better", &keep, err);
+    ifill_params prm;
+    int rc = loom_params_read(host, s->ctx, "interval-fill", ifill_param_table, &prm, err);
     if (rc != LOOM_OK)
         return rc;
+    int keep = prm.keep_better;
     int32_t most = 1;
     for (int32_t c = 0; c < n_graphs; c++)
         most = graphs[c]->n_groups > most ? graphs[c]->n_groups : most;
@@ -236,6 +248,7 @@ static const loom_plugin_info ifr_info = {
     NULL,
     NULL,
     ifr_role,
+    ifill_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(interval_fill, ifr_info);

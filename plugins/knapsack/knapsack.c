@@ -33,30 +33,36 @@ typedef struct ks_self {
     loom_mckp_units units; /* the candidates as descent units */
 } ks_self;
 
-/* Creates an instance: reads k and resolution, finds the simulator. */
+/* The params, declared once (manifest.json says the same); read into ks_self. */
+static const loom_param_def ks_param_table[] = {
+    LOOM_INT_PARAM(ks_self, k, 6, 2, 62,
+                   "candidates per stage pair: the two extremes plus k-2 memory buckets"),
+    LOOM_INT_PARAM(ks_self, resolution, 64, 1, 1048576,
+                   "memory steps of the knapsack DP between the most frugal and the fastest "
+                   "combination; layer memory is rounded up to whole steps, so a candidate "
+                   "always meets its bucket's bound"),
+    LOOM_MT_OFFLOAD_PARAM(ks_self, offload),
+    LOOM_PARAM_END};
+
+/* Creates an instance: reads k, resolution and offload, finds the
+ * simulator. */
 static int ks_create(const loom_host_api *host, loom_ctx *ctx,
                      void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
-    int64_t k = 0, res = 0;
-    int rc = loom_mt_param_int(host, ctx, "knapsack", "k", 2, 62, &k, err);
-    if (rc == LOOM_OK)
-        rc = loom_mt_param_int(host, ctx, "knapsack", "resolution", 1,
-                               1 << 20, &res, err);
-    int offload = 0;
-    if (rc == LOOM_OK)
-        rc = loom_mt_offload_param(host, ctx, "knapsack", &offload, err);
-    if (rc != LOOM_OK)
-        return rc;
     ks_self *s = host->alloc(sizeof *s);
     if (!s)
         return host->error(err, LOOM_ENOMEM, "knapsack: out of memory");
     memset(s, 0, sizeof *s);
+    int rc = loom_params_read(host, ctx, "knapsack", ks_param_table, s, err);
+    if (rc == LOOM_OK)
+        rc = loom_mt_offload_ready(host, ctx, "knapsack", s->offload, err);
+    if (rc != LOOM_OK) {
+        host->free(s);
+        return rc;
+    }
     s->host = host;
     s->ctx = ctx;
-    s->k = (int32_t)k;
-    s->resolution = (int32_t)res;
-    s->offload = offload;
     loom_mt_driver_init(host, ctx, &s->drv);
     *self = s;
     return LOOM_OK;
@@ -156,6 +162,7 @@ static const loom_plugin_info ks_info = {
     NULL,
     NULL,
     ks_role,
+    ks_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(knapsack, ks_info);

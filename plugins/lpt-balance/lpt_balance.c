@@ -168,6 +168,21 @@ static int lpt_refine(lpt_self *s, const loom_cost_service *cost,
     return LOOM_OK;
 }
 
+/* The params, declared once in lpt_param_table (manifest.json says the same). */
+typedef struct lpt_params {
+    int64_t dp;
+    const char *order;
+} lpt_params;
+
+static const loom_param_def lpt_param_table[] = {
+    LOOM_INT_PARAM(lpt_params, dp, 0, 0, 65536,
+                   "DP groups to balance over; 0 = the iteration's microbatches / the "
+                   "candidate's"),
+    LOOM_ENUM_PARAM(lpt_params, order, "lpt", "lpt|ascending",
+                   "lpt: largest first (the 4/3 - 1/(3m) bound); ascending: as Algorithm 2 is "
+                   "printed"),
+    LOOM_PARAM_END};
+
 /* Refines every candidate of the set. */
 static int lpt_partition(void *self, const loom_problem *problem,
                          const loom_iteration *it, loom_candidates *set,
@@ -195,14 +210,12 @@ static int lpt_partition(void *self, const loom_problem *problem,
         most = it->samples[i].microbatch > most ? it->samples[i].microbatch : most;
     if (most >= 0)
         units = most + 1;
-    int64_t dp = 0;
-    const char *order = NULL;
-    int rc = loom_read_param_int(host, s->ctx, "lpt-balance", "dp", &dp, err);
-    if (rc == LOOM_OK)
-        rc = loom_read_param_string(host, s->ctx, "lpt-balance", "order", &order, err);
+    lpt_params prm;
+    int rc = loom_params_read(host, s->ctx, "lpt-balance", lpt_param_table, &prm, err);
     if (rc != LOOM_OK)
         return rc;
-    int descending = strcmp(order, "ascending") != 0;
+    int64_t dp = prm.dp;
+    int descending = strcmp(prm.order, "ascending") != 0;
     int32_t *buf = host->alloc((size_t)units * 4 * sizeof *buf);
     double *sizes = host->alloc((size_t)units * 2 * sizeof *sizes);
     if (!buf || !sizes)
@@ -237,6 +250,7 @@ static const loom_plugin_info lpt_info = {
     NULL,
     NULL,
     lpt_role,
+    lpt_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(lpt_balance, lpt_info);

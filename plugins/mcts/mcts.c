@@ -89,6 +89,46 @@ typedef struct mcts_run {
     loom_sk_result *work_res;              /* n_workers * rollouts */
 } mcts_run;
 
+/* The params, declared once in mcts_param_table (manifest.json says the same). */
+typedef struct mcts_params {
+    loom_sk_params search; /* budget_ms, threads, seed, max_evaluations, deterministic */
+    int64_t rollouts;
+    double polish;
+    int64_t late_acceptance;
+    double alpha;
+    double beta;
+} mcts_params;
+
+static const loom_param_def mcts_param_table[] = {
+    LOOM_SK_BUDGET_MS_PARAM(mcts_params, search),
+    LOOM_INT_PARAM(mcts_params, rollouts, 10, 1, 1000,
+                   "random rollouts (complete assignments evaluated) per expanded node"),
+    LOOM_FLOAT_PARAM(mcts_params, polish, 0.75, 0, 0.95,
+                   "share of the evaluations spent in polish rounds, which evaluate the "
+                   "polish walk's current order with 1-3 random precedence-preserving moves "
+                   "(0: the paper's pure tree search; docs/search.md)"),
+    LOOM_INT_PARAM(mcts_params, late_acceptance, 40, 0, 1000,
+                   "polish walk: a round's best order replaces the current one when it is no "
+                   "worse than the current one now or this many polish rounds ago "
+                   "(late-acceptance hill climbing); 0 keeps the walk on the best order"),
+    LOOM_FLOAT_PARAM(mcts_params, alpha, 1, 0, 100,
+                   "UCB exploitation exponent: s^alpha with s the best score below a node"),
+    LOOM_FLOAT_PARAM(mcts_params, beta, 0.1, 0, 100,
+                   "UCB exploration weight: beta * sqrt(ln N_parent / N_child); scores are "
+                   "all close to 1, so a small weight keeps the search guided (docs/search.md "
+                   "compares 0.05, 0.1 and 0.5)"),
+    LOOM_INT_PARAM_AT("threads", mcts_params, search.threads, 1, 1, 64,
+                   "worker threads, each with its own evaluator"),
+    LOOM_SK_SEED_PARAM(mcts_params, search),
+    LOOM_BOOL_PARAM_AT("deterministic", mcts_params, search.deterministic, 1,
+                   "search in fixed rounds so the result depends only on the seed and the "
+                   "evaluation count, not on threads or timing (stop it with max_evaluations "
+                   "to be reproducible)"),
+    LOOM_INT_PARAM_AT("max_evaluations", mcts_params, search.max_evaluations, 0, 0, 2147483647,
+                   "stop after this many evaluator runs (0: unlimited, only the time budget "
+                   "stops the search)"),
+    LOOM_PARAM_END};
+
 /* Creates an instance (all state lives in one rank() call). */
 static int mcts_create(const loom_host_api *host, loom_ctx *ctx,
                        void *plugin_state, void **self, loom_error *err)
@@ -466,45 +506,32 @@ static int mcts_rank(void *self, const loom_stage_graph *const *graphs,
 {
     mcts_self *s = self;
     const loom_host_api *host = s->host;
-    loom_sk_params prm;
-    int64_t rollouts = 0, late = 0;
-    double alpha = 0, beta = 0, polish = 0;
-    int rc = loom_sk_read_params(host, s->ctx, "mcts", &prm, err);
-    if (rc == LOOM_OK)
-        rc = loom_sk_param_int(host, s->ctx, "mcts", "rollouts", 1, 1000,
-                               &rollouts, err);
-    if (rc == LOOM_OK)
-        rc = loom_sk_param_double(host, s->ctx, "mcts", "polish",
-                                  0, 0.95, &polish, err);
-    if (rc == LOOM_OK)
-        rc = loom_sk_param_int(host, s->ctx, "mcts", "late_acceptance", 0,
-                               MCTS_MAX_LATE, &late, err);
-    if (rc == LOOM_OK)
-        rc = loom_sk_param_double(host, s->ctx, "mcts", "alpha", 0, 100,
-                                  &alpha, err);
-    if (rc == LOOM_OK)
-        rc = loom_sk_param_double(host, s->ctx, "mcts", "beta", 0, 100,
-                                  &beta, err);
+    mcts_params prm;
+    int rc = loom_params_read(host, s->ctx, "mcts", mcts_param_table, &prm, err);
     if (rc != LOOM_OK)
         return rc;
+    if (prm.late_acceptance > MCTS_MAX_LATE) /* the table's bound must fit hist[] */
+        return host->error(err, LOOM_EINVAL, "mcts: param late_acceptance: expected at most %d "
+                           "(the history's size), found %lld", MCTS_MAX_LATE,
+                           (long long)prm.late_acceptance);
 
     mcts_run *m = host->alloc(sizeof *m);
     if (!m)
         return host->error(err, LOOM_ENOMEM, "mcts: out of memory");
     memset(m, 0, sizeof *m);
-    m->rollouts = rollouts;
-    m->polish = polish;
-    m->hist_len = (int32_t)late;
-    rc = loom_sk_open(&m->sk, host, s->ctx, "mcts", &prm, graphs, n_graphs,
+    m->rollouts = prm.rollouts;
+    m->polish = prm.polish;
+    m->hist_len = (int32_t)prm.late_acceptance;
+    rc = loom_sk_open(&m->sk, host, s->ctx, "mcts", &prm.search, graphs, n_graphs,
                       out, err);
     if (rc != LOOM_OK) {
         host->free(m);
         return rc;
     }
-    rc = mcts_prepare(m, alpha, beta, err);
+    rc = mcts_prepare(m, prm.alpha, prm.beta, err);
     /* One group or none: the reference is the only assignment. */
     if (rc == LOOM_OK && m->n > 1)
-        rc = prm.deterministic ? mcts_rounds(m, err) : mcts_free(m, err);
+        rc = prm.search.deterministic ? mcts_rounds(m, err) : mcts_free(m, err);
     if (rc == LOOM_OK) {
         m->sk.exhausted = m->n <= 1 || loom_mcts_tree_exhausted(&m->tree);
         rc = loom_sk_finish(&m->sk, out, err);
@@ -536,6 +563,7 @@ static const loom_plugin_info mcts_info = {
     NULL,
     NULL,
     mcts_role,
+    mcts_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(mcts, mcts_info);

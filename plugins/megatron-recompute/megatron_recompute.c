@@ -205,6 +205,7 @@ static const loom_plugin_info mr_info = {
     NULL,
     NULL,
     mr_role,
+    NULL, /* no params */
 };
 
 LOOM_PLUGIN_DEFINE(megatron_recompute, mr_info);

@@ -138,6 +138,7 @@ static const loom_plugin_info ml_info = {
     NULL,
     NULL,
     ml_role,
+    NULL, /* no params */
 };
 
 LOOM_PLUGIN_DEFINE(min_latency, ml_info);

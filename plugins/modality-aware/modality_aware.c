@@ -57,57 +57,43 @@ static void ma_destroy(void *self)
         s->host->free(s);
 }
 
-/* Reads a declared int param (the host supplies the manifest's default). */
-static int ma_param_int(ma_self *s, const char *key, int64_t lo,
-                        int64_t *out, loom_error *err)
-{
-    int64_t v = 0;
-    int rc = s->host->param_int(s->ctx, key, &v);
-    if (rc == LOOM_ENOTFOUND)
-        return loom_param_error(s->host, err, "modality-aware", key, "int", rc);
-    else if (rc != LOOM_OK)
-        return s->host->error(err, LOOM_EINVAL,
-                              "modality-aware: params.%s: expected an integer",
-                              key);
-    if (v < lo || v > 1000000)
-        return s->host->error(err, LOOM_EINVAL,
-                              "modality-aware: params.%s: expected %lld.."
-                              "1000000, found %lld",
-                              key, (long long)lo, (long long)v);
-    *out = v;
-    return LOOM_OK;
-}
+/* The params, declared once in ma_param_table (manifest.json says the same). */
+typedef struct ma_params {
+    double efficiency_threshold;
+    int64_t max_segments;
+    const char *sub_sizes;
+    int64_t min_sub_items;
+} ma_params;
+
+static const loom_param_def ma_param_table[] = {
+    LOOM_FLOAT_PARAM(ma_params, efficiency_threshold, 0.95, 0.01, 1,
+                   "B_i is the smallest tested sub-microbatch size whose items per ms reach "
+                   "this fraction of the best tested size's"),
+    LOOM_INT_PARAM(ma_params, max_segments, 8, 1, 1024,
+                   "upper bound on the segments K_i of one module (also capped by layers / "
+                   "pp)"),
+    LOOM_STRING_PARAM(ma_params, sub_sizes, "auto",
+                   "sub-microbatch sizes to test, in the module's items (images, video/audio "
+                   "seconds, text sequences): \"auto\" = powers of two below the largest "
+                   "microbatch plus that microbatch's size, or a comma-separated list such as "
+                   "\"4,8,12,16\""),
+    LOOM_INT_PARAM(ma_params, min_sub_items, 1, 1, 1000000,
+                   "smallest sub-microbatch size tested; smaller sizes are skipped"),
+    LOOM_PARAM_END};
 
 /* Reads and checks every param into cfg. */
 static int ma_config(ma_self *s, loom_ma_config *cfg, loom_error *err)
 {
     const loom_host_api *host = s->host;
     memset(cfg, 0, sizeof *cfg);
-    double thr = 0;
-    int rc = host->param_double(s->ctx, "efficiency_threshold", &thr);
-    if (rc == LOOM_ENOTFOUND)
-        return loom_param_error(host, err, "modality-aware", "efficiency_threshold",
-                                "float", rc);
-    else if (rc != LOOM_OK)
-        return host->error(err, LOOM_EINVAL,
-                           "modality-aware: params.efficiency_threshold: "
-                           "expected a number");
-    if (!(thr > 0.0 && thr <= 1.0))
-        return host->error(err, LOOM_EINVAL,
-                           "modality-aware: params.efficiency_threshold: "
-                           "expected a number in (0, 1], found %g", thr);
-    cfg->efficiency_threshold = thr;
-    int64_t v = 0;
-    if ((rc = ma_param_int(s, "max_segments", 1, &v, err)))
+    ma_params prm;
+    int rc = loom_params_read(host, s->ctx, "modality-aware", ma_param_table, &prm, err);
+    if (rc != LOOM_OK)
         return rc;
-    cfg->max_segments = (int32_t)v;
-    if ((rc = ma_param_int(s, "min_sub_items", 1, &v, err)))
-        return rc;
-    cfg->min_sub_items = (int32_t)v;
-    const char *text = NULL;
-    if ((rc = loom_read_param_string(host, s->ctx, "modality-aware", "sub_sizes", &text,
-                                     err)))
-        return rc;
+    cfg->efficiency_threshold = prm.efficiency_threshold;
+    cfg->max_segments = (int32_t)prm.max_segments;
+    cfg->min_sub_items = (int32_t)prm.min_sub_items;
+    const char *text = prm.sub_sizes;
     int is_auto = 0;
     int32_t n = loom_ma_parse_sizes(text, cfg->sizes, LOOM_MA_MAX_SIZES,
                                     &is_auto);
@@ -513,6 +499,7 @@ static const loom_plugin_info ma_info = {
     NULL,
     NULL,
     ma_role,
+    ma_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(modality_aware, ma_info);

@@ -62,6 +62,7 @@ static const loom_plugin_info none_info = {
     NULL,
     NULL,
     none_role,
+    NULL, /* no params */
 };
 
 LOOM_PLUGIN_DEFINE(none, none_info);

@@ -21,9 +21,32 @@
 #include <loom/algorithms/oobleck.h>
 #include <loom/algorithms/oobleck_common.h>
 
+/* The params, declared once in oi_param_table (manifest.json says the same). */
+typedef struct oi_params {
+    int64_t fault_tolerance;
+    int64_t nodes;
+    int64_t gpus_per_node;
+    int64_t max_plans;
+} oi_params;
+
+static const loom_param_def oi_param_table[] = {
+    LOOM_INT_PARAM(oi_params, fault_tolerance, 1, 0, 4096,
+                   "f: plans need at least f+1 pipelines (the same value as "
+                   "oobleck-templates)"),
+    LOOM_INT_PARAM(oi_params, nodes, 0, 0, 4096,
+                   "N nodes; 0: tp*pp*dp GPUs divided by gpus_per_node (the same as "
+                   "oobleck-templates)"),
+    LOOM_INT_PARAM(oi_params, gpus_per_node, 0, 0, 64,
+                   "M GPUs per node; 0: the cluster's (the same as oobleck-templates)"),
+    LOOM_INT_PARAM(oi_params, max_plans, 10000, 0, 100000000,
+                   "cap on the enumerated plans (0: none); the list grows combinatorially "
+                   "with N"),
+    LOOM_PARAM_END};
+
 typedef struct oi_self {
     const loom_host_api *host;
     loom_ctx *ctx;
+    oi_params prm;
 } oi_self;
 
 /* Creates an instance holding the host table and the step context. */
@@ -36,6 +59,11 @@ static int oi_create(const loom_host_api *host, loom_ctx *ctx,
         return host->error(err, LOOM_ENOMEM, "oobleck-instantiate: out of memory");
     o->host = host;
     o->ctx = ctx;
+    int prc = loom_params_read(host, ctx, "oobleck-instantiate", oi_param_table, &o->prm, err);
+    if (prc != LOOM_OK) {
+        host->free(o);
+        return prc;
+    }
     *self = o;
     return LOOM_OK;
 }
@@ -190,16 +218,10 @@ static int oi_rank(void *self, const loom_stage_graph *const *graphs,
                            "available", LOOM_SERVICE_EVALUATOR);
     int32_t nodes = 0, gpus = 0, p = 0, mbs = 0;
     int all = 0;
-    int rc = oobleck_nodes(host, o->ctx, pb, &nodes, &gpus, err);
+    int rc = oobleck_nodes(host, pb, o->prm.nodes, o->prm.gpus_per_node, &nodes, &gpus, err);
     if (rc != LOOM_OK)
         return rc;
-    int64_t f = 0, max_plans = 0;
-    rc = loom_read_param_int(host, o->ctx, "oobleck-instantiate", "fault_tolerance", &f, err);
-    if (rc == LOOM_OK)
-        rc = loom_read_param_int(host, o->ctx, "oobleck-instantiate", "max_plans", &max_plans,
-                                 err);
-    if (rc != LOOM_OK)
-        return rc;
+    int64_t f = o->prm.fault_tolerance, max_plans = o->prm.max_plans;
     int32_t *first = host->alloc((size_t)n * sizeof *first);
     int32_t *sizes = host->alloc((size_t)n * sizeof *sizes);
     double *ms = NULL;
@@ -326,6 +348,7 @@ static const loom_plugin_info oi_info = {
     NULL,
     NULL,
     oi_role,
+    oi_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(oobleck_instantiate, oi_info);

@@ -32,6 +32,47 @@
 #include <loom/algorithms/oobleck.h>
 #include <loom/algorithms/oobleck_common.h>
 
+/* The params, declared once in ot_param_table (manifest.json says the same). */
+typedef struct ot_params {
+    int64_t fault_tolerance;
+    int64_t nodes;
+    int64_t gpus_per_node;
+    int64_t min_nodes;
+    int64_t max_stages;
+    int pow2_gpus;
+    const char *policy;
+    int per_iteration;
+    const char *shares;
+} ot_params;
+
+static const loom_param_def ot_param_table[] = {
+    LOOM_INT_PARAM(ot_params, fault_tolerance, 1, 0, 4096,
+                   "f: simultaneous pipeline failures to survive (give oobleck-instantiate "
+                   "the same value)"),
+    LOOM_INT_PARAM(ot_params, nodes, 0, 0, 4096,
+                   "N nodes; 0: tp*pp*dp GPUs divided by gpus_per_node"),
+    LOOM_INT_PARAM(ot_params, gpus_per_node, 0, 0, 64,
+                   "M GPUs per node; 0: the cluster's"),
+    LOOM_INT_PARAM(ot_params, min_nodes, 0, 0, 4096,
+                   "n0; 0: the smallest node count whose HBM (or memory_cap_bytes) holds the "
+                   "parameters, gradients and optimizer states"),
+    LOOM_INT_PARAM(ot_params, max_stages, 0, 0, 4096,
+                   "largest stage count tried per template; 0: min(layers, nodes * "
+                   "gpus_per_node)"),
+    LOOM_BOOL_PARAM(ot_params, pow2_gpus, 1,
+                   "a stage uses a power-of-two GPU count"),
+    LOOM_ENUM_PARAM(ot_params, policy, "full", "full|none",
+                   "memory policy of the stage times the divide and conquer balances: full "
+                   "activation recomputation (Oobleck trains with checkpointing) or none"),
+    LOOM_BOOL_PARAM(ot_params, per_iteration, 0,
+                   "re-plan the templates for every iteration instead of keeping the first "
+                   "iteration's (Oobleck fixes them for the run)"),
+    LOOM_ENUM_PARAM(ot_params, shares, "all", "all|full",
+                   "all: every template for 1..M microbatches (exact per-share times for the "
+                   "ranker; above 128 microbatches 1..128 and M, shares between them "
+                   "interpolated); full: only the whole batch (the ranker scales linearly)"),
+    LOOM_PARAM_END};
+
 typedef struct ot_self {
     const loom_host_api *host;
     loom_ctx *ctx;
@@ -41,6 +82,7 @@ typedef struct ot_self {
     int32_t n_t;
     const loom_model *model;
     int32_t nodes, gpus;
+    ot_params prm;
 } ot_self;
 
 /* Drops the cached templates. */
@@ -64,6 +106,11 @@ static int ot_create(const loom_host_api *host, loom_ctx *ctx,
     memset(o, 0, sizeof *o);
     o->host = host;
     o->ctx = ctx;
+    int prc = loom_params_read(host, ctx, "oobleck-templates", ot_param_table, &o->prm, err);
+    if (prc != LOOM_OK) {
+        host->free(o);
+        return prc;
+    }
     *self = o;
     return LOOM_OK;
 }
@@ -99,11 +146,7 @@ static int ot_costs(ot_self *o, const loom_cost_service *cost,
                     double *model_bytes, loom_error *err)
 {
     const loom_model *model = pb->model;
-    const char *pol = NULL;
-    int prc = loom_read_param_string(o->host, o->ctx, "oobleck-templates", "policy", &pol, err);
-    if (prc != LOOM_OK)
-        return prc;
-    int32_t policy = strcmp(pol, "none") == 0 ? LOOM_POLICY_NONE : LOOM_POLICY_FULL;
+    int32_t policy = strcmp(o->prm.policy, "none") == 0 ? LOOM_POLICY_NONE : LOOM_POLICY_FULL;
     int32_t mbs = pb->parallel.microbatches > 0 ? pb->parallel.microbatches : 1;
     *model_bytes = 0;
     for (int32_t d = 1; d <= gpus; d++) {
@@ -368,21 +411,12 @@ static int ot_plan(ot_self *o, const loom_problem *pb, const loom_iteration *it,
                    int32_t gpus, loom_error *err)
 {
     const loom_host_api *host = o->host;
-    int64_t fault = 0, n0 = 0, max_stages = 0;
-    int pow2 = 0;
-    const char *who = "oobleck-templates";
-    int rc = loom_read_param_int(host, o->ctx, who, "fault_tolerance", &fault, err);
-    if (rc == LOOM_OK)
-        rc = loom_read_param_int(host, o->ctx, who, "min_nodes", &n0, err);
-    if (rc == LOOM_OK)
-        rc = loom_read_param_int(host, o->ctx, who, "max_stages", &max_stages, err);
-    if (rc == LOOM_OK)
-        rc = loom_read_param_bool(host, o->ctx, who, "pow2_gpus", &pow2, err);
-    if (rc != LOOM_OK)
-        return rc;
+    int64_t fault = o->prm.fault_tolerance, n0 = o->prm.min_nodes;
+    int64_t max_stages = o->prm.max_stages;
+    int pow2 = o->prm.pow2_gpus;
     double model_bytes = 0;
     const loom_cost_service *cost = loom_host_cost(host, o->ctx);
-    rc = ot_costs(o, cost, pb, it, gpus, n_layers, f, b, &model_bytes, err);
+    int rc = ot_costs(o, cost, pb, it, gpus, n_layers, f, b, &model_bytes, err);
     if (rc != LOOM_OK)
         return rc;
     double cap = pb->memory_cap_bytes > 0 ? pb->memory_cap_bytes
@@ -430,11 +464,8 @@ static int ot_plan(ot_self *o, const loom_problem *pb, const loom_iteration *it,
 static int ot_emit(ot_self *o, const loom_problem *pb, const loom_iteration *it,
                    loom_candidates *set, loom_error *err)
 {
-    const char *shares = NULL;
-    int rc = loom_read_param_string(o->host, o->ctx, "oobleck-templates", "shares", &shares,
-                                    err);
-    if (rc != LOOM_OK)
-        return rc;
+    const char *shares = o->prm.shares;
+    int rc = LOOM_OK;
     int32_t mbs = pb->parallel.microbatches > 0 ? pb->parallel.microbatches : 1;
     int all = strcmp(shares, "full") != 0;
     int32_t per = all ? oobleck_shares_per_template(mbs) : 1;
@@ -472,7 +503,8 @@ static int ot_partition(void *self, const loom_problem *problem,
                            "and module_shape is not available",
                            LOOM_SERVICE_COST);
     int32_t nodes = 0, gpus = 0;
-    int rc = oobleck_nodes(host, o->ctx, problem, &nodes, &gpus, err);
+    int rc = oobleck_nodes(host, problem, o->prm.nodes, o->prm.gpus_per_node, &nodes, &gpus,
+                           err);
     if (rc != LOOM_OK)
         return rc;
     int64_t n_layers = 0;
@@ -483,11 +515,7 @@ static int ot_partition(void *self, const loom_problem *problem,
                            "oobleck-templates: the model has %lld layers, at "
                            "most %d are planned", (long long)n_layers,
                            LOOM_OOBLECK_MAX_LAYERS);
-    int per_iteration = 0;
-    rc = loom_read_param_bool(host, o->ctx, "oobleck-templates", "per_iteration",
-                              &per_iteration, err);
-    if (rc != LOOM_OK)
-        return rc;
+    int per_iteration = o->prm.per_iteration;
     if (per_iteration || o->model != problem->model || o->nodes != nodes ||
         o->gpus != gpus)
         ot_forget(o);
@@ -531,6 +559,7 @@ static const loom_plugin_info ot_info = {
     NULL,
     NULL,
     ot_role,
+    ot_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(oobleck_templates, ot_info);

@@ -21,20 +21,35 @@ typedef struct ob_self {
     int warmup, passes, report;
 } ob_self;
 
+/* The params, declared once in ob_param_table (manifest.json says the same). */
+typedef struct ob_params {
+    const char *warmup;
+    const char *passes;
+    int report;
+} ob_params;
+
+static const loom_param_def ob_param_table[] = {
+    LOOM_ENUM_PARAM(ob_params, warmup, "deferred", "deferred|megatron",
+                   "backbone warm-up with V > 1: the deferred rule of Optimus section 4.3 "
+                   "(later forwards start later, same makespan) or Megatron's"),
+    LOOM_ENUM_PARAM(ob_params, passes, "both", "both|forward|backward|none",
+                   "OptimizeSchedule passes to run after the coarse order (none = "
+                   "encoder-first)"),
+    LOOM_BOOL_PARAM(ob_params, report, 1,
+                   "log the coarse and fine makespans and scheduling efficiency of every call"),
+    LOOM_PARAM_END};
+
 /* Creates an instance with empty scratch and its params. */
 static int ob_create(const loom_host_api *host, loom_ctx *ctx,
                      void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
-    const char *w = NULL, *p = NULL;
-    int report = 0;
-    int rc = loom_read_param_string(host, ctx, "optimus-bubble", "warmup", &w, err);
-    if (rc == LOOM_OK)
-        rc = loom_read_param_string(host, ctx, "optimus-bubble", "passes", &p, err);
-    if (rc == LOOM_OK)
-        rc = loom_read_param_bool(host, ctx, "optimus-bubble", "report", &report, err);
+    ob_params prm;
+    int rc = loom_params_read(host, ctx, "optimus-bubble", ob_param_table, &prm, err);
     if (rc != LOOM_OK)
         return rc;
+    const char *w = prm.warmup, *p = prm.passes;
+    int report = prm.report;
     ob_self *s = host->alloc(sizeof *s);
     if (!s)
         return host->error(err, LOOM_ENOMEM, "optimus-bubble: out of memory");
@@ -145,6 +160,7 @@ static const loom_plugin_info ob_info = {
     NULL,
     NULL,
     ob_role,
+    ob_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(optimus_bubble, ob_info);

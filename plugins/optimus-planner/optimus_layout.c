@@ -7,17 +7,6 @@
 #include <string.h>
 #include "optimus_layout.h"
 
-/* Fills err and returns code. */
-static int lay_fail(loom_error *err, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-    err->code = code;
-    return code;
-}
-
 /* Layers of a module in stage k of n (the first L % n stages one more). */
 static int32_t lay_stage_layers(int32_t layers, int32_t n, int32_t k)
 {
@@ -103,7 +92,7 @@ int loom_optimus_layout_write(const loom_model *model,
     }
     int32_t P = lay->pp, S = lay->pp * lay->vpp, M = lay->microbatches;
     if (backbone < 0 || chain_layers < S)
-        return lay_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                         "optimus-planner: the backbone has %d layers, fewer "
                         "than the %d positions (pp %d x vpp %d)",
                         chain_layers, S, P, lay->vpp);
@@ -111,7 +100,7 @@ int loom_optimus_layout_write(const loom_model *model,
     loom_optimus_layout_size(model, lay, &nf, &np, &ns);
     if (nf > part->cap_flows || np > part->cap_positions || ns > part->cap_spans ||
         M > part->cap_microbatches || nf - 1 > LOOM_MAX_FLOW_INPUTS)
-        return lay_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                         "optimus-planner: the plan needs %d flows, %d "
                         "positions and %d microbatches; the candidate has "
                         "room for %d, %d and %d (and %d flow inputs)",
@@ -163,7 +152,7 @@ int loom_optimus_layout_write(const loom_model *model,
     for (int32_t i = 0; i < n; i++) {
         int32_t mb = it->samples[i].microbatch;
         if (mb >= M)
-            return lay_fail(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                             "iteration %d: samples[%d].microbatch: expected "
                             "< %d (parallel.microbatches), found %d",
                             it->index, i, M, mb);

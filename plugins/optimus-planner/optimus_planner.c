@@ -220,6 +220,32 @@ static int opt_emit(opt_self *s, const loom_problem *pb,
     return LOOM_OK;
 }
 
+/* The params, declared once in opt_param_table (manifest.json says the same). */
+typedef struct opt_params {
+    double bytes_per_param;
+    const char *encoder_granularity;
+    int replicas;
+    int64_t max_splits;
+    int64_t max_candidates;
+} opt_params;
+
+static const loom_param_def opt_param_table[] = {
+    LOOM_FLOAT_PARAM(opt_params, bytes_per_param, 6, 0, 64,
+                   "k: model-state bytes per parameter (bf16 weights + fp32 gradients, "
+                   "optimizer sharded)"),
+    LOOM_ENUM_PARAM(opt_params, encoder_granularity, "layer", "layer|stage",
+                   "one position per encoder layer (bubble filling at layer granularity) or "
+                   "per encoder stage"),
+    LOOM_BOOL_PARAM(opt_params, replicas, 0,
+                   "emit plans with several encoder pipelines per backbone pipeline as "
+                   "replica flows (needs the graph builder's replica-flow support)"),
+    LOOM_INT_PARAM(opt_params, max_splits, 4, 1, 64,
+                   "microbatch splits per encoder plan: the most even, then one-microbatch "
+                   "moves"),
+    LOOM_INT_PARAM(opt_params, max_candidates, 16, 1, 256,
+                   "candidates emitted at most"),
+    LOOM_PARAM_END};
+
 /* Enumerates encoder plans and splits and appends the candidates. */
 static int opt_partition(void *self, const loom_problem *problem,
                          const loom_iteration *it, loom_candidates *set,
@@ -253,19 +279,14 @@ static int opt_partition(void *self, const loom_problem *problem,
     int rc = opt_measure(s, cost, problem, it, par->microbatches, &z, err);
     if (rc != LOOM_OK)
         return rc;
-    double k = 0;
-    int replicas = 0, per_layer = 1;
-    const char *gran = NULL, *who = "optimus-planner";
-    int64_t p_splits = 0, p_cand = 0;
-    if ((rc = loom_read_param_double(host, s->ctx, who, "bytes_per_param", &k, err)) ||
-        (rc = loom_read_param_bool(host, s->ctx, who, "replicas", &replicas, err)) ||
-        (rc = loom_read_param_string(host, s->ctx, who, "encoder_granularity", &gran, err)) ||
-        (rc = loom_read_param_int(host, s->ctx, who, "max_splits", &p_splits, err)) ||
-        (rc = loom_read_param_int(host, s->ctx, who, "max_candidates", &p_cand, err)))
+    opt_params prm;
+    if ((rc = loom_params_read(host, s->ctx, "optimus-planner", opt_param_table, &prm, err)))
         return rc;
-    per_layer = strcmp(gran, "stage") != 0;
-    int32_t max_splits = (int32_t)p_splits;
-    int32_t max_cand = (int32_t)p_cand;
+    double k = prm.bytes_per_param;
+    int replicas = prm.replicas;
+    int per_layer = strcmp(prm.encoder_granularity, "stage") != 0;
+    int32_t max_splits = (int32_t)prm.max_splits;
+    int32_t max_cand = (int32_t)prm.max_candidates;
     double cap = problem->memory_cap_bytes > 0 ? problem->memory_cap_bytes
                  : problem->cluster ? (double)problem->cluster->hbm_bytes
                                     : 0;
@@ -340,6 +361,7 @@ static const loom_plugin_info opt_info = {
     NULL,
     NULL,
     opt_role,
+    opt_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(optimus_planner, opt_info);

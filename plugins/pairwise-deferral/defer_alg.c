@@ -10,31 +10,20 @@
 #include <string.h>
 #include "deferral.h"
 
-/* Fills err (code + message) and returns code. */
-static int defer_fail(loom_error *err, int code, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->code = code;
-        int n = snprintf(err->message, sizeof err->message, "pairwise-deferral: ");
-        vsnprintf(err->message + n, sizeof err->message - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
+/* The start of every message of this file. */
+#define DEFER_WHO "pairwise-deferral: "
 
 int loom_defer_subset(const double *w, int32_t n, double delta, double quantum,
                       unsigned char *take, double *sum, loom_error *err)
 {
     if (n < 0 || !(quantum > 0) || !isfinite(quantum) || (n > 0 && (!w || !take)))
-        return defer_fail(err, LOOM_EINVAL,
-                          "subset sum needs items and a quantum > 0");
+        return loom_error_format(err, LOOM_EINVAL,
+                          DEFER_WHO "subset sum needs items and a quantum > 0");
     double total = 0;
     for (int32_t i = 0; i < n; i++) {
         if (!(w[i] >= 0) || !isfinite(w[i]))
-            return defer_fail(err, LOOM_EINVAL,
-                              "item %d has workload %g, expected >= 0", i, w[i]);
+            return loom_error_format(err, LOOM_EINVAL,
+                              DEFER_WHO "item %d has workload %g, expected >= 0", i, w[i]);
         total += w[i];
         take[i] = 0;
     }
@@ -49,7 +38,7 @@ int loom_defer_subset(const double *w, int32_t n, double delta, double quantum,
         quantum = total / max_units;
     int64_t *r = malloc((size_t)n * sizeof *r);
     if (!r)
-        return defer_fail(err, LOOM_ENOMEM, "out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, DEFER_WHO "out of memory");
     int64_t units = 0;
     for (int32_t i = 0; i < n; i++) {
         r[i] = llround(w[i] / quantum);
@@ -59,7 +48,7 @@ int loom_defer_subset(const double *w, int32_t n, double delta, double quantum,
     unsigned char *reach = calloc(((size_t)n + 1) * row, 1);
     if (!reach) {
         free(r);
-        return defer_fail(err, LOOM_ENOMEM, "out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, DEFER_WHO "out of memory");
     }
     reach[0] = 1; /* reach[i][s]: s is a sum of a subset of items 0..i-1 */
     for (int32_t i = 1; i <= n; i++) {
@@ -132,8 +121,8 @@ int loom_defer_match(const double *V, const double *L, int32_t n_ol,
                      unsigned char *critical, loom_error *err)
 {
     if (n_ol < 0 || n_ul < n_ol || (n_ol > 0 && (!V || !L || !match)))
-        return defer_fail(err, LOOM_EINVAL,
-                          "matching needs at least as many underloaded as "
+        return loom_error_format(err, LOOM_EINVAL,
+                          DEFER_WHO "matching needs at least as many underloaded as "
                           "overloaded microbatches, found %d and %d", n_ul, n_ol);
     *t_star = 0;
     if (n_ol == 0)
@@ -146,7 +135,7 @@ int loom_defer_match(const double *V, const double *L, int32_t n_ol,
         free(cand);
         free(ul_of);
         free(seen);
-        return defer_fail(err, LOOM_ENOMEM, "out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, DEFER_WHO "out of memory");
     }
     memcpy(cand, V, (size_t)n_ol * (size_t)n_ul * sizeof *V);
     memcpy(cand + (size_t)n_ol * n_ul, L, (size_t)n_ol * sizeof *L);
@@ -275,17 +264,17 @@ int loom_defer_run(const double *llm, const int32_t *mb, int32_t n, int32_t k,
                    loom_error *err)
 {
     if (k < 1 || n < 0 || !(quantum > 0) || !order || (n > 0 && (!llm || !mb || !llm_mb)))
-        return defer_fail(err, LOOM_EINVAL,
-                          "expected k >= 1 microbatches and a quantum > 0, "
+        return loom_error_format(err, LOOM_EINVAL,
+                          DEFER_WHO "expected k >= 1 microbatches and a quantum > 0, "
                           "found k %d", k);
     for (int32_t s = 0; s < n; s++) {
         if (mb[s] < -1 || mb[s] >= k)
-            return defer_fail(err, LOOM_EINVAL,
-                              "sample %d is in microbatch %d, expected -1..%d",
+            return loom_error_format(err, LOOM_EINVAL,
+                              DEFER_WHO "sample %d is in microbatch %d, expected -1..%d",
                               s, mb[s], k - 1);
         if (!(llm[s] >= 0))
-            return defer_fail(err, LOOM_EINVAL,
-                              "sample %d has backbone work %g, expected >= 0",
+            return loom_error_format(err, LOOM_EINVAL,
+                              DEFER_WHO "sample %d has backbone work %g, expected >= 0",
                               s, llm[s]);
         llm_mb[s] = mb[s];
     }
@@ -297,14 +286,14 @@ int loom_defer_run(const double *llm, const int32_t *mb, int32_t n, int32_t k,
     unsigned char *crit = malloc((size_t)h + 1);
     int rc = (defer_group(llm, mb, n, k, &d) == LOOM_OK && V && L && match && crit)
                  ? LOOM_OK
-                 : defer_fail(err, LOOM_ENOMEM, "out of memory");
+                 : loom_error_format(err, LOOM_ENOMEM, DEFER_WHO "out of memory");
     const int32_t *ol = d.sorted, *ul = d.sorted ? d.sorted + (k - h) : NULL;
     for (int32_t i = 0; rc == LOOM_OK && i < h; i++) {
         L[i] = d.load[ol[i]];
         for (int32_t j = 0; rc == LOOM_OK && j < h; j++) {
             double dw = defer_pair(llm, &d, ol[i], ul[j], quantum);
             if (dw < 0)
-                rc = defer_fail(err, LOOM_ENOMEM, "out of memory");
+                rc = loom_error_format(err, LOOM_ENOMEM, DEFER_WHO "out of memory");
             double a = d.load[ol[i]] - dw, b = d.load[ul[j]] + dw;
             V[(size_t)i * h + j] = a > b ? a : b; /* Eq. 4.3 */
         }
@@ -321,7 +310,7 @@ int loom_defer_run(const double *llm, const int32_t *mb, int32_t n, int32_t k,
             continue; /* non-critical pairs defer nothing */
         double dw = defer_pair(llm, &d, a, b, quantum);
         if (dw < 0) {
-            rc = defer_fail(err, LOOM_ENOMEM, "out of memory");
+            rc = loom_error_format(err, LOOM_ENOMEM, DEFER_WHO "out of memory");
             break;
         }
         for (int32_t x = d.first[a]; x < d.first[a + 1]; x++)
@@ -335,7 +324,7 @@ int loom_defer_run(const double *llm, const int32_t *mb, int32_t n, int32_t k,
     if (rc == LOOM_OK) {
         double *after = calloc((size_t)k, sizeof *after), worst = 0;
         if (!after) {
-            rc = defer_fail(err, LOOM_ENOMEM, "out of memory");
+            rc = loom_error_format(err, LOOM_ENOMEM, DEFER_WHO "out of memory");
         } else {
             for (int32_t s = 0; s < n; s++)
                 if (llm_mb[s] >= 0)

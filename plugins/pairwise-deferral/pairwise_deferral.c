@@ -137,6 +137,17 @@ static int defer_one(defer_self *d, loom_partition *p, const loom_model *model,
     return LOOM_OK;
 }
 
+/* The params, declared once in pd_param_table (manifest.json says the same). */
+typedef struct pd_params {
+    int64_t subset_steps;
+} pd_params;
+
+static const loom_param_def pd_param_table[] = {
+    LOOM_INT_PARAM(pd_params, subset_steps, 1000, 10, 1000000,
+                   "resolution of the subset-sum table: the quantum is the heaviest "
+                   "microbatch's backbone work divided by this"),
+    LOOM_PARAM_END};
+
 /* Defers backbone work in every candidate. */
 static int defer_partition(void *self, const loom_problem *problem,
                            const loom_iteration *it, loom_candidates *set,
@@ -162,11 +173,11 @@ static int defer_partition(void *self, const loom_problem *problem,
                            "pairwise-deferral: the \"%s\" service with layer "
                            "and module_shape is not available",
                            LOOM_SERVICE_COST);
-    int64_t steps = 0;
-    int prc = loom_read_param_int(host, d->ctx, "pairwise-deferral", "subset_steps", &steps,
-                                  err);
+    pd_params prm;
+    int prc = loom_params_read(host, d->ctx, "pairwise-deferral", pd_param_table, &prm, err);
     if (prc != LOOM_OK)
         return prc;
+    int64_t steps = prm.subset_steps;
     int32_t n = it->n_samples, cap = 1;
     for (int32_t c = 0; c < set->n; c++)
         if (set->items[c]->cap_microbatches > cap)
@@ -211,6 +222,7 @@ static const loom_plugin_info defer_info = {
     NULL,
     NULL,
     defer_role,
+    pd_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(pairwise_deferral, defer_info);

@@ -390,7 +390,7 @@ START_TEST(plugin_after_stratified)
                      LOOM_EINVAL);
     ck_assert_int_eq(run_part(loom_static_uniform(), h, &pb, &it, set, &err), LOOM_OK);
     ck_assert_int_eq(run_part(loom_static_stratified(), h, &pb, &it, set, &err), LOOM_OK);
-    loom_mock_host_set_param(h, "subset_steps", "8");
+    loom_mock_host_set_param(h, "subset_steps", "10");
     ck_assert_msg(run_part(loom_static_pairwise_deferral(), h, &pb, &it, set, &err) ==
                       LOOM_OK, "%s", err.message);
     const loom_partition *p = set->items[0];

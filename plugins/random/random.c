@@ -28,6 +28,21 @@ typedef struct random_run {
     loom_sk_result res[RANDOM_BATCH];
 } random_run;
 
+/* The params, declared once in random_param_table (manifest.json says the same). */
+typedef struct random_params {
+    loom_sk_params search; /* budget_ms, threads, seed, max_evaluations */
+} random_params;
+
+static const loom_param_def random_param_table[] = {
+    LOOM_SK_BUDGET_MS_PARAM(random_params, search),
+    LOOM_INT_PARAM_AT("threads", random_params, search.threads, 1, 1, 64,
+                   "worker threads, each with its own evaluator"),
+    LOOM_SK_SEED_PARAM(random_params, search),
+    LOOM_INT_PARAM_AT("max_evaluations", random_params, search.max_evaluations, 0, 0, 2147483647,
+                   "stop after this many evaluator runs (0: unlimited); with it the result is "
+                   "the same for any thread count"),
+    LOOM_PARAM_END};
+
 /* Creates an instance (all state lives in one rank() call). */
 static int random_create(const loom_host_api *host, loom_ctx *ctx,
                          void *plugin_state, void **self, loom_error *err)
@@ -134,15 +149,17 @@ static int random_rank(void *self, const loom_stage_graph *const *graphs,
 {
     random_self *s = self;
     const loom_host_api *host = s->host;
-    loom_sk_params prm;
-    int rc = loom_sk_read_params(host, s->ctx, "random", &prm, err);
+    random_params prm;
+    memset(&prm, 0, sizeof prm);
+    prm.search.deterministic = 1; /* a param random does not declare */
+    int rc = loom_params_read(host, s->ctx, "random", random_param_table, &prm, err);
     if (rc != LOOM_OK)
         return rc;
     random_run *r = host->alloc(sizeof *r);
     if (!r)
         return host->error(err, LOOM_ENOMEM, "random: out of memory");
     memset(r, 0, sizeof *r);
-    rc = loom_sk_open(&r->sk, host, s->ctx, "random", &prm, graphs, n_graphs,
+    rc = loom_sk_open(&r->sk, host, s->ctx, "random", &prm.search, graphs, n_graphs,
                       out, err);
     if (rc != LOOM_OK) {
         host->free(r);
@@ -188,6 +205,7 @@ static const loom_plugin_info random_info = {
     NULL,
     NULL,
     random_role,
+    random_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(random, random_info);

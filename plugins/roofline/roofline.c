@@ -31,24 +31,79 @@ typedef struct rf_self {
 enum { RF_PRECISION_BF16, RF_PRECISION_TF32, RF_PRECISION_FP32, RF_PRECISION_FP8 };
 static const char *const rf_precision_names[] = {"bf16", "tf32", "fp32", "fp8"};
 
-/* Reads param matmul_precision into s->precision ("fp16" runs at the
- * bf16 peak). */
-static int rf_precision_param(const loom_host_api *host, loom_ctx *ctx, rf_self *s,
-                              loom_error *err)
+/* The params, declared once in rf_param_table (manifest.json says the same). */
+typedef struct rf_params {
+    double gemm_efficiency_scale;
+    int distributed_optimizer;
+    int flash_attention;
+    int sequence_parallel;
+    double kernel_launch_us;
+    int grad_accumulation_fp32;
+    int overlap_grad_reduce;
+    int overlap_param_gather;
+    double bucket_params;
+    int tp_comm_overlap;
+    int64_t element_bytes;
+    const char *matmul_precision;
+} rf_params;
+
+static const loom_param_def rf_param_table[] = {
+    LOOM_FLOAT_PARAM(rf_params, gemm_efficiency_scale, 1, 0, 2,
+                   "calibration factor multiplying the cluster's eff_gemm (must be > 0; the "
+                   "product is capped at 1)"),
+    LOOM_BOOL_PARAM(rf_params, distributed_optimizer, 1,
+                   "shard the 12 bytes/param of fp32 master weights and Adam moments over the "
+                   "data-parallel replicas"),
+    LOOM_BOOL_PARAM(rf_params, flash_attention, 1,
+                   "fused attention core: scores never reach HBM, so no softmax traffic and "
+                   "no stored scores (policy none stores what selective stores)"),
+    LOOM_BOOL_PARAM(rf_params, sequence_parallel, 1,
+                   "Megatron-LM sequence parallelism when tp > 1 (Korthikanti et al. 2022): "
+                   "norms and residuals run on tokens / tp, each all-reduce becomes an "
+                   "all-gather before the column-parallel GEMM and a reduce-scatter after the "
+                   "row-parallel one, and the stored activations are split over the TP group"),
+    LOOM_FLOAT_PARAM(rf_params, kernel_launch_us, 0, 0, 1000,
+                   "fixed overhead added to every operator that does work (kernel launch and "
+                   "tail effects); makes small sub-microbatches cost what they cost on a GPU"),
+    LOOM_BOOL_PARAM(rf_params, grad_accumulation_fp32, 1,
+                   "gradients accumulated and reduced in fp32 (4 bytes per parameter), as "
+                   "Megatron-LM does for bf16 training; false: 2 bytes"),
+    LOOM_BOOL_PARAM(rf_params, overlap_grad_reduce, 1,
+                   "reduce gradients bucket by bucket while the last backward of each model "
+                   "chunk runs; false: the whole sync follows the rank's last stage"),
+    LOOM_BOOL_PARAM(rf_params, overlap_param_gather, 0,
+                   "hide the distributed optimizer's parameter all-gather behind the next "
+                   "iteration's forward; false: it follows the optimizer step"),
+    LOOM_FLOAT_PARAM(rf_params, bucket_params, 0, 0, 1000000000000,
+                   "parameters per gradient bucket; 0: Megatron-LM's max(40e6, 1e6 * dp)"),
+    LOOM_BOOL_PARAM(rf_params, tp_comm_overlap, 0,
+                   "tensor-parallel collectives split and overlapped with the neighbouring "
+                   "GEMM: only the part longer than that GEMM costs time"),
+    LOOM_INT_PARAM(rf_params, element_bytes, 2, 2, 4,
+                   "bytes of one activation and weight element: 2 for bf16 or fp16 training, "
+                   "4 for fp32 or TF32 (then HBM traffic, TP and pipeline transfers, stored "
+                   "activations and weights double, the weights are their own fp32 master "
+                   "copy, so optimizer states are Adam's m and v, 8 bytes a parameter, and an "
+                   "Adam step moves 32 bytes a parameter; pair it with matmul_precision tf32 "
+                   "or fp32); 3 is refused"),
+    LOOM_ENUM_PARAM(rf_params, matmul_precision, "bf16", "bf16|fp16|tf32|fp32|fp8",
+                   "the precision the run's matmuls execute in, a property of the run: bf16 "
+                   "and fp16 run at the cluster's peak_flops, tf32, fp32 and fp8 at its "
+                   "peak_flops_tf32, peak_flops_fp32 and peak_flops_fp8 (datasheet dense "
+                   "peaks; the cluster presets carry them, fp8 on Hopper only). PyTorch 1.12 "
+                   "and later run float32 matmuls in fp32 unless "
+                   "torch.backends.cuda.matmul.allow_tf32 is set; Megatron-LM and torchtitan "
+                   "train fp8 GEMMs with --fp8-format and float8 recipes"),
+    LOOM_PARAM_END};
+
+/* The RF_PRECISION_* of the enum param matmul_precision ("fp16" runs at
+ * the bf16 peak). */
+static int rf_precision_of(const char *v)
 {
-    const char *v = NULL;
-    int rc = loom_read_param_string(host, ctx, "roofline", "matmul_precision", &v, err);
-    if (rc != LOOM_OK)
-        return rc;
-    s->precision = RF_PRECISION_BF16;
     for (int i = 0; i < 4; i++)
         if (!strcmp(v, rf_precision_names[i]))
-            s->precision = i;
-    if (strcmp(v, "fp16") && strcmp(v, rf_precision_names[s->precision]))
-        return host->error(err, LOOM_EINVAL,
-                           "roofline: param matmul_precision: expected bf16, fp16, tf32, fp32 "
-                           "or fp8, found \"%s\"", v);
-    return LOOM_OK;
+            return i;
+    return RF_PRECISION_BF16;
 }
 
 /* The peak FLOP/s the run's matmuls reach on cluster c: peak_flops (bf16
@@ -64,64 +119,17 @@ static double rf_peak_flops(const rf_self *s, const loom_cluster *c)
     }
 }
 
-/* Reads a declared float param (the host supplies the manifest's default). */
-static int rf_param_double(const loom_host_api *host, loom_ctx *ctx,
-                           const char *key, double *out, loom_error *err)
+/* Sets the iteration-tail, overlap and element-size params of s from prm
+ * (the element size sets the tail's weight and Adam-step bytes, the
+ * optimizer state per parameter and LOOM_ROOFLINE_FP32 in s->flags). */
+static void rf_tail_params(const rf_params *prm, rf_self *s)
 {
-    int rc = host->param_double(ctx, key, out);
-    if (rc == LOOM_OK)
-        return LOOM_OK;
-    if (rc == LOOM_ENOTFOUND)
-        return loom_param_error(host, err, "roofline", key, "float", rc);
-    return host->error(err, LOOM_EINVAL,
-                       "roofline: param %s: expected a number (host status %d)",
-                       key, rc);
-}
-
-/* Reads a declared bool param (the host supplies the manifest's default). */
-static int rf_param_bool(const loom_host_api *host, loom_ctx *ctx,
-                         const char *key, int *out, loom_error *err)
-{
-    int rc = host->param_bool(ctx, key, out);
-    if (rc == LOOM_OK)
-        return LOOM_OK;
-    if (rc == LOOM_ENOTFOUND)
-        return loom_param_error(host, err, "roofline", key, "bool", rc);
-    return host->error(err, LOOM_EINVAL,
-                       "roofline: param %s: expected true or false (host "
-                       "status %d)",
-                       key, rc);
-}
-
-/* Reads the iteration-tail, overlap and element-size params into s (the
- * element size sets the tail's weight and Adam-step bytes, the optimizer
- * state per parameter and LOOM_ROOFLINE_FP32 in s->flags). */
-static int rf_tail_params(const loom_host_api *host, loom_ctx *ctx, rf_self *s,
-                          loom_error *err)
-{
-    int fp32 = 1, grad = 1, gather = 0, tpo = 0;
-    int64_t element = 2;
-    double bucket = 0;
-    int rc = rf_param_bool(host, ctx, "grad_accumulation_fp32", &fp32, err);
-    if (rc == LOOM_OK)
-        rc = rf_param_bool(host, ctx, "overlap_grad_reduce", &grad, err);
-    if (rc == LOOM_OK)
-        rc = rf_param_bool(host, ctx, "overlap_param_gather", &gather, err);
-    if (rc == LOOM_OK)
-        rc = rf_param_bool(host, ctx, "tp_comm_overlap", &tpo, err);
-    if (rc == LOOM_OK)
-        rc = rf_param_double(host, ctx, "bucket_params", &bucket, err);
-    if (rc == LOOM_OK)
-        rc = loom_read_element_bytes(host, ctx, "roofline", &element, err);
-    if (rc == LOOM_OK)
-        rc = rf_precision_param(host, ctx, s, err);
-    if (rc != LOOM_OK)
-        return rc;
-    if (!(bucket >= 0.0 && bucket <= 1e12))
-        return host->error(err, LOOM_EINVAL,
-                           "roofline: param bucket_params: expected a number in [0, 1e12], "
-                           "found %g", bucket);
-    s->tp_comm_overlap = tpo != 0;
+    int fp32 = prm->grad_accumulation_fp32, grad = prm->overlap_grad_reduce;
+    int gather = prm->overlap_param_gather;
+    int64_t element = prm->element_bytes;
+    double bucket = prm->bucket_params;
+    s->precision = rf_precision_of(prm->matmul_precision);
+    s->tp_comm_overlap = prm->tp_comm_overlap != 0;
     s->tail.distributed_optimizer = s->distributed_optimizer;
     s->tail.overlap_grad_reduce = grad != 0;
     s->tail.overlap_param_gather = gather != 0;
@@ -134,7 +142,6 @@ static int rf_tail_params(const loom_host_api *host, loom_ctx *ctx, rf_self *s,
     loom_tail_knobs_set_element(&s->tail, element);
     if (element == 4)
         s->flags |= LOOM_ROOFLINE_FP32;
-    return LOOM_OK;
 }
 
 /* create(): reads gemm_efficiency_scale, distributed_optimizer,
@@ -144,25 +151,16 @@ static int rf_create(const loom_host_api *host, loom_ctx *ctx,
                      void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
-    double scale = 0;
-    int dist = 0, flash = 0, seqpar = 0;
-    int rc = rf_param_double(host, ctx, "gemm_efficiency_scale", &scale, err);
+    rf_params prm;
+    int rc = loom_params_read(host, ctx, "roofline", rf_param_table, &prm, err);
     if (rc == LOOM_OK)
-        rc = rf_param_bool(host, ctx, "distributed_optimizer", &dist, err);
-    if (rc == LOOM_OK)
-        rc = rf_param_bool(host, ctx, "flash_attention", &flash, err);
-    if (rc == LOOM_OK)
-        rc = rf_param_bool(host, ctx, "sequence_parallel", &seqpar, err);
-    double launch_us = 0;
-    if (rc == LOOM_OK)
-        rc = rf_param_double(host, ctx, "kernel_launch_us", &launch_us, err);
+        rc = loom_check_element_bytes(host, "roofline", prm.element_bytes, err);
     if (rc != LOOM_OK)
         return rc;
-    if (!(launch_us >= 0.0 && launch_us <= 1000.0))
-        return host->error(err, LOOM_EINVAL,
-                           "roofline: param kernel_launch_us: expected a number in [0, 1000], "
-                           "found %g", launch_us);
-    if (!(scale > 0.0 && scale <= 2.0))
+    double scale = prm.gemm_efficiency_scale, launch_us = prm.kernel_launch_us;
+    int dist = prm.distributed_optimizer, flash = prm.flash_attention;
+    int seqpar = prm.sequence_parallel;
+    if (!(scale > 0.0)) /* an open bound: the table's [0, 2] admits 0 */
         return host->error(err, LOOM_EINVAL,
                            "roofline: param gemm_efficiency_scale: expected "
                            "a number in (0, 2], found %g", scale);
@@ -176,12 +174,7 @@ static int rf_create(const loom_host_api *host, loom_ctx *ctx,
                (seqpar ? LOOM_ROOFLINE_SEQ_PARALLEL : 0u);
     s->launch_ms = launch_us / 1000.0;
     rf_memo_init(&s->memo);
-    rc = rf_tail_params(host, ctx, s, err);
-    if (rc != LOOM_OK) {
-        rf_memo_free(&s->memo, host);
-        host->free(s);
-        return rc;
-    }
+    rf_tail_params(&prm, s);
     *self = s;
     return LOOM_OK;
 }
@@ -571,7 +564,7 @@ static const loom_role_header *rf_role(const char *role)
 }
 
 static const loom_plugin_info rf_info = {
-    LOOM_PLUGIN_INFO_HEADER, RF_ID, "1.0.0", NULL, NULL, rf_role,
+    LOOM_PLUGIN_INFO_HEADER, RF_ID, "1.0.0", NULL, NULL, rf_role, rf_param_table
 };
 
 LOOM_PLUGIN_DEFINE(roofline, rf_info);

@@ -88,6 +88,21 @@ static int strat_write(const loom_host_api *host, loom_partition *p,
     return LOOM_OK;
 }
 
+/* The params, declared once in strat_param_table (manifest.json says the same). */
+typedef struct strat_params {
+    const char *coarse;
+    int64_t replica;
+} strat_params;
+
+static const loom_param_def strat_param_table[] = {
+    LOOM_ENUM_PARAM(strat_params, coarse, "mean", "mean|median|top-keff",
+                   "which samples form the coarse set S_c: backbone work above the replica's "
+                   "mean, above its median, or the K_eff heaviest"),
+    LOOM_INT_PARAM(strat_params, replica, -1, -1, 65535,
+                   "with parallel.dp > 1 the iteration is the global batch: the replica to "
+                   "plan, -1 for the heaviest"),
+    LOOM_PARAM_END};
+
 /* Assigns the iteration's samples and refines every candidate. */
 static int strat_partition(void *self, const loom_problem *problem,
                            const loom_iteration *it, loom_candidates *set,
@@ -112,13 +127,12 @@ static int strat_partition(void *self, const loom_problem *problem,
                            "module_shape is not available", LOOM_SERVICE_COST);
     int32_t n = it->n_samples, dp = problem->parallel.dp > 0 ? problem->parallel.dp : 1;
     int32_t k = problem->parallel.microbatches > 0 ? problem->parallel.microbatches : 1;
-    int64_t want = 0;
-    const char *coarse = NULL;
-    int prc = loom_read_param_int(host, st->ctx, "stratified", "replica", &want, err);
-    if (prc == LOOM_OK)
-        prc = loom_read_param_string(host, st->ctx, "stratified", "coarse", &coarse, err);
+    strat_params prm;
+    int prc = loom_params_read(host, st->ctx, "stratified", strat_param_table, &prm, err);
     if (prc != LOOM_OK)
         return prc;
+    int64_t want = prm.replica;
+    const char *coarse = prm.coarse;
     if (want >= dp)
         return host->error(err, LOOM_EINVAL,
                            "stratified: params.replica: expected < %d "
@@ -211,6 +225,7 @@ static const loom_plugin_info strat_info = {
     NULL,
     NULL,
     strat_role,
+    strat_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(stratified, strat_info);

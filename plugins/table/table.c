@@ -22,61 +22,62 @@ typedef struct tb_self {
     loom_tail_knobs tail;        /* the iteration tail under these params */
 } tb_self;
 
-/* Reads a declared ratio param in [0, 1] (the host supplies the
- * manifest's default). */
-static int tb_param_ratio(const loom_host_api *host, loom_ctx *ctx,
-                          const char *key, double *out, loom_error *err)
-{
-    int rc = host->param_double(ctx, key, out);
-    if (rc == LOOM_ENOTFOUND)
-        return loom_param_error(host, err, "table", key, "float", rc);
-    if (rc != LOOM_OK)
-        return host->error(err, LOOM_EINVAL,
-                           "table: param %s: expected a number in [0, 1] "
-                           "(host status %d)",
-                           key, rc);
-    if (!(*out >= 0.0 && *out <= 1.0))
-        return host->error(err, LOOM_EINVAL,
-                           "table: param %s: expected a number in [0, 1], "
-                           "found %g",
-                           key, *out);
-    return LOOM_OK;
-}
+/* The params, declared once in tb_param_table (manifest.json says the same). */
+typedef struct tb_params {
+    const char *file;
+    double selective_activation_ratio;
+    double full_activation_ratio;
+    double selective_recompute_ratio;
+    int distributed_optimizer;
+    int64_t element_bytes;
+} tb_params;
+
+static const loom_param_def tb_param_table[] = {
+    LOOM_STRING_PARAM(tb_params, file, "",
+                   "required: CSV (header "
+                   "module,layer,tokens,forward_ms,input_grad_ms,weight_grad_ms,activation_bytes,param_bytes) "
+                   "or JSON {\"rows\":[...]} with the same fields; layer may be \"*\"; "
+                   "relative paths are used as given"),
+    LOOM_FLOAT_PARAM(tb_params, selective_activation_ratio, 0.5, 0, 1,
+                   "fraction of the measured activation bytes stored under selective "
+                   "recomputation"),
+    LOOM_FLOAT_PARAM(tb_params, full_activation_ratio, 0.1, 0, 1,
+                   "fraction of the measured activation bytes stored under full recomputation"),
+    LOOM_FLOAT_PARAM(tb_params, selective_recompute_ratio, 0.15, 0, 1,
+                   "recompute time under selective recomputation, as a fraction of forward_ms "
+                   "(full recomputes 1.0 x forward_ms)"),
+    LOOM_BOOL_PARAM(tb_params, distributed_optimizer, 1,
+                   "shard the optimizer states (Adam's fp32 master, m and v: 6 x param_bytes "
+                   "in bf16, m and v: 2 x param_bytes in fp32) over the data-parallel "
+                   "replicas, reduce-scatter the gradients and all-gather the weights; false: "
+                   "all-reduce"),
+    LOOM_INT_PARAM(tb_params, element_bytes, 2, 2, 4,
+                   "bytes per element of the profiled run: 2 (bf16, fp16) or 4 (fp32, TF32); "
+                   "sizes pipeline transfers, counts parameters as param_bytes / "
+                   "element_bytes, and sets the optimizer's states and step (fp32 weights are "
+                   "their own master copy)"),
+    LOOM_PARAM_END};
 
 /* create(): reads the params and loads the file named by `file`. */
 static int tb_create(const loom_host_api *host, loom_ctx *ctx,
                      void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
-    const char *file = host->param_string(ctx, "file");
-    if (!file || !file[0])
-        return host->error(err, LOOM_EINVAL,
-                           "table: param file: expected the path of a CSV "
-                           "or JSON cost table, found %s",
-                           file ? "an empty string" : "no value");
-    double sel = 0, full = 0, sel_re = 0;
-    int dist = 0;
-    int rc = tb_param_ratio(host, ctx, "selective_activation_ratio", &sel, err);
+    tb_params prm;
+    int rc = loom_params_read(host, ctx, "table", tb_param_table, &prm, err);
     if (rc == LOOM_OK)
-        rc = tb_param_ratio(host, ctx, "full_activation_ratio", &full, err);
-    if (rc == LOOM_OK)
-        rc = tb_param_ratio(host, ctx, "selective_recompute_ratio", &sel_re,
-                            err);
+        rc = loom_check_element_bytes(host, "table", prm.element_bytes, err);
     if (rc != LOOM_OK)
         return rc;
-    rc = host->param_bool(ctx, "distributed_optimizer", &dist);
-    if (rc == LOOM_ENOTFOUND)
-        return loom_param_error(host, err, "table", "distributed_optimizer", "bool", rc);
-    if (rc != LOOM_OK)
+    const char *file = prm.file;
+    if (!file[0]) /* the default: no table named */
         return host->error(err, LOOM_EINVAL,
-                           "table: param distributed_optimizer: expected "
-                           "true or false (host status %d)",
-                           rc);
-
-    int64_t element = 2;
-    rc = loom_read_element_bytes(host, ctx, "table", &element, err);
-    if (rc != LOOM_OK)
-        return rc;
+                           "table: params.file: expected the path of a CSV "
+                           "or JSON cost table, found an empty string");
+    double sel = prm.selective_activation_ratio, full = prm.full_activation_ratio;
+    double sel_re = prm.selective_recompute_ratio;
+    int dist = prm.distributed_optimizer;
+    int64_t element = prm.element_bytes;
 
     tb_self *s = host->alloc(sizeof *s);
     if (!s)
@@ -308,7 +309,7 @@ static const loom_role_header *tb_role(const char *role)
 }
 
 static const loom_plugin_info tb_info = {
-    LOOM_PLUGIN_INFO_HEADER, TB_ID, "1.0.0", NULL, NULL, tb_role,
+    LOOM_PLUGIN_INFO_HEADER, TB_ID, "1.0.0", NULL, NULL, tb_role, tb_param_table
 };
 
 LOOM_PLUGIN_DEFINE(table, tb_info);

@@ -92,7 +92,7 @@ static int tb_bad_field(const loom_table *t, int line, int col,
                         const char *expected, const char *found,
                         loom_error *err)
 {
-    return loom_table_error(err, LOOM_EINVAL,
+    return loom_error_format(err, LOOM_EINVAL,
                             "table: %s:%d: column %s: expected %s, found "
                             "\"%s\"",
                             t->file, line, tb_columns[col], expected, found);
@@ -108,7 +108,7 @@ static int tb_check_header(const loom_table *t, int line, const tb_fields *f,
     if (ok)
         return LOOM_OK;
     int shown = (int)(e - s) > 120 ? 120 : (int)(e - s);
-    return loom_table_error(err, LOOM_EINVAL,
+    return loom_error_format(err, LOOM_EINVAL,
                             "table: %s:%d: expected the header \"%s\", "
                             "found \"%.*s\"",
                             t->file, line, LOOM_TABLE_HEADER, shown, s);
@@ -119,7 +119,7 @@ static int tb_row(loom_table *t, int line, const tb_fields *f,
                   loom_error *err)
 {
     if (f->n != TB_COLUMNS)
-        return loom_table_error(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                                 "table: %s:%d: expected %d comma-separated "
                                 "fields (%s), found %d",
                                 t->file, line, TB_COLUMNS, LOOM_TABLE_HEADER,
@@ -182,7 +182,7 @@ int loom_table_parse_csv(loom_table *t, const char *text, loom_error *err)
         s = *e ? e + 1 : e;
     }
     if (!have_header)
-        return loom_table_error(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                                 "table: %s: expected the header \"%s\", found "
                                 "an empty file",
                                 t->file, LOOM_TABLE_HEADER);

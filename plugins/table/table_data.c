@@ -15,19 +15,6 @@
 /* Largest cost table file read, in bytes. */
 #define TB_MAX_FILE_BYTES (64L * 1024 * 1024)
 
-/* Sets err and returns code. */
-int loom_table_error(loom_error *err, int code, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-        err->code = code;
-    }
-    return code;
-}
-
 /* "line N" for CSV rows, "rows[N]" for JSON rows. */
 void loom_table_where(const loom_table *t, int32_t source, char *buf,
                       size_t size)
@@ -46,14 +33,14 @@ static int tb_read_file(const char *path, char **text, size_t *len,
      * read (as the core's loom_open_input does) */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
-        return loom_table_error(err, LOOM_EIO, "table: %s: cannot open: %s",
+        return loom_error_format(err, LOOM_EIO, "table: %s: cannot open: %s",
                                 path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0)
         st.st_mode = 0;
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return loom_table_error(err, LOOM_EIO, "table: %s: cannot read: expected a "
+        return loom_error_format(err, LOOM_EIO, "table: %s: cannot read: expected a "
                                 "regular file, found %s", path,
                                 S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
                                 : S_ISDIR(st.st_mode) ? "a directory" : "a special file");
@@ -61,7 +48,7 @@ static int tb_read_file(const char *path, char **text, size_t *len,
     FILE *f = fdopen(fd, "rb");
     if (!f) {
         close(fd);
-        return loom_table_error(err, LOOM_EIO, "table: %s: cannot open: %s",
+        return loom_error_format(err, LOOM_EIO, "table: %s: cannot open: %s",
                                 path, strerror(errno));
     }
     long size = -1;
@@ -69,12 +56,12 @@ static int tb_read_file(const char *path, char **text, size_t *len,
         size = ftell(f);
     if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
         fclose(f);
-        return loom_table_error(err, LOOM_EIO, "table: %s: cannot read: %s",
+        return loom_error_format(err, LOOM_EIO, "table: %s: cannot read: %s",
                                 path, strerror(errno));
     }
     if (size > TB_MAX_FILE_BYTES) {
         fclose(f);
-        return loom_table_error(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                                 "table: %s: expected at most %ld bytes, "
                                 "found %ld",
                                 path, TB_MAX_FILE_BYTES, size);
@@ -82,14 +69,14 @@ static int tb_read_file(const char *path, char **text, size_t *len,
     char *buf = malloc((size_t)size + 1);
     if (!buf) {
         fclose(f);
-        return loom_table_error(err, LOOM_ENOMEM, "table: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "table: out of memory");
     }
     size_t got = fread(buf, 1, (size_t)size, f);
     int failed = ferror(f);
     fclose(f);
     if (failed || got != (size_t)size) {
         free(buf);
-        return loom_table_error(err, LOOM_EIO, "table: %s: cannot read",
+        return loom_error_format(err, LOOM_EIO, "table: %s: cannot read",
                                 path);
     }
     buf[got] = 0;
@@ -115,12 +102,12 @@ int loom_table_load(const char *path, loom_table **out, loom_error *err)
     *out = NULL;
     loom_table *t = calloc(1, sizeof *t);
     if (!t)
-        return loom_table_error(err, LOOM_ENOMEM, "table: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "table: out of memory");
     size_t n = strlen(path) + 1;
     t->file = malloc(n);
     if (!t->file) {
         free(t);
-        return loom_table_error(err, LOOM_ENOMEM, "table: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "table: out of memory");
     }
     memcpy(t->file, path, n);
 
@@ -134,7 +121,7 @@ int loom_table_load(const char *path, loom_table **out, loom_error *err)
         free(text);
     }
     if (rc == LOOM_OK && t->n_rows == 0)
-        rc = loom_table_error(err, LOOM_EINVAL,
+        rc = loom_error_format(err, LOOM_EINVAL,
                               "table: %s: expected at least one row, found "
                               "none",
                               path);
@@ -169,14 +156,14 @@ int loom_table_add_row(loom_table *t, const loom_table_row *row,
         int32_t cap = t->cap_rows ? 2 * t->cap_rows : 64;
         loom_table_row *grown = realloc(t->rows, (size_t)cap * sizeof *grown);
         if (!grown)
-            return loom_table_error(err, LOOM_ENOMEM, "table: out of memory");
+            return loom_error_format(err, LOOM_ENOMEM, "table: out of memory");
         t->rows = grown;
         t->cap_rows = cap;
     }
     size_t n = strlen(row->module) + 1;
     char *name = malloc(n);
     if (!name)
-        return loom_table_error(err, LOOM_ENOMEM, "table: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "table: out of memory");
     memcpy(name, row->module, n);
     t->rows[t->n_rows] = *row;
     t->rows[t->n_rows].module = name;
@@ -206,7 +193,7 @@ int loom_table_finish(loom_table *t, loom_error *err)
     t->n_modules = 0;
     t->modules = calloc((size_t)t->n_rows + 1, sizeof *t->modules);
     if (!t->modules)
-        return loom_table_error(err, LOOM_ENOMEM, "table: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "table: out of memory");
     for (int32_t i = 0; i < t->n_rows; i++) {
         const loom_table_row *r = &t->rows[i];
         if (i > 0) {
@@ -220,7 +207,7 @@ int loom_table_finish(loom_table *t, loom_error *err)
                     snprintf(lay, sizeof lay, "*");
                 else
                     snprintf(lay, sizeof lay, "%d", (int)r->layer);
-                return loom_table_error(
+                return loom_error_format(
                     err, LOOM_EINVAL,
                     "table: %s: %s: expected one row per module, layer and "
                     "tokens, found a second row for module \"%s\" layer %s "

@@ -82,10 +82,6 @@ int loom_table_finish(loom_table *t, loom_error *err);
 void loom_table_where(const loom_table *t, int32_t source, char *buf,
                       size_t size);
 
-/* Sets err (code + printf-style message) and returns code. */
-int loom_table_error(loom_error *err, int code, const char *fmt, ...)
-    LOOM_PRINTF(3, 4);
-
 /* The rows for (module, layer), sorted by tokens: the rows of that exact
  * layer when there are any, else the module's "*" rows. Sets *first and
  * *count (0 when none). */

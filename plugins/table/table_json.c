@@ -38,7 +38,7 @@ static int tb_bad(const loom_table *t, int i, const char *field,
                   const char *expected, const cJSON *v, loom_error *err)
 {
     char found[96];
-    return loom_table_error(err, LOOM_EINVAL,
+    return loom_error_format(err, LOOM_EINVAL,
                             "table: %s: rows[%d].%s: expected %s, found %s",
                             t->file, i, field, expected,
                             tb_found(v, found, sizeof found));
@@ -67,11 +67,11 @@ static int tb_syntax(const loom_table *t, const char *text, size_t len,
             col++;
     }
     if (at >= text + len)
-        return loom_table_error(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                                 "table: %s:%d:%d: malformed JSON: expected "
                                 "more input, found the end of the file",
                                 t->file, line, col);
-    return loom_table_error(err, LOOM_EINVAL,
+    return loom_error_format(err, LOOM_EINVAL,
                             "table: %s:%d:%d: malformed JSON near "
                             "\"%.16s\"",
                             t->file, line, col, at);
@@ -82,7 +82,7 @@ static int tb_json_row(loom_table *t, int i, const cJSON *o, loom_error *err)
 {
     if (!cJSON_IsObject(o)) {
         char found[96];
-        return loom_table_error(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                                 "table: %s: rows[%d]: expected an object, "
                                 "found %s",
                                 t->file, i, tb_found(o, found, sizeof found));
@@ -92,7 +92,7 @@ static int tb_json_row(loom_table *t, int i, const cJSON *o, loom_error *err)
         for (int k = 0; k < TB_N_FIELDS && !known; k++)
             known = strcmp(m->string, tb_fields_json[k]) == 0;
         if (!known)
-            return loom_table_error(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                                     "table: %s: rows[%d]: unknown field "
                                     "\"%s\" (expected one of: %s)",
                                     t->file, i, m->string,
@@ -142,18 +142,18 @@ int loom_table_parse_json(loom_table *t, const char *text, size_t len,
                             ? cJSON_GetObjectItemCaseSensitive(root, "rows")
                             : NULL;
     if (!cJSON_IsObject(root)) {
-        rc = loom_table_error(err, LOOM_EINVAL,
+        rc = loom_error_format(err, LOOM_EINVAL,
                               "table: %s: expected an object with \"rows\", "
                               "found %s",
                               t->file, tb_found(root, found, sizeof found));
     } else if (!cJSON_IsArray(rows)) {
-        rc = loom_table_error(err, LOOM_EINVAL,
+        rc = loom_error_format(err, LOOM_EINVAL,
                               "table: %s: rows: expected an array, found %s",
                               t->file, tb_found(rows, found, sizeof found));
     } else {
         for (const cJSON *m = root->child; m && rc == LOOM_OK; m = m->next)
             if (strcmp(m->string, "rows") != 0)
-                rc = loom_table_error(err, LOOM_EINVAL,
+                rc = loom_error_format(err, LOOM_EINVAL,
                                       "table: %s: unknown field \"%s\" "
                                       "(expected one of: rows)",
                                       t->file, m->string);

@@ -278,7 +278,7 @@ START_TEST(policies_use_the_ratios)
                                NULL};
     ck_assert_int_eq(inst_new(&in, bad, &err), LOOM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message,
-        "param full_activation_ratio: expected a number in [0, 1], found 1.5"));
+        "params.full_activation_ratio: expected a number in [0, 1], found 1.5"));
 }
 END_TEST
 
@@ -561,7 +561,8 @@ START_TEST(file_param_errors)
 {
     inst in;
     loom_error err = {0, ""};
-    /* a host with no value for file at all (it knows no manifest) */
+    /* a host with no value for file at all (it knows no manifest): the
+     * table's default, "" */
     loom_mock_host *bare = loom_mock_host_new();
     void *self = NULL;
     ck_assert_int_eq(vtable()->create(loom_mock_host_api(bare), loom_mock_host_ctx(bare),
@@ -569,8 +570,8 @@ START_TEST(file_param_errors)
                      LOOM_EINVAL);
     loom_mock_host_free(bare);
     ck_assert_ptr_nonnull(strstr(err.message,
-        "param file: expected the path of a CSV or JSON cost table, found no "
-        "value"));
+        "params.file: expected the path of a CSV or JSON cost table, found an "
+        "empty string"));
     /* the manifest's default is "" */
     ck_assert_int_eq(inst_new(&in, NULL, &err), LOOM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "found an empty string"));

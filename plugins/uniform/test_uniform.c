@@ -301,11 +301,18 @@ START_TEST(v_and_zigzag_placement)
                                   "takes any vpp)");
     ck_assert_int_eq(set->n, 0);
     loom_mock_candidates_free(set);
-    set = loom_mock_candidates_new(&f.problem, NULL);
-    ck_assert_int_eq(partition_placed(&f.problem, NULL, "w", set, &err), LOOM_EINVAL);
-    ck_assert_str_eq(err.message, "uniform: params.placement: expected \"loop\", \"v\" or "
+    /* a value the table does not list fails at create */
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+    loom_mock_host_set_param(h, "placement", "w");
+    void *self = NULL;
+    const loom_partitioner_vtable *vt =
+        (const loom_partitioner_vtable *)loom_static_uniform()->role(LOOM_ROLE_PARTITIONER);
+    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self, &err),
+                     LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "uniform: params.placement: expected one of \"loop\", \"v\", "
                                   "\"zigzag\", found \"w\"");
-    loom_mock_candidates_free(set);
+    ck_assert_ptr_null(self);
+    loom_mock_host_free(h);
 }
 END_TEST
 

@@ -24,30 +24,32 @@ typedef struct uniform_self {
     const char *placement; /* params.placement */
 } uniform_self;
 
+/* The params, declared once (manifest.json says the same); read into
+ * uniform_self. */
+static const loom_param_def uniform_param_table[] = {
+    LOOM_LK_VPP_SWEEP_PARAM(uniform_self, vpp_sweep),
+    LOOM_ENUM_PARAM(uniform_self, placement, "loop", "loop|v|zigzag",
+                   "position-to-rank map: loop puts position s on rank s % pp; zigzag runs "
+                   "odd chunks backwards (rank pp-1-s % pp), so the flow turns on the last "
+                   "and the first rank; v is zigzag with vpp = 2 (ZB-V, DualPipeV)"),
+    LOOM_PARAM_END};
+
 /* Creates an instance holding the host table and the step context. */
 static int uniform_create(const loom_host_api *host, loom_ctx *ctx,
                           void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
-    /* placement: the manifest's default is "loop"; a host that lacks the
-     * param (a test host built from another plugin's manifest) gets it too */
-    const char *placement = host->param_string(ctx, "placement");
-    if (!placement)
-        placement = "loop";
     uniform_self *u = host->alloc(sizeof *u);
     if (!u)
         return host->error(err, LOOM_ENOMEM, "uniform: out of memory");
     u->host = host;
     u->ctx = ctx;
-    u->vpp_sweep = 0;
-    /* a host without the manifest's params (a bare mock) means the default */
-    int rc = host->param_bool(ctx, "vpp_sweep", &u->vpp_sweep);
-    if (rc != LOOM_OK && rc != LOOM_ENOTFOUND) {
+    /* a host without the params (a bare mock) gives the table's defaults */
+    int rc = loom_params_read(host, ctx, "uniform", uniform_param_table, u, err);
+    if (rc != LOOM_OK) {
         host->free(u);
-        return host->error(err, LOOM_EINVAL, "uniform: param vpp_sweep: expected true or "
-                           "false");
+        return rc;
     }
-    u->placement = placement;
     *self = u;
     return LOOM_OK;
 }
@@ -156,6 +158,7 @@ static const loom_plugin_info uniform_info = {
     NULL,
     NULL,
     uniform_role,
+    uniform_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(uniform, uniform_info);

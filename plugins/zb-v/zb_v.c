@@ -68,24 +68,32 @@ typedef struct zv_self {
 static const int zv_orders[2][ZV_TYPES] = {{ZV_I, ZV_F, ZV_NEW, ZV_W},
                                            {ZV_F, ZV_I, ZV_NEW, ZV_W}};
 
+/* The params, declared once in zv_param_table (manifest.json says the same). */
+typedef struct zv_params {
+    const char *variant;
+} zv_params;
+
+static const loom_param_def zv_param_table[] = {
+    LOOM_ENUM_PARAM(zv_params, variant, "zb-v", "zb-v|v-zb|v-half|v-min",
+                   "activation budget per rank as a share of 1F1B's peak: zb-v and v-zb 1 "
+                   "(the same budget), v-half 1/2, v-min 1/3 (rounded up to whole bytes, "
+                   "never below one microbatch)"),
+    LOOM_PARAM_END};
+
 /* Creates an instance; reads the variant. */
 static int zv_create(const loom_host_api *host, loom_ctx *ctx,
                      void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
-    const char *variant = NULL;
-    int rc = loom_read_param_string(host, ctx, "zb-v", "variant", &variant, err);
+    zv_params prm;
+    int rc = loom_params_read(host, ctx, "zb-v", zv_param_table, &prm, err);
     if (rc != LOOM_OK)
         return rc;
-    int32_t num = 1, den = 1;
-    if (strcmp(variant, "v-half") == 0)
+    int32_t num = 1, den = 1; /* "zb-v" and "v-zb": 1/1 */
+    if (strcmp(prm.variant, "v-half") == 0)
         den = 2;
-    else if (strcmp(variant, "v-min") == 0)
+    else if (strcmp(prm.variant, "v-min") == 0)
         den = 3;
-    else if (strcmp(variant, "zb-v") != 0 && strcmp(variant, "v-zb") != 0)
-        return host->error(err, LOOM_EINVAL, "zb-v: params.variant: expected "
-                           "\"zb-v\", \"v-zb\", \"v-half\" or \"v-min\", found \"%s\"",
-                           variant);
     zv_self *s = host->alloc(sizeof *s);
     if (!s)
         return host->error(err, LOOM_ENOMEM, "zb-v: out of memory");
@@ -402,6 +410,7 @@ static const loom_plugin_info zv_info = {
     NULL,
     NULL,
     zv_role,
+    zv_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(zb_v, zv_info);

@@ -40,22 +40,28 @@ typedef struct zb_self {
     loom_zb zb;
 } zb_self;
 
+/* The params, declared once in zb_param_table (manifest.json says the same). */
+typedef struct zb_params {
+    int64_t max_inflight;
+} zb_params;
+
+static const loom_param_def zb_param_table[] = {
+    LOOM_INT_PARAM(zb_params, max_inflight, 0, 0, 1000000,
+                   "microbatches a rank may hold in flight (F started, W not ended): P gives "
+                   "ZB-H1, 2P ZB-H2; 0 derives the limit from the graph's memory cap in "
+                   "bytes, or uses P when the graph has no cap"),
+    LOOM_PARAM_END};
+
 /* Creates an instance; reads max_inflight. */
 static int zb_create(const loom_host_api *host, loom_ctx *ctx,
                      void *plugin_state, void **self, loom_error *err)
 {
     (void)plugin_state;
-    int64_t limit = 0;
-    int rc = host->param_int(ctx, "max_inflight", &limit);
-    if (rc == LOOM_ENOTFOUND)
-        return loom_param_error(host, err, "zero-bubble", "max_inflight", "int", rc);
-    else if (rc != LOOM_OK)
-        return host->error(err, rc, "zero-bubble: params.max_inflight: "
-                           "expected an integer >= 0");
-    if (limit < 0)
-        return host->error(err, LOOM_EINVAL, "zero-bubble: params.max_inflight:"
-                           " expected an integer >= 0, found %lld",
-                           (long long)limit);
+    zb_params prm;
+    int rc = loom_params_read(host, ctx, "zero-bubble", zb_param_table, &prm, err);
+    if (rc != LOOM_OK)
+        return rc;
+    int64_t limit = prm.max_inflight;
     zb_self *s = host->alloc(sizeof *s);
     if (!s)
         return host->error(err, LOOM_ENOMEM, "zero-bubble: out of memory");
@@ -117,6 +123,7 @@ static const loom_plugin_info zb_info = {
     NULL,
     NULL,
     zb_role,
+    zb_param_table,
 };
 
 LOOM_PLUGIN_DEFINE(zero_bubble, zb_info);

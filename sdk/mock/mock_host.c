@@ -124,13 +124,10 @@ static int mock_error(loom_error *err, int code, const char *fmt, ...)
     LOOM_PRINTF(3, 4);
 static int mock_error(loom_error *err, int code, const char *fmt, ...)
 {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt ? fmt : "", ap);
-        va_end(ap);
-        err->code = code;
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    loom_error_vformat(err, code, fmt ? fmt : "", ap);
+    va_end(ap);
     return code;
 }
 
@@ -648,21 +645,6 @@ void loom_mock_host_set_api_size(loom_mock_host *h, uint32_t struct_size)
 
 /* ---- manifests ---------------------------------------------------------- */
 
-/* Formats into err (when given) and returns code. */
-static int mock_fail(loom_error *err, int code, const char *fmt, ...)
-    LOOM_PRINTF(3, 4);
-static int mock_fail(loom_error *err, int code, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-        err->code = code;
-    }
-    return code;
-}
-
 /* `path`, or `path`/manifest.json when path is a folder (malloc'd). */
 static char *mock_manifest_path(const char *path)
 {
@@ -716,7 +698,7 @@ static int mock_parse_spec(const char *file, const cJSON *js, mock_spec *sp,
     static const char *const names[] = {"int", "float", "bool", "string", "enum"};
     const char *name = js->string;
     if (!cJSON_IsObject(js))
-        return mock_fail(err, LOOM_EINVAL, "%s: params.%s: expected an object", file, name);
+        return loom_error_format(err, LOOM_EINVAL, "%s: params.%s: expected an object", file, name);
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(js, "type");
     const cJSON *def = cJSON_GetObjectItemCaseSensitive(js, "default");
     sp->type = -1;
@@ -724,7 +706,7 @@ static int mock_parse_spec(const char *file, const cJSON *js, mock_spec *sp,
         if (strcmp(type->valuestring, names[k]) == 0)
             sp->type = k;
     if (sp->type < 0)
-        return mock_fail(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                          "%s: params.%s.type: expected one of int, float, bool, string, enum",
                          file, name);
     int ok = 0;
@@ -747,11 +729,11 @@ static int mock_parse_spec(const char *file, const cJSON *js, mock_spec *sp,
     default:
         ok = cJSON_IsString(def);
         if (ok && !(sp->s = mock_strdup(def->valuestring)))
-            return mock_fail(err, LOOM_ENOMEM, "out of memory");
+            return loom_error_format(err, LOOM_ENOMEM, "out of memory");
         break;
     }
     if (!ok)
-        return mock_fail(err, LOOM_EINVAL, "%s: params.%s.default: expected a%s %s default",
+        return loom_error_format(err, LOOM_EINVAL, "%s: params.%s.default: expected a%s %s default",
                          file, name, sp->type == MOCK_INT ? "n" : "", names[sp->type]);
     return LOOM_OK;
 }
@@ -761,26 +743,26 @@ static int mock_load_file(loom_mock_host *h, const char *file, loom_error *err)
 {
     char *text = mock_read_file(file);
     if (!text)
-        return mock_fail(err, LOOM_EIO, "%s: cannot read the manifest: %s", file,
+        return loom_error_format(err, LOOM_EIO, "%s: cannot read the manifest: %s", file,
                          strerror(errno));
     cJSON *root = cJSON_Parse(text);
     free(text);
     if (!root)
-        return mock_fail(err, LOOM_EINVAL, "%s: expected a JSON manifest", file);
+        return loom_error_format(err, LOOM_EINVAL, "%s: expected a JSON manifest", file);
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "params");
     int n = cJSON_IsObject(params) ? cJSON_GetArraySize(params) : 0;
     int rc = LOOM_OK;
     if (params && !cJSON_IsObject(params))
-        rc = mock_fail(err, LOOM_EINVAL, "%s: params: expected an object", file);
+        rc = loom_error_format(err, LOOM_EINVAL, "%s: params: expected an object", file);
     mock_spec *specs = calloc((size_t)n + 1, sizeof *specs);
     if (!specs && rc == LOOM_OK)
-        rc = mock_fail(err, LOOM_ENOMEM, "out of memory");
+        rc = loom_error_format(err, LOOM_ENOMEM, "out of memory");
     int k = 0;
     for (const cJSON *js = params ? params->child : NULL; js && rc == LOOM_OK && k < n;
          js = js->next, k++) {
         specs[k].name = mock_strdup(js->string);
         rc = specs[k].name ? mock_parse_spec(file, js, &specs[k], err)
-                           : mock_fail(err, LOOM_ENOMEM, "out of memory");
+                           : loom_error_format(err, LOOM_ENOMEM, "out of memory");
     }
     cJSON_Delete(root);
     if (rc != LOOM_OK) {
@@ -797,10 +779,10 @@ static int mock_load_file(loom_mock_host *h, const char *file, loom_error *err)
 int loom_mock_host_load_manifest(loom_mock_host *h, const char *path, loom_error *err)
 {
     if (!h || !path)
-        return mock_fail(err, LOOM_EINVAL, "load_manifest: NULL host or path");
+        return loom_error_format(err, LOOM_EINVAL, "load_manifest: NULL host or path");
     char *file = mock_manifest_path(path);
     if (!file)
-        return mock_fail(err, LOOM_ENOMEM, "out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "out of memory");
     int rc = mock_load_file(h, file, err);
     free(file);
     return rc;
@@ -823,10 +805,10 @@ int loom_mock_host_load_manifest_of(loom_mock_host *h, const char *root, const c
                                     loom_error *err)
 {
     if (!h || !root || !id)
-        return mock_fail(err, LOOM_EINVAL, "load_manifest_of: NULL argument");
+        return loom_error_format(err, LOOM_EINVAL, "load_manifest_of: NULL argument");
     DIR *dir = opendir(root);
     if (!dir)
-        return mock_fail(err, LOOM_EIO, "%s: cannot list the plugin folders: %s", root,
+        return loom_error_format(err, LOOM_EIO, "%s: cannot list the plugin folders: %s", root,
                          strerror(errno));
     int rc = LOOM_ENOTFOUND;
     for (struct dirent *e; rc == LOOM_ENOTFOUND && (e = readdir(dir));) {
@@ -835,7 +817,7 @@ int loom_mock_host_load_manifest_of(loom_mock_host *h, const char *root, const c
         size_t n = strlen(root) + strlen(e->d_name) + sizeof "//manifest.json";
         char *file = malloc(n);
         if (!file) {
-            rc = mock_fail(err, LOOM_ENOMEM, "out of memory");
+            rc = loom_error_format(err, LOOM_ENOMEM, "out of memory");
             break;
         }
         snprintf(file, n, "%s/%s/manifest.json", root, e->d_name);
@@ -845,7 +827,7 @@ int loom_mock_host_load_manifest_of(loom_mock_host *h, const char *root, const c
     }
     closedir(dir);
     if (rc == LOOM_ENOTFOUND)
-        mock_fail(err, rc, "%s: no <folder>/manifest.json with id \"%s\"", root, id);
+        loom_error_format(err, rc, "%s: no <folder>/manifest.json with id \"%s\"", root, id);
     return rc;
 }
 

@@ -84,6 +84,6 @@ static const loom_role_header *fault_role(const char *role)
 }
 
 static const loom_plugin_info fault_info = {
-    LOOM_PLUGIN_INFO_HEADER, FAULT_ID, "1.0.0", NULL, NULL, fault_role};
+    LOOM_PLUGIN_INFO_HEADER, FAULT_ID, "1.0.0", NULL, NULL, fault_role, NULL};
 
 #endif

@@ -8,8 +8,10 @@
 #ifndef LOOM_COMMON_H
 #define LOOM_COMMON_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -80,6 +82,32 @@ typedef struct loom_error {
     int code;
     char message[LOOM_ERROR_MSG_BYTES];
 } loom_error;
+
+/* Fills `err` (NULL allowed: nothing is written) with `code` and the
+ * message `fmt` formats from `ap`, truncated to LOOM_ERROR_MSG_BYTES - 1
+ * bytes; returns `code`. Header-only: the one error formatter of plugins,
+ * kits and algorithms that have no host table at hand (with one, call
+ * host->error). */
+static inline int loom_error_vformat(loom_error *err, int code, const char *fmt, va_list ap)
+{
+    if (err) {
+        err->code = code;
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+    }
+    return code;
+}
+
+/* loom_error_vformat with the arguments inline, so that
+ * `return loom_error_format(err, LOOM_EINVAL, "...", ...)` works. */
+static inline LOOM_PRINTF(3, 4) int loom_error_format(loom_error *err, int code,
+                                                      const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    loom_error_vformat(err, code, fmt, ap);
+    va_end(ap);
+    return code;
+}
 
 /* Size-prefixed structs. Every struct that crosses the plugin boundary and
  * may grow starts with `uint32_t struct_size`: sizeof the struct as the side

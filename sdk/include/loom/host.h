@@ -176,7 +176,8 @@ typedef struct loom_host_api {
 
     /* Typed parameters, already validated against the manifest (type,
      * bounds, enum); a missing key returns the manifest default.
-     * Returns LOOM_ENOTFOUND for a key the manifest does not declare. */
+     * Returns LOOM_ENOTFOUND for a key the manifest does not declare.
+     * Plugins read them through loom_params_read (<loom/params.h>). */
     int (*param_int)(loom_ctx *ctx, const char *key, int64_t *out);
     int (*param_double)(loom_ctx *ctx, const char *key, double *out);
     int (*param_bool)(loom_ctx *ctx, const char *key, int *out);
@@ -258,79 +259,25 @@ loom_host_partition_eval(const loom_host_api *host)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Reading declared params                                                 */
+/* Params                                                                  */
 /* ---------------------------------------------------------------------- */
 
-/* The host validates every param the plugin's manifest declares and
- * supplies each one (the planner manifest's value, else the manifest's
- * default) before init, so a plugin keeps no default of its own: the
- * manifest is the one source of truth. loom_read_param_*() read a declared
- * param; when the host has no value for it they fail, naming `who` (the
- * plugin) and the key, as loom_param_error() does. */
+/* A plugin declares its params once, in a table, and reads them all with
+ * loom_params_read() (<loom/params.h>), which checks each value against
+ * the table; the param_* members above are what it calls. */
 
-/* The error for a param the host did not supply as `type` ("int",
- * "float", "bool", "string"); rc is the host call's status. LOOM_ENOTFOUND
- * (the manifest does not declare the key) gives LOOM_EPLUGIN, anything
- * else LOOM_EINVAL (a value of another type). */
-static inline int loom_param_error(const loom_host_api *host, loom_error *err,
-                                   const char *who, const char *key,
-                                   const char *type, int rc)
-{
-    if (rc == LOOM_ENOTFOUND)
-        return host->error(err, LOOM_EPLUGIN,
-                           "%s: param %s: the host has no value for it; the "
-                           "plugin's manifest.json must declare it", who, key);
-    return host->error(err, LOOM_EINVAL, "%s: param %s: expected a %s value (%s)",
-                       who, key, type, loom_status_name(rc));
-}
-
-static inline int loom_read_param_int(const loom_host_api *host, loom_ctx *ctx,
-                                      const char *who, const char *key,
-                                      int64_t *out, loom_error *err)
-{
-    int rc = host->param_int(ctx, key, out);
-    return rc == LOOM_OK ? LOOM_OK : loom_param_error(host, err, who, key, "int", rc);
-}
-
-static inline int loom_read_param_double(const loom_host_api *host, loom_ctx *ctx,
-                                         const char *who, const char *key,
-                                         double *out, loom_error *err)
-{
-    int rc = host->param_double(ctx, key, out);
-    return rc == LOOM_OK ? LOOM_OK : loom_param_error(host, err, who, key, "float", rc);
-}
-
-static inline int loom_read_param_bool(const loom_host_api *host, loom_ctx *ctx,
-                                       const char *who, const char *key,
-                                       int *out, loom_error *err)
-{
-    int rc = host->param_bool(ctx, key, out);
-    return rc == LOOM_OK ? LOOM_OK : loom_param_error(host, err, who, key, "bool", rc);
-}
-
-/* A string or enum param; *out lives as long as the ctx. */
-static inline int loom_read_param_string(const loom_host_api *host, loom_ctx *ctx,
-                                         const char *who, const char *key,
-                                         const char **out, loom_error *err)
-{
-    *out = host->param_string(ctx, key);
-    return *out ? LOOM_OK
-                : loom_param_error(host, err, who, key, "string", LOOM_ENOTFOUND);
-}
-
-/* Reads a cost model's param element_bytes, the bytes of one element of
+/* Checks a cost model's param element_bytes, the bytes of one element of
  * the training run: 2 (bf16, fp16) or 4 (fp32, TF32); any other value is
  * LOOM_EINVAL "<who>: param element_bytes: expected 2 (bf16, fp16) or 4
  * (fp32, TF32), found N". */
-static inline int loom_read_element_bytes(const loom_host_api *host, loom_ctx *ctx,
-                                          const char *who, int64_t *out, loom_error *err)
+static inline int loom_check_element_bytes(const loom_host_api *host, const char *who,
+                                           int64_t value, loom_error *err)
 {
-    int rc = loom_read_param_int(host, ctx, who, "element_bytes", out, err);
-    if (rc == LOOM_OK && *out != 2 && *out != 4)
-        rc = host->error(err, LOOM_EINVAL,
-                         "%s: param element_bytes: expected 2 (bf16, fp16) or 4 (fp32, TF32), "
-                         "found %lld", who, (long long)*out);
-    return rc;
+    if (value == 2 || value == 4)
+        return LOOM_OK;
+    return host->error(err, LOOM_EINVAL,
+                       "%s: param element_bytes: expected 2 (bf16, fp16) or 4 (fp32, TF32), "
+                       "found %lld", who, (long long)value);
 }
 
 #ifdef __cplusplus

@@ -6,6 +6,7 @@
 #include <loom/tokens.h>
 #include <loom/graph.h>
 #include <loom/host.h>
+#include <loom/params.h>
 #include <loom/plugin.h>
 #include <loom/cost_model.h>
 #include <loom/partitioner.h>

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <loom/common.h>
 #include <loom/host.h>
+#include <loom/params.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -51,7 +52,16 @@ typedef struct loom_plugin_info {
     /* The vtable this plugin provides for `role` (a LOOM_ROLE_* name), or
      * NULL. The returned pointer is static const data. */
     const loom_role_header *(*role)(const char *role);
+
+    /* (appended) The plugin's param table, ended by LOOM_PARAM_END
+     * (<loom/params.h>); NULL for a plugin without params. manifest.json's
+     * "params" say the same. Read it only when struct_size covers it. */
+    const loom_param_def *params;
 } loom_plugin_info;
+
+/* The size of the info struct before `params` was appended: the least a
+ * host accepts. */
+#define LOOM_PLUGIN_INFO_SIZE_V1 ((uint32_t)LOOM_STRUCT_END(loom_plugin_info, role))
 
 typedef const loom_plugin_info *(*loom_plugin_entry_fn)(void);
 
@@ -93,16 +103,17 @@ typedef const loom_plugin_info *(*loom_plugin_entry_fn)(void);
 /* The whole handshake of a plugin with one role and no init/fini: a role()
  * function returning `vtable` for `role_name` (a LOOM_ROLE_* string) and
  * NULL for any other, the info struct with `id` and `version` (equal to
- * manifest.json's), and LOOM_PLUGIN_DEFINE(name, ...). `vtable` is a role
- * vtable object whose first member is its loom_role_header. */
-#define LOOM_PLUGIN_ONE_ROLE(name, id, version, role_name, vtable)             \
+ * manifest.json's) and the param table `params` (NULL when none), and
+ * LOOM_PLUGIN_DEFINE(name, ...). `vtable` is a role vtable object whose
+ * first member is its loom_role_header. */
+#define LOOM_PLUGIN_ONE_ROLE(name, id, version, role_name, vtable, params)     \
     static const loom_role_header *loom_role_of_##name##_(const char *role)  \
     {                                                                          \
         return strcmp(role, role_name) ? NULL : &(vtable).header;              \
     }                                                                          \
     static const loom_plugin_info loom_info_of_##name##_ = {                 \
         LOOM_PLUGIN_INFO_HEADER, id, version, NULL, NULL,                      \
-        loom_role_of_##name##_};                                               \
+        loom_role_of_##name##_, params};                                       \
     LOOM_PLUGIN_DEFINE(name, loom_info_of_##name##_)
 
 /* The usual start of an instance: the host table and the step's ctx. A
@@ -139,6 +150,38 @@ static inline void loom_instance_free(void *self)
     if (in)
         in->host->free(in);
 }
+
+/* An instance as loom_instance_new makes it, with the params of `table`
+ * read into it by loom_params_read (the table's offsets are into the
+ * instance struct); on failure it is freed again and *self is untouched. */
+static inline int loom_instance_create(const loom_host_api *host, loom_ctx *ctx, size_t bytes,
+                                       const char *who, const loom_param_def *table,
+                                       void **self, loom_error *err)
+{
+    void *in = loom_instance_new(host, ctx, bytes, err);
+    if (!in)
+        return LOOM_ENOMEM;
+    int rc = loom_params_read(host, ctx, who, table, in, err);
+    if (rc != LOOM_OK)
+        loom_instance_free(in);
+    else
+        *self = in;
+    return rc;
+}
+
+/* Defines `static int fn(host, ctx, plugin_state, self, err)`, a role's
+ * create member that makes a `type` instance (its first member a
+ * loom_instance) with loom_instance_create and the param table `table`;
+ * `who` names the plugin in messages. */
+#define LOOM_INSTANCE_CREATE(fn, type, who, table)                             \
+    static int fn(const loom_host_api *host, loom_ctx *ctx, void *plugin_state, \
+                  void **self, loom_error *err)                                \
+    {                                                                          \
+        (void)plugin_state;                                                    \
+        return loom_instance_create(host, ctx, sizeof(type), who, table, self, \
+                                    err);                                      \
+    }                                                                          \
+    typedef int loom_instance_create_##fn##_defined_
 
 #ifdef __cplusplus
 }

@@ -33,6 +33,36 @@ typedef struct loom_ranking {
 #define LOOM_RANKING_INIT { .struct_size = (uint32_t)sizeof(loom_ranking) }
 #define LOOM_RANKING_HAS(r, member) LOOM_STRUCT_HAS(r, loom_ranking, member)
 
+/* Reserved params: the budget of a search. The planner may ask for a
+ * fixed number of evaluations (`loom plan --evaluations N`, or
+ * "max_evaluations" in the planner manifest): the run is then
+ * reproducible, its outputs byte-identical for the same seed and N. The
+ * host then rewrites, for the ranker step and after the planner's own
+ * values, each of these params that the ranker declares:
+ *   max_evaluations  int    becomes N: stop after N evaluator runs;
+ *   budget_ms        int or float  becomes
+ *                    loom_ranker_safety_budget_ms(value, declared max):
+ *                    ten times the value, at least 60000, at most the
+ *                    declared max, so that the time budget is only a
+ *                    safety cap and the evaluation count decides;
+ *   deterministic    bool   becomes true: search in fixed rounds, so the
+ *                    result depends on the seed and evaluation count only.
+ * A ranker that declares none of them is planned as usual. One that
+ * declares one declares it with the type above (the Loom tree's
+ * test_param_tables checks the shipped rankers), reads it like any param
+ * and honours it as written here. */
+#define LOOM_RANKER_PARAM_MAX_EVALUATIONS "max_evaluations"
+#define LOOM_RANKER_PARAM_BUDGET_MS "budget_ms"
+#define LOOM_RANKER_PARAM_DETERMINISTIC "deterministic"
+
+/* The budget_ms the host gives a ranker in evaluation mode, from its
+ * value `budget_ms` and its declared max `max_ms` (HUGE_VAL when none). */
+static inline double loom_ranker_safety_budget_ms(double budget_ms, double max_ms)
+{
+    double cap = budget_ms * 10 > 60000 ? budget_ms * 10 : 60000;
+    return cap > max_ms ? max_ms : cap;
+}
+
 typedef struct loom_ranker_vtable {
     loom_role_header header; /* { sizeof(this), LOOM_RANKER_VERSION } */
     int (*create)(const loom_host_api *host, loom_ctx *ctx, void *plugin_state,

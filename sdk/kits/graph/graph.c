@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <loom/kits/graph.h>
-#include "graph_priv.h"
+#include <loom/common.h>
 
 static void *zalloc(size_t n, size_t size)
 {
@@ -300,24 +300,24 @@ void loom_graph_recompute_ms(const loom_stage_graph *g, double *per_rank_ms)
 int loom_graph_check(const loom_stage_graph *g, loom_error *err)
 {
     if (g->n_stages < 0 || g->n_ranks <= 0)
-        return gkit_set_error(err, LOOM_EINVAL, "stage graph: %d stages on %d ranks",
+        return loom_error_format(err, LOOM_EINVAL, "stage graph: %d stages on %d ranks",
                               g->n_stages, g->n_ranks);
     for (int32_t s = 0; s < g->n_stages; s++) {
         if (g->rank[s] < 0 || g->rank[s] >= g->n_ranks)
-            return gkit_set_error(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                                   "stage graph: stage %d on rank %d, expected 0..%d",
                                   s, g->rank[s], g->n_ranks - 1);
         if (g->group[s] < 0 || g->group[s] >= g->n_groups)
-            return gkit_set_error(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                                   "stage graph: stage %d in group %d, expected 0..%d",
                                   s, g->group[s], g->n_groups - 1);
         if (!(g->duration_ms[s] >= 0))
-            return gkit_set_error(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                                   "stage graph: stage %d has duration %g ms, expected >= 0",
                                   s, g->duration_ms[s]);
         for (int32_t e = g->pred_off[s]; e < g->pred_off[s + 1]; e++)
             if (g->pred[e] < 0 || g->pred[e] >= g->n_stages || g->pred[e] == s)
-                return gkit_set_error(err, LOOM_EINVAL,
+                return loom_error_format(err, LOOM_EINVAL,
                                       "stage graph: stage %d has predecessor %d",
                                       s, g->pred[e]);
     }
@@ -326,7 +326,7 @@ int loom_graph_check(const loom_stage_graph *g, loom_error *err)
     for (size_t k = 0; g->layer_weight_held_bytes && k < n_opts; k++)
         if (g->layer_weight_held_bytes[k] < 0 ||
             g->layer_weight_held_bytes[k] > g->layer_options[k].activation_bytes)
-            return gkit_set_error(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                                   "stage graph: layer entry %d policy %d keeps %lld bytes "
                                   "for W, expected 0..%lld (its activation bytes)",
                                   (int)(k / LOOM_POLICY_COUNT), (int)(k % LOOM_POLICY_COUNT),
@@ -347,7 +347,7 @@ int loom_graph_check_acyclic(const loom_stage_graph *g, loom_error *err)
         free(state);
         free(stack);
         free(next);
-        return gkit_set_error(err, LOOM_ENOMEM, "stage graph: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "stage graph: out of memory");
     }
     int rc = LOOM_OK;
     for (int32_t root = 0; root < g->n_stages && rc == LOOM_OK; root++) {
@@ -366,7 +366,7 @@ int loom_graph_check_acyclic(const loom_stage_graph *g, loom_error *err)
             }
             int32_t p = g->pred[next[s]++];
             if (state[p] == 1) {
-                rc = gkit_set_error(err, LOOM_EINVAL,
+                rc = loom_error_format(err, LOOM_EINVAL,
                                     "stage graph: the predecessors of stage %d lead back to "
                                     "it (a cycle)", p);
                 break;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <loom/kits/graph.h>
-#include "graph_priv.h"
+#include <loom/common.h>
 
 typedef struct gb_edge {
     int32_t from, to;
@@ -46,9 +46,9 @@ static int fail(loom_graph_builder *b, int code, const char *what, int32_t id)
 {
     if (b->failed.code == LOOM_OK) {
         if (code == LOOM_ENOMEM)
-            gkit_set_error(&b->failed, code, "graph builder: out of memory");
+            loom_error_format(&b->failed, code, "graph builder: out of memory");
         else
-            gkit_set_error(&b->failed, code, "graph builder: %s %d, expected >= 0", what, id);
+            loom_error_format(&b->failed, code, "graph builder: %s %d, expected >= 0", what, id);
     }
     return code;
 }
@@ -158,11 +158,11 @@ static int measure(const loom_graph_builder *b, int32_t *n_pairs,
     for (int32_t s = 0; s < b->n_stages; s++) {
         const loom_graph_stage *st = &b->stages[s];
         if (st->kind < LOOM_STAGE_F || st->kind > LOOM_STAGE_W)
-            return gkit_set_error(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                                   "graph builder: stage %d has kind %d, expected 0..3 "
                                   "(enum loom_stage_kind)", s, st->kind);
         if (st->pair < 0)
-            return gkit_set_error(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                                   "graph builder: stage %d has pair %d, expected >= 0",
                                   s, st->pair);
         if (st->pair >= *n_pairs)
@@ -173,7 +173,7 @@ static int measure(const loom_graph_builder *b, int32_t *n_pairs,
     for (int32_t e = 0; e < b->n_edges; e++) {
         const gb_edge *ed = &b->edges[e];
         if (ed->from < 0 || ed->from >= b->n_stages || ed->to < 0 || ed->to >= b->n_stages)
-            return gkit_set_error(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                                   "graph builder: edge %d (%d -> %d) names a missing stage "
                                   "(%d stages)", e, ed->from, ed->to, b->n_stages);
     }
@@ -181,14 +181,14 @@ static int measure(const loom_graph_builder *b, int32_t *n_pairs,
         const gb_gpred *gp = &b->gpreds[k];
         if (gp->group < 0 || gp->group >= *n_groups || gp->pred < 0 ||
             gp->pred >= *n_groups || gp->pred == gp->group)
-            return gkit_set_error(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                                   "graph builder: group precedence %d -> %d names a missing "
                                   "group or one group twice (%d groups)",
                                   gp->pred, gp->group, *n_groups);
     }
     for (int32_t k = 0; k < b->n_entries; k++)
         if (b->entries[k].pair < 0 || b->entries[k].pair >= *n_pairs)
-            return gkit_set_error(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                                   "graph builder: layer entry %d is for pair %d, which has "
                                   "no stages (%d pairs)", k, b->entries[k].pair, *n_pairs);
     return LOOM_OK;
@@ -206,17 +206,17 @@ static int fill_pairs(loom_stage_graph *g, loom_error *err)
                         : g->kind[s] == LOOM_STAGE_W ? &g->pair_weight[p]
                                                      : &g->pair_backward[p];
         if (*slot >= 0)
-            return gkit_set_error(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                                   "graph builder: pair %d has two %s stages (%d and %d)", p,
                                   names[g->kind[s]], *slot, s);
         *slot = s;
     }
     for (int32_t p = 0; p < g->n_pairs; p++) {
         if (g->pair_forward[p] < 0)
-            return gkit_set_error(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                                   "graph builder: pair %d has no forward stage", p);
         if (g->pair_weight[p] >= 0 && g->pair_backward[p] < 0)
-            return gkit_set_error(err, LOOM_EINVAL,
+            return loom_error_format(err, LOOM_EINVAL,
                                   "graph builder: pair %d has a W stage (%d) but no I stage",
                                   p, g->pair_weight[p]);
     }
@@ -228,7 +228,7 @@ int loom_graph_builder_finish(const loom_graph_builder *b,
 {
     *out = NULL;
     if (b->failed.code != LOOM_OK)
-        return gkit_set_error(err, b->failed.code, "%s", b->failed.message);
+        return loom_error_format(err, b->failed.code, "%s", b->failed.message);
     int32_t n_pairs = 0, n_groups = 0;
     int rc = measure(b, &n_pairs, &n_groups, err);
     if (rc != LOOM_OK)
@@ -240,7 +240,7 @@ int loom_graph_builder_finish(const loom_graph_builder *b,
     if (!g || !first) {
         loom_graph_free(g);
         free(first);
-        return gkit_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "graph builder: out of memory");
     }
     for (int32_t k = 0; k < n_groups; k++)
         first[k] = -1;
@@ -272,7 +272,7 @@ int loom_graph_builder_finish(const loom_graph_builder *b,
         g->pred_off[s + 1] += g->pred_off[s];
     int32_t *fill = calloc((size_t)S + 1, sizeof *fill);
     if (!fill) {
-        rc = gkit_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
+        rc = loom_error_format(err, LOOM_ENOMEM, "graph builder: out of memory");
         goto bad;
     }
     for (int32_t e = 0; e < b->n_edges; e++) {
@@ -297,7 +297,7 @@ int loom_graph_builder_finish(const loom_graph_builder *b,
     if (b->n_gpreds > 0) {
         g->group_pred = malloc((size_t)b->n_gpreds * sizeof *g->group_pred);
         if (!g->group_pred) {
-            rc = gkit_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
+            rc = loom_error_format(err, LOOM_ENOMEM, "graph builder: out of memory");
             goto bad;
         }
         for (int32_t i = 0; i < b->n_gpreds; i++)
@@ -317,7 +317,7 @@ int loom_graph_builder_finish(const loom_graph_builder *b,
         g->pair_layer_off[p + 1] += g->pair_layer_off[p];
     int32_t *used = calloc((size_t)n_pairs + 1, sizeof *used);
     if (!used) {
-        rc = gkit_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
+        rc = loom_error_format(err, LOOM_ENOMEM, "graph builder: out of memory");
         goto bad;
     }
     for (int32_t k = 0; k < b->n_entries; k++) {

@@ -5,14 +5,14 @@
 #include <math.h>
 #include <stdlib.h>
 #include <loom/kits/graph.h>
-#include "graph_priv.h"
+#include <loom/common.h>
 
 int loom_graph_from_stage_times(const loom_stage_times *st, int split_backward,
                                 loom_stage_graph **out, loom_error *err)
 {
     int32_t P = st->ranks, V = st->virtual_stages, M = st->microbatches;
     if (P < 1 || V < 1 || M < 1)
-        return gkit_set_error(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                               "stage-times: ranks, virtual_stages and microbatches must be >= 1");
     int32_t S = P * V;
     int split = split_backward || st->split_backward;
@@ -21,13 +21,13 @@ int loom_graph_from_stage_times(const loom_stage_times *st, int split_backward,
     /* edges per mb: F chain S-1, F->B 1, B chain S-1, W<-I S */
     int64_t n_edges = (int64_t)M * ((S - 1) + 1 + (S - 1) + (split ? S : 0));
     if (n_stages > 50000000 || n_edges > 100000000)
-        return gkit_set_error(err, LOOM_EINVAL,
+        return loom_error_format(err, LOOM_EINVAL,
                               "stage-times: %lld stages is more than Loom plans at once",
                               (long long)n_stages);
     loom_stage_graph *g = loom_graph_alloc((int32_t)n_stages, (int32_t)n_edges,
                                            P, M, M * S, M * S);
     if (!g)
-        return gkit_set_error(err, LOOM_ENOMEM, "stage-times: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "stage-times: out of memory");
     g->n_microbatches = M;
     g->memory_cap_bytes = st->memory_cap_bytes;
     int64_t *held = split ? loom_graph_alloc_weight_held(g) : NULL;
@@ -40,20 +40,20 @@ int loom_graph_from_stage_times(const loom_stage_times *st, int split_backward,
         free(chunk_of);
         free(seen);
         loom_graph_free(g);
-        return gkit_set_error(err, LOOM_ENOMEM, "stage-times: out of memory");
+        return loom_error_format(err, LOOM_ENOMEM, "stage-times: out of memory");
     }
     int rc = LOOM_OK;
     for (int32_t s = 0; s < S && rc == LOOM_OK; s++) {
         rank_of[s] = st->stage_rank ? st->stage_rank[s] : s % P;
         if (rank_of[s] < 0 || rank_of[s] >= P)
-            rc = gkit_set_error(err, LOOM_EINVAL, "stage-times: stage %d on rank %d, "
+            rc = loom_error_format(err, LOOM_EINVAL, "stage-times: stage %d on rank %d, "
                                 "expected 0..%d", s, rank_of[s], P - 1);
         else
             chunk_of[s] = seen[rank_of[s]]++;
     }
     for (int32_t r = 0; r < P && rc == LOOM_OK; r++)
         if (seen[r] != V)
-            rc = gkit_set_error(err, LOOM_EINVAL, "stage-times: rank %d runs %d stages, "
+            rc = loom_error_format(err, LOOM_EINVAL, "stage-times: rank %d runs %d stages, "
                                 "expected virtual_stages = %d", r, seen[r], V);
     free(seen);
     if (rc != LOOM_OK) {

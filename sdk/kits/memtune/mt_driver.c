@@ -28,27 +28,6 @@ void loom_mt_driver_free(const loom_host_api *host, loom_mt_driver *d)
     memset(d, 0, sizeof *d);
 }
 
-/* Reads a declared int param within bounds (see header). */
-int loom_mt_param_int(const loom_host_api *host, loom_ctx *ctx,
-                      const char *who, const char *key,
-                      int64_t lo, int64_t hi, int64_t *out, loom_error *err)
-{
-    int64_t v = 0;
-    int rc = host->param_int(ctx, key, &v);
-    if (rc == LOOM_ENOTFOUND)
-        return loom_param_error(host, err, who, key, "int", rc);
-    else if (rc != LOOM_OK)
-        return host->error(err, LOOM_EINVAL,
-                           "%s: params.%s: expected an integer", who, key);
-    if (v < lo || v > hi)
-        return host->error(err, LOOM_EINVAL,
-                           "%s: params.%s: expected %lld..%lld, found %lld",
-                           who, key, (long long)lo, (long long)hi,
-                           (long long)v);
-    *out = v;
-    return LOOM_OK;
-}
-
 /* Checks the inputs of a tune call (see header). */
 int loom_mt_check_inputs(const loom_host_api *host, const loom_stage_graph *g,
                          const loom_schedule *sched, const uint8_t *policies,

@@ -6,15 +6,11 @@
 #include <string.h>
 #include <loom/kits/memtune.h>
 
-/* Reads the `offload` bool param and checks the cluster (see header). */
-int loom_mt_offload_param(const loom_host_api *host, loom_ctx *ctx, const char *who,
-                          int *on, loom_error *err)
+/* Checks the cluster when `offload` is on (see header). */
+int loom_mt_offload_ready(const loom_host_api *host, loom_ctx *ctx, const char *who, int on,
+                          loom_error *err)
 {
-    *on = 0;
-    int rc = loom_read_param_bool(host, ctx, who, "offload", on, err);
-    if (rc != LOOM_OK)
-        return rc;
-    if (!*on)
+    if (!on)
         return LOOM_OK;
     const loom_problem *pb = host->problem ? host->problem(ctx) : NULL;
     if (!pb)

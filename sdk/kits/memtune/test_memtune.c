@@ -207,33 +207,11 @@ START_TEST(chains_and_tuning_loop_by_hand)
 }
 END_TEST
 
-START_TEST(params_and_inputs)
+START_TEST(check_inputs)
 {
     loom_mock_host *h = loom_mock_host_new();
     const loom_host_api *host = loom_mock_host_api(h);
-    loom_ctx *ctx = loom_mock_host_ctx(h);
     loom_error err = {0};
-    int64_t v = 0;
-    /* no value for the key: the manifest must declare it (no C default) */
-    ck_assert_int_eq(loom_mt_param_int(host, ctx, "t", "k", 2, 16, &v, &err),
-                     LOOM_EPLUGIN);
-    ck_assert_str_eq(err.message, "t: param k: the host has no value for it; the plugin's "
-                                  "manifest.json must declare it");
-    ck_assert_int_eq(v, 0);
-    loom_mock_host_set_param(h, "k", "9");
-    ck_assert_int_eq(loom_mt_param_int(host, ctx, "t", "k", 2, 16, &v, &err),
-                     LOOM_OK);
-    ck_assert_int_eq(v, 9);
-    loom_mock_host_set_param(h, "k", "17");
-    ck_assert_int_eq(loom_mt_param_int(host, ctx, "t", "k", 2, 16, &v, &err),
-                     LOOM_EINVAL);
-    ck_assert_str_eq(err.message, "t: params.k: expected 2..16, found 17");
-    loom_mock_host_set_param(h, "k", "many");
-    ck_assert_int_eq(loom_mt_param_int(host, ctx, "t", "k", 2, 16, &v, &err),
-                     LOOM_EINVAL);
-    ck_assert_str_eq(err.message, "t: params.k: expected an integer");
-    ck_assert_int_eq(v, 9);
-
     loom_stage_graph *g = mtt_chain(2, 2, 1, 0, 3);
     loom_schedule *s = mtt_order(2, 2, 0, 0);
     uint8_t pol[4];
@@ -347,7 +325,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, timeline_by_hand);
     tcase_add_test(tc, chains_and_tuning_loop_by_hand);
-    tcase_add_test(tc, params_and_inputs);
+    tcase_add_test(tc, check_inputs);
     tcase_add_test(tc, timeline_peaks_match_simulator);
     tcase_add_test(tc, timeline_bounds_per_phase_peaks);
     tcase_add_test(tc, offload_option_closed_form);

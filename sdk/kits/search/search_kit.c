@@ -8,86 +8,6 @@
 #include <string.h>
 #include <loom/kits/search.h>
 
-int loom_sk_param_int(const loom_host_api *host, loom_ctx *ctx,
-                      const char *who, const char *key,
-                      int64_t lo, int64_t hi, int64_t *out, loom_error *err)
-{
-    int64_t v = 0;
-    int rc = host->param_int(ctx, key, &v);
-    if (rc == LOOM_ENOTFOUND)
-        return loom_param_error(host, err, who, key, "int", rc);
-    else if (rc != LOOM_OK)
-        return host->error(err, LOOM_EINVAL, "%s: params.%s: expected an "
-                           "integer in [%lld, %lld]", who, key, (long long)lo,
-                           (long long)hi);
-    if (v < lo || v > hi)
-        return host->error(err, LOOM_EINVAL, "%s: params.%s: expected an "
-                           "integer in [%lld, %lld], found %lld", who, key,
-                           (long long)lo, (long long)hi, (long long)v);
-    *out = v;
-    return LOOM_OK;
-}
-
-int loom_sk_param_double(const loom_host_api *host, loom_ctx *ctx,
-                         const char *who, const char *key,
-                         double lo, double hi, double *out, loom_error *err)
-{
-    double v = 0;
-    int rc = host->param_double(ctx, key, &v);
-    if (rc == LOOM_ENOTFOUND)
-        return loom_param_error(host, err, who, key, "float", rc);
-    else if (rc != LOOM_OK)
-        return host->error(err, LOOM_EINVAL, "%s: params.%s: expected a "
-                           "number in [%g, %g]", who, key, lo, hi);
-    if (!(v >= lo && v <= hi))
-        return host->error(err, LOOM_EINVAL, "%s: params.%s: expected a "
-                           "number in [%g, %g], found %g", who, key, lo, hi, v);
-    *out = v;
-    return LOOM_OK;
-}
-
-int loom_sk_param_bool(const loom_host_api *host, loom_ctx *ctx,
-                       const char *who, const char *key, int *out,
-                       loom_error *err)
-{
-    int v = 0;
-    int rc = host->param_bool(ctx, key, &v);
-    if (rc == LOOM_ENOTFOUND)
-        return loom_param_error(host, err, who, key, "bool", rc);
-    else if (rc != LOOM_OK)
-        return host->error(err, LOOM_EINVAL, "%s: params.%s: expected true "
-                           "or false", who, key);
-    *out = v != 0;
-    return LOOM_OK;
-}
-
-int loom_sk_read_params(const loom_host_api *host, loom_ctx *ctx,
-                        const char *who, loom_sk_params *p, loom_error *err)
-{
-    int64_t seed = 0, probe = 0;
-    int rc, flag = 0;
-    memset(p, 0, sizeof *p);
-    /* seed and deterministic are knobs only some rankers declare: one
-     * without a seed param searches with seed 0, one without a
-     * deterministic param is deterministic */
-    p->deterministic = 1;
-    if ((rc = loom_sk_param_int(host, ctx, who, "budget_ms", 1,
-                                INT32_MAX, &p->budget_ms, err)) ||
-        (rc = loom_sk_param_int(host, ctx, who, "threads", 1,
-                                LOOM_SK_MAX_THREADS, &p->threads, err)) ||
-        (host->param_int(ctx, "seed", &probe) != LOOM_ENOTFOUND &&
-         (rc = loom_sk_param_int(host, ctx, who, "seed", 0, INT64_MAX,
-                                 &seed, err))) ||
-        (rc = loom_sk_param_int(host, ctx, who, "max_evaluations", 0,
-                                INT64_MAX, &p->max_evaluations, err)) ||
-        (host->param_bool(ctx, "deterministic", &flag) != LOOM_ENOTFOUND &&
-         (rc = loom_sk_param_bool(host, ctx, who, "deterministic",
-                                  &p->deterministic, err))))
-        return rc;
-    p->seed = (uint64_t)seed;
-    return LOOM_OK;
-}
-
 uint64_t loom_sk_job_seed(uint64_t seed, int64_t index)
 {
     uint64_t z = seed ^ ((uint64_t)index * 0xD1B54A32D192ED03ull);
@@ -322,7 +242,11 @@ int loom_sk_open(loom_sk *sk, const loom_host_api *host, loom_ctx *ctx,
     if (host_left >= 0 && sk->start_ms + host_left < sk->deadline_ms)
         sk->deadline_ms = sk->start_ms + host_left;
     if (sk->prm.seed == 0)
-        sk->prm.seed = host->seed(ctx);
+        sk->prm.seed = (int64_t)host->seed(ctx);
+    if (p->threads < 1 || p->threads > LOOM_SK_MAX_THREADS)
+        return host->error(err, LOOM_EINVAL, "%s: params.threads: expected an integer in "
+                           "[1, %d], found %lld", who, LOOM_SK_MAX_THREADS,
+                           (long long)p->threads);
 
     if (n_graphs < 1 || !graphs)
         return host->error(err, LOOM_EINVAL, "%s: expected at least one "

@@ -73,6 +73,6 @@ static const loom_role_header *blame_role(const char *role)
 }
 
 static const loom_plugin_info blame_info = {
-    LOOM_PLUGIN_INFO_HEADER, "fixture.blame-rank", "1.0.0", NULL, NULL, blame_role};
+    LOOM_PLUGIN_INFO_HEADER, "fixture.blame-rank", "1.0.0", NULL, NULL, blame_role, NULL};
 
 LOOM_PLUGIN_DEFINE(fixture_blame_rank, blame_info);

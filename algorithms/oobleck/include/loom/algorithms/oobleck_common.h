@@ -27,19 +27,12 @@ static inline int32_t oobleck_share_of(int32_t k, int32_t mbs)
     return k < OOBLECK_MAX_SHARES ? k + 1 : mbs;
 }
 
-/* N and M from the params "nodes" and "gpus_per_node" (0: derived): M is
- * the cluster's GPUs per node (all of them when fewer GPUs exist), N the
- * tp * pp * dp GPUs of the problem divided by M. */
-static int oobleck_nodes(const loom_host_api *host, loom_ctx *ctx,
-                         const loom_problem *pb, int32_t *nodes,
-                         int32_t *gpus_per_node, loom_error *err)
+/* N and M from the params "nodes" (n) and "gpus_per_node" (m), each 0
+ * when derived: M is the cluster's GPUs per node (all of them when fewer
+ * GPUs exist), N the tp * pp * dp GPUs of the problem divided by M. */
+static int oobleck_nodes(const loom_host_api *host, const loom_problem *pb, int64_t n,
+                         int64_t m, int32_t *nodes, int32_t *gpus_per_node, loom_error *err)
 {
-    int64_t n = 0, m = 0;
-    int rc = loom_read_param_int(host, ctx, "oobleck", "nodes", &n, err);
-    if (rc == LOOM_OK)
-        rc = loom_read_param_int(host, ctx, "oobleck", "gpus_per_node", &m, err);
-    if (rc != LOOM_OK)
-        return rc;
     int64_t gpus = (int64_t)(pb->parallel.tp > 0 ? pb->parallel.tp : 1) *
                    (pb->parallel.pp > 0 ? pb->parallel.pp : 1) *
                    (pb->parallel.dp > 0 ? pb->parallel.dp : 1);

@@ -143,4 +143,12 @@ int loom_lk_module_layouts(const loom_host_api *host, const char *who,
                            int32_t microbatches, loom_partition *part,
                            loom_lk_module_place *places, loom_error *err);
 
+/* The param-table entry of the bool param vpp_sweep (kept in `field` of
+ * `conf`) of the partitioners that sweep loom_lk_vpp_options. */
+#define LOOM_LK_VPP_SWEEP_PARAM(conf, field)                                   \
+    LOOM_BOOL_PARAM_AT("vpp_sweep", conf, field, 0,                            \
+                       "one candidate per virtual-stage count a Megatron-LM user can choose: " \
+                       "1 and every V with layers % (pp * V) == 0 and microbatches % pp == 0 " \
+                       "(instead of parallel.vpp alone)")
+
 #endif

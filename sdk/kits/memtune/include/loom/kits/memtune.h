@@ -255,14 +255,6 @@ int loom_mt_driver_confirm(const loom_host_api *host, loom_mt_driver *d,
                            const uint8_t *policies, const char *who,
                            loom_error *err);
 
-/* Reads declared int param `key` (the host supplies the manifest's
- * default) into *out: a value in lo..hi, else LOOM_EINVAL "who:
- * params.key: expected ..."; a key the host does not know fails as
- * loom_param_error() says. */
-int loom_mt_param_int(const loom_host_api *host, loom_ctx *ctx,
-                      const char *who, const char *key,
-                      int64_t lo, int64_t hi, int64_t *out, loom_error *err);
-
 /* Checks that g carries per-layer options and that sched and policies are
  * there; LOOM_EINVAL naming `who` otherwise. */
 int loom_mt_check_inputs(const loom_host_api *host, const loom_stage_graph *g,
@@ -271,11 +263,22 @@ int loom_mt_check_inputs(const loom_host_api *host, const loom_stage_graph *g,
 
 /* ---- offload ----------------------------------------------------------------- */
 
-/* Reads the declared bool param `offload` into *on; when it is 1 and the
- * host already knows the problem, checks it with loom_mt_offload_check.
- * Errors as loom_read_param_bool and loom_mt_offload_check say. */
-int loom_mt_offload_param(const loom_host_api *host, loom_ctx *ctx, const char *who,
-                          int *on, loom_error *err);
+/* The param-table entry of the bool param `offload` (kept in `field` of
+ * `conf`) of the tuners that may offload. */
+#define LOOM_MT_OFFLOAD_PARAM(conf, field)                                     \
+    LOOM_BOOL_PARAM_AT("offload", conf, field, 0,                              \
+                       "let each layer also offload its activations to host memory (policy " \
+                       "offload: what full recomputation would drop goes to the host after " \
+                       "the forward and returns before the backward at the cluster's " \
+                       "host_bytes_per_s, overlapped with the layer's compute); the offload " \
+                       "answer is kept only when it simulates faster than the " \
+                       "recomputation-only one; a cluster without host_bytes_per_s is an error")
+
+/* The check of a tuner's bool param `offload` (read with its param
+ * table): when `on` is 1 and the host already knows the problem, checks it
+ * with loom_mt_offload_check; LOOM_OK otherwise. */
+int loom_mt_offload_ready(const loom_host_api *host, loom_ctx *ctx, const char *who, int on,
+                          loom_error *err);
 
 /* LOOM_EINVAL naming `who`, params.offload and the cluster field
  * host_bytes_per_s when pb's cluster has no host bandwidth (or pb has no

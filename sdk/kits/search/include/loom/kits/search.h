@@ -12,7 +12,8 @@
  * valid order places every predecessor in an earlier slot.
  *
  * A session (loom_sk):
- *   1. loom_sk_open(): reads nothing itself (the plugin passes its params),
+ *   1. loom_sk_open(): reads nothing itself (the plugin passes its params;
+ *      threads outside 1..LOOM_SK_MAX_THREADS fail),
  *      screens the candidate graphs by evaluating each with its reference
  *      order (groups in index order, predecessors first) and keeps the
  *      best; that evaluation is makespan_ref, the first "best" and the
@@ -37,14 +38,30 @@
 
 #define LOOM_SK_MAX_THREADS 64
 
-/* Params common to the search rankers. */
+/* Params common to the search rankers. A ranker declares them in its
+ * param table (<loom/params.h>) with this struct as a member of its
+ * params, e.g. LOOM_INT_PARAM_AT("threads", my_params, search.threads,
+ * ...); budget_ms, max_evaluations and deterministic are the reserved
+ * ranker params of <loom/ranker.h>. One that declares no seed searches
+ * with the run's seed; one that declares no deterministic sets it to 1. */
 typedef struct loom_sk_params {
     int64_t budget_ms;       /* own time budget (the host's may be shorter) */
     int64_t threads;         /* worker threads, 1..LOOM_SK_MAX_THREADS */
-    uint64_t seed;           /* 0: host->seed(ctx) */
+    int64_t seed;            /* 0: host->seed(ctx) */
     int64_t max_evaluations; /* 0: unlimited */
     int deterministic;       /* 1: results depend on the evaluation count only */
 } loom_sk_params;
+
+/* Param-table entries two or more search rankers declare alike, kept in
+ * the loom_sk_params member `member` of the ranker's `conf` (e.g.
+ * LOOM_SK_BUDGET_MS_PARAM(my_params, search)). */
+#define LOOM_SK_BUDGET_MS_PARAM(conf, member)                                  \
+    LOOM_INT_PARAM_AT("budget_ms", conf, member.budget_ms, 1000, 1, 2147483647, \
+                      "search time budget in milliseconds (the run's own budget may be " \
+                      "shorter)")
+#define LOOM_SK_SEED_PARAM(conf, member)                                       \
+    LOOM_INT_PARAM_AT("seed", conf, member.seed, 0, 0, 2147483647,             \
+                      "random seed; 0 uses the run's seed")
 
 /* What one evaluation reported. */
 typedef struct loom_sk_result {
@@ -96,30 +113,6 @@ typedef struct loom_sk {
 /* A batch job: evaluates something for job index `job` on `worker`. */
 typedef int (*loom_sk_job_fn)(void *user, int32_t worker, int32_t job,
                               loom_error *err);
-
-/* ---- params ------------------------------------------------------------- */
-
-/* Reads a declared int / float / bool param (the host supplies the
- * manifest's default); a key the host does not know fails as
- * loom_param_error() says. Out-of-range values fail with "who: params.key:
- * expected ...". */
-int loom_sk_param_int(const loom_host_api *host, loom_ctx *ctx,
-                      const char *who, const char *key,
-                      int64_t lo, int64_t hi, int64_t *out, loom_error *err);
-/* Reads a number param into *out like loom_sk_param_int (in [lo, hi]). */
-int loom_sk_param_double(const loom_host_api *host, loom_ctx *ctx,
-                         const char *who, const char *key,
-                         double lo, double hi, double *out, loom_error *err);
-/* Reads a bool param into *out (0 or 1) like loom_sk_param_int. */
-int loom_sk_param_bool(const loom_host_api *host, loom_ctx *ctx,
-                       const char *who, const char *key, int *out,
-                       loom_error *err);
-
-/* Reads budget_ms, threads and max_evaluations (every search ranker's
- * manifest declares them), and seed and deterministic where the manifest
- * declares them (else seed 0 and deterministic). */
-int loom_sk_read_params(const loom_host_api *host, loom_ctx *ctx,
-                        const char *who, loom_sk_params *p, loom_error *err);
 
 /* ---- session ------------------------------------------------------------ */
 
