@@ -13,6 +13,7 @@
 #include <loom/sys/json.h>
 #include <loom/sys/session.h>
 #include "testutil.h"
+#include "run_priv.h"
 
 /* The factors the measurements are generated with (h800: .75 .6 .8 .7). */
 static const double truth[4] = {0.62, 0.47, 0.69, 0.55};
@@ -48,7 +49,7 @@ static char *profile_text(int32_t only_tp)
     a.cluster = truth_cluster();
     a.no_workload = 1;
     loom_error err = {0, ""};
-    ck_assert_msg(loom_session_open(&s, &a, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_msg(loom_session_init(&s, &a, &err) == LOOM_OK, "%s", err.message);
     size_t cap = 1 << 16, len = 0;
     char *text = malloc(cap);
     len += (size_t)snprintf(text, cap, "module,layer,tokens,tp,forward_ms,backward_ms,"
@@ -80,7 +81,7 @@ static char *profile_text(int32_t only_tp)
                                             c.forward_ms, c.input_grad_ms + c.weight_grad_ms,
                                             (long long)c.activation_bytes, (long long)seq);
                 }
-    loom_session_close(&s);
+    loom_session_release(&s);
     return text;
 }
 
@@ -235,7 +236,7 @@ START_TEST(iterations_recover_factors)
         a.seed = (uint64_t)i + 1;
         loom_error err = {0, ""};
         loom_plan plan;
-        ck_assert_msg(loom_session_open(&s, &a, &err) == LOOM_OK, "%s", err.message);
+        ck_assert_msg(loom_session_init(&s, &a, &err) == LOOM_OK, "%s", err.message);
         ck_assert_msg(loom_session_plan(&s, 0, &plan, &err) == LOOM_OK, "%s", err.message);
         char mfu[64] = ""; /* the last one's MFU too */
         if (i == 3)
@@ -246,7 +247,7 @@ START_TEST(iterations_recover_factors)
                                 "\"measured_ms\": %.12g%s}", i ? ", " : "", pars[i], i + 1,
                                 plan.metrics.makespan_ms, mfu);
         loom_plan_clear(&plan);
-        loom_session_close(&s);
+        loom_session_release(&s);
     }
     snprintf(json + len, sizeof json - len, "]}");
     const char *iters = loom_test_tmpfile(".json", json);

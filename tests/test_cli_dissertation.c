@@ -8,6 +8,7 @@
 #include "engine_api.h"
 #include <loom/sys/session.h>
 #include "testutil.h"
+#include "run_priv.h"
 
 START_TEST(cp_balance_figure_3_3)
 {
@@ -118,7 +119,7 @@ START_TEST(entrain_encoder_and_backbone_differ)
     a.iterations = 1;
     loom_session s;
     loom_error err = {0, ""};
-    ck_assert_msg(loom_session_open(&s, &a, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_msg(loom_session_init(&s, &a, &err) == LOOM_OK, "%s", err.message);
     loom_plan plan;
     ck_assert_msg(loom_session_plan(&s, 0, &plan, &err) == LOOM_OK, "%s", err.message);
     const loom_partition *p = plan.partition;
@@ -142,7 +143,7 @@ START_TEST(entrain_encoder_and_backbone_differ)
     ck_assert_int_gt(plan.metrics.makespan_ms, 0);
     ck_assert_int_eq(plan.graph->n_microbatches, p->n_microbatches);
     loom_plan_clear(&plan);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -170,7 +171,7 @@ static void backward_by_rank(int vit_frozen, int llm_frozen, double *b)
     a.iterations = 1;
     loom_session s;
     loom_error err = {0, ""};
-    ck_assert_msg(loom_session_open(&s, &a, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_msg(loom_session_init(&s, &a, &err) == LOOM_OK, "%s", err.message);
     loom_plan plan;
     ck_assert_msg(loom_session_plan(&s, 0, &plan, &err) == LOOM_OK, "%s", err.message);
     for (int r = 0; r < 4; r++)
@@ -180,7 +181,7 @@ static void backward_by_rank(int vit_frozen, int llm_frozen, double *b)
         if (g->kind[i] != LOOM_STAGE_F)
             b[g->rank[i]] += g->duration_ms[i];
     loom_plan_clear(&plan);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 
 START_TEST(frozen_status_in_the_graph)

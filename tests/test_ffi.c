@@ -10,6 +10,7 @@
 #include "testutil.h"
 #include "pipeline.h"
 #include <loom/sys/session.h>
+#include "run_priv.h"
 
 #define TESTLIB LOOM_TEST_BINARY_DIR "/tests/ffi-lib/libloomffitest.so"
 #define HEADER LOOM_TEST_SOURCE_DIR "/tests/ffi-lib/loomffitest.h"
@@ -45,7 +46,7 @@ static int open_session(loom_session *s, const char *params, loom_error *err)
     a.model = "vlm-s";
     a.parallel = "tp=4,pp=4,mb=8";
     a.iterations = 1;
-    return loom_session_open(s, &a, err);
+    return loom_session_init(s, &a, err);
 }
 
 /* Calls the session's cost model for module/layer/tokens/policy. */
@@ -131,7 +132,7 @@ START_TEST(costs_from_declared_functions)
     ck_assert_double_gt(plan.metrics.mfu, 0);
     ck_assert_double_lt(plan.metrics.mfu, 1);
     loom_plan_clear(&plan);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -159,7 +160,7 @@ START_TEST(backward_function_policy_bytes_and_small_types)
     c = estimate(&s, 1, 5, 2000, 1, LOOM_POLICY_NONE);
     ck_assert_int_eq(c.activation_bytes, 2000 * 3 * 100);
     ck_assert_int_eq(c.param_bytes, 0);
-    loom_session_close(&s);
+    loom_session_release(&s);
 
     rc = open_session(&s,
                       "\"library\": \"" TESTLIB "\", \"header\": \"" HEADER "\","
@@ -169,7 +170,7 @@ START_TEST(backward_function_policy_bytes_and_small_types)
     c = estimate(&s, 1, 0, 10, 1, LOOM_POLICY_NONE);
     ck_assert_double_eq(c.forward_ms, 1.25);
     ck_assert_double_eq(c.input_grad_ms + c.weight_grad_ms, 3.75);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -233,7 +234,7 @@ START_TEST(declaration_errors)
         has(err.message, cases[i].frag);
         if (i + 1 < sizeof cases / sizeof cases[0])
             has(err.message, "plugin org.loom.ffi: ");
-        loom_session_close(&s);
+        loom_session_release(&s);
     }
 }
 END_TEST
@@ -252,7 +253,7 @@ START_TEST(bad_result_fails_the_plan)
     ck_assert_int_eq(rc, LOOM_EPLUGIN);
     has(err.message, "loomffi_negative() (params.forward) returned -1 for module");
     has(err.message, "expected a finite number >= 0");
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 

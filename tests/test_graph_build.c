@@ -10,6 +10,7 @@
 #include "pipeline.h"
 #include <loom/sys/problem.h>
 #include <loom/sys/session.h>
+#include "run_priv.h"
 
 static loom_session s;
 
@@ -21,7 +22,7 @@ static void open_session(const char *manifest)
     a.model = "vlm-s";
     a.iterations = 1;
     loom_error err = {0};
-    int rc = loom_session_open(&s, &a, &err);
+    int rc = loom_session_init(&s, &a, &err);
     ck_assert_msg(rc == LOOM_OK, "%s", err.message);
 }
 
@@ -133,7 +134,7 @@ START_TEST(test_counts_and_replicas)
     ck_assert_int_eq(loom_graph_build(cost, &s.problem, it, p, &g, &err), LOOM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "is not placed"));
     loom_candidates_free(set);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -183,7 +184,7 @@ START_TEST(test_offload_option)
     }
     s.problem.cluster = preset;
     loom_candidates_free(fx.set);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -234,7 +235,7 @@ START_TEST(test_iteration_tail_by_dp)
     loom_graph_free(g1);
     loom_graph_free(g64);
     loom_candidates_free(fx.set);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -272,7 +273,7 @@ START_TEST(test_context_parallel)
     loom_graph_free(g2);
     loom_graph_free(g3);
     loom_candidates_free(fx.set);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -324,7 +325,7 @@ START_TEST(test_span_tp)
     loom_graph_free(a);
     loom_graph_free(b);
     loom_candidates_free(set);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -363,7 +364,7 @@ START_TEST(test_merged_patches_cross_flows)
     loom_graph_free(a);
     loom_graph_free(b);
     loom_candidates_free(fx.set);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -412,7 +413,7 @@ START_TEST(test_exposed_comm_per_stage)
         ck_assert_double_eq(g->comm_ms[v], 0);
     loom_graph_free(g);
     loom_candidates_free(fx.set);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -461,7 +462,7 @@ START_TEST(test_span_static_matches_graph)
     ck_assert_ptr_nonnull(strstr(err.message, "expected a range within its"));
     loom_graph_free(g);
     loom_candidates_free(fx.set);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -511,7 +512,7 @@ START_TEST(test_memory_per_phase)
     ck_assert_int_gt(frozen_bytes, 0);
     loom_graph_free(g);
     loom_candidates_free(fx.set);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 

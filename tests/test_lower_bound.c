@@ -16,6 +16,7 @@
 #include "output.h"
 #include <loom/sys/session.h>
 #include <loom/sys/util.h>
+#include "run_priv.h"
 
 static const char *const INTERLEAVERS[] = {"1f1b", "gpipe", "interleaved-1f1b", "dual-queue",
                                            "encoder-first", "optimus-bubble", "zero-bubble",
@@ -91,7 +92,7 @@ static int plan_with(const char *json, const char *interleaver, loom_session *s,
     a.uses[a.n_uses++] = use;
     if (!strcmp(interleaver, "ilp")) /* proofs are not the point here */
         a.params[a.n_params++] = "interleaver.timeout_ms=200";
-    int rc = loom_session_open(s, &a, err);
+    int rc = loom_session_init(s, &a, err);
     if (rc == LOOM_OK)
         rc = loom_session_plan(s, 0, plan, err);
     return rc;
@@ -123,7 +124,7 @@ START_TEST(no_interleaver_beats_the_lower_bound)
                               INTERLEAVERS[i], err.message);
             }
             loom_plan_clear(&plan);
-            loom_session_close(&s);
+            loom_session_release(&s);
         }
     }
     ck_assert_int_gt(planned, 12 * 5); /* most interleavers plan every problem */
@@ -142,7 +143,7 @@ START_TEST(split_interleaver_needs_input_and_weight_times)
     ck_assert_msg(strstr(err.message, "zero-bubble") != NULL, "%s", err.message);
     ck_assert_ptr_nonnull(strstr(err.message, "backward_ms only"));
     ck_assert_ptr_nonnull(strstr(err.message, "give input_grad_ms and weight_grad_ms"));
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -165,7 +166,7 @@ START_TEST(plan_json_reports_bound_and_gap)
         loom_plan plan;
         memset(&plan, 0, sizeof plan);
         loom_error err = {0};
-        ck_assert_int_eq(loom_session_open(&s, &a, &err), LOOM_OK);
+        ck_assert_int_eq(loom_session_init(&s, &a, &err), LOOM_OK);
         ck_assert_msg(loom_session_plan(&s, 0, &plan, &err) == LOOM_OK, "%s", err.message);
         char *buf = NULL;
         size_t len = 0;
@@ -191,7 +192,7 @@ START_TEST(plan_json_reports_bound_and_gap)
         cJSON_Delete(root);
         free(buf);
         loom_plan_clear(&plan);
-        loom_session_close(&s);
+        loom_session_release(&s);
     }
 }
 END_TEST

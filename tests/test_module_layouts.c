@@ -12,6 +12,7 @@
 #include <loom/cost_model.h>
 #include "problem_inputs.h"
 #include "testutil.h"
+#include "run_priv.h"
 
 /* vit (16 heads, 24 layers) -> llm (32 heads, 32 layers), parallel object
  * text `par` spliced in. */
@@ -293,14 +294,14 @@ static double plan_ms(const char *par, int64_t *mem0)
     a.parallel = par;
     a.iterations = 1;
     loom_error err = {0, ""};
-    ck_assert_msg(loom_session_open(&s, &a, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_msg(loom_session_init(&s, &a, &err) == LOOM_OK, "%s", err.message);
     loom_plan plan;
     memset(&plan, 0, sizeof plan);
     ck_assert_msg(loom_session_plan(&s, 0, &plan, &err) == LOOM_OK, "%s", err.message);
     double ms = plan.metrics.makespan_ms;
     *mem0 = plan.metrics.peak_bytes[0];
     loom_plan_clear(&plan);
-    loom_session_close(&s);
+    loom_session_release(&s);
     return ms;
 }
 
@@ -357,7 +358,7 @@ START_TEST(boundary_resharding)
     loom_error err = {0, ""};
     ck_assert_int_eq(loom_session_args_set(&a, "param", "partitioner.mode=given", &err), LOOM_OK);
     loom_session s;
-    ck_assert_msg(loom_session_open(&s, &a, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_msg(loom_session_init(&s, &a, &err) == LOOM_OK, "%s", err.message);
     loom_plan plan;
     ck_assert_msg(loom_session_plan(&s, 0, &plan, &err) == LOOM_OK, "%s", err.message);
     const loom_stage_graph *g = plan.graph;
@@ -384,7 +385,7 @@ START_TEST(boundary_resharding)
     ck_assert_int_eq(forward, 1);
     ck_assert_int_eq(backward, 1);
     loom_plan_clear(&plan);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -399,13 +400,13 @@ static int64_t rank0_static(const char *vit, double *ms)
     a.parallel = par_file(vit);
     a.iterations = 1;
     loom_error err = {0, ""};
-    ck_assert_msg(loom_session_open(&s, &a, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_msg(loom_session_init(&s, &a, &err) == LOOM_OK, "%s", err.message);
     loom_plan plan;
     ck_assert_msg(loom_session_plan(&s, 0, &plan, &err) == LOOM_OK, "%s", err.message);
     int64_t bytes = plan.graph->static_bytes[0];
     *ms = plan.metrics.makespan_ms;
     loom_plan_clear(&plan);
-    loom_session_close(&s);
+    loom_session_release(&s);
     return bytes;
 }
 

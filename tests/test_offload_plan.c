@@ -11,6 +11,7 @@
 #include "engine_api.h"
 #include "output.h"
 #include <loom/sys/session.h>
+#include "run_priv.h"
 
 /* Plans iteration 0 of vlm-s under a 30e9-byte cap (which binds: about
  * 41 GB uncapped) with `tuner`, offload on or off, on `cluster` (NULL:
@@ -31,7 +32,7 @@ static int plan_vlm_s(const char *tuner, int offload, const char *cluster, loom_
     static char use[64];
     snprintf(use, sizeof use, "memory_tuner=%s", tuner);
     a.uses[a.n_uses++] = use;
-    int rc = loom_session_open(s, &a, err);
+    int rc = loom_session_init(s, &a, err);
     if (rc != LOOM_OK)
         return rc;
     return loom_session_plan(s, 0, plan, err);
@@ -70,7 +71,7 @@ START_TEST(test_offload_keeps_cap_and_is_not_slower)
                           tuners[i], off);
             free(json);
             loom_plan_clear(&plan);
-            loom_session_close(&s);
+            loom_session_release(&s);
         }
         ck_assert_msg(ms[1] <= ms[0], "%s: %.6f ms with offload > %.6f without", tuners[i],
                       ms[1], ms[0]);
@@ -107,12 +108,12 @@ START_TEST(test_cluster_without_host_bandwidth)
                  "%s: params.offload is true, but cluster \"h800\" has no host_bytes_per_s",
                  who[i]);
         ck_assert_msg(strstr(err.message, want) != NULL, "%s", err.message);
-        loom_session_close(&s);
+        loom_session_release(&s);
         /* offload off: the same cluster plans */
         ck_assert_msg(plan_vlm_s(tuners[i], 0, path, &s, &plan, &err) == LOOM_OK, "%s",
                       err.message);
         loom_plan_clear(&plan);
-        loom_session_close(&s);
+        loom_session_release(&s);
     }
     unlink(path);
     rmdir(dir);

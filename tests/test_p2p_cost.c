@@ -9,6 +9,7 @@
 #include "engine_api.h"
 #include "pipeline.h"
 #include <loom/sys/session.h>
+#include "run_priv.h"
 
 static loom_session s;
 
@@ -26,7 +27,7 @@ static void open_session_with(const char *param)
     if (param)
         a.params[a.n_params++] = param;
     loom_error err = {0};
-    int rc = loom_session_open(&s, &a, &err);
+    int rc = loom_session_init(&s, &a, &err);
     ck_assert_msg(rc == LOOM_OK, "%s", err.message);
 }
 
@@ -120,7 +121,7 @@ START_TEST(roofline_and_default_agree)
     ck_assert_double_eq(a.metrics.makespan_ms, b.metrics.makespan_ms);
     loom_plan_clear(&a);
     loom_plan_clear(&b);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -150,7 +151,7 @@ START_TEST(own_transfer_cost_changes_cross_rank_edges)
     ck_assert(own.metrics.makespan_ms > base.metrics.makespan_ms);
     loom_plan_clear(&base);
     loom_plan_clear(&own);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -176,7 +177,7 @@ START_TEST(fp32_elements_double_the_transfers)
             step[k][r] = plan.graph->tail_optimizer_ms[r];
         }
         loom_plan_clear(&plan);
-        loom_session_close(&s);
+        loom_session_release(&s);
     }
     ck_assert_int_eq(edges[0], edges[1]);
     ck_assert(sent[0] > 0);
@@ -205,7 +206,7 @@ START_TEST(transfer_cost_errors_name_the_plugin)
     ck_assert_int_eq(loom_session_plan(&s, 0, &plan, &err), LOOM_EPLUGIN);
     ck_assert_ptr_nonnull(strstr(err.message, "plugin org.loom.roofline: returned a negative, "
                                               "infinite or NaN transfer time from rank"));
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 

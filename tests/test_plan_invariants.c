@@ -14,6 +14,7 @@
 #include "output.h"
 #include <loom/sys/session.h>
 #include <loom/tokens.h>
+#include "run_priv.h"
 
 /* Plans iteration k of `model` with the pipeweaver manifest (short search). */
 static void plan_one(const char *model, int32_t k, const char *memory_tuner, loom_session *s,
@@ -30,7 +31,7 @@ static void plan_one(const char *model, int32_t k, const char *memory_tuner, loo
     snprintf(use, sizeof use, "memory_tuner=%s", memory_tuner);
     a.uses[a.n_uses++] = use;
     loom_error err = {0};
-    int rc = loom_session_open(s, &a, &err);
+    int rc = loom_session_init(s, &a, &err);
     ck_assert_msg(rc == LOOM_OK, "%s", err.message);
     rc = loom_session_plan(s, k, plan, &err);
     ck_assert_msg(rc == LOOM_OK, "%s", err.message);
@@ -256,8 +257,8 @@ START_TEST(test_pipeweaver_plan_invariants)
         free(json2);
         loom_plan_clear(&plan);
         loom_plan_clear(&plan2);
-        loom_session_close(&s);
-        loom_session_close(&s2);
+        loom_session_release(&s);
+        loom_session_release(&s2);
     }
 }
 END_TEST
@@ -280,7 +281,7 @@ START_TEST(test_v_placement_plan_invariants)
     loom_session s;
     loom_plan plan;
     loom_error err = {0};
-    ck_assert_msg(loom_session_open(&s, &a, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_msg(loom_session_init(&s, &a, &err) == LOOM_OK, "%s", err.message);
     ck_assert_msg(loom_session_plan(&s, 0, &plan, &err) == LOOM_OK, "%s", err.message);
     check_invariants(&plan);
     const loom_stage_graph *g = plan.graph;
@@ -295,7 +296,7 @@ START_TEST(test_v_placement_plan_invariants)
     ck_assert_double_eq_tol(replay_actions(&plan, json), plan.metrics.makespan_ms, 1e-6);
     free(json);
     loom_plan_clear(&plan);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 

@@ -12,6 +12,7 @@
 #include "pipeline.h"
 #include <loom/sys/problem.h>
 #include <loom/sys/session.h>
+#include "run_priv.h"
 
 static loom_session s;
 
@@ -27,7 +28,7 @@ static void open_run(const char *manifest, const char *model, int iterations)
     a.seed = 7;
     a.has_seed = 1;
     loom_error err = {0};
-    int rc = loom_session_open(&s, &a, &err);
+    int rc = loom_session_init(&s, &a, &err);
     ck_assert_msg(rc == LOOM_OK, "%s", err.message);
 }
 
@@ -153,7 +154,7 @@ START_TEST(the_run_gets_the_best_single_candidate)
     /* and here it beats it: t2v-s's iterations prefer different
      * virtual-stage counts (15, 3, 5 and 5 for seed 7), a run cannot */
     ck_assert_msg(free_total < chosen_total - 1.0, "free %g, run %g", free_total, chosen_total);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -177,7 +178,7 @@ START_TEST(a_candidate_that_cannot_be_planned_is_skipped)
     double best = best_total_by_hand(n, 2);
     ck_assert(best > 0.0);
     ck_assert_double_eq_tol(total, best, 1e-6);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -206,7 +207,7 @@ START_TEST(candidates_must_not_change_between_iterations)
                                           "partitioners that offer the same candidates every "
                                           "iteration") != NULL,
                   "%s", err.message);
-    loom_session_close(&s);
+    loom_session_release(&s);
     remove(manifest);
 
     /* the same manifest with one iteration has nothing to disagree with */
@@ -214,7 +215,7 @@ START_TEST(candidates_must_not_change_between_iterations)
     open_run(manifest, "vlm-m", 1);
     ck_assert_msg(loom_session_plan(&s, 0, &plan, &err) == LOOM_OK, "%s", err.message);
     loom_plan_clear(&plan);
-    loom_session_close(&s);
+    loom_session_release(&s);
     remove(manifest);
 }
 END_TEST

@@ -11,6 +11,7 @@
 #include "testutil.h"
 #include "output.h"
 #include <loom/sys/session.h>
+#include "run_priv.h"
 
 /* A small Llama-style HF config: 8 layers, hidden 256, 8 heads in 4 groups. */
 static const char tiny_llm[] =
@@ -41,7 +42,7 @@ static void plan_one(loom_session *s, loom_plan *plan, const char *manifest, con
     for (int i = 0; params && params[i]; i++)
         a.params[a.n_params++] = params[i];
     loom_error err = {0, ""};
-    ck_assert_msg(loom_session_open(s, &a, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_msg(loom_session_init(s, &a, &err) == LOOM_OK, "%s", err.message);
     memset(plan, 0, sizeof *plan);
     ck_assert_msg(loom_session_plan(s, 0, plan, &err) == LOOM_OK, "%s", err.message);
 }
@@ -128,7 +129,7 @@ START_TEST(megatron_args_small_llm)
                      "--overlap-grad-reduce\n");
     free(text);
     loom_plan_clear(&plan);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -191,7 +192,7 @@ START_TEST(megatron_args_recompute_flags)
                              "microbatch 0 on stage 0's layers; Megatron-LM recomputes the same "
                              "layers for every microbatch");
     loom_plan_clear(&plan);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -254,7 +255,7 @@ START_TEST(megatron_args_refuses_multimodal)
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     ck_assert_int_eq(system(cmd), 0);
     loom_plan_clear(&plan);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -272,7 +273,7 @@ START_TEST(megatron_args_refuses_other_orders)
     ck_assert_str_eq(reason, "rank 0 runs F of microbatch 2 (chunk 0) as its stage 2; "
                              "Megatron-LM's 1F1B schedule runs B of microbatch 0 (chunk 0) there");
     loom_plan_clear(&plan);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -307,7 +308,7 @@ START_TEST(mimo_two_layouts)
     ck_assert_str_eq(ex, "file:mimo.json");
     free(ex);
     loom_plan_clear(&plan);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -338,7 +339,7 @@ START_TEST(mimo_refuses_colocated)
     ck_assert_str_eq(text, "");
     free(text);
     loom_plan_clear(&plan);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 

@@ -10,6 +10,7 @@
 #include "pipeline.h"
 #include <loom/sys/problem.h>
 #include <loom/sys/session.h>
+#include "run_priv.h"
 
 /* Asserts that `text` contains `frag`. */
 static void has(const char *text, const char *frag)
@@ -156,7 +157,7 @@ static void open_model(const char *manifest, const char *model, int32_t iteratio
     a.model = model;
     a.iterations = iterations;
     loom_error err = {0};
-    int rc = loom_session_open(&s, &a, &err);
+    int rc = loom_session_init(&s, &a, &err);
     ck_assert_msg(rc == LOOM_OK, "%s", err.message);
 }
 
@@ -194,7 +195,7 @@ START_TEST(evaluator_rejects_small_metrics)
     ck_assert_double_eq_tol(m.makespan_ms, plan.metrics.makespan_ms, 1e-9);
     evs->destroy(ev);
     loom_plan_clear(&plan);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -272,7 +273,7 @@ START_TEST(cost_service_checks_shapes_and_costs)
     for (size_t i = sizeof(loom_layer_cost); i < sizeof big; i++)
         ck_assert_uint_eq(big.bytes[i], 0xcd);
     loom_plan_clear(&plan);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -309,7 +310,7 @@ START_TEST(problem_lists_the_planned_iterations)
     old.struct_size = (uint32_t)offsetof(loom_problem, iterations);
     ck_assert_ptr_null(loom_problem_iterations(&old, &n));
     ck_assert_int_eq(n, 0);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 
@@ -368,7 +369,7 @@ START_TEST(cost_service_averages_the_run)
     has(err.message, "loom_shape struct_size is 4 bytes");
     ck_assert_int_eq(small.tokens, 0);
     loom_plan_clear(&plan);
-    loom_session_close(&s);
+    loom_session_release(&s);
 }
 END_TEST
 

@@ -52,14 +52,14 @@ int loom_planner_open(const loom_planner_options *o, loom_planner **out, loom_er
     if (!p)
         return loom_set_error(err, LOOM_ENOMEM, "out of memory");
     atomic_init(&p->refs, 1);
-    int rc = loom_session_open(&p->session, &a, err);
+    int rc = loom_session_init(&p->session, &a, err);
     if (rc != LOOM_OK) {
-        loom_session_close(&p->session);
+        loom_session_release(&p->session);
         free(p);
         return rc;
     }
     if (p->session.problem.kind != LOOM_PROBLEM_MODEL) {
-        loom_session_close(&p->session);
+        loom_session_release(&p->session);
         free(p);
         return loom_set_error(err, LOOM_EINVAL, "loom_planner_open: needs a model problem");
     }
@@ -71,7 +71,7 @@ int loom_planner_open(const loom_planner_options *o, loom_planner **out, loom_er
 static void planner_release(loom_planner *p)
 {
     if (p && atomic_fetch_sub(&p->refs, 1) == 1) {
-        loom_session_close(&p->session);
+        loom_session_release(&p->session);
         free(p);
     }
 }

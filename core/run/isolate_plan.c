@@ -80,10 +80,10 @@ static int plan_body(void *user, loom_channel *ch)
         args.step_marker = job->args->step_marker; /* in-process: the caller's */
     args.on_step = announce_step; /* before any plugin code runs */
     args.on_step_user = job;
-    int rc = loom_session_open(&s, &args, &err);
+    int rc = loom_session_init(&s, &args, &err);
     if (rc != LOOM_OK) {
         loom_channel_fail(ch, -1, rc, err.message);
-        loom_session_close(&s);
+        loom_session_release(&s);
         return rc;
     }
     loom_channel_info(ch, s.n_iterations, s.manifest_name);
@@ -105,7 +105,7 @@ static int plan_body(void *user, loom_channel *ch)
             break;
         }
     }
-    loom_session_close(&s);
+    loom_session_release(&s);
     return rc;
 }
 

@@ -3,6 +3,7 @@
 #include "pipeline.h"
 #include "services.h"
 #include <loom/sys/session.h>
+#include "run_priv.h"
 
 int loom_session_layer_cost(loom_session *s, int32_t module, int32_t layer,
                             const loom_shape *shape, int32_t policy, loom_layer_cost *out,

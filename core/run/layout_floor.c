@@ -12,6 +12,7 @@
 #include "shape.h"
 #include <loom/sys/problem.h>
 #include <loom/sys/session.h>
+#include "run_priv.h"
 
 void loom_layout_floor_clear(loom_layout_floor *f)
 {

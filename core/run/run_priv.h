@@ -11,6 +11,52 @@
 
 /* ---- sessions (session.c) ------------------------------------------------ */
 
+struct loom_planner_config;
+struct loom_registry;
+struct loom_model_data;
+struct loom_cluster_data;
+struct loom_stage_times_data;
+struct loom_workload;
+
+struct loom_session {
+    struct loom_planner_config *cfg;
+    struct loom_registry *reg;
+    struct loom_pipeline *pl;
+    struct loom_model_data *model;
+    struct loom_cluster_data *cluster;
+    struct loom_stage_times_data *stage_times;
+    struct loom_workload *workload;
+    loom_problem problem;
+    int32_t n_iterations;
+    const char *manifest_name;
+    char manifest_path[4096];
+    /* Per-module layouts (problem.module_layouts points here), NULL for a
+     * single-layout problem; and those a --parallel file gave. Owned. */
+    loom_module_layout *module_layouts;
+    struct loom_layout_spec *parallel_layouts;
+    /* With "choose": "run" in the planner manifest: 1 once the first plan
+     * chose the candidate every iteration uses, and its index. */
+    int run_chosen;
+    int32_t run_candidate;
+    /* Appended: the batch identity of a model problem, global_batch =
+     * micro_batch_size x microbatches x dp (samples per iteration), and
+     * the tokens of one sequence. */
+    int64_t global_batch;
+    int32_t micro_batch_size;
+    int32_t seq_len;
+    /* Appended: the workload in one line, what plans' `workload` points
+     * to ("" for stage-times problems). */
+    char workload_desc[160];
+};
+
+/* loom_session_open into caller storage (tests and the run layer keep
+ * sessions by value): *s is zeroed first and on failure still safe to
+ * release. */
+int loom_session_init(loom_session *s, const loom_session_args *a, loom_error *err);
+
+/* What loom_session_close does, without freeing s itself. */
+void loom_session_release(loom_session *s);
+
 /* Consumes the option at argv[*i] when it is one of loom_session_options()
  * spelt "--name" (advancing *i past its value): returns 1 when consumed, 0
  * when it is not a session option, -1 (after printing why) when its value

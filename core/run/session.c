@@ -430,7 +430,7 @@ static int open_problem(loom_session *s, const loom_session_args *a, loom_error 
     return LOOM_OK;
 }
 
-int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *err)
+int loom_session_init(loom_session *s, const loom_session_args *a, loom_error *err)
 {
     memset(s, 0, sizeof *s);
     (void)loom_out_umask(); /* before plugin code could change it */
@@ -641,7 +641,7 @@ int loom_session_tp_warning(const loom_session *s, char *buf, size_t size)
     return 1;
 }
 
-void loom_session_close(loom_session *s)
+void loom_session_release(loom_session *s)
 {
     if (s->pl)
         loom_pipeline_close(s->pl);

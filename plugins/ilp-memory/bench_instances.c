@@ -186,13 +186,12 @@ int loom_bench_planned(const char *manifest, const char *model, int32_t k,
     a.model = model;
     a.iterations = k + 1;
     a.uses[a.n_uses++] = "ranker=fifo"; /* one evaluation: the graph only */
-    loom_session s;
-    memset(&s, 0, sizeof s);
+    loom_session *s = NULL;
     int rc = loom_session_open(&s, &a, err);
     if (rc == LOOM_OK) {
         loom_plan plan;
         memset(&plan, 0, sizeof plan);
-        rc = loom_session_plan(&s, k, &plan, err);
+        rc = loom_session_plan(s, k, &plan, err);
         if (rc == LOOM_OK) {
             out->graph = plan.graph; /* taken over from the plan */
             out->schedule = plan.schedule;
@@ -203,7 +202,7 @@ int loom_bench_planned(const char *manifest, const char *model, int32_t k,
         }
         loom_plan_clear(&plan);
     }
-    loom_session_close(&s);
+    loom_session_close(s);
     return rc;
 }
 

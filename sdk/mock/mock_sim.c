@@ -8,6 +8,7 @@
 #include <loom/sys/session.h>
 #include "engine_api.h"
 #include "pipeline.h"
+#include "run_priv.h"
 
 #define MOCK_MAX_OPTIONS (2 * LOOM_SESSION_MAX_OVERRIDES)
 
@@ -81,7 +82,7 @@ int loom_mock_planner_open(const char *const *options, loom_mock_planner **out, 
     for (int i = 0; options && options[i] && rc == LOOM_OK; i++)
         rc = take_option(pl, options[i], err);
     if (rc == LOOM_OK)
-        rc = loom_session_open(&pl->session, &pl->args, err);
+        rc = loom_session_init(&pl->session, &pl->args, err);
     else
         memset(&pl->session, 0, sizeof pl->session);
     if (rc != LOOM_OK) {
@@ -99,7 +100,7 @@ void loom_mock_planner_close(loom_mock_planner *pl)
         return;
     if (pl->has_plan)
         loom_plan_clear(&pl->plan);
-    loom_session_close(&pl->session);
+    loom_session_release(&pl->session);
     for (int i = 0; i < pl->n_options; i++)
         free(pl->options[i]);
     free(pl);

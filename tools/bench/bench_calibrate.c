@@ -44,7 +44,7 @@ static double jitter(unsigned long long *st)
 static int write_profile(const char *cluster, const char *csv, double noise,
                          unsigned long long seed)
 {
-    loom_session s;
+    loom_session *s = NULL;
     loom_session_args a;
     loom_session_args_init(&a);
     a.model = "vlm-s";
@@ -53,7 +53,6 @@ static int write_profile(const char *cluster, const char *csv, double noise,
     loom_error err = {0, ""};
     if (loom_session_open(&s, &a, &err) != LOOM_OK) {
         fprintf(stderr, "bench_calibrate: %s\n", err.message);
-        loom_session_close(&s);
         return -1;
     }
     FILE *o = fopen(csv, "w");
@@ -77,7 +76,7 @@ static int write_profile(const char *cluster, const char *csv, double noise,
                     sh.tp = tps[p];
                     sh.trainable_upstream = 1;
                     loom_layer_cost c;
-                    if (loom_session_layer_cost(&s, m, 0, &sh, LOOM_POLICY_NONE, &c, &err)) {
+                    if (loom_session_layer_cost(s, m, 0, &sh, LOOM_POLICY_NONE, &c, &err)) {
                         fprintf(stderr, "bench_calibrate: %s\n", err.message);
                         rc = -1;
                         break;
@@ -89,7 +88,7 @@ static int write_profile(const char *cluster, const char *csv, double noise,
                 }
     if (o && fclose(o) != 0)
         rc = -1;
-    loom_session_close(&s);
+    loom_session_close(s);
     return rc;
 }
 

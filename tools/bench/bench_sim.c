@@ -50,13 +50,13 @@ int main(int argc, char **argv)
         batches = 15;
     loom_session s;
     loom_error err = {0};
-    int rc = loom_session_open(&s, &a, &err);
+    int rc = loom_session_init(&s, &a, &err);
     loom_plan plan;
     if (rc == LOOM_OK)
         rc = loom_session_plan(&s, 0, &plan, &err);
     if (rc != LOOM_OK) {
         fprintf(stderr, "loom-bench-sim: %s\n", err.message);
-        loom_session_close(&s);
+        loom_session_release(&s);
         return 1;
     }
     const loom_stage_graph *g = plan.graph;
@@ -104,6 +104,6 @@ int main(int argc, char **argv)
     }
     loom_sim_scratch_free(scratch);
     loom_plan_clear(&plan);
-    loom_session_close(&s);
+    loom_session_release(&s);
     return rc == LOOM_OK ? 0 : 1;
 }

@@ -82,7 +82,7 @@ typedef struct loom_calib_layer {
 
 /* One measured iteration (its own session, model and workload). */
 typedef struct loom_calib_iter {
-    loom_session session;
+    loom_session *session;       /* owned; NULL until opened */
     int32_t iteration;
     double measured_ms, mfu; /* < 0: not given */
 } loom_calib_iter;
@@ -93,8 +93,7 @@ typedef struct loom_calib_set {
     loom_cluster *cluster;       /* the caller's copy every session prices with */
     const loom_calib_factor *fit[LOOM_CALIB_MAX_FACTORS]; /* the free factors */
     int n_fit;
-    loom_session profile;        /* the profile's session (opened when n_layers) */
-    int profile_open;
+    loom_session *profile;       /* the profile's session (owned; NULL until opened) */
     const char *profile_path;
     loom_calib_layer *layers;
     int n_layers;

@@ -120,12 +120,14 @@ static int open_entry(void *user, int i, int n, const char *path, const loom_cal
     int rc = loom_session_open(&it->session, &a, &why);
     if (rc != LOOM_OK)
         return loom_set_error(err, rc, "%s: %s: %s", c->file, path, why.message);
-    if (e->iteration >= it->session.n_iterations)
+    loom_session_info info;
+    loom_session_info_get(it->session, &info);
+    if (e->iteration >= info.n_iterations)
         return loom_set_error(err, LOOM_EINVAL, "%s: %s.iteration: expected an iteration of "
                               "the workload (it has %d), found %lld", c->file, path,
-                              it->session.n_iterations, (long long)e->iteration);
+                              info.n_iterations, (long long)e->iteration);
     it->iteration = (int32_t)e->iteration;
-    it->session.problem.cluster = set->cluster;
+    info.problem->cluster = set->cluster;
     return LOOM_OK;
 }
 

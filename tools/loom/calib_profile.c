@@ -235,15 +235,14 @@ int loom_calib_read_profile(loom_calib_set *set, const char *path, const char *m
     a.cluster = cluster_spec;
     a.no_workload = 1;
     int rc = loom_session_open(&set->profile, &a, err);
-    set->profile_open = 1;
     if (rc != LOOM_OK)
         return rc;
-    set->profile.problem.cluster = set->cluster;
+    loom_session_problem(set->profile)->cluster = set->cluster;
     set->profile_path = path;
     char *text = NULL;
     if ((rc = loom_read_file(path, &text, NULL, err)) != LOOM_OK)
         return rc;
-    rc = loom_calib_parse_profile(set, path, text, set->profile.problem.model, err);
+    rc = loom_calib_parse_profile(set, path, text, loom_session_problem(set->profile)->model, err);
     free(text);
     return rc;
 }
@@ -260,7 +259,7 @@ int loom_calib_price_layer(loom_calib_set *set, loom_calib_layer *L, double *fwd
     shape.tp = L->tp;
     shape.trainable_upstream = L->backward_ms > 0;
     loom_layer_cost c;
-    int rc = loom_session_layer_cost(&set->profile, L->module, L->layer < 0 ? 0 : L->layer,
+    int rc = loom_session_layer_cost(set->profile, L->module, L->layer < 0 ? 0 : L->layer,
                                      &shape, LOOM_POLICY_NONE, &c, err);
     if (rc != LOOM_OK)
         return rc;
@@ -276,7 +275,7 @@ int loom_calib_price_layer(loom_calib_set *set, loom_calib_layer *L, double *fwd
 int loom_calib_write_table(void *user, FILE *out, loom_error *err)
 {
     loom_calib_set *set = user;
-    const loom_model *model = set->profile.problem.model;
+    const loom_model *model = loom_session_problem(set->profile)->model;
     fputs("module,layer,tokens,forward_ms,input_grad_ms,weight_grad_ms,activation_bytes,"
           "param_bytes\n", out);
     for (int i = 0; i < set->n_layers; i++) {

@@ -25,7 +25,7 @@ static int price_all(loom_calib_set *set, loom_error *err)
         loom_calib_iter *it = &set->iters[i];
         loom_plan plan;
         loom_error why = {0, ""};
-        if ((rc = loom_session_plan(&it->session, it->iteration, &plan, &why)) != LOOM_OK)
+        if ((rc = loom_session_plan(it->session, it->iteration, &plan, &why)) != LOOM_OK)
             return loom_set_error(err, rc, "iterations[%d]: %s", i, why.message);
         if (it->measured_ms > 0)
             set->rows[k++].predicted = plan.metrics.makespan_ms;
@@ -57,7 +57,7 @@ static int describe_rows(loom_calib_set *set, loom_error *err)
     int k = 0;
     for (int i = 0; i < set->n_layers; i++) {
         const loom_calib_layer *L = &set->layers[i];
-        const char *mod = set->profile.problem.model->modules[L->module].name;
+        const char *mod = loom_session_problem(set->profile)->model->modules[L->module].name;
         char layer[16];
         if (L->layer < 0)
             snprintf(layer, sizeof layer, "*");
@@ -75,7 +75,7 @@ static int describe_rows(loom_calib_set *set, loom_error *err)
     }
     for (int i = 0; i < set->n_iters; i++) {
         const loom_calib_iter *it = &set->iters[i];
-        const loom_problem *pb = &it->session.problem;
+        const loom_problem *pb = loom_session_problem(it->session);
         for (int b = 0; b < 2; b++) {
             double v = b ? it->mfu : it->measured_ms;
             if (!(v > 0))
@@ -114,10 +114,9 @@ int loom_calib_residuals(void *user, const double *x, double *r, loom_error *err
 
 void loom_calib_set_free(loom_calib_set *set)
 {
-    if (set->profile_open)
-        loom_session_close(&set->profile);
+    loom_session_close(set->profile);
     for (int i = 0; i < set->n_iters; i++)
-        loom_session_close(&set->iters[i].session);
+        loom_session_close(set->iters[i].session);
     free(set->iters);
     free(set->layers);
     free(set->rows);

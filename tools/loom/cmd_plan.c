@@ -133,16 +133,18 @@ static void json_metrics(FILE *out, const loom_plan *p)
  * the layouts. */
 static void memory_hint(loom_session *s, const loom_session_args *a, int32_t k)
 {
-    if (s->problem.kind != LOOM_PROBLEM_MODEL)
+    loom_session_info info;
+    loom_session_info_get(s, &info);
+    const loom_problem *pb = info.problem;
+    if (pb->kind != LOOM_PROBLEM_MODEL)
         return;
-    const loom_parallel *p = &s->problem.parallel;
+    const loom_parallel *p = &pb->parallel;
     loom_layout_floor f;
     loom_error err = {0};
     if (loom_session_floor(s, k, &f, &err) != LOOM_OK)
         return;
-    double gib = 1073741824.0, cap = s->problem.memory_cap_bytes > 0
-                                         ? s->problem.memory_cap_bytes
-                                         : (double)s->problem.cluster->hbm_bytes;
+    double gib = 1073741824.0, cap = pb->memory_cap_bytes > 0 ? pb->memory_cap_bytes
+                                                              : (double)pb->cluster->hbm_bytes;
     double par = f.param_bytes / p->pp / gib, st = f.state_bytes / p->pp / gib;
     fprintf(stderr, "loom plan: memory: the cap is %.2f GiB a GPU; at tp=%d cp=%d pp=%d dp=%d "
             "the static memory of a rank is %.2f GiB on average (parameters %.2f GiB, "
@@ -154,7 +156,7 @@ static void memory_hint(loom_session *s, const loom_session_args *a, int32_t k)
                 "with: loom tune --model %s --gpus %lld --global-batch %lld\n",
                 a->model ? a->model : "vlm-s",
                 (long long)p->tp * loom_parallel_cp(p) * p->pp * p->dp,
-                (long long)s->global_batch);
+                (long long)info.global_batch);
     loom_layout_floor_clear(&f);
 }
 
@@ -252,7 +254,8 @@ typedef struct plan_run {
 
 /* Opens the session with the CLI's step hooks (announced on the channel
  * `ch` when isolated); prints why on failure. */
-static int open_session(const plan_cli *o, loom_channel *ch, loom_session *s, loom_error *err)
+static int open_session(const plan_cli *o, loom_channel *ch, loom_session **out,
+                        loom_error *err)
 {
     loom_session_args args = o->a;
     static volatile int32_t step_now = -1; /* the running step in-process */
@@ -261,17 +264,21 @@ static int open_session(const plan_cli *o, loom_channel *ch, loom_session *s, lo
     args.on_step = on_step;
     args.on_step_user = ch;
     loom_cli_guard_marker(args.step_marker);
-    int rc = loom_session_open(s, &args, err);
+    int rc = loom_session_open(out, &args, err);
     if (rc != LOOM_OK) {
         fprintf(stderr, "loom plan: %s\n", err->message);
         return rc;
     }
+    loom_session *s = *out;
     char tp_why[400];
     if (loom_session_tp_warning(s, tp_why, sizeof tp_why))
         fprintf(stderr, "loom plan: warning: %s\n", tp_why);
     loom_cli_catch(SIGINT, on_sigint, NULL);
-    if (ch)
-        loom_channel_info(ch, s->n_iterations, s->manifest_name);
+    if (ch) {
+        loom_session_info info;
+        loom_session_info_get(s, &info);
+        loom_channel_info(ch, info.n_iterations, info.manifest_name);
+    }
     return LOOM_OK;
 }
 
@@ -279,15 +286,17 @@ static int open_session(const plan_cli *o, loom_channel *ch, loom_session *s, lo
  * search over a second, the progress display. */
 static void run_start(plan_run *run, const plan_cli *o, loom_session *s)
 {
+    loom_session_info info;
+    loom_session_info_get(s, &info);
     memset(run, 0, sizeof *run);
-    run->n = s->n_iterations;
+    run->n = info.n_iterations;
     run->mfu_known = 1;
     run->curve = o->progress_csv ? open_memstream(&run->curve_text, &run->curve_len) : NULL;
     if (run->curve)
         fprintf(run->curve, "iteration,elapsed_ms,best_makespan_ms,evaluations\n");
     run->iters = o->json ? open_memstream(&run->iter_json, &run->iter_len) : NULL;
     run->header = !o->quiet && !o->json; /* printed before the first row, not before an error */
-    double budget_ms = loom_isolate_search_budget_ms(s->pl);
+    double budget_ms = loom_isolate_search_budget_ms(info.pipeline);
     if (!o->quiet && (run->n > 1 || budget_ms > 1000)) {
         run->bar = loom_progress_new(stderr, 0);
         loom_progress_set_total(run->bar, run->n);
@@ -463,6 +472,8 @@ static int run_end(plan_run *run, const plan_cli *o, loom_session *s, int rc, lo
 static void print_totals(const plan_run *run, const plan_cli *o, loom_session *s, FILE *out)
 {
     int32_t done = run->done;
+    loom_session_info info;
+    loom_session_info_get(s, &info);
     if (o->json) {
         fprintf(out, "{\"makespan_ms\": %.6f, \"span_ms\": %.6f, \"bubble_ratio\": %.6f, "
                 "\"peak_mem_bytes\": [",
@@ -473,10 +484,10 @@ static void print_totals(const plan_run *run, const plan_cli *o, loom_session *s
         json_num(out, run->mfu_known ? run->sum_mfu / done : -1);
         fprintf(out, ", \"feasible\": %s", run->infeasible ? "false" : "true");
         fprintf(out, ", \"mean_iteration_ms\": %.6f, ", run->sum_ms / done);
-        if (s->problem.kind == LOOM_PROBLEM_MODEL) {
+        if (info.problem->kind == LOOM_PROBLEM_MODEL) {
             fputs("\"layout\": ", out);
-            loom_tune_plan_layout_json(out, &s->problem, run->used, s->micro_batch_size,
-                                       s->global_batch);
+            loom_tune_plan_layout_json(out, info.problem, run->used, info.micro_batch_size,
+                                       info.global_batch);
             fputs(", ", out);
         }
         fprintf(out, "\"iterations\": [%s\n  ]}\n", run->iter_json ? run->iter_json : "");
@@ -484,12 +495,12 @@ static void print_totals(const plan_run *run, const plan_cli *o, loom_session *s
         fprintf(out, "INFEASIBLE (peak %.3f GiB > cap %.3f GiB) in %d of %d iterations: "
                 "the simulated mean iteration %.3f ms is not a valid result (%s)\n",
                 (double)run->worst_peak / 1073741824.0, run->cap_bytes / 1073741824.0,
-                run->infeasible, done, run->sum_ms / done, s->manifest_name);
+                run->infeasible, done, run->sum_ms / done, info.manifest_name);
     } else if (!o->quiet && run->n > 1) {
         fprintf(out, "mean iteration %.3f ms, mean bubble %.2f%%, mean plan time %.1f ms over "
                 "%d iterations (%s)\n",
                 run->sum_ms / done, 100 * run->sum_bubble / done, run->sum_plan / done, done,
-                s->manifest_name);
+                info.manifest_name);
     }
 }
 
@@ -497,17 +508,15 @@ static void print_totals(const plan_run *run, const plan_cli *o, loom_session *s
  * the exit code. `ch` is the isolation channel, or NULL in-process. */
 static int run_plan(const plan_cli *o, loom_channel *ch)
 {
-    loom_session s;
+    loom_session *s = NULL;
     loom_error err = {0};
     int rc = open_session(o, ch, &s, &err);
-    if (rc != LOOM_OK) {
-        loom_session_close(&s);
+    if (rc != LOOM_OK)
         return loom_cli_exit_for_status(rc);
-    }
     plan_run run;
-    run_start(&run, o, &s);
+    run_start(&run, o, s);
     for (int32_t k = 0; k < run.n; k++) {
-        rc = plan_iteration(&run, o, ch, &s, k, &err);
+        rc = plan_iteration(&run, o, ch, s, k, &err);
         if (rc != LOOM_OK)
             break;
         if (loom_interrupt_requested()) {
@@ -518,14 +527,14 @@ static int run_plan(const plan_cli *o, loom_channel *ch)
             break;
         }
     }
-    rc = run_end(&run, o, &s, rc, &err);
+    rc = run_end(&run, o, s, rc, &err);
     free(run.curve_text);
     if (rc == LOOM_OK && run.done > 0)
-        print_totals(&run, o, &s, loom_cli_out());
+        print_totals(&run, o, s, loom_cli_out());
     free(run.iter_json);
     free(run.peak);
     free(run.used);
-    loom_session_close(&s);
+    loom_session_close(s);
     /* The outputs appear as a whole: a finished run's, or what an
      * interrupted one kept; after a failure the previous set stays. */
     if (o->out && run.done > 0 && (rc == LOOM_OK || rc == LOOM_EINTERRUPTED)) {

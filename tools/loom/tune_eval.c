@@ -53,13 +53,15 @@ int loom_tune_args(const loom_tune_search *t, const loom_tune_config *c, loom_se
 
 /* 1 when every partitioner of the session is Megatron-LM's (one mixed
  * flow, position s on rank s): the fill bound holds for its plans. */
-static int megatron_partitions(const loom_session *s)
+static int megatron_partitions(loom_session *s)
 {
+    loom_session_info info;
+    loom_session_info_get(s, &info);
     int any = 0;
-    for (int i = 0; i < s->cfg->n_steps; i++) {
-        if (strcmp(s->cfg->steps[i].role, "partitioner") != 0)
+    for (int i = 0; i < info.config->n_steps; i++) {
+        if (strcmp(info.config->steps[i].role, "partitioner") != 0)
             continue;
-        const char *id = loom_pipeline_step_plugin_id(s->pl, i);
+        const char *id = loom_pipeline_step_plugin_id(info.pipeline, i);
         if (!id || (strcmp(id, "org.loom.uniform") && strcmp(id, "org.loom.balanced-dp")))
             return 0;
         any = 1;
@@ -109,10 +111,10 @@ static double fill_bound(const loom_layout_floor *f, int32_t P, double lo)
 }
 
 /* The memory cap of the session's problem. */
-static double cap_of(const loom_session *s)
+static double cap_of(loom_session *s)
 {
-    return s->problem.memory_cap_bytes > 0 ? s->problem.memory_cap_bytes
-                                           : (double)s->problem.cluster->hbm_bytes;
+    const loom_problem *pb = loom_session_problem(s);
+    return pb->memory_cap_bytes > 0 ? pb->memory_cap_bytes : (double)pb->cluster->hbm_bytes;
 }
 
 /* Fills c's bound and static floor from a priced session. With a module
@@ -123,11 +125,11 @@ static double cap_of(const loom_session *s)
  * layers priced at their own TP and copies); a disjoint module's set runs
  * beside the pipeline, so they are left out there. A manifest whose partitioner chooses its own layouts gets no
  * bound: its plan may price modules at layouts other than c's. */
-static int bound_from_floor(const loom_tune_search *t, const loom_session *s,
+static int bound_from_floor(const loom_tune_search *t, loom_session *s,
                             loom_tune_config *c, const loom_layout_floor *f)
 {
     int32_t P = c->par.pp;
-    int listed = s->problem.module_layouts != NULL;
+    int listed = loom_session_problem(s)->module_layouts != NULL;
     double lb = listed ? f->set_work_ms : f->work_ms / P;
     int one_set = !listed || c->module_placement != LOOM_LAYOUT_DISJOINT;
     if (one_set && megatron_partitions(s)) { /* whole microbatches along one chain */
@@ -167,16 +169,16 @@ int loom_tune_bound(const loom_tune_search *t, loom_tune_config *c, loom_error *
     if (rc != LOOM_OK)
         return rc;
     a.iterations = 1;
-    loom_session s;
+    loom_session *s = NULL;
     rc = loom_session_open(&s, &a, err);
     if (rc == LOOM_OK) {
         loom_layout_floor f;
-        rc = loom_session_floor(&s, 0, &f, err);
-        if (rc == LOOM_OK && bound_from_floor(t, &s, c, &f) != LOOM_OK)
+        rc = loom_session_floor(s, 0, &f, err);
+        if (rc == LOOM_OK && bound_from_floor(t, s, c, &f) != LOOM_OK)
             rc = loom_set_error(err, LOOM_ENOMEM, "out of memory");
         loom_layout_floor_clear(&f);
     }
-    loom_session_close(&s);
+    loom_session_close(s);
     if (rc != LOOM_OK && rc != LOOM_ENOMEM && rc != LOOM_EINTERRUPTED) {
         /* the layout cannot be priced: infeasible, with the reason */
         c->static_reason = format("cannot be priced: %s", innermost(err->message));
@@ -236,7 +238,9 @@ static char *failure_reason(const loom_tune_config *c, int rc, const char *messa
 /* Plans every iteration of an open session into r. */
 static int plan_all(loom_session *s, loom_tune_result *r, int *failed, loom_error *err)
 {
-    int32_t n = s->n_iterations, bad = 0;
+    loom_session_info info;
+    loom_session_info_get(s, &info);
+    int32_t n = info.n_iterations, bad = 0;
     for (int32_t k = 0; k < n; k++) {
         loom_plan plan;
         int rc = loom_session_plan(s, k, &plan, err);
@@ -280,16 +284,16 @@ int loom_tune_simulate(const loom_tune_search *t, loom_tune_config *c, loom_erro
     int rc = loom_tune_args(t, c, &a, buf, sizeof buf, err);
     if (rc != LOOM_OK)
         return rc;
-    loom_session s;
+    loom_session *s = NULL;
     int failed = LOOM_OK;
     rc = loom_session_open(&s, &a, err);
     if (rc != LOOM_OK) { /* the layout itself is refused: a reason, not an error */
         failed = rc;
         rc = rc == LOOM_ENOMEM || rc == LOOM_EINTERRUPTED ? rc : LOOM_OK;
     } else {
-        rc = plan_all(&s, r, &failed, err);
+        rc = plan_all(s, r, &failed, err);
     }
-    loom_session_close(&s);
+    loom_session_close(s);
     if (rc != LOOM_OK)
         return rc;
     if (failed == LOOM_ENOMEM || failed == LOOM_EINTERRUPTED)

@@ -76,42 +76,28 @@ typedef struct loom_session_args {
 /* ---- sessions --------------------------------------------------------- */
 
 struct loom_planner_config;
-struct loom_registry;
-struct loom_model_data;
-struct loom_cluster_data;
-struct loom_stage_times_data;
-struct loom_workload;
 
-typedef struct loom_session {
-    struct loom_planner_config *cfg;
-    struct loom_registry *reg;
-    struct loom_pipeline *pl;
-    struct loom_model_data *model;
-    struct loom_cluster_data *cluster;
-    struct loom_stage_times_data *stage_times;
-    struct loom_workload *workload;
-    loom_problem problem;
-    int32_t n_iterations;
-    const char *manifest_name;
-    char manifest_path[4096];
-    /* Per-module layouts (problem.module_layouts points here), NULL for a
-     * single-layout problem; and those a --parallel file gave. Owned. */
-    loom_module_layout *module_layouts;
-    struct loom_layout_spec *parallel_layouts;
-    /* With "choose": "run" in the planner manifest: 1 once the first plan
-     * chose the candidate every iteration uses, and its index. */
-    int run_chosen;
-    int32_t run_candidate;
-    /* Appended: the batch identity of a model problem, global_batch =
-     * micro_batch_size x microbatches x dp (samples per iteration), and
-     * the tokens of one sequence. */
-    int64_t global_batch;
-    int32_t micro_batch_size;
-    int32_t seq_len;
-    /* Appended: the workload in one line, what plans' `workload` points
-     * to ("" for stage-times problems). */
-    char workload_desc[160];
-} loom_session;
+/* A planning session: the manifest, its plugins, the problem and the
+ * workload, opened from loom_session_args. Opaque; loom_session_open
+ * allocates it, loom_session_close frees it, and loom_session_info tells
+ * what it holds. */
+typedef struct loom_session loom_session;
+
+/* What an open session holds, borrowed from it until loom_session_close.
+ * `problem` may be changed between plans (a calibration tool points
+ * problem->cluster at its own copy of the cluster; the pointee must
+ * outlive the session's use of it). */
+typedef struct loom_session_info {
+    loom_problem *problem;
+    int32_t n_iterations;        /* iterations of the workload (1 for stage times) */
+    const char *manifest_name;   /* the planner manifest's "name" */
+    const struct loom_planner_config *config; /* the manifest's pipeline steps */
+    const struct loom_pipeline *pipeline;     /* the loaded steps, for their plugin ids */
+    int64_t global_batch;        /* samples per iteration of a model problem, else 0 */
+    int32_t micro_batch_size;    /* sequences per microbatch (model problems) */
+    int32_t seq_len;             /* tokens per sequence (model problems) */
+    const char *workload_desc;   /* the workload in one line ("" for stage times) */
+} loom_session_info;
 
 LOOM_EXPORT void loom_session_args_init(loom_session_args *a);
 
@@ -137,9 +123,22 @@ LOOM_EXPORT const loom_session_option *loom_session_options(void);
 LOOM_EXPORT int loom_session_args_set(loom_session_args *a, const char *name, const char *value,
                                       loom_error *err);
 
-/* Loads the manifest, the plugins and the problem. On failure the session
- * is still safe to close. */
-LOOM_EXPORT int loom_session_open(loom_session *s, const loom_session_args *a, loom_error *err);
+/* Loads the manifest, the plugins and the problem into a new session,
+ * *out (the caller's, freed by loom_session_close). On failure *out is
+ * NULL and nothing is left allocated. */
+LOOM_EXPORT int loom_session_open(loom_session **out, const loom_session_args *a,
+                                  loom_error *err);
+
+/* Fills *info with what the open session s holds (borrowed pointers). */
+LOOM_EXPORT void loom_session_info_get(loom_session *s, loom_session_info *info);
+
+/* The problem of the open session s (loom_session_info's, borrowed). */
+static inline loom_problem *loom_session_problem(loom_session *s)
+{
+    loom_session_info info;
+    loom_session_info_get(s, &info);
+    return info.problem;
+}
 
 /* 1 when the session's tensor-parallel degree spans several nodes of its
  * cluster (tp above gpus_per_node), with the reason in buf: every layer's
@@ -168,8 +167,8 @@ LOOM_EXPORT int32_t loom_session_progress_curve(const loom_session *s,
 
 /* Prices layer `layer` of module `module` for `shape` under memory policy
  * `policy` with the session's cost model, as the graph builder does, for
- * the session's problem as it stands (a calibration tool may point
- * s->problem.cluster at its own copy of the cluster between calls; the
+ * the session's problem as it stands (a calibration tool may point the
+ * problem's cluster at its own copy between calls, loom_session_info; the
  * pointee must outlive the call). *out is initialised here. LOOM_EINVAL
  * for a stage-times session or a layer the model lacks; the cost model's
  * own errors are prefixed with its plugin id. */
@@ -213,6 +212,8 @@ LOOM_EXPORT int loom_session_floor(loom_session *s, int32_t k, loom_layout_floor
                                    loom_error *err);
 LOOM_EXPORT void loom_layout_floor_clear(loom_layout_floor *f);
 
+/* Closes the session's plugins and frees everything it holds, s itself
+ * included; NULL: nothing. */
 LOOM_EXPORT void loom_session_close(loom_session *s);
 
 #ifdef __cplusplus
