@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include "testutil.h"
 #include <loom/mock_colocated.h>
+#include <loom/mock_interleaver.h>
 
 const loom_plugin_info *loom_static_encoder_first(void);
 
@@ -18,28 +19,10 @@ const loom_plugin_info *loom_static_encoder_first(void);
 static int run(const loom_stage_graph *g, const float *prio, const char *warmup,
                loom_schedule **out, loom_error *err)
 {
-    const loom_interleaver_vtable *vt =
-        (const loom_interleaver_vtable *)loom_static_encoder_first()->role(
-            LOOM_ROLE_INTERLEAVER);
-    ck_assert_ptr_nonnull(vt);
     loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     if (warmup)
         loom_mock_host_set_param(h, "warmup", warmup);
-    void *self = NULL;
-    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL,
-                                &self, err), LOOM_OK);
-    *out = loom_schedule_new(g->n_ranks, g->n_stages);
-    int rc = vt->interleave(self, g, prio, *out, err);
-    if (rc == LOOM_OK) {
-        loom_schedule *again = loom_schedule_new(g->n_ranks, g->n_stages);
-        ck_assert_int_eq(vt->interleave(self, g, prio, again, err), LOOM_OK);
-        ck_assert_int_eq(memcmp(again->order, (*out)->order,
-                                (size_t)g->n_stages * sizeof(int32_t)), 0);
-        loom_schedule_free(again);
-    }
-    vt->destroy(self);
-    loom_mock_host_free(h);
-    return rc;
+    return ik_interleave_on(h, loom_static_encoder_first(), g, prio, out, err);
 }
 
 /* A stage-times graph: P ranks, V chunks, M microbatches, F 1, B 2. */

@@ -44,15 +44,16 @@ static inline loom_stage_graph *ik_st_graph(int P, int M, int V, const double *f
     return g;
 }
 
-/* Runs interleaver `info` over g into a fresh schedule (*out); a second
- * call on the same instance must give the same order. */
-static inline int ik_interleave(const loom_plugin_info *info, const loom_stage_graph *g,
-                                const float *prio, loom_schedule **out, loom_error *err)
+/* Runs interleaver `info` on mock host h (its params set by the caller,
+ * freed here) over g into a fresh schedule (*out); a second call on the
+ * same instance must give the same order. */
+static inline int ik_interleave_on(loom_mock_host *h, const loom_plugin_info *info,
+                                   const loom_stage_graph *g, const float *prio,
+                                   loom_schedule **out, loom_error *err)
 {
     const loom_interleaver_vtable *vt =
         (const loom_interleaver_vtable *)info->role(LOOM_ROLE_INTERLEAVER);
     ck_assert_ptr_nonnull(vt);
-    loom_mock_host *h = loom_test_mock_host(info);
     void *self = NULL;
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
                                 NULL, &self, err), LOOM_OK);
@@ -68,6 +69,13 @@ static inline int ik_interleave(const loom_plugin_info *info, const loom_stage_g
     vt->destroy(self);
     loom_mock_host_free(h);
     return rc;
+}
+
+/* ik_interleave_on with a mock host holding the plugin's manifest defaults. */
+static inline int ik_interleave(const loom_plugin_info *info, const loom_stage_graph *g,
+                                const float *prio, loom_schedule **out, loom_error *err)
+{
+    return ik_interleave_on(loom_test_mock_host(info), info, g, prio, out, err);
 }
 
 /* Asserts every stage appears exactly once, on its own rank. */
