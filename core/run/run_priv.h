@@ -70,9 +70,10 @@ int loom_session_args_take(loom_session_args *a, int argc, char **argv, int *i);
 int loom_session_plan_iteration(loom_session *s, const loom_iteration *it, loom_plan *plan,
                                 loom_error *err);
 
-/* Path of the default planner manifest (first that exists of: the
- * working directory's examples/manifests, the installed data dir, the
- * source tree). */
+/* Path of the default planner manifest, megatron-1f1b, found where
+ * loom_planner_manifest_resolve finds shipped manifests (the working
+ * directory's examples/manifests, the installed data dir, the source
+ * tree); the first of those when none holds it. */
 const char *loom_default_manifest(char *buf, size_t size);
 
 /* ---- isolation (isolate.c) ----------------------------------------------- */

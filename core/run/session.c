@@ -15,13 +15,6 @@
 #include "run_priv.h"
 #include <loom/tokens.h>
 
-#ifndef LOOM_INSTALL_DATA_DIR
-#define LOOM_INSTALL_DATA_DIR "/usr/local/share/loom"
-#endif
-#ifndef LOOM_SOURCE_DIR
-#define LOOM_SOURCE_DIR "."
-#endif
-
 #define LOOM_DEFAULT_ITERATIONS 4
 #define LOOM_MAX_ITERATIONS 100000
 
@@ -173,15 +166,9 @@ int loom_session_args_take(loom_session_args *a, int argc, char **argv, int *i)
 
 const char *loom_default_manifest(char *buf, size_t size)
 {
-    const char *candidates[] = {"examples/manifests/megatron-1f1b.json",
-                                LOOM_INSTALL_DATA_DIR "/manifests/megatron-1f1b.json",
-                                LOOM_SOURCE_DIR "/examples/manifests/megatron-1f1b.json"};
-    for (size_t k = 0; k < sizeof candidates / sizeof candidates[0]; k++)
-        if (access(candidates[k], R_OK) == 0) {
-            snprintf(buf, size, "%s", candidates[k]);
-            return buf;
-        }
-    snprintf(buf, size, "%s", candidates[0]);
+    loom_error ignored;
+    if (loom_planner_manifest_resolve("megatron-1f1b", buf, size, &ignored) != LOOM_OK)
+        snprintf(buf, size, "examples/manifests/megatron-1f1b.json");
     return buf;
 }
 
