@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "engine_api.h"
 #include "pipeline.h"
 #include <loom/sys/planner.h>
