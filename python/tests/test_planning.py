@@ -109,6 +109,22 @@ def test_plan_json(planner):
     assert e.value.message == "rank: expected an integer in [0, 3], found 9"
 
 
+def test_actions_refuse_the_compact_form(planner):
+    # a plan above 65536 stages comes in the compact form (docs/outputs.md):
+    # rank_orders instead of rank_actions; the parsed document stands in for one
+    r = planner.plan(batch(1, n=16))
+    doc = dict(r.plan_json)
+    doc["stages"] = {"columns": ["id"], "rows": [[i] for i in range(70000)]}
+    doc["rank_actions"] = None
+    doc["rank_orders"] = [[] for _ in range(r.ranks)]
+    r._json = doc
+    with pytest.raises(loom.LoomInputError) as e:
+        r.actions(0)
+    assert e.value.message == ('actions: a plan of 70000 stages is in the compact form, which '
+                               'lists each rank\'s stage order (plan_json["rank_orders"]), not '
+                               'its actions')
+
+
 def test_write(planner, tmp_path):
     r = planner.plan(batch(2, n=16))
     out = r.write(tmp_path / "plan")

@@ -89,6 +89,22 @@ def test_plan_from_another_version(onef1b, tmp_path):
     assert "v1.json: loom_plan: expected 2, found 1: a plan from another Loom version" in r.stderr
 
 
+def test_compact_plan_refused(onef1b, tmp_path):
+    # the compact form of plans above 65536 stages (docs/outputs.md): stages as
+    # rows and rank_orders; the executor needs the full form's actions
+    doc = json.loads(onef1b.read_text())
+    cols = ["id", "rank", "kind", "module", "flow", "position", "chunk", "microbatch", "sub",
+            "group", "pair", "start_ms", "end_ms", "mem_delta_bytes", "policy", "fill_hosts"]
+    rows = [[st.get(c, 0) for c in cols] for st in doc["stages"]]
+    doc["stages"] = {"columns": cols, "rows": rows}
+    doc["rank_actions"] = None
+    doc["rank_orders"] = [[] for _ in range(doc["ranks"])]
+    r = execute(rewrite(onef1b, doc, tmp_path, "compact.json"))
+    assert r.returncode == 2
+    assert ("compact.json: stages: expected the full form (a plan of at most 65536 stages), "
+            "found the compact form of a %d-stage plan" % len(rows)) in r.stderr
+
+
 def test_wrong_model_by_name(onef1b):
     r = execute(onef1b, MODELS / "t2v-s.json")
     assert r.returncode == 2
