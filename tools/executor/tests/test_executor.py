@@ -13,6 +13,8 @@ import sys
 import jsonschema
 import pytest
 
+import forked
+
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 EXECUTOR = HERE.parent / "loom_execute.py"
@@ -48,6 +50,13 @@ def plan(tmp_path, name, *args, model=VLM, workload="vlm.jsonl"):
 
 
 def execute(plan_path, model=VLM, *extra):
+    """loom_execute.py in a fork of this process (forked.py): the exit
+    status, standard output and error, as subprocess.run gives them."""
+    return forked.run(["--plan", plan_path, "--model", model, "--timeout", "30", *extra])
+
+
+def execute_script(plan_path, model=VLM, *extra):
+    """The same, through the script's own entry point in a new interpreter."""
     cmd = [sys.executable, str(EXECUTOR), "--plan", str(plan_path), "--model", str(model),
            "--timeout", "30", *extra]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -69,7 +78,7 @@ def onef1b(tmp_path_factory):
 # -- bad input: exit 2 with a message naming the file and the field -------------
 
 def test_missing_plan_file(tmp_path):
-    r = execute(tmp_path / "nope.json")
+    r = execute_script(tmp_path / "nope.json")
     assert r.returncode == 2
     assert "nope.json: cannot read the plan: No such file or directory" in r.stderr
 
@@ -221,9 +230,8 @@ def test_deadlock_names_rank_and_action(onef1b, tmp_path):
     moved = [acts[k], acts[w]]
     rest = [a for i, a in enumerate(acts) if i not in (k, w)]
     doc["rank_actions"][0]["actions"] = moved + rest
-    r = subprocess.run([sys.executable, str(EXECUTOR), "--plan",
-                        str(rewrite(onef1b, doc, tmp_path, "dead.json")), "--model", str(VLM),
-                        "--timeout", "3"], capture_output=True, text=True, timeout=120)
+    r = forked.run(["--plan", rewrite(onef1b, doc, tmp_path, "dead.json"), "--model", VLM,
+                    "--timeout", "3"], timeout=120)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "deadlock  FAIL" in r.stdout
     assert ("rank 0 is stuck on action 1 (wait_irecv stage %d" % acts[k]["stage"]) in r.stdout
@@ -407,12 +415,11 @@ def test_every_shipped_manifest_is_executed():
 
 def test_profile_mode(onef1b, tmp_path):
     csv = tmp_path / "layers.csv"
-    r = subprocess.run([sys.executable, str(EXECUTOR), "--profile", "--plan", str(onef1b),
-                        "--model", str(VLM), "--manifest", str(MANIFESTS / "megatron-1f1b.json"),
-                        "--parallel", "tp=1,pp=2,mb=4", "--profile-csv", str(csv),
-                        "--profile-dir", str(tmp_path / "kept"),
-                        "--iterations", "2", "--json", "--loom", loom_cli()],
-                       capture_output=True, text=True, timeout=300)
+    r = forked.run(["--profile", "--plan", onef1b,
+                    "--model", VLM, "--manifest", MANIFESTS / "megatron-1f1b.json",
+                    "--parallel", "tp=1,pp=2,mb=4", "--profile-csv", csv,
+                    "--profile-dir", tmp_path / "kept",
+                    "--iterations", "2", "--json", "--loom", loom_cli()])
     assert r.returncode == 0, r.stdout + r.stderr
     res = valid(json.loads(r.stdout))
     prof = res["profile"]
