@@ -21,7 +21,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PRESETS = ["vlm-s", "vlm-m", "vlm-l", "t2v-s", "t2v-l", "vlm-xl", "t2v-xl"]
@@ -38,26 +37,25 @@ EXTRA = [("oobleck", "tests/fidelity/models/gpt3-6.7b.json", [
     "--param", "partitioner.nodes=30", "--param", "ranker.nodes=30"], [44000000000])]
 
 
-def plan(loom, manifest, model, out, cap=None, extra=()):
-    """Plans one iteration; returns (exit code, plan.json metrics or None, stderr)."""
+def plan(loom, manifest, model, cap=None, extra=()):
+    """Plans one iteration; returns (exit code, the plan's metrics (--json) or None, stderr)."""
     cmd = [loom, "plan", "--manifest", manifest, "--model", model, "--iterations", "1",
-           "--evaluations", "60", "--quiet", "--out", out] + list(extra)
+           "--evaluations", "60", "--json"] + list(extra)
     if cap is not None:
         cmd += ["--memory-cap", str(cap)]
-    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         return r.returncode, None, r.stderr.strip()
-    with open(os.path.join(out, "plan.json")) as f:
-        return 0, json.load(f)["metrics"], ""
+    return 0, json.loads(r.stdout), ""
 
 
-def check_pair(loom, manifest, model, tmp, extra=()):
+def check_pair(loom, manifest, model, extra=()):
     """(what disagrees, None) or (None, a note: ok or why skipped)."""
-    rc, m, why = plan(loom, manifest, model, os.path.join(tmp, "a"), None, extra)
+    rc, m, why = plan(loom, manifest, model, None, extra)
     if rc != 0 or not m["feasible"]:
         return None, "skipped (%s)" % (why.splitlines()[-1] if why else "over the default cap")
     cap = max(m["peak_mem_bytes"])
-    rc, m2, why = plan(loom, manifest, model, os.path.join(tmp, "b"), cap, extra)
+    rc, m2, why = plan(loom, manifest, model, cap, extra)
     if rc != 0:
         return "refuses a cap of %d bytes, its own plan's peak: %s" % (cap, why), None
     if not m2["feasible"] or max(m2["peak_mem_bytes"]) > cap:
@@ -65,9 +63,9 @@ def check_pair(loom, manifest, model, tmp, extra=()):
     return None, "ok (peak %.2f GiB)" % (cap / 2**30)
 
 
-def check_cap(loom, manifest, model, tmp, extra, cap):
+def check_cap(loom, manifest, model, extra, cap):
     """None when the setup plans within `cap` bytes, else why not."""
-    rc, m, why = plan(loom, manifest, model, os.path.join(tmp, "c"), cap, extra)
+    rc, m, why = plan(loom, manifest, model, cap, extra)
     if rc != 0:
         return "refuses a cap of %d bytes: %s" % (cap, why)
     if not m["feasible"] or max(m["peak_mem_bytes"]) > cap:
@@ -93,18 +91,18 @@ def main():
                   for n, m, extra, caps in EXTRA]
     bad = checked = 0
     for name, model, extra, caps in cases:
-        with tempfile.TemporaryDirectory() as tmp:
-            wrong, note = check_pair(loom, os.path.join(mdir, name + ".json"), model, tmp, extra)
-            for cap in caps if not wrong else ():
-                wrong = check_cap(loom, os.path.join(mdir, name + ".json"), model, tmp, extra, cap)
-                if wrong:
-                    break
+        manifest = os.path.join(mdir, name + ".json")
+        wrong, note = check_pair(loom, manifest, model, extra)
+        for cap in caps if not wrong else ():
+            wrong = check_cap(loom, manifest, model, extra, cap)
             if wrong:
-                bad += 1
-                print("%s on %s: %s" % (name, model, wrong))
-            else:
-                checked += note.startswith("ok")
-                print("%s on %s: %s" % (name, model, note))
+                break
+        if wrong:
+            bad += 1
+            print("%s on %s: %s" % (name, model, wrong))
+        else:
+            checked += note.startswith("ok")
+            print("%s on %s: %s" % (name, model, note))
     print("memory_agree: %d pair(s) checked, %d disagree" % (checked, bad))
     return 1 if bad or not checked else 0
 
