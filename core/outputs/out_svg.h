@@ -12,7 +12,11 @@
 /* At most this many columns over all rank rows together (ranks x
  * columns), so the picture's size does not grow with the stage count. */
 #define LOOM_SVG_AGG_CELLS 1048576
-/* Fewest columns a row gets, however many ranks there are. */
+/* At most this many (column, colour group x kind) busy-time cells in one
+ * row's work buffer (32 MiB), which caps the columns of plans with very
+ * many colour groups. */
+#define LOOM_SVG_AGG_BUSY_CELLS 4194304
+/* Fewest columns a row gets, however many ranks or groups there are. */
 #define LOOM_SVG_AGG_MIN_COLS 16
 
 /* Columns of one aggregated picture and the work buffers of one row. */

@@ -49,7 +49,10 @@ int loom_svg_agg_init(loom_svg_agg *a, const loom_style *st, int32_t n_ranks,
 {
     memset(a, 0, sizeof *a);
     double plot0 = *plot_px;
+    a->n_keys = (st->n_groups > 0 ? st->n_groups : 1) * 4;
     int64_t max_cols = LOOM_SVG_AGG_CELLS / (n_ranks > 0 ? n_ranks : 1);
+    if (max_cols > LOOM_SVG_AGG_BUSY_CELLS / a->n_keys)
+        max_cols = LOOM_SVG_AGG_BUSY_CELLS / a->n_keys;
     if (max_cols < LOOM_SVG_AGG_MIN_COLS)
         max_cols = LOOM_SVG_AGG_MIN_COLS;
     if (max_cols > (int64_t)plot0)
@@ -58,7 +61,6 @@ int loom_svg_agg_init(loom_svg_agg *a, const loom_style *st, int32_t n_ranks,
     a->cols = (int32_t)(plot0 / a->col_px);
     *plot_px = (double)a->cols * a->col_px;
     a->col_ms = span_ms > 0 ? span_ms / a->cols : 1;
-    a->n_keys = st->n_groups * 4;
     size_t cols = (size_t)a->cols, keys = (size_t)a->n_keys;
     a->busy_ms = malloc(sizeof(double) * cols * keys);
     a->cls = malloc(sizeof(int32_t) * cols);

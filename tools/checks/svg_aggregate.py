@@ -7,13 +7,15 @@ Plans stage-times problems of 4 ranks:
     one <rect class="stage"> per stage and no note;
   - 8193 microbatches of F and B under 1F1B (65544 stages) and 2800 of F,
     I and W on two chunks a rank under interleaved 1F1B (67200 stages):
-    the aggregated form. For these it checks that the file is
-    XML, that it carries the note and no stage rectangles, that its size is
-    within the documented bound
-        65536 + R * (2048 + 60 * W + 400 * min(W, 16 * G)) bytes
-    (R ranks, W columns per row, G colour groups), that R * W is within
-    the cell budget, and that every rank row draws exactly the columns
-    recomputed here from plan.json: for each column the (chunk, kind) with
+    the aggregated form; and 32 microbatches on one rank of 2048 chunks
+    (131072 stages, 2048 colour groups), whose columns the busy-cell budget
+    caps. For these it checks that the file is XML, that it carries the
+    note and no stage rectangles, that its size is within the documented
+    bound
+        65536 + 400 * G + R * (2048 + 60 * W + 400 * min(W, 16 * G)) bytes
+    (R ranks, W columns per row, G colour groups), that W is within the
+    cell budgets (R * W <= 2^20 and W * 4G <= 2^22, or 16), and that every
+    rank row draws exactly the columns recomputed here from plan.json: for each column the (chunk, kind) with
     most busy time (fills left out) and the busy share rounded up to a
     quarter, as runs of one path per class, with hatched copies for I and W.
 
@@ -31,6 +33,7 @@ import xml.etree.ElementTree as ET
 NS = "{http://www.w3.org/2000/svg}"
 THRESHOLD = 65536
 CELLS = 1048576
+BUSY_CELLS = 4194304
 MIN_COLS = 16
 KINDS = "FBIW"
 KIND_LABEL = {"F": "F forward", "B": "B backward", "I": "I input gradient",
@@ -171,15 +174,16 @@ def check_aggregated(loom, tmp, name, st, interleaver="1f1b"):
     lanes = [r for r in root.iter(NS + "rect") if r.get("class") == "lane"]
     if len(lanes) != ranks or any(int(r.get("width")) != cols * col_px for r in lanes):
         fail("%s: lanes are not %d x %d px wide" % (name, cols, col_px))
-    if cols > max(MIN_COLS, CELLS // ranks):
-        fail("%s: %d columns for %d ranks exceed the cell budget" % (name, cols, ranks))
     groups = 1 + max(r[6] for r in doc["stages"]["rows"])
-    bound = 65536 + ranks * (2048 + 60 * cols + 400 * min(cols, 16 * groups))
+    if cols > max(MIN_COLS, min(CELLS // ranks, BUSY_CELLS // (4 * groups))):
+        fail("%s: %d columns for %d ranks and %d groups exceed the cell budgets"
+             % (name, cols, ranks, groups))
+    bound = 65536 + 400 * groups + ranks * (2048 + 60 * cols + 400 * min(cols, 16 * groups))
     if size > bound:
         fail("%s: timeline.svg is %d bytes, over the bound %d" % (name, size, bound))
     left, top = int(lanes[0].get("x")), int(lanes[0].get("y"))
     lane = int(lanes[0].get("height"))
-    gap = int(lanes[1].get("y")) - top - lane
+    gap = int(lanes[1].get("y")) - top - lane if ranks > 1 else 0
     span = max([doc["metrics"]["makespan_ms"]] + [r[12] for r in doc["stages"]["rows"]])
     want_rows = expected_rows(doc, cols, span)
     got_rows, hatches = drawn_rows(root, ranks, col_px, left, top, lane, gap)
@@ -224,6 +228,10 @@ def main():
             "kind": "stage-times", "ranks": 4, "microbatches": 2800, "virtual_stages": 2,
             "forward_ms": 1, "input_grad_ms": [1, 0.5] * 4, "weight_grad_ms": 0.75,
             "p2p_ms": 0.1, "activation_bytes": 1}, "interleaved-1f1b")
+        check_aggregated(loom, tmp, "chunks", {
+            "kind": "stage-times", "ranks": 1, "microbatches": 32, "virtual_stages": 2048,
+            "forward_ms": 1, "backward_ms": 2, "p2p_ms": 0, "activation_bytes": 1},
+            "interleaved-1f1b")
     print("svg_aggregate: ok")
 
 
