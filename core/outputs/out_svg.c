@@ -177,9 +177,9 @@ static void agg_note(FILE *out, const loom_plan *plan, const loom_style *st,
                      const loom_svg_agg *a)
 {
     fprintf(out, "<text class=\"note\" x=\"%d\" y=\"%d\" fill=\"#a03000\">Aggregated "
-                 "view: the plan has %d stages, more than %d, so each rank row is drawn as %d columns of %d px, "
-                 "%g ms each.</text>\n", SVG_LEFT, SVG_TOP + 6, plan->graph->n_stages,
-            LOOM_OUT_COMPACT_STAGES, a->cols, a->col_px, a->col_ms);
+                 "view: the plan has %d stages, more than %d, so each rank row is drawn as "
+                 "%d columns of %d px, %g ms each.</text>\n", SVG_LEFT, SVG_TOP + 6,
+            plan->graph->n_stages, LOOM_OUT_COMPACT_STAGES, a->cols, a->col_px, a->col_ms);
     fprintf(out, "<text class=\"note\" x=\"%d\" y=\"%d\" fill=\"#a03000\">A column has the "
                  "colour of the %s and kind that keep the rank busiest in it, and the rank's "
                  "busy share of it as opacity, in quarters; fills, stage numbers and stage "
