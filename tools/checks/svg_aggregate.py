@@ -189,9 +189,12 @@ def check_aggregated(loom, tmp, name, st, interleaver="1f1b"):
     got_rows, hatches = drawn_rows(root, ranks, col_px, left, top, lane, gap)
     for r in range(ranks):
         if got_rows[r] != want_rows[r]:
-            diff = sorted(set(got_rows[r].items()) ^ set(
-                (k, tuple(v)) for k, v in want_rows[r].items()), key=str)[:3]
-            fail("%s: rank %d draws other columns than plan.json gives: %s" % (name, r, diff))
+            got = {(k, tuple(v)) for k, v in got_rows[r].items()}
+            want = {(k, tuple(v)) for k, v in want_rows[r].items()}
+            diff = ["%s %s: %s" % ("drawn" if d in got else "expected", d[0], d[1][:4])
+                    for d in sorted(got ^ want, key=str)[:4]]
+            fail("%s: rank %d draws other columns than plan.json gives: %s"
+                 % (name, r, "; ".join(diff)))
         want_h = sorted(("url(#hatch-%s)" % ("light" if k[1] == "I" else "dark"), v)
                         for k, v in want_rows[r].items() if k[1] in "IW")
         if sorted(hatches[r]) != want_h:
