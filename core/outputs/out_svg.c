@@ -2,10 +2,12 @@
  * rectangle per stage coloured by model module (out_style.h: F lighter, B
  * darker, I and W hatched; a strip at the bottom for the chunk), a legend,
  * a time axis in milliseconds with grid lines, and a width that grows with
- * the plan so that thousands of stages stay apart. No scripts. */
+ * the plan so that thousands of stages stay apart. No scripts. Plans of
+ * more than LOOM_OUT_COMPACT_STAGES stages get aggregated rows instead of
+ * rectangles (out_svg_agg.c) and a note saying so. */
 #include <math.h>
 #include <string.h>
-#include "out_style.h"
+#include "out_svg.h"
 
 #define SVG_MIN_WIDTH 1200   /* px */
 #define SVG_MAX_WIDTH 16000  /* px: the documented cap */
@@ -15,26 +17,10 @@
 #define SVG_TOP 92           /* title and legend */
 #define SVG_TICK_PX 120.0    /* about one axis tick per this many px */
 #define SVG_LABEL_EVERY 2000 /* px between repeated rank labels on wide timelines */
-
-static const char *const kind_label[4] = {
-    "F forward", "B backward", "I input gradient", "W weight gradient"};
+#define SVG_NOTE_PX 36       /* extra room above the lanes for the aggregation note */
 
 /* Grey the kind legend shades. */
 static const unsigned char legend_grey[3] = {120, 120, 120};
-
-/* Writes text with XML special characters escaped. */
-static void xml_text(FILE *out, const char *s)
-{
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", out); break;
-        case '<': fputs("&lt;", out); break;
-        case '>': fputs("&gt;", out); break;
-        case '"': fputs("&quot;", out); break;
-        default: fputc(*s, out);
-        }
-    }
-}
 
 /* The colour of group g as a stage of `kind` shows it. */
 static void kind_hex(const loom_style *st, int32_t g, int kind, char hex[8])
@@ -60,7 +46,7 @@ static void comp_text(FILE *out, const loom_plan *plan, const loom_style *st, in
     for (int32_t i = lo; i < hi; i++) {
         loom_style_group_name(plan, st, st->parts[i].group, name, sizeof name);
         fputs(i > lo ? " + " : " ", out);
-        xml_text(out, name);
+        loom_svg_xml_text(out, name);
         if (hi - lo > 1)
             fprintf(out, " %d", st->parts[i].layers);
     }
@@ -92,7 +78,7 @@ static void legend(FILE *out, const loom_plan *plan, const loom_style *st)
         fprintf(out, "<rect class=\"module\" x=\"%d\" y=\"41\" width=\"14\" height=\"14\" "
                      "fill=\"%s\"/>\n<text x=\"%d\" y=\"52\">", x, hex, x + 20);
         loom_style_group_name(plan, st, gi, name, sizeof name);
-        xml_text(out, name);
+        loom_svg_xml_text(out, name);
         fputs("</text>\n", out);
         x += 40 + 7 * (int)strlen(name);
     }
@@ -114,7 +100,7 @@ static void legend(FILE *out, const loom_plan *plan, const loom_style *st)
         if (k == LOOM_STAGE_I || k == LOOM_STAGE_W)
             fprintf(out, "<rect class=\"hatch\" x=\"%d\" y=\"65\" width=\"14\" height=\"14\" "
                          "fill=\"url(#hatch-%s)\"/>\n", x, k == LOOM_STAGE_I ? "light" : "dark");
-        fprintf(out, "<text x=\"%d\" y=\"76\">%s</text>\n", x + 20, kind_label[k]);
+        fprintf(out, "<text x=\"%d\" y=\"76\">%s</text>\n", x + 20, loom_svg_kind_label(k));
         x += 150;
     }
     fputs("<text x=\"", out);
@@ -186,8 +172,25 @@ static void stage(FILE *out, const loom_plan *plan, const loom_style *st, int32_
     }
 }
 
-/* Writes the whole SVG document. */
-static int write_svg(const loom_plan *plan, const loom_style *st, FILE *out)
+/* The note of an aggregated picture: what a column is and shows. */
+static void agg_note(FILE *out, const loom_plan *plan, const loom_style *st,
+                     const loom_svg_agg *a)
+{
+    fprintf(out, "<text class=\"note\" x=\"%d\" y=\"%d\" fill=\"#a03000\">Aggregated "
+                 "view: the plan has %d stages, more than %d, so each rank row is drawn as "
+                 "%d columns of %d px, %g ms each.</text>\n", SVG_LEFT, SVG_TOP + 6,
+            plan->graph->n_stages, LOOM_OUT_COMPACT_STAGES, a->cols, a->col_px, a->col_ms);
+    fprintf(out, "<text class=\"note\" x=\"%d\" y=\"%d\" fill=\"#a03000\">A column has the "
+                 "colour of the %s and kind that keep the rank busiest in it, and the rank's "
+                 "busy share of it as opacity, in quarters; fills, stage numbers and stage "
+                 "tooltips are left out.</text>\n", SVG_LEFT, SVG_TOP + 22,
+            st->by_module ? "module" : "chunk");
+}
+
+/* Writes the whole SVG document; `agg` is NULL for one rectangle per
+ * stage. */
+static int write_svg(const loom_plan *plan, const loom_style *st, loom_svg_agg *agg,
+                     FILE *out, loom_error *err)
 {
     const loom_stage_graph *g = plan->graph;
     const loom_schedule *sc = plan->schedule;
@@ -197,18 +200,24 @@ static int write_svg(const loom_plan *plan, const loom_style *st, FILE *out)
         if (end[s] > span)
             span = end[s];
     double plot = plot_width(plan, span);
+    if (agg) {
+        int rc = loom_svg_agg_init(agg, st, g->n_ranks, &plot, span, err);
+        if (rc != LOOM_OK)
+            return rc;
+    }
+    int top = SVG_TOP + (agg ? SVG_NOTE_PX : 0);
     int width = SVG_LEFT + (int)plot + SVG_RIGHT;
     double px_per_ms = span > 0 ? plot / span : 0;
     int lane = g->n_ranks <= 16 ? 26 : g->n_ranks <= 64 ? 416 / g->n_ranks + 2 : 8;
     int gap = lane >= 20 ? 6 : 3;
-    int axis_y = SVG_TOP + g->n_ranks * (lane + gap);
+    int axis_y = top + g->n_ranks * (lane + gap);
     int height = axis_y + 40;
 
     fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" "
                  "width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n",
             width, height, width, height);
     fputs("<title>Loom plan ", out);
-    xml_text(out, plan->label);
+    loom_svg_xml_text(out, plan->label);
     fputs("</title>\n", out);
     fputs("<defs>\n"
           "<pattern id=\"hatch-light\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
@@ -222,15 +231,17 @@ static int write_svg(const loom_plan *plan, const loom_style *st, FILE *out)
                  "fill=\"#ffffff\"/>\n", width, height);
     fputs("<g font-family=\"sans-serif\" font-size=\"12\" fill=\"#222222\">\n", out);
     fprintf(out, "<text x=\"%d\" y=\"24\" font-size=\"15\">", SVG_LEFT);
-    xml_text(out, plan->label[0] ? plan->label : "Loom plan");
+    loom_svg_xml_text(out, plan->label[0] ? plan->label : "Loom plan");
     fprintf(out, " - makespan %.3f ms, bubbles %.1f%%, %d stages on %d ranks</text>\n",
             plan->metrics.makespan_ms, plan->metrics.bubble_ratio * 100, g->n_stages,
             g->n_ranks);
     legend(out, plan, st);
+    if (agg)
+        agg_note(out, plan, st, agg);
 
     /* Lanes, grid lines, then the stages over them. */
     for (int32_t r = 0; r < g->n_ranks; r++) {
-        int y = SVG_TOP + r * (lane + gap);
+        int y = top + r * (lane + gap);
         fprintf(out, "<text x=\"8\" y=\"%d\">rank %d</text>\n", y + lane / 2 + 4, r);
         fprintf(out, "<rect class=\"lane\" x=\"%d\" y=\"%d\" width=\"%.0f\" height=\"%d\" "
                      "fill=\"#f2f2f2\"/>\n", SVG_LEFT, y, plot, lane);
@@ -239,10 +250,14 @@ static int write_svg(const loom_plan *plan, const loom_style *st, FILE *out)
     for (int i = 1; span > 0 && i * step <= span * (1 + 1e-9); i++) {
         double x = SVG_LEFT + i * step * px_per_ms;
         fprintf(out, "<line class=\"grid\" x1=\"%.2f\" y1=\"%d\" x2=\"%.2f\" y2=\"%d\" "
-                     "stroke=\"#d8d8d8\"/>\n", x, SVG_TOP - 2, x, axis_y);
+                     "stroke=\"#d8d8d8\"/>\n", x, top - 2, x, axis_y);
     }
     for (int32_t r = 0; r < g->n_ranks; r++) {
-        int y = SVG_TOP + r * (lane + gap);
+        int y = top + r * (lane + gap);
+        if (agg) {
+            loom_svg_agg_row(out, plan, st, agg, r, y, lane, SVG_LEFT);
+            continue;
+        }
         for (int32_t i = sc->rank_off[r]; i < sc->rank_off[r + 1]; i++)
             if (!loom_out_fill_hosts(sc, sc->order[i]))
                 stage(out, plan, st, sc->order[i], px_per_ms, y, lane);
@@ -254,7 +269,7 @@ static int write_svg(const loom_plan *plan, const loom_style *st, FILE *out)
     /* Rank labels again every SVG_LABEL_EVERY px on wide timelines. */
     for (int x = SVG_LEFT + SVG_LABEL_EVERY; x < SVG_LEFT + plot - 100; x += SVG_LABEL_EVERY)
         for (int32_t r = 0; r < g->n_ranks; r++) {
-            int y = SVG_TOP + r * (lane + gap);
+            int y = top + r * (lane + gap);
             fprintf(out, "<rect class=\"tag\" x=\"%d\" y=\"%d\" width=\"46\" height=\"14\" "
                          "rx=\"3\" fill=\"#ffffff\" fill-opacity=\"0.85\"/>\n"
                          "<text x=\"%d\" y=\"%d\" font-size=\"10\">rank %d</text>\n",
@@ -286,7 +301,11 @@ int loom_write_svg(const loom_plan *plan, FILE *out, loom_error *err)
     if (rc == LOOM_OK)
         rc = loom_style_build(plan, &st, err);
     if (rc == LOOM_OK) {
-        rc = write_svg(plan, &st, out);
+        loom_svg_agg agg;
+        int aggregate = plan->graph->n_stages > LOOM_OUT_COMPACT_STAGES;
+        rc = write_svg(plan, &st, aggregate ? &agg : NULL, out, err);
+        if (aggregate)
+            loom_svg_agg_free(&agg);
         loom_style_free(&st);
     }
     return loom_out_end(&frame, out, "timeline.svg", rc, err);

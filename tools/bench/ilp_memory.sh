@@ -8,7 +8,7 @@
 #     line per evaluation of the search with the time of its ILP part
 #     (rows, bounds, LPs, branch and bound); the script prints the median,
 #     the 90th percentile and how many evaluations the search made.
-#  2. loom_bench_ilp_memory (plugins/ilp-memory): one VLM-M iteration's
+#  2. loom_bench_ilp_memory (tools/bench/ilp_memory/): one VLM-M iteration's
 #     stage graph and schedule handed to the tuner alone, the cap halfway
 #     between the most frugal and the all-NONE peak; median wall time of a
 #     whole tune() call (candidates, greedy warm starts, ILP) and of the

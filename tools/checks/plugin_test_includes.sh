@@ -4,7 +4,8 @@
 #
 #   plugin_test_includes.sh <source dir>
 #
-# Every #include of every plugins/<X>/test_*.c, and of every test helper
+# Every #include of every plugins/<X>/**/test_*.c and test_*.h (subfolders
+# included), and of every test helper
 # in sdk/mock/loom/ that such a test includes, must name one of:
 #   - a header of the SDK: <loom/...> found in sdk/include, in a kit's
 #     include folder (sdk/kits/*/include) or in sdk/mock;
@@ -60,7 +61,7 @@ bad_includes() {
 
 files=0
 bad=0
-for file in plugins/*/test_*.c sdk/mock/loom/*.h; do
+while IFS= read -r file; do
     [ -f "$file" ] || continue
     files=$((files + 1))
     own=""
@@ -70,7 +71,8 @@ for file in plugins/*/test_*.c sdk/mock/loom/*.h; do
         printf '%s\n' "$out"
         bad=$((bad + 1))
     fi
-done
+done < <(find plugins -mindepth 2 -type f \( -name 'test_*.c' -o -name 'test_*.h' \) |
+         LC_ALL=C sort; printf '%s\n' sdk/mock/loom/*.h)
 
 if [ "$files" -eq 0 ]; then
     echo "$0: no plugin test under $1/plugins" >&2

@@ -1,0 +1,1 @@
+/* An SDK header for the guard fixture. */
