@@ -150,9 +150,9 @@ static int64_t max_peak(const cJSON *r)
  * rule; the per-layer figures are test_infeasible.c's):
  *   text-encoder layer: 487,608,320 parameters, static 2.25 bytes each =
  *     1,097,118,720; stores 64 * 5120 * 34 / 8 = 1,392,640 bytes a microbatch
- *   its embedding: 152064 * 5120 * 2.25 = 1,751,777,280, half at the rank of
- *     its first layer and half at the rank of its last (the whole on a rank
- *     holding both)
+ *   its embedding: 152064 * 5120 * 2.25 = 1,751,777,280, whole at the rank of
+ *     its first layer (an encoder has no output head; a backbone's embedding
+ *     and head would go half to its first layer's rank, half to its last's)
  *   dit layer: 528,506,880 parameters, static 1,189,140,480; stores
  *     13 * 4608 * 6144 * 42 / 8 = 1,932,263,424 bytes a microbatch
  *
@@ -160,11 +160,11 @@ static int64_t max_peak(const cJSON *r)
  * 8 - 5 = 3 microbatches in flight under 1F1B:
  *   14 * 1,189,140,480 + 3 * 14 * 1,932,263,424
  *   = 16,647,966,720 + 81,155,063,808 = 97,803,030,528 bytes (91.086 GiB);
- * the other ranks hold less: rank 4 (text layers 56-63 with half the
- * embedding, dit 0-5, 4 in flight) 15,911,792,640 + 875,888,640 +
- * 4 * (8 * 1,392,640 + 6 * 1,932,263,424) = 63,206,567,936; rank 6 (14 dit,
- * 2 in flight) 70,751,342,592; rank 0 (text 0-13, half the embedding, 8 in
- * flight) 16,391,526,400.
+ * the other ranks hold less: rank 4 (text layers 56-63, dit 0-5, 4 in
+ * flight) 15,911,792,640 + 4 * (8 * 1,392,640 + 6 * 1,932,263,424)
+ * = 62,330,679,296; rank 6 (14 dit, 2 in flight) 70,751,342,592; rank 0
+ * (text 0-13, the whole embedding, 8 in flight) 14 * 1,097,118,720 +
+ * 1,751,777,280 + 8 * 14 * 1,392,640 = 17,267,415,040.
  *
  * Balanced split, vpp 2: rank 0's chunk 0 holds the 64 text layers and dit
  * 0-2, its chunk 1 dit 24-26. Static: 64 * 1,097,118,720 + 1,751,777,280 +
@@ -182,12 +182,17 @@ static int64_t max_peak(const cJSON *r)
  *   = 79,102,218,240 + 94,174,707,712 + 40,577,531,904
  *   = 213,854,457,856 bytes = 199.167 GiB (/ 2^30, 3 decimals). */
 #define UNIFORM_VPP1_PEAK 97803030528LL
+#define UNIFORM_VPP1_RANK0 17267415040LL
+#define UNIFORM_VPP1_RANK4 62330679296LL
 #define BALANCED_VPP2_PEAK 213854457856LL
 
 START_TEST(min_latency_prefers_feasible)
 {
     /* the arithmetic above */
     ck_assert_int_eq(14LL * 1189140480 + 3LL * 14 * 1932263424, UNIFORM_VPP1_PEAK);
+    ck_assert_int_eq(14LL * 1097118720 + 1751777280 + 8LL * 14 * 1392640, UNIFORM_VPP1_RANK0);
+    ck_assert_int_eq(8LL * 1097118720 + 6LL * 1189140480 + 4LL * (8 * 1392640 + 6LL * 1932263424),
+                     UNIFORM_VPP1_RANK4);
     ck_assert_int_eq(64LL * 1097118720 + 1751777280 + 6LL * 1189140480 +
                          16LL * (64 * 1392640 + 3LL * 1932263424) + 7LL * 3 * 1932263424,
                      BALANCED_VPP2_PEAK);
@@ -219,6 +224,10 @@ START_TEST(min_latency_prefers_feasible)
     ck_assert_msg(r, "%s", out);
     free(out);
     ck_assert_int_eq(max_peak(r), UNIFORM_VPP1_PEAK);
+    /* the text encoder's embedding sits whole with its first layer */
+    const cJSON *peaks = cJSON_GetObjectItem(r, "peak_mem_bytes");
+    ck_assert_int_eq((int64_t)cJSON_GetArrayItem(peaks, 0)->valuedouble, UNIFORM_VPP1_RANK0);
+    ck_assert_int_eq((int64_t)cJSON_GetArrayItem(peaks, 4)->valuedouble, UNIFORM_VPP1_RANK4);
     double chosen_ms = cJSON_GetObjectItem(r, "mean_iteration_ms")->valuedouble;
     cJSON_Delete(r);
     static const char *const parts[] = {"uniform",

@@ -1,6 +1,7 @@
 /* cost_static.c - the static memory of a rank: the parameters, gradients
- * and optimizer states of every layer placed on it, plus the embedding or
- * head of a module whose first or last layer it holds. */
+ * and optimizer states of every layer placed on it, plus the embedding of
+ * a module whose first layer it holds and the head of a backbone or decoder
+ * whose last layer it holds. */
 #include "cost_rules.h"
 
 /* *total += add, failing when the rank's static bytes would pass 2^62
@@ -54,6 +55,21 @@ static loom_shape static_shape(const loom_problem *pb, const loom_partition *pt,
     return shape;
 }
 
+/* The share of module_extra (the embedding, and the output head of a
+ * backbone or decoder) a span holds, as 1/parts; 0 when it holds none. A
+ * backbone or decoder keeps its embedding with its first layer and its
+ * head with its last: half at each, the whole on a span holding both. Any
+ * other module has only the input embedding, whole with its first layer. */
+static int extra_parts(const loom_module *mod, const loom_span *sp)
+{
+    int first = sp->first_layer == 0, last = sp->first_layer + sp->n_layers == mod->n_layers;
+    if (mod->vocab <= 0)
+        return 0;
+    if (mod->kind != LOOM_MODULE_BACKBONE && mod->kind != LOOM_MODULE_DECODER)
+        return first ? 1 : 0;
+    return first && last ? 1 : first || last ? 2 : 0;
+}
+
 int loom_cost_span_static(const loom_cost_source *src, const loom_problem *pb,
                           const loom_partition *pt, const loom_span *sp, int64_t *bytes,
                           double *params, double *trainable, double *trainable2,
@@ -73,17 +89,15 @@ int loom_cost_span_static(const loom_cost_source *src, const loom_problem *pb,
         element = loom_layer_cost_element_bytes(&c);
         add_params(mod, (double)c.param_bytes / element, params, trainable, trainable2);
     }
-    int first = sp->first_layer == 0, last = sp->first_layer + sp->n_layers == mod->n_layers;
-    if (mod->vocab > 0 && (first || last)) {
+    int parts = extra_parts(mod, sp);
+    if (parts > 0) {
         int64_t pbytes = 0, sbytes = 0;
         int rc = src->module_extra(src->ctx, sp->module, shape.tp, &pbytes, &sbytes, err);
         if (rc != LOOM_OK)
             return rc;
-        int64_t share = (pbytes + sbytes) / ((first && last) ? 1 : 2);
-        if (add_bytes(bytes, share, -1, err) != LOOM_OK)
+        if (add_bytes(bytes, (pbytes + sbytes) / parts, -1, err) != LOOM_OK)
             return LOOM_EINVAL;
-        add_params(mod, (double)pbytes / element / ((first && last) ? 1 : 2), params, trainable,
-                   trainable2);
+        add_params(mod, (double)pbytes / element / parts, params, trainable, trainable2);
     }
     return LOOM_OK;
 }
