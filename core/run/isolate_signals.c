@@ -152,7 +152,12 @@ void loom_iso_child_setup(pid_t parent, const sigset_t *mask)
         if (sigaction(fwd_signals[k], NULL, &sa) == 0 && is_handler(&sa))
             signal(fwd_signals[k], SIG_DFL);
     }
-    signal(SIGINT, child_on_sigint);
+    struct sigaction on_int; /* stays installed: signal() may reset it after one delivery */
+    memset(&on_int, 0, sizeof on_int);
+    on_int.sa_handler = child_on_sigint;
+    sigemptyset(&on_int.sa_mask);
+    on_int.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &on_int, NULL);
     signal(SIGPIPE, SIG_IGN);
     signal(SIGTTOU, SIG_IGN); /* a background group may still write to the terminal */
     signal(SIGTTIN, SIG_IGN);
