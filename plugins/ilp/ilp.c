@@ -127,7 +127,20 @@ static int ilpi_incumbent(ilpi_self *s, loom_ilpi_problem *pb, int32_t *rank_off
             ilpi_keep(pb, loom_ilpi_replay(pb, rank_off, order, NULL), rank_off, order,
                       out, best);
     }
-    return LOOM_OK;
+    double root_ms = pb->lower_bound_ms;
+    int rc = loom_ilpi_root_bound(s->host, pb, &root_ms, err);
+    if (rc != LOOM_OK)
+        return rc;
+    if (*best >= 0.0 && *best <= root_ms * (1.0 + 1e-9))
+        return LOOM_OK; /* optimal already */
+    pb->lower_bound_ms = root_ms > pb->lower_bound_ms ? root_ms : pb->lower_bound_ms;
+    /* microbatch priority orders, within a quarter of the time limit */
+    double deadline = s->host->now_ms() + 0.25 * s->timeout_ms;
+    rc = loom_ilpi_warm_prio(s->host, pb, deadline, rank_off, order, out->rank_off,
+                                 out->order, best, err);
+    out->n_ranks = g->n_ranks;
+    out->n_stages = g->n_stages;
+    return rc;
 }
 
 /* Writes an optimal per-rank order (see the file comment). */

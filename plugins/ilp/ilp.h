@@ -68,6 +68,26 @@ enum loom_ilpi_rule {
 double loom_ilpi_list(loom_ilpi_problem *pb, int rule, int32_t *rank_off,
                       int32_t *order);
 
+/* loom_ilpi_list with the microbatches' ties broken by mb_key (one per
+ * microbatch, lower first) instead of their ids; a NULL mb_key is the
+ * plain rule. */
+double loom_ilpi_list_keyed(loom_ilpi_problem *pb, int rule, const int32_t *mb_key,
+                            int32_t *rank_off, int32_t *order);
+
+/* Warm start over microbatch priority orders (ilp_prio.c): list
+ * schedules under the backward-first and longest-tail rules with the
+ * microbatches ranked by total work ascending and descending, by
+ * forward work (shortest / longest first), by Johnson's rule on
+ * (forward, backward) work, and - when there are at most max_perm_mb
+ * microbatches - every order, until deadline_ms (host clock). The best
+ * order that fits the cap goes to best_off / best_order when it beats
+ * *best_ms (< 0: none yet), which it then holds. rank_off / order are
+ * scratch. LOOM_ENOMEM. */
+int loom_ilpi_warm_prio(const loom_host_api *host, loom_ilpi_problem *pb,
+                        double deadline_ms, int32_t *rank_off, int32_t *order,
+                        int32_t *best_off, int32_t *best_order, double *best_ms,
+                        loom_error *err);
+
 /* What loom_ilpi_search found. */
 typedef struct loom_ilpi_result {
     double makespan_ms;    /* of the best order known (the incumbent when
@@ -88,6 +108,12 @@ typedef struct loom_ilpi_result {
 int loom_ilpi_search(const loom_host_api *host, loom_ilpi_problem *pb,
                      double incumbent_ms, double timeout_ms, int32_t *rank_off,
                      int32_t *order, loom_ilpi_result *res, loom_error *err);
+
+/* The root bound loom_ilpi_search starts from (without an incumbent):
+ * the analysis bound raised by the tails through identical microbatches,
+ * the memory floors and the one-rank preemptive bound. LOOM_ENOMEM. */
+int loom_ilpi_root_bound(const loom_host_api *host, loom_ilpi_problem *pb, double *lb_ms,
+                         loom_error *err);
 
 /* The answer for the last graph solved, shared by every instance through
  * the plugin state (ilp_cache.c). Thread-safe. */

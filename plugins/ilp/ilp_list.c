@@ -83,9 +83,11 @@ double loom_ilpi_replay(loom_ilpi_problem *pb, const int32_t *rank_off,
 }
 
 /* 1 when stage a (start at ta) should go before stage b (at tb) under
- * `rule`: earlier start first, then the rule's preference, then the id. */
-static int ilpi_before(const loom_ilpi_problem *pb, int rule, int32_t a,
-                       double ta, int32_t b, double tb)
+ * `rule`: earlier start first, then the rule's preference, then the
+ * microbatch's key (mb_key[m], or m when mb_key is NULL; lower first),
+ * then the id. */
+static int ilpi_before(const loom_ilpi_problem *pb, int rule, const int32_t *mb_key,
+                       int32_t a, double ta, int32_t b, double tb)
 {
     const loom_stage_graph *g = pb->g;
     if (ta != tb)
@@ -96,8 +98,12 @@ static int ilpi_before(const loom_ilpi_problem *pb, int rule, int32_t a,
     if (rule == LOOM_ILPI_FORWARD_FIRST && fa != fb)
         return fa;
     if (rule != LOOM_ILPI_LONGEST_TAIL) {
-        if (g->microbatch[a] != g->microbatch[b])
-            return g->microbatch[a] < g->microbatch[b];
+        int32_t ma = g->microbatch[a], mbb = g->microbatch[b];
+        if (mb_key && ma >= 0 && mbb >= 0 && ma < g->n_microbatches &&
+            mbb < g->n_microbatches && mb_key[ma] != mb_key[mbb])
+            return mb_key[ma] < mb_key[mbb];
+        if (ma != mbb)
+            return ma < mbb;
         if (g->sub[a] != g->sub[b])
             return g->sub[a] < g->sub[b];
     }
@@ -109,6 +115,13 @@ static int ilpi_before(const loom_ilpi_problem *pb, int rule, int32_t a,
 /* List schedule under `rule` (see header). */
 double loom_ilpi_list(loom_ilpi_problem *pb, int rule, int32_t *rank_off,
                       int32_t *order)
+{
+    return loom_ilpi_list_keyed(pb, rule, NULL, rank_off, order);
+}
+
+/* List schedule under `rule` and microbatch keys (see header). */
+double loom_ilpi_list_keyed(loom_ilpi_problem *pb, int rule, const int32_t *mb_key,
+                            int32_t *rank_off, int32_t *order)
 {
     const loom_stage_graph *g = pb->g;
     int32_t n = pb->n, P = pb->n_ranks;
@@ -134,7 +147,7 @@ double loom_ilpi_list(loom_ilpi_problem *pb, int rule, int32_t *rank_off,
             if (ready < 0.0 || !ilpi_fits(g, v, (int64_t)mem[r]))
                 continue;
             double t = ready > free_ms[r] ? ready : free_ms[r];
-            if (best < 0 || ilpi_before(pb, rule, v, t, best, best_t)) {
+            if (best < 0 || ilpi_before(pb, rule, mb_key, v, t, best, best_t)) {
                 best = v;
                 best_t = t;
             }
