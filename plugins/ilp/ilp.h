@@ -33,6 +33,7 @@ typedef struct loom_ilpi_problem {
     double lower_bound_ms; /* max(critical path, per-rank load bound) */
     double *work;          /* scratch of replay / list: 3n + 3 * ranks */
     int32_t *cursor;       /* scratch: n_ranks + 1 */
+    int32_t *iwork;        /* scratch of list: 2n + 2 */
 } loom_ilpi_problem;
 
 /* Analyses g: successors, a topological order, reachability, earliest

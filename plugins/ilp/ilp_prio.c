@@ -61,12 +61,18 @@ static void prio_sort(int32_t *perm, const double *score, int32_t M)
 }
 
 /* The rankings by rule: total work and forward work ascending and
- * descending, and Johnson's rule (forward < backward first by forward
- * ascending, then the rest by backward descending). */
+ * descending, Johnson's rule (forward < backward first by forward
+ * ascending, then the rest by backward descending), and the lightest
+ * microbatch first with the rest by total work descending (the lightest
+ * fills the pipeline, the next lightest drains it). */
 static void prio_rules(prio_run *run, const prio_mb *w, int32_t M, double *score,
                        int32_t *perm, int32_t *key)
 {
-    for (int rule = 0; rule < 5; rule++) {
+    int32_t light = 0;
+    for (int32_t m = 1; m < M; m++)
+        if (w[m].fwd_ms + w[m].bwd_ms < w[light].fwd_ms + w[light].bwd_ms)
+            light = m;
+    for (int rule = 0; rule < 6; rule++) {
         for (int32_t m = 0; m < M; m++) {
             double tot = w[m].fwd_ms + w[m].bwd_ms;
             switch (rule) {
@@ -74,8 +80,11 @@ static void prio_rules(prio_run *run, const prio_mb *w, int32_t M, double *score
             case 1: score[m] = -tot; break;
             case 2: score[m] = w[m].fwd_ms; break;
             case 3: score[m] = -w[m].fwd_ms; break;
-            default: /* Johnson: a first group by forward, then by -backward */
+            case 4: /* Johnson: a first group by forward, then by -backward */
                 score[m] = w[m].fwd_ms < w[m].bwd_ms ? w[m].fwd_ms - 1e300 : -w[m].bwd_ms;
+                break;
+            default: /* the lightest first, then the heaviest */
+                score[m] = m == light ? -1e300 : -tot;
                 break;
             }
         }
