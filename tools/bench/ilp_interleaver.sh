@@ -8,7 +8,8 @@
 #   dynapipe-hetero  P = 4, M = 8, F = 1, B = 2 (not split), no cap,
 #              microbatch scales 1, .8, 1.2, .9, 1.1, .7, 1.4, .6
 #   mb-scales  P = 4, M = 8, F = I = W = 1, cap 4, the same scales
-# For each: makespan, whether ilp proved it (plan.json interleaver_bound_ms
+# (The unsplit one is compared with dual-queue, as zero-bubble needs split
+# backward stages.) For each: makespan, whether ilp proved it (plan.json interleaver_bound_ms
 # equals makespan_ms), the lower bound and gap from plan.json, and the
 # planning time `loom plan --json` reports (partition + search + final
 # replay, one ilp search per plan).
@@ -61,7 +62,9 @@ printf '%-15s %-12s %10s %7s %10s %8s %12s\n' problem interleaver makespan prove
 for p in $problems $(seq -f 'random-%g' 0 $((random_n - 1)) 2>/dev/null | head -n "$random_n"); do
   src=$dir/$p.json
   case $p in random-*) src=$tmp/$p.json ;; esac
-  for il in ilp zero-bubble; do
+  heuristic=zero-bubble # needs split backward; whole backward stages: dual-queue
+  if grep -q '"backward_ms"' "$src"; then heuristic=dual-queue; fi
+  for il in ilp $heuristic; do
     args=(plan --quiet --stage-times "$src" --use "interleaver=$il" --out "$tmp/$p-$il" --json)
     if [ "$il" = ilp ]; then args+=(--param "interleaver.timeout_ms=$timeout_ms"); fi
     LOOM_PLUGIN_PATH= "$loom" "${args[@]}" > "$tmp/$p-$il.json" 2>/dev/null
