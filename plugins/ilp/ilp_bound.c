@@ -2,8 +2,10 @@
  * ilp_bound.c - the lower bound at a node of the exact interleaver's
  * search: longest paths through heads and tails, per rank the earliest
  * head + remaining work + the shortest tail after, Jackson's preemptive
- * one-rank schedule, and with a memory cap the memory floors of the
- * stages that allocate (docs/memory-and-ilp.md).
+ * one-rank schedule, with a memory cap the memory floors of the stages
+ * that allocate, and, once an incumbent is known, the orders it forces
+ * on a rank (pairs and edge finding) raising heads and tails
+ * (docs/memory-and-ilp.md).
  */
 #include <math.h>
 #include "ilp_bnb.h"
@@ -259,6 +261,73 @@ static int bnb_pair_floors(loom_ilpi_bnb *b)
     return raised;
 }
 
+/* Edge finding on one rank's unplaced stages list[0..m) with releases
+ * a, tails after c (both per stage) and durations: for a stage v and a
+ * set S of others (the k with the largest c, for every k), if
+ * min a(S + v) + d(S + v) + min c(S) reaches the incumbent, the last of
+ * S + v to run cannot be in S, so in a better completion v runs after
+ * every stage of S and starts no earlier than min a(S) + d(S): floor[v]
+ * is raised to that. by_c: scratch of m. Returns 1 when a floor rose. */
+static int bnb_edge_rank(loom_ilpi_bnb *b, const int32_t *list, int32_t m, int32_t *by_c,
+                         const double *a, const double *c, double *floor)
+{
+    const loom_stage_graph *g = b->g;
+    double ub = b->best_ms - b->tol;
+    int raised = 0;
+    for (int32_t i = 0; i < m; i++)
+        by_c[i] = list[i];
+    for (int32_t x = 1; x < m; x++) { /* by c descending */
+        int32_t u = by_c[x], y = x - 1;
+        while (y >= 0 && c[by_c[y]] < c[u]) {
+            by_c[y + 1] = by_c[y];
+            y--;
+        }
+        by_c[y + 1] = u;
+    }
+    for (int32_t i = 0; i < m; i++) {
+        int32_t v = list[i];
+        double best = 0.0, sum = 0.0, amin = INFINITY;
+        for (int32_t k = 0; k < m; k++) {
+            int32_t u = by_c[k];
+            if (u == v)
+                continue;
+            sum += g->duration_ms[u];
+            amin = a[u] < amin ? a[u] : amin;
+            double a_all = a[v] < amin ? a[v] : amin;
+            if (a_all + sum + g->duration_ms[v] + c[u] >= ub && amin + sum > best)
+                best = amin + sum;
+        }
+        if (best > a[v] + b->tol && best > floor[v] + b->tol) {
+            floor[v] = best;
+            raised = 1;
+        }
+    }
+    return raised;
+}
+
+/* Edge finding on every rank, for heads (v after a set) and, mirrored,
+ * for the work after a stage (v before a set). Returns 1 when a floor
+ * rose. */
+static int bnb_edge_find(loom_ilpi_bnb *b)
+{
+    const loom_ilpi_problem *pb = b->pb;
+    const loom_stage_graph *g = b->g;
+    int raised = 0;
+    for (int32_t v = 0; v < b->n; v++)
+        b->jps_rem[v] = b->start[v] < 0.0 ? b->qd[v] - g->duration_ms[v] : 0.0;
+    for (int32_t r = 0; r < b->P; r++) {
+        int32_t m = 0;
+        for (int32_t i = pb->rank_off[r]; i < pb->rank_off[r + 1]; i++)
+            if (b->start[pb->rank_stages[i]] < 0.0)
+                b->fcand[m++] = pb->rank_stages[i];
+        if (m < 2)
+            continue;
+        raised |= bnb_edge_rank(b, b->fcand, m, b->tcand, b->head, b->jps_rem, b->floor);
+        raised |= bnb_edge_rank(b, b->fcand, m, b->tcand, b->jps_rem, b->head, b->tfloor);
+    }
+    return raised;
+}
+
 /* Lower bound of every completion of the node. */
 double loom_ilpi_bound(loom_ilpi_bnb *b)
 {
@@ -286,6 +355,7 @@ double loom_ilpi_bound(loom_ilpi_bnb *b)
         int raised = bnb_pair_floors(b);
         if (raised < 0)
             return INFINITY;
+        raised |= bnb_edge_find(b);
         if (!raised)
             break;
         bnb_tails(b);
