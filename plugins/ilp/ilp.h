@@ -110,12 +110,6 @@ int loom_ilpi_search(const loom_host_api *host, loom_ilpi_problem *pb,
                      double incumbent_ms, double timeout_ms, int32_t *rank_off,
                      int32_t *order, loom_ilpi_result *res, loom_error *err);
 
-/* The root bound loom_ilpi_search starts from (without an incumbent):
- * the analysis bound raised by the tails through identical microbatches,
- * the memory floors and the one-rank preemptive bound. LOOM_ENOMEM. */
-int loom_ilpi_root_bound(const loom_host_api *host, loom_ilpi_problem *pb, double *lb_ms,
-                         loom_error *err);
-
 /* The answer for the last graph solved, shared by every instance through
  * the plugin state (ilp_cache.c). Thread-safe. */
 typedef struct loom_ilpi_cache loom_ilpi_cache;

@@ -330,20 +330,6 @@ static int bnb_setup(loom_ilpi_bnb *b, const loom_host_api *host, loom_ilpi_prob
     return LOOM_OK;
 }
 
-/* The search's root bound (see header). */
-int loom_ilpi_root_bound(const loom_host_api *host, loom_ilpi_problem *pb, double *lb_ms,
-                         loom_error *err)
-{
-    loom_ilpi_bnb b;
-    int rc = bnb_setup(&b, host, pb, 0.0, err);
-    if (rc != LOOM_OK)
-        return rc;
-    *lb_ms = b.root_lb;
-    loom_ilpi_memo_free(&b);
-    bnb_free(&b);
-    return LOOM_OK;
-}
-
 /* Searches (see header). */
 int loom_ilpi_search(const loom_host_api *host, loom_ilpi_problem *pb,
                      double incumbent_ms, double timeout_ms, int32_t *rank_off,
