@@ -8,7 +8,9 @@
  * derived from the cap, P and 2P microbatches; the best that fits the cap
  * is the incumbent. When it meets the lower bound it is optimal at once;
  * otherwise the branch and bound of ilp_bnb.c searches for better orders
- * within timeout_ms and proves the optimum when it finishes. One solve
+ * and proves the optimum when it finishes: first with a tenth of
+ * timeout_ms, then (when the clock stopped it) after the microbatch
+ * priority sweep of ilp_prio.c with what is left. One solve
  * per graph: the answer is cached in the plugin state, so the search's
  * evaluators and the final replay of a plan share it. Group priorities
  * are ignored: the optimum does not depend on them. Graphs with more than

@@ -19,8 +19,11 @@
  * durations assumed; see docs/memory-and-ilp.md). Without an incumbent
  * the search looks below the sum of every duration and transfer.
  *
- * A stage becomes ready only after its twin in the previous identical
- * microbatch is placed (ilp_twins.c); the bound is ilp_bound.c's.
+ * Without a cap, moving o* first never breaks a memory limit, so no idle
+ * child is made. A stage becomes ready only after its twin in the
+ * previous identical microbatch is placed (ilp_twins.c); the bound is
+ * ilp_bound.c's, and nodes dominated by a settled node with the same
+ * placed stages are cut (ilp_memo.c).
  */
 #include <math.h>
 #include <string.h>
