@@ -30,7 +30,8 @@ typedef struct loom_ilpi_problem {
                               on u, directly or not */
     int32_t *rank_off;     /* n_ranks + 1: stages of each rank, by id */
     int32_t *rank_stages;
-    double lower_bound_ms; /* max(critical path, per-rank load bound) */
+    double lower_bound_ms; /* max(critical path, per-rank load bound); ilp.c
+                              raises it to a search's root bound */
     double *work;          /* scratch of replay / list: 3n + 3 * ranks */
     int32_t *cursor;       /* scratch: n_ranks + 1 */
     int32_t *iwork;        /* scratch of list: 2n + 2 */
@@ -79,8 +80,9 @@ double loom_ilpi_list_keyed(loom_ilpi_problem *pb, int rule, const int32_t *mb_k
  * schedules under the backward-first and longest-tail rules with the
  * microbatches ranked by total work ascending and descending, by
  * forward work (shortest / longest first), by Johnson's rule on
- * (forward, backward) work, and - when there are at most max_perm_mb
- * microbatches - every order, until deadline_ms (host clock). The best
+ * (forward, backward) work, the lightest first then by work descending,
+ * and - with at most 8 microbatches - every order until deadline_ms
+ * (host clock) or until an order meets pb->lower_bound_ms. The best
  * order that fits the cap goes to best_off / best_order when it beats
  * *best_ms (< 0: none yet), which it then holds. rank_off / order are
  * scratch. LOOM_ENOMEM. */

@@ -2,7 +2,8 @@
  * optimum over every per-rank order (simulated with the core simulator)
  * on small non-uniform instances, with and without a memory cap and with
  * split backward; never beaten by 1f1b, gpipe or dual-queue; the P = 4,
- * M = 8 closed form; params and errors. */
+ * M = 8 closed form; the uneven-microbatch DynaPipe case proven at 29.1;
+ * params and errors. */
 #include <loom/mock_host.h>
 
 #include <math.h>
