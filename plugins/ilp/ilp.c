@@ -8,7 +8,9 @@
  * derived from the cap, P and 2P microbatches; the best that fits the cap
  * is the incumbent. When it meets the lower bound it is optimal at once;
  * otherwise the branch and bound of ilp_bnb.c searches for better orders
- * within timeout_ms and proves the optimum when it finishes. One solve
+ * and proves the optimum when it finishes: first with a tenth of
+ * timeout_ms, then (when the clock stopped it) after the microbatch
+ * priority sweep of ilp_prio.c with what is left. One solve
  * per graph: the answer is cached in the plugin state, so the search's
  * evaluators and the final replay of a plan share it. Group priorities
  * are ignored: the optimum does not depend on them. Graphs with more than
@@ -130,6 +132,57 @@ static int ilpi_incumbent(ilpi_self *s, loom_ilpi_problem *pb, int32_t *rank_off
     return LOOM_OK;
 }
 
+/* Merges a search's result: its orders (in rank_off / order) into out
+ * when they beat *best. */
+static void ilpi_merge(const loom_stage_graph *g, const loom_ilpi_result *r,
+                       const int32_t *rank_off, const int32_t *order, loom_schedule *out,
+                       double *best)
+{
+    if (r->makespan_ms >= 0.0 && (*best < 0.0 || r->makespan_ms < *best)) {
+        ilpi_copy(g, rank_off, order, out);
+        *best = r->makespan_ms;
+    }
+}
+
+/* Solves in two rounds: a search with a tenth of the time limit (most
+ * problems finish there); when the clock stopped it, the priority sweep
+ * of ilp_prio.c (at most a quarter of the limit) and a second search
+ * with what is left, from the better incumbent. */
+static int ilpi_solve(ilpi_self *s, loom_ilpi_problem *pb, int32_t *rank_off, int32_t *order,
+                      loom_schedule *out, double *best, loom_ilpi_result *res, loom_error *err)
+{
+    const loom_host_api *host = s->host;
+    double t0 = host->now_ms();
+    int rc = loom_ilpi_search(host, pb, *best, 0.1 * s->timeout_ms, rank_off, order, res, err);
+    if (rc != LOOM_OK)
+        return rc;
+    ilpi_merge(pb->g, res, rank_off, order, out, best);
+    if (res->proven || !res->timed_out)
+        return LOOM_OK;
+    if (res->lower_bound_ms > pb->lower_bound_ms)
+        pb->lower_bound_ms = res->lower_bound_ms; /* the sweep stops on meeting it */
+    rc = loom_ilpi_warm_prio(host, pb, host->now_ms() + 0.25 * s->timeout_ms, rank_off, order,
+                             out->rank_off, out->order, best, err);
+    if (rc != LOOM_OK)
+        return rc;
+    out->n_ranks = pb->g->n_ranks;
+    out->n_stages = pb->g->n_stages;
+    double left = t0 + s->timeout_ms - host->now_ms();
+    if (left < 1.0)
+        left = 1.0;
+    loom_ilpi_result again;
+    rc = loom_ilpi_search(host, pb, *best, left, rank_off, order, &again, err);
+    if (rc != LOOM_OK)
+        return rc;
+    ilpi_merge(pb->g, &again, rank_off, order, out, best);
+    res->proven = again.proven;
+    res->timed_out = again.timed_out;
+    res->nodes += again.nodes;
+    if (again.lower_bound_ms > res->lower_bound_ms || again.proven)
+        res->lower_bound_ms = again.lower_bound_ms;
+    return LOOM_OK;
+}
+
 /* Writes an optimal per-rank order (see the file comment). */
 static int ilpi_interleave(void *self, const loom_stage_graph *g,
                            const float *priorities, loom_schedule *out,
@@ -167,13 +220,9 @@ static int ilpi_interleave(void *self, const loom_stage_graph *g,
     rc = ilpi_incumbent(s, &pb, rank_off, order, out, &best, err);
     if (rc != LOOM_OK)
         goto done;
-    rc = loom_ilpi_search(host, &pb, best, s->timeout_ms, rank_off, order, &res, err);
+    rc = ilpi_solve(s, &pb, rank_off, order, out, &best, &res, err);
     if (rc != LOOM_OK)
         goto done;
-    if (res.makespan_ms >= 0.0 && (best < 0.0 || res.makespan_ms < best)) {
-        ilpi_copy(g, rank_off, order, out);
-        best = res.makespan_ms;
-    }
     if (best < 0.0) {
         rc = res.proven
                  ? host->error(err, LOOM_EINFEASIBLE,

@@ -30,9 +30,11 @@ typedef struct loom_ilpi_problem {
                               on u, directly or not */
     int32_t *rank_off;     /* n_ranks + 1: stages of each rank, by id */
     int32_t *rank_stages;
-    double lower_bound_ms; /* max(critical path, per-rank load bound) */
+    double lower_bound_ms; /* max(critical path, per-rank load bound); ilp.c
+                              raises it to a search's root bound */
     double *work;          /* scratch of replay / list: 3n + 3 * ranks */
     int32_t *cursor;       /* scratch: n_ranks + 1 */
+    int32_t *iwork;        /* scratch of list: 2n + 2 */
 } loom_ilpi_problem;
 
 /* Analyses g: successors, a topological order, reachability, earliest
@@ -67,6 +69,27 @@ enum loom_ilpi_rule {
  * the makespan, or a negative value when the cap blocks every rank. */
 double loom_ilpi_list(loom_ilpi_problem *pb, int rule, int32_t *rank_off,
                       int32_t *order);
+
+/* loom_ilpi_list with the microbatches' ties broken by mb_key (one per
+ * microbatch, lower first) instead of their ids; a NULL mb_key is the
+ * plain rule. */
+double loom_ilpi_list_keyed(loom_ilpi_problem *pb, int rule, const int32_t *mb_key,
+                            int32_t *rank_off, int32_t *order);
+
+/* Warm start over microbatch priority orders (ilp_prio.c): list
+ * schedules under the backward-first and longest-tail rules with the
+ * microbatches ranked by total work ascending and descending, by
+ * forward work (shortest / longest first), by Johnson's rule on
+ * (forward, backward) work, the lightest first then by work descending,
+ * and - with at most 8 microbatches - every order until deadline_ms
+ * (host clock) or until an order meets pb->lower_bound_ms. The best
+ * order that fits the cap goes to best_off / best_order when it beats
+ * *best_ms (< 0: none yet), which it then holds. rank_off / order are
+ * scratch. LOOM_ENOMEM. */
+int loom_ilpi_warm_prio(const loom_host_api *host, loom_ilpi_problem *pb,
+                        double deadline_ms, int32_t *rank_off, int32_t *order,
+                        int32_t *best_off, int32_t *best_order, double *best_ms,
+                        loom_error *err);
 
 /* What loom_ilpi_search found. */
 typedef struct loom_ilpi_result {

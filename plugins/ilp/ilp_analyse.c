@@ -21,6 +21,7 @@ void loom_ilpi_free(const loom_host_api *host, loom_ilpi_problem *pb)
     host->free(pb->rank_stages);
     host->free(pb->work);
     host->free(pb->cursor);
+    host->free(pb->iwork);
     memset(pb, 0, sizeof *pb);
 }
 
@@ -40,7 +41,8 @@ static int ilpi_alloc(const loom_host_api *host, loom_ilpi_problem *pb,
     pb->rank_stages = host->alloc(sn * sizeof *pb->rank_stages);
     pb->work = host->alloc((3 * sn + 3 * ((size_t)P + 1)) * sizeof *pb->work);
     pb->cursor = host->alloc(((size_t)P + 1) * sizeof *pb->cursor);
-    if (!pb->topo || !pb->succ_off || !pb->succ || !pb->succ_p2p ||
+    pb->iwork = host->alloc(2 * sn * sizeof *pb->iwork);
+    if (!pb->iwork || !pb->topo || !pb->succ_off || !pb->succ || !pb->succ_p2p ||
         !pb->est_ms || !pb->tail_ms || !pb->reach || !pb->rank_off ||
         !pb->rank_stages || !pb->work || !pb->cursor)
         return LOOM_ENOMEM;

@@ -19,8 +19,11 @@
  * durations assumed; see docs/memory-and-ilp.md). Without an incumbent
  * the search looks below the sum of every duration and transfer.
  *
- * A stage becomes ready only after its twin in the previous identical
- * microbatch is placed (ilp_twins.c); the bound is ilp_bound.c's.
+ * Without a cap, moving o* first never breaks a memory limit, so no idle
+ * child is made. A stage becomes ready only after its twin in the
+ * previous identical microbatch is placed (ilp_twins.c); the bound is
+ * ilp_bound.c's, and nodes dominated by a settled node with the same
+ * placed stages are cut (ilp_memo.c).
  */
 #include <math.h>
 #include <string.h>
@@ -38,6 +41,7 @@ static void bnb_place(loom_ilpi_bnb *b, int32_t v, double t)
     b->rem_ms[r] -= g->duration_ms[v];
     b->mem[r] += (double)g->mem_delta_bytes[v];
     b->placed++;
+    loom_ilpi_memo_mark(b, v, 1);
     for (int32_t k = pb->succ_off[v]; k < pb->succ_off[v + 1]; k++)
         b->left[pb->succ[k]]--;
     if (b->twin_next[v] >= 0)
@@ -56,6 +60,7 @@ static void bnb_unplace(loom_ilpi_bnb *b, int32_t v, double old_free)
     b->rem_ms[r] += g->duration_ms[v];
     b->mem[r] -= (double)g->mem_delta_bytes[v];
     b->placed--;
+    loom_ilpi_memo_mark(b, v, 0);
     for (int32_t k = pb->succ_off[v]; k < pb->succ_off[v + 1]; k++)
         b->left[pb->succ[k]]++;
     if (b->twin_next[v] >= 0)
@@ -91,6 +96,17 @@ static void bnb_leaf(loom_ilpi_bnb *b)
         if (b->best_ms <= b->root_lb + b->tol)
             b->stop = 1; /* meets the lower bound */
     }
+}
+
+/* 1 when an idle child's exclusion is in force at this node (such a node
+ * searches fewer orders than its placed set allows, so it is not kept in
+ * the dominance memo). */
+static int bnb_restricted(const loom_ilpi_bnb *b)
+{
+    for (int32_t v = 0; v < b->n; v++)
+        if (b->start[v] < 0.0 && b->ban[v] != 0 && b->ban[v] == b->epoch[b->g->rank[v]])
+            return 1;
+    return 0;
 }
 
 /* Makes room for the candidates of `depth` (doubling); 0 when the search
@@ -132,8 +148,14 @@ static void bnb_node(loom_ilpi_bnb *b, int32_t depth)
         bnb_leaf(b);
         return;
     }
-    if (loom_ilpi_bound(b) >= b->best_ms - b->tol)
+    int keyed = loom_ilpi_memo_key(b);
+    if (keyed && loom_ilpi_memo_dominated(b))
         return;
+    if (loom_ilpi_bound(b) >= b->best_ms - b->tol) {
+        if (keyed && !bnb_restricted(b))
+            loom_ilpi_memo_store(b);
+        return;
+    }
     /* o*: the fitting ready stage that finishes earliest */
     int32_t o = -1;
     double c = INFINITY;
@@ -197,7 +219,7 @@ static void bnb_node(loom_ilpi_bnb *b, int32_t depth)
         b->epoch[k] = old_epoch;
         bnb_unplace(b, v, old_free);
     }
-    if (g->mem_delta_bytes[o] > 0 && c > old_free && !b->stop) {
+    if (g->memory_cap_bytes > 0.0 && g->mem_delta_bytes[o] > 0 && c > old_free && !b->stop) {
         /* rank k idle until c*; its next stage is none of the children
          * above (each of those, started later, is a delayed copy of its
          * own child's orders) */
@@ -209,6 +231,8 @@ static void bnb_node(loom_ilpi_bnb *b, int32_t depth)
         for (int32_t i = 0; i < nc; i++)
             b->ban[b->cand[base + i]] = 0;
     }
+    if (keyed && !b->stop && !bnb_restricted(b) && loom_ilpi_memo_key(b))
+        loom_ilpi_memo_store(b); /* settled: every child searched */
 }
 
 /* Allocates the search state; 0 when out of memory. */
@@ -227,6 +251,9 @@ static int bnb_alloc(loom_ilpi_bnb *b)
     b->jps_rem = h->alloc(n * sizeof *b->jps_rem);
     b->floor = h->alloc(n * sizeof *b->floor);
     b->fcand = h->alloc(n * sizeof *b->fcand);
+    b->qd = h->alloc(n * sizeof *b->qd);
+    b->tfloor = h->alloc(n * sizeof *b->tfloor);
+    b->tcand = h->alloc(n * sizeof *b->tcand);
     b->ban = h->alloc(n * sizeof *b->ban);
     b->epoch = h->alloc(P * sizeof *b->epoch);
     b->creach = h->alloc(n * n);
@@ -242,7 +269,7 @@ static int bnb_alloc(loom_ilpi_bnb *b)
     b->cand_depths = b->n + 1;
     b->cand = h->alloc((size_t)b->cand_depths * n * sizeof *b->cand);
     return b->twin && b->twin_next && b->topo && b->left && b->ready &&
-           b->start && b->head && b->q && b->jps_rem && b->floor && b->fcand && b->ban && b->epoch && b->creach && b->free_ms &&
+           b->start && b->head && b->q && b->jps_rem && b->floor && b->fcand && b->qd && b->tfloor && b->tcand && b->ban && b->epoch && b->creach && b->free_ms &&
            b->rem_ms && b->mem && b->pos && b->seq && b->best && b->cand;
 }
 
@@ -251,10 +278,59 @@ static void bnb_free(loom_ilpi_bnb *b)
 {
     const loom_host_api *h = b->host;
     void *p[] = {b->twin, b->twin_next, b->topo, b->left, b->ready, b->start,
-                 b->head, b->q, b->jps_rem, b->floor, b->fcand, b->ban, b->epoch, b->creach, b->free_ms, b->rem_ms, b->mem,
+                 b->head, b->q, b->jps_rem, b->floor, b->fcand, b->qd, b->tfloor, b->tcand, b->ban, b->epoch, b->creach, b->free_ms, b->rem_ms, b->mem,
                  b->pos, b->seq, b->best, b->cand};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         h->free(p[i]);
+}
+
+/* Allocates and sets up the search state at the root and computes the
+ * root bound into b->root_lb; LOOM_ENOMEM (state freed). */
+static int bnb_setup(loom_ilpi_bnb *b, const loom_host_api *host, loom_ilpi_problem *pb,
+                     double timeout_ms, loom_error *err)
+{
+    memset(b, 0, sizeof *b);
+    b->host = host;
+    b->pb = pb;
+    b->g = pb->g;
+    b->n = pb->n;
+    b->P = pb->n_ranks;
+    if (!bnb_alloc(b)) {
+        bnb_free(b);
+        return host->error(err, LOOM_ENOMEM, "ilp: out of memory");
+    }
+    loom_ilpi_twins(b, b->left); /* left is free scratch until the search */
+    loom_ilpi_order(b, b->left);
+    loom_ilpi_creach(b);
+    const loom_stage_graph *g = pb->g;
+    for (int32_t v = 0; v < b->n; v++) {
+        b->left[v] = g->pred_off[v + 1] - g->pred_off[v] + (b->twin[v] >= 0);
+        b->start[v] = -1.0;
+        b->ready[v] = 0.0;
+        b->ban[v] = 0;
+    }
+    b->clock = 1;
+    for (int32_t r = 0; r < b->P; r++) {
+        b->epoch[r] = 1;
+        b->free_ms[r] = 0.0;
+        b->mem[r] = 0.0;
+        b->pos[r] = 0;
+        b->rem_ms[r] = 0.0;
+    }
+    for (int32_t v = 0; v < b->n; v++)
+        b->rem_ms[g->rank[v]] += g->duration_ms[v];
+    double scale = pb->lower_bound_ms > 1.0 ? pb->lower_bound_ms : 1.0;
+    b->tol = 1e-9 * scale;
+    b->exact = 1;
+    b->deadline_ms = host->now_ms() + timeout_ms;
+    /* the root bound with the twins' tails */
+    b->root_lb = pb->lower_bound_ms;
+    b->best_ms = INFINITY;
+    b->floor_passes = b->n; /* the root bound: memory floors to a fixed point */
+    double root = loom_ilpi_bound(b);
+    b->floor_passes = 4;
+    b->root_lb = root > b->root_lb ? root : b->root_lb;
+    return LOOM_OK;
 }
 
 /* Searches (see header). */
@@ -263,56 +339,19 @@ int loom_ilpi_search(const loom_host_api *host, loom_ilpi_problem *pb,
                      int32_t *order, loom_ilpi_result *res, loom_error *err)
 {
     loom_ilpi_bnb b;
-    memset(&b, 0, sizeof b);
-    b.host = host;
-    b.pb = pb;
-    b.g = pb->g;
-    b.n = pb->n;
-    b.P = pb->n_ranks;
     res->makespan_ms = incumbent_ms;
     res->lower_bound_ms = pb->lower_bound_ms;
     res->proven = 0;
     res->timed_out = 0;
     res->nodes = 0;
-    if (!bnb_alloc(&b)) {
-        bnb_free(&b);
-        return host->error(err, LOOM_ENOMEM, "ilp: out of memory");
-    }
-    loom_ilpi_twins(&b, b.left); /* left is free scratch until the search */
-    loom_ilpi_order(&b, b.left);
-    loom_ilpi_creach(&b);
+    int rc = bnb_setup(&b, host, pb, timeout_ms, err);
+    if (rc != LOOM_OK)
+        return rc;
     const loom_stage_graph *g = pb->g;
-    for (int32_t v = 0; v < b.n; v++) {
-        b.left[v] = g->pred_off[v + 1] - g->pred_off[v] + (b.twin[v] >= 0);
-        b.start[v] = -1.0;
-        b.ready[v] = 0.0;
-    }
-    for (int32_t v = 0; v < b.n; v++)
-        b.ban[v] = 0;
-    b.clock = 1;
-    for (int32_t r = 0; r < b.P; r++) {
-        b.epoch[r] = 1;
-        b.free_ms[r] = 0.0;
-        b.mem[r] = 0.0;
-        b.pos[r] = 0;
-        b.rem_ms[r] = 0.0;
-    }
-    for (int32_t v = 0; v < b.n; v++)
-        b.rem_ms[g->rank[v]] += g->duration_ms[v];
-    double scale = pb->lower_bound_ms > 1.0 ? pb->lower_bound_ms : 1.0;
-    b.tol = 1e-9 * scale;
-    b.exact = 1;
-    b.deadline_ms = host->now_ms() + timeout_ms;
-    /* the root bound with the twins' tails */
-    b.root_lb = pb->lower_bound_ms;
-    b.best_ms = INFINITY;
-    b.floor_passes = b.n; /* the root bound: memory floors to a fixed point */
-    double root = loom_ilpi_bound(&b);
-    b.floor_passes = 4;
-    b.root_lb = root > b.root_lb ? root : b.root_lb;
     res->lower_bound_ms = b.root_lb;
     if (!(b.root_lb < INFINITY)) { /* some stage can never fit the cap */
         res->proven = 1;
+        loom_ilpi_memo_free(&b);
         bnb_free(&b);
         return LOOM_OK;
     }
@@ -325,11 +364,28 @@ int loom_ilpi_search(const loom_host_api *host, loom_ilpi_problem *pb,
             horizon += g->pred_p2p_ms[k];
     }
     b.best_ms = incumbent_ms >= 0.0 ? incumbent_ms : horizon + 2.0 * b.tol + 1e-9 * horizon;
+    if (incumbent_ms >= 0.0 && b.best_ms > b.root_lb + b.tol) {
+        /* the root again with the incumbent's deductions: every order
+         * either reaches the incumbent or respects them, so the smaller
+         * of the two is a bound */
+        b.floor_passes = b.n;
+        double x = loom_ilpi_bound(&b);
+        b.floor_passes = 4;
+        x = x < b.best_ms ? x : b.best_ms;
+        b.root_lb = x > b.root_lb ? x : b.root_lb;
+        res->lower_bound_ms = b.root_lb;
+    }
     if (incumbent_ms >= 0.0 && b.best_ms <= b.root_lb + b.tol) {
         res->proven = 1; /* the incumbent meets the bound */
         res->lower_bound_ms = b.best_ms;
+        loom_ilpi_memo_free(&b);
         bnb_free(&b);
         return LOOM_OK;
+    }
+    if (!loom_ilpi_memo_init(&b, (size_t)16 << 20)) {
+        loom_ilpi_memo_free(&b);
+        bnb_free(&b);
+        return host->error(err, LOOM_ENOMEM, "ilp: out of memory");
     }
     bnb_node(&b, 0);
     res->nodes = b.nodes;
@@ -346,6 +402,7 @@ int loom_ilpi_search(const loom_host_api *host, loom_ilpi_problem *pb,
         if (res->makespan_ms >= 0.0)
             res->lower_bound_ms = res->makespan_ms;
     }
+    loom_ilpi_memo_free(&b);
     bnb_free(&b);
     return LOOM_OK;
 }

@@ -33,6 +33,9 @@ typedef struct loom_ilpi_bnb {
     double *jps_rem;     /* bound scratch per stage */
     double *floor;       /* bound scratch: memory floors of heads */
     int32_t *fcand;      /* bound scratch: stages that free memory */
+    double *qd;          /* bound scratch: tails raised by the node's deductions */
+    double *tfloor;      /* bound scratch: floors of the work after a stage */
+    int32_t *tcand;      /* bound scratch: stages that must follow one */
     uint8_t *creach;     /* n x n: order forced by edges and twins */
     int32_t floor_passes; /* memory-floor rounds per bound */
     int32_t placed, max_depth, cand_depths;
@@ -43,6 +46,19 @@ typedef struct loom_ilpi_bnb {
     double best_ms, root_lb, tol, deadline_ms;
     int found, stop, exact;
     int64_t nodes;
+    /* dominance memo (ilp_memo.c): placed sets already settled */
+    uint64_t *zobrist;   /* per stage: random key */
+    uint64_t hash;       /* xor of the placed stages' keys */
+    uint64_t *set;       /* placed stages as a bitset (words) */
+    int32_t words;       /* bitset words */
+    int32_t front_cap;   /* most frontier stages an entry holds */
+    size_t slot_bytes;   /* bytes per entry */
+    size_t n_buckets;    /* power of two; 4 entries each */
+    unsigned char *memo; /* n_buckets * 4 entries */
+    double *profile;     /* scratch: the node's profile (P + 1 + front) */
+    int32_t profile_len; /* its length at the last loom_ilpi_memo_key */
+    uint32_t memo_turn;  /* round-robin victim */
+    int64_t memo_hits;
 } loom_ilpi_bnb;
 
 /* 1 when v's memory delta fits its rank now. */
@@ -57,6 +73,19 @@ void loom_ilpi_twins(loom_ilpi_bnb *b, int32_t *first);
 void loom_ilpi_order(loom_ilpi_bnb *b, int32_t *indeg);
 /* Reachability over edges and twin links (after loom_ilpi_order). */
 void loom_ilpi_creach(loom_ilpi_bnb *b);
+/* Allocates the dominance memo (bytes at most budget); 0 when out of
+ * memory. loom_ilpi_memo_free releases it. */
+int loom_ilpi_memo_init(loom_ilpi_bnb *b, size_t budget);
+void loom_ilpi_memo_free(loom_ilpi_bnb *b);
+/* Marks v placed (1) or unplaced (0) in the memo's key. */
+void loom_ilpi_memo_mark(loom_ilpi_bnb *b, int32_t v, int placed);
+/* Computes the node's profile; 0 when it does not fit an entry. */
+int loom_ilpi_memo_key(loom_ilpi_bnb *b);
+/* 1 when a settled node with the same placed set has every profile value
+ * at most this node's (after loom_ilpi_memo_key). */
+int loom_ilpi_memo_dominated(loom_ilpi_bnb *b);
+/* Records the node (after loom_ilpi_memo_key) as settled. */
+void loom_ilpi_memo_store(loom_ilpi_bnb *b);
 /* A lower bound of every completion of the current node (it stops early
  * once the bound reaches the incumbent). */
 double loom_ilpi_bound(loom_ilpi_bnb *b);

@@ -83,9 +83,11 @@ double loom_ilpi_replay(loom_ilpi_problem *pb, const int32_t *rank_off,
 }
 
 /* 1 when stage a (start at ta) should go before stage b (at tb) under
- * `rule`: earlier start first, then the rule's preference, then the id. */
-static int ilpi_before(const loom_ilpi_problem *pb, int rule, int32_t a,
-                       double ta, int32_t b, double tb)
+ * `rule`: earlier start first, then the rule's preference, then the
+ * microbatch's key (mb_key[m], or m when mb_key is NULL; lower first),
+ * then the id. */
+static int ilpi_before(const loom_ilpi_problem *pb, int rule, const int32_t *mb_key,
+                       int32_t a, double ta, int32_t b, double tb)
 {
     const loom_stage_graph *g = pb->g;
     if (ta != tb)
@@ -96,8 +98,12 @@ static int ilpi_before(const loom_ilpi_problem *pb, int rule, int32_t a,
     if (rule == LOOM_ILPI_FORWARD_FIRST && fa != fb)
         return fa;
     if (rule != LOOM_ILPI_LONGEST_TAIL) {
-        if (g->microbatch[a] != g->microbatch[b])
-            return g->microbatch[a] < g->microbatch[b];
+        int32_t ma = g->microbatch[a], mbb = g->microbatch[b];
+        if (mb_key && ma >= 0 && mbb >= 0 && ma < g->n_microbatches &&
+            mbb < g->n_microbatches && mb_key[ma] != mb_key[mbb])
+            return mb_key[ma] < mb_key[mbb];
+        if (ma != mbb)
+            return ma < mbb;
         if (g->sub[a] != g->sub[b])
             return g->sub[a] < g->sub[b];
     }
@@ -110,11 +116,27 @@ static int ilpi_before(const loom_ilpi_problem *pb, int rule, int32_t a,
 double loom_ilpi_list(loom_ilpi_problem *pb, int rule, int32_t *rank_off,
                       int32_t *order)
 {
+    return loom_ilpi_list_keyed(pb, rule, NULL, rank_off, order);
+}
+
+/* List schedule under `rule` and microbatch keys (see header): the
+ * stages whose predecessors are placed are kept in a list with their
+ * ready times, updated as their predecessors are placed. */
+double loom_ilpi_list_keyed(loom_ilpi_problem *pb, int rule, const int32_t *mb_key,
+                            int32_t *rank_off, int32_t *order)
+{
     const loom_stage_graph *g = pb->g;
-    int32_t n = pb->n, P = pb->n_ranks;
+    int32_t n = pb->n, P = pb->n_ranks, nc = 0;
     double *start = pb->work, *free_ms = pb->work + n, *mem = free_ms + P;
-    for (int32_t v = 0; v < n; v++)
+    double *rdy = mem + P;
+    int32_t *left = pb->iwork, *cand = pb->iwork + n;
+    for (int32_t v = 0; v < n; v++) {
         start[v] = -1.0;
+        rdy[v] = 0.0;
+        left[v] = g->pred_off[v + 1] - g->pred_off[v];
+        if (left[v] == 0)
+            cand[nc++] = v;
+    }
     for (int32_t r = 0; r <= P; r++)
         rank_off[r] = pb->rank_off[r];
     for (int32_t r = 0; r < P; r++) {
@@ -124,30 +146,37 @@ double loom_ilpi_list(loom_ilpi_problem *pb, int rule, int32_t *rank_off,
     }
     double makespan = 0.0;
     for (int32_t placed = 0; placed < n; placed++) {
-        int32_t best = -1;
+        int32_t best = -1, bi = -1;
         double best_t = 0.0;
-        for (int32_t v = 0; v < n; v++) {
-            if (start[v] >= 0.0)
+        for (int32_t i = 0; i < nc; i++) {
+            int32_t v = cand[i], r = g->rank[v];
+            if (!ilpi_fits(g, v, (int64_t)mem[r]))
                 continue;
-            double ready = ilpi_ready(g, v, start);
-            int32_t r = g->rank[v];
-            if (ready < 0.0 || !ilpi_fits(g, v, (int64_t)mem[r]))
-                continue;
-            double t = ready > free_ms[r] ? ready : free_ms[r];
-            if (best < 0 || ilpi_before(pb, rule, v, t, best, best_t)) {
+            double t = rdy[v] > free_ms[r] ? rdy[v] : free_ms[r];
+            if (best < 0 || ilpi_before(pb, rule, mb_key, v, t, best, best_t)) {
                 best = v;
+                bi = i;
                 best_t = t;
             }
         }
         if (best < 0)
             return -1.0; /* the cap blocks every rank */
+        cand[bi] = cand[--nc];
         int32_t r = g->rank[best];
+        double end = best_t + g->duration_ms[best];
         start[best] = best_t;
-        free_ms[r] = best_t + g->duration_ms[best];
+        free_ms[r] = end;
         mem[r] += (double)g->mem_delta_bytes[best];
         order[pb->cursor[r]++] = best;
-        if (free_ms[r] > makespan)
-            makespan = free_ms[r];
+        if (end > makespan)
+            makespan = end;
+        for (int32_t k = pb->succ_off[best]; k < pb->succ_off[best + 1]; k++) {
+            int32_t sv = pb->succ[k];
+            double x = end + pb->succ_p2p[k];
+            rdy[sv] = x > rdy[sv] ? x : rdy[sv];
+            if (--left[sv] == 0)
+                cand[nc++] = sv;
+        }
     }
     return makespan;
 }

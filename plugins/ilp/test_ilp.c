@@ -2,7 +2,8 @@
  * optimum over every per-rank order (simulated with the core simulator)
  * on small non-uniform instances, with and without a memory cap and with
  * split backward; never beaten by 1f1b, gpipe or dual-queue; the P = 4,
- * M = 8 closed form; params and errors. */
+ * M = 8 closed form; the uneven-microbatch DynaPipe case proven at 29.1;
+ * params and errors. */
 #include <loom/mock_host.h>
 
 #include <math.h>
@@ -501,6 +502,110 @@ START_TEST(uniform_4x8_is_33)
 }
 END_TEST
 
+/* P = 4, M = 8 with the DynaPipe microbatch scales (1, .8, 1.2, .9, 1.1,
+ * .7, 1.4, .6): F = 1, B = 2 unsplit and no cap (split 0), or F = I = W
+ * = 1 with a cap of 4 one-byte activations (split 1). */
+static loom_stage_graph *scaled_graph(int split)
+{
+    static double scale[8] = {1, 0.8, 1.2, 0.9, 1.1, 0.7, 1.4, 0.6};
+    double f[4] = {1, 1, 1, 1}, b[4] = {2, 2, 2, 2}, one[4] = {1, 1, 1, 1}, act[4] = {1, 1, 1, 1};
+    loom_stage_times t;
+    memset(&t, 0, sizeof t);
+    t.ranks = 4;
+    t.microbatches = 8;
+    t.virtual_stages = 1;
+    t.split_backward = split;
+    t.forward_ms = f;
+    t.backward_ms = b;
+    t.input_grad_ms = one;
+    t.weight_grad_ms = one;
+    t.microbatch_scale = scale;
+    t.activation_bytes = act;
+    t.memory_cap_bytes = split ? 4.0 : 0.0;
+    loom_stage_graph *g = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_graph_from_stage_times(&t, split, &g, &err), LOOM_OK);
+    return g;
+}
+
+/* The warm start over every microbatch priority order, replayed and
+ * simulated; returns its makespan, and the best plain list schedule's in
+ * *list_ms. */
+static double warm_prio(loom_stage_graph *g, double *list_ms)
+{
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+    const loom_host_api *host = loom_mock_host_api(h);
+    loom_ilpi_problem pb;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_ilpi_analyse(host, &pb, g, &err), LOOM_OK);
+    loom_schedule *s = loom_schedule_new(g->n_ranks, g->n_stages);
+    int32_t *ro = malloc(((size_t)g->n_ranks + 1) * sizeof *ro);
+    int32_t *ord = malloc((size_t)g->n_stages * sizeof *ord);
+    double best = -1.0;
+    ck_assert_int_eq(loom_ilpi_warm_prio(host, &pb, INFINITY, ro, ord, s->rank_off, s->order,
+                                         &best, &err), LOOM_OK);
+    ck_assert_double_eq_tol(loom_ilpi_replay(&pb, s->rank_off, s->order, NULL), best, 1e-12);
+    ck_assert_double_eq_tol(makespan(g, s), best, 1e-12);
+    double listed = INFINITY; /* the plain list schedules always run first */
+    for (int rule = 0; rule < LOOM_ILPI_RULES; rule++) {
+        double x = loom_ilpi_list(&pb, rule, ro, ord);
+        listed = x >= 0.0 && x < listed ? x : listed;
+    }
+    *list_ms = listed;
+    free(ro);
+    free(ord);
+    loom_schedule_free(s);
+    loom_ilpi_free(host, &pb);
+    loom_mock_host_free(h);
+    return best;
+}
+
+/* Uneven microbatch scales. Unsplit (the DynaPipe case): the root bound
+ * is rank 3's 3 x .6 + 23.1 + 6 x .6 = 28.5 (the .6 microbatch would both
+ * fill and drain it). The priority sweep finds 29.4, the best dual-queue
+ * order over every priority order (its exhaustive ranker gives 29.4 as
+ * well); the search then finds and proves 29.1 = 3 x .6 + 23.1 + 6 x .7:
+ * rank 3 filled by the .6 microbatch, drained by the .7 one, never idle.
+ * Split with the cap: a 200 ms solve reports the root bound 24.9 and a
+ * makespan between it and the plain list schedules' (which always run). */
+START_TEST(uneven_microbatch_scales)
+{
+    loom_stage_graph *g = scaled_graph(0);
+    double listed = 0.0;
+    ck_assert_double_eq_tol(warm_prio(g, &listed), 29.4, 1e-9);
+    loom_schedule *s = NULL;
+    loom_error err = {0};
+    const char *params[] = {"timeout_ms", "10000", NULL}; /* proves it in about 2 s */
+    ck_assert_msg(run(loom_static_ilp(), params, g, &s, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_double_eq_tol(makespan(g, s), 29.1, 1e-9);
+    ck_assert_double_eq_tol(s->lower_bound_ms, 29.1, 1e-9);
+    loom_schedule_free(s);
+    loom_graph_free(g);
+
+    g = scaled_graph(1);
+    ck_assert_int_eq(g->n_stages, 96);
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+    loom_ilpi_problem pb;
+    ck_assert_int_eq(loom_ilpi_analyse(loom_mock_host_api(h), &pb, g, &err), LOOM_OK);
+    int32_t ro[5], ord[96];
+    listed = INFINITY;
+    for (int rule = 0; rule < LOOM_ILPI_RULES; rule++) {
+        double x = loom_ilpi_list(&pb, rule, ro, ord);
+        listed = x >= 0.0 && x < listed ? x : listed;
+    }
+    loom_ilpi_free(loom_mock_host_api(h), &pb);
+    loom_mock_host_free(h);
+    const char *short_run[] = {"timeout_ms", "200", NULL};
+    ck_assert_msg(run(loom_static_ilp(), short_run, g, &s, &err) == LOOM_OK, "%s", err.message);
+    double span = makespan(g, s);
+    ck_assert_double_eq_tol(s->lower_bound_ms, 24.9, 1e-9);
+    ck_assert(span >= s->lower_bound_ms);
+    ck_assert(listed < INFINITY && span <= listed + 1e-9);
+    loom_schedule_free(s);
+    loom_graph_free(g);
+}
+END_TEST
+
 START_TEST(errors_and_params)
 {
     loom_error err = {0};
@@ -594,6 +699,7 @@ static Suite *suite(void)
     tcase_add_test(tc, one_solve_per_graph);
     tcase_add_test(tc, timeout_reports_the_gap);
     tcase_add_test(tc, matches_brute_force_with_two_virtual_stages);
+    tcase_add_test(tc, uneven_microbatch_scales);
     tcase_add_test(tc, errors_and_params);
     suite_add_tcase(s, tc);
     return s;

@@ -5,7 +5,11 @@
 #   zb-p4m8    P = 4, M = 8,  F = I = W = 1            (optimum 27)
 #   zb-hetero  P = 4, M = 8,  F = [2,1,1,1], I = [2,1,1,2], W = 1 (optimum 41)
 #   zb-p8m16   P = 8, M = 16, F = I = W = 1            (optimum 55)
-# For each: makespan, whether ilp proved it (plan.json interleaver_bound_ms
+#   dynapipe-hetero  P = 4, M = 8, F = 1, B = 2 (not split), no cap,
+#              microbatch scales 1, .8, 1.2, .9, 1.1, .7, 1.4, .6
+#   mb-scales  P = 4, M = 8, F = I = W = 1, cap 4, the same scales
+# (The unsplit one is compared with dual-queue, as zero-bubble needs split
+# backward stages.) For each: makespan, whether ilp proved it (plan.json interleaver_bound_ms
 # equals makespan_ms), the lower bound and gap from plan.json, and the
 # planning time `loom plan --json` reports (partition + search + final
 # replay, one ilp search per plan).
@@ -37,7 +41,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 dir=$here/ilp
-problems="zb-p4m8 zb-hetero zb-p8m16"
+problems="zb-p4m8 zb-hetero zb-p8m16 dynapipe-hetero mb-scales"
 if [ "$random_n" -gt 0 ]; then
   python3 - "$tmp" "$random_n" <<'PY'
 import json, random, sys
@@ -54,11 +58,13 @@ for t in range(int(sys.argv[2])):
 PY
 fi
 
-printf '%-10s %-12s %10s %7s %10s %8s %12s\n' problem interleaver makespan proven bound gap plan_ms
+printf '%-15s %-12s %10s %7s %10s %8s %12s\n' problem interleaver makespan proven bound gap plan_ms
 for p in $problems $(seq -f 'random-%g' 0 $((random_n - 1)) 2>/dev/null | head -n "$random_n"); do
   src=$dir/$p.json
   case $p in random-*) src=$tmp/$p.json ;; esac
-  for il in ilp zero-bubble; do
+  heuristic=zero-bubble # needs split backward; whole backward stages: dual-queue
+  if grep -q '"backward_ms"' "$src"; then heuristic=dual-queue; fi
+  for il in ilp $heuristic; do
     args=(plan --quiet --stage-times "$src" --use "interleaver=$il" --out "$tmp/$p-$il" --json)
     if [ "$il" = ilp ]; then args+=(--param "interleaver.timeout_ms=$timeout_ms"); fi
     LOOM_PLUGIN_PATH= "$loom" "${args[@]}" > "$tmp/$p-$il.json" 2>/dev/null
@@ -67,7 +73,7 @@ import json, sys
 summary = json.load(open(sys.argv[1]))
 m = json.load(open(sys.argv[2]))["metrics"]
 proven = m["interleaver_bound_ms"] is not None and m["optimality_gap"] == 0
-print("%-10s %-12s %10.6g %7s %10.6g %8.4f %12.3f" % (
+print("%-15s %-12s %10.6g %7s %10.6g %8.4f %12.3f" % (
     sys.argv[3], sys.argv[4], m["makespan_ms"], "yes" if proven else "no",
     m["lower_bound_ms"], m["optimality_gap"], summary["plan_time_ms"]))
 PY
