@@ -9,7 +9,7 @@
  * is the incumbent. When it meets the lower bound it is optimal at once;
  * otherwise the branch and bound of ilp_bnb.c searches for better orders
  * and proves the optimum when it finishes: first with a tenth of
- * timeout_ms, then (when the clock stopped it) after the microbatch
+ * timeout_ms (at most a second), then (when the clock stopped it) after the microbatch
  * priority sweep of ilp_prio.c with what is left. One solve
  * per graph: the answer is cached in the plugin state, so the search's
  * evaluators and the final replay of a plan share it. Group priorities
@@ -144,8 +144,9 @@ static void ilpi_merge(const loom_stage_graph *g, const loom_ilpi_result *r,
     }
 }
 
-/* Solves in two rounds: a search with a tenth of the time limit (most
- * problems finish there); when the clock stopped it, the priority sweep
+/* Solves in two rounds: a search with a tenth of the time limit, at most
+ * a second (most problems finish there, and a longer limit does not delay
+ * the sweep's incumbent); when the clock stopped it, the priority sweep
  * of ilp_prio.c (at most a quarter of the limit) and a second search
  * with what is left, from the better incumbent. */
 static int ilpi_solve(ilpi_self *s, loom_ilpi_problem *pb, int32_t *rank_off, int32_t *order,
@@ -153,7 +154,8 @@ static int ilpi_solve(ilpi_self *s, loom_ilpi_problem *pb, int32_t *rank_off, in
 {
     const loom_host_api *host = s->host;
     double t0 = host->now_ms();
-    int rc = loom_ilpi_search(host, pb, *best, 0.1 * s->timeout_ms, rank_off, order, res, err);
+    double first_ms = 0.1 * s->timeout_ms < 1000.0 ? 0.1 * s->timeout_ms : 1000.0;
+    int rc = loom_ilpi_search(host, pb, *best, first_ms, rank_off, order, res, err);
     if (rc != LOOM_OK)
         return rc;
     ilpi_merge(pb->g, res, rank_off, order, out, best);
