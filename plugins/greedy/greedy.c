@@ -13,6 +13,13 @@
  * LOOM_EINFEASIBLE names the rank and the bytes short when every entry
  * live at its peak is already at its most frugal policy.
  * Param view (frugal | as_built): the memory the interleaver budgets with.
+ *
+ * The chains of policies per layer entry depend only on the entries'
+ * options and the pairs' entry rows. A search tunes one graph many times,
+ * so the instance keeps the chains and a copy of what they were built
+ * from; while both are unchanged a call only resets every entry to its
+ * chain's start (reading the options once in a compare instead of
+ * rebuilding the chains from them).
  */
 #include <string.h>
 #include <loom/kits/memtune.h>
@@ -23,6 +30,11 @@ typedef struct greedy_self {
     loom_mt_driver drv;
     loom_mt_entry_chains chains;
     int view; /* LOOM_VIEW_FRUGAL or LOOM_VIEW_AS_BUILT */
+    /* What the chains were built from (valid: chains_n_entries >= 0). */
+    loom_policy_option *options_seen; /* n_entries * LOOM_POLICY_COUNT */
+    int32_t *pair_off_seen;           /* n_pairs + 1 */
+    int32_t chains_n_entries, chains_n_pairs;
+    size_t cap_options, cap_pair_off; /* elements */
 } greedy_self;
 
 /* The params, declared once in greedy_param_table (manifest.json says the same). */
@@ -56,6 +68,7 @@ static int greedy_create(const loom_host_api *host, loom_ctx *ctx,
     s->host = host;
     s->ctx = ctx;
     s->view = strcmp(prm.view, "as_built") == 0 ? LOOM_VIEW_AS_BUILT : LOOM_VIEW_FRUGAL;
+    s->chains_n_entries = -1;
     loom_mt_driver_init(host, ctx, &s->drv);
     *self = s;
     return LOOM_OK;
@@ -69,7 +82,66 @@ static void greedy_destroy(void *self)
         return;
     loom_mt_entry_chains_free(s->host, &s->chains);
     loom_mt_driver_free(s->host, &s->drv);
+    s->host->free(s->options_seen);
+    s->host->free(s->pair_off_seen);
     s->host->free(s);
+}
+
+/* 1 when the chains were built from g's options and pair rows. */
+static int greedy_chains_current(const greedy_self *s, const loom_stage_graph *g)
+{
+    size_t n_opt = (size_t)g->n_layer_entries * LOOM_POLICY_COUNT;
+    return s->chains_n_entries == g->n_layer_entries && s->chains_n_pairs == g->n_pairs &&
+           (n_opt == 0 ||
+            !memcmp(s->options_seen, g->layer_options, n_opt * sizeof *g->layer_options)) &&
+           !memcmp(s->pair_off_seen, g->pair_layer_off,
+                   ((size_t)g->n_pairs + 1) * sizeof *g->pair_layer_off);
+}
+
+/* Puts every entry back at its chain's start, with the pairs' bytes there
+ * (what building the chains leaves). */
+static void greedy_chains_reset(greedy_self *s, const loom_stage_graph *g)
+{
+    loom_mt_entry_chains *c = &s->chains;
+    memset(c->state, 0, (size_t)g->n_layer_entries * sizeof *c->state);
+    for (int32_t p = 0; p < g->n_pairs; p++) {
+        int64_t sum = 0;
+        for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++)
+            sum += c->chain_bytes[c->chain_off[e]];
+        c->pair_bytes[p] = sum;
+    }
+}
+
+/* Builds the chains for g and remembers what from; LOOM_ENOMEM. */
+static int greedy_chains_build(greedy_self *s, const loom_stage_graph *g, loom_error *err)
+{
+    const loom_host_api *h = s->host;
+    s->chains_n_entries = -1;
+    int rc = loom_mt_entry_chains_build(h, &s->chains, g, err);
+    if (rc != LOOM_OK)
+        return rc;
+    size_t n_opt = (size_t)g->n_layer_entries * LOOM_POLICY_COUNT;
+    size_t n_off = (size_t)g->n_pairs + 1;
+    if (n_opt > s->cap_options) {
+        loom_policy_option *o = h->realloc(s->options_seen, n_opt * sizeof *o);
+        if (!o)
+            return h->error(err, LOOM_ENOMEM, "greedy: out of memory");
+        s->options_seen = o;
+        s->cap_options = n_opt;
+    }
+    if (n_off > s->cap_pair_off) {
+        int32_t *o = h->realloc(s->pair_off_seen, n_off * sizeof *o);
+        if (!o)
+            return h->error(err, LOOM_ENOMEM, "greedy: out of memory");
+        s->pair_off_seen = o;
+        s->cap_pair_off = n_off;
+    }
+    if (n_opt)
+        memcpy(s->options_seen, g->layer_options, n_opt * sizeof *g->layer_options);
+    memcpy(s->pair_off_seen, g->pair_layer_off, n_off * sizeof *g->pair_layer_off);
+    s->chains_n_entries = g->n_layer_entries;
+    s->chains_n_pairs = g->n_pairs;
+    return LOOM_OK;
 }
 
 /* Chooses a policy for every layer entry (see the file comment). */
@@ -79,9 +151,11 @@ static int greedy_tune(void *self, const loom_stage_graph *g,
 {
     greedy_self *s = self;
     int rc = loom_mt_check_inputs(s->host, g, sched, policies, "greedy", err);
-    if (rc == LOOM_OK)
-        rc = loom_mt_entry_chains_build(s->host, &s->chains, g, err);
     if (rc != LOOM_OK)
+        return rc;
+    if (greedy_chains_current(s, g))
+        greedy_chains_reset(s, g);
+    else if ((rc = greedy_chains_build(s, g, err)) != LOOM_OK)
         return rc;
     loom_mt_units u = loom_mt_entry_units(&s->chains, g);
     rc = loom_mt_driver_run(s->host, &s->drv, g, sched, &u,

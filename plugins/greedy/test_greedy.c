@@ -227,6 +227,53 @@ START_TEST(view_param_picks_the_interleaver_budget)
 END_TEST
 
 /* The suite: every test in one case. */
+START_TEST(one_instance_follows_every_change)
+{
+    /* A search tunes one graph many times with one instance: after a
+     * descent, with no pressure, and after the options or pair rows
+     * changed in place, every choice equals a fresh instance's. */
+    loom_stage_graph *g = hand_graph();
+    loom_schedule *s = mtt_order(1, 2, 0, 1);
+    const loom_memory_tuner_vtable *vt = mtt_vtable(loom_static_greedy());
+    loom_mock_host *h = loom_test_mock_host(loom_static_greedy());
+    void *self = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self, &err),
+                     LOOM_OK);
+    static const double caps[] = {300, 1e9, 300, 300, 250, 300};
+    for (int step = 0; step < 6; step++) {
+        g->memory_cap_bytes = caps[step];
+        if (step == 3) { /* e0's selective option now saves only 5 bytes */
+            g->layer_options[LOOM_POLICY_SELECTIVE].activation_bytes = 95;
+            loom_graph_apply_policies(g);
+        }
+        if (step == 5) { /* the two pairs' entries regrouped: 3 + 1 */
+            g->pair_layer_off[1] = 3;
+            loom_graph_apply_policies(g);
+        }
+        uint8_t got[4], want[4];
+        int rc = vt->tune(self, g, s, got, &err);
+        ck_assert_int_eq(mtt_tune(vt, NULL, 0, g, s, want, &err), rc);
+        ck_assert_int_eq(rc, LOOM_OK);
+        ck_assert_msg(!memcmp(got, want, sizeof got), "step %d: %d %d %d %d, expected "
+                      "%d %d %d %d", step, got[0], got[1], got[2], got[3], want[0], want[1],
+                      want[2], want[3]);
+        if (step == 0) /* the hand-computed descent */
+            ck_assert(got[0] == LOOM_POLICY_SELECTIVE && got[1] == LOOM_POLICY_SELECTIVE &&
+                      got[2] == LOOM_POLICY_NONE && got[3] == LOOM_POLICY_NONE);
+        if (step == 1)
+            ck_assert(got[0] == LOOM_POLICY_NONE && got[1] == LOOM_POLICY_NONE &&
+                      got[2] == LOOM_POLICY_NONE && got[3] == LOOM_POLICY_NONE);
+        if (step == 3) /* e0's move no longer pays: e1 then e2 */
+            ck_assert_int_ne(got[0], LOOM_POLICY_SELECTIVE);
+    }
+    vt->destroy(self);
+    loom_mock_host_free(h);
+    loom_schedule_free(s);
+    loom_graph_free(g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("greedy");
@@ -237,6 +284,7 @@ static Suite *suite(void)
     tcase_add_test(tc, infeasible_cap_names_rank_and_bytes);
     tcase_add_test(tc, bad_schedules_are_rejected);
     tcase_add_test(tc, view_param_picks_the_interleaver_budget);
+    tcase_add_test(tc, one_instance_follows_every_change);
     suite_add_tcase(s, tc);
     return s;
 }
