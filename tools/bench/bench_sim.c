@@ -2,7 +2,9 @@
  * iteration: builds the iteration's stage graph through a planner
  * manifest, then times batches of simulator runs (fixed schedule) and
  * evaluator runs (interleaver + memory tuner + simulator) and prints the
- * median rate of the batches.
+ * median rate of the batches: once with the plan's priorities on every
+ * run, once with two groups' priorities swapped per run (a search's moves:
+ * consecutive runs differ in up to four groups).
  *
  *   loom-bench-sim [--manifest M] [--model vlm-l] [--parallel ...] [--batches 15]
  */
@@ -80,28 +82,49 @@ int main(int argc, char **argv)
     printf("simulator:  %.0f evaluations/s (median of %d batches of %d), %.2f us each\n", sim_rate,
            batches, per_batch, 1e6 / sim_rate);
 
-    /* evaluator: interleaver + memory tuner + simulator for the plan's priorities */
+    /* evaluator: interleaver + memory tuner + simulator for the plan's
+     * priorities, then for search moves around them */
     loom_step *rk = &s.pl->steps[s.pl->ranker];
+    const char *inter = s.pl->steps[s.pl->interleaver].ctx.plugin_id;
+    const char *tuner = s.pl->memory_tuner >= 0 ? s.pl->steps[s.pl->memory_tuner].ctx.plugin_id
+                                                : "none";
+    int32_t G = g->n_groups;
+    float *moved = malloc((size_t)(G ? G : 1) * sizeof *moved);
     loom_evaluator *ev = NULL;
-    rc = loom_evaluator_create(&rk->ctx, g, &ev, &err);
-    if (rc == LOOM_OK) {
+    rc = moved ? loom_evaluator_create(&rk->ctx, g, &ev, &err) : LOOM_ENOMEM;
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    for (int pass = 0; pass < 2 && rc == LOOM_OK; pass++) {
         per_batch = 50;
-        for (int b = 0; b < batches; b++) {
-            double t0 = loom_now_ms();
-            for (int k = 0; k < per_batch; k++)
-                loom_evaluator_run(ev, plan.priorities, &m, &err);
-            double dt = loom_now_ms() - t0;
+        for (int b = 0; b < batches && rc == LOOM_OK; b++) {
+            double dt = 0;
+            for (int k = 0; k < per_batch && rc == LOOM_OK; k++) {
+                memcpy(moved, plan.priorities, (size_t)G * sizeof *moved);
+                if (pass == 1 && G > 1) { /* swap two distinct groups */
+                    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                    int32_t x = (int32_t)((rng >> 33) % (uint64_t)G);
+                    int32_t y = (int32_t)((x + 1 + (int32_t)((rng >> 13) % (uint64_t)(G - 1))) % G);
+                    float t = moved[x];
+                    moved[x] = moved[y];
+                    moved[y] = t;
+                }
+                double t0 = loom_now_ms();
+                rc = loom_evaluator_run(ev, moved, &m, &err);
+                dt += loom_now_ms() - t0;
+            }
             rates[b] = per_batch / (dt / 1e3);
         }
+        if (rc != LOOM_OK)
+            break;
         double ev_rate = median(rates, batches);
         printf("evaluator:  %.0f evaluations/s (median of %d batches of %d), %.2f us each "
-               "(interleaver %s, memory tuner %s)\n",
-               ev_rate, batches, per_batch, 1e6 / ev_rate, s.pl->steps[s.pl->interleaver].ctx.plugin_id,
-               s.pl->memory_tuner >= 0 ? s.pl->steps[s.pl->memory_tuner].ctx.plugin_id : "none");
-        loom_evaluator_destroy(ev);
-    } else {
-        fprintf(stderr, "loom-bench-sim: %s\n", err.message);
+               "(interleaver %s, memory tuner %s; %s)\n",
+               ev_rate, batches, per_batch, 1e6 / ev_rate, inter, tuner,
+               pass == 0 ? "the plan's priorities" : "two groups swapped per run");
     }
+    if (rc != LOOM_OK)
+        fprintf(stderr, "loom-bench-sim: %s\n", moved ? err.message : "out of memory");
+    loom_evaluator_destroy(ev);
+    free(moved);
     loom_sim_scratch_free(scratch);
     loom_plan_clear(&plan);
     loom_session_release(&s);
