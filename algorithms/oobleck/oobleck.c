@@ -63,21 +63,29 @@ double loom_oobleck_template_time_ms(const loom_oobleck_template *t,
 
 /* ---- memo --------------------------------------------------------------- */
 
-/* One memoised sub-result: terms of the best layout and how it was split. */
-typedef struct dc_result {
-    double t1, t3, cstar, total; /* total = T1 + T2 + T3, INFINITY: none */
-    int16_t kstar;               /* slowest stage, 0-based in the sub-pipe */
-    int16_t split_k;             /* layer of the split; -1 for a leaf */
-    int16_t split_s;             /* stages on the left */
-    int16_t split_m;             /* left nodes (several nodes) or GPUs */
-    int16_t known;               /* 1 once computed */
-} dc_result;
+/* One memoised sub-result: terms of the best layout and how it was split.
+ * A cell without a layout (or whose T would overflow) holds INFINITY in
+ * t1, t3 and cstar, so isfinite(cstar) tells whether it can be used. */
+typedef struct dc_cell {
+    double t1, t3, cstar; /* T1, T3 and c_{k*} of the best layout */
+    int16_t kstar;        /* slowest stage, 0-based in the sub-pipe */
+    int16_t split_k;      /* layer of the split; -1 for a leaf */
+    int16_t split_s;      /* stages on the left */
+    int16_t split_m;      /* left nodes (several nodes) or GPUs */
+} dc_cell;
 
 /* A block: every (u, v) sub-range of one (stage count, devices) pair,
- * stored as the upper triangle u < v. */
+ * stored as the upper triangle u < v, row u holding v = u+1 .. L. A block
+ * is filled bottom-up, all of its needed cells at once: every u or only
+ * u = 0 (the block is only ever a prefix), every v or only v = L (only a
+ * suffix). */
 typedef struct dc_block {
-    int32_t stages, dev; /* dev: GPUs - 1 inside one node, M + nodes - 2 */
-    dc_result *r;
+    int32_t stages, nodes, g; /* g: GPUs per node, or of the one node */
+    int32_t dev;              /* GPUs - 1 inside one node, M + nodes - 2 */
+    uint8_t need_u, need_v;   /* cells wanted: 1 = every u (v) */
+    uint8_t done_u, done_v;   /* cells filled so far */
+    uint8_t done, queued;     /* filled at all; on the work list */
+    dc_cell *c;
 } dc_block;
 
 /* Bytes of memo a planner may allocate. */
@@ -88,8 +96,11 @@ struct loom_oobleck_planner {
     double *prefix;      /* (max_gpus) x (n_layers + 1): sum of F + B */
     int32_t *bad;        /* same shape: prefix count of unusable entries */
     int64_t *tri;        /* tri[u]: first triangle index of row u */
-    dc_block *blocks;    /* open addressing on (stages, dev) */
+    dc_block **blocks;   /* open addressing on (stages, dev) */
     size_t cap, count, bytes;
+    dc_block **work;     /* blocks to fill for the template being planned */
+    size_t n_work, cap_work;
+    double *best;        /* n_layers + 1: best T of the row being filled */
     int64_t entries, hits;
     int oom;
 };
@@ -100,67 +111,81 @@ static int32_t dc_dev(const loom_oobleck_planner *p, int32_t nodes, int32_t g)
     return nodes > 1 ? p->gpus_per_node + nodes - 2 : g - 1;
 }
 
-/* The block of (stages, dev), allocated on first use; NULL when out of
- * memory or over the budget (p->oom set). */
-static dc_result *dc_block_for(loom_oobleck_planner *p, int32_t stages,
-                               int32_t dev)
+/* Hash slot of (stages, dev) in a table of `cap` (a power of two). */
+static size_t dc_hash(int32_t stages, int32_t dev, size_t cap)
 {
-    size_t mask = p->cap - 1;
     size_t h = ((size_t)stages * 0x9e3779b1u) ^ ((size_t)dev * 0x85ebca6bu);
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
-        dc_block *b = &p->blocks[i];
-        if (b->r && b->stages == stages && b->dev == dev)
-            return b->r;
-        if (!b->r)
-            break;
+    return h & (cap - 1);
+}
+
+/* Doubles the block table; 0 when out of memory. */
+static int dc_grow(loom_oobleck_planner *p)
+{
+    size_t ncap = p->cap * 2;
+    dc_block **nb = calloc(ncap, sizeof *nb);
+    if (!nb)
+        return 0;
+    for (size_t i = 0; i < p->cap; i++) {
+        dc_block *b = p->blocks[i];
+        if (!b)
+            continue;
+        size_t j = dc_hash(b->stages, b->dev, ncap);
+        while (nb[j])
+            j = (j + 1) & (ncap - 1);
+        nb[j] = b;
     }
-    if ((p->count + 1) * 2 > p->cap) { /* grow the block table */
-        size_t ncap = p->cap * 2;
-        dc_block *nb = calloc(ncap, sizeof *nb);
-        if (!nb) {
-            p->oom = 1;
-            return NULL;
-        }
-        for (size_t i = 0; i < p->cap; i++) {
-            if (!p->blocks[i].r)
-                continue;
-            size_t hh = ((size_t)p->blocks[i].stages * 0x9e3779b1u) ^
-                        ((size_t)p->blocks[i].dev * 0x85ebca6bu);
-            size_t j = hh & (ncap - 1);
-            while (nb[j].r)
-                j = (j + 1) & (ncap - 1);
-            nb[j] = p->blocks[i];
-        }
-        free(p->blocks);
-        p->blocks = nb;
-        p->cap = ncap;
-        mask = ncap - 1;
+    free(p->blocks);
+    p->blocks = nb;
+    p->cap = ncap;
+    return 1;
+}
+
+/* The block of `stages` on nodes x g GPUs, allocated on first use; NULL
+ * when out of memory or over the budget (p->oom set). */
+static dc_block *dc_block_for(loom_oobleck_planner *p, int32_t stages,
+                              int32_t nodes, int32_t g)
+{
+    int32_t dev = dc_dev(p, nodes, g);
+    for (size_t i = dc_hash(stages, dev, p->cap);; i = (i + 1) & (p->cap - 1)) {
+        dc_block *b = p->blocks[i];
+        if (!b)
+            break;
+        if (b->stages == stages && b->dev == dev)
+            return b;
+    }
+    if ((p->count + 1) * 2 > p->cap && !dc_grow(p)) {
+        p->oom = 1;
+        return NULL;
     }
     size_t cells = (size_t)p->tri[p->n_layers];
-    size_t bytes = cells * sizeof(dc_result);
+    size_t bytes = cells * sizeof(dc_cell) + sizeof(dc_block);
     if (p->bytes + bytes > DC_MEMO_BUDGET) {
         p->oom = 1;
         return NULL;
     }
-    dc_result *r = calloc(cells, sizeof *r);
-    if (!r) {
+    dc_block *b = calloc(1, sizeof *b);
+    dc_cell *c = malloc(cells * sizeof *c);
+    if (!b || !c) {
+        free(b);
+        free(c);
         p->oom = 1;
         return NULL;
     }
-    size_t i = h & mask;
-    while (p->blocks[i].r)
-        i = (i + 1) & mask;
-    p->blocks[i] = (dc_block){stages, dev, r};
+    *b = (dc_block){stages, nodes, g, dev, 0, 0, 0, 0, 0, 0, c};
+    size_t i = dc_hash(stages, dev, p->cap);
+    while (p->blocks[i])
+        i = (i + 1) & (p->cap - 1);
+    p->blocks[i] = b;
     p->count++;
     p->bytes += bytes;
-    return r;
+    return b;
 }
 
 /* The cell of (u, v) in a block. */
-static dc_result *dc_cell(const loom_oobleck_planner *p, dc_result *block,
-                          int32_t u, int32_t v)
+static dc_cell *dc_at(const loom_oobleck_planner *p, const dc_block *b,
+                      int32_t u, int32_t v)
 {
-    return &block[p->tri[u] + (v - u - 1)];
+    return &b->c[p->tri[u] + (v - u - 1)];
 }
 
 int loom_oobleck_planner_new(const loom_oobleck_costs *costs,
@@ -194,9 +219,10 @@ int loom_oobleck_planner_new(const loom_oobleck_costs *costs,
     p->prefix = malloc(row * (size_t)gpus_per_node * sizeof *p->prefix);
     p->bad = malloc(row * (size_t)gpus_per_node * sizeof *p->bad);
     p->tri = malloc((row + 1) * sizeof *p->tri);
+    p->best = malloc(row * sizeof *p->best);
     p->cap = 64;
     p->blocks = calloc(p->cap, sizeof *p->blocks);
-    if (!p->prefix || !p->bad || !p->tri || !p->blocks) {
+    if (!p->prefix || !p->bad || !p->tri || !p->best || !p->blocks) {
         loom_oobleck_planner_free(p);
         return loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
     }
@@ -228,9 +254,14 @@ void loom_oobleck_planner_free(loom_oobleck_planner *p)
     free(p->prefix);
     free(p->bad);
     free(p->tri);
-    for (size_t i = 0; p->blocks && i < p->cap; i++)
-        free(p->blocks[i].r);
+    free(p->best);
+    for (size_t i = 0; p->blocks && i < p->cap; i++) {
+        if (p->blocks[i])
+            free(p->blocks[i]->c);
+        free(p->blocks[i]);
+    }
     free(p->blocks);
+    free(p->work);
     free(p);
 }
 
@@ -262,100 +293,209 @@ static int dc_pow2(int32_t g)
     return g > 0 && (g & (g - 1)) == 0;
 }
 
-/* T(S', u, v, nodes x g GPUs): memoised divide and conquer. */
-static dc_result dc_solve(loom_oobleck_planner *p, int32_t s_all, int32_t u,
-                          int32_t v, int32_t nodes, int32_t g)
+/* The device splits m of a split with s of s_all stages on the left:
+ * inside a node each side needs a GPU per stage; across nodes each side
+ * needs at least as many stages as nodes (a stage never spans two). */
+static void dc_split_range(const dc_block *b, int32_t s, int32_t *lo,
+                           int32_t *hi)
 {
-    dc_result best = {INFINITY, INFINITY, INFINITY, INFINITY, 0, -1, 0, 0, 1};
-    if (s_all > v - u || (nodes == 1 && g < s_all) ||
-        (nodes > 1 && nodes > s_all))
-        return best;
-    dc_result *block = dc_block_for(p, s_all, dc_dev(p, nodes, g));
-    if (!block)
-        return best;
-    dc_result *cell = dc_cell(p, block, u, v);
-    if (cell->known) {
+    int32_t s_all = b->stages, splits = b->nodes > 1 ? b->nodes : b->g;
+    *lo = 1;
+    *hi = splits - 1;
+    if (b->nodes > 1) {
+        *hi = *hi < s ? *hi : s;
+        *lo = b->nodes - (s_all - s) > *lo ? b->nodes - (s_all - s) : *lo;
+    } else {
+        *lo = s;
+        *hi = b->g - (s_all - s) < *hi ? b->g - (s_all - s) : *hi;
+    }
+}
+
+/* The left (nodes x GPUs) of split m in block b, and the right. */
+static void dc_sides(const dc_block *b, int32_t m, int32_t *ln, int32_t *lg,
+                     int32_t *rn, int32_t *rg)
+{
+    *ln = b->nodes > 1 ? m : 1;
+    *rn = b->nodes > 1 ? b->nodes - m : 1;
+    *lg = b->nodes > 1 ? b->g : m;
+    *rg = b->nodes > 1 ? b->g : b->g - m;
+}
+
+/* Marks the cells of b that a parent needs (every u or u = 0, every v or
+ * v = L) and, recursively, the cells of the blocks they are split into;
+ * blocks with new cells to fill go on the work list. 0 when out of memory. */
+static int dc_need(loom_oobleck_planner *p, dc_block *b, uint8_t nu,
+                   uint8_t nv)
+{
+    uint8_t wu = b->need_u | nu, wv = b->need_v | nv;
+    if (b->queued && wu == b->need_u && wv == b->need_v)
+        return 1;
+    if (!b->queued && b->done && (b->done_u | nu) == b->done_u &&
+        (b->done_v | nv) == b->done_v) {
         p->hits++;
-        return *cell;
+        return 1;
     }
-    if (s_all == 1) {
-        /* nodes == 1 here: one stage on all g GPUs of the node */
-        double c = (p->pow2 && !dc_pow2(g)) ? INFINITY
-                                            : dc_stage_cost(p, u, v, g);
-        if (isfinite(c)) {
-            best.t1 = c;
-            best.t3 = c;
-            best.cstar = c;
-            best.kstar = 0;
-            best.total = 4 * c; /* T1 + 2c + T3 (Eq. 2.4) */
+    if (!b->queued) {
+        if (p->n_work == p->cap_work) {
+            size_t nc = p->cap_work ? p->cap_work * 2 : 64;
+            dc_block **nw = realloc(p->work, nc * sizeof *nw);
+            if (!nw)
+                return 0;
+            p->work = nw;
+            p->cap_work = nc;
         }
-        *cell = best;
-        p->entries++;
-        return best;
+        p->work[p->n_work++] = b;
+        b->queued = 1;
+        /* a refill covers what was filled before as well */
+        wu |= b->done ? b->done_u : 0;
+        wv |= b->done ? b->done_v : 0;
     }
-    int32_t nb = 4 * s_all;
-    int32_t splits = nodes > 1 ? nodes : g;
-    for (int32_t s = 1; s < s_all; s++) {
-        /* split range: inside a node each side needs a GPU per stage;
-         * across nodes each side needs at least as many stages as nodes
-         * (a stage never spans two) */
-        int32_t lo = 1, hi = splits - 1;
-        if (nodes > 1) {
-            hi = hi < s ? hi : s;
-            lo = nodes - (s_all - s) > lo ? nodes - (s_all - s) : lo;
-        } else {
-            lo = s;
-            hi = g - (s_all - s) < hi ? g - (s_all - s) : hi;
-        }
+    b->need_u = wu;
+    b->need_v = wv;
+    for (int32_t s = 1; s < b->stages; s++) {
+        int32_t lo, hi;
+        dc_split_range(b, s, &lo, &hi);
         for (int32_t m = lo; m <= hi; m++) {
-            int32_t ln = nodes > 1 ? m : 1, rn = nodes > 1 ? nodes - m : 1;
-            int32_t lg = nodes > 1 ? g : m, rg = nodes > 1 ? g : g - m;
-            /* both blocks stay put while the recursion fills them */
-            dc_result *lb = dc_block_for(p, s, dc_dev(p, ln, lg));
-            dc_result *rb = dc_block_for(p, s_all - s, dc_dev(p, rn, rg));
-            if (!lb || !rb)
-                return best;
-            for (int32_t k = u + s; k <= v - (s_all - s); k++) {
-                const dc_result *lc = dc_cell(p, lb, u, k);
-                p->hits += lc->known;
-                dc_result l = lc->known ? *lc : dc_solve(p, s, u, k, ln, lg);
-                if (!isfinite(l.total))
+            int32_t ln, lg, rn, rg;
+            dc_sides(b, m, &ln, &lg, &rn, &rg);
+            dc_block *lb = dc_block_for(p, s, ln, lg);
+            dc_block *rb = dc_block_for(p, b->stages - s, rn, rg);
+            if (!lb || !rb || !dc_need(p, lb, wu, 1) || !dc_need(p, rb, 1, wv))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* Fills one-stage cells: all g GPUs of the node (Eq. 2.4: T1 + 2c + T3). */
+static void dc_fill_leaf(loom_oobleck_planner *p, dc_block *b, int32_t u0,
+                         int32_t u1, int32_t all_v)
+{
+    int32_t L = p->n_layers;
+    for (int32_t u = u0; u <= u1; u++)
+        for (int32_t v = all_v ? u + 1 : L; v <= L; v++) {
+            dc_cell *c = dc_at(p, b, u, v);
+            double cost = b->nodes > 1 || (p->pow2 && !dc_pow2(b->g))
+                              ? INFINITY : dc_stage_cost(p, u, v, b->g);
+            *c = (dc_cell){INFINITY, INFINITY, INFINITY, 0, -1, 0, 0};
+            if (isfinite(cost) && isfinite(4 * cost))
+                *c = (dc_cell){cost, cost, cost, 0, -1, 0, 0};
+            p->entries++;
+        }
+}
+
+/* Row u of a block of several stages: every split (s, m, k) of every cell
+ * (u, v) wanted, in the order s, m, k per cell, the first best kept. The
+ * right halves (k, v) of one k lie next to each other in row k. */
+static void dc_fill_row(loom_oobleck_planner *p, dc_block *b, int32_t u,
+                        int32_t all_v)
+{
+    int32_t L = p->n_layers, s_all = b->stages;
+    int32_t v0 = all_v ? u + s_all : L;
+    double *best = p->best;
+    for (int32_t v = v0; v <= L; v++) {
+        best[v] = INFINITY;
+        *dc_at(p, b, u, v) = (dc_cell){INFINITY, INFINITY, INFINITY, 0, -1, 0, 0};
+    }
+    for (int32_t v = u + 1; all_v && v < v0 && v <= L; v++) {
+        *dc_at(p, b, u, v) = (dc_cell){INFINITY, INFINITY, INFINITY, 0, -1, 0, 0};
+        p->entries++;
+    }
+    /* steady multiplier N_b - S' + k* - 1 with N_b = 4 S' (never < 0) */
+    double steady0 = 3.0 * s_all - 1;
+    for (int32_t s = 1; s < s_all; s++) {
+        int32_t lo, hi, rs = s_all - s;
+        dc_split_range(b, s, &lo, &hi);
+        for (int32_t m = lo; m <= hi; m++) {
+            int32_t ln, lg, rn, rg;
+            dc_sides(b, m, &ln, &lg, &rn, &rg);
+            const dc_block *lb = dc_block_for(p, s, ln, lg);
+            const dc_block *rb = dc_block_for(p, rs, rn, rg);
+            for (int32_t k = u + s; k <= L - rs; k++) {
+                const dc_cell *l = dc_at(p, lb, u, k);
+                if (!isfinite(l->cstar))
                     continue;
-                const dc_result *rc = dc_cell(p, rb, k, v);
-                p->hits += rc->known;
-                dc_result r = rc->known ? *rc
-                                        : dc_solve(p, s_all - s, k, v, rn, rg);
-                if (!isfinite(r.total))
-                    continue;
-                double t1 = l.t1 + r.t1, t3, cstar;
-                int32_t kstar;
-                if (l.cstar >= r.cstar) {
-                    kstar = l.kstar;
-                    cstar = l.cstar;
-                    t3 = l.t3 + r.t1;
-                } else {
-                    kstar = s + r.kstar;
-                    cstar = r.cstar;
-                    t3 = r.t3;
-                }
-                double total = t1 + oob_steady(nb, s_all, kstar) * cstar + t3;
-                if (total < best.total) {
-                    best.t1 = t1;
-                    best.t3 = t3;
-                    best.cstar = cstar;
-                    best.kstar = (int16_t)kstar;
-                    best.total = total;
-                    best.split_k = (int16_t)k;
-                    best.split_s = (int16_t)s;
-                    best.split_m = (int16_t)m;
+                int32_t va = all_v ? k + rs : L;
+                const dc_cell *r = dc_at(p, rb, k, va);
+                dc_cell *out = dc_at(p, b, u, va);
+                p->hits += 1 + (L - va + 1);
+                for (int32_t v = va; v <= L; v++, r++, out++) {
+                    if (!isfinite(r->cstar))
+                        continue;
+                    double t1 = l->t1 + r->t1, t3, cstar;
+                    int32_t kstar;
+                    if (l->cstar >= r->cstar) {
+                        kstar = l->kstar;
+                        cstar = l->cstar;
+                        t3 = l->t3 + r->t1;
+                    } else {
+                        kstar = s + r->kstar;
+                        cstar = r->cstar;
+                        t3 = r->t3;
+                    }
+                    double total = t1 + (steady0 + kstar) * cstar + t3;
+                    if (total < best[v]) {
+                        best[v] = total;
+                        *out = (dc_cell){t1, t3, cstar, (int16_t)kstar,
+                                         (int16_t)k, (int16_t)s, (int16_t)m};
+                    }
                 }
             }
         }
     }
-    /* the recursion may have grown the block table, not moved blocks */
-    *dc_cell(p, block, u, v) = best;
-    p->entries++;
-    return best;
+    for (int32_t v = v0; v <= L; v++) {
+        dc_cell *c = dc_at(p, b, u, v);
+        if (!isfinite(best[v]))
+            *c = (dc_cell){INFINITY, INFINITY, INFINITY, 0, -1, 0, 0};
+        p->entries++;
+    }
+}
+
+/* Fills the wanted cells of a block whose sub-blocks are filled. */
+static void dc_fill(loom_oobleck_planner *p, dc_block *b)
+{
+    int32_t u1 = b->need_u ? p->n_layers - 1 : 0;
+    if (b->stages == 1)
+        dc_fill_leaf(p, b, 0, u1, b->need_v);
+    else
+        for (int32_t u = 0; u <= u1; u++)
+            dc_fill_row(p, b, u, b->need_v);
+    b->done = 1;
+    b->done_u = b->need_u;
+    b->done_v = b->need_v;
+    b->queued = 0;
+}
+
+/* Orders blocks by stage count: a block is split into fewer stages. */
+static int dc_by_stages(const void *a, const void *b)
+{
+    int32_t x = (*(dc_block *const *)a)->stages;
+    int32_t y = (*(dc_block *const *)b)->stages;
+    return (x > y) - (x < y);
+}
+
+/* T(S', 0, L, nodes x g GPUs) (Eqs. 2.1-2.4): marks the cells it needs,
+ * then fills every block bottom-up by stage count. NULL when the shape
+ * admits no layout or out of memory (p->oom set). */
+static const dc_cell *dc_solve(loom_oobleck_planner *p, int32_t s_all,
+                               int32_t nodes, int32_t g)
+{
+    if (s_all > p->n_layers || (nodes == 1 && g < s_all) ||
+        (nodes > 1 && nodes > s_all))
+        return NULL;
+    dc_block *top = dc_block_for(p, s_all, nodes, g);
+    p->n_work = 0;
+    if (!top || !dc_need(p, top, 0, 0)) {
+        p->oom = 1;
+        for (size_t i = 0; i < p->n_work; i++)
+            p->work[i]->queued = 0;
+        return NULL;
+    }
+    qsort(p->work, p->n_work, sizeof *p->work, dc_by_stages);
+    for (size_t i = 0; i < p->n_work; i++)
+        dc_fill(p, p->work[i]);
+    p->n_work = 0;
+    return dc_at(p, top, 0, p->n_layers);
 }
 
 /* Appends the stages of the memoised layout (S', u, v, nodes, g) whose
@@ -364,8 +504,8 @@ static int32_t dc_emit(loom_oobleck_planner *p, int32_t s_all, int32_t u,
                        int32_t v, int32_t nodes, int32_t g, int32_t node0,
                        int32_t gpu0, loom_oobleck_stage *out, int32_t at)
 {
-    dc_result *block = dc_block_for(p, s_all, dc_dev(p, nodes, g));
-    const dc_result *r = block ? dc_cell(p, block, u, v) : NULL;
+    dc_block *block = dc_block_for(p, s_all, nodes, g);
+    const dc_cell *r = block ? dc_at(p, block, u, v) : NULL;
     if (!r || r->split_k < 0) {
         loom_oobleck_stage *st = &out[at];
         st->first_layer = u;
@@ -397,13 +537,13 @@ int loom_oobleck_plan_stages(loom_oobleck_planner *p, int32_t nodes,
                         "oobleck: nodes in [1, %d] and stages in [1, %d] "
                         "expected, found %d and %d", LOOM_OOBLECK_MAX_NODES,
                         LOOM_OOBLECK_MAX_LAYERS, nodes, stages);
-    dc_result r = dc_solve(p, stages, 0, p->n_layers, nodes, p->gpus_per_node);
+    const dc_cell *r = dc_solve(p, stages, nodes, p->gpus_per_node);
     if (p->oom)
         return loom_error_format(err, LOOM_ENOMEM,
                         "oobleck: the divide and conquer's memo would exceed "
                         "%zu MiB for %d layers on %d node(s); lower max_stages",
                         DC_MEMO_BUDGET >> 20, p->n_layers, nodes);
-    if (!isfinite(r.total))
+    if (!r || !isfinite(r->cstar))
         return loom_error_format(err, LOOM_EINFEASIBLE,
                         "oobleck: no layout of %d layers in %d stages on %d "
                         "node(s) of %d GPUs (a stage may not span nodes)",
@@ -415,11 +555,14 @@ int loom_oobleck_plan_stages(loom_oobleck_planner *p, int32_t nodes,
                         0, out->stages, 0);
     out->nodes = nodes;
     out->n_stages = n;
-    out->slowest = r.kstar;
-    out->slowest_ms = r.cstar;
-    out->t1_ms = r.t1;
-    out->t3_ms = r.t3;
-    out->iteration_ms = r.total;
+    out->slowest = r->kstar;
+    out->slowest_ms = r->cstar;
+    out->t1_ms = r->t1;
+    out->t3_ms = r->t3;
+    /* the same sums the fill compared: 4c for one stage (Eq. 2.4) */
+    out->iteration_ms = stages == 1 ? 4 * r->cstar
+                                    : r->t1 + (3.0 * stages - 1 + r->kstar) *
+                                                  r->cstar + r->t3;
     return LOOM_OK;
 }
 
