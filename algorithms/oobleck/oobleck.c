@@ -100,7 +100,7 @@ struct loom_oobleck_planner {
     size_t cap, count, bytes;
     dc_block **work;     /* blocks to fill for the template being planned */
     size_t n_work, cap_work;
-    double *best;        /* n_layers + 1: best T of the row being filled */
+    double *best;        /* a triangle: best T of the block being filled */
     int64_t entries, hits;
     int oom;
 };
@@ -219,16 +219,20 @@ int loom_oobleck_planner_new(const loom_oobleck_costs *costs,
     p->prefix = malloc(row * (size_t)gpus_per_node * sizeof *p->prefix);
     p->bad = malloc(row * (size_t)gpus_per_node * sizeof *p->bad);
     p->tri = malloc((row + 1) * sizeof *p->tri);
-    p->best = malloc(row * sizeof *p->best);
     p->cap = 64;
     p->blocks = calloc(p->cap, sizeof *p->blocks);
-    if (!p->prefix || !p->bad || !p->tri || !p->best || !p->blocks) {
+    if (!p->prefix || !p->bad || !p->tri || !p->blocks) {
         loom_oobleck_planner_free(p);
         return loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
     }
     p->tri[0] = 0; /* row u of the triangle holds v = u+1 .. L */
     for (int32_t u = 0; u < costs->n_layers + 1; u++)
         p->tri[u + 1] = p->tri[u] + (costs->n_layers - u);
+    p->best = malloc((size_t)p->tri[p->n_layers] * sizeof *p->best);
+    if (!p->best) {
+        loom_oobleck_planner_free(p);
+        return loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
+    }
     for (int32_t d = 0; d < gpus_per_node; d++) {
         double *pre = p->prefix + (size_t)d * row;
         int32_t *bad = p->bad + (size_t)d * row;
@@ -384,25 +388,26 @@ static void dc_fill_leaf(loom_oobleck_planner *p, dc_block *b, int32_t u0,
         }
 }
 
-/* Row u of a block of several stages: every split (s, m, k) of every cell
- * (u, v) wanted, in the order s, m, k per cell, the first best kept. The
- * right halves (k, v) of one k lie next to each other in row k. */
-static void dc_fill_row(loom_oobleck_planner *p, dc_block *b, int32_t u,
-                        int32_t all_v)
+/* The cells (u, v) of a block of several stages: every split (s, m, k),
+ * in the order s, m, k per cell, the first best kept. One (s, m) pair
+ * at a time over every row, so its two sub-blocks stay in cache, and the
+ * right halves (k, v) of one k lie next to each other in row k. A right
+ * half without a layout holds INFINITY, so its total is never below the
+ * best. */
+static void dc_fill_split(loom_oobleck_planner *p, dc_block *b, int32_t u1,
+                          int32_t all_v)
 {
     int32_t L = p->n_layers, s_all = b->stages;
-    int32_t v0 = all_v ? u + s_all : L;
-    double *best = p->best;
-    for (int32_t v = v0; v <= L; v++) {
-        best[v] = INFINITY;
-        *dc_at(p, b, u, v) = (dc_cell){INFINITY, INFINITY, INFINITY, 0, -1, 0, 0};
-    }
-    for (int32_t v = u + 1; all_v && v < v0 && v <= L; v++) {
-        *dc_at(p, b, u, v) = (dc_cell){INFINITY, INFINITY, INFINITY, 0, -1, 0, 0};
-        p->entries++;
-    }
+    double *best = p->best; /* same triangle layout as a block */
+    for (int32_t u = 0; u <= u1; u++)
+        for (int32_t v = all_v ? u + 1 : L; v <= L; v++) {
+            best[p->tri[u] + (v - u - 1)] = INFINITY;
+            *dc_at(p, b, u, v) = (dc_cell){INFINITY, INFINITY, INFINITY, 0, -1, 0, 0};
+            p->entries++;
+        }
     /* steady multiplier N_b - S' + k* - 1 with N_b = 4 S' (never < 0) */
-    double steady0 = 3.0 * s_all - 1;
+    const double steady0 = 3.0 * s_all - 1;
+    int64_t hits = 0;
     for (int32_t s = 1; s < s_all; s++) {
         int32_t lo, hi, rs = s_all - s;
         dc_split_range(b, s, &lo, &hi);
@@ -411,44 +416,41 @@ static void dc_fill_row(loom_oobleck_planner *p, dc_block *b, int32_t u,
             dc_sides(b, m, &ln, &lg, &rn, &rg);
             const dc_block *lb = dc_block_for(p, s, ln, lg);
             const dc_block *rb = dc_block_for(p, rs, rn, rg);
-            for (int32_t k = u + s; k <= L - rs; k++) {
-                const dc_cell *l = dc_at(p, lb, u, k);
-                if (!isfinite(l->cstar))
-                    continue;
-                int32_t va = all_v ? k + rs : L;
-                const dc_cell *r = dc_at(p, rb, k, va);
-                dc_cell *out = dc_at(p, b, u, va);
-                p->hits += 1 + (L - va + 1);
-                for (int32_t v = va; v <= L; v++, r++, out++) {
-                    if (!isfinite(r->cstar))
+            for (int32_t u = 0; u <= u1; u++)
+                for (int32_t k = u + s; k <= L - rs; k++) {
+                    const dc_cell *l = dc_at(p, lb, u, k);
+                    if (!isfinite(l->cstar))
                         continue;
-                    double t1 = l->t1 + r->t1, t3, cstar;
-                    int32_t kstar;
-                    if (l->cstar >= r->cstar) {
-                        kstar = l->kstar;
-                        cstar = l->cstar;
-                        t3 = l->t3 + r->t1;
-                    } else {
-                        kstar = s + r->kstar;
-                        cstar = r->cstar;
-                        t3 = r->t3;
-                    }
-                    double total = t1 + (steady0 + kstar) * cstar + t3;
-                    if (total < best[v]) {
-                        best[v] = total;
-                        *out = (dc_cell){t1, t3, cstar, (int16_t)kstar,
-                                         (int16_t)k, (int16_t)s, (int16_t)m};
+                    /* the left half's terms, held while v runs */
+                    const double lt1 = l->t1, lt3 = l->t3, lc = l->cstar;
+                    const double lsteady = steady0 + l->kstar;
+                    int32_t va = all_v ? k + rs : L;
+                    const dc_cell *r = dc_at(p, rb, k, va);
+                    dc_cell *out = dc_at(p, b, u, va);
+                    double *bt = &best[p->tri[u] + (va - u - 1)];
+                    hits += 1 + (L - va + 1);
+                    for (int32_t n = 0; n <= L - va; n++) {
+                        double rt1 = r[n].t1, rc = r[n].cstar;
+                        double t1 = lt1 + rt1, total;
+                        if (lc >= rc)
+                            total = t1 + lsteady * lc + (lt3 + rt1);
+                        else
+                            total = t1 + (steady0 + (s + r[n].kstar)) * rc +
+                                    r[n].t3;
+                        if (total < bt[n]) {
+                            bt[n] = total;
+                            out[n] = lc >= rc
+                                ? (dc_cell){t1, lt3 + rt1, lc, l->kstar,
+                                            (int16_t)k, (int16_t)s, (int16_t)m}
+                                : (dc_cell){t1, r[n].t3, rc,
+                                            (int16_t)(s + r[n].kstar),
+                                            (int16_t)k, (int16_t)s, (int16_t)m};
+                        }
                     }
                 }
-            }
         }
     }
-    for (int32_t v = v0; v <= L; v++) {
-        dc_cell *c = dc_at(p, b, u, v);
-        if (!isfinite(best[v]))
-            *c = (dc_cell){INFINITY, INFINITY, INFINITY, 0, -1, 0, 0};
-        p->entries++;
-    }
+    p->hits += hits;
 }
 
 /* Fills the wanted cells of a block whose sub-blocks are filled. */
@@ -458,8 +460,7 @@ static void dc_fill(loom_oobleck_planner *p, dc_block *b)
     if (b->stages == 1)
         dc_fill_leaf(p, b, 0, u1, b->need_v);
     else
-        for (int32_t u = 0; u <= u1; u++)
-            dc_fill_row(p, b, u, b->need_v);
+        dc_fill_split(p, b, u1, b->need_v);
     b->done = 1;
     b->done_u = b->need_u;
     b->done_v = b->need_v;
