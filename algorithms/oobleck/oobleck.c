@@ -101,6 +101,8 @@ struct loom_oobleck_planner {
     dc_block **work;     /* blocks to fill for the template being planned */
     size_t n_work, cap_work;
     double *best;        /* a triangle: best T of the block being filled */
+    double *rmin;        /* a triangle: right bounds (dc_right_bounds) */
+    double *pmax, *smax; /* triangles: running maxima of best's rows */
     int64_t entries, hits;
     int oom;
 };
@@ -229,7 +231,10 @@ int loom_oobleck_planner_new(const loom_oobleck_costs *costs,
     for (int32_t u = 0; u < costs->n_layers + 1; u++)
         p->tri[u + 1] = p->tri[u] + (costs->n_layers - u);
     p->best = malloc((size_t)p->tri[p->n_layers] * sizeof *p->best);
-    if (!p->best) {
+    p->rmin = malloc((size_t)p->tri[p->n_layers] * sizeof *p->rmin);
+    p->pmax = malloc((size_t)p->tri[p->n_layers] * sizeof *p->pmax);
+    p->smax = malloc((size_t)p->tri[p->n_layers] * sizeof *p->smax);
+    if (!p->best || !p->rmin || !p->pmax || !p->smax) {
         loom_oobleck_planner_free(p);
         return loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
     }
@@ -259,6 +264,9 @@ void loom_oobleck_planner_free(loom_oobleck_planner *p)
     free(p->bad);
     free(p->tri);
     free(p->best);
+    free(p->rmin);
+    free(p->pmax);
+    free(p->smax);
     for (size_t i = 0; p->blocks && i < p->cap; i++) {
         if (p->blocks[i])
             free(p->blocks[i]->c);
@@ -388,12 +396,87 @@ static void dc_fill_leaf(loom_oobleck_planner *p, dc_block *b, int32_t u0,
         }
 }
 
+/* First v in [lo, hi] with key[v] > x for a non-decreasing key, hi + 1
+ * when none; walks from `guess`, a nearby answer's position. */
+static int32_t dc_first_above(const double *key, int32_t lo, int32_t hi,
+                              int32_t guess, double x)
+{
+    int32_t v = guess < lo ? lo : guess > hi + 1 ? hi + 1 : guess;
+    while (v > lo && key[v - 1] > x)
+        v--;
+    while (v <= hi && key[v] <= x)
+        v++;
+    return v;
+}
+
+/* First v in [lo, hi] with a[v] >= b[v], a non-decreasing and b
+ * non-increasing, hi + 1 when none; walks from `guess`. */
+static int32_t dc_first_meet(const double *a, const double *b, int32_t lo,
+                             int32_t hi, int32_t guess)
+{
+    int32_t v = guess < lo ? lo : guess > hi + 1 ? hi + 1 : guess;
+    while (v > lo && a[v - 1] >= b[v - 1])
+        v--;
+    while (v <= hi && a[v] < b[v])
+        v++;
+    return v;
+}
+
+/* For every row k of a right block: rmin[k][v] = the least, over v' >= v,
+ * of a lower bound of any total the half (k, v') enters, T1 + (3S' - 1)
+ * c_{k*} + T3 of the half alone. Rounding is monotone and every term is
+ * non-negative, so the bound never exceeds a total computed from it. */
+static void dc_right_bounds(const loom_oobleck_planner *p, const dc_block *rb,
+                            int32_t k0, int32_t rs, double steady0)
+{
+    int32_t L = p->n_layers;
+    for (int32_t k = k0; k <= L - rs; k++) {
+        const dc_cell *r = dc_at(p, rb, k, k + 1);
+        double *lb = p->rmin + p->tri[k]; /* index v - k - 1 */
+        double run = INFINITY;
+        for (int32_t v = L; v >= k + rs; v--) {
+            const dc_cell *c = &r[v - k - 1];
+            double x = c->t1 + steady0 * c->cstar + c->t3;
+            run = x < run ? x : run;
+            lb[v - k - 1] = run;
+        }
+    }
+}
+
+/* For rows 0..u1 of the best so far (cells v >= u + span, only v = L
+ * when span < 0): pmax, the running maximum from the row's start, and
+ * smax, from its end. Bests only fall, so older maxima stay bounds. */
+static void dc_row_maxima(loom_oobleck_planner *p, int32_t u1, int32_t span)
+{
+    int32_t L = p->n_layers;
+    for (int32_t u = 0; u <= u1; u++) {
+        int32_t v0 = span >= 0 ? u + span : L;
+        size_t at = (size_t)p->tri[u] - (size_t)u - 1; /* index v */
+        const double *brow = &p->best[at];
+        double *pm = &p->pmax[at], *sm = &p->smax[at], run = 0;
+        for (int32_t v = v0; v <= L; v++) {
+            run = brow[v] > run ? brow[v] : run;
+            pm[v] = run;
+        }
+        run = 0;
+        for (int32_t v = L; v >= v0; v--) {
+            run = brow[v] > run ? brow[v] : run;
+            sm[v] = run;
+        }
+    }
+}
+
 /* The cells (u, v) of a block of several stages: every split (s, m, k),
  * in the order s, m, k per cell, the first best kept. One (s, m) pair
  * at a time over every row, so its two sub-blocks stay in cache, and the
  * right halves (k, v) of one k lie next to each other in row k. A right
  * half without a layout holds INFINITY, so its total is never below the
- * best. */
+ * best. Splits that cannot beat the best so far are skipped: for a left
+ * half, the v whose best so far (its running maximum from the row start)
+ * is at most the half's bound T1 + (3S' - 1) c_{k*}; for a right half,
+ * the v from which the right bound's minimum reaches the best's maximum
+ * (dc_right_bounds). Neither can change a cell: a total equal to the
+ * best does not replace it. */
 static void dc_fill_split(loom_oobleck_planner *p, dc_block *b, int32_t u1,
                           int32_t all_v)
 {
@@ -408,15 +491,25 @@ static void dc_fill_split(loom_oobleck_planner *p, dc_block *b, int32_t u1,
     /* steady multiplier N_b - S' + k* - 1 with N_b = 4 S' (never < 0) */
     const double steady0 = 3.0 * s_all - 1;
     int64_t hits = 0;
+    int right_bounds = all_v && u1 > 0;
     for (int32_t s = 1; s < s_all; s++) {
         int32_t lo, hi, rs = s_all - s;
         dc_split_range(b, s, &lo, &hi);
+        dc_row_maxima(p, u1, all_v ? s_all : -1);
         for (int32_t m = lo; m <= hi; m++) {
             int32_t ln, lg, rn, rg;
             dc_sides(b, m, &ln, &lg, &rn, &rg);
             const dc_block *lb = dc_block_for(p, s, ln, lg);
             const dc_block *rb = dc_block_for(p, rs, rn, rg);
-            for (int32_t u = 0; u <= u1; u++)
+            if (right_bounds)
+                dc_right_bounds(p, rb, s, rs, steady0);
+            for (int32_t u = 0; u <= u1; u++) {
+                int32_t v0 = all_v ? u + s_all : L;
+                if (v0 > L)
+                    break;
+                const double *pmax = &p->pmax[p->tri[u] - u - 1]; /* index v */
+                const double *smax = &p->smax[p->tri[u] - u - 1];
+                int32_t ga = v0, gb = L + 1; /* the last k's answers */
                 for (int32_t k = u + s; k <= L - rs; k++) {
                     const dc_cell *l = dc_at(p, lb, u, k);
                     if (!isfinite(l->cstar))
@@ -425,11 +518,20 @@ static void dc_fill_split(loom_oobleck_planner *p, dc_block *b, int32_t u1,
                     const double lt1 = l->t1, lt3 = l->t3, lc = l->cstar;
                     const double lsteady = steady0 + l->kstar;
                     int32_t va = all_v ? k + rs : L;
+                    hits += 1 + (L - va + 1);
+                    va = ga = dc_first_above(pmax, va, L, ga, lt1 + steady0 * lc);
+                    int32_t vb = L;
+                    if (right_bounds) {
+                        gb = dc_first_meet(p->rmin + p->tri[k] - k - 1, smax,
+                                           va, L, gb);
+                        vb = gb - 1;
+                    }
+                    if (va > vb)
+                        continue;
                     const dc_cell *r = dc_at(p, rb, k, va);
                     dc_cell *out = dc_at(p, b, u, va);
                     double *bt = &best[p->tri[u] + (va - u - 1)];
-                    hits += 1 + (L - va + 1);
-                    for (int32_t n = 0; n <= L - va; n++) {
+                    for (int32_t n = 0; n <= vb - va; n++) {
                         double rt1 = r[n].t1, rc = r[n].cstar;
                         double t1 = lt1 + rt1, total;
                         if (lc >= rc)
@@ -448,6 +550,7 @@ static void dc_fill_split(loom_oobleck_planner *p, dc_block *b, int32_t u1,
                         }
                     }
                 }
+            }
         }
     }
     p->hits += hits;
