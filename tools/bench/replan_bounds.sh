@@ -10,7 +10,15 @@
 #   max-8n     102 layers, 9 nodes: the most layers within the bound on 8
 #   max-7n     111 layers, 8 nodes: the most layers within the bound on 7
 #   equal-111  111 equal layers, 8 nodes
+#   wide-64g   45 layers, 2 nodes of 64 GPUs (one template of 1 node): the
+#              most layers within the bound on one 64-GPU node
+#   many-32n   72 layers, 33 nodes (templates up to 32): the most layers
+#              within the bound on 32 nodes
+#   pow2-40    40 layers, 5 nodes of 4 GPUs, power-of-two stages,
+#              efficiency 0.45, max_stages 10 (stages of 1 and 4 GPUs)
+#   gpu1-48    48 layers, 12 nodes of one GPU, min_nodes 2
 #
+# --jobs LIST (comma-separated names) runs a subset; the default runs all.
 # Prints wall seconds and maximum resident memory (GNU time's %e and %M),
 # the median of --repeat runs each. --old DIR runs a second build in the
 # same loop and adds its median and the ratio old / new; --check compares
@@ -18,7 +26,7 @@
 # (and with --check the reports) there.
 #
 # Usage: tools/bench/replan_bounds.sh [--build DIR] [--old DIR] [--repeat N]
-#                                     [--check] [--keep DIR] [--only NAME]
+#                                     [--check] [--keep DIR] [--jobs LIST]
 set -euo pipefail
 
 build=build
@@ -26,7 +34,7 @@ old=
 repeat=1
 check=0
 keep=
-only=
+jobs=small,diss-96,max-8n,max-7n,equal-111,wide-64g,many-32n,pow2-40,gpu1-48
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
@@ -34,8 +42,8 @@ while [ $# -gt 0 ]; do
     --repeat) repeat=$2; shift 2 ;;
     --check) check=1; shift ;;
     --keep) keep=$2; shift 2 ;;
-    --only) only=$2; shift 2 ;;
-    *) echo "usage: $0 [--build DIR] [--old DIR] [--repeat N] [--check] [--keep DIR] [--only NAME]" >&2
+    --jobs) jobs=$2; shift 2 ;;
+    *) echo "usage: $0 [--build DIR] [--old DIR] [--repeat N] [--check] [--keep DIR] [--jobs LIST]" >&2
        exit 2 ;;
   esac
 done
@@ -54,11 +62,12 @@ else
   trap 'rm -rf "$tmp"' EXIT
 fi
 
-# job NAME NODES LAYERS VARIED: writes $tmp/NAME.json
+# job NAME NODES GPUS LAYERS VARIED EXTRA: writes $tmp/NAME.json; EXTRA is
+# more JSON fields (with a trailing comma) or empty
 job() {
-  awk -v nodes="$2" -v layers="$3" -v varied="$4" 'BEGIN {
-    printf "{\"nodes\": %d, \"gpus_per_node\": 8, \"fault_tolerance\": 1,\n", nodes
-    printf " \"microbatches\": 512, \"tp_efficiency\": 0.85,\n"
+  awk -v nodes="$2" -v gpus="$3" -v layers="$4" -v varied="$5" -v extra="$6" 'BEGIN {
+    printf "{\"nodes\": %d, \"gpus_per_node\": %d, \"fault_tolerance\": 1,\n", nodes, gpus
+    printf " \"microbatches\": 512, %s\n", extra == "" ? "\"tp_efficiency\": 0.85," : extra
     if (!varied) {
       printf " \"layers\": {\"count\": %d, \"forward_ms\": 1.0, \"backward_ms\": 2.0}}\n", layers
       exit
@@ -73,11 +82,15 @@ job() {
     printf "]}\n"
   }' >"$tmp/$1.json"
 }
-job small 4 24 1
-job diss-96 9 96 1
-job max-8n 9 102 1
-job max-7n 8 111 1
-job equal-111 8 111 0
+job small 4 8 24 1 ""
+job diss-96 9 8 96 1 ""
+job max-8n 9 8 102 1 ""
+job max-7n 8 8 111 1 ""
+job equal-111 8 8 111 0 ""
+job wide-64g 2 64 45 1 ""
+job many-32n 33 8 72 1 ""
+job pow2-40 5 4 40 1 '"pow2_gpus": true, "tp_efficiency": 0.45, "max_stages": 10,'
+job gpu1-48 12 1 48 1 '"min_nodes": 2,'
 
 # median of the numbers on stdin
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR + 1) / 2)]}'; }
@@ -95,8 +108,8 @@ else
   printf '%-10s %10s %12s\n' job wall_s max_rss_MiB
 fi
 status=0
-for name in small diss-96 max-8n max-7n equal-111; do
-  [ -z "$only" ] || [ "$only" = "$name" ] || continue
+for name in ${jobs//,/ }; do
+  [ -f "$tmp/$name.json" ] || { echo "replan_bounds: no job $name" >&2; exit 2; }
   walls=() rss=() owalls=() orss=()
   for _ in $(seq "$repeat"); do
     read -r w m < <(run "$loom" "$name" "$tmp/$name.new.json")
