@@ -7,9 +7,18 @@
  * alternating, (N_b - S' + k* - 1) * c_{k*} with N_b = 4 S') and T3 (F+B
  * of the stages from k* on). A sub-problem is split at a layer k, a stage
  * count s and a device split (whole nodes while it spans several nodes,
- * GPUs inside its node otherwise); a stage never spans nodes. Sub-results
- * are memoised by (S', u, v, nodes, GPUs) in a hash table that lives as
- * long as the planner, so later templates reuse earlier work.
+ * GPUs inside its node otherwise); a stage never spans nodes.
+ *
+ * Sub-results are memoised by (S', u, v, nodes, GPUs) in dense blocks, one
+ * per (S', devices), that live as long as the planner, so later templates
+ * reuse earlier work. A template first marks the blocks it reaches and
+ * which of their cells (every u or only u = 0, every v or only v = L),
+ * then fills them bottom-up by stage count, one (s, m) split at a time
+ * over all rows so that right halves (k, v) are read along a row. Splits
+ * whose lower bound cannot beat a cell's best so far are skipped. The
+ * result is the recursion's to the bit: the same splits in the same order
+ * per cell, the first strictly better kept, the same sums
+ * (tests/test_oobleck.c compares it with a plain recursion).
  *
  * Uses only the C library (see oobleck.h).
  */

@@ -10,8 +10,8 @@
 #   max-8n     102 layers, 9 nodes: the most layers within the bound on 8
 #   max-7n     111 layers, 8 nodes: the most layers within the bound on 7
 #   equal-111  111 equal layers, 8 nodes
-#   wide-64g   45 layers, 2 nodes of 64 GPUs (one template of 1 node): the
-#              most layers within the bound on one 64-GPU node
+#   wide-64g   45 layers, 4 nodes of 64 GPUs (templates up to 3): the
+#              most layers within the bound on 64-GPU nodes
 #   many-32n   72 layers, 33 nodes (templates up to 32): the most layers
 #              within the bound on 32 nodes
 #   pow2-40    40 layers, 5 nodes of 4 GPUs, power-of-two stages,
@@ -19,8 +19,9 @@
 #   gpu1-48    48 layers, 12 nodes of one GPU, min_nodes 2
 #
 # --jobs LIST (comma-separated names) runs a subset; the default runs all.
-# Prints wall seconds and maximum resident memory (GNU time's %e and %M),
-# the median of --repeat runs each. --old DIR runs a second build in the
+# Prints wall seconds, CPU seconds (user + system) and maximum resident
+# memory (GNU time's %e, %U + %S and %M), the median of --repeat runs each;
+# on a shared machine the CPU seconds are the steadier figure. --old DIR runs a second build in the
 # same loop and adds its median and the ratio old / new; --check compares
 # the two builds' --json reports byte for byte. --keep DIR leaves the jobs
 # (and with --check the reports) there.
@@ -87,7 +88,7 @@ job diss-96 9 8 96 1 ""
 job max-8n 9 8 102 1 ""
 job max-7n 8 8 111 1 ""
 job equal-111 8 8 111 0 ""
-job wide-64g 2 64 45 1 ""
+job wide-64g 4 64 45 1 ""
 job many-32n 33 8 72 1 ""
 job pow2-40 5 4 40 1 '"pow2_gpus": true, "tp_efficiency": 0.45, "max_stages": 10,'
 job gpu1-48 12 1 48 1 '"min_nodes": 2,'
@@ -95,40 +96,43 @@ job gpu1-48 12 1 48 1 '"min_nodes": 2,'
 # median of the numbers on stdin
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR + 1) / 2)]}'; }
 
-# run BIN NAME OUTFILE: one timed replan, "wall rss_kib" on stdout
+# run BIN NAME OUTFILE: one timed replan, "wall cpu rss_kib" on stdout
 run() {
-  /usr/bin/time -f '%e %M' -o "$tmp/time" \
+  /usr/bin/time -f '%e %U %S %M' -o "$tmp/time" \
     "$1" replan --job "$tmp/$2.json" --failed-nodes 3 --json >"$3"
-  cat "$tmp/time"
+  awk '{ printf "%s %.2f %s\n", $1, $2 + $3, $4 }' "$tmp/time"
 }
 
 if [ -n "$old" ]; then
-  printf '%-10s %10s %12s %10s %12s %8s\n' job wall_s max_rss_MiB old_wall_s old_rss_MiB old/new
+  printf '%-10s %8s %7s %8s %8s %7s %8s %8s\n' job wall_s cpu_s rss_MiB old_wall old_cpu old_rss old/new
 else
-  printf '%-10s %10s %12s\n' job wall_s max_rss_MiB
+  printf '%-10s %8s %7s %8s\n' job wall_s cpu_s rss_MiB
 fi
 status=0
 for name in ${jobs//,/ }; do
   [ -f "$tmp/$name.json" ] || { echo "replan_bounds: no job $name" >&2; exit 2; }
-  walls=() rss=() owalls=() orss=()
+  walls=() cpus=() rss=() owalls=() ocpus=() orss=()
   for _ in $(seq "$repeat"); do
-    read -r w m < <(run "$loom" "$name" "$tmp/$name.new.json")
-    walls+=("$w") rss+=("$m")
+    read -r w c m < <(run "$loom" "$name" "$tmp/$name.new.json")
+    walls+=("$w") cpus+=("$c") rss+=("$m")
     if [ -n "$old" ]; then
-      read -r w m < <(run "$old/bin/loom" "$name" "$tmp/$name.old.json")
-      owalls+=("$w") orss+=("$m")
+      read -r w c m < <(run "$old/bin/loom" "$name" "$tmp/$name.old.json")
+      owalls+=("$w") ocpus+=("$c") orss+=("$m")
     fi
   done
   w=$(printf '%s\n' "${walls[@]}" | median)
+  c=$(printf '%s\n' "${cpus[@]}" | median)
   m=$(printf '%s\n' "${rss[@]}" | median)
   if [ -n "$old" ]; then
     ow=$(printf '%s\n' "${owalls[@]}" | median)
+    oc=$(printf '%s\n' "${ocpus[@]}" | median)
     om=$(printf '%s\n' "${orss[@]}" | median)
-    ratio=$(awk -v a="$ow" -v b="$w" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
-    printf '%-10s %10.2f %12.0f %10.2f %12.0f %8s\n' "$name" "$w" "$((m / 1024))" "$ow" \
-      "$((om / 1024))" "$ratio"
+    # old / new CPU seconds (the wall ratio suffers the machine's load)
+    ratio=$(awk -v a="$oc" -v b="$c" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+    printf '%-10s %8.2f %7.2f %8.0f %8.2f %7.2f %8.0f %8s\n' "$name" "$w" "$c" "$((m / 1024))" \
+      "$ow" "$oc" "$((om / 1024))" "$ratio"
   else
-    printf '%-10s %10.2f %12.0f\n' "$name" "$w" "$((m / 1024))"
+    printf '%-10s %8.2f %7.2f %8.0f\n' "$name" "$w" "$c" "$((m / 1024))"
   fi
   if [ "$check" = 1 ]; then
     if cmp -s "$tmp/$name.new.json" "$tmp/$name.old.json"; then
