@@ -111,7 +111,8 @@ struct loom_oobleck_planner {
     size_t n_work, cap_work;
     double *best;        /* a triangle: best T of the block being filled */
     double *rmin;        /* a triangle: right bounds (dc_right_bounds) */
-    double *pmax, *smax; /* triangles: running maxima of best's rows */
+    double *pmax, *smax; /* triangles + 1: running maxima of best's rows,
+                          * row u indexed by v from pmax + tri[u] - u */
     int64_t entries, hits;
     int oom;
 };
@@ -241,8 +242,8 @@ int loom_oobleck_planner_new(const loom_oobleck_costs *costs,
         p->tri[u + 1] = p->tri[u] + (costs->n_layers - u);
     p->best = malloc((size_t)p->tri[p->n_layers] * sizeof *p->best);
     p->rmin = malloc((size_t)p->tri[p->n_layers] * sizeof *p->rmin);
-    p->pmax = malloc((size_t)p->tri[p->n_layers] * sizeof *p->pmax);
-    p->smax = malloc((size_t)p->tri[p->n_layers] * sizeof *p->smax);
+    p->pmax = malloc(((size_t)p->tri[p->n_layers] + 1) * sizeof *p->pmax);
+    p->smax = malloc(((size_t)p->tri[p->n_layers] + 1) * sizeof *p->smax);
     if (!p->best || !p->rmin || !p->pmax || !p->smax) {
         loom_oobleck_planner_free(p);
         return loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
@@ -460,16 +461,16 @@ static void dc_row_maxima(loom_oobleck_planner *p, int32_t u1, int32_t span)
     int32_t L = p->n_layers;
     for (int32_t u = 0; u <= u1; u++) {
         int32_t v0 = span >= 0 ? u + span : L;
-        size_t at = (size_t)p->tri[u] - (size_t)u - 1; /* index v */
-        const double *brow = &p->best[at];
-        double *pm = &p->pmax[at], *sm = &p->smax[at], run = 0;
+        const double *brow = &p->best[p->tri[u]]; /* index v - u - 1 */
+        double *pm = p->pmax + (p->tri[u] - u), run = 0; /* index v */
+        double *sm = p->smax + (p->tri[u] - u);
         for (int32_t v = v0; v <= L; v++) {
-            run = brow[v] > run ? brow[v] : run;
+            run = brow[v - u - 1] > run ? brow[v - u - 1] : run;
             pm[v] = run;
         }
         run = 0;
         for (int32_t v = L; v >= v0; v--) {
-            run = brow[v] > run ? brow[v] : run;
+            run = brow[v - u - 1] > run ? brow[v - u - 1] : run;
             sm[v] = run;
         }
     }
@@ -516,10 +517,21 @@ static void dc_fill_split(loom_oobleck_planner *p, dc_block *b, int32_t u1,
                 int32_t v0 = all_v ? u + s_all : L;
                 if (v0 > L)
                     break;
-                const double *pmax = &p->pmax[p->tri[u] - u - 1]; /* index v */
-                const double *smax = &p->smax[p->tri[u] - u - 1];
+                const double *pmax = p->pmax + (p->tri[u] - u); /* index v */
+                const double *smax = p->smax + (p->tri[u] - u);
                 int32_t ga = v0, gb = L + 1; /* the last k's answers */
-                for (int32_t k = u + s; k <= L - rs; k++) {
+                int32_t k0 = u + s, k1 = L - rs;
+                /* trim the k no v can use: a left half whose bound reaches
+                 * the row's largest best, a right half whose bounds reach
+                 * the largest best of the v it could end at */
+                while (k1 >= k0 && dc_at(p, lb, u, k1)->t1 +
+                                           steady0 * dc_at(p, lb, u, k1)->cstar >=
+                                       pmax[L])
+                    k1--;
+                while (right_bounds && k0 <= k1 &&
+                       p->rmin[p->tri[k0] + rs - 1] >= smax[k0 + rs])
+                    k0++;
+                for (int32_t k = k0; k <= k1; k++) {
                     const dc_cell *l = dc_at(p, lb, u, k);
                     if (!isfinite(l->cstar))
                         continue;
