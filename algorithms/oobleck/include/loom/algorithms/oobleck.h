@@ -30,10 +30,11 @@ extern "C" {
 /* Layer splits the divide and conquer may evaluate (loom_oobleck_work, an
  * upper bound of the splits its fill considers; many are skipped by their
  * lower bounds). At the bound, measured with tools/bench/replan_bounds.sh
- * on a shared 2-core machine (CPU seconds): 8-GPU nodes with templates of
- * up to 8 nodes (96 to 111 layers) 2.3-3.0 s, 64-GPU nodes 9 s, 32 nodes
- * of 8 GPUs (72 layers) 12 s. The dissertation's 96 layers on up to 8
- * nodes of 8 GPUs need 1.6e9 (2.6 s). */
+ * on a shared 2-core machine (wall seconds): 8-GPU nodes with templates of
+ * up to 8 nodes (96 to 111 layers) 2.2-2.9 s, 64-GPU nodes (45 layers)
+ * 8.5 s, 32 nodes of 8 GPUs (72 layers) 8.2 s; up to twice that when the
+ * machine is loaded. The dissertation's 96 layers on up to 8 nodes of 8
+ * GPUs need 1.6e9 (2.2 s). */
 #define LOOM_OOBLECK_MAX_WORK ((int64_t)1 << 31)
 /* Instantiation plans an uncapped enumeration may list, and the steps of
  * distributing the batch over every plan (plans * templates *
