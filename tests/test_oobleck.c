@@ -306,6 +306,171 @@ START_TEST(dc_memo_shared_across_templates)
 }
 END_TEST
 
+/* ---- the divide and conquer against a plain recursion ---------------------- */
+
+/* A direct transcription of T(S', u, v, nodes x g) (Eqs. 2.1-2.4), memoised
+ * per (S', u, v, nodes, g), trying the splits in the order s, m, k and
+ * keeping the first strictly better one: the planner must agree with it
+ * bit for bit, whatever it skips or reorders. At most 14 layers, 4 GPUs
+ * per node and 4 nodes. */
+typedef struct ref_cell {
+    double t1, t3, c, total;
+    int kstar, k, s, m, known;
+} ref_cell;
+
+typedef struct ref_dc {
+    int n_layers, gpus, pow2;
+    double pre[4][15];
+    int bad[4][15];
+    ref_cell memo[15][15][15][5][5]; /* [S'][u][v][nodes][g] */
+} ref_dc;
+
+static void ref_init(ref_dc *x, const loom_oobleck_costs *c, int gpus, int pow2)
+{
+    memset(x, 0, sizeof *x);
+    x->n_layers = c->n_layers;
+    x->gpus = gpus;
+    x->pow2 = pow2;
+    for (int d = 0; d < gpus; d++)
+        for (int l = 0; l < c->n_layers; l++) {
+            double f = c->forward_ms[d * c->n_layers + l];
+            double b = c->backward_ms[d * c->n_layers + l];
+            int ok = isfinite(f + b) && f >= 0 && b >= 0;
+            x->pre[d][l + 1] = x->pre[d][l] + (ok ? f + b : 0);
+            x->bad[d][l + 1] = x->bad[d][l] + !ok;
+        }
+}
+
+static double ref_cost(const ref_dc *x, int u, int v, int d)
+{
+    if (x->bad[d - 1][v] != x->bad[d - 1][u])
+        return INFINITY;
+    return x->pre[d - 1][v] - x->pre[d - 1][u];
+}
+
+static ref_cell ref_solve(ref_dc *x, int S, int u, int v, int nodes, int g)
+{
+    ref_cell best = {INFINITY, INFINITY, INFINITY, INFINITY, 0, -1, 0, 0, 1};
+    if (S > v - u || (nodes == 1 && g < S) || (nodes > 1 && nodes > S))
+        return best;
+    ref_cell *cell = &x->memo[S][u][v][nodes][g];
+    if (cell->known)
+        return *cell;
+    if (S == 1) {
+        double c = x->pow2 && (g & (g - 1)) ? INFINITY : ref_cost(x, u, v, g);
+        if (isfinite(c) && isfinite(4 * c))
+            best = (ref_cell){c, c, c, 4 * c, 0, -1, 0, 0, 1};
+        return *cell = best;
+    }
+    for (int s = 1; s < S; s++) {
+        int lo = nodes > 1 ? (nodes - (S - s) > 1 ? nodes - (S - s) : 1) : s;
+        int hi = nodes > 1 ? (nodes - 1 < s ? nodes - 1 : s)
+                           : (g - (S - s) < g - 1 ? g - (S - s) : g - 1);
+        for (int m = lo; m <= hi; m++)
+            for (int k = u + s; k <= v - (S - s); k++) {
+                ref_cell l = nodes > 1 ? ref_solve(x, s, u, k, m, g)
+                                       : ref_solve(x, s, u, k, 1, m);
+                ref_cell r = nodes > 1 ? ref_solve(x, S - s, k, v, nodes - m, g)
+                                       : ref_solve(x, S - s, k, v, 1, g - m);
+                if (!isfinite(l.total) || !isfinite(r.total))
+                    continue;
+                int left = l.c >= r.c;
+                double t1 = l.t1 + r.t1;
+                double t3 = left ? l.t3 + r.t1 : r.t3;
+                double c = left ? l.c : r.c;
+                int kstar = left ? l.kstar : s + r.kstar;
+                double total = t1 + (double)(4 * S - S + kstar - 1) * c + t3;
+                if (total < best.total)
+                    best = (ref_cell){t1, t3, c, total, kstar, k, s, m, 1};
+            }
+    }
+    return *cell = best;
+}
+
+/* Appends the stages of (S, u, v, nodes, g) as the planner lays them out. */
+static int ref_emit(ref_dc *x, int S, int u, int v, int nodes, int g,
+                    int node0, int gpu0, loom_oobleck_stage *out, int at)
+{
+    ref_cell r = ref_solve(x, S, u, v, nodes, g);
+    if (r.k < 0) {
+        out[at] = (loom_oobleck_stage){u, v - u, g, node0, gpu0, ref_cost(x, u, v, g)};
+        return at + 1;
+    }
+    if (nodes > 1) {
+        at = ref_emit(x, r.s, u, r.k, r.m, g, node0, 0, out, at);
+        return ref_emit(x, S - r.s, r.k, v, nodes - r.m, g, node0 + r.m, 0, out, at);
+    }
+    at = ref_emit(x, r.s, u, r.k, 1, r.m, node0, gpu0, out, at);
+    return ref_emit(x, S - r.s, r.k, v, 1, g - r.m, node0, gpu0 + r.m, out, at);
+}
+
+/* Checks one planned template against the recursion, field by field. */
+static void ref_check(ref_dc *x, int rc, const loom_oobleck_template *t,
+                      int nodes, int S)
+{
+    ref_cell r = ref_solve(x, S, 0, x->n_layers, nodes, x->gpus);
+    ck_assert_int_eq(rc, isfinite(r.total) ? LOOM_OK : LOOM_EINFEASIBLE);
+    if (rc != LOOM_OK)
+        return;
+    loom_oobleck_stage st[16];
+    ck_assert_int_eq(ref_emit(x, S, 0, x->n_layers, nodes, x->gpus, 0, 0, st, 0),
+                     t->n_stages);
+    ck_assert_int_eq(t->n_stages, S);
+    for (int i = 0; i < S; i++) {
+        const loom_oobleck_stage *a = &st[i], *b = &t->stages[i];
+        ck_assert(a->first_layer == b->first_layer && a->n_layers == b->n_layers);
+        ck_assert(a->gpus == b->gpus && a->node == b->node);
+        ck_assert(a->first_gpu == b->first_gpu && a->cost_ms == b->cost_ms);
+    }
+    ck_assert_int_eq(t->slowest, r.kstar);
+    ck_assert(t->t1_ms == r.t1 && t->t3_ms == r.t3);
+    ck_assert(t->slowest_ms == r.c && t->iteration_ms == r.total);
+}
+
+START_TEST(dc_matches_plain_recursion)
+{
+    static ref_dc ref;
+    static double f[4 * 14], b[4 * 14];
+    uint32_t seed = 12345;
+    for (int trial = 0; trial < 24; trial++) {
+        int L = 6 + trial % 9, gpus = 1 + trial % 4, pow2 = (trial / 4) % 2;
+        int nodes = 1 + trial % 3 + (gpus == 1);
+        for (int d = 1; d <= gpus; d++)
+            for (int l = 0; l < L; l++) {
+                seed = seed * 1103515245u + 12345u;
+                /* a few small integers: many ties between splits */
+                double ms = 1 + (seed >> 16) % 4;
+                f[(d - 1) * L + l] = ms / (d * (trial % 2 ? 0.7 : 1.0));
+                b[(d - 1) * L + l] = 2 * f[(d - 1) * L + l];
+                if (trial % 5 == 0 && d == 2 && l == 1)
+                    f[(d - 1) * L + l] = -1; /* layer 1 unusable on 2 GPUs */
+            }
+        loom_oobleck_costs c = {L, gpus, f, b};
+        ref_init(&ref, &c, gpus, pow2);
+        loom_oobleck_planner *p = NULL;
+        loom_error err = {0, ""};
+        ck_assert_int_eq(loom_oobleck_planner_new(&c, gpus, pow2, &p, &err), LOOM_OK);
+        /* whole templates first (the memo then holds partly filled blocks),
+         * then every stage count on its own, largest node count first */
+        for (int n = 1; n <= nodes; n++) {
+            loom_oobleck_template t;
+            if (loom_oobleck_plan_template(p, n, 0, &t, &err) == LOOM_OK) {
+                ref_check(&ref, LOOM_OK, &t, n, t.n_stages);
+                loom_oobleck_template_clear(&t);
+            }
+        }
+        for (int n = nodes; n >= 1; n--)
+            for (int S = n; S <= L && S <= n * gpus; S++) {
+                loom_oobleck_template t;
+                int rc = loom_oobleck_plan_stages(p, n, S, &t, &err);
+                ref_check(&ref, rc, &t, n, S);
+                loom_oobleck_template_clear(&t);
+            }
+        loom_oobleck_planner_free(p);
+    }
+}
+END_TEST
+
 START_TEST(dc_rejects_bad_input)
 {
     double ms[2] = {1, 1};
@@ -544,6 +709,7 @@ static Suite *oobleck_suite(void)
     tcase_add_test(tc, dc_stages_never_span_nodes);
     tcase_add_test(tc, dc_compares_stage_counts_at_common_batch);
     tcase_add_test(tc, dc_memo_shared_across_templates);
+    tcase_add_test(tc, dc_matches_plain_recursion);
     tcase_add_test(tc, dc_rejects_bad_input);
     tcase_add_test(tc, dc_work_is_bounded_before_planning);
     tcase_add_test(tc, instantiation_work_is_bounded);

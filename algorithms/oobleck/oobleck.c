@@ -7,9 +7,18 @@
  * alternating, (N_b - S' + k* - 1) * c_{k*} with N_b = 4 S') and T3 (F+B
  * of the stages from k* on). A sub-problem is split at a layer k, a stage
  * count s and a device split (whole nodes while it spans several nodes,
- * GPUs inside its node otherwise); a stage never spans nodes. Sub-results
- * are memoised by (S', u, v, nodes, GPUs) in a hash table that lives as
- * long as the planner, so later templates reuse earlier work.
+ * GPUs inside its node otherwise); a stage never spans nodes.
+ *
+ * Sub-results are memoised by (S', u, v, nodes, GPUs) in dense blocks, one
+ * per (S', devices), that live as long as the planner, so later templates
+ * reuse earlier work. A template first marks the blocks it reaches and
+ * which of their cells (every u or only u = 0, every v or only v = L),
+ * then fills them bottom-up by stage count, one (s, m) split at a time
+ * over all rows so that right halves (k, v) are read along a row. Splits
+ * whose lower bound cannot beat a cell's best so far are skipped. The
+ * result is the recursion's to the bit: the same splits in the same order
+ * per cell, the first strictly better kept, the same sums
+ * (tests/test_oobleck.c compares it with a plain recursion).
  *
  * Uses only the C library (see oobleck.h).
  */
@@ -63,21 +72,29 @@ double loom_oobleck_template_time_ms(const loom_oobleck_template *t,
 
 /* ---- memo --------------------------------------------------------------- */
 
-/* One memoised sub-result: terms of the best layout and how it was split. */
-typedef struct dc_result {
-    double t1, t3, cstar, total; /* total = T1 + T2 + T3, INFINITY: none */
-    int16_t kstar;               /* slowest stage, 0-based in the sub-pipe */
-    int16_t split_k;             /* layer of the split; -1 for a leaf */
-    int16_t split_s;             /* stages on the left */
-    int16_t split_m;             /* left nodes (several nodes) or GPUs */
-    int16_t known;               /* 1 once computed */
-} dc_result;
+/* One memoised sub-result: terms of the best layout and how it was split.
+ * A cell without a layout (or whose T would overflow) holds INFINITY in
+ * t1, t3 and cstar, so isfinite(cstar) tells whether it can be used. */
+typedef struct dc_cell {
+    double t1, t3, cstar; /* T1, T3 and c_{k*} of the best layout */
+    int16_t kstar;        /* slowest stage, 0-based in the sub-pipe */
+    int16_t split_k;      /* layer of the split; -1 for a leaf */
+    int16_t split_s;      /* stages on the left */
+    int16_t split_m;      /* left nodes (several nodes) or GPUs */
+} dc_cell;
 
 /* A block: every (u, v) sub-range of one (stage count, devices) pair,
- * stored as the upper triangle u < v. */
+ * stored as the upper triangle u < v, row u holding v = u+1 .. L. A block
+ * is filled bottom-up, all of its needed cells at once: every u or only
+ * u = 0 (the block is only ever a prefix), every v or only v = L (only a
+ * suffix). */
 typedef struct dc_block {
-    int32_t stages, dev; /* dev: GPUs - 1 inside one node, M + nodes - 2 */
-    dc_result *r;
+    int32_t stages, nodes, g; /* g: GPUs per node, or of the one node */
+    int32_t dev;              /* GPUs - 1 inside one node, M + nodes - 2 */
+    uint8_t need_u, need_v;   /* cells wanted: 1 = every u (v) */
+    uint8_t done_u, done_v;   /* cells filled so far */
+    uint8_t done, queued;     /* filled at all; on the work list */
+    dc_cell *c;
 } dc_block;
 
 /* Bytes of memo a planner may allocate. */
@@ -88,8 +105,14 @@ struct loom_oobleck_planner {
     double *prefix;      /* (max_gpus) x (n_layers + 1): sum of F + B */
     int32_t *bad;        /* same shape: prefix count of unusable entries */
     int64_t *tri;        /* tri[u]: first triangle index of row u */
-    dc_block *blocks;    /* open addressing on (stages, dev) */
+    dc_block **blocks;   /* open addressing on (stages, dev) */
     size_t cap, count, bytes;
+    dc_block **work;     /* blocks to fill for the template being planned */
+    size_t n_work, cap_work;
+    double *best;        /* a triangle: best T of the block being filled */
+    double *rmin;        /* a triangle: right bounds (dc_right_bounds) */
+    double *pmax, *smax; /* triangles + 1: running maxima of best's rows,
+                          * row u indexed by v from pmax + tri[u] - u */
     int64_t entries, hits;
     int oom;
 };
@@ -100,67 +123,81 @@ static int32_t dc_dev(const loom_oobleck_planner *p, int32_t nodes, int32_t g)
     return nodes > 1 ? p->gpus_per_node + nodes - 2 : g - 1;
 }
 
-/* The block of (stages, dev), allocated on first use; NULL when out of
- * memory or over the budget (p->oom set). */
-static dc_result *dc_block_for(loom_oobleck_planner *p, int32_t stages,
-                               int32_t dev)
+/* Hash slot of (stages, dev) in a table of `cap` (a power of two). */
+static size_t dc_hash(int32_t stages, int32_t dev, size_t cap)
 {
-    size_t mask = p->cap - 1;
     size_t h = ((size_t)stages * 0x9e3779b1u) ^ ((size_t)dev * 0x85ebca6bu);
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
-        dc_block *b = &p->blocks[i];
-        if (b->r && b->stages == stages && b->dev == dev)
-            return b->r;
-        if (!b->r)
-            break;
+    return h & (cap - 1);
+}
+
+/* Doubles the block table; 0 when out of memory. */
+static int dc_grow(loom_oobleck_planner *p)
+{
+    size_t ncap = p->cap * 2;
+    dc_block **nb = calloc(ncap, sizeof *nb);
+    if (!nb)
+        return 0;
+    for (size_t i = 0; i < p->cap; i++) {
+        dc_block *b = p->blocks[i];
+        if (!b)
+            continue;
+        size_t j = dc_hash(b->stages, b->dev, ncap);
+        while (nb[j])
+            j = (j + 1) & (ncap - 1);
+        nb[j] = b;
     }
-    if ((p->count + 1) * 2 > p->cap) { /* grow the block table */
-        size_t ncap = p->cap * 2;
-        dc_block *nb = calloc(ncap, sizeof *nb);
-        if (!nb) {
-            p->oom = 1;
-            return NULL;
-        }
-        for (size_t i = 0; i < p->cap; i++) {
-            if (!p->blocks[i].r)
-                continue;
-            size_t hh = ((size_t)p->blocks[i].stages * 0x9e3779b1u) ^
-                        ((size_t)p->blocks[i].dev * 0x85ebca6bu);
-            size_t j = hh & (ncap - 1);
-            while (nb[j].r)
-                j = (j + 1) & (ncap - 1);
-            nb[j] = p->blocks[i];
-        }
-        free(p->blocks);
-        p->blocks = nb;
-        p->cap = ncap;
-        mask = ncap - 1;
+    free(p->blocks);
+    p->blocks = nb;
+    p->cap = ncap;
+    return 1;
+}
+
+/* The block of `stages` on nodes x g GPUs, allocated on first use; NULL
+ * when out of memory or over the budget (p->oom set). */
+static dc_block *dc_block_for(loom_oobleck_planner *p, int32_t stages,
+                              int32_t nodes, int32_t g)
+{
+    int32_t dev = dc_dev(p, nodes, g);
+    for (size_t i = dc_hash(stages, dev, p->cap);; i = (i + 1) & (p->cap - 1)) {
+        dc_block *b = p->blocks[i];
+        if (!b)
+            break;
+        if (b->stages == stages && b->dev == dev)
+            return b;
+    }
+    if ((p->count + 1) * 2 > p->cap && !dc_grow(p)) {
+        p->oom = 1;
+        return NULL;
     }
     size_t cells = (size_t)p->tri[p->n_layers];
-    size_t bytes = cells * sizeof(dc_result);
+    size_t bytes = cells * sizeof(dc_cell) + sizeof(dc_block);
     if (p->bytes + bytes > DC_MEMO_BUDGET) {
         p->oom = 1;
         return NULL;
     }
-    dc_result *r = calloc(cells, sizeof *r);
-    if (!r) {
+    dc_block *b = calloc(1, sizeof *b);
+    dc_cell *c = malloc(cells * sizeof *c);
+    if (!b || !c) {
+        free(b);
+        free(c);
         p->oom = 1;
         return NULL;
     }
-    size_t i = h & mask;
-    while (p->blocks[i].r)
-        i = (i + 1) & mask;
-    p->blocks[i] = (dc_block){stages, dev, r};
+    *b = (dc_block){stages, nodes, g, dev, 0, 0, 0, 0, 0, 0, c};
+    size_t i = dc_hash(stages, dev, p->cap);
+    while (p->blocks[i])
+        i = (i + 1) & (p->cap - 1);
+    p->blocks[i] = b;
     p->count++;
     p->bytes += bytes;
-    return r;
+    return b;
 }
 
 /* The cell of (u, v) in a block. */
-static dc_result *dc_cell(const loom_oobleck_planner *p, dc_result *block,
-                          int32_t u, int32_t v)
+static dc_cell *dc_at(const loom_oobleck_planner *p, const dc_block *b,
+                      int32_t u, int32_t v)
 {
-    return &block[p->tri[u] + (v - u - 1)];
+    return &b->c[p->tri[u] + (v - u - 1)];
 }
 
 int loom_oobleck_planner_new(const loom_oobleck_costs *costs,
@@ -203,6 +240,14 @@ int loom_oobleck_planner_new(const loom_oobleck_costs *costs,
     p->tri[0] = 0; /* row u of the triangle holds v = u+1 .. L */
     for (int32_t u = 0; u < costs->n_layers + 1; u++)
         p->tri[u + 1] = p->tri[u] + (costs->n_layers - u);
+    p->best = malloc((size_t)p->tri[p->n_layers] * sizeof *p->best);
+    p->rmin = malloc((size_t)p->tri[p->n_layers] * sizeof *p->rmin);
+    p->pmax = malloc(((size_t)p->tri[p->n_layers] + 1) * sizeof *p->pmax);
+    p->smax = malloc(((size_t)p->tri[p->n_layers] + 1) * sizeof *p->smax);
+    if (!p->best || !p->rmin || !p->pmax || !p->smax) {
+        loom_oobleck_planner_free(p);
+        return loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
+    }
     for (int32_t d = 0; d < gpus_per_node; d++) {
         double *pre = p->prefix + (size_t)d * row;
         int32_t *bad = p->bad + (size_t)d * row;
@@ -228,9 +273,17 @@ void loom_oobleck_planner_free(loom_oobleck_planner *p)
     free(p->prefix);
     free(p->bad);
     free(p->tri);
-    for (size_t i = 0; p->blocks && i < p->cap; i++)
-        free(p->blocks[i].r);
+    free(p->best);
+    free(p->rmin);
+    free(p->pmax);
+    free(p->smax);
+    for (size_t i = 0; p->blocks && i < p->cap; i++) {
+        if (p->blocks[i])
+            free(p->blocks[i]->c);
+        free(p->blocks[i]);
+    }
     free(p->blocks);
+    free(p->work);
     free(p);
 }
 
@@ -262,100 +315,312 @@ static int dc_pow2(int32_t g)
     return g > 0 && (g & (g - 1)) == 0;
 }
 
-/* T(S', u, v, nodes x g GPUs): memoised divide and conquer. */
-static dc_result dc_solve(loom_oobleck_planner *p, int32_t s_all, int32_t u,
-                          int32_t v, int32_t nodes, int32_t g)
+/* The device splits m of a split with s of s_all stages on the left:
+ * inside a node each side needs a GPU per stage; across nodes each side
+ * needs at least as many stages as nodes (a stage never spans two). */
+static void dc_split_range(const dc_block *b, int32_t s, int32_t *lo,
+                           int32_t *hi)
 {
-    dc_result best = {INFINITY, INFINITY, INFINITY, INFINITY, 0, -1, 0, 0, 1};
-    if (s_all > v - u || (nodes == 1 && g < s_all) ||
-        (nodes > 1 && nodes > s_all))
-        return best;
-    dc_result *block = dc_block_for(p, s_all, dc_dev(p, nodes, g));
-    if (!block)
-        return best;
-    dc_result *cell = dc_cell(p, block, u, v);
-    if (cell->known) {
+    int32_t s_all = b->stages, splits = b->nodes > 1 ? b->nodes : b->g;
+    *lo = 1;
+    *hi = splits - 1;
+    if (b->nodes > 1) {
+        *hi = *hi < s ? *hi : s;
+        *lo = b->nodes - (s_all - s) > *lo ? b->nodes - (s_all - s) : *lo;
+    } else {
+        *lo = s;
+        *hi = b->g - (s_all - s) < *hi ? b->g - (s_all - s) : *hi;
+    }
+}
+
+/* The left (nodes x GPUs) of split m in block b, and the right. */
+static void dc_sides(const dc_block *b, int32_t m, int32_t *ln, int32_t *lg,
+                     int32_t *rn, int32_t *rg)
+{
+    *ln = b->nodes > 1 ? m : 1;
+    *rn = b->nodes > 1 ? b->nodes - m : 1;
+    *lg = b->nodes > 1 ? b->g : m;
+    *rg = b->nodes > 1 ? b->g : b->g - m;
+}
+
+/* Marks the cells of b that a parent needs (every u or u = 0, every v or
+ * v = L) and, recursively, the cells of the blocks they are split into;
+ * blocks with new cells to fill go on the work list. 0 when out of memory. */
+static int dc_need(loom_oobleck_planner *p, dc_block *b, uint8_t nu,
+                   uint8_t nv)
+{
+    uint8_t wu = b->need_u | nu, wv = b->need_v | nv;
+    if (b->queued && wu == b->need_u && wv == b->need_v)
+        return 1;
+    if (!b->queued && b->done && (b->done_u | nu) == b->done_u &&
+        (b->done_v | nv) == b->done_v) {
         p->hits++;
-        return *cell;
+        return 1;
     }
-    if (s_all == 1) {
-        /* nodes == 1 here: one stage on all g GPUs of the node */
-        double c = (p->pow2 && !dc_pow2(g)) ? INFINITY
-                                            : dc_stage_cost(p, u, v, g);
-        if (isfinite(c)) {
-            best.t1 = c;
-            best.t3 = c;
-            best.cstar = c;
-            best.kstar = 0;
-            best.total = 4 * c; /* T1 + 2c + T3 (Eq. 2.4) */
+    if (!b->queued) {
+        if (p->n_work == p->cap_work) {
+            size_t nc = p->cap_work ? p->cap_work * 2 : 64;
+            dc_block **nw = realloc(p->work, nc * sizeof *nw);
+            if (!nw)
+                return 0;
+            p->work = nw;
+            p->cap_work = nc;
         }
-        *cell = best;
-        p->entries++;
-        return best;
+        p->work[p->n_work++] = b;
+        b->queued = 1;
+        /* a refill covers what was filled before as well */
+        wu |= b->done ? b->done_u : 0;
+        wv |= b->done ? b->done_v : 0;
     }
-    int32_t nb = 4 * s_all;
-    int32_t splits = nodes > 1 ? nodes : g;
-    for (int32_t s = 1; s < s_all; s++) {
-        /* split range: inside a node each side needs a GPU per stage;
-         * across nodes each side needs at least as many stages as nodes
-         * (a stage never spans two) */
-        int32_t lo = 1, hi = splits - 1;
-        if (nodes > 1) {
-            hi = hi < s ? hi : s;
-            lo = nodes - (s_all - s) > lo ? nodes - (s_all - s) : lo;
-        } else {
-            lo = s;
-            hi = g - (s_all - s) < hi ? g - (s_all - s) : hi;
-        }
+    b->need_u = wu;
+    b->need_v = wv;
+    for (int32_t s = 1; s < b->stages; s++) {
+        int32_t lo, hi;
+        dc_split_range(b, s, &lo, &hi);
         for (int32_t m = lo; m <= hi; m++) {
-            int32_t ln = nodes > 1 ? m : 1, rn = nodes > 1 ? nodes - m : 1;
-            int32_t lg = nodes > 1 ? g : m, rg = nodes > 1 ? g : g - m;
-            /* both blocks stay put while the recursion fills them */
-            dc_result *lb = dc_block_for(p, s, dc_dev(p, ln, lg));
-            dc_result *rb = dc_block_for(p, s_all - s, dc_dev(p, rn, rg));
-            if (!lb || !rb)
-                return best;
-            for (int32_t k = u + s; k <= v - (s_all - s); k++) {
-                const dc_result *lc = dc_cell(p, lb, u, k);
-                p->hits += lc->known;
-                dc_result l = lc->known ? *lc : dc_solve(p, s, u, k, ln, lg);
-                if (!isfinite(l.total))
-                    continue;
-                const dc_result *rc = dc_cell(p, rb, k, v);
-                p->hits += rc->known;
-                dc_result r = rc->known ? *rc
-                                        : dc_solve(p, s_all - s, k, v, rn, rg);
-                if (!isfinite(r.total))
-                    continue;
-                double t1 = l.t1 + r.t1, t3, cstar;
-                int32_t kstar;
-                if (l.cstar >= r.cstar) {
-                    kstar = l.kstar;
-                    cstar = l.cstar;
-                    t3 = l.t3 + r.t1;
-                } else {
-                    kstar = s + r.kstar;
-                    cstar = r.cstar;
-                    t3 = r.t3;
-                }
-                double total = t1 + oob_steady(nb, s_all, kstar) * cstar + t3;
-                if (total < best.total) {
-                    best.t1 = t1;
-                    best.t3 = t3;
-                    best.cstar = cstar;
-                    best.kstar = (int16_t)kstar;
-                    best.total = total;
-                    best.split_k = (int16_t)k;
-                    best.split_s = (int16_t)s;
-                    best.split_m = (int16_t)m;
+            int32_t ln, lg, rn, rg;
+            dc_sides(b, m, &ln, &lg, &rn, &rg);
+            dc_block *lb = dc_block_for(p, s, ln, lg);
+            dc_block *rb = dc_block_for(p, b->stages - s, rn, rg);
+            if (!lb || !rb || !dc_need(p, lb, wu, 1) || !dc_need(p, rb, 1, wv))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* Fills one-stage cells: all g GPUs of the node (Eq. 2.4: T1 + 2c + T3). */
+static void dc_fill_leaf(loom_oobleck_planner *p, dc_block *b, int32_t u0,
+                         int32_t u1, int32_t all_v)
+{
+    int32_t L = p->n_layers;
+    for (int32_t u = u0; u <= u1; u++)
+        for (int32_t v = all_v ? u + 1 : L; v <= L; v++) {
+            dc_cell *c = dc_at(p, b, u, v);
+            double cost = b->nodes > 1 || (p->pow2 && !dc_pow2(b->g))
+                              ? INFINITY : dc_stage_cost(p, u, v, b->g);
+            *c = (dc_cell){INFINITY, INFINITY, INFINITY, 0, -1, 0, 0};
+            if (isfinite(cost) && isfinite(4 * cost))
+                *c = (dc_cell){cost, cost, cost, 0, -1, 0, 0};
+            p->entries++;
+        }
+}
+
+/* First v in [lo, hi] with key[v] > x for a non-decreasing key, hi + 1
+ * when none; walks from `guess`, a nearby answer's position. */
+static int32_t dc_first_above(const double *key, int32_t lo, int32_t hi,
+                              int32_t guess, double x)
+{
+    int32_t v = guess < lo ? lo : guess > hi + 1 ? hi + 1 : guess;
+    while (v > lo && key[v - 1] > x)
+        v--;
+    while (v <= hi && key[v] <= x)
+        v++;
+    return v;
+}
+
+/* First v in [lo, hi] with a[v] >= b[v], a non-decreasing and b
+ * non-increasing, hi + 1 when none; walks from `guess`. */
+static int32_t dc_first_meet(const double *a, const double *b, int32_t lo,
+                             int32_t hi, int32_t guess)
+{
+    int32_t v = guess < lo ? lo : guess > hi + 1 ? hi + 1 : guess;
+    while (v > lo && a[v - 1] >= b[v - 1])
+        v--;
+    while (v <= hi && a[v] < b[v])
+        v++;
+    return v;
+}
+
+/* For every row k of a right block: rmin[k][v] = the least, over v' >= v,
+ * of a lower bound of any total the half (k, v') enters, T1 + (3S' - 1)
+ * c_{k*} + T3 of the half alone. Rounding is monotone and every term is
+ * non-negative, so the bound never exceeds a total computed from it. */
+static void dc_right_bounds(const loom_oobleck_planner *p, const dc_block *rb,
+                            int32_t k0, int32_t rs, double steady0)
+{
+    int32_t L = p->n_layers;
+    for (int32_t k = k0; k <= L - rs; k++) {
+        const dc_cell *r = dc_at(p, rb, k, k + 1);
+        double *lb = p->rmin + p->tri[k]; /* index v - k - 1 */
+        double run = INFINITY;
+        for (int32_t v = L; v >= k + rs; v--) {
+            const dc_cell *c = &r[v - k - 1];
+            double x = c->t1 + steady0 * c->cstar + c->t3;
+            run = x < run ? x : run;
+            lb[v - k - 1] = run;
+        }
+    }
+}
+
+/* For rows 0..u1 of the best so far (cells v >= u + span, only v = L
+ * when span < 0): pmax, the running maximum from the row's start, and
+ * smax, from its end. Bests only fall, so older maxima stay bounds. */
+static void dc_row_maxima(loom_oobleck_planner *p, int32_t u1, int32_t span)
+{
+    int32_t L = p->n_layers;
+    for (int32_t u = 0; u <= u1; u++) {
+        int32_t v0 = span >= 0 ? u + span : L;
+        const double *brow = &p->best[p->tri[u]]; /* index v - u - 1 */
+        double *pm = p->pmax + (p->tri[u] - u), run = 0; /* index v */
+        double *sm = p->smax + (p->tri[u] - u);
+        for (int32_t v = v0; v <= L; v++) {
+            run = brow[v - u - 1] > run ? brow[v - u - 1] : run;
+            pm[v] = run;
+        }
+        run = 0;
+        for (int32_t v = L; v >= v0; v--) {
+            run = brow[v - u - 1] > run ? brow[v - u - 1] : run;
+            sm[v] = run;
+        }
+    }
+}
+
+/* The cells (u, v) of a block of several stages: every split (s, m, k),
+ * in the order s, m, k per cell, the first best kept. One (s, m) pair
+ * at a time over every row, so its two sub-blocks stay in cache, and the
+ * right halves (k, v) of one k lie next to each other in row k. A right
+ * half without a layout holds INFINITY, so its total is never below the
+ * best. Splits that cannot beat the best so far are skipped: for a left
+ * half, the v whose best so far (its running maximum from the row start)
+ * is at most the half's bound T1 + (3S' - 1) c_{k*}; for a right half,
+ * the v from which the right bound's minimum reaches the best's maximum
+ * (dc_right_bounds). Neither can change a cell: a total equal to the
+ * best does not replace it. */
+static void dc_fill_split(loom_oobleck_planner *p, dc_block *b, int32_t u1,
+                          int32_t all_v)
+{
+    int32_t L = p->n_layers, s_all = b->stages;
+    double *best = p->best; /* same triangle layout as a block */
+    for (int32_t u = 0; u <= u1; u++)
+        for (int32_t v = all_v ? u + 1 : L; v <= L; v++) {
+            best[p->tri[u] + (v - u - 1)] = INFINITY;
+            *dc_at(p, b, u, v) = (dc_cell){INFINITY, INFINITY, INFINITY, 0, -1, 0, 0};
+            p->entries++;
+        }
+    /* steady multiplier N_b - S' + k* - 1 with N_b = 4 S' (never < 0) */
+    const double steady0 = 3.0 * s_all - 1;
+    int64_t hits = 0;
+    int right_bounds = all_v && u1 > 0;
+    for (int32_t s = 1; s < s_all; s++) {
+        int32_t lo, hi, rs = s_all - s;
+        dc_split_range(b, s, &lo, &hi);
+        dc_row_maxima(p, u1, all_v ? s_all : -1);
+        for (int32_t m = lo; m <= hi; m++) {
+            int32_t ln, lg, rn, rg;
+            dc_sides(b, m, &ln, &lg, &rn, &rg);
+            const dc_block *lb = dc_block_for(p, s, ln, lg);
+            const dc_block *rb = dc_block_for(p, rs, rn, rg);
+            if (right_bounds)
+                dc_right_bounds(p, rb, s, rs, steady0);
+            for (int32_t u = 0; u <= u1; u++) {
+                int32_t v0 = all_v ? u + s_all : L;
+                if (v0 > L)
+                    break;
+                const double *pmax = p->pmax + (p->tri[u] - u); /* index v */
+                const double *smax = p->smax + (p->tri[u] - u);
+                int32_t ga = v0, gb = L + 1; /* the last k's answers */
+                int32_t k0 = u + s, k1 = L - rs;
+                /* trim the k no v can use: a left half whose bound reaches
+                 * the row's largest best, a right half whose bounds reach
+                 * the largest best of the v it could end at */
+                while (k1 >= k0 && dc_at(p, lb, u, k1)->t1 +
+                                           steady0 * dc_at(p, lb, u, k1)->cstar >=
+                                       pmax[L])
+                    k1--;
+                while (right_bounds && k0 <= k1 &&
+                       p->rmin[p->tri[k0] + rs - 1] >= smax[k0 + rs])
+                    k0++;
+                for (int32_t k = k0; k <= k1; k++) {
+                    const dc_cell *l = dc_at(p, lb, u, k);
+                    if (!isfinite(l->cstar))
+                        continue;
+                    /* the left half's terms, held while v runs */
+                    const double lt1 = l->t1, lt3 = l->t3, lc = l->cstar;
+                    const double lsteady = steady0 + l->kstar;
+                    int32_t va = all_v ? k + rs : L;
+                    hits += 1 + (L - va + 1);
+                    va = ga = dc_first_above(pmax, va, L, ga, lt1 + steady0 * lc);
+                    int32_t vb = L;
+                    if (right_bounds) {
+                        gb = dc_first_meet(p->rmin + p->tri[k] - k - 1, smax,
+                                           va, L, gb);
+                        vb = gb - 1;
+                    }
+                    if (va > vb)
+                        continue;
+                    const dc_cell *r = dc_at(p, rb, k, va);
+                    dc_cell *out = dc_at(p, b, u, va);
+                    double *bt = &best[p->tri[u] + (va - u - 1)];
+                    for (int32_t n = 0; n <= vb - va; n++) {
+                        double rt1 = r[n].t1, rc = r[n].cstar;
+                        double t1 = lt1 + rt1, total;
+                        if (lc >= rc)
+                            total = t1 + lsteady * lc + (lt3 + rt1);
+                        else
+                            total = t1 + (steady0 + (s + r[n].kstar)) * rc +
+                                    r[n].t3;
+                        if (total < bt[n]) {
+                            bt[n] = total;
+                            out[n] = lc >= rc
+                                ? (dc_cell){t1, lt3 + rt1, lc, l->kstar,
+                                            (int16_t)k, (int16_t)s, (int16_t)m}
+                                : (dc_cell){t1, r[n].t3, rc,
+                                            (int16_t)(s + r[n].kstar),
+                                            (int16_t)k, (int16_t)s, (int16_t)m};
+                        }
+                    }
                 }
             }
         }
     }
-    /* the recursion may have grown the block table, not moved blocks */
-    *dc_cell(p, block, u, v) = best;
-    p->entries++;
-    return best;
+    p->hits += hits;
+}
+
+/* Fills the wanted cells of a block whose sub-blocks are filled. */
+static void dc_fill(loom_oobleck_planner *p, dc_block *b)
+{
+    int32_t u1 = b->need_u ? p->n_layers - 1 : 0;
+    if (b->stages == 1)
+        dc_fill_leaf(p, b, 0, u1, b->need_v);
+    else
+        dc_fill_split(p, b, u1, b->need_v);
+    b->done = 1;
+    b->done_u = b->need_u;
+    b->done_v = b->need_v;
+    b->queued = 0;
+}
+
+/* Orders blocks by stage count: a block is split into fewer stages. */
+static int dc_by_stages(const void *a, const void *b)
+{
+    int32_t x = (*(dc_block *const *)a)->stages;
+    int32_t y = (*(dc_block *const *)b)->stages;
+    return (x > y) - (x < y);
+}
+
+/* T(S', 0, L, nodes x g GPUs) (Eqs. 2.1-2.4): marks the cells it needs,
+ * then fills every block bottom-up by stage count. NULL when the shape
+ * admits no layout or out of memory (p->oom set). */
+static const dc_cell *dc_solve(loom_oobleck_planner *p, int32_t s_all,
+                               int32_t nodes, int32_t g)
+{
+    if (s_all > p->n_layers || (nodes == 1 && g < s_all) ||
+        (nodes > 1 && nodes > s_all))
+        return NULL;
+    dc_block *top = dc_block_for(p, s_all, nodes, g);
+    p->n_work = 0;
+    if (!top || !dc_need(p, top, 0, 0)) {
+        p->oom = 1;
+        for (size_t i = 0; i < p->n_work; i++)
+            p->work[i]->queued = 0;
+        return NULL;
+    }
+    qsort(p->work, p->n_work, sizeof *p->work, dc_by_stages);
+    for (size_t i = 0; i < p->n_work; i++)
+        dc_fill(p, p->work[i]);
+    p->n_work = 0;
+    return dc_at(p, top, 0, p->n_layers);
 }
 
 /* Appends the stages of the memoised layout (S', u, v, nodes, g) whose
@@ -364,8 +629,8 @@ static int32_t dc_emit(loom_oobleck_planner *p, int32_t s_all, int32_t u,
                        int32_t v, int32_t nodes, int32_t g, int32_t node0,
                        int32_t gpu0, loom_oobleck_stage *out, int32_t at)
 {
-    dc_result *block = dc_block_for(p, s_all, dc_dev(p, nodes, g));
-    const dc_result *r = block ? dc_cell(p, block, u, v) : NULL;
+    dc_block *block = dc_block_for(p, s_all, nodes, g);
+    const dc_cell *r = block ? dc_at(p, block, u, v) : NULL;
     if (!r || r->split_k < 0) {
         loom_oobleck_stage *st = &out[at];
         st->first_layer = u;
@@ -397,13 +662,13 @@ int loom_oobleck_plan_stages(loom_oobleck_planner *p, int32_t nodes,
                         "oobleck: nodes in [1, %d] and stages in [1, %d] "
                         "expected, found %d and %d", LOOM_OOBLECK_MAX_NODES,
                         LOOM_OOBLECK_MAX_LAYERS, nodes, stages);
-    dc_result r = dc_solve(p, stages, 0, p->n_layers, nodes, p->gpus_per_node);
+    const dc_cell *r = dc_solve(p, stages, nodes, p->gpus_per_node);
     if (p->oom)
         return loom_error_format(err, LOOM_ENOMEM,
                         "oobleck: the divide and conquer's memo would exceed "
                         "%zu MiB for %d layers on %d node(s); lower max_stages",
                         DC_MEMO_BUDGET >> 20, p->n_layers, nodes);
-    if (!isfinite(r.total))
+    if (!r || !isfinite(r->cstar))
         return loom_error_format(err, LOOM_EINFEASIBLE,
                         "oobleck: no layout of %d layers in %d stages on %d "
                         "node(s) of %d GPUs (a stage may not span nodes)",
@@ -415,11 +680,14 @@ int loom_oobleck_plan_stages(loom_oobleck_planner *p, int32_t nodes,
                         0, out->stages, 0);
     out->nodes = nodes;
     out->n_stages = n;
-    out->slowest = r.kstar;
-    out->slowest_ms = r.cstar;
-    out->t1_ms = r.t1;
-    out->t3_ms = r.t3;
-    out->iteration_ms = r.total;
+    out->slowest = r->kstar;
+    out->slowest_ms = r->cstar;
+    out->t1_ms = r->t1;
+    out->t3_ms = r->t3;
+    /* the same sums the fill compared: 4c for one stage (Eq. 2.4) */
+    out->iteration_ms = stages == 1 ? 4 * r->cstar
+                                    : r->t1 + (3.0 * stages - 1 + r->kstar) *
+                                                  r->cstar + r->t3;
     return LOOM_OK;
 }
 

@@ -28,9 +28,13 @@ extern "C" {
 #define LOOM_OOBLECK_MAX_GPUS_PER_NODE 64
 #define LOOM_OOBLECK_MAX_MICROBATCHES 1000000
 /* Layer splits the divide and conquer may evaluate (loom_oobleck_work, an
- * upper bound 1.5 to 4 times the splits it really evaluates): about 20 s
- * of planning at most. The dissertation's 96 layers with templates on up
- * to 8 nodes of 8 GPUs need 1.6e9 (16 s). */
+ * upper bound of the splits its fill considers; many are skipped by their
+ * lower bounds). At the bound, measured with tools/bench/replan_bounds.sh
+ * on a shared 2-core machine (wall seconds): 8-GPU nodes with templates of
+ * up to 8 nodes (96 to 111 layers) 2.2-2.9 s, 64-GPU nodes (45 layers)
+ * 8.5 s, 32 nodes of 8 GPUs (72 layers) 8.2 s; up to twice that when the
+ * machine is loaded. The dissertation's 96 layers on up to 8 nodes of 8
+ * GPUs need 1.6e9 (2.2 s). */
 #define LOOM_OOBLECK_MAX_WORK ((int64_t)1 << 31)
 /* Instantiation plans an uncapped enumeration may list, and the steps of
  * distributing the batch over every plan (plans * templates *
@@ -125,8 +129,9 @@ int loom_oobleck_plan_stages(loom_oobleck_planner *p, int32_t nodes,
                              int32_t stages, loom_oobleck_template *out,
                              loom_error *err);
 
-/* Memoised sub-results so far and how many lookups hit the memo. The memo
- * is dense per (stage count, devices) pair, at most 2 GiB in all. */
+/* Memoised sub-results so far (cells filled) and how many sub-results were
+ * read from the memo (or whole blocks found filled). The memo is dense per
+ * (stage count, devices) pair, at most 2 GiB in all. */
 int64_t loom_oobleck_memo_entries(const loom_oobleck_planner *p);
 int64_t loom_oobleck_memo_hits(const loom_oobleck_planner *p);
 
