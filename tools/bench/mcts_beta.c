@@ -30,9 +30,8 @@
 #include <string.h>
 
 #include <loom/kits/graph.h>
-#include <loom/mock_sim.h>
+#include <loom/mock_evaluator.h>
 
-const loom_plugin_info *loom_static_dual_queue(void);
 const loom_plugin_info *loom_static_mcts(void);
 const loom_plugin_info *loom_static_random(void);
 const loom_plugin_info *loom_static_exhaustive(void);
@@ -44,59 +43,6 @@ static const double SCALES[N_GROUPS] = {1, 3, 0.5, 2, 1, 1.5, 2.5};
 static const int PAIRS[] = {6, 0, 2, 5}; /* first before second */
 static const int EVALS[] = {600, 1000, 1500, 3000};
 static const char *const BETAS[] = {"0.5", "0.1", "0.05"};
-
-/* The evaluator: one dual-queue instance, a schedule and a scratch. */
-struct loom_evaluator {
-    const loom_stage_graph *g;
-    const loom_interleaver_vtable *vt;
-    void *dq;
-    loom_schedule *sc;
-    loom_sim_scratch *scratch;
-};
-
-/* service.create: binds an evaluator to graph g. */
-static int ev_create(loom_ctx *ctx, const loom_stage_graph *g, loom_evaluator **out,
-                     loom_error *err)
-{
-    loom_mock_host *h = loom_mock_host_from_ctx(ctx);
-    loom_evaluator *ev = calloc(1, sizeof *ev);
-    if (!ev)
-        return LOOM_ENOMEM;
-    ev->g = g;
-    ev->vt = (const loom_interleaver_vtable *)loom_static_dual_queue()->role(
-        LOOM_ROLE_INTERLEAVER);
-    int rc = ev->vt->create(loom_mock_host_api(h), ctx, NULL, &ev->dq, err);
-    if (rc != LOOM_OK) {
-        free(ev);
-        return rc;
-    }
-    ev->sc = loom_schedule_new(g->n_ranks, g->n_stages);
-    ev->scratch = loom_mock_simulator()->scratch_new();
-    *out = ev;
-    return LOOM_OK;
-}
-
-/* service.run: interleave with the priorities, then simulate. */
-static int ev_run(loom_evaluator *ev, const float *prio, loom_metrics *out, loom_error *err)
-{
-    int rc = ev->vt->interleave(ev->dq, ev->g, prio, ev->sc, err);
-    if (rc != LOOM_OK)
-        return rc;
-    loom_metrics_init(out);
-    return loom_mock_simulator()->simulate(ev->scratch, ev->g, ev->sc, out, err);
-}
-
-/* service.destroy. */
-static void ev_destroy(loom_evaluator *ev)
-{
-    ev->vt->destroy(ev->dq);
-    loom_schedule_free(ev->sc);
-    loom_mock_simulator()->scratch_free(ev->scratch);
-    free(ev);
-}
-
-static const loom_evaluator_service EVALUATOR = {
-    sizeof(loom_evaluator_service), 1, ev_create, ev_run, ev_destroy, NULL};
 
 /* The fixture's graph, with the precedence pairs when `precede`. */
 static loom_stage_graph *fixture(int precede)
@@ -144,7 +90,7 @@ static loom_mock_host *ranker_host(const char *folder)
     loom_mock_host *h = loom_mock_host_new_with_manifest(path);
     if (!h)
         exit(1);
-    loom_mock_host_add_service(h, LOOM_SERVICE_EVALUATOR, 1, &EVALUATOR);
+    loom_mock_host_add_service(h, LOOM_SERVICE_EVALUATOR, 1, &MOCK_EVALUATOR);
     loom_mock_host_set_param(h, "budget_ms", "600000");
     return h;
 }
