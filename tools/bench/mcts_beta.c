@@ -47,24 +47,9 @@ static const char *const BETAS[] = {"0.5", "0.1", "0.05"};
 /* The fixture's graph, with the precedence pairs when `precede`. */
 static loom_stage_graph *fixture(int precede)
 {
-    static double f[N_RANKS], b[N_RANKS], act[N_RANKS], scale[N_GROUPS];
-    for (int i = 0; i < N_RANKS; i++) {
-        f[i] = 1;
-        b[i] = 2;
-        act[i] = 1;
-    }
-    memcpy(scale, SCALES, sizeof scale);
-    loom_stage_times st = {0};
-    st.ranks = N_RANKS;
-    st.microbatches = N_GROUPS;
-    st.virtual_stages = 1;
-    st.forward_ms = f;
-    st.backward_ms = b;
-    st.activation_bytes = act;
-    st.microbatch_scale = scale;
-    loom_stage_graph *g = NULL;
     loom_error err = {0};
-    if (loom_graph_from_stage_times(&st, 0, &g, &err) != LOOM_OK) {
+    loom_stage_graph *g = mock_fb_graph(N_RANKS, N_GROUPS, SCALES, &err);
+    if (!g) {
         fprintf(stderr, "mcts_beta: fixture: %s\n", err.message);
         exit(1);
     }

@@ -1,7 +1,8 @@
 /*
  * loom/mock_evaluator.h - a "loom.evaluator" service for the SDK mock host
  * that runs the dual-queue interleaver and the core simulator on a graph:
- * MOCK_EVALUATOR, for ranker tests and benchmarks.
+ * MOCK_EVALUATOR, for ranker tests and benchmarks, and the small F/B
+ * stage-times graphs they run on (mock_fb_graph).
  *
  * In-tree code: static inline functions over the static dual-queue plugin
  * (loom_static_dual_queue) and the mock simulator (<loom/mock_sim.h>,
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 
 #include <loom/mock_host.h>
+#include <loom/kits/graph.h>
 #include <loom/mock_sim.h>
 
 const loom_plugin_info *loom_static_dual_queue(void);
@@ -70,5 +72,32 @@ static inline void mock_ev_destroy(loom_evaluator *ev)
 static const loom_evaluator_service MOCK_EVALUATOR = {
     sizeof(loom_evaluator_service), 1, mock_ev_create, mock_ev_run,
     mock_ev_destroy, NULL};
+
+/* A stage-times graph of P ranks (at most 16) and M microbatches (at most
+ * 16), one group each, with F = 1, B = 2 and one activation byte on every
+ * rank and microbatch i scaled by scales[i]; NULL with *err set on an
+ * error. The caller frees it with loom_graph_free. */
+static inline loom_stage_graph *mock_fb_graph(int P, int M, const double *scales,
+                                              loom_error *err)
+{
+    double f[16], b[16], act[16], scale[16];
+    for (int i = 0; i < P && i < 16; i++) {
+        f[i] = 1;
+        b[i] = 2;
+        act[i] = 1;
+    }
+    for (int i = 0; i < M && i < 16; i++)
+        scale[i] = scales[i];
+    loom_stage_times st = {0};
+    st.ranks = P;
+    st.microbatches = M;
+    st.virtual_stages = 1;
+    st.forward_ms = f;
+    st.backward_ms = b;
+    st.activation_bytes = act;
+    st.microbatch_scale = scale;
+    loom_stage_graph *g = NULL;
+    return loom_graph_from_stage_times(&st, 0, &g, err) == LOOM_OK ? g : NULL;
+}
 
 #endif

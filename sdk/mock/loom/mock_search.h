@@ -23,32 +23,17 @@
 #include <loom/mock_sim.h>
 #include "testutil.h"
 
-/* Storage for the stage-times arrays of mock_graph. */
-static double mock_f[16], mock_b[16], mock_act[16], mock_scale[16];
-
 /* P ranks, M groups (one per microbatch), F=1, B=2, scales cycling
  * through a non-uniform pattern. */
 static inline loom_stage_graph *mock_graph(int P, int M)
 {
     static const double pattern[] = {1, 3, 0.5, 2, 1, 1.5, 2.5, 0.75};
-    for (int i = 0; i < P; i++) {
-        mock_f[i] = 1;
-        mock_b[i] = 2;
-        mock_act[i] = 1;
-    }
-    for (int i = 0; i < M; i++)
-        mock_scale[i] = pattern[i % 8];
-    loom_stage_times st = {0};
-    st.ranks = P;
-    st.microbatches = M;
-    st.virtual_stages = 1;
-    st.forward_ms = mock_f;
-    st.backward_ms = mock_b;
-    st.activation_bytes = mock_act;
-    st.microbatch_scale = mock_scale;
-    loom_stage_graph *g = NULL;
+    double scales[16];
+    for (int i = 0; i < M && i < 16; i++)
+        scales[i] = pattern[i % 8];
     loom_error err = {0};
-    ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
+    loom_stage_graph *g = mock_fb_graph(P, M, scales, &err);
+    ck_assert_msg(g, "%s", err.message);
     return g;
 }
 
