@@ -9,7 +9,6 @@
  * forwards, then alternates one forward and one backward, then drains the
  * remaining w backwards. A split backward's I is followed at once by its W.
  */
-#include <stdlib.h>
 #include <string.h>
 #include <loom/loom.h>
 
@@ -28,6 +27,9 @@ typedef struct ofob_self {
     const loom_host_api *host;
     loom_ctx *ctx;
     ofob_item *items;    /* cap_items entries, reused across calls */
+    ofob_item *sorted;   /* the items in ofob_sort() order */
+    uint32_t *keys;      /* radix sort scratch: 2 * cap_items keys */
+    int32_t *ids;        /* radix sort scratch: 2 * cap_items indices */
     int32_t cap_items;
     int32_t *rank_pos;   /* per rank: its position, -1 when idle */
     int32_t cap_ranks;
@@ -55,25 +57,79 @@ static void ofob_destroy(void *self)
     if (!s)
         return;
     s->host->free(s->items);
+    s->host->free(s->sorted);
+    s->host->free(s->keys);
+    s->host->free(s->ids);
     s->host->free(s->rank_pos);
     s->host->free(s);
 }
 
-/* Orders items by rank, phase, priority (higher first), microbatch, sub. */
-static int ofob_cmp(const void *a, const void *b)
+/* A key whose ascending unsigned order is the descending order of p
+ * (not NaN), with -0 equal to +0. */
+static uint32_t ofob_prio_key(float p)
 {
-    const ofob_item *x = a, *y = b;
-    if (x->rank != y->rank)
-        return x->rank < y->rank ? -1 : 1;
-    if (x->back != y->back)
-        return x->back < y->back ? -1 : 1;
-    if (x->prio != y->prio)
-        return x->prio > y->prio ? -1 : 1;
-    if (x->mb != y->mb)
-        return x->mb < y->mb ? -1 : 1;
-    if (x->sub != y->sub)
-        return x->sub < y->sub ? -1 : 1;
-    return (x->id > y->id) - (x->id < y->id);
+    if (p == 0)
+        p = 0;
+    uint32_t u;
+    memcpy(&u, &p, sizeof u);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    return ~u;
+}
+
+/* Stably reorders the n indices in *id by key[i] (a key per index
+ * position), one counting pass per byte that varies; *id and *key end up
+ * in whichever buffer of (id, id2) and (key, key2) holds the result. */
+static void ofob_radix(uint32_t **key, int32_t **id, uint32_t **key2,
+                       int32_t **id2, int32_t n)
+{
+    uint32_t all_and = 0xffffffffu, all_or = 0;
+    for (int32_t i = 0; i < n; i++) {
+        all_and &= (*key)[i];
+        all_or |= (*key)[i];
+    }
+    for (int shift = 0; shift < 32; shift += 8) {
+        if ((((all_and ^ all_or) >> shift) & 0xffu) == 0)
+            continue;
+        int32_t count[257] = {0};
+        for (int32_t i = 0; i < n; i++)
+            count[(((*key)[i] >> shift) & 0xffu) + 1]++;
+        for (int b = 0; b < 256; b++)
+            count[b + 1] += count[b];
+        for (int32_t i = 0; i < n; i++) {
+            int32_t at = count[((*key)[i] >> shift) & 0xffu]++;
+            (*key2)[at] = (*key)[i];
+            (*id2)[at] = (*id)[i];
+        }
+        uint32_t *tk = *key;
+        *key = *key2;
+        *key2 = tk;
+        int32_t *ti = *id;
+        *id = *id2;
+        *id2 = ti;
+    }
+}
+
+/* Sorts the n items (made in ascending id order) into s->sorted by rank,
+ * phase, priority (higher first), microbatch, sub, id: stable passes from
+ * the least significant key up, so ties keep id order. */
+static void ofob_sort(ofob_self *s, int32_t n)
+{
+    uint32_t *key = s->keys, *key2 = s->keys + n;
+    int32_t *id = s->ids, *id2 = s->ids + n;
+    for (int32_t i = 0; i < n; i++)
+        id[i] = i;
+    for (int pass = 0; pass < 4; pass++) {
+        for (int32_t i = 0; i < n; i++) {
+            const ofob_item *it = &s->items[id[i]];
+            key[i] = pass == 0   ? (uint32_t)it->sub ^ 0x80000000u
+                     : pass == 1 ? (uint32_t)it->mb ^ 0x80000000u
+                     : pass == 2 ? ofob_prio_key(it->prio)
+                                 : (uint32_t)it->rank * 2u + (uint32_t)it->back;
+        }
+        ofob_radix(&key, &id, &key2, &id2, n);
+    }
+    for (int32_t i = 0; i < n; i++)
+        s->sorted[i] = s->items[id[i]];
 }
 
 /* Grows the scratch arrays for n_stages stages and n_ranks ranks. */
@@ -81,10 +137,21 @@ static int ofob_reserve(ofob_self *s, int32_t n_stages, int32_t n_ranks,
                         loom_error *err)
 {
     if (n_stages > s->cap_items) {
-        void *p = s->host->realloc(s->items, (size_t)n_stages * sizeof *s->items);
-        if (!p)
+        size_t n = (size_t)n_stages;
+        void *p = s->host->realloc(s->items, n * sizeof *s->items);
+        if (p)
+            s->items = p;
+        void *q = s->host->realloc(s->sorted, n * sizeof *s->sorted);
+        if (q)
+            s->sorted = q;
+        void *k = s->host->realloc(s->keys, 2 * n * sizeof *s->keys);
+        if (k)
+            s->keys = k;
+        void *d = s->host->realloc(s->ids, 2 * n * sizeof *s->ids);
+        if (d)
+            s->ids = d;
+        if (!p || !q || !k || !d)
             return s->host->error(err, LOOM_ENOMEM, "1f1b: out of memory");
-        s->items = p;
         s->cap_items = n_stages;
     }
     if (n_ranks > s->cap_ranks) {
@@ -183,17 +250,18 @@ static int ofob_interleave(void *self, const loom_stage_graph *g,
         it->sub = g->sub[v];
         it->id = v;
     }
-    qsort(s->items, (size_t)n, sizeof *s->items, ofob_cmp);
+    ofob_sort(s, n);
+    const ofob_item *sorted = s->sorted;
 
     out->n_ranks = g->n_ranks;
     int32_t k = 0, i = 0;
     for (int32_t r = 0; r < g->n_ranks; r++) {
         out->rank_off[r] = k;
         int32_t a = i;
-        while (i < n && s->items[i].rank == r && !s->items[i].back)
+        while (i < n && sorted[i].rank == r && !sorted[i].back)
             i++;
         int32_t units = i - a, b = i;
-        while (i < n && s->items[i].rank == r)
+        while (i < n && sorted[i].rank == r)
             i++;
         if (i - b != units)
             return s->host->error(err, LOOM_EINVAL,
@@ -203,13 +271,13 @@ static int ofob_interleave(void *self, const loom_stage_graph *g,
         if (s->rank_pos[r] < 0 || w > units)
             w = units;
         for (int32_t j = 0; j < w; j++)
-            out->order[k++] = s->items[a + j].id;
+            out->order[k++] = sorted[a + j].id;
         for (int32_t j = 0; j < units - w; j++) {
-            out->order[k++] = s->items[a + w + j].id;
-            ofob_emit_back(g, s->items[b + j].id, out, &k);
+            out->order[k++] = sorted[a + w + j].id;
+            ofob_emit_back(g, sorted[b + j].id, out, &k);
         }
         for (int32_t j = units - w; j < units; j++)
-            ofob_emit_back(g, s->items[b + j].id, out, &k);
+            ofob_emit_back(g, sorted[b + j].id, out, &k);
     }
     out->rank_off[g->n_ranks] = k;
     out->n_stages = k;

@@ -2,6 +2,7 @@
  * bubble ratio, peak activations), its exact per-rank order, split
  * backward, priorities, input errors, and deadlock-freedom over many
  * pipeline shapes. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <loom/mock_host.h>
@@ -164,6 +165,28 @@ START_TEST(priorities_order_microbatches)
 }
 END_TEST
 
+START_TEST(priority_ties_zero_and_nan)
+{
+    /* higher first; equal priorities (and -0, +0) by microbatch; NaN last */
+    loom_stage_graph *g = ik_st_graph(3, 8, 1, NULL, NULL, 0);
+    const float prio[8] = {2.0f, 2.0f, -0.0f, 0.0f, NAN, 5.0f, 2.0f, -1.0f};
+    loom_schedule *s = NULL;
+    loom_error err = {0, ""};
+    ck_assert_int_eq(interleave(g, prio, &s, &err), LOOM_OK);
+    char got[96] = "";
+    for (int i = s->rank_off[2]; i < s->rank_off[3]; i++) {
+        int v = s->order[i];
+        char item[8];
+        snprintf(item, sizeof item, "%c%d", g->kind[v] == LOOM_STAGE_F ? 'F' : 'B',
+                 g->microbatch[v]);
+        strcat(got, item);
+    }
+    ck_assert_str_eq(got, "F5B5F0B0F1B1F6B6F2B2F3B3F7B7F4B4");
+    loom_schedule_free(s);
+    loom_graph_free(g);
+}
+END_TEST
+
 START_TEST(rejects_virtual_stages)
 {
     loom_stage_graph *g = ik_st_graph(2, 4, 2, NULL, NULL, 0);
@@ -222,6 +245,7 @@ static Suite *suite(void)
     tcase_add_test(tc, non_uniform_stage_times);
     tcase_add_test(tc, split_backward_i_then_w);
     tcase_add_test(tc, priorities_order_microbatches);
+    tcase_add_test(tc, priority_ties_zero_and_nan);
     tcase_add_test(tc, rejects_virtual_stages);
     tcase_add_test(tc, rejects_several_flows);
     tcase_add_test(tc, deadlock_free_many_shapes);
