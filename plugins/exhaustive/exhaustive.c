@@ -152,10 +152,10 @@ static int exh_search(exh_run *x, loom_error *err)
     loom_sk *sk = &x->sk;
     size_t row = (size_t)x->n * sizeof *x->batch;
     float *prio = loom_sk_worker_prio(sk, 0);
-    double batch_ms = 0;
-    while (!x->done && !loom_sk_should_stop(sk, batch_ms)) {
+    double wave_ms = 0;
+    while (!x->done && !loom_sk_should_stop(sk, wave_ms)) {
         double t0 = sk->host->now_ms();
-        int64_t left = loom_sk_evals_left(sk);
+        int64_t left = loom_sk_batch_room(sk, wave_ms);
         int32_t n_jobs = 0;
         while (n_jobs < EXH_BATCH && n_jobs < left && exh_next(x)) {
             if (x->produced++ == 0 && x->n > 0 &&
@@ -180,7 +180,7 @@ static int exh_search(exh_run *x, loom_error *err)
         }
         if (sk->stopped_by_time)
             return LOOM_OK;
-        batch_ms = sk->host->now_ms() - t0;
+        wave_ms = loom_sk_wave_ms(sk, sk->host->now_ms() - t0, n_jobs);
     }
     /* Done only if nothing was left out: every enumerated order ran. */
     if (x->done)

@@ -25,8 +25,9 @@
  * seeded by the run seed and their global index; results are reported in
  * job order and backpropagated per leaf (polish results only compete for
  * the best). Threads change only the speed. The search stops between
- * rounds (max_evaluations, an exhausted space, or a deadline the next
- * round would not meet); only a deadline that has already passed skips
+ * rounds (max_evaluations, an exhausted space, or a deadline not even one
+ * more wave of jobs would meet; the last round is cut to the waves that
+ * fit, as max_evaluations cuts it); only a deadline that has already passed skips
  * the rest of a round as a safety stop. A time limit that ends a run
  * before max_evaluations is logged as a warning: that result may differ
  * run to run.
@@ -73,6 +74,7 @@ typedef struct mcts_run {
     /* Deterministic round. */
     int32_t n_leaves, n_jobs;
     int64_t job_base;                      /* global index of job 0 */
+    double wave_ms;                        /* a wave of the last round, 0: none yet */
     int32_t leaf_node[MCTS_ROUND_LEAVES];
     int32_t leaf_first[MCTS_ROUND_LEAVES + 1];
     int32_t *leaf_values;                  /* ROUND_LEAVES * n */
@@ -227,7 +229,7 @@ static int mcts_reserve_jobs(mcts_run *m, int32_t n_jobs, loom_error *err)
 /* Selects up to MCTS_ROUND_LEAVES leaves within the evaluations left. */
 static int mcts_plan_round(mcts_run *m, loom_error *err)
 {
-    int64_t left = loom_sk_evals_left(&m->sk);
+    int64_t left = loom_sk_batch_room(&m->sk, m->wave_ms);
     m->n_leaves = 0;
     m->n_jobs = 0;
     /* a polish round while polish is below its share of the evaluations */
@@ -346,8 +348,7 @@ static void mcts_absorb_round(mcts_run *m)
 static int mcts_rounds(mcts_run *m, loom_error *err)
 {
     loom_sk *sk = &m->sk;
-    double round_ms = 0;
-    while (!loom_mcts_tree_exhausted(&m->tree) && !loom_sk_should_stop(sk, round_ms)) {
+    while (!loom_mcts_tree_exhausted(&m->tree) && !loom_sk_should_stop(sk, m->wave_ms)) {
         double t0 = sk->host->now_ms();
         int rc = mcts_plan_round(m, err);
         if (rc != LOOM_OK)
@@ -361,7 +362,7 @@ static int mcts_rounds(mcts_run *m, loom_error *err)
         mcts_absorb_round(m);
         if (sk->stopped_by_time)
             break;
-        round_ms = sk->host->now_ms() - t0;
+        m->wave_ms = loom_sk_wave_ms(sk, sk->host->now_ms() - t0, m->n_jobs);
     }
     return LOOM_OK;
 }

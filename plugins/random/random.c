@@ -116,10 +116,10 @@ static int random_search(random_run *r, loom_error *err)
 {
     loom_sk *sk = &r->sk;
     float *prio = loom_sk_worker_prio(sk, 0);
-    double batch_ms = 0;
-    while (!loom_sk_should_stop(sk, batch_ms)) {
+    double wave_ms = 0;
+    while (!loom_sk_should_stop(sk, wave_ms)) {
         double t0 = sk->host->now_ms();
-        int64_t left = loom_sk_evals_left(sk);
+        int64_t left = loom_sk_batch_room(sk, wave_ms);
         int32_t n_jobs = left < RANDOM_BATCH ? (int32_t)left : RANDOM_BATCH;
         int rc = loom_sk_run_jobs(sk, n_jobs, random_job, r, err);
         if (rc != LOOM_OK)
@@ -138,7 +138,7 @@ static int random_search(random_run *r, loom_error *err)
         r->base += n_jobs;
         if (sk->stopped_by_time)
             break;
-        batch_ms = sk->host->now_ms() - t0;
+        wave_ms = loom_sk_wave_ms(sk, sk->host->now_ms() - t0, n_jobs);
     }
     return LOOM_OK;
 }

@@ -120,6 +120,25 @@ int64_t loom_sk_evals_left(const loom_sk *sk)
     return left > 0 ? left : 0;
 }
 
+double loom_sk_wave_ms(const loom_sk *sk, double last_ms, int64_t last_jobs)
+{
+    if (last_jobs <= 0 || !(last_ms > 0))
+        return 0;
+    int64_t w = sk->n_workers > 0 ? sk->n_workers : 1;
+    return last_ms / (double)((last_jobs + w - 1) / w);
+}
+
+int64_t loom_sk_batch_room(const loom_sk *sk, double wave_ms)
+{
+    int64_t left = loom_sk_evals_left(sk);
+    if (!(wave_ms > 0))
+        return left;
+    double waves = (sk->deadline_ms - sk->host->now_ms()) / wave_ms;
+    int64_t w = sk->n_workers > 0 ? sk->n_workers : 1;
+    int64_t fit = waves >= 1 ? (waves < 1e9 ? (int64_t)waves : 1000000000) * w : w;
+    return fit < left ? fit : left;
+}
+
 /* Evaluates candidate i with its reference order; keeps its evaluator in
  * *ev_out and its result in *res. */
 static int sk_screen(loom_sk *sk, const loom_stage_graph *g, float *prio,

@@ -158,6 +158,20 @@ int loom_sk_should_stop(loom_sk *sk, double next_batch_ms);
 /* Evaluations still allowed (INT64_MAX when unlimited). */
 int64_t loom_sk_evals_left(const loom_sk *sk);
 
+/* The time one wave of jobs (one per worker) took in the last batch: a
+ * batch of last_jobs jobs that took last_ms runs in ceil(last_jobs /
+ * n_workers) waves (0 before any batch). Pass it to
+ * loom_sk_should_stop() so that the search goes on while one more wave
+ * fits. */
+double loom_sk_wave_ms(const loom_sk *sk, double last_ms, int64_t last_jobs);
+
+/* Main thread, between batches: how many jobs the next batch may hold:
+ * the evaluations left and, once a wave's time is known (wave_ms > 0),
+ * only the waves that end before the deadline (at least one). A batch cut
+ * short this way is the batch max_evaluations would give, so a
+ * deterministic search stays a function of its evaluation count. */
+int64_t loom_sk_batch_room(const loom_sk *sk, double wave_ms);
+
 /* Runs fn for jobs 0..n_jobs-1 on all workers (the caller's thread is
  * worker 0) and waits for them. Returns the error of the lowest failing
  * job. */
