@@ -3,6 +3,7 @@
  * reference order, orders <-> priorities (exact values), precedence
  * errors, local moves that keep orders valid and reach every valid order,
  * and uniformly drawn random orders. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <loom/kits/search.h>
@@ -74,6 +75,37 @@ START_TEST(precedence_and_orders_by_hand)
 
     loom_sk_prec_free(api, &pc);
     ck_assert_ptr_null(pc.topo);
+    loom_mock_host_free(h);
+}
+END_TEST
+
+START_TEST(last_batch_cut_to_the_waves_that_fit)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    loom_sk sk;
+    memset(&sk, 0, sizeof sk);
+    sk.host = loom_mock_host_api(h);
+    sk.n_workers = 2;
+    /* 8 jobs on 2 workers are 4 waves: 90 ms a batch is 22.5 ms a wave */
+    ck_assert_double_eq(loom_sk_wave_ms(&sk, 90, 8), 22.5);
+    ck_assert_double_eq(loom_sk_wave_ms(&sk, 90, 7), 22.5);
+    ck_assert_double_eq(loom_sk_wave_ms(&sk, 90, 0), 0);
+    /* no wave time yet: only max_evaluations bounds the batch */
+    ck_assert(loom_sk_batch_room(&sk, 0) == INT64_MAX);
+    sk.prm.max_evaluations = 50;
+    sk.evaluations = 45;
+    ck_assert(loom_sk_batch_room(&sk, 0) == 5);
+    /* 100 ms left (less the time this test takes) at 30 ms a wave: 3
+     * whole waves of 2 jobs; max_evaluations still caps it */
+    sk.prm.max_evaluations = 0;
+    sk.deadline_ms = sk.host->now_ms() + 100;
+    ck_assert(loom_sk_batch_room(&sk, 30) == 6);
+    sk.prm.max_evaluations = 50;
+    ck_assert(loom_sk_batch_room(&sk, 30) == 5);
+    /* past the deadline, at least one wave (the caller's stop test said go) */
+    sk.prm.max_evaluations = 0;
+    sk.deadline_ms = sk.host->now_ms() - 1;
+    ck_assert(loom_sk_batch_room(&sk, 30) == 2);
     loom_mock_host_free(h);
 }
 END_TEST
@@ -230,6 +262,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, precedence_and_orders_by_hand);
+    tcase_add_test(tc, last_batch_cut_to_the_waves_that_fit);
     tcase_add_test(tc, precedence_errors_name_the_group);
     tcase_add_test(tc, job_seeds_and_draws);
     tcase_add_test(tc, polish_moves_keep_orders_valid);
