@@ -13,6 +13,8 @@
 #   --long-ms N        long budget (default: 30000)
 #   --threads N        ranker worker threads (default: 2)
 #   --model NAME       model preset (default: vlm-l)
+#   --parallel SPEC    `loom plan --parallel` (default: the preset's layout),
+#                      e.g. tp=8,pp=16,dp=128,mb=256 for VLM-XL on 16,384 GPUs
 #   --seeds "S ..."    workload and search seeds (default: "1 2 3")
 #   --manifest FILE    planner manifest (default: examples/manifests/pipeweaver.json)
 #   --param R.K=V      extra `loom plan --param` for both searches (repeatable),
@@ -27,6 +29,7 @@ model=vlm-l
 seeds="1 2 3"
 manifest=examples/manifests/pipeweaver.json
 extra=()
+layout=()
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -35,10 +38,11 @@ while [ $# -gt 0 ]; do
     --long-ms) long_ms=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --model) model=$2; shift 2 ;;
+    --parallel) layout=(--parallel "$2"); shift 2 ;;
     --seeds) seeds=$2; shift 2 ;;
     --manifest) manifest=$2; shift 2 ;;
     --param) extra+=(--param "$2"); shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "plan_latency.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -56,7 +60,7 @@ trap 'rm -rf "$tmp"' EXIT
 plan_once() {
   local seed=$1 budget=$2 csv="$tmp/progress-$1-$2.csv"
   local json
-  if ! json=$(LOOM_LOG=info "$loom" plan --manifest "$manifest" --model "$model" --iterations 1 \
+  if ! json=$(LOOM_LOG=info "$loom" plan --manifest "$manifest" --model "$model" "${layout[@]}" --iterations 1 \
         --seed "$seed" --param "ranker.budget_ms=$budget" \
         --param "ranker.threads=$threads" "${extra[@]}" --json --quiet --progress-csv "$csv" 2>"$tmp/err"); then
     echo "plan_latency.sh: loom plan failed (seed $seed, budget $budget ms):" >&2
