@@ -116,6 +116,7 @@ int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
         bad |= ls_grow(host, (void **)&ls->word_off, nq + 1, sizeof *ls->word_off);
         bad |= ls_grow(host, (void **)&ls->sum_off, nq + 1, sizeof *ls->sum_off);
         bad |= ls_grow(host, (void **)&ls->pending, nq, sizeof *ls->pending);
+        bad |= ls_grow(host, (void **)&ls->front, nq, sizeof *ls->front);
         bad |= ls_grow(host, (void **)&ls->last_ms, n, sizeof *ls->last_ms);
         bad |= ls_grow(host, (void **)&ls->mem_bytes, n, sizeof *ls->mem_bytes);
         bad |= ls_grow(host, (void **)&ls->fill, n, sizeof *ls->fill);
@@ -160,7 +161,7 @@ void loom_ls_release(loom_ls *ls)
                       ls->slot, ls->tie_order, ls->tie_seen, ls->sort_key,
                       ls->sort_id, ls->q_off, ls->q_count, ls->slot_stage, ls->word_off,
                       ls->sum_off, ls->words, ls->sums, ls->store,
-                      ls->pending, ls->last_ms, ls->mem_bytes, ls->fill,
+                      ls->pending, ls->front, ls->last_ms, ls->mem_bytes, ls->fill,
                       ls->last_type, ls->rank_t_ms, ls->rank_tree, ls->dirty,
                       ls->is_dirty};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
@@ -297,19 +298,90 @@ static void ls_mark(loom_ls *ls, int32_t r)
     }
 }
 
+/* Sets queue q's front to slot s, from the ready set (start: the rank's
+ * free time now_ms) or the pending heap (start: its release time). */
+static void ls_front_set(loom_ls *ls, int32_t q, int32_t s, int32_t ready,
+                         double start_ms)
+{
+    loom_ls_front *f = &ls->front[q];
+    f->stage = ls->slot_stage[ls->q_off[q] + s];
+    f->slot = s;
+    f->ready = ready;
+    f->start_ms = start_ms;
+}
+
 /* Queues a released stage: ready when it can start once its rank is
- * free, else pending. */
+ * free, else pending. The queue's front moves to it when it comes first;
+ * only then is its rank marked dirty (nothing else it decides on moved). */
 static void ls_release(loom_ls *ls, const loom_stage_graph *g, int32_t v)
 {
     int32_t r = g->rank[v];
     int32_t q = r * ls->n_types + ls->type[v];
-    if (ls->ready_ms[v] <= ls->last_ms[r]) {
-        ls_ready_add(ls, q, ls->slot[v]);
+    int32_t s = ls->slot[v];
+    double t = ls->ready_ms[v], now = ls->last_ms[r];
+    const loom_ls_front *f = &ls->front[q];
+    if (t <= now) {
+        ls_ready_add(ls, q, s);
+        if (f->stage >= 0 && f->ready && f->slot < s)
+            return;
+        ls_front_set(ls, q, s, 1, now);
     } else {
-        loom_ls_entry x = {ls->ready_ms[v], ls->slot[v], 0};
+        loom_ls_entry x = {t, s, 0};
         loom_ls_heap_push(&ls->pending[q], x);
+        if (f->stage >= 0 && (f->ready || f->start_ms < t ||
+                              (f->start_ms == t && f->slot < s)))
+            return;
+        ls_front_set(ls, q, s, 0, t);
     }
     ls_mark(ls, r);
+}
+
+/* Moves queue q's pending stages that can start by now_ms to its ready
+ * set; returns the lowest slot moved, or INT32_MAX when none. */
+static int32_t ls_drain(loom_ls *ls, int32_t q, double now_ms)
+{
+    loom_ls_heap *pd = &ls->pending[q];
+    int32_t low = INT32_MAX;
+    while (pd->n > 0 && pd->e[0].t_ms <= now_ms) {
+        int32_t s = pd->e[0].slot;
+        ls_ready_add(ls, q, s);
+        low = s < low ? s : low;
+        loom_ls_heap_pop(pd);
+    }
+    return low;
+}
+
+/* Recomputes queue q's front from scratch at the rank's free time now_ms
+ * (after its front was taken). */
+static void ls_front_full(loom_ls *ls, int32_t q, double now_ms)
+{
+    ls_drain(ls, q, now_ms);
+    int32_t s = ls_ready_first(ls, q);
+    const loom_ls_heap *pd = &ls->pending[q];
+    if (s >= 0)
+        ls_front_set(ls, q, s, 1, now_ms);
+    else if (pd->n > 0)
+        ls_front_set(ls, q, pd->e[0].slot, 0, pd->e[0].t_ms);
+    else
+        ls->front[q].stage = -1;
+}
+
+/* Updates queue q's front after its rank's free time grew to now_ms with
+ * the queue's stages unchanged: the pending stages that became startable
+ * join the ready set, and the front is the lower of the old ready front
+ * and those. */
+static void ls_front_advance(loom_ls *ls, int32_t q, double now_ms)
+{
+    loom_ls_front *f = &ls->front[q];
+    if (f->stage < 0)
+        return;
+    int32_t low = ls_drain(ls, q, now_ms);
+    if (f->ready && f->slot < low) {
+        f->start_ms = now_ms;
+        return;
+    }
+    if (low != INT32_MAX)
+        ls_front_set(ls, q, low, 1, now_ms);
 }
 
 /* 1 when g's predecessor rows are the ones the successor rows were built
@@ -404,6 +476,7 @@ int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
         ls->sum_off[q + 1] = ls->sum_off[q] + (w + 63) / 64;
         ls->pending[q].e = ls->store + ls->q_off[q];
         ls->pending[q].n = 0;
+        ls->front[q].stage = -1;
     }
     memset(ls->words, 0, (size_t)ls->word_off[Q] * sizeof *ls->words);
     memset(ls->sums, 0, (size_t)ls->sum_off[Q] * sizeof *ls->sums);
@@ -442,23 +515,10 @@ int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
 
 int32_t loom_ls_peek(loom_ls *ls, int32_t r, int32_t q, double *start_ms)
 {
-    int32_t qi = r * ls->n_types + q;
-    loom_ls_heap *pd = &ls->pending[qi];
-    double now = ls->last_ms[r];
-    while (pd->n > 0 && pd->e[0].t_ms <= now) {
-        ls_ready_add(ls, qi, pd->e[0].slot);
-        loom_ls_heap_pop(pd);
-    }
-    int32_t s = ls_ready_first(ls, qi);
-    if (s >= 0) {
-        *start_ms = now;
-        return ls->slot_stage[ls->q_off[qi] + s];
-    }
-    if (pd->n > 0) {
-        *start_ms = pd->e[0].t_ms;
-        return ls->slot_stage[ls->q_off[qi] + pd->e[0].slot];
-    }
-    return -1;
+    const loom_ls_front *f = &ls->front[r * ls->n_types + q];
+    if (f->stage >= 0)
+        *start_ms = f->start_ms;
+    return f->stage;
 }
 
 void loom_ls_place(loom_ls *ls, const loom_stage_graph *g, int32_t v,
@@ -473,6 +533,13 @@ void loom_ls_place(loom_ls *ls, const loom_stage_graph *g, int32_t v,
                                                      : ls->ready_ms[v];
     double end = start + g->duration_ms[v];
     ls->last_ms[r] = end;
+    int32_t q0 = r * ls->n_types;
+    for (int32_t t = 0; t < ls->n_types; t++) {
+        if (q0 + t == qi)
+            ls_front_full(ls, qi, end);
+        else
+            ls_front_advance(ls, q0 + t, end);
+    }
     ls->mem_bytes[r] += g->mem_delta_bytes[v];
     ls->last_type[r] = q;
     out->order[ls->fill[r]++] = v;

@@ -54,6 +54,16 @@ typedef struct loom_ls_heap {
     int32_t reserved;
 } loom_ls_heap;
 
+/* The front of one (rank, type) queue: what loom_ls_peek() returns, kept
+ * exact as stages are released and placed. */
+typedef struct loom_ls_front {
+    double start_ms;     /* its start on the rank */
+    int32_t stage;       /* the stage, -1 when the queue is empty */
+    int32_t slot;        /* its slot */
+    int32_t ready;       /* 1 from the ready set, 0 the pending heap's top */
+    int32_t reserved;
+} loom_ls_front;
+
 typedef struct loom_ls {
     const loom_host_api *host;
     int32_t cap_stages, cap_edges, cap_ranks, cap_types, cap_words, cap_sums;
@@ -93,6 +103,7 @@ typedef struct loom_ls {
     uint64_t *sums;      /* a bit per non-empty word */
     loom_ls_entry *store;    /* n_stages pending entries, sliced per queue */
     loom_ls_heap *pending;   /* n_queues */
+    loom_ls_front *front;    /* n_queues */
 
     /* Per rank. */
     double *last_ms;     /* end of the last placed stage (t_last) */
