@@ -76,6 +76,7 @@ int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
     if (ls->cap_stages == 0) {
         ls->tie_n = -1;
         ls->succ_n = -1;
+        ls->shape_n = -1;
     }
     if (g->n_stages > ls->cap_stages) {
         size_t n = (size_t)g->n_stages;
@@ -93,6 +94,13 @@ int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
         bad |= ls_grow(host, (void **)&ls->sort_id, 2 * n, sizeof *ls->sort_id);
         bad |= ls_grow(host, (void **)&ls->slot_stage, n, sizeof *ls->slot_stage);
         bad |= ls_grow(host, (void **)&ls->store, n, sizeof *ls->store);
+        bad |= ls_grow(host, (void **)&ls->group, n, sizeof *ls->group);
+        bad |= ls_grow(host, (void **)&ls->queue, n, sizeof *ls->queue);
+        bad |= ls_grow(host, (void **)&ls->rank_seen, n, sizeof *ls->rank_seen);
+        bad |= ls_grow(host, (void **)&ls->type_seen, n, sizeof *ls->type_seen);
+        bad |= ls_grow(host, (void **)&ls->indeg, n, sizeof *ls->indeg);
+        bad |= ls_grow(host, (void **)&ls->sources, n, sizeof *ls->sources);
+        ls->shape_n = -1;
         ls->tie_n = -1; /* the cached order may sit in moved arrays */
         ls->succ_n = -1;
         if (!bad)
@@ -125,10 +133,19 @@ int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
         bad |= ls_grow(host, (void **)&ls->rank_tree, 2 * ls_leaves(r), sizeof *ls->rank_tree);
         bad |= ls_grow(host, (void **)&ls->dirty, n, sizeof *ls->dirty);
         bad |= ls_grow(host, (void **)&ls->is_dirty, n, sizeof *ls->is_dirty);
+        bad |= ls_grow(host, (void **)&ls->rank_stages, n, sizeof *ls->rank_stages);
+        ls->shape_n = -1;
         if (!bad) {
             ls->cap_ranks = r;
             ls->cap_types = t;
         }
+    }
+    if (!bad && g->n_groups > ls->cap_groups) {
+        size_t n = (size_t)g->n_groups;
+        bad |= ls_grow(host, (void **)&ls->group_prio, n, sizeof *ls->group_prio);
+        bad |= ls_grow(host, (void **)&ls->group_class, n, sizeof *ls->group_class);
+        if (!bad)
+            ls->cap_groups = g->n_groups;
     }
     /* Each queue rounds its slots up to whole words, and its words up to
      * whole summary words. */
@@ -163,7 +180,9 @@ void loom_ls_release(loom_ls *ls)
                       ls->sum_off, ls->words, ls->sums, ls->store,
                       ls->pending, ls->front, ls->last_ms, ls->mem_bytes, ls->fill,
                       ls->last_type, ls->rank_t_ms, ls->rank_tree, ls->dirty,
-                      ls->is_dirty};
+                      ls->is_dirty, ls->group, ls->queue, ls->rank_seen,
+                      ls->type_seen, ls->indeg, ls->sources, ls->group_prio,
+                      ls->group_class, ls->class_count, ls->rank_stages};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         ls->host->free(arrays[i]);
     memset(ls, 0, sizeof *ls);
@@ -219,38 +238,120 @@ static uint32_t ls_prio_key(float p)
     return ~u;
 }
 
-/* Gives every stage its slot: its position in its queue's order by
- * priority (higher first), tie key, stage id. */
-static void ls_order(loom_ls *ls, const loom_stage_graph *g)
+/* Sorts the stages by tie key, then id, into tie_order, unless the tie
+ * keys are the ones it was last built from. */
+static void ls_tie_order(loom_ls *ls, int32_t n)
 {
-    int32_t n = g->n_stages, T = ls->n_types;
+    if (ls->tie_n == n && !memcmp(ls->tie_seen, ls->tie, (size_t)n * sizeof *ls->tie))
+        return;
     uint32_t *key = ls->sort_key, *key2 = ls->sort_key + n;
     int32_t *id = ls->sort_id, *id2 = ls->sort_id + n;
-    if (ls->tie_n != n || memcmp(ls->tie_seen, ls->tie, (size_t)n * sizeof *ls->tie)) {
-        for (int32_t v = 0; v < n; v++) {
-            key[v] = (uint32_t)ls->tie[v] ^ 0x80000000u;
-            id[v] = v;
-        }
-        const int32_t *sorted = ls_radix(key, id, key2, id2, n);
-        memcpy(ls->tie_order, sorted, (size_t)n * sizeof *sorted);
-        memcpy(ls->tie_seen, ls->tie, (size_t)n * sizeof *ls->tie);
-        ls->tie_n = n;
-    }
-    for (int32_t q = 0; q < g->n_ranks * T; q++)
-        ls->q_count[q] = 0;
-    for (int32_t i = 0; i < n; i++) {
-        int32_t v = ls->tie_order[i];
-        id[i] = v;
-        key[i] = ls_prio_key(ls->prio[v]);
+    for (int32_t v = 0; v < n; v++) {
+        key[v] = (uint32_t)ls->tie[v] ^ 0x80000000u;
+        id[v] = v;
     }
     const int32_t *sorted = ls_radix(key, id, key2, id2, n);
+    memcpy(ls->tie_order, sorted, (size_t)n * sizeof *sorted);
+    memcpy(ls->tie_seen, ls->tie, (size_t)n * sizeof *ls->tie);
+    ls->tie_n = n;
+}
+
+/* Hands out the slots in the stable order of ls->sort_id's n stages. */
+static void ls_slots(loom_ls *ls, const int32_t *sorted, int32_t n, int32_t Q)
+{
+    for (int32_t q = 0; q < Q; q++)
+        ls->q_count[q] = 0;
     for (int32_t i = 0; i < n; i++) {
         int32_t v = sorted[i];
-        int32_t q = g->rank[v] * T + ls->type[v];
+        int32_t q = ls->queue[v];
         int32_t s = ls->q_count[q]++;
         ls->slot[v] = s;
         ls->slot_stage[ls->q_off[q] + s] = v;
     }
+}
+
+/* Gives every group its class: the rank of its priority among the
+ * distinct priorities of the groups (0 the highest, NaN last). Returns
+ * the number of classes. */
+static int32_t ls_group_classes(loom_ls *ls)
+{
+    int32_t G = ls->n_groups;
+    uint32_t *key = ls->sort_key, *key2 = ls->sort_key + G;
+    int32_t *id = ls->sort_id, *id2 = ls->sort_id + G;
+    for (int32_t k = 0; k < G; k++) {
+        key[k] = ls_prio_key(ls->group_prio[k]);
+        id[k] = k;
+    }
+    /* ls_radix leaves the sorted keys next to the sorted ids */
+    const int32_t *sorted = ls_radix(key, id, key2, id2, G);
+    const uint32_t *skey = sorted == id ? key : key2;
+    int32_t c = -1;
+    for (int32_t i = 0; i < G; i++) {
+        if (i == 0 || skey[i] != skey[i - 1])
+            c++;
+        ls->group_class[sorted[i]] = c;
+    }
+    return c + 1;
+}
+
+/* With per-group priorities: the slots by a counting sort of the (tie,
+ * id) order over (queue, class), the same order as a stable sort by
+ * priority. Returns 0 (nothing done) when the per-queue class counts would
+ * outgrow the stages, where the radix sort is cheaper. */
+static int ls_order_groups(loom_ls *ls, int32_t n, int32_t Q)
+{
+    if (ls->n_groups <= 0 || ls->n_groups > n)
+        return 0;
+    int32_t C = ls_group_classes(ls);
+    int64_t cells = (int64_t)Q * C;
+    if (cells > 2 * (int64_t)n + 1024)
+        return 0;
+    if (cells > ls->cap_class_count) {
+        if (ls_grow(ls->host, (void **)&ls->class_count, (size_t)cells,
+                    sizeof *ls->class_count) != LOOM_OK)
+            return 0; /* the radix sort needs no more memory */
+        ls->cap_class_count = cells;
+    }
+    int32_t *cnt = ls->class_count;
+    memset(cnt, 0, (size_t)cells * sizeof *cnt);
+    const int32_t *order = ls->tie_order, *cls = ls->group_class;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t v = order[i];
+        cnt[ls->queue[v] * C + cls[ls->group[v]]]++;
+    }
+    for (int32_t q = 0; q < Q; q++) {
+        int32_t sum = 0;
+        for (int32_t c = 0; c < C; c++) {
+            int32_t k = cnt[q * C + c];
+            cnt[q * C + c] = sum;
+            sum += k;
+        }
+    }
+    for (int32_t i = 0; i < n; i++) {
+        int32_t v = order[i], q = ls->queue[v];
+        int32_t s = cnt[q * C + cls[ls->group[v]]]++;
+        ls->slot[v] = s;
+        ls->slot_stage[ls->q_off[q] + s] = v;
+    }
+    return 1;
+}
+
+/* Gives every stage its slot: its position in its queue's order by
+ * priority (higher first), tie key, stage id. */
+static void ls_order(loom_ls *ls, int32_t n, int32_t Q)
+{
+    ls_tie_order(ls, n);
+    if (ls_order_groups(ls, n, Q))
+        return;
+    uint32_t *key = ls->sort_key, *key2 = ls->sort_key + n;
+    int32_t *id = ls->sort_id, *id2 = ls->sort_id + n;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t v = ls->tie_order[i];
+        id[i] = v;
+        key[i] = ls_prio_key(ls->n_groups > 0 ? ls->group_prio[ls->group[v]]
+                                              : ls->prio[v]);
+    }
+    ls_slots(ls, ls_radix(key, id, key2, id2, n), n, Q);
 }
 
 /* Adds slot s of queue q to the ready set. */
@@ -316,7 +417,7 @@ static void ls_front_set(loom_ls *ls, int32_t q, int32_t s, int32_t ready,
 static void ls_release(loom_ls *ls, const loom_stage_graph *g, int32_t v)
 {
     int32_t r = g->rank[v];
-    int32_t q = r * ls->n_types + ls->type[v];
+    int32_t q = ls->queue[v];
     int32_t s = ls->slot[v];
     double t = ls->ready_ms[v], now = ls->last_ms[r];
     const loom_ls_front *f = &ls->front[q];
@@ -394,14 +495,25 @@ static int ls_same_edges(const loom_ls *ls, const loom_stage_graph *g)
            !memcmp(ls->pred_seen, g->pred, (size_t)g->n_edges * sizeof *g->pred);
 }
 
-/* Builds the successor rows (a counting sort of the edges by predecessor)
+/* Builds the successor rows (a counting sort of the edges by predecessor),
+ * every stage's predecessor count and the stages without predecessors,
  * and remembers the predecessor rows they stand for. LOOM_EINVAL names
- * the first edge with a predecessor out of range. */
+ * the first stage with a negative count or edge with a predecessor out of
+ * range. */
 static int ls_successors(loom_ls *ls, const loom_stage_graph *g,
                          const char *who, loom_error *err)
 {
     int32_t n = g->n_stages;
     ls->succ_n = -1;
+    ls->n_sources = 0;
+    for (int32_t v = 0; v < n; v++) {
+        ls->indeg[v] = g->pred_off[v + 1] - g->pred_off[v];
+        if (ls->indeg[v] < 0)
+            return ls->host->error(err, LOOM_EINVAL, "%s: stage %d has a negative "
+                                   "predecessor count", who, v);
+        if (ls->indeg[v] == 0)
+            ls->sources[ls->n_sources++] = v;
+    }
     for (int32_t v = 0; v <= n; v++)
         ls->succ_off[v] = 0;
     for (int32_t e = 0; e < g->n_edges; e++) {
@@ -431,25 +543,29 @@ static int ls_successors(loom_ls *ls, const loom_stage_graph *g,
     return LOOM_OK;
 }
 
-int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
-                  const char *who, loom_error *err)
+/* 1 when the stages' ranks and queue types are the ones the queues were
+ * last laid out for. */
+static int ls_same_shape(const loom_ls *ls, const loom_stage_graph *g)
+{
+    int32_t n = g->n_stages;
+    return ls->shape_n == n && ls->shape_ranks == g->n_ranks &&
+           ls->shape_types == ls->n_types &&
+           !memcmp(ls->rank_seen, g->rank, (size_t)n * sizeof *g->rank) &&
+           !memcmp(ls->type_seen, ls->type, (size_t)n * sizeof *ls->type);
+}
+
+/* Checks every stage's rank, type and predecessor count, then lays out
+ * the queues: every stage's queue, the slots, bitset words and summary
+ * words of every queue, the stages of every rank; remembers the ranks and
+ * types it stands for. LOOM_EINVAL names the first bad stage. */
+static int ls_shape(loom_ls *ls, const loom_stage_graph *g, const char *who,
+                    loom_error *err)
 {
     const loom_host_api *host = ls->host;
     int32_t n = g->n_stages, P = g->n_ranks, T = ls->n_types, Q = P * T;
-    if (g->pred_off[0] != 0 || g->pred_off[n] != g->n_edges)
-        return host->error(err, LOOM_EINVAL, "%s: predecessor rows cover "
-                           "edges %d..%d, expected 0..%d", who, g->pred_off[0],
-                           g->pred_off[n], g->n_edges);
-    ls->n_ranks = P;
-    for (int32_t r = 0; r < P; r++) {
-        ls->fill[r] = 0;
-        ls->last_ms[r] = 0;
-        ls->mem_bytes[r] = 0;
-        ls->last_type[r] = -1;
-        ls->is_dirty[r] = 0;
-    }
-    loom_ls_rank_reset(ls);
-    /* Count the stages of every queue into q_off[q + 1]. */
+    ls->shape_n = -1;
+    for (int32_t r = 0; r < P; r++)
+        ls->rank_stages[r] = 0;
     for (int32_t q = 0; q <= Q; q++)
         ls->q_off[q] = 0;
     for (int32_t v = 0; v < n; v++) {
@@ -460,8 +576,9 @@ int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
         if (ls->type[v] >= T)
             return host->error(err, LOOM_EINVAL, "%s: stage %d has kind %d, "
                                "expected F, B, I or W", who, v, g->kind[v]);
-        ls->fill[r]++;
-        ls->q_off[r * T + ls->type[v] + 1]++;
+        ls->rank_stages[r]++;
+        ls->queue[v] = r * T + ls->type[v];
+        ls->q_off[ls->queue[v] + 1]++;
         if (g->pred_off[v + 1] < g->pred_off[v])
             return host->error(err, LOOM_EINVAL, "%s: stage %d has a negative "
                                "predecessor count", who, v);
@@ -474,40 +591,66 @@ int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
         ls->q_off[q + 1] = ls->q_off[q] + c;
         ls->word_off[q + 1] = ls->word_off[q] + w;
         ls->sum_off[q + 1] = ls->sum_off[q] + (w + 63) / 64;
+    }
+    memcpy(ls->rank_seen, g->rank, (size_t)n * sizeof *g->rank);
+    memcpy(ls->type_seen, ls->type, (size_t)n * sizeof *ls->type);
+    ls->shape_n = n;
+    ls->shape_ranks = P;
+    ls->shape_types = T;
+    return LOOM_OK;
+}
+
+int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
+                  const char *who, loom_error *err)
+{
+    const loom_host_api *host = ls->host;
+    int32_t n = g->n_stages, P = g->n_ranks, T = ls->n_types, Q = P * T;
+    if (g->pred_off[0] != 0 || g->pred_off[n] != g->n_edges)
+        return host->error(err, LOOM_EINVAL, "%s: predecessor rows cover "
+                           "edges %d..%d, expected 0..%d", who, g->pred_off[0],
+                           g->pred_off[n], g->n_edges);
+    ls->n_ranks = P;
+    if (!ls_same_shape(ls, g)) {
+        int rc = ls_shape(ls, g, who, err);
+        if (rc != LOOM_OK)
+            return rc;
+    }
+    int32_t k = 0;
+    for (int32_t r = 0; r < P; r++) {
+        out->rank_off[r] = k;
+        ls->fill[r] = k;
+        k += ls->rank_stages[r];
+        ls->last_ms[r] = 0;
+        ls->mem_bytes[r] = 0;
+        ls->last_type[r] = -1;
+        ls->is_dirty[r] = 0;
+    }
+    out->rank_off[P] = k;
+    out->n_ranks = P;
+    out->n_stages = 0;
+    loom_ls_rank_reset(ls);
+    for (int32_t q = 0; q < Q; q++) {
         ls->pending[q].e = ls->store + ls->q_off[q];
         ls->pending[q].n = 0;
         ls->front[q].stage = -1;
     }
     memset(ls->words, 0, (size_t)ls->word_off[Q] * sizeof *ls->words);
     memset(ls->sums, 0, (size_t)ls->sum_off[Q] * sizeof *ls->sums);
-    int32_t k = 0;
-    for (int32_t r = 0; r < P; r++) {
-        out->rank_off[r] = k;
-        k += ls->fill[r];
-    }
-    out->rank_off[P] = k;
-    out->n_ranks = P;
-    out->n_stages = 0;
 
     if (!ls_same_edges(ls, g)) {
         int rc = ls_successors(ls, g, who, err);
         if (rc != LOOM_OK)
             return rc;
     }
-    for (int32_t v = 0; v < n; v++) {
-        ls->left[v] = g->pred_off[v + 1] - g->pred_off[v];
-        ls->ready_ms[v] = 0;
-    }
+    memcpy(ls->left, ls->indeg, (size_t)n * sizeof *ls->left);
+    memset(ls->ready_ms, 0, (size_t)n * sizeof *ls->ready_ms);
 
-    ls_order(ls, g);
-    for (int32_t r = 0; r < P; r++)
-        ls->fill[r] = out->rank_off[r];
+    ls_order(ls, n, Q);
 
     ls->n_dirty = 0;
     ls->placed = 0;
-    for (int32_t v = 0; v < n; v++)
-        if (ls->left[v] == 0)
-            ls_release(ls, g, v);
+    for (int32_t i = 0; i < ls->n_sources; i++)
+        ls_release(ls, g, ls->sources[i]);
     for (int32_t r = 0; r < P; r++)
         ls_mark(ls, r);
     return LOOM_OK;

@@ -74,6 +74,14 @@ typedef struct loom_ls {
     uint8_t *type;       /* queue type, < n_types */
     float *prio;         /* priority, higher runs earlier */
     int32_t *tie;        /* secondary key, lower runs earlier */
+    /* Per-group priorities instead of prio: when n_groups > 0, stage v's
+     * priority is group_prio[group[v]], group[v] in 0..n_groups-1 (the
+     * interleaver sets n_groups, at most the graph's n_groups, which
+     * loom_ls_reserve sizes group_prio for), and prio is not read. */
+    int32_t *group;      /* per stage */
+    float *group_prio;   /* per group */
+    int32_t n_groups;
+    int32_t cap_groups;
 
     /* Per stage. */
     int32_t *succ_off;   /* successor rows, n_stages + 1 */
@@ -82,9 +90,20 @@ typedef struct loom_ls {
     int32_t *pred_off_seen; /* the predecessor rows the successor rows */
     int32_t *pred_seen;     /* were built from (n_stages + 1, n_edges) */
     int32_t succ_n, succ_e; /* their stage and edge counts, -1 none */
+    int32_t *indeg;      /* predecessor count, built with the successor rows */
+    int32_t *sources;    /* the stages without predecessors, by id ... */
+    int32_t n_sources;   /* ... and their count */
     int32_t *left;       /* predecessors not placed yet */
     double *ready_ms;    /* max over placed predecessors of end + p2p */
     int32_t *slot;       /* position in its queue's order */
+    int32_t *queue;      /* its queue, rank * n_types + type */
+
+    /* The queue layout (queue, q_off, word_off, sum_off, rank_stages) is
+     * kept while the stages' ranks and types stay the same. */
+    int32_t *rank_seen;  /* the ranks ... */
+    uint8_t *type_seen;  /* ... and types it was laid out for */
+    int32_t shape_n;     /* their stage count, -1 when not laid out */
+    int32_t shape_ranks, shape_types;
 
     /* The (tie, id) order, kept while the tie keys stay the same. */
     int32_t *tie_order;  /* stage ids sorted by tie, then id */
@@ -92,6 +111,10 @@ typedef struct loom_ls {
     int32_t tie_n;       /* stages of tie_order, -1 when not built */
     uint32_t *sort_key;  /* radix sort scratch: 2 * n_stages keys */
     int32_t *sort_id;    /* radix sort scratch: 2 * n_stages ids */
+    int32_t *group_class;    /* per group: rank of its priority among the
+                                distinct ones, 0 the highest */
+    int32_t *class_count;    /* counting sort scratch: per (queue, class) */
+    int64_t cap_class_count;
 
     /* Per queue q = rank * n_types + type. */
     int32_t *q_off;      /* n_queues + 1: first slot of each queue ... */
@@ -109,6 +132,7 @@ typedef struct loom_ls {
     double *last_ms;     /* end of the last placed stage (t_last) */
     int64_t *mem_bytes;  /* activation bytes currently held */
     int32_t *fill;       /* next slot in out->order */
+    int32_t *rank_stages; /* stages on the rank (the queue layout's) */
     int32_t *last_type;  /* type of the last placed stage, -1 none */
     double *rank_t_ms;   /* earliest start the interleaver queued, or
                             +infinity when the rank is not queued */
