@@ -439,7 +439,7 @@ static void ls_release(loom_ls *ls, const loom_stage_graph *g, int32_t v)
 
 /* Moves queue q's pending stages that can start by now_ms to its ready
  * set; returns the lowest slot moved, or INT32_MAX when none. */
-static int32_t ls_drain(loom_ls *ls, int32_t q, double now_ms)
+static int32_t ls_drain_some(loom_ls *ls, int32_t q, double now_ms)
 {
     loom_ls_heap *pd = &ls->pending[q];
     int32_t low = INT32_MAX;
@@ -450,6 +450,15 @@ static int32_t ls_drain(loom_ls *ls, int32_t q, double now_ms)
         loom_ls_heap_pop(pd);
     }
     return low;
+}
+
+/* ls_drain_some, with the common case (nothing to move) inline. */
+static inline int32_t ls_drain(loom_ls *ls, int32_t q, double now_ms)
+{
+    const loom_ls_heap *pd = &ls->pending[q];
+    if (pd->n == 0 || pd->e[0].t_ms > now_ms)
+        return INT32_MAX;
+    return ls_drain_some(ls, q, now_ms);
 }
 
 /* Recomputes queue q's front from scratch at the rank's free time now_ms
@@ -656,19 +665,10 @@ int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
     return LOOM_OK;
 }
 
-int32_t loom_ls_peek(loom_ls *ls, int32_t r, int32_t q, double *start_ms)
-{
-    const loom_ls_front *f = &ls->front[r * ls->n_types + q];
-    if (f->stage >= 0)
-        *start_ms = f->start_ms;
-    return f->stage;
-}
-
 void loom_ls_place(loom_ls *ls, const loom_stage_graph *g, int32_t v,
                    loom_schedule *out)
 {
-    int32_t r = g->rank[v], q = ls->type[v];
-    int32_t qi = r * ls->n_types + q;
+    int32_t r = g->rank[v], q = ls->type[v], qi = ls->queue[v];
     if (!ls_ready_remove(ls, qi, ls->slot[v]))
         loom_ls_heap_pop(&ls->pending[qi]);
 
@@ -676,13 +676,10 @@ void loom_ls_place(loom_ls *ls, const loom_stage_graph *g, int32_t v,
                                                      : ls->ready_ms[v];
     double end = start + g->duration_ms[v];
     ls->last_ms[r] = end;
-    int32_t q0 = r * ls->n_types;
-    for (int32_t t = 0; t < ls->n_types; t++) {
-        if (q0 + t == qi)
-            ls_front_full(ls, qi, end);
-        else
-            ls_front_advance(ls, q0 + t, end);
-    }
+    ls_front_full(ls, qi, end);
+    for (int32_t k = qi - q, last = k + ls->n_types; k < last; k++)
+        if (k != qi)
+            ls_front_advance(ls, k, end);
     ls->mem_bytes[r] += g->mem_delta_bytes[v];
     ls->last_type[r] = q;
     out->order[ls->fill[r]++] = v;
@@ -756,19 +753,31 @@ void loom_ls_rank_drop(loom_ls *ls, int32_t r)
     rank_fix(ls, r);
 }
 
+/* One step of rank_scan: rank r against the best so far. */
+static inline void rank_step(const double *t, int32_t r, int32_t *best, double *bt)
+{
+    double x = t[r];
+    int lower = x < *bt;
+    *best = lower ? r : *best;
+    *bt = lower ? x : *bt;
+}
+
 /* The queued rank with the smallest start, ties to the lower rank, by a
- * scan; -1 when none is queued. */
+ * scan (four ranks a loop turn); -1 when none is queued. */
 static int32_t rank_scan(const loom_ls *ls)
 {
-    int32_t best = 0;
-    double t = ls->rank_t_ms[0];
-    for (int32_t r = 1; r < ls->n_ranks; r++) {
-        double x = ls->rank_t_ms[r];
-        int lower = x < t;
-        best = lower ? r : best;
-        t = lower ? x : t;
+    const double *t = ls->rank_t_ms;
+    int32_t best = 0, r = 1, n = ls->n_ranks;
+    double bt = t[0];
+    for (; r + 3 < n; r += 4) {
+        rank_step(t, r, &best, &bt);
+        rank_step(t, r + 1, &best, &bt);
+        rank_step(t, r + 2, &best, &bt);
+        rank_step(t, r + 3, &best, &bt);
     }
-    return t < INFINITY ? best : -1;
+    for (; r < n; r++)
+        rank_step(t, r, &best, &bt);
+    return bt < INFINITY ? best : -1;
 }
 
 int32_t loom_ls_rank_pop(loom_ls *ls)

@@ -176,8 +176,16 @@ int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
 
 /* The stage of (rank r, type q) that would be taken now, or -1 when that
  * queue is empty; *start_ms gets its start time on r (never before the
- * rank is free). */
-int32_t loom_ls_peek(loom_ls *ls, int32_t r, int32_t q, double *start_ms);
+ * rank is free). A read of the queue's front (inline: the interleavers
+ * call it for every decision). */
+static inline int32_t loom_ls_peek(const loom_ls *ls, int32_t r, int32_t q,
+                                   double *start_ms)
+{
+    const loom_ls_front *f = &ls->front[r * ls->n_types + q];
+    if (f->stage >= 0)
+        *start_ms = f->start_ms;
+    return f->stage;
+}
 
 /* Places stage v, which must be what loom_ls_peek() returned for its rank
  * and type: appends it to out, advances the rank's clock and memory,
