@@ -100,6 +100,8 @@ int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
         bad |= ls_grow(host, (void **)&ls->type_seen, n, sizeof *ls->type_seen);
         bad |= ls_grow(host, (void **)&ls->indeg, n, sizeof *ls->indeg);
         bad |= ls_grow(host, (void **)&ls->sources, n, sizeof *ls->sources);
+        bad |= ls_grow(host, (void **)&ls->class_count, 2 * n + 1024,
+                       sizeof *ls->class_count);
         ls->shape_n = -1;
         ls->tie_n = -1; /* the cached order may sit in moved arrays */
         ls->succ_n = -1;
@@ -296,8 +298,9 @@ static int32_t ls_group_classes(loom_ls *ls)
 
 /* With per-group priorities: the slots by a counting sort of the (tie,
  * id) order over (queue, class), the same order as a stable sort by
- * priority. Returns 0 (nothing done) when the per-queue class counts would
- * outgrow the stages, where the radix sort is cheaper. */
+ * priority. Returns 0 (nothing done) when the (queue, class) cells would
+ * outnumber 2 * n + 1024 (the scratch loom_ls_reserve sized), where the
+ * radix sort is cheaper. */
 static int ls_order_groups(loom_ls *ls, int32_t n, int32_t Q)
 {
     if (ls->n_groups <= 0 || ls->n_groups > n)
@@ -306,12 +309,6 @@ static int ls_order_groups(loom_ls *ls, int32_t n, int32_t Q)
     int64_t cells = (int64_t)Q * C;
     if (cells > 2 * (int64_t)n + 1024)
         return 0;
-    if (cells > ls->cap_class_count) {
-        if (ls_grow(ls->host, (void **)&ls->class_count, (size_t)cells,
-                    sizeof *ls->class_count) != LOOM_OK)
-            return 0; /* the radix sort needs no more memory */
-        ls->cap_class_count = cells;
-    }
     int32_t *cnt = ls->class_count;
     memset(cnt, 0, (size_t)cells * sizeof *cnt);
     const int32_t *order = ls->tie_order, *cls = ls->group_class;

@@ -11,19 +11,40 @@
  *
  * Within one (rank, type) queue the stages are totally ordered by priority
  * (higher first), then tie key (lower first), then stage id. At the start
- * of a call every stage gets its position in that order, its *slot*
- * (a stable radix sort: the (tie, id) order is cached while the tie keys
- * stay the same, and the priorities reorder it). A queue then holds:
+ * of a call every stage gets its position in that order, its *slot*.
+ * The (tie, id) order is a radix sort kept while the tie keys stay the
+ * same; the priorities then reorder it stably. Priorities given per group
+ * (n_groups > 0: the interleavers' one priority per segment group) take a
+ * counting sort: the groups' distinct priorities are numbered in order (a
+ * radix sort of n_groups keys, the class of each group), then one pass
+ * counts the stages of every (queue, class) cell and one hands out the
+ * slots in (tie, id) order, while the cells number at most 2 * stages +
+ * 1024; otherwise (per-stage priorities, or more cells) a radix sort of
+ * all stages by priority. Both give the same slots. A
+ * queue then holds:
  *   - ready: the stages whose earliest start is <= the rank's free time,
  *     as a two-level bitset over slots, so taking the best is a
  *     find-first-set and adding or removing one is a bit operation;
  *   - pending: the stages that cannot start before the rank is free, as a
- *     binary min-heap by (earliest start, slot).
+ *     binary min-heap by (earliest start, slot);
+ *   - its front: what loom_ls_peek() returns (the lowest ready slot, else
+ *     the pending top), kept exact at every change, so a peek is a read.
+ *     A release updates it by one compare (the new stage comes first or
+ *     not); placing a stage recomputes its queue's front and moves the
+ *     rank's other queues' due pending stages to ready (their fronts then
+ *     start at the new free time).
  * A rank's free time only grows, so a stage moves from pending to ready at
  * most once; a stage released already startable goes straight to ready.
+ * A rank is marked dirty when it placed a stage or when a release moved
+ * one of its fronts: nothing else an interleaver decides on (the fronts,
+ * the rank's clock, memory and last type) changes for the other ranks.
  * Each rank holds the earliest time the interleaver says it can start
  * something (or nothing); the next rank is found by a scan over the
  * ranks, cheaper than a heap for the few dozen ranks of a pipeline.
+ * The queue layout (every queue's slots and bitset words) is kept while
+ * the stages' ranks and types stay the same, and the successor rows,
+ * predecessor counts and stages without predecessors while the
+ * predecessor rows do; each is checked by a compare per call.
  *
  * Every array is sized by loom_ls_reserve() and reused: no allocation
  * happens per call once the scratch has seen a graph this large. One call
@@ -113,8 +134,8 @@ typedef struct loom_ls {
     int32_t *sort_id;    /* radix sort scratch: 2 * n_stages ids */
     int32_t *group_class;    /* per group: rank of its priority among the
                                 distinct ones, 0 the highest */
-    int32_t *class_count;    /* counting sort scratch: per (queue, class) */
-    int64_t cap_class_count;
+    int32_t *class_count;    /* counting sort scratch: per (queue, class),
+                                2 * n_stages + 1024 cells */
 
     /* Per queue q = rank * n_types + type. */
     int32_t *q_off;      /* n_queues + 1: first slot of each queue ... */
