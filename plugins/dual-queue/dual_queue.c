@@ -37,6 +37,12 @@ typedef struct dq_self {
     int32_t *choice;     /* per rank: stage decided at its last update */
     int32_t *blocked_f;  /* per rank: memory-blocked forward, or -1 */
     int32_t cap_ranks;
+    /* The graph columns the per-stage keys were last filled from. */
+    uint8_t *kind_seen;
+    int32_t *sub_seen, *pos_seen, *group_seen;
+    int32_t seen_n;      /* their stage count, -1 none */
+    int32_t cap_seen;
+    int groups_ok;       /* every stage's group is within the graph's */
 } dq_self;
 
 /* Creates an instance with empty scratch. */
@@ -48,6 +54,7 @@ static int dq_create(const loom_host_api *host, loom_ctx *ctx,
     if (!s)
         return host->error(err, LOOM_ENOMEM, "dual-queue: out of memory");
     memset(s, 0, sizeof *s);
+    s->seen_n = -1;
     s->host = host;
     s->ctx = ctx;
     *self = s;
@@ -63,6 +70,10 @@ static void dq_destroy(void *self)
     loom_ls_release(&s->ls);
     s->host->free(s->choice);
     s->host->free(s->blocked_f);
+    s->host->free(s->kind_seen);
+    s->host->free(s->sub_seen);
+    s->host->free(s->pos_seen);
+    s->host->free(s->group_seen);
     s->host->free(s);
 }
 
@@ -78,22 +89,58 @@ static int32_t dq_tie(const loom_stage_graph *g, int32_t v)
     return sub * 131072 + late + (65535 - pos);
 }
 
-/* Fills the per-stage queue type, priority and tie key. */
+/* The priority of group grp (see dq_keys). */
+static float dq_prio(const loom_stage_graph *g, const float *priorities, int32_t grp)
+{
+    float p = priorities && grp >= 0 && grp < g->n_groups ? priorities[grp]
+                                                          : -(float)grp;
+    return p != p ? -3.0e38f : p; /* NaN runs last */
+}
+
+/* 1 when g's kinds, sub-microbatches, positions and groups are the ones
+ * the per-stage keys were last filled from. */
+static int dq_same_columns(const dq_self *s, const loom_stage_graph *g)
+{
+    size_t n = (size_t)g->n_stages;
+    return s->seen_n == g->n_stages && !memcmp(s->kind_seen, g->kind, n) &&
+           !memcmp(s->sub_seen, g->sub, n * sizeof *g->sub) &&
+           !memcmp(s->pos_seen, g->position, n * sizeof *g->position) &&
+           !memcmp(s->group_seen, g->group, n * sizeof *g->group);
+}
+
+/* Fills the per-stage queue type, tie key and group (kept while the
+ * graph's columns they come from stay the same), then the priorities: per
+ * group, or per stage when a stage's group is outside the graph's. */
 static void dq_keys(dq_self *s, const loom_stage_graph *g,
                     const float *priorities)
 {
-    for (int32_t v = 0; v < g->n_stages; v++) {
-        int32_t grp = g->group[v];
-        float p = priorities && grp >= 0 && grp < g->n_groups
-                      ? priorities[grp]
-                      : -(float)grp;
-        if (p != p)
-            p = -3.0e38f; /* NaN runs last */
-        s->ls.type[v] = g->kind[v] == LOOM_STAGE_F ? DQ_FWD
-                        : g->kind[v] <= LOOM_STAGE_W ? DQ_BWD : 255;
-        s->ls.prio[v] = p;
-        s->ls.tie[v] = dq_tie(g, v);
+    loom_ls *ls = &s->ls;
+    if (!dq_same_columns(s, g)) {
+        s->groups_ok = 1;
+        for (int32_t v = 0; v < g->n_stages; v++) {
+            int32_t grp = g->group[v];
+            ls->type[v] = g->kind[v] == LOOM_STAGE_F ? DQ_FWD
+                          : g->kind[v] <= LOOM_STAGE_W ? DQ_BWD : 255;
+            ls->tie[v] = dq_tie(g, v);
+            ls->group[v] = grp;
+            s->groups_ok &= grp >= 0 && grp < g->n_groups;
+        }
+        size_t n = (size_t)g->n_stages;
+        memcpy(s->kind_seen, g->kind, n);
+        memcpy(s->sub_seen, g->sub, n * sizeof *g->sub);
+        memcpy(s->pos_seen, g->position, n * sizeof *g->position);
+        memcpy(s->group_seen, g->group, n * sizeof *g->group);
+        s->seen_n = g->n_stages;
     }
+    if (s->groups_ok) {
+        ls->n_groups = g->n_groups;
+        for (int32_t k = 0; k < g->n_groups; k++)
+            ls->group_prio[k] = dq_prio(g, priorities, k);
+        return;
+    }
+    ls->n_groups = 0;
+    for (int32_t v = 0; v < g->n_stages; v++)
+        ls->prio[v] = dq_prio(g, priorities, g->group[v]);
 }
 
 /* Decides what rank r would run next; returns its start or -1 when it can
@@ -137,8 +184,25 @@ static double dq_decide(dq_self *s, const loom_stage_graph *g, int32_t r)
 static int dq_reserve(dq_self *s, const loom_stage_graph *g, loom_error *err)
 {
     int rc = loom_ls_reserve(&s->ls, s->host, g, 2, "dual-queue", err);
-    if (rc != LOOM_OK || g->n_ranks <= s->cap_ranks)
+    if (rc != LOOM_OK)
         return rc;
+    if (g->n_stages > s->cap_seen) {
+        size_t n = (size_t)g->n_stages;
+        void *p[4] = {s->host->realloc(s->kind_seen, n),
+                      s->host->realloc(s->sub_seen, n * sizeof *s->sub_seen),
+                      s->host->realloc(s->pos_seen, n * sizeof *s->pos_seen),
+                      s->host->realloc(s->group_seen, n * sizeof *s->group_seen)};
+        s->kind_seen = p[0] ? p[0] : s->kind_seen;
+        s->sub_seen = p[1] ? p[1] : s->sub_seen;
+        s->pos_seen = p[2] ? p[2] : s->pos_seen;
+        s->group_seen = p[3] ? p[3] : s->group_seen;
+        s->seen_n = -1;
+        if (!p[0] || !p[1] || !p[2] || !p[3])
+            return s->host->error(err, LOOM_ENOMEM, "dual-queue: out of memory");
+        s->cap_seen = g->n_stages;
+    }
+    if (g->n_ranks <= s->cap_ranks)
+        return LOOM_OK;
     size_t n = (size_t)g->n_ranks;
     int32_t *c = s->host->realloc(s->choice, n * sizeof *c);
     if (c)

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 #include <loom/kits/listsched.h>
+#include "ls_order.h"
 
 /* 1 when pending entry a comes before pending entry b. */
 static int ls_before(const loom_ls_entry *a, const loom_ls_entry *b)
@@ -46,7 +47,6 @@ void loom_ls_heap_pop(loom_ls_heap *h)
         h->e[i] = x;
 }
 
-/* Grows *p to hold n elements of `size` bytes. */
 /* The rank queue's leaves for n ranks: the smallest power of two >= n,
  * at least 1 (every rank holds a stage, so n is far below 2^30). */
 static size_t ls_leaves(int32_t n)
@@ -57,6 +57,7 @@ static size_t ls_leaves(int32_t n)
     return w;
 }
 
+/* Grows *p to hold n elements of `size` bytes. */
 static int ls_grow(const loom_host_api *host, void **p, size_t n, size_t size)
 {
     void *q = host->realloc(*p, (n ? n : 1) * size);
@@ -76,6 +77,7 @@ int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
     if (ls->cap_stages == 0) {
         ls->tie_n = -1;
         ls->succ_n = -1;
+        ls->shape_n = -1;
     }
     if (g->n_stages > ls->cap_stages) {
         size_t n = (size_t)g->n_stages;
@@ -93,6 +95,15 @@ int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
         bad |= ls_grow(host, (void **)&ls->sort_id, 2 * n, sizeof *ls->sort_id);
         bad |= ls_grow(host, (void **)&ls->slot_stage, n, sizeof *ls->slot_stage);
         bad |= ls_grow(host, (void **)&ls->store, n, sizeof *ls->store);
+        bad |= ls_grow(host, (void **)&ls->group, n, sizeof *ls->group);
+        bad |= ls_grow(host, (void **)&ls->queue, n, sizeof *ls->queue);
+        bad |= ls_grow(host, (void **)&ls->rank_seen, n, sizeof *ls->rank_seen);
+        bad |= ls_grow(host, (void **)&ls->type_seen, n, sizeof *ls->type_seen);
+        bad |= ls_grow(host, (void **)&ls->indeg, n, sizeof *ls->indeg);
+        bad |= ls_grow(host, (void **)&ls->sources, n, sizeof *ls->sources);
+        bad |= ls_grow(host, (void **)&ls->class_count, 2 * n + 1024,
+                       sizeof *ls->class_count);
+        ls->shape_n = -1;
         ls->tie_n = -1; /* the cached order may sit in moved arrays */
         ls->succ_n = -1;
         if (!bad)
@@ -116,6 +127,7 @@ int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
         bad |= ls_grow(host, (void **)&ls->word_off, nq + 1, sizeof *ls->word_off);
         bad |= ls_grow(host, (void **)&ls->sum_off, nq + 1, sizeof *ls->sum_off);
         bad |= ls_grow(host, (void **)&ls->pending, nq, sizeof *ls->pending);
+        bad |= ls_grow(host, (void **)&ls->front, nq, sizeof *ls->front);
         bad |= ls_grow(host, (void **)&ls->last_ms, n, sizeof *ls->last_ms);
         bad |= ls_grow(host, (void **)&ls->mem_bytes, n, sizeof *ls->mem_bytes);
         bad |= ls_grow(host, (void **)&ls->fill, n, sizeof *ls->fill);
@@ -124,10 +136,19 @@ int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
         bad |= ls_grow(host, (void **)&ls->rank_tree, 2 * ls_leaves(r), sizeof *ls->rank_tree);
         bad |= ls_grow(host, (void **)&ls->dirty, n, sizeof *ls->dirty);
         bad |= ls_grow(host, (void **)&ls->is_dirty, n, sizeof *ls->is_dirty);
+        bad |= ls_grow(host, (void **)&ls->rank_stages, n, sizeof *ls->rank_stages);
+        ls->shape_n = -1;
         if (!bad) {
             ls->cap_ranks = r;
             ls->cap_types = t;
         }
+    }
+    if (!bad && g->n_groups > ls->cap_groups) {
+        size_t n = (size_t)g->n_groups;
+        bad |= ls_grow(host, (void **)&ls->group_prio, n, sizeof *ls->group_prio);
+        bad |= ls_grow(host, (void **)&ls->group_class, n, sizeof *ls->group_class);
+        if (!bad)
+            ls->cap_groups = g->n_groups;
     }
     /* Each queue rounds its slots up to whole words, and its words up to
      * whole summary words. */
@@ -160,96 +181,14 @@ void loom_ls_release(loom_ls *ls)
                       ls->slot, ls->tie_order, ls->tie_seen, ls->sort_key,
                       ls->sort_id, ls->q_off, ls->q_count, ls->slot_stage, ls->word_off,
                       ls->sum_off, ls->words, ls->sums, ls->store,
-                      ls->pending, ls->last_ms, ls->mem_bytes, ls->fill,
+                      ls->pending, ls->front, ls->last_ms, ls->mem_bytes, ls->fill,
                       ls->last_type, ls->rank_t_ms, ls->rank_tree, ls->dirty,
-                      ls->is_dirty};
+                      ls->is_dirty, ls->group, ls->queue, ls->rank_seen,
+                      ls->type_seen, ls->indeg, ls->sources, ls->group_prio,
+                      ls->group_class, ls->class_count, ls->rank_stages};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         ls->host->free(arrays[i]);
     memset(ls, 0, sizeof *ls);
-}
-
-/* Sorts the n ids in `id` stably by the matching 32-bit keys in `key`,
- * least significant byte first; a byte shared by every key is skipped.
- * key2/id2 are scratch of n entries. Returns the array holding the
- * result (id or id2). */
-static int32_t *ls_radix(uint32_t *key, int32_t *id, uint32_t *key2,
-                         int32_t *id2, int32_t n)
-{
-    uint32_t all_and = 0xffffffffu, all_or = 0;
-    for (int32_t i = 0; i < n; i++) {
-        all_and &= key[i];
-        all_or |= key[i];
-    }
-    uint32_t varies = all_and ^ all_or;
-    for (int shift = 0; shift < 32; shift += 8) {
-        if (((varies >> shift) & 0xffu) == 0)
-            continue;
-        int32_t count[257] = {0};
-        for (int32_t i = 0; i < n; i++)
-            count[((key[i] >> shift) & 0xffu) + 1]++;
-        for (int b = 0; b < 256; b++)
-            count[b + 1] += count[b];
-        for (int32_t i = 0; i < n; i++) {
-            int32_t at = count[(key[i] >> shift) & 0xffu]++;
-            key2[at] = key[i];
-            id2[at] = id[i];
-        }
-        uint32_t *tk = key;
-        key = key2;
-        key2 = tk;
-        int32_t *ti = id;
-        id = id2;
-        id2 = ti;
-    }
-    return id;
-}
-
-/* A key whose ascending unsigned order is the descending order of p, with
- * -0 equal to +0 and NaN after every number. */
-static uint32_t ls_prio_key(float p)
-{
-    if (p != p)
-        return 0xffffffffu;
-    if (p == 0)
-        p = 0; /* -0 sorts with +0 */
-    uint32_t u;
-    memcpy(&u, &p, sizeof u);
-    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u); /* ascending order */
-    return ~u;
-}
-
-/* Gives every stage its slot: its position in its queue's order by
- * priority (higher first), tie key, stage id. */
-static void ls_order(loom_ls *ls, const loom_stage_graph *g)
-{
-    int32_t n = g->n_stages, T = ls->n_types;
-    uint32_t *key = ls->sort_key, *key2 = ls->sort_key + n;
-    int32_t *id = ls->sort_id, *id2 = ls->sort_id + n;
-    if (ls->tie_n != n || memcmp(ls->tie_seen, ls->tie, (size_t)n * sizeof *ls->tie)) {
-        for (int32_t v = 0; v < n; v++) {
-            key[v] = (uint32_t)ls->tie[v] ^ 0x80000000u;
-            id[v] = v;
-        }
-        const int32_t *sorted = ls_radix(key, id, key2, id2, n);
-        memcpy(ls->tie_order, sorted, (size_t)n * sizeof *sorted);
-        memcpy(ls->tie_seen, ls->tie, (size_t)n * sizeof *ls->tie);
-        ls->tie_n = n;
-    }
-    for (int32_t q = 0; q < g->n_ranks * T; q++)
-        ls->q_count[q] = 0;
-    for (int32_t i = 0; i < n; i++) {
-        int32_t v = ls->tie_order[i];
-        id[i] = v;
-        key[i] = ls_prio_key(ls->prio[v]);
-    }
-    const int32_t *sorted = ls_radix(key, id, key2, id2, n);
-    for (int32_t i = 0; i < n; i++) {
-        int32_t v = sorted[i];
-        int32_t q = g->rank[v] * T + ls->type[v];
-        int32_t s = ls->q_count[q]++;
-        ls->slot[v] = s;
-        ls->slot_stage[ls->q_off[q] + s] = v;
-    }
 }
 
 /* Adds slot s of queue q to the ready set. */
@@ -297,19 +236,99 @@ static void ls_mark(loom_ls *ls, int32_t r)
     }
 }
 
+/* Sets queue q's front to slot s, from the ready set (start: the rank's
+ * free time now_ms) or the pending heap (start: its release time). */
+static void ls_front_set(loom_ls *ls, int32_t q, int32_t s, int32_t ready,
+                         double start_ms)
+{
+    loom_ls_front *f = &ls->front[q];
+    f->stage = ls->slot_stage[ls->q_off[q] + s];
+    f->slot = s;
+    f->ready = ready;
+    f->start_ms = start_ms;
+}
+
 /* Queues a released stage: ready when it can start once its rank is
- * free, else pending. */
+ * free, else pending. The queue's front moves to it when it comes first;
+ * only then is its rank marked dirty (nothing else it decides on moved). */
 static void ls_release(loom_ls *ls, const loom_stage_graph *g, int32_t v)
 {
     int32_t r = g->rank[v];
-    int32_t q = r * ls->n_types + ls->type[v];
-    if (ls->ready_ms[v] <= ls->last_ms[r]) {
-        ls_ready_add(ls, q, ls->slot[v]);
+    int32_t q = ls->queue[v];
+    int32_t s = ls->slot[v];
+    double t = ls->ready_ms[v], now = ls->last_ms[r];
+    const loom_ls_front *f = &ls->front[q];
+    if (t <= now) {
+        ls_ready_add(ls, q, s);
+        if (f->stage >= 0 && f->ready && f->slot < s)
+            return;
+        ls_front_set(ls, q, s, 1, now);
     } else {
-        loom_ls_entry x = {ls->ready_ms[v], ls->slot[v], 0};
+        loom_ls_entry x = {t, s, 0};
         loom_ls_heap_push(&ls->pending[q], x);
+        if (f->stage >= 0 && (f->ready || f->start_ms < t ||
+                              (f->start_ms == t && f->slot < s)))
+            return;
+        ls_front_set(ls, q, s, 0, t);
     }
     ls_mark(ls, r);
+}
+
+/* Moves queue q's pending stages that can start by now_ms to its ready
+ * set; returns the lowest slot moved, or INT32_MAX when none. */
+static int32_t ls_drain_some(loom_ls *ls, int32_t q, double now_ms)
+{
+    loom_ls_heap *pd = &ls->pending[q];
+    int32_t low = INT32_MAX;
+    while (pd->n > 0 && pd->e[0].t_ms <= now_ms) {
+        int32_t s = pd->e[0].slot;
+        ls_ready_add(ls, q, s);
+        low = s < low ? s : low;
+        loom_ls_heap_pop(pd);
+    }
+    return low;
+}
+
+/* ls_drain_some, with the common case (nothing to move) inline. */
+static inline int32_t ls_drain(loom_ls *ls, int32_t q, double now_ms)
+{
+    const loom_ls_heap *pd = &ls->pending[q];
+    if (pd->n == 0 || pd->e[0].t_ms > now_ms)
+        return INT32_MAX;
+    return ls_drain_some(ls, q, now_ms);
+}
+
+/* Recomputes queue q's front from scratch at the rank's free time now_ms
+ * (after its front was taken). */
+static void ls_front_full(loom_ls *ls, int32_t q, double now_ms)
+{
+    ls_drain(ls, q, now_ms);
+    int32_t s = ls_ready_first(ls, q);
+    const loom_ls_heap *pd = &ls->pending[q];
+    if (s >= 0)
+        ls_front_set(ls, q, s, 1, now_ms);
+    else if (pd->n > 0)
+        ls_front_set(ls, q, pd->e[0].slot, 0, pd->e[0].t_ms);
+    else
+        ls->front[q].stage = -1;
+}
+
+/* Updates queue q's front after its rank's free time grew to now_ms with
+ * the queue's stages unchanged: the pending stages that became startable
+ * join the ready set, and the front is the lower of the old ready front
+ * and those. */
+static void ls_front_advance(loom_ls *ls, int32_t q, double now_ms)
+{
+    loom_ls_front *f = &ls->front[q];
+    if (f->stage < 0)
+        return;
+    int32_t low = ls_drain(ls, q, now_ms);
+    if (f->ready && f->slot < low) {
+        f->start_ms = now_ms;
+        return;
+    }
+    if (low != INT32_MAX)
+        ls_front_set(ls, q, low, 1, now_ms);
 }
 
 /* 1 when g's predecessor rows are the ones the successor rows were built
@@ -322,14 +341,25 @@ static int ls_same_edges(const loom_ls *ls, const loom_stage_graph *g)
            !memcmp(ls->pred_seen, g->pred, (size_t)g->n_edges * sizeof *g->pred);
 }
 
-/* Builds the successor rows (a counting sort of the edges by predecessor)
+/* Builds the successor rows (a counting sort of the edges by predecessor),
+ * every stage's predecessor count and the stages without predecessors,
  * and remembers the predecessor rows they stand for. LOOM_EINVAL names
- * the first edge with a predecessor out of range. */
+ * the first stage with a negative count or edge with a predecessor out of
+ * range. */
 static int ls_successors(loom_ls *ls, const loom_stage_graph *g,
                          const char *who, loom_error *err)
 {
     int32_t n = g->n_stages;
     ls->succ_n = -1;
+    ls->n_sources = 0;
+    for (int32_t v = 0; v < n; v++) {
+        ls->indeg[v] = g->pred_off[v + 1] - g->pred_off[v];
+        if (ls->indeg[v] < 0)
+            return ls->host->error(err, LOOM_EINVAL, "%s: stage %d has a negative "
+                                   "predecessor count", who, v);
+        if (ls->indeg[v] == 0)
+            ls->sources[ls->n_sources++] = v;
+    }
     for (int32_t v = 0; v <= n; v++)
         ls->succ_off[v] = 0;
     for (int32_t e = 0; e < g->n_edges; e++) {
@@ -359,25 +389,29 @@ static int ls_successors(loom_ls *ls, const loom_stage_graph *g,
     return LOOM_OK;
 }
 
-int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
-                  const char *who, loom_error *err)
+/* 1 when the stages' ranks and queue types are the ones the queues were
+ * last laid out for. */
+static int ls_same_shape(const loom_ls *ls, const loom_stage_graph *g)
+{
+    int32_t n = g->n_stages;
+    return ls->shape_n == n && ls->shape_ranks == g->n_ranks &&
+           ls->shape_types == ls->n_types &&
+           !memcmp(ls->rank_seen, g->rank, (size_t)n * sizeof *g->rank) &&
+           !memcmp(ls->type_seen, ls->type, (size_t)n * sizeof *ls->type);
+}
+
+/* Checks every stage's rank, type and predecessor count, then lays out
+ * the queues: every stage's queue, the slots, bitset words and summary
+ * words of every queue, the stages of every rank; remembers the ranks and
+ * types it stands for. LOOM_EINVAL names the first bad stage. */
+static int ls_shape(loom_ls *ls, const loom_stage_graph *g, const char *who,
+                    loom_error *err)
 {
     const loom_host_api *host = ls->host;
     int32_t n = g->n_stages, P = g->n_ranks, T = ls->n_types, Q = P * T;
-    if (g->pred_off[0] != 0 || g->pred_off[n] != g->n_edges)
-        return host->error(err, LOOM_EINVAL, "%s: predecessor rows cover "
-                           "edges %d..%d, expected 0..%d", who, g->pred_off[0],
-                           g->pred_off[n], g->n_edges);
-    ls->n_ranks = P;
-    for (int32_t r = 0; r < P; r++) {
-        ls->fill[r] = 0;
-        ls->last_ms[r] = 0;
-        ls->mem_bytes[r] = 0;
-        ls->last_type[r] = -1;
-        ls->is_dirty[r] = 0;
-    }
-    loom_ls_rank_reset(ls);
-    /* Count the stages of every queue into q_off[q + 1]. */
+    ls->shape_n = -1;
+    for (int32_t r = 0; r < P; r++)
+        ls->rank_stages[r] = 0;
     for (int32_t q = 0; q <= Q; q++)
         ls->q_off[q] = 0;
     for (int32_t v = 0; v < n; v++) {
@@ -388,8 +422,9 @@ int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
         if (ls->type[v] >= T)
             return host->error(err, LOOM_EINVAL, "%s: stage %d has kind %d, "
                                "expected F, B, I or W", who, v, g->kind[v]);
-        ls->fill[r]++;
-        ls->q_off[r * T + ls->type[v] + 1]++;
+        ls->rank_stages[r]++;
+        ls->queue[v] = r * T + ls->type[v];
+        ls->q_off[ls->queue[v] + 1]++;
         if (g->pred_off[v + 1] < g->pred_off[v])
             return host->error(err, LOOM_EINVAL, "%s: stage %d has a negative "
                                "predecessor count", who, v);
@@ -402,70 +437,75 @@ int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
         ls->q_off[q + 1] = ls->q_off[q] + c;
         ls->word_off[q + 1] = ls->word_off[q] + w;
         ls->sum_off[q + 1] = ls->sum_off[q] + (w + 63) / 64;
-        ls->pending[q].e = ls->store + ls->q_off[q];
-        ls->pending[q].n = 0;
     }
-    memset(ls->words, 0, (size_t)ls->word_off[Q] * sizeof *ls->words);
-    memset(ls->sums, 0, (size_t)ls->sum_off[Q] * sizeof *ls->sums);
+    memcpy(ls->rank_seen, g->rank, (size_t)n * sizeof *g->rank);
+    memcpy(ls->type_seen, ls->type, (size_t)n * sizeof *ls->type);
+    ls->shape_n = n;
+    ls->shape_ranks = P;
+    ls->shape_types = T;
+    return LOOM_OK;
+}
+
+int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
+                  const char *who, loom_error *err)
+{
+    const loom_host_api *host = ls->host;
+    int32_t n = g->n_stages, P = g->n_ranks, T = ls->n_types, Q = P * T;
+    if (g->pred_off[0] != 0 || g->pred_off[n] != g->n_edges)
+        return host->error(err, LOOM_EINVAL, "%s: predecessor rows cover "
+                           "edges %d..%d, expected 0..%d", who, g->pred_off[0],
+                           g->pred_off[n], g->n_edges);
+    ls->n_ranks = P;
+    if (!ls_same_shape(ls, g)) {
+        int rc = ls_shape(ls, g, who, err);
+        if (rc != LOOM_OK)
+            return rc;
+    }
     int32_t k = 0;
     for (int32_t r = 0; r < P; r++) {
         out->rank_off[r] = k;
-        k += ls->fill[r];
+        ls->fill[r] = k;
+        k += ls->rank_stages[r];
+        ls->last_ms[r] = 0;
+        ls->mem_bytes[r] = 0;
+        ls->last_type[r] = -1;
+        ls->is_dirty[r] = 0;
     }
     out->rank_off[P] = k;
     out->n_ranks = P;
     out->n_stages = 0;
+    loom_ls_rank_reset(ls);
+    for (int32_t q = 0; q < Q; q++) {
+        ls->pending[q].e = ls->store + ls->q_off[q];
+        ls->pending[q].n = 0;
+        ls->front[q].stage = -1;
+    }
+    memset(ls->words, 0, (size_t)ls->word_off[Q] * sizeof *ls->words);
+    memset(ls->sums, 0, (size_t)ls->sum_off[Q] * sizeof *ls->sums);
 
     if (!ls_same_edges(ls, g)) {
         int rc = ls_successors(ls, g, who, err);
         if (rc != LOOM_OK)
             return rc;
     }
-    for (int32_t v = 0; v < n; v++) {
-        ls->left[v] = g->pred_off[v + 1] - g->pred_off[v];
-        ls->ready_ms[v] = 0;
-    }
+    memcpy(ls->left, ls->indeg, (size_t)n * sizeof *ls->left);
+    memset(ls->ready_ms, 0, (size_t)n * sizeof *ls->ready_ms);
 
-    ls_order(ls, g);
-    for (int32_t r = 0; r < P; r++)
-        ls->fill[r] = out->rank_off[r];
+    loom_ls_order_slots(ls, n, Q);
 
     ls->n_dirty = 0;
     ls->placed = 0;
-    for (int32_t v = 0; v < n; v++)
-        if (ls->left[v] == 0)
-            ls_release(ls, g, v);
+    for (int32_t i = 0; i < ls->n_sources; i++)
+        ls_release(ls, g, ls->sources[i]);
     for (int32_t r = 0; r < P; r++)
         ls_mark(ls, r);
     return LOOM_OK;
 }
 
-int32_t loom_ls_peek(loom_ls *ls, int32_t r, int32_t q, double *start_ms)
-{
-    int32_t qi = r * ls->n_types + q;
-    loom_ls_heap *pd = &ls->pending[qi];
-    double now = ls->last_ms[r];
-    while (pd->n > 0 && pd->e[0].t_ms <= now) {
-        ls_ready_add(ls, qi, pd->e[0].slot);
-        loom_ls_heap_pop(pd);
-    }
-    int32_t s = ls_ready_first(ls, qi);
-    if (s >= 0) {
-        *start_ms = now;
-        return ls->slot_stage[ls->q_off[qi] + s];
-    }
-    if (pd->n > 0) {
-        *start_ms = pd->e[0].t_ms;
-        return ls->slot_stage[ls->q_off[qi] + pd->e[0].slot];
-    }
-    return -1;
-}
-
 void loom_ls_place(loom_ls *ls, const loom_stage_graph *g, int32_t v,
                    loom_schedule *out)
 {
-    int32_t r = g->rank[v], q = ls->type[v];
-    int32_t qi = r * ls->n_types + q;
+    int32_t r = g->rank[v], q = ls->type[v], qi = ls->queue[v];
     if (!ls_ready_remove(ls, qi, ls->slot[v]))
         loom_ls_heap_pop(&ls->pending[qi]);
 
@@ -473,6 +513,10 @@ void loom_ls_place(loom_ls *ls, const loom_stage_graph *g, int32_t v,
                                                      : ls->ready_ms[v];
     double end = start + g->duration_ms[v];
     ls->last_ms[r] = end;
+    ls_front_full(ls, qi, end);
+    for (int32_t k = qi - q, last = k + ls->n_types; k < last; k++)
+        if (k != qi)
+            ls_front_advance(ls, k, end);
     ls->mem_bytes[r] += g->mem_delta_bytes[v];
     ls->last_type[r] = q;
     out->order[ls->fill[r]++] = v;
@@ -546,19 +590,31 @@ void loom_ls_rank_drop(loom_ls *ls, int32_t r)
     rank_fix(ls, r);
 }
 
+/* One step of rank_scan: rank r against the best so far. */
+static inline void rank_step(const double *t, int32_t r, int32_t *best, double *bt)
+{
+    double x = t[r];
+    int lower = x < *bt;
+    *best = lower ? r : *best;
+    *bt = lower ? x : *bt;
+}
+
 /* The queued rank with the smallest start, ties to the lower rank, by a
- * scan; -1 when none is queued. */
+ * scan (four ranks a loop turn); -1 when none is queued. */
 static int32_t rank_scan(const loom_ls *ls)
 {
-    int32_t best = 0;
-    double t = ls->rank_t_ms[0];
-    for (int32_t r = 1; r < ls->n_ranks; r++) {
-        double x = ls->rank_t_ms[r];
-        int lower = x < t;
-        best = lower ? r : best;
-        t = lower ? x : t;
+    const double *t = ls->rank_t_ms;
+    int32_t best = 0, r = 1, n = ls->n_ranks;
+    double bt = t[0];
+    for (; r + 3 < n; r += 4) {
+        rank_step(t, r, &best, &bt);
+        rank_step(t, r + 1, &best, &bt);
+        rank_step(t, r + 2, &best, &bt);
+        rank_step(t, r + 3, &best, &bt);
     }
-    return t < INFINITY ? best : -1;
+    for (; r < n; r++)
+        rank_step(t, r, &best, &bt);
+    return bt < INFINITY ? best : -1;
 }
 
 int32_t loom_ls_rank_pop(loom_ls *ls)

@@ -2,7 +2,8 @@
  * its own: the pending heap and the rank queue orders, a complete list
  * schedule of a 2-rank, 2-microbatch graph worked out by hand (one queue
  * type, earlier microbatches first), scratch reuse without allocation,
- * and the errors of a schedule left unfinished or a bad stage. */
+ * the errors of a schedule left unfinished or a bad stage, and the orders
+ * of random graphs against a straightforward reference. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,6 +275,238 @@ START_TEST(unfinished_and_bad_stages)
 }
 END_TEST
 
+/* ---- the kit against a straightforward list scheduler ------------------ */
+
+/* The test's decision rule for rank r, over T types: the earliest start;
+ * among types starting together by the rank's free time, the first after
+ * the rank's last type (round robin), else the lowest type. Returns the
+ * stage (-1 none) and its start in *t_ms. */
+static int32_t rule_pick(const int32_t *c, const double *t, int32_t T,
+                         int32_t last_type, double last_ms, double *t_ms)
+{
+    int32_t pick = -1;
+    for (int32_t q = 0; q < T; q++)
+        if (c[q] >= 0 && (pick < 0 || t[q] < t[pick]))
+            pick = q;
+    if (pick < 0)
+        return -1;
+    if (t[pick] <= last_ms)
+        for (int32_t k = 1; k <= T; k++) {
+            int32_t q = (last_type + k) % T;
+            if (last_type >= 0 && c[q] >= 0 && t[q] == t[pick]) {
+                pick = q;
+                break;
+            }
+        }
+    *t_ms = t[pick];
+    return c[pick];
+}
+
+/* 1 when priority a runs before priority b in a queue's order: higher
+ * first, NaN after every number, -0 equal to +0. */
+static int prio_first(float a, float b)
+{
+    if (a != a || b != b)
+        return a == a && b != b;
+    return a > b;
+}
+
+/* The order of two stages in one queue: priority, tie key, id. */
+static int ref_before(const loom_ls *ls, const float *prio, int32_t a, int32_t b)
+{
+    if (prio_first(prio[a], prio[b]) || prio_first(prio[b], prio[a]))
+        return prio_first(prio[a], prio[b]);
+    if (ls->tie[a] != ls->tie[b])
+        return ls->tie[a] < ls->tie[b];
+    return a < b;
+}
+
+/* The reference: every step re-decides every rank from scratch over all
+ * released stages (no queues, no caches). ls->type/tie give the types and
+ * tie keys, prio the priority of every stage. */
+static void ref_schedule(const loom_ls *ls, const loom_stage_graph *g, int32_t T,
+                         const float *prio, int32_t *order)
+{
+    int32_t n = g->n_stages, P = g->n_ranks;
+    int32_t *left = calloc((size_t)n + 1, sizeof *left);
+    uint8_t *done = calloc((size_t)n + 1, 1);
+    double *ready = calloc((size_t)n + 1, sizeof *ready);
+    double last[8] = {0};
+    int32_t last_type[8], fill[8];
+    for (int32_t r = 0, k = 0; r < P; r++) {
+        last_type[r] = -1;
+        fill[r] = k;
+        for (int32_t v = 0; v < n; v++)
+            k += g->rank[v] == r;
+    }
+    for (int32_t v = 0; v < n; v++)
+        left[v] = g->pred_off[v + 1] - g->pred_off[v];
+    for (int32_t step = 0; step < n; step++) {
+        int32_t best_v = -1, best_r = -1;
+        double best_t = 0;
+        for (int32_t r = 0; r < P; r++) {
+            int32_t c[4];
+            double t[4];
+            for (int32_t q = 0; q < T; q++) {
+                c[q] = -1;
+                int ready_one = 0;
+                for (int32_t v = 0; v < n; v++) {
+                    if (done[v] || left[v] || g->rank[v] != r || ls->type[v] != q)
+                        continue;
+                    int now = ready[v] <= last[r];
+                    if (c[q] < 0 || (now && !ready_one) ||
+                        (now == ready_one &&
+                         (now ? ref_before(ls, prio, v, c[q])
+                              : ready[v] < t[q] ||
+                                    (ready[v] == t[q] && ref_before(ls, prio, v, c[q]))))) {
+                        c[q] = v;
+                        t[q] = now ? last[r] : ready[v];
+                        ready_one = now;
+                    }
+                }
+            }
+            double tr = 0;
+            int32_t v = rule_pick(c, t, T, last_type[r], last[r], &tr);
+            if (v >= 0 && (best_v < 0 || tr < best_t)) {
+                best_v = v;
+                best_r = r;
+                best_t = tr;
+            }
+        }
+        ck_assert_int_ge(best_v, 0);
+        int32_t v = best_v, r = best_r;
+        double end = (last[r] > ready[v] ? last[r] : ready[v]) + g->duration_ms[v];
+        last[r] = end;
+        last_type[r] = ls->type[v];
+        done[v] = 1;
+        order[fill[r]++] = v;
+        for (int32_t s = 0; s < n; s++)
+            for (int32_t e = g->pred_off[s]; e < g->pred_off[s + 1]; e++)
+                if (g->pred[e] == v) {
+                    double t = end + g->pred_p2p_ms[e];
+                    ready[s] = t > ready[s] ? t : ready[s];
+                    left[s]--;
+                }
+    }
+    free(left);
+    free(done);
+    free(ready);
+}
+
+/* The kit under the same rule, the way the interleavers drive it: only
+ * dirty ranks re-decide. */
+static void kit_schedule(loom_ls *ls, const loom_stage_graph *g, int32_t T,
+                         loom_schedule *out)
+{
+    loom_error err = {0};
+    int32_t choice[8];
+    ck_assert_int_eq(loom_ls_begin(ls, g, out, "t", &err), LOOM_OK);
+    while (ls->placed < g->n_stages) {
+        for (int32_t i = 0; i < ls->n_dirty; i++) {
+            int32_t r = ls->dirty[i], c[4];
+            double t[4], tr = 0;
+            ls->is_dirty[r] = 0;
+            for (int32_t q = 0; q < T; q++)
+                c[q] = loom_ls_peek(ls, r, q, &t[q]);
+            choice[r] = rule_pick(c, t, T, ls->last_type[r], ls->last_ms[r], &tr);
+            if (choice[r] >= 0)
+                loom_ls_rank_push(ls, r, tr);
+            else
+                loom_ls_rank_drop(ls, r);
+        }
+        ls->n_dirty = 0;
+        int32_t r = loom_ls_rank_pop(ls);
+        ck_assert_int_ge(r, 0);
+        loom_ls_place(ls, g, choice[r], out);
+    }
+    ck_assert_int_eq(loom_ls_end(ls, g, out, "t", &err), LOOM_OK);
+}
+
+/* A random value for the test's generator. */
+static uint32_t rnd(uint64_t *seed)
+{
+    *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(*seed >> 33);
+}
+
+/* A priority from a small set with ties, -0, +0 and NaN. */
+static float rnd_prio(uint64_t *seed)
+{
+    static const float set[6] = {-1.0f, 0.0f, -0.0f, 1.0f, 2.5f, NAN};
+    return set[rnd(seed) % 6];
+}
+
+/* Random graphs (1-5 ranks, 1-3 queue types, release times and durations
+ * on a coarse grid so starts tie often), scheduled by the kit and by the
+ * reference: the same orders with per-stage priorities (the radix sort),
+ * per-group priorities (the counting sort), more groups than stages (the
+ * radix sort over group priorities), on one scratch reused across graphs
+ * and sizes, with priorities, ranks and types changing between calls. */
+START_TEST(orders_match_a_reference)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    loom_ls ls;
+    memset(&ls, 0, sizeof ls);
+    loom_error err = {0};
+    uint64_t seed = 2024;
+    for (int trial = 0; trial < 300; trial++) {
+        int32_t P = 1 + (int32_t)(rnd(&seed) % 5), T = 1 + (int32_t)(rnd(&seed) % 3);
+        int32_t n = 1 + (int32_t)(rnd(&seed) % 120), G = 1 + (int32_t)(rnd(&seed) % 6);
+        int mode = trial % 3; /* 0 per stage, 1 per group, 2 groups > stages */
+        int32_t n_groups = mode == 2 ? n + 1 + G : G;
+        loom_stage_graph *g = loom_graph_alloc(n, 3 * n, P, n_groups, 0, 0);
+        ck_assert_ptr_nonnull(g);
+        int32_t e = 0;
+        for (int32_t v = 0; v < n; v++) {
+            g->rank[v] = (int32_t)(rnd(&seed) % (uint32_t)P);
+            g->group[v] = (int32_t)(rnd(&seed) % (uint32_t)n_groups);
+            g->duration_ms[v] = 0.5 * (rnd(&seed) % 3);
+            g->pred_off[v] = e;
+            for (int32_t k = (int32_t)(rnd(&seed) % 4); k > 0 && v > 0; k--) {
+                g->pred[e] = (int32_t)(rnd(&seed) % (uint32_t)v);
+                g->pred_p2p_ms[e++] = 0.5 * (rnd(&seed) % 3);
+            }
+        }
+        g->pred_off[n] = e;
+        g->n_edges = e;
+        loom_schedule *out = loom_schedule_new(P, n);
+        int32_t *want = malloc((size_t)n * sizeof *want);
+        float *prio = malloc((size_t)n * sizeof *prio);
+        ck_assert_int_eq(loom_ls_reserve(&ls, loom_mock_host_api(h), g, T, "t", &err), LOOM_OK);
+        for (int call = 0; call < 3; call++) {
+            if (call == 2) { /* one stage moves rank or type: a new layout */
+                int32_t v = (int32_t)(rnd(&seed) % (uint32_t)n);
+                g->rank[v] = (g->rank[v] + 1) % P;
+            }
+            ls.n_groups = mode == 0 ? 0 : n_groups;
+            for (int32_t k = 0; k < ls.n_groups; k++)
+                ls.group_prio[k] = rnd_prio(&seed);
+            for (int32_t v = 0; v < n; v++) {
+                if (call != 1) {
+                    ls.type[v] = (uint8_t)(rnd(&seed) % (uint32_t)T);
+                    ls.tie[v] = (int32_t)(rnd(&seed) % 4);
+                }
+                ls.group[v] = g->group[v];
+                ls.prio[v] = mode == 0 ? rnd_prio(&seed) : -7.0f; /* unread */
+                prio[v] = mode == 0 ? ls.prio[v] : ls.group_prio[g->group[v]];
+            }
+            ref_schedule(&ls, g, T, prio, want);
+            kit_schedule(&ls, g, T, out);
+            for (int32_t k = 0; k < n; k++)
+                ck_assert_msg(out->order[k] == want[k],
+                              "trial %d call %d: order[%d] = %d, expected %d", trial,
+                              call, k, out->order[k], want[k]);
+        }
+        free(prio);
+        free(want);
+        loom_schedule_free(out);
+        loom_graph_free(g);
+    }
+    loom_ls_release(&ls);
+    loom_mock_host_free(h);
+}
+END_TEST
+
 /* The suite: every test in one case. */
 static Suite *suite(void)
 {
@@ -283,6 +516,7 @@ static Suite *suite(void)
     tcase_add_test(tc, rank_queue_matches_a_scan);
     tcase_add_test(tc, schedule_by_hand);
     tcase_add_test(tc, unfinished_and_bad_stages);
+    tcase_add_test(tc, orders_match_a_reference);
     suite_add_tcase(s, tc);
     return s;
 }

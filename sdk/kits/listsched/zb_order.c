@@ -91,6 +91,7 @@ static int zb_reserve_headroom(loom_zb *zb, const loom_host_api *host,
 static int zb_keys(loom_zb *zb, const loom_host_api *host, const loom_stage_graph *g,
                    const float *priorities, const char *who, loom_error *err)
 {
+    int groups_ok = 1;
     for (int32_t v = 0; v < g->n_stages; v++) {
         int32_t grp = g->group[v], mb = g->microbatch[v];
         if (mb < 0 || mb >= g->n_microbatches)
@@ -110,6 +111,14 @@ static int zb_keys(loom_zb *zb, const loom_host_api *host, const loom_stage_grap
                       : (g->position[v] > 65535 ? 65535 : g->position[v]);
         zb->ls.prio[v] = p;
         zb->ls.tie[v] = sub * 65536 + (k == LOOM_STAGE_F ? pos : 65535 - pos);
+        zb->ls.group[v] = grp;
+        groups_ok &= grp >= 0 && grp < g->n_groups;
+    }
+    /* the same priorities per group, for the kit's counting sort */
+    zb->ls.n_groups = groups_ok ? g->n_groups : 0;
+    for (int32_t k = 0; k < zb->ls.n_groups; k++) {
+        float p = priorities ? priorities[k] : -(float)k;
+        zb->ls.group_prio[k] = p != p ? -3.0e38f : p;
     }
     return LOOM_OK;
 }

@@ -11,19 +11,40 @@
  *
  * Within one (rank, type) queue the stages are totally ordered by priority
  * (higher first), then tie key (lower first), then stage id. At the start
- * of a call every stage gets its position in that order, its *slot*
- * (a stable radix sort: the (tie, id) order is cached while the tie keys
- * stay the same, and the priorities reorder it). A queue then holds:
+ * of a call every stage gets its position in that order, its *slot*.
+ * The (tie, id) order is a radix sort kept while the tie keys stay the
+ * same; the priorities then reorder it stably. Priorities given per group
+ * (n_groups > 0: the interleavers' one priority per segment group) take a
+ * counting sort: the groups' distinct priorities are numbered in order (a
+ * radix sort of n_groups keys, the class of each group), then one pass
+ * counts the stages of every (queue, class) cell and one hands out the
+ * slots in (tie, id) order, while the cells number at most 2 * stages +
+ * 1024; otherwise (per-stage priorities, or more cells) a radix sort of
+ * all stages by priority. Both give the same slots. A
+ * queue then holds:
  *   - ready: the stages whose earliest start is <= the rank's free time,
  *     as a two-level bitset over slots, so taking the best is a
  *     find-first-set and adding or removing one is a bit operation;
  *   - pending: the stages that cannot start before the rank is free, as a
- *     binary min-heap by (earliest start, slot).
+ *     binary min-heap by (earliest start, slot);
+ *   - its front: what loom_ls_peek() returns (the lowest ready slot, else
+ *     the pending top), kept exact at every change, so a peek is a read.
+ *     A release updates it by one compare (the new stage comes first or
+ *     not); placing a stage recomputes its queue's front and moves the
+ *     rank's other queues' due pending stages to ready (their fronts then
+ *     start at the new free time).
  * A rank's free time only grows, so a stage moves from pending to ready at
  * most once; a stage released already startable goes straight to ready.
+ * A rank is marked dirty when it placed a stage or when a release moved
+ * one of its fronts: nothing else an interleaver decides on (the fronts,
+ * the rank's clock, memory and last type) changes for the other ranks.
  * Each rank holds the earliest time the interleaver says it can start
  * something (or nothing); the next rank is found by a scan over the
  * ranks, cheaper than a heap for the few dozen ranks of a pipeline.
+ * The queue layout (every queue's slots and bitset words) is kept while
+ * the stages' ranks and types stay the same, and the successor rows,
+ * predecessor counts and stages without predecessors while the
+ * predecessor rows do; each is checked by a compare per call.
  *
  * Every array is sized by loom_ls_reserve() and reused: no allocation
  * happens per call once the scratch has seen a graph this large. One call
@@ -54,6 +75,16 @@ typedef struct loom_ls_heap {
     int32_t reserved;
 } loom_ls_heap;
 
+/* The front of one (rank, type) queue: what loom_ls_peek() returns, kept
+ * exact as stages are released and placed. */
+typedef struct loom_ls_front {
+    double start_ms;     /* its start on the rank */
+    int32_t stage;       /* the stage, -1 when the queue is empty */
+    int32_t slot;        /* its slot */
+    int32_t ready;       /* 1 from the ready set, 0 the pending heap's top */
+    int32_t reserved;
+} loom_ls_front;
+
 typedef struct loom_ls {
     const loom_host_api *host;
     int32_t cap_stages, cap_edges, cap_ranks, cap_types, cap_words, cap_sums;
@@ -64,6 +95,14 @@ typedef struct loom_ls {
     uint8_t *type;       /* queue type, < n_types */
     float *prio;         /* priority, higher runs earlier */
     int32_t *tie;        /* secondary key, lower runs earlier */
+    /* Per-group priorities instead of prio: when n_groups > 0, stage v's
+     * priority is group_prio[group[v]], group[v] in 0..n_groups-1 (the
+     * interleaver sets n_groups, at most the graph's n_groups, which
+     * loom_ls_reserve sizes group_prio for), and prio is not read. */
+    int32_t *group;      /* per stage */
+    float *group_prio;   /* per group */
+    int32_t n_groups;
+    int32_t cap_groups;
 
     /* Per stage. */
     int32_t *succ_off;   /* successor rows, n_stages + 1 */
@@ -72,9 +111,20 @@ typedef struct loom_ls {
     int32_t *pred_off_seen; /* the predecessor rows the successor rows */
     int32_t *pred_seen;     /* were built from (n_stages + 1, n_edges) */
     int32_t succ_n, succ_e; /* their stage and edge counts, -1 none */
+    int32_t *indeg;      /* predecessor count, built with the successor rows */
+    int32_t *sources;    /* the stages without predecessors, by id ... */
+    int32_t n_sources;   /* ... and their count */
     int32_t *left;       /* predecessors not placed yet */
     double *ready_ms;    /* max over placed predecessors of end + p2p */
     int32_t *slot;       /* position in its queue's order */
+    int32_t *queue;      /* its queue, rank * n_types + type */
+
+    /* The queue layout (queue, q_off, word_off, sum_off, rank_stages) is
+     * kept while the stages' ranks and types stay the same. */
+    int32_t *rank_seen;  /* the ranks ... */
+    uint8_t *type_seen;  /* ... and types it was laid out for */
+    int32_t shape_n;     /* their stage count, -1 when not laid out */
+    int32_t shape_ranks, shape_types;
 
     /* The (tie, id) order, kept while the tie keys stay the same. */
     int32_t *tie_order;  /* stage ids sorted by tie, then id */
@@ -82,6 +132,10 @@ typedef struct loom_ls {
     int32_t tie_n;       /* stages of tie_order, -1 when not built */
     uint32_t *sort_key;  /* radix sort scratch: 2 * n_stages keys */
     int32_t *sort_id;    /* radix sort scratch: 2 * n_stages ids */
+    int32_t *group_class;    /* per group: rank of its priority among the
+                                distinct ones, 0 the highest */
+    int32_t *class_count;    /* counting sort scratch: per (queue, class),
+                                2 * n_stages + 1024 cells */
 
     /* Per queue q = rank * n_types + type. */
     int32_t *q_off;      /* n_queues + 1: first slot of each queue ... */
@@ -93,11 +147,13 @@ typedef struct loom_ls {
     uint64_t *sums;      /* a bit per non-empty word */
     loom_ls_entry *store;    /* n_stages pending entries, sliced per queue */
     loom_ls_heap *pending;   /* n_queues */
+    loom_ls_front *front;    /* n_queues */
 
     /* Per rank. */
     double *last_ms;     /* end of the last placed stage (t_last) */
     int64_t *mem_bytes;  /* activation bytes currently held */
     int32_t *fill;       /* next slot in out->order */
+    int32_t *rank_stages; /* stages on the rank (the queue layout's) */
     int32_t *last_type;  /* type of the last placed stage, -1 none */
     double *rank_t_ms;   /* earliest start the interleaver queued, or
                             +infinity when the rank is not queued */
@@ -141,8 +197,16 @@ int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
 
 /* The stage of (rank r, type q) that would be taken now, or -1 when that
  * queue is empty; *start_ms gets its start time on r (never before the
- * rank is free). */
-int32_t loom_ls_peek(loom_ls *ls, int32_t r, int32_t q, double *start_ms);
+ * rank is free). A read of the queue's front (inline: the interleavers
+ * call it for every decision). */
+static inline int32_t loom_ls_peek(const loom_ls *ls, int32_t r, int32_t q,
+                                   double *start_ms)
+{
+    const loom_ls_front *f = &ls->front[r * ls->n_types + q];
+    if (f->stage >= 0)
+        *start_ms = f->start_ms;
+    return f->stage;
+}
 
 /* Places stage v, which must be what loom_ls_peek() returned for its rank
  * and type: appends it to out, advances the rank's clock and memory,
