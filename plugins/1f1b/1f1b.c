@@ -11,6 +11,7 @@
  */
 #include <string.h>
 #include <loom/loom.h>
+#include <loom/kits/listsched.h>
 
 /* One stage to sort: rank, phase (0 forward, 1 backward), priority,
  * microbatch, sub; `id` the stage. */
@@ -64,51 +65,6 @@ static void ofob_destroy(void *self)
     s->host->free(s);
 }
 
-/* A key whose ascending unsigned order is the descending order of p
- * (not NaN), with -0 equal to +0. */
-static uint32_t ofob_prio_key(float p)
-{
-    if (p == 0)
-        p = 0;
-    uint32_t u;
-    memcpy(&u, &p, sizeof u);
-    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-    return ~u;
-}
-
-/* Stably reorders the n indices in *id by key[i] (a key per index
- * position), one counting pass per byte that varies; *id and *key end up
- * in whichever buffer of (id, id2) and (key, key2) holds the result. */
-static void ofob_radix(uint32_t **key, int32_t **id, uint32_t **key2,
-                       int32_t **id2, int32_t n)
-{
-    uint32_t all_and = 0xffffffffu, all_or = 0;
-    for (int32_t i = 0; i < n; i++) {
-        all_and &= (*key)[i];
-        all_or |= (*key)[i];
-    }
-    for (int shift = 0; shift < 32; shift += 8) {
-        if ((((all_and ^ all_or) >> shift) & 0xffu) == 0)
-            continue;
-        int32_t count[257] = {0};
-        for (int32_t i = 0; i < n; i++)
-            count[(((*key)[i] >> shift) & 0xffu) + 1]++;
-        for (int b = 0; b < 256; b++)
-            count[b + 1] += count[b];
-        for (int32_t i = 0; i < n; i++) {
-            int32_t at = count[((*key)[i] >> shift) & 0xffu]++;
-            (*key2)[at] = (*key)[i];
-            (*id2)[at] = (*id)[i];
-        }
-        uint32_t *tk = *key;
-        *key = *key2;
-        *key2 = tk;
-        int32_t *ti = *id;
-        *id = *id2;
-        *id2 = ti;
-    }
-}
-
 /* Sorts the n items (made in ascending id order) into s->sorted by rank,
  * phase, priority (higher first), microbatch, sub, id: stable passes from
  * the least significant key up, so ties keep id order. */
@@ -123,10 +79,14 @@ static void ofob_sort(ofob_self *s, int32_t n)
             const ofob_item *it = &s->items[id[i]];
             key[i] = pass == 0   ? (uint32_t)it->sub ^ 0x80000000u
                      : pass == 1 ? (uint32_t)it->mb ^ 0x80000000u
-                     : pass == 2 ? ofob_prio_key(it->prio)
+                     : pass == 2 ? loom_ls_prio_key(it->prio)
                                  : (uint32_t)it->rank * 2u + (uint32_t)it->back;
         }
-        ofob_radix(&key, &id, &key2, &id2, n);
+        int32_t *sorted = loom_ls_radix(key, id, key2, id2, n);
+        if (sorted != id) {
+            id2 = id;
+            id = sorted;
+        }
     }
     for (int32_t i = 0; i < n; i++)
         s->sorted[i] = s->items[id[i]];

@@ -7,12 +7,8 @@
 #include <loom/kits/listsched.h>
 #include "ls_order.h"
 
-/* Sorts the n ids in `id` stably by the matching 32-bit keys in `key`,
- * least significant byte first; a byte shared by every key is skipped.
- * key2/id2 are scratch of n entries. Returns the array holding the
- * result (id or id2). */
-static int32_t *ls_radix(uint32_t *key, int32_t *id, uint32_t *key2,
-                         int32_t *id2, int32_t n)
+int32_t *loom_ls_radix(uint32_t *key, int32_t *id, uint32_t *key2,
+                       int32_t *id2, int32_t n)
 {
     uint32_t all_and = 0xffffffffu, all_or = 0;
     for (int32_t i = 0; i < n; i++) {
@@ -43,9 +39,7 @@ static int32_t *ls_radix(uint32_t *key, int32_t *id, uint32_t *key2,
     return id;
 }
 
-/* A key whose ascending unsigned order is the descending order of p, with
- * -0 equal to +0 and NaN after every number. */
-static uint32_t ls_prio_key(float p)
+uint32_t loom_ls_prio_key(float p)
 {
     if (p != p)
         return 0xffffffffu;
@@ -69,7 +63,7 @@ static void ls_tie_order(loom_ls *ls, int32_t n)
         key[v] = (uint32_t)ls->tie[v] ^ 0x80000000u;
         id[v] = v;
     }
-    const int32_t *sorted = ls_radix(key, id, key2, id2, n);
+    const int32_t *sorted = loom_ls_radix(key, id, key2, id2, n);
     memcpy(ls->tie_order, sorted, (size_t)n * sizeof *sorted);
     memcpy(ls->tie_seen, ls->tie, (size_t)n * sizeof *ls->tie);
     ls->tie_n = n;
@@ -98,11 +92,11 @@ static int32_t ls_group_classes(loom_ls *ls)
     uint32_t *key = ls->sort_key, *key2 = ls->sort_key + G;
     int32_t *id = ls->sort_id, *id2 = ls->sort_id + G;
     for (int32_t k = 0; k < G; k++) {
-        key[k] = ls_prio_key(ls->group_prio[k]);
+        key[k] = loom_ls_prio_key(ls->group_prio[k]);
         id[k] = k;
     }
-    /* ls_radix leaves the sorted keys next to the sorted ids */
-    const int32_t *sorted = ls_radix(key, id, key2, id2, G);
+    /* loom_ls_radix leaves the sorted keys next to the sorted ids */
+    const int32_t *sorted = loom_ls_radix(key, id, key2, id2, G);
     const uint32_t *skey = sorted == id ? key : key2;
     int32_t c = -1;
     for (int32_t i = 0; i < G; i++) {
@@ -162,8 +156,8 @@ void loom_ls_order_slots(loom_ls *ls, int32_t n, int32_t Q)
     for (int32_t i = 0; i < n; i++) {
         int32_t v = ls->tie_order[i];
         id[i] = v;
-        key[i] = ls_prio_key(ls->n_groups > 0 ? ls->group_prio[ls->group[v]]
+        key[i] = loom_ls_prio_key(ls->n_groups > 0 ? ls->group_prio[ls->group[v]]
                                               : ls->prio[v]);
     }
-    ls_slots(ls, ls_radix(key, id, key2, id2, n), n, Q);
+    ls_slots(ls, loom_ls_radix(key, id, key2, id2, n), n, Q);
 }

@@ -172,6 +172,18 @@ typedef struct loom_ls {
     int32_t placed;      /* stages placed so far in this call */
 } loom_ls;
 
+/* Sorts the n ids in `id` stably by the matching 32-bit keys in `key`,
+ * least significant byte first; a byte shared by every key is skipped.
+ * key2/id2 are scratch of n entries; the keys are reordered with the ids.
+ * Returns the array holding the sorted ids (id or id2); the sorted keys
+ * are in the matching key array. O(n) per byte that varies. */
+int32_t *loom_ls_radix(uint32_t *key, int32_t *id, uint32_t *key2,
+                       int32_t *id2, int32_t n);
+
+/* A key whose ascending unsigned order is the descending order of p, with
+ * -0 equal to +0 and NaN after every number (for loom_ls_radix). */
+uint32_t loom_ls_prio_key(float p);
+
 /* Pushes x onto h (the storage must have room). */
 void loom_ls_heap_push(loom_ls_heap *h, loom_ls_entry x);
 
