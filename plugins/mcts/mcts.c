@@ -69,7 +69,7 @@ typedef struct mcts_run {
     double hist[MCTS_MAX_LATE];            /* late acceptance: current costs */
     int32_t hist_len;                      /* of the last hist_len rounds */
     int64_t polish_rounds;                 /* polish rounds absorbed so far */
-    int32_t *mut;                          /* (workers + 1) * 2n scratch */
+    int32_t *mut;                          /* (workers + 1) * 4n scratch */
 
     /* Deterministic round. */
     int32_t n_leaves, n_jobs;
@@ -174,15 +174,15 @@ static int mcts_make_prio(mcts_run *m, loom_mcts_fill *f, const int32_t *value_o
 
 /* The priorities of polish job `index`: the round's incumbent order with
  * 1-3 random local moves, seeded by the run seed and the index. `scratch`
- * is 2n ints. */
+ * is 4n ints: the order, then the moves' scratch. */
 static void mcts_polish_prio(mcts_run *m, int32_t *scratch, int64_t index,
                              float *prio)
 {
-    int32_t *order = scratch, *slot_of = scratch + m->n;
+    int32_t *order = scratch, *work = scratch + m->n;
     memcpy(order, m->inc_order, (size_t)m->n * sizeof *order);
     uint64_t rng = loom_sk_job_seed(m->sk.prm.seed ^ 0x9e3779b97f4a7c15ull, index);
     int32_t moves = 1 + (int32_t)loom_sk_below(&rng, 3);
-    loom_sk_mutate_order(&m->sk.prec, &rng, order, slot_of, moves);
+    loom_sk_mutate_order(&m->sk.prec, &rng, order, work, moves);
     loom_sk_order_to_prio(order, m->n, prio);
 }
 
@@ -198,7 +198,7 @@ static int mcts_round_job(void *user, int32_t worker, int32_t j, loom_error *err
         return LOOM_OK;
     }
     if (m->job_leaf[j] < 0) {
-        mcts_polish_prio(m, m->mut + (size_t)(worker + 1) * 2 * (size_t)m->n,
+        mcts_polish_prio(m, m->mut + (size_t)(worker + 1) * 4 * (size_t)m->n,
                          m->job_base + j, prio);
         return loom_sk_evaluate(&m->sk, worker, prio, &m->job_res[j], err);
     }
@@ -472,7 +472,7 @@ static int mcts_prepare(mcts_run *m, double alpha, double beta, loom_error *err)
     m->main_prio = host->alloc(n * sizeof *m->main_prio);
     m->leaf_values = host->alloc(MCTS_ROUND_LEAVES * n * sizeof *m->leaf_values);
     m->inc_order = host->alloc(n * sizeof *m->inc_order);
-    m->mut = host->alloc(((size_t)m->sk.n_workers + 1) * 2 * n * sizeof *m->mut);
+    m->mut = host->alloc(((size_t)m->sk.n_workers + 1) * 4 * n * sizeof *m->mut);
     if (bad || !m->main_prio || !m->leaf_values || !m->inc_order || !m->mut)
         return host->error(err, LOOM_ENOMEM, "mcts: out of memory");
     m->rng = loom_sk_job_seed(m->sk.prm.seed ^ 0x2545F4914F6CDD1Dull, -1);

@@ -215,12 +215,15 @@ void loom_sk_prec_free(const loom_host_api *host, loom_sk_prec *pc);
  * lower group). O(n^2) worst case, meant for once per batch. */
 void loom_sk_prio_to_order(const float *prio, int32_t n, int32_t *order);
 
-/* Applies `moves` random local moves to a valid order (search_mutate.c):
- * each takes a uniformly drawn group out and reinserts it at a uniformly
- * drawn slot after its last predecessor and before its first successor,
- * so the order stays valid. slot_of is n scratch ints. */
+/* Applies `moves` random local moves to a valid order (search_mutate.c),
+ * each drawn uniformly from three kinds: an insertion of one group at a
+ * slot between its predecessors and successors; an insertion anywhere that
+ * drags the predecessors (moving up) or successors (moving down) it passes
+ * along; and a shift of one group with its direct neighbours by the same
+ * number of slots, repaired the same way. The order stays valid. scratch
+ * is 3n ints. */
 void loom_sk_mutate_order(const loom_sk_prec *pc, uint64_t *rng,
-                          int32_t *order, int32_t *slot_of, int32_t moves);
+                          int32_t *order, int32_t *scratch, int32_t moves);
 
 /* The reference order: repeatedly the lowest-index group whose
  * predecessors are placed. `left` is n scratch ints. */
