@@ -157,7 +157,7 @@ void loom_ls_order_slots(loom_ls *ls, int32_t n, int32_t Q)
         int32_t v = ls->tie_order[i];
         id[i] = v;
         key[i] = loom_ls_prio_key(ls->n_groups > 0 ? ls->group_prio[ls->group[v]]
-                                              : ls->prio[v]);
+                                                   : ls->prio[v]);
     }
     ls_slots(ls, loom_ls_radix(key, id, key2, id2, n), n, Q);
 }

@@ -62,6 +62,17 @@ static void sk_push(const loom_sk_prec *pc, int32_t *order, int32_t *slot_of)
     }
 }
 
+/* Restores precedence after a move that took groups earlier (pull) or
+ * later (push). */
+static void sk_repair(const loom_sk_prec *pc, int32_t *order, int32_t *slot_of,
+                      int earlier)
+{
+    if (earlier)
+        sk_pull(pc, order, slot_of);
+    else
+        sk_push(pc, order, slot_of);
+}
+
 /* Insertion: a uniformly drawn group is taken out of its slot and put
  * back at a uniformly drawn slot after its last predecessor and before its
  * first successor, so every precedence still holds. */
@@ -96,10 +107,7 @@ static void sk_insert_drag(const loom_sk_prec *pc, uint64_t *rng,
     if (t == s)
         return;
     sk_relocate(order, slot_of, s, t);
-    if (t < s)
-        sk_pull(pc, order, slot_of);
-    else
-        sk_push(pc, order, slot_of);
+    sk_repair(pc, order, slot_of, t < s);
 }
 
 /* Shift: a uniformly drawn group and its direct predecessors and
@@ -140,10 +148,7 @@ static void sk_shift(const loom_sk_prec *pc, uint64_t *rng, int32_t *order,
         slot_of[order[k]] = k;
         mark[order[k]] = 0;
     }
-    if (d < 0)
-        sk_pull(pc, order, slot_of);
-    else
-        sk_push(pc, order, slot_of);
+    sk_repair(pc, order, slot_of, d < 0);
 }
 
 void loom_sk_mutate_order(const loom_sk_prec *pc, uint64_t *rng,
