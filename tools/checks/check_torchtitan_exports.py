@@ -46,7 +46,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -516,11 +515,10 @@ def run_group(grp, wid):
     from datetime import timedelta
     import torch.distributed as dist
     world = grp["world"]
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(grp["port"]))
     # the rendezvous waits as long as the pool may (a rank can still be busy with an
     # earlier group), the group's operations only GROUP_TIMEOUT_S
-    store = dist.TCPStore("127.0.0.1", grp["port"], world, is_master=wid == 0,
-                          timeout=timedelta(seconds=POOL_TIMEOUT_S))
+    store = group_store(grp, wid, timedelta(seconds=POOL_TIMEOUT_S))
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(store.port))
     dist.init_process_group("gloo", store=store, rank=wid, world_size=world,
                             timeout=timedelta(seconds=GROUP_TIMEOUT_S))
     try:
@@ -539,24 +537,42 @@ def run_group(grp, wid):
             pass
 
 
+def group_store(grp, wid, timeout):
+    """The group's TCPStore. Worker 0 listens on a port the kernel picks and
+    publishes it in the group's port file; the others wait for that file. (A port
+    chosen ahead of time can be taken by then, by gloo's own connections or by
+    another test.)"""
+    import torch.distributed as dist
+    world, path = grp["world"], grp["port_file"]
+    if wid == 0:
+        store = dist.TCPStore("127.0.0.1", 0, world, is_master=True,
+                              wait_for_workers=False, timeout=timeout)
+        with open(path + ".tmp", "w") as fh:
+            fh.write(str(store.port))
+        os.rename(path + ".tmp", path)
+        return store
+    deadline = time.monotonic() + timeout.total_seconds()
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise TimeoutError("worker 0 published no port for its group in %s" % timeout)
+        time.sleep(0.05)
+    with open(path) as fh:
+        port = int(fh.read())
+    return dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timeout)
+
+
 # ---------------------------------------------------------------- the pool
 
-def free_port():
-    """A TCP port on 127.0.0.1 nobody listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
-
-def job_groups(jobs):
+def job_groups(jobs, tmp):
     """The pool's groups: one per world size for jobs that only build, one per job that
     also steps (a step that fails on one rank leaves the others' group unusable)."""
     groups = {}
     for job in jobs:
         key = (job["world"], job["id"] if job.get("step") else -1)
         groups.setdefault(key, []).append(job)
-    return [{"world": key[0], "port": free_port(), "jobs": js}
-            for key, js in sorted(groups.items())]
+    return [{"world": key[0], "port_file": os.path.join(tmp, "port-%d" % gid), "jobs": js}
+            for gid, (key, js) in enumerate(sorted(groups.items()))]
 
 
 def run_pool(jobs, tmp):
@@ -566,7 +582,7 @@ def run_pool(jobs, tmp):
         return {}, []
     path = os.path.join(tmp, "jobs.json")
     with open(path, "w") as fh:
-        json.dump(job_groups(jobs), fh)
+        json.dump(job_groups(jobs, tmp), fh)
     size = max(job["world"] for job in jobs)
     procs = start_workers(size, path, tmp)
     problems = wait_workers(procs, POOL_TIMEOUT_S)

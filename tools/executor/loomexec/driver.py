@@ -6,7 +6,6 @@ import math
 import multiprocessing
 import os
 import pickle
-import socket
 import tempfile
 import time
 import traceback
@@ -18,16 +17,24 @@ from .engine import ChunkRun
 from .errors import CheckError
 
 
-def free_port():
-    """A free TCP port on 127.0.0.1 for the gloo store."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+def join_group(rank, world, port_queue, timeout_s):
+    """Joins the ranks' gloo group. Rank 0 listens on a port the kernel picks and
+    hands it to the others through port_queue (a port chosen before the ranks
+    start can be taken by then)."""
+    import torch.distributed as dist
+    timeout = _td(max(timeout_s, 30))
+    if rank == 0:
+        store = dist.TCPStore("127.0.0.1", 0, world, is_master=True,
+                              wait_for_workers=False, timeout=timeout)
+        for _ in range(world - 1):
+            port_queue.put(store.port)
+    else:
+        port = port_queue.get(timeout=timeout.total_seconds())
+        store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timeout)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=timeout)
 
 
-def _rank_main(plan, rank, port, seed, timeout_s, out_path, release, iterations):
+def _rank_main(plan, rank, port_queue, seed, timeout_s, out_path, release, iterations):
     """A rank's process: run the actions, write what happened, wait to be released."""
     import torch.distributed as dist
 
@@ -37,8 +44,7 @@ def _rank_main(plan, rank, port, seed, timeout_s, out_path, release, iterations)
     try:
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
         torch.set_num_threads(1)
-        dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank,
-                                world_size=plan.ranks, timeout=_td(max(timeout_s, 30)))
+        join_group(rank, plan.ranks, port_queue, timeout_s)
         walls = []
         r = Rank(plan, rank, seed, timeout_s)
         params = r.P
@@ -80,12 +86,12 @@ class Ranks:
         self.plan, self.timeout_s, self.iterations = plan, timeout_s, iterations
         ctx = multiprocessing.get_context("fork")
         self.release = ctx.Event()
-        port = free_port()
+        port_queue = ctx.Queue()   # rank 0's store port, for the other ranks
         self.tmp = tempfile.TemporaryDirectory(prefix="loom-exec-")
         self.paths = [os.path.join(self.tmp.name, "rank-%d.pkl" % r) for r in range(plan.ranks)]
         self.procs = [ctx.Process(target=target or _rank_main,
-                                  args=(plan, r, port, seed, timeout_s, self.paths[r], self.release,
-                                        iterations) + tuple(extra))
+                                  args=(plan, r, port_queue, seed, timeout_s, self.paths[r],
+                                        self.release, iterations) + tuple(extra))
                       for r in range(plan.ranks)]
         for p in self.procs:
             p.start()

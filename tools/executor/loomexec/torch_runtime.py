@@ -39,6 +39,7 @@ import torch.utils.checkpoint
 from torch import nn
 
 from . import layers as L
+from .driver import join_group
 from .engine import _offload_pack, _offload_unpack
 from .errors import CheckError, InputError
 from .runtime import chunk_pieces
@@ -430,13 +431,11 @@ def stuck_line(rank, errors, timeout_s, e):
         rank, where_text(errors), timeout_s, str(e).strip().splitlines()[0].split("]")[-1].strip())
 
 
-def run_rank(plan, rank, port, seed, timeout_s, csv, result):
+def run_rank(plan, rank, port_queue, seed, timeout_s, csv, result):
     """This rank's part: stages, schedule, one step; fills `result`."""
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank,
-                            world_size=plan.ranks,
-                            timeout=datetime.timedelta(seconds=max(timeout_s, 30)))
+    join_group(rank, plan.ranks, port_queue, timeout_s)
     group = dist.new_group(timeout=datetime.timedelta(seconds=timeout_s))
     stages, params = build_stages(plan, rank, seed, group)
     sched = load_schedule(plan, stages, csv)
@@ -454,7 +453,7 @@ def run_rank(plan, rank, port, seed, timeout_s, csv, result):
                   wall_ms=[wall], stage_ms=[])
 
 
-def torch_rank_main(plan, rank, port, seed, timeout_s, out_path, release, iterations, csv):
+def torch_rank_main(plan, rank, port_queue, seed, timeout_s, out_path, release, iterations, csv):
     """A rank's process under PyTorch's runtime (driver.Ranks' target):
     run, write the report, wait to be released."""
     errors = PipelineErrors()
@@ -463,7 +462,7 @@ def torch_rank_main(plan, rank, port, seed, timeout_s, out_path, release, iterat
     log.propagate = False
     result = {"rank": rank}
     try:
-        run_rank(plan, rank, port, seed, timeout_s, csv, result)
+        run_rank(plan, rank, port_queue, seed, timeout_s, csv, result)
     except InputError as e:
         result["input"] = str(e)
     except Exception as e:  # reported by the parent with the rank
