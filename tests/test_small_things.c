@@ -149,6 +149,7 @@ START_TEST(trace_has_p2p_flows)
     ck_assert_int_eq(n_f, 96);
     cJSON_Delete(root);
     free(text);
+    loom_test_rmdir(dir);
 }
 END_TEST
 

@@ -127,6 +127,7 @@ START_TEST(llm_plan_file_is_exact)
     const cJSON *x = torchtitan_export(dir, &doc);
     ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(x, "file")), "torchtitan.toml");
     cJSON_Delete(doc);
+    loom_test_rmdir(dir);
 }
 END_TEST
 
@@ -140,6 +141,7 @@ START_TEST(one_rank_plans_are_refused)
     plan_into(dir, args);
     expect_refused(dir, "the plan has one pipeline rank: torchtitan 0.2.2 pipelines only when "
                         "pipeline_parallel_degree > 1");
+    loom_test_rmdir(dir);
 }
 END_TEST
 
@@ -157,6 +159,7 @@ START_TEST(vlm_is_refused_and_stale_file_removed)
     plan_into(dir, args);
     expect_refused(dir, "module vit is not a language model: torchtitan 0.2.2 pipelines "
                         "language models only (its VLM experiment has no pipelining function)");
+    loom_test_rmdir(dir);
 }
 END_TEST
 
@@ -186,6 +189,7 @@ START_TEST(module_layouts_are_refused)
     text = loom_test_slurp(path);
     loom_test_has(text, "torchtitan    none runs it: module vit has a layout of its own");
     free(text);
+    loom_test_rmdir(dir);
 }
 END_TEST
 
@@ -197,6 +201,7 @@ START_TEST(stage_times_plans_are_refused)
              loom_test_src("examples/stage-times/oracle-1f1b.json"));
     plan_into(dir, args);
     expect_refused(dir, "a stage-times problem has no model modules to name");
+    loom_test_rmdir(dir);
 }
 END_TEST
 
