@@ -99,6 +99,7 @@ typedef struct mcts_params {
     int64_t late_acceptance;
     double alpha;
     double beta;
+    double seed_below;
 } mcts_params;
 
 static const loom_param_def mcts_param_table[] = {
@@ -119,6 +120,12 @@ static const loom_param_def mcts_param_table[] = {
                    "UCB exploration weight: beta * sqrt(ln N_parent / N_child); scores are "
                    "all close to 1, so a small weight keeps the search guided (docs/search.md "
                    "compares 0.05, 0.1 and 0.5)"),
+    LOOM_FLOAT_PARAM(mcts_params, seed_below, 0.25, 0, 1e9,
+                   "when the time budget affords fewer evaluations than this many per "
+                   "group (estimated from the screening run), first evaluate the groups "
+                   "ranked by their work (lightest and heaviest first, least forward work "
+                   "first, Johnson's rule both ways, flow by flow) and search from the "
+                   "best; 0: never (docs/search.md)"),
     LOOM_INT_PARAM_AT("threads", mcts_params, search.threads, 1, 1, 64,
                    "worker threads, each with its own evaluator"),
     LOOM_SK_SEED_PARAM(mcts_params, search),
@@ -530,6 +537,15 @@ static int mcts_rank(void *self, const loom_stage_graph *const *graphs,
         return rc;
     }
     rc = mcts_prepare(m, prm.alpha, prm.beta, err);
+    /* Too few evaluations to move most groups even once: start from the
+     * best constructive order instead (docs/search.md, "Seed orders"). */
+    int64_t affordable = loom_sk_evals_affordable(&m->sk);
+    if (rc == LOOM_OK && m->n > 1 && (double)affordable < prm.seed_below * (double)m->n) {
+        m->sk.host->log(m->sk.ctx, LOOM_LOG_INFO, "mcts: the budget affords about %lld "
+                        "evaluations for %d groups (screening run %.1f ms): starting from "
+                        "the best seed order", (long long)affordable, m->n, m->sk.screen_ms);
+        rc = loom_sk_try_seed_orders(&m->sk, err);
+    }
     /* One group or none: the reference is the only assignment. */
     if (rc == LOOM_OK && m->n > 1)
         rc = prm.search.deterministic ? mcts_rounds(m, err) : mcts_free(m, err);

@@ -231,6 +231,67 @@ START_TEST(exhausts_small_spaces)
 }
 END_TEST
 
+/* The makespan of order `order` on g (mock evaluator). */
+static double order_makespan(loom_mock_host *h, const loom_stage_graph *g, const int32_t *order)
+{
+    float prio[8];
+    loom_sk_order_to_prio(order, g->n_groups, prio);
+    loom_evaluator *ev = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(mock_ev_create(loom_mock_host_ctx(h), g, &ev, &err), LOOM_OK);
+    loom_metrics m;
+    ck_assert_int_eq(mock_ev_run(ev, prio, &m, &err), LOOM_OK);
+    mock_ev_destroy(ev);
+    return m.makespan_ms;
+}
+
+/* A budget that affords fewer evaluations than seed_below per group
+ * evaluates the seed orders first. On this graph the second one (heaviest
+ * first) is the best, so the screening run and two seed orders already
+ * reach it; the same three evaluations without seed orders do not, and the
+ * default share (0.25 per group) leaves a 60 s budget to the search. */
+START_TEST(seed_orders_when_the_budget_is_short)
+{
+    loom_stage_graph *g = mock_graph(3, 7);
+    static const int pairs[] = {6, 0, 2, 5};
+    mock_precede(g, pairs, 2);
+    mock_ranker r = mock_ranker_open(loom_static_mcts());
+    const loom_host_api *api = loom_mock_host_api(r.h);
+    loom_sk_prec pc;
+    loom_sk_group_work w;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_sk_prec_build(api, "t", g, &pc, &err), LOOM_OK);
+    ck_assert_int_eq(loom_sk_group_work_build(api, "t", g, &w, &err), LOOM_OK);
+    int32_t order[7], scratch[14];
+    loom_sk_first_order(&pc, scratch, order);
+    double ref = order_makespan(r.h, g, order), seed_ms[LOOM_SK_SEED_ORDERS];
+    for (int32_t k = 0; k < LOOM_SK_SEED_ORDERS; k++) {
+        loom_sk_seed_order(&pc, &w, k, scratch, order);
+        seed_ms[k] = order_makespan(r.h, g, order);
+    }
+    ck_assert_double_eq(ref, 49.5);
+    for (int32_t k = 0; k < LOOM_SK_SEED_ORDERS; k++)
+        ck_assert_double_ge(seed_ms[k], seed_ms[1]);
+    loom_mock_host_set_param(r.h, "budget_ms", "60000");
+    loom_mock_host_set_param(r.h, "max_evaluations", "3");
+    loom_mock_host_set_param(r.h, "seed_below", "1e9"); /* always, for any screening time */
+    float prio[8];
+    loom_ranking out = run_mcts(&r, g, prio);
+    ck_assert_int_eq(out.evaluations, 3);
+    ck_assert_double_eq(out.best_makespan_ms, seed_ms[1]);
+    ck_assert(mock_valid(g, prio));
+    loom_mock_host_set_param(r.h, "seed_below", "0");
+    double without = run_mcts(&r, g, prio).best_makespan_ms;
+    ck_assert_double_gt(without, seed_ms[1]);
+    loom_mock_host_set_param(r.h, "seed_below", NULL);
+    ck_assert_double_eq(run_mcts(&r, g, prio).best_makespan_ms, without);
+    loom_sk_group_work_free(api, &w);
+    loom_sk_prec_free(api, &pc);
+    mock_ranker_close(&r);
+    loom_graph_free(g);
+}
+END_TEST
+
 START_TEST(time_stop_warns_and_params)
 {
     loom_stage_graph *g = mock_graph(4, 8);
@@ -321,6 +382,7 @@ static Suite *suite(void)
     tcase_add_test(tc, reaches_optimum_never_beats_it);
     tcase_add_test(tc, deterministic_across_runs_and_threads);
     tcase_add_test(tc, exhausts_small_spaces);
+    tcase_add_test(tc, seed_orders_when_the_budget_is_short);
     tcase_add_test(tc, time_stop_warns_and_params);
     tcase_add_test(tc, cli_end_to_end);
     suite_add_tcase(s, tc);

@@ -120,6 +120,17 @@ int64_t loom_sk_evals_left(const loom_sk *sk)
     return left > 0 ? left : 0;
 }
 
+int64_t loom_sk_evals_affordable(const loom_sk *sk)
+{
+    double left_ms = sk->deadline_ms - sk->host->now_ms();
+    if (!(sk->screen_ms > 0) || !(left_ms < 1e15))
+        return INT64_MAX;
+    if (left_ms <= 0)
+        return 0;
+    double n = left_ms / sk->screen_ms * (double)(sk->n_workers > 0 ? sk->n_workers : 1);
+    return n < 1e15 ? (int64_t)n : INT64_MAX;
+}
+
 double loom_sk_wave_ms(const loom_sk *sk, double last_ms, int64_t last_jobs)
 {
     if (last_jobs <= 0 || !(last_ms > 0))
@@ -188,7 +199,9 @@ static int sk_choose(loom_sk *sk, const loom_stage_graph *const *graphs,
         loom_evaluator *ev = NULL;
         loom_sk_result res;
         sk->ref_error[0] = 0;
+        double t0_ms = host->now_ms();
         rc = sk_screen(sk, graphs[i], prio, order, left, &ev, &res, err);
+        double took_ms = host->now_ms() - t0_ms;
         if (rc != LOOM_OK) {
             if (ev)
                 sk->svc->destroy(ev);
@@ -199,6 +212,7 @@ static int sk_choose(loom_sk *sk, const loom_stage_graph *const *graphs,
                 sk->svc->destroy(sk->ev[0]);
             sk->ev[0] = ev;
             sk->candidate = i;
+            sk->screen_ms = took_ms;
             best_res = res;
             memcpy(best_error, sk->ref_error, sizeof best_error);
         } else {

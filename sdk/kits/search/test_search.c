@@ -3,6 +3,7 @@
  * reference order, orders <-> priorities (exact values), precedence
  * errors, local moves that keep orders valid and reach every valid order,
  * and uniformly drawn random orders. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,98 @@ START_TEST(last_batch_cut_to_the_waves_that_fit)
     sk.prm.max_evaluations = 0;
     sk.deadline_ms = sk.host->now_ms() - 1;
     ck_assert(loom_sk_batch_room(&sk, 30) == 2);
+    loom_mock_host_free(h);
+}
+END_TEST
+
+/* Four groups of one F and one B stage each: (f, b) = (3, 1), (1, 4),
+ * (2, 5), (4, 2); flows 1, 1, 0, 0. */
+static int32_t seed_group[8] = {0, 0, 1, 1, 2, 2, 3, 3};
+static uint8_t seed_kind[8] = {LOOM_STAGE_F, LOOM_STAGE_B, LOOM_STAGE_F, LOOM_STAGE_B,
+                               LOOM_STAGE_F, LOOM_STAGE_B, LOOM_STAGE_F, LOOM_STAGE_B};
+static double seed_ms[8] = {3, 1, 1, 4, 2, 5, 4, 2};
+static int32_t seed_flow[4] = {1, 1, 0, 0};
+static int32_t seed_off[5] = {0, 0, 0, 0, 0};
+static int32_t seed_pred[1] = {2};
+
+static loom_stage_graph seed_graph(void)
+{
+    loom_stage_graph g;
+    memset(&g, 0, sizeof g);
+    g.n_stages = 8;
+    g.n_groups = 4;
+    g.group = seed_group;
+    g.kind = seed_kind;
+    g.duration_ms = seed_ms;
+    g.group_flow = seed_flow;
+    g.group_pred_off = seed_off;
+    g.group_pred = seed_pred;
+    return g;
+}
+
+/* Each seed order on the worked example (docs/search.md): by total work
+ * both ways, by forward work, Johnson's rule both ways (S. M. Johnson,
+ * 1954), flow by flow; then with group 2 before group 0. */
+START_TEST(seed_orders_by_hand)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    const loom_host_api *api = loom_mock_host_api(h);
+    loom_stage_graph g = seed_graph();
+    loom_sk_prec pc;
+    loom_sk_group_work w;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_sk_prec_build(api, "t", &g, &pc, &err), LOOM_OK);
+    ck_assert_int_eq(loom_sk_group_work_build(api, "t", &g, &w, &err), LOOM_OK);
+    static const double fwd[4] = {3, 1, 2, 4}, bwd[4] = {1, 4, 5, 2};
+    ck_assert_mem_eq(w.forward_ms, fwd, sizeof fwd);
+    ck_assert_mem_eq(w.backward_ms, bwd, sizeof bwd);
+    static const int32_t want[LOOM_SK_SEED_ORDERS][4] = {
+        {0, 1, 3, 2}, /* lightest first: 4, 5, 6, 7 */
+        {2, 3, 1, 0}, /* heaviest first */
+        {1, 2, 0, 3}, /* least forward work first: 1, 2, 3, 4 */
+        {1, 2, 3, 0}, /* f < b by f (1, 2), then by b descending (2, 1) */
+        {0, 3, 2, 1}, /* b <= f by b (1, 2), then by f descending (2, 1) */
+        {3, 2, 0, 1}, /* flow 0 (6, 7), then flow 1 (4, 5) */
+    };
+    int32_t scratch[8], order[4];
+    for (int32_t k = 0; k < LOOM_SK_SEED_ORDERS; k++) {
+        loom_sk_seed_order(&pc, &w, k, scratch, order);
+        ck_assert_msg(!memcmp(order, want[k], sizeof order), "seed order %d: %d %d %d %d", k,
+                      order[0], order[1], order[2], order[3]);
+    }
+    loom_sk_prec_free(api, &pc);
+
+    /* group 2 before group 0: lightest first waits for 2 to place 0 */
+    int32_t off[5] = {0, 1, 1, 1, 1};
+    g.group_pred_off = off;
+    ck_assert_int_eq(loom_sk_prec_build(api, "t", &g, &pc, &err), LOOM_OK);
+    loom_sk_seed_order(&pc, &w, 0, scratch, order);
+    static const int32_t held[4] = {1, 3, 2, 0};
+    ck_assert_mem_eq(order, held, sizeof held);
+    loom_sk_prec_free(api, &pc);
+    loom_sk_group_work_free(api, &w);
+    loom_mock_host_free(h);
+}
+END_TEST
+
+/* The evaluations a search can afford: the time left over the screening
+ * run, on every worker; unbounded without a timing or a deadline. */
+START_TEST(affordable_evaluations)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    loom_sk sk;
+    memset(&sk, 0, sizeof sk);
+    sk.host = loom_mock_host_api(h);
+    sk.n_workers = 2;
+    sk.deadline_ms = sk.host->now_ms() + 1000;
+    ck_assert(loom_sk_evals_affordable(&sk) == INT64_MAX); /* no screening run timed */
+    sk.screen_ms = 100;
+    /* a little under 1000 ms left (this test's own time): 9 waves of 2 */
+    ck_assert(loom_sk_evals_affordable(&sk) == 19);
+    sk.deadline_ms = sk.host->now_ms() - 1;
+    ck_assert(loom_sk_evals_affordable(&sk) == 0);
+    sk.deadline_ms = HUGE_VAL; /* no budget */
+    ck_assert(loom_sk_evals_affordable(&sk) == INT64_MAX);
     loom_mock_host_free(h);
 }
 END_TEST
@@ -342,6 +435,8 @@ static Suite *suite(void)
     tcase_add_test(tc, precedence_and_orders_by_hand);
     tcase_add_test(tc, last_batch_cut_to_the_waves_that_fit);
     tcase_add_test(tc, precedence_errors_name_the_group);
+    tcase_add_test(tc, seed_orders_by_hand);
+    tcase_add_test(tc, affordable_evaluations);
     tcase_add_test(tc, job_seeds_and_draws);
     tcase_add_test(tc, polish_moves_keep_orders_valid);
     tcase_add_test(tc, moves_carry_neighbours_along);

@@ -108,6 +108,7 @@ typedef struct loom_sk {
     loom_sk_result best;
     int64_t best_at;             /* at_evaluation of the last loom_sk_offer() that won */
     char ref_error[LOOM_ERROR_MSG_BYTES]; /* why the reference failed */
+    double screen_ms;            /* the chosen candidate's screening run (evaluator set-up included) */
 } loom_sk;
 
 /* A batch job: evaluates something for job index `job` on `worker`. */
@@ -157,6 +158,12 @@ int loom_sk_should_stop(loom_sk *sk, double next_batch_ms);
 
 /* Evaluations still allowed (INT64_MAX when unlimited). */
 int64_t loom_sk_evals_left(const loom_sk *sk);
+
+/* How many evaluations the time left allows, estimated from the chosen
+ * candidate's screening run on every worker (INT64_MAX when no deadline
+ * or no timing). An upper bound: the screening run includes setting an
+ * evaluator up. Main thread. */
+int64_t loom_sk_evals_affordable(const loom_sk *sk);
 
 /* The time one wave of jobs (one per worker) took in the last batch: a
  * batch of last_jobs jobs that took last_ms runs in ceil(last_jobs /
@@ -224,6 +231,53 @@ void loom_sk_prio_to_order(const float *prio, int32_t n, int32_t *order);
  * is 3n ints. */
 void loom_sk_mutate_order(const loom_sk_prec *pc, uint64_t *rng,
                           int32_t *order, int32_t *scratch, int32_t moves);
+
+/* ---- seed orders (search_seed.c) ----------------------------------------- */
+
+/* Per group of one graph: the work of its forward stages and of its
+ * backward stages (B, I and W), summed over ranks, and its flow. */
+typedef struct loom_sk_group_work {
+    int32_t n;
+    double *forward_ms;
+    double *backward_ms;
+    int32_t *flow;
+    void *key_scratch;   /* n sort keys */
+} loom_sk_group_work;
+
+/* Builds the per-group work of g (host allocator). LOOM_ENOMEM. */
+int loom_sk_group_work_build(const loom_host_api *host, const char *who,
+                             const loom_stage_graph *g, loom_sk_group_work *w,
+                             loom_error *err);
+
+/* Releases what loom_sk_group_work_build allocated and zeroes w. */
+void loom_sk_group_work_free(const loom_host_api *host, loom_sk_group_work *w);
+
+/* How many seed orders there are. */
+#define LOOM_SK_SEED_ORDERS 6
+
+/* Seed order k (0..LOOM_SK_SEED_ORDERS-1): repeatedly, among the groups
+ * whose predecessors are placed, the first by a key of their work f
+ * (forward) and b (backward), ties to the lower group:
+ *   0  lightest first (f + b ascending);
+ *   1  heaviest first (f + b descending);
+ *   2  least forward work first (f ascending);
+ *   3  Johnson's rule for a two-machine flow shop with the forward as the
+ *      first machine (S. M. Johnson, 1954): the groups with f < b by f
+ *      ascending, then the others by b descending;
+ *   4  Johnson's rule with the backward as the first machine: the groups
+ *      with b <= f by b ascending, then the others by f descending;
+ *   5  flow by flow (group_flow ascending), lightest first within a flow.
+ * Every order keeps group precedence. scratch is 2n ints. */
+void loom_sk_seed_order(const loom_sk_prec *pc, const loom_sk_group_work *w,
+                        int32_t k, int32_t *scratch, int32_t *order);
+
+/* Evaluates the seed orders of the chosen graph that differ from the
+ * reference order and from each other, on the workers, then reports them
+ * in order with loom_sk_offer() (each counts as an evaluation; never more
+ * than the evaluations left). Main thread, before the search's own
+ * batches; a deterministic session stays a function of the evaluation
+ * count. LOOM_ENOMEM or an evaluator failure. */
+int loom_sk_try_seed_orders(loom_sk *sk, loom_error *err);
 
 /* The reference order: repeatedly the lowest-index group whose
  * predecessors are placed. `left` is n scratch ints. */
