@@ -136,7 +136,7 @@ static loom_stage_graph seed_graph(void)
     return g;
 }
 
-/* Each seed order on the worked example (docs/search.md): by total work
+/* Each seed order on the worked example above: by total work
  * both ways, by forward work, Johnson's rule both ways (S. M. Johnson,
  * 1954), flow by flow; then with group 2 before group 0. */
 START_TEST(seed_orders_by_hand)
