@@ -3,6 +3,7 @@
  * evaluated before a local search so that it starts from the best of
  * them instead of the reference order (see <loom/kits/search.h>).
  */
+#include <stdlib.h>
 #include <string.h>
 #include <loom/kits/search.h>
 
@@ -54,27 +55,31 @@ static int32_t sk_heap_pop(const sk_key *key, int32_t *h, int32_t *n)
     return top;
 }
 
+const char *const loom_sk_seed_order_names[LOOM_SK_SEED_ORDERS] = {
+    "Johnson (backward, forward)", "heaviest first", "heaviest microbatch first",
+    "heaviest sixteenth of the microbatches first", "heaviest eighth of the microbatches first",
+    "heaviest quarter of the microbatches first"};
+
 /* The key of group g in seed order k (file comment of the header). */
 static sk_key sk_seed_key(const loom_sk_group_work *w, int32_t g, int32_t k)
 {
     double f = w->forward_ms[g], b = w->backward_ms[g];
+    int32_t u = w->unit_rank[g];
     sk_key key = {0, 0};
     switch (k) {
-    case 0: key.value = f + b; break;                  /* lightest first */
-    case 1: key.value = -(f + b); break;               /* heaviest first */
-    case 2: key.value = f; break;                      /* least forward first */
-    case 3:                                            /* Johnson (F, B) */
-        key.cls = f < b ? 0 : 1;
-        key.value = f < b ? f : -b;
-        break;
-    case 4:                                            /* Johnson (B, F) */
+    case 0:                                            /* Johnson (B, F) */
         key.cls = b <= f ? 0 : 1;
         key.value = b <= f ? b : -f;
         break;
-    default:                                           /* flow, then lightest */
-        key.cls = w->flow[g];
-        key.value = f + b;
+    case 1: key.value = -(f + b); break;               /* heaviest first */
+    case 2: key.value = u; break;                      /* heaviest microbatch */
+    default: {                                         /* the heaviest share */
+        int32_t share = k == 3 ? 16 : k == 4 ? 8 : 4;
+        int32_t top = (w->n_units + share - 1) / share;
+        key.cls = u < top ? 0 : 1;
+        key.value = u < top ? u : 0;
         break;
+    }
     }
     return key;
 }
@@ -100,21 +105,80 @@ void loom_sk_seed_order(const loom_sk_prec *pc, const loom_sk_group_work *w,
     }
 }
 
+/* One microbatch's work, for ranking. */
+typedef struct sk_unit {
+    double work_ms;
+    int32_t id;
+} sk_unit;
+
+/* qsort order: heavier first, ties to the lower id. */
+static int sk_unit_cmp(const void *pa, const void *pb)
+{
+    const sk_unit *a = pa, *b = pb;
+    if (a->work_ms != b->work_ms)
+        return a->work_ms > b->work_ms ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+/* 1 when every group names a microbatch in 0..n_microbatches-1. */
+static int sk_has_units(const loom_stage_graph *g)
+{
+    if (!g->group_microbatch || g->n_microbatches <= 0)
+        return 0;
+    for (int32_t i = 0; i < g->n_groups; i++)
+        if (g->group_microbatch[i] < 0 || g->group_microbatch[i] >= g->n_microbatches)
+            return 0;
+    return 1;
+}
+
+/* Sums the work of every microbatch (every group when the graph names
+ * none) and ranks them into w->unit_rank; LOOM_ENOMEM. */
+static int sk_rank_units(const loom_host_api *host, const loom_stage_graph *g,
+                         loom_sk_group_work *w)
+{
+    int32_t G = w->n, by_mb = sk_has_units(g);
+    int32_t U = by_mb ? g->n_microbatches : G;
+    sk_unit *unit = host->alloc((size_t)(U > 0 ? U : 1) * sizeof *unit);
+    int32_t *rank = host->alloc((size_t)(U > 0 ? U : 1) * sizeof *rank);
+    if (!unit || !rank) {
+        host->free(unit);
+        host->free(rank);
+        return LOOM_ENOMEM;
+    }
+    for (int32_t u = 0; u < U; u++)
+        unit[u] = (sk_unit){-1, u}; /* -1: no group, ranked last */
+    for (int32_t i = 0; i < G; i++) {
+        sk_unit *x = &unit[by_mb ? g->group_microbatch[i] : i];
+        x->work_ms = (x->work_ms < 0 ? 0 : x->work_ms) + w->forward_ms[i] + w->backward_ms[i];
+    }
+    qsort(unit, (size_t)U, sizeof *unit, sk_unit_cmp);
+    w->n_units = 0;
+    for (int32_t r = 0; r < U; r++) {
+        rank[unit[r].id] = r;
+        w->n_units += unit[r].work_ms >= 0;
+    }
+    for (int32_t i = 0; i < G; i++)
+        w->unit_rank[i] = rank[by_mb ? g->group_microbatch[i] : i];
+    host->free(unit);
+    host->free(rank);
+    return LOOM_OK;
+}
+
 int loom_sk_group_work_build(const loom_host_api *host, const char *who,
                              const loom_stage_graph *g, loom_sk_group_work *w,
                              loom_error *err)
 {
     memset(w, 0, sizeof *w);
-    size_t n = (size_t)(g->n_groups > 0 ? g->n_groups : 1);
+    int32_t G = g->n_groups > 0 ? g->n_groups : 0;
+    size_t n = (size_t)(G > 0 ? G : 1);
     w->forward_ms = host->alloc(n * sizeof *w->forward_ms);
     w->backward_ms = host->alloc(n * sizeof *w->backward_ms);
     w->flow = host->alloc(n * sizeof *w->flow);
+    w->unit_rank = host->alloc(n * sizeof *w->unit_rank);
     w->key_scratch = host->alloc(n * sizeof(sk_key));
-    if (!w->forward_ms || !w->backward_ms || !w->flow || !w->key_scratch) {
-        loom_sk_group_work_free(host, w);
-        return host->error(err, LOOM_ENOMEM, "%s: out of memory", who);
-    }
-    for (int32_t i = 0; i < g->n_groups; i++) {
+    if (!w->forward_ms || !w->backward_ms || !w->flow || !w->unit_rank || !w->key_scratch)
+        goto oom;
+    for (int32_t i = 0; i < G; i++) {
         w->forward_ms[i] = 0;
         w->backward_ms[i] = 0;
         w->flow[i] = g->group_flow ? g->group_flow[i] : 0;
@@ -122,15 +186,20 @@ int loom_sk_group_work_build(const loom_host_api *host, const char *who,
     for (int32_t v = 0; v < g->n_stages; v++) {
         int32_t grp = g->group[v];
         double d = g->duration_ms[v];
-        if (grp < 0 || grp >= g->n_groups || !(d > 0))
+        if (grp < 0 || grp >= G || !(d > 0))
             continue;
         if (g->kind[v] == LOOM_STAGE_F)
             w->forward_ms[grp] += d;
         else if (g->kind[v] <= LOOM_STAGE_W)
             w->backward_ms[grp] += d;
     }
-    w->n = g->n_groups;
+    w->n = G;
+    if (sk_rank_units(host, g, w) != LOOM_OK)
+        goto oom;
     return LOOM_OK;
+oom:
+    loom_sk_group_work_free(host, w);
+    return host->error(err, LOOM_ENOMEM, "%s: out of memory", who);
 }
 
 void loom_sk_group_work_free(const loom_host_api *host, loom_sk_group_work *w)
@@ -138,6 +207,7 @@ void loom_sk_group_work_free(const loom_host_api *host, loom_sk_group_work *w)
     host->free(w->forward_ms);
     host->free(w->backward_ms);
     host->free(w->flow);
+    host->free(w->unit_rank);
     host->free(w->key_scratch);
     memset(w, 0, sizeof *w);
 }
@@ -185,10 +255,6 @@ int loom_sk_try_seed_orders(loom_sk *sk, loom_error *err)
         goto done;
     }
     /* Distinct orders only, none equal to the reference. */
-    static const char *const names[LOOM_SK_SEED_ORDERS] = {
-        "lightest first", "heaviest first", "least forward work first",
-        "Johnson (forward, backward)", "Johnson (backward, forward)",
-        "flow by flow, lightest first"};
     int32_t kind[LOOM_SK_SEED_ORDERS];
     int32_t n_orders = 0;
     int64_t left = loom_sk_evals_left(sk);
@@ -215,7 +281,7 @@ int loom_sk_try_seed_orders(loom_sk *sk, loom_error *err)
         loom_sk_score(sk, &res[j]);
         if (loom_sk_offer(sk, prio + (size_t)j * ns, &res[j], sk->evaluations))
             host->log(sk->ctx, LOOM_LOG_DEBUG, "%s: seed order '%s' improves to %.3f ms",
-                      sk->who, names[kind[j]], res[j].makespan_ms);
+                      sk->who, loom_sk_seed_order_names[kind[j]], res[j].makespan_ms);
     }
 done:
     host->free(prio);

@@ -112,12 +112,14 @@ START_TEST(last_batch_cut_to_the_waves_that_fit)
 END_TEST
 
 /* Four groups of one F and one B stage each: (f, b) = (3, 1), (1, 4),
- * (2, 5), (4, 2); flows 1, 1, 0, 0. */
+ * (2, 5), (4, 2); flows 1, 1, 0, 0; microbatches 0, 1, 1, 0, so
+ * microbatch 1 (5 + 7 = 12) outweighs microbatch 0 (4 + 6 = 10). */
 static int32_t seed_group[8] = {0, 0, 1, 1, 2, 2, 3, 3};
 static uint8_t seed_kind[8] = {LOOM_STAGE_F, LOOM_STAGE_B, LOOM_STAGE_F, LOOM_STAGE_B,
                                LOOM_STAGE_F, LOOM_STAGE_B, LOOM_STAGE_F, LOOM_STAGE_B};
 static double seed_ms[8] = {3, 1, 1, 4, 2, 5, 4, 2};
 static int32_t seed_flow[4] = {1, 1, 0, 0};
+static int32_t seed_mb[4] = {0, 1, 1, 0};
 static int32_t seed_off[5] = {0, 0, 0, 0, 0};
 static int32_t seed_pred[1] = {2};
 
@@ -127,18 +129,21 @@ static loom_stage_graph seed_graph(void)
     memset(&g, 0, sizeof g);
     g.n_stages = 8;
     g.n_groups = 4;
+    g.n_microbatches = 2;
     g.group = seed_group;
     g.kind = seed_kind;
     g.duration_ms = seed_ms;
     g.group_flow = seed_flow;
+    g.group_microbatch = seed_mb;
     g.group_pred_off = seed_off;
     g.group_pred = seed_pred;
     return g;
 }
 
-/* Each seed order on the worked example above: by total work
- * both ways, by forward work, Johnson's rule both ways (S. M. Johnson,
- * 1954), flow by flow; then with group 2 before group 0. */
+/* Each seed order on the worked example above: Johnson's rule with the
+ * backward first (S. M. Johnson, 1954), by total work, by microbatch
+ * work; the three shares of the heaviest microbatches are all one of
+ * two microbatches here. Then with group 2 before group 0. */
 START_TEST(seed_orders_by_hand)
 {
     loom_mock_host *h = loom_mock_host_new();
@@ -150,15 +155,18 @@ START_TEST(seed_orders_by_hand)
     ck_assert_int_eq(loom_sk_prec_build(api, "t", &g, &pc, &err), LOOM_OK);
     ck_assert_int_eq(loom_sk_group_work_build(api, "t", &g, &w, &err), LOOM_OK);
     static const double fwd[4] = {3, 1, 2, 4}, bwd[4] = {1, 4, 5, 2};
+    static const int32_t unit_rank[4] = {1, 0, 0, 1};
     ck_assert_mem_eq(w.forward_ms, fwd, sizeof fwd);
     ck_assert_mem_eq(w.backward_ms, bwd, sizeof bwd);
+    ck_assert_mem_eq(w.unit_rank, unit_rank, sizeof unit_rank);
+    ck_assert_int_eq(w.n_units, 2);
     static const int32_t want[LOOM_SK_SEED_ORDERS][4] = {
-        {0, 1, 3, 2}, /* lightest first: 4, 5, 6, 7 */
-        {2, 3, 1, 0}, /* heaviest first */
-        {1, 2, 0, 3}, /* least forward work first: 1, 2, 3, 4 */
-        {1, 2, 3, 0}, /* f < b by f (1, 2), then by b descending (2, 1) */
         {0, 3, 2, 1}, /* b <= f by b (1, 2), then by f descending (2, 1) */
-        {3, 2, 0, 1}, /* flow 0 (6, 7), then flow 1 (4, 5) */
+        {2, 3, 1, 0}, /* heaviest first: 7, 6, 5, 4 */
+        {1, 2, 0, 3}, /* microbatch 1, then 0, each in group order */
+        {1, 2, 0, 3}, /* ceil(2 / 16) = 1 microbatch first, then the reference */
+        {1, 2, 0, 3}, /* ceil(2 / 8) = 1 */
+        {1, 2, 0, 3}, /* ceil(2 / 4) = 1 */
     };
     int32_t scratch[8], order[4];
     for (int32_t k = 0; k < LOOM_SK_SEED_ORDERS; k++) {
@@ -168,13 +176,60 @@ START_TEST(seed_orders_by_hand)
     }
     loom_sk_prec_free(api, &pc);
 
-    /* group 2 before group 0: lightest first waits for 2 to place 0 */
+    /* group 2 before group 0: Johnson's rule waits for 2 to place 0 */
     int32_t off[5] = {0, 1, 1, 1, 1};
     g.group_pred_off = off;
     ck_assert_int_eq(loom_sk_prec_build(api, "t", &g, &pc, &err), LOOM_OK);
     loom_sk_seed_order(&pc, &w, 0, scratch, order);
-    static const int32_t held[4] = {1, 3, 2, 0};
+    static const int32_t held[4] = {3, 2, 0, 1};
     ck_assert_mem_eq(order, held, sizeof held);
+    loom_sk_prec_free(api, &pc);
+    loom_sk_group_work_free(api, &w);
+    loom_mock_host_free(h);
+}
+END_TEST
+
+/* Nine groups of one F stage each, their own microbatches (the graph
+ * names none), of work 1, 9, 2, 8, 3, 7, 4, 6, 5: the heaviest
+ * microbatch first, then the heaviest ceil(9 / 16) = 1, ceil(9 / 8) = 2
+ * and ceil(9 / 4) = 3 first with the rest in the reference order. */
+START_TEST(seed_orders_by_microbatch_share)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    const loom_host_api *api = loom_mock_host_api(h);
+    int32_t group[9], off[10] = {0};
+    uint8_t kind[9];
+    double ms[9] = {1, 9, 2, 8, 3, 7, 4, 6, 5};
+    for (int32_t i = 0; i < 9; i++) {
+        group[i] = i;
+        kind[i] = LOOM_STAGE_F;
+    }
+    loom_stage_graph g;
+    memset(&g, 0, sizeof g);
+    g.n_stages = 9;
+    g.n_groups = 9;
+    g.group = group;
+    g.kind = kind;
+    g.duration_ms = ms;
+    g.group_pred_off = off;
+    loom_sk_prec pc;
+    loom_sk_group_work w;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_sk_prec_build(api, "t", &g, &pc, &err), LOOM_OK);
+    ck_assert_int_eq(loom_sk_group_work_build(api, "t", &g, &w, &err), LOOM_OK);
+    ck_assert_int_eq(w.n_units, 9);
+    static const int32_t want[4][9] = {
+        {1, 3, 5, 7, 8, 6, 4, 2, 0},
+        {1, 0, 2, 3, 4, 5, 6, 7, 8},
+        {1, 3, 0, 2, 4, 5, 6, 7, 8},
+        {1, 3, 5, 0, 2, 4, 6, 7, 8},
+    };
+    int32_t scratch[18], order[9];
+    for (int32_t k = 2; k < LOOM_SK_SEED_ORDERS; k++) {
+        loom_sk_seed_order(&pc, &w, k, scratch, order);
+        ck_assert_msg(!memcmp(order, want[k - 2], sizeof order), "seed order %d: %d %d %d ...",
+                      k, order[0], order[1], order[2]);
+    }
     loom_sk_prec_free(api, &pc);
     loom_sk_group_work_free(api, &w);
     loom_mock_host_free(h);
@@ -436,6 +491,7 @@ static Suite *suite(void)
     tcase_add_test(tc, last_batch_cut_to_the_waves_that_fit);
     tcase_add_test(tc, precedence_errors_name_the_group);
     tcase_add_test(tc, seed_orders_by_hand);
+    tcase_add_test(tc, seed_orders_by_microbatch_share);
     tcase_add_test(tc, affordable_evaluations);
     tcase_add_test(tc, job_seeds_and_draws);
     tcase_add_test(tc, polish_moves_keep_orders_valid);

@@ -235,16 +235,22 @@ void loom_sk_mutate_order(const loom_sk_prec *pc, uint64_t *rng,
 /* ---- seed orders (search_seed.c) ----------------------------------------- */
 
 /* Per group of one graph: the work of its forward stages and of its
- * backward stages (B, I and W), summed over ranks, and its flow. */
+ * backward stages (B, I and W), summed over ranks, its flow, and the rank
+ * of its microbatch by the work of all that microbatch's groups (0 the
+ * heaviest; ties to the lower microbatch). */
 typedef struct loom_sk_group_work {
     int32_t n;
     double *forward_ms;
     double *backward_ms;
     int32_t *flow;
+    int32_t *unit_rank;  /* per group: its microbatch's rank by work */
+    int32_t n_units;     /* microbatches that hold a group */
     void *key_scratch;   /* n sort keys */
 } loom_sk_group_work;
 
-/* Builds the per-group work of g (host allocator). LOOM_ENOMEM. */
+/* Builds the per-group work of g (host allocator). A graph without
+ * group_microbatch counts every group as a microbatch of its own.
+ * LOOM_ENOMEM. */
 int loom_sk_group_work_build(const loom_host_api *host, const char *who,
                              const loom_stage_graph *g, loom_sk_group_work *w,
                              loom_error *err);
@@ -255,18 +261,22 @@ void loom_sk_group_work_free(const loom_host_api *host, loom_sk_group_work *w);
 /* How many seed orders there are. */
 #define LOOM_SK_SEED_ORDERS 6
 
+/* The names of the seed orders, for logs. */
+extern const char *const loom_sk_seed_order_names[LOOM_SK_SEED_ORDERS];
+
 /* Seed order k (0..LOOM_SK_SEED_ORDERS-1): repeatedly, among the groups
  * whose predecessors are placed, the first by a key of their work f
- * (forward) and b (backward), ties to the lower group:
- *   0  lightest first (f + b ascending);
+ * (forward) and b (backward) or of their microbatch's, ties to the lower
+ * group (the reference order's tie):
+ *   0  Johnson's rule for a two-machine flow shop with the backward as the
+ *      first machine (S. M. Johnson, 1954): the groups with b <= f by b
+ *      ascending, then the others by f descending;
  *   1  heaviest first (f + b descending);
- *   2  least forward work first (f ascending);
- *   3  Johnson's rule for a two-machine flow shop with the forward as the
- *      first machine (S. M. Johnson, 1954): the groups with f < b by f
- *      ascending, then the others by b descending;
- *   4  Johnson's rule with the backward as the first machine: the groups
- *      with b <= f by b ascending, then the others by f descending;
- *   5  flow by flow (group_flow ascending), lightest first within a flow.
+ *   2  heaviest microbatch first (unit_rank ascending);
+ *   3  the ceil(U / 16) heaviest microbatches first, heaviest first, then
+ *      the others in the reference order (U = n_units);
+ *   4  the same with the ceil(U / 8) heaviest;
+ *   5  the same with the ceil(U / 4) heaviest.
  * Every order keeps group precedence. scratch is 2n ints. */
 void loom_sk_seed_order(const loom_sk_prec *pc, const loom_sk_group_work *w,
                         int32_t k, int32_t *scratch, int32_t *order);
