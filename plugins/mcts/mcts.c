@@ -120,12 +120,11 @@ static const loom_param_def mcts_param_table[] = {
                    "UCB exploration weight: beta * sqrt(ln N_parent / N_child); scores are "
                    "all close to 1, so a small weight keeps the search guided (docs/search.md "
                    "compares 0.05, 0.1 and 0.5)"),
-    LOOM_FLOAT_PARAM(mcts_params, seed_below, 0.25, 0, 1e9,
+    LOOM_FLOAT_PARAM(mcts_params, seed_below, 1.0, 0, 1e9,
                    "when the time budget affords fewer evaluations than this many per "
-                   "group (estimated from the screening run), first evaluate the groups "
-                   "ranked by their work (lightest and heaviest first, least forward work "
-                   "first, Johnson's rule both ways, flow by flow) and search from the "
-                   "best; 0: never (docs/search.md)"),
+                   "group (estimated from the screening run), first evaluate orders built "
+                   "from the groups' work (Johnson's rule, heaviest first, the heaviest "
+                   "microbatches first) and search from the best; 0: never (docs/search.md)"),
     LOOM_INT_PARAM_AT("threads", mcts_params, search.threads, 1, 1, 64,
                    "worker threads, each with its own evaluator"),
     LOOM_SK_SEED_PARAM(mcts_params, search),
