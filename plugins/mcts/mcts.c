@@ -543,7 +543,12 @@ static int mcts_rank(void *self, const loom_stage_graph *const *graphs,
         m->sk.host->log(m->sk.ctx, LOOM_LOG_INFO, "mcts: the budget affords about %lld "
                         "evaluations for %d groups (screening run %.1f ms): starting from "
                         "the best seed order", (long long)affordable, m->n, m->sk.screen_ms);
+        double t0 = m->sk.host->now_ms();
+        int64_t before = m->sk.evaluations;
         rc = loom_sk_try_seed_orders(&m->sk, err);
+        /* the first round is cut to the waves that fit, as later ones are */
+        m->wave_ms = loom_sk_wave_ms(&m->sk, m->sk.host->now_ms() - t0,
+                                     m->sk.evaluations - before);
     }
     /* One group or none: the reference is the only assignment. */
     if (rc == LOOM_OK && m->n > 1)

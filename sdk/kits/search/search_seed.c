@@ -257,7 +257,8 @@ int loom_sk_try_seed_orders(loom_sk *sk, loom_error *err)
     /* Distinct orders only, none equal to the reference. */
     int32_t kind[LOOM_SK_SEED_ORDERS];
     int32_t n_orders = 0;
-    int64_t left = loom_sk_evals_left(sk);
+    /* as many as whole waves fit, an evaluation timed as the screening run */
+    int64_t left = loom_sk_batch_room(sk, sk->screen_ms);
     for (int32_t k = 0; k < LOOM_SK_SEED_ORDERS && n_orders < left; k++) {
         loom_sk_seed_order(&sk->prec, &w, k, scratch, order);
         if (!memcmp(order, sk->ref_order, ns * sizeof *order))

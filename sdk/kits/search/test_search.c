@@ -190,28 +190,35 @@ START_TEST(seed_orders_by_hand)
 END_TEST
 
 /* Nine groups of one F stage each, their own microbatches (the graph
- * names none), of work 1, 9, 2, 8, 3, 7, 4, 6, 5: the heaviest
- * microbatch first, then the heaviest ceil(9 / 16) = 1, ceil(9 / 8) = 2
- * and ceil(9 / 4) = 3 first with the rest in the reference order. */
-START_TEST(seed_orders_by_microbatch_share)
+ * names none), of work 1, 9, 2, 8, 3, 7, 4, 6, 5. */
+static int32_t share_group[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+static uint8_t share_kind[9] = {LOOM_STAGE_F, LOOM_STAGE_F, LOOM_STAGE_F, LOOM_STAGE_F,
+                                LOOM_STAGE_F, LOOM_STAGE_F, LOOM_STAGE_F, LOOM_STAGE_F,
+                                LOOM_STAGE_F};
+static double share_ms[9] = {1, 9, 2, 8, 3, 7, 4, 6, 5};
+static int32_t share_off[10] = {0};
+
+static loom_stage_graph share_graph(void)
 {
-    loom_mock_host *h = loom_mock_host_new();
-    const loom_host_api *api = loom_mock_host_api(h);
-    int32_t group[9], off[10] = {0};
-    uint8_t kind[9];
-    double ms[9] = {1, 9, 2, 8, 3, 7, 4, 6, 5};
-    for (int32_t i = 0; i < 9; i++) {
-        group[i] = i;
-        kind[i] = LOOM_STAGE_F;
-    }
     loom_stage_graph g;
     memset(&g, 0, sizeof g);
     g.n_stages = 9;
     g.n_groups = 9;
-    g.group = group;
-    g.kind = kind;
-    g.duration_ms = ms;
-    g.group_pred_off = off;
+    g.group = share_group;
+    g.kind = share_kind;
+    g.duration_ms = share_ms;
+    g.group_pred_off = share_off;
+    return g;
+}
+
+/* The heaviest microbatch first, then the heaviest ceil(9 / 16) = 1,
+ * ceil(9 / 8) = 2 and ceil(9 / 4) = 3 first with the rest in the
+ * reference order. */
+START_TEST(seed_orders_by_microbatch_share)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    const loom_host_api *api = loom_mock_host_api(h);
+    loom_stage_graph g = share_graph();
     loom_sk_prec pc;
     loom_sk_group_work w;
     loom_error err = {0};
@@ -232,6 +239,68 @@ START_TEST(seed_orders_by_microbatch_share)
     }
     loom_sk_prec_free(api, &pc);
     loom_sk_group_work_free(api, &w);
+    loom_mock_host_free(h);
+}
+END_TEST
+
+/* A stub evaluator service: counts its runs; the makespan is the first
+ * group's slot (priorities are n - slot), so an order with group 0 later
+ * scores worse. */
+static int stub_runs;
+
+static int stub_run(loom_evaluator *ev, const float *prio, loom_metrics *out, loom_error *err)
+{
+    (void)ev;
+    (void)err;
+    stub_runs++;
+    out->makespan_ms = 100 - prio[0];
+    return LOOM_OK;
+}
+
+static const loom_evaluator_service stub_service = {
+    sizeof(loom_evaluator_service), 1, NULL, stub_run, NULL, NULL};
+
+/* On share_graph the six seed orders hold four distinct ones that differ
+ * from the reference (Johnson's rule is the reference there, heaviest
+ * first and heaviest microbatch first coincide). Without a timed
+ * screening run all four are evaluated; with a screening run of 400 ms
+ * and about 1000 ms left, only the two whole waves of one worker that
+ * fit; past the deadline, none. */
+START_TEST(seed_orders_fit_the_deadline)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    loom_stage_graph g = share_graph();
+    loom_sk sk;
+    memset(&sk, 0, sizeof sk);
+    sk.host = loom_mock_host_api(h);
+    sk.ctx = loom_mock_host_ctx(h);
+    sk.who = "t";
+    sk.svc = &stub_service;
+    sk.graph = &g;
+    sk.n_groups = 9;
+    sk.n_workers = 1;
+    static int token;
+    sk.ev[0] = (loom_evaluator *)&token;
+    float work[9], best[9];
+    int32_t ref[9], left[9];
+    sk.work_prio = work;
+    sk.best_prio = best;
+    sk.ref_order = ref;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_sk_prec_build(sk.host, "t", &g, &sk.prec, &err), LOOM_OK);
+    loom_sk_first_order(&sk.prec, left, ref);
+    static const double screen_ms[3] = {0, 400, 400}, left_ms[3] = {1e9, 1000, -1};
+    static const int runs[3] = {4, 2, 0};
+    for (int i = 0; i < 3; i++) {
+        sk.screen_ms = screen_ms[i];
+        sk.deadline_ms = left_ms[i] >= 1e9 ? HUGE_VAL : sk.host->now_ms() + left_ms[i];
+        sk.evaluations = 0;
+        stub_runs = 0;
+        ck_assert_int_eq(loom_sk_try_seed_orders(&sk, &err), LOOM_OK);
+        ck_assert_int_eq(stub_runs, runs[i]);
+        ck_assert_int_eq(sk.evaluations, runs[i]);
+    }
+    loom_sk_prec_free(sk.host, &sk.prec);
     loom_mock_host_free(h);
 }
 END_TEST
@@ -492,6 +561,7 @@ static Suite *suite(void)
     tcase_add_test(tc, precedence_errors_name_the_group);
     tcase_add_test(tc, seed_orders_by_hand);
     tcase_add_test(tc, seed_orders_by_microbatch_share);
+    tcase_add_test(tc, seed_orders_fit_the_deadline);
     tcase_add_test(tc, affordable_evaluations);
     tcase_add_test(tc, job_seeds_and_draws);
     tcase_add_test(tc, polish_moves_keep_orders_valid);

@@ -284,7 +284,9 @@ void loom_sk_seed_order(const loom_sk_prec *pc, const loom_sk_group_work *w,
 /* Evaluates the seed orders of the chosen graph that differ from the
  * reference order and from each other, on the workers, then reports them
  * in order with loom_sk_offer() (each counts as an evaluation; never more
- * than the evaluations left). Main thread, before the search's own
+ * than the evaluations left, nor than the whole waves of the workers that
+ * fit before the deadline, an evaluation timed as the screening run, as
+ * loom_sk_batch_room() counts them). Main thread, before the search's own
  * batches; a deterministic session stays a function of the evaluation
  * count. LOOM_ENOMEM or an evaluator failure. */
 int loom_sk_try_seed_orders(loom_sk *sk, loom_error *err);
