@@ -120,7 +120,7 @@ static const loom_param_def mcts_param_table[] = {
                    "UCB exploration weight: beta * sqrt(ln N_parent / N_child); scores are "
                    "all close to 1, so a small weight keeps the search guided (docs/search.md "
                    "compares 0.05, 0.1 and 0.5)"),
-    LOOM_FLOAT_PARAM(mcts_params, seed_below, 1.0, 0, 1e9,
+    LOOM_FLOAT_PARAM(mcts_params, seed_below, 2.0, 0, 1e9,
                    "when the time budget affords fewer evaluations than this many per "
                    "group (estimated from the screening run), first evaluate orders built "
                    "from the groups' work (Johnson's rule, heaviest first, the heaviest "
