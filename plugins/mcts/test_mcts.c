@@ -249,7 +249,7 @@ static double order_makespan(loom_mock_host *h, const loom_stage_graph *g, const
  * evaluates the seed orders first. On this graph the second one (heaviest
  * first) is the best, so the screening run and two seed orders already
  * reach it; the same three evaluations without seed orders do not, and the
- * default share (one evaluation per group) leaves a 60 s budget to the
+ * default share (two evaluations per group) leaves a 60 s budget to the
  * search. */
 START_TEST(seed_orders_when_the_budget_is_short)
 {
