@@ -280,9 +280,14 @@ int loom_sk_try_seed_orders(loom_sk *sk, loom_error *err)
         }
         sk->evaluations++;
         loom_sk_score(sk, &res[j]);
-        if (loom_sk_offer(sk, prio + (size_t)j * ns, &res[j], sk->evaluations))
-            host->log(sk->ctx, LOOM_LOG_DEBUG, "%s: seed order '%s' improves to %.3f ms",
-                      sk->who, loom_sk_seed_order_names[kind[j]], res[j].makespan_ms);
+        int better = loom_sk_offer(sk, prio + (size_t)j * ns, &res[j], sk->evaluations);
+        if (res[j].ok)
+            host->log(sk->ctx, LOOM_LOG_DEBUG, "%s: seed order '%s': %.3f ms%s", sk->who,
+                      loom_sk_seed_order_names[kind[j]], res[j].makespan_ms,
+                      better ? ", the best so far" : "");
+        else
+            host->log(sk->ctx, LOOM_LOG_DEBUG, "%s: seed order '%s': infeasible", sk->who,
+                      loom_sk_seed_order_names[kind[j]]);
     }
 done:
     host->free(prio);
