@@ -140,6 +140,15 @@ static loom_stage_graph seed_graph(void)
     return g;
 }
 
+/* Builds g's precedence and group work, asserting both succeed. */
+static void open_work(const loom_host_api *api, const loom_stage_graph *g, loom_sk_prec *pc,
+                      loom_sk_group_work *w)
+{
+    loom_error err = {0};
+    ck_assert_int_eq(loom_sk_prec_build(api, "t", g, pc, &err), LOOM_OK);
+    ck_assert_int_eq(loom_sk_group_work_build(api, "t", g, w, &err), LOOM_OK);
+}
+
 /* Each seed order on the worked example above: Johnson's rule with the
  * backward first (S. M. Johnson, 1954), by total work, by microbatch
  * work; the three shares of the heaviest microbatches are all one of
@@ -152,8 +161,7 @@ START_TEST(seed_orders_by_hand)
     loom_sk_prec pc;
     loom_sk_group_work w;
     loom_error err = {0};
-    ck_assert_int_eq(loom_sk_prec_build(api, "t", &g, &pc, &err), LOOM_OK);
-    ck_assert_int_eq(loom_sk_group_work_build(api, "t", &g, &w, &err), LOOM_OK);
+    open_work(api, &g, &pc, &w);
     static const double fwd[4] = {3, 1, 2, 4}, bwd[4] = {1, 4, 5, 2};
     static const int32_t unit_rank[4] = {1, 0, 0, 1};
     ck_assert_mem_eq(w.forward_ms, fwd, sizeof fwd);
@@ -221,9 +229,7 @@ START_TEST(seed_orders_by_microbatch_share)
     loom_stage_graph g = share_graph();
     loom_sk_prec pc;
     loom_sk_group_work w;
-    loom_error err = {0};
-    ck_assert_int_eq(loom_sk_prec_build(api, "t", &g, &pc, &err), LOOM_OK);
-    ck_assert_int_eq(loom_sk_group_work_build(api, "t", &g, &w, &err), LOOM_OK);
+    open_work(api, &g, &pc, &w);
     ck_assert_int_eq(w.n_units, 9);
     static const int32_t want[4][9] = {
         {1, 3, 5, 7, 8, 6, 4, 2, 0},
