@@ -179,15 +179,15 @@ static int mcts_make_prio(mcts_run *m, loom_mcts_fill *f, const int32_t *value_o
 }
 
 /* The priorities of polish job `index`: the round's incumbent order with
- * 1-3 random local moves, seeded by the run seed and the index. `scratch`
- * is 4n ints: the order, then the moves' scratch. */
+ * 1 to loom_sk_max_moves(n) random local moves, seeded by the run seed and
+ * the index. `scratch` is 4n ints: the order, then the moves' scratch. */
 static void mcts_polish_prio(mcts_run *m, int32_t *scratch, int64_t index,
                              float *prio)
 {
     int32_t *order = scratch, *work = scratch + m->n;
     memcpy(order, m->inc_order, (size_t)m->n * sizeof *order);
     uint64_t rng = loom_sk_job_seed(m->sk.prm.seed ^ 0x9e3779b97f4a7c15ull, index);
-    int32_t moves = 1 + (int32_t)loom_sk_below(&rng, 3);
+    int32_t moves = 1 + (int32_t)loom_sk_below(&rng, (uint32_t)loom_sk_max_moves(m->n));
     loom_sk_mutate_order(&m->sk.prec, &rng, order, work, moves);
     loom_sk_order_to_prio(order, m->n, prio);
 }

@@ -151,6 +151,11 @@ static void sk_shift(const loom_sk_prec *pc, uint64_t *rng, int32_t *order,
     sk_repair(pc, order, slot_of, d < 0);
 }
 
+int32_t loom_sk_max_moves(int32_t n)
+{
+    return n / 64 > 3 ? n / 64 : 3;
+}
+
 void loom_sk_mutate_order(const loom_sk_prec *pc, uint64_t *rng,
                           int32_t *order, int32_t *scratch, int32_t moves)
 {

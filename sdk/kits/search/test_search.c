@@ -406,6 +406,16 @@ static loom_stage_graph *five_groups(loom_sk_prec *pc)
     return g;
 }
 
+/* The moves a polish job may make: 3 up to 255 groups, then n / 64. */
+START_TEST(max_moves_by_order_length)
+{
+    static const int32_t n[] = {0, 2, 64, 255, 256, 319, 320, 512, 4096};
+    static const int32_t want[] = {3, 3, 3, 3, 4, 4, 5, 8, 64};
+    for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
+        ck_assert_int_eq(loom_sk_max_moves(n[i]), want[i]);
+}
+END_TEST
+
 START_TEST(polish_moves_keep_orders_valid)
 {
     /* Same precedence as above: 0 < 1 < 2 (chain), 3 < 4. Every order a
@@ -568,6 +578,7 @@ static Suite *suite(void)
     tcase_add_test(tc, seed_orders_by_hand);
     tcase_add_test(tc, seed_orders_by_microbatch_share);
     tcase_add_test(tc, seed_orders_fit_the_deadline);
+    tcase_add_test(tc, max_moves_by_order_length);
     tcase_add_test(tc, affordable_evaluations);
     tcase_add_test(tc, job_seeds_and_draws);
     tcase_add_test(tc, polish_moves_keep_orders_valid);

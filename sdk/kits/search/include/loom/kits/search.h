@@ -232,6 +232,11 @@ void loom_sk_prio_to_order(const float *prio, int32_t n, int32_t *order);
 void loom_sk_mutate_order(const loom_sk_prec *pc, uint64_t *rng,
                           int32_t *order, int32_t *scratch, int32_t moves);
 
+/* The most moves a polish job applies to an order of n groups: 3, and
+ * n / 64 from 256 groups on, so that a job changes a similar share of a
+ * long order (VLM-XL's 512 groups: up to 8). */
+int32_t loom_sk_max_moves(int32_t n);
+
 /* ---- seed orders (search_seed.c) ----------------------------------------- */
 
 /* Per group of one graph: the work of its forward stages and of its
