@@ -173,15 +173,13 @@ int loom_sk_group_work_build(const loom_host_api *host, const char *who,
     size_t n = (size_t)(G > 0 ? G : 1);
     w->forward_ms = host->alloc(n * sizeof *w->forward_ms);
     w->backward_ms = host->alloc(n * sizeof *w->backward_ms);
-    w->flow = host->alloc(n * sizeof *w->flow);
     w->unit_rank = host->alloc(n * sizeof *w->unit_rank);
     w->key_scratch = host->alloc(n * sizeof(sk_key));
-    if (!w->forward_ms || !w->backward_ms || !w->flow || !w->unit_rank || !w->key_scratch)
+    if (!w->forward_ms || !w->backward_ms || !w->unit_rank || !w->key_scratch)
         goto oom;
     for (int32_t i = 0; i < G; i++) {
         w->forward_ms[i] = 0;
         w->backward_ms[i] = 0;
-        w->flow[i] = g->group_flow ? g->group_flow[i] : 0;
     }
     for (int32_t v = 0; v < g->n_stages; v++) {
         int32_t grp = g->group[v];
@@ -206,7 +204,6 @@ void loom_sk_group_work_free(const loom_host_api *host, loom_sk_group_work *w)
 {
     host->free(w->forward_ms);
     host->free(w->backward_ms);
-    host->free(w->flow);
     host->free(w->unit_rank);
     host->free(w->key_scratch);
     memset(w, 0, sizeof *w);

@@ -240,14 +240,13 @@ int32_t loom_sk_max_moves(int32_t n);
 /* ---- seed orders (search_seed.c) ----------------------------------------- */
 
 /* Per group of one graph: the work of its forward stages and of its
- * backward stages (B, I and W), summed over ranks, its flow, and the rank
+ * backward stages (B, I and W), summed over ranks, and the rank
  * of its microbatch by the work of all that microbatch's groups (0 the
  * heaviest; ties to the lower microbatch). */
 typedef struct loom_sk_group_work {
     int32_t n;
     double *forward_ms;
     double *backward_ms;
-    int32_t *flow;
     int32_t *unit_rank;  /* per group: its microbatch's rank by work */
     int32_t n_units;     /* microbatches that hold a group */
     void *key_scratch;   /* n sort keys */
