@@ -417,6 +417,39 @@ START_TEST(test_exposed_comm_per_stage)
 }
 END_TEST
 
+/* Revision stamps: a built graph and a clone carry none; each stamp is
+ * nonzero and new, the digest sees it (a plugin that rewrote it would be
+ * caught), and a graph whose struct_size ends before the member is left
+ * alone. */
+START_TEST(test_revision_stamps)
+{
+    fixture fx = open_fixture();
+    loom_error err = {0};
+    loom_stage_graph *g = NULL;
+    loom_partition *p = two_flows(fx.set, 0);
+    ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, &g, &err), LOOM_OK);
+    loom_stage_graph *c = loom_graph_clone(g);
+    ck_assert_ptr_nonnull(c);
+    ck_assert(g->revision == 0 && c->revision == 0);
+    loom_graph_stamp(g);
+    uint64_t first = g->revision, before = loom_graph_digest(g);
+    loom_graph_stamp(c);
+    ck_assert(first != 0 && c->revision != 0 && c->revision != first);
+    loom_graph_stamp(g);
+    ck_assert(g->revision != first && g->revision != c->revision);
+    ck_assert(loom_graph_digest(g) != before);
+    loom_stage_graph old = *c;
+    old.struct_size = (uint32_t)offsetof(loom_stage_graph, revision);
+    old.revision = 5;
+    loom_graph_stamp(&old);
+    ck_assert(old.revision == 5);
+    loom_graph_free(c);
+    loom_graph_free(g);
+    loom_candidates_free(fx.set);
+    loom_session_release(&s);
+}
+END_TEST
+
 /* Memory per phase on a model problem with split backward: F adds the
  * activation bytes, I frees all but what W keeps, W frees that; W keeps
  * a part of every trainable layer's bytes with nothing recomputed, all of
@@ -529,6 +562,7 @@ int main(void)
     tcase_add_test(tc, test_memory_per_phase);
     tcase_add_test(tc, test_span_static_matches_graph);
     tcase_add_test(tc, test_exposed_comm_per_stage);
+    tcase_add_test(tc, test_revision_stamps);
     tcase_add_test(tc, test_offload_option);
     suite_add_tcase(su, tc);
     return loom_test_main(su);

@@ -93,16 +93,20 @@ static int build_graph(loom_pipeline *pl, const loom_problem *problem, const loo
                        const loom_candidates *set, int32_t c, int split, loom_stage_graph **out,
                        loom_error *err)
 {
+    int rc;
     if (!set) { /* the problem's cap: the command line's over the file's (open_problem) */
-        int rc = loom_graph_from_stage_times(problem->stage_times, split, out, err);
+        rc = loom_graph_from_stage_times(problem->stage_times, split, out, err);
         if (rc == LOOM_OK)
             (*out)->memory_cap_bytes = problem->memory_cap_bytes;
-        return rc;
+    } else {
+        if (split)
+            set->items[c]->split_backward = 1;
+        rc = loom_graph_build(&pl->steps[pl->cost_model].ctx, problem, it, set->items[c], out,
+                              err);
     }
-    if (split)
-        set->items[c]->split_backward = 1;
-    return loom_graph_build(&pl->steps[pl->cost_model].ctx, problem, it, set->items[c], out,
-                            err);
+    if (rc == LOOM_OK)
+        loom_graph_stamp(*out);
+    return rc;
 }
 
 /* A plugin wrote into candidate c's graph during the search: finds which,

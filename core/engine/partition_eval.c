@@ -38,6 +38,7 @@ static int partition_evaluate(loom_ctx *ctx, const loom_iteration *it, const loo
     rc = loom_graph_build(&pl->steps[pl->cost_model].ctx, pl->problem, it, copy, &g, err);
     loom_mark_step(pl, caller);
     if (rc == LOOM_OK) {
+        loom_graph_stamp(g);
         prio = malloc((size_t)(g->n_groups > 0 ? g->n_groups : 1) * sizeof *prio);
         if (!prio)
             rc = loom_set_error(err, LOOM_ENOMEM, "partition_eval: out of memory");

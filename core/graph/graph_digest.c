@@ -57,5 +57,7 @@ uint64_t loom_graph_digest(const loom_stage_graph *g)
         h = mix(h, g->tail_chunk_share, r * (size_t)g->tail_chunks * sizeof(double));
     if (LOOM_STRUCT_HAS(g, loom_stage_graph, comm_ms) && g->comm_ms)
         h = mix(h, g->comm_ms, n * sizeof *g->comm_ms);
+    if (LOOM_STRUCT_HAS(g, loom_stage_graph, revision))
+        h = mix(h, &g->revision, sizeof g->revision);
     return h;
 }

@@ -37,6 +37,12 @@ int loom_metrics_check(const loom_metrics *m, const char *who, loom_error *err);
  * plugin writing into a graph it was given as const (graph_digest.c). */
 uint64_t loom_graph_digest(const loom_stage_graph *g);
 
+/* Gives g a revision no graph of this process has had
+ * (loom_stage_graph.revision), once its content is final: from then on
+ * only its layer_policy and what a policy choice derives may change.
+ * Thread-safe (graph_revision.c). */
+void loom_graph_stamp(loom_stage_graph *g);
+
 /* Convenience: a fresh scratch for one call. */
 int loom_simulate(const loom_stage_graph *g, const loom_schedule *s,
                   loom_metrics *m, loom_error *err);

@@ -34,6 +34,7 @@ typedef struct greedy_self {
     loom_policy_option *options_seen; /* n_entries * LOOM_POLICY_COUNT */
     int32_t *pair_off_seen;           /* n_pairs + 1 */
     int32_t chains_n_entries, chains_n_pairs;
+    uint64_t chains_revision; /* the graph's revision, 0: none */
     size_t cap_options, cap_pair_off; /* elements */
 } greedy_self;
 
@@ -87,9 +88,19 @@ static void greedy_destroy(void *self)
     s->host->free(s);
 }
 
-/* 1 when the chains were built from g's options and pair rows. */
+/* g's revision stamp, 0 when it has none. */
+static uint64_t graph_revision(const loom_stage_graph *g)
+{
+    return LOOM_STRUCT_HAS(g, loom_stage_graph, revision) ? g->revision : 0;
+}
+
+/* 1 when the chains were built from g's options and pair rows: the same
+ * nonzero revision, or the same content. */
 static int greedy_chains_current(const greedy_self *s, const loom_stage_graph *g)
 {
+    if (s->chains_n_entries >= 0 && s->chains_revision != 0 &&
+        s->chains_revision == graph_revision(g))
+        return 1;
     size_t n_opt = (size_t)g->n_layer_entries * LOOM_POLICY_COUNT;
     return s->chains_n_entries == g->n_layer_entries && s->chains_n_pairs == g->n_pairs &&
            (n_opt == 0 ||
@@ -141,6 +152,7 @@ static int greedy_chains_build(greedy_self *s, const loom_stage_graph *g, loom_e
     memcpy(s->pair_off_seen, g->pair_layer_off, n_off * sizeof *g->pair_layer_off);
     s->chains_n_entries = g->n_layer_entries;
     s->chains_n_pairs = g->n_pairs;
+    s->chains_revision = graph_revision(g);
     return LOOM_OK;
 }
 
@@ -153,8 +165,10 @@ static int greedy_tune(void *self, const loom_stage_graph *g,
     int rc = loom_mt_check_inputs(s->host, g, sched, policies, "greedy", err);
     if (rc != LOOM_OK)
         return rc;
-    if (greedy_chains_current(s, g))
+    if (greedy_chains_current(s, g)) {
+        s->chains_revision = graph_revision(g);
         greedy_chains_reset(s, g);
+    }
     else if ((rc = greedy_chains_build(s, g, err)) != LOOM_OK)
         return rc;
     loom_mt_units u = loom_mt_entry_units(&s->chains, g);

@@ -226,12 +226,12 @@ START_TEST(view_param_picks_the_interleaver_budget)
 }
 END_TEST
 
-/* The suite: every test in one case. */
-START_TEST(one_instance_follows_every_change)
+/* Tunes g with one instance through the six steps of
+ * one_instance_follows_every_change; with `stamp`, g carries a revision
+ * that changes with every change of its options or pair rows, as the host
+ * stamps the graphs it builds, else none (the content is compared). */
+static void follow_changes(int stamp)
 {
-    /* A search tunes one graph many times with one instance: after a
-     * descent, with no pressure, and after the options or pair rows
-     * changed in place, every choice equals a fresh instance's. */
     loom_stage_graph *g = hand_graph();
     loom_schedule *s = mtt_order(1, 2, 0, 1);
     const loom_memory_tuner_vtable *vt = mtt_vtable(loom_static_greedy());
@@ -241,23 +241,26 @@ START_TEST(one_instance_follows_every_change)
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self, &err),
                      LOOM_OK);
     static const double caps[] = {300, 1e9, 300, 300, 250, 300};
+    g->revision = stamp ? 41 : 0;
     for (int step = 0; step < 6; step++) {
         g->memory_cap_bytes = caps[step];
         if (step == 3) { /* e0's selective option now saves only 5 bytes */
             g->layer_options[LOOM_POLICY_SELECTIVE].activation_bytes = 95;
             loom_graph_apply_policies(g);
+            g->revision = stamp ? 42 : 0;
         }
         if (step == 5) { /* the two pairs' entries regrouped: 3 + 1 */
             g->pair_layer_off[1] = 3;
             loom_graph_apply_policies(g);
+            g->revision = stamp ? 43 : 0;
         }
         uint8_t got[4], want[4];
         int rc = vt->tune(self, g, s, got, &err);
         ck_assert_int_eq(mtt_tune(vt, NULL, 0, g, s, want, &err), rc);
         ck_assert_int_eq(rc, LOOM_OK);
-        ck_assert_msg(!memcmp(got, want, sizeof got), "step %d: %d %d %d %d, expected "
-                      "%d %d %d %d", step, got[0], got[1], got[2], got[3], want[0], want[1],
-                      want[2], want[3]);
+        ck_assert_msg(!memcmp(got, want, sizeof got), "stamp %d, step %d: %d %d %d %d, "
+                      "expected %d %d %d %d", stamp, step, got[0], got[1], got[2], got[3],
+                      want[0], want[1], want[2], want[3]);
         if (step == 0) /* the hand-computed descent */
             ck_assert(got[0] == LOOM_POLICY_SELECTIVE && got[1] == LOOM_POLICY_SELECTIVE &&
                       got[2] == LOOM_POLICY_NONE && got[3] == LOOM_POLICY_NONE);
@@ -272,6 +275,54 @@ START_TEST(one_instance_follows_every_change)
     loom_schedule_free(s);
     loom_graph_free(g);
 }
+
+START_TEST(one_instance_follows_every_change)
+{
+    /* A search tunes one graph many times with one instance: after a
+     * descent, with no pressure, and after the options or pair rows
+     * changed, every choice equals a fresh instance's, whether the graph
+     * has no revision (the options are compared) or a new one with each
+     * change (a revision seen before is trusted). */
+    follow_changes(0);
+    follow_changes(1);
+}
+END_TEST
+
+START_TEST(a_revision_seen_before_skips_the_compare)
+{
+    /* The revision is a promise that the options did not change: an
+     * instance that meets a revision it built its chains from keeps them
+     * without reading the options. Changing them in place under the same
+     * revision (which the host never does) therefore leaves the choice as
+     * it was, where a graph without a revision is compared and follows. */
+    for (int stamp = 0; stamp < 2; stamp++) {
+        loom_stage_graph *g = hand_graph();
+        loom_schedule *s = mtt_order(1, 2, 0, 1);
+        const loom_memory_tuner_vtable *vt = mtt_vtable(loom_static_greedy());
+        loom_mock_host *h = loom_test_mock_host(loom_static_greedy());
+        void *self = NULL;
+        loom_error err = {0};
+        ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self,
+                                    &err), LOOM_OK);
+        g->memory_cap_bytes = 300;
+        g->revision = stamp ? 7 : 0;
+        uint8_t first[4], second[4];
+        ck_assert_int_eq(vt->tune(self, g, s, first, &err), LOOM_OK);
+        ck_assert_int_eq(first[0], LOOM_POLICY_SELECTIVE);
+        g->layer_options[LOOM_POLICY_SELECTIVE].activation_bytes = 95;
+        loom_graph_apply_policies(g);
+        ck_assert_int_eq(vt->tune(self, g, s, second, &err), LOOM_OK);
+        if (stamp)
+            ck_assert_msg(!memcmp(first, second, sizeof first), "a revision seen before "
+                          "rebuilt the chains");
+        else
+            ck_assert_int_ne(second[0], LOOM_POLICY_SELECTIVE);
+        vt->destroy(self);
+        loom_mock_host_free(h);
+        loom_schedule_free(s);
+        loom_graph_free(g);
+    }
+}
 END_TEST
 
 static Suite *suite(void)
@@ -285,6 +336,7 @@ static Suite *suite(void)
     tcase_add_test(tc, bad_schedules_are_rejected);
     tcase_add_test(tc, view_param_picks_the_interleaver_budget);
     tcase_add_test(tc, one_instance_follows_every_change);
+    tcase_add_test(tc, a_revision_seen_before_skips_the_compare);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -61,6 +61,7 @@ int main(int argc, char **argv)
         loom_session_release(&s);
         return 1;
     }
+    loom_graph_stamp(plan.graph); /* as the engine stamps the graphs a search evaluates */
     const loom_stage_graph *g = plan.graph;
     printf("graph: %d stages, %d edges, %d ranks, %d groups, %d layer entries (%s, %s)\n",
            g->n_stages, g->n_edges, g->n_ranks, g->n_groups, g->n_layer_entries, s.manifest_name,

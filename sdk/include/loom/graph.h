@@ -221,6 +221,16 @@ typedef struct loom_stage_graph {
      * disagreed). megatron.args writes them as flags. */
     uint32_t assumed;
     uint32_t reserved_assumed;
+    /* Appended (read it when LOOM_STRUCT_HAS(g, loom_stage_graph,
+     * revision)). A stamp of everything in the graph but layer_policy and
+     * what a policy choice derives (duration_ms, mem_delta_bytes,
+     * recompute_flops): the host gives each graph it builds for planning a
+     * nonzero revision no other graph of the process has had, and changes
+     * nothing else in it while it lives. A plugin that meets a nonzero
+     * revision it has seen may reuse what it derived from that content
+     * without comparing it. 0: no stamp (graphs that plugins or kits
+     * build, and copies); compare the content. Plugins never write it. */
+    uint64_t revision;
 } loom_stage_graph;
 
 /* Bits of loom_stage_graph.assumed and loom_rank_tail.assumed. */
