@@ -138,17 +138,20 @@ def with_layers(path, tmp, extra):
     return out
 
 
-def encoder_in_bubbles(loom, row, tmp, model):
+def encoder_in_bubbles(loom, row, tmp, model, kind="fine"):
     """The share of the encoder's work the optimus-bubble interleaver runs
-    inside the backbone's bubbles in the chosen plan (Optimus's Eff_fine,
-    Table 7): its log line whose fine makespan is the plan's."""
+    inside the backbone's bubbles in the chosen plan (Optimus Table 7): its
+    log line whose fine makespan is the plan's, read for `kind` "fine"
+    (Eff_fine, fine-grained exploitation) or "coarse" (Eff_coarse, the
+    coarse schedule alone: encoder forwards before the backbone, backwards
+    after it)."""
     log = []
     m = plan(loom, row, tmp, model, log)
     want = "fine %.3f ms," % m["makespan_ms"]
     for line in log:
         if "optimus-bubble" in line and want in line and "efficiency" in line:
-            fine = line.split("efficiency", 1)[1].split("fine", 1)[1].split("%", 1)[0]
-            return float(fine) / 100.0
+            share = line.split("efficiency", 1)[1].split(kind, 1)[1].split("%", 1)[0]
+            return float(share) / 100.0
     raise SystemExit("fidelity: row %s: no optimus-bubble report for the plan's makespan %s"
                      % (row["id"], want))
 
@@ -184,6 +187,8 @@ def predict_one(loom, row):
             return b["breakdown"]["compute_ms"][0] - a["breakdown"]["compute_ms"][0]
         if metric == "encoder_in_bubbles":
             return encoder_in_bubbles(loom, row, tmp, model)
+        if metric == "encoder_in_bubbles_coarse":
+            return encoder_in_bubbles(loom, row, tmp, model, "coarse")
         m = plan(loom, row, tmp, model)
         if metric in ("dp_share", "pp_share"):
             # the mean over ranks of the exposed DP sync (all-gather and
