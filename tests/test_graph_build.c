@@ -14,16 +14,23 @@
 
 static loom_session s;
 
-static void open_session(const char *manifest)
+static void open_session_with(const char *manifest, const char *param)
 {
     loom_session_args a;
     loom_session_args_init(&a);
     a.manifest = manifest;
     a.model = "vlm-s";
     a.iterations = 1;
+    if (param)
+        a.params[a.n_params++] = param;
     loom_error err = {0};
     int rc = loom_session_init(&s, &a, &err);
     ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+}
+
+static void open_session(const char *manifest)
+{
+    open_session_with(manifest, NULL);
 }
 
 /* One flow per module over 4 ranks, one layer per position... */
@@ -236,6 +243,40 @@ START_TEST(test_iteration_tail_by_dp)
     loom_graph_free(g64);
     loom_candidates_free(fx.set);
     loom_session_release(&s);
+}
+END_TEST
+
+/* With overlap_param_gather the all-gather after the step becomes the
+ * prefetch from the next step's start, the same bytes over the same link
+ * (test_iteration_tail_by_dp's formula); without it there is none. */
+START_TEST(test_param_prefetch_in_graph)
+{
+    for (int overlap = 0; overlap < 2; overlap++) {
+        open_session_with(loom_test_src("examples/manifests/megatron-1f1b.json"),
+                          overlap ? "cost_model.overlap_param_gather=true" : NULL);
+        fixture fx;
+        fx.it = &s.workload->iterations[0];
+        fx.set = loom_candidates_new(&s.problem, fx.it);
+        fx.cost = &s.pl->steps[s.pl->cost_model].ctx;
+        loom_error err = {0};
+        const loom_cluster *c = s.problem.cluster;
+        loom_stage_graph *g = NULL;
+        loom_partition *p = two_flows(fx.set, 0);
+        s.problem.parallel.dp = 64;
+        ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, &g, &err), LOOM_OK);
+        for (int32_t r = 0; r < g->n_ranks; r++) {
+            double params = g->tail_optimizer_ms[r] / 1e3 * c->hbm_bytes_per_s * c->eff_memory /
+                            34.0 * 64;
+            double net = c->net_bytes_per_s * c->eff_collective;
+            double gather = 63 * c->p2p_latency_ms + 63.0 / 64 * params * 2 / net * 1e3;
+            double after = overlap ? 0 : gather, before = overlap ? gather : 0;
+            ck_assert_double_eq_tol(g->tail_param_gather_ms[r], after, 1e-6 * gather);
+            ck_assert_double_eq_tol(g->tail_param_prefetch_ms[r], before, 1e-6 * gather);
+        }
+        loom_graph_free(g);
+        loom_candidates_free(fx.set);
+        loom_session_release(&s);
+    }
 }
 END_TEST
 
@@ -563,6 +604,7 @@ int main(void)
     tcase_add_test(tc, test_span_static_matches_graph);
     tcase_add_test(tc, test_exposed_comm_per_stage);
     tcase_add_test(tc, test_revision_stamps);
+    tcase_add_test(tc, test_param_prefetch_in_graph);
     tcase_add_test(tc, test_offload_option);
     suite_add_tcase(su, tc);
     return loom_test_main(su);

@@ -118,6 +118,10 @@ START_TEST(cost_not_finite)
     static const char *const nan[] = {"plugin fixture.hostile-cost: ",
                                       "weight_grad_ms is nan, expected a finite number", NULL};
     expect_plugin_error(COST, "cost_model.mode=nan", nan);
+    static const char *const tail[] = {"plugin fixture.hostile-cost: rank_tail_ms for rank 0 "
+                                       "returned param_prefetch_ms nan, expected a finite "
+                                       "number in 0..", NULL};
+    expect_plugin_error(COST, "cost_model.mode=nan-prefetch", tail);
 }
 END_TEST
 

@@ -237,6 +237,127 @@ START_TEST(test_sync_shares_follow_parameters)
 }
 END_TEST
 
+/* The parameter prefetch (--overlap-param-gather): P=1, M=1, V=2, F0
+ * F1 B1 B0 of 1, 1, 2 and 2 ms, 4 ms of all-gather from the step's start
+ * in the order of the chunks' first forwards (chunk 0, then 1). Equal
+ * parts: chunk 0's arrive at 2, chunk 1's at 4, so F0 runs [2,3], F1
+ * [4,5], B1 [5,7], B0 [7,9]: makespan 9, 3 ms of it DP sync. Chunk 0
+ * holding 90 %: 3.6 and 4, F0 [3.6,4.6], F1 [4.6,5.6] (its part came
+ * first), end 9.6. Chunk 0 frozen (no part to gather): F0 [0,1], F1 waits
+ * for all 4 ms, end 9. No prefetch: end 6. */
+START_TEST(test_parameter_prefetch)
+{
+    loom_stage_times st = uniform(1, 1, 2, 1, 2);
+    loom_stage_graph *g = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
+    ck_assert_int_eq(loom_graph_alloc_tail(g), LOOM_OK);
+    loom_schedule *sc = loom_schedule_new(1, 4);
+    for (int k = 0; k < 4; k++)
+        sc->order[k] = k; /* F0 F1 B1 B0 */
+    sc->rank_off[0] = 0;
+    sc->rank_off[1] = 4;
+    double cm[1], p2p[1], dp[1], opt[1], bub[1], start[4];
+    loom_metrics m = LOOM_METRICS_INIT;
+    m.compute_ms = cm;
+    m.p2p_wait_ms = p2p;
+    m.dp_sync_ms = dp;
+    m.optimizer_ms = opt;
+    m.bubble_ms = bub;
+    m.start_ms = start;
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
+    ck_assert_double_eq_tol(m.makespan_ms, 6, 1e-12);
+    uint64_t before = loom_graph_digest(g);
+    g->tail_param_prefetch_ms[0] = 4;
+    ck_assert(loom_graph_digest(g) != before); /* the digest sees it */
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
+    ck_assert_double_eq_tol(m.makespan_ms, 9, 1e-12);
+    ck_assert_double_eq_tol(start[0], 2, 1e-12);
+    ck_assert_double_eq_tol(start[1], 4, 1e-12);
+    ck_assert_double_eq_tol(start[2], 5, 1e-12);
+    ck_assert_double_eq_tol(dp[0], 3, 1e-12);
+    ck_assert_double_eq_tol(cm[0] + p2p[0] + dp[0] + opt[0] + bub[0], 9, 1e-12);
+    ck_assert_double_eq_tol(bub[0], 0, 1e-12);
+    g->tail_chunks = 2;
+    g->tail_chunk_share = malloc(2 * sizeof(double));
+    g->tail_chunk_share[0] = 0.9;
+    g->tail_chunk_share[1] = 0.1;
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
+    ck_assert_double_eq_tol(m.makespan_ms, 9.6, 1e-12);
+    ck_assert_double_eq_tol(start[0], 3.6, 1e-12);
+    ck_assert_double_eq_tol(start[1], 4.6, 1e-12);
+    ck_assert_double_eq_tol(dp[0], 3.6, 1e-12);
+    g->tail_chunk_share[0] = 0;
+    g->tail_chunk_share[1] = 1;
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
+    ck_assert_double_eq_tol(m.makespan_ms, 9, 1e-12);
+    ck_assert_double_eq_tol(start[0], 0, 1e-12);
+    ck_assert_double_eq_tol(start[1], 4, 1e-12);
+    ck_assert_double_eq_tol(dp[0], 3, 1e-12);
+    /* a copy keeps it */
+    loom_stage_graph *c = loom_graph_clone(g);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(loom_simulate(c, sc, &m, &err), LOOM_OK);
+    ck_assert_double_eq_tol(m.makespan_ms, 9, 1e-12);
+    ck_assert(loom_graph_digest(c) == loom_graph_digest(g));
+    c->tail_param_prefetch_ms[0] = 5;
+    ck_assert(loom_graph_digest(c) != loom_graph_digest(g));
+    loom_graph_free(c);
+    loom_schedule_free(sc);
+    loom_graph_free(g);
+}
+END_TEST
+
+/* The gathers run one chunk ahead of the forwards: P=2, M=1, V=3 (rank r
+ * holds positions r, r+2, r+4 as chunks 0, 1, 2), every F 1 ms and B 2
+ * ms, 18 ms without a prefetch. Rank 1 gathers 3 ms, its chunks holding
+ * 10, 10 and 80 % (0.3, 0.3 and 2.4 ms). Chunks 0 and 1 are dispatched at
+ * the step's start and arrive by 0.6, before their forwards (F1 at 1, F3
+ * at 3); chunk 2's gather starts with F3 at 3 and arrives at 5.4, so F5,
+ * whose input is ready at 5, waits 0.4 ms and every later stage moves by
+ * as much: 18.4 ms. Gathered back to back from the start, chunk 2's part
+ * would have arrived at 3.0 and hidden entirely. */
+START_TEST(test_prefetch_runs_one_chunk_ahead)
+{
+    loom_stage_times st = uniform(2, 1, 3, 1, 2);
+    loom_stage_graph *g = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
+    ck_assert_int_eq(loom_graph_alloc_tail(g), LOOM_OK);
+    loom_schedule *sc = loom_schedule_new(2, 12);
+    int k = 0;
+    for (int r = 0; r < 2; r++) {
+        sc->rank_off[r] = k;
+        for (int c = 0; c < 3; c++)
+            sc->order[k++] = sid(2, 3, 0, r + 2 * c, 0);
+        for (int c = 2; c >= 0; c--)
+            sc->order[k++] = sid(2, 3, 0, r + 2 * c, 1);
+    }
+    sc->rank_off[2] = k;
+    double dp[2], start[12];
+    loom_metrics m = LOOM_METRICS_INIT;
+    m.dp_sync_ms = dp;
+    m.start_ms = start;
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
+    ck_assert_double_eq_tol(m.makespan_ms, 18, 1e-12);
+    g->tail_param_prefetch_ms[1] = 3;
+    g->tail_chunks = 3;
+    g->tail_chunk_share = calloc(6, sizeof(double));
+    g->tail_chunk_share[3] = 0.1;
+    g->tail_chunk_share[4] = 0.1;
+    g->tail_chunk_share[5] = 0.8;
+    ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
+    ck_assert_double_eq_tol(m.makespan_ms, 18.4, 1e-12);
+    ck_assert_double_eq_tol(start[sid(2, 3, 0, 1, 0)], 1, 1e-12);
+    ck_assert_double_eq_tol(start[sid(2, 3, 0, 3, 0)], 3, 1e-12);
+    ck_assert_double_eq_tol(start[sid(2, 3, 0, 5, 0)], 5.4, 1e-12);
+    ck_assert_double_eq_tol(dp[0], 0, 1e-12);
+    ck_assert_double_eq_tol(dp[1], 0.4, 1e-12);
+    loom_schedule_free(sc);
+    loom_graph_free(g);
+}
+END_TEST
+
 START_TEST(test_deadlock_names_stages)
 {
     loom_stage_times st = uniform(2, 2, 1, 1, 2);
@@ -574,6 +695,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_p2p_and_scale);
     tcase_add_test(tc, test_iteration_tail);
     tcase_add_test(tc, test_sync_shares_follow_parameters);
+    tcase_add_test(tc, test_parameter_prefetch);
+    tcase_add_test(tc, test_prefetch_runs_one_chunk_ahead);
     tcase_add_test(tc, test_deadlock_names_stages);
     tcase_add_test(tc, test_invalid_schedules);
     tcase_add_test(tc, test_alpa_formula);

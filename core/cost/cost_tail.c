@@ -68,6 +68,7 @@ int loom_cost_iteration_tail(const loom_cost_ranks *cr, const loom_cost_source *
         g->tail_overlap[r] = t.overlap_grad_reduce != 0;
         g->tail_param_gather_ms[r] = t.param_gather_ms;
         g->tail_optimizer_ms[r] = t.optimizer_ms;
+        g->tail_param_prefetch_ms[r] = t.param_prefetch_ms > 0 ? t.param_prefetch_ms : 0;
     }
     return chunk_shares(cr, pt, g, err);
 }

@@ -51,6 +51,8 @@ uint64_t loom_graph_digest(const loom_stage_graph *g)
         h = mix(h, g->tail_overlap, r * sizeof *g->tail_overlap);
         h = mix(h, g->tail_param_gather_ms, r * sizeof *g->tail_param_gather_ms);
         h = mix(h, g->tail_optimizer_ms, r * sizeof *g->tail_optimizer_ms);
+        if (LOOM_STRUCT_HAS(g, loom_stage_graph, tail_param_prefetch_ms))
+            h = mix(h, g->tail_param_prefetch_ms, r * sizeof(double));
     }
     if (LOOM_STRUCT_HAS(g, loom_stage_graph, tail_chunk_share) && g->tail_chunk_share &&
         g->tail_chunks > 0)

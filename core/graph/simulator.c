@@ -42,6 +42,13 @@ void loom_sim_scratch_free(loom_sim_scratch *s)
     free(s->chunk_start);
     free(s->chunk_end);
     free(s->fill);
+    free(s->gate_ms);
+    free(s->gate_part);
+    free(s->gate_order);
+    free(s->gate_used);
+    free(s->gate_pos);
+    free(s->gate_link);
+    free(s->gate_wait_ms);
     free(s);
 }
 
@@ -83,7 +90,9 @@ static int reserve(loom_sim_scratch *s, int32_t n_stages, int32_t n_ranks)
         free(s->p2p_ms);
         free(s->sync_end_ms);
         free(s->fill);
+        free(s->gate_wait_ms);
         s->fill = malloc(n * sizeof(sim_fill));
+        s->gate_wait_ms = malloc(n * sizeof(double));
         s->raw_ms = malloc(n * sizeof(double));
         s->busy_ms = malloc(n * sizeof(double));
         s->p2p_ms = malloc(n * sizeof(double));
@@ -99,7 +108,8 @@ static int reserve(loom_sim_scratch *s, int32_t n_stages, int32_t n_ranks)
         s->stack = malloc(n * sizeof(int32_t));
         if (!s->wait_next || !s->cursor || !s->scan || !s->ready_ms ||
             !s->free_ms || !s->first_ms || !s->mem || !s->peak || !s->stack ||
-            !s->raw_ms || !s->busy_ms || !s->p2p_ms || !s->sync_end_ms || !s->fill) {
+            !s->raw_ms || !s->busy_ms || !s->p2p_ms || !s->sync_end_ms || !s->fill ||
+            !s->gate_wait_ms) {
             s->cap_ranks = 0;
             return LOOM_ENOMEM;
         }
@@ -341,7 +351,7 @@ static int sim_begin(loom_sim_scratch *s, const loom_stage_graph *g, const loom_
         s->fill[r].stage = -1;
         s->stack[(*top)++] = r;
     }
-    return LOOM_OK;
+    return loom_sim_gates(s, g, sched, err);
 }
 
 /* Reads the predecessors of rank r's next stage st that have ended into
@@ -373,6 +383,23 @@ static int inputs_ready(loom_sim_scratch *s, const loom_stage_graph *g, int32_t 
         return 0;
     }
     return 1;
+}
+
+/* Rank r's next stage st, whose inputs have ended, waits for its chunk's
+ * parameters when it is the chunk's first forward (loom_sim_gate). That
+ * wait is DP sync; what the inputs' transfers added before it stays P2P
+ * wait. */
+static void wait_for_gate(loom_sim_scratch *s, const loom_stage_graph *g, int32_t r, int32_t st)
+{
+    double free_ms = s->free_ms[r];
+    double before = free_ms > s->ready_ms[r] ? free_ms : s->ready_ms[r], start = before;
+    double wait = loom_sim_gate(s, g, r, st, &start);
+    if (!(wait > 0))
+        return;
+    double raw = free_ms > s->raw_ms[r] ? free_ms : s->raw_ms[r];
+    s->p2p_ms[r] += before - raw;
+    s->gate_wait_ms[r] += wait;
+    s->ready_ms[r] = s->raw_ms[r] = start;
 }
 
 /* Rank r reaches fill st (n_hosts hosts): it waits for its inputs and runs
@@ -499,6 +526,8 @@ static int32_t replay(loom_sim_scratch *s, const loom_stage_graph *g, const loom
             int32_t st = sched->order[s->cursor[r]];
             if (!inputs_ready(s, g, r, st))
                 break;
+            if (s->gate_on)
+                wait_for_gate(s, g, r, st);
             if (fill && fill[st] > 0)
                 begin_fill(s, g, r, st, fill[st]);
             else
@@ -539,7 +568,8 @@ static void sim_metrics(const loom_sim_scratch *s, const loom_stage_graph *g, lo
             violations++;
         double dp = 0, opt = 0;
         if (g->tail_grad_sync_ms) {
-            dp = s->sync_end_ms[r] - s->free_ms[r] + g->tail_param_gather_ms[r];
+            dp = s->sync_end_ms[r] - s->free_ms[r] + g->tail_param_gather_ms[r] +
+                 (s->gate_on ? s->gate_wait_ms[r] : 0);
             opt = g->tail_optimizer_ms[r];
         }
         tail_busy += dp + opt;

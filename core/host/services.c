@@ -250,6 +250,13 @@ int loom_cost_rank_tail(loom_ctx *ctx, const loom_rank_state *state, loom_rank_t
                               st->ctx.plugin_id, state->rank, out->grad_sync_ms,
                               out->grad_bucket_ms, out->param_gather_ms, out->optimizer_ms,
                               LOOM_MAX_PLUGIN_MS);
+    if (LOOM_STRUCT_HAS(out, loom_rank_tail, param_prefetch_ms) &&
+        !good_ms(out->param_prefetch_ms))
+        return loom_set_error(err, LOOM_EPLUGIN,
+                              "plugin %s: rank_tail_ms for rank %d returned param_prefetch_ms "
+                              "%g, expected a finite number in 0..%g",
+                              st->ctx.plugin_id, state->rank, out->param_prefetch_ms,
+                              LOOM_MAX_PLUGIN_MS);
     return LOOM_OK;
 }
 

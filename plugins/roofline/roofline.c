@@ -72,8 +72,10 @@ static const loom_param_def rf_param_table[] = {
                    "reduce gradients bucket by bucket while the last backward of each model "
                    "chunk runs; false: the whole sync follows the rank's last stage"),
     LOOM_BOOL_PARAM(rf_params, overlap_param_gather, 0,
-                   "hide the distributed optimizer's parameter all-gather behind the next "
-                   "iteration's forward; false: it follows the optimizer step"),
+                   "overlap the distributed optimizer's parameter all-gather with the next "
+                   "iteration's forwards, as Megatron-LM's --overlap-param-gather does: each "
+                   "model chunk's first forward waits for its chunk's gather, dispatched one "
+                   "chunk ahead; false: the whole gather follows the optimizer step"),
     LOOM_FLOAT_PARAM(rf_params, bucket_params, 0, 0, 1000000000000,
                    "parameters per gradient bucket; 0: Megatron-LM's max(40e6, 1e6 * dp)"),
     LOOM_BOOL_PARAM(rf_params, tp_comm_overlap, 0,

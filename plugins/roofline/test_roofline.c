@@ -773,7 +773,7 @@ START_TEST(rank_tail_follows_params)
     loom_rank_state st = {(uint32_t)sizeof st, 0, 1, 4, 1, 1, 1e9, 1e9};
     const loom_cluster *c = &fx.cluster;
     double bw = c->nvlink_bytes_per_s * c->eff_collective;
-    struct { const char *const *params; double sync, gather; int overlap; } cases[3];
+    struct { const char *const *params; double sync, gather, prefetch; int overlap; } cases[3];
     static const char *const dflt[] = {NULL};
     static const char *const noshard[] = {"distributed_optimizer", "false",
                                           "overlap_grad_reduce", "false", NULL};
@@ -782,14 +782,17 @@ START_TEST(rank_tail_follows_params)
     cases[0].params = dflt;
     cases[0].sync = 3 * c->p2p_latency_ms + 0.75 * 4e9 / bw * 1e3;
     cases[0].gather = 3 * c->p2p_latency_ms + 0.75 * 2e9 / bw * 1e3;
+    cases[0].prefetch = 0;
     cases[0].overlap = 1;
     cases[1].params = noshard;
     cases[1].sync = 6 * c->p2p_latency_ms + 1.5 * 4e9 / bw * 1e3;
     cases[1].gather = 0;
+    cases[1].prefetch = 0;
     cases[1].overlap = 0;
     cases[2].params = bf16;
     cases[2].sync = 3 * c->p2p_latency_ms + 0.75 * 2e9 / bw * 1e3;
-    cases[2].gather = 0;
+    cases[2].gather = 0; /* overlapped: gathered from the next step's start */
+    cases[2].prefetch = cases[0].gather;
     cases[2].overlap = 1;
     for (int k = 0; k < 3; k++) {
         loom_mock_host *hst = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
@@ -808,6 +811,10 @@ START_TEST(rank_tail_follows_params)
             ASSERT_REL(t.param_gather_ms, cases[k].gather);
         else
             ck_assert_double_eq(t.param_gather_ms, 0);
+        if (cases[k].prefetch > 0)
+            ASSERT_REL(t.param_prefetch_ms, cases[k].prefetch);
+        else
+            ck_assert_double_eq(t.param_prefetch_ms, 0);
         ck_assert_int_eq(t.overlap_grad_reduce, cases[k].overlap);
         /* 40e6 of 1e9 parameters per bucket (Megatron's default at dp 4) */
         ASSERT_REL(t.grad_bucket_ms, t.grad_sync_ms * 0.04);

@@ -223,6 +223,11 @@ typedef struct loom_rank_tail {
      * only when struct_size covers it. */
     uint32_t assumed;
     uint32_t reserved_assumed;
+    /* Appended: with --overlap-param-gather, the all-gather that runs
+     * from the next step's start, chunk by chunk, before each chunk's
+     * first forward (param_gather_ms is then 0); 0 otherwise. The host
+     * sets 0; written only when struct_size covers it. */
+    double param_prefetch_ms;
 } loom_rank_tail;
 
 #define LOOM_RANK_TAIL_SIZE_V1 ((uint32_t)LOOM_STRUCT_END(loom_rank_tail, optimizer_ms))
@@ -239,7 +244,7 @@ typedef struct loom_rank_tail {
 typedef struct loom_tail_knobs {
     int distributed_optimizer;  /* shard states, reduce-scatter + all-gather */
     int overlap_grad_reduce;    /* bucketed reduce overlapped with backward */
-    int overlap_param_gather;   /* all-gather hidden behind the next forward */
+    int overlap_param_gather;   /* all-gather before each chunk's next forward */
     double grad_bytes;          /* bytes per gradient element (4: fp32) */
     double bucket_params;       /* parameters per bucket; <= 0: Megatron's */
     /* Appended: bytes per weight the all-gather moves and HBM bytes per
@@ -293,8 +298,9 @@ static inline void loom_rank_tail_assume(const loom_tail_knobs *k, loom_rank_tai
 
 /* Fills *out (struct_size kept) with one rank's tail on cluster c under
  * `k`: gradient reduce-scatter ((dp-1)/dp of the grads) and parameter
- * all-gather ((dp-1)/dp of the weights, k->param_bytes each) with the
- * distributed optimizer, an all-reduce (2(dp-1)/dp) without; an Adam step
+ * all-gather ((dp-1)/dp of the weights, k->param_bytes each; as
+ * param_prefetch_ms with k->overlap_param_gather) with the distributed
+ * optimizer, an all-reduce (2(dp-1)/dp) without; an Adam step
  * moving k->optimizer_bytes (LOOM_TAIL_OPTIMIZER_BYTES) per parameter this GPU updates (1/dp of them
  * with the distributed optimizer) at eff_optimizer (eff_memory when 0). Frozen parameters are
  * neither reduced nor stepped. What the host uses for a cost model
@@ -304,6 +310,9 @@ static inline void loom_rank_tail_compute(const loom_cluster *c, const loom_rank
 {
     out->overlap_grad_reduce = k->overlap_grad_reduce != 0;
     out->grad_sync_ms = out->grad_bucket_ms = out->param_gather_ms = out->optimizer_ms = 0;
+    int prefetch = LOOM_STRUCT_HAS(out, loom_rank_tail, param_prefetch_ms);
+    if (prefetch)
+        out->param_prefetch_ms = 0;
     double n = st->trainable_params;
     if (!c || !(n > 0))
         return;
@@ -313,8 +322,11 @@ static inline void loom_rank_tail_compute(const loom_cluster *c, const loom_rank
     if (k->distributed_optimizer) {
         out->grad_sync_ms = loom_ring_ms(c, st->dp_same_node, dp, frac * grads, 1);
         double weight = k->param_bytes > 0 ? k->param_bytes : LOOM_TAIL_PARAM_BYTES;
+        double gather = loom_ring_ms(c, st->dp_same_node, dp, frac * n * weight, 1);
         if (!k->overlap_param_gather)
-            out->param_gather_ms = loom_ring_ms(c, st->dp_same_node, dp, frac * n * weight, 1);
+            out->param_gather_ms = gather;
+        else if (prefetch)
+            out->param_prefetch_ms = gather;
     } else {
         out->grad_sync_ms = loom_ring_ms(c, st->dp_same_node, dp, 2 * frac * grads, 2);
     }

@@ -231,6 +231,18 @@ typedef struct loom_stage_graph {
      * without comparing it. 0: no stamp (graphs that plugins or kits
      * build, and copies); compare the content. Plugins never write it. */
     uint64_t revision;
+    /* Appended (read it when LOOM_STRUCT_HAS(g, loom_stage_graph,
+     * tail_param_prefetch_ms)). Per rank, with the other tail arrays
+     * (NULL when the graph has no tail): the distributed optimizer's
+     * parameter all-gather when it overlaps the next step's forward
+     * (Megatron-LM's --overlap-param-gather; tail_param_gather_ms is then
+     * 0). It runs from the step's start a model chunk at a time, in the
+     * order of the chunks' first forwards on the rank, each chunk's part
+     * in proportion to its trainable parameters (tail_chunk_share, else
+     * equal); a chunk's first forward waits until its part has arrived,
+     * and the wait is exposed DP sync (docs/cost-models.md, "Iteration
+     * tail"). */
+    double *tail_param_prefetch_ms;
 } loom_stage_graph;
 
 /* Bits of loom_stage_graph.assumed and loom_rank_tail.assumed. */

@@ -104,6 +104,7 @@ void loom_graph_free(loom_stage_graph *g)
     free(g->tail_overlap);
     free(g->tail_param_gather_ms);
     free(g->tail_optimizer_ms);
+    free(g->tail_param_prefetch_ms);
     free(g->layer_recompute_flops);
     free(g->layer_weight_held_bytes);
     free(g->tail_chunk_share);
@@ -116,13 +117,14 @@ int loom_graph_alloc_tail(loom_stage_graph *g)
     size_t R = (size_t)g->n_ranks, E = (size_t)g->n_layer_entries * LOOM_POLICY_COUNT;
     double *sync = zalloc(R, sizeof(double)), *bucket = zalloc(R, sizeof(double));
     double *gather = zalloc(R, sizeof(double)), *opt = zalloc(R, sizeof(double));
-    double *rf = zalloc(E, sizeof(double));
+    double *prefetch = zalloc(R, sizeof(double)), *rf = zalloc(E, sizeof(double));
     uint8_t *overlap = zalloc(R, 1);
-    if (!sync || !bucket || !gather || !opt || !rf || !overlap) {
+    if (!sync || !bucket || !gather || !opt || !prefetch || !rf || !overlap) {
         free(sync);
         free(bucket);
         free(gather);
         free(opt);
+        free(prefetch);
         free(rf);
         free(overlap);
         return LOOM_ENOMEM;
@@ -132,12 +134,14 @@ int loom_graph_alloc_tail(loom_stage_graph *g)
     free(g->tail_overlap);
     free(g->tail_param_gather_ms);
     free(g->tail_optimizer_ms);
+    free(g->tail_param_prefetch_ms);
     free(g->layer_recompute_flops);
     g->tail_grad_sync_ms = sync;
     g->tail_grad_bucket_ms = bucket;
     g->tail_overlap = overlap;
     g->tail_param_gather_ms = gather;
     g->tail_optimizer_ms = opt;
+    g->tail_param_prefetch_ms = prefetch;
     g->layer_recompute_flops = rf;
     return LOOM_OK;
 }
@@ -217,6 +221,9 @@ loom_stage_graph *loom_graph_clone(const loom_stage_graph *g)
         COPY(tail_overlap, g->n_ranks);
         COPY(tail_param_gather_ms, g->n_ranks);
         COPY(tail_optimizer_ms, g->n_ranks);
+        if (LOOM_STRUCT_HAS(g, loom_stage_graph, tail_param_prefetch_ms) &&
+            g->tail_param_prefetch_ms)
+            COPY(tail_param_prefetch_ms, g->n_ranks);
         COPY(layer_recompute_flops, (size_t)g->n_layer_entries * LOOM_POLICY_COUNT);
     }
     if (LOOM_STRUCT_HAS(g, loom_stage_graph, tail_chunk_share) && g->tail_chunk_share &&
