@@ -28,11 +28,6 @@ static void open_session_with(const char *manifest, const char *param)
     ck_assert_msg(rc == LOOM_OK, "%s", err.message);
 }
 
-static void open_session(const char *manifest)
-{
-    open_session_with(manifest, NULL);
-}
-
 /* One flow per module over 4 ranks, one layer per position... */
 static loom_partition *two_flows(loom_candidates *set, int replicate)
 {
@@ -89,14 +84,20 @@ typedef struct fixture {
     loom_ctx *cost;
 } fixture;
 
-static fixture open_fixture(void)
+/* The fixture on the megatron-1f1b manifest, with one --param (or none). */
+static fixture open_fixture_with(const char *param)
 {
-    open_session(loom_test_src("examples/manifests/megatron-1f1b.json"));
+    open_session_with(loom_test_src("examples/manifests/megatron-1f1b.json"), param);
     fixture fx;
     fx.it = &s.workload->iterations[0];
     fx.set = loom_candidates_new(&s.problem, fx.it);
     fx.cost = &s.pl->steps[s.pl->cost_model].ctx;
     return fx;
+}
+
+static fixture open_fixture(void)
+{
+    return open_fixture_with(NULL);
 }
 
 START_TEST(test_counts_and_replicas)
@@ -252,12 +253,7 @@ END_TEST
 START_TEST(test_param_prefetch_in_graph)
 {
     for (int overlap = 0; overlap < 2; overlap++) {
-        open_session_with(loom_test_src("examples/manifests/megatron-1f1b.json"),
-                          overlap ? "cost_model.overlap_param_gather=true" : NULL);
-        fixture fx;
-        fx.it = &s.workload->iterations[0];
-        fx.set = loom_candidates_new(&s.problem, fx.it);
-        fx.cost = &s.pl->steps[s.pl->cost_model].ctx;
+        fixture fx = open_fixture_with(overlap ? "cost_model.overlap_param_gather=true" : NULL);
         loom_error err = {0};
         const loom_cluster *c = s.problem.cluster;
         loom_stage_graph *g = NULL;

@@ -124,6 +124,39 @@ END_TEST
 /* The iteration tail (docs/cost-models.md, "Iteration tail"): P=2, M=1, F0 [0,1] F1 [1,2]
  * B1 [2,4] B0 [4,6]; each rank syncs 3 ms of gradients, gathers 0.5 ms of
  * parameters, steps its optimizer in 1 (rank 0) or 2 ms (rank 1). */
+/* Per-rank breakdown arrays (up to 2 ranks) wired into a metrics struct. */
+typedef struct breakdown {
+    double cm[2], p2p[2], dp[2], opt[2], bub[2];
+} breakdown;
+
+static loom_metrics with_breakdown(breakdown *b)
+{
+    loom_metrics m = LOOM_METRICS_INIT;
+    m.compute_ms = b->cm;
+    m.p2p_wait_ms = b->p2p;
+    m.dp_sync_ms = b->dp;
+    m.optimizer_ms = b->opt;
+    m.bubble_ms = b->bub;
+    return m;
+}
+
+/* P=1, M=1, V=2 with a zeroed tail; *sc gets the order F0 F1 B1 B0
+ * (F0 [0,1] F1 [1,2] B1 [2,4] B0 [4,6] without a tail). */
+static loom_stage_graph *two_chunks(loom_schedule **sc)
+{
+    loom_stage_times st = uniform(1, 1, 2, 1, 2);
+    loom_stage_graph *g = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
+    ck_assert_int_eq(loom_graph_alloc_tail(g), LOOM_OK);
+    *sc = loom_schedule_new(1, 4);
+    for (int k = 0; k < 4; k++)
+        (*sc)->order[k] = k;
+    (*sc)->rank_off[0] = 0;
+    (*sc)->rank_off[1] = 4;
+    return g;
+}
+
 START_TEST(test_iteration_tail)
 {
     loom_stage_times st = uniform(2, 1, 1, 1, 2);
@@ -131,13 +164,9 @@ START_TEST(test_iteration_tail)
     loom_error err = {0};
     ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
     loom_schedule *sc = one_f_one_b(2, 1);
-    double cm[2], p2p[2], dp[2], opt[2], bub[2];
-    loom_metrics m = LOOM_METRICS_INIT;
-    m.compute_ms = cm;
-    m.p2p_wait_ms = p2p;
-    m.dp_sync_ms = dp;
-    m.optimizer_ms = opt;
-    m.bubble_ms = bub;
+    breakdown b;
+    loom_metrics m = with_breakdown(&b);
+    double *cm = b.cm, *p2p = b.p2p, *dp = b.dp, *opt = b.opt, *bub = b.bub;
     /* no tail: the stages alone, the rest is bubble */
     ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
     ck_assert_double_eq_tol(m.makespan_ms, 6.0, 1e-12);
@@ -194,19 +223,12 @@ END_TEST
  * 2.7 ms ends at 4.7, chunk 0's 0.3 ms at max(5.0, 6.25). */
 START_TEST(test_sync_shares_follow_parameters)
 {
-    loom_stage_times st = uniform(1, 1, 2, 1, 2);
-    loom_stage_graph *g = NULL;
+    loom_schedule *sc = NULL;
+    loom_stage_graph *g = two_chunks(&sc);
     loom_error err = {0};
-    ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
-    ck_assert_int_eq(loom_graph_alloc_tail(g), LOOM_OK);
     g->tail_grad_sync_ms[0] = 3;
     g->tail_grad_bucket_ms[0] = 0.5;
     g->tail_overlap[0] = 1;
-    loom_schedule *sc = loom_schedule_new(1, 4);
-    for (int k = 0; k < 4; k++)
-        sc->order[k] = k; /* F0 F1 B1 B0 */
-    sc->rank_off[0] = 0;
-    sc->rank_off[1] = 4;
     double dp[1];
     loom_metrics m = LOOM_METRICS_INIT;
     m.dp_sync_ms = dp;
@@ -247,23 +269,13 @@ END_TEST
  * for all 4 ms, end 9. No prefetch: end 6. */
 START_TEST(test_parameter_prefetch)
 {
-    loom_stage_times st = uniform(1, 1, 2, 1, 2);
-    loom_stage_graph *g = NULL;
+    loom_schedule *sc = NULL;
+    loom_stage_graph *g = two_chunks(&sc);
     loom_error err = {0};
-    ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
-    ck_assert_int_eq(loom_graph_alloc_tail(g), LOOM_OK);
-    loom_schedule *sc = loom_schedule_new(1, 4);
-    for (int k = 0; k < 4; k++)
-        sc->order[k] = k; /* F0 F1 B1 B0 */
-    sc->rank_off[0] = 0;
-    sc->rank_off[1] = 4;
-    double cm[1], p2p[1], dp[1], opt[1], bub[1], start[4];
-    loom_metrics m = LOOM_METRICS_INIT;
-    m.compute_ms = cm;
-    m.p2p_wait_ms = p2p;
-    m.dp_sync_ms = dp;
-    m.optimizer_ms = opt;
-    m.bubble_ms = bub;
+    breakdown b;
+    double start[4];
+    loom_metrics m = with_breakdown(&b);
+    double *cm = b.cm, *p2p = b.p2p, *dp = b.dp, *opt = b.opt, *bub = b.bub;
     m.start_ms = start;
     ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
     ck_assert_double_eq_tol(m.makespan_ms, 6, 1e-12);

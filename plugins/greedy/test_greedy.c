@@ -226,6 +226,18 @@ START_TEST(view_param_picks_the_interleaver_budget)
 }
 END_TEST
 
+/* A greedy instance on a fresh mock host (*h, freed by the caller). */
+static void *greedy_instance(loom_mock_host **h)
+{
+    const loom_memory_tuner_vtable *vt = mtt_vtable(loom_static_greedy());
+    *h = loom_test_mock_host(loom_static_greedy());
+    void *self = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(vt->create(loom_mock_host_api(*h), loom_mock_host_ctx(*h), NULL, &self,
+                                &err), LOOM_OK);
+    return self;
+}
+
 /* Tunes g with one instance through the six steps of
  * one_instance_follows_every_change; with `stamp`, g carries a revision
  * that changes with every change of its options or pair rows, as the host
@@ -235,11 +247,9 @@ static void follow_changes(int stamp)
     loom_stage_graph *g = hand_graph();
     loom_schedule *s = mtt_order(1, 2, 0, 1);
     const loom_memory_tuner_vtable *vt = mtt_vtable(loom_static_greedy());
-    loom_mock_host *h = loom_test_mock_host(loom_static_greedy());
-    void *self = NULL;
+    loom_mock_host *h = NULL;
+    void *self = greedy_instance(&h);
     loom_error err = {0};
-    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self, &err),
-                     LOOM_OK);
     static const double caps[] = {300, 1e9, 300, 300, 250, 300};
     g->revision = stamp ? 41 : 0;
     for (int step = 0; step < 6; step++) {
@@ -299,11 +309,9 @@ START_TEST(a_revision_seen_before_skips_the_compare)
         loom_stage_graph *g = hand_graph();
         loom_schedule *s = mtt_order(1, 2, 0, 1);
         const loom_memory_tuner_vtable *vt = mtt_vtable(loom_static_greedy());
-        loom_mock_host *h = loom_test_mock_host(loom_static_greedy());
-        void *self = NULL;
+        loom_mock_host *h = NULL;
+        void *self = greedy_instance(&h);
         loom_error err = {0};
-        ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self,
-                                    &err), LOOM_OK);
         g->memory_cap_bytes = 300;
         g->revision = stamp ? 7 : 0;
         uint8_t first[4], second[4];
