@@ -140,15 +140,22 @@ static loom_metrics with_breakdown(breakdown *b)
     return m;
 }
 
-/* P=1, M=1, V=2 with a zeroed tail; *sc gets the order F0 F1 B1 B0
- * (F0 [0,1] F1 [1,2] B1 [2,4] B0 [4,6] without a tail). */
-static loom_stage_graph *two_chunks(loom_schedule **sc)
+/* uniform(P, M, V, 1, 2) as a graph with a zeroed iteration tail. */
+static loom_stage_graph *tail_graph(int P, int M, int V)
 {
-    loom_stage_times st = uniform(1, 1, 2, 1, 2);
+    loom_stage_times st = uniform(P, M, V, 1, 2);
     loom_stage_graph *g = NULL;
     loom_error err = {0};
     ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
     ck_assert_int_eq(loom_graph_alloc_tail(g), LOOM_OK);
+    return g;
+}
+
+/* P=1, M=1, V=2 with a zeroed tail; *sc gets the order F0 F1 B1 B0
+ * (F0 [0,1] F1 [1,2] B1 [2,4] B0 [4,6] without a tail). */
+static loom_stage_graph *two_chunks(loom_schedule **sc)
+{
+    loom_stage_graph *g = tail_graph(1, 1, 2);
     *sc = loom_schedule_new(1, 4);
     for (int k = 0; k < 4; k++)
         (*sc)->order[k] = k;
@@ -331,11 +338,8 @@ END_TEST
  * would have arrived at 3.0 and hidden entirely. */
 START_TEST(test_prefetch_runs_one_chunk_ahead)
 {
-    loom_stage_times st = uniform(2, 1, 3, 1, 2);
-    loom_stage_graph *g = NULL;
+    loom_stage_graph *g = tail_graph(2, 1, 3);
     loom_error err = {0};
-    ck_assert_int_eq(loom_graph_from_stage_times(&st, 0, &g, &err), LOOM_OK);
-    ck_assert_int_eq(loom_graph_alloc_tail(g), LOOM_OK);
     loom_schedule *sc = loom_schedule_new(2, 12);
     int k = 0;
     for (int r = 0; r < 2; r++) {
