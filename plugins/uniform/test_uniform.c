@@ -1,6 +1,7 @@
 /* test_uniform.c - the uniform (Megatron) partitioner: the layer split
- * across a module boundary, position-to-rank placement, the even and the
- * workload-given sample split, and its input errors. */
+ * across a module boundary, position-to-rank placement, the encoders on
+ * the first position, the even and the workload-given sample split, and
+ * its input errors. */
 #include <stdlib.h>
 #include <string.h>
 #include <loom/mock_host.h>
@@ -80,6 +81,25 @@ static int partition_placed(const loom_problem *pb, const loom_iteration *it,
     return rc;
 }
 
+/* Runs the uniform partitioner on `set` with params.encoders. */
+static int partition_encoders(const loom_problem *pb, const char *encoders,
+                              loom_candidates *set, loom_error *err)
+{
+    const loom_partitioner_vtable *vt =
+        (const loom_partitioner_vtable *)loom_static_uniform()->role(
+            LOOM_ROLE_PARTITIONER);
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+    loom_mock_host_set_problem(h, pb);
+    loom_mock_host_set_param(h, "encoders", encoders);
+    void *self = NULL;
+    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
+                                NULL, &self, err), LOOM_OK);
+    int rc = vt->partition(self, pb, NULL, set, err);
+    vt->destroy(self);
+    loom_mock_host_free(h);
+    return rc;
+}
+
 /* Runs the uniform partitioner on `set`. */
 static int partition(const loom_problem *pb, const loom_iteration *it,
                      loom_candidates *set, loom_error *err)
@@ -147,6 +167,77 @@ START_TEST(split_crosses_module_boundary)
     for (int mb = 0; mb < 4; mb++)
         ck_assert_int_eq(p->subs[mb], 1);
     ck_assert_ptr_nonnull(strstr(p->label, "uniform"));
+    loom_mock_candidates_free(set);
+}
+END_TEST
+
+START_TEST(encoders_first_position)
+{
+    /* encoders "first": the 5 encoder layers at position 0, the 11
+     * backbone layers cut over the 6 positions as 2,2,2,2,2,1 */
+    fixture f;
+    setup(&f, 5, 11, 2, 3, 4);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, NULL);
+    loom_error err = {0, ""};
+    ck_assert_msg(partition_encoders(&f.problem, "first", set, &err) == LOOM_OK, "%s",
+                  err.message);
+    const loom_partition *p = set->items[0];
+    ck_assert_int_eq(p->n_positions, 6);
+    static const int n_spans[6] = {2, 1, 1, 1, 1, 1};
+    for (int s = 0; s < 6; s++) {
+        ck_assert_int_eq(p->positions[s].rank, s % 2);
+        ck_assert_int_eq(p->positions[s].n_spans, n_spans[s]);
+    }
+    ck_assert_int_eq(p->n_spans, 7);
+    check_span(p, 0, 0, 0, 5); /* position 0: vit 0..4 and llm 0..1 */
+    check_span(p, 1, 1, 0, 2);
+    check_span(p, 2, 1, 2, 2);
+    check_span(p, 3, 1, 4, 2);
+    check_span(p, 4, 1, 6, 2);
+    check_span(p, 5, 1, 8, 2);
+    check_span(p, 6, 1, 10, 1);
+    ck_assert_str_eq(p->label, "uniform pp=2 vpp=3 encoders-first");
+    loom_mock_candidates_free(set);
+
+    /* without encoders the split is the plain one, label and all */
+    setup(&f, 0, 8, 4, 1, 8);
+    set = loom_mock_candidates_new(&f.problem, NULL);
+    ck_assert_int_eq(partition_encoders(&f.problem, "first", set, &err), LOOM_OK);
+    for (int s = 0; s < 4; s++)
+        check_span(set->items[0], s, 1, 2 * s, 2);
+    ck_assert_str_eq(set->items[0]->label, "uniform pp=4 vpp=1");
+    loom_mock_candidates_free(set);
+}
+END_TEST
+
+START_TEST(encoders_first_errors)
+{
+    /* 5 backbone layers cannot fill 6 positions once the encoder's 5 sit
+     * at the first */
+    fixture f;
+    setup(&f, 5, 5, 2, 3, 4);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, NULL);
+    loom_error err = {0, ""};
+    ck_assert_int_eq(partition_encoders(&f.problem, "first", set, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "uniform: params.encoders \"first\": the model has 5 layers "
+                                  "after its encoders, fewer than the 6 positions (pp 2 x vpp "
+                                  "3); every position needs at least one");
+    ck_assert_int_eq(set->n, 0);
+    /* the plain split takes the same model */
+    ck_assert_int_eq(partition_encoders(&f.problem, "split", set, &err), LOOM_OK);
+    ck_assert_int_eq(set->n, 1);
+    loom_mock_candidates_free(set);
+
+    /* an encoder after the backbone in module order */
+    setup(&f, 4, 8, 2, 1, 4);
+    f.modules[0].kind = LOOM_MODULE_BACKBONE;
+    f.modules[1].kind = LOOM_MODULE_ENCODER;
+    set = loom_mock_candidates_new(&f.problem, NULL);
+    ck_assert_int_eq(partition_encoders(&f.problem, "first", set, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "uniform: params.encoders \"first\": modules[1] (llm) is an "
+                                  "encoder after modules[0] (vit); expected every encoder before "
+                                  "the other modules");
+    ck_assert_int_eq(set->n, 0);
     loom_mock_candidates_free(set);
 }
 END_TEST
@@ -322,6 +413,8 @@ static Suite *suite(void)
     Suite *s = suite_create("uniform");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, split_crosses_module_boundary);
+    tcase_add_test(tc, encoders_first_position);
+    tcase_add_test(tc, encoders_first_errors);
     tcase_add_test(tc, single_module_flow);
     tcase_add_test(tc, even_sample_split);
     tcase_add_test(tc, workload_packing_and_its_errors);

@@ -10,7 +10,11 @@
  * workload's packing when given, an even contiguous split otherwise.
  * With the vpp_sweep param, one candidate per virtual-stage count a
  * Megatron-LM user can choose (loom_lk_vpp_options) instead of
- * parallel.vpp alone.
+ * parallel.vpp alone. With params.encoders "first", every encoder layer
+ * runs at position 0 (the first pipeline stage) and only the layers after
+ * the encoders are cut into equal runs, as Megatron-LM's multimodal
+ * models build the vision encoder on the first stage alone
+ * (pretrain_vlm.py: add_encoder = is_pipeline_first_stage()).
  */
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +26,7 @@ typedef struct uniform_self {
     loom_ctx *ctx;
     int vpp_sweep; /* 1: a candidate per loom_lk_vpp_options */
     const char *placement; /* params.placement */
+    const char *encoders;  /* params.encoders: "split" or "first" */
 } uniform_self;
 
 /* The params, declared once (manifest.json says the same); read into
@@ -32,6 +37,11 @@ static const loom_param_def uniform_param_table[] = {
                    "position-to-rank map: loop puts position s on rank s % pp; zigzag runs "
                    "odd chunks backwards (rank pp-1-s % pp), so the flow turns on the last "
                    "and the first rank; v is zigzag with vpp = 2 (ZB-V, DualPipeV)"),
+    LOOM_ENUM_PARAM(uniform_self, encoders, "split", "split|first",
+                   "split cuts all modules' layers, concatenated, into equal runs; first puts "
+                   "every encoder layer at position 0 (the first pipeline stage, as Megatron-LM "
+                   "builds the vision encoder there) and cuts the layers after the encoders "
+                   "into equal runs"),
     LOOM_PARAM_END};
 
 /* Creates an instance holding the host table and the step context. */
@@ -62,6 +72,34 @@ static void uniform_destroy(void *self)
         u->host->free(u);
 }
 
+/* The layers of the model's encoder modules into *out, when every
+ * encoder comes before the first module of another kind (module order is
+ * layer order); LOOM_EINVAL naming the first encoder after one. */
+static int uniform_encoder_layers(const loom_host_api *host, const loom_model *model,
+                                  int64_t *out, loom_error *err)
+{
+    int64_t n = 0;
+    int32_t other = -1;
+    for (int32_t m = 0; m < model->n_modules; m++) {
+        const loom_module *mod = &model->modules[m];
+        if (mod->kind != LOOM_MODULE_ENCODER) {
+            if (other < 0)
+                other = m;
+            continue;
+        }
+        if (other >= 0)
+            return host->error(err, LOOM_EINVAL,
+                               "uniform: params.encoders \"first\": modules[%d] (%s) is an "
+                               "encoder after modules[%d] (%s); expected every encoder "
+                               "before the other modules",
+                               m, mod->name ? mod->name : "?", other,
+                               model->modules[other].name ? model->modules[other].name : "?");
+        n += mod->n_layers;
+    }
+    *out = n;
+    return LOOM_OK;
+}
+
 /* Appends one candidate: the uniform split into pp * vpp positions. */
 static int uniform_one(uniform_self *u, const loom_problem *problem,
                        const loom_iteration *iteration, int32_t vpp,
@@ -81,11 +119,25 @@ static int uniform_one(uniform_self *u, const loom_problem *problem,
                            "the %lld positions (pp %d x vpp %d); every "
                            "position needs at least one layer",
                            (long long)n_layers, (long long)n_pos, pp, vpp);
+    int64_t lead = 0; /* layers run at position 0 ahead of the even cut */
+    if (strcmp(u->encoders, "first") == 0) {
+        int rc = uniform_encoder_layers(host, model, &lead, err);
+        if (rc != LOOM_OK)
+            return rc;
+        if (n_layers - lead < n_pos)
+            return host->error(err, LOOM_EINVAL,
+                               "uniform: params.encoders \"first\": the model has %lld "
+                               "layers after its encoders, fewer than the %lld positions "
+                               "(pp %d x vpp %d); every position needs at least one",
+                               (long long)(n_layers - lead), (long long)n_pos, pp, vpp);
+    }
     int32_t *sizes = host->alloc((size_t)n_pos * sizeof *sizes);
     if (!sizes)
         return host->error(err, LOOM_ENOMEM, "uniform: out of memory");
+    int64_t cut = n_layers - lead;
     for (int64_t s = 0; s < n_pos; s++)
-        sizes[s] = (int32_t)(n_layers / n_pos + (s < n_layers % n_pos));
+        sizes[s] = (int32_t)(cut / n_pos + (s < cut % n_pos));
+    sizes[0] += (int32_t)lead;
     loom_partition *part = NULL;
     int rc = set->add(set, &part, err);
     if (rc == LOOM_OK)
@@ -100,11 +152,10 @@ static int uniform_one(uniform_self *u, const loom_problem *problem,
             set->remove(set, set->n - 1);
         return rc;
     }
-    if (strcmp(u->placement, "loop") == 0)
-        snprintf(part->label, sizeof part->label, "uniform pp=%d vpp=%d", pp, vpp);
-    else
-        snprintf(part->label, sizeof part->label, "uniform pp=%d vpp=%d %s", pp, vpp,
-                 u->placement);
+    snprintf(part->label, sizeof part->label, "uniform pp=%d vpp=%d%s%s%s", pp, vpp,
+             strcmp(u->placement, "loop") ? " " : "",
+             strcmp(u->placement, "loop") ? u->placement : "",
+             lead > 0 ? " encoders-first" : "");
     return LOOM_OK;
 }
 
