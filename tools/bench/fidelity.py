@@ -12,7 +12,9 @@ two predictions (speedup, mfu_ratio, time_ratio) is derived: printed, not
 counted. A counted row is in-sample when an efficiency factor of its
 cluster was fitted on it (`in_sample`), else held out; the two are
 reported apart. A row outside 10 % is a miss and stays in the table with
-its `cause`. The script prints "N of M within 10 %" and exits 1 on a miss;
+its `cause`. A row whose plan (or its baseline's) exceeds the memory cap
+is infeasible: it gets no figure and counts as a miss. The script prints
+"N of M within 10 %" and exits 1 on a miss;
 with --known-miss ID (repeatable) it exits 1 only when the misses are not
 exactly those rows, so a new miss and a fixed one both show.
 
@@ -45,6 +47,10 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOLERANCE = 0.10  # every row's
 DERIVED = ("speedup", "mfu_ratio", "time_ratio")  # ratios of two predictions
+
+
+class Infeasible(Exception):
+    """A plan of the row exceeds the memory cap: no prediction, a miss."""
 
 
 def workload_line(w):
@@ -86,6 +92,7 @@ def pooled(metrics):
         return metrics[0]
     total_ms = sum(m["makespan_ms"] for m in metrics)
     out = dict(metrics[0])
+    out["feasible"] = all(m.get("feasible", True) for m in metrics)
     out["makespan_ms"] = total_ms / len(metrics)
     for key in ("mfu", "hfu"):
         out[key] = sum(m[key] * m["makespan_ms"] for m in metrics) / total_ms
@@ -112,10 +119,15 @@ def plan(loom, row, tmp, model_path, log=None):
     for p in row.get("params", []):
         cmd += ["--param", p]
     env = dict(os.environ, LOOM_LOG="info") if log is not None else None
-    r = subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL,
                        stderr=subprocess.PIPE if log is not None else None, text=True, env=env)
     if log is not None:
         log.extend(r.stderr.splitlines())
+    if r.returncode != 0:
+        if log is not None:
+            sys.stderr.write(r.stderr)
+        raise SystemExit("fidelity: row %s: loom plan exited with %d (its message above)"
+                         % (row["id"], r.returncode))
     if iterations == 1:
         paths = [os.path.join(out, "plan.json")]
     else:
@@ -124,6 +136,13 @@ def plan(loom, row, tmp, model_path, log=None):
     for path in paths:
         with open(path) as f:
             metrics.append(json.load(f)["metrics"])
+    for i, m in enumerate(metrics):
+        if not m.get("feasible", True):
+            peak = max(m["peak_mem_bytes"]) if m.get("peak_mem_bytes") else 0
+            raise Infeasible("the plan of %s%s exceeds the memory cap (peak %.3g GiB on a "
+                             "rank, cap %.3g GiB): infeasible, not a prediction"
+                             % (row["manifest"], " (iteration %d)" % i if len(metrics) > 1 else "",
+                                peak / 2**30, m.get("memory_cap_bytes", 0) / 2**30))
     return pooled(metrics)
 
 
@@ -276,9 +295,19 @@ def main():
     results = []
     print("| row | source | metric | published | predicted | error % | sample | status |")
     print("|---|---|---|---|---|---|---|---|")
+    infeasible = {}
     for row in rows:
-        got = predict(loom, row)
         pub = row["published"]
+        try:
+            got = predict(loom, row)
+        except Infeasible as e:
+            infeasible[row["id"]] = str(e)
+            sample, _ = status(row, 0.0)
+            state = "not counted" if sample == "derived" else "**infeasible**"
+            results.append((row, sample, state))
+            print("| %s | %s %s | %s | %.4g | infeasible | n/a | %s | %s |" %
+                  (row["id"], row["source"], row["section"], row["metric"], pub, sample, state))
+            continue
         err = (got - pub) / pub * 100.0
         sample, state = status(row, err)
         results.append((row, sample, state))
@@ -291,6 +320,9 @@ def main():
     misses = [r for r, _, state in results if state == "**miss**"]
     for row in misses:
         print("miss %s: %s" % (row["id"], row.get("cause", "no cause recorded")))
+    for rid, why in infeasible.items():
+        print("infeasible %s: %s" % (rid, why))
+    misses += [r for r, _, state in results if state == "**infeasible**"]
     for row in rows if args.seeds > 0 else []:
         if "family" not in row["workload"]:
             continue
@@ -298,7 +330,12 @@ def main():
         for seed in range(1, args.seeds + 1):
             one = json.loads(json.dumps(row))
             one["workload"]["seed"] = seed
-            figures.append(predict(loom, one))
+            try:
+                figures.append(predict(loom, one))
+            except Infeasible as e:
+                print("%s: seed %d: %s" % (row["id"], seed, e))
+        if not figures:
+            continue
         figures.sort()
         print("%s: seeds 1-%d: min %.4g, median %.4g, max %.4g (published %.4g)" %
               (row["id"], args.seeds, figures[0], figures[len(figures) // 2], figures[-1],
