@@ -60,49 +60,10 @@ static void setup(fixture *f, int n_enc, int n_llm, int pp, int vpp, int mbs)
     f->problem.parallel.microbatches = mbs;
 }
 
-/* Runs the uniform partitioner on `set` with params.placement (NULL: the
- * default). */
-static int partition_placed(const loom_problem *pb, const loom_iteration *it,
-                            const char *placement, loom_candidates *set, loom_error *err)
-{
-    const loom_partitioner_vtable *vt =
-        (const loom_partitioner_vtable *)loom_static_uniform()->role(
-            LOOM_ROLE_PARTITIONER);
-    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
-    loom_mock_host_set_problem(h, pb);
-    if (placement)
-        loom_mock_host_set_param(h, "placement", placement);
-    void *self = NULL;
-    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
-                                NULL, &self, err), LOOM_OK);
-    int rc = vt->partition(self, pb, it, set, err);
-    vt->destroy(self);
-    loom_mock_host_free(h);
-    return rc;
-}
-
-/* Runs the uniform partitioner on `set` with params.encoders. */
-static int partition_encoders(const loom_problem *pb, const char *encoders,
-                              loom_candidates *set, loom_error *err)
-{
-    const loom_partitioner_vtable *vt =
-        (const loom_partitioner_vtable *)loom_static_uniform()->role(
-            LOOM_ROLE_PARTITIONER);
-    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
-    loom_mock_host_set_problem(h, pb);
-    loom_mock_host_set_param(h, "encoders", encoders);
-    void *self = NULL;
-    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
-                                NULL, &self, err), LOOM_OK);
-    int rc = vt->partition(self, pb, NULL, set, err);
-    vt->destroy(self);
-    loom_mock_host_free(h);
-    return rc;
-}
-
-/* Runs the uniform partitioner on `set`. */
-static int partition(const loom_problem *pb, const loom_iteration *it,
-                     loom_candidates *set, loom_error *err)
+/* Runs the uniform partitioner on `set`, with param `key` set to `value`
+ * (key NULL or value NULL: the defaults). */
+static int partition_with(const loom_problem *pb, const loom_iteration *it, const char *key,
+                          const char *value, loom_candidates *set, loom_error *err)
 {
     const loom_partitioner_vtable *vt =
         (const loom_partitioner_vtable *)loom_static_uniform()->role(
@@ -110,6 +71,8 @@ static int partition(const loom_problem *pb, const loom_iteration *it,
     ck_assert_ptr_nonnull(vt);
     loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_problem(h, pb);
+    if (key && value)
+        loom_mock_host_set_param(h, key, value);
     void *self = NULL;
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
                                 NULL, &self, err), LOOM_OK);
@@ -117,6 +80,28 @@ static int partition(const loom_problem *pb, const loom_iteration *it,
     vt->destroy(self);
     loom_mock_host_free(h);
     return rc;
+}
+
+/* Runs the uniform partitioner on `set` with params.placement (NULL: the
+ * default). */
+static int partition_placed(const loom_problem *pb, const loom_iteration *it,
+                            const char *placement, loom_candidates *set, loom_error *err)
+{
+    return partition_with(pb, it, "placement", placement, set, err);
+}
+
+/* Runs the uniform partitioner on `set` with params.encoders. */
+static int partition_encoders(const loom_problem *pb, const char *encoders,
+                              loom_candidates *set, loom_error *err)
+{
+    return partition_with(pb, NULL, "encoders", encoders, set, err);
+}
+
+/* Runs the uniform partitioner on `set`. */
+static int partition(const loom_problem *pb, const loom_iteration *it,
+                     loom_candidates *set, loom_error *err)
+{
+    return partition_with(pb, it, NULL, NULL, set, err);
 }
 
 /* Asserts span k of p is (module, first layer, count). */
