@@ -140,6 +140,19 @@ static loom_metrics with_breakdown(breakdown *b)
     return m;
 }
 
+/* Gives the one rank of g two chunks holding shares a and b of its
+ * trainable parameters (the row is allocated on first use). */
+static void set_chunk_shares(loom_stage_graph *g, double a, double b)
+{
+    if (!g->tail_chunk_share) {
+        g->tail_chunks = 2;
+        g->tail_chunk_share = malloc(2 * sizeof(double));
+        ck_assert_ptr_nonnull(g->tail_chunk_share);
+    }
+    g->tail_chunk_share[0] = a;
+    g->tail_chunk_share[1] = b;
+}
+
 /* uniform(P, M, V, 1, 2) as a graph with a zeroed iteration tail. */
 static loom_stage_graph *tail_graph(int P, int M, int V)
 {
@@ -242,10 +255,7 @@ START_TEST(test_sync_shares_follow_parameters)
     ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
     ck_assert_double_eq_tol(m.makespan_ms, 6.25, 1e-12);
     ck_assert_double_eq_tol(dp[0], 0.25, 1e-12);
-    g->tail_chunks = 2;
-    g->tail_chunk_share = malloc(2 * sizeof(double));
-    g->tail_chunk_share[0] = 0.9;
-    g->tail_chunk_share[1] = 0.1;
+    set_chunk_shares(g, 0.9, 0.1);
     ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
     ck_assert_double_eq_tol(m.makespan_ms, 6.95, 1e-12);
     ck_assert_double_eq_tol(dp[0], 0.95, 1e-12);
@@ -254,8 +264,7 @@ START_TEST(test_sync_shares_follow_parameters)
     ck_assert_int_eq(loom_simulate(c, sc, &m, &err), LOOM_OK);
     ck_assert_double_eq_tol(m.makespan_ms, 6.95, 1e-12);
     ck_assert(loom_graph_digest(c) == loom_graph_digest(g));
-    g->tail_chunk_share[0] = 0.1;
-    g->tail_chunk_share[1] = 0.9;
+    set_chunk_shares(g, 0.1, 0.9);
     ck_assert(loom_graph_digest(c) != loom_graph_digest(g));
     ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
     ck_assert_double_eq_tol(m.makespan_ms, 6.25, 1e-12);
@@ -297,17 +306,13 @@ START_TEST(test_parameter_prefetch)
     ck_assert_double_eq_tol(dp[0], 3, 1e-12);
     ck_assert_double_eq_tol(cm[0] + p2p[0] + dp[0] + opt[0] + bub[0], 9, 1e-12);
     ck_assert_double_eq_tol(bub[0], 0, 1e-12);
-    g->tail_chunks = 2;
-    g->tail_chunk_share = malloc(2 * sizeof(double));
-    g->tail_chunk_share[0] = 0.9;
-    g->tail_chunk_share[1] = 0.1;
+    set_chunk_shares(g, 0.9, 0.1);
     ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
     ck_assert_double_eq_tol(m.makespan_ms, 9.6, 1e-12);
     ck_assert_double_eq_tol(start[0], 3.6, 1e-12);
     ck_assert_double_eq_tol(start[1], 4.6, 1e-12);
     ck_assert_double_eq_tol(dp[0], 3.6, 1e-12);
-    g->tail_chunk_share[0] = 0;
-    g->tail_chunk_share[1] = 1;
+    set_chunk_shares(g, 0, 1);
     ck_assert_int_eq(loom_simulate(g, sc, &m, &err), LOOM_OK);
     ck_assert_double_eq_tol(m.makespan_ms, 9, 1e-12);
     ck_assert_double_eq_tol(start[0], 0, 1e-12);
