@@ -1,7 +1,7 @@
 /* test_uniform.c - the uniform (Megatron) partitioner: the layer split
  * across a module boundary, position-to-rank placement, the encoders on
- * the first position, the even and the workload-given sample split, and
- * its input errors. */
+ * the first position, a given split, the even and the workload-given
+ * sample split, and its input errors. */
 #include <stdlib.h>
 #include <string.h>
 #include <loom/mock_host.h>
@@ -60,10 +60,10 @@ static void setup(fixture *f, int n_enc, int n_llm, int pp, int vpp, int mbs)
     f->problem.parallel.microbatches = mbs;
 }
 
-/* Runs the uniform partitioner on `set`, with param `key` set to `value`
- * (key NULL or value NULL: the defaults). */
-static int partition_with(const loom_problem *pb, const loom_iteration *it, const char *key,
-                          const char *value, loom_candidates *set, loom_error *err)
+/* Runs the uniform partitioner on `set` with the params of `kv`, key and
+ * value pairs ended by a NULL key (kv NULL: the defaults). */
+static int partition_params(const loom_problem *pb, const loom_iteration *it,
+                            const char *const *kv, loom_candidates *set, loom_error *err)
 {
     const loom_partitioner_vtable *vt =
         (const loom_partitioner_vtable *)loom_static_uniform()->role(
@@ -71,8 +71,8 @@ static int partition_with(const loom_problem *pb, const loom_iteration *it, cons
     ck_assert_ptr_nonnull(vt);
     loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_problem(h, pb);
-    if (key && value)
-        loom_mock_host_set_param(h, key, value);
+    for (int i = 0; kv && kv[i]; i += 2)
+        loom_mock_host_set_param(h, kv[i], kv[i + 1]);
     void *self = NULL;
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h),
                                 NULL, &self, err), LOOM_OK);
@@ -80,6 +80,15 @@ static int partition_with(const loom_problem *pb, const loom_iteration *it, cons
     vt->destroy(self);
     loom_mock_host_free(h);
     return rc;
+}
+
+/* Runs the uniform partitioner on `set`, with param `key` set to `value`
+ * (key NULL or value NULL: the defaults). */
+static int partition_with(const loom_problem *pb, const loom_iteration *it, const char *key,
+                          const char *value, loom_candidates *set, loom_error *err)
+{
+    const char *kv[3] = {key && value ? key : NULL, value, NULL};
+    return partition_params(pb, it, kv, set, err);
 }
 
 /* Runs the uniform partitioner on `set` with params.placement (NULL: the
@@ -224,6 +233,99 @@ START_TEST(encoders_first_errors)
                                   "the other modules");
     ck_assert_int_eq(set->n, 0);
     loom_mock_candidates_free(set);
+}
+END_TEST
+
+START_TEST(given_layers_per_position)
+{
+    /* 5 + 11 = 16 layers given as 7,1,3,2,2,1 over pp 2 x vpp 3: the
+     * runs take exactly those lengths, crossing the module boundary at
+     * position 0 */
+    fixture f;
+    setup(&f, 5, 11, 2, 3, 4);
+    loom_candidates *set = loom_mock_candidates_new(&f.problem, NULL);
+    loom_error err = {0, ""};
+    ck_assert_msg(partition_with(&f.problem, NULL, "layers_per_position", "7,1,3,2,2,1", set,
+                                 &err) == LOOM_OK, "%s", err.message);
+    ck_assert_int_eq(set->n, 1);
+    const loom_partition *p = set->items[0];
+    ck_assert_int_eq(p->n_positions, 6);
+    static const int n_spans[6] = {2, 1, 1, 1, 1, 1};
+    for (int s = 0; s < 6; s++) {
+        ck_assert_int_eq(p->positions[s].rank, s % 2);
+        ck_assert_int_eq(p->positions[s].n_spans, n_spans[s]);
+    }
+    ck_assert_int_eq(p->n_spans, 7);
+    check_span(p, 0, 0, 0, 5); /* position 0: vit 0..4 and llm 0..1 */
+    check_span(p, 1, 1, 0, 2);
+    check_span(p, 2, 1, 2, 1);
+    check_span(p, 3, 1, 3, 3);
+    check_span(p, 4, 1, 6, 2);
+    check_span(p, 5, 1, 8, 2);
+    check_span(p, 6, 1, 10, 1);
+    ck_assert_str_eq(p->label, "uniform pp=2 vpp=3 layers-given");
+    loom_mock_candidates_free(set);
+
+    /* the even cut given by hand is the default split, span for span */
+    set = loom_mock_candidates_new(&f.problem, NULL);
+    loom_candidates *even = loom_mock_candidates_new(&f.problem, NULL);
+    ck_assert_int_eq(partition_with(&f.problem, NULL, "layers_per_position", "3,3,3,3,2,2", set,
+                                    &err), LOOM_OK);
+    ck_assert_int_eq(partition(&f.problem, NULL, even, &err), LOOM_OK);
+    ck_assert_int_eq(set->items[0]->n_spans, even->items[0]->n_spans);
+    for (int k = 0; k < even->items[0]->n_spans; k++)
+        check_span(set->items[0], k, even->items[0]->spans[k].module,
+                   even->items[0]->spans[k].first_layer, even->items[0]->spans[k].n_layers);
+    loom_mock_candidates_free(set);
+    loom_mock_candidates_free(even);
+}
+END_TEST
+
+/* Asserts that layers_per_position `text` (with params `more`, NULL
+ * ended, beside it) fails with `message` and adds no candidate. */
+static void check_given_error(const fixture *f, const char *text, const char *more_key,
+                              const char *more_value, const char *message)
+{
+    loom_candidates *set = loom_mock_candidates_new(&f->problem, NULL);
+    loom_error err = {0, ""};
+    const char *kv[5] = {"layers_per_position", text, more_key, more_value, NULL};
+    ck_assert_int_eq(partition_params(&f->problem, NULL, kv, set, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, message);
+    ck_assert_int_eq(set->n, 0);
+    loom_mock_candidates_free(set);
+}
+
+START_TEST(given_layers_errors)
+{
+    fixture f;
+    setup(&f, 5, 11, 2, 3, 4);
+    check_given_error(&f, "7,1,3,2,2", NULL, NULL,
+                      "uniform: params.layers_per_position has 5 entries, expected one per "
+                      "position: 6 (pp 2 x vpp 3)");
+    check_given_error(&f, "7,1,3,2,2,1,1", NULL, NULL,
+                      "uniform: params.layers_per_position has 7 entries, expected one per "
+                      "position: 6 (pp 2 x vpp 3)");
+    check_given_error(&f, "7,1,3,2,2,2", NULL, NULL,
+                      "uniform: params.layers_per_position sums to 17 layers, expected the "
+                      "model's 16");
+    check_given_error(&f, "7,0,4,2,2,1", NULL, NULL,
+                      "uniform: params.layers_per_position: entry 2 is \"0\", expected a "
+                      "positive integer");
+    check_given_error(&f, "7,1,3,two,2,1", NULL, NULL,
+                      "uniform: params.layers_per_position: entry 4 is \"two\", expected a "
+                      "positive integer");
+    check_given_error(&f, "7,1,3,2,2,", NULL, NULL,
+                      "uniform: params.layers_per_position: entry 6 is \"\", expected a "
+                      "positive integer");
+    check_given_error(&f, "8,-1,4,2,2,1", NULL, NULL,
+                      "uniform: params.layers_per_position: entry 2 is \"-1\", expected a "
+                      "positive integer");
+    check_given_error(&f, "3,3,3,3,2,2", "encoders", "first",
+                      "uniform: params.layers_per_position and params.encoders \"first\" both "
+                      "place layers; expected one of them");
+    check_given_error(&f, "3,3,3,3,2,2", "vpp_sweep", "true",
+                      "uniform: params.layers_per_position fixes one split of pp x vpp "
+                      "positions; expected params.vpp_sweep false with it");
 }
 END_TEST
 
@@ -400,6 +502,8 @@ static Suite *suite(void)
     tcase_add_test(tc, split_crosses_module_boundary);
     tcase_add_test(tc, encoders_first_position);
     tcase_add_test(tc, encoders_first_errors);
+    tcase_add_test(tc, given_layers_per_position);
+    tcase_add_test(tc, given_layers_errors);
     tcase_add_test(tc, single_module_flow);
     tcase_add_test(tc, even_sample_split);
     tcase_add_test(tc, workload_packing_and_its_errors);

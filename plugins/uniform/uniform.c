@@ -14,9 +14,14 @@
  * runs at position 0 (the first pipeline stage) and only the layers after
  * the encoders are cut into equal runs, as Megatron-LM's multimodal
  * models build the vision encoder on the first stage alone
- * (pretrain_vlm.py: add_encoder = is_pipeline_first_stage()).
+ * (pretrain_vlm.py: add_encoder = is_pipeline_first_stage()). With
+ * params.layers_per_position, the runs take the given lengths instead: a
+ * split chosen elsewhere (Megatron-LM's pipeline layout, a torchtitan
+ * split, another partitioner's) priced as it is.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <loom/loom.h>
 #include <loom/kits/layout.h>
@@ -27,6 +32,7 @@ typedef struct uniform_self {
     int vpp_sweep; /* 1: a candidate per loom_lk_vpp_options */
     const char *placement; /* params.placement */
     const char *encoders;  /* params.encoders: "split" or "first" */
+    const char *layers_per_position; /* params.layers_per_position, "" none */
 } uniform_self;
 
 /* The params, declared once (manifest.json says the same); read into
@@ -42,6 +48,11 @@ static const loom_param_def uniform_param_table[] = {
                    "every encoder layer at position 0 (the first pipeline stage, as Megatron-LM "
                    "builds the vision encoder there) and cuts the layers after the encoders "
                    "into equal runs"),
+    LOOM_STRING_PARAM(uniform_self, layers_per_position, "",
+                      "the split to price instead of the even cut: a comma-separated list of "
+                      "pp * vpp positive layer counts, one per position in position order "
+                      "(all modules' layers concatenated), summing to the model's layers; "
+                      "empty: the even cut"),
     LOOM_PARAM_END};
 
 /* Creates an instance holding the host table and the step context. */
@@ -100,6 +111,45 @@ static int uniform_encoder_layers(const loom_host_api *host, const loom_model *m
     return LOOM_OK;
 }
 
+/* Reads params.layers_per_position into sizes[0..n_pos-1]; LOOM_EINVAL
+ * naming the entry that is not a positive integer, a count other than
+ * n_pos, or a sum other than the model's n_layers. */
+static int uniform_given_sizes(const loom_host_api *host, const char *text, int64_t n_pos,
+                               int64_t n_layers, int32_t pp, int32_t vpp, int32_t *sizes,
+                               loom_error *err)
+{
+    int64_t n = 0, sum = 0;
+    const char *p = text;
+    for (;;) {
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        size_t len = strcspn(p, ",");
+        if (end == p || (size_t)(end - p) != len || errno || v < 1 || v > INT32_MAX)
+            return host->error(err, LOOM_EINVAL,
+                               "uniform: params.layers_per_position: entry %lld is \"%.*s\", "
+                               "expected a positive integer", (long long)n + 1,
+                               (int)(len > 32 ? 32 : len), p);
+        if (n < n_pos)
+            sizes[n] = (int32_t)v;
+        n++;
+        sum += v;
+        if (p[len] != ',')
+            break;
+        p += len + 1;
+    }
+    if (n != n_pos)
+        return host->error(err, LOOM_EINVAL,
+                           "uniform: params.layers_per_position has %lld entries, expected "
+                           "one per position: %lld (pp %d x vpp %d)",
+                           (long long)n, (long long)n_pos, pp, vpp);
+    if (sum != n_layers)
+        return host->error(err, LOOM_EINVAL,
+                           "uniform: params.layers_per_position sums to %lld layers, expected "
+                           "the model's %lld", (long long)sum, (long long)n_layers);
+    return LOOM_OK;
+}
+
 /* Appends one candidate: the uniform split into pp * vpp positions. */
 static int uniform_one(uniform_self *u, const loom_problem *problem,
                        const loom_iteration *iteration, int32_t vpp,
@@ -119,6 +169,11 @@ static int uniform_one(uniform_self *u, const loom_problem *problem,
                            "the %lld positions (pp %d x vpp %d); every "
                            "position needs at least one layer",
                            (long long)n_layers, (long long)n_pos, pp, vpp);
+    int given = u->layers_per_position[0] != '\0';
+    if (given && strcmp(u->encoders, "first") == 0)
+        return host->error(err, LOOM_EINVAL,
+                           "uniform: params.layers_per_position and params.encoders \"first\" "
+                           "both place layers; expected one of them");
     int64_t lead = 0; /* layers run at position 0 ahead of the even cut */
     if (strcmp(u->encoders, "first") == 0) {
         int rc = uniform_encoder_layers(host, model, &lead, err);
@@ -134,12 +189,22 @@ static int uniform_one(uniform_self *u, const loom_problem *problem,
     int32_t *sizes = host->alloc((size_t)n_pos * sizeof *sizes);
     if (!sizes)
         return host->error(err, LOOM_ENOMEM, "uniform: out of memory");
-    int64_t cut = n_layers - lead;
-    for (int64_t s = 0; s < n_pos; s++)
-        sizes[s] = (int32_t)(cut / n_pos + (s < cut % n_pos));
-    sizes[0] += (int32_t)lead;
+    int rc = LOOM_OK;
+    if (given) {
+        rc = uniform_given_sizes(host, u->layers_per_position, n_pos, n_layers, pp, vpp,
+                                 sizes, err);
+    } else {
+        int64_t cut = n_layers - lead;
+        for (int64_t s = 0; s < n_pos; s++)
+            sizes[s] = (int32_t)(cut / n_pos + (s < cut % n_pos));
+        sizes[0] += (int32_t)lead;
+    }
+    if (rc != LOOM_OK) {
+        host->free(sizes);
+        return rc;
+    }
     loom_partition *part = NULL;
-    int rc = set->add(set, &part, err);
+    rc = set->add(set, &part, err);
     if (rc == LOOM_OK)
         rc = loom_lk_layout(host, "uniform", model, pp, (int32_t)n_pos, sizes, part, err);
     host->free(sizes);
@@ -152,10 +217,10 @@ static int uniform_one(uniform_self *u, const loom_problem *problem,
             set->remove(set, set->n - 1);
         return rc;
     }
-    snprintf(part->label, sizeof part->label, "uniform pp=%d vpp=%d%s%s%s", pp, vpp,
+    snprintf(part->label, sizeof part->label, "uniform pp=%d vpp=%d%s%s%s%s", pp, vpp,
              strcmp(u->placement, "loop") ? " " : "",
              strcmp(u->placement, "loop") ? u->placement : "",
-             lead > 0 ? " encoders-first" : "");
+             lead > 0 ? " encoders-first" : "", given ? " layers-given" : "");
     return LOOM_OK;
 }
 
@@ -177,6 +242,10 @@ static int uniform_partition(void *self, const loom_problem *problem,
         return host->error(err, LOOM_EINVAL,
                            "uniform: parallel.pp and parallel.microbatches: "
                            "expected >= 1, found %d and %d", pp, mbs);
+    if (u->vpp_sweep && u->layers_per_position[0] != '\0')
+        return host->error(err, LOOM_EINVAL,
+                           "uniform: params.layers_per_position fixes one split of pp x vpp "
+                           "positions; expected params.vpp_sweep false with it");
     int32_t vpps[32];
     int32_t n = loom_lk_vpp_candidates(problem, u->vpp_sweep, vpps, 32);
     for (int32_t i = 0; i < n; i++) {
