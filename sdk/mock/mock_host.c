@@ -712,7 +712,10 @@ static int mock_parse_spec(const char *file, const cJSON *js, mock_spec *sp,
     int ok = 0;
     switch (sp->type) {
     case MOCK_INT:
-        ok = cJSON_IsNumber(def) && def->valuedouble == (double)(int64_t)def->valuedouble;
+        /* the range first: casting a number outside int64 is undefined */
+        ok = cJSON_IsNumber(def) && def->valuedouble >= -9007199254740992.0 &&
+             def->valuedouble <= 9007199254740992.0 &&
+             def->valuedouble == (double)(int64_t)def->valuedouble;
         if (ok)
             sp->i = (int64_t)def->valuedouble;
         break;

@@ -129,6 +129,32 @@ static double num(const cJSON *obj, const char *name, double dflt)
     return cJSON_IsNumber(v) ? v->valuedouble : dflt;
 }
 
+/* x as an int32_t, or INT32_MIN when it is out of range or NaN (a cast
+ * would be undefined): every reader below rejects INT32_MIN. */
+static int32_t to_i32(double x)
+{
+    return x >= -2147483647.0 && x <= 2147483647.0 ? (int32_t)x : INT32_MIN;
+}
+
+/* The integer member `name` of obj as an int32_t, `dflt` when absent,
+ * INT32_MIN when out of range. */
+static int32_t num_i32(const cJSON *obj, const char *name, int32_t dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    return cJSON_IsNumber(v) ? to_i32(v->valuedouble) : dflt;
+}
+
+/* The number member `name` of obj as an int64_t in [0, 2^62], `dflt`
+ * when absent, -1 when negative or out of range. */
+static int64_t num_bytes(const cJSON *obj, const char *name, int64_t dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (!cJSON_IsNumber(v))
+        return dflt;
+    return v->valuedouble >= 0 && v->valuedouble <= 4611686018427387904.0
+               ? (int64_t)v->valuedouble : -1;
+}
+
 /* A malloc'd copy of a string member, or NULL. */
 static char *str_dup(const cJSON *obj, const char *name)
 {
@@ -154,7 +180,12 @@ static int read_result(const cJSON *j, loom_tune_config *c)
         return -1;
     int32_t q = 0;
     const cJSON *e;
-    cJSON_ArrayForEach(e, pk) r->peak_mem_bytes[q++] = (int64_t)e->valuedouble;
+    cJSON_ArrayForEach(e, pk)
+    {
+        if (!cJSON_IsNumber(e) || !(e->valuedouble >= 0 && e->valuedouble <= 4611686018427387904.0))
+            return -1; /* not a byte count */
+        r->peak_mem_bytes[q++] = (int64_t)e->valuedouble;
+    }
     return 0;
 }
 
@@ -167,7 +198,8 @@ static int read_config(const cJSON *j, loom_tune_config *c, int32_t n_manifests)
         return -1;
     int32_t v[7];
     for (int i = 0; i < 7; i++)
-        v[i] = (int32_t)cJSON_GetArrayItem(lay, i)->valuedouble;
+        if ((v[i] = to_i32(cJSON_GetArrayItem(lay, i)->valuedouble)) < 0)
+            return -1;
     c->par = (loom_parallel){v[0], v[2], v[3], v[4], v[5], v[1]};
     c->micro_batch_size = v[6];
     c->module = -1;
@@ -177,7 +209,7 @@ static int read_config(const cJSON *j, loom_tune_config *c, int32_t n_manifests)
             return -1;
         int32_t u[5];
         for (int i = 0; i < 5; i++)
-            u[i] = (int32_t)cJSON_GetArrayItem(mod, i)->valuedouble;
+            u[i] = to_i32(cJSON_GetArrayItem(mod, i)->valuedouble);
         if (u[0] < 0 || u[0] >= 64 || u[1] < 1 || u[2] < 1 || u[3] < 1 ||
             (u[4] != LOOM_LAYOUT_COLOCATED && u[4] != LOOM_LAYOUT_DISJOINT))
             return -1;
@@ -187,8 +219,8 @@ static int read_config(const cJSON *j, loom_tune_config *c, int32_t n_manifests)
         c->module_dp = u[3];
         c->module_placement = u[4];
     }
-    c->index = (int32_t)num(j, "index", -1);
-    c->manifest = (int32_t)num(j, "manifest", -1);
+    c->index = num_i32(j, "index", -1);
+    c->manifest = num_i32(j, "manifest", -1);
     c->lower_bound_ms = num(j, "lower_bound_ms", 0);
     c->param_rank_bytes = num(j, "param_rank_bytes", 0);
     c->state_rank_bytes = num(j, "state_rank_bytes", 0);
@@ -205,10 +237,12 @@ static int adopt_identity(const cJSON *id, loom_tune_search *t)
 {
     t->model = str_dup(id, "model");
     t->cluster = str_dup(id, "cluster");
-    t->gpus = (int64_t)num(id, "gpus", 0);
-    t->global_batch = (int64_t)num(id, "global_batch", 0);
-    t->seq_len = (int32_t)num(id, "seq_len", 0);
-    t->top = (int32_t)num(id, "top", LOOM_TUNE_DEFAULT_TOP);
+    t->gpus = num_bytes(id, "gpus", 0);
+    t->global_batch = num_bytes(id, "global_batch", 0);
+    t->seq_len = num_i32(id, "seq_len", 0);
+    t->top = num_i32(id, "top", LOOM_TUNE_DEFAULT_TOP);
+    if (t->gpus < 0 || t->global_batch < 0 || t->seq_len < 0 || t->top < 0)
+        return -1;
     t->no_prune = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(id, "no_prune"));
     const cJSON *names = cJSON_GetObjectItemCaseSensitive(id, "manifest_names"), *e;
     cJSON_ArrayForEach(e, names)
@@ -256,8 +290,8 @@ static int check_shard(const char *file, const cJSON *doc, const char *id0, int3
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(doc, "search");
     if (num(doc, "loom_tune_shard", 0) != 1 || cJSON_GetArraySize(sh) != 2 || !cJSON_IsObject(id))
         return loom_set_error(err, LOOM_EINVAL, "%s: not a `loom tune --shard` file", file);
-    int32_t k = (int32_t)cJSON_GetArrayItem(sh, 0)->valuedouble;
-    int32_t nn = (int32_t)cJSON_GetArrayItem(sh, 1)->valuedouble;
+    int32_t k = to_i32(cJSON_GetArrayItem(sh, 0)->valuedouble);
+    int32_t nn = to_i32(cJSON_GetArrayItem(sh, 1)->valuedouble);
     char *mine = cJSON_PrintUnformatted(id);
     int same = mine && (!id0 || !strcmp(mine, id0));
     free(mine);
@@ -296,7 +330,7 @@ static int read_one(const char *file, loom_tune_search *t, char **id0, int32_t *
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(doc, "search");
     if (rc == LOOM_OK && !*id0) {
         *id0 = cJSON_PrintUnformatted(id);
-        int32_t total = (int32_t)num(id, "considered", 0);
+        int32_t total = num_i32(id, "considered", 0);
         if (adopt_identity(id, t) != 0 || total < 1 || total > LOOM_TUNE_MAX_CONFIGS)
             rc = loom_set_error(err, LOOM_EINVAL, "%s: search: malformed", file);
         else if (!(t->configs = calloc((size_t)total, sizeof *t->configs)))
@@ -304,7 +338,7 @@ static int read_one(const char *file, loom_tune_search *t, char **id0, int32_t *
     }
     if (rc == LOOM_OK)
         rc = read_configs(file, cJSON_GetObjectItemCaseSensitive(doc, "configs"), t,
-                          (int32_t)num(id, "considered", 0), err);
+                          num_i32(id, "considered", 0), err);
     cJSON_Delete(doc);
     return rc;
 }
@@ -320,7 +354,7 @@ int loom_tune_read_shards(const char **files, int n_files, loom_tune_search *t, 
         if (!seen[k])
             rc = loom_set_error(err, LOOM_EINVAL, "shard %d/%d is missing", k + 1, n);
     cJSON *id = id0 ? cJSON_Parse(id0) : NULL;
-    int32_t total = id ? (int32_t)num(id, "considered", 0) : 0;
+    int32_t total = id ? num_i32(id, "considered", 0) : 0;
     cJSON_Delete(id);
     if (rc == LOOM_OK && t->n_configs != total)
         rc = loom_set_error(err, LOOM_EINVAL, "the shards hold %d of the search's %d "
