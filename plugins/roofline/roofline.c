@@ -95,7 +95,9 @@ static const loom_param_def rf_param_table[] = {
                    "peaks; the cluster presets carry them, fp8 on Hopper only). PyTorch 1.12 "
                    "and later run float32 matmuls in fp32 unless "
                    "torch.backends.cuda.matmul.allow_tf32 is set; Megatron-LM and torchtitan "
-                   "train fp8 GEMMs with --fp8-format and float8 recipes"),
+                   "train fp8 GEMMs with --fp8-format and float8 recipes: under fp8 the "
+                   "Linear layers' GEMMs pay the casts of their operands (torchao's "
+                   "tensorwise recipe) and the attention core and the LM head stay bf16"),
     LOOM_PARAM_END};
 
 /* The RF_PRECISION_* of the enum param matmul_precision ("fp16" runs at
@@ -296,6 +298,10 @@ static int rf_hardware(const rf_self *s, const loom_cluster *c, int32_t tp,
     hw->cp = 1;
     hw->cp_link_bytes_per_s = 0;
     hw->p2p_latency_ms = c->p2p_latency_ms;
+    /* fp8 converts the Linear layers only (torchao.float8, Transformer
+     * Engine's fp8 GEMMs): the attention core and the LM head stay bf16 */
+    hw->high_peak_flops = s->precision == RF_PRECISION_FP8 ? c->peak_flops : 0.0;
+    hw->fp8_casts = s->precision == RF_PRECISION_FP8;
     return LOOM_OK;
 }
 

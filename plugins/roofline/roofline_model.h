@@ -28,6 +28,11 @@ typedef struct loom_roofline_op {
     double flops;      /* FLOPs on this GPU */
     double mem_bytes;  /* HBM bytes read + written on this GPU */
     double net_bytes;  /* bytes this GPU sends over its link */
+    /* A GEMM's operands on this GPU, in elements (0 for other units):
+     * its input x, its output y and its weight w. Under fp8 they size the
+     * casts to float8 (loom_roofline_fp8_cast_ms). */
+    double in_elems, out_elems, weight_elems;
+    int high_precision; /* a GEMM kept in bf16 under fp8 (the LM head) */
 } loom_roofline_op;
 
 /* Options of the operator and activation counts, as bit flags. */
@@ -61,6 +66,11 @@ typedef struct loom_roofline_hw {
     double cp_link_bytes_per_s; /* the CP group's link (ring attention) */
     double p2p_latency_ms;    /* latency of one ring step */
     double attention_backward; /* attention core backward / forward FLOPs (0: 2) */
+    /* The bf16 peak, FLOP/s, where the run's matmuls run at another
+     * precision: the attention core and the GEMMs kept in bf16 run at it
+     * under fp8 (0: peak_flops). */
+    double high_peak_flops;
+    int fp8_casts; /* 1: fp8 GEMMs pay the casts of their operands */
 } loom_roofline_hw;
 
 /* Fills ops[] (capacity LOOM_ROOFLINE_MAX_OPS) with the forward operators
@@ -131,6 +141,20 @@ void loom_roofline_layer_costs(const loom_layer *layer,
                                const loom_roofline_hw *hw, int policy,
                                unsigned flags, int pays_input_grad,
                                int pays_weight_grad, loom_roofline_costs *out);
+
+/* Time in ms of casting one fp8 GEMM's operands to float8 with dynamic
+ * tensorwise scaling (torchao.float8's recipe, as torchtitan and its
+ * roofline model run it under torch.compile), each cast a memory-bound
+ * kernel against HBM at eff_memory plus launch_ms: in the forward
+ * (backward 0) the input's cast (read bf16, write the row- and the
+ * column-major fp8 copy: 4 bytes an element; its max_abs fuses into the
+ * op that produced it), the weight's max_abs (2 bytes an element) and
+ * its forward cast (3 bytes); in the input gradient (backward 1) the
+ * incoming gradient's cast (4 bytes, max_abs fused) and the weight's
+ * backward cast (3 bytes). The weight gradient reuses those copies. 0
+ * for other operators and when hw->fp8_casts is 0. */
+double loom_roofline_fp8_cast_ms(const loom_roofline_op *op, const loom_roofline_hw *hw,
+                                 int backward);
 
 /* Adds a vocabulary's work to *c: with `embedding` the vocab-parallel
  * lookup of N rows (a memory-bound gather, then the TP all-reduce or

@@ -29,6 +29,8 @@ static void rf_push(loom_roofline_op *ops, int *n, const char *name, int unit,
     ops[*n].flops = flops;
     ops[*n].mem_bytes = mem_bytes;
     ops[*n].net_bytes = net_bytes;
+    ops[*n].in_elems = ops[*n].out_elems = ops[*n].weight_elems = 0.0;
+    ops[*n].high_precision = 0;
     (*n)++;
 }
 
@@ -43,8 +45,14 @@ static void rf_gemm(loom_roofline_op *ops, int *n, const char *name,
     double weights = in * out / tp;
     double x = row_parallel ? tokens * in / tp : tokens * in;
     double y = row_parallel ? tokens * out : tokens * out / tp;
+    int before = *n;
     rf_push(ops, n, name, LOOM_ROOFLINE_GEMM, flops,
             RF_ELEM_BYTES * (weights + x + y), 0.0);
+    if (*n > before) {
+        ops[*n - 1].in_elems = x;
+        ops[*n - 1].out_elems = y;
+        ops[*n - 1].weight_elems = weights;
+    }
 }
 
 /* Appends a ring collective over tp ranks whose full buffer has `elems`
@@ -174,7 +182,9 @@ double loom_roofline_op_ms(const loom_roofline_op *op,
                            const loom_roofline_hw *hw)
 {
     double eff = loom_roofline_eff(op, hw);
-    double compute = rf_term_ms(op->flops, rf_rate_per_ms(hw->peak_flops, eff));
+    int high = op->unit == LOOM_ROOFLINE_ATTENTION || op->high_precision;
+    double peak = high && hw->high_peak_flops > 0 ? hw->high_peak_flops : hw->peak_flops;
+    double compute = rf_term_ms(op->flops, rf_rate_per_ms(peak, eff));
     double memory = rf_term_ms(op->mem_bytes,
                                rf_rate_per_ms(hw->hbm_bytes_per_s,
                                               hw->eff_memory));
@@ -187,6 +197,26 @@ double loom_roofline_op_ms(const loom_roofline_op *op,
     if (network > ms)
         ms = network;
     return ms > 0 ? ms + hw->launch_ms : 0.0;
+}
+
+/* Time of one memory-bound kernel moving `bytes` (0 bytes: no kernel). */
+static double rf_cast_kernel_ms(double bytes, const loom_roofline_hw *hw)
+{
+    loom_roofline_op k = {"fp8_cast", LOOM_ROOFLINE_MEMORY, 0.0, bytes, 0.0, 0, 0, 0, 0};
+    return loom_roofline_op_ms(&k, hw);
+}
+
+double loom_roofline_fp8_cast_ms(const loom_roofline_op *op, const loom_roofline_hw *hw,
+                                 int backward)
+{
+    if (!hw->fp8_casts || op->unit != LOOM_ROOFLINE_GEMM || op->high_precision)
+        return 0.0;
+    if (backward)
+        return rf_cast_kernel_ms(4.0 * op->out_elems, hw) +
+               rf_cast_kernel_ms(3.0 * op->weight_elems, hw);
+    return rf_cast_kernel_ms(4.0 * op->in_elems, hw) +
+           rf_cast_kernel_ms(2.0 * op->weight_elems, hw) +
+           rf_cast_kernel_ms(3.0 * op->weight_elems, hw);
 }
 
 /* Forward model FLOPs over all TP ranks: GEMMs and the attention core. */
@@ -255,6 +285,8 @@ void loom_roofline_layer_costs(const loom_layer *layer,
     for (int i = 0; i < n; i++) {
         double ms = loom_roofline_op_ms(&ops[i], hw);
         double back = rf_input_grad_ms(&ops[i], hw);
+        double cast_fwd = loom_roofline_fp8_cast_ms(&ops[i], hw, 0);
+        double cast_back = loom_roofline_fp8_cast_ms(&ops[i], hw, 1);
         if (ops[i].unit == LOOM_ROOFLINE_ATTENTION && hw->cp > 1) {
             /* ring attention overlaps each K/V hop with a block's compute:
              * the slower of the two; the backward moves K, V and dK, dV */
@@ -274,8 +306,8 @@ void loom_roofline_layer_costs(const loom_layer *layer,
             ms = ms > gemm ? ms - gemm : 0.0;
             back = back > gemm ? back - gemm : 0.0;
         }
-        fwd += ms;
-        ig += back;
+        fwd += ms + cast_fwd;
+        ig += back + cast_back;
         if (ops[i].unit == LOOM_ROOFLINE_COLLECTIVE) {
             fcomm += ms;
             icomm += back;
@@ -358,6 +390,7 @@ void loom_roofline_vocab_costs(double hidden, double vocab, const loom_shape *sh
         if (sp)
             rf_ring(ops, &n, "allgather_head", N * hidden, t, 1.0);
         rf_gemm(ops, &n, "lm_head", N, hidden, vocab, t, 0);
+        ops[n - 1].high_precision = 1; /* torchtitan's float8 skips "output" */
         /* vocab-parallel cross-entropy over the N x vocab/tp logits: read
          * in bf16, softmax kept in fp32 (3 bf16 elements' worth each) */
         rf_memop(ops, &n, "loss", 3.0 * N * vocab / t);

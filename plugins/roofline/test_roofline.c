@@ -233,17 +233,17 @@ END_TEST
 
 START_TEST(operator_time_is_max_of_three_terms)
 {
-    loom_roofline_hw hw = {100e12, 1e12, 1e11, 0.5, 0.25, 0.5, 0.5, 0, 0, 0, 0, 1, 0, 0, 0};
-    loom_roofline_op op = {"gemm", LOOM_ROOFLINE_GEMM, 1e12, 1e9, 0};
+    loom_roofline_hw hw = {100e12, 1e12, 1e11, 0.5, 0.25, 0.5, 0.5, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0};
+    loom_roofline_op op = {"gemm", LOOM_ROOFLINE_GEMM, 1e12, 1e9, 0, 0, 0, 0, 0};
     /* compute 1e12 / 50e12 = 20 ms; HBM 1e9 / 0.5e12 = 2 ms */
     ASSERT_REL(loom_roofline_op_ms(&op, &hw), 20.0);
     op.mem_bytes = 2e10; /* HBM 40 ms wins */
     ASSERT_REL(loom_roofline_op_ms(&op, &hw), 40.0);
     op.net_bytes = 3e9;  /* link 3e9 / 0.5e11 = 60 ms wins */
     ASSERT_REL(loom_roofline_op_ms(&op, &hw), 60.0);
-    loom_roofline_op att = {"attn", LOOM_ROOFLINE_ATTENTION, 1e12, 0, 0};
+    loom_roofline_op att = {"attn", LOOM_ROOFLINE_ATTENTION, 1e12, 0, 0, 0, 0, 0, 0};
     ASSERT_REL(loom_roofline_op_ms(&att, &hw), 40.0); /* eff_attention */
-    loom_roofline_op mem = {"norm", LOOM_ROOFLINE_MEMORY, 0, 5e9, 0};
+    loom_roofline_op mem = {"norm", LOOM_ROOFLINE_MEMORY, 0, 5e9, 0, 0, 0, 0, 0};
     ASSERT_REL(loom_roofline_op_ms(&mem, &hw), 10.0);
 }
 END_TEST
@@ -411,7 +411,7 @@ START_TEST(policies_order_memory_and_recompute)
     /* selective recomputes the attention core and softmax */
     loom_roofline_op ops[LOOM_ROOFLINE_MAX_OPS];
     int k = loom_roofline_forward_ops(&fx.layer, &s, 0, ops);
-    loom_roofline_hw hw = {989e12, 3.35e12, 200e9, 0.7, 0.6, 0.8, 0.75, 0, 0, 0, 0, 1, 0, 0, 0};
+    loom_roofline_hw hw = {989e12, 3.35e12, 200e9, 0.7, 0.6, 0.8, 0.75, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0};
     double att_ms = 0;
     for (int i = 0; i < k; i++)
         if (!strcmp(ops[i].name, "attn_core") || !strcmp(ops[i].name, "softmax"))
@@ -620,12 +620,12 @@ END_TEST
 /* Size-aware efficiency: eff * F / (F + half), per operator. */
 START_TEST(size_curve_lowers_small_operators)
 {
-    loom_roofline_hw hw = {100e12, 1e12, 1e11, 0.6, 0.5, 0.5, 0.5, 0, 4e9, 2e9, 0, 1, 0, 0, 0};
-    loom_roofline_op gemm = {"gemm", LOOM_ROOFLINE_GEMM, 4e9, 0, 0};
+    loom_roofline_hw hw = {100e12, 1e12, 1e11, 0.6, 0.5, 0.5, 0.5, 0, 4e9, 2e9, 0, 1, 0, 0, 0, 0, 0};
+    loom_roofline_op gemm = {"gemm", LOOM_ROOFLINE_GEMM, 4e9, 0, 0, 0, 0, 0, 0};
     ASSERT_REL(loom_roofline_eff(&gemm, &hw), 0.3);
     /* 4e9 FLOPs at 100e12 * 0.3 per second: 4e9 / 3e13 s */
     ASSERT_REL(loom_roofline_op_ms(&gemm, &hw), 4e9 / 3e13 * 1e3);
-    loom_roofline_op attn = {"attn_core", LOOM_ROOFLINE_ATTENTION, 6e9, 0, 0};
+    loom_roofline_op attn = {"attn_core", LOOM_ROOFLINE_ATTENTION, 6e9, 0, 0, 0, 0, 0, 0};
     ASSERT_REL(loom_roofline_eff(&attn, &hw), 0.5 * 0.75);
     gemm.flops = 4e12; /* large: within 0.1 % of eff_gemm */
     ck_assert(loom_roofline_eff(&gemm, &hw) > 0.6 * 0.999);
@@ -1008,6 +1008,84 @@ START_TEST(matmul_precision_picks_the_peak)
 }
 END_TEST
 
+/* Costs of layer `index` of fx's module under `params` (NULL ended). */
+static loom_layer_cost estimate_layer(fixture *fx, const char *const *params, int32_t index,
+                                      loom_shape shape)
+{
+    loom_layer_cost c = LOOM_LAYER_COST_INIT;
+    loom_error err = {0, ""};
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+    for (int i = 0; params && params[i]; i += 2)
+        loom_mock_host_set_param(h, params[i], params[i + 1]);
+    loom_mock_host_set_problem(h, &fx->problem);
+    const loom_cost_model_vtable *vt = vtable();
+    void *self = NULL;
+    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self,
+                                &err), LOOM_OK);
+    ck_assert_msg(vt->estimate(self, &fx->problem, 0, index, &shape, LOOM_POLICY_NONE, &c,
+                               &err) == LOOM_OK, "%s", err.message);
+    vt->destroy(self);
+    loom_mock_host_free(h);
+    return c;
+}
+
+START_TEST(fp8_runs_the_linears_and_pays_their_casts)
+{
+    /* fp8 converts the Linear layers (torchao.float8's tensorwise recipe,
+     * as torchtitan trains it): their GEMMs run at the fp8 peak and pay
+     * their operands' casts, memory-bound kernels of 4 bytes an input
+     * element and 5 a weight element in the forward, 4 bytes an incoming
+     * gradient element and 3 a weight element in the input gradient; the
+     * weight gradient pays none, and the attention core and the norms run
+     * as in bf16. Llama-3-8B at TP 1 on 4096 tokens, all four GEMMs
+     * compute-bound: the inputs of qkv, attn_out, fc1 and fc2 hold
+     * 3 N h + N f elements, their outputs N (h + 2 kv) + N h + 2 N f + N h,
+     * their weights h (h + 2 kv) + h^2 + 2 h f + f h. */
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    fx.cluster.peak_flops_fp8 = 2 * 989e12;
+    fx.cluster.hbm_bytes_per_s = 2e12;
+    fx.cluster.eff_memory = 1.0;
+    fx.cluster.gemm_half_flops = fx.cluster.attention_half_flops = 0;
+    fx.cluster.kernel_launch_us = 0;
+    static const char *const bf16[] = {"matmul_precision", "bf16", NULL};
+    static const char *const fp8[] = {"matmul_precision", "fp8", NULL};
+    loom_shape sh = seq_shape(1, 4096, 1, 1);
+    loom_layer_cost b = estimate_ok(&fx, bf16, sh, LOOM_POLICY_NONE);
+    loom_layer_cost e = estimate_ok(&fx, fp8, sh, LOOM_POLICY_NONE);
+    const double N = 4096, h = 4096, kv = 1024, f = 14336;
+    double x = 3 * N * h + N * f;
+    double y = N * (h + 2 * kv) + N * h + 2 * N * f + N * h;
+    double w = h * (h + 2 * kv) + h * h + 2 * h * f + f * h;
+    double gemm_ms = 2 * N * w / (989e12 * 0.7) * 1e3; /* the forward GEMMs in bf16 */
+    double cast_fwd_ms = (4 * x + 5 * w) / 2e12 * 1e3;
+    double cast_back_ms = (4 * y + 3 * w) / 2e12 * 1e3;
+    ASSERT_REL(e.forward_ms, b.forward_ms - gemm_ms / 2 + cast_fwd_ms);
+    ASSERT_REL(e.input_grad_ms, b.input_grad_ms - gemm_ms / 2 + cast_back_ms);
+    ASSERT_REL(e.weight_grad_ms, b.weight_grad_ms / 2);
+    ck_assert_double_eq(e.flops, b.flops);
+
+    /* the LM head stays in bf16 (torchtitan's float8 skips "output"): the
+     * last layer adds to a middle one what it adds in bf16 */
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 128256, 0);
+    fx.cluster.peak_flops_fp8 = 2 * 989e12;
+    loom_layer layers[32];
+    for (int i = 0; i < 32; i++)
+        layers[i] = LLAMA3_8B;
+    fx.module.layers = layers;
+    loom_layer_cost b_mid = estimate_layer(&fx, bf16, 5, sh);
+    loom_layer_cost b_last = estimate_layer(&fx, bf16, 31, sh);
+    loom_layer_cost e_mid = estimate_layer(&fx, fp8, 5, sh);
+    loom_layer_cost e_last = estimate_layer(&fx, fp8, 31, sh);
+    ck_assert(e_mid.forward_ms < b_mid.forward_ms);
+    ASSERT_REL(e_last.forward_ms - e_mid.forward_ms, b_last.forward_ms - b_mid.forward_ms);
+    ASSERT_REL(e_last.input_grad_ms - e_mid.input_grad_ms,
+               b_last.input_grad_ms - b_mid.input_grad_ms);
+    ASSERT_REL(e_last.weight_grad_ms - e_mid.weight_grad_ms,
+               b_last.weight_grad_ms - b_mid.weight_grad_ms);
+}
+END_TEST
+
 START_TEST(gemm_efficiency_scale_param)
 {
     fixture fx;
@@ -1172,6 +1250,7 @@ static Suite *roofline_suite(void)
     tcase_add_test(tc, preset_parameter_counts);
     tcase_add_test(tc, fp32_elements_double_the_bytes);
     tcase_add_test(tc, matmul_precision_picks_the_peak);
+    tcase_add_test(tc, fp8_runs_the_linears_and_pays_their_casts);
     tcase_add_test(tc, optimizer_efficiency);
     tcase_add_test(tc, param_and_state_bytes);
     tcase_add_test(tc, gemm_efficiency_scale_param);

@@ -26,8 +26,9 @@ row's figure is taken over all of them (model FLOPs over GPU time for `mfu`,
 the mean iteration for `time_s`).
 Every row uses the shipped cluster presets and cost-model defaults: there is
 no per-row tuning. A row's `params` state its run's setup only (the TF32
-Oobleck run's 4-byte elements and unfused attention, PipeWeaver's
-parameter-balanced Megatron-LM split); `average_over` averages the
+Oobleck run's 4-byte elements and unfused attention, the one virtual stage
+of PipeWeaver's Megatron-LM baseline, torchtitan's layer split and float8);
+`average_over` averages the
 figure over a param's values (the Oobleck run's node counts).
 --cluster PRESET=FILE plans the rows of a cluster preset with a cluster
 file instead (e.g. h800=H.json: the H800 rows under other factors).
@@ -235,6 +236,20 @@ def predict_one(loom, row):
                 raise SystemExit("fidelity: row %s: samples_per_s needs a written workload" % row["id"])
             n = w["microbatches"] * len(w.get("samples") or [w["sample"]] * w.get("per_microbatch", 1))
             return n / (m["makespan_ms"] / 1e3)
+        if metric == "tokens_per_gpu_s":
+            # the tokens of one data-parallel replica's iteration over its
+            # time and its GPUs (tp x pp x cp), as torchtitan logs TPS/GPU
+            w = row["workload"]
+            if "family" in w:
+                raise SystemExit("fidelity: row %s: tokens_per_gpu_s needs a written workload"
+                                 % row["id"])
+            samples = w.get("samples") or [w["sample"]] * w.get("per_microbatch", 1)
+            tokens = w["microbatches"] * sum(s["text_tokens"] for s in samples)
+            degrees = dict(kv.split("=") for kv in row["parallel"].split(","))
+            gpus = 1
+            for key in ("tp", "pp", "cp"):
+                gpus *= int(degrees.get(key, 1))
+            return tokens / (m["makespan_ms"] / 1e3) / gpus
         if metric == "speedup":
             # the baseline's iteration time over the row's: the row with
             # the baseline's keys (manifest, parallel, ...) replaced
