@@ -109,11 +109,11 @@ static const loom_cost_model_vtable *vtable(void)
     return (const loom_cost_model_vtable *)h;
 }
 
-/* create + estimate + destroy on a mock host with the given params
- * ("key=value" strings, NULL-terminated list or NULL). */
-static int estimate_with(fixture *fx, const char *const *params,
-                         loom_shape shape, int32_t policy,
-                         loom_layer_cost *out, loom_error *err)
+/* create + estimate layer `index` + destroy on a mock host with the given
+ * params (key and value strings, NULL-terminated list or NULL). */
+static int estimate_at(fixture *fx, const char *const *params, int32_t index,
+                       loom_shape shape, int32_t policy, loom_layer_cost *out,
+                       loom_error *err)
 {
     loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     for (int i = 0; params && params[i]; i += 2)
@@ -124,11 +124,19 @@ static int estimate_with(fixture *fx, const char *const *params,
     int rc = vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL,
                         &self, err);
     if (rc == LOOM_OK) {
-        rc = vt->estimate(self, &fx->problem, 0, 0, &shape, policy, out, err);
+        rc = vt->estimate(self, &fx->problem, 0, index, &shape, policy, out, err);
         vt->destroy(self);
     }
     loom_mock_host_free(h);
     return rc;
+}
+
+/* estimate_at() of the module's first layer. */
+static int estimate_with(fixture *fx, const char *const *params,
+                         loom_shape shape, int32_t policy,
+                         loom_layer_cost *out, loom_error *err)
+{
+    return estimate_at(fx, params, 0, shape, policy, out, err);
 }
 
 /* estimate_with() asserting success. */
@@ -1008,24 +1016,15 @@ START_TEST(matmul_precision_picks_the_peak)
 }
 END_TEST
 
-/* Costs of layer `index` of fx's module under `params` (NULL ended). */
+/* Costs of layer `index` of fx's module under `params` (NULL ended),
+ * asserting success. */
 static loom_layer_cost estimate_layer(fixture *fx, const char *const *params, int32_t index,
                                       loom_shape shape)
 {
     loom_layer_cost c = LOOM_LAYER_COST_INIT;
     loom_error err = {0, ""};
-    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
-    for (int i = 0; params && params[i]; i += 2)
-        loom_mock_host_set_param(h, params[i], params[i + 1]);
-    loom_mock_host_set_problem(h, &fx->problem);
-    const loom_cost_model_vtable *vt = vtable();
-    void *self = NULL;
-    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL, &self,
-                                &err), LOOM_OK);
-    ck_assert_msg(vt->estimate(self, &fx->problem, 0, index, &shape, LOOM_POLICY_NONE, &c,
-                               &err) == LOOM_OK, "%s", err.message);
-    vt->destroy(self);
-    loom_mock_host_free(h);
+    ck_assert_msg(estimate_at(fx, params, index, shape, LOOM_POLICY_NONE, &c, &err) == LOOM_OK,
+                  "%s", err.message);
     return c;
 }
 

@@ -122,6 +122,26 @@ static void check_span(const loom_partition *p, int k, int module, int first,
     ck_assert_int_eq(p->spans[k].n_layers, count);
 }
 
+/* Asserts the layout of the 6 positions of a pp 2 x vpp 3 split of a
+ * 5-layer encoder and an 11-layer backbone whose position 0 holds the
+ * whole encoder and backbone layers 0..1: position s on rank s % 2, one
+ * span each but position 0's two, then the backbone runs of `runs` layers
+ * (positions 1..5) and the label `label`. */
+static void check_encoder_at_first(const loom_partition *p, const int runs[5], const char *label)
+{
+    ck_assert_int_eq(p->n_positions, 6);
+    for (int s = 0; s < 6; s++) {
+        ck_assert_int_eq(p->positions[s].rank, s % 2);
+        ck_assert_int_eq(p->positions[s].n_spans, s == 0 ? 2 : 1);
+    }
+    ck_assert_int_eq(p->n_spans, 7);
+    check_span(p, 0, 0, 0, 5); /* position 0: vit 0..4 and llm 0..1 */
+    check_span(p, 1, 1, 0, 2);
+    for (int k = 0, first = 2; k < 5; first += runs[k], k++)
+        check_span(p, 2 + k, 1, first, runs[k]);
+    ck_assert_str_eq(p->label, label);
+}
+
 START_TEST(split_crosses_module_boundary)
 {
     /* 5 + 11 = 16 layers into pp 2 x vpp 3 = 6 positions: 3,3,3,3,2,2 */
@@ -175,22 +195,8 @@ START_TEST(encoders_first_position)
     loom_error err = {0, ""};
     ck_assert_msg(partition_encoders(&f.problem, "first", set, &err) == LOOM_OK, "%s",
                   err.message);
-    const loom_partition *p = set->items[0];
-    ck_assert_int_eq(p->n_positions, 6);
-    static const int n_spans[6] = {2, 1, 1, 1, 1, 1};
-    for (int s = 0; s < 6; s++) {
-        ck_assert_int_eq(p->positions[s].rank, s % 2);
-        ck_assert_int_eq(p->positions[s].n_spans, n_spans[s]);
-    }
-    ck_assert_int_eq(p->n_spans, 7);
-    check_span(p, 0, 0, 0, 5); /* position 0: vit 0..4 and llm 0..1 */
-    check_span(p, 1, 1, 0, 2);
-    check_span(p, 2, 1, 2, 2);
-    check_span(p, 3, 1, 4, 2);
-    check_span(p, 4, 1, 6, 2);
-    check_span(p, 5, 1, 8, 2);
-    check_span(p, 6, 1, 10, 1);
-    ck_assert_str_eq(p->label, "uniform pp=2 vpp=3 encoders-first");
+    static const int runs[5] = {2, 2, 2, 2, 1};
+    check_encoder_at_first(set->items[0], runs, "uniform pp=2 vpp=3 encoders-first");
     loom_mock_candidates_free(set);
 
     /* without encoders the split is the plain one, label and all */
@@ -248,22 +254,8 @@ START_TEST(given_layers_per_position)
     ck_assert_msg(partition_with(&f.problem, NULL, "layers_per_position", "7,1,3,2,2,1", set,
                                  &err) == LOOM_OK, "%s", err.message);
     ck_assert_int_eq(set->n, 1);
-    const loom_partition *p = set->items[0];
-    ck_assert_int_eq(p->n_positions, 6);
-    static const int n_spans[6] = {2, 1, 1, 1, 1, 1};
-    for (int s = 0; s < 6; s++) {
-        ck_assert_int_eq(p->positions[s].rank, s % 2);
-        ck_assert_int_eq(p->positions[s].n_spans, n_spans[s]);
-    }
-    ck_assert_int_eq(p->n_spans, 7);
-    check_span(p, 0, 0, 0, 5); /* position 0: vit 0..4 and llm 0..1 */
-    check_span(p, 1, 1, 0, 2);
-    check_span(p, 2, 1, 2, 1);
-    check_span(p, 3, 1, 3, 3);
-    check_span(p, 4, 1, 6, 2);
-    check_span(p, 5, 1, 8, 2);
-    check_span(p, 6, 1, 10, 1);
-    ck_assert_str_eq(p->label, "uniform pp=2 vpp=3 layers-given");
+    static const int runs[5] = {1, 3, 2, 2, 1};
+    check_encoder_at_first(set->items[0], runs, "uniform pp=2 vpp=3 layers-given");
     loom_mock_candidates_free(set);
 
     /* the even cut given by hand is the default split, span for span */
@@ -297,35 +289,38 @@ static void check_given_error(const fixture *f, const char *text, const char *mo
 
 START_TEST(given_layers_errors)
 {
+    /* the list, a param beside it (or none), and the message */
+    static const struct {
+        const char *text, *key, *value, *message;
+    } cases[] = {
+        {"7,1,3,2,2", NULL, NULL,
+         "uniform: params.layers_per_position has 5 entries, expected one per position: 6 "
+         "(pp 2 x vpp 3)"},
+        {"7,1,3,2,2,1,1", NULL, NULL,
+         "uniform: params.layers_per_position has 7 entries, expected one per position: 6 "
+         "(pp 2 x vpp 3)"},
+        {"7,1,3,2,2,2", NULL, NULL,
+         "uniform: params.layers_per_position sums to 17 layers, expected the model's 16"},
+        {"7,0,4,2,2,1", NULL, NULL,
+         "uniform: params.layers_per_position: entry 2 is \"0\", expected a positive integer"},
+        {"7,1,3,two,2,1", NULL, NULL,
+         "uniform: params.layers_per_position: entry 4 is \"two\", expected a positive "
+         "integer"},
+        {"7,1,3,2,2,", NULL, NULL,
+         "uniform: params.layers_per_position: entry 6 is \"\", expected a positive integer"},
+        {"8,-1,4,2,2,1", NULL, NULL,
+         "uniform: params.layers_per_position: entry 2 is \"-1\", expected a positive integer"},
+        {"3,3,3,3,2,2", "encoders", "first",
+         "uniform: params.layers_per_position and params.encoders \"first\" both place layers; "
+         "expected one of them"},
+        {"3,3,3,3,2,2", "vpp_sweep", "true",
+         "uniform: params.layers_per_position fixes one split of pp x vpp positions; expected "
+         "params.vpp_sweep false with it"},
+    };
     fixture f;
     setup(&f, 5, 11, 2, 3, 4);
-    check_given_error(&f, "7,1,3,2,2", NULL, NULL,
-                      "uniform: params.layers_per_position has 5 entries, expected one per "
-                      "position: 6 (pp 2 x vpp 3)");
-    check_given_error(&f, "7,1,3,2,2,1,1", NULL, NULL,
-                      "uniform: params.layers_per_position has 7 entries, expected one per "
-                      "position: 6 (pp 2 x vpp 3)");
-    check_given_error(&f, "7,1,3,2,2,2", NULL, NULL,
-                      "uniform: params.layers_per_position sums to 17 layers, expected the "
-                      "model's 16");
-    check_given_error(&f, "7,0,4,2,2,1", NULL, NULL,
-                      "uniform: params.layers_per_position: entry 2 is \"0\", expected a "
-                      "positive integer");
-    check_given_error(&f, "7,1,3,two,2,1", NULL, NULL,
-                      "uniform: params.layers_per_position: entry 4 is \"two\", expected a "
-                      "positive integer");
-    check_given_error(&f, "7,1,3,2,2,", NULL, NULL,
-                      "uniform: params.layers_per_position: entry 6 is \"\", expected a "
-                      "positive integer");
-    check_given_error(&f, "8,-1,4,2,2,1", NULL, NULL,
-                      "uniform: params.layers_per_position: entry 2 is \"-1\", expected a "
-                      "positive integer");
-    check_given_error(&f, "3,3,3,3,2,2", "encoders", "first",
-                      "uniform: params.layers_per_position and params.encoders \"first\" both "
-                      "place layers; expected one of them");
-    check_given_error(&f, "3,3,3,3,2,2", "vpp_sweep", "true",
-                      "uniform: params.layers_per_position fixes one split of pp x vpp "
-                      "positions; expected params.vpp_sweep false with it");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_given_error(&f, cases[i].text, cases[i].key, cases[i].value, cases[i].message);
 }
 END_TEST
 
