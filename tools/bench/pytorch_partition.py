@@ -49,6 +49,7 @@ def load_partitioner(path):
     """Imports the auto-partitioner module from `path`."""
     if not os.path.isfile(path):
         fail(f"{path}: no such file (the auto-partitioner's _partition.py)")
+    sys.dont_write_bytecode = True  # leave no __pycache__ beside the user's file
     spec = importlib.util.spec_from_file_location("pt_partition", path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod  # its dataclasses look their module up
