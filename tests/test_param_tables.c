@@ -403,6 +403,41 @@ END_TEST
 
 /* The host's evaluation-mode budget (ranker.h): ten times the value, at
  * least 60 s, at most the declared max. */
+START_TEST(int_list_reads_and_names_the_bad_entry)
+{
+    /* loom_param_int_list: entries in [lo, hi] with spaces around them,
+     * the count even past cap, and the first bad entry by number and text */
+    int64_t v[3] = {0, 0, 0};
+    const char *bad = NULL;
+    size_t len = 0;
+    ck_assert_int_eq(loom_param_int_list("12, 4,8", 1, 100, v, 3, &bad, &len), 3);
+    ck_assert_int_eq(v[0], 12);
+    ck_assert_int_eq(v[1], 4);
+    ck_assert_int_eq(v[2], 8);
+    ck_assert_int_eq(loom_param_int_list("1,2,3,4", 1, 100, v, 2, &bad, &len), 4);
+    ck_assert_int_eq(v[1], 2);
+    ck_assert_int_eq(v[2], 8); /* past cap: not written */
+    ck_assert_int_eq(loom_param_int_list("-3,-1", -5, 5, v, 3, &bad, &len), 2);
+    ck_assert_int_eq(v[0], -3);
+    static const struct {
+        const char *text;
+        int64_t rc;
+        const char *entry;
+    } cases[] = {
+        {"1,,2", -2, ""},      {"4x", -1, "4x"},        {"7, 0 ,4", -2, "0"},
+        {"1,2,", -3, ""},      {"", -1, ""},            {"+5", -1, "+5"},
+        {"1,101", -2, "101"},  {"99999999999999999999", -1, "99999999999999999999"},
+        {"1, 2 3", -2, "2 3"}, {"-1", -1, "-1"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ck_assert_int_eq(loom_param_int_list(cases[i].text, 1, 100, v, 3, &bad, &len),
+                         cases[i].rc);
+        ck_assert_int_eq(len, strlen(cases[i].entry));
+        ck_assert(strncmp(bad, cases[i].entry, len) == 0);
+    }
+}
+END_TEST
+
 START_TEST(safety_budget_follows_ranker_h)
 {
     ck_assert_double_eq(loom_ranker_safety_budget_ms(1000, LOOM_NO_MAX), 60000);
@@ -422,6 +457,7 @@ int main(void)
     tcase_add_test(tc, read_gives_the_table_defaults);
     tcase_add_test(tc, read_checks_the_host_values);
     tcase_add_test(tc, safety_budget_follows_ranker_h);
+    tcase_add_test(tc, int_list_reads_and_names_the_bad_entry);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -106,27 +106,12 @@ int32_t loom_ma_parse_sizes(const char *text, int64_t *sizes, int32_t cap,
         *is_auto = 1;
         return 0;
     }
-    int32_t n = 0;
-    const char *p = text;
-    for (;;) {
-        while (*p == ' ')
-            p++;
-        if (*p < '0' || *p > '9')
-            return -1;
-        char *end = NULL;
-        long long v = strtoll(p, &end, 10);
-        if (end == p || v < 1 || v > 1000000000LL || n >= cap)
-            return -1;
-        sizes[n++] = v;
-        p = end;
-        while (*p == ' ')
-            p++;
-        if (*p == '\0')
-            break;
-        if (*p != ',')
-            return -1;
-        p++;
-    }
+    const char *bad = NULL;
+    size_t bad_len = 0;
+    int64_t count = loom_param_int_list(text, 1, 1000000000, sizes, cap, &bad, &bad_len);
+    if (count < 0 || count > cap)
+        return -1;
+    int32_t n = (int32_t)count;
     for (int32_t i = 1; i < n; i++) { /* insertion sort, n is small */
         int64_t v = sizes[i];
         int32_t j = i - 1;

@@ -91,6 +91,18 @@ static int partition_with(const loom_problem *pb, const loom_iteration *it, cons
     return partition_params(pb, it, kv, set, err);
 }
 
+/* A new candidate set holding the split of pb with param `key` set to
+ * `value` (key NULL: the defaults), asserting success; free it with
+ * loom_mock_candidates_free. */
+static loom_candidates *partitioned(const loom_problem *pb, const char *key, const char *value)
+{
+    loom_candidates *set = loom_mock_candidates_new(pb, NULL);
+    loom_error err = {0, ""};
+    ck_assert_msg(partition_with(pb, NULL, key, value, set, &err) == LOOM_OK, "%s",
+                  err.message);
+    return set;
+}
+
 /* Runs the uniform partitioner on `set` with params.placement (NULL: the
  * default). */
 static int partition_placed(const loom_problem *pb, const loom_iteration *it,
@@ -191,18 +203,14 @@ START_TEST(encoders_first_position)
      * backbone layers cut over the 6 positions as 2,2,2,2,2,1 */
     fixture f;
     setup(&f, 5, 11, 2, 3, 4);
-    loom_candidates *set = loom_mock_candidates_new(&f.problem, NULL);
-    loom_error err = {0, ""};
-    ck_assert_msg(partition_encoders(&f.problem, "first", set, &err) == LOOM_OK, "%s",
-                  err.message);
+    loom_candidates *set = partitioned(&f.problem, "encoders", "first");
     static const int runs[5] = {2, 2, 2, 2, 1};
     check_encoder_at_first(set->items[0], runs, "uniform pp=2 vpp=3 encoders-first");
     loom_mock_candidates_free(set);
 
     /* without encoders the split is the plain one, label and all */
     setup(&f, 0, 8, 4, 1, 8);
-    set = loom_mock_candidates_new(&f.problem, NULL);
-    ck_assert_int_eq(partition_encoders(&f.problem, "first", set, &err), LOOM_OK);
+    set = partitioned(&f.problem, "encoders", "first");
     for (int s = 0; s < 4; s++)
         check_span(set->items[0], s, 1, 2 * s, 2);
     ck_assert_str_eq(set->items[0]->label, "uniform pp=4 vpp=1");
@@ -249,21 +257,15 @@ START_TEST(given_layers_per_position)
      * position 0 */
     fixture f;
     setup(&f, 5, 11, 2, 3, 4);
-    loom_candidates *set = loom_mock_candidates_new(&f.problem, NULL);
-    loom_error err = {0, ""};
-    ck_assert_msg(partition_with(&f.problem, NULL, "layers_per_position", "7,1,3,2,2,1", set,
-                                 &err) == LOOM_OK, "%s", err.message);
+    loom_candidates *set = partitioned(&f.problem, "layers_per_position", "7,1,3,2,2,1");
     ck_assert_int_eq(set->n, 1);
     static const int runs[5] = {1, 3, 2, 2, 1};
     check_encoder_at_first(set->items[0], runs, "uniform pp=2 vpp=3 layers-given");
     loom_mock_candidates_free(set);
 
     /* the even cut given by hand is the default split, span for span */
-    set = loom_mock_candidates_new(&f.problem, NULL);
-    loom_candidates *even = loom_mock_candidates_new(&f.problem, NULL);
-    ck_assert_int_eq(partition_with(&f.problem, NULL, "layers_per_position", "3,3,3,3,2,2", set,
-                                    &err), LOOM_OK);
-    ck_assert_int_eq(partition(&f.problem, NULL, even, &err), LOOM_OK);
+    set = partitioned(&f.problem, "layers_per_position", "3,3,3,3,2,2");
+    loom_candidates *even = partitioned(&f.problem, NULL, NULL);
     ck_assert_int_eq(set->items[0]->n_spans, even->items[0]->n_spans);
     for (int k = 0; k < even->items[0]->n_spans; k++)
         check_span(set->items[0], k, even->items[0]->spans[k].module,

@@ -19,9 +19,7 @@
  * split chosen elsewhere (Megatron-LM's pipeline layout, a torchtitan
  * split, another partitioner's) priced as it is.
  */
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <loom/loom.h>
 #include <loom/kits/layout.h>
@@ -115,34 +113,25 @@ static int uniform_encoder_layers(const loom_host_api *host, const loom_model *m
  * naming the entry that is not a positive integer, a count other than
  * n_pos, or a sum other than the model's n_layers. */
 static int uniform_given_sizes(const loom_host_api *host, const char *text, int64_t n_pos,
-                               int64_t n_layers, int32_t pp, int32_t vpp, int32_t *sizes,
+                               int64_t n_layers, int32_t pp, int32_t vpp, int64_t *sizes,
                                loom_error *err)
 {
-    int64_t n = 0, sum = 0;
-    const char *p = text;
-    for (;;) {
-        char *end = NULL;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        size_t len = strcspn(p, ",");
-        if (end == p || (size_t)(end - p) != len || errno || v < 1 || v > INT32_MAX)
-            return host->error(err, LOOM_EINVAL,
-                               "uniform: params.layers_per_position: entry %lld is \"%.*s\", "
-                               "expected a positive integer", (long long)n + 1,
-                               (int)(len > 32 ? 32 : len), p);
-        if (n < n_pos)
-            sizes[n] = (int32_t)v;
-        n++;
-        sum += v;
-        if (p[len] != ',')
-            break;
-        p += len + 1;
-    }
+    const char *bad = NULL;
+    size_t bad_len = 0;
+    int64_t n = loom_param_int_list(text, 1, INT32_MAX, sizes, n_pos, &bad, &bad_len);
+    if (n < 0)
+        return host->error(err, LOOM_EINVAL,
+                           "uniform: params.layers_per_position: entry %lld is \"%.*s\", "
+                           "expected a positive integer", (long long)-n,
+                           (int)(bad_len > 32 ? 32 : bad_len), bad);
     if (n != n_pos)
         return host->error(err, LOOM_EINVAL,
                            "uniform: params.layers_per_position has %lld entries, expected "
                            "one per position: %lld (pp %d x vpp %d)",
                            (long long)n, (long long)n_pos, pp, vpp);
+    int64_t sum = 0;
+    for (int64_t s = 0; s < n_pos; s++)
+        sum += sizes[s];
     if (sum != n_layers)
         return host->error(err, LOOM_EINVAL,
                            "uniform: params.layers_per_position sums to %lld layers, expected "
@@ -191,8 +180,13 @@ static int uniform_one(uniform_self *u, const loom_problem *problem,
         return host->error(err, LOOM_ENOMEM, "uniform: out of memory");
     int rc = LOOM_OK;
     if (given) {
-        rc = uniform_given_sizes(host, u->layers_per_position, n_pos, n_layers, pp, vpp,
-                                 sizes, err);
+        int64_t *given_sizes = host->alloc((size_t)n_pos * sizeof *given_sizes);
+        rc = given_sizes ? uniform_given_sizes(host, u->layers_per_position, n_pos, n_layers,
+                                               pp, vpp, given_sizes, err)
+                         : host->error(err, LOOM_ENOMEM, "uniform: out of memory");
+        for (int64_t s = 0; rc == LOOM_OK && s < n_pos; s++)
+            sizes[s] = (int32_t)given_sizes[s];
+        host->free(given_sizes);
     } else {
         int64_t cut = n_layers - lead;
         for (int64_t s = 0; s < n_pos; s++)

@@ -144,15 +144,19 @@ static int32_t num_i32(const cJSON *obj, const char *name, int32_t dflt)
     return cJSON_IsNumber(v) ? to_i32(v->valuedouble) : dflt;
 }
 
-/* The number member `name` of obj as an int64_t in [0, 2^62], `dflt`
- * when absent, -1 when negative or out of range. */
-static int64_t num_bytes(const cJSON *obj, const char *name, int64_t dflt)
+/* x as an int64_t count in [0, 2^62], or -1 when negative, out of range
+ * or NaN (a cast would be undefined). */
+static int64_t to_count(double x)
+{
+    return x >= 0 && x <= 4611686018427387904.0 ? (int64_t)x : -1;
+}
+
+/* The number member `name` of obj as to_count() reads it, `dflt` when
+ * absent. */
+static int64_t num_count(const cJSON *obj, const char *name, int64_t dflt)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-    if (!cJSON_IsNumber(v))
-        return dflt;
-    return v->valuedouble >= 0 && v->valuedouble <= 4611686018427387904.0
-               ? (int64_t)v->valuedouble : -1;
+    return cJSON_IsNumber(v) ? to_count(v->valuedouble) : dflt;
 }
 
 /* A malloc'd copy of a string member, or NULL. */
@@ -182,9 +186,8 @@ static int read_result(const cJSON *j, loom_tune_config *c)
     const cJSON *e;
     cJSON_ArrayForEach(e, pk)
     {
-        if (!cJSON_IsNumber(e) || !(e->valuedouble >= 0 && e->valuedouble <= 4611686018427387904.0))
+        if (!cJSON_IsNumber(e) || (r->peak_mem_bytes[q++] = to_count(e->valuedouble)) < 0)
             return -1; /* not a byte count */
-        r->peak_mem_bytes[q++] = (int64_t)e->valuedouble;
     }
     return 0;
 }
@@ -237,8 +240,8 @@ static int adopt_identity(const cJSON *id, loom_tune_search *t)
 {
     t->model = str_dup(id, "model");
     t->cluster = str_dup(id, "cluster");
-    t->gpus = num_bytes(id, "gpus", 0);
-    t->global_batch = num_bytes(id, "global_batch", 0);
+    t->gpus = num_count(id, "gpus", 0);
+    t->global_batch = num_count(id, "global_batch", 0);
     t->seq_len = num_i32(id, "seq_len", 0);
     t->top = num_i32(id, "top", LOOM_TUNE_DEFAULT_TOP);
     if (t->gpus < 0 || t->global_batch < 0 || t->seq_len < 0 || t->top < 0)

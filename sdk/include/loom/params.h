@@ -216,6 +216,57 @@ static inline int loom_param_read_text(const loom_host_api *host, loom_ctx *ctx,
                        d->name, list, *text);
 }
 
+/* Parses a string param holding a comma-separated list of integers in
+ * [lo, hi] ("12, 4,8": spaces around an entry allowed, no sign but a
+ * leading '-') into out[0 .. cap-1]. Returns the number of entries, which
+ * may exceed cap (only the first cap are written), or -k when entry k
+ * (from 1) is not such an integer; then *bad and *bad_len hold that
+ * entry's text, spaces trimmed. lo > INT64_MIN. Plugins call it on the
+ * text loom_params_read() gave them and word the error themselves. */
+static inline int64_t loom_param_int_list(const char *text, int64_t lo, int64_t hi,
+                                          int64_t *out, int64_t cap, const char **bad,
+                                          size_t *bad_len)
+{
+    int64_t n = 0;
+    const char *p = text ? text : "";
+    for (;;) {
+        while (*p == ' ')
+            p++;
+        const char *start = p;
+        int neg = *p == '-';
+        p += neg;
+        const char *digits = p;
+        int64_t v = 0, limit = neg ? -lo : hi;
+        int over = 0;
+        for (; *p >= '0' && *p <= '9'; p++) {
+            over |= v > (limit - (*p - '0')) / 10;
+            if (!over)
+                v = v * 10 + (*p - '0');
+        }
+        const char *stop = p;
+        while (*p == ' ')
+            p++;
+        v = neg ? -v : v;
+        if (p == digits || stop == digits || over || v < lo || v > hi ||
+            (*p != ',' && *p != '\0')) {
+            const char *end = start;
+            while (*end && *end != ',')
+                end++;
+            while (end > start && end[-1] == ' ')
+                end--;
+            *bad = start;
+            *bad_len = (size_t)(end - start);
+            return -(n + 1);
+        }
+        if (n < cap)
+            out[n] = v;
+        n++;
+        if (*p == '\0')
+            return n;
+        p++;
+    }
+}
+
 /* Fills the members of `conf` that `table` (ended by LOOM_PARAM_END)
  * declares: each param's value from the host (which validated it against
  * manifest.json), or the table's default where the host has none (a
