@@ -457,6 +457,10 @@ def cases(src):
         dict(name="megatron-1f1b llama-3-8b vpp=2 dp=2", manifest=m1, dp=2, shape=llama_shape,
              args=["--model", LLAMA, "--parallel", "tp=2,pp=4,dp=2,vpp=2,mb=8"],
              roofline=roofline_params(src, m1), expect=["even, 2 virtual stages"]),
+        dict(name="megatron-1f1b llama-3-8b given split", manifest=m1, dp=1, shape=llama_shape,
+             args=["--model", LLAMA, "--parallel", "tp=2,pp=4,dp=1,mb=8", "--param",
+                   "partitioner.layers_per_position=5,9,9,9"],
+             roofline=roofline_params(src, m1), expect=["megatron.args ok"]),
         dict(name="megatron-1f1b llama-3-8b cp=2", manifest=m1, dp=1, cp=2, shape=llama_shape,
              args=["--model", LLAMA, "--parallel", "tp=2,cp=2,pp=4,dp=1,mb=8"],
              roofline=roofline_params(src, m1), expect=["megatron.args ok"]),
@@ -473,7 +477,7 @@ def cases(src):
              roofline=roofline_params(src, "examples/manifests/hetero.json"),
              expect=["mimo.json ok (world 6, vit tp1 pp2 dp1 @4, language tp2 pp2 dp1 @0)"]),
     ]
-    for c in out[len(out) - 5:]:
+    for c in out[len(out) - 6:]:
         c["must_plan"] = True
     for c in out:
         if c["name"] == "optimus vlm-s":

@@ -6,8 +6,8 @@ says.
 Every shipped manifest (SRC/examples/manifests/*.json) is planned (--iterations 1,
 --evaluations 30) on the LLM HF config llama-3-8b (tp=2, pp=4, dp=1, mb=8) and on the
 VLM preset vlm-s (tp=1, pp=4, mb=8, no memory cap), plus plans of the other styles
-(EXTRAS: zero-bubble, I/W split, loop; zb-v, V placement, on llama-3-8b and vlm-s.json
-with tools/executor/tests/vlm.jsonl). For each plan:
+(EXTRAS: a given uneven split; zero-bubble, I/W split, loop; zb-v, V placement, on
+llama-3-8b and vlm-s.json with tools/executor/tests/vlm.jsonl). For each plan:
 
 - plan.json exports.torchtitan has a reason: torchtitan.toml must not exist; printed as
   `refused: <reason>`.
@@ -72,6 +72,8 @@ MANIFEST_ARGS = {"oobleck": ["--param", "partitioner.fault_tolerance=0",
 MANIFEST_PARALLEL = {"dualpipe-v": ",vpp=2"}
 VLM_WORKLOAD = "tools/executor/tests/vlm.jsonl"
 EXTRAS = [
+    ("megatron-1f1b+given split", "megatron-1f1b", LLM[0], LLM[1],
+     ["--parallel", "tp=2,pp=4,dp=1,mb=8", "--param", "partitioner.layers_per_position=5,9,9,9"]),
     ("megatron-1f1b+zero-bubble", "megatron-1f1b", LLM[0], LLM[1],
      ["--parallel", "tp=2,pp=4,dp=1,vpp=2,mb=8", "--use", "interleaver=zero-bubble"]),
     ("megatron-1f1b+zero-bubble", "megatron-1f1b", "llama-3-8b vpp1", LLM[1],
@@ -923,7 +925,7 @@ def verdict(item, results):
 
 SELF_TEST_BASES = {
     "llm": ("megatron-1f1b", "megatron-1f1b", LLM[0], LLM[1], LLM[2]),
-    "v": EXTRAS[2],
+    "v": next(e for e in EXTRAS if e[0] == "megatron-1f1b+zb-v" and e[2] == LLM[0]),
 }
 
 
