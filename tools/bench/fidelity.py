@@ -35,8 +35,12 @@ file instead (e.g. h800=H.json: the H800 rows under other factors).
 --seeds N also plans every generated-workload row with seeds 1..N and
 prints the spread of its figure (min, median, max), so a row's reading can
 be told from its seed's luck.
+--param ROLE.KEY=VALUE plans every selected row, and its baseline, with
+that param in place of the row's own setting of ROLE.KEY (repeatable):
+what a row reads under another setting, e.g. tp_comm_overlap off.
 Usage: tools/bench/fidelity.py [--build build] [--table FILE] [--known-miss ID ...]
-           [--cluster PRESET=FILE ...] [--seeds N]
+           [--only ID ...] [--cluster PRESET=FILE ...] [--param ROLE.KEY=VALUE ...]
+           [--seeds N]
 """
 import argparse
 import json
@@ -282,6 +286,25 @@ def summary(results):
     return lines
 
 
+def with_params(params, overrides):
+    """`params` with every ROLE.KEY that `overrides` sets replaced by it."""
+    keys = {o.split("=", 1)[0] for o in overrides}
+    return [p for p in params if p.split("=", 1)[0] not in keys] + list(overrides)
+
+
+def override_params(rows, overrides):
+    """Applies --param to every row and to its baseline's own params."""
+    for o in overrides:
+        key, eq, _ = o.partition("=")
+        role, dot, name = key.partition(".")
+        if not eq or not dot or not role or not name:
+            raise SystemExit("fidelity: --param: expected ROLE.KEY=VALUE, found %r" % o)
+    for row in rows:
+        row["params"] = with_params(row.get("params", []), overrides)
+        if "baseline" in row and "params" in row["baseline"]:
+            row["baseline"]["params"] = with_params(row["baseline"]["params"], overrides)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -294,12 +317,20 @@ def main():
                     help="plan the rows of cluster PRESET with FILE (repeatable)")
     ap.add_argument("--seeds", type=int, default=0, metavar="N",
                     help="also plan generated-workload rows with seeds 1..N and print the spread")
+    ap.add_argument("--param", action="append", default=[], metavar="ROLE.KEY=VALUE",
+                    help="plan every row and baseline with this param instead of its own "
+                         "setting of ROLE.KEY (repeatable)")
     args = ap.parse_args()
     loom = os.path.join(args.build, "bin", "loom")
     with open(args.table) as f:
         rows = json.load(f)["rows"]
     if args.only:
+        ids = {r["id"] for r in rows}
+        for rid in args.only:
+            if rid not in ids:
+                raise SystemExit("fidelity: --only: no row %r in %s" % (rid, args.table))
         rows = [r for r in rows if r["id"] in args.only]
+    override_params(rows, args.param)
     for spec in args.cluster:
         preset, _, path = spec.partition("=")
         if not path:
@@ -332,6 +363,8 @@ def main():
     print()
     for line in summary(results):
         print(line)
+    if args.param:
+        print("every row planned with %s" % ", ".join(args.param))
     misses = [r for r, _, state in results if state == "**miss**"]
     for row in misses:
         print("miss %s: %s" % (row["id"], row.get("cause", "no cause recorded")))
