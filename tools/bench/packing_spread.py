@@ -22,7 +22,9 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fidelity import ROOT, write_workload
+
+FAMILIES = ("image-pairs", "interleaved", "video", "rise-and-fall", "text")
 
 
 def run(cmd, what):
@@ -37,11 +39,9 @@ def run(cmd, what):
 def spread(args, loom, window, tmp):
     """(largest over smallest microbatch compute, mean images, most images)."""
     wl = os.path.join(tmp, "w%d.jsonl" % window)
-    run([loom, "workload", "generate", "--family", args.family,
-         "--iterations", str(args.iterations), "--microbatches", str(args.microbatches),
-         "--seed", str(args.seed), "--sequence-tokens", "8192",
-         "--tokens-per-image", "169", "--packing-window", str(window), "--out", wl],
-        "window %d" % window)
+    write_workload(loom, {"family": args.family, "iterations": args.iterations,
+                          "microbatches": args.microbatches, "seed": args.seed,
+                          "packing_window": window}, wl)
     images = []
     with open(wl) as f:
         for line in f:
@@ -74,7 +74,7 @@ def main():
     ap.add_argument("--model", default=os.path.join(ROOT, "tests/fidelity/models/vit2b-lm5b-patches.json"))
     ap.add_argument("--cluster", default="h800")
     ap.add_argument("--parallel", default="tp=2,pp=4,dp=1,vpp=1,mb=12")
-    ap.add_argument("--family", default="interleaved")
+    ap.add_argument("--family", default="interleaved", choices=FAMILIES)
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--microbatches", type=int, default=12)
     ap.add_argument("--seed", type=int, default=1)
