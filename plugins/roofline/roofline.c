@@ -17,7 +17,7 @@ typedef struct rf_self {
     double gemm_scale;          /* gemm_efficiency_scale, (0, 2] */
     double launch_ms;           /* kernel_launch_us / 1000 */
     int distributed_optimizer;  /* shard optimizer states over dp */
-    unsigned flags;             /* LOOM_ROOFLINE_FLASH | _SEQ_PARALLEL | _FP32 */
+    unsigned flags;             /* LOOM_ROOFLINE_FLASH | _SEQ_PARALLEL | _FP32 | _EAGER | _GELU_TANH */
     double element_bytes;       /* 2 (bf16) or 4 (fp32 / TF32 training) */
     double optimizer_bytes;     /* optimizer state bytes per parameter */
     int tp_comm_overlap;        /* TP collectives overlapped with GEMMs */
@@ -45,6 +45,7 @@ typedef struct rf_params {
     int tp_comm_overlap;
     int64_t element_bytes;
     const char *matmul_precision;
+    const char *layer_kernels;
 } rf_params;
 
 static const loom_param_def rf_param_table[] = {
@@ -98,6 +99,15 @@ static const loom_param_def rf_param_table[] = {
                    "train fp8 GEMMs with --fp8-format and float8 recipes: under fp8 the "
                    "Linear layers' GEMMs pay the casts of their operands (torchao's "
                    "tensorwise recipe) and the attention core and the LM head stay bf16"),
+    LOOM_ENUM_PARAM(rf_params, layer_kernels, "fused", "fused|hf-gpt2|hf-bert",
+                   "the kernels a layer runs as: fused (Megatron-LM, Transformer Engine, torch.compi"
+                   "le: dropout-free, one kernel for the softmax and one for the activation), or Hug"
+                   "ging Face transformers' eager layers, one kernel per PyTorch operator with their"
+                   " default dropouts (0.1) on: hf-gpt2 (GPT2Block: the scores scaled, causally mask"
+                   "ed, padding-masked, soft-maxed and dropped out by separate kernels, dropouts aft"
+                   "er the attention output and the MLP, GELU as the eight-operator tanh approximati"
+                   "on) and hf-bert (BertLayer: the same without the causal mask, the erf GELU one k"
+                   "ernel); hf-* need flash_attention false"),
     LOOM_PARAM_END};
 
 /* The RF_PRECISION_* of the enum param matmul_precision ("fp16" runs at
@@ -149,8 +159,8 @@ static void rf_tail_params(const rf_params *prm, rf_self *s)
 }
 
 /* create(): reads gemm_efficiency_scale, distributed_optimizer,
- * flash_attention, sequence_parallel, kernel_launch_us and the tail's
- * params (defaults in manifest.json). */
+ * flash_attention, sequence_parallel, kernel_launch_us, layer_kernels and
+ * the tail's params (defaults in manifest.json). */
 static int rf_create(const loom_host_api *host, loom_ctx *ctx,
                      void *plugin_state, void **self, loom_error *err)
 {
@@ -168,6 +178,11 @@ static int rf_create(const loom_host_api *host, loom_ctx *ctx,
         return host->error(err, LOOM_EINVAL,
                            "roofline: param gemm_efficiency_scale: expected "
                            "a number in (0, 2], found %g", scale);
+    int eager = strcmp(prm.layer_kernels, "fused") != 0;
+    if (eager && flash)
+        return host->error(err, LOOM_EINVAL,
+                           "roofline: param layer_kernels: %s runs the attention unfused, so "
+                           "expected flash_attention false, found true", prm.layer_kernels);
     rf_self *s = host->alloc(sizeof *s);
     if (!s)
         return host->error(err, LOOM_ENOMEM, "roofline: out of memory");
@@ -175,7 +190,9 @@ static int rf_create(const loom_host_api *host, loom_ctx *ctx,
     s->gemm_scale = scale;
     s->distributed_optimizer = dist != 0;
     s->flags = (flash ? LOOM_ROOFLINE_FLASH : 0u) |
-               (seqpar ? LOOM_ROOFLINE_SEQ_PARALLEL : 0u);
+               (seqpar ? LOOM_ROOFLINE_SEQ_PARALLEL : 0u) |
+               (eager ? LOOM_ROOFLINE_EAGER : 0u) |
+               (!strcmp(prm.layer_kernels, "hf-gpt2") ? LOOM_ROOFLINE_GELU_TANH : 0u);
     s->launch_ms = launch_us / 1000.0;
     rf_memo_init(&s->memo);
     rf_tail_params(&prm, s);

@@ -33,12 +33,26 @@ typedef struct loom_roofline_op {
      * casts to float8 (loom_roofline_fp8_cast_ms). */
     double in_elems, out_elems, weight_elems;
     int high_precision; /* a GEMM kept in bf16 under fp8 (the LM head) */
+    /* An element-wise operator whose input-gradient pass moves other than
+     * 1.5x its forward bytes (the eager kernels of LOOM_ROOFLINE_EAGER):
+     * grad_explicit 1 and the pass's HBM bytes in grad_mem_bytes. */
+    int grad_explicit;
+    double grad_mem_bytes;
 } loom_roofline_op;
 
 /* Options of the operator and activation counts, as bit flags. */
 #define LOOM_ROOFLINE_FLASH 1u        /* fused attention core */
 #define LOOM_ROOFLINE_SEQ_PARALLEL 2u /* Megatron sequence parallelism */
 #define LOOM_ROOFLINE_FP32 4u         /* 4-byte elements: fp32 / TF32 training */
+/* One kernel per PyTorch operator, as Hugging Face transformers' eager GPT-2
+ * and BERT layers run (with their default dropouts, 0.1): the unfused
+ * attention's scores are scaled, masked (the causal mask for a causal layer,
+ * then the padding mask), soft-maxed and dropped out by separate kernels, and
+ * the attention output and the MLP output each pass a dropout kernel. */
+#define LOOM_ROOFLINE_EAGER 8u
+/* With LOOM_ROOFLINE_EAGER: the MLP activation is GPT-2's tanh GELU written
+ * as eight element-wise operators (transformers' NewGELUActivation). */
+#define LOOM_ROOFLINE_GELU_TANH 16u
 
 /* Bytes of one activation or weight element under `flags`. */
 static inline double loom_roofline_element_bytes(unsigned flags)
@@ -47,7 +61,7 @@ static inline double loom_roofline_element_bytes(unsigned flags)
 }
 
 /* Upper bound on the forward operators of one layer. */
-#define LOOM_ROOFLINE_MAX_OPS 24
+#define LOOM_ROOFLINE_MAX_OPS 32
 
 /* Hardware rates an operator is timed against (per GPU, per second). */
 typedef struct loom_roofline_hw {

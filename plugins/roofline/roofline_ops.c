@@ -31,6 +31,8 @@ static void rf_push(loom_roofline_op *ops, int *n, const char *name, int unit,
     ops[*n].net_bytes = net_bytes;
     ops[*n].in_elems = ops[*n].out_elems = ops[*n].weight_elems = 0.0;
     ops[*n].high_precision = 0;
+    ops[*n].grad_explicit = 0;
+    ops[*n].grad_mem_bytes = 0.0;
     (*n)++;
 }
 
@@ -87,6 +89,77 @@ static void rf_memop(loom_roofline_op *ops, int *n, const char *name,
             RF_ELEM_BYTES * elems_moved, 0.0);
 }
 
+/* Appends an eager element-wise operator moving `elems_moved` elements
+ * forward and `grad_elems` in its input-gradient pass (autograd's kernels
+ * for it; 0 when the gradient passes through untouched). */
+static void rf_eager_op(loom_roofline_op *ops, int *n, const char *name,
+                        double elems_moved, double grad_elems)
+{
+    int before = *n;
+    rf_memop(ops, n, name, elems_moved);
+    if (*n > before) {
+        ops[*n - 1].grad_explicit = 1;
+        ops[*n - 1].grad_mem_bytes = RF_ELEM_BYTES * grad_elems;
+    }
+}
+
+/* Appends an eager dropout over `elems` elements: it reads its input and
+ * writes its output and a one-byte mask; the backward reads the gradient
+ * and the mask and writes the gradient. The mask's bytes, which do not
+ * grow with the element size, are added by rf_add_masks after rf_wide. */
+static void rf_dropout(loom_roofline_op *ops, int *n, const char *name,
+                       double elems, double *mask_elems)
+{
+    int before = *n;
+    rf_eager_op(ops, n, name, 2.0 * elems, 2.0 * elems);
+    if (*n > before)
+        mask_elems[before] = elems;
+}
+
+/* Adds each dropout's one-byte mask to its forward and backward bytes. */
+static void rf_add_masks(loom_roofline_op *ops, int n, const double *mask_elems)
+{
+    for (int i = 0; i < n; i++) {
+        ops[i].mem_bytes += mask_elems[i];
+        ops[i].grad_mem_bytes += mask_elems[i];
+    }
+}
+
+/* Appends the eager kernels that follow the score GEMM: the scale by
+ * 1/sqrt(d), the causal mask (torch.where, causal layers only), the
+ * padding mask (an add), the softmax and the dropout, each over the
+ * `scores` elements on this GPU. Backward: the scale and the causal mask
+ * read and write the gradient, the padding mask passes it through, the
+ * softmax reads its output beside it (the 1.5x rule), the dropout as
+ * rf_dropout. */
+static void rf_eager_scores(loom_roofline_op *ops, int *n, double scores, int causal,
+                            double *mask_elems)
+{
+    rf_eager_op(ops, n, "scores_scale", 2.0 * scores, 2.0 * scores);
+    if (causal)
+        rf_eager_op(ops, n, "scores_causal_mask", 2.0 * scores, 2.0 * scores);
+    rf_eager_op(ops, n, "scores_padding_mask", 2.0 * scores, 0.0);
+    rf_memop(ops, n, "softmax", 2.0 * scores);
+    rf_dropout(ops, n, "probs_dropout", scores, mask_elems);
+}
+
+/* Appends the MLP activation over `elems` elements on this GPU. Fused
+ * (and BERT's erf GELU): one kernel reading its m inputs and writing one
+ * output. GPT-2's tanh GELU under LOOM_ROOFLINE_EAGER is
+ * 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), eight kernels:
+ * pow, mul, add, mul, tanh, add, mul, mul, 18 passes over the elements;
+ * its backward, autograd's kernels for them (the two products' grads 6,
+ * tanh_backward 3, two constant scales 4, pow_backward 7, the half 2, the
+ * two adds that sum x's three gradients 6), 28. */
+static void rf_activation(loom_roofline_op *ops, int *n, double elems, double m,
+                          unsigned flags)
+{
+    if ((flags & LOOM_ROOFLINE_EAGER) && (flags & LOOM_ROOFLINE_GELU_TANH))
+        rf_eager_op(ops, n, "activation", 18.0 * elems, 28.0 * elems);
+    else
+        rf_memop(ops, n, "activation", (m + 1.0) * elems);
+}
+
 /* Fills ops[] with the forward operators of one layer (see header). */
 int loom_roofline_forward_ops(const loom_layer *layer, const loom_shape *shape,
                               unsigned flags, loom_roofline_op *ops)
@@ -101,8 +174,10 @@ int loom_roofline_forward_ops(const loom_layer *layer, const loom_shape *shape,
     double causal = layer->causal ? 0.5 : 1.0;
     double fc1_mult = layer->gated_ffn ? 2.0 : 1.0;
     int flash = (flags & LOOM_ROOFLINE_FLASH) != 0;
+    int eager = (flags & LOOM_ROOFLINE_EAGER) != 0;
     int sp = (flags & LOOM_ROOFLINE_SEQ_PARALLEL) && t > 1.0;
     double Nl = sp ? N / t : N; /* tokens of the norms and residuals */
+    double mask_elems[LOOM_ROOFLINE_MAX_OPS] = {0}; /* dropout masks, per op */
     int n = 0;
     if (shape->tokens <= 0)
         return 0; /* no kernel runs for an empty shape */
@@ -114,17 +189,23 @@ int loom_roofline_forward_ops(const loom_layer *layer, const loom_shape *shape,
     rf_gemm(ops, &n, "qkv", N, h, h + 2.0 * kv, t, 0);
     {
         /* Q, K, V read and O written; unfused kernels also write the
-         * scores and read the probabilities back (a * S elements each). */
+         * scores and read the probabilities back (a * S elements each),
+         * and compute every score: a causal mask applies after the GEMM,
+         * so only a fused kernel skips the masked half. */
         double qkvo = (2.0 * N * h + 2.0 * N * kv) / t;
         double scores = flash ? 0.0 : 2.0 * a * S / t;
         rf_push(ops, &n, "attn_core", LOOM_ROOFLINE_ATTENTION,
-                4.0 * h * S * causal / t, RF_ELEM_BYTES * (qkvo + scores),
-                0.0);
+                4.0 * h * S * (flash ? causal : 1.0) / t,
+                RF_ELEM_BYTES * (qkvo + scores), 0.0);
     }
-    if (!flash)
+    if (!flash && eager)
+        rf_eager_scores(ops, &n, a * S / t, layer->causal != 0, mask_elems);
+    else if (!flash)
         rf_memop(ops, &n, "softmax", 2.0 * a * S / t);
     rf_gemm(ops, &n, "attn_out", N, h, h, t, 1);
     rf_reduce(ops, &n, "allreduce_attn", "reducescatter_attn", N * h, t, sp);
+    if (eager)
+        rf_dropout(ops, &n, "attn_out_dropout", Nl * h, mask_elems);
     rf_memop(ops, &n, "residual1", 3.0 * Nl * h);
 
     /* Cross-attention block: query and output projections only; the
@@ -145,11 +226,14 @@ int loom_roofline_forward_ops(const loom_layer *layer, const loom_shape *shape,
     if (sp)
         rf_ring(ops, &n, "allgather_mlp", N * h, t, 1.0);
     rf_gemm(ops, &n, "fc1", N, h, fc1_mult * f, t, 0);
-    rf_memop(ops, &n, "activation", (fc1_mult + 1.0) * N * f / t);
+    rf_activation(ops, &n, N * f / t, fc1_mult, flags);
     rf_gemm(ops, &n, "fc2", N, f, h, t, 1);
     rf_reduce(ops, &n, "allreduce_mlp", "reducescatter_mlp", N * h, t, sp);
+    if (eager)
+        rf_dropout(ops, &n, "mlp_dropout", Nl * h, mask_elems);
     rf_memop(ops, &n, "residual2", 3.0 * Nl * h);
     rf_wide(ops, n, flags);
+    rf_add_masks(ops, n, mask_elems);
     return n;
 }
 
@@ -202,7 +286,7 @@ double loom_roofline_op_ms(const loom_roofline_op *op,
 /* Time of one memory-bound kernel moving `bytes` (0 bytes: no kernel). */
 static double rf_cast_kernel_ms(double bytes, const loom_roofline_hw *hw)
 {
-    loom_roofline_op k = {"fp8_cast", LOOM_ROOFLINE_MEMORY, 0.0, bytes, 0.0, 0, 0, 0, 0};
+    loom_roofline_op k = {"fp8_cast", LOOM_ROOFLINE_MEMORY, 0.0, bytes, 0.0, 0, 0, 0, 0, 0, 0.0};
     return loom_roofline_op_ms(&k, hw);
 }
 
@@ -241,12 +325,15 @@ void loom_roofline_forward_flops(const loom_layer *layer,
  * its forward FLOPs (2 for dQ, dK and dV; 2.5 when a fused kernel also
  * rebuilds the scores) and twice its bytes, an element-wise op moves 1.5x
  * its forward bytes (the saved input is read next to the incoming
- * gradient), an all-reduce is repeated as is. */
+ * gradient) unless it states its own (grad_explicit), an all-reduce is
+ * repeated as is. */
 static double rf_input_grad_ms(const loom_roofline_op *op,
                                const loom_roofline_hw *hw)
 {
     loom_roofline_op b = *op;
-    if (op->unit == LOOM_ROOFLINE_ATTENTION) {
+    if (op->grad_explicit) {
+        b.mem_bytes = op->grad_mem_bytes;
+    } else if (op->unit == LOOM_ROOFLINE_ATTENTION) {
         b.flops *= hw->attention_backward > 0 ? hw->attention_backward : 2.0;
         b.mem_bytes *= 2.0;
     } else if (op->unit == LOOM_ROOFLINE_MEMORY) {
@@ -270,6 +357,15 @@ static double rf_ring_attention_ms(const loom_layer *layer, const loom_shape *sh
                    loom_roofline_element_bytes(flags);
     double rate = hw->cp_link_bytes_per_s * hw->eff_collective;
     return hops * hw->p2p_latency_ms + (rate > 0 ? bytes / rate * 1e3 : 0.0);
+}
+
+/* 1 for the element-wise operators on the attention scores (the softmax,
+ * and the eager scale, masks and dropout), which selective recomputation
+ * reruns with the attention core. */
+static int rf_on_scores(const char *name)
+{
+    return !strcmp(name, "softmax") || !strncmp(name, "scores_", 7) ||
+           !strcmp(name, "probs_dropout");
 }
 
 /* Fills *out with the times, FLOPs and memory of one layer (see header). */
@@ -314,8 +410,7 @@ void loom_roofline_layer_costs(const loom_layer *layer,
         }
         if (ops[i].unit == LOOM_ROOFLINE_GEMM)
             wg += ms;
-        if (ops[i].unit == LOOM_ROOFLINE_ATTENTION ||
-            strcmp(ops[i].name, "softmax") == 0)
+        if (ops[i].unit == LOOM_ROOFLINE_ATTENTION || rf_on_scores(ops[i].name))
             attn_fwd += ms;
         if (ops[i].mem_bytes > biggest)
             biggest = ops[i].mem_bytes;

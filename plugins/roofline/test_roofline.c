@@ -242,16 +242,16 @@ END_TEST
 START_TEST(operator_time_is_max_of_three_terms)
 {
     loom_roofline_hw hw = {100e12, 1e12, 1e11, 0.5, 0.25, 0.5, 0.5, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0};
-    loom_roofline_op op = {"gemm", LOOM_ROOFLINE_GEMM, 1e12, 1e9, 0, 0, 0, 0, 0};
+    loom_roofline_op op = {"gemm", LOOM_ROOFLINE_GEMM, 1e12, 1e9, 0, 0, 0, 0, 0, 0, 0.0};
     /* compute 1e12 / 50e12 = 20 ms; HBM 1e9 / 0.5e12 = 2 ms */
     ASSERT_REL(loom_roofline_op_ms(&op, &hw), 20.0);
     op.mem_bytes = 2e10; /* HBM 40 ms wins */
     ASSERT_REL(loom_roofline_op_ms(&op, &hw), 40.0);
     op.net_bytes = 3e9;  /* link 3e9 / 0.5e11 = 60 ms wins */
     ASSERT_REL(loom_roofline_op_ms(&op, &hw), 60.0);
-    loom_roofline_op att = {"attn", LOOM_ROOFLINE_ATTENTION, 1e12, 0, 0, 0, 0, 0, 0};
+    loom_roofline_op att = {"attn", LOOM_ROOFLINE_ATTENTION, 1e12, 0, 0, 0, 0, 0, 0, 0, 0.0};
     ASSERT_REL(loom_roofline_op_ms(&att, &hw), 40.0); /* eff_attention */
-    loom_roofline_op mem = {"norm", LOOM_ROOFLINE_MEMORY, 0, 5e9, 0, 0, 0, 0, 0};
+    loom_roofline_op mem = {"norm", LOOM_ROOFLINE_MEMORY, 0, 5e9, 0, 0, 0, 0, 0, 0, 0.0};
     ASSERT_REL(loom_roofline_op_ms(&mem, &hw), 10.0);
 }
 END_TEST
@@ -271,7 +271,8 @@ START_TEST(compute_bound_layer_time_closed_form)
                                                .trainable_upstream = 1},
                                 &gemm, &att);
     double gemm_ms = gemm / (989e12 * 0.7) * 1e3;
-    double att_ms = att / (989e12 * 0.6) * 1e3;
+    /* unfused, the core computes every score: twice the causal model FLOPs */
+    double att_ms = 2.0 * att / (989e12 * 0.6) * 1e3;
     ASSERT_REL(c.forward_ms, gemm_ms + att_ms);
     ASSERT_REL(c.weight_grad_ms, gemm_ms);
     ASSERT_REL(c.input_grad_ms, gemm_ms + 2 * att_ms);
@@ -324,6 +325,87 @@ START_TEST(memory_bound_layer_time_closed_form)
     ASSERT_REL(c.input_grad_ms, (gemm + 2 * attn + 1.5 * mem) / bw);
     /* transient: the largest operator, fc1 here */
     ck_assert_int_eq(c.transient_bytes, 180736);
+}
+END_TEST
+
+/* Hugging Face transformers' eager layers (layer_kernels hf-gpt2 and
+ * hf-bert): on an HBM-bound GPU the forward and input-gradient times are
+ * the fused counts of forward_bytes_t1 with the eager kernels added, each
+ * written out from the kernel list in docs/cost-models.md. Elements are
+ * 2 bytes; the dropout masks 1 byte an element. */
+START_TEST(hf_eager_kernels_closed_form)
+{
+    double N = 100, S = 5000, h = 64, f = 256, a = 4;
+    double aS = a * S, bw = 3.35e12 * 0.8 / 1e3; /* bytes per ms */
+    for (int bert = 0; bert <= 1; bert++) {
+        loom_layer L = {64, 256, 4, 4, 0, !bert, 0, 0};
+        fixture fx;
+        fx_init(&fx, L, 2, LOOM_MODULE_BACKBONE, 0, 0);
+        fx.cluster.peak_flops = 1e30;
+        const char *const eager[] = {"flash_attention", "false", "sequence_parallel", "false",
+                                     "layer_kernels", bert ? "hf-bert" : "hf-gpt2", NULL};
+        loom_layer_cost c = estimate_ok(&fx, eager, seq_shape(2, 50, 1, 1), LOOM_POLICY_NONE);
+        double gemm, attn, mem;
+        forward_bytes_t1(L, N, S, &gemm, &attn, &mem);
+        double act = 2 * 2 * N * f;          /* the fused activation */
+        double rest = mem - act;             /* norms, softmax, residual adds */
+        /* scale, causal mask (GPT-2 only), padding mask, dropout on the scores;
+         * dropouts after the attention output and the MLP */
+        double scores_fwd = 2 * (2 + (bert ? 0 : 2) + 2 + 2) * aS + aS;
+        double scores_bwd = 2 * (2 + (bert ? 0 : 2) + 0 + 2) * aS + aS;
+        double drops = 2 * (2 * 2 * N * h + N * h);
+        double act_fwd = bert ? act : 2 * 18 * N * f, act_bwd = bert ? 1.5 * act : 2 * 28 * N * f;
+        ASSERT_REL(c.forward_ms, (gemm + attn + rest + act_fwd + scores_fwd + drops) / bw);
+        ASSERT_REL(c.input_grad_ms,
+                   (gemm + 2 * attn + 1.5 * rest + act_bwd + scores_bwd + drops) / bw);
+        ASSERT_REL(c.weight_grad_ms, gemm / bw);
+        /* full recomputation reruns the whole eager forward */
+        loom_layer_cost full = estimate_ok(&fx, eager, seq_shape(2, 50, 1, 1), LOOM_POLICY_FULL);
+        ASSERT_REL(full.recompute_ms, c.forward_ms);
+        /* selective reruns the core and every kernel on the scores */
+        loom_layer_cost sel = estimate_ok(&fx, eager, seq_shape(2, 50, 1, 1),
+                                          LOOM_POLICY_SELECTIVE);
+        ASSERT_REL(sel.recompute_ms, (attn + 2 * 2 * aS + scores_fwd) / bw);
+        /* model FLOPs do not change with the kernels */
+        loom_layer_cost fused = estimate(&fx, seq_shape(2, 50, 1, 1), LOOM_POLICY_NONE);
+        ck_assert_double_eq(c.flops, fused.flops);
+    }
+}
+END_TEST
+
+/* An unfused attention core computes every score, so a causal layer's
+ * core takes the time of a bidirectional one unless fused. */
+START_TEST(unfused_attention_computes_every_score)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    fx.cluster.hbm_bytes_per_s = 1e30;
+    const char *const fused[] = {"flash_attention", "true", NULL};
+    loom_shape s = seq_shape(1, 8192, 1, 1);
+    loom_layer_cost causal = estimate(&fx, s, LOOM_POLICY_NONE);
+    loom_layer_cost causal_flash = estimate_ok(&fx, fused, s, LOOM_POLICY_NONE);
+    fx.layer.causal = 0;
+    loom_layer_cost full = estimate(&fx, s, LOOM_POLICY_NONE);
+    loom_layer_cost full_flash = estimate_ok(&fx, fused, s, LOOM_POLICY_NONE);
+    ASSERT_REL(causal.forward_ms, full.forward_ms);
+    ck_assert(causal_flash.forward_ms < full_flash.forward_ms);
+    ck_assert(causal.flops < full.flops); /* model FLOPs count the causal half */
+}
+END_TEST
+
+/* layer_kernels hf-* run the attention unfused, so flash_attention must
+ * be false. */
+START_TEST(hf_eager_kernels_refuse_flash_attention)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    const char *const bad[] = {"layer_kernels", "hf-gpt2", NULL};
+    loom_layer_cost c = LOOM_LAYER_COST_INIT;
+    loom_error err = {0, ""};
+    ck_assert_int_eq(estimate_with(&fx, bad, seq_shape(1, 8192, 1, 1), LOOM_POLICY_NONE, &c,
+                                   &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "roofline: param layer_kernels: hf-gpt2 runs the attention "
+                                  "unfused, so expected flash_attention false, found true");
 }
 END_TEST
 
@@ -629,11 +711,11 @@ END_TEST
 START_TEST(size_curve_lowers_small_operators)
 {
     loom_roofline_hw hw = {100e12, 1e12, 1e11, 0.6, 0.5, 0.5, 0.5, 0, 4e9, 2e9, 0, 1, 0, 0, 0, 0, 0};
-    loom_roofline_op gemm = {"gemm", LOOM_ROOFLINE_GEMM, 4e9, 0, 0, 0, 0, 0, 0};
+    loom_roofline_op gemm = {"gemm", LOOM_ROOFLINE_GEMM, 4e9, 0, 0, 0, 0, 0, 0, 0, 0.0};
     ASSERT_REL(loom_roofline_eff(&gemm, &hw), 0.3);
     /* 4e9 FLOPs at 100e12 * 0.3 per second: 4e9 / 3e13 s */
     ASSERT_REL(loom_roofline_op_ms(&gemm, &hw), 4e9 / 3e13 * 1e3);
-    loom_roofline_op attn = {"attn_core", LOOM_ROOFLINE_ATTENTION, 6e9, 0, 0, 0, 0, 0, 0};
+    loom_roofline_op attn = {"attn_core", LOOM_ROOFLINE_ATTENTION, 6e9, 0, 0, 0, 0, 0, 0, 0, 0.0};
     ASSERT_REL(loom_roofline_eff(&attn, &hw), 0.5 * 0.75);
     gemm.flops = 4e12; /* large: within 0.1 % of eff_gemm */
     ck_assert(loom_roofline_eff(&gemm, &hw) > 0.6 * 0.999);
@@ -1245,6 +1327,9 @@ static Suite *roofline_suite(void)
     tcase_add_test(tc, frozen_aware_backward);
     tcase_add_test(tc, policies_order_memory_and_recompute);
     tcase_add_test(tc, flash_attention_param);
+    tcase_add_test(tc, hf_eager_kernels_closed_form);
+    tcase_add_test(tc, unfused_attention_computes_every_score);
+    tcase_add_test(tc, hf_eager_kernels_refuse_flash_attention);
     tcase_add_test(tc, sequence_parallel_splits_activations_and_collectives);
     tcase_add_test(tc, preset_parameter_counts);
     tcase_add_test(tc, fp32_elements_double_the_bytes);
