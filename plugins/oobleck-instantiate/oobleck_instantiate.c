@@ -76,9 +76,10 @@ static void oi_destroy(void *self)
         o->host->free(o);
 }
 
-/* Evaluates graph g with first-in-first-out priorities into *ms. */
+/* Evaluates graph g with first-in-first-out priorities into *ms, and
+ * *over 1 when a rank's peak exceeds the memory cap. */
 static int oi_eval(oi_self *o, const loom_evaluator_service *svc,
-                   const loom_stage_graph *g, float *prio, double *ms,
+                   const loom_stage_graph *g, float *prio, double *ms, int *over,
                    loom_error *err)
 {
     for (int32_t i = 0; i < g->n_groups; i++)
@@ -91,11 +92,15 @@ static int oi_eval(oi_self *o, const loom_evaluator_service *svc,
     rc = svc->run(ev, prio, &m, err);
     svc->destroy(ev);
     *ms = m.makespan_ms;
+    *over = m.cap_violations > 0;
     return rc;
 }
 
 /* Per-template times for shares 1..mbs, simulated when the batch
- * distribution first asks for them: ms[j * mbs + s - 1], NAN until then. */
+ * distribution first asks for them: ms[j * mbs + s - 1], NAN until then,
+ * and over[] 1 where that pipeline's peak exceeds the memory cap. With
+ * fit set, a share over the cap takes infinitely long, so no plan gives
+ * a pipeline a share it cannot hold. */
 typedef struct oi_times {
     oi_self *o;
     const loom_evaluator_service *svc;
@@ -103,6 +108,9 @@ typedef struct oi_times {
     const int32_t *first; /* each template's first candidate */
     float *prio;          /* scratch priorities */
     double *ms;
+    uint8_t *over;
+    int fit;
+    int64_t over_cap;     /* simulated shares over the cap */
     int32_t mbs;
     int all;              /* every share emitted (oobleck_shares_per_template) */
     int64_t evaluations;
@@ -110,16 +118,21 @@ typedef struct oi_times {
     loom_error *err;
 } oi_times;
 
-/* Simulates template j's candidate k into *ms (once). */
-static double oi_sim(oi_times *t, int32_t j, int32_t k)
+/* Simulates template j's candidate k into its time, and *over. */
+static double oi_sim(oi_times *t, int32_t j, int32_t k, uint8_t *over)
 {
     double ms = INFINITY;
+    int o = 0;
     if (t->rc != LOOM_OK)
         return INFINITY;
-    t->rc = oi_eval(t->o, t->svc, t->graphs[t->first[j] + k], t->prio, &ms, t->err);
+    t->rc = oi_eval(t->o, t->svc, t->graphs[t->first[j] + k], t->prio, &ms, &o, t->err);
     t->evaluations++;
+    *over = (uint8_t)o;
+    t->over_cap += o;
     return t->rc == LOOM_OK ? ms : INFINITY;
 }
+
+static double oi_share_ms(oi_times *t, int32_t j, int32_t s);
 
 /* loom_oobleck_time_fn: template j's iteration with s microbatches. With
  * every share emitted, shares up to OOBLECK_MAX_SHARES and the whole
@@ -133,19 +146,33 @@ static double oi_time(void *user, int32_t j, int32_t s)
         return 0;
     if (s > t->mbs)
         return INFINITY;
-    double *cell = &t->ms[(size_t)j * (size_t)t->mbs + (size_t)(s - 1)];
+    double ms = oi_share_ms(t, j, s);
+    return t->fit && t->over[(size_t)j * (size_t)t->mbs + (size_t)(s - 1)] ? INFINITY : ms;
+}
+
+/* Template j's simulated (or interpolated) time for share s, 1..mbs,
+ * filling its cell of ms[] and over[] once. */
+static double oi_share_ms(oi_times *t, int32_t j, int32_t s)
+{
+    size_t at = (size_t)j * (size_t)t->mbs + (size_t)(s - 1);
+    double *cell = &t->ms[at];
     if (!isnan(*cell))
         return *cell;
     int32_t sim = t->mbs < OOBLECK_MAX_SHARES ? t->mbs : OOBLECK_MAX_SHARES;
-    if (!t->all)
-        *cell = s == t->mbs ? oi_sim(t, j, 0) : oi_time(t, j, t->mbs) * s / t->mbs;
-    else if (s <= sim)
-        *cell = oi_sim(t, j, s - 1);
-    else if (s == t->mbs)
-        *cell = oi_sim(t, j, oobleck_shares_per_template(t->mbs) - 1);
-    else {
-        double lo = oi_time(t, j, sim), hi = oi_time(t, j, t->mbs);
+    size_t last = (size_t)j * (size_t)t->mbs + (size_t)(t->mbs - 1);
+    if (!t->all && s == t->mbs) {
+        *cell = oi_sim(t, j, 0, &t->over[at]);
+    } else if (!t->all) {
+        *cell = oi_share_ms(t, j, t->mbs) * s / t->mbs;
+        t->over[at] = t->over[last];
+    } else if (s <= sim) {
+        *cell = oi_sim(t, j, s - 1, &t->over[at]);
+    } else if (s == t->mbs) {
+        *cell = oi_sim(t, j, oobleck_shares_per_template(t->mbs) - 1, &t->over[at]);
+    } else {
+        double lo = oi_share_ms(t, j, sim), hi = oi_share_ms(t, j, t->mbs);
         *cell = lo + (hi - lo) * (s - sim) / (t->mbs - sim);
+        t->over[at] = t->over[(size_t)j * (size_t)t->mbs + (size_t)(sim - 1)] | t->over[last];
     }
     return *cell;
 }
@@ -225,6 +252,7 @@ static int oi_rank(void *self, const loom_stage_graph *const *graphs,
     int32_t *first = host->alloc((size_t)n * sizeof *first);
     int32_t *sizes = host->alloc((size_t)n * sizeof *sizes);
     double *ms = NULL;
+    uint8_t *over = NULL;
     int32_t max_groups = 1;
     for (int32_t i = 0; i < n; i++)
         max_groups = graphs[i]->n_groups > max_groups ? graphs[i]->n_groups : max_groups;
@@ -248,7 +276,8 @@ static int oi_rank(void *self, const loom_stage_graph *const *graphs,
         goto done;
     }
     ms = host->alloc((size_t)p * (size_t)mbs * sizeof *ms);
-    if (!ms) {
+    over = host->alloc((size_t)p * (size_t)mbs);
+    if (!ms || !over) {
         rc = host->error(err, LOOM_ENOMEM, "oobleck-instantiate: out of memory");
         goto done;
     }
@@ -267,12 +296,26 @@ static int oi_rank(void *self, const loom_stage_graph *const *graphs,
     }
     if (rc != LOOM_OK)
         goto done;
-    for (size_t i = 0; i < (size_t)p * (size_t)mbs; i++)
+    for (size_t i = 0; i < (size_t)p * (size_t)mbs; i++) {
         ms[i] = NAN;
+        over[i] = 0;
+    }
     loom_error eval_err = {0, ""};
-    oi_times times = {o, svc, graphs, first, prio, ms, mbs, all, 0, LOOM_OK, &eval_err};
+    oi_times times = {o, svc, graphs, first, prio, ms, over, 1, 0, mbs, all, 0, LOOM_OK,
+                      &eval_err};
     rc = loom_oobleck_choose(sizes, p, oi_time, &times, nodes, (int32_t)f, mbs,
                              (int32_t)max_plans, &ch, err);
+    if (rc == LOOM_EINFEASIBLE && times.rc == LOOM_OK && times.over_cap > 0) {
+        /* no plan fits: the fastest one regardless, reported over the cap */
+        host->log(o->ctx, LOOM_LOG_WARN,
+                  "oobleck-instantiate: every plan for %d node(s) gives a pipeline a share "
+                  "its GPUs cannot hold within the memory cap; the plan below exceeds it",
+                  nodes);
+        times.fit = 0;
+        loom_oobleck_choice_clear(&ch);
+        rc = loom_oobleck_choose(sizes, p, oi_time, &times, nodes, (int32_t)f, mbs,
+                                 (int32_t)max_plans, &ch, err);
+    }
     if (times.rc != LOOM_OK) { /* the evaluation's failure, not its effect on the split */
         rc = times.rc;
         if (err)
@@ -323,6 +366,7 @@ done:
     host->free(sizes);
     host->free(prio);
     host->free(ms);
+    host->free(over);
     return rc;
 }
 

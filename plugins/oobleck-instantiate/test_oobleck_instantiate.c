@@ -27,6 +27,10 @@ static int ev_create(loom_ctx *ctx, const loom_stage_graph *graph,
 /* Stage count whose templates fail to evaluate (0: none). */
 static int32_t ev_fail_stages;
 
+/* Stage count whose templates exceed the memory cap from ev_over_from
+ * microbatches on (0: none; -1: every template). */
+static int32_t ev_over_stages, ev_over_from;
+
 static int ev_run(loom_evaluator *ev, const float *priorities, loom_metrics *out,
                   loom_error *err)
 {
@@ -40,6 +44,9 @@ static int ev_run(loom_evaluator *ev, const float *priorities, loom_metrics *out
         return LOOM_EINFEASIBLE;
     }
     out->makespan_ms = (g->n_microbatches + g->n_ranks - 1) * 12.0 / g->n_ranks;
+    if ((ev_over_stages == -1 || g->n_ranks == ev_over_stages) &&
+        g->n_microbatches >= ev_over_from)
+        out->cap_violations = 1;
     return LOOM_OK;
 }
 
@@ -127,6 +134,33 @@ START_TEST(exact_shares)
     const char *const f1[] = {"fault_tolerance", "1", NULL};
     ck_assert_int_eq(run_rank(g, n, f1, &r, &err), LOOM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "not a template of 3 node(s)"));
+    for (int i = 0; i < n; i++)
+        loom_graph_free(g[i]);
+}
+END_TEST
+
+START_TEST(shares_over_the_cap_are_not_given)
+{
+    /* the 2-node template holds at most 2 microbatches within the memory
+     * cap: (4,0,0) at 24 ms would give each pipeline 3, so (1,2,0) wins
+     * with 2 / 5 / 5 microbatches, 28 ms, the 3-node template's share 5 */
+    loom_stage_graph *g[36];
+    int n = make_graphs(g, 1);
+    const char *const params[] = {"fault_tolerance", "2", NULL};
+    loom_ranking r = LOOM_RANKING_INIT;
+    loom_error err = {0, ""};
+    ev_over_stages = 2;
+    ev_over_from = 3;
+    ck_assert_msg(run_rank(g, n, params, &r, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_int_eq(r.candidate, 12 + 4);
+    ck_assert_double_eq_tol(r.best_makespan_ms, 28, 1e-9);
+    /* when every template is over the cap, the fastest plan regardless */
+    ev_over_stages = -1;
+    ev_over_from = 1;
+    ck_assert_msg(run_rank(g, n, params, &r, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_int_eq(r.candidate, 2);
+    ck_assert_double_eq_tol(r.best_makespan_ms, 24, 1e-9);
+    ev_over_stages = 0;
     for (int i = 0; i < n; i++)
         loom_graph_free(g[i]);
 }
@@ -224,6 +258,7 @@ static Suite *oi_suite(void)
     Suite *s = suite_create("oobleck_instantiate");
     TCase *tc = tcase_create("ranker");
     tcase_add_test(tc, exact_shares);
+    tcase_add_test(tc, shares_over_the_cap_are_not_given);
     tcase_add_test(tc, full_batch_linear);
     tcase_add_test(tc, large_batch_shares);
     tcase_add_test(tc, not_templates);
