@@ -90,7 +90,9 @@ typedef struct loom_roofline_hw {
 /* Fills ops[] (capacity LOOM_ROOFLINE_MAX_OPS) with the forward operators
  * of `layer` for `shape`, in execution order, and returns their count.
  * LOOM_ROOFLINE_FLASH in `flags` fuses the softmax into the attention core
- * (scores never reach HBM). Collectives appear only when shape->tp > 1:
+ * (scores never reach HBM); without it LOOM_ROOFLINE_EAGER adds the eager
+ * score, dropout and activation kernels (a cross-attention block keeps the
+ * fused counts). Collectives appear only when shape->tp > 1:
  * an all-reduce after each row-parallel GEMM, or, with
  * LOOM_ROOFLINE_SEQ_PARALLEL, an all-gather before each column-parallel
  * GEMM and a reduce-scatter after each row-parallel one, the norms and
