@@ -20,7 +20,7 @@ typedef struct rf_self {
     unsigned flags;             /* LOOM_ROOFLINE_FLASH | _SEQ_PARALLEL | _FP32 | _EAGER | _GELU_TANH */
     double element_bytes;       /* 2 (bf16) or 4 (fp32 / TF32 training) */
     double optimizer_bytes;     /* optimizer state bytes per parameter */
-    int tp_comm_overlap;        /* TP collectives overlapped with GEMMs */
+    double tp_overlap_share;    /* tp_comm_overlap's share, 0 when off */
     loom_tail_knobs tail;       /* the iteration tail's knobs */
     int precision;              /* matmul_precision: an RF_PRECISION_* */
     rf_memo memo;               /* layer costs already computed */
@@ -43,6 +43,7 @@ typedef struct rf_params {
     int overlap_param_gather;
     double bucket_params;
     int tp_comm_overlap;
+    double tp_comm_overlap_share;
     int64_t element_bytes;
     const char *matmul_precision;
     const char *layer_kernels;
@@ -82,6 +83,11 @@ static const loom_param_def rf_param_table[] = {
     LOOM_BOOL_PARAM(rf_params, tp_comm_overlap, 0,
                    "tensor-parallel collectives split and overlapped with the neighbouring "
                    "GEMM: only the part longer than that GEMM costs time"),
+    LOOM_FLOAT_PARAM(rf_params, tp_comm_overlap_share, 1, 0, 1,
+                   "with tp_comm_overlap, the share of what the neighbouring GEMM can hide that "
+                   "the runtime hides: a collective costs its time less this share of the "
+                   "smaller of it and that GEMM's (1: all, the ideal overlap; a runtime's "
+                   "measured async-TP gain fits it)"),
     LOOM_INT_PARAM(rf_params, element_bytes, 2, 2, 4,
                    "bytes of one activation and weight element: 2 for bf16 or fp16 training, "
                    "4 for fp32 or TF32 (then HBM traffic, TP and pipeline transfers, stored "
@@ -143,7 +149,7 @@ static void rf_tail_params(const rf_params *prm, rf_self *s)
     int64_t element = prm->element_bytes;
     double bucket = prm->bucket_params;
     s->precision = rf_precision_of(prm->matmul_precision);
-    s->tp_comm_overlap = prm->tp_comm_overlap != 0;
+    s->tp_overlap_share = prm->tp_comm_overlap ? prm->tp_comm_overlap_share : 0.0;
     s->tail.distributed_optimizer = s->distributed_optimizer;
     s->tail.overlap_grad_reduce = grad != 0;
     s->tail.overlap_param_gather = gather != 0;
@@ -311,7 +317,7 @@ static int rf_hardware(const rf_self *s, const loom_cluster *c, int32_t tp,
     hw->eff_collective = c->eff_collective;
     hw->gemm_half_flops = c->gemm_half_flops > 0 ? c->gemm_half_flops : 0;
     hw->attention_half_flops = c->attention_half_flops > 0 ? c->attention_half_flops : 0;
-    hw->tp_comm_overlap = s->tp_comm_overlap;
+    hw->tp_overlap_share = s->tp_overlap_share;
     hw->cp = 1;
     hw->cp_link_bytes_per_s = 0;
     hw->p2p_latency_ms = c->p2p_latency_ms;

@@ -75,7 +75,8 @@ typedef struct loom_roofline_hw {
     double launch_ms;         /* fixed overhead per kernel (launch, tail) */
     double gemm_half_flops;   /* size curve of eff_gemm (0: flat) */
     double attention_half_flops; /* size curve of eff_attention (0: flat) */
-    int tp_comm_overlap;      /* 1: TP collectives hidden behind GEMMs */
+    double tp_overlap_share;  /* the share of a TP collective its neighbouring GEMM
+                                 can hide that is hidden: 0 none, 1 all */
     int32_t cp;               /* context-parallel degree (<= 1: none) */
     double cp_link_bytes_per_s; /* the CP group's link (ring attention) */
     double p2p_latency_ms;    /* latency of one ring step */

@@ -390,17 +390,18 @@ void loom_roofline_layer_costs(const loom_layer *layer,
             ms = ms > ring ? ms : ring;
             back = back > 2.0 * ring ? back : 2.0 * ring;
         }
-        if (hw->tp_comm_overlap && ops[i].unit == LOOM_ROOFLINE_COLLECTIVE) {
-            /* split into chunks overlapped with the neighbouring GEMM:
-             * only what outlasts that GEMM stays on the critical path */
-            double gemm = 0;
+        if (hw->tp_overlap_share > 0 && ops[i].unit == LOOM_ROOFLINE_COLLECTIVE) {
+            /* split into chunks overlapped with the neighbouring GEMM: of
+             * what that GEMM can hide, the share the runtime achieves is
+             * off the critical path (all of it at share 1) */
+            double gemm = 0, share = hw->tp_overlap_share;
             for (int j = i - 1; j <= i + 1; j += 2)
                 if (j >= 0 && j < n && ops[j].unit == LOOM_ROOFLINE_GEMM) {
                     double g = loom_roofline_op_ms(&ops[j], hw);
                     gemm = g > gemm ? g : gemm;
                 }
-            ms = ms > gemm ? ms - gemm : 0.0;
-            back = back > gemm ? back - gemm : 0.0;
+            ms -= share * (ms < gemm ? ms : gemm);
+            back -= share * (back < gemm ? back : gemm);
         }
         fwd += ms + cast_fwd;
         ig += back + cast_back;

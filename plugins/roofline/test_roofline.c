@@ -830,6 +830,35 @@ START_TEST(tp_comm_overlap_hides_collectives)
 }
 END_TEST
 
+/* tp_comm_overlap_share: of what the neighbouring GEMMs can hide, that
+ * share is hidden, so the times are linear in it between no overlap (0,
+ * the plain times) and the full one (1, the default). */
+START_TEST(tp_comm_overlap_share_scales_what_is_hidden)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    loom_shape sh = seq_shape(1, 4096, 8, 1);
+    const char *const full[] = {"tp_comm_overlap", "true", NULL};
+    const char *const part[] = {"tp_comm_overlap", "true", "tp_comm_overlap_share", "0.25", NULL};
+    const char *const none[] = {"tp_comm_overlap", "true", "tp_comm_overlap_share", "0", NULL};
+    const char *const off[] = {"tp_comm_overlap_share", "0.25", NULL};
+    loom_layer_cost plain = estimate_ok(&fx, NULL, sh, LOOM_POLICY_NONE);
+    loom_layer_cost all = estimate_ok(&fx, full, sh, LOOM_POLICY_NONE);
+    loom_layer_cost q = estimate_ok(&fx, part, sh, LOOM_POLICY_NONE);
+    loom_layer_cost zero = estimate_ok(&fx, none, sh, LOOM_POLICY_NONE);
+    loom_layer_cost unused = estimate_ok(&fx, off, sh, LOOM_POLICY_NONE);
+    ck_assert(all.forward_ms < plain.forward_ms);
+    ASSERT_REL(q.forward_ms, plain.forward_ms - 0.25 * (plain.forward_ms - all.forward_ms));
+    ASSERT_REL(q.input_grad_ms,
+               plain.input_grad_ms - 0.25 * (plain.input_grad_ms - all.input_grad_ms));
+    ASSERT_REL(q.forward_comm_ms,
+               plain.forward_comm_ms - 0.25 * (plain.forward_comm_ms - all.forward_comm_ms));
+    ASSERT_REL(zero.forward_ms, plain.forward_ms);
+    ASSERT_REL(unused.forward_ms, plain.forward_ms); /* no effect without tp_comm_overlap */
+    ASSERT_REL(q.weight_grad_ms, plain.weight_grad_ms);
+}
+END_TEST
+
 /* The exposed TP collectives a fill can use: none at TP 1; at TP 8 a
  * part of forward and input-gradient time, and exactly what
  * tp_comm_overlap takes off those times is taken off them. */
@@ -1345,6 +1374,7 @@ static Suite *roofline_suite(void)
     tcase_add_test(tc, vocabulary_costs_first_and_last_layer);
     tcase_add_test(tc, memo_returns_what_computing_returns);
     tcase_add_test(tc, tp_comm_overlap_hides_collectives);
+    tcase_add_test(tc, tp_comm_overlap_share_scales_what_is_hidden);
     tcase_add_test(tc, exposed_comm_is_the_collectives);
     tcase_add_test(tc, rank_tail_follows_params);
     tcase_add_test(tc, manifest_matches_binary);
