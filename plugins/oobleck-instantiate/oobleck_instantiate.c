@@ -307,14 +307,15 @@ static int oi_rank(void *self, const loom_stage_graph *const *graphs,
                              (int32_t)max_plans, &ch, err);
     if (rc == LOOM_EINFEASIBLE && times.rc == LOOM_OK && times.over_cap > 0) {
         /* no plan fits: the fastest one regardless, reported over the cap */
-        host->log(o->ctx, LOOM_LOG_WARN,
-                  "oobleck-instantiate: every plan for %d node(s) gives a pipeline a share "
-                  "its GPUs cannot hold within the memory cap; the plan below exceeds it",
-                  nodes);
         times.fit = 0;
         loom_oobleck_choice_clear(&ch);
         rc = loom_oobleck_choose(sizes, p, oi_time, &times, nodes, (int32_t)f, mbs,
                                  (int32_t)max_plans, &ch, err);
+        if (rc == LOOM_OK)
+            host->log(o->ctx, LOOM_LOG_WARN,
+                      "oobleck-instantiate: every plan for %d node(s) gives a pipeline a share "
+                      "its GPUs cannot hold within the memory cap; the plan below exceeds it",
+                      nodes);
     }
     if (times.rc != LOOM_OK) { /* the evaluation's failure, not its effect on the split */
         rc = times.rc;
