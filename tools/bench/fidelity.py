@@ -89,6 +89,13 @@ def write_workload(loom, w, path):
     return 1
 
 
+def plan_paths(out, iterations):
+    """The plan.json files `loom plan --out OUT --iterations N` writes."""
+    if iterations == 1:
+        return [os.path.join(out, "plan.json")]
+    return [os.path.join(out, "iter-%03d" % i, "plan.json") for i in range(iterations)]
+
+
 def pooled(metrics):
     """One iteration's metrics standing for several: the mean makespan, and
     the MFU and HFU of all of them together (FLOPs over GPU time, so a long
@@ -133,12 +140,8 @@ def plan(loom, row, tmp, model_path, log=None):
             sys.stderr.write(r.stderr)
         raise SystemExit("fidelity: row %s: loom plan exited with %d (its message above)"
                          % (row["id"], r.returncode))
-    if iterations == 1:
-        paths = [os.path.join(out, "plan.json")]
-    else:
-        paths = [os.path.join(out, "iter-%03d" % i, "plan.json") for i in range(iterations)]
     metrics = []
-    for path in paths:
+    for path in plan_paths(out, iterations):
         with open(path) as f:
             metrics.append(json.load(f)["metrics"])
     for i, m in enumerate(metrics):

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-from fidelity import ROOT, write_workload
+from fidelity import ROOT, plan_paths, write_workload
 
 FAMILIES = ("image-pairs", "interleaved", "video", "rise-and-fall", "text")
 
@@ -56,9 +56,7 @@ def spread(args, loom, window, tmp):
          "--workload", wl, "--iterations", str(args.iterations), "--out", out, "--quiet"],
         "window %d" % window)
     work = []
-    for i in range(args.iterations):
-        path = os.path.join(out, "iter-%03d" % i, "plan.json") if args.iterations > 1 \
-            else os.path.join(out, "plan.json")
+    for path in plan_paths(out, args.iterations):
         with open(path) as f:
             stages = json.load(f)["stages"]
         per = collections.Counter()
