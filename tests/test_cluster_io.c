@@ -113,6 +113,7 @@ START_TEST(test_example_files_equal_presets)
         ck_assert_double_eq(a->kernel_launch_us, b->kernel_launch_us);
         ck_assert_double_eq(a->attention_backward, b->attention_backward);
         ck_assert_double_eq(a->eff_optimizer, b->eff_optimizer);
+        ck_assert_double_eq(a->eff_attention_flash2, b->eff_attention_flash2);
         ck_assert_double_eq(a->peak_flops_tf32, b->peak_flops_tf32);
         ck_assert_double_eq(a->peak_flops_fp32, b->peak_flops_fp32);
         ck_assert_double_eq(a->peak_flops_fp8, b->peak_flops_fp8);
@@ -143,6 +144,7 @@ START_TEST(test_defaults)
     ck_assert_double_eq(c->p2p_latency_ms, 0.02);
     ck_assert_double_eq(c->peak_flops_tf32, 0); /* other precisions: not given */
     ck_assert_double_eq(c->peak_flops_fp8, 0);
+    ck_assert_double_eq(c->eff_attention_flash2, 0); /* absent: the fused factor */
     loom_cluster_data_free(d);
     d = must_load(loom_test_tmpfile(".json", "{" REQUIRED ", \"peak_flops_tf32\": 5e13, "
                                     "\"peak_flops_fp32\": 2.5e13, \"peak_flops_fp8\": 2e14}"));
@@ -153,11 +155,13 @@ START_TEST(test_defaults)
     loom_cluster_data_free(d);
 
     d = must_load(loom_test_tmpfile(".json", "{" REQUIRED ", \"gpus_per_node\": 4, "
-                                    "\"efficiency\": {\"gemm\": 1}, \"p2p_latency_ms\": 0}"));
+                                    "\"efficiency\": {\"gemm\": 1, \"attention_flash2\": 0.3}, "
+                                    "\"p2p_latency_ms\": 0}"));
     c = loom_cluster_data_cluster(d);
     ck_assert_int_eq(c->gpus_per_node, 4);
     ck_assert_double_eq(c->eff_gemm, 1.0);
     ck_assert_double_eq(c->eff_attention, 0.6);
+    ck_assert_double_eq(c->eff_attention_flash2, 0.3);
     ck_assert_double_eq(c->p2p_latency_ms, 0.0);
     loom_cluster_data_free(d);
 }
@@ -205,7 +209,9 @@ START_TEST(test_errors)
     expect_error("{" REQUIRED ", \"efficiency\": {\"flops\": 0.5}}",
                  "efficiency: unknown field \"flops\" (expected one of: gemm, attention, "
                  "memory, collective, gemm_half_flops, attention_half_flops, kernel_launch_us, "
-                 "attention_backward, optimizer)");
+                 "attention_backward, optimizer, attention_flash2)");
+    expect_error("{" REQUIRED ", \"efficiency\": {\"attention_flash2\": 1.5}}",
+                 "efficiency.attention_flash2: expected a number in [0, 1], found 1.5");
     expect_error("{" REQUIRED ", \"efficiency\": {\"attention_backward\": 0.5}}",
                  "efficiency.attention_backward: expected a number in [1, 10], found 0.5");
     expect_error("{" REQUIRED ", \"efficiency\": {\"optimizer\": 0}}",

@@ -57,7 +57,7 @@ static int parse_cluster(const char *file, const cJSON *root, loom_cluster *c,
     static const char *const eff_keys[] = {"gemm", "attention", "memory", "collective",
                                            "gemm_half_flops", "attention_half_flops",
                                            "kernel_launch_us", "attention_backward", "optimizer",
-                                           NULL};
+                                           "attention_flash2", NULL};
     const cJSON *eff = NULL;
     int64_t hbm = 0, gpn = LOOM_DEFAULT_GPUS_PER_NODE;
     memset(c, 0, sizeof *c);
@@ -130,6 +130,8 @@ static int parse_cluster(const char *file, const cJSON *root, loom_cluster *c,
                                       10.0, &c->attention_backward, err);
         if (!rc && cJSON_GetObjectItemCaseSensitive(eff, "optimizer"))
             rc = get_factor(file, eff, "optimizer", &c->eff_optimizer, err);
+        if (!rc && cJSON_GetObjectItemCaseSensitive(eff, "attention_flash2"))
+            rc = get_factor(file, eff, "attention_flash2", &c->eff_attention_flash2, err);
         if (rc)
             return rc;
     }

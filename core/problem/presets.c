@@ -104,6 +104,16 @@ static const char *const model_names[] = {
  * NVIDIA's datasheets: H100 SXM (the H800 and H200 have its compute) 494.7,
  * 66.9 and 1978.9 TFLOP/s; A100 156 and 19.5; A40 74.8 and 37.4. */
 #define H_PEAKS 494.7e12, 66.9e12, 1978.9e12
+
+/* The attention core's efficiency under FlashAttention-2 on the Hopper
+ * presets (eff_attention_flash2): their fused-attention factor times 0.62,
+ * FlashAttention-2's speed over cuDNN's on an H100 at head dimension 128
+ * (Shah et al., FlashAttention-3, 2024, Figures 5-6: 335 against 539
+ * TFLOP/s forward, causal, and 322 against 516 backward at 16k tokens;
+ * docs/cost-models.md, "Attention kernels"). Before Hopper it is the
+ * fused kernel: 0. */
+#define H_FLASH2 0.279    /* 0.45 x 0.62 */
+#define H200_FLASH2 0.2564 /* 0.413583 x 0.62 */
 #define A100_PEAKS 156e12, 19.5e12, 0.0
 #define A40_PEAKS 74.8e12, 37.4e12, 0.0
 
@@ -112,15 +122,15 @@ static const char *const model_names[] = {
  * copy bandwidth, and the other precisions' peaks. */
 static const loom_cluster clusters[] = {
     {"h800", 989e12, 3.35e12, GIB(80), 8, 0, 200e9, 25e9, H_EFF, H_HALF, GEN5_HOST, 0.0, 0.0, 0.0,
-     H_PEAKS},
+     H_PEAKS, H_FLASH2},
     {"h100", 989e12, 3.35e12, GIB(80), 8, 0, 450e9, 50e9, H_EFF, H_HALF, GEN5_HOST, 0.0, 0.0, 0.0,
-     H_PEAKS},
+     H_PEAKS, H_FLASH2},
     {"h200", 989e12, 4.8e12, 150754820096LL, 8, 0, 450e9, 50e9, H200_EFF, H_HALF, GEN5_HOST,
-     H200_SHAPE, H_PEAKS},
+     H200_SHAPE, H_PEAKS, H200_FLASH2},
     {"a100", 312e12, 2.0e12, GIB(80), 8, 0, 300e9, 25e9, DEFAULTS, A_HALF, GEN4_HOST, 0.0, 0.0, 0.0,
-     A100_PEAKS},
+     A100_PEAKS, 0.0},
     {"a40", 149.7e12, 696e9, GIB(48), 8, 0, 32e9, 12.5e9, DEFAULTS, A_HALF, GEN4_HOST, 0.0, 0.0, 0.0,
-     A40_PEAKS},
+     A40_PEAKS, 0.0},
 };
 
 static const char *const cluster_names[] = {"h800", "h100", "h200", "a100", "a40", NULL};

@@ -23,6 +23,7 @@ typedef struct rf_self {
     double tp_overlap_share;    /* tp_comm_overlap's share, 0 when off */
     loom_tail_knobs tail;       /* the iteration tail's knobs */
     int precision;              /* matmul_precision: an RF_PRECISION_* */
+    int flash2;                 /* attention_kernel flash2 */
     rf_memo memo;               /* layer costs already computed */
 } rf_self;
 
@@ -47,6 +48,7 @@ typedef struct rf_params {
     int64_t element_bytes;
     const char *matmul_precision;
     const char *layer_kernels;
+    const char *attention_kernel;
 } rf_params;
 
 static const loom_param_def rf_param_table[] = {
@@ -114,6 +116,13 @@ static const loom_param_def rf_param_table[] = {
                    "er the attention output and the MLP, GELU as the eight-operator tanh approximati"
                    "on) and hf-bert (BertLayer: the same without the causal mask, the erf GELU one k"
                    "ernel); hf-* need flash_attention false"),
+    LOOM_ENUM_PARAM(rf_params, attention_kernel, "fused", "fused|flash2",
+                   "the fused attention kernel the run's runtime picks: fused (the cluster's efficie"
+                   "ncy.attention: the kernel Transformer Engine picks, cuDNN's on Hopper, as Megatr"
+                   "on-LM runs it) or flash2 (FlashAttention-2, PyTorch's scaled_dot_product_attenti"
+                   "on flash backend, which PyTorch tried first on every GPU until 2.9, as torchtita"
+                   "n runs it: the cluster's efficiency.attention_flash2, or efficiency.attention wh"
+                   "en the cluster gives none); flash2 needs flash_attention true"),
     LOOM_PARAM_END};
 
 /* The RF_PRECISION_* of the enum param matmul_precision ("fp16" runs at
@@ -165,8 +174,8 @@ static void rf_tail_params(const rf_params *prm, rf_self *s)
 }
 
 /* create(): reads gemm_efficiency_scale, distributed_optimizer,
- * flash_attention, sequence_parallel, kernel_launch_us, layer_kernels and
- * the tail's params (defaults in manifest.json). */
+ * flash_attention, sequence_parallel, kernel_launch_us, layer_kernels,
+ * attention_kernel and the tail's params (defaults in manifest.json). */
 static int rf_create(const loom_host_api *host, loom_ctx *ctx,
                      void *plugin_state, void **self, loom_error *err)
 {
@@ -189,10 +198,16 @@ static int rf_create(const loom_host_api *host, loom_ctx *ctx,
         return host->error(err, LOOM_EINVAL,
                            "roofline: param layer_kernels: %s runs the attention unfused, so "
                            "expected flash_attention false, found true", prm.layer_kernels);
+    int flash2 = !strcmp(prm.attention_kernel, "flash2");
+    if (flash2 && !flash)
+        return host->error(err, LOOM_EINVAL,
+                           "roofline: param attention_kernel: flash2 is a fused kernel, so "
+                           "expected flash_attention true, found false");
     rf_self *s = host->alloc(sizeof *s);
     if (!s)
         return host->error(err, LOOM_ENOMEM, "roofline: out of memory");
     s->host = host;
+    s->flash2 = flash2;
     s->gemm_scale = scale;
     s->distributed_optimizer = dist != 0;
     s->flags = (flash ? LOOM_ROOFLINE_FLASH : 0u) |
@@ -309,7 +324,10 @@ static int rf_hardware(const rf_self *s, const loom_cluster *c, int32_t tp,
     hw->eff_gemm = c->eff_gemm * s->gemm_scale;
     if (hw->eff_gemm > 1.0)
         hw->eff_gemm = 1.0;
-    hw->eff_attention = c->eff_attention;
+    /* the runtime's attention kernel: FlashAttention-2 where the cluster
+     * gives its factor, else the cluster's fused kernel */
+    hw->eff_attention = s->flash2 && c->eff_attention_flash2 > 0 ? c->eff_attention_flash2
+                                                                 : c->eff_attention;
     hw->eff_memory = c->eff_memory;
     /* the manifest's kernel_launch_us, when set, overrides the cluster's */
     hw->launch_ms = s->launch_ms > 0 ? s->launch_ms : c->kernel_launch_us / 1000.0;

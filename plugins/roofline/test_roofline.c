@@ -409,6 +409,45 @@ START_TEST(hf_eager_kernels_refuse_flash_attention)
 }
 END_TEST
 
+/* attention_kernel flash2 runs the attention core at the cluster's
+ * eff_attention_flash2: with the HBM term out of the way the forward grows
+ * by exactly the core's FLOPs at the new factor less at the old, the input
+ * gradient by twice that (its backward does twice the forward's FLOPs),
+ * the GEMMs stay; a cluster without the factor runs the fused one. */
+START_TEST(flash2_attention_kernel_closed_form)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    fx.cluster.hbm_bytes_per_s = 1e30;
+    fx.cluster.eff_attention_flash2 = 0.3;
+    const char *const fused[] = {"attention_kernel", "fused", NULL};
+    const char *const flash2[] = {"attention_kernel", "flash2", NULL};
+    loom_shape s = seq_shape(1, 8192, 1, 1);
+    loom_layer_cost a = estimate_ok(&fx, fused, s, LOOM_POLICY_NONE);
+    loom_layer_cost b = estimate_ok(&fx, flash2, s, LOOM_POLICY_NONE);
+    double gemm, att;
+    loom_roofline_forward_flops(&fx.layer, &s, &gemm, &att);
+    /* fused, the causal core skips the masked half: the model FLOPs */
+    double extra_ms = att / 989e12 * (1.0 / 0.3 - 1.0 / 0.6) * 1e3;
+    ASSERT_REL(b.forward_ms - a.forward_ms, extra_ms);
+    ASSERT_REL(b.input_grad_ms - a.input_grad_ms, 2.0 * extra_ms);
+    ck_assert_double_eq(b.weight_grad_ms, a.weight_grad_ms);
+    ck_assert_double_eq(b.flops, a.flops);
+
+    fx.cluster.eff_attention_flash2 = 0;
+    loom_layer_cost c = estimate_ok(&fx, flash2, s, LOOM_POLICY_NONE);
+    ck_assert_double_eq(c.forward_ms, a.forward_ms);
+    ck_assert_double_eq(c.input_grad_ms, a.input_grad_ms);
+
+    const char *const unfused[] = {"attention_kernel", "flash2", "flash_attention", "false",
+                                   NULL};
+    loom_error err = {0, ""};
+    ck_assert_int_eq(estimate_with(&fx, unfused, s, LOOM_POLICY_NONE, &c, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "roofline: param attention_kernel: flash2 is a fused kernel, "
+                                  "so expected flash_attention true, found false");
+}
+END_TEST
+
 START_TEST(tensor_parallel_halves_compute_and_adds_collectives)
 {
     fixture fx;
@@ -1359,6 +1398,7 @@ static Suite *roofline_suite(void)
     tcase_add_test(tc, hf_eager_kernels_closed_form);
     tcase_add_test(tc, unfused_attention_computes_every_score);
     tcase_add_test(tc, hf_eager_kernels_refuse_flash_attention);
+    tcase_add_test(tc, flash2_attention_kernel_closed_form);
     tcase_add_test(tc, sequence_parallel_splits_activations_and_collectives);
     tcase_add_test(tc, preset_parameter_counts);
     tcase_add_test(tc, fp32_elements_double_the_bytes);

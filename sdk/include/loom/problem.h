@@ -114,6 +114,13 @@ typedef struct loom_cluster {
     double peak_flops_tf32;
     double peak_flops_fp32;
     double peak_flops_fp8;
+    /* Appended: the attention core's efficiency under FlashAttention-2
+     * (PyTorch's SDPA flash backend), for runs whose runtime picks that
+     * kernel where eff_attention is the fused kernel Transformer Engine
+     * picks (cuDNN's on Hopper); in (0, 1], 0 means eff_attention (before
+     * Hopper FlashAttention-2 is that kernel). The roofline's
+     * attention_kernel chooses (docs/cost-models.md, "Attention kernels"). */
+    double eff_attention_flash2;
 } loom_cluster;
 
 typedef struct loom_parallel {
