@@ -130,6 +130,8 @@ START_TEST(profile_recovers_factors)
         ck_assert_msg(fabs(v - truth[k]) <= 0.02 * truth[k], "%s: fitted %g, truth %g",
                       keys[k], v, truth[k]);
     }
+    /* the spelled-out preset keeps its FlashAttention-2 factor, not fitted */
+    ck_assert_double_eq(factor_of(path, "attention_flash2"), 0.279);
     /* a TP 2 profile gives a table cost file */
     snprintf(args, sizeof args, "calibrate --cluster %s --model vlm-s --profile %s --fit "
              "eff_gemm --table %s/t.csv", path, prof2, out_path);

@@ -313,6 +313,9 @@ static int write_cluster(void *user, FILE *out, loom_error *err)
             continue; /* absent stays absent */
         ok = set_path(root, all[i].json_key, round(v * 1e6) / 1e6);
     }
+    /* a spelled-out preset keeps its FlashAttention-2 factor (not fitted) */
+    if (ok && preset && c->eff_attention_flash2 > 0)
+        ok = set_path(root, "efficiency.attention_flash2", c->eff_attention_flash2);
     char *text = ok ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     if (!text)
