@@ -4,7 +4,11 @@
  * evaluator runs (interleaver + memory tuner + simulator) and prints the
  * median rate of the batches: once with the plan's priorities on every
  * run, once with two groups' priorities swapped per run (a search's moves:
- * consecutive runs differ in up to four groups).
+ * consecutive runs differ in up to four groups). Last, what an incremental
+ * evaluation could reuse after one such move: how much of every rank's
+ * order stays the same from its start, for two groups swapped at random
+ * and for two groups adjacent in priority (the smallest move a search
+ * makes), against the order of the plan's priorities.
  *
  *   loom-bench-sim [--manifest M] [--model vlm-l] [--parallel ...] [--batches 15]
  */
@@ -26,6 +30,32 @@ static double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Fills *same_ranks with the ranks whose whole order equals base's and
+ * returns the share of stages in the common prefix of each rank's order
+ * with base's (both schedules of the same graph). */
+static double common_prefix(const loom_schedule *x, const int32_t *base, int32_t *same_ranks)
+{
+    int64_t common = 0, all = 0;
+    *same_ranks = 0;
+    for (int32_t r = 0; r < x->n_ranks; r++) {
+        int32_t a = x->rank_off[r], b = x->rank_off[r + 1], k = a;
+        while (k < b && x->order[k] == base[k])
+            k++;
+        common += k - a;
+        all += b - a;
+        *same_ranks += k == b;
+    }
+    return all ? (double)common / (double)all : 1.0;
+}
+
+/* Ranks groups by priority, highest first (for adjacent swaps). */
+static const float *rank_key;
+static int cmp_prio(const void *a, const void *b)
+{
+    float x = rank_key[*(const int32_t *)a], y = rank_key[*(const int32_t *)b];
+    return (x < y) - (x > y);
 }
 
 int main(int argc, char **argv)
@@ -122,6 +152,61 @@ int main(int argc, char **argv)
                ev_rate, batches, per_batch, 1e6 / ev_rate, inter, tuner,
                pass == 0 ? "the plan's priorities" : "two groups swapped per run");
     }
+    /* reuse: one move against the plan's priorities */
+    int32_t *base = malloc((size_t)(g->n_stages ? g->n_stages : 1) * sizeof *base);
+    int32_t *by_prio = malloc((size_t)(G ? G : 1) * sizeof *by_prio);
+    if (rc == LOOM_OK && (!base || !by_prio))
+        rc = loom_set_error(&err, LOOM_ENOMEM, "out of memory");
+    if (rc == LOOM_OK && G > 1)
+        rc = loom_evaluator_run(ev, plan.priorities, &m, &err);
+    if (rc == LOOM_OK && G > 1) {
+        memcpy(base, loom_evaluator_schedule(ev)->order, (size_t)g->n_stages * sizeof *base);
+        for (int32_t k = 0; k < G; k++)
+            by_prio[k] = k;
+        rank_key = plan.priorities;
+        qsort(by_prio, (size_t)G, sizeof *by_prio, cmp_prio);
+        enum { MOVES = 200 };
+        for (int pass = 0; pass < 2 && rc == LOOM_OK; pass++) {
+            double shares[MOVES];
+            int32_t unchanged = 0, moves_with_same = 0;
+            for (int k = 0; k < MOVES && rc == LOOM_OK; k++) {
+                memcpy(moved, plan.priorities, (size_t)G * sizeof *moved);
+                rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                int32_t x, y;
+                if (pass == 0) {
+                    x = (int32_t)((rng >> 33) % (uint64_t)G);
+                    y = (int32_t)((x + 1 + (int32_t)((rng >> 13) % (uint64_t)(G - 1))) % G);
+                } else {
+                    int32_t i = (int32_t)((rng >> 33) % (uint64_t)(G - 1));
+                    x = by_prio[i];
+                    y = by_prio[i + 1];
+                }
+                float t = moved[x];
+                moved[x] = moved[y];
+                moved[y] = t;
+                rc = loom_evaluator_run(ev, moved, &m, &err);
+                if (rc != LOOM_OK)
+                    break;
+                int32_t same = 0;
+                shares[k] = common_prefix(loom_evaluator_schedule(ev), base, &same);
+                unchanged += same;
+                moves_with_same += same > 0;
+            }
+            if (rc != LOOM_OK)
+                break;
+            double mean = 0;
+            for (int k = 0; k < MOVES; k++)
+                mean += shares[k] / MOVES;
+            printf("reuse:      one move, %s (%d moves): the common start of a rank's order "
+                   "with the plan's holds %.1f %% of its stages (median; mean %.1f %%); %d of "
+                   "%d rank orders unchanged, in %d moves\n",
+                   pass == 0 ? "two groups swapped" : "two groups adjacent in priority swapped",
+                   MOVES, 100.0 * median(shares, MOVES), 100.0 * mean, unchanged,
+                   MOVES * g->n_ranks, moves_with_same);
+        }
+    }
+    free(base);
+    free(by_prio);
     if (rc != LOOM_OK)
         fprintf(stderr, "loom-bench-sim: %s\n", moved ? err.message : "out of memory");
     loom_evaluator_destroy(ev);
