@@ -1,4 +1,5 @@
 /* test_cluster_io.c - cluster presets, cluster.json parsing and errors. */
+#include <math.h>
 #include <string.h>
 #include <loom/sys/problem.h>
 #include "testutil.h"
@@ -83,6 +84,21 @@ START_TEST(test_presets)
     ck_assert_double_eq(c->nvlink_bytes_per_s, 32e9);
     ck_assert_double_eq(c->net_bytes_per_s, 12.5e9);
     loom_cluster_data_free(d);
+
+    /* FlashAttention-2 on Hopper: the fused factor times 0.62, the
+     * FlashAttention-3 paper's FA2 over cuDNN (docs/cost-models.md,
+     * "Attention kernels"), to four places; none before Hopper */
+    for (int i = 0; names[i]; i++) {
+        d = must_load(names[i]);
+        c = loom_cluster_data_cluster(d);
+        if (names[i][0] == 'h')
+            ck_assert_msg(fabs(c->eff_attention_flash2 - 0.62 * c->eff_attention) < 5e-5,
+                          "%s: attention_flash2 %g, expected 0.62 x %g", names[i],
+                          c->eff_attention_flash2, c->eff_attention);
+        else
+            ck_assert_double_eq(c->eff_attention_flash2, 0);
+        loom_cluster_data_free(d);
+    }
 }
 END_TEST
 
