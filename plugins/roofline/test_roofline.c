@@ -150,6 +150,17 @@ static loom_layer_cost estimate_ok(fixture *fx, const char *const *params,
     return c;
 }
 
+/* estimate_with() asserting that the params are refused with exactly
+ * `message`. */
+static void expect_refused(fixture *fx, const char *const *params, loom_shape shape,
+                           const char *message)
+{
+    loom_layer_cost c = LOOM_LAYER_COST_INIT;
+    loom_error err = {0, ""};
+    ck_assert_int_eq(estimate_with(fx, params, shape, LOOM_POLICY_NONE, &c, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, message);
+}
+
 /* The unfused attention and plain tensor parallelism the closed forms
  * below count (flash_attention=false, sequence_parallel=false). */
 static loom_layer_cost estimate(fixture *fx, loom_shape shape, int32_t policy)
@@ -400,12 +411,9 @@ START_TEST(hf_eager_kernels_refuse_flash_attention)
     fixture fx;
     fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
     const char *const bad[] = {"layer_kernels", "hf-gpt2", NULL};
-    loom_layer_cost c = LOOM_LAYER_COST_INIT;
-    loom_error err = {0, ""};
-    ck_assert_int_eq(estimate_with(&fx, bad, seq_shape(1, 8192, 1, 1), LOOM_POLICY_NONE, &c,
-                                   &err), LOOM_EINVAL);
-    ck_assert_str_eq(err.message, "roofline: param layer_kernels: hf-gpt2 runs the attention "
-                                  "unfused, so expected flash_attention false, found true");
+    expect_refused(&fx, bad, seq_shape(1, 8192, 1, 1),
+                   "roofline: param layer_kernels: hf-gpt2 runs the attention unfused, so "
+                   "expected flash_attention false, found true");
 }
 END_TEST
 
@@ -441,10 +449,9 @@ START_TEST(flash2_attention_kernel_closed_form)
 
     const char *const unfused[] = {"attention_kernel", "flash2", "flash_attention", "false",
                                    NULL};
-    loom_error err = {0, ""};
-    ck_assert_int_eq(estimate_with(&fx, unfused, s, LOOM_POLICY_NONE, &c, &err), LOOM_EINVAL);
-    ck_assert_str_eq(err.message, "roofline: param attention_kernel: flash2 is a fused kernel, "
-                                  "so expected flash_attention true, found false");
+    expect_refused(&fx, unfused, s,
+                   "roofline: param attention_kernel: flash2 is a fused kernel, so expected "
+                   "flash_attention true, found false");
 }
 END_TEST
 
@@ -1116,11 +1123,9 @@ START_TEST(fp32_elements_double_the_bytes)
 
     /* 3-byte elements are refused by name */
     static const char *const three[] = {"element_bytes", "3", NULL};
-    loom_layer_cost out = LOOM_LAYER_COST_INIT;
-    ck_assert_int_eq(estimate_with(&fx, three, seq_shape(2, 50, 1, 1), LOOM_POLICY_NONE, &out,
-                                   &err), LOOM_EINVAL);
-    ck_assert_str_eq(err.message, "roofline: param element_bytes: expected 2 (bf16, fp16) or 4 "
-                                  "(fp32, TF32), found 3");
+    expect_refused(&fx, three, seq_shape(2, 50, 1, 1),
+                   "roofline: param element_bytes: expected 2 (bf16, fp16) or 4 (fp32, TF32), "
+                   "found 3");
 }
 END_TEST
 
