@@ -596,7 +596,10 @@ static void sim_metrics(const loom_sim_scratch *s, const loom_stage_graph *g, lo
         memcpy(m->end_ms, s->end_ms, (size_t)g->n_stages * sizeof(double));
     m->makespan_ms = makespan;
     m->max_span_ms = max_span;
-    m->bubble_ratio = makespan > 0 ? 1.0 - (busy + tail_busy) / ((double)P * makespan) : 0;
+    /* idle share of P x makespan; a rank never idles less than nothing,
+     * so a sum that rounds above the product reads 0, not -2e-16 */
+    double idle = makespan > 0 ? 1.0 - (busy + tail_busy) / ((double)P * makespan) : 0;
+    m->bubble_ratio = idle > 0 ? idle : 0;
     m->max_peak_bytes = max_peak;
     m->cap_violations = violations;
     double denom = makespan / 1e3 * (double)P * g->peak_flops_per_rank;
