@@ -27,7 +27,8 @@ the mean iteration for `time_s`).
 Every row uses the shipped cluster presets and cost-model defaults: there is
 no per-row tuning. A row's `params` state its run's setup only (the TF32
 Oobleck run's 4-byte elements and unfused attention, the one virtual stage
-of PipeWeaver's Megatron-LM baseline, torchtitan's layer split and float8);
+of PipeWeaver's Megatron-LM baseline, torchtitan's layer split and float8,
+the settings of NVIDIA's Megatron-Bridge and NeMo recipes);
 `average_over` averages the
 figure over a param's values (the Oobleck run's node counts).
 --cluster PRESET=FILE plans the rows of a cluster preset with a cluster
@@ -271,6 +272,12 @@ def predict_one(loom, row):
         raise SystemExit("fidelity: row %s: unknown metric %r" % (row["id"], metric))
 
 
+def fig(x):
+    """A figure as the table prints it: four significant digits, and whole
+    numbers from 10000 on (22521 tokens a GPU, not 2.252e+04)."""
+    return "%d" % round(x) if 1e4 <= abs(x) < 1e12 else "%.4g" % x
+
+
 def status(row, err):
     """The row's sample (in-sample, held-out or derived) and status."""
     if row["metric"] in DERIVED:
@@ -354,15 +361,16 @@ def main():
             sample, _ = status(row, 0.0)
             state = "not counted" if sample == "derived" else "**infeasible**"
             results.append((row, sample, state))
-            print("| %s | %s %s | %s | %.4g | infeasible | n/a | %s | %s |" %
-                  (row["id"], row["source"], row["section"], row["metric"], pub, sample, state))
+            print("| %s | %s %s | %s | %s | infeasible | n/a | %s | %s |" %
+                  (row["id"], row["source"], row["section"], row["metric"], fig(pub), sample,
+                   state))
             continue
         err = (got - pub) / pub * 100.0
         sample, state = status(row, err)
         results.append((row, sample, state))
-        print("| %s | %s %s | %s | %.4g | %.4g | %+.1f | %s | %s |" %
-              (row["id"], row["source"], row["section"], row["metric"], pub, got, err,
-               sample, state))
+        print("| %s | %s %s | %s | %s | %s | %+.1f | %s | %s |" %
+              (row["id"], row["source"], row["section"], row["metric"], fig(pub), fig(got),
+               err, sample, state))
     print()
     for line in summary(results):
         print(line)
@@ -388,9 +396,9 @@ def main():
         if not figures:
             continue
         figures.sort()
-        print("%s: seeds 1-%d: min %.4g, median %.4g, max %.4g (published %.4g)" %
-              (row["id"], args.seeds, figures[0], figures[len(figures) // 2], figures[-1],
-               row["published"]))
+        print("%s: seeds 1-%d: min %s, median %s, max %s (published %s)" %
+              (row["id"], args.seeds, fig(figures[0]), fig(figures[len(figures) // 2]),
+               fig(figures[-1]), fig(row["published"])))
     found = {r["id"] for r in misses}
     if args.known_miss is None:
         return 1 if found else 0
