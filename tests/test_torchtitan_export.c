@@ -121,12 +121,82 @@ START_TEST(llm_plan_file_is_exact)
         "data_parallel_shard_degree = 1\n"
         "\n"
         "[training]\n"
-        "local_batch_size = 8\n");
+        "local_batch_size = 8\n"
+        "\n"
+        "[activation_checkpoint]\n"
+        "mode = \"none\"\n");
     free(toml);
     cJSON *doc;
     const cJSON *x = torchtitan_export(dir, &doc);
     ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(x, "file")), "torchtitan.toml");
     cJSON_Delete(doc);
+    loom_test_rmdir(dir);
+}
+END_TEST
+
+/* The [activation_checkpoint] table of the plan `tuner_args` make, or
+ * NULL when no torchtitan.toml was written (malloc'd). */
+static char *ac_table(const char *tag, const char *tuner_args)
+{
+    const char *dir = out_dir(tag);
+    char args[1024];
+    snprintf(args, sizeof args, "--manifest %s " LLAMA " %s",
+             loom_test_src("examples/manifests/megatron-1f1b.json"),
+             loom_test_src("examples/models/hf/llama-3-8b.json"), tuner_args);
+    plan_into(dir, args);
+    char path[300];
+    snprintf(path, sizeof path, "%s/torchtitan.toml", dir);
+    char *toml = slurp(path), *table = NULL;
+    if (toml) {
+        const char *at = strstr(toml, "[activation_checkpoint]");
+        ck_assert_ptr_nonnull(at);
+        table = strdup(at);
+        free(toml);
+    }
+    return table;
+}
+
+START_TEST(recomputation_is_the_checkpoint_mode)
+{
+    /* torchtitan's own default (selective, every second block) would
+     * checkpoint blocks the plan never priced: the table is always there */
+    char *none = ac_table("ac-none", "");
+    ck_assert_str_eq(none, "[activation_checkpoint]\nmode = \"none\"\n");
+    free(none);
+    char *full = ac_table("ac-full", "--use memory_tuner=full-recompute");
+    ck_assert_str_eq(full, "[activation_checkpoint]\nmode = \"full\"\n");
+    free(full);
+}
+END_TEST
+
+START_TEST(recomputation_of_some_layers_is_refused)
+{
+    const char *dir = out_dir("ac-some");
+    char args[1024];
+    snprintf(args, sizeof args, "--manifest %s " LLAMA " --memory-cap 30GiB",
+             loom_test_src("examples/manifests/megatron-tuned.json"),
+             loom_test_src("examples/models/hf/llama-3-8b.json"));
+    plan_into(dir, args);
+    expect_refused(dir, "16 of 32 layers run full recomputation and the others none; "
+                        "torchtitan.toml states torchtitan 0.2.2's mode full (every block) "
+                        "or none, and its selective mode checkpoints every N-th block a rank "
+                        "builds, not the layers a memory tuner chose");
+    loom_test_rmdir(dir);
+}
+END_TEST
+
+START_TEST(selective_recomputation_is_refused)
+{
+    const char *dir = out_dir("ac-sel");
+    char args[1024];
+    snprintf(args, sizeof args, "--manifest %s " LLAMA " --use memory_tuner=megatron-recompute "
+             "--param cost_model.flash_attention=false --memory-cap 50GiB",
+             loom_test_src("examples/manifests/megatron-1f1b.json"),
+             loom_test_src("examples/models/hf/llama-3-8b.json"));
+    plan_into(dir, args);
+    expect_refused(dir, "32 of 32 layers run selective recomputation (the attention core); "
+                        "torchtitan 0.2.2's selective modes checkpoint whole blocks or save "
+                        "operators by its 'op' policy, never the attention core alone");
     loom_test_rmdir(dir);
 }
 END_TEST
@@ -211,6 +281,9 @@ static Suite *torchtitan_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, llm_plan_file_is_exact);
+    tcase_add_test(tc, recomputation_is_the_checkpoint_mode);
+    tcase_add_test(tc, recomputation_of_some_layers_is_refused);
+    tcase_add_test(tc, selective_recomputation_is_refused);
     tcase_add_test(tc, one_rank_plans_are_refused);
     tcase_add_test(tc, vlm_is_refused_and_stale_file_removed);
     tcase_add_test(tc, module_layouts_are_refused);

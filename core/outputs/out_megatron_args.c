@@ -78,47 +78,6 @@ static int whole_units(const loom_plan *plan, char *reason)
     return 1;
 }
 
-/* Layers of position p of flow 0. */
-static int32_t position_layers(const loom_partition *part, int32_t p)
-{
-    const loom_position *pos = &part->positions[part->flows[0].pos_off + p];
-    int32_t n = 0;
-    for (int32_t k = 0; k < pos->n_spans; k++)
-        n += part->spans[pos->span_off + k].n_layers;
-    return n;
-}
-
-/* The first pair of every position (first[p]); 0 with a reason when two
- * pairs of one position run different policies or a pair's layer count
- * is not its position's. */
-static int position_pairs(const loom_plan *plan, int32_t *first, char *reason)
-{
-    const loom_stage_graph *g = plan->graph;
-    const loom_partition *part = plan->partition;
-    int32_t n_pos = part->flows[0].n_pos;
-    for (int32_t p = 0; p < n_pos; p++)
-        first[p] = -1;
-    for (int32_t q = 0; q < g->n_pairs; q++) {
-        int32_t f = g->pair_forward[q], p = g->position[f];
-        int32_t off = g->pair_layer_off[q], n = g->pair_layer_off[q + 1] - off;
-        if (p < 0 || p >= n_pos || n != position_layers(part, p))
-            return loom_out_refuse(reason, "stage %d's memory policies do not list one entry per layer "
-                                  "of its position", f);
-        if (first[p] < 0) {
-            first[p] = q;
-            continue;
-        }
-        const uint8_t *a = &g->layer_policy[g->pair_layer_off[first[p]]];
-        if (memcmp(a, &g->layer_policy[off], (size_t)n) != 0)
-            return loom_out_refuse(reason,
-                          "stage %d (microbatch %d) runs other memory policies than microbatch "
-                          "%d on stage %d's layers; Megatron-LM recomputes the same layers for "
-                          "every microbatch", p, g->microbatch[f],
-                          g->microbatch[g->pair_forward[first[p]]], p);
-    }
-    return 1;
-}
-
 /* Counts the policies of every layer (counts[policy]) and the leading
  * `full` layers of every position (lead[p]). */
 static void count_policies(const loom_plan *plan, const int32_t *first, int32_t *counts,
@@ -142,7 +101,7 @@ static int block_fits(const loom_plan *plan, const int32_t *lead, int32_t n, cha
 {
     const loom_partition *part = plan->partition;
     for (int32_t p = 0; p < part->flows[0].n_pos; p++) {
-        int32_t layers = position_layers(part, p), want = n < layers ? n : layers;
+        int32_t layers = loom_out_position_layers(part, p), want = n < layers ? n : layers;
         if (lead[p] != want)
             return loom_out_refuse(reason,
                           "stage %d runs full recomputation on its first %d of %d layers and "
@@ -166,7 +125,7 @@ static int recompute_of(const loom_plan *plan, mg_args *a, char *reason, int *oo
         return 0;
     }
     int32_t *lead = first + n_pos, n = 0;
-    int ok = position_pairs(plan, first, reason);
+    int ok = loom_out_position_pairs(plan, first, "Megatron-LM", reason);
     if (ok)
         count_policies(plan, first, counts, lead);
     for (int32_t p = 0; ok && p < n_pos; p++)
@@ -349,10 +308,10 @@ static int sizes_of(const loom_plan *plan, mg_args *a, char *reason, int *oom)
     a->vpp = part->flows[0].n_pos / part->n_ranks;
     a->microbatches = part->n_microbatches;
     a->layers = 0;
-    a->layers_per_stage = position_layers(part, 0);
+    a->layers_per_stage = loom_out_position_layers(part, 0);
     for (int32_t p = 0; p < part->flows[0].n_pos; p++) {
-        a->layers += position_layers(part, p);
-        if (position_layers(part, p) != a->layers_per_stage)
+        a->layers += loom_out_position_layers(part, p);
+        if (loom_out_position_layers(part, p) != a->layers_per_stage)
             a->layers_per_stage = 0;
     }
     a->shape = mod->n_layers > 0 ? &mod->layers[0] : NULL;

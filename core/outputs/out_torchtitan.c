@@ -16,10 +16,17 @@
  * pipelines only when pipeline_parallel_degree > 1 (train.py), and its
  * 0.2.2 VLM experiment has no pipelining function.
  *
+ * torchtitan checkpoints activations per transformer block
+ * (torchtitan/distributed/activation_checkpoint.py): mode "none" none,
+ * "full" every block; its default, "selective" with option "2", the j-th
+ * block a rank builds when j mod 2 = 0. So the file states the mode the
+ * plan's layer policies are: none, or full recomputation on every layer.
+ *
  * A plan is written only when all of this holds: a language model alone,
  * one layout for it (one torchtitan mesh), at least two pipeline ranks,
  * one PyTorch pipeline (schedule.csv written), a placement style
- * torchtitan has, and every stage holding the next layers in order. */
+ * torchtitan has, every stage holding the next layers in order, and
+ * layer memory policies one of those two modes states. */
 #include <stdlib.h>
 #include <string.h>
 #include "output.h"
@@ -72,34 +79,93 @@ static int split_fits(const loom_plan *plan, const loom_out_torch *t, char *reas
     return 1;
 }
 
+/* What torchtitan.toml's [activation_checkpoint] table says. */
+typedef struct tt_ac {
+    const char *mode;  /* "none" or "full" */
+} tt_ac;
+
+/* Counts the policies of every layer of every position (counts[policy]);
+ * first[] as loom_out_position_pairs fills it. */
+static void count_ac(const loom_plan *plan, const int32_t *first, int32_t *counts)
+{
+    const loom_stage_graph *g = plan->graph;
+    for (int32_t p = 0; p < plan->partition->flows[0].n_pos; p++) {
+        if (first[p] < 0)
+            continue;
+        const uint8_t *pol = &g->layer_policy[g->pair_layer_off[first[p]]];
+        int32_t n = loom_out_position_layers(plan->partition, p);
+        for (int32_t i = 0; i < n; i++)
+            counts[pol[i] < LOOM_POLICY_COUNT ? pol[i] : 0]++;
+    }
+}
+
+/* Fills *ac from the stages' layer policies (the same for every
+ * microbatch of a stage): all none or all full; else 0 with the reason.
+ * LOOM_ENOMEM in *rc. */
+static int ac_of(const loom_plan *plan, tt_ac *ac, char *reason, int *rc, loom_error *err)
+{
+    int32_t n_pos = plan->partition->flows[0].n_pos, counts[LOOM_POLICY_COUNT] = {0};
+    int32_t *first = malloc((size_t)n_pos * sizeof *first);
+    if (!first) {
+        *rc = loom_set_error(err, LOOM_ENOMEM, "torchtitan.toml: out of memory");
+        return 0;
+    }
+    int ok = loom_out_position_pairs(plan, first, "torchtitan " TORCHTITAN_RELEASE, reason);
+    if (ok)
+        count_ac(plan, first, counts);
+    int32_t total = counts[0] + counts[1] + counts[2] + counts[3];
+    ac->mode = "none";
+    if (ok && counts[LOOM_POLICY_OFFLOAD] > 0)
+        ok = loom_out_refuse(reason, "%d layers offload their activations to host memory; "
+                             "torchtitan %s's activation checkpointing has no offload mode",
+                             counts[LOOM_POLICY_OFFLOAD], TORCHTITAN_RELEASE);
+    else if (ok && counts[LOOM_POLICY_SELECTIVE] > 0)
+        ok = loom_out_refuse(reason, "%d of %d layers run selective recomputation (the attention "
+                             "core); torchtitan %s's selective modes checkpoint whole blocks "
+                             "or save operators by its 'op' policy, never the attention core "
+                             "alone", counts[LOOM_POLICY_SELECTIVE], total, TORCHTITAN_RELEASE);
+    else if (ok && counts[LOOM_POLICY_FULL] > 0 && counts[LOOM_POLICY_FULL] == total)
+        ac->mode = "full";
+    else if (ok && counts[LOOM_POLICY_FULL] > 0)
+        ok = loom_out_refuse(reason, "%d of %d layers run full recomputation and the others "
+                             "none; torchtitan.toml states torchtitan %s's mode full (every "
+                             "block) or none, and its selective mode checkpoints every N-th "
+                             "block a rank builds, not the layers a memory tuner chose",
+                             counts[LOOM_POLICY_FULL], total, TORCHTITAN_RELEASE);
+    free(first);
+    return ok;
+}
+
 /* Decides whether torchtitan can build the plan; on success fills *pl
  * (t must be built). */
-static void decide(const loom_plan *plan, const loom_out_torch *t, loom_out_placement *pl,
-                   int *fits, char *reason)
+static int decide(const loom_plan *plan, const loom_out_torch *t, loom_out_placement *pl,
+                  tt_ac *ac, int *fits, char *reason, loom_error *err)
 {
     *fits = 0;
+    int rc = LOOM_OK;
     const loom_model *model = plan->problem ? plan->problem->model : NULL;
     if (!model || !plan->partition) {
         snprintf(reason, LOOM_OUT_REASON_MAX,
                  "a stage-times problem has no model modules to name");
-        return;
+        return rc;
     }
     if (!loom_out_one_mesh(plan, reason) || text_module(model, reason) < 0)
-        return;
+        return rc;
     if (plan->graph->n_ranks < 2) {
         snprintf(reason, LOOM_OUT_REASON_MAX,
                  "the plan has one pipeline rank: torchtitan %s pipelines only when "
                  "pipeline_parallel_degree > 1", TORCHTITAN_RELEASE);
-        return;
+        return rc;
     }
     loom_out_placement_find(plan, t, pl);
     if (!pl->style) {
         snprintf(reason, LOOM_OUT_REASON_MAX, "%s", pl->reason);
-        return;
+        return rc;
     }
-    if (!split_fits(plan, t, reason))
-        return;
+    if (!split_fits(plan, t, reason) || !ac_of(plan, ac, reason, &rc, err))
+        return rc;
     *fits = 1;
+    return rc;
 }
 
 int loom_out_torchtitan_fits(const loom_plan *plan, int *fits,
@@ -111,9 +177,10 @@ int loom_out_torchtitan_fits(const loom_plan *plan, int *fits,
     if (rc != LOOM_OK)
         return loom_error_prefix(err, rc, "torchtitan.toml");
     loom_out_placement pl;
-    decide(plan, &t, &pl, fits, reason);
+    tt_ac ac;
+    rc = decide(plan, &t, &pl, &ac, fits, reason, err);
     loom_out_torch_free(&t);
-    return LOOM_OK;
+    return rc;
 }
 
 /* Part g of module_fqns_per_model_part. */
@@ -137,7 +204,7 @@ static void write_part(FILE *out, const loom_plan *plan, const loom_out_torch *t
 
 /* The whole file of a plan torchtitan can build. */
 static void write_toml(FILE *out, const loom_plan *plan, const loom_out_torch *t,
-                       const loom_out_placement *pl)
+                       const loom_out_placement *pl, const tt_ac *ac)
 {
     const loom_parallel *par = &plan->problem->parallel;
     const loom_module_layout *l = loom_out_layout(plan, 0);
@@ -163,6 +230,7 @@ static void write_toml(FILE *out, const loom_plan *plan, const loom_out_torch *t
     fprintf(out, "data_parallel_shard_degree = %d\n", dp > 0 ? dp : 1);
     fputs("\n[training]\n", out);
     fprintf(out, "local_batch_size = %lld\n", (long long)t->microbatches * K);
+    fprintf(out, "\n[activation_checkpoint]\nmode = \"%s\"\n", ac->mode);
 }
 
 int loom_write_torchtitan_toml(const loom_plan *plan, FILE *out, loom_error *err)
@@ -172,12 +240,13 @@ int loom_write_torchtitan_toml(const loom_plan *plan, FILE *out, loom_error *err
     int rc = loom_out_begin(plan, "torchtitan.toml", &frame, err);
     if (rc == LOOM_OK && (rc = loom_out_torch_build(plan, &t, err)) == LOOM_OK) {
         loom_out_placement pl;
+        tt_ac ac;
         int fits = 0;
         char reason[LOOM_OUT_REASON_MAX];
-        decide(plan, &t, &pl, &fits, reason);
-        if (fits)
-            write_toml(out, plan, &t, &pl);
-        else
+        rc = decide(plan, &t, &pl, &ac, &fits, reason, err);
+        if (rc == LOOM_OK && fits)
+            write_toml(out, plan, &t, &pl, &ac);
+        else if (rc == LOOM_OK)
             rc = loom_set_error(err, LOOM_EINVAL, "torchtitan.toml: not written: %s", reason);
         loom_out_torch_free(&t);
     }

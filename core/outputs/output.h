@@ -253,6 +253,17 @@ int loom_out_refuse(char reason[LOOM_OUT_REASON_MAX], const char *fmt, ...)
 int loom_out_spans_continue(const loom_plan *plan, const loom_position *pos, int32_t stage,
                             int32_t *next, const char *who, char reason[LOOM_OUT_REASON_MAX]);
 
+/* Layers of position p of the plan's flow 0 (out_policies.c). */
+int32_t loom_out_position_layers(const loom_partition *part, int32_t p);
+
+/* Fills first[p] (n_pos entries) with the first stage pair of every
+ * position of flow 0; 0 with the reason when a pair's policies do not list
+ * one entry per layer of its position, or two pairs of one position run
+ * different policies (runtime `who` recomputes the same layers for every
+ * microbatch). */
+int loom_out_position_pairs(const loom_plan *plan, int32_t *first, const char *who,
+                            char reason[LOOM_OUT_REASON_MAX]);
+
 /* One output format, one row of the output set: the file's name; its
  * writer (the public loom_write_* function); for a runtime export its key
  * in plan.json's "exports" and the check of whether its consumer can build

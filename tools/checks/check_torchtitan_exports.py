@@ -6,8 +6,9 @@ says.
 Every shipped manifest (SRC/examples/manifests/*.json) is planned (--iterations 1,
 --evaluations 30) on the LLM HF config llama-3-8b (tp=2, pp=4, dp=1, mb=8) and on the
 VLM preset vlm-s (tp=1, pp=4, mb=8, no memory cap), plus plans of the other styles
-(EXTRAS: a given uneven split; zero-bubble, I/W split, loop; zb-v, V placement, on
-llama-3-8b and vlm-s.json with tools/executor/tests/vlm.jsonl). For each plan:
+(EXTRAS: full recomputation on every layer; recomputation of some layers, refused; a
+given uneven split; zero-bubble, I/W split, loop; zb-v, V placement, on llama-3-8b and
+vlm-s.json with tools/executor/tests/vlm.jsonl). For each plan:
 
 - plan.json exports.torchtitan has a reason: torchtitan.toml must not exist; printed as
   `refused: <reason>`.
@@ -15,12 +16,15 @@ llama-3-8b and vlm-s.json with tools/executor/tests/vlm.jsonl). For each plan:
   ConfigManager parses it (a field torchtitan does not have fails) and pipeline_llm
   builds the pipeline of a tiny model of torchtitan's own class with the plan's layer
   counts (llama3 Transformer; with an image module the VLM experiment's
-  Llama3Siglip2Transformer) with an identity parallelize_fn, in the plan's folder so
-  the relative schedule.csv resolves. Asserted on every rank: the stage indices built
+  Llama3Siglip2Transformer) with a parallelize_fn that runs only torchtitan's own
+  activation checkpointing step (apply_ac, as parallelize_llama calls it), in the plan's
+  folder so the relative schedule.csv resolves. Asserted on every rank: the stage indices built
   are the plan's placement.stage_ranks; each stage keeps exactly the modules of the
   plan's position g (layers.<i>; tok_embeddings on stage 0, norm and output on the last;
   the whole vision encoder and projector where a synthesized VLM toml has the image
-  module: Loom refuses VLMs, whose torchtitan 0.2.2 TrainSpec cannot be pipelined); the
+  module: Loom refuses VLMs, whose torchtitan 0.2.2 TrainSpec cannot be pipelined);
+  the blocks torchtitan wraps in its checkpoint wrapper are exactly the layers the plan
+  recomputes in full (a plan's other policies are refused); the
   schedule is a _PipelineScheduleRuntime holding schedule.csv's actions, its
   stage-to-rank map is stage_ranks and its microbatch count schedule_csv.microbatches;
   the toml's degrees are the plan's (pp = ranks; tp, cp, dp of its layout). Tensor,
@@ -35,7 +39,9 @@ below, torchtitan limits met). Exit 0 when every plan is refused with its reason
 built exactly, 1 naming each plan and mismatch, 2 on bad usage. --self-test instead
 checks the checker: good tomls pass, and a split moved by one layer, a misspelt field,
 a V schedule for a loop plan and the reverse, a wrong batch, layers_per_stage beside
-the parts and a wrong tp must each be reported. --keep DIR
+the parts, a toml without its activation_checkpoint table (torchtitan's default then
+checkpoints every second block), full checkpointing for a plan that recomputes
+nothing and a wrong tp must each be reported. --keep DIR
 keeps the plans there. Development aid: --synthesize writes torchtitan.toml from
 plan.json by the documented format (synthesize_toml, the oracle) wherever the CLI
 refused one, and checks that.
@@ -72,6 +78,10 @@ MANIFEST_ARGS = {"oobleck": ["--param", "partitioner.fault_tolerance=0",
 MANIFEST_PARALLEL = {"dualpipe-v": ",vpp=2"}
 VLM_WORKLOAD = "tools/executor/tests/vlm.jsonl"
 EXTRAS = [
+    ("megatron-1f1b+full-recompute", "megatron-1f1b", LLM[0], LLM[1],
+     LLM[2] + ["--use", "memory_tuner=full-recompute"]),
+    ("megatron-tuned at a 30 GiB cap", "megatron-tuned", LLM[0], LLM[1],
+     LLM[2] + ["--memory-cap", "30GiB"]),
     ("megatron-1f1b+given split", "megatron-1f1b", LLM[0], LLM[1],
      ["--parallel", "tp=2,pp=4,dp=1,mb=8", "--param", "partitioner.layers_per_position=5,9,9,9"]),
     ("megatron-1f1b+zero-bubble", "megatron-1f1b", LLM[0], LLM[1],
@@ -223,10 +233,25 @@ def plan_layout(doc, modalities, json_out, cp):
     return lay.get("tp", doc["partition"]["tp"]), cp, lay.get("dp", 1)
 
 
+def recomputed_layers(doc, text):
+    """Per position of the text module's flow: the layers whose policy is full
+    recomputation, from the forward of its first microbatch (torchtitan checkpoints
+    those blocks for every microbatch)."""
+    out = {}
+    for st in doc["stages"]:
+        if st["kind"] != "F" or st["module"] != text or st["position"] in out:
+            continue
+        out[st["position"]] = [k for k, pol in enumerate(st.get("layer_policies") or [])
+                               if pol == "full"]
+    return out
+
+
 def expected_stages(doc, text, image):
-    """Per PyTorch stage g: the modules torchtitan must keep for the plan's position g."""
+    """Per PyTorch stage g: the modules torchtitan must keep for the plan's position g,
+    and the layers it must checkpoint."""
     positions = stage_positions(doc)
     last = len(positions) - 1
+    full = recomputed_layers(doc, text)
     out = []
     for g, pos in enumerate(positions):
         layers = [i for sp in pos["spans"] if sp["module"] == text
@@ -235,7 +260,8 @@ def expected_stages(doc, text, image):
                   for i in range(sp["first_layer"], sp["first_layer"] + sp["layers"])]
         out.append({"layers": layers, "tok_embeddings": g == 0, "norm": g == last,
                     "output": g == last, "encoder_layers": vision,
-                    "projector": bool(vision)})
+                    "projector": bool(vision),
+                    "ac_layers": [layers[k] for k in full.get(g, []) if k < len(layers)]})
     return out
 
 
@@ -277,6 +303,9 @@ def oracle_refusal(doc, modalities):
         # torchtitan 0.2.2's vlm TrainSpec has no pipelining function: train.py refuses
         # pipeline parallelism for it, whatever pipeline_llm could build.
         return "module %s: %s's VLM experiment cannot be pipelined" % (image, TT)
+    why = oracle_ac(doc, text)[1]
+    if why:
+        return why
     nxt = 0
     for g, pos in enumerate(stage_positions(doc)):
         for sp in pos["spans"]:
@@ -291,6 +320,21 @@ def oracle_refusal(doc, modalities):
             else:
                 nxt += sp["layers"]
     return None
+
+
+def oracle_ac(doc, text):
+    """(torchtitan's activation checkpointing mode for the plan, None) or (None,
+    reason): every layer none, or every layer full."""
+    pols = [pol for st in doc["stages"] if st["kind"] == "F" and st["module"] == text
+            for pol in st.get("layer_policies") or []]
+    for pol in ("offload", "selective"):
+        if pol in pols:
+            return None, "a layer runs %s: torchtitan has no such mode" % pol
+    if "full" not in pols:
+        return "none", None
+    if all(pol == "full" for pol in pols):
+        return "full", None
+    return None, "full recomputation on some layers only: torchtitan checkpoints all or none"
 
 
 def schedule_name(doc):
@@ -318,7 +362,7 @@ def fqn_parts(doc, modalities):
     return parts
 
 
-def toml_text(doc, parts, layout, seq_len=None):
+def toml_text(doc, parts, layout, ac, seq_len=None):
     """The torchtitan.toml of the documented format for the plan."""
     tp, cp, dp = layout
     lines = ['# %s job config for Loom plan "%s": pass it with --job.config_file or copy '
@@ -335,6 +379,7 @@ def toml_text(doc, parts, layout, seq_len=None):
               "local_batch_size = %d" % doc["schedule_csv"]["microbatches"]]
     if seq_len:
         lines.append("seq_len = %d" % seq_len)
+    lines += ["", "[activation_checkpoint]", 'mode = "%s"' % ac]
     return "\n".join(lines) + "\n"
 
 
@@ -343,7 +388,8 @@ def synthesize_toml(doc, modalities, layout):
     why = oracle_refusal(doc, modalities)
     if why:
         return None, why
-    return toml_text(doc, fqn_parts(doc, modalities), layout), None
+    ac = oracle_ac(doc, module_roles(doc, modalities)[0])[0]
+    return toml_text(doc, fqn_parts(doc, modalities), layout, ac), None
 
 
 # ---------------------------------------------------------------- worker side
@@ -368,9 +414,12 @@ def tiny_model(spec):
 
 
 def part_facts(part):
-    """The modules a torchtitan model part kept."""
+    """The modules a torchtitan model part kept, and the layers it checkpoints."""
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointWrapper
     enc = getattr(part, "encoder", None)
     return {"layers": sorted(int(k) for k in part.layers.keys()),
+            "ac_layers": sorted(int(k) for k, m in part.layers.named_children()
+                                if isinstance(m, CheckpointWrapper)),
             "tok_embeddings": part.tok_embeddings is not None,
             "norm": part.norm is not None, "output": part.output is not None,
             "encoder_layers": sorted(int(k) for k in enc.layers.keys()) if enc else [],
@@ -441,11 +490,24 @@ def run_step(sched, first, last, cfg, vocab):
     return len(losses) if last else None
 
 
+def checkpoint_as_torchtitan(part, _dims, cfg):
+    """The parallelize_fn of the build: of torchtitan's llama3 parallelize_llama, only
+    its activation checkpointing step, called as it calls it (every other step needs
+    the GPUs and meshes the build forces to 1)."""
+    from torchtitan.distributed.activation_checkpoint import apply_ac
+    if cfg.activation_checkpoint.mode != "none":
+        apply_ac(part, cfg.activation_checkpoint, model_compile_enabled=False,
+                 op_sac_save_list=set(), base_folder=cfg.job.dump_folder)
+    return part
+
+
 def build_job(job, rank, dims):
     """Parses the job's toml and builds its pipeline on this rank; the facts seen."""
     import torch
     from torchtitan.config import ConfigManager
     from torchtitan.distributed.pipeline_parallel import pipeline_llm
+    import torchtitan.distributed.activation_checkpoint as ac_module
+    ac_module._layer_sac_count = 0  # a torchtitan process counts its blocks from 0
     facts = {"rank": rank}
     t0 = time.monotonic()
     cwd = os.getcwd()
@@ -458,7 +520,7 @@ def build_job(job, rank, dims):
         par.data_parallel_shard_degree = par.data_parallel_replicate_degree = 1
         model, args = tiny_model(job["model"])
         sched, parts, first, last = pipeline_llm(
-            model, dims, cfg, torch.device("cpu"), args, lambda m, _dims, _cfg: m,
+            model, dims, cfg, torch.device("cpu"), args, checkpoint_as_torchtitan,
             lambda out, target: torch.nn.functional.cross_entropy(
                 out.flatten(0, 1).float(), target.flatten()))
         facts["stages"] = [{"index": st.stage_index, "num_stages": st.num_stages,
@@ -724,6 +786,9 @@ def compare_rank(exp, facts):
 def compare_modules(g, want, got):
     """Mismatches between what stage g kept and the plan's position g."""
     bad = []
+    if got.get("ac_layers") != want["ac_layers"]:
+        bad.append("stage %d checkpoints layers %s, the plan recomputes %s"
+                   % (g, span_text(got.get("ac_layers") or []), span_text(want["ac_layers"])))
     for key in ("layers", "encoder_layers"):
         if got[key] != want[key]:
             bad.append("stage %d keeps %s %s, the plan's position %d has %s"
@@ -965,6 +1030,12 @@ def self_test_cases():
                              "pipeline_parallel_microbatch_size = 1\n"
                              "pipeline_parallel_layers_per_stage = 8"),
          "must be divisible by pipeline parallel size"),
+        ("activation checkpointing left to torchtitan's default", "llm",
+         lambda t: t.split("\n[activation_checkpoint]")[0] + "\n",
+         "stage 0 checkpoints layers [1, 3, 5, 7], the plan recomputes []"),
+        ("full checkpointing for a plan that recomputes nothing", "llm",
+         lambda t: t.replace('mode = "none"', 'mode = "full"'),
+         "stage 0 checkpoints layers 0..7, the plan recomputes []"),
         ("tensor parallel degree", "llm",
          lambda t: t.replace("tensor_parallel_degree = 2", "tensor_parallel_degree = 1"),
          "tp is 1 in the toml, the plan has 2"),
