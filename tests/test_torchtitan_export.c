@@ -84,6 +84,9 @@ static void expect_refused(const char *dir, const char *reason)
 
 #define LLAMA "--model %s --parallel tp=2,pp=4,dp=1,mb=8"
 
+/* seq_len: the longest microbatch holds 8117 text tokens (megatron.args
+ * gives --seq-length 8118, a multiple of tp 2), rounded up to a multiple
+ * of torchtitan's seq_len_divisor tp x 2 cp = 4. */
 START_TEST(llm_plan_file_is_exact)
 {
     const char *dir = out_dir("llm");
@@ -122,6 +125,7 @@ START_TEST(llm_plan_file_is_exact)
         "\n"
         "[training]\n"
         "local_batch_size = 8\n"
+        "seq_len = 8120\n"
         "\n"
         "[activation_checkpoint]\n"
         "mode = \"none\"\n");
@@ -166,6 +170,41 @@ START_TEST(recomputation_is_the_checkpoint_mode)
     char *full = ac_table("ac-full", "--use memory_tuner=full-recompute");
     ck_assert_str_eq(full, "[activation_checkpoint]\nmode = \"full\"\n");
     free(full);
+}
+END_TEST
+
+/* The toml of the plan `extra` makes (malloc'd). */
+static char *toml_of(const char *tag, const char *extra)
+{
+    const char *dir = out_dir(tag);
+    char args[1024];
+    snprintf(args, sizeof args, "--manifest %s --model %s %s",
+             loom_test_src("examples/manifests/megatron-1f1b.json"),
+             loom_test_src("examples/models/hf/llama-3-8b.json"), extra);
+    plan_into(dir, args);
+    char path[300];
+    snprintf(path, sizeof path, "%s/torchtitan.toml", dir);
+    char *toml = slurp(path);
+    ck_assert_ptr_nonnull(toml);
+    loom_test_rmdir(dir);
+    return toml;
+}
+
+START_TEST(seq_len_is_a_multiple_of_torchtitans_divisor)
+{
+    /* the same 8117-token longest microbatch; at cp 2 the divisor is
+     * tp 2 x 2 cp 2 = 8 (parallelize_llama asserts it), and 8120 is its
+     * first multiple from 8117 */
+    char *toml = toml_of("seq-cp", "--parallel tp=2,cp=2,pp=4,dp=1,mb=8");
+    loom_test_has(toml, "context_parallel_degree = 2\n");
+    loom_test_has(toml, "local_batch_size = 8\nseq_len = 8120\n");
+    free(toml);
+    /* two sequences a microbatch: their tokens give no one sequence's
+     * length, which stays the user's (as megatron.args's --seq-length) */
+    toml = toml_of("seq-k2", "--parallel tp=2,pp=4,dp=1,mb=8 --micro-batch-size 2");
+    loom_test_has(toml, "local_batch_size = 16\n\n[activation_checkpoint]");
+    ck_assert_ptr_null(strstr(toml, "seq_len"));
+    free(toml);
 }
 END_TEST
 
@@ -281,6 +320,7 @@ static Suite *torchtitan_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, llm_plan_file_is_exact);
+    tcase_add_test(tc, seq_len_is_a_multiple_of_torchtitans_divisor);
     tcase_add_test(tc, recomputation_is_the_checkpoint_mode);
     tcase_add_test(tc, recomputation_of_some_layers_is_refused);
     tcase_add_test(tc, selective_recomputation_is_refused);

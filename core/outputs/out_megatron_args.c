@@ -242,25 +242,10 @@ static int64_t gcd64(int64_t x, int64_t y)
  * with sequence parallelism and of 2 cp with context parallelism. */
 static int sequence_tokens(const loom_plan *plan, mg_args *a, int *oom)
 {
-    const loom_partition *part = plan->partition;
-    const loom_iteration *it = plan->iteration;
-    a->seq_tokens = 0;
-    if (!it || it->n_samples == 0 || !part->sample_mb)
-        return 1;
-    int64_t *sum = calloc((size_t)part->n_microbatches, sizeof *sum);
-    if (!sum) {
+    if (loom_out_longest_microbatch_tokens(plan, &a->seq_tokens, NULL) != LOOM_OK) {
         *oom = 1;
         return 0;
     }
-    const loom_model *model = plan->problem->model;
-    for (int32_t i = 0; i < it->n_samples && i < part->n_samples; i++) {
-        int32_t mb = part->sample_mb[i];
-        if (mb >= 0 && mb < part->n_microbatches)
-            sum[mb] += loom_sample_tokens(model, 0, &it->samples[i]);
-    }
-    for (int32_t mb = 0; mb < part->n_microbatches; mb++)
-        a->seq_tokens = sum[mb] > a->seq_tokens ? sum[mb] : a->seq_tokens;
-    free(sum);
     int64_t sp = a->tp > 1 && (a->assumed & LOOM_ASSUMED_SEQUENCE_PARALLEL) ? a->tp : 1;
     int64_t cp = a->cp > 1 ? 2 * (int64_t)a->cp : 1, unit = sp / gcd64(sp, cp) * cp;
     a->seq_tokens = (a->seq_tokens + unit - 1) / unit * unit;

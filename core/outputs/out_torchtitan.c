@@ -79,10 +79,11 @@ static int split_fits(const loom_plan *plan, const loom_out_torch *t, char *reas
     return 1;
 }
 
-/* What torchtitan.toml's [activation_checkpoint] table says. */
-typedef struct tt_ac {
-    const char *mode;  /* "none" or "full" */
-} tt_ac;
+/* What torchtitan.toml states beside the layout. */
+typedef struct tt_job {
+    const char *ac_mode;  /* [activation_checkpoint] mode: "none" or "full" */
+    int64_t seq_len;      /* [training] seq_len; 0: not stated */
+} tt_job;
 
 /* Counts the policies of every layer of every position (counts[policy]);
  * first[] as loom_out_position_pairs fills it. */
@@ -99,10 +100,10 @@ static void count_ac(const loom_plan *plan, const int32_t *first, int32_t *count
     }
 }
 
-/* Fills *ac from the stages' layer policies (the same for every
+/* Fills job->ac_mode from the stages' layer policies (the same for every
  * microbatch of a stage): all none or all full; else 0 with the reason.
  * LOOM_ENOMEM in *rc. */
-static int ac_of(const loom_plan *plan, tt_ac *ac, char *reason, int *rc, loom_error *err)
+static int ac_of(const loom_plan *plan, tt_job *job, char *reason, int *rc, loom_error *err)
 {
     int32_t n_pos = plan->partition->flows[0].n_pos, counts[LOOM_POLICY_COUNT] = {0};
     int32_t *first = malloc((size_t)n_pos * sizeof *first);
@@ -114,7 +115,7 @@ static int ac_of(const loom_plan *plan, tt_ac *ac, char *reason, int *rc, loom_e
     if (ok)
         count_ac(plan, first, counts);
     int32_t total = counts[0] + counts[1] + counts[2] + counts[3];
-    ac->mode = "none";
+    job->ac_mode = "none";
     if (ok && counts[LOOM_POLICY_OFFLOAD] > 0)
         ok = loom_out_refuse(reason, "%d layers offload their activations to host memory; "
                              "torchtitan %s's activation checkpointing has no offload mode",
@@ -125,7 +126,7 @@ static int ac_of(const loom_plan *plan, tt_ac *ac, char *reason, int *rc, loom_e
                              "or save operators by its 'op' policy, never the attention core "
                              "alone", counts[LOOM_POLICY_SELECTIVE], total, TORCHTITAN_RELEASE);
     else if (ok && counts[LOOM_POLICY_FULL] > 0 && counts[LOOM_POLICY_FULL] == total)
-        ac->mode = "full";
+        job->ac_mode = "full";
     else if (ok && counts[LOOM_POLICY_FULL] > 0)
         ok = loom_out_refuse(reason, "%d of %d layers run full recomputation and the others "
                              "none; torchtitan.toml states torchtitan %s's mode full (every "
@@ -136,10 +137,31 @@ static int ac_of(const loom_plan *plan, tt_ac *ac, char *reason, int *rc, loom_e
     return ok;
 }
 
+/* job->seq_len: for one sequence a microbatch, the text tokens of the
+ * longest, rounded up to a multiple of tp x 2 cp (torchtitan's
+ * seq_len_divisor, which parallelize_llama asserts); 0 for K > 1
+ * sequences a microbatch (their tokens give no one length) or no samples. */
+static int seq_len_of(const loom_plan *plan, tt_job *job, loom_error *err)
+{
+    job->seq_len = 0;
+    if (loom_problem_micro_batch_size(plan->problem) != 1)
+        return LOOM_OK;
+    int64_t tokens;
+    int rc = loom_out_longest_microbatch_tokens(plan, &tokens, err);
+    if (rc != LOOM_OK)
+        return loom_error_prefix(err, rc, "torchtitan.toml");
+    const loom_module_layout *l = loom_out_layout(plan, 0);
+    int64_t tp = l ? l->tp : plan->partition->tp > 0 ? plan->partition->tp : 1;
+    int64_t cp = l ? l->cp : loom_parallel_cp(&plan->problem->parallel);
+    int64_t unit = (tp > 0 ? tp : 1) * 2 * (cp > 0 ? cp : 1);
+    job->seq_len = tokens > 0 ? (tokens + unit - 1) / unit * unit : 0;
+    return LOOM_OK;
+}
+
 /* Decides whether torchtitan can build the plan; on success fills *pl
  * (t must be built). */
 static int decide(const loom_plan *plan, const loom_out_torch *t, loom_out_placement *pl,
-                  tt_ac *ac, int *fits, char *reason, loom_error *err)
+                  tt_job *job, int *fits, char *reason, loom_error *err)
 {
     *fits = 0;
     int rc = LOOM_OK;
@@ -162,9 +184,10 @@ static int decide(const loom_plan *plan, const loom_out_torch *t, loom_out_place
         snprintf(reason, LOOM_OUT_REASON_MAX, "%s", pl->reason);
         return rc;
     }
-    if (!split_fits(plan, t, reason) || !ac_of(plan, ac, reason, &rc, err))
+    if (!split_fits(plan, t, reason) || !ac_of(plan, job, reason, &rc, err))
         return rc;
-    *fits = 1;
+    if ((rc = seq_len_of(plan, job, err)) == LOOM_OK)
+        *fits = 1;
     return rc;
 }
 
@@ -177,8 +200,8 @@ int loom_out_torchtitan_fits(const loom_plan *plan, int *fits,
     if (rc != LOOM_OK)
         return loom_error_prefix(err, rc, "torchtitan.toml");
     loom_out_placement pl;
-    tt_ac ac;
-    rc = decide(plan, &t, &pl, &ac, fits, reason, err);
+    tt_job job;
+    rc = decide(plan, &t, &pl, &job, fits, reason, err);
     loom_out_torch_free(&t);
     return rc;
 }
@@ -204,7 +227,7 @@ static void write_part(FILE *out, const loom_plan *plan, const loom_out_torch *t
 
 /* The whole file of a plan torchtitan can build. */
 static void write_toml(FILE *out, const loom_plan *plan, const loom_out_torch *t,
-                       const loom_out_placement *pl, const tt_ac *ac)
+                       const loom_out_placement *pl, const tt_job *job)
 {
     const loom_parallel *par = &plan->problem->parallel;
     const loom_module_layout *l = loom_out_layout(plan, 0);
@@ -230,7 +253,9 @@ static void write_toml(FILE *out, const loom_plan *plan, const loom_out_torch *t
     fprintf(out, "data_parallel_shard_degree = %d\n", dp > 0 ? dp : 1);
     fputs("\n[training]\n", out);
     fprintf(out, "local_batch_size = %lld\n", (long long)t->microbatches * K);
-    fprintf(out, "\n[activation_checkpoint]\nmode = \"%s\"\n", ac->mode);
+    if (job->seq_len > 0)
+        fprintf(out, "seq_len = %lld\n", (long long)job->seq_len);
+    fprintf(out, "\n[activation_checkpoint]\nmode = \"%s\"\n", job->ac_mode);
 }
 
 int loom_write_torchtitan_toml(const loom_plan *plan, FILE *out, loom_error *err)
@@ -240,12 +265,12 @@ int loom_write_torchtitan_toml(const loom_plan *plan, FILE *out, loom_error *err
     int rc = loom_out_begin(plan, "torchtitan.toml", &frame, err);
     if (rc == LOOM_OK && (rc = loom_out_torch_build(plan, &t, err)) == LOOM_OK) {
         loom_out_placement pl;
-        tt_ac ac;
+        tt_job job;
         int fits = 0;
         char reason[LOOM_OUT_REASON_MAX];
-        rc = decide(plan, &t, &pl, &ac, &fits, reason, err);
+        rc = decide(plan, &t, &pl, &job, &fits, reason, err);
         if (rc == LOOM_OK && fits)
-            write_toml(out, plan, &t, &pl, &ac);
+            write_toml(out, plan, &t, &pl, &job);
         else if (rc == LOOM_OK)
             rc = loom_set_error(err, LOOM_EINVAL, "torchtitan.toml: not written: %s", reason);
         loom_out_torch_free(&t);

@@ -264,6 +264,12 @@ int32_t loom_out_position_layers(const loom_partition *part, int32_t p);
 int loom_out_position_pairs(const loom_plan *plan, int32_t *first, const char *who,
                             char reason[LOOM_OUT_REASON_MAX]);
 
+/* *tokens: the text tokens of the plan's longest microbatch (of the
+ * first module), 0 when the plan has no samples (out_sequence.c);
+ * LOOM_ENOMEM. */
+int loom_out_longest_microbatch_tokens(const loom_plan *plan, int64_t *tokens,
+                                       loom_error *err);
+
 /* One output format, one row of the output set: the file's name; its
  * writer (the public loom_write_* function); for a runtime export its key
  * in plan.json's "exports" and the check of whether its consumer can build

@@ -27,7 +27,9 @@ vlm-s.json with tools/executor/tests/vlm.jsonl). For each plan:
   recomputes in full (a plan's other policies are refused); the
   schedule is a _PipelineScheduleRuntime holding schedule.csv's actions, its
   stage-to-rank map is stage_ranks and its microbatch count schedule_csv.microbatches;
-  the toml's degrees are the plan's (pp = ranks; tp, cp, dp of its layout). Tensor,
+  the toml's degrees are the plan's (pp = ranks; tp, cp, dp of its layout); for one
+  sequence a microbatch its seq_len holds the plan's longest microbatch, rounded up to
+  torchtitan's own ParallelDims.seq_len_divisor for those degrees. Tensor,
   context and data parallel degrees are then forced to 1: only the pipeline is built.
 - with --step, llama plans also run one training step through the schedule, called as
   torchtitan's train.py calls it, and must record one loss per microbatch (a schedule
@@ -41,7 +43,8 @@ checks the checker: good tomls pass, and a split moved by one layer, a misspelt 
 a V schedule for a loop plan and the reverse, a wrong batch, layers_per_stage beside
 the parts, a toml without its activation_checkpoint table (torchtitan's default then
 checkpoints every second block), full checkpointing for a plan that recomputes
-nothing and a wrong tp must each be reported. --keep DIR
+nothing, a toml without seq_len (torchtitan's default 2048) and a wrong tp must each be
+reported. --keep DIR
 keeps the plans there. Development aid: --synthesize writes torchtitan.toml from
 plan.json by the documented format (synthesize_toml, the oracle) wherever the CLI
 refused one, and checks that.
@@ -265,11 +268,24 @@ def expected_stages(doc, text, image):
     return out
 
 
+def text_tokens_per_microbatch(doc):
+    """{microbatch: text tokens} of the plan's first flow, from plan.json's data."""
+    samples = doc["iteration"]["samples"] if doc.get("iteration") else []
+    out = {}
+    for unit in doc.get("data") or []:
+        if unit["flow"] == 0:
+            out[unit["microbatch"]] = out.get(unit["microbatch"], 0) + sum(
+                samples[i]["text_tokens"] for i in unit["samples"])
+    return out
+
+
 def expectation(doc, modalities, layout):
     """What a build of the plan's torchtitan.toml must show, from plan.json alone."""
     text, image, _ = module_roles(doc, modalities)
     pl = doc["placement"]
+    tokens = text_tokens_per_microbatch(doc)
     return {"ranks": doc["ranks"], "stage_ranks": pl["stage_ranks"], "style": pl["style"],
+            "longest_tokens": max(tokens.values()) if tokens else 0,
             "microbatches": doc["schedule_csv"]["microbatches"],
             "csv_actions": None, "plan_microbatches": doc["microbatches"],
             "tp": layout[0], "cp": layout[1],
@@ -389,7 +405,10 @@ def synthesize_toml(doc, modalities, layout):
     if why:
         return None, why
     ac = oracle_ac(doc, module_roles(doc, modalities)[0])[0]
-    return toml_text(doc, fqn_parts(doc, modalities), layout, ac), None
+    tokens = text_tokens_per_microbatch(doc)
+    unit = layout[0] * 2 * layout[1]
+    seq_len = -(-max(tokens.values()) // unit) * unit if tokens else None
+    return toml_text(doc, fqn_parts(doc, modalities), layout, ac, seq_len), None
 
 
 # ---------------------------------------------------------------- worker side
@@ -448,7 +467,21 @@ def config_facts(cfg):
             "dp_shard": par.data_parallel_shard_degree,
             "dp_replicate": par.data_parallel_replicate_degree,
             "parts": par.module_fqns_per_model_part,
-            "layers_per_stage": par.pipeline_parallel_layers_per_stage}
+            "layers_per_stage": par.pipeline_parallel_layers_per_stage,
+            "seq_len": cfg.training.seq_len, "seq_len_divisor": seq_len_divisor(par)}
+
+
+def seq_len_divisor(par):
+    """What torchtitan's ParallelDims.seq_len_divisor gives for the toml's degrees (its
+    llama3 parallelize_llama asserts seq_len is a multiple of it)."""
+    from torchtitan.distributed import ParallelDims
+    deg = dict(dp_replicate=par.data_parallel_replicate_degree,
+               dp_shard=par.data_parallel_shard_degree, cp=par.context_parallel_degree,
+               tp=par.tensor_parallel_degree, pp=par.pipeline_parallel_degree)
+    world = 1
+    for v in deg.values():
+        world *= max(v, 1)
+    return ParallelDims(ep=1, etp=1, world_size=world, **deg).seq_len_divisor
 
 
 def pipeline_world(world):
@@ -753,6 +786,11 @@ def compare_config(exp, cfg, plan_dir):
                                      exp["microbatches"]))
     if cfg["parts"] is None:
         bad.append("module_fqns_per_model_part is not set")
+    tokens, seq, div = exp["longest_tokens"], cfg["seq_len"], cfg["seq_len_divisor"]
+    if cfg["microbatch_size"] == 1 and tokens and \
+            not (seq % div == 0 and tokens <= seq < tokens + div):
+        bad.append("seq_len %d for a longest microbatch of %d tokens (torchtitan's "
+                   "seq_len_divisor %d)" % (seq, tokens, div))
     return bad
 
 
@@ -1036,6 +1074,9 @@ def self_test_cases():
         ("full checkpointing for a plan that recomputes nothing", "llm",
          lambda t: t.replace('mode = "none"', 'mode = "full"'),
          "stage 0 checkpoints layers 0..7, the plan recomputes []"),
+        ("sequence length left to torchtitan's default", "llm",
+         lambda t: re.sub(r"seq_len = \d+\n", "", t),
+         "seq_len 2048 for a longest microbatch of"),
         ("tensor parallel degree", "llm",
          lambda t: t.replace("tensor_parallel_degree = 2", "tensor_parallel_degree = 1"),
          "tp is 1 in the toml, the plan has 2"),
