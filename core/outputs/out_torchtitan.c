@@ -137,6 +137,20 @@ static int ac_of(const loom_plan *plan, tt_job *job, char *reason, int *rc, loom
     return ok;
 }
 
+/* The language model's tensor, context and data parallel degrees (each
+ * at least 1). */
+static void degrees(const loom_plan *plan, int32_t *tp, int32_t *cp, int32_t *dp)
+{
+    const loom_parallel *par = &plan->problem->parallel;
+    const loom_module_layout *l = loom_out_layout(plan, 0);
+    *tp = l ? l->tp : plan->partition->tp > 0 ? plan->partition->tp : 1;
+    *cp = l ? l->cp : loom_parallel_cp(par);
+    *dp = l ? l->dp : par->dp > 0 ? par->dp : 1;
+    *tp = *tp > 0 ? *tp : 1;
+    *cp = *cp > 0 ? *cp : 1;
+    *dp = *dp > 0 ? *dp : 1;
+}
+
 /* job->seq_len: for one sequence a microbatch, the text tokens of the
  * longest, rounded up to a multiple of tp x 2 cp (torchtitan's
  * seq_len_divisor, which parallelize_llama asserts); 0 for K > 1
@@ -150,10 +164,9 @@ static int seq_len_of(const loom_plan *plan, tt_job *job, loom_error *err)
     int rc = loom_out_longest_microbatch_tokens(plan, &tokens, err);
     if (rc != LOOM_OK)
         return loom_error_prefix(err, rc, "torchtitan.toml");
-    const loom_module_layout *l = loom_out_layout(plan, 0);
-    int64_t tp = l ? l->tp : plan->partition->tp > 0 ? plan->partition->tp : 1;
-    int64_t cp = l ? l->cp : loom_parallel_cp(&plan->problem->parallel);
-    int64_t unit = (tp > 0 ? tp : 1) * 2 * (cp > 0 ? cp : 1);
+    int32_t tp, cp, dp;
+    degrees(plan, &tp, &cp, &dp);
+    int64_t unit = (int64_t)tp * 2 * cp;
     job->seq_len = tokens > 0 ? (tokens + unit - 1) / unit * unit : 0;
     return LOOM_OK;
 }
@@ -229,11 +242,8 @@ static void write_part(FILE *out, const loom_plan *plan, const loom_out_torch *t
 static void write_toml(FILE *out, const loom_plan *plan, const loom_out_torch *t,
                        const loom_out_placement *pl, const tt_job *job)
 {
-    const loom_parallel *par = &plan->problem->parallel;
-    const loom_module_layout *l = loom_out_layout(plan, 0);
-    int32_t tp = l ? l->tp : plan->partition->tp > 0 ? plan->partition->tp : 1;
-    int32_t cp = l ? l->cp : loom_parallel_cp(par);
-    int32_t dp = l ? l->dp : par->dp > 0 ? par->dp : 1;
+    int32_t tp, cp, dp;
+    degrees(plan, &tp, &cp, &dp);
     fputs("# torchtitan " TORCHTITAN_RELEASE " job config for the Loom plan ", out);
     loom_out_json_string(out, plan->label);
     fputs("\n# Pass it with --job.config_file, or copy its tables into your job config.\n"
@@ -248,9 +258,9 @@ static void write_toml(FILE *out, const loom_plan *plan, const loom_out_torch *t
     for (int32_t g = 0; g < t->n_stages; g++)
         write_part(out, plan, t, g);
     fputs("]\n", out);
-    fprintf(out, "tensor_parallel_degree = %d\n", tp > 0 ? tp : 1);
-    fprintf(out, "context_parallel_degree = %d\n", cp > 0 ? cp : 1);
-    fprintf(out, "data_parallel_shard_degree = %d\n", dp > 0 ? dp : 1);
+    fprintf(out, "tensor_parallel_degree = %d\n", tp);
+    fprintf(out, "context_parallel_degree = %d\n", cp);
+    fprintf(out, "data_parallel_shard_degree = %d\n", dp);
     fputs("\n[training]\n", out);
     fprintf(out, "local_batch_size = %lld\n", (long long)t->microbatches * K);
     if (job->seq_len > 0)
