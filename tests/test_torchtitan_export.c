@@ -157,6 +157,7 @@ static char *ac_table(const char *tag, const char *tuner_args)
         table = strdup(at);
         free(toml);
     }
+    loom_test_rmdir(dir);
     return table;
 }
 
@@ -170,6 +171,13 @@ START_TEST(recomputation_is_the_checkpoint_mode)
     char *full = ac_table("ac-full", "--use memory_tuner=full-recompute");
     ck_assert_str_eq(full, "[activation_checkpoint]\nmode = \"full\"\n");
     free(full);
+    /* torchtitan-recompute at 34 GiB checkpoints the 8th block of each
+     * rank's 8 */
+    char *every8 = ac_table("ac-8", "--use memory_tuner=torchtitan-recompute "
+                                    "--memory-cap 34GiB");
+    ck_assert_str_eq(every8, "[activation_checkpoint]\nmode = \"selective\"\n"
+                             "selective_ac_option = \"8\"\n");
+    free(every8);
 }
 END_TEST
 
@@ -216,10 +224,11 @@ START_TEST(recomputation_of_some_layers_is_refused)
              loom_test_src("examples/manifests/megatron-tuned.json"),
              loom_test_src("examples/models/hf/llama-3-8b.json"));
     plan_into(dir, args);
-    expect_refused(dir, "16 of 32 layers run full recomputation and the others none; "
-                        "torchtitan.toml states torchtitan 0.2.2's mode full (every block) "
-                        "or none, and its selective mode checkpoints every N-th block a rank "
-                        "builds, not the layers a memory tuner chose");
+    /* megatron-tuned's block recomputation: the first 4 of each stage's 8 layers */
+    expect_refused(dir, "16 of 32 layers run full recomputation and the others none, not on "
+                        "every N-th block each rank builds; torchtitan 0.2.2 checkpoints every "
+                        "block (mode full), none, or the j-th block a rank builds when j mod N "
+                        "= 0 (selective_ac_option N, the torchtitan-recompute tuner's settings)");
     loom_test_rmdir(dir);
 }
 END_TEST

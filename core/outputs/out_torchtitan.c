@@ -18,15 +18,17 @@
  *
  * torchtitan checkpoints activations per transformer block
  * (torchtitan/distributed/activation_checkpoint.py): mode "none" none,
- * "full" every block; its default, "selective" with option "2", the j-th
- * block a rank builds when j mod 2 = 0. So the file states the mode the
- * plan's layer policies are: none, or full recomputation on every layer.
+ * "full" every block, "selective" with an integer option N the j-th block
+ * a rank builds when j mod N = 0, counting from 1 over its stages in the
+ * order pipeline_module_split builds them (ascending stage index); its
+ * default is "selective" with "2". The file states the setting the plan's
+ * layer policies are (the torchtitan-recompute tuner chooses one).
  *
  * A plan is written only when all of this holds: a language model alone,
  * one layout for it (one torchtitan mesh), at least two pipeline ranks,
  * one PyTorch pipeline (schedule.csv written), a placement style
  * torchtitan has, every stage holding the next layers in order, and
- * layer memory policies one of those two modes states. */
+ * layer memory policies one of those settings states. */
 #include <stdlib.h>
 #include <string.h>
 #include "output.h"
@@ -81,7 +83,8 @@ static int split_fits(const loom_plan *plan, const loom_out_torch *t, char *reas
 
 /* What torchtitan.toml states beside the layout. */
 typedef struct tt_job {
-    const char *ac_mode;  /* [activation_checkpoint] mode: "none" or "full" */
+    const char *ac_mode;  /* [activation_checkpoint] mode: "none", "full", "selective" */
+    int32_t ac_every;     /* selective: selective_ac_option N */
     int64_t seq_len;      /* [training] seq_len; 0: not stated */
 } tt_job;
 
@@ -100,10 +103,39 @@ static void count_ac(const loom_plan *plan, const int32_t *first, int32_t *count
     }
 }
 
-/* Fills job->ac_mode from the stages' layer policies (the same for every
- * microbatch of a stage): all none or all full; else 0 with the reason.
- * LOOM_ENOMEM in *rc. */
-static int ac_of(const loom_plan *plan, tt_job *job, char *reason, int *rc, loom_error *err)
+/* 1 when, on every rank, the j-th layer it builds (from 1, over its
+ * stages in ascending order) runs full recomputation exactly when j mod k
+ * = 0; first[] as loom_out_position_pairs fills it. The most layers one
+ * rank builds into *most. */
+static int every_kth(const loom_plan *plan, const loom_out_torch *t, const int32_t *first,
+                     int32_t k, int32_t *most)
+{
+    const loom_stage_graph *g = plan->graph;
+    int fits = 1;
+    *most = 0;
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        int32_t j = 0;
+        for (int32_t st = 0; st < t->n_stages; st++) {
+            if (t->stage_rank[st] != r || first[st] < 0)
+                continue;
+            const uint8_t *pol = &g->layer_policy[g->pair_layer_off[first[st]]];
+            int32_t n = loom_out_position_layers(plan->partition, st);
+            for (int32_t i = 0; i < n; i++) {
+                j++;
+                if ((pol[i] == LOOM_POLICY_FULL) != (j % k == 0))
+                    fits = 0;
+            }
+        }
+        *most = j > *most ? j : *most;
+    }
+    return fits;
+}
+
+/* Fills job's checkpointing from the stages' layer policies (the same for
+ * every microbatch of a stage): all none, all full, or full on every N-th
+ * block each rank builds; else 0 with the reason. LOOM_ENOMEM in *rc. */
+static int ac_of(const loom_plan *plan, const loom_out_torch *t, tt_job *job, char *reason,
+                 int *rc, loom_error *err)
 {
     int32_t n_pos = plan->partition->flows[0].n_pos, counts[LOOM_POLICY_COUNT] = {0};
     int32_t *first = malloc((size_t)n_pos * sizeof *first);
@@ -116,6 +148,7 @@ static int ac_of(const loom_plan *plan, tt_job *job, char *reason, int *rc, loom
         count_ac(plan, first, counts);
     int32_t total = counts[0] + counts[1] + counts[2] + counts[3];
     job->ac_mode = "none";
+    job->ac_every = 0;
     if (ok && counts[LOOM_POLICY_OFFLOAD] > 0)
         ok = loom_out_refuse(reason, "%d layers offload their activations to host memory; "
                              "torchtitan %s's activation checkpointing has no offload mode",
@@ -127,12 +160,20 @@ static int ac_of(const loom_plan *plan, tt_job *job, char *reason, int *rc, loom
                              "alone", counts[LOOM_POLICY_SELECTIVE], total, TORCHTITAN_RELEASE);
     else if (ok && counts[LOOM_POLICY_FULL] > 0 && counts[LOOM_POLICY_FULL] == total)
         job->ac_mode = "full";
-    else if (ok && counts[LOOM_POLICY_FULL] > 0)
-        ok = loom_out_refuse(reason, "%d of %d layers run full recomputation and the others "
-                             "none; torchtitan.toml states torchtitan %s's mode full (every "
-                             "block) or none, and its selective mode checkpoints every N-th "
-                             "block a rank builds, not the layers a memory tuner chose",
-                             counts[LOOM_POLICY_FULL], total, TORCHTITAN_RELEASE);
+    else if (ok && counts[LOOM_POLICY_FULL] > 0) {
+        int32_t most = 0;
+        every_kth(plan, t, first, 1, &most);
+        for (int32_t k = 2; k <= most && !job->ac_every; k++)
+            if (every_kth(plan, t, first, k, &most))
+                job->ac_mode = "selective", job->ac_every = k;
+        if (!job->ac_every)
+            ok = loom_out_refuse(reason, "%d of %d layers run full recomputation and the others "
+                                 "none, not on every N-th block each rank builds; torchtitan "
+                                 "%s checkpoints every block (mode full), none, or the j-th "
+                                 "block a rank builds when j mod N = 0 (selective_ac_option N, "
+                                 "the torchtitan-recompute tuner's settings)",
+                                 counts[LOOM_POLICY_FULL], total, TORCHTITAN_RELEASE);
+    }
     free(first);
     return ok;
 }
@@ -197,7 +238,7 @@ static int decide(const loom_plan *plan, const loom_out_torch *t, loom_out_place
         snprintf(reason, LOOM_OUT_REASON_MAX, "%s", pl->reason);
         return rc;
     }
-    if (!split_fits(plan, t, reason) || !ac_of(plan, job, reason, &rc, err))
+    if (!split_fits(plan, t, reason) || !ac_of(plan, t, job, reason, &rc, err))
         return rc;
     if ((rc = seq_len_of(plan, job, err)) == LOOM_OK)
         *fits = 1;
@@ -266,6 +307,8 @@ static void write_toml(FILE *out, const loom_plan *plan, const loom_out_torch *t
     if (job->seq_len > 0)
         fprintf(out, "seq_len = %lld\n", (long long)job->seq_len);
     fprintf(out, "\n[activation_checkpoint]\nmode = \"%s\"\n", job->ac_mode);
+    if (job->ac_every > 0)
+        fprintf(out, "selective_ac_option = \"%d\"\n", job->ac_every);
 }
 
 int loom_write_torchtitan_toml(const loom_plan *plan, FILE *out, loom_error *err)

@@ -6,8 +6,9 @@ says.
 Every shipped manifest (SRC/examples/manifests/*.json) is planned (--iterations 1,
 --evaluations 30) on the LLM HF config llama-3-8b (tp=2, pp=4, dp=1, mb=8) and on the
 VLM preset vlm-s (tp=1, pp=4, mb=8, no memory cap), plus plans of the other styles
-(EXTRAS: full recomputation on every layer; recomputation of some layers, refused; a
-given uneven split; zero-bubble, I/W split, loop; zb-v, V placement, on llama-3-8b and
+(EXTRAS: full recomputation on every layer; recomputation of some layers, refused;
+torchtitan-recompute's every-N-th-block settings at one and two stages a rank; a given
+uneven split; zero-bubble, I/W split, loop; zb-v, V placement, on llama-3-8b and
 vlm-s.json with tools/executor/tests/vlm.jsonl). For each plan:
 
 - plan.json exports.torchtitan has a reason: torchtitan.toml must not exist; printed as
@@ -24,7 +25,8 @@ vlm-s.json with tools/executor/tests/vlm.jsonl). For each plan:
   the whole vision encoder and projector where a synthesized VLM toml has the image
   module: Loom refuses VLMs, whose torchtitan 0.2.2 TrainSpec cannot be pipelined);
   the blocks torchtitan wraps in its checkpoint wrapper are exactly the layers the plan
-  recomputes in full (a plan's other policies are refused); the
+  recomputes in full, counted as torchtitan counts them over a rank's stages (a plan's
+  other policies are refused); the
   schedule is a _PipelineScheduleRuntime holding schedule.csv's actions, its
   stage-to-rank map is stage_ranks and its microbatch count schedule_csv.microbatches;
   the toml's degrees are the plan's (pp = ranks; tp, cp, dp of its layout); for one
@@ -43,8 +45,8 @@ checks the checker: good tomls pass, and a split moved by one layer, a misspelt 
 a V schedule for a loop plan and the reverse, a wrong batch, layers_per_stage beside
 the parts, a toml without its activation_checkpoint table (torchtitan's default then
 checkpoints every second block), full checkpointing for a plan that recomputes
-nothing, a toml without seq_len (torchtitan's default 2048) and a wrong tp must each be
-reported. --keep DIR
+nothing, a toml without seq_len (torchtitan's default 2048), every 4th block checkpointed
+for a plan that recomputes every 8th and a wrong tp must each be reported. --keep DIR
 keeps the plans there. Development aid: --synthesize writes torchtitan.toml from
 plan.json by the documented format (synthesize_toml, the oracle) wherever the CLI
 refused one, and checks that.
@@ -85,6 +87,11 @@ EXTRAS = [
      LLM[2] + ["--use", "memory_tuner=full-recompute"]),
     ("megatron-tuned at a 30 GiB cap", "megatron-tuned", LLM[0], LLM[1],
      LLM[2] + ["--memory-cap", "30GiB"]),
+    ("megatron-1f1b+torchtitan-recompute at 34 GiB", "megatron-1f1b", LLM[0], LLM[1],
+     LLM[2] + ["--use", "memory_tuner=torchtitan-recompute", "--memory-cap", "34GiB"]),
+    ("megatron-1f1b+torchtitan-recompute at 36 GiB", "megatron-1f1b", "llama-3-8b vpp2", LLM[1],
+     ["--parallel", "tp=2,pp=4,dp=1,vpp=2,mb=8", "--use", "memory_tuner=torchtitan-recompute",
+      "--memory-cap", "36GiB"]),
     ("megatron-1f1b+given split", "megatron-1f1b", LLM[0], LLM[1],
      ["--parallel", "tp=2,pp=4,dp=1,mb=8", "--param", "partitioner.layers_per_position=5,9,9,9"]),
     ("megatron-1f1b+zero-bubble", "megatron-1f1b", LLM[0], LLM[1],
@@ -339,18 +346,28 @@ def oracle_refusal(doc, modalities):
 
 
 def oracle_ac(doc, text):
-    """(torchtitan's activation checkpointing mode for the plan, None) or (None,
-    reason): every layer none, or every layer full."""
+    """((mode, N) of torchtitan's activation checkpointing for the plan, None) or (None,
+    reason): every layer none, every layer full, or full exactly on the j-th block a
+    rank builds when j mod N = 0 (its stages in ascending order)."""
     pols = [pol for st in doc["stages"] if st["kind"] == "F" and st["module"] == text
             for pol in st.get("layer_policies") or []]
     for pol in ("offload", "selective"):
         if pol in pols:
             return None, "a layer runs %s: torchtitan has no such mode" % pol
     if "full" not in pols:
-        return "none", None
+        return ("none", 0), None
     if all(pol == "full" for pol in pols):
-        return "full", None
-    return None, "full recomputation on some layers only: torchtitan checkpoints all or none"
+        return ("full", 0), None
+    stages = expected_stages(doc, text, None)
+    per_rank = {}
+    for g, rk in enumerate(doc["placement"]["stage_ranks"]):
+        per_rank.setdefault(rk, []).extend(
+            i in stages[g]["ac_layers"] for i in stages[g]["layers"])
+    for n in range(2, max(len(v) for v in per_rank.values()) + 1):
+        if all(full == ((j + 1) % n == 0) for v in per_rank.values()
+               for j, full in enumerate(v)):
+            return ("selective", n), None
+    return None, "full recomputation is not on every N-th block of each rank"
 
 
 def schedule_name(doc):
@@ -395,7 +412,9 @@ def toml_text(doc, parts, layout, ac, seq_len=None):
               "local_batch_size = %d" % doc["schedule_csv"]["microbatches"]]
     if seq_len:
         lines.append("seq_len = %d" % seq_len)
-    lines += ["", "[activation_checkpoint]", 'mode = "%s"' % ac]
+    lines += ["", "[activation_checkpoint]", 'mode = "%s"' % ac[0]]
+    if ac[1]:
+        lines.append('selective_ac_option = "%d"' % ac[1])
     return "\n".join(lines) + "\n"
 
 
@@ -1028,6 +1047,7 @@ def verdict(item, results):
 
 SELF_TEST_BASES = {
     "llm": ("megatron-1f1b", "megatron-1f1b", LLM[0], LLM[1], LLM[2]),
+    "sac": next(e for e in EXTRAS if e[0] == "megatron-1f1b+torchtitan-recompute at 34 GiB"),
     "v": next(e for e in EXTRAS if e[0] == "megatron-1f1b+zb-v" and e[2] == LLM[0]),
 }
 
@@ -1071,6 +1091,10 @@ def self_test_cases():
         ("activation checkpointing left to torchtitan's default", "llm",
          lambda t: t.split("\n[activation_checkpoint]")[0] + "\n",
          "stage 0 checkpoints layers [1, 3, 5, 7], the plan recomputes []"),
+        ("good every-8th-block checkpointing", "sac", same, None),
+        ("every 4th block for a plan that recomputes every 8th", "sac",
+         lambda t: t.replace('selective_ac_option = "8"', 'selective_ac_option = "4"'),
+         "stage 0 checkpoints layers [3, 7], the plan recomputes [7]"),
         ("full checkpointing for a plan that recomputes nothing", "llm",
          lambda t: t.replace('mode = "none"', 'mode = "full"'),
          "stage 0 checkpoints layers 0..7, the plan recomputes []"),
