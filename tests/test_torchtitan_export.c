@@ -1,8 +1,9 @@
 /* test_torchtitan_export.c - torchtitan.toml as `loom plan --out` writes
- * it: the exact file of an LLM plan, and every refusal with its reason in
- * plan.json's exports (and no file, a stale one removed) for plans
- * torchtitan 0.2.2 cannot build: VLMs, one pipeline rank, per-module
- * layouts, stage-times problems. The
+ * it: the exact file of an LLM plan, its seq_len and activation
+ * checkpointing (none, full, every N-th block), and every refusal with its
+ * reason in plan.json's exports (and no file, a stale one removed) for
+ * plans torchtitan 0.2.2 cannot build: VLMs, one pipeline rank, per-module
+ * layouts, stage-times problems, recomputation no setting states. The
  * consumer's own code checks the files in tools/checks/
  * check_torchtitan_exports.py. */
 #include <cjson/cJSON.h>

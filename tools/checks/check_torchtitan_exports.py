@@ -547,9 +547,10 @@ def checkpoint_as_torchtitan(part, _dims, cfg):
     its activation checkpointing step, called as it calls it (every other step needs
     the GPUs and meshes the build forces to 1)."""
     from torchtitan.distributed.activation_checkpoint import apply_ac
+    from torchtitan.models.llama3.infra.parallelize import _op_sac_save_list
     if cfg.activation_checkpoint.mode != "none":
         apply_ac(part, cfg.activation_checkpoint, model_compile_enabled=False,
-                 op_sac_save_list=set(), base_folder=cfg.job.dump_folder)
+                 op_sac_save_list=_op_sac_save_list, base_folder=cfg.job.dump_folder)
     return part
 
 

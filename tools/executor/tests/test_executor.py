@@ -358,6 +358,7 @@ def test_pipeweaver_plan_shape(tmp_path):
     ("gpipe", "vlm-s", "vlm.jsonl", "tp=1,pp=4,mb=4", []),
     ("megatron-balanced", "vlm-s", "vlm.jsonl", "tp=1,pp=4,mb=4", []),
     ("megatron-tuned", "vlm-s", "vlm.jsonl", "tp=1,pp=4,mb=4", []),
+    ("torchtitan-tuned", "vlm-s", "vlm.jsonl", "tp=1,pp=4,mb=4", []),
     ("megatron-param-balanced", "vlm-s", "vlm.jsonl", "tp=1,pp=4,mb=4", []),
     ("hetero", "vlm-s", "vlm.jsonl", "tp=1,pp=4,mb=4", []),
     ("oobleck", "vlm-s", "vlm.jsonl", "tp=1,pp=2,dp=2,mb=4",
@@ -405,8 +406,8 @@ def test_every_shipped_manifest_is_executed():
     """Each examples/manifests/*.json appears above (megatron-1f1b and
     pipeweaver also in the ctest executor_* cases)."""
     listed = {"cornstarch", "disttrain", "entrain", "gpipe", "megatron-balanced",
-              "megatron-tuned", "megatron-param-balanced", "hetero", "oobleck", "optimus",
-              "pipeweaver", "megatron-1f1b", "dualpipe-v"}
+              "megatron-tuned", "torchtitan-tuned", "megatron-param-balanced", "hetero",
+              "oobleck", "optimus", "pipeweaver", "megatron-1f1b", "dualpipe-v"}
     shipped = {p.stem for p in MANIFESTS.glob("*.json")}
     assert shipped == listed, "manifests without an executor test: %s" % sorted(shipped - listed)
 
