@@ -139,26 +139,35 @@ START_TEST(llm_plan_file_is_exact)
 }
 END_TEST
 
-/* The [activation_checkpoint] table of the plan `tuner_args` make, or
- * NULL when no torchtitan.toml was written (malloc'd). */
-static char *ac_table(const char *tag, const char *tuner_args)
+/* The torchtitan.toml of megatron-1f1b's plan of Llama 3 8B with `extra`
+ * (malloc'd), or NULL when none was written. */
+static char *toml_of(const char *tag, const char *extra)
 {
     const char *dir = out_dir(tag);
     char args[1024];
-    snprintf(args, sizeof args, "--manifest %s " LLAMA " %s",
+    snprintf(args, sizeof args, "--manifest %s --model %s %s",
              loom_test_src("examples/manifests/megatron-1f1b.json"),
-             loom_test_src("examples/models/hf/llama-3-8b.json"), tuner_args);
+             loom_test_src("examples/models/hf/llama-3-8b.json"), extra);
     plan_into(dir, args);
     char path[300];
     snprintf(path, sizeof path, "%s/torchtitan.toml", dir);
-    char *toml = slurp(path), *table = NULL;
-    if (toml) {
-        const char *at = strstr(toml, "[activation_checkpoint]");
-        ck_assert_ptr_nonnull(at);
-        table = strdup(at);
-        free(toml);
-    }
+    char *toml = slurp(path);
     loom_test_rmdir(dir);
+    return toml;
+}
+
+/* The [activation_checkpoint] table of toml_of(tag, LLAMA's parallel
+ * config and `tuner_args`) (malloc'd). */
+static char *ac_table(const char *tag, const char *tuner_args)
+{
+    char extra[512];
+    snprintf(extra, sizeof extra, "--parallel tp=2,pp=4,dp=1,mb=8 %s", tuner_args);
+    char *toml = toml_of(tag, extra);
+    ck_assert_ptr_nonnull(toml);
+    const char *at = strstr(toml, "[activation_checkpoint]");
+    ck_assert_ptr_nonnull(at);
+    char *table = strdup(at);
+    free(toml);
     return table;
 }
 
@@ -182,35 +191,20 @@ START_TEST(recomputation_is_the_checkpoint_mode)
 }
 END_TEST
 
-/* The toml of the plan `extra` makes (malloc'd). */
-static char *toml_of(const char *tag, const char *extra)
-{
-    const char *dir = out_dir(tag);
-    char args[1024];
-    snprintf(args, sizeof args, "--manifest %s --model %s %s",
-             loom_test_src("examples/manifests/megatron-1f1b.json"),
-             loom_test_src("examples/models/hf/llama-3-8b.json"), extra);
-    plan_into(dir, args);
-    char path[300];
-    snprintf(path, sizeof path, "%s/torchtitan.toml", dir);
-    char *toml = slurp(path);
-    ck_assert_ptr_nonnull(toml);
-    loom_test_rmdir(dir);
-    return toml;
-}
-
 START_TEST(seq_len_is_a_multiple_of_torchtitans_divisor)
 {
     /* the same 8117-token longest microbatch; at cp 2 the divisor is
      * tp 2 x 2 cp 2 = 8 (parallelize_llama asserts it), and 8120 is its
      * first multiple from 8117 */
     char *toml = toml_of("seq-cp", "--parallel tp=2,cp=2,pp=4,dp=1,mb=8");
+    ck_assert_ptr_nonnull(toml);
     loom_test_has(toml, "context_parallel_degree = 2\n");
     loom_test_has(toml, "local_batch_size = 8\nseq_len = 8120\n");
     free(toml);
     /* two sequences a microbatch: their tokens give no one sequence's
      * length, which stays the user's (as megatron.args's --seq-length) */
     toml = toml_of("seq-k2", "--parallel tp=2,pp=4,dp=1,mb=8 --micro-batch-size 2");
+    ck_assert_ptr_nonnull(toml);
     loom_test_has(toml, "local_batch_size = 16\n\n[activation_checkpoint]");
     ck_assert_ptr_null(strstr(toml, "seq_len"));
     free(toml);

@@ -94,21 +94,6 @@ static double pair_bytes_at(const loom_stage_graph *g, mr_setting st, int64_t *o
     return most;
 }
 
-/* The first rank over the cap at the current pair bytes (and by how many
- * bytes), or -1 when every rank fits. */
-static int32_t over_cap(mr_self *s, const loom_stage_graph *g, double *short_bytes)
-{
-    for (int32_t r = 0; r < g->n_ranks; r++) {
-        int64_t peak = loom_mt_rank_peak(&s->tl, r, s->pair_bytes);
-        double total = (double)(g->static_bytes ? g->static_bytes[r] : 0) + (double)peak;
-        if (total > g->memory_cap_bytes) {
-            *short_bytes = total - g->memory_cap_bytes;
-            return r;
-        }
-    }
-    return -1;
-}
-
 /* Gives every layer entry the cheapest policy that fits (file comment). */
 static int mr_tune(void *self, const loom_stage_graph *g, const loom_schedule *sched,
                    uint8_t *policies, loom_error *err)
@@ -152,7 +137,7 @@ static int mr_tune(void *self, const loom_stage_graph *g, const loom_schedule *s
                                                                   : LOOM_POLICY_FULL,
                              i >= 2 && i < n_settings - 1 ? i - 1 : 0};
             double ms = pair_bytes_at(g, st, s->pair_bytes, s->rank_ms);
-            if ((rank = over_cap(s, g, &short_bytes)) >= 0)
+            if ((rank = loom_mt_first_over_cap(&s->tl, g, s->pair_bytes, &short_bytes)) >= 0)
                 continue;
             if (best_ms < 0 || ms < best_ms) {
                 best = st;

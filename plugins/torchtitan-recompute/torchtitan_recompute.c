@@ -188,21 +188,6 @@ static double tr_pair_bytes(tr_self *s, const loom_stage_graph *g, int32_t every
     return most;
 }
 
-/* The first rank over the cap at the current pair bytes (and by how many
- * bytes), or -1 when every rank fits. */
-static int32_t tr_over_cap(tr_self *s, const loom_stage_graph *g, double *short_bytes)
-{
-    for (int32_t r = 0; r < g->n_ranks; r++) {
-        int64_t peak = loom_mt_rank_peak(&s->tl, r, s->pair_bytes);
-        double total = (double)(g->static_bytes ? g->static_bytes[r] : 0) + (double)peak;
-        if (total > g->memory_cap_bytes) {
-            *short_bytes = total - g->memory_cap_bytes;
-            return r;
-        }
-    }
-    return -1;
-}
-
 /* The setting to apply: 0 (none), N (every N-th block) or 1 (full), the
  * cheapest that fits (file comment). */
 static int tr_choose(tr_self *s, const loom_stage_graph *g, const loom_schedule *sched,
@@ -221,7 +206,7 @@ static int tr_choose(tr_self *s, const loom_stage_graph *g, const loom_schedule 
     for (int32_t n = 0; n <= most; n++) {
         int32_t k = n == 0 ? 0 : most + 1 - n;
         double ms = tr_pair_bytes(s, g, k);
-        if ((rank = tr_over_cap(s, g, &short_bytes)) >= 0)
+        if ((rank = loom_mt_first_over_cap(&s->tl, g, s->pair_bytes, &short_bytes)) >= 0)
             continue;
         if (best_ms < 0 || ms < best_ms) {
             *every = k;

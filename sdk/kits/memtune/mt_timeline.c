@@ -206,6 +206,20 @@ int64_t loom_mt_rank_peak(loom_mt_timeline *t, int32_t r,
     return peak;
 }
 
+int32_t loom_mt_first_over_cap(loom_mt_timeline *t, const loom_stage_graph *g,
+                               const int64_t *pair_bytes, double *short_bytes)
+{
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        int64_t peak = loom_mt_rank_peak(t, r, pair_bytes);
+        double total = (double)(g->static_bytes ? g->static_bytes[r] : 0) + (double)peak;
+        if (total > g->memory_cap_bytes) {
+            *short_bytes = total - g->memory_cap_bytes;
+            return r;
+        }
+    }
+    return -1;
+}
+
 /* Pairs of rank r live at `slot` (see header). Pairs are in opening
  * order, so those opened after the slot form a suffix; and every pair
  * before the first whose close_prefix passes the slot is already freed:

@@ -63,6 +63,12 @@ void loom_mt_timeline_free(const loom_host_api *host, loom_mt_timeline *t);
 int64_t loom_mt_rank_peak(loom_mt_timeline *t, int32_t r,
                           const int64_t *pair_bytes);
 
+/* The first rank whose static bytes plus activation peak (for the
+ * per-pair bytes `pair_bytes`, loom_mt_rank_peak) exceed g's memory cap,
+ * with the bytes it is over in *short_bytes; -1 when every rank fits. */
+int32_t loom_mt_first_over_cap(loom_mt_timeline *t, const loom_stage_graph *g,
+                               const int64_t *pair_bytes, double *short_bytes);
+
 /* Writes to out the pairs of rank r live at `slot` (allocated at or
  * before it, freed after it) and returns how many (<= pairs of r). */
 int32_t loom_mt_live_pairs(const loom_mt_timeline *t, int32_t r, int32_t slot,
