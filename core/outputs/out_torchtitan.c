@@ -103,16 +103,14 @@ static void count_ac(const loom_plan *plan, const int32_t *first, int32_t *count
     }
 }
 
-/* 1 when, on every rank, the j-th layer it builds (from 1, over its
- * stages in ascending order) runs full recomputation exactly when j mod k
- * = 0; first[] as loom_out_position_pairs fills it. The most layers one
- * rank builds into *most. */
-static int every_kth(const loom_plan *plan, const loom_out_torch *t, const int32_t *first,
-                     int32_t k, int32_t *most)
+/* Walks the layers every rank builds (its stages in ascending order, the
+ * j-th from 1) with first[] as loom_out_position_pairs fills it. With k >
+ * 0: 1 when full recomputation runs exactly on the layers with j mod k =
+ * 0. With k = 0: the first j that runs it on any rank, 0 when none. */
+static int32_t walk_full(const loom_plan *plan, const loom_out_torch *t, const int32_t *first,
+                         int32_t k)
 {
     const loom_stage_graph *g = plan->graph;
-    int fits = 1;
-    *most = 0;
     for (int32_t r = 0; r < g->n_ranks; r++) {
         int32_t j = 0;
         for (int32_t st = 0; st < t->n_stages; st++) {
@@ -122,13 +120,15 @@ static int every_kth(const loom_plan *plan, const loom_out_torch *t, const int32
             int32_t n = loom_out_position_layers(plan->partition, st);
             for (int32_t i = 0; i < n; i++) {
                 j++;
-                if ((pol[i] == LOOM_POLICY_FULL) != (j % k == 0))
-                    fits = 0;
+                int full = pol[i] == LOOM_POLICY_FULL;
+                if (k == 0 && full)
+                    return j;
+                if (k > 0 && full != (j % k == 0))
+                    return 0;
             }
         }
-        *most = j > *most ? j : *most;
     }
-    return fits;
+    return k > 0;
 }
 
 /* Fills job's checkpointing from the stages' layer policies (the same for
@@ -161,11 +161,10 @@ static int ac_of(const loom_plan *plan, const loom_out_torch *t, tt_job *job, ch
     else if (ok && counts[LOOM_POLICY_FULL] > 0 && counts[LOOM_POLICY_FULL] == total)
         job->ac_mode = "full";
     else if (ok && counts[LOOM_POLICY_FULL] > 0) {
-        int32_t most = 0;
-        every_kth(plan, t, first, 1, &most);
-        for (int32_t k = 2; k <= most && !job->ac_every; k++)
-            if (every_kth(plan, t, first, k, &most))
-                job->ac_mode = "selective", job->ac_every = k;
+        /* the first layer checkpointed is the N-th a rank builds */
+        int32_t k = walk_full(plan, t, first, 0);
+        if (k >= 2 && walk_full(plan, t, first, k))
+            job->ac_mode = "selective", job->ac_every = k;
         if (!job->ac_every)
             ok = loom_out_refuse(reason, "%d of %d layers run full recomputation and the others "
                                  "none, not on every N-th block each rank builds; torchtitan "

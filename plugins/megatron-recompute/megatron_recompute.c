@@ -68,30 +68,12 @@ static int setting_policy(mr_setting st, int32_t k)
     return st.policy;
 }
 
-/* Activation bytes of every pair under the setting into out[], and the
- * recomputation time its busiest rank adds (backward under the setting less
- * under none), summed per rank in rank_ms[] (n_ranks entries). */
-static double pair_bytes_at(const loom_stage_graph *g, mr_setting st, int64_t *out,
-                            double *rank_ms)
+/* Writes the setting's policy of every layer entry into policies[]. */
+static void apply_setting(const loom_stage_graph *g, mr_setting st, uint8_t *policies)
 {
-    for (int32_t r = 0; r < g->n_ranks; r++)
-        rank_ms[r] = 0;
-    for (int32_t p = 0; p < g->n_pairs; p++) {
-        int64_t sum = 0;
-        double extra = 0;
-        for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++) {
-            const loom_policy_option *o = &g->layer_options[(size_t)e * LOOM_POLICY_COUNT];
-            int pol = setting_policy(st, e - g->pair_layer_off[p]);
-            sum += o[pol].activation_bytes;
-            extra += o[pol].backward_ms - o[LOOM_POLICY_NONE].backward_ms;
-        }
-        out[p] = sum;
-        rank_ms[g->rank[g->pair_forward[p]]] += extra;
-    }
-    double most = 0;
-    for (int32_t r = 0; r < g->n_ranks; r++)
-        most = rank_ms[r] > most ? rank_ms[r] : most;
-    return most;
+    for (int32_t p = 0; p < g->n_pairs; p++)
+        for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++)
+            policies[e] = (uint8_t)setting_policy(st, e - g->pair_layer_off[p]);
 }
 
 /* Gives every layer entry the cheapest policy that fits (file comment). */
@@ -136,7 +118,8 @@ static int mr_tune(void *self, const loom_stage_graph *g, const loom_schedule *s
             mr_setting st = {i == 0 ? LOOM_POLICY_NONE : i == 1 ? LOOM_POLICY_SELECTIVE
                                                                   : LOOM_POLICY_FULL,
                              i >= 2 && i < n_settings - 1 ? i - 1 : 0};
-            double ms = pair_bytes_at(g, st, s->pair_bytes, s->rank_ms);
+            apply_setting(g, st, policies);
+            double ms = loom_mt_policy_costs(g, policies, s->pair_bytes, s->rank_ms);
             if ((rank = loom_mt_first_over_cap(&s->tl, g, s->pair_bytes, &short_bytes)) >= 0)
                 continue;
             if (best_ms < 0 || ms < best_ms) {
@@ -153,9 +136,7 @@ static int mr_tune(void *self, const loom_stage_graph *g, const loom_schedule *s
                                rank, g->memory_cap_bytes, short_bytes);
     }
     memset(policies, best.policy, (size_t)g->n_layer_entries);
-    for (int32_t p = 0; p < g->n_pairs; p++)
-        for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++)
-            policies[e] = (uint8_t)setting_policy(best, e - g->pair_layer_off[p]);
+    apply_setting(g, best, policies);
     return LOOM_OK;
 }
 

@@ -65,8 +65,8 @@ static void tr_destroy(void *self)
     s->host->free(s);
 }
 
-/* Grows *p to n entries of `size` bytes when *cap < n; 0 when out of
- * memory. */
+/* Reallocates *p to n entries (at least one) of `size` bytes; 0 when out
+ * of memory (*p unchanged). */
 static int tr_grow(const loom_host_api *host, void **p, int32_t n, size_t size)
 {
     void *q = host->realloc(*p, (size_t)(n > 0 ? n : 1) * size);
@@ -163,35 +163,19 @@ static int tr_policy(const tr_self *s, const loom_stage_graph *g, int32_t every,
     return j % every == 0 ? LOOM_POLICY_FULL : LOOM_POLICY_NONE;
 }
 
-/* Activation bytes of every pair under setting `every` into pair_bytes[];
- * returns the recomputation its busiest rank adds (backward under the
- * setting less under none). */
-static double tr_pair_bytes(tr_self *s, const loom_stage_graph *g, int32_t every)
+/* Writes setting `every`'s policy of every layer entry into policies[]. */
+static void tr_apply(const tr_self *s, const loom_stage_graph *g, int32_t every,
+                     uint8_t *policies)
 {
-    for (int32_t r = 0; r < g->n_ranks; r++)
-        s->rank_ms[r] = 0;
-    for (int32_t p = 0; p < g->n_pairs; p++) {
-        int64_t sum = 0;
-        double extra = 0;
-        for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++) {
-            const loom_policy_option *o = &g->layer_options[(size_t)e * LOOM_POLICY_COUNT];
-            int pol = tr_policy(s, g, every, p, e);
-            sum += o[pol].activation_bytes;
-            extra += o[pol].backward_ms - o[LOOM_POLICY_NONE].backward_ms;
-        }
-        s->pair_bytes[p] = sum;
-        s->rank_ms[g->rank[g->pair_forward[p]]] += extra;
-    }
-    double most = 0;
-    for (int32_t r = 0; r < g->n_ranks; r++)
-        most = s->rank_ms[r] > most ? s->rank_ms[r] : most;
-    return most;
+    for (int32_t p = 0; p < g->n_pairs; p++)
+        for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++)
+            policies[e] = (uint8_t)tr_policy(s, g, every, p, e);
 }
 
 /* The setting to apply: 0 (none), N (every N-th block) or 1 (full), the
- * cheapest that fits (file comment). */
+ * cheapest that fits (file comment); policies[] is scratch. */
 static int tr_choose(tr_self *s, const loom_stage_graph *g, const loom_schedule *sched,
-                     int32_t *every, loom_error *err)
+                     int32_t *every, uint8_t *policies, loom_error *err)
 {
     const loom_host_api *host = s->host;
     int32_t most = 0;
@@ -205,7 +189,8 @@ static int tr_choose(tr_self *s, const loom_stage_graph *g, const loom_schedule 
     double short_bytes = 0, best_ms = -1;
     for (int32_t n = 0; n <= most; n++) {
         int32_t k = n == 0 ? 0 : most + 1 - n;
-        double ms = tr_pair_bytes(s, g, k);
+        tr_apply(s, g, k, policies);
+        double ms = loom_mt_policy_costs(g, policies, s->pair_bytes, s->rank_ms);
         if ((rank = loom_mt_first_over_cap(&s->tl, g, s->pair_bytes, &short_bytes)) >= 0)
             continue;
         if (best_ms < 0 || ms < best_ms) {
@@ -235,14 +220,12 @@ static int tr_tune(void *self, const loom_stage_graph *g, const loom_schedule *s
     if (!g->layer_options || !g->pair_layer_off || g->n_layer_entries < 1)
         return LOOM_OK; /* nothing to choose (a stage-times problem) */
     int32_t every = 0;
-    if (g->memory_cap_bytes > 0 && (rc = tr_choose(s, g, sched, &every, err)) != LOOM_OK)
+    if (g->memory_cap_bytes > 0 &&
+        (rc = tr_choose(s, g, sched, &every, policies, err)) != LOOM_OK)
         return rc;
     memset(policies, LOOM_POLICY_NONE, (size_t)g->n_layer_entries);
-    if (every == 0)
-        return LOOM_OK;
-    for (int32_t p = 0; p < g->n_pairs; p++)
-        for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++)
-            policies[e] = (uint8_t)tr_policy(s, g, every, p, e);
+    if (every > 0)
+        tr_apply(s, g, every, policies);
     return LOOM_OK;
 }
 

@@ -206,6 +206,28 @@ int64_t loom_mt_rank_peak(loom_mt_timeline *t, int32_t r,
     return peak;
 }
 
+double loom_mt_policy_costs(const loom_stage_graph *g, const uint8_t *policies,
+                            int64_t *pair_bytes, double *rank_ms)
+{
+    for (int32_t r = 0; r < g->n_ranks; r++)
+        rank_ms[r] = 0;
+    for (int32_t p = 0; p < g->n_pairs; p++) {
+        int64_t sum = 0;
+        double extra = 0;
+        for (int32_t e = g->pair_layer_off[p]; e < g->pair_layer_off[p + 1]; e++) {
+            const loom_policy_option *o = &g->layer_options[(size_t)e * LOOM_POLICY_COUNT];
+            sum += o[policies[e]].activation_bytes;
+            extra += o[policies[e]].backward_ms - o[LOOM_POLICY_NONE].backward_ms;
+        }
+        pair_bytes[p] = sum;
+        rank_ms[g->rank[g->pair_forward[p]]] += extra;
+    }
+    double most = 0;
+    for (int32_t r = 0; r < g->n_ranks; r++)
+        most = rank_ms[r] > most ? rank_ms[r] : most;
+    return most;
+}
+
 int32_t loom_mt_first_over_cap(loom_mt_timeline *t, const loom_stage_graph *g,
                                const int64_t *pair_bytes, double *short_bytes)
 {

@@ -63,6 +63,13 @@ void loom_mt_timeline_free(const loom_host_api *host, loom_mt_timeline *t);
 int64_t loom_mt_rank_peak(loom_mt_timeline *t, int32_t r,
                           const int64_t *pair_bytes);
 
+/* The activation bytes of every pair under `policies` (one per layer
+ * entry) into pair_bytes[] (n_pairs), and the recomputation each rank adds
+ * (backward under the policies less under none) into rank_ms[] (n_ranks);
+ * returns the busiest rank's. */
+double loom_mt_policy_costs(const loom_stage_graph *g, const uint8_t *policies,
+                            int64_t *pair_bytes, double *rank_ms);
+
 /* The first rank whose static bytes plus activation peak (for the
  * per-pair bytes `pair_bytes`, loom_mt_rank_peak) exceed g's memory cap,
  * with the bytes it is over in *short_bytes; -1 when every rank fits. */
