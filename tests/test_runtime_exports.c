@@ -104,8 +104,8 @@ START_TEST(megatron_args_small_llm)
     ck_assert_msg(rc == LOOM_OK, "%s", err.message);
     /* 1501 tokens round up to a multiple of tp 2 (sequence parallelism);
      * global batch 4 microbatches x dp 2; an even split of 4 layers a
-     * stage needs no layout; roofline's defaults: distributed optimizer,
-     * overlapped gradient reduce, sequence parallelism */
+     * stage needs no layout; roofline's defaults: bf16, distributed
+     * optimizer, overlapped gradient reduce, sequence parallelism */
     ck_assert_str_eq(text,
                      "# Megatron-LM arguments for plan \"uniform pp=2 vpp=1\" (megatron-core "
                      "0.16.1); pass them with set -f (the layout holds '*'): pretrain_gpt.py "
@@ -124,6 +124,7 @@ START_TEST(megatron_args_small_llm)
                      "--max-position-embeddings 1502\n"
                      "--micro-batch-size 1\n"
                      "--global-batch-size 8\n"
+                     "--bf16\n"
                      "--sequence-parallel\n"
                      "--use-distributed-optimizer\n"
                      "--overlap-grad-reduce\n");
@@ -191,6 +192,57 @@ START_TEST(megatron_args_recompute_flags)
     ck_assert_str_eq(reason, "stage 0 (microbatch 1) runs other memory policies than "
                              "microbatch 0 on stage 0's layers; Megatron-LM recomputes the same "
                              "layers for every microbatch");
+    loom_plan_clear(&plan);
+    loom_session_release(&s);
+}
+END_TEST
+
+/* The precision the cost model priced becomes Megatron-LM's flags: bf16,
+ * fp16, fp8 GEMMs under bf16 (Transformer Engine's hybrid format, current
+ * scaling, as the roofline prices them), fp32 by default; what Megatron-LM
+ * does not run is refused with the reason. */
+START_TEST(megatron_args_precision_flags)
+{
+    loom_session s;
+    loom_plan plan;
+    tiny_plan(&s, &plan);
+    loom_stage_graph *g = plan.graph;
+    const uint32_t base = g->assumed & ~(LOOM_ASSUMED_ELEMENTS_FP32 | LOOM_ASSUMED_MATMUL_FP16 |
+                                         LOOM_ASSUMED_MATMUL_TF32 | LOOM_ASSUMED_MATMUL_FP32 |
+                                         LOOM_ASSUMED_MATMUL_FP8);
+    ck_assert(base & LOOM_ASSUMED_PRECISION);
+    struct { uint32_t bits; const char *flags; } ok[] = {
+        {0, "--global-batch-size 8\n--bf16\n--sequence-parallel\n"},
+        {LOOM_ASSUMED_MATMUL_FP16, "--global-batch-size 8\n--fp16\n--sequence-parallel\n"},
+        {LOOM_ASSUMED_MATMUL_FP8, "--global-batch-size 8\n--bf16\n--fp8-format hybrid\n"
+                                  "--fp8-recipe tensorwise\n--sequence-parallel\n"},
+        {LOOM_ASSUMED_ELEMENTS_FP32 | LOOM_ASSUMED_MATMUL_FP32,
+         "--global-batch-size 8\n--sequence-parallel\n"},
+    };
+    int rc;
+    loom_error err = {0, ""};
+    for (size_t k = 0; k < sizeof ok / sizeof ok[0]; k++) {
+        g->assumed = base | ok[k].bits;
+        char *text = render(loom_write_megatron_args, &plan, &rc, &err);
+        ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+        loom_test_has(text, ok[k].flags);
+        free(text);
+    }
+    char reason[LOOM_OUT_REASON_MAX];
+    g->assumed = base | LOOM_ASSUMED_ELEMENTS_FP32 | LOOM_ASSUMED_MATMUL_TF32;
+    ck_assert_int_eq(megatron_fits(&plan, reason), 0);
+    ck_assert_str_eq(reason, "the plan is priced with 4-byte elements and tf32 matmuls; "
+                             "Megatron-LM (core_v0.16.1) runs 2-byte elements with bf16, fp16 or "
+                             "fp8 matmuls (--bf16, --fp16, --fp8-format) or 4-byte ones with fp32 "
+                             "matmuls (its default: it leaves torch.backends.cuda.matmul."
+                             "allow_tf32 off)");
+    g->assumed = base | LOOM_ASSUMED_ELEMENTS_FP32;
+    ck_assert_int_eq(megatron_fits(&plan, reason), 0);
+    loom_test_has(reason, "priced with 4-byte elements and bf16 matmuls");
+    g->assumed = base & ~LOOM_ASSUMED_PRECISION;
+    ck_assert_int_eq(megatron_fits(&plan, reason), 0);
+    ck_assert_str_eq(reason, "the cost model did not say which precision its times assume "
+                             "(loom_rank_tail.assumed), so --bf16, --fp16 or fp32 is unknown");
     loom_plan_clear(&plan);
     loom_session_release(&s);
 }
@@ -351,6 +403,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, megatron_args_small_llm);
     tcase_add_test(tc, megatron_args_recompute_flags);
+    tcase_add_test(tc, megatron_args_precision_flags);
     tcase_add_test(tc, megatron_args_refuses_multimodal);
     tcase_add_test(tc, megatron_args_refuses_other_orders);
     tcase_add_test(tc, mimo_two_layouts);

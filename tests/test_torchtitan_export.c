@@ -3,7 +3,8 @@
  * checkpointing (none, full, every N-th block), and every refusal with its
  * reason in plan.json's exports (and no file, a stale one removed) for
  * plans torchtitan 0.2.2 cannot build: VLMs, one pipeline rank, per-module
- * layouts, stage-times problems, recomputation no setting states. The
+ * layouts, stage-times problems, recomputation no setting states, and
+ * precisions or tensor parallelism it does not run. The
  * consumer's own code checks the files in tools/checks/
  * check_torchtitan_exports.py. */
 #include <cjson/cJSON.h>
@@ -83,7 +84,8 @@ static void expect_refused(const char *dir, const char *reason)
     ck_assert_int_ne(access(path, F_OK), 0);
 }
 
-#define LLAMA "--model %s --parallel tp=2,pp=4,dp=1,mb=8"
+/* dp 2: torchtitan trains bf16 only under FSDP (precision_refusals) */
+#define LLAMA "--model %s --parallel tp=2,pp=4,dp=2,mb=8"
 
 /* seq_len: the longest microbatch holds 8117 text tokens (megatron.args
  * gives --seq-length 8118, a multiple of tp 2), rounded up to a multiple
@@ -122,11 +124,12 @@ START_TEST(llm_plan_file_is_exact)
         "]\n"
         "tensor_parallel_degree = 2\n"
         "context_parallel_degree = 1\n"
-        "data_parallel_shard_degree = 1\n"
+        "data_parallel_shard_degree = 2\n"
         "\n"
         "[training]\n"
         "local_batch_size = 8\n"
         "seq_len = 8120\n"
+        "mixed_precision_param = \"bfloat16\"\n"
         "\n"
         "[activation_checkpoint]\n"
         "mode = \"none\"\n");
@@ -161,7 +164,7 @@ static char *toml_of(const char *tag, const char *extra)
 static char *ac_table(const char *tag, const char *tuner_args)
 {
     char extra[512];
-    snprintf(extra, sizeof extra, "--parallel tp=2,pp=4,dp=1,mb=8 %s", tuner_args);
+    snprintf(extra, sizeof extra, "--parallel tp=2,pp=4,dp=2,mb=8 %s", tuner_args);
     char *toml = toml_of(tag, extra);
     ck_assert_ptr_nonnull(toml);
     const char *at = strstr(toml, "[activation_checkpoint]");
@@ -181,10 +184,10 @@ START_TEST(recomputation_is_the_checkpoint_mode)
     char *full = ac_table("ac-full", "--use memory_tuner=full-recompute");
     ck_assert_str_eq(full, "[activation_checkpoint]\nmode = \"full\"\n");
     free(full);
-    /* torchtitan-recompute at 34 GiB checkpoints the 8th block of each
+    /* torchtitan-recompute at 28 GiB checkpoints the 8th block of each
      * rank's 8 */
     char *every8 = ac_table("ac-8", "--use memory_tuner=torchtitan-recompute "
-                                    "--memory-cap 34GiB");
+                                    "--memory-cap 28GiB");
     ck_assert_str_eq(every8, "[activation_checkpoint]\nmode = \"selective\"\n"
                              "selective_ac_option = \"8\"\n");
     free(every8);
@@ -203,9 +206,10 @@ START_TEST(seq_len_is_a_multiple_of_torchtitans_divisor)
     free(toml);
     /* two sequences a microbatch: their tokens give no one sequence's
      * length, which stays the user's (as megatron.args's --seq-length) */
-    toml = toml_of("seq-k2", "--parallel tp=2,pp=4,dp=1,mb=8 --micro-batch-size 2");
+    toml = toml_of("seq-k2", "--parallel tp=2,pp=4,dp=2,mb=8 --micro-batch-size 2");
     ck_assert_ptr_nonnull(toml);
-    loom_test_has(toml, "local_batch_size = 16\n\n[activation_checkpoint]");
+    loom_test_has(toml, "local_batch_size = 16\nmixed_precision_param = \"bfloat16\"\n\n"
+                        "[activation_checkpoint]");
     ck_assert_ptr_null(strstr(toml, "seq_len"));
     free(toml);
 }
@@ -215,7 +219,7 @@ START_TEST(recomputation_of_some_layers_is_refused)
 {
     const char *dir = out_dir("ac-some");
     char args[1024];
-    snprintf(args, sizeof args, "--manifest %s " LLAMA " --memory-cap 30GiB",
+    snprintf(args, sizeof args, "--manifest %s " LLAMA " --memory-cap 24GiB",
              loom_test_src("examples/manifests/megatron-tuned.json"),
              loom_test_src("examples/models/hf/llama-3-8b.json"));
     plan_into(dir, args);
@@ -233,7 +237,7 @@ START_TEST(selective_recomputation_is_refused)
     const char *dir = out_dir("ac-sel");
     char args[1024];
     snprintf(args, sizeof args, "--manifest %s " LLAMA " --use memory_tuner=megatron-recompute "
-             "--param cost_model.flash_attention=false --memory-cap 50GiB",
+             "--param cost_model.flash_attention=false --memory-cap 44GiB",
              loom_test_src("examples/manifests/megatron-1f1b.json"),
              loom_test_src("examples/models/hf/llama-3-8b.json"));
     plan_into(dir, args);
@@ -241,6 +245,76 @@ START_TEST(selective_recomputation_is_refused)
                         "torchtitan 0.2.2's selective modes checkpoint whole blocks or save "
                         "operators by its 'op' policy, never the attention core alone");
     loom_test_rmdir(dir);
+}
+END_TEST
+
+/* The reason plan.json gives for megatron-1f1b's plan of Llama 3 8B at
+ * `parallel` with `extra` (malloc'd), or NULL when torchtitan.toml was
+ * written. */
+static char *refusal_of(const char *tag, const char *parallel, const char *extra)
+{
+    const char *dir = out_dir(tag);
+    char args[1024];
+    snprintf(args, sizeof args, "--manifest %s --model %s --parallel %s %s",
+             loom_test_src("examples/manifests/megatron-1f1b.json"),
+             loom_test_src("examples/models/hf/llama-3-8b.json"), parallel, extra);
+    plan_into(dir, args);
+    cJSON *doc;
+    const cJSON *x = torchtitan_export(dir, &doc);
+    const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(x, "reason"));
+    char *copy = why ? strdup(why) : NULL;
+    cJSON_Delete(doc);
+    loom_test_rmdir(dir);
+    return copy;
+}
+
+/* torchtitan 0.2.2 trains bf16 over float32 weights through FSDP alone
+ * (dp shard or cp above 1; maybe_enable_amp runs float32 under TP or PP
+ * without it), float32 with fp32 matmuls anywhere, and always pairs TP
+ * with sequence parallelism. */
+START_TEST(precision_refusals)
+{
+    char *why = refusal_of("bf16-dp1", "tp=2,pp=4,dp=1,mb=8", "");
+    ck_assert_str_eq(why, "the plan is priced in bf16 at data-parallel degree 1 and cp 1; "
+                          "torchtitan 0.2.2 trains mixed precision only through FSDP "
+                          "(data-parallel shard degree or cp above 1) and otherwise, under "
+                          "pipeline parallelism, in float32");
+    free(why);
+    /* cp 2 turns FSDP on at dp 1 */
+    ck_assert_ptr_null(refusal_of("bf16-cp2", "tp=2,cp=2,pp=4,dp=1,mb=8", ""));
+    why = refusal_of("tf32", "tp=2,pp=4,dp=2,mb=8",
+                     "--param cost_model.element_bytes=4 --param cost_model.matmul_precision=tf32 "
+                     "--memory-cap 1e15");
+    ck_assert_str_eq(why, "the plan is priced with 4-byte elements and tf32 matmuls; torchtitan "
+                          "0.2.2 as this file configures it trains bf16 over float32 weights "
+                          "under FSDP, or float32 with fp32 matmuls (it never enables TF32; "
+                          "float8 needs its torchao converter, which this file does not set)");
+    free(why);
+    why = refusal_of("fp8", "tp=2,pp=4,dp=2,mb=8", "--param cost_model.matmul_precision=fp8");
+    loom_test_has(why, "priced with 2-byte elements and fp8 matmuls; torchtitan 0.2.2");
+    free(why);
+    why = refusal_of("no-sp", "tp=2,pp=4,dp=2,mb=8", "--param cost_model.sequence_parallel=false");
+    ck_assert_str_eq(why, "the plan is priced with tensor parallelism without sequence "
+                          "parallelism; torchtitan 0.2.2's tensor parallelism always shards "
+                          "the norms and activations along the sequence (plan with "
+                          "cost_model.sequence_parallel=true)");
+    free(why);
+    /* without TP sequence parallelism does not arise */
+    ck_assert_ptr_null(refusal_of("no-sp-tp1", "tp=1,pp=4,dp=2,mb=8",
+                                  "--param cost_model.sequence_parallel=false --memory-cap 1e15"));
+}
+END_TEST
+
+/* fp32 weights with fp32 matmuls are what torchtitan runs without FSDP:
+ * the file says float32 */
+START_TEST(fp32_plans_state_float32)
+{
+    char *toml = toml_of("fp32", "--parallel tp=2,pp=4,dp=1,mb=8 --param cost_model.element_bytes=4 "
+                                 "--param cost_model.matmul_precision=fp32 --memory-cap 1e15");
+    ck_assert_ptr_nonnull(toml);
+    loom_test_has(toml, "data_parallel_shard_degree = 1\n");
+    loom_test_has(toml, "mixed_precision_param = \"float32\"\n");
+    free(toml);
 }
 END_TEST
 
@@ -328,6 +402,8 @@ static Suite *torchtitan_suite(void)
     tcase_add_test(tc, recomputation_is_the_checkpoint_mode);
     tcase_add_test(tc, recomputation_of_some_layers_is_refused);
     tcase_add_test(tc, selective_recomputation_is_refused);
+    tcase_add_test(tc, precision_refusals);
+    tcase_add_test(tc, fp32_plans_state_float32);
     tcase_add_test(tc, one_rank_plans_are_refused);
     tcase_add_test(tc, vlm_is_refused_and_stale_file_removed);
     tcase_add_test(tc, module_layouts_are_refused);

@@ -25,6 +25,7 @@ typedef struct mg_args {
     int recompute;             /* enum mg_recompute */
     int32_t recompute_layers;  /* --recompute-num-layers */
     uint32_t assumed;          /* LOOM_ASSUMED_* bits */
+    const char *precision;     /* the precision flags, one a line */
     const loom_layer *shape;   /* every decoder layer's */
 } mg_args;
 
@@ -275,6 +276,37 @@ static int tail_settings(const loom_plan *plan, mg_args *a, char *reason)
     return 1;
 }
 
+/* The precision flags of the plan (the cost model's LOOM_ASSUMED_*
+ * precision bits): --bf16, --fp16, fp8 GEMMs under bf16 with Transformer
+ * Engine's hybrid format and current (tensorwise) scaling, or none for
+ * fp32, Megatron-LM's default; 0 with a reason for what Megatron-LM does
+ * not run. */
+static int precision_flags(const loom_plan *plan, mg_args *a, char *reason)
+{
+    loom_out_prec p;
+    if (!loom_out_precision(plan, &p))
+        return loom_out_refuse(reason,
+                      "the cost model did not say which precision its times assume "
+                      "(loom_rank_tail.assumed), so --bf16, --fp16 or fp32 is unknown");
+    int two = p.element_bytes == 2;
+    if (two && !strcmp(p.matmul, "bf16"))
+        a->precision = "--bf16\n";
+    else if (two && !strcmp(p.matmul, "fp16"))
+        a->precision = "--fp16\n";
+    else if (two && !strcmp(p.matmul, "fp8"))
+        a->precision = "--bf16\n--fp8-format hybrid\n--fp8-recipe tensorwise\n";
+    else if (!two && !strcmp(p.matmul, "fp32"))
+        a->precision = "";
+    else
+        return loom_out_refuse(reason,
+                      "the plan is priced with %d-byte elements and %s matmuls; Megatron-LM "
+                      "(core_v0.16.1) runs 2-byte elements with bf16, fp16 or fp8 matmuls "
+                      "(--bf16, --fp16, --fp8-format) or 4-byte ones with fp32 matmuls (its "
+                      "default: it leaves torch.backends.cuda.matmul.allow_tf32 off)",
+                      p.element_bytes, p.matmul);
+    return 1;
+}
+
 /* Sizes, split and shape of the plan; 0 with a reason when Megatron's
  * layout cannot hold it (a->layout owned by the caller when set). */
 static int sizes_of(const loom_plan *plan, mg_args *a, char *reason, int *oom)
@@ -315,7 +347,8 @@ static int build_args(const loom_plan *plan, mg_args *a, int *fits, char *reason
     memset(a, 0, sizeof *a);
     reason[0] = '\0';
     *fits = sizes_of(plan, a, reason, &oom) && whole_units(plan, reason) &&
-            tail_settings(plan, a, reason) && recompute_of(plan, a, reason, &oom) &&
+            tail_settings(plan, a, reason) && precision_flags(plan, a, reason) &&
+            recompute_of(plan, a, reason, &oom) &&
             megatron_order(plan, a, reason) && sequence_tokens(plan, a, &oom);
     if (oom) {
         free(a->layout);
@@ -354,9 +387,10 @@ static void write_shape(const mg_args *a, FILE *out)
         fputs("--swiglu\n", out);
 }
 
-/* The split, recomputation and the cost model's settings. */
+/* The precision, split, recomputation and the cost model's settings. */
 static void write_schedule(const mg_args *a, FILE *out)
 {
+    fputs(a->precision, out);
     if (a->layers_per_stage == 0)
         fprintf(out, "--pipeline-model-parallel-layout %s\n", a->layout);
     else if (a->vpp > 1)

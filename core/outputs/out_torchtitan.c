@@ -27,7 +27,8 @@
  * A plan is written only when all of this holds: a language model alone,
  * one layout for it (one torchtitan mesh), at least two pipeline ranks,
  * one PyTorch pipeline (schedule.csv written), a placement style
- * torchtitan has, every stage holding the next layers in order, and
+ * torchtitan has, every stage holding the next layers in order, a
+ * precision and tensor parallelism torchtitan runs (precision_of), and
  * layer memory policies one of those settings states. */
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,7 @@ typedef struct tt_job {
     const char *ac_mode;  /* [activation_checkpoint] mode: "none", "full", "selective" */
     int32_t ac_every;     /* selective: selective_ac_option N */
     int64_t seq_len;      /* [training] seq_len; 0: not stated */
+    const char *param_dtype; /* [training] mixed_precision_param */
 } tt_job;
 
 /* Counts the policies of every layer of every position (counts[policy]);
@@ -191,6 +193,53 @@ static void degrees(const loom_plan *plan, int32_t *tp, int32_t *cp, int32_t *dp
     *dp = *dp > 0 ? *dp : 1;
 }
 
+/* What torchtitan runs in the plan's precision (the cost model's
+ * LOOM_ASSUMED_* bits) and tensor parallelism, job->param_dtype; else 0
+ * with the reason. torchtitan's tensor parallelism always shards the norms
+ * and activations along the sequence (parallelize.py apply_tp:
+ * SequenceParallel). It trains mixed precision through FSDP, which it
+ * applies when the data-parallel shard degree or cp is above 1; without
+ * FSDP, under tensor or pipeline parallelism, it trains in float32
+ * (distributed/utils.py maybe_enable_amp). Its mixed_precision_param is
+ * bfloat16 or float32, and it never enables TF32 matmuls. */
+static int precision_of(const loom_plan *plan, tt_job *job, char *reason)
+{
+    int32_t tp, cp, dp;
+    degrees(plan, &tp, &cp, &dp);
+    const loom_stage_graph *g = plan->graph;
+    uint32_t a = LOOM_STRUCT_HAS(g, loom_stage_graph, assumed) ? g->assumed : 0;
+    if (tp > 1 && (a & LOOM_ASSUMED_KNOWN) && !(a & LOOM_ASSUMED_SEQUENCE_PARALLEL))
+        return loom_out_refuse(reason,
+                      "the plan is priced with tensor parallelism without sequence "
+                      "parallelism; torchtitan %s's tensor parallelism always shards the "
+                      "norms and activations along the sequence (plan with "
+                      "cost_model.sequence_parallel=true)", TORCHTITAN_RELEASE);
+    loom_out_prec p;
+    if (!loom_out_precision(plan, &p))
+        return loom_out_refuse(reason,
+                      "the cost model did not say which precision its times assume "
+                      "(loom_rank_tail.assumed), so torchtitan's dtype is unknown");
+    int fsdp = dp > 1 || cp > 1;
+    if (p.element_bytes == 2 && !strcmp(p.matmul, "bf16") && fsdp)
+        job->param_dtype = "bfloat16";
+    else if (p.element_bytes == 4 && !strcmp(p.matmul, "fp32"))
+        job->param_dtype = "float32";
+    else if (p.element_bytes == 2 && !strcmp(p.matmul, "bf16"))
+        return loom_out_refuse(reason,
+                      "the plan is priced in bf16 at data-parallel degree 1 and cp 1; "
+                      "torchtitan %s trains mixed precision only through FSDP (data-parallel "
+                      "shard degree or cp above 1) and otherwise, under pipeline "
+                      "parallelism, in float32", TORCHTITAN_RELEASE);
+    else
+        return loom_out_refuse(reason,
+                      "the plan is priced with %d-byte elements and %s matmuls; torchtitan "
+                      "%s as this file configures it trains bf16 over float32 weights under "
+                      "FSDP, or float32 with fp32 matmuls (it never enables TF32; float8 "
+                      "needs its torchao converter, which this file does not set)",
+                      p.element_bytes, p.matmul, TORCHTITAN_RELEASE);
+    return 1;
+}
+
 /* job->seq_len: for one sequence a microbatch, the text tokens of the
  * longest, rounded up to a multiple of tp x 2 cp (torchtitan's
  * seq_len_divisor, which parallelize_llama asserts); 0 for K > 1
@@ -237,7 +286,8 @@ static int decide(const loom_plan *plan, const loom_out_torch *t, loom_out_place
         snprintf(reason, LOOM_OUT_REASON_MAX, "%s", pl->reason);
         return rc;
     }
-    if (!split_fits(plan, t, reason) || !ac_of(plan, t, job, reason, &rc, err))
+    if (!split_fits(plan, t, reason) || !precision_of(plan, job, reason) ||
+        !ac_of(plan, t, job, reason, &rc, err))
         return rc;
     if ((rc = seq_len_of(plan, job, err)) == LOOM_OK)
         *fits = 1;
@@ -305,6 +355,7 @@ static void write_toml(FILE *out, const loom_plan *plan, const loom_out_torch *t
     fprintf(out, "local_batch_size = %lld\n", (long long)t->microbatches * K);
     if (job->seq_len > 0)
         fprintf(out, "seq_len = %lld\n", (long long)job->seq_len);
+    fprintf(out, "mixed_precision_param = \"%s\"\n", job->param_dtype);
     fprintf(out, "\n[activation_checkpoint]\nmode = \"%s\"\n", job->ac_mode);
     if (job->ac_every > 0)
         fprintf(out, "selective_ac_option = \"%d\"\n", job->ac_every);

@@ -270,6 +270,18 @@ int loom_out_position_pairs(const loom_plan *plan, int32_t *first, const char *w
 int loom_out_longest_microbatch_tokens(const loom_plan *plan, int64_t *tokens,
                                        loom_error *err);
 
+/* The precision a plan was priced in: element_bytes 2 (16-bit weights and
+ * activations over fp32 masters) or 4 (fp32), matmul "bf16", "fp16",
+ * "tf32", "fp32" or "fp8" (a static string). */
+typedef struct loom_out_prec {
+    int element_bytes;
+    const char *matmul;
+} loom_out_prec;
+
+/* Fills *prec from the stage graph's LOOM_ASSUMED_* precision bits and
+ * returns 1; 0 when the cost model did not say (out_precision.c). */
+int loom_out_precision(const loom_plan *plan, loom_out_prec *prec);
+
 /* One output format, one row of the output set: the file's name; its
  * writer (the public loom_write_* function); for a runtime export its key
  * in plan.json's "exports" and the check of whether its consumer can build

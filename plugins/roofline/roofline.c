@@ -23,6 +23,7 @@ typedef struct rf_self {
     double tp_overlap_share;    /* tp_comm_overlap's share, 0 when off */
     loom_tail_knobs tail;       /* the iteration tail's knobs */
     int precision;              /* matmul_precision: an RF_PRECISION_* */
+    uint32_t assumed_precision; /* LOOM_ASSUMED_PRECISION and its bits */
     int flash2;                 /* attention_kernel flash2 */
     rf_memo memo;               /* layer costs already computed */
 } rf_self;
@@ -148,9 +149,10 @@ static double rf_peak_flops(const rf_self *s, const loom_cluster *c)
     }
 }
 
-/* Sets the iteration-tail, overlap and element-size params of s from prm
- * (the element size sets the tail's weight and Adam-step bytes, the
- * optimizer state per parameter and LOOM_ROOFLINE_FP32 in s->flags). */
+/* Sets the iteration-tail, overlap, element-size and precision params of
+ * s from prm (the element size sets the tail's weight and Adam-step bytes,
+ * the optimizer state per parameter and LOOM_ROOFLINE_FP32 in s->flags;
+ * both set the LOOM_ASSUMED_* precision bits the tail reports). */
 static void rf_tail_params(const rf_params *prm, rf_self *s)
 {
     int fp32 = prm->grad_accumulation_fp32, grad = prm->overlap_grad_reduce;
@@ -158,6 +160,12 @@ static void rf_tail_params(const rf_params *prm, rf_self *s)
     int64_t element = prm->element_bytes;
     double bucket = prm->bucket_params;
     s->precision = rf_precision_of(prm->matmul_precision);
+    s->assumed_precision =
+        LOOM_ASSUMED_PRECISION | (element == 4 ? LOOM_ASSUMED_ELEMENTS_FP32 : 0u) |
+        (!strcmp(prm->matmul_precision, "fp16") ? LOOM_ASSUMED_MATMUL_FP16 : 0u) |
+        (s->precision == RF_PRECISION_TF32 ? LOOM_ASSUMED_MATMUL_TF32 : 0u) |
+        (s->precision == RF_PRECISION_FP32 ? LOOM_ASSUMED_MATMUL_FP32 : 0u) |
+        (s->precision == RF_PRECISION_FP8 ? LOOM_ASSUMED_MATMUL_FP8 : 0u);
     s->tp_overlap_share = prm->tp_comm_overlap ? prm->tp_comm_overlap_share : 0.0;
     s->tail.distributed_optimizer = s->distributed_optimizer;
     s->tail.overlap_grad_reduce = grad != 0;
@@ -579,7 +587,7 @@ static int rf_p2p_ms(void *self, const loom_problem *problem,
 
 /* rank_tail_ms(): the gradient sync, parameter all-gather and Adam step
  * of one rank (loom_rank_tail_compute() under this instance's params),
- * and the Megatron-LM settings they and estimate() assume. */
+ * and the Megatron-LM settings and precision they and estimate() assume. */
 static int rf_rank_tail_ms(void *self, const loom_problem *problem,
                            const loom_rank_state *state, loom_rank_tail *out,
                            loom_error *err)
@@ -589,8 +597,11 @@ static int rf_rank_tail_ms(void *self, const loom_problem *problem,
         return s->host->error(err, LOOM_EINVAL,
                               "roofline: an iteration tail needs a cluster, found none");
     loom_rank_tail_compute(problem->cluster, state, &s->tail, out);
-    if (LOOM_STRUCT_HAS(out, loom_rank_tail, assumed) && (s->flags & LOOM_ROOFLINE_SEQ_PARALLEL))
+    if (!LOOM_STRUCT_HAS(out, loom_rank_tail, assumed))
+        return LOOM_OK;
+    if (s->flags & LOOM_ROOFLINE_SEQ_PARALLEL)
         out->assumed |= LOOM_ASSUMED_SEQUENCE_PARALLEL;
+    out->assumed |= s->assumed_precision;
     return LOOM_OK;
 }
 

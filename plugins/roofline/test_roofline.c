@@ -1171,6 +1171,52 @@ START_TEST(matmul_precision_picks_the_peak)
 }
 END_TEST
 
+/* rank_tail_ms reports the settings the times assume: the tail's flags,
+ * sequence parallelism, and the precision of the elements and matmuls
+ * (what megatron.args and torchtitan.toml state or refuse). */
+START_TEST(rank_tail_reports_what_it_assumes)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    fx.cluster.peak_flops_tf32 = fx.cluster.peak_flops_fp32 = fx.cluster.peak_flops_fp8 = 1e15;
+    loom_rank_state st = {(uint32_t)sizeof st, 0, 1, 4, 1, 1, 1e9, 1e9};
+    const uint32_t tail = LOOM_ASSUMED_KNOWN | LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER |
+                          LOOM_ASSUMED_OVERLAP_GRAD_REDUCE | LOOM_ASSUMED_SEQUENCE_PARALLEL |
+                          LOOM_ASSUMED_PRECISION;
+    static const char *const dflt[] = {NULL};
+    static const char *const fp16[] = {"matmul_precision", "fp16", NULL};
+    static const char *const fp8[] = {"matmul_precision", "fp8", NULL};
+    static const char *const tf32[] = {"element_bytes", "4", "matmul_precision", "tf32", NULL};
+    static const char *const fp32[] = {"element_bytes", "4", "matmul_precision", "fp32",
+                                       "sequence_parallel", "false", NULL};
+    struct { const char *const *params; uint32_t bits; } cases[] = {
+        {dflt, tail},
+        {fp16, tail | LOOM_ASSUMED_MATMUL_FP16},
+        {fp8, tail | LOOM_ASSUMED_MATMUL_FP8},
+        {tf32, tail | LOOM_ASSUMED_ELEMENTS_FP32 | LOOM_ASSUMED_MATMUL_TF32},
+        {fp32, (tail & ~LOOM_ASSUMED_SEQUENCE_PARALLEL) | LOOM_ASSUMED_ELEMENTS_FP32 |
+                   LOOM_ASSUMED_MATMUL_FP32},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        loom_mock_host *hst = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+        for (int i = 0; cases[k].params[i]; i += 2)
+            loom_mock_host_set_param(hst, cases[k].params[i], cases[k].params[i + 1]);
+        loom_mock_host_set_problem(hst, &fx.problem);
+        const loom_cost_model_vtable *vt = vtable();
+        void *self = NULL;
+        loom_error err = {0, ""};
+        ck_assert_int_eq(vt->create(loom_mock_host_api(hst), loom_mock_host_ctx(hst), NULL,
+                                    &self, &err), LOOM_OK);
+        loom_rank_tail t = {.struct_size = (uint32_t)sizeof t};
+        ck_assert_int_eq(vt->rank_tail_ms(self, &fx.problem, &st, &t, &err), LOOM_OK);
+        ck_assert_msg(t.assumed == cases[k].bits, "case %zu: assumed %#x, expected %#x", k,
+                      t.assumed, cases[k].bits);
+        vt->destroy(self);
+        loom_mock_host_free(hst);
+    }
+}
+END_TEST
+
 /* Costs of layer `index` of fx's module under `params` (NULL ended),
  * asserting success. */
 static loom_layer_cost estimate_layer(fixture *fx, const char *const *params, int32_t index,
@@ -1408,6 +1454,7 @@ static Suite *roofline_suite(void)
     tcase_add_test(tc, preset_parameter_counts);
     tcase_add_test(tc, fp32_elements_double_the_bytes);
     tcase_add_test(tc, matmul_precision_picks_the_peak);
+    tcase_add_test(tc, rank_tail_reports_what_it_assumes);
     tcase_add_test(tc, fp8_runs_the_linears_and_pays_their_casts);
     tcase_add_test(tc, optimizer_efficiency);
     tcase_add_test(tc, param_and_state_bytes);

@@ -6,8 +6,8 @@ Plans every examples/manifests/*.json (deterministic mode, --evaluations 20)
 on the LLM-only llama-3-8b HF config (tp=2, pp=4, dp=1, 8 microbatches) and
 on the vlm-s preset (tp=2, pp=2, dp=1, 4 microbatches), plus cases that
 reach each kind of output: virtual stages, context parallelism, block and
-uniform recomputation (megatron-tuned under a memory cap) and the
-two-layout VLM plan of tools/executor/tests. For every plan:
+uniform recomputation (megatron-tuned under a memory cap), each precision
+(fp16, fp8, fp32, TF32) and the two-layout VLM plan of tools/executor/tests. For every plan:
 
 - plan.json exports.megatron names megatron.args or a reason, and the file
   exists exactly when it names it; the same for exports.mimo / mimo.json;
@@ -23,7 +23,10 @@ two-layout VLM plan of tools/executor/tests. For every plan:
   megatron-core's schedule runs (get_pp_rank_microbatches,
   get_schedule_table); the recompute flags are the stages' layer_policies;
   the optimizer and overlap flags are the roofline cost model's params;
-  --seq-length holds the longest microbatch;
+  --seq-length holds the longest microbatch; the precision flags give the
+  parameter dtype and fp8 recipe Megatron-LM runs (its validate_args rule,
+  TransformerConfig) of what the roofline priced (bf16, fp16, fp8 GEMMs
+  under bf16, or fp32), and a precision it does not run is refused;
 - mimo.json: the rules of Megatron-Bridge's MegatronMIMOParallelismConfig
   (restated in check_mimo: neither megatron-core 0.16.1 nor megatron-bridge
   0.3.1 on PyPI ships the class) and the plan's layouts.
@@ -56,6 +59,8 @@ from megatron.core.transformer.transformer_block import get_num_layers_to_build 
 # --num-virtual-stages-per-pipeline-rank, --seq-length,
 # --max-position-embeddings, --group-query-attention, --swiglu,
 # --use-distributed-optimizer, --overlap-grad-reduce, --overlap-param-gather)
+# or generated from ModelParallelConfig's bf16 and fp16 and TransformerConfig's
+# fp8 (argparse name --fp8-format) and fp8_recipe;
 # or generated from the fields of TransformerConfig / ModelParallelConfig /
 # TrainingConfig by ArgumentGroupFactory (field name with '-' for '_': the
 # parallel sizes, --num-layers, --hidden-size, --ffn-hidden-size,
@@ -72,10 +77,16 @@ MEGATRON_LM_ARGS = {
     "--pipeline-model-parallel-layout", "--num-virtual-stages-per-pipeline-rank",
     "--sequence-parallel", "--recompute-granularity", "--recompute-method",
     "--recompute-num-layers", "--use-distributed-optimizer", "--overlap-grad-reduce",
-    "--overlap-param-gather",
+    "--overlap-param-gather", "--bf16", "--fp16", "--fp8-format", "--fp8-recipe",
 }
 FLAGS = {"--group-query-attention", "--swiglu", "--sequence-parallel",
-         "--use-distributed-optimizer", "--overlap-grad-reduce", "--overlap-param-gather"}
+         "--use-distributed-optimizer", "--overlap-grad-reduce", "--overlap-param-gather",
+         "--bf16", "--fp16"}
+# The precision the roofline's (element_bytes, matmul_precision) prices, as
+# (params dtype, (fp8 format, fp8 recipe) or None); what Megatron-LM does not
+# run is missing (the export must refuse it).
+PRECISION = {(2, "bf16"): ("bfloat16", None), (2, "fp16"): ("float16", None),
+             (2, "fp8"): ("bfloat16", ("hybrid", "tensorwise")), (4, "fp32"): ("float32", None)}
 
 LLAMA = "examples/models/hf/llama-3-8b.json"
 FAILS = []
@@ -109,15 +120,27 @@ def plan(src, loom, tmp, name, manifest, args):
     return out, None
 
 
-def roofline_params(src, manifest):
-    """The roofline cost model's params: the plugin's defaults, the manifest's."""
+def roofline_params(src, manifest, args=()):
+    """The roofline cost model's params: the plugin's defaults, the manifest's,
+    the --param cost_model.* of args."""
     defaults = json.load(open(os.path.join(src, "plugins/roofline/manifest.json")))["params"]
     p = {k: v["default"] for k, v in defaults.items()}
     for step in json.load(open(os.path.join(src, manifest)))["pipeline"]:
         if step["role"] == "cost_model":
             need(step["use"] == "roofline", "the check knows the roofline cost model only")
             p.update(step.get("params", {}))
+    for i, a in enumerate(args[:-1]):
+        if a == "--param" and args[i + 1].startswith("cost_model."):
+            k, _, v = args[i + 1][len("cost_model."):].partition("=")
+            p[k] = {"true": True, "false": False}.get(v, v)
     return p
+
+
+def params_dtype(args):
+    """The dtype Megatron-LM's validate_args gives the parameters: float16 with
+    --fp16, bfloat16 with --bf16, else float32."""
+    return torch.float16 if "--fp16" in args else \
+        torch.bfloat16 if "--bf16" in args else torch.float32
 
 
 # ---- megatron.args ----------------------------------------------------------
@@ -207,7 +230,8 @@ def transformer_config(args, V, model_shape):
         recompute_granularity=args.get("--recompute-granularity"),
         recompute_method=args.get("--recompute-method"),
         recompute_num_layers=num("--recompute-num-layers"),
-        pipeline_dtype=torch.bfloat16, bf16=True)
+        pipeline_dtype=params_dtype(args), bf16="--bf16" in args, fp16="--fp16" in args,
+        fp8=args.get("--fp8-format"), fp8_recipe=args.get("--fp8-recipe", "delayed"))
     cfg = TransformerConfig(**kw)
     if model_shape:
         need((cfg.hidden_size, cfg.num_attention_heads) == model_shape,
@@ -289,6 +313,13 @@ def check_megatron(path, doc, case):
         need(actions[r] == megatron_order(P, V, M, r),
              "rank %d's order is not megatron-core's schedule" % r)
     roof = case["roofline"]
+    prec = PRECISION.get((int(roof["element_bytes"]), roof["matmul_precision"]))
+    need(prec is not None, "the plan is priced with %s-byte elements and %s matmuls, which "
+         "Megatron-LM does not run, and megatron.args was written"
+         % (roof["element_bytes"], roof["matmul_precision"]))
+    got = (str(params_dtype(args)).replace("torch.", ""),
+           (cfg.fp8, cfg.fp8_recipe) if cfg.fp8 else None)
+    need(got == prec, "Megatron-LM runs %s, the cost model priced %s" % (got, prec))
     want = {"--use-distributed-optimizer": roof["distributed_optimizer"],
             "--overlap-grad-reduce": roof["overlap_grad_reduce"],
             "--overlap-param-gather": roof["overlap_param_gather"],
@@ -309,8 +340,9 @@ def check_megatron(path, doc, case):
     need(int(args["--max-position-embeddings"]) >= seq, "max positions below seq length")
     split = args.get("--pipeline-model-parallel-layout") or (
         "even, %d virtual stages" % V if V > 1 else "even")
-    return "layout %s, recompute %s" % (split, "%s %s %s" % rec if rec and rec[1] else
-                                        rec[0] if rec else "none")
+    return "layout %s, recompute %s, %s%s" % (
+        split, "%s %s %s" % rec if rec and rec[1] else rec[0] if rec else "none", got[0],
+        " + fp8 %s %s" % got[1] if got[1] else "")
 
 
 # ---- mimo.json --------------------------------------------------------------
@@ -477,7 +509,17 @@ def cases(src):
              roofline=roofline_params(src, "examples/manifests/hetero.json"),
              expect=["mimo.json ok (world 6, vit tp1 pp2 dp1 @4, language tp2 pp2 dp1 @0)"]),
     ]
-    for c in out[len(out) - 6:]:
+    for prm, want in (
+            (["cost_model.matmul_precision=fp16"], "megatron.args ok"),
+            (["cost_model.matmul_precision=fp8"], "bfloat16 + fp8 hybrid tensorwise"),
+            (["cost_model.element_bytes=4", "cost_model.matmul_precision=fp32"], "float32"),
+            (["cost_model.element_bytes=4", "cost_model.matmul_precision=tf32"],
+             "megatron.args refused: the plan is priced with 4-byte elements and tf32")):
+        args = llama + [a for p in prm for a in ("--param", p)] + ["--memory-cap", "1e15"]
+        out.append(dict(name="megatron-1f1b llama-3-8b " + " ".join(prm), manifest=m1, dp=1,
+                        shape=llama_shape, args=args, roofline=roofline_params(src, m1, args),
+                        expect=[want]))
+    for c in out[len(out) - 10:]:
         c["must_plan"] = True
     for c in out:
         if c["name"] == "optimus vlm-s":

@@ -4,12 +4,13 @@ torchtitan 0.2.2's own code builds every torchtitan.toml Loom writes exactly as 
 says.
 
 Every shipped manifest (SRC/examples/manifests/*.json) is planned (--iterations 1,
---evaluations 30) on the LLM HF config llama-3-8b (tp=2, pp=4, dp=1, mb=8) and on the
+--evaluations 30) on the LLM HF config llama-3-8b (tp=2, pp=4, dp=2, mb=8) and on the
 VLM preset vlm-s (tp=1, pp=4, mb=8, no memory cap), plus plans of the other styles
 (EXTRAS: full recomputation on every layer; recomputation of some layers, refused;
 torchtitan-recompute's every-N-th-block settings at one and two stages a rank; a given
 uneven split; zero-bubble, I/W split, loop; zb-v, V placement, on llama-3-8b and
-vlm-s.json with tools/executor/tests/vlm.jsonl). For each plan:
+vlm-s.json with tools/executor/tests/vlm.jsonl; bf16 at dp 1, fp32 at dp 1, TP without
+sequence parallelism). For each plan:
 
 - plan.json exports.torchtitan has a reason: torchtitan.toml must not exist; printed as
   `refused: <reason>`.
@@ -31,7 +32,10 @@ vlm-s.json with tools/executor/tests/vlm.jsonl). For each plan:
   stage-to-rank map is stage_ranks and its microbatch count schedule_csv.microbatches;
   the toml's degrees are the plan's (pp = ranks; tp, cp, dp of its layout); for one
   sequence a microbatch its seq_len holds the plan's longest microbatch, rounded up to
-  torchtitan's own ParallelDims.seq_len_divisor for those degrees. Tensor,
+  torchtitan's own ParallelDims.seq_len_divisor for those degrees; the dtype torchtitan
+  trains the weights in (FSDP's param_dtype when its ParallelDims enables FSDP, else
+  what its maybe_enable_amp gives, else training.dtype) is the one the roofline cost
+  model priced (bf16 over float32 weights, or float32 with fp32 matmuls). Tensor,
   context and data parallel degrees are then forced to 1: only the pipeline is built.
 - with --step, llama plans also run one training step through the schedule, called as
   torchtitan's train.py calls it, and must record one loss per microbatch (a schedule
@@ -46,7 +50,9 @@ a V schedule for a loop plan and the reverse, a wrong batch, layers_per_stage be
 the parts, a toml without its activation_checkpoint table (torchtitan's default then
 checkpoints every second block), full checkpointing for a plan that recomputes
 nothing, a toml without seq_len (torchtitan's default 2048), every 4th block checkpointed
-for a plan that recomputes every 8th and a wrong tp must each be reported. --keep DIR
+for a plan that recomputes every 8th, float32 weights for a bf16 plan (stated, or by
+replicating instead of sharding the data-parallel degree) and a wrong tp must each be
+reported. --keep DIR
 keeps the plans there. Development aid: --synthesize writes torchtitan.toml from
 plan.json by the documented format (synthesize_toml, the oracle) wherever the CLI
 refused one, and checks that.
@@ -73,8 +79,9 @@ POOL_TIMEOUT_S = 180
 GROUP_TIMEOUT_S = 60   # gloo's timeout: a step that deadlocks fails after it
 TINY_VOCAB = 64
 STEP_SEQ_LEN = 4
+# dp 2: torchtitan trains bf16 only through FSDP (data-parallel shard degree or cp above 1)
 LLM = ("llama-3-8b", "examples/models/hf/llama-3-8b.json",
-       ["--parallel", "tp=2,pp=4,dp=1,mb=8"])
+       ["--parallel", "tp=2,pp=4,dp=2,mb=8"])
 VLM = ("vlm-s", "vlm-s", ["--parallel", "tp=1,pp=4,mb=8", "--memory-cap", "1e15"])
 # per-manifest parameters that let it plan one pipeline replica (dp=1)
 MANIFEST_ARGS = {"oobleck": ["--param", "partitioner.fault_tolerance=0",
@@ -85,22 +92,30 @@ VLM_WORKLOAD = "tools/executor/tests/vlm.jsonl"
 EXTRAS = [
     ("megatron-1f1b+full-recompute", "megatron-1f1b", LLM[0], LLM[1],
      LLM[2] + ["--use", "memory_tuner=full-recompute"]),
-    ("megatron-tuned at a 30 GiB cap", "megatron-tuned", LLM[0], LLM[1],
-     LLM[2] + ["--memory-cap", "30GiB"]),
-    ("megatron-1f1b+torchtitan-recompute at 34 GiB", "megatron-1f1b", LLM[0], LLM[1],
-     LLM[2] + ["--use", "memory_tuner=torchtitan-recompute", "--memory-cap", "34GiB"]),
-    ("megatron-1f1b+torchtitan-recompute at 36 GiB", "megatron-1f1b", "llama-3-8b vpp2", LLM[1],
-     ["--parallel", "tp=2,pp=4,dp=1,vpp=2,mb=8", "--use", "memory_tuner=torchtitan-recompute",
-      "--memory-cap", "36GiB"]),
+    ("megatron-tuned at a 24 GiB cap", "megatron-tuned", LLM[0], LLM[1],
+     LLM[2] + ["--memory-cap", "24GiB"]),
+    ("megatron-1f1b+torchtitan-recompute at 28 GiB", "megatron-1f1b", LLM[0], LLM[1],
+     LLM[2] + ["--use", "memory_tuner=torchtitan-recompute", "--memory-cap", "28GiB"]),
+    ("megatron-1f1b+torchtitan-recompute at 30 GiB", "megatron-1f1b", "llama-3-8b vpp2", LLM[1],
+     ["--parallel", "tp=2,pp=4,dp=2,vpp=2,mb=8", "--use", "memory_tuner=torchtitan-recompute",
+      "--memory-cap", "30GiB"]),
     ("megatron-1f1b+given split", "megatron-1f1b", LLM[0], LLM[1],
-     ["--parallel", "tp=2,pp=4,dp=1,mb=8", "--param", "partitioner.layers_per_position=5,9,9,9"]),
+     ["--parallel", "tp=2,pp=4,dp=2,mb=8", "--param", "partitioner.layers_per_position=5,9,9,9"]),
     ("megatron-1f1b+zero-bubble", "megatron-1f1b", LLM[0], LLM[1],
-     ["--parallel", "tp=2,pp=4,dp=1,vpp=2,mb=8", "--use", "interleaver=zero-bubble"]),
+     ["--parallel", "tp=2,pp=4,dp=2,vpp=2,mb=8", "--use", "interleaver=zero-bubble"]),
     ("megatron-1f1b+zero-bubble", "megatron-1f1b", "llama-3-8b vpp1", LLM[1],
-     ["--parallel", "tp=2,pp=4,dp=1,mb=8", "--use", "interleaver=zero-bubble"]),
+     ["--parallel", "tp=2,pp=4,dp=2,mb=8", "--use", "interleaver=zero-bubble"]),
     ("megatron-1f1b+zb-v", "megatron-1f1b", LLM[0], LLM[1],
-     ["--parallel", "tp=2,pp=2,dp=1,vpp=2,mb=4", "--use", "interleaver=zb-v",
+     ["--parallel", "tp=2,pp=2,dp=2,vpp=2,mb=4", "--use", "interleaver=zb-v",
       "--param", "partitioner.placement=v"]),
+    # precision: bf16 without FSDP, fp32 without FSDP, and TP without sequence parallelism
+    ("megatron-1f1b at dp 1 (bf16 without FSDP)", "megatron-1f1b", LLM[0], LLM[1],
+     ["--parallel", "tp=2,pp=4,dp=1,mb=8"]),
+    ("megatron-1f1b at dp 1 in fp32", "megatron-1f1b", LLM[0], LLM[1],
+     ["--parallel", "tp=2,pp=4,dp=1,mb=8", "--param", "cost_model.element_bytes=4",
+      "--param", "cost_model.matmul_precision=fp32", "--memory-cap", "1e15"]),
+    ("megatron-1f1b without sequence parallelism", "megatron-1f1b", LLM[0], LLM[1],
+     LLM[2] + ["--param", "cost_model.sequence_parallel=false"]),
     ("megatron-1f1b+zb-v", "megatron-1f1b", "vlm-s.json", "examples/models/vlm-s.json",
      ["--parallel", "tp=1,pp=2,vpp=2,mb=4", "--use", "interleaver=zb-v",
       "--param", "partitioner.placement=v", "--workload", VLM_WORKLOAD,
@@ -203,6 +218,46 @@ def parallel_cp(args):
 
 # ---------------------------------------------------------------- the plan's view
 
+def spec_precision(src, manifest, args):
+    """What the plan's roofline cost model priced: element bytes, matmul precision and
+    sequence parallelism (its plugin defaults, the manifest's params, --param
+    cost_model.*), or None for another cost model."""
+    with open(os.path.join(src, "plugins/roofline/manifest.json")) as fh:
+        prm = {k: v["default"] for k, v in json.load(fh)["params"].items()}
+    with open(os.path.join(src, "examples/manifests/%s.json" % manifest)) as fh:
+        steps = json.load(fh)["pipeline"]
+    for step in steps:
+        if step["role"] == "cost_model":
+            if step["use"] != "roofline":
+                return None
+            prm.update(step.get("params", {}))
+    for i, a in enumerate(args[:-1]):
+        if a == "--param" and args[i + 1].startswith("cost_model."):
+            k, _, v = args[i + 1][len("cost_model."):].partition("=")
+            prm[k] = {"true": True, "false": False}.get(v, v)
+    return {"element_bytes": int(prm["element_bytes"]), "matmul": prm["matmul_precision"],
+            "sequence_parallel": bool(prm["sequence_parallel"])}
+
+
+def train_dtype_of(prec, layout):
+    """The dtype torchtitan must train the plan's weights in, or (None, why) when
+    torchtitan 0.2.2 runs no such precision: bf16 over float32 weights through FSDP
+    (dp shard or cp above 1: parallelize_llama's apply_fsdp), float32 with fp32 matmuls;
+    its tensor parallelism is always sequence parallel (apply_tp)."""
+    tp, cp, dp = layout
+    if prec is None:
+        return None, "the cost model is not roofline: its precision is unknown"
+    if tp > 1 and not prec["sequence_parallel"]:
+        return None, "tensor parallelism without sequence parallelism"
+    if (prec["element_bytes"], prec["matmul"]) == (2, "bf16"):
+        if dp > 1 or cp > 1:
+            return "bfloat16", None
+        return None, "bf16 without FSDP (torchtitan then trains in float32)"
+    if (prec["element_bytes"], prec["matmul"]) == (4, "fp32"):
+        return "float32", None
+    return None, "%d-byte elements with %s matmuls" % (prec["element_bytes"], prec["matmul"])
+
+
 def stage_positions(doc):
     """Positions in PyTorch stage order: flow 0's positions, then flow 1's, ..."""
     return [pos for fl in doc["partition"]["flows"] for pos in fl["positions"]]
@@ -286,8 +341,9 @@ def text_tokens_per_microbatch(doc):
     return out
 
 
-def expectation(doc, modalities, layout):
-    """What a build of the plan's torchtitan.toml must show, from plan.json alone."""
+def expectation(doc, modalities, layout, prec):
+    """What a build of the plan's torchtitan.toml must show, from plan.json and the
+    cost model's precision."""
     text, image, _ = module_roles(doc, modalities)
     pl = doc["placement"]
     tokens = text_tokens_per_microbatch(doc)
@@ -297,6 +353,7 @@ def expectation(doc, modalities, layout):
             "csv_actions": None, "plan_microbatches": doc["microbatches"],
             "tp": layout[0], "cp": layout[1],
             "dp": layout[2], "stages": expected_stages(doc, text, image),
+            "dtype": train_dtype_of(prec, layout)[0],
             "model": {"kind": "vlm" if image else "llama",
                       "text_layers": module_layers(doc, text),
                       "vision_layers": module_layers(doc, image) if image else 0}}
@@ -304,7 +361,7 @@ def expectation(doc, modalities, layout):
 
 # ---------------------------------------------------------------- the oracle
 
-def oracle_refusal(doc, modalities):
+def oracle_refusal(doc, modalities, prec, layout):
     """Why torchtitan 0.2.2 cannot build the plan, or None (the oracle's rules)."""
     if doc.get("partition") is None:
         return "a stage-times problem has no model modules"
@@ -326,7 +383,7 @@ def oracle_refusal(doc, modalities):
         # torchtitan 0.2.2's vlm TrainSpec has no pipelining function: train.py refuses
         # pipeline parallelism for it, whatever pipeline_llm could build.
         return "module %s: %s's VLM experiment cannot be pipelined" % (image, TT)
-    why = oracle_ac(doc, text)[1]
+    why = oracle_ac(doc, text)[1] or train_dtype_of(prec, layout)[1]
     if why:
         return why
     nxt = 0
@@ -395,7 +452,7 @@ def fqn_parts(doc, modalities):
     return parts
 
 
-def toml_text(doc, parts, layout, ac, seq_len=None):
+def toml_text(doc, parts, layout, ac, dtype, seq_len=None):
     """The torchtitan.toml of the documented format for the plan."""
     tp, cp, dp = layout
     lines = ['# %s job config for Loom plan "%s": pass it with --job.config_file or copy '
@@ -412,22 +469,24 @@ def toml_text(doc, parts, layout, ac, seq_len=None):
               "local_batch_size = %d" % doc["schedule_csv"]["microbatches"]]
     if seq_len:
         lines.append("seq_len = %d" % seq_len)
+    lines.append('mixed_precision_param = "%s"' % dtype)
     lines += ["", "[activation_checkpoint]", 'mode = "%s"' % ac[0]]
     if ac[1]:
         lines.append('selective_ac_option = "%d"' % ac[1])
     return "\n".join(lines) + "\n"
 
 
-def synthesize_toml(doc, modalities, layout):
+def synthesize_toml(doc, modalities, layout, prec):
     """(toml text, None) by the documented format, or (None, reason) when refused."""
-    why = oracle_refusal(doc, modalities)
+    why = oracle_refusal(doc, modalities, prec, layout)
     if why:
         return None, why
     ac = oracle_ac(doc, module_roles(doc, modalities)[0])[0]
     tokens = text_tokens_per_microbatch(doc)
     unit = layout[0] * 2 * layout[1]
     seq_len = -(-max(tokens.values()) // unit) * unit if tokens else None
-    return toml_text(doc, fqn_parts(doc, modalities), layout, ac, seq_len), None
+    return toml_text(doc, fqn_parts(doc, modalities), layout, ac,
+                     train_dtype_of(prec, layout)[0], seq_len), None
 
 
 # ---------------------------------------------------------------- worker side
@@ -487,7 +546,8 @@ def config_facts(cfg):
             "dp_replicate": par.data_parallel_replicate_degree,
             "parts": par.module_fqns_per_model_part,
             "layers_per_stage": par.pipeline_parallel_layers_per_stage,
-            "seq_len": cfg.training.seq_len, "seq_len_divisor": seq_len_divisor(par)}
+            "seq_len": cfg.training.seq_len, "seq_len_divisor": seq_len_divisor(par),
+            "train_dtype": train_dtype(cfg)}
 
 
 def seq_len_divisor(par):
@@ -501,6 +561,29 @@ def seq_len_divisor(par):
     for v in deg.values():
         world *= max(v, 1)
     return ParallelDims(ep=1, etp=1, world_size=world, **deg).seq_len_divisor
+
+
+def train_dtype(cfg):
+    """The dtype torchtitan trains the weights in for the toml, by its own code: FSDP's
+    param_dtype when ParallelDims.fsdp_enabled (parallelize_llama's apply_fsdp), else
+    the autocast dtype maybe_enable_amp gives, else training.dtype."""
+    import torch
+    from torchtitan.distributed import ParallelDims
+    from torchtitan.distributed.utils import maybe_enable_amp
+    par = cfg.parallelism
+    deg = dict(dp_replicate=par.data_parallel_replicate_degree,
+               dp_shard=par.data_parallel_shard_degree, cp=par.context_parallel_degree,
+               tp=par.tensor_parallel_degree, pp=par.pipeline_parallel_degree)
+    world = 1
+    for v in deg.values():
+        world *= max(v, 1)
+    dims = ParallelDims(ep=1, etp=1, world_size=world, **deg)
+    if dims.fsdp_enabled:
+        return cfg.training.mixed_precision_param
+    ctx = maybe_enable_amp(dims, cfg.training.mixed_precision_param, "cuda")
+    if isinstance(ctx, torch.autocast):
+        return str(ctx.fast_dtype).replace("torch.", "")
+    return cfg.training.dtype
 
 
 def pipeline_world(world):
@@ -806,6 +889,9 @@ def compare_config(exp, cfg, plan_dir):
                                      exp["microbatches"]))
     if cfg["parts"] is None:
         bad.append("module_fqns_per_model_part is not set")
+    if cfg["train_dtype"] != exp["dtype"]:
+        bad.append("torchtitan trains in %s, the plan is priced in %s"
+                   % (cfg["train_dtype"], exp["dtype"]))
     tokens, seq, div = exp["longest_tokens"], cfg["seq_len"], cfg["seq_len_divisor"]
     if cfg["microbatch_size"] == 1 and tokens and \
             not (seq % div == 0 and tokens <= seq < tokens + div):
@@ -908,14 +994,15 @@ def prepare(src, loom, spec, folder, synthesize, step=False):
         return item
     mods = model_modules(src, model)
     layout = plan_layout(doc, mods, out, parallel_cp(args))
-    item["oracle_text"], why = synthesize_toml(doc, mods, layout)
+    prec = spec_precision(src, manifest, args)
+    item["oracle_text"], why = synthesize_toml(doc, mods, layout, prec)
     if "reason" in tt and synthesize and item["oracle_text"]:
         with open(os.path.join(folder, "torchtitan.toml"), "w") as fh:
             fh.write(item["oracle_text"])
         tt, item["oracle"] = {"file": "torchtitan.toml"}, True
     if "reason" in tt:
         return refusal(item, tt["reason"], why, synthesize)
-    return job_item(item, doc, tt, expectation(doc, mods, layout), why, step)
+    return job_item(item, doc, tt, expectation(doc, mods, layout, prec), why, step)
 
 
 def refusal(item, reason, oracle_why, synthesize):
@@ -1048,7 +1135,7 @@ def verdict(item, results):
 
 SELF_TEST_BASES = {
     "llm": ("megatron-1f1b", "megatron-1f1b", LLM[0], LLM[1], LLM[2]),
-    "sac": next(e for e in EXTRAS if e[0] == "megatron-1f1b+torchtitan-recompute at 34 GiB"),
+    "sac": next(e for e in EXTRAS if e[0] == "megatron-1f1b+torchtitan-recompute at 28 GiB"),
     "v": next(e for e in EXTRAS if e[0] == "megatron-1f1b+zb-v" and e[2] == LLM[0]),
 }
 
@@ -1102,6 +1189,14 @@ def self_test_cases():
         ("sequence length left to torchtitan's default", "llm",
          lambda t: re.sub(r"seq_len = \d+\n", "", t),
          "seq_len 2048 for a longest microbatch of"),
+        ("mixed precision in float32", "llm",
+         lambda t: t.replace('mixed_precision_param = "bfloat16"',
+                             'mixed_precision_param = "float32"'),
+         "torchtitan trains in float32, the plan is priced in bfloat16"),
+        ("no FSDP: float32 training", "llm",
+         lambda t: t.replace("data_parallel_shard_degree = 2",
+                             "data_parallel_shard_degree = 1\ndata_parallel_replicate_degree = 2"),
+         "torchtitan trains in float32, the plan is priced in bfloat16"),
         ("tensor parallel degree", "llm",
          lambda t: t.replace("tensor_parallel_degree = 2", "tensor_parallel_degree = 1"),
          "tp is 1 in the toml, the plan has 2"),

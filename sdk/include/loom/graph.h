@@ -218,7 +218,9 @@ typedef struct loom_stage_graph {
      * assumed)). The Megatron-LM settings the cost model's times assume,
      * LOOM_ASSUMED_* bits, the same for every rank (from its rank_tail,
      * loom_rank_tail.assumed); 0: unknown (no cost model said, or its ranks
-     * disagreed). megatron.args writes them as flags. */
+     * disagreed). megatron.args writes them as flags; megatron.args and
+     * torchtitan.toml refuse a plan whose precision their runtime would
+     * not run. */
     uint32_t assumed;
     uint32_t reserved_assumed;
     /* Appended (read it when LOOM_STRUCT_HAS(g, loom_stage_graph,
@@ -251,6 +253,16 @@ typedef struct loom_stage_graph {
 #define LOOM_ASSUMED_OVERLAP_GRAD_REDUCE 4u    /* --overlap-grad-reduce */
 #define LOOM_ASSUMED_OVERLAP_PARAM_GATHER 8u   /* --overlap-param-gather */
 #define LOOM_ASSUMED_SEQUENCE_PARALLEL 16u     /* --sequence-parallel (tp > 1) */
+/* The precision the times and bytes assume; LOOM_ASSUMED_PRECISION says
+ * the bits after it are set. Elements (weights, activations) are 2-byte
+ * over fp32 master weights unless LOOM_ASSUMED_ELEMENTS_FP32; matmuls run
+ * in bf16 unless one LOOM_ASSUMED_MATMUL_* bit says otherwise. */
+#define LOOM_ASSUMED_PRECISION 32u             /* the precision bits are set */
+#define LOOM_ASSUMED_ELEMENTS_FP32 64u         /* 4-byte weights and activations */
+#define LOOM_ASSUMED_MATMUL_FP16 128u          /* matmuls in fp16 (2-byte fp16 elements) */
+#define LOOM_ASSUMED_MATMUL_TF32 256u          /* fp32 matmuls run as TF32 */
+#define LOOM_ASSUMED_MATMUL_FP32 512u          /* matmuls in fp32 */
+#define LOOM_ASSUMED_MATMUL_FP8 1024u          /* Linear GEMMs in fp8, tensorwise scaling */
 
 /* A schedule: the order of stage ids on every rank. Size-prefixed: the
  * host allocates every schedule it hands out (struct_size set); a plugin
