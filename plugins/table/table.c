@@ -19,6 +19,7 @@ typedef struct tb_self {
     double selective_recompute;  /* recompute time / forward under selective */
     int distributed_optimizer;
     int32_t element_bytes;       /* 2 (bf16, fp16) or 4 (fp32, TF32) */
+    uint32_t assumed_precision;  /* LOOM_ASSUMED_* precision bits, 0: unstated */
     loom_tail_knobs tail;        /* the iteration tail under these params */
 } tb_self;
 
@@ -30,6 +31,7 @@ typedef struct tb_params {
     double selective_recompute_ratio;
     int distributed_optimizer;
     int64_t element_bytes;
+    const char *matmul_precision;
 } tb_params;
 
 static const loom_param_def tb_param_table[] = {
@@ -56,7 +58,35 @@ static const loom_param_def tb_param_table[] = {
                    "sizes pipeline transfers, counts parameters as param_bytes / "
                    "element_bytes, and sets the optimizer's states and step (fp32 weights are "
                    "their own master copy)"),
+    LOOM_ENUM_PARAM(tb_params, matmul_precision, "unstated", "unstated|bf16|fp16|fp8|tf32|fp32",
+                   "the precision the profiled run's matmuls ran in, which megatron.args and torchtitan.toml state: unstated (then neither is written), bf16, fp16 or fp8 with element_bytes 2, tf32 or fp32 with 4"),
     LOOM_PARAM_END};
+
+/* The LOOM_ASSUMED_* precision bits of the params into *bits (0 when
+ * unstated); LOOM_EINVAL when the precision does not go with the element
+ * size. */
+static int tb_precision(const loom_host_api *host, const tb_params *prm, uint32_t *bits,
+                        loom_error *err)
+{
+    static const struct { const char *name; int element; uint32_t bit; } known[] = {
+        {"bf16", 2, 0u}, {"fp16", 2, LOOM_ASSUMED_MATMUL_FP16},
+        {"fp8", 2, LOOM_ASSUMED_MATMUL_FP8}, {"tf32", 4, LOOM_ASSUMED_MATMUL_TF32},
+        {"fp32", 4, LOOM_ASSUMED_MATMUL_FP32}};
+    *bits = 0;
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        if (strcmp(prm->matmul_precision, known[i].name))
+            continue;
+        if (prm->element_bytes != known[i].element)
+            return host->error(err, LOOM_EINVAL,
+                               "table: param matmul_precision: %s runs on %d-byte elements, so "
+                               "expected element_bytes %d, found %lld",
+                               known[i].name, known[i].element, known[i].element,
+                               (long long)prm->element_bytes);
+        *bits = LOOM_ASSUMED_PRECISION | known[i].bit |
+                (known[i].element == 4 ? LOOM_ASSUMED_ELEMENTS_FP32 : 0u);
+    }
+    return LOOM_OK;
+}
 
 /* create(): reads the params and loads the file named by `file`. */
 static int tb_create(const loom_host_api *host, loom_ctx *ctx,
@@ -67,6 +97,9 @@ static int tb_create(const loom_host_api *host, loom_ctx *ctx,
     int rc = loom_params_read(host, ctx, "table", tb_param_table, &prm, err);
     if (rc == LOOM_OK)
         rc = loom_check_element_bytes(host, "table", prm.element_bytes, err);
+    uint32_t precision = 0;
+    if (rc == LOOM_OK)
+        rc = tb_precision(host, &prm, &precision, err);
     if (rc != LOOM_OK)
         return rc;
     const char *file = prm.file;
@@ -89,6 +122,7 @@ static int tb_create(const loom_host_api *host, loom_ctx *ctx,
     s->selective_recompute = sel_re;
     s->distributed_optimizer = dist != 0;
     s->element_bytes = (int32_t)element;
+    s->assumed_precision = precision;
     /* Megatron-LM's tail (fp32 gradients, bucketed reduce overlapped with
      * the backward) under this table's optimizer and element size */
     s->tail.distributed_optimizer = s->distributed_optimizer;
@@ -278,7 +312,7 @@ static int tb_estimate(void *self, const loom_problem *problem,
 
 /* rank_tail_ms(): the gradient sync, parameter all-gather and Adam step
  * of one rank (loom_rank_tail_compute() under this table's optimizer and
- * element size). */
+ * element size), and the precision the profile states. */
 static int tb_rank_tail_ms(void *self, const loom_problem *problem,
                            const loom_rank_state *state, loom_rank_tail *out, loom_error *err)
 {
@@ -287,6 +321,8 @@ static int tb_rank_tail_ms(void *self, const loom_problem *problem,
         return s->host->error(err, LOOM_EINVAL,
                               "table: an iteration tail needs a cluster, found none");
     loom_rank_tail_compute(problem->cluster, state, &s->tail, out);
+    if (LOOM_STRUCT_HAS(out, loom_rank_tail, assumed))
+        out->assumed |= s->assumed_precision;
     return LOOM_OK;
 }
 

@@ -413,6 +413,51 @@ START_TEST(element_size_and_the_tail)
 }
 END_TEST
 
+/* The profile's precision is a param: unstated by default (no precision
+ * bits, so no runtime export states one), else the bits megatron.args and
+ * torchtitan.toml read; a precision off its element size is refused. */
+START_TEST(matmul_precision_reaches_the_tail)
+{
+    fixture fx;
+    fx_init(&fx);
+    loom_cluster c;
+    memset(&c, 0, sizeof c);
+    c.name = "toy";
+    c.hbm_bytes_per_s = 1e12;
+    c.net_bytes_per_s = c.nvlink_bytes_per_s = 1e11;
+    c.eff_memory = c.eff_collective = 1.0;
+    loom_rank_state st = {.struct_size = sizeof st, .rank = 0, .tp = 1, .dp = 4, .chunks = 1,
+                          .dp_same_node = 1, .params = 1e9, .trainable_params = 1e9};
+    const uint32_t tail = LOOM_ASSUMED_KNOWN | LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER |
+                          LOOM_ASSUMED_OVERLAP_GRAD_REDUCE;
+    const char *file = loom_test_tmpfile(".csv", CSV_TWO);
+    struct { const char *precision, *element; uint32_t bits; } cases[] = {
+        {NULL, "2", tail},
+        {"bf16", "2", tail | LOOM_ASSUMED_PRECISION},
+        {"fp8", "2", tail | LOOM_ASSUMED_PRECISION | LOOM_ASSUMED_MATMUL_FP8},
+        {"fp32", "4", tail | LOOM_ASSUMED_PRECISION | LOOM_ASSUMED_ELEMENTS_FP32 |
+                          LOOM_ASSUMED_MATMUL_FP32},
+    };
+    loom_error err = {0, ""};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const char *params[] = {"file", file, "element_bytes", cases[k].element,
+                                cases[k].precision ? "matmul_precision" : NULL,
+                                cases[k].precision, NULL};
+        inst in;
+        ck_assert_int_eq(inst_new(&in, params, &err), LOOM_OK);
+        loom_rank_tail t = table_tail(&in, &fx, &c, &st);
+        ck_assert_msg(t.assumed == cases[k].bits, "case %zu: assumed %#x, expected %#x", k,
+                      t.assumed, cases[k].bits);
+        inst_free(&in);
+    }
+    const char *const off[] = {"file", file, "matmul_precision", "tf32", NULL};
+    inst in;
+    ck_assert_int_eq(inst_new(&in, off, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "table: param matmul_precision: tf32 runs on 4-byte elements, "
+                                  "so expected element_bytes 4, found 2");
+}
+END_TEST
+
 START_TEST(json_equals_csv)
 {
     fixture fx;
@@ -661,6 +706,7 @@ static Suite *table_suite(void)
     tcase_add_test(tc, json_errors);
     tcase_add_test(tc, file_param_errors);
     tcase_add_test(tc, estimate_errors_name_the_module);
+    tcase_add_test(tc, matmul_precision_reaches_the_tail);
     tcase_add_test(tc, manifest_matches_binary);
     suite_add_tcase(s, tc);
     return s;
