@@ -239,7 +239,39 @@ START_TEST(megatron_args_precision_flags)
     g->assumed = base | LOOM_ASSUMED_ELEMENTS_FP32;
     ck_assert_int_eq(megatron_fits(&plan, reason), 0);
     loom_test_has(reason, "priced with 4-byte elements and bf16 matmuls");
+    /* the TP overlap the cost model priced, which Megatron-LM takes only
+     * with sequence parallelism */
+    g->assumed = base | LOOM_ASSUMED_TP_COMM_OVERLAP;
+    char *text = render(loom_write_megatron_args, &plan, &rc, &err);
+    ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+    loom_test_has(text, "--sequence-parallel\n--tp-comm-overlap\n");
+    free(text);
+    g->assumed = base | LOOM_ASSUMED_GRAD_REDUCE_BF16;
+    text = render(loom_write_megatron_args, &plan, &rc, &err);
+    ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+    loom_test_has(text, "--grad-reduce-in-bf16\n--use-distributed-optimizer\n");
+    free(text);
+    g->assumed = (base | LOOM_ASSUMED_TP_COMM_OVERLAP) & ~LOOM_ASSUMED_SEQUENCE_PARALLEL;
+    ck_assert_int_eq(megatron_fits(&plan, reason), 0);
+    ck_assert_str_eq(reason, "the cost model overlaps the tensor-parallel collectives with the "
+                             "GEMMs without sequence parallelism; Megatron-LM takes "
+                             "--tp-comm-overlap only with --sequence-parallel");
     g->assumed = base & ~LOOM_ASSUMED_PRECISION;
+    /* loom_export_fits asks the same by plan.json's key */
+    int fits = 1;
+    char why[64];
+    ck_assert_int_eq(loom_export_fits(&plan, "megatron", &fits, why, sizeof why, &err), LOOM_OK);
+    ck_assert_int_eq(fits, 0);
+    ck_assert_str_eq(why, "the cost model did not say which precision its times assume (lo");
+    ck_assert_int_eq(loom_export_fits(&plan, "pytorch_csv", &fits, why, sizeof why, &err),
+                     LOOM_OK);
+    ck_assert_int_eq(fits, 1);
+    ck_assert_str_eq(why, "");
+    ck_assert_int_eq(loom_export_fits(&plan, "deepspeed", &fits, why, sizeof why, &err),
+                     LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "runtime export deepspeed: expected pytorch_csv, torchtitan, "
+                                  "megatron or mimo");
+    ck_assert(loom_export_known("mimo") && !loom_export_known("deepspeed"));
     ck_assert_int_eq(megatron_fits(&plan, reason), 0);
     ck_assert_str_eq(reason, "the cost model did not say which precision its times assume "
                              "(loom_rank_tail.assumed), so --bf16, --fp16 or fp32 is unknown");

@@ -299,6 +299,17 @@ START_TEST(precision_refusals)
                           "the norms and activations along the sequence (plan with "
                           "cost_model.sequence_parallel=true)");
     free(why);
+    why = refusal_of("tp-overlap", "tp=2,pp=4,dp=2,mb=8", "--param cost_model.tp_comm_overlap=true");
+    ck_assert_str_eq(why, "the plan is priced with the tensor-parallel collectives overlapped "
+                          "with the GEMMs; torchtitan 0.2.2 overlaps them only as async TP "
+                          "under torch.compile (enable_async_tensor_parallel), which this file "
+                          "does not set");
+    free(why);
+    why = refusal_of("grad-bf16", "tp=2,pp=4,dp=2,mb=8",
+                     "--param cost_model.grad_accumulation_fp32=false");
+    ck_assert_str_eq(why, "the plan is priced with the gradients reduced in bf16; torchtitan "
+                          "0.2.2 reduces them in float32 (mixed_precision_reduce)");
+    free(why);
     /* without TP sequence parallelism does not arise */
     ck_assert_ptr_null(refusal_of("no-sp-tp1", "tp=1,pp=4,dp=2,mb=8",
                                   "--param cost_model.sequence_parallel=false --memory-cap 1e15"));

@@ -152,6 +152,87 @@ START_TEST(bad_inputs)
 }
 END_TEST
 
+/* --runtime torchtitan ranks only plans torchtitan.toml states: every
+ * ranked layout pipelines (pp > 1) and trains bf16 through FSDP (dp or cp
+ * above 1), the winner's folder holds the file, and the others are
+ * infeasible with the export's reason; the same search without it ranks
+ * a layout torchtitan refuses. A name that is no export's key is refused. */
+START_TEST(runtime_ranks_what_the_export_states)
+{
+    char dir[64];
+    loom_test_mkdtemp(dir, sizeof dir, "tune");
+    const char *llama = "--model " LOOM_TEST_SOURCE_DIR "/examples/models/hf/llama-3-8b.json "
+                        "--gpus 8 --global-batch 16 --quiet --json " TUNED;
+    char *out = loom_test_cli_expect(0, "tune %s --runtime torchtitan --out %s/best", llama, dir);
+    cJSON *doc = cJSON_Parse(out);
+    ck_assert_ptr_nonnull(doc);
+    const cJSON *e, *ranked = cJSON_GetObjectItemCaseSensitive(doc, "ranked");
+    ck_assert_int_gt(cJSON_GetArraySize(ranked), 0);
+    cJSON_ArrayForEach(e, ranked)
+    {
+        const cJSON *lay = cJSON_GetObjectItemCaseSensitive(e, "layout");
+        ck_assert_int_gt(deg(lay, "pp"), 1);
+        ck_assert(deg(lay, "dp") > 1 || deg(lay, "cp") > 1);
+    }
+    int refused = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "infeasible"))
+    {
+        const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "reason"));
+        refused += why && !strcmp(why, "torchtitan: the plan is priced in bf16 at data-parallel "
+                                       "degree 1 and cp 1; torchtitan 0.2.2 trains mixed "
+                                       "precision only through FSDP (data-parallel shard degree "
+                                       "or cp above 1) and otherwise, under pipeline "
+                                       "parallelism, in float32");
+    }
+    ck_assert_int_gt(refused, 0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/best/torchtitan.toml", dir);
+    ck_assert_int_eq(access(path, R_OK), 0);
+    cJSON_Delete(doc);
+    free(out);
+    /* without --runtime the top holds a layout torchtitan refuses */
+    out = loom_test_cli_expect(0, "tune %s", llama);
+    doc = cJSON_Parse(out);
+    ck_assert_ptr_nonnull(doc);
+    int unfit = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "ranked"))
+    {
+        const cJSON *lay = cJSON_GetObjectItemCaseSensitive(e, "layout");
+        unfit += deg(lay, "pp") == 1 || (deg(lay, "dp") == 1 && deg(lay, "cp") == 1);
+    }
+    ck_assert_int_gt(unfit, 0);
+    cJSON_Delete(doc);
+    free(out);
+    /* the report names the runtime, and shards of the search merge to it */
+    char whole[128], merged[128], s1[128], s2[128];
+    snprintf(whole, sizeof whole, "%s/whole.json", dir);
+    snprintf(merged, sizeof merged, "%s/merged.json", dir);
+    snprintf(s1, sizeof s1, "%s/s1.json", dir);
+    snprintf(s2, sizeof s2, "%s/s2.json", dir);
+    free(loom_test_cli_expect(0, "tune %s --runtime torchtitan --top 3 --json %s", llama, whole));
+    free(loom_test_cli_expect(0, "tune %s --runtime torchtitan --top 3 --shard 1/2 --json %s",
+                              llama, s1));
+    free(loom_test_cli_expect(0, "tune %s --runtime torchtitan --top 3 --shard 2/2 --json %s",
+                              llama, s2));
+    free(loom_test_cli_expect(0, "tune merge %s %s --json %s --quiet", s1, s2, merged));
+    char *want = loom_test_slurp(whole), *got = loom_test_slurp(merged);
+    loom_test_has(want, "\"runtime\": \"torchtitan\"");
+    ck_assert_str_eq(got, want);
+    free(want);
+    free(got);
+    /* a shard of the same search without the runtime is another search */
+    free(loom_test_cli_expect(0, "tune %s --top 3 --shard 2/2 --json %s", llama, s2));
+    out = loom_test_cli_expect(2, "tune merge %s %s --json %s", s1, s2, merged);
+    loom_test_has(out, "from a different search");
+    free(out);
+    out = loom_test_cli_expect(2, "tune %s --runtime deepspeed", llama);
+    loom_test_has(out, "--runtime: expected pytorch_csv, torchtitan, megatron or mimo "
+                       "(plan.json's exports keys), found 'deepspeed'");
+    free(out);
+    loom_test_rmdir(dir);
+}
+END_TEST
+
 START_TEST(out_writes_the_winner)
 {
     char dir[64];
@@ -353,6 +434,7 @@ static Suite *suite(void)
     tcase_add_test(tc, shards_merge_to_the_same_bytes);
     tcase_add_test(tc, bad_inputs);
     tcase_add_test(tc, out_writes_the_winner);
+    tcase_add_test(tc, runtime_ranks_what_the_export_states);
     tcase_add_test(tc, plan_batch_identity);
     tcase_add_test(tc, plan_memory_hint);
     tcase_add_test(tc, jobs_print_the_same_bytes);

@@ -20,6 +20,37 @@ const loom_out_format loom_out_runtime_exports[] = {
 const size_t loom_out_n_runtime_exports =
     sizeof loom_out_runtime_exports / sizeof loom_out_runtime_exports[0];
 
+int loom_export_known(const char *key)
+{
+    for (size_t i = 0; key && i < loom_out_n_runtime_exports; i++)
+        if (!strcmp(key, loom_out_runtime_exports[i].key))
+            return 1;
+    return 0;
+}
+
+int loom_export_fits(const loom_plan *plan, const char *key, int *fits, char *reason,
+                     size_t reason_size, loom_error *err)
+{
+    *fits = 0;
+    for (size_t i = 0; key && i < loom_out_n_runtime_exports; i++) {
+        const loom_out_format *x = &loom_out_runtime_exports[i];
+        if (strcmp(key, x->key))
+            continue;
+        char why[LOOM_OUT_REASON_MAX] = "";
+        int rc = x->fits(plan, fits, why, err);
+        if (rc == LOOM_OK && reason_size > 0)
+            snprintf(reason, reason_size, "%s", *fits ? "" : why);
+        return rc;
+    }
+    char keys[128] = "";
+    for (size_t i = 0; i < loom_out_n_runtime_exports; i++)
+        snprintf(keys + strlen(keys), sizeof keys - strlen(keys), "%s%s",
+                 i == 0 ? "" : i + 1 == loom_out_n_runtime_exports ? " or " : ", ",
+                 loom_out_runtime_exports[i].key);
+    return loom_set_error(err, LOOM_EINVAL, "runtime export %s: expected %s",
+                          key ? key : "(null)", keys);
+}
+
 int loom_out_json_runtime_exports(const loom_plan *plan, FILE *out, loom_error *err)
 {
     char reason[LOOM_OUT_REASON_MAX];

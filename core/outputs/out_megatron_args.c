@@ -273,6 +273,12 @@ static int tail_settings(const loom_plan *plan, mg_args *a, char *reason)
                       (a->assumed & LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER)
                           ? "overlapping the gradient reduce"
                           : "the distributed optimizer");
+    if (a->tp > 1 && (a->assumed & LOOM_ASSUMED_TP_COMM_OVERLAP) &&
+        !(a->assumed & LOOM_ASSUMED_SEQUENCE_PARALLEL))
+        return loom_out_refuse(reason,
+                      "the cost model overlaps the tensor-parallel collectives with the GEMMs "
+                      "without sequence parallelism; Megatron-LM takes --tp-comm-overlap only "
+                      "with --sequence-parallel");
     return 1;
 }
 
@@ -397,12 +403,16 @@ static void write_schedule(const mg_args *a, FILE *out)
         fprintf(out, "--num-virtual-stages-per-pipeline-rank %d\n", a->vpp);
     if (a->tp > 1 && (a->assumed & LOOM_ASSUMED_SEQUENCE_PARALLEL))
         fputs("--sequence-parallel\n", out);
+    if (a->tp > 1 && (a->assumed & LOOM_ASSUMED_TP_COMM_OVERLAP))
+        fputs("--tp-comm-overlap\n", out);
     if (a->recompute == MG_SELECTIVE)
         fputs("--recompute-granularity selective\n", out);
     else if (a->recompute != MG_RECOMPUTE_NONE)
         fprintf(out, "--recompute-granularity full\n--recompute-method %s\n"
                      "--recompute-num-layers %d\n",
                 a->recompute == MG_FULL_UNIFORM ? "uniform" : "block", a->recompute_layers);
+    if (a->assumed & LOOM_ASSUMED_GRAD_REDUCE_BF16)
+        fputs("--grad-reduce-in-bf16\n", out);
     if (a->assumed & LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER)
         fputs("--use-distributed-optimizer\n", out);
     if (a->assumed & LOOM_ASSUMED_OVERLAP_GRAD_REDUCE)

@@ -214,6 +214,16 @@ static int precision_of(const loom_plan *plan, tt_job *job, char *reason)
                       "parallelism; torchtitan %s's tensor parallelism always shards the "
                       "norms and activations along the sequence (plan with "
                       "cost_model.sequence_parallel=true)", TORCHTITAN_RELEASE);
+    if (tp > 1 && (a & LOOM_ASSUMED_TP_COMM_OVERLAP))
+        return loom_out_refuse(reason,
+                      "the plan is priced with the tensor-parallel collectives overlapped with "
+                      "the GEMMs; torchtitan %s overlaps them only as async TP under "
+                      "torch.compile (enable_async_tensor_parallel), which this file does not "
+                      "set", TORCHTITAN_RELEASE);
+    if (a & LOOM_ASSUMED_GRAD_REDUCE_BF16)
+        return loom_out_refuse(reason,
+                      "the plan is priced with the gradients reduced in bf16; torchtitan %s "
+                      "reduces them in float32 (mixed_precision_reduce)", TORCHTITAN_RELEASE);
     loom_out_prec p;
     if (!loom_out_precision(plan, &p))
         return loom_out_refuse(reason,

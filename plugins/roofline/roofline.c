@@ -601,6 +601,8 @@ static int rf_rank_tail_ms(void *self, const loom_problem *problem,
         return LOOM_OK;
     if (s->flags & LOOM_ROOFLINE_SEQ_PARALLEL)
         out->assumed |= LOOM_ASSUMED_SEQUENCE_PARALLEL;
+    if (s->tp_overlap_share > 0.0)
+        out->assumed |= LOOM_ASSUMED_TP_COMM_OVERLAP;
     out->assumed |= s->assumed_precision;
     return LOOM_OK;
 }

@@ -1171,8 +1171,9 @@ START_TEST(matmul_precision_picks_the_peak)
 }
 END_TEST
 
-/* rank_tail_ms reports the settings the times assume: the tail's flags,
- * sequence parallelism, and the precision of the elements and matmuls
+/* rank_tail_ms reports the settings the times assume: the tail's flags
+ * (bf16 gradient reduce included), sequence parallelism, the TP overlap,
+ * and the precision of the elements and matmuls
  * (what megatron.args and torchtitan.toml state or refuse). */
 START_TEST(rank_tail_reports_what_it_assumes)
 {
@@ -1189,6 +1190,12 @@ START_TEST(rank_tail_reports_what_it_assumes)
     static const char *const tf32[] = {"element_bytes", "4", "matmul_precision", "tf32", NULL};
     static const char *const fp32[] = {"element_bytes", "4", "matmul_precision", "fp32",
                                        "sequence_parallel", "false", NULL};
+    static const char *const overlap[] = {"tp_comm_overlap", "true", NULL};
+    static const char *const hide_none[] = {"tp_comm_overlap", "true",
+                                            "tp_comm_overlap_share", "0", NULL};
+    static const char *const bf16_grads[] = {"grad_accumulation_fp32", "false", NULL};
+    static const char *const fp32_grads[] = {"grad_accumulation_fp32", "false", "element_bytes",
+                                             "4", "matmul_precision", "fp32", NULL};
     struct { const char *const *params; uint32_t bits; } cases[] = {
         {dflt, tail},
         {fp16, tail | LOOM_ASSUMED_MATMUL_FP16},
@@ -1196,6 +1203,11 @@ START_TEST(rank_tail_reports_what_it_assumes)
         {tf32, tail | LOOM_ASSUMED_ELEMENTS_FP32 | LOOM_ASSUMED_MATMUL_TF32},
         {fp32, (tail & ~LOOM_ASSUMED_SEQUENCE_PARALLEL) | LOOM_ASSUMED_ELEMENTS_FP32 |
                    LOOM_ASSUMED_MATMUL_FP32},
+        {overlap, tail | LOOM_ASSUMED_TP_COMM_OVERLAP},
+        {hide_none, tail}, /* a share of 0 hides nothing: no overlap */
+        {bf16_grads, tail | LOOM_ASSUMED_GRAD_REDUCE_BF16},
+        /* fp32 weights keep fp32 gradients */
+        {fp32_grads, tail | LOOM_ASSUMED_ELEMENTS_FP32 | LOOM_ASSUMED_MATMUL_FP32},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         loom_mock_host *hst = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);

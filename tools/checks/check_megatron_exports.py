@@ -22,7 +22,8 @@ uniform recomputation (megatron-tuned under a memory cap), each precision
   ConstantNumMicroBatchesCalculator; every rank's stage order is the one
   megatron-core's schedule runs (get_pp_rank_microbatches,
   get_schedule_table); the recompute flags are the stages' layer_policies;
-  the optimizer and overlap flags are the roofline cost model's params;
+  the optimizer, overlap, TP-overlap and gradient-reduce flags are the
+  roofline cost model's params;
   --seq-length holds the longest microbatch; the precision flags give the
   parameter dtype and fp8 recipe Megatron-LM runs (its validate_args rule,
   TransformerConfig) of what the roofline priced (bf16, fp16, fp8 GEMMs
@@ -60,7 +61,9 @@ from megatron.core.transformer.transformer_block import get_num_layers_to_build 
 # --max-position-embeddings, --group-query-attention, --swiglu,
 # --use-distributed-optimizer, --overlap-grad-reduce, --overlap-param-gather)
 # or generated from ModelParallelConfig's bf16 and fp16 and TransformerConfig's
-# fp8 (argparse name --fp8-format) and fp8_recipe;
+# fp8 (argparse name --fp8-format) and fp8_recipe; --tp-comm-overlap from
+# ModelParallelConfig's tp_comm_overlap; --grad-reduce-in-bf16 defined with
+# group.add_argument;
 # or generated from the fields of TransformerConfig / ModelParallelConfig /
 # TrainingConfig by ArgumentGroupFactory (field name with '-' for '_': the
 # parallel sizes, --num-layers, --hidden-size, --ffn-hidden-size,
@@ -78,10 +81,11 @@ MEGATRON_LM_ARGS = {
     "--sequence-parallel", "--recompute-granularity", "--recompute-method",
     "--recompute-num-layers", "--use-distributed-optimizer", "--overlap-grad-reduce",
     "--overlap-param-gather", "--bf16", "--fp16", "--fp8-format", "--fp8-recipe",
+    "--tp-comm-overlap", "--grad-reduce-in-bf16",
 }
 FLAGS = {"--group-query-attention", "--swiglu", "--sequence-parallel",
          "--use-distributed-optimizer", "--overlap-grad-reduce", "--overlap-param-gather",
-         "--bf16", "--fp16"}
+         "--bf16", "--fp16", "--tp-comm-overlap", "--grad-reduce-in-bf16"}
 # The precision the roofline's (element_bytes, matmul_precision) prices, as
 # (params dtype, (fp8 format, fp8 recipe) or None); what Megatron-LM does not
 # run is missing (the export must refuse it).
@@ -323,10 +327,16 @@ def check_megatron(path, doc, case):
     want = {"--use-distributed-optimizer": roof["distributed_optimizer"],
             "--overlap-grad-reduce": roof["overlap_grad_reduce"],
             "--overlap-param-gather": roof["overlap_param_gather"],
-            "--sequence-parallel": roof["sequence_parallel"] and part["tp"] > 1}
+            "--sequence-parallel": roof["sequence_parallel"] and part["tp"] > 1,
+            "--tp-comm-overlap": roof["tp_comm_overlap"] and
+            float(roof["tp_comm_overlap_share"]) > 0 and part["tp"] > 1,
+            "--grad-reduce-in-bf16": not roof["grad_accumulation_fp32"] and
+            int(roof["element_bytes"]) == 2}
     for flag, on in want.items():
         need((flag in args) == bool(on), "%s %s, the cost model assumed %s" % (
             flag, "given" if flag in args else "missing", on))
+    if "--tp-comm-overlap" in args:  # Megatron-LM's validate_args
+        need("--sequence-parallel" in args, "--tp-comm-overlap without --sequence-parallel")
     if "--overlap-param-gather" in args:  # Megatron-LM's validate_args
         need("--use-distributed-optimizer" in args and "--overlap-grad-reduce" in args,
              "--overlap-param-gather without the distributed optimizer and grad overlap")
@@ -514,12 +524,16 @@ def cases(src):
             (["cost_model.matmul_precision=fp8"], "bfloat16 + fp8 hybrid tensorwise"),
             (["cost_model.element_bytes=4", "cost_model.matmul_precision=fp32"], "float32"),
             (["cost_model.element_bytes=4", "cost_model.matmul_precision=tf32"],
-             "megatron.args refused: the plan is priced with 4-byte elements and tf32")):
+             "megatron.args refused: the plan is priced with 4-byte elements and tf32"),
+            (["cost_model.tp_comm_overlap=true"], "megatron.args ok"),
+            (["cost_model.grad_accumulation_fp32=false"], "megatron.args ok"),
+            (["cost_model.tp_comm_overlap=true", "cost_model.sequence_parallel=false"],
+             "megatron.args refused: the cost model overlaps the tensor-parallel")):
         args = llama + [a for p in prm for a in ("--param", p)] + ["--memory-cap", "1e15"]
         out.append(dict(name="megatron-1f1b llama-3-8b " + " ".join(prm), manifest=m1, dp=1,
                         shape=llama_shape, args=args, roofline=roofline_params(src, m1, args),
                         expect=[want]))
-    for c in out[len(out) - 10:]:
+    for c in out[len(out) - 13:]:
         c["must_plan"] = True
     for c in out:
         if c["name"] == "optimus vlm-s":

@@ -10,7 +10,8 @@ VLM preset vlm-s (tp=1, pp=4, mb=8, no memory cap), plus plans of the other styl
 torchtitan-recompute's every-N-th-block settings at one and two stages a rank; a given
 uneven split; zero-bubble, I/W split, loop; zb-v, V placement, on llama-3-8b and
 vlm-s.json with tools/executor/tests/vlm.jsonl; bf16 at dp 1, fp32 at dp 1, TP without
-sequence parallelism). For each plan:
+sequence parallelism, TP overlapped with the GEMMs, bf16 gradient reduce). For each
+plan:
 
 - plan.json exports.torchtitan has a reason: torchtitan.toml must not exist; printed as
   `refused: <reason>`.
@@ -116,6 +117,10 @@ EXTRAS = [
       "--param", "cost_model.matmul_precision=fp32", "--memory-cap", "1e15"]),
     ("megatron-1f1b without sequence parallelism", "megatron-1f1b", LLM[0], LLM[1],
      LLM[2] + ["--param", "cost_model.sequence_parallel=false"]),
+    ("megatron-1f1b with the TP overlap", "megatron-1f1b", LLM[0], LLM[1],
+     LLM[2] + ["--param", "cost_model.tp_comm_overlap=true"]),
+    ("megatron-1f1b with bf16 gradient reduce", "megatron-1f1b", LLM[0], LLM[1],
+     LLM[2] + ["--param", "cost_model.grad_accumulation_fp32=false"]),
     ("megatron-1f1b+zb-v", "megatron-1f1b", "vlm-s.json", "examples/models/vlm-s.json",
      ["--parallel", "tp=1,pp=2,vpp=2,mb=4", "--use", "interleaver=zb-v",
       "--param", "partitioner.placement=v", "--workload", VLM_WORKLOAD,
@@ -236,7 +241,10 @@ def spec_precision(src, manifest, args):
             k, _, v = args[i + 1][len("cost_model."):].partition("=")
             prm[k] = {"true": True, "false": False}.get(v, v)
     return {"element_bytes": int(prm["element_bytes"]), "matmul": prm["matmul_precision"],
-            "sequence_parallel": bool(prm["sequence_parallel"])}
+            "sequence_parallel": bool(prm["sequence_parallel"]),
+            "tp_overlap": bool(prm["tp_comm_overlap"]) and
+            float(prm["tp_comm_overlap_share"]) > 0,
+            "grad_bf16": not prm["grad_accumulation_fp32"] and int(prm["element_bytes"]) == 2}
 
 
 def train_dtype_of(prec, layout):
@@ -249,6 +257,10 @@ def train_dtype_of(prec, layout):
         return None, "the cost model is not roofline: its precision is unknown"
     if tp > 1 and not prec["sequence_parallel"]:
         return None, "tensor parallelism without sequence parallelism"
+    if tp > 1 and prec["tp_overlap"]:
+        return None, "TP collectives overlapped with GEMMs (async TP needs torch.compile)"
+    if prec["grad_bf16"]:
+        return None, "gradients reduced in bf16 (torchtitan reduces in float32)"
     if (prec["element_bytes"], prec["matmul"]) == (2, "bf16"):
         if dp > 1 or cp > 1:
             return "bfloat16", None

@@ -20,7 +20,7 @@ _loom_roles="cost_model partitioner ranker interleaver memory_tuner"
 # Options of each subcommand (the ones each `loom <command> --help` lists).
 _loom_opts_plan="--manifest --model --cluster --parallel --global-batch --micro-batch-size --seq-len --workload --generate --packing-window --iterations --seed --stage-times --memory-cap --use --param --plugin-path --allow-untrusted-plugins --out --json --progress-csv --quiet --isolate --no-isolate --timeout-ms --memory-limit-mb --evaluations --path --help"
 _loom_opts_ab="--model --cluster --parallel --global-batch --micro-batch-size --seq-len --workload --generate --packing-window --stage-times --iterations --seed --use --param --plugin-path --memory-cap --allow-untrusted-plugins --suite --threshold --memory-threshold --evaluations --wall-clock --shard --html --markdown --json --junit --timings --isolate --no-isolate --timeout-ms --memory-limit-mb --quiet --help"
-_loom_opts_tune="--model --cluster --gpus --global-batch --seq-len --micro-batch-size --manifest --top --json --out --shard --tp-across-nodes --single-layouts --jobs --no-prune --quiet --iterations --seed --evaluations --memory-cap --use --param --plugin-path --path --generate --packing-window --allow-untrusted-plugins --help"
+_loom_opts_tune="--model --cluster --gpus --global-batch --seq-len --micro-batch-size --manifest --top --json --out --shard --tp-across-nodes --single-layouts --runtime --jobs --no-prune --quiet --iterations --seed --evaluations --memory-cap --use --param --plugin-path --path --generate --packing-window --allow-untrusted-plugins --help"
 _loom_opts_tune_merge="--json --quiet --help"
 _loom_opts_plugins="--json --load --plugin-path --path --allow-untrusted-plugins --help"
 _loom_opts_validate="--plugin-path --path --use --param --allow-untrusted-plugins --help"
@@ -146,6 +146,9 @@ _loom()
         return 0 ;;
     --estimator)
         COMPREPLY=($(compgen -W "sum mean" -- "$cur"))
+        return 0 ;;
+    --runtime)
+        COMPREPLY=($(compgen -W "pytorch_csv torchtitan megatron mimo" -- "$cur"))
         return 0 ;;
     --fit)
         COMPREPLY=($(compgen -W "eff_gemm eff_attention eff_memory eff_collective" -- "$cur"))

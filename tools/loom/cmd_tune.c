@@ -46,6 +46,10 @@ static void usage(FILE *out)
             "                        then writes a shard file for `loom tune merge`\n"
             "  --tp-across-nodes     let tp span nodes (default: within a node)\n"
             "  --single-layouts      one layout for the whole model (no per-module layouts)\n"
+            "  --runtime KEY         rank only plans the runtime's export can state\n"
+            "                        (plan.json exports key: pytorch_csv, torchtitan,\n"
+            "                        megatron, mimo); the others are infeasible, with the\n"
+            "                        export's reason\n"
             "  --jobs N              simulations at a time, each in a process of its own\n"
             "                        (default: the online CPUs; the report is the same)\n"
             "  --no-prune            simulate every configuration (checks the pruning)\n"
@@ -73,7 +77,7 @@ typedef struct tune_cli {
 } tune_cli;
 
 enum { OPT_MANIFEST = 0x100, OPT_GPUS, OPT_TOP, OPT_JSON, OPT_OUT, OPT_SHARD, OPT_NO_PRUNE,
-       OPT_TP_ACROSS, OPT_QUIET, OPT_SINGLE, OPT_JOBS };
+       OPT_TP_ACROSS, OPT_QUIET, OPT_SINGLE, OPT_JOBS, OPT_RUNTIME };
 
 static const loom_cli_option tune_options[] = {
     {"manifest", 1, OPT_MANIFEST}, {"gpus", 1, OPT_GPUS},
@@ -81,7 +85,8 @@ static const loom_cli_option tune_options[] = {
     {"out", 1, OPT_OUT},           {"shard", 1, OPT_SHARD},
     {"no-prune", 0, OPT_NO_PRUNE}, {"tp-across-nodes", 0, OPT_TP_ACROSS},
     {"quiet", 0, OPT_QUIET},       {"single-layouts", 0, OPT_SINGLE},
-    {"jobs", 1, OPT_JOBS},         {NULL, 0, 0}};
+    {"jobs", 1, OPT_JOBS},         {"runtime", 1, OPT_RUNTIME},
+    {NULL, 0, 0}};
 
 /* One option or operand of `loom tune` (loom_cli_spec.handle). */
 static int tune_option(void *ctx, int key, const char *name, const char *v)
@@ -126,6 +131,14 @@ static int tune_option(void *ctx, int key, const char *name, const char *v)
     case OPT_TP_ACROSS: o->t.tp_across_nodes = 1; return 0;
     case OPT_QUIET: o->quiet = 1; return 0;
     case OPT_SINGLE: o->t.single_layouts = 1; return 0;
+    case OPT_RUNTIME:
+        if (!loom_export_known(v)) {
+            loom_cli_error("tune", "--runtime: expected pytorch_csv, torchtitan, megatron or "
+                           "mimo (plan.json's exports keys), found '%s'", v);
+            return -1;
+        }
+        o->t.runtime = v;
+        return 0;
     case OPT_JOBS:
         if (loom_cli_number("tune", name, v, 1, 64, &d))
             return -1;

@@ -84,6 +84,7 @@ static void free_merged(loom_tune_search *t)
 {
     free((char *)t->model);
     free((char *)t->cluster);
+    free((char *)t->runtime);
     loom_tune_search_clear(t);
 }
 

@@ -69,6 +69,8 @@ typedef struct loom_tune_search {
      * single layouts, never pruned) */
     int layouts[LOOM_TUNE_MAX_MANIFESTS];
     int single_layouts;    /* --single-layouts: no per-module layouts */
+    const char *runtime;   /* --runtime: a plan its export refuses is infeasible
+                            * (plan.json's exports key), NULL: none */
     int32_t n_module_names;
     char *module_names[64]; /* the model's modules, for the layout objects */
     int32_t listed_module;  /* the module a layout-laying manifest's single

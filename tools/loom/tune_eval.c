@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <loom/sys/json.h>
+#include <loom/sys/output.h>
 #include <loom/sys/planner.h>
 #include <loom/sys/session.h>
 #include "tune.h"
@@ -235,8 +236,22 @@ static char *failure_reason(const loom_tune_config *c, int rc, const char *messa
     return format("%s", message);
 }
 
-/* Plans every iteration of an open session into r. */
-static int plan_all(loom_session *s, loom_tune_result *r, int *failed, loom_error *err)
+/* The reason t's runtime export refuses the plan (malloc'd), or NULL when
+ * it states it or the search names no runtime; *rc a failure of the check. */
+static char *runtime_refusal(const loom_tune_search *t, const loom_plan *plan, int *rc,
+                             loom_error *err)
+{
+    char why[512];
+    int fits = 1;
+    *rc = t->runtime ? loom_export_fits(plan, t->runtime, &fits, why, sizeof why, err)
+                     : LOOM_OK;
+    return *rc == LOOM_OK && !fits ? format("%s: %s", t->runtime, why) : NULL;
+}
+
+/* Plans every iteration of an open session into r (a refusal of t's
+ * runtime export in r->reason). */
+static int plan_all(const loom_tune_search *t, loom_session *s, loom_tune_result *r,
+                    int *failed, loom_error *err)
 {
     loom_session_info info;
     loom_session_info_get(s, &info);
@@ -268,9 +283,17 @@ static int plan_all(loom_session *s, loom_tune_result *r, int *failed, loom_erro
         else
             r->mfu += m->mfu / n;
         bad += m->cap_violations > 0;
+        if (!r->reason)
+            r->reason = runtime_refusal(t, &plan, &rc, err);
         loom_plan_clear(&plan);
+        if (rc != LOOM_OK)
+            return rc;
     }
-    r->feasible = bad == 0;
+    if (bad > 0) { /* over the cap: that reason comes first */
+        free(r->reason);
+        r->reason = NULL;
+    }
+    r->feasible = bad == 0 && !r->reason;
     return LOOM_OK;
 }
 
@@ -291,7 +314,7 @@ int loom_tune_simulate(const loom_tune_search *t, loom_tune_config *c, loom_erro
         failed = rc;
         rc = rc == LOOM_ENOMEM || rc == LOOM_EINTERRUPTED ? rc : LOOM_OK;
     } else {
-        rc = plan_all(s, r, &failed, err);
+        rc = plan_all(t, s, r, &failed, err);
     }
     loom_session_close(s);
     if (rc != LOOM_OK)
@@ -301,7 +324,7 @@ int loom_tune_simulate(const loom_tune_search *t, loom_tune_config *c, loom_erro
     if (failed != LOOM_OK) {
         loom_tune_result_clear(r);
         r->reason = failure_reason(c, failed, err->message);
-    } else if (!r->feasible) {
+    } else if (!r->feasible && !r->reason) {
         r->reason = over_cap_reason(c, r);
     }
     if (!r->feasible && !r->reason)

@@ -188,7 +188,12 @@ int loom_tune_write_json(const loom_tune_search *t, const loom_tune_walk *w, FIL
         fputs(m ? ", " : "", out);
         loom_cli_json_string(out, t->manifest_names[m]);
     }
-    fputs("],\n  \"ranked\": [", out);
+    fputs("]", out);
+    if (t->runtime) {
+        fputs(", \"runtime\": ", out);
+        loom_cli_json_string(out, t->runtime);
+    }
+    fputs(",\n  \"ranked\": [", out);
     for (int32_t i = 0; i < w->n_ranked; i++) {
         fputs(i ? ",\n" : "\n", out);
         ranked_json(t, &t->configs[w->ranked[i]], i + 1, out);

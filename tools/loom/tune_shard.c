@@ -33,6 +33,7 @@ char *loom_tune_identity(const loom_tune_search *t)
     cJSON_AddBoolToObject(o, "no_prune", t->no_prune);
     cJSON_AddBoolToObject(o, "tp_across_nodes", t->tp_across_nodes);
     cJSON_AddBoolToObject(o, "single_layouts", t->single_layouts);
+    cJSON_AddStringToObject(o, "runtime", t->runtime ? t->runtime : "");
     add_strings(o, "modules", (const char *const *)t->module_names, t->n_module_names);
     add_strings(o, "manifests", t->manifests, t->n_manifests);
     add_strings(o, "manifest_names", (const char *const *)t->manifest_names, t->n_manifests);
@@ -247,6 +248,12 @@ static int adopt_identity(const cJSON *id, loom_tune_search *t)
     if (t->gpus < 0 || t->global_batch < 0 || t->seq_len < 0 || t->top < 0)
         return -1;
     t->no_prune = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(id, "no_prune"));
+    char *runtime = str_dup(id, "runtime");
+    if (runtime && !runtime[0]) {
+        free(runtime);
+        runtime = NULL;
+    }
+    t->runtime = runtime;
     const cJSON *names = cJSON_GetObjectItemCaseSensitive(id, "manifest_names"), *e;
     cJSON_ArrayForEach(e, names)
     {

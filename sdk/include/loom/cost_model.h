@@ -293,7 +293,9 @@ static inline void loom_rank_tail_assume(const loom_tail_knobs *k, loom_rank_tai
     out->assumed = LOOM_ASSUMED_KNOWN |
                    (k->distributed_optimizer ? LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER : 0u) |
                    (k->overlap_grad_reduce ? LOOM_ASSUMED_OVERLAP_GRAD_REDUCE : 0u) |
-                   (k->overlap_param_gather ? LOOM_ASSUMED_OVERLAP_PARAM_GATHER : 0u);
+                   (k->overlap_param_gather ? LOOM_ASSUMED_OVERLAP_PARAM_GATHER : 0u) |
+                   (k->grad_bytes > 0.0 && k->grad_bytes < 4.0 ? LOOM_ASSUMED_GRAD_REDUCE_BF16
+                                                                : 0u);
 }
 
 /* Fills *out (struct_size kept) with one rank's tail on cluster c under
