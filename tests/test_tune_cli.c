@@ -82,9 +82,19 @@ END_TEST
 START_TEST(readme_tune_example)
 {
     /* README's first screen: loom tune of Llama-3-8B on 8 GPUs, batch 64 */
+    char dir[64];
+    loom_test_mkdtemp(dir, sizeof dir, "tune");
     char *out = loom_test_cli_expect(0, "tune --model " LOOM_TEST_SOURCE_DIR
                                      "/examples/models/hf/llama-3-8b.json --gpus 8 "
-                                     "--global-batch 64 --top 1 --quiet --json");
+                                     "--global-batch 64 --top 1 --quiet --json --out %s/best",
+                                     dir);
+    /* the two files the README hands to torchtitan and Megatron-LM */
+    const char *files[] = {"torchtitan.toml", "megatron.args"};
+    for (int i = 0; i < 2; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/best/%s", dir, files[i]);
+        ck_assert_msg(access(path, R_OK) == 0, "the README's best/ holds no %s", files[i]);
+    }
     cJSON *doc = cJSON_Parse(out);
     ck_assert_ptr_nonnull(doc);
     cJSON *best = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "ranked"), 0);
@@ -103,6 +113,7 @@ START_TEST(readme_tune_example)
     ck_assert_double_eq_tol(peak / 1073741824.0, 74.4, 0.05);
     cJSON_Delete(doc);
     free(out);
+    loom_test_rmdir(dir);
 }
 END_TEST
 
