@@ -928,6 +928,27 @@ START_TEST(exposed_comm_is_the_collectives)
 }
 END_TEST
 
+/* rank_tail_ms of a roofline created with `params` (NULL ended) on fx's
+ * problem, asserting success. */
+static loom_rank_tail tail_under(fixture *fx, const char *const *params,
+                                 const loom_rank_state *st)
+{
+    loom_mock_host *hst = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+    for (int i = 0; params[i]; i += 2)
+        loom_mock_host_set_param(hst, params[i], params[i + 1]);
+    loom_mock_host_set_problem(hst, &fx->problem);
+    const loom_cost_model_vtable *vt = vtable();
+    void *self = NULL;
+    loom_error err = {0, ""};
+    ck_assert_int_eq(vt->create(loom_mock_host_api(hst), loom_mock_host_ctx(hst), NULL, &self,
+                                &err), LOOM_OK);
+    loom_rank_tail t = {.struct_size = (uint32_t)sizeof t};
+    ck_assert_int_eq(vt->rank_tail_ms(self, &fx->problem, st, &t, &err), LOOM_OK);
+    vt->destroy(self);
+    loom_mock_host_free(hst);
+    return t;
+}
+
 /* rank_tail_ms under the params: without the distributed optimizer an
  * all-reduce (twice the reduce-scatter's bytes and latencies) and no
  * all-gather; overlap off; bf16 gradients halve the bytes. */
@@ -960,17 +981,7 @@ START_TEST(rank_tail_follows_params)
     cases[2].prefetch = cases[0].gather;
     cases[2].overlap = 1;
     for (int k = 0; k < 3; k++) {
-        loom_mock_host *hst = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
-        for (int i = 0; cases[k].params[i]; i += 2)
-            loom_mock_host_set_param(hst, cases[k].params[i], cases[k].params[i + 1]);
-        loom_mock_host_set_problem(hst, &fx.problem);
-        const loom_cost_model_vtable *vt = vtable();
-        void *self = NULL;
-        loom_error err = {0, ""};
-        ck_assert_int_eq(vt->create(loom_mock_host_api(hst), loom_mock_host_ctx(hst), NULL,
-                                    &self, &err), LOOM_OK);
-        loom_rank_tail t = {.struct_size = (uint32_t)sizeof t};
-        ck_assert_int_eq(vt->rank_tail_ms(self, &fx.problem, &st, &t, &err), LOOM_OK);
+        loom_rank_tail t = tail_under(&fx, cases[k].params, &st);
         ASSERT_REL(t.grad_sync_ms, cases[k].sync);
         if (cases[k].gather > 0)
             ASSERT_REL(t.param_gather_ms, cases[k].gather);
@@ -985,8 +996,6 @@ START_TEST(rank_tail_follows_params)
         ASSERT_REL(t.grad_bucket_ms, t.grad_sync_ms * 0.04);
         double stepped = k == 1 ? 1e9 : 1e9 / 4;
         ASSERT_REL(t.optimizer_ms, stepped * 34 / (c->hbm_bytes_per_s * c->eff_memory) * 1e3);
-        vt->destroy(self);
-        loom_mock_host_free(hst);
     }
 }
 END_TEST
@@ -1210,21 +1219,9 @@ START_TEST(rank_tail_reports_what_it_assumes)
         {fp32_grads, tail | LOOM_ASSUMED_ELEMENTS_FP32 | LOOM_ASSUMED_MATMUL_FP32},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        loom_mock_host *hst = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
-        for (int i = 0; cases[k].params[i]; i += 2)
-            loom_mock_host_set_param(hst, cases[k].params[i], cases[k].params[i + 1]);
-        loom_mock_host_set_problem(hst, &fx.problem);
-        const loom_cost_model_vtable *vt = vtable();
-        void *self = NULL;
-        loom_error err = {0, ""};
-        ck_assert_int_eq(vt->create(loom_mock_host_api(hst), loom_mock_host_ctx(hst), NULL,
-                                    &self, &err), LOOM_OK);
-        loom_rank_tail t = {.struct_size = (uint32_t)sizeof t};
-        ck_assert_int_eq(vt->rank_tail_ms(self, &fx.problem, &st, &t, &err), LOOM_OK);
+        loom_rank_tail t = tail_under(&fx, cases[k].params, &st);
         ck_assert_msg(t.assumed == cases[k].bits, "case %zu: assumed %#x, expected %#x", k,
                       t.assumed, cases[k].bits);
-        vt->destroy(self);
-        loom_mock_host_free(hst);
     }
 }
 END_TEST

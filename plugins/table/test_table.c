@@ -337,10 +337,10 @@ static loom_rank_tail table_tail(inst *in, fixture *fx, const loom_cluster *c,
     return t;
 }
 
-START_TEST(element_size_and_the_tail)
+/* A one-node cluster of 8 GPUs for the tail tests: 1e12 B/s of HBM,
+ * 1e11 B/s links, every efficiency 1. */
+static loom_cluster toy_cluster(void)
 {
-    fixture fx;
-    fx_init(&fx);
     loom_cluster c;
     memset(&c, 0, sizeof c);
     c.name = "toy";
@@ -348,8 +348,23 @@ START_TEST(element_size_and_the_tail)
     c.net_bytes_per_s = c.nvlink_bytes_per_s = 1e11;
     c.eff_memory = c.eff_collective = 1.0;
     c.gpus_per_node = 8;
+    return c;
+}
+
+/* Rank 0 of a dp-4 replica holding 1e9 trainable parameters. */
+static loom_rank_state toy_rank(void)
+{
     loom_rank_state st = {.struct_size = sizeof st, .rank = 0, .tp = 1, .dp = 4, .chunks = 1,
                           .dp_same_node = 1, .params = 1e9, .trainable_params = 1e9};
+    return st;
+}
+
+START_TEST(element_size_and_the_tail)
+{
+    fixture fx;
+    fx_init(&fx);
+    loom_cluster c = toy_cluster();
+    loom_rank_state st = toy_rank();
 
     /* bf16 (the default): the element size is 2, and the tail is the one
      * the host computes for a cost model without a tail of its own */
@@ -420,14 +435,8 @@ START_TEST(matmul_precision_reaches_the_tail)
 {
     fixture fx;
     fx_init(&fx);
-    loom_cluster c;
-    memset(&c, 0, sizeof c);
-    c.name = "toy";
-    c.hbm_bytes_per_s = 1e12;
-    c.net_bytes_per_s = c.nvlink_bytes_per_s = 1e11;
-    c.eff_memory = c.eff_collective = 1.0;
-    loom_rank_state st = {.struct_size = sizeof st, .rank = 0, .tp = 1, .dp = 4, .chunks = 1,
-                          .dp_same_node = 1, .params = 1e9, .trainable_params = 1e9};
+    loom_cluster c = toy_cluster();
+    loom_rank_state st = toy_rank();
     const uint32_t tail = LOOM_ASSUMED_KNOWN | LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER |
                           LOOM_ASSUMED_OVERLAP_GRAD_REDUCE;
     const char *file = loom_test_tmpfile(".csv", CSV_TWO);

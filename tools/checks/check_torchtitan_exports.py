@@ -562,9 +562,8 @@ def config_facts(cfg):
             "train_dtype": train_dtype(cfg)}
 
 
-def seq_len_divisor(par):
-    """What torchtitan's ParallelDims.seq_len_divisor gives for the toml's degrees (its
-    llama3 parallelize_llama asserts seq_len is a multiple of it)."""
+def toml_dims(par):
+    """torchtitan's ParallelDims for the toml's degrees (no mesh built)."""
     from torchtitan.distributed import ParallelDims
     deg = dict(dp_replicate=par.data_parallel_replicate_degree,
                dp_shard=par.data_parallel_shard_degree, cp=par.context_parallel_degree,
@@ -572,7 +571,13 @@ def seq_len_divisor(par):
     world = 1
     for v in deg.values():
         world *= max(v, 1)
-    return ParallelDims(ep=1, etp=1, world_size=world, **deg).seq_len_divisor
+    return ParallelDims(ep=1, etp=1, world_size=world, **deg)
+
+
+def seq_len_divisor(par):
+    """What torchtitan's ParallelDims.seq_len_divisor gives for the toml's degrees (its
+    llama3 parallelize_llama asserts seq_len is a multiple of it)."""
+    return toml_dims(par).seq_len_divisor
 
 
 def train_dtype(cfg):
@@ -580,16 +585,8 @@ def train_dtype(cfg):
     param_dtype when ParallelDims.fsdp_enabled (parallelize_llama's apply_fsdp), else
     the autocast dtype maybe_enable_amp gives, else training.dtype."""
     import torch
-    from torchtitan.distributed import ParallelDims
     from torchtitan.distributed.utils import maybe_enable_amp
-    par = cfg.parallelism
-    deg = dict(dp_replicate=par.data_parallel_replicate_degree,
-               dp_shard=par.data_parallel_shard_degree, cp=par.context_parallel_degree,
-               tp=par.tensor_parallel_degree, pp=par.pipeline_parallel_degree)
-    world = 1
-    for v in deg.values():
-        world *= max(v, 1)
-    dims = ParallelDims(ep=1, etp=1, world_size=world, **deg)
+    dims = toml_dims(cfg.parallelism)
     if dims.fsdp_enabled:
         return cfg.training.mixed_precision_param
     ctx = maybe_enable_amp(dims, cfg.training.mixed_precision_param, "cuda")
