@@ -286,12 +286,15 @@ START_TEST(precision_refusals)
                      "--param cost_model.element_bytes=4 --param cost_model.matmul_precision=tf32 "
                      "--memory-cap 1e15");
     ck_assert_str_eq(why, "the plan is priced with 4-byte elements and tf32 matmuls; torchtitan "
-                          "0.2.2 as this file configures it trains bf16 over float32 weights "
-                          "under FSDP, or float32 with fp32 matmuls (it never enables TF32; "
-                          "float8 needs its torchao converter, which this file does not set)");
+                          "0.2.2 trains bf16 (with float8 GEMMs or not) over float32 weights "
+                          "under FSDP, or float32 with fp32 matmuls; it never enables TF32 and "
+                          "has no fp16 mixed precision");
     free(why);
-    why = refusal_of("fp8", "tp=2,pp=4,dp=2,mb=8", "--param cost_model.matmul_precision=fp8");
-    loom_test_has(why, "priced with 2-byte elements and fp8 matmuls; torchtitan 0.2.2");
+    why = refusal_of("fp16", "tp=2,pp=4,dp=2,mb=8", "--param cost_model.matmul_precision=fp16");
+    loom_test_has(why, "priced with 2-byte elements and fp16 matmuls; torchtitan 0.2.2");
+    free(why);
+    why = refusal_of("fp8-dp1", "tp=2,pp=4,dp=1,mb=8", "--param cost_model.matmul_precision=fp8");
+    loom_test_has(why, "the plan is priced in fp8 at data-parallel degree 1 and cp 1;");
     free(why);
     why = refusal_of("no-sp", "tp=2,pp=4,dp=2,mb=8", "--param cost_model.sequence_parallel=false");
     ck_assert_str_eq(why, "the plan is priced with tensor parallelism without sequence "
@@ -313,6 +316,26 @@ START_TEST(precision_refusals)
     /* without TP sequence parallelism does not arise */
     ck_assert_ptr_null(refusal_of("no-sp-tp1", "tp=1,pp=4,dp=2,mb=8",
                                   "--param cost_model.sequence_parallel=false --memory-cap 1e15"));
+}
+END_TEST
+
+/* fp8 GEMMs: torchtitan's float8 converter on every Linear but the LM
+ * head, tensorwise (no recipe_name), over bf16 through FSDP */
+START_TEST(fp8_plans_convert_the_linears)
+{
+    char *toml = toml_of("fp8", "--parallel tp=2,pp=4,dp=2,mb=8 "
+                                "--param cost_model.matmul_precision=fp8");
+    ck_assert_ptr_nonnull(toml);
+    loom_test_has(toml, "mixed_precision_param = \"bfloat16\"\n");
+    loom_test_has(toml, "mode = \"none\"\n\n[model]\nconverters = [\"quantize.linear.float8\"]\n"
+                        "\n[quantize.linear.float8]\nfilter_fqns = [\"output\"]\n");
+    ck_assert_ptr_null(strstr(toml, "recipe_name"));
+    free(toml);
+    /* bf16 plans get no converter */
+    toml = toml_of("bf16", "--parallel tp=2,pp=4,dp=2,mb=8");
+    ck_assert_ptr_nonnull(toml);
+    ck_assert_ptr_null(strstr(toml, "converters"));
+    free(toml);
 }
 END_TEST
 
@@ -415,6 +438,7 @@ static Suite *torchtitan_suite(void)
     tcase_add_test(tc, selective_recomputation_is_refused);
     tcase_add_test(tc, precision_refusals);
     tcase_add_test(tc, fp32_plans_state_float32);
+    tcase_add_test(tc, fp8_plans_convert_the_linears);
     tcase_add_test(tc, one_rank_plans_are_refused);
     tcase_add_test(tc, vlm_is_refused_and_stale_file_removed);
     tcase_add_test(tc, module_layouts_are_refused);

@@ -88,6 +88,7 @@ typedef struct tt_job {
     int32_t ac_every;     /* selective: selective_ac_option N */
     int64_t seq_len;      /* [training] seq_len; 0: not stated */
     const char *param_dtype; /* [training] mixed_precision_param */
+    int float8;           /* Linear GEMMs in float8: the converter's tables */
 } tt_job;
 
 /* Counts the policies of every layer of every position (counts[policy]);
@@ -201,7 +202,11 @@ static void degrees(const loom_plan *plan, int32_t *tp, int32_t *cp, int32_t *dp
  * applies when the data-parallel shard degree or cp is above 1; without
  * FSDP, under tensor or pipeline parallelism, it trains in float32
  * (distributed/utils.py maybe_enable_amp). Its mixed_precision_param is
- * bfloat16 or float32, and it never enables TF32 matmuls. */
+ * bfloat16 or float32, and it never enables TF32 matmuls. Its float8
+ * converter (components/quantization/float8.py) swaps the Linear layers
+ * not named in filter_fqns for torchao's Float8Linear, tensorwise scaled
+ * without a recipe_name, as roofline's fp8 prices the blocks' GEMMs; the
+ * LM head ("output") stays bf16, the attention core is no Linear. */
 static int precision_of(const loom_plan *plan, tt_job *job, char *reason)
 {
     int32_t tp, cp, dp;
@@ -230,23 +235,24 @@ static int precision_of(const loom_plan *plan, tt_job *job, char *reason)
                       "the cost model did not say which precision its times assume "
                       "(loom_rank_tail.assumed), so torchtitan's dtype is unknown");
     int fsdp = dp > 1 || cp > 1;
-    if (p.element_bytes == 2 && !strcmp(p.matmul, "bf16") && fsdp)
+    int mixed = p.element_bytes == 2 && (!strcmp(p.matmul, "bf16") || !strcmp(p.matmul, "fp8"));
+    job->float8 = mixed && !strcmp(p.matmul, "fp8");
+    if (mixed && fsdp)
         job->param_dtype = "bfloat16";
     else if (p.element_bytes == 4 && !strcmp(p.matmul, "fp32"))
         job->param_dtype = "float32";
-    else if (p.element_bytes == 2 && !strcmp(p.matmul, "bf16"))
+    else if (mixed)
         return loom_out_refuse(reason,
-                      "the plan is priced in bf16 at data-parallel degree 1 and cp 1; "
+                      "the plan is priced in %s at data-parallel degree 1 and cp 1; "
                       "torchtitan %s trains mixed precision only through FSDP (data-parallel "
                       "shard degree or cp above 1) and otherwise, under pipeline "
-                      "parallelism, in float32", TORCHTITAN_RELEASE);
+                      "parallelism, in float32", p.matmul, TORCHTITAN_RELEASE);
     else
         return loom_out_refuse(reason,
                       "the plan is priced with %d-byte elements and %s matmuls; torchtitan "
-                      "%s as this file configures it trains bf16 over float32 weights under "
-                      "FSDP, or float32 with fp32 matmuls (it never enables TF32; float8 "
-                      "needs its torchao converter, which this file does not set)",
-                      p.element_bytes, p.matmul, TORCHTITAN_RELEASE);
+                      "%s trains bf16 (with float8 GEMMs or not) over float32 weights under "
+                      "FSDP, or float32 with fp32 matmuls; it never enables TF32 and has no "
+                      "fp16 mixed precision", p.element_bytes, p.matmul, TORCHTITAN_RELEASE);
     return 1;
 }
 
@@ -369,6 +375,9 @@ static void write_toml(FILE *out, const loom_plan *plan, const loom_out_torch *t
     fprintf(out, "\n[activation_checkpoint]\nmode = \"%s\"\n", job->ac_mode);
     if (job->ac_every > 0)
         fprintf(out, "selective_ac_option = \"%d\"\n", job->ac_every);
+    if (job->float8)
+        fputs("\n[model]\nconverters = [\"quantize.linear.float8\"]\n"
+              "\n[quantize.linear.float8]\nfilter_fqns = [\"output\"]\n", out);
 }
 
 int loom_write_torchtitan_toml(const loom_plan *plan, FILE *out, loom_error *err)

@@ -10,8 +10,8 @@ VLM preset vlm-s (tp=1, pp=4, mb=8, no memory cap), plus plans of the other styl
 torchtitan-recompute's every-N-th-block settings at one and two stages a rank; a given
 uneven split; zero-bubble, I/W split, loop; zb-v, V placement, on llama-3-8b and
 vlm-s.json with tools/executor/tests/vlm.jsonl; bf16 at dp 1, fp32 at dp 1, TP without
-sequence parallelism, TP overlapped with the GEMMs, bf16 gradient reduce). For each
-plan:
+sequence parallelism, TP overlapped with the GEMMs, bf16 gradient reduce, fp8). For
+each plan:
 
 - plan.json exports.torchtitan has a reason: torchtitan.toml must not exist; printed as
   `refused: <reason>`.
@@ -36,7 +36,10 @@ plan:
   torchtitan's own ParallelDims.seq_len_divisor for those degrees; the dtype torchtitan
   trains the weights in (FSDP's param_dtype when its ParallelDims enables FSDP, else
   what its maybe_enable_amp gives, else training.dtype) is the one the roofline cost
-  model priced (bf16 over float32 weights, or float32 with fp32 matmuls). Tensor,
+  model priced (bf16 over float32 weights, or float32 with fp32 matmuls); torchtitan's
+  model converters (train.py's step, torchtitan's float8 converter emulated on the CPU)
+  leave every Linear layer in bf16, or, for an fp8 plan, swap every one but the LM
+  head's for torchao's Float8Linear, tensorwise scaled. Tensor,
   context and data parallel degrees are then forced to 1: only the pipeline is built.
 - with --step, llama plans also run one training step through the schedule, called as
   torchtitan's train.py calls it, and must record one loss per microbatch (a schedule
@@ -52,8 +55,9 @@ the parts, a toml without its activation_checkpoint table (torchtitan's default 
 checkpoints every second block), full checkpointing for a plan that recomputes
 nothing, a toml without seq_len (torchtitan's default 2048), every 4th block checkpointed
 for a plan that recomputes every 8th, float32 weights for a bf16 plan (stated, or by
-replicating instead of sharding the data-parallel degree) and a wrong tp must each be
-reported. --keep DIR
+replicating instead of sharding the data-parallel degree), an fp8 plan without the float8
+converter, the converter on a bf16 plan or on the LM head too, and a wrong tp must each
+be reported. --keep DIR
 keeps the plans there. Development aid: --synthesize writes torchtitan.toml from
 plan.json by the documented format (synthesize_toml, the oracle) wherever the CLI
 refused one, and checks that.
@@ -121,6 +125,8 @@ EXTRAS = [
      LLM[2] + ["--param", "cost_model.tp_comm_overlap=true"]),
     ("megatron-1f1b with bf16 gradient reduce", "megatron-1f1b", LLM[0], LLM[1],
      LLM[2] + ["--param", "cost_model.grad_accumulation_fp32=false"]),
+    ("megatron-1f1b in fp8", "megatron-1f1b", LLM[0], LLM[1],
+     LLM[2] + ["--param", "cost_model.matmul_precision=fp8"]),
     ("megatron-1f1b+zb-v", "megatron-1f1b", "vlm-s.json", "examples/models/vlm-s.json",
      ["--parallel", "tp=1,pp=2,vpp=2,mb=4", "--use", "interleaver=zb-v",
       "--param", "partitioner.placement=v", "--workload", VLM_WORKLOAD,
@@ -261,10 +267,10 @@ def train_dtype_of(prec, layout):
         return None, "TP collectives overlapped with GEMMs (async TP needs torch.compile)"
     if prec["grad_bf16"]:
         return None, "gradients reduced in bf16 (torchtitan reduces in float32)"
-    if (prec["element_bytes"], prec["matmul"]) == (2, "bf16"):
+    if prec["element_bytes"] == 2 and prec["matmul"] in ("bf16", "fp8"):
         if dp > 1 or cp > 1:
             return "bfloat16", None
-        return None, "bf16 without FSDP (torchtitan then trains in float32)"
+        return None, "%s without FSDP (torchtitan then trains in float32)" % prec["matmul"]
     if (prec["element_bytes"], prec["matmul"]) == (4, "fp32"):
         return "float32", None
     return None, "%d-byte elements with %s matmuls" % (prec["element_bytes"], prec["matmul"])
@@ -366,6 +372,7 @@ def expectation(doc, modalities, layout, prec):
             "tp": layout[0], "cp": layout[1],
             "dp": layout[2], "stages": expected_stages(doc, text, image),
             "dtype": train_dtype_of(prec, layout)[0],
+            "float8": bool(prec) and prec["matmul"] == "fp8",
             "model": {"kind": "vlm" if image else "llama",
                       "text_layers": module_layers(doc, text),
                       "vision_layers": module_layers(doc, image) if image else 0}}
@@ -464,7 +471,7 @@ def fqn_parts(doc, modalities):
     return parts
 
 
-def toml_text(doc, parts, layout, ac, dtype, seq_len=None):
+def toml_text(doc, parts, layout, ac, dtype, float8, seq_len=None):
     """The torchtitan.toml of the documented format for the plan."""
     tp, cp, dp = layout
     lines = ['# %s job config for Loom plan "%s": pass it with --job.config_file or copy '
@@ -485,6 +492,9 @@ def toml_text(doc, parts, layout, ac, dtype, seq_len=None):
     lines += ["", "[activation_checkpoint]", 'mode = "%s"' % ac[0]]
     if ac[1]:
         lines.append('selective_ac_option = "%d"' % ac[1])
+    if float8:
+        lines += ["", "[model]", 'converters = ["quantize.linear.float8"]', "",
+                  "[quantize.linear.float8]", 'filter_fqns = ["output"]']
     return "\n".join(lines) + "\n"
 
 
@@ -498,7 +508,7 @@ def synthesize_toml(doc, modalities, layout, prec):
     unit = layout[0] * 2 * layout[1]
     seq_len = -(-max(tokens.values()) // unit) * unit if tokens else None
     return toml_text(doc, fqn_parts(doc, modalities), layout, ac,
-                     train_dtype_of(prec, layout)[0], seq_len), None
+                     train_dtype_of(prec, layout)[0], prec["matmul"] == "fp8", seq_len), None
 
 
 # ---------------------------------------------------------------- worker side
@@ -523,10 +533,18 @@ def tiny_model(spec):
 
 
 def part_facts(part):
-    """The modules a torchtitan model part kept, and the layers it checkpoints."""
+    """The modules a torchtitan model part kept, the layers it checkpoints, and its
+    Linear layers: those torchao's Float8Linear replaced, and the others."""
+    import torch
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointWrapper
     enc = getattr(part, "encoder", None)
-    return {"layers": sorted(int(k) for k in part.layers.keys()),
+    linears = {"float8": [], "plain": []}
+    for name, m in part.named_modules():
+        if isinstance(m, torch.nn.Linear):
+            kind = "float8" if type(m).__name__ == "Float8Linear" else "plain"
+            linears[kind].append(name.replace("._checkpoint_wrapped_module", ""))
+    return {"linears": linears,
+            "layers": sorted(int(k) for k in part.layers.keys()),
             "ac_layers": sorted(int(k) for k, m in part.layers.named_children()
                                 if isinstance(m, CheckpointWrapper)),
             "tok_embeddings": part.tok_embeddings is not None,
@@ -559,7 +577,8 @@ def config_facts(cfg):
             "parts": par.module_fqns_per_model_part,
             "layers_per_stage": par.pipeline_parallel_layers_per_stage,
             "seq_len": cfg.training.seq_len, "seq_len_divisor": seq_len_divisor(par),
-            "train_dtype": train_dtype(cfg)}
+            "train_dtype": train_dtype(cfg), "converters": list(cfg.model.converters),
+            "float8_recipe": cfg.quantize.linear.float8.recipe_name}
 
 
 def toml_dims(par):
@@ -664,6 +683,10 @@ def build_job(job, rank, dims):
         par.tensor_parallel_degree = par.context_parallel_degree = 1
         par.data_parallel_shard_degree = par.data_parallel_replicate_degree = 1
         model, args = tiny_model(job["model"])
+        # train.py's model conversion (float8 emulated: the CPU has no float8 GEMMs)
+        from torchtitan.protocols.model_converter import build_model_converters
+        cfg.quantize.linear.float8.emulate = True
+        build_model_converters(cfg, dims).convert(model)
         sched, parts, first, last = pipeline_llm(
             model, dims, cfg, torch.device("cpu"), args, checkpoint_as_torchtitan,
             lambda out, target: torch.nn.functional.cross_entropy(
@@ -901,6 +924,9 @@ def compare_config(exp, cfg, plan_dir):
     if cfg["train_dtype"] != exp["dtype"]:
         bad.append("torchtitan trains in %s, the plan is priced in %s"
                    % (cfg["train_dtype"], exp["dtype"]))
+    if exp["float8"] and cfg["float8_recipe"] is not None:
+        bad.append("float8 recipe %s, the plan prices tensorwise scaling (no recipe_name)"
+                   % cfg["float8_recipe"])
     tokens, seq, div = exp["longest_tokens"], cfg["seq_len"], cfg["seq_len_divisor"]
     if cfg["microbatch_size"] == 1 and tokens and \
             not (seq % div == 0 and tokens <= seq < tokens + div):
@@ -925,6 +951,7 @@ def compare_rank(exp, facts):
                        % (g, st["num_stages"], len(exp["stages"])))
         if g < len(exp["stages"]):
             bad += compare_modules(g, exp["stages"][g], st["modules"])
+            bad += compare_linears(g, exp["float8"], st["modules"]["linears"])
     first, last = 0 in want, len(exp["stages"]) - 1 in want
     if facts["first_last"] != [first, last]:
         bad.append("rank %d: pipeline_llm says first/last stage here %s, the plan %s"
@@ -934,6 +961,17 @@ def compare_rank(exp, facts):
         bad.append("rank %d: a step recorded %d losses, expected one per microbatch (%d)"
                    % (r, facts["step_losses"], exp["microbatches"]))
     return bad
+
+
+def compare_linears(g, float8, got):
+    """Mismatches between the Linear layers torchtitan's converters swapped on stage g
+    and the plan's precision: under fp8 every Linear but the LM head's is float8."""
+    want = [n for n in got["float8"] + got["plain"] if float8 and n != "output"]
+    if sorted(got["float8"]) != sorted(want):
+        return ["stage %d runs %d of its %d Linear layers in float8, the plan prices %d%s"
+                % (g, len(got["float8"]), len(got["float8"]) + len(got["plain"]), len(want),
+                   " (every one but the LM head)" if float8 else "")]
+    return []
 
 
 def compare_modules(g, want, got):
@@ -1146,6 +1184,7 @@ SELF_TEST_BASES = {
     "llm": ("megatron-1f1b", "megatron-1f1b", LLM[0], LLM[1], LLM[2]),
     "sac": next(e for e in EXTRAS if e[0] == "megatron-1f1b+torchtitan-recompute at 28 GiB"),
     "v": next(e for e in EXTRAS if e[0] == "megatron-1f1b+zb-v" and e[2] == LLM[0]),
+    "fp8": next(e for e in EXTRAS if e[0] == "megatron-1f1b in fp8"),
 }
 
 
@@ -1206,6 +1245,16 @@ def self_test_cases():
          lambda t: t.replace("data_parallel_shard_degree = 2",
                              "data_parallel_shard_degree = 1\ndata_parallel_replicate_degree = 2"),
          "torchtitan trains in float32, the plan is priced in bfloat16"),
+        ("good float8", "fp8", same, None),
+        ("float8 converter left out", "fp8",
+         lambda t: t.split("\n[model]")[0] + "\n",
+         "stage 0 runs 0 of its 56 Linear layers in float8, the plan prices 56"),
+        ("float8 on a bf16 plan", "llm",
+         lambda t: t + '\n[model]\nconverters = ["quantize.linear.float8"]\n',
+         "runs 56 of its 56 Linear layers in float8, the plan prices 0"),
+        ("float8 on the LM head too", "fp8",
+         lambda t: t.replace('filter_fqns = ["output"]', "filter_fqns = []"),
+         "stage 3 runs 57 of its 57 Linear layers in float8, the plan prices 56"),
         ("tensor parallel degree", "llm",
          lambda t: t.replace("tensor_parallel_degree = 2", "tensor_parallel_degree = 1"),
          "tp is 1 in the toml, the plan has 2"),
