@@ -246,6 +246,11 @@ START_TEST(megatron_args_precision_flags)
     ck_assert_msg(rc == LOOM_OK, "%s", err.message);
     loom_test_has(text, "--sequence-parallel\n--tp-comm-overlap\n");
     free(text);
+    g->assumed = base | LOOM_ASSUMED_UNFUSED_ATTENTION;
+    text = render(loom_write_megatron_args, &plan, &rc, &err);
+    ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+    loom_test_has(text, "--sequence-parallel\n--attention-backend unfused\n");
+    free(text);
     g->assumed = base | LOOM_ASSUMED_GRAD_REDUCE_BF16;
     text = render(loom_write_megatron_args, &plan, &rc, &err);
     ck_assert_msg(rc == LOOM_OK, "%s", err.message);
@@ -271,7 +276,11 @@ START_TEST(megatron_args_precision_flags)
                      LOOM_EINVAL);
     ck_assert_str_eq(err.message, "runtime export deepspeed: expected pytorch_csv, torchtitan, "
                                   "megatron or mimo");
-    ck_assert(loom_export_known("mimo") && !loom_export_known("deepspeed"));
+    /* without a plan only the key is checked */
+    fits = 0;
+    ck_assert_int_eq(loom_export_fits(NULL, "mimo", &fits, NULL, 0, &err), LOOM_OK);
+    ck_assert_int_eq(fits, 1);
+    ck_assert_int_eq(loom_export_fits(NULL, "deepspeed", &fits, NULL, 0, &err), LOOM_EINVAL);
     ck_assert_int_eq(megatron_fits(&plan, reason), 0);
     ck_assert_str_eq(reason, "the cost model did not say which precision its times assume "
                              "(loom_rank_tail.assumed), so --bf16, --fp16 or fp32 is unknown");

@@ -131,6 +131,10 @@ START_TEST(llm_plan_file_is_exact)
         "seq_len = 8120\n"
         "mixed_precision_param = \"bfloat16\"\n"
         "\n"
+        "[compile]\n"
+        "enable = true\n"
+        "components = [\"model\", \"loss\"]\n"
+        "\n"
         "[activation_checkpoint]\n"
         "mode = \"none\"\n");
     free(toml);
@@ -209,7 +213,7 @@ START_TEST(seq_len_is_a_multiple_of_torchtitans_divisor)
     toml = toml_of("seq-k2", "--parallel tp=2,pp=4,dp=2,mb=8 --micro-batch-size 2");
     ck_assert_ptr_nonnull(toml);
     loom_test_has(toml, "local_batch_size = 16\nmixed_precision_param = \"bfloat16\"\n\n"
-                        "[activation_checkpoint]");
+                        "[compile]");
     ck_assert_ptr_null(strstr(toml, "seq_len"));
     free(toml);
 }
@@ -302,11 +306,11 @@ START_TEST(precision_refusals)
                           "the norms and activations along the sequence (plan with "
                           "cost_model.sequence_parallel=true)");
     free(why);
-    why = refusal_of("tp-overlap", "tp=2,pp=4,dp=2,mb=8", "--param cost_model.tp_comm_overlap=true");
-    ck_assert_str_eq(why, "the plan is priced with the tensor-parallel collectives overlapped "
-                          "with the GEMMs; torchtitan 0.2.2 overlaps them only as async TP "
-                          "under torch.compile (enable_async_tensor_parallel), which this file "
-                          "does not set");
+    why = refusal_of("unfused", "tp=2,pp=4,dp=2,mb=8", "--param cost_model.flash_attention=false "
+                     "--memory-cap 1e15");
+    ck_assert_str_eq(why, "the plan is priced with the attention core unfused (scores in HBM); "
+                          "torchtitan 0.2.2's Llama runs scaled_dot_product_attention, a fused "
+                          "kernel (plan with cost_model.flash_attention=true)");
     free(why);
     why = refusal_of("grad-bf16", "tp=2,pp=4,dp=2,mb=8",
                      "--param cost_model.grad_accumulation_fp32=false");
@@ -335,6 +339,25 @@ START_TEST(fp8_plans_convert_the_linears)
     toml = toml_of("bf16", "--parallel tp=2,pp=4,dp=2,mb=8");
     ck_assert_ptr_nonnull(toml);
     ck_assert_ptr_null(strstr(toml, "converters"));
+    free(toml);
+}
+END_TEST
+
+/* The TP overlap the plan priced is torchtitan's async TP, which needs the
+ * compiled model the file always asks for (roofline's fused kernels) */
+START_TEST(tp_overlap_is_async_tp)
+{
+    char *toml = toml_of("async", "--parallel tp=2,pp=4,dp=2,mb=8 "
+                                  "--param cost_model.tp_comm_overlap=true");
+    ck_assert_ptr_nonnull(toml);
+    loom_test_has(toml, "tensor_parallel_degree = 2\nenable_async_tensor_parallel = true\n");
+    loom_test_has(toml, "[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n");
+    free(toml);
+    /* without TP there is nothing to overlap */
+    toml = toml_of("async-tp1", "--parallel tp=1,pp=4,dp=2,mb=8 --memory-cap 1e15 "
+                                "--param cost_model.tp_comm_overlap=true");
+    ck_assert_ptr_nonnull(toml);
+    ck_assert_ptr_null(strstr(toml, "async"));
     free(toml);
 }
 END_TEST
@@ -439,6 +462,7 @@ static Suite *torchtitan_suite(void)
     tcase_add_test(tc, precision_refusals);
     tcase_add_test(tc, fp32_plans_state_float32);
     tcase_add_test(tc, fp8_plans_convert_the_linears);
+    tcase_add_test(tc, tp_overlap_is_async_tp);
     tcase_add_test(tc, one_rank_plans_are_refused);
     tcase_add_test(tc, vlm_is_refused_and_stale_file_removed);
     tcase_add_test(tc, module_layouts_are_refused);

@@ -20,14 +20,6 @@ const loom_out_format loom_out_runtime_exports[] = {
 const size_t loom_out_n_runtime_exports =
     sizeof loom_out_runtime_exports / sizeof loom_out_runtime_exports[0];
 
-int loom_export_known(const char *key)
-{
-    for (size_t i = 0; key && i < loom_out_n_runtime_exports; i++)
-        if (!strcmp(key, loom_out_runtime_exports[i].key))
-            return 1;
-    return 0;
-}
-
 int loom_export_fits(const loom_plan *plan, const char *key, int *fits, char *reason,
                      size_t reason_size, loom_error *err)
 {
@@ -37,7 +29,8 @@ int loom_export_fits(const loom_plan *plan, const char *key, int *fits, char *re
         if (strcmp(key, x->key))
             continue;
         char why[LOOM_OUT_REASON_MAX] = "";
-        int rc = x->fits(plan, fits, why, err);
+        *fits = 1;
+        int rc = plan ? x->fits(plan, fits, why, err) : LOOM_OK;
         if (rc == LOOM_OK && reason_size > 0)
             snprintf(reason, reason_size, "%s", *fits ? "" : why);
         return rc;

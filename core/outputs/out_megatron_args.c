@@ -405,6 +405,8 @@ static void write_schedule(const mg_args *a, FILE *out)
         fputs("--sequence-parallel\n", out);
     if (a->tp > 1 && (a->assumed & LOOM_ASSUMED_TP_COMM_OVERLAP))
         fputs("--tp-comm-overlap\n", out);
+    if (a->assumed & LOOM_ASSUMED_UNFUSED_ATTENTION)
+        fputs("--attention-backend unfused\n", out);
     if (a->recompute == MG_SELECTIVE)
         fputs("--recompute-granularity selective\n", out);
     else if (a->recompute != MG_RECOMPUTE_NONE)

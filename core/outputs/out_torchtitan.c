@@ -89,6 +89,7 @@ typedef struct tt_job {
     int64_t seq_len;      /* [training] seq_len; 0: not stated */
     const char *param_dtype; /* [training] mixed_precision_param */
     int float8;           /* Linear GEMMs in float8: the converter's tables */
+    int async_tp;         /* TP collectives overlapped: enable_async_tensor_parallel */
 } tt_job;
 
 /* Counts the policies of every layer of every position (counts[policy]);
@@ -202,7 +203,9 @@ static void degrees(const loom_plan *plan, int32_t *tp, int32_t *cp, int32_t *dp
  * applies when the data-parallel shard degree or cp is above 1; without
  * FSDP, under tensor or pipeline parallelism, it trains in float32
  * (distributed/utils.py maybe_enable_amp). Its mixed_precision_param is
- * bfloat16 or float32, and it never enables TF32 matmuls. Its float8
+ * bfloat16 or float32, and it never enables TF32 matmuls. It overlaps
+ * the TP collectives with the GEMMs as async TP, which needs the model
+ * compiled (distributed/tensor_parallel.py maybe_enable_async_tp). Its float8
  * converter (components/quantization/float8.py) swaps the Linear layers
  * not named in filter_fqns for torchao's Float8Linear, tensorwise scaled
  * without a recipe_name, as roofline's fp8 prices the blocks' GEMMs; the
@@ -219,12 +222,12 @@ static int precision_of(const loom_plan *plan, tt_job *job, char *reason)
                       "parallelism; torchtitan %s's tensor parallelism always shards the "
                       "norms and activations along the sequence (plan with "
                       "cost_model.sequence_parallel=true)", TORCHTITAN_RELEASE);
-    if (tp > 1 && (a & LOOM_ASSUMED_TP_COMM_OVERLAP))
+    job->async_tp = tp > 1 && (a & LOOM_ASSUMED_TP_COMM_OVERLAP);
+    if (a & LOOM_ASSUMED_UNFUSED_ATTENTION)
         return loom_out_refuse(reason,
-                      "the plan is priced with the tensor-parallel collectives overlapped with "
-                      "the GEMMs; torchtitan %s overlaps them only as async TP under "
-                      "torch.compile (enable_async_tensor_parallel), which this file does not "
-                      "set", TORCHTITAN_RELEASE);
+                      "the plan is priced with the attention core unfused (scores in HBM); "
+                      "torchtitan %s's Llama runs scaled_dot_product_attention, a fused "
+                      "kernel (plan with cost_model.flash_attention=true)", TORCHTITAN_RELEASE);
     if (a & LOOM_ASSUMED_GRAD_REDUCE_BF16)
         return loom_out_refuse(reason,
                       "the plan is priced with the gradients reduced in bf16; torchtitan %s "
@@ -302,8 +305,8 @@ static int decide(const loom_plan *plan, const loom_out_torch *t, loom_out_place
         snprintf(reason, LOOM_OUT_REASON_MAX, "%s", pl->reason);
         return rc;
     }
-    if (!split_fits(plan, t, reason) || !precision_of(plan, job, reason) ||
-        !ac_of(plan, t, job, reason, &rc, err))
+    if (!split_fits(plan, t, reason) || !ac_of(plan, t, job, reason, &rc, err) ||
+        !precision_of(plan, job, reason))
         return rc;
     if ((rc = seq_len_of(plan, job, err)) == LOOM_OK)
         *fits = 1;
@@ -365,6 +368,8 @@ static void write_toml(FILE *out, const loom_plan *plan, const loom_out_torch *t
         write_part(out, plan, t, g);
     fputs("]\n", out);
     fprintf(out, "tensor_parallel_degree = %d\n", tp);
+    if (job->async_tp)
+        fputs("enable_async_tensor_parallel = true\n", out);
     fprintf(out, "context_parallel_degree = %d\n", cp);
     fprintf(out, "data_parallel_shard_degree = %d\n", dp);
     fputs("\n[training]\n", out);
@@ -372,6 +377,9 @@ static void write_toml(FILE *out, const loom_plan *plan, const loom_out_torch *t
     if (job->seq_len > 0)
         fprintf(out, "seq_len = %lld\n", (long long)job->seq_len);
     fprintf(out, "mixed_precision_param = \"%s\"\n", job->param_dtype);
+    /* roofline's fused kernels: one for each norm and activation, as
+     * torch.compile of each block gives (parallelize_llama, apply_compile) */
+    fputs("\n[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n", out);
     fprintf(out, "\n[activation_checkpoint]\nmode = \"%s\"\n", job->ac_mode);
     if (job->ac_every > 0)
         fprintf(out, "selective_ac_option = \"%d\"\n", job->ac_every);

@@ -603,6 +603,8 @@ static int rf_rank_tail_ms(void *self, const loom_problem *problem,
         out->assumed |= LOOM_ASSUMED_SEQUENCE_PARALLEL;
     if (s->tp_overlap_share > 0.0)
         out->assumed |= LOOM_ASSUMED_TP_COMM_OVERLAP;
+    if (!(s->flags & LOOM_ROOFLINE_FLASH))
+        out->assumed |= LOOM_ASSUMED_UNFUSED_ATTENTION;
     out->assumed |= s->assumed_precision;
     return LOOM_OK;
 }

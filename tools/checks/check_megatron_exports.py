@@ -49,7 +49,7 @@ from megatron.core.num_microbatches_calculator import ConstantNumMicroBatchesCal
 from megatron.core.pipeline_parallel.schedules import (  # noqa: E402
     get_pp_rank_microbatches, get_schedule_table)
 from megatron.core.transformer import TransformerConfig  # noqa: E402
-from megatron.core.transformer.enums import LayerType  # noqa: E402
+from megatron.core.transformer.enums import AttnBackend, LayerType  # noqa: E402
 from megatron.core.transformer.pipeline_parallel_layer_layout import (  # noqa: E402
     PipelineParallelLayerLayout)
 from megatron.core.transformer.transformer_block import get_num_layers_to_build  # noqa: E402
@@ -62,8 +62,9 @@ from megatron.core.transformer.transformer_block import get_num_layers_to_build 
 # --use-distributed-optimizer, --overlap-grad-reduce, --overlap-param-gather)
 # or generated from ModelParallelConfig's bf16 and fp16 and TransformerConfig's
 # fp8 (argparse name --fp8-format) and fp8_recipe; --tp-comm-overlap from
-# ModelParallelConfig's tp_comm_overlap; --grad-reduce-in-bf16 defined with
-# group.add_argument;
+# ModelParallelConfig's tp_comm_overlap; --attention-backend from
+# TransformerConfig's attention_backend (an AttnBackend name);
+# --grad-reduce-in-bf16 defined with group.add_argument;
 # or generated from the fields of TransformerConfig / ModelParallelConfig /
 # TrainingConfig by ArgumentGroupFactory (field name with '-' for '_': the
 # parallel sizes, --num-layers, --hidden-size, --ffn-hidden-size,
@@ -81,7 +82,7 @@ MEGATRON_LM_ARGS = {
     "--sequence-parallel", "--recompute-granularity", "--recompute-method",
     "--recompute-num-layers", "--use-distributed-optimizer", "--overlap-grad-reduce",
     "--overlap-param-gather", "--bf16", "--fp16", "--fp8-format", "--fp8-recipe",
-    "--tp-comm-overlap", "--grad-reduce-in-bf16",
+    "--tp-comm-overlap", "--grad-reduce-in-bf16", "--attention-backend",
 }
 FLAGS = {"--group-query-attention", "--swiglu", "--sequence-parallel",
          "--use-distributed-optimizer", "--overlap-grad-reduce", "--overlap-param-gather",
@@ -235,7 +236,8 @@ def transformer_config(args, V, model_shape):
         recompute_method=args.get("--recompute-method"),
         recompute_num_layers=num("--recompute-num-layers"),
         pipeline_dtype=params_dtype(args), bf16="--bf16" in args, fp16="--fp16" in args,
-        fp8=args.get("--fp8-format"), fp8_recipe=args.get("--fp8-recipe", "delayed"))
+        fp8=args.get("--fp8-format"), fp8_recipe=args.get("--fp8-recipe", "delayed"),
+        attention_backend=AttnBackend[args.get("--attention-backend", "auto")])
     cfg = TransformerConfig(**kw)
     if model_shape:
         need((cfg.hidden_size, cfg.num_attention_heads) == model_shape,
@@ -324,6 +326,10 @@ def check_megatron(path, doc, case):
     got = (str(params_dtype(args)).replace("torch.", ""),
            (cfg.fp8, cfg.fp8_recipe) if cfg.fp8 else None)
     need(got == prec, "Megatron-LM runs %s, the cost model priced %s" % (got, prec))
+    backend = cfg.attention_backend.name
+    need((backend == "unfused") == (not roof["flash_attention"]),
+         "attention backend %s, the cost model priced the attention core %s"
+         % (backend, "fused" if roof["flash_attention"] else "unfused"))
     want = {"--use-distributed-optimizer": roof["distributed_optimizer"],
             "--overlap-grad-reduce": roof["overlap_grad_reduce"],
             "--overlap-param-gather": roof["overlap_param_gather"],
@@ -527,13 +533,14 @@ def cases(src):
              "megatron.args refused: the plan is priced with 4-byte elements and tf32"),
             (["cost_model.tp_comm_overlap=true"], "megatron.args ok"),
             (["cost_model.grad_accumulation_fp32=false"], "megatron.args ok"),
+            (["cost_model.flash_attention=false"], "megatron.args ok"),
             (["cost_model.tp_comm_overlap=true", "cost_model.sequence_parallel=false"],
              "megatron.args refused: the cost model overlaps the tensor-parallel")):
         args = llama + [a for p in prm for a in ("--param", p)] + ["--memory-cap", "1e15"]
         out.append(dict(name="megatron-1f1b llama-3-8b " + " ".join(prm), manifest=m1, dp=1,
                         shape=llama_shape, args=args, roofline=roofline_params(src, m1, args),
                         expect=[want]))
-    for c in out[len(out) - 13:]:
+    for c in out[len(out) - 14:]:
         c["must_plan"] = True
     for c in out:
         if c["name"] == "optimus vlm-s":

@@ -39,7 +39,9 @@ each plan:
   model priced (bf16 over float32 weights, or float32 with fp32 matmuls); torchtitan's
   model converters (train.py's step, torchtitan's float8 converter emulated on the CPU)
   leave every Linear layer in bf16, or, for an fp8 plan, swap every one but the LM
-  head's for torchao's Float8Linear, tensorwise scaled. Tensor,
+  head's for torchao's Float8Linear, tensorwise scaled; the model is compiled (the fused
+  kernels the roofline prices) and async TP is on exactly when the plan overlaps the TP
+  collectives (torchtitan's maybe_enable_async_tp checks its own precondition). Tensor,
   context and data parallel degrees are then forced to 1: only the pipeline is built.
 - with --step, llama plans also run one training step through the schedule, called as
   torchtitan's train.py calls it, and must record one loss per microbatch (a schedule
@@ -56,8 +58,8 @@ checkpoints every second block), full checkpointing for a plan that recomputes
 nothing, a toml without seq_len (torchtitan's default 2048), every 4th block checkpointed
 for a plan that recomputes every 8th, float32 weights for a bf16 plan (stated, or by
 replicating instead of sharding the data-parallel degree), an fp8 plan without the float8
-converter, the converter on a bf16 plan or on the LM head too, and a wrong tp must each
-be reported. --keep DIR
+converter, the converter on a bf16 plan or on the LM head too, eager blocks, async TP
+without compile or left out, and a wrong tp must each be reported. --keep DIR
 keeps the plans there. Development aid: --synthesize writes torchtitan.toml from
 plan.json by the documented format (synthesize_toml, the oracle) wherever the CLI
 refused one, and checks that.
@@ -123,6 +125,8 @@ EXTRAS = [
      LLM[2] + ["--param", "cost_model.sequence_parallel=false"]),
     ("megatron-1f1b with the TP overlap", "megatron-1f1b", LLM[0], LLM[1],
      LLM[2] + ["--param", "cost_model.tp_comm_overlap=true"]),
+    ("megatron-1f1b with the attention unfused", "megatron-1f1b", LLM[0], LLM[1],
+     LLM[2] + ["--param", "cost_model.flash_attention=false", "--memory-cap", "1e15"]),
     ("megatron-1f1b with bf16 gradient reduce", "megatron-1f1b", LLM[0], LLM[1],
      LLM[2] + ["--param", "cost_model.grad_accumulation_fp32=false"]),
     ("megatron-1f1b in fp8", "megatron-1f1b", LLM[0], LLM[1],
@@ -250,7 +254,8 @@ def spec_precision(src, manifest, args):
             "sequence_parallel": bool(prm["sequence_parallel"]),
             "tp_overlap": bool(prm["tp_comm_overlap"]) and
             float(prm["tp_comm_overlap_share"]) > 0,
-            "grad_bf16": not prm["grad_accumulation_fp32"] and int(prm["element_bytes"]) == 2}
+            "grad_bf16": not prm["grad_accumulation_fp32"] and int(prm["element_bytes"]) == 2,
+            "flash": bool(prm["flash_attention"])}
 
 
 def train_dtype_of(prec, layout):
@@ -263,8 +268,8 @@ def train_dtype_of(prec, layout):
         return None, "the cost model is not roofline: its precision is unknown"
     if tp > 1 and not prec["sequence_parallel"]:
         return None, "tensor parallelism without sequence parallelism"
-    if tp > 1 and prec["tp_overlap"]:
-        return None, "TP collectives overlapped with GEMMs (async TP needs torch.compile)"
+    if not prec["flash"]:
+        return None, "the attention core unfused (torchtitan runs SDPA)"
     if prec["grad_bf16"]:
         return None, "gradients reduced in bf16 (torchtitan reduces in float32)"
     if prec["element_bytes"] == 2 and prec["matmul"] in ("bf16", "fp8"):
@@ -373,6 +378,7 @@ def expectation(doc, modalities, layout, prec):
             "dp": layout[2], "stages": expected_stages(doc, text, image),
             "dtype": train_dtype_of(prec, layout)[0],
             "float8": bool(prec) and prec["matmul"] == "fp8",
+            "async_tp": bool(prec) and prec["tp_overlap"] and layout[0] > 1,
             "model": {"kind": "vlm" if image else "llama",
                       "text_layers": module_layers(doc, text),
                       "vision_layers": module_layers(doc, image) if image else 0}}
@@ -471,7 +477,7 @@ def fqn_parts(doc, modalities):
     return parts
 
 
-def toml_text(doc, parts, layout, ac, dtype, float8, seq_len=None):
+def toml_text(doc, parts, layout, ac, dtype, float8, async_tp, seq_len=None):
     """The torchtitan.toml of the documented format for the plan."""
     tp, cp, dp = layout
     lines = ['# %s job config for Loom plan "%s": pass it with --job.config_file or copy '
@@ -483,13 +489,17 @@ def toml_text(doc, parts, layout, ac, dtype, float8, seq_len=None):
              "pipeline_parallel_microbatch_size = 1",
              "module_fqns_per_model_part = ["]
     lines += ["  [%s]," % ", ".join('"%s"' % f for f in p) for p in parts]
-    lines += ["]", "tensor_parallel_degree = %d" % tp, "context_parallel_degree = %d" % cp,
+    lines += ["]", "tensor_parallel_degree = %d" % tp]
+    if async_tp:
+        lines.append("enable_async_tensor_parallel = true")
+    lines += ["context_parallel_degree = %d" % cp,
               "data_parallel_shard_degree = %d" % dp, "", "[training]",
               "local_batch_size = %d" % doc["schedule_csv"]["microbatches"]]
     if seq_len:
         lines.append("seq_len = %d" % seq_len)
     lines.append('mixed_precision_param = "%s"' % dtype)
-    lines += ["", "[activation_checkpoint]", 'mode = "%s"' % ac[0]]
+    lines += ["", "[compile]", "enable = true", 'components = ["model", "loss"]',
+              "", "[activation_checkpoint]", 'mode = "%s"' % ac[0]]
     if ac[1]:
         lines.append('selective_ac_option = "%d"' % ac[1])
     if float8:
@@ -508,7 +518,8 @@ def synthesize_toml(doc, modalities, layout, prec):
     unit = layout[0] * 2 * layout[1]
     seq_len = -(-max(tokens.values()) // unit) * unit if tokens else None
     return toml_text(doc, fqn_parts(doc, modalities), layout, ac,
-                     train_dtype_of(prec, layout)[0], prec["matmul"] == "fp8", seq_len), None
+                     train_dtype_of(prec, layout)[0], prec["matmul"] == "fp8",
+                     prec["tp_overlap"] and layout[0] > 1, seq_len), None
 
 
 # ---------------------------------------------------------------- worker side
@@ -578,7 +589,9 @@ def config_facts(cfg):
             "layers_per_stage": par.pipeline_parallel_layers_per_stage,
             "seq_len": cfg.training.seq_len, "seq_len_divisor": seq_len_divisor(par),
             "train_dtype": train_dtype(cfg), "converters": list(cfg.model.converters),
-            "float8_recipe": cfg.quantize.linear.float8.recipe_name}
+            "float8_recipe": cfg.quantize.linear.float8.recipe_name,
+            "compile_model": cfg.compile.enable and "model" in cfg.compile.components,
+            "async_tp": par.enable_async_tensor_parallel}
 
 
 def toml_dims(par):
@@ -679,13 +692,19 @@ def build_job(job, rank, dims):
     try:
         cfg = ConfigManager().parse_args(["--job.config_file", job["toml"]])
         facts["config"] = config_facts(cfg)
+        # torchtitan's own precondition of async TP (it raises without a compiled model)
+        from torchtitan.distributed.tensor_parallel import maybe_enable_async_tp
+        maybe_enable_async_tp(cfg, None)
         par = cfg.parallelism
         par.tensor_parallel_degree = par.context_parallel_degree = 1
         par.data_parallel_shard_degree = par.data_parallel_replicate_degree = 1
         model, args = tiny_model(job["model"])
-        # train.py's model conversion (float8 emulated: the CPU has no float8 GEMMs)
+        # train.py's model conversion (float8 emulated: the CPU has no float8 GEMMs,
+        # and torchtitan emulates only uncompiled models; compile is forced off as
+        # the degrees are)
         from torchtitan.protocols.model_converter import build_model_converters
         cfg.quantize.linear.float8.emulate = True
+        cfg.compile.enable = False
         build_model_converters(cfg, dims).convert(model)
         sched, parts, first, last = pipeline_llm(
             model, dims, cfg, torch.device("cpu"), args, checkpoint_as_torchtitan,
@@ -924,6 +943,12 @@ def compare_config(exp, cfg, plan_dir):
     if cfg["train_dtype"] != exp["dtype"]:
         bad.append("torchtitan trains in %s, the plan is priced in %s"
                    % (cfg["train_dtype"], exp["dtype"]))
+    if not cfg["compile_model"]:
+        bad.append("the model is not compiled: torchtitan runs its blocks eager, where the "
+                   "plan prices fused kernels")
+    if cfg["async_tp"] != exp["async_tp"]:
+        bad.append("enable_async_tensor_parallel %s, the plan %s the TP collectives"
+                   % (cfg["async_tp"], "overlaps" if exp["async_tp"] else "does not overlap"))
     if exp["float8"] and cfg["float8_recipe"] is not None:
         bad.append("float8 recipe %s, the plan prices tensorwise scaling (no recipe_name)"
                    % cfg["float8_recipe"])
@@ -1185,6 +1210,7 @@ SELF_TEST_BASES = {
     "sac": next(e for e in EXTRAS if e[0] == "megatron-1f1b+torchtitan-recompute at 28 GiB"),
     "v": next(e for e in EXTRAS if e[0] == "megatron-1f1b+zb-v" and e[2] == LLM[0]),
     "fp8": next(e for e in EXTRAS if e[0] == "megatron-1f1b in fp8"),
+    "async": next(e for e in EXTRAS if e[0] == "megatron-1f1b with the TP overlap"),
 }
 
 
@@ -1255,6 +1281,16 @@ def self_test_cases():
         ("float8 on the LM head too", "fp8",
          lambda t: t.replace('filter_fqns = ["output"]', "filter_fqns = []"),
          "stage 3 runs 57 of its 57 Linear layers in float8, the plan prices 56"),
+        ("eager blocks", "llm",
+         lambda t: t.replace("[compile]\nenable = true", "[compile]\nenable = false"),
+         "the model is not compiled"),
+        ("good async TP", "async", same, None),
+        ("async TP without compile", "async",
+         lambda t: t.replace("[compile]\nenable = true", "[compile]\nenable = false"),
+         "Async TP requires 'model' in --compile.components"),
+        ("async TP left out", "async",
+         lambda t: t.replace("enable_async_tensor_parallel = true\n", ""),
+         "enable_async_tensor_parallel False, the plan overlaps the TP collectives"),
         ("tensor parallel degree", "llm",
          lambda t: t.replace("tensor_parallel_degree = 2", "tensor_parallel_degree = 1"),
          "tp is 1 in the toml, the plan has 2"),

@@ -132,7 +132,7 @@ static int tune_option(void *ctx, int key, const char *name, const char *v)
     case OPT_QUIET: o->quiet = 1; return 0;
     case OPT_SINGLE: o->t.single_layouts = 1; return 0;
     case OPT_RUNTIME:
-        if (!loom_export_known(v)) {
+        if (loom_export_fits(NULL, v, &(int){0}, NULL, 0, &err) != LOOM_OK) {
             loom_cli_error("tune", "--runtime: expected pytorch_csv, torchtitan, megatron or "
                            "mimo (plan.json's exports keys), found '%s'", v);
             return -1;

@@ -80,12 +80,10 @@ LOOM_EXPORT int loom_schedule_csv_check(const loom_plan *plan, loom_error *err);
 /* Whether the runtime export keyed `key` in plan.json's "exports"
  * ("pytorch_csv", "torchtitan", "megatron" or "mimo") can be written for
  * the plan: *fits 1, or 0 with the reason in `reason` (reason_size bytes,
- * truncated). LOOM_EINVAL naming the keys for another key. */
+ * truncated). With plan NULL only the key is checked (*fits 1). LOOM_EINVAL
+ * naming the keys for another key. */
 LOOM_EXPORT int loom_export_fits(const loom_plan *plan, const char *key, int *fits,
                                  char *reason, size_t reason_size, loom_error *err);
-
-/* 1 when `key` is a runtime export's key (see loom_export_fits). */
-LOOM_EXPORT int loom_export_known(const char *key);
 
 /* Human table: label, makespan, bubble ratio, MFU, plan time, and per
  * rank span, busy, idle %, peak memory (GiB, flagged over the cap). */
