@@ -251,6 +251,10 @@ START_TEST(megatron_args_precision_flags)
     ck_assert_msg(rc == LOOM_OK, "%s", err.message);
     loom_test_has(text, "--sequence-parallel\n--attention-backend unfused\n");
     free(text);
+    g->assumed = base | LOOM_ASSUMED_UNFUSED_ATTENTION | LOOM_ASSUMED_EAGER_LAYERS;
+    ck_assert_int_eq(megatron_fits(&plan, reason), 0);
+    ck_assert_str_eq(reason, "the plan is priced with Hugging Face transformers' eager layers "
+                             "(cost_model.layer_kernels); Megatron-LM runs its own fused layers");
     g->assumed = base | LOOM_ASSUMED_GRAD_REDUCE_BF16;
     text = render(loom_write_megatron_args, &plan, &rc, &err);
     ck_assert_msg(rc == LOOM_OK, "%s", err.message);

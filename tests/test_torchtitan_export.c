@@ -306,6 +306,12 @@ START_TEST(precision_refusals)
                           "the norms and activations along the sequence (plan with "
                           "cost_model.sequence_parallel=true)");
     free(why);
+    why = refusal_of("eager", "tp=2,pp=4,dp=2,mb=8", "--param cost_model.flash_attention=false "
+                     "--param cost_model.layer_kernels=hf-gpt2 --memory-cap 1e15");
+    ck_assert_str_eq(why, "the plan is priced with Hugging Face transformers' eager layers "
+                          "(cost_model.layer_kernels); torchtitan 0.2.2 runs its own Llama "
+                          "blocks");
+    free(why);
     why = refusal_of("unfused", "tp=2,pp=4,dp=2,mb=8", "--param cost_model.flash_attention=false "
                      "--memory-cap 1e15");
     ck_assert_str_eq(why, "the plan is priced with the attention core unfused (scores in HBM); "

@@ -273,6 +273,10 @@ static int tail_settings(const loom_plan *plan, mg_args *a, char *reason)
                       (a->assumed & LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER)
                           ? "overlapping the gradient reduce"
                           : "the distributed optimizer");
+    if (a->assumed & LOOM_ASSUMED_EAGER_LAYERS)
+        return loom_out_refuse(reason,
+                      "the plan is priced with Hugging Face transformers' eager layers "
+                      "(cost_model.layer_kernels); Megatron-LM runs its own fused layers");
     if (a->tp > 1 && (a->assumed & LOOM_ASSUMED_TP_COMM_OVERLAP) &&
         !(a->assumed & LOOM_ASSUMED_SEQUENCE_PARALLEL))
         return loom_out_refuse(reason,

@@ -223,6 +223,11 @@ static int precision_of(const loom_plan *plan, tt_job *job, char *reason)
                       "norms and activations along the sequence (plan with "
                       "cost_model.sequence_parallel=true)", TORCHTITAN_RELEASE);
     job->async_tp = tp > 1 && (a & LOOM_ASSUMED_TP_COMM_OVERLAP);
+    if (a & LOOM_ASSUMED_EAGER_LAYERS)
+        return loom_out_refuse(reason,
+                      "the plan is priced with Hugging Face transformers' eager layers "
+                      "(cost_model.layer_kernels); torchtitan %s runs its own Llama blocks",
+                      TORCHTITAN_RELEASE);
     if (a & LOOM_ASSUMED_UNFUSED_ATTENTION)
         return loom_out_refuse(reason,
                       "the plan is priced with the attention core unfused (scores in HBM); "

@@ -605,6 +605,8 @@ static int rf_rank_tail_ms(void *self, const loom_problem *problem,
         out->assumed |= LOOM_ASSUMED_TP_COMM_OVERLAP;
     if (!(s->flags & LOOM_ROOFLINE_FLASH))
         out->assumed |= LOOM_ASSUMED_UNFUSED_ATTENTION;
+    if (s->flags & LOOM_ROOFLINE_EAGER)
+        out->assumed |= LOOM_ASSUMED_EAGER_LAYERS;
     out->assumed |= s->assumed_precision;
     return LOOM_OK;
 }

@@ -1182,7 +1182,7 @@ END_TEST
 
 /* rank_tail_ms reports the settings the times assume: the tail's flags
  * (bf16 gradient reduce included), sequence parallelism, the TP overlap,
- * an unfused attention core, and the precision of the elements and matmuls
+ * an unfused attention core, eager layers, and the precision of the elements and matmuls
  * (what megatron.args and torchtitan.toml state or refuse). */
 START_TEST(rank_tail_reports_what_it_assumes)
 {
@@ -1204,6 +1204,8 @@ START_TEST(rank_tail_reports_what_it_assumes)
                                             "tp_comm_overlap_share", "0", NULL};
     static const char *const bf16_grads[] = {"grad_accumulation_fp32", "false", NULL};
     static const char *const unfused[] = {"flash_attention", "false", NULL};
+    static const char *const eager[] = {"flash_attention", "false", "layer_kernels", "hf-gpt2",
+                                        NULL};
     static const char *const fp32_grads[] = {"grad_accumulation_fp32", "false", "element_bytes",
                                              "4", "matmul_precision", "fp32", NULL};
     struct { const char *const *params; uint32_t bits; } cases[] = {
@@ -1217,6 +1219,7 @@ START_TEST(rank_tail_reports_what_it_assumes)
         {hide_none, tail}, /* a share of 0 hides nothing: no overlap */
         {bf16_grads, tail | LOOM_ASSUMED_GRAD_REDUCE_BF16},
         {unfused, tail | LOOM_ASSUMED_UNFUSED_ATTENTION},
+        {eager, tail | LOOM_ASSUMED_UNFUSED_ATTENTION | LOOM_ASSUMED_EAGER_LAYERS},
         /* fp32 weights keep fp32 gradients */
         {fp32_grads, tail | LOOM_ASSUMED_ELEMENTS_FP32 | LOOM_ASSUMED_MATMUL_FP32},
     };

@@ -534,13 +534,15 @@ def cases(src):
             (["cost_model.tp_comm_overlap=true"], "megatron.args ok"),
             (["cost_model.grad_accumulation_fp32=false"], "megatron.args ok"),
             (["cost_model.flash_attention=false"], "megatron.args ok"),
+            (["cost_model.flash_attention=false", "cost_model.layer_kernels=hf-gpt2"],
+             "megatron.args refused: the plan is priced with Hugging Face"),
             (["cost_model.tp_comm_overlap=true", "cost_model.sequence_parallel=false"],
              "megatron.args refused: the cost model overlaps the tensor-parallel")):
         args = llama + [a for p in prm for a in ("--param", p)] + ["--memory-cap", "1e15"]
         out.append(dict(name="megatron-1f1b llama-3-8b " + " ".join(prm), manifest=m1, dp=1,
                         shape=llama_shape, args=args, roofline=roofline_params(src, m1, args),
                         expect=[want]))
-    for c in out[len(out) - 14:]:
+    for c in out[len(out) - 15:]:
         c["must_plan"] = True
     for c in out:
         if c["name"] == "optimus vlm-s":

@@ -255,7 +255,7 @@ def spec_precision(src, manifest, args):
             "tp_overlap": bool(prm["tp_comm_overlap"]) and
             float(prm["tp_comm_overlap_share"]) > 0,
             "grad_bf16": not prm["grad_accumulation_fp32"] and int(prm["element_bytes"]) == 2,
-            "flash": bool(prm["flash_attention"])}
+            "flash": bool(prm["flash_attention"]), "eager": prm["layer_kernels"] != "fused"}
 
 
 def train_dtype_of(prec, layout):
@@ -268,6 +268,8 @@ def train_dtype_of(prec, layout):
         return None, "the cost model is not roofline: its precision is unknown"
     if tp > 1 and not prec["sequence_parallel"]:
         return None, "tensor parallelism without sequence parallelism"
+    if prec["eager"]:
+        return None, "Hugging Face eager layers (torchtitan runs its own Llama blocks)"
     if not prec["flash"]:
         return None, "the attention core unfused (torchtitan runs SDPA)"
     if prec["grad_bf16"]:
