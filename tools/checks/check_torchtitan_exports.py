@@ -234,9 +234,10 @@ def parallel_cp(args):
 # ---------------------------------------------------------------- the plan's view
 
 def spec_precision(src, manifest, args):
-    """What the plan's roofline cost model priced: element bytes, matmul precision and
-    sequence parallelism (its plugin defaults, the manifest's params, --param
-    cost_model.*), or None for another cost model."""
+    """What the plan's roofline cost model priced (its plugin defaults, the manifest's
+    params, --param cost_model.*): element bytes, matmul precision, sequence parallelism,
+    the TP overlap, the gradient-reduce precision, the attention kernel and the layer
+    kernels; None for another cost model."""
     with open(os.path.join(src, "plugins/roofline/manifest.json")) as fh:
         prm = {k: v["default"] for k, v in json.load(fh)["params"].items()}
     with open(os.path.join(src, "examples/manifests/%s.json" % manifest)) as fh:
@@ -259,10 +260,12 @@ def spec_precision(src, manifest, args):
 
 
 def train_dtype_of(prec, layout):
-    """The dtype torchtitan must train the plan's weights in, or (None, why) when
-    torchtitan 0.2.2 runs no such precision: bf16 over float32 weights through FSDP
-    (dp shard or cp above 1: parallelize_llama's apply_fsdp), float32 with fp32 matmuls;
-    its tensor parallelism is always sequence parallel (apply_tp)."""
+    """(the dtype torchtitan must train the plan's weights in, None), or (None, why) when
+    torchtitan 0.2.2 runs the plan otherwise than priced: it trains bf16 over float32
+    weights through FSDP alone (dp shard or cp above 1: parallelize_llama's apply_fsdp)
+    or float32 with fp32 matmuls, its tensor parallelism is always sequence parallel
+    (apply_tp), its Llama runs SDPA in its own blocks, and it reduces gradients in
+    float32."""
     tp, cp, dp = layout
     if prec is None:
         return None, "the cost model is not roofline: its precision is unknown"
@@ -590,7 +593,7 @@ def config_facts(cfg):
             "parts": par.module_fqns_per_model_part,
             "layers_per_stage": par.pipeline_parallel_layers_per_stage,
             "seq_len": cfg.training.seq_len, "seq_len_divisor": seq_len_divisor(par),
-            "train_dtype": train_dtype(cfg), "converters": list(cfg.model.converters),
+            "train_dtype": train_dtype(cfg),
             "float8_recipe": cfg.quantize.linear.float8.recipe_name,
             "compile_model": cfg.compile.enable and "model" in cfg.compile.components,
             "async_tp": par.enable_async_tensor_parallel}
