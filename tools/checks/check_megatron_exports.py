@@ -44,6 +44,7 @@ import tempfile
 import warnings
 
 warnings.filterwarnings("ignore")
+from roofline_params import roofline_params as shared_roofline_params  # noqa: E402
 import torch  # noqa: E402
 from megatron.core.num_microbatches_calculator import ConstantNumMicroBatchesCalculator  # noqa: E402
 from megatron.core.pipeline_parallel.schedules import (  # noqa: E402
@@ -126,18 +127,10 @@ def plan(src, loom, tmp, name, manifest, args):
 
 
 def roofline_params(src, manifest, args=()):
-    """The roofline cost model's params: the plugin's defaults, the manifest's,
-    the --param cost_model.* of args."""
-    defaults = json.load(open(os.path.join(src, "plugins/roofline/manifest.json")))["params"]
-    p = {k: v["default"] for k, v in defaults.items()}
-    for step in json.load(open(os.path.join(src, manifest)))["pipeline"]:
-        if step["role"] == "cost_model":
-            need(step["use"] == "roofline", "the check knows the roofline cost model only")
-            p.update(step.get("params", {}))
-    for i, a in enumerate(args[:-1]):
-        if a == "--param" and args[i + 1].startswith("cost_model."):
-            k, _, v = args[i + 1][len("cost_model."):].partition("=")
-            p[k] = {"true": True, "false": False}.get(v, v)
+    """The roofline cost model's params (roofline_params.py); the check knows no other
+    cost model."""
+    p = shared_roofline_params(src, manifest, args)
+    need(p is not None, "the check knows the roofline cost model only")
     return p
 
 

@@ -75,6 +75,8 @@ import sys
 import tempfile
 import time
 
+from roofline_params import roofline_params
+
 try:
     import tomllib
 except ModuleNotFoundError:  # Python < 3.11
@@ -234,23 +236,12 @@ def parallel_cp(args):
 # ---------------------------------------------------------------- the plan's view
 
 def spec_precision(src, manifest, args):
-    """What the plan's roofline cost model priced (its plugin defaults, the manifest's
-    params, --param cost_model.*): element bytes, matmul precision, sequence parallelism,
+    """What the plan's roofline cost model priced (roofline_params.py): element bytes, matmul precision, sequence parallelism,
     the TP overlap, the gradient-reduce precision, the attention kernel and the layer
     kernels; None for another cost model."""
-    with open(os.path.join(src, "plugins/roofline/manifest.json")) as fh:
-        prm = {k: v["default"] for k, v in json.load(fh)["params"].items()}
-    with open(os.path.join(src, "examples/manifests/%s.json" % manifest)) as fh:
-        steps = json.load(fh)["pipeline"]
-    for step in steps:
-        if step["role"] == "cost_model":
-            if step["use"] != "roofline":
-                return None
-            prm.update(step.get("params", {}))
-    for i, a in enumerate(args[:-1]):
-        if a == "--param" and args[i + 1].startswith("cost_model."):
-            k, _, v = args[i + 1][len("cost_model."):].partition("=")
-            prm[k] = {"true": True, "false": False}.get(v, v)
+    prm = roofline_params(src, "examples/manifests/%s.json" % manifest, args)
+    if prm is None:
+        return None
     return {"element_bytes": int(prm["element_bytes"]), "matmul": prm["matmul_precision"],
             "sequence_parallel": bool(prm["sequence_parallel"]),
             "tp_overlap": bool(prm["tp_comm_overlap"]) and

@@ -378,6 +378,20 @@ static inline int mtt_tune(const loom_memory_tuner_vtable *vt,
     return mtt_tune_budget(vt, params, with_sim, -1, g, s, policies, err);
 }
 
+/* Tunes g at memory cap `cap` (0: none) into policies, asserting success
+ * and, under a cap, that the policies' simulated peak stays within it. */
+static inline void mtt_tune_within(const loom_memory_tuner_vtable *vt, loom_stage_graph *g,
+                                   const loom_schedule *s, double cap, uint8_t *policies)
+{
+    loom_error err = {0};
+    g->memory_cap_bytes = cap;
+    ck_assert_msg(mtt_tune(vt, NULL, 0, g, s, policies, &err) == LOOM_OK, "%s", err.message);
+    if (cap > 0) {
+        loom_metrics m = mtt_simulate(g, s, policies, NULL);
+        ck_assert(m.max_peak_bytes <= cap);
+    }
+}
+
 /* The memory_tuner vtable of a static plugin. */
 static inline const loom_memory_tuner_vtable *
 mtt_vtable(const loom_plugin_info *info)
