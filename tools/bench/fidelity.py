@@ -19,9 +19,13 @@ with --known-miss ID (repeatable) it exits 1 only when the misses are not
 exactly those rows, so a new miss and a fixed one both show.
 
 A row's workload is either written from the row (`microbatches` of the
-`samples` or of `per_microbatch` copies of `sample`) or drawn by Loom's own
+`samples` or of `per_microbatch` copies of `sample`), drawn by Loom's own
 generator (`family`, `iterations`, `microbatches`, `seed`, and optionally
-`sequence_tokens` and `tokens_per_image`: `loom workload generate`); a generated workload is planned iteration by iteration, and the
+`sequence_tokens` and `tokens_per_image`: `loom workload generate`), or
+spread (`spread`: `images` images over the `microbatches` sequences of
+every iteration, at most `most_images` in one, every way of spreading
+them alike likely; with `iterations`, `seed`, `sequence_tokens` and
+`tokens_per_image`); a drawn workload is planned iteration by iteration, and the
 row's figure is taken over all of them (model FLOPs over GPU time for `mfu`,
 the mean iteration for `time_s`).
 Every row uses the shipped cluster presets and cost-model defaults: there is
@@ -33,7 +37,7 @@ the settings of NVIDIA's Megatron-Bridge and NeMo recipes);
 figure over a param's values (the Oobleck run's node counts).
 --cluster PRESET=FILE plans the rows of a cluster preset with a cluster
 file instead (e.g. h800=H.json: the H800 rows under other factors).
---seeds N also plans every generated-workload row with seeds 1..N and
+--seeds N also plans every drawn-workload row with seeds 1..N and
 prints the spread of its figure (min, median, max), so a row's reading can
 be told from its seed's luck.
 --param ROLE.KEY=VALUE plans every selected row, and its baseline, with
@@ -46,6 +50,7 @@ Usage: tools/bench/fidelity.py [--build build] [--table FILE] [--known-miss ID .
 import argparse
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -72,8 +77,47 @@ def workload_line(w):
     return json.dumps({"iteration": 0, "samples": samples})
 
 
+def spread_counts(rng, images, sequences, most):
+    """The image counts of `sequences` sequences holding `images` images,
+    at most `most` in one: every such composition equally likely (bars at
+    sequences - 1 of images + sequences - 1 places, drawn uniformly, until
+    no part passes `most`). With no other constraint known, it is the
+    spread that assumes least (maximum entropy)."""
+    if images > sequences * most:
+        raise SystemExit("fidelity: %d images do not fit %d sequences of at most %d"
+                         % (images, sequences, most))
+    while True:
+        bars = sorted(rng.sample(range(images + sequences - 1), sequences - 1))
+        parts = [b - a - 1 for a, b in zip([-1] + bars, bars + [images + sequences - 1])]
+        if max(parts) <= most:
+            return parts
+
+
+def spread_lines(w):
+    """The JSON lines of a `spread` workload (see the module comment)."""
+    rng = random.Random(w.get("seed", 1))
+    seq, per_image = w.get("sequence_tokens", 8192), w.get("tokens_per_image", 169)
+    lines = []
+    for it in range(w["iterations"]):
+        c = spread_counts(rng, w["spread"]["images"], w["microbatches"],
+                          w["spread"]["most_images"])
+        samples = [{"text_tokens": seq - per_image * n, "images": n, "microbatch": m}
+                   for m, n in enumerate(c)]
+        lines.append(json.dumps({"iteration": it, "samples": samples}))
+    return lines
+
+
+def drawn(w):
+    """1 when workload w is drawn (generated or spread), with a seed."""
+    return "family" in w or "spread" in w
+
+
 def write_workload(loom, w, path):
     """Writes the row's workload to `path`; returns its iteration count."""
+    if "spread" in w:
+        with open(path, "w") as f:
+            f.write("".join(line + "\n" for line in spread_lines(w)))
+        return w["iterations"]
     if "family" in w:
         subprocess.run([loom, "workload", "generate", "--family", w["family"],
                         "--iterations", str(w["iterations"]),
@@ -240,7 +284,7 @@ def predict_one(loom, row):
             return m["makespan_ms"] / b["makespan_ms"]
         if metric == "samples_per_s":
             w = row["workload"]
-            if "family" in w:
+            if drawn(w):
                 raise SystemExit("fidelity: row %s: samples_per_s needs a written workload" % row["id"])
             n = w["microbatches"] * len(w.get("samples") or [w["sample"]] * w.get("per_microbatch", 1))
             return n / (m["makespan_ms"] / 1e3)
@@ -248,7 +292,7 @@ def predict_one(loom, row):
             # the tokens of one data-parallel replica's iteration over its
             # time and its GPUs (tp x pp x cp), as torchtitan logs TPS/GPU
             w = row["workload"]
-            if "family" in w:
+            if drawn(w):
                 raise SystemExit("fidelity: row %s: tokens_per_gpu_s needs a written workload"
                                  % row["id"])
             samples = w.get("samples") or [w["sample"]] * w.get("per_microbatch", 1)
@@ -326,7 +370,7 @@ def main():
     ap.add_argument("--cluster", action="append", default=[], metavar="PRESET=FILE",
                     help="plan the rows of cluster PRESET with FILE (repeatable)")
     ap.add_argument("--seeds", type=int, default=0, metavar="N",
-                    help="also plan generated-workload rows with seeds 1..N and print the spread")
+                    help="also plan drawn-workload rows with seeds 1..N and print the spread")
     ap.add_argument("--param", action="append", default=[], metavar="ROLE.KEY=VALUE",
                     help="plan every row and baseline with this param instead of its own "
                          "setting of ROLE.KEY (repeatable)")
@@ -383,7 +427,7 @@ def main():
         print("infeasible %s: %s" % (rid, why))
     misses += [r for r, _, state in results if state == "**infeasible**"]
     for row in rows if args.seeds > 0 else []:
-        if "family" not in row["workload"]:
+        if not drawn(row["workload"]):
             continue
         figures = []
         for seed in range(1, args.seeds + 1):
