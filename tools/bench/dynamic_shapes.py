@@ -36,7 +36,6 @@ Usage: tools/bench/dynamic_shapes.py [--build DIR] [--iterations N]
            [--seed S] [--two-point "4 6 8 12 17 34"]
 """
 import argparse
-import collections
 import json
 import os
 import random
@@ -45,6 +44,7 @@ import sys
 import tempfile
 
 from fidelity import ROOT, plan_paths, spread_counts
+from packing_spread import microbatch_work
 
 MODEL = os.path.join(ROOT, "tests/fidelity/models/vit2b-lm5b-patches.json")
 SEQUENCES = 34          # the static row's microbatches
@@ -52,6 +52,7 @@ IMAGES = 68             # and its images an iteration (2 a sequence)
 SEQUENCE_TOKENS = 8192  # section 8.1
 IMAGE_TOKENS = 169      # section 8.1: what one image takes of a sequence
 SPREAD_MOST = 17        # the row's most images in a sequence
+LAYOUT = "tp=2,pp=4,dp=1,vpp=1,mb=%d" % SEQUENCES  # the rows' TP 2 PP 4
 PUBLISHED_SPREAD = 4.15  # section 1
 PUBLISHED_SLOWDOWN = 6.789 / 4.567  # Table 1
 
@@ -88,14 +89,14 @@ def write_workload(path, shape, k, iterations, seed):
     return most
 
 
-def plan(loom, wl, out, iterations, manifest, extra):
-    """Runs loom plan on the rows' layout; returns every iteration's
-    plan.json, parsed."""
-    cmd = [loom, "plan", "--manifest", os.path.join(ROOT, manifest),
-           "--model", MODEL, "--cluster", "h800",
-           "--parallel", "tp=2,pp=4,dp=1,vpp=1,mb=%d" % SEQUENCES,
+def plan(loom, wl, out, iterations):
+    """Plans wl as the fidelity rows do (megatron-param-balanced at one
+    virtual stage); returns every iteration's plan.json, parsed."""
+    cmd = [loom, "plan", "--manifest",
+           os.path.join(ROOT, "examples/manifests/megatron-param-balanced.json"),
+           "--model", MODEL, "--cluster", "h800", "--parallel", LAYOUT,
            "--workload", wl, "--iterations", str(iterations), "--out", out, "--quiet",
-           "--param", "partitioner.vpp_sweep=false"] + extra
+           "--param", "partitioner.vpp_sweep=false"]
     r = subprocess.run(cmd, stdout=subprocess.DEVNULL)
     if r.returncode != 0:
         sys.exit("dynamic_shapes.py: loom plan exited with %d (its message above)" % r.returncode)
@@ -112,22 +113,14 @@ def measure(loom, shape, k, args, tmp):
     name = shape if shape != "two-point" else "two-point-%d" % k
     wl = os.path.join(tmp, name + ".jsonl")
     most = write_workload(wl, shape, k, args.iterations, args.seed)
-    plans = plan(loom, wl, os.path.join(tmp, name), args.iterations,
-                 "examples/manifests/megatron-param-balanced.json", [])
+    plans = plan(loom, wl, os.path.join(tmp, name), args.iterations)
     total_ms = sum(p["metrics"]["makespan_ms"] for p in plans)
     mfu = sum(p["metrics"]["mfu"] * p["metrics"]["makespan_ms"] for p in plans) / total_ms
     for p in plans:
         if not p["metrics"].get("feasible", True):
             sys.exit("dynamic_shapes.py: %s: the plan exceeds the memory cap" % name)
-    bare = plan(loom, wl, os.path.join(tmp, name + "-bare"), args.iterations,
-                "examples/manifests/megatron-1f1b.json",
-                ["--use", "memory_tuner=none", "--memory-cap", "1000000GiB"])
-    work = []
-    for p in bare:
-        per = collections.Counter()
-        for s in p["stages"]:
-            per[s["microbatch"]] += s["end_ms"] - s["start_ms"]
-        work.extend(per.values())
+    work = microbatch_work(loom, wl, os.path.join(tmp, name + "-bare"), args.iterations,
+                           MODEL, "h800", LAYOUT, name)
     return most, max(work) / min(work), total_ms / len(plans), mfu
 
 

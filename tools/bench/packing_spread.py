@@ -28,12 +28,12 @@ FAMILIES = ("image-pairs", "interleaved", "video", "rise-and-fall", "text")
 
 
 def run(cmd, what):
-    """Runs a loom command; exits naming `what` when it fails (loom's own
-    message is on stderr above)."""
+    """Runs a loom command; exits naming the script run and `what` when it
+    fails (loom's own message is on stderr above)."""
     r = subprocess.run(cmd, stdout=subprocess.DEVNULL)
     if r.returncode != 0:
-        sys.exit("packing_spread.py: %s: %s exited with %d (its message above)"
-                 % (what, " ".join(cmd[:2]), r.returncode))
+        sys.exit("%s: %s: %s exited with %d (its message above)"
+                 % (os.path.basename(sys.argv[0]), what, " ".join(cmd[:2]), r.returncode))
 
 
 def spread(args, loom, window, tmp):
@@ -49,21 +49,29 @@ def spread(args, loom, window, tmp):
             for s in json.loads(line)["samples"]:
                 count[s["microbatch"]] += s.get("images", 0)
             images.extend(count[m] for m in range(args.microbatches))
-    out = os.path.join(tmp, "o%d" % window)
+    work = microbatch_work(loom, wl, os.path.join(tmp, "o%d" % window), args.iterations,
+                           args.model, args.cluster, args.parallel, "window %d" % window)
+    return max(work) / min(work), sum(images) / len(images), max(images)
+
+
+def microbatch_work(loom, wl, out, iterations, model, cluster, parallel, what):
+    """Every microbatch's compute time in the workload file wl, summed over
+    its stages on all ranks: `loom plan` with megatron-1f1b on the model,
+    cluster and layout, without recomputation or a memory cap, so each
+    microbatch costs its plain forward and backward (plans under out)."""
     run([loom, "plan", "--manifest", os.path.join(ROOT, "examples/manifests/megatron-1f1b.json"),
          "--use", "memory_tuner=none", "--memory-cap", "1000000GiB",
-         "--model", args.model, "--cluster", args.cluster, "--parallel", args.parallel,
-         "--workload", wl, "--iterations", str(args.iterations), "--out", out, "--quiet"],
-        "window %d" % window)
+         "--model", model, "--cluster", cluster, "--parallel", parallel,
+         "--workload", wl, "--iterations", str(iterations), "--out", out, "--quiet"], what)
     work = []
-    for path in plan_paths(out, args.iterations):
+    for path in plan_paths(out, iterations):
         with open(path) as f:
             stages = json.load(f)["stages"]
         per = collections.Counter()
         for s in stages:
             per[s["microbatch"]] += s["end_ms"] - s["start_ms"]
         work.extend(per.values())
-    return max(work) / min(work), sum(images) / len(images), max(images)
+    return work
 
 
 def main():
