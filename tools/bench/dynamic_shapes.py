@@ -127,7 +127,7 @@ def measure(loom, shape, k, args, tmp):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default="build")
-    ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--iterations", type=int, default=40)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--two-point", default="4 6 8 12 17 34")
     args = ap.parse_args()

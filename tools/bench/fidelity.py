@@ -79,18 +79,28 @@ def workload_line(w):
 
 def spread_counts(rng, images, sequences, most):
     """The image counts of `sequences` sequences holding `images` images,
-    at most `most` in one: every such composition equally likely (bars at
-    sequences - 1 of images + sequences - 1 places, drawn uniformly, until
-    no part passes `most`). With no other constraint known, it is the
-    spread that assumes least (maximum entropy)."""
-    if images > sequences * most:
+    at most `most` in one, every such composition equally likely: with no
+    other constraint known, the spread that assumes least (maximum
+    entropy). Exact, with no redraws: ways[k][n] counts the compositions
+    of n images into k sequences, and each sequence in turn takes j images
+    with probability ways[k - 1][n - j] / ways[k][n]."""
+    if sequences < 1 or images < 0 or most < 0 or images > sequences * most:
         raise SystemExit("fidelity: %d images do not fit %d sequences of at most %d"
                          % (images, sequences, most))
-    while True:
-        bars = sorted(rng.sample(range(images + sequences - 1), sequences - 1))
-        parts = [b - a - 1 for a, b in zip([-1] + bars, bars + [images + sequences - 1])]
-        if max(parts) <= most:
-            return parts
+    ways = [[1] + [0] * images]
+    for k in range(1, sequences + 1):
+        row = ways[-1]
+        ways.append([sum(row[n - j] for j in range(min(most, n) + 1)) for n in range(images + 1)])
+    parts, left = [], images
+    for k in range(sequences, 0, -1):
+        x = rng.randrange(ways[k][left])
+        for j in range(min(most, left) + 1):
+            x -= ways[k - 1][left - j]
+            if x < 0:
+                break
+        parts.append(j)
+        left -= j
+    return parts
 
 
 def spread_lines(w):

@@ -2,8 +2,9 @@
 """spread_counts_test.py - checks fidelity.py's `spread` workloads: every
 iteration holds exactly the row's images in its sequences, no sequence more
 than `most_images`, a sequence's text fills what its images leave, each way
-of spreading the images is drawn about equally often, the same seed gives
-the same lines, and images that cannot fit are refused by name.
+of spreading the images is drawn about equally often (also when only one
+way fits), the same seed gives the same lines, and images that cannot fit
+are refused by name.
 Exits 1 naming the first check that fails."""
 import collections
 import json
@@ -50,6 +51,9 @@ def main():
         if len(seen) != ways or any(abs(n - 8000 / ways) > 0.05 * 8000 / ways for n in seen.values()):
             fail("3 images over 2 sequences, at most %d: drawn %s; expected %d ways alike"
                  % (most, dict(seen), ways))
+    # one way only (every sequence at the limit): drawn at once, no redraws
+    if spread_counts(rng, 68, 34, 2) != [2] * 34:
+        fail("68 images over 34 sequences of at most 2: expected 2 in each")
     try:
         spread_counts(rng, 7, 2, 3)
     except SystemExit as e:
