@@ -47,7 +47,37 @@ struct loom_session {
     /* Appended: the workload in one line, what plans' `workload` points
      * to ("" for stage-times problems). */
     char workload_desc[160];
+    /* Appended: with --global-batch over dp > 1 replicas of a generated
+     * workload, the whole batch the planned (heaviest) replicas came from;
+     * NULL otherwise. Owned. */
+    struct loom_batch_replicas *batch;
 };
+
+/* ---- the whole batch behind a plan of its heaviest replica
+ * (batch_replicas.c) ------------------------------------------------------ */
+
+/* Every iteration's whole global batch, sequences numbered over all
+ * replicas (replica r holds sequences r*per .. (r+1)*per - 1, K = the
+ * micro-batch size to a microbatch), and the replica each plan stands
+ * for. */
+typedef struct loom_batch_replicas {
+    loom_sample *samples;   /* every iteration's batch, one after another */
+    int64_t *off;           /* n_iterations + 1: iteration k's samples */
+    int32_t *planned;       /* n_iterations: the replica planned */
+    int32_t n_iterations, dp, per, micro_batch_size;
+} loom_batch_replicas;
+
+/* Frees b (NULL is fine). */
+void loom_batch_replicas_free(loom_batch_replicas *b);
+
+/* The factor that turns a plan of iteration k's planned replica into the
+ * whole job's MFU and HFU: the mean model FLOPs of the dp replicas over the
+ * planned replica's, each priced under the plan's layer split
+ * (loom_engine_replica_flops). 1 when the planned replica has no FLOPs
+ * (a cost model that does not count them). */
+int loom_batch_job_scale(const loom_batch_replicas *b, struct loom_pipeline *pl,
+                         const loom_problem *problem, int32_t k, const loom_partition *part,
+                         double *scale, loom_error *err);
 
 /* loom_session_open into caller storage (tests and the run layer keep
  * sessions by value): *s is zeroed first and on failure still safe to

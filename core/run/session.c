@@ -279,19 +279,32 @@ static int32_t heaviest_replica(const loom_model *model, const loom_iteration *i
 }
 
 /* Keeps, of every iteration of a workload generated for the whole global
- * batch (dp replicas of `per` sequences each), the samples of its heaviest
- * replica, numbered from sequence 0: the replica the gradient sync waits
- * for is the one planned. */
+ * batch (dp replicas of `per` sequences each, K to a microbatch), the
+ * samples of its heaviest replica, numbered from sequence 0: the replica
+ * the gradient sync waits for is the one planned. The whole batch moves to
+ * *batch, for the job's FLOPs. */
 static int keep_heaviest_replica(loom_workload *w, const loom_model *model, int32_t per,
-                                 int32_t dp, loom_error *err)
+                                 int32_t dp, int32_t K, loom_batch_replicas **batch,
+                                 loom_error *err)
 {
+    loom_batch_replicas *b = calloc(1, sizeof *b);
     loom_sample *kept = calloc((size_t)w->n_samples + 1, sizeof *kept);
-    if (!kept)
+    if (b) {
+        b->off = calloc((size_t)w->n_iterations + 1, sizeof *b->off);
+        b->planned = calloc((size_t)w->n_iterations + 1, sizeof *b->planned);
+    }
+    if (!b || !kept || !b->off || !b->planned) {
+        loom_batch_replicas_free(b);
+        free(kept);
         return loom_set_error(err, LOOM_ENOMEM, "out of memory");
+    }
     int64_t n = 0;
     for (int32_t k = 0; k < w->n_iterations; k++) {
         loom_iteration *it = &w->iterations[k];
         int32_t r = heaviest_replica(model, it, per, dp);
+        b->off[k] = it->samples - w->samples;
+        b->off[k + 1] = b->off[k] + it->n_samples;
+        b->planned[k] = r;
         int64_t first = n;
         for (int32_t i = 0; i < it->n_samples; i++)
             if (it->samples[i].microbatch / per == r) {
@@ -301,7 +314,12 @@ static int keep_heaviest_replica(loom_workload *w, const loom_model *model, int3
         it->n_samples = (int32_t)(n - first);
         it->samples = kept + first;
     }
-    free(w->samples);
+    b->samples = w->samples;
+    b->n_iterations = w->n_iterations;
+    b->dp = dp;
+    b->per = per;
+    b->micro_batch_size = K;
+    *batch = b;
     w->samples = kept;
     w->n_samples = n;
     return LOOM_OK;
@@ -404,7 +422,8 @@ static int open_problem(loom_session *s, const loom_session_args *a, loom_error 
                                            (int32_t)(whole ? per * dp : per), seed, &packing,
                                            &s->workload, err);
         if (rc == LOOM_OK && whole)
-            rc = keep_heaviest_replica(s->workload, pb->model, (int32_t)per, dp, err);
+            rc = keep_heaviest_replica(s->workload, pb->model, (int32_t)per, dp, (int32_t)K,
+                                       &s->batch, err);
         if (rc != LOOM_OK)
             return rc;
         group_sequences(s->workload, (int32_t)K);
@@ -595,6 +614,24 @@ int loom_session_plan_iteration(loom_session *s, const loom_iteration *it, loom_
     return checked_plan(s, it, plan, err);
 }
 
+/* A plan of iteration k's heaviest replica stands for the step, whose
+ * model FLOPs are every replica's: scales its MFU and HFU (when known) by
+ * the replicas' mean FLOPs over its own (loom_batch_job_scale). */
+static int job_metrics(loom_session *s, int32_t k, loom_plan *plan, loom_error *err)
+{
+    double scale = 1;
+    int rc = loom_batch_job_scale(s->batch, s->pl, &s->problem, k, plan->partition, &scale, err);
+    if (rc != LOOM_OK) {
+        loom_plan_clear(plan);
+        return rc;
+    }
+    if (plan->metrics.mfu >= 0)
+        plan->metrics.mfu *= scale;
+    if (LOOM_METRICS_HAS(&plan->metrics, hfu) && plan->metrics.hfu >= 0)
+        plan->metrics.hfu *= scale;
+    return LOOM_OK;
+}
+
 int loom_session_plan(loom_session *s, int32_t k, loom_plan *plan, loom_error *err)
 {
     if (s->problem.kind == LOOM_PROBLEM_STAGE_TIMES)
@@ -602,7 +639,10 @@ int loom_session_plan(loom_session *s, int32_t k, loom_plan *plan, loom_error *e
     if (k < 0 || k >= s->n_iterations)
         return loom_set_error(err, LOOM_EINVAL, "no iteration %d (the workload has %d)", k,
                               s->n_iterations);
-    return loom_session_plan_iteration(s, &s->workload->iterations[k], plan, err);
+    int rc = loom_session_plan_iteration(s, &s->workload->iterations[k], plan, err);
+    if (rc == LOOM_OK && s->batch && plan->partition && k < s->batch->n_iterations)
+        rc = job_metrics(s, k, plan, err);
+    return rc;
 }
 
 int loom_session_tp_warning(const loom_session *s, char *buf, size_t size)
@@ -645,6 +685,7 @@ void loom_session_release(loom_session *s)
         loom_stage_times_data_free(s->stage_times);
     free(s->module_layouts);
     loom_layout_spec_free(s->parallel_layouts);
+    loom_batch_replicas_free(s->batch);
     memset(s, 0, sizeof *s);
 }
 

@@ -21,7 +21,10 @@ exactly those rows, so a new miss and a fixed one both show.
 A row's workload is either written from the row (`microbatches` of the
 `samples` or of `per_microbatch` copies of `sample`), drawn by Loom's own
 generator (`family`, `iterations`, `microbatches`, `seed`, and optionally
-`sequence_tokens` and `tokens_per_image`: `loom workload generate`), or
+`sequence_tokens` and `tokens_per_image`: `loom workload generate`; with
+`global_batch` B, `loom plan --generate` draws the whole batch of the dp
+replicas and plans the heaviest, the step's MFU counting every replica's
+FLOPs, and `seed` is the search's too), or
 spread (`spread`: `images` images over the `microbatches` sequences of
 every iteration, at most `most_images` in one, every way of spreading
 them alike likely; with `iterations`, `seed`, `sequence_tokens` and
@@ -170,8 +173,16 @@ def plan(loom, row, tmp, model_path, log=None):
     """Plans the row's workload (every iteration of it); returns plan.json's
     metrics, pooled over the iterations. With a list `log`, the plugins'
     info lines (LOOM_LOG=info) are appended to it."""
-    wl = os.path.join(tmp, "workload.jsonl")
-    iterations = write_workload(loom, row["workload"], wl)
+    w = row["workload"]
+    if "global_batch" in w:  # loom plan draws the whole batch itself
+        iterations = w["iterations"]
+        source = ["--generate", w["family"], "--global-batch", str(w["global_batch"]),
+                  "--seed", str(w.get("seed", 1)), "--seq-len", str(w.get("sequence_tokens", 8192)),
+                  "--packing-window", str(w.get("packing_window", 1))]
+    else:
+        wl = os.path.join(tmp, "workload.jsonl")
+        iterations = write_workload(loom, w, wl)
+        source = ["--workload", wl]
     out = os.path.join(tmp, "out")
     cluster = row["cluster"]
     if os.path.exists(os.path.join(ROOT, cluster)):
@@ -181,7 +192,7 @@ def plan(loom, row, tmp, model_path, log=None):
         parallel = os.path.join(ROOT, parallel)  # a parallel config file
     cmd = [loom, "plan", "--manifest", os.path.join(ROOT, row["manifest"]),
            "--model", model_path, "--cluster", cluster,
-           "--parallel", parallel, "--workload", wl, "--iterations", str(iterations),
+           "--parallel", parallel] + source + ["--iterations", str(iterations),
            "--out", out] + ([] if log is not None else ["--quiet"])
     for p in row.get("params", []):
         cmd += ["--param", p]

@@ -1,0 +1,121 @@
+/*
+ * test_batch_replicas.c - a plan of a global batch's heaviest replica
+ * (--global-batch over dp > 1 replicas of a generated workload) stands for
+ * the step: its time is the slowest replica's, its MFU and HFU count every
+ * replica's model FLOPs (core/run/batch_replicas.c).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "testutil.h"
+#include "engine_api.h"
+#include <loom/sys/session.h>
+#include "run_priv.h"
+
+/* Plans iteration 0 of tiny-vlm with the PipeWeaver pipeline (one flow per
+ * module, sub-microbatches) at PP 2 and DP 2, 4 microbatches a replica,
+ * the whole batch drawn when global_batch > 0. */
+static void plan_tiny(int64_t global_batch, loom_session *s, loom_plan *plan)
+{
+    loom_session_args a;
+    loom_session_args_init(&a);
+    a.manifest = loom_test_src("examples/manifests/pipeweaver.json");
+    a.model = loom_test_src("tests/fidelity/models/tiny-vlm.json");
+    a.parallel = "tp=1,pp=2,dp=2,vpp=1,mb=4";
+    a.generate = "interleaved";
+    a.packing_window = 3;
+    a.iterations = 1;
+    a.global_batch = global_batch;
+    a.params[a.n_params++] = "ranker.max_evaluations=20";
+    a.params[a.n_params++] = "ranker.budget_ms=600000";
+    loom_error err = {0};
+    ck_assert_msg(loom_session_init(s, &a, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_msg(loom_session_plan(s, 0, plan, &err) == LOOM_OK, "%s", err.message);
+}
+
+/* The plan's MFU as its own graph gives it: its replica's model FLOPs over
+ * its ranks' GPU time. */
+static double graph_mfu(const loom_plan *plan)
+{
+    const loom_stage_graph *g = plan->graph;
+    return g->total_flops / (plan->metrics.makespan_ms / 1e3 * g->n_ranks * g->peak_flops_per_rank);
+}
+
+/* Replica r of the batch's iteration 0: its samples, sequences numbered
+ * from 0 (one sequence a microbatch here), in buf. */
+static loom_iteration replica_of(const loom_batch_replicas *b, int32_t r, loom_sample *buf)
+{
+    int32_t n = 0;
+    for (int64_t i = b->off[0]; i < b->off[1]; i++)
+        if (b->samples[i].microbatch / b->per == r) {
+            buf[n] = b->samples[i];
+            buf[n++].microbatch -= r * b->per;
+        }
+    return (loom_iteration){0, n, buf};
+}
+
+START_TEST(job_mfu_counts_every_replica)
+{
+    loom_session s;
+    loom_plan plan;
+    plan_tiny(8, &s, &plan);
+    const loom_batch_replicas *b = s.batch;
+    ck_assert_ptr_nonnull(b);
+    ck_assert_int_eq(b->dp, 2);
+    ck_assert_int_eq(b->per, 4);
+    loom_sample *buf = malloc((size_t)(b->off[1] - b->off[0]) * sizeof *buf);
+    double flops[2];
+    loom_error err = {0};
+    for (int32_t r = 0; r < 2; r++) {
+        loom_iteration it = replica_of(b, r, buf);
+        ck_assert_int_gt(it.n_samples, 0);
+        ck_assert_msg(loom_engine_replica_flops(s.pl, &s.problem, &it, plan.partition, &flops[r],
+                                                &err) == LOOM_OK, "%s", err.message);
+    }
+    free(buf);
+    /* the replicas differ (else the test could not fail), and the planned
+     * one's FLOPs on the copy with one sub-microbatch a microbatch are its
+     * graph's under the plan's own data split */
+    ck_assert_double_ne(flops[0], flops[1]);
+    double planned = flops[b->planned[0]];
+    ck_assert_double_eq_tol(planned, plan.graph->total_flops, 1e-9 * planned);
+    double want = graph_mfu(&plan) * (flops[0] + flops[1]) / 2 / planned;
+    ck_assert_double_eq_tol(plan.metrics.mfu, want, 1e-9 * want);
+    ck_assert_double_eq_tol(plan.metrics.hfu,
+                            (plan.graph->total_flops + plan.graph->recompute_flops) /
+                                (plan.metrics.makespan_ms / 1e3 * plan.graph->n_ranks *
+                                 plan.graph->peak_flops_per_rank) *
+                                (flops[0] + flops[1]) / 2 / planned,
+                            1e-9);
+    loom_plan_clear(&plan);
+    loom_session_release(&s);
+}
+END_TEST
+
+START_TEST(one_replica_planned_alone_keeps_its_mfu)
+{
+    loom_session s;
+    loom_plan plan;
+    plan_tiny(0, &s, &plan);
+    ck_assert_ptr_null(s.batch);
+    ck_assert_double_eq_tol(plan.metrics.mfu, graph_mfu(&plan), 1e-12);
+    loom_plan_clear(&plan);
+    loom_session_release(&s);
+}
+END_TEST
+
+static Suite *batch_replicas_suite(void)
+{
+    Suite *s = suite_create("batch_replicas");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, job_mfu_counts_every_replica);
+    tcase_add_test(tc, one_replica_planned_alone_keeps_its_mfu);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return loom_test_main(batch_replicas_suite());
+}
