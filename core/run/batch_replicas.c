@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include "engine_api.h"
 #include "run_priv.h"
+#include <loom/tokens.h>
 
 void loom_batch_replicas_free(loom_batch_replicas *b)
 {
@@ -32,9 +33,12 @@ static loom_iteration replica(const loom_batch_replicas *b, int32_t k, int32_t r
     return (loom_iteration){k, n, buf};
 }
 
-int loom_batch_job_scale(const loom_batch_replicas *b, struct loom_pipeline *pl,
-                         const loom_problem *problem, int32_t k, const loom_partition *part,
-                         double *scale, loom_error *err)
+/* The replicas' mean model FLOPs over the planned replica's, each priced
+ * under the layer split of `part` (loom_engine_replica_flops); 1 when the
+ * planned replica has none (a cost model that does not count them). */
+static int job_scale(const loom_batch_replicas *b, struct loom_pipeline *pl,
+                     const loom_problem *problem, int32_t k, const loom_partition *part,
+                     double *scale, loom_error *err)
 {
     *scale = 1;
     int64_t n = b->off[k + 1] - b->off[k];
@@ -55,4 +59,101 @@ int loom_batch_job_scale(const loom_batch_replicas *b, struct loom_pipeline *pl,
     if (rc == LOOM_OK && planned > 0)
         *scale = sum / b->dp / planned;
     return rc;
+}
+
+/* Linear work of one sample: every module's tokens times its weights (the
+ * FLOPs of its GEMMs up to a constant), to find the heaviest replica. */
+static double sample_work(const loom_model *model, const loom_sample *smp)
+{
+    double work = 0;
+    for (int32_t m = 0; m < model->n_modules; m++) {
+        const loom_module *mod = &model->modules[m];
+        double weights = 0;
+        for (int32_t l = 0; l < mod->n_layers; l++)
+            weights += (double)mod->layers[l].hidden *
+                       (4.0 * mod->layers[l].hidden + 2.0 * mod->layers[l].ffn_hidden);
+        work += weights * (double)loom_sample_tokens(model, m, smp);
+    }
+    return work;
+}
+
+/* The replica of iteration `it` (sequences r*per .. (r+1)*per - 1 of the
+ * global batch) with the most work. */
+static int32_t heaviest_replica(const loom_model *model, const loom_iteration *it, int32_t per,
+                                int32_t dp)
+{
+    double best = -1, *work = calloc((size_t)dp, sizeof *work);
+    int32_t r_best = 0;
+    if (!work)
+        return 0;
+    for (int32_t i = 0; i < it->n_samples; i++) {
+        int32_t r = it->samples[i].microbatch / per;
+        if (r >= 0 && r < dp)
+            work[r] += sample_work(model, &it->samples[i]);
+    }
+    for (int32_t r = 0; r < dp; r++)
+        if (work[r] > best) {
+            best = work[r];
+            r_best = r;
+        }
+    free(work);
+    return r_best;
+}
+
+int loom_batch_keep_heaviest(loom_workload *w, const loom_model *model, int32_t per,
+                             int32_t dp, int32_t K, loom_batch_replicas **batch, loom_error *err)
+{
+    loom_batch_replicas *b = calloc(1, sizeof *b);
+    loom_sample *kept = calloc((size_t)w->n_samples + 1, sizeof *kept);
+    if (b) {
+        b->off = calloc((size_t)w->n_iterations + 1, sizeof *b->off);
+        b->planned = calloc((size_t)w->n_iterations + 1, sizeof *b->planned);
+    }
+    if (!b || !kept || !b->off || !b->planned) {
+        loom_batch_replicas_free(b);
+        free(kept);
+        return loom_set_error(err, LOOM_ENOMEM, "out of memory");
+    }
+    int64_t n = 0;
+    for (int32_t k = 0; k < w->n_iterations; k++) {
+        loom_iteration *it = &w->iterations[k];
+        int32_t r = heaviest_replica(model, it, per, dp);
+        b->off[k] = it->samples - w->samples;
+        b->off[k + 1] = b->off[k] + it->n_samples;
+        b->planned[k] = r;
+        int64_t first = n;
+        for (int32_t i = 0; i < it->n_samples; i++)
+            if (it->samples[i].microbatch / per == r) {
+                kept[n] = it->samples[i];
+                kept[n++].microbatch -= r * per;
+            }
+        it->n_samples = (int32_t)(n - first);
+        it->samples = kept + first;
+    }
+    b->samples = w->samples;
+    b->n_iterations = w->n_iterations;
+    b->dp = dp;
+    b->per = per;
+    b->micro_batch_size = K;
+    *batch = b;
+    w->samples = kept;
+    w->n_samples = n;
+    return LOOM_OK;
+}
+
+int loom_batch_job_metrics(const loom_batch_replicas *b, struct loom_pipeline *pl,
+                           const loom_problem *problem, int32_t k, loom_plan *plan,
+                           loom_error *err)
+{
+    double scale = 1;
+    int rc = job_scale(b, pl, problem, k, plan->partition, &scale, err);
+    if (rc != LOOM_OK) {
+        loom_plan_clear(plan);
+        return rc;
+    }
+    if (plan->metrics.mfu >= 0)
+        plan->metrics.mfu *= scale;
+    if (LOOM_METRICS_HAS(&plan->metrics, hfu) && plan->metrics.hfu >= 0)
+        plan->metrics.hfu *= scale;
+    return LOOM_OK;
 }

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <loom/sys/isolate.h>
+#include <loom/sys/problem.h>
 #include <loom/sys/session.h>
 
 /* ---- sessions (session.c) ------------------------------------------------ */
@@ -70,14 +71,22 @@ typedef struct loom_batch_replicas {
 /* Frees b (NULL is fine). */
 void loom_batch_replicas_free(loom_batch_replicas *b);
 
-/* The factor that turns a plan of iteration k's planned replica into the
- * whole job's MFU and HFU: the mean model FLOPs of the dp replicas over the
- * planned replica's, each priced under the plan's layer split
- * (loom_engine_replica_flops). 1 when the planned replica has no FLOPs
- * (a cost model that does not count them). */
-int loom_batch_job_scale(const loom_batch_replicas *b, struct loom_pipeline *pl,
-                         const loom_problem *problem, int32_t k, const loom_partition *part,
-                         double *scale, loom_error *err);
+/* Keeps, of every iteration of a workload generated for the whole global
+ * batch (dp replicas of `per` sequences each, K to a microbatch), the
+ * samples of its heaviest replica (every module's tokens times its
+ * weights), numbered from sequence 0: the replica the gradient sync waits
+ * for is the one planned. The whole batch moves to a new *batch. */
+int loom_batch_keep_heaviest(loom_workload *w, const loom_model *model, int32_t per,
+                             int32_t dp, int32_t K, loom_batch_replicas **batch, loom_error *err);
+
+/* A plan of iteration k's planned replica stands for the step, whose model
+ * FLOPs are every replica's: scales its MFU and HFU (when known) by the dp
+ * replicas' mean model FLOPs over the planned replica's, each priced under
+ * the plan's layer split (loom_engine_replica_flops). On failure clears
+ * the plan. */
+int loom_batch_job_metrics(const loom_batch_replicas *b, struct loom_pipeline *pl,
+                           const loom_problem *problem, int32_t k, loom_plan *plan,
+                           loom_error *err);
 
 /* loom_session_open into caller storage (tests and the run layer keep
  * sessions by value): *s is zeroed first and on failure still safe to

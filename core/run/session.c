@@ -239,92 +239,6 @@ static void group_sequences(loom_workload *w, int32_t K)
             w->samples[i].microbatch /= K;
 }
 
-/* Linear work of one sample: every module's tokens times its weights (the
- * FLOPs of its GEMMs up to a constant), to find the heaviest replica. */
-static double sample_work(const loom_model *model, const loom_sample *smp)
-{
-    double work = 0;
-    for (int32_t m = 0; m < model->n_modules; m++) {
-        const loom_module *mod = &model->modules[m];
-        double weights = 0;
-        for (int32_t l = 0; l < mod->n_layers; l++)
-            weights += (double)mod->layers[l].hidden *
-                       (4.0 * mod->layers[l].hidden + 2.0 * mod->layers[l].ffn_hidden);
-        work += weights * (double)loom_sample_tokens(model, m, smp);
-    }
-    return work;
-}
-
-/* The replica of iteration `it` (sequences r*per .. (r+1)*per - 1 of the
- * global batch) with the most work. */
-static int32_t heaviest_replica(const loom_model *model, const loom_iteration *it, int32_t per,
-                                int32_t dp)
-{
-    double best = -1, *work = calloc((size_t)dp, sizeof *work);
-    int32_t r_best = 0;
-    if (!work)
-        return 0;
-    for (int32_t i = 0; i < it->n_samples; i++) {
-        int32_t r = it->samples[i].microbatch / per;
-        if (r >= 0 && r < dp)
-            work[r] += sample_work(model, &it->samples[i]);
-    }
-    for (int32_t r = 0; r < dp; r++)
-        if (work[r] > best) {
-            best = work[r];
-            r_best = r;
-        }
-    free(work);
-    return r_best;
-}
-
-/* Keeps, of every iteration of a workload generated for the whole global
- * batch (dp replicas of `per` sequences each, K to a microbatch), the
- * samples of its heaviest replica, numbered from sequence 0: the replica
- * the gradient sync waits for is the one planned. The whole batch moves to
- * *batch, for the job's FLOPs. */
-static int keep_heaviest_replica(loom_workload *w, const loom_model *model, int32_t per,
-                                 int32_t dp, int32_t K, loom_batch_replicas **batch,
-                                 loom_error *err)
-{
-    loom_batch_replicas *b = calloc(1, sizeof *b);
-    loom_sample *kept = calloc((size_t)w->n_samples + 1, sizeof *kept);
-    if (b) {
-        b->off = calloc((size_t)w->n_iterations + 1, sizeof *b->off);
-        b->planned = calloc((size_t)w->n_iterations + 1, sizeof *b->planned);
-    }
-    if (!b || !kept || !b->off || !b->planned) {
-        loom_batch_replicas_free(b);
-        free(kept);
-        return loom_set_error(err, LOOM_ENOMEM, "out of memory");
-    }
-    int64_t n = 0;
-    for (int32_t k = 0; k < w->n_iterations; k++) {
-        loom_iteration *it = &w->iterations[k];
-        int32_t r = heaviest_replica(model, it, per, dp);
-        b->off[k] = it->samples - w->samples;
-        b->off[k + 1] = b->off[k] + it->n_samples;
-        b->planned[k] = r;
-        int64_t first = n;
-        for (int32_t i = 0; i < it->n_samples; i++)
-            if (it->samples[i].microbatch / per == r) {
-                kept[n] = it->samples[i];
-                kept[n++].microbatch -= r * per;
-            }
-        it->n_samples = (int32_t)(n - first);
-        it->samples = kept + first;
-    }
-    b->samples = w->samples;
-    b->n_iterations = w->n_iterations;
-    b->dp = dp;
-    b->per = per;
-    b->micro_batch_size = K;
-    *batch = b;
-    w->samples = kept;
-    w->n_samples = n;
-    return LOOM_OK;
-}
-
 static int open_problem(loom_session *s, const loom_session_args *a, loom_error *err)
 {
     loom_problem *pb = &s->problem;
@@ -422,8 +336,8 @@ static int open_problem(loom_session *s, const loom_session_args *a, loom_error 
                                            (int32_t)(whole ? per * dp : per), seed, &packing,
                                            &s->workload, err);
         if (rc == LOOM_OK && whole)
-            rc = keep_heaviest_replica(s->workload, pb->model, (int32_t)per, dp, (int32_t)K,
-                                       &s->batch, err);
+            rc = loom_batch_keep_heaviest(s->workload, pb->model, (int32_t)per, dp, (int32_t)K,
+                                          &s->batch, err);
         if (rc != LOOM_OK)
             return rc;
         group_sequences(s->workload, (int32_t)K);
@@ -614,24 +528,6 @@ int loom_session_plan_iteration(loom_session *s, const loom_iteration *it, loom_
     return checked_plan(s, it, plan, err);
 }
 
-/* A plan of iteration k's heaviest replica stands for the step, whose
- * model FLOPs are every replica's: scales its MFU and HFU (when known) by
- * the replicas' mean FLOPs over its own (loom_batch_job_scale). */
-static int job_metrics(loom_session *s, int32_t k, loom_plan *plan, loom_error *err)
-{
-    double scale = 1;
-    int rc = loom_batch_job_scale(s->batch, s->pl, &s->problem, k, plan->partition, &scale, err);
-    if (rc != LOOM_OK) {
-        loom_plan_clear(plan);
-        return rc;
-    }
-    if (plan->metrics.mfu >= 0)
-        plan->metrics.mfu *= scale;
-    if (LOOM_METRICS_HAS(&plan->metrics, hfu) && plan->metrics.hfu >= 0)
-        plan->metrics.hfu *= scale;
-    return LOOM_OK;
-}
-
 int loom_session_plan(loom_session *s, int32_t k, loom_plan *plan, loom_error *err)
 {
     if (s->problem.kind == LOOM_PROBLEM_STAGE_TIMES)
@@ -641,7 +537,7 @@ int loom_session_plan(loom_session *s, int32_t k, loom_plan *plan, loom_error *e
                               s->n_iterations);
     int rc = loom_session_plan_iteration(s, &s->workload->iterations[k], plan, err);
     if (rc == LOOM_OK && s->batch && plan->partition && k < s->batch->n_iterations)
-        rc = job_metrics(s, k, plan, err);
+        rc = loom_batch_job_metrics(s->batch, s->pl, &s->problem, k, plan, err);
     return rc;
 }
 
