@@ -33,30 +33,34 @@ static loom_iteration replica(const loom_batch_replicas *b, int32_t k, int32_t r
     return (loom_iteration){k, n, buf};
 }
 
-/* The replicas' mean model FLOPs over the planned replica's, each priced
- * under the layer split of `part` (loom_engine_replica_flops); 1 when the
- * planned replica has none (a cost model that does not count them). */
+/* The replicas' mean model FLOPs over the planned replica's (`planned`,
+ * its plan's graph's), the others priced under the layer split of `part`
+ * (loom_engine_replica_flops, which gives the planned one its graph's
+ * figure too); 1, with nothing built, when the planned replica has none
+ * (a cost model that does not count them). */
 static int job_scale(const loom_batch_replicas *b, struct loom_pipeline *pl,
                      const loom_problem *problem, int32_t k, const loom_partition *part,
-                     double *scale, loom_error *err)
+                     double planned, double *scale, loom_error *err)
 {
     *scale = 1;
+    if (!(planned > 0))
+        return LOOM_OK;
     int64_t n = b->off[k + 1] - b->off[k];
     loom_sample *buf = malloc((size_t)(n > 0 ? n : 1) * sizeof *buf);
     if (!buf)
         return loom_set_error(err, LOOM_ENOMEM, "out of memory");
-    double sum = 0, planned = 0;
+    double sum = planned;
     int rc = LOOM_OK;
     for (int32_t r = 0; r < b->dp && rc == LOOM_OK; r++) {
+        if (r == b->planned[k])
+            continue;
         loom_iteration it = replica(b, k, r, buf);
         double flops = 0;
         rc = loom_engine_replica_flops(pl, problem, &it, part, &flops, err);
         sum += flops;
-        if (r == b->planned[k])
-            planned = flops;
     }
     free(buf);
-    if (rc == LOOM_OK && planned > 0)
+    if (rc == LOOM_OK)
         *scale = sum / b->dp / planned;
     return rc;
 }
@@ -146,7 +150,7 @@ int loom_batch_job_metrics(const loom_batch_replicas *b, struct loom_pipeline *p
                            loom_error *err)
 {
     double scale = 1;
-    int rc = job_scale(b, pl, problem, k, plan->partition, &scale, err);
+    int rc = job_scale(b, pl, problem, k, plan->partition, plan->graph->total_flops, &scale, err);
     if (rc != LOOM_OK) {
         loom_plan_clear(plan);
         return rc;
