@@ -11,6 +11,8 @@
 #include "engine_api.h"
 #include <loom/sys/session.h>
 #include "run_priv.h"
+#include "problem_inputs.h"
+#include <loom/sys/problem.h>
 
 /* Plans iteration 0 of tiny-vlm with the PipeWeaver pipeline (one flow per
  * module, sub-microbatches) at PP 2 and DP 2, 4 microbatches a replica,
@@ -104,6 +106,49 @@ START_TEST(one_replica_planned_alone_keeps_its_mfu)
 }
 END_TEST
 
+/* Replicas of one sequence pair each on Llama 3.1 8B (h 4096, f 14336
+ * gated, 8 of 32 heads for K and V, causal): per trained layer a token
+ * costs 3 x 436.2 MFLOP of GEMMs and a squared length 3 x 8192 FLOP of
+ * attention core. Replica 0 holds 4200 + 4200 tokens (3.953e12 FLOPs a
+ * layer over 3), replica 1 8000 + 200 (4.101e12): fewer tokens, more
+ * attention. The heaviest is replica 1, which linear work alone (tokens
+ * times weights) would rank below replica 0. */
+START_TEST(heaviest_replica_counts_attention)
+{
+    loom_error err = {0};
+    loom_model_data *md = NULL;
+    ck_assert_msg(loom_model_load(loom_test_src("tests/fidelity/models/llama-3.1-8b.json"), &md,
+                                  &err) == LOOM_OK, "%s", err.message);
+    const char *path = loom_test_tmpfile(".jsonl",
+        "{\"iteration\": 0, \"samples\": [{\"text_tokens\": 4200, \"microbatch\": 0}, "
+        "{\"text_tokens\": 4200, \"microbatch\": 1}, {\"text_tokens\": 8000, "
+        "\"microbatch\": 2}, {\"text_tokens\": 200, \"microbatch\": 3}]}\n"
+        "{\"iteration\": 1, \"samples\": [{\"text_tokens\": 8000, \"microbatch\": 0}, "
+        "{\"text_tokens\": 300, \"microbatch\": 1}, {\"text_tokens\": 4200, "
+        "\"microbatch\": 2}, {\"text_tokens\": 4200, \"microbatch\": 3}]}\n");
+    loom_workload *w = NULL;
+    ck_assert_msg(loom_workload_load(path, &w, &err) == LOOM_OK, "%s", err.message);
+    loom_batch_replicas *b = NULL;
+    ck_assert_msg(loom_batch_keep_heaviest(w, loom_model_data_model(md), 2, 2, 1, &b, &err) ==
+                  LOOM_OK, "%s", err.message);
+    ck_assert_int_eq(b->planned[0], 1);
+    ck_assert_int_eq(b->planned[1], 0);
+    /* the planned replica's samples, renumbered from sequence 0 */
+    int64_t want_tokens[2][2] = {{8000, 200}, {8000, 300}};
+    for (int32_t k = 0; k < 2; k++) {
+        ck_assert_int_eq(w->iterations[k].n_samples, 2);
+        for (int32_t i = 0; i < 2; i++) {
+            ck_assert_int_eq(w->iterations[k].samples[i].text_tokens, want_tokens[k][i]);
+            ck_assert_int_eq(w->iterations[k].samples[i].microbatch, i);
+        }
+    }
+    ck_assert_int_eq(w->n_samples, 4);
+    loom_batch_replicas_free(b);
+    loom_workload_free(w);
+    loom_model_data_free(md);
+}
+END_TEST
+
 static Suite *batch_replicas_suite(void)
 {
     Suite *s = suite_create("batch_replicas");
@@ -111,6 +156,7 @@ static Suite *batch_replicas_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, job_mfu_counts_every_replica);
     tcase_add_test(tc, one_replica_planned_alone_keeps_its_mfu);
+    tcase_add_test(tc, heaviest_replica_counts_attention);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -361,9 +361,9 @@ START_TEST(plan_json_reports_module_layouts)
     free(out);
     /* MFU counts the GPUs a replica holds: a disjoint vit serving both
      * replicas counts half its GPUs, so model FLOPs = mfu x time x GPUs
-     * come out the same as a single layout's on the same replica (drawn
-     * for one replica: with --global-batch a single layout would plan the
-     * heaviest of the whole batch and count every replica's FLOPs) */
+     * come out the same as a single layout's on the same batch (with
+     * --global-batch both plan the heaviest replica of the whole batch and
+     * count every replica's FLOPs) */
     char *a = loom_test_cli_expect(0, "plan --model vlm-s --global-batch 64 --micro-batch-size 1 "
                                    "--iterations 1 --evaluations 200 --quiet --json --parallel "
                                    "'{\"tp\": 1, \"cp\": 2, \"pp\": 3, \"dp\": 2, "
@@ -371,7 +371,7 @@ START_TEST(plan_json_reports_module_layouts)
                                    "\"pp\": 1, \"dp\": 1, \"cp\": 1, \"placement\": "
                                    "\"disjoint\"}}}' --manifest " MANIFESTS "hetero.json "
                                    "--param partitioner.mode=given");
-    char *b = loom_test_cli_expect(0, "plan --model vlm-s --micro-batch-size 1 "
+    char *b = loom_test_cli_expect(0, "plan --model vlm-s --global-batch 64 --micro-batch-size 1 "
                                    "--iterations 1 --quiet --json --parallel "
                                    "tp=1,cp=2,pp=4,dp=2,mb=32");
     double flops[2];

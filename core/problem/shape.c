@@ -13,9 +13,8 @@ int32_t loom_default_microbatch(const loom_iteration *it, int32_t i,
     return (int32_t)(((int64_t)i * microbatches) / it->n_samples);
 }
 
-/* Adds sample s to the sums of module `mod` (index `module`). */
-static void add_sample(const loom_model *model, int32_t module, const loom_sample *s,
-                       loom_shape_sums *sum)
+void loom_shape_sums_add(const loom_model *model, int32_t module, const loom_sample *s,
+                         loom_shape_sums *sum)
 {
     const loom_module *mod = &model->modules[module];
     double len = (double)loom_sample_tokens(model, module, s);
@@ -41,7 +40,7 @@ void loom_shape_sums_for(const loom_problem *problem, int32_t module,
         int32_t m = sample_mb ? sample_mb[i]
                               : loom_default_microbatch(it, i, microbatches);
         if (m >= 0 && m < microbatches)
-            add_sample(problem->model, module, &it->samples[i], &sums[m]);
+            loom_shape_sums_add(problem->model, module, &it->samples[i], &sums[m]);
     }
 }
 
@@ -72,7 +71,7 @@ void loom_shape_for(const loom_problem *problem, int32_t module,
         int32_t m = sample_mb ? sample_mb[i]
                               : loom_default_microbatch(it, i, microbatches);
         if (m == mb)
-            add_sample(problem->model, module, &it->samples[i], &sum);
+            loom_shape_sums_add(problem->model, module, &it->samples[i], &sum);
     }
     loom_shape_from_sums(problem, &sum, subs, out);
 }

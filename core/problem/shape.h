@@ -26,6 +26,12 @@ typedef struct loom_shape_sums {
     double tokens, seq_sq, seqs;
 } loom_shape_sums;
 
+/* Adds sample s to the sums of module `module`: its tokens, its
+ * sequences (one per image item of an image module, else one) and their
+ * squared lengths. */
+void loom_shape_sums_add(const loom_model *model, int32_t module, const loom_sample *s,
+                         loom_shape_sums *sum);
+
 /* The sums of every microbatch 0..microbatches-1 at once, in one pass over
  * the samples (sums has `microbatches` entries): loom_shape_for of every
  * microbatch costs O(samples) instead of O(microbatches * samples).

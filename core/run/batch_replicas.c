@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include "engine_api.h"
 #include "run_priv.h"
+#include "shape.h"
 #include <loom/tokens.h>
 
 void loom_batch_replicas_free(loom_batch_replicas *b)
@@ -65,42 +66,68 @@ static int job_scale(const loom_batch_replicas *b, struct loom_pipeline *pl,
     return rc;
 }
 
-/* Linear work of one sample: every module's tokens times its weights (the
- * FLOPs of its GEMMs up to a constant), to find the heaviest replica. */
-static double sample_work(const loom_model *model, const loom_sample *smp)
+/* What a sample costs one module, up to a constant common to every
+ * module: the model FLOPs of its layers' passes, per token (the GEMMs) and
+ * per squared sequence length (the attention core). */
+typedef struct module_work {
+    double per_token, per_seq_sq;
+} module_work;
+
+/* Module m's rates: each layer's forward FLOPs (QKV, output projection,
+ * MLP with 3 matrices when gated, cross-attention's projections; the
+ * attention core's 4 h s^2, halved when causal), taken three times where
+ * the layer runs a backward (input and weight gradients, twice the
+ * forward's FLOPs), once where it only runs forward. */
+static module_work module_rates(const loom_model *model, int32_t m)
+{
+    const loom_module *mod = &model->modules[m];
+    int up = loom_module_upstream_trainable(model, m);
+    module_work w = {0, 0};
+    for (int32_t l = 0; l < mod->n_layers; l++) {
+        const loom_layer *L = &mod->layers[l];
+        double h = (double)L->hidden, f = (double)L->ffn_hidden;
+        double kv = L->heads > 0 ? h * L->kv_heads / L->heads : h;
+        double gemm = 2.0 * h * (h + 2.0 * kv) + 2.0 * h * h + (L->gated_ffn ? 6.0 : 4.0) * h * f +
+                      (L->cross_attention ? 4.0 * h * h : 0.0);
+        double passes = loom_layer_trainable_upstream_from(up, mod, l) || !mod->frozen ? 3.0 : 1.0;
+        w.per_token += passes * gemm;
+        w.per_seq_sq += passes * 4.0 * h * (L->causal ? 0.5 : 1.0);
+    }
+    return w;
+}
+
+/* The model FLOPs of one sample's passes through every module. */
+static double sample_work(const loom_model *model, const module_work *rates,
+                          const loom_sample *smp)
 {
     double work = 0;
     for (int32_t m = 0; m < model->n_modules; m++) {
-        const loom_module *mod = &model->modules[m];
-        double weights = 0;
-        for (int32_t l = 0; l < mod->n_layers; l++)
-            weights += (double)mod->layers[l].hidden *
-                       (4.0 * mod->layers[l].hidden + 2.0 * mod->layers[l].ffn_hidden);
-        work += weights * (double)loom_sample_tokens(model, m, smp);
+        loom_shape_sums sum = {0, 0, 0};
+        loom_shape_sums_add(model, m, smp, &sum);
+        work += rates[m].per_token * sum.tokens + rates[m].per_seq_sq * sum.seq_sq;
     }
     return work;
 }
 
 /* The replica of iteration `it` (sequences r*per .. (r+1)*per - 1 of the
- * global batch) with the most work. */
-static int32_t heaviest_replica(const loom_model *model, const loom_iteration *it, int32_t per,
-                                int32_t dp)
+ * global batch) with the most work; `work` has dp entries of scratch. */
+static int32_t heaviest_replica(const loom_model *model, const module_work *rates,
+                                const loom_iteration *it, int32_t per, int32_t dp, double *work)
 {
-    double best = -1, *work = calloc((size_t)dp, sizeof *work);
+    double best = -1;
     int32_t r_best = 0;
-    if (!work)
-        return 0;
+    for (int32_t r = 0; r < dp; r++)
+        work[r] = 0;
     for (int32_t i = 0; i < it->n_samples; i++) {
         int32_t r = it->samples[i].microbatch / per;
         if (r >= 0 && r < dp)
-            work[r] += sample_work(model, &it->samples[i]);
+            work[r] += sample_work(model, rates, &it->samples[i]);
     }
     for (int32_t r = 0; r < dp; r++)
         if (work[r] > best) {
             best = work[r];
             r_best = r;
         }
-    free(work);
     return r_best;
 }
 
@@ -109,19 +136,25 @@ int loom_batch_keep_heaviest(loom_workload *w, const loom_model *model, int32_t 
 {
     loom_batch_replicas *b = calloc(1, sizeof *b);
     loom_sample *kept = calloc((size_t)w->n_samples + 1, sizeof *kept);
+    module_work *rates = calloc((size_t)model->n_modules + 1, sizeof *rates);
+    double *work = calloc((size_t)dp, sizeof *work);
     if (b) {
         b->off = calloc((size_t)w->n_iterations + 1, sizeof *b->off);
         b->planned = calloc((size_t)w->n_iterations + 1, sizeof *b->planned);
     }
-    if (!b || !kept || !b->off || !b->planned) {
+    if (!b || !kept || !rates || !work || !b->off || !b->planned) {
         loom_batch_replicas_free(b);
         free(kept);
+        free(rates);
+        free(work);
         return loom_set_error(err, LOOM_ENOMEM, "out of memory");
     }
+    for (int32_t m = 0; m < model->n_modules; m++)
+        rates[m] = module_rates(model, m);
     int64_t n = 0;
     for (int32_t k = 0; k < w->n_iterations; k++) {
         loom_iteration *it = &w->iterations[k];
-        int32_t r = heaviest_replica(model, it, per, dp);
+        int32_t r = heaviest_replica(model, rates, it, per, dp, work);
         b->off[k] = it->samples - w->samples;
         b->off[k + 1] = b->off[k] + it->n_samples;
         b->planned[k] = r;
@@ -134,6 +167,8 @@ int loom_batch_keep_heaviest(loom_workload *w, const loom_model *model, int32_t 
         it->n_samples = (int32_t)(n - first);
         it->samples = kept + first;
     }
+    free(rates);
+    free(work);
     b->samples = w->samples;
     b->n_iterations = w->n_iterations;
     b->dp = dp;

@@ -73,8 +73,9 @@ void loom_batch_replicas_free(loom_batch_replicas *b);
 
 /* Keeps, of every iteration of a workload generated for the whole global
  * batch (dp replicas of `per` sequences each, K to a microbatch), the
- * samples of its heaviest replica (every module's tokens times its
- * weights), numbered from sequence 0: the replica the gradient sync waits
+ * samples of its heaviest replica (the model FLOPs of every sample's
+ * passes through every module, GEMMs and attention), numbered from
+ * sequence 0: the replica the gradient sync waits
  * for is the one planned. The whole batch moves to a new *batch. */
 int loom_batch_keep_heaviest(loom_workload *w, const loom_model *model, int32_t per,
                              int32_t dp, int32_t K, loom_batch_replicas **batch, loom_error *err);

@@ -330,8 +330,7 @@ static int open_problem(loom_session *s, const loom_session_args *a, loom_error 
         /* with --global-batch, the whole batch, of which the heaviest
          * replica is planned (when it is not too large to generate) */
         int32_t dp = pb->parallel.dp > 1 ? pb->parallel.dp : 1;
-        int whole = a->global_batch > 0 && dp > 1 && per * dp <= LOOM_MAX_PARALLEL_DEGREE &&
-                    !s->parallel_layouts && !loom_model_data_layouts(s->model);
+        int whole = a->global_batch > 0 && dp > 1 && per * dp <= LOOM_MAX_PARALLEL_DEGREE;
         rc = loom_workload_generate_packed(family, s->n_iterations,
                                            (int32_t)(whole ? per * dp : per), seed, &packing,
                                            &s->workload, err);
