@@ -75,8 +75,8 @@ void loom_batch_replicas_free(loom_batch_replicas *b);
  * batch (dp replicas of `per` sequences each, K to a microbatch), the
  * samples of its heaviest replica (the model FLOPs of every sample's
  * passes through every module, GEMMs and attention), numbered from
- * sequence 0: the replica the gradient sync waits
- * for is the one planned. The whole batch moves to a new *batch. */
+ * sequence 0: the replica the gradient sync waits for is the one
+ * planned. The whole batch moves to a new *batch. */
 int loom_batch_keep_heaviest(loom_workload *w, const loom_model *model, int32_t per,
                              int32_t dp, int32_t K, loom_batch_replicas **batch, loom_error *err);
 
