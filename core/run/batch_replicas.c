@@ -6,6 +6,7 @@
 #include "engine_api.h"
 #include "run_priv.h"
 #include "shape.h"
+#include <loom/model_flops.h>
 #include <loom/tokens.h>
 
 void loom_batch_replicas_free(loom_batch_replicas *b)
@@ -73,25 +74,20 @@ typedef struct module_work {
     double per_token, per_seq_sq;
 } module_work;
 
-/* Module m's rates: each layer's forward FLOPs (QKV, output projection,
- * MLP with 3 matrices when gated, cross-attention's projections; the
- * attention core's 4 h s^2, halved when causal), taken three times where
- * the layer runs a backward (input and weight gradients, twice the
- * forward's FLOPs), once where it only runs forward. */
+/* Module m's rates: each layer's forward FLOPs (<loom/model_flops.h>),
+ * taken three times where the layer runs a backward (input and weight
+ * gradients, twice the forward's FLOPs), once where it only runs
+ * forward. */
 static module_work module_rates(const loom_model *model, int32_t m)
 {
     const loom_module *mod = &model->modules[m];
     int up = loom_module_upstream_trainable(model, m);
     module_work w = {0, 0};
     for (int32_t l = 0; l < mod->n_layers; l++) {
-        const loom_layer *L = &mod->layers[l];
-        double h = (double)L->hidden, f = (double)L->ffn_hidden;
-        double kv = L->heads > 0 ? h * L->kv_heads / L->heads : h;
-        double gemm = 2.0 * h * (h + 2.0 * kv) + 2.0 * h * h + (L->gated_ffn ? 6.0 : 4.0) * h * f +
-                      (L->cross_attention ? 4.0 * h * h : 0.0);
+        loom_layer_flop_rates r = loom_layer_flop_rates_of(&mod->layers[l]);
         double passes = loom_layer_trainable_upstream_from(up, mod, l) || !mod->frozen ? 3.0 : 1.0;
-        w.per_token += passes * gemm;
-        w.per_seq_sq += passes * 4.0 * h * (L->causal ? 0.5 : 1.0);
+        w.per_token += passes * r.gemm_per_token;
+        w.per_seq_sq += passes * r.attention_per_seq_sq;
     }
     return w;
 }

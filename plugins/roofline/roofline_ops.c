@@ -2,6 +2,7 @@
  * roofline times (PipeWeaver section 4.1, SEMU's analytical model). */
 #include "roofline_model.h"
 
+#include <loom/model_flops.h>
 #include <string.h>
 
 /* bf16 / fp16 element size in bytes: the counts below; 4-byte elements
@@ -303,21 +304,14 @@ double loom_roofline_fp8_cast_ms(const loom_roofline_op *op, const loom_roofline
            rf_cast_kernel_ms(3.0 * op->weight_elems, hw);
 }
 
-/* Forward model FLOPs over all TP ranks: GEMMs and the attention core. */
+/* Forward model FLOPs over all TP ranks, by <loom/model_flops.h>'s rule. */
 void loom_roofline_forward_flops(const loom_layer *layer,
                                  const loom_shape *shape, double *gemm_flops,
                                  double *attention_flops)
 {
-    double N = (double)shape->tokens;
-    double h = (double)layer->hidden;
-    double f = (double)layer->ffn_hidden;
-    double kv = layer->heads > 0 ? h * layer->kv_heads / layer->heads : h;
-    double gemm = 2.0 * N * h * (h + 2.0 * kv) + 2.0 * N * h * h +
-                  (layer->gated_ffn ? 6.0 : 4.0) * N * h * f;
-    if (layer->cross_attention)
-        gemm += 4.0 * N * h * h;
-    *gemm_flops = gemm;
-    *attention_flops = 4.0 * h * shape->seq_sq_sum * (layer->causal ? 0.5 : 1.0);
+    loom_layer_flop_rates r = loom_layer_flop_rates_of(layer);
+    *gemm_flops = r.gemm_per_token * (double)shape->tokens;
+    *attention_flops = r.attention_per_seq_sq * shape->seq_sq_sum;
 }
 
 /* Time of one operator's backward input-gradient part: GEMM dgrad equals

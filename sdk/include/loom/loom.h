@@ -4,6 +4,7 @@
 #include <loom/common.h>
 #include <loom/problem.h>
 #include <loom/tokens.h>
+#include <loom/model_flops.h>
 #include <loom/graph.h>
 #include <loom/host.h>
 #include <loom/params.h>
