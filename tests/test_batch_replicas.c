@@ -149,6 +149,37 @@ START_TEST(heaviest_replica_counts_attention)
 }
 END_TEST
 
+START_TEST(heaviest_replica_counts_the_lm_head)
+{
+    /* Llama 3.1 8B (vocabulary 128256): replica 0 holds 4200 + 4200
+     * tokens, replica 1 5930 + 2370. Its layers alone make replica 1
+     * heavier (its extra attention, 5.50e6 more squared tokens, outweighs
+     * 100 fewer tokens: 55,018 against the layers' 53,814 FLOPs a token
+     * per FLOP a squared token); the LM head's 3 x 2 h V a token (57,908
+     * with it) tips it back to replica 0. */
+    loom_error err = {0};
+    loom_model_data *md = NULL;
+    ck_assert_msg(loom_model_load(loom_test_src("tests/fidelity/models/llama-3.1-8b.json"), &md,
+                                  &err) == LOOM_OK, "%s", err.message);
+    const char *path = loom_test_tmpfile(".jsonl",
+        "{\"iteration\": 0, \"samples\": [{\"text_tokens\": 4200, \"microbatch\": 0}, "
+        "{\"text_tokens\": 4200, \"microbatch\": 1}, {\"text_tokens\": 5930, "
+        "\"microbatch\": 2}, {\"text_tokens\": 2370, \"microbatch\": 3}]}\n");
+    loom_workload *w = NULL;
+    ck_assert_msg(loom_workload_load(path, &w, &err) == LOOM_OK, "%s", err.message);
+    loom_batch_replicas *b = NULL;
+    ck_assert_msg(loom_batch_keep_heaviest(w, loom_model_data_model(md), 2, 2, 1, &b, &err) ==
+                  LOOM_OK, "%s", err.message);
+    ck_assert_int_eq(b->planned[0], 0);
+    ck_assert_int_eq(w->iterations[0].n_samples, 2);
+    ck_assert_int_eq(w->iterations[0].samples[0].text_tokens, 4200);
+    ck_assert_int_eq(w->iterations[0].samples[1].text_tokens, 4200);
+    loom_batch_replicas_free(b);
+    loom_workload_free(w);
+    loom_model_data_free(md);
+}
+END_TEST
+
 static Suite *batch_replicas_suite(void)
 {
     Suite *s = suite_create("batch_replicas");
@@ -157,6 +188,7 @@ static Suite *batch_replicas_suite(void)
     tcase_add_test(tc, job_mfu_counts_every_replica);
     tcase_add_test(tc, one_replica_planned_alone_keeps_its_mfu);
     tcase_add_test(tc, heaviest_replica_counts_attention);
+    tcase_add_test(tc, heaviest_replica_counts_the_lm_head);
     suite_add_tcase(s, tc);
     return s;
 }

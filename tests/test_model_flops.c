@@ -2,7 +2,8 @@
  * (<loom/model_flops.h>): closed forms for a GQA SwiGLU layer (two FLOPs a
  * weight a token), a GPT MLP layer (24 h^2 a token), the
  * attention core with and without a causal mask, cross-attention's two
- * extra projections, and a layer with no heads given. */
+ * extra projections, a layer with no heads given, the passes a layer runs
+ * as it trains or is frozen, and the LM head. */
 #include <loom/model_flops.h>
 #include "testutil.h"
 
@@ -49,6 +50,51 @@ START_TEST(cross_attention_adds_two_projections)
 }
 END_TEST
 
+START_TEST(passes_follow_what_trains)
+{
+    loom_layer_flop_rates f = loom_layer_flop_rates_of(&llama_8b);
+    /* trains, something upstream trains: forward, input and weight
+     * gradients, three times the forward */
+    loom_layer_flop_rates r = loom_layer_flop_rates_passes(&llama_8b, 1, 1);
+    ck_assert_double_eq(r.gemm_per_token, 3.0 * f.gemm_per_token);
+    ck_assert_double_eq(r.attention_per_seq_sq, 3.0 * f.attention_per_seq_sq);
+    /* frozen below something trainable: input gradients only, the GEMMs
+     * twice, the attention core three times */
+    r = loom_layer_flop_rates_passes(&llama_8b, 1, 0);
+    ck_assert_double_eq(r.gemm_per_token, 2.0 * f.gemm_per_token);
+    ck_assert_double_eq(r.attention_per_seq_sq, 3.0 * f.attention_per_seq_sq);
+    /* a module's first trainable layer with nothing upstream: weight
+     * gradients only */
+    r = loom_layer_flop_rates_passes(&llama_8b, 0, 1);
+    ck_assert_double_eq(r.gemm_per_token, 2.0 * f.gemm_per_token);
+    ck_assert_double_eq(r.attention_per_seq_sq, f.attention_per_seq_sq);
+    /* frozen with nothing upstream: forward only */
+    r = loom_layer_flop_rates_passes(&llama_8b, 0, 0);
+    ck_assert_double_eq(r.gemm_per_token, f.gemm_per_token);
+    ck_assert_double_eq(r.attention_per_seq_sq, f.attention_per_seq_sq);
+}
+END_TEST
+
+START_TEST(lm_head_is_two_h_v_a_pass)
+{
+    /* Llama 3 8B's head: 4096 x 128256, 1,050,673,152 FLOPs a token forward */
+    ck_assert_double_eq(loom_lm_head_flops_per_token(4096, 128256, 0, 0), 1050673152.0);
+    ck_assert_double_eq(loom_lm_head_flops_per_token(4096, 128256, 1, 0), 2.0 * 1050673152.0);
+    ck_assert_double_eq(loom_lm_head_flops_per_token(4096, 128256, 1, 1), 3.0 * 1050673152.0);
+    loom_module m = {0};
+    m.kind = LOOM_MODULE_BACKBONE;
+    m.vocab = 128256;
+    ck_assert_int_eq(loom_module_has_lm_head(&m), 1);
+    m.kind = LOOM_MODULE_DECODER;
+    ck_assert_int_eq(loom_module_has_lm_head(&m), 1);
+    m.kind = LOOM_MODULE_ENCODER;
+    ck_assert_int_eq(loom_module_has_lm_head(&m), 0);
+    m.kind = LOOM_MODULE_BACKBONE;
+    m.vocab = 0;
+    ck_assert_int_eq(loom_module_has_lm_head(&m), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("model_flops");
@@ -56,6 +102,8 @@ int main(void)
     tcase_add_test(tc, gqa_swiglu_layer_is_two_flops_a_weight);
     tcase_add_test(tc, gpt_layer_is_24_h_squared);
     tcase_add_test(tc, cross_attention_adds_two_projections);
+    tcase_add_test(tc, passes_follow_what_trains);
+    tcase_add_test(tc, lm_head_is_two_h_v_a_pass);
     suite_add_tcase(su, tc);
     return loom_test_main(su);
 }

@@ -67,27 +67,32 @@ static int job_scale(const loom_batch_replicas *b, struct loom_pipeline *pl,
     return rc;
 }
 
-/* What a sample costs one module, up to a constant common to every
- * module: the model FLOPs of its layers' passes, per token (the GEMMs) and
- * per squared sequence length (the attention core). */
+/* What a sample costs one module: the model FLOPs of its layers' passes,
+ * per token (the GEMMs and the LM head) and per squared sequence length
+ * (the attention core). */
 typedef struct module_work {
     double per_token, per_seq_sq;
 } module_work;
 
-/* Module m's rates: each layer's forward FLOPs (<loom/model_flops.h>),
- * taken three times where the layer runs a backward (input and weight
- * gradients, twice the forward's FLOPs), once where it only runs
- * forward. */
+/* Module m's rates: each layer's FLOPs over the passes it runs and the LM
+ * head's, by <loom/model_flops.h>'s rules (the ones the roofline counts):
+ * input gradients where something upstream trains, weight gradients
+ * where the module trains. */
 static module_work module_rates(const loom_model *model, int32_t m)
 {
     const loom_module *mod = &model->modules[m];
     int up = loom_module_upstream_trainable(model, m);
     module_work w = {0, 0};
     for (int32_t l = 0; l < mod->n_layers; l++) {
-        loom_layer_flop_rates r = loom_layer_flop_rates_of(&mod->layers[l]);
-        double passes = loom_layer_trainable_upstream_from(up, mod, l) || !mod->frozen ? 3.0 : 1.0;
-        w.per_token += passes * r.gemm_per_token;
-        w.per_seq_sq += passes * r.attention_per_seq_sq;
+        int input_grad = loom_layer_trainable_upstream_from(up, mod, l);
+        loom_layer_flop_rates r =
+            loom_layer_flop_rates_passes(&mod->layers[l], input_grad, !mod->frozen);
+        w.per_token += r.gemm_per_token;
+        w.per_seq_sq += r.attention_per_seq_sq;
+        if (l == mod->n_layers - 1 && loom_module_has_lm_head(mod))
+            w.per_token += loom_lm_head_flops_per_token((double)mod->layers[0].hidden,
+                                                        (double)mod->vocab,
+                                                        input_grad || !mod->frozen, !mod->frozen);
     }
     return w;
 }

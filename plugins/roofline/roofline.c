@@ -362,7 +362,7 @@ static void rf_layer_and_vocab(const rf_self *s, const loom_module *m, int32_t l
 {
     loom_roofline_layer_costs(&m->layers[layer], shape, hw, policy, s->flags,
                               shape->trainable_upstream != 0, !m->frozen, c);
-    int head = m->kind == LOOM_MODULE_BACKBONE || m->kind == LOOM_MODULE_DECODER;
+    int head = loom_module_has_lm_head(m);
     if (m->vocab > 0 && (layer == 0 || (head && layer == m->n_layers - 1)))
         loom_roofline_vocab_costs((double)m->layers[0].hidden, (double)m->vocab, shape, hw,
                                   s->flags, layer == 0, head && layer == m->n_layers - 1,

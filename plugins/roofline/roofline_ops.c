@@ -421,11 +421,10 @@ void loom_roofline_layer_costs(const loom_layer *layer,
     out->weight_grad_ms = pays_weight_grad ? wg : 0.0;
     out->forward_comm_ms = fcomm;
     out->input_grad_comm_ms = pays_input_grad ? icomm : 0.0;
-    out->flops = gemm_flops + attention_flops;
-    if (pays_input_grad)
-        out->flops += gemm_flops + 2.0 * attention_flops;
-    if (pays_weight_grad)
-        out->flops += gemm_flops;
+    loom_layer_flop_rates passes =
+        loom_layer_flop_rates_passes(layer, pays_input_grad, pays_weight_grad);
+    out->flops = passes.gemm_per_token * (double)shape->tokens +
+                 passes.attention_per_seq_sq * shape->seq_sq_sum;
 
     out->transient_bytes = biggest;
     if (!any_backward)
@@ -497,8 +496,7 @@ void loom_roofline_vocab_costs(double hidden, double vocab, const loom_shape *sh
                 c->input_grad_ms += ms;
             }
         }
-        double f = 2.0 * N * hidden * vocab;
-        c->flops += f + (any ? f : 0.0) + (pays_weight_grad ? f : 0.0);
+        c->flops += N * loom_lm_head_flops_per_token(hidden, vocab, any, pays_weight_grad);
         if (any && 2.0 * N * vocab / t * 4.0 > c->transient_bytes)
             c->transient_bytes = 2.0 * N * vocab / t * 4.0; /* fp32 logits + grads */
     }
