@@ -44,19 +44,6 @@ int loom_engine_plan(struct loom_pipeline *pl, const loom_problem *problem,
                      const loom_iteration *it, loom_plan *plan,
                      loom_error *err);
 
-/* ---- the model FLOPs of a replica (replica_flops.c) --------------------- */
-
-/* The model FLOPs of one data-parallel replica's iteration `it` under the
- * layer split of `part` (a plan's partition): the total_flops of the stage
- * graph the pipeline's cost model builds on a copy of `part` that holds the
- * samples of `it`, each module seeing every sample in its packed microbatch
- * and every microbatch a flow runs in one sub-microbatch (a data split does
- * not change what the model computes). For the replicas of a global batch
- * that one plan stands for; the graph and the copy are freed. */
-int loom_engine_replica_flops(struct loom_pipeline *pl, const loom_problem *problem,
-                              const loom_iteration *it, const loom_partition *part,
-                              double *flops, loom_error *err);
-
 /* ---- evaluator (evaluator.c) -------------------------------------------- */
 
 /* The evaluator as a service table; loom_engine_plan installs it in the

@@ -16,55 +16,8 @@ void loom_batch_replicas_free(loom_batch_replicas *b)
     free(b->samples);
     free(b->off);
     free(b->planned);
+    free(b->work);
     free(b);
-}
-
-/* Replica r of iteration k as an iteration of its own: its samples, their
- * sequences numbered from 0 and grouped K to a microbatch, in `buf`. */
-static loom_iteration replica(const loom_batch_replicas *b, int32_t k, int32_t r,
-                              loom_sample *buf)
-{
-    int32_t n = 0;
-    for (int64_t i = b->off[k]; i < b->off[k + 1]; i++) {
-        loom_sample smp = b->samples[i];
-        if (smp.microbatch / b->per != r)
-            continue;
-        smp.microbatch = (smp.microbatch - r * b->per) / b->micro_batch_size;
-        buf[n++] = smp;
-    }
-    return (loom_iteration){k, n, buf};
-}
-
-/* The replicas' mean model FLOPs over the planned replica's (`planned`,
- * its plan's graph's), the others priced under the layer split of `part`
- * (loom_engine_replica_flops, which gives the planned one its graph's
- * figure too); 1, with nothing built, when the planned replica has none
- * (a cost model that does not count them). */
-static int job_scale(const loom_batch_replicas *b, struct loom_pipeline *pl,
-                     const loom_problem *problem, int32_t k, const loom_partition *part,
-                     double planned, double *scale, loom_error *err)
-{
-    *scale = 1;
-    if (!(planned > 0))
-        return LOOM_OK;
-    int64_t n = b->off[k + 1] - b->off[k];
-    loom_sample *buf = malloc((size_t)(n > 0 ? n : 1) * sizeof *buf);
-    if (!buf)
-        return loom_set_error(err, LOOM_ENOMEM, "out of memory");
-    double sum = planned;
-    int rc = LOOM_OK;
-    for (int32_t r = 0; r < b->dp && rc == LOOM_OK; r++) {
-        if (r == b->planned[k])
-            continue;
-        loom_iteration it = replica(b, k, r, buf);
-        double flops = 0;
-        rc = loom_engine_replica_flops(pl, problem, &it, part, &flops, err);
-        sum += flops;
-    }
-    free(buf);
-    if (rc == LOOM_OK)
-        *scale = sum / b->dp / planned;
-    return rc;
 }
 
 /* What a sample costs one module: the model FLOPs of its layers' passes,
@@ -111,7 +64,8 @@ static double sample_work(const loom_model *model, const module_work *rates,
 }
 
 /* The replica of iteration `it` (sequences r*per .. (r+1)*per - 1 of the
- * global batch) with the most work; `work` has dp entries of scratch. */
+ * global batch) with the most work; each replica's work lands in the dp
+ * entries of `work`. */
 static int32_t heaviest_replica(const loom_model *model, const module_work *rates,
                                 const loom_iteration *it, int32_t per, int32_t dp, double *work)
 {
@@ -138,16 +92,15 @@ int loom_batch_keep_heaviest(loom_workload *w, const loom_model *model, int32_t 
     loom_batch_replicas *b = calloc(1, sizeof *b);
     loom_sample *kept = calloc((size_t)w->n_samples + 1, sizeof *kept);
     module_work *rates = calloc((size_t)model->n_modules + 1, sizeof *rates);
-    double *work = calloc((size_t)dp, sizeof *work);
     if (b) {
         b->off = calloc((size_t)w->n_iterations + 1, sizeof *b->off);
         b->planned = calloc((size_t)w->n_iterations + 1, sizeof *b->planned);
+        b->work = calloc((size_t)w->n_iterations * (size_t)dp + 1, sizeof *b->work);
     }
-    if (!b || !kept || !rates || !work || !b->off || !b->planned) {
+    if (!b || !kept || !rates || !b->off || !b->planned || !b->work) {
         loom_batch_replicas_free(b);
         free(kept);
         free(rates);
-        free(work);
         return loom_set_error(err, LOOM_ENOMEM, "out of memory");
     }
     for (int32_t m = 0; m < model->n_modules; m++)
@@ -155,7 +108,7 @@ int loom_batch_keep_heaviest(loom_workload *w, const loom_model *model, int32_t 
     int64_t n = 0;
     for (int32_t k = 0; k < w->n_iterations; k++) {
         loom_iteration *it = &w->iterations[k];
-        int32_t r = heaviest_replica(model, rates, it, per, dp, work);
+        int32_t r = heaviest_replica(model, rates, it, per, dp, &b->work[(size_t)k * (size_t)dp]);
         b->off[k] = it->samples - w->samples;
         b->off[k + 1] = b->off[k] + it->n_samples;
         b->planned[k] = r;
@@ -169,7 +122,6 @@ int loom_batch_keep_heaviest(loom_workload *w, const loom_model *model, int32_t 
         it->samples = kept + first;
     }
     free(rates);
-    free(work);
     b->samples = w->samples;
     b->n_iterations = w->n_iterations;
     b->dp = dp;
@@ -181,19 +133,17 @@ int loom_batch_keep_heaviest(loom_workload *w, const loom_model *model, int32_t 
     return LOOM_OK;
 }
 
-int loom_batch_job_metrics(const loom_batch_replicas *b, struct loom_pipeline *pl,
-                           const loom_problem *problem, int32_t k, loom_plan *plan,
-                           loom_error *err)
+void loom_batch_job_metrics(const loom_batch_replicas *b, int32_t k, loom_plan *plan)
 {
-    double scale = 1;
-    int rc = job_scale(b, pl, problem, k, plan->partition, plan->graph->total_flops, &scale, err);
-    if (rc != LOOM_OK) {
-        loom_plan_clear(plan);
-        return rc;
-    }
+    const double *work = &b->work[(size_t)k * (size_t)b->dp];
+    double planned = work[b->planned[k]], sum = 0;
+    if (!(plan->graph && plan->graph->total_flops > 0) || !(planned > 0))
+        return; /* a cost model that counts no FLOPs, or nothing to count */
+    for (int32_t r = 0; r < b->dp; r++)
+        sum += work[r];
+    double scale = sum / b->dp / planned;
     if (plan->metrics.mfu >= 0)
         plan->metrics.mfu *= scale;
     if (LOOM_METRICS_HAS(&plan->metrics, hfu) && plan->metrics.hfu >= 0)
         plan->metrics.hfu *= scale;
-    return LOOM_OK;
 }

@@ -65,6 +65,7 @@ typedef struct loom_batch_replicas {
     loom_sample *samples;   /* every iteration's batch, one after another */
     int64_t *off;           /* n_iterations + 1: iteration k's samples */
     int32_t *planned;       /* n_iterations: the replica planned */
+    double *work;           /* n_iterations x dp: each replica's model FLOPs */
     int32_t n_iterations, dp, per, micro_batch_size;
 } loom_batch_replicas;
 
@@ -82,12 +83,10 @@ int loom_batch_keep_heaviest(loom_workload *w, const loom_model *model, int32_t 
 
 /* A plan of iteration k's planned replica stands for the step, whose model
  * FLOPs are every replica's: scales its MFU and HFU (when known) by the dp
- * replicas' mean model FLOPs over the planned replica's, each priced under
- * the plan's layer split (loom_engine_replica_flops). On failure clears
- * the plan. */
-int loom_batch_job_metrics(const loom_batch_replicas *b, struct loom_pipeline *pl,
-                           const loom_problem *problem, int32_t k, loom_plan *plan,
-                           loom_error *err);
+ * replicas' mean model FLOPs over the planned replica's, by the rule that
+ * chose it (<loom/model_flops.h>, the roofline's count). Leaves the plan
+ * as it is when its graph counts no FLOPs. */
+void loom_batch_job_metrics(const loom_batch_replicas *b, int32_t k, loom_plan *plan);
 
 /* loom_session_open into caller storage (tests and the run layer keep
  * sessions by value): *s is zeroed first and on failure still safe to

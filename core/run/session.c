@@ -536,7 +536,7 @@ int loom_session_plan(loom_session *s, int32_t k, loom_plan *plan, loom_error *e
                               s->n_iterations);
     int rc = loom_session_plan_iteration(s, &s->workload->iterations[k], plan, err);
     if (rc == LOOM_OK && s->batch && plan->partition && k < s->batch->n_iterations)
-        rc = loom_batch_job_metrics(s->batch, s->pl, &s->problem, k, plan, err);
+        loom_batch_job_metrics(s->batch, k, plan);
     return rc;
 }
 
