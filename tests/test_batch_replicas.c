@@ -146,31 +146,42 @@ START_TEST(one_replica_planned_alone_keeps_its_mfu)
 }
 END_TEST
 
+/* Keeps the heaviest of 2 replicas of 2 sequences (one a microbatch) of
+ * every iteration of `jsonl` on Llama 3.1 8B; *md and *w are the caller's
+ * to free with the returned batch. */
+static loom_batch_replicas *keep_heaviest_llama(const char *jsonl, loom_model_data **md,
+                                                loom_workload **w)
+{
+    loom_error err = {0};
+    ck_assert_msg(loom_model_load(loom_test_src("tests/fidelity/models/llama-3.1-8b.json"), md,
+                                  &err) == LOOM_OK, "%s", err.message);
+    const char *path = loom_test_tmpfile(".jsonl", jsonl);
+    ck_assert_msg(loom_workload_load(path, w, &err) == LOOM_OK, "%s", err.message);
+    loom_batch_replicas *b = NULL;
+    ck_assert_msg(loom_batch_keep_heaviest(*w, loom_model_data_model(*md), 2, 2, 1, &b, &err) ==
+                  LOOM_OK, "%s", err.message);
+    return b;
+}
+
 /* Replicas of one sequence pair each on Llama 3.1 8B (h 4096, f 14336
  * gated, 8 of 32 heads for K and V, causal): per trained layer a token
  * costs 3 x 436.2 MFLOP of GEMMs and a squared length 3 x 8192 FLOP of
  * attention core. Replica 0 holds 4200 + 4200 tokens (3.953e12 FLOPs a
  * layer over 3), replica 1 8000 + 200 (4.101e12): fewer tokens, more
- * attention. The heaviest is replica 1, which linear work alone (tokens
- * times weights) would rank below replica 0. */
+ * attention (layer 0 and the LM head aside, which count tokens alone).
+ * The heaviest is replica 1, which linear work alone (tokens times
+ * weights) would rank below replica 0. */
 START_TEST(heaviest_replica_counts_attention)
 {
-    loom_error err = {0};
     loom_model_data *md = NULL;
-    ck_assert_msg(loom_model_load(loom_test_src("tests/fidelity/models/llama-3.1-8b.json"), &md,
-                                  &err) == LOOM_OK, "%s", err.message);
-    const char *path = loom_test_tmpfile(".jsonl",
+    loom_workload *w = NULL;
+    loom_batch_replicas *b = keep_heaviest_llama(
         "{\"iteration\": 0, \"samples\": [{\"text_tokens\": 4200, \"microbatch\": 0}, "
         "{\"text_tokens\": 4200, \"microbatch\": 1}, {\"text_tokens\": 8000, "
         "\"microbatch\": 2}, {\"text_tokens\": 200, \"microbatch\": 3}]}\n"
         "{\"iteration\": 1, \"samples\": [{\"text_tokens\": 8000, \"microbatch\": 0}, "
         "{\"text_tokens\": 300, \"microbatch\": 1}, {\"text_tokens\": 4200, "
-        "\"microbatch\": 2}, {\"text_tokens\": 4200, \"microbatch\": 3}]}\n");
-    loom_workload *w = NULL;
-    ck_assert_msg(loom_workload_load(path, &w, &err) == LOOM_OK, "%s", err.message);
-    loom_batch_replicas *b = NULL;
-    ck_assert_msg(loom_batch_keep_heaviest(w, loom_model_data_model(md), 2, 2, 1, &b, &err) ==
-                  LOOM_OK, "%s", err.message);
+        "\"microbatch\": 2}, {\"text_tokens\": 4200, \"microbatch\": 3}]}\n", &md, &w);
     ck_assert_int_eq(b->planned[0], 1);
     ck_assert_int_eq(b->planned[1], 0);
     /* the planned replica's samples, renumbered from sequence 0 */
@@ -197,19 +208,12 @@ START_TEST(heaviest_replica_counts_the_lm_head)
      * 100 fewer tokens: 55,018 against the layers' 53,814 FLOPs a token
      * per FLOP a squared token); the LM head's 3 x 2 h V a token (57,908
      * with it) tips it back to replica 0. */
-    loom_error err = {0};
     loom_model_data *md = NULL;
-    ck_assert_msg(loom_model_load(loom_test_src("tests/fidelity/models/llama-3.1-8b.json"), &md,
-                                  &err) == LOOM_OK, "%s", err.message);
-    const char *path = loom_test_tmpfile(".jsonl",
+    loom_workload *w = NULL;
+    loom_batch_replicas *b = keep_heaviest_llama(
         "{\"iteration\": 0, \"samples\": [{\"text_tokens\": 4200, \"microbatch\": 0}, "
         "{\"text_tokens\": 4200, \"microbatch\": 1}, {\"text_tokens\": 5930, "
-        "\"microbatch\": 2}, {\"text_tokens\": 2370, \"microbatch\": 3}]}\n");
-    loom_workload *w = NULL;
-    ck_assert_msg(loom_workload_load(path, &w, &err) == LOOM_OK, "%s", err.message);
-    loom_batch_replicas *b = NULL;
-    ck_assert_msg(loom_batch_keep_heaviest(w, loom_model_data_model(md), 2, 2, 1, &b, &err) ==
-                  LOOM_OK, "%s", err.message);
+        "\"microbatch\": 2}, {\"text_tokens\": 2370, \"microbatch\": 3}]}\n", &md, &w);
     ck_assert_int_eq(b->planned[0], 0);
     ck_assert_int_eq(w->iterations[0].n_samples, 2);
     ck_assert_int_eq(w->iterations[0].samples[0].text_tokens, 4200);
