@@ -247,6 +247,45 @@ START_TEST(test_iteration_tail_by_dp)
 }
 END_TEST
 
+/* cost_model.fsdp: a rank keeps 1/dp of its weights, gradients and
+ * optimizer states, 2 + 4 + 12 bytes a parameter over dp, where the
+ * distributed optimizer keeps 2 + 4 + 12 / dp; the tail has no all-gather
+ * and the reduce-scatter of one bucket after the rank's last stage, and the
+ * graph says it assumed sharded weights. */
+START_TEST(test_fsdp_static_and_tail)
+{
+    loom_error err = {0};
+    loom_stage_graph *gd = NULL, *gf = NULL;
+    fixture fx = open_fixture();
+    s.problem.parallel.dp = 8;
+    loom_partition *p = two_flows(fx.set, 0);
+    ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, &gd, &err), LOOM_OK);
+    loom_candidates_free(fx.set);
+    loom_session_release(&s);
+    fx = open_fixture_with("cost_model.fsdp=true");
+    s.problem.parallel.dp = 8;
+    p = two_flows(fx.set, 0);
+    ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, &gf, &err), LOOM_OK);
+    ck_assert_uint_eq(gd->assumed & LOOM_ASSUMED_SHARDED_PARAMS, 0);
+    ck_assert_uint_eq(gf->assumed & LOOM_ASSUMED_SHARDED_PARAMS, LOOM_ASSUMED_SHARDED_PARAMS);
+    for (int32_t r = 0; r < gd->n_ranks; r++) {
+        double per_param = 2 + 4 + 12.0 / 8; /* bytes a parameter, distributed optimizer */
+        double params = (double)gd->static_bytes[r] / per_param;
+        ck_assert_double_eq_tol((double)gf->static_bytes[r], params * 18 / 8,
+                                1e-6 * (double)gf->static_bytes[r]);
+        ck_assert_double_eq(gf->tail_param_gather_ms[r], 0);
+        ck_assert_int_eq(gf->tail_overlap[r], 0);
+        ck_assert(gf->tail_grad_sync_ms[r] > 0 && gf->tail_grad_sync_ms[r] < gd->tail_grad_sync_ms[r]);
+        ck_assert_double_eq_tol(gf->tail_optimizer_ms[r], gd->tail_optimizer_ms[r],
+                                1e-9 * gd->tail_optimizer_ms[r]);
+    }
+    loom_graph_free(gd);
+    loom_graph_free(gf);
+    loom_candidates_free(fx.set);
+    loom_session_release(&s);
+}
+END_TEST
+
 /* With overlap_param_gather the all-gather after the step becomes the
  * prefetch from the next step's start, the same bytes over the same link
  * (test_iteration_tail_by_dp's formula); without it there is none. */
@@ -593,6 +632,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_counts_and_replicas);
     tcase_add_test(tc, test_iteration_tail_by_dp);
+    tcase_add_test(tc, test_fsdp_static_and_tail);
     tcase_add_test(tc, test_context_parallel);
     tcase_add_test(tc, test_span_tp);
     tcase_add_test(tc, test_merged_patches_cross_flows);

@@ -1,7 +1,9 @@
 /* cost_static.c - the static memory of a rank: the parameters, gradients
  * and optimizer states of every layer placed on it, plus the embedding of
  * a module whose first layer it holds and the head of a backbone or decoder
- * whose last layer it holds. */
+ * whose last layer it holds. Weights sharded between uses (FSDP2, ZeRO-3:
+ * loom_layer_cost.param_shards) count with the share a GPU keeps; the
+ * embedding and head shard as the module's layers. */
 #include "cost_rules.h"
 
 /* *total += add, failing when the rank's static bytes would pass 2^62
@@ -78,15 +80,17 @@ int loom_cost_span_static(const loom_cost_source *src, const loom_problem *pb,
     const loom_module *mod = &pb->model->modules[sp->module];
     loom_shape shape = static_shape(pb, pt, sp);
     double element = 2.0; /* parameters: weight bytes over the element size */
+    int32_t shards = 1;   /* the embedding and head shard as the layers */
     *bytes = 0;
     for (int32_t l = sp->first_layer; l < sp->first_layer + sp->n_layers; l++) {
         loom_layer_cost c = LOOM_LAYER_COST_INIT;
         int rc = src->estimate(src->ctx, sp->module, l, &shape, 0, &c, err);
         if (rc != LOOM_OK)
             return rc;
-        if (add_bytes(bytes, c.param_bytes + c.state_bytes, -1, err) != LOOM_OK)
+        if (add_bytes(bytes, loom_layer_cost_static_bytes(&c), -1, err) != LOOM_OK)
             return LOOM_EINVAL;
         element = loom_layer_cost_element_bytes(&c);
+        shards = loom_layer_cost_param_shards(&c);
         add_params(mod, (double)c.param_bytes / element, params, trainable, trainable2);
     }
     int parts = extra_parts(mod, sp);
@@ -95,7 +99,7 @@ int loom_cost_span_static(const loom_cost_source *src, const loom_problem *pb,
         int rc = src->module_extra(src->ctx, sp->module, shape.tp, &pbytes, &sbytes, err);
         if (rc != LOOM_OK)
             return rc;
-        if (add_bytes(bytes, (pbytes + sbytes) / parts, -1, err) != LOOM_OK)
+        if (add_bytes(bytes, (pbytes / shards + sbytes) / parts, -1, err) != LOOM_OK)
             return LOOM_EINVAL;
         add_params(mod, (double)pbytes / element / parts, params, trainable, trainable2);
     }

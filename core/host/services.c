@@ -127,6 +127,11 @@ int loom_check_layer_cost(const loom_layer_cost *c, const char *plugin_id, int32
                               "plugin %s: module %d layer %d: element_bytes is %g, expected 0 "
                               "(2, bf16) or a number in 1..8",
                               plugin_id, module, layer, c->element_bytes);
+    if (LOOM_LAYER_COST_HAS(c, param_shards) && !(c->param_shards >= 0 && c->param_shards <= 1 << 20))
+        return loom_set_error(err, LOOM_EPLUGIN,
+                              "plugin %s: module %d layer %d: param_shards is %d, expected 0..%d "
+                              "(0 or 1: not sharded)",
+                              plugin_id, module, layer, (int)c->param_shards, 1 << 20);
     const char *name[4] = {"activation_bytes", "transient_bytes", "param_bytes", "state_bytes"};
     int64_t v[4] = {c->activation_bytes, c->transient_bytes, c->param_bytes, c->state_bytes};
     for (int i = 0; i < 4; i++)
@@ -232,7 +237,7 @@ int loom_cost_rank_tail(loom_ctx *ctx, const loom_rank_state *state, loom_rank_t
     loom_pipeline *pl = ctx->pipeline;
     const loom_problem *pb = pl->problem;
     if (!st->vt.cost_model.rank_tail_ms) {
-        const loom_tail_knobs megatron = {1, 1, 0, LOOM_TAIL_GRAD_BYTES, 0, 0, 0};
+        const loom_tail_knobs megatron = {1, 1, 0, LOOM_TAIL_GRAD_BYTES, 0, 0, 0, 0};
         loom_rank_tail_compute(pb ? pb->cluster : NULL, state, &megatron, out);
         return LOOM_OK;
     }

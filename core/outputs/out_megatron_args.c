@@ -273,6 +273,12 @@ static int tail_settings(const loom_plan *plan, mg_args *a, char *reason)
                       (a->assumed & LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER)
                           ? "overlapping the gradient reduce"
                           : "the distributed optimizer");
+    if (a->assumed & LOOM_ASSUMED_SHARDED_PARAMS)
+        return loom_out_refuse(reason,
+                      "the plan is priced with the weights and gradients sharded over the "
+                      "data-parallel replicas (cost_model.fsdp); these arguments run "
+                      "Megatron-LM's distributed optimizer, which keeps whole weights and "
+                      "gradients on every replica");
     if (a->assumed & LOOM_ASSUMED_EAGER_LAYERS)
         return loom_out_refuse(reason,
                       "the plan is priced with Hugging Face transformers' eager layers "

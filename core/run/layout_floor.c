@@ -101,7 +101,8 @@ static int compute_ms(loom_session *s, int32_t module, int32_t layer, const loom
 
 /* Weights and states of one layer (policy none, any tokens). */
 static int static_of(loom_session *s, int32_t module, int32_t layer, const module_pricing *mp,
-                     double *param_bytes, double *state_bytes, loom_error *err)
+                     double *param_bytes, double *state_bytes, int32_t *shards,
+                     loom_error *err)
 {
     loom_shape shape = LOOM_SHAPE_INIT;
     shape.tokens = 1;
@@ -117,7 +118,8 @@ static int static_of(loom_session *s, int32_t module, int32_t layer, const modul
     int rc = loom_session_layer_cost(s, module, layer, &shape, LOOM_POLICY_NONE, &c, err);
     if (rc != LOOM_OK)
         return rc;
-    *param_bytes += (double)c.param_bytes;
+    *shards = loom_layer_cost_param_shards(&c);
+    *param_bytes += (double)(c.param_bytes / *shards); /* the share a GPU keeps */
     *state_bytes += (double)c.state_bytes;
     return LOOM_OK;
 }
@@ -143,8 +145,9 @@ static int floor_module(loom_session *s, const loom_iteration *it, int32_t m,
         return loom_set_error(err, LOOM_ENOMEM, "layout floor: out of memory");
     int up = loom_module_upstream_trainable(pb->model, m);
     double pbytes = 0, sbytes = 0;
+    int32_t shards = 1; /* the module's embedding shards as its layers */
     for (int32_t l = 0; l < mod->n_layers; l++) {
-        int rc = static_of(s, m, l, mp, &pbytes, &sbytes, err);
+        int rc = static_of(s, m, l, mp, &pbytes, &sbytes, &shards, err);
         if (rc != LOOM_OK)
             return rc;
         mean.trainable_upstream = least.trainable_upstream =
@@ -172,7 +175,7 @@ static int floor_module(loom_session *s, const loom_iteration *it, int32_t m,
                                         err);
         if (rc != LOOM_OK)
             return rc;
-        pbytes += (double)pe;
+        pbytes += (double)(pe / shards);
         sbytes += (double)se;
     }
     f->param_bytes += pbytes;

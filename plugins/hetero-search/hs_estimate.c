@@ -242,7 +242,7 @@ static int hs_measure(const loom_host_api *host, loom_ctx *ctx, const loom_cost_
                     return rc;
                 if (shape.tokens > 0)
                     ms += lc.forward_ms + lc.input_grad_ms + lc.weight_grad_ms;
-                bytes += (double)lc.param_bytes + (double)lc.state_bytes;
+                bytes += (double)loom_layer_cost_static_bytes(&lc);
             }
             c->c_ms[m][i][j] = ms;
             if (j == 0)

@@ -178,7 +178,7 @@ static int ot_costs(ot_self *o, const loom_cost_service *cost,
                            ? c.input_grad_ms + c.weight_grad_ms + c.recompute_ms
                            : 0;
                 if (d == 1)
-                    *model_bytes += (double)(c.param_bytes + c.state_bytes);
+                    *model_bytes += (double)loom_layer_cost_static_bytes(&c);
             }
         }
     }

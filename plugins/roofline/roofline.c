@@ -17,6 +17,7 @@ typedef struct rf_self {
     double gemm_scale;          /* gemm_efficiency_scale, (0, 2] */
     double launch_ms;           /* kernel_launch_us / 1000 */
     int distributed_optimizer;  /* shard optimizer states over dp */
+    int fsdp;                   /* shard weights and gradients too */
     unsigned flags;             /* LOOM_ROOFLINE_FLASH | _SEQ_PARALLEL | _FP32 | _EAGER | _GELU_TANH */
     double element_bytes;       /* 2 (bf16) or 4 (fp32 / TF32 training) */
     double optimizer_bytes;     /* optimizer state bytes per parameter */
@@ -37,6 +38,7 @@ static const char *const rf_precision_names[] = {"bf16", "tf32", "fp32", "fp8"};
 typedef struct rf_params {
     double gemm_efficiency_scale;
     int distributed_optimizer;
+    int fsdp;
     int flash_attention;
     int sequence_parallel;
     double kernel_launch_us;
@@ -59,6 +61,15 @@ static const loom_param_def rf_param_table[] = {
     LOOM_BOOL_PARAM(rf_params, distributed_optimizer, 1,
                    "shard the 12 bytes/param of fp32 master weights and Adam moments over the "
                    "data-parallel replicas"),
+    LOOM_BOOL_PARAM(rf_params, fsdp, 0,
+                   "shard the weights and gradients over the data-parallel replicas (dp x cp) "
+                   "as well, as FSDP2 (torchtitan's data_parallel_shard_degree) and ZeRO-3 do: "
+                   "a GPU keeps 1/(dp x cp) of each layer's weights, gradients and states, "
+                   "gathers a layer's weights before its forward and again before its "
+                   "backward and reduce-scatters its gradients after it, overlapped with the "
+                   "neighbouring layer's compute (only what runs longer costs time); the "
+                   "tail keeps the last bucket's reduce-scatter and the Adam step over the "
+                   "shard, no all-gather. Implies the distributed optimizer"),
     LOOM_BOOL_PARAM(rf_params, flash_attention, 1,
                    "fused attention core: scores never reach HBM, so no softmax traffic and "
                    "no stored scores (policy none stores what selective stores)"),
@@ -167,7 +178,8 @@ static void rf_tail_params(const rf_params *prm, rf_self *s)
         (s->precision == RF_PRECISION_FP32 ? LOOM_ASSUMED_MATMUL_FP32 : 0u) |
         (s->precision == RF_PRECISION_FP8 ? LOOM_ASSUMED_MATMUL_FP8 : 0u);
     s->tp_overlap_share = prm->tp_comm_overlap ? prm->tp_comm_overlap_share : 0.0;
-    s->tail.distributed_optimizer = s->distributed_optimizer;
+    s->tail.distributed_optimizer = s->distributed_optimizer || s->fsdp;
+    s->tail.shard_params = s->fsdp;
     s->tail.overlap_grad_reduce = grad != 0;
     s->tail.overlap_param_gather = gather != 0;
     s->tail.grad_bytes = fp32 || element == 4 ? 4.0 : 2.0;
@@ -218,6 +230,7 @@ static int rf_create(const loom_host_api *host, loom_ctx *ctx,
     s->flash2 = flash2;
     s->gemm_scale = scale;
     s->distributed_optimizer = dist != 0;
+    s->fsdp = prm.fsdp != 0;
     s->flags = (flash ? LOOM_ROOFLINE_FLASH : 0u) |
                (seqpar ? LOOM_ROOFLINE_SEQ_PARALLEL : 0u) |
                (eager ? LOOM_ROOFLINE_EAGER : 0u) |
@@ -239,6 +252,13 @@ static void rf_destroy(void *self)
     }
 }
 
+/* The state sharding loom_roofline_state_bytes takes: 2 under fsdp
+ * (gradients too), 1 with the distributed optimizer, else 0. */
+static int rf_sharding(const rf_self *s)
+{
+    return s->fsdp ? 2 : s->distributed_optimizer ? 1 : 0;
+}
+
 /* Rounds a non-negative byte count up to an integer. */
 static int64_t rf_bytes(double x)
 {
@@ -246,6 +266,43 @@ static int64_t rf_bytes(double x)
         return 0;
     int64_t v = (int64_t)x;
     return ((double)v < x) ? v + 1 : v;
+}
+
+/* Under fsdp: a layer's weights sharded over its dp x cp GPUs (`shards`),
+ * gathered whole (element bytes a weight) before its forward and again
+ * before its backward, its gradients reduce-scattered (the tail's
+ * gradient bytes) after the backward. Each collective is prefetched while
+ * the neighbouring layer computes, so a pass pays only what its
+ * collectives take beyond its own compute (the first gather of a pass is
+ * not charged: docs/cost-models.md, "FSDP"). The gathered weights of this
+ * layer and of the next, and the unsharded gradient, are transient. */
+static void rf_fsdp_layer(const rf_self *s, const loom_problem *problem, const loom_shape *shape,
+                          double params, int frozen, loom_layer_cost *out)
+{
+    int32_t shards = loom_shape_state_shards(shape, problem);
+    if (shards <= 1 || !LOOM_LAYER_COST_HAS(out, param_shards))
+        return;
+    const loom_cluster *c = problem->cluster;
+    double t = shape->tp > 1 ? (double)shape->tp : 1.0;
+    double frac = (double)(shards - 1) / shards, weights = params / t;
+    int32_t gpn = c->gpus_per_node > 0 ? c->gpus_per_node : 1;
+    int same_node = (int64_t)shape->tp * shards <= gpn;
+    double grad = frozen ? 0.0 : s->tail.grad_bytes;
+    out->param_shards = shards;
+    out->transient_bytes += rf_bytes((2.0 * s->element_bytes + grad) * weights);
+    if (shape->tokens <= 0)
+        return; /* nothing runs, nothing is gathered */
+    double gather = loom_ring_ms(c, same_node, shards, frac * s->element_bytes * weights, 1);
+    double scatter = loom_ring_ms(c, same_node, shards, frac * grad * weights, 1);
+    if (gather > out->forward_ms)
+        out->forward_ms = gather;
+    double backward = out->input_grad_ms + out->weight_grad_ms + out->recompute_ms;
+    if (!(out->input_grad_ms + out->weight_grad_ms > 0) || gather + scatter <= backward)
+        return;
+    if (out->weight_grad_ms > 0)
+        out->weight_grad_ms += gather + scatter - backward;
+    else
+        out->input_grad_ms += gather + scatter - backward;
 }
 
 /* Checks that the problem is a model problem and `module` exists. */
@@ -520,7 +577,7 @@ static int rf_estimate(void *self, const loom_problem *problem,
     out->param_bytes = rf_bytes(s->element_bytes * params / shape->tp);
     out->state_bytes = rf_bytes(loom_roofline_state_bytes(
         params, shape->tp, loom_shape_state_shards(shape, problem),
-        s->distributed_optimizer, m->frozen, s->tail.grad_bytes, s->optimizer_bytes));
+        rf_sharding(s), m->frozen, s->tail.grad_bytes, s->optimizer_bytes));
     out->flops = c.flops;
     if (LOOM_LAYER_COST_HAS(out, recompute_flops))
         out->recompute_flops = c.recompute_flops;
@@ -530,6 +587,8 @@ static int rf_estimate(void *self, const loom_problem *problem,
     }
     if (LOOM_LAYER_COST_HAS(out, element_bytes))
         out->element_bytes = s->element_bytes;
+    if (s->fsdp)
+        rf_fsdp_layer(s, problem, shape, params, m->frozen, out);
     return LOOM_OK;
 }
 
@@ -566,7 +625,7 @@ static int rf_module_extra(void *self, const loom_problem *problem,
     *param_bytes = rf_bytes(s->element_bytes * params / tp);
     *state_bytes = rf_bytes(loom_roofline_state_bytes(
         params, tp, problem->parallel.dp * loom_parallel_cp(&problem->parallel),
-        s->distributed_optimizer, m->frozen, s->tail.grad_bytes, s->optimizer_bytes));
+        rf_sharding(s), m->frozen, s->tail.grad_bytes, s->optimizer_bytes));
     return LOOM_OK;
 }
 

@@ -60,5 +60,6 @@ double loom_roofline_state_bytes(double params, int32_t tp, int32_t dp,
         return 0.0;
     double t = tp > 1 ? (double)tp : 1.0;
     double d = (distributed_optimizer && dp > 1) ? (double)dp : 1.0;
-    return grad_bytes * params / t + optimizer_bytes * params / t / d;
+    double g = distributed_optimizer == 2 ? d : 1.0;
+    return grad_bytes * params / t / g + optimizer_bytes * params / t / d;
 }

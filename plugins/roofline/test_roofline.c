@@ -949,6 +949,88 @@ static loom_rank_tail tail_under(fixture *fx, const char *const *params,
     return t;
 }
 
+/* fsdp: a GPU keeps 1/(dp x cp) of a layer's weights, gradients and
+ * states (loom_layer_cost_static_bytes), the gathered weights of this layer
+ * and the next and the unsharded gradient are transient, and a pass costs
+ * its collectives where they outlast its compute: a one-token layer's
+ * forward is its gather, its backward the gather plus the reduce-scatter.
+ * A long sequence's compute hides them: the times are fsdp-free. */
+START_TEST(fsdp_shards_weights_and_gradients)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    fx.problem.parallel.dp = 4;
+    fx.problem.parallel.cp = 2; /* shards over dp x cp = 8 GPUs, one node */
+    const double p = 218120192;
+    const char *const on[] = {"fsdp", "true", NULL};
+    const char *const off[] = {NULL};
+    loom_shape one = seq_shape(1, 1, 1, 1), longseq = seq_shape(1, 8192, 1, 1);
+    loom_layer_cost f = estimate_ok(&fx, on, one, LOOM_POLICY_NONE);
+    loom_layer_cost z = estimate_ok(&fx, off, one, LOOM_POLICY_NONE);
+    ck_assert_int_eq(f.param_bytes, (int64_t)(2 * p)); /* still the parameter count */
+    ck_assert_int_eq(f.param_shards, 8);
+    ck_assert_int_eq(f.state_bytes, (int64_t)(4 * p / 8 + 12 * p / 8));
+    ck_assert_int_eq(loom_layer_cost_static_bytes(&f), (int64_t)(2 * p / 8 + 2 * p));
+    ck_assert_int_eq(z.param_shards, 0);
+    ck_assert_int_eq(loom_layer_cost_static_bytes(&z), (int64_t)(2 * p + 4 * p + 12 * p / 8));
+    ck_assert_int_eq(f.transient_bytes, z.transient_bytes + (int64_t)(8 * p));
+    const loom_cluster *c = &fx.cluster;
+    double bw = c->nvlink_bytes_per_s * c->eff_collective;
+    double gather = 7 * c->p2p_latency_ms + 7.0 / 8 * 2 * p / bw * 1e3;
+    double scatter = 7 * c->p2p_latency_ms + 7.0 / 8 * 4 * p / bw * 1e3;
+    ASSERT_REL(f.forward_ms, gather);
+    ASSERT_REL(f.input_grad_ms + f.weight_grad_ms + f.recompute_ms, gather + scatter);
+    ASSERT_REL(f.input_grad_ms, z.input_grad_ms); /* the wait is on the W side */
+    ck_assert(gather > z.forward_ms);
+    f = estimate_ok(&fx, on, longseq, LOOM_POLICY_NONE);
+    z = estimate_ok(&fx, off, longseq, LOOM_POLICY_NONE);
+    ck_assert(z.forward_ms > gather);
+    ASSERT_REL(f.forward_ms, z.forward_ms);
+    ASSERT_REL(f.weight_grad_ms, z.weight_grad_ms);
+    /* across nodes: 16 shards at tp 1 leave the node's 8 GPUs */
+    fx.problem.parallel.dp = 8;
+    f = estimate_ok(&fx, on, one, LOOM_POLICY_NONE);
+    ck_assert_int_eq(f.param_shards, 16);
+    ASSERT_REL(f.forward_ms, 15 * c->p2p_latency_ms +
+                                 15.0 / 16 * 2 * p / (c->net_bytes_per_s * c->eff_collective) * 1e3);
+    /* no data parallelism: nothing to shard */
+    fx.problem.parallel.dp = 1;
+    fx.problem.parallel.cp = 1;
+    f = estimate_ok(&fx, on, one, LOOM_POLICY_NONE);
+    z = estimate_ok(&fx, off, one, LOOM_POLICY_NONE);
+    ck_assert_int_eq(f.param_shards, 0);
+    ck_assert_int_eq(loom_layer_cost_static_bytes(&f), loom_layer_cost_static_bytes(&z));
+    ASSERT_REL(f.forward_ms, z.forward_ms);
+}
+END_TEST
+
+/* fsdp's tail: the reduce-scatter of the last bucket only (the backward
+ * scattered the rest layer by layer), after the rank's last stage; no
+ * all-gather (the next step gathers layer by layer); the Adam step over
+ * the shard; the settings say sharded weights and the distributed
+ * optimizer. */
+START_TEST(fsdp_tail_keeps_the_last_bucket)
+{
+    fixture fx;
+    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
+    loom_rank_state st = {(uint32_t)sizeof st, 0, 1, 4, 1, 1, 1e9, 1e9};
+    const loom_cluster *c = &fx.cluster;
+    double bw = c->nvlink_bytes_per_s * c->eff_collective;
+    static const char *const on[] = {"fsdp", "true", "overlap_param_gather", "true", NULL};
+    loom_rank_tail t = tail_under(&fx, on, &st);
+    ASSERT_REL(t.grad_sync_ms, 3 * c->p2p_latency_ms + 0.75 * 4 * 4e7 / bw * 1e3);
+    ASSERT_REL(t.grad_bucket_ms, t.grad_sync_ms);
+    ck_assert_int_eq(t.overlap_grad_reduce, 0);
+    ck_assert_double_eq(t.param_gather_ms, 0);
+    ck_assert_double_eq(t.param_prefetch_ms, 0);
+    ASSERT_REL(t.optimizer_ms, 1e9 / 4 * 34 / (c->hbm_bytes_per_s * c->eff_memory) * 1e3);
+    ck_assert_uint_eq(t.assumed & (LOOM_ASSUMED_SHARDED_PARAMS | LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER),
+                      LOOM_ASSUMED_SHARDED_PARAMS | LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER);
+    static const char *const dflt[] = {NULL};
+    ck_assert_uint_eq(tail_under(&fx, dflt, &st).assumed & LOOM_ASSUMED_SHARDED_PARAMS, 0);
+}
+END_TEST
+
 /* rank_tail_ms under the params: without the distributed optimizer an
  * all-reduce (twice the reduce-scatter's bytes and latencies) and no
  * all-gather; overlap off; bf16 gradients halve the bytes. */
@@ -1009,7 +1091,7 @@ START_TEST(optimizer_efficiency)
     c.hbm_bytes_per_s = 1e12;
     c.eff_memory = 0.8;
     loom_rank_state st = {(uint32_t)sizeof st, 0, 1, 1, 1, 1, 1e9, 1e9};
-    loom_tail_knobs k = {1, 1, 0, 4.0, 0, 0, 0};
+    loom_tail_knobs k = {1, 1, 0, 4.0, 0, 0, 0, 0};
     loom_rank_tail t = {.struct_size = (uint32_t)sizeof t};
     loom_rank_tail_compute(&c, &st, &k, &t);
     ASSERT_REL(t.optimizer_ms, 1e9 * 34 / (1e12 * 0.8) * 1e3);
@@ -1452,6 +1534,8 @@ static Suite *roofline_suite(void)
     Suite *s = suite_create("roofline");
     TCase *tc = tcase_create("model");
     tcase_add_test(tc, llama3_8b_forward_flops);
+    tcase_add_test(tc, fsdp_shards_weights_and_gradients);
+    tcase_add_test(tc, fsdp_tail_keeps_the_last_bucket);
     tcase_add_test(tc, causal_and_cross_attention_flops);
     tcase_add_test(tc, operator_time_is_max_of_three_terms);
     tcase_add_test(tc, compute_bound_layer_time_closed_form);

@@ -372,7 +372,7 @@ START_TEST(element_size_and_the_tail)
     loom_layer_cost b = est(&in, &fx, 1, 0, shape(1000, 1), LOOM_POLICY_NONE);
     ck_assert_int_eq(b.element_bytes, 2);
     loom_rank_tail bf16 = table_tail(&in, &fx, &c, &st);
-    loom_tail_knobs host = {1, 1, 0, LOOM_TAIL_GRAD_BYTES, 0, 0, 0};
+    loom_tail_knobs host = {1, 1, 0, LOOM_TAIL_GRAD_BYTES, 0, 0, 0, 0};
     loom_rank_tail want = {.struct_size = sizeof want};
     loom_rank_tail_compute(&c, &st, &host, &want);
     ck_assert_double_eq(bf16.grad_sync_ms, want.grad_sync_ms);

@@ -89,6 +89,12 @@ typedef struct loom_layer_cost {
      * on and keeps for its weight gradient (2: bf16 or fp16, 4: fp32 or
      * TF32 training); the host sizes pipeline transfers with it. 0: 2. */
     double element_bytes;
+    /* Appended: the GPUs this layer's weights are sharded over between
+     * uses (FSDP2, ZeRO-3: the data-parallel replicas times cp). A GPU
+     * keeps param_bytes / param_shards of them; the gathered whole is
+     * transient_bytes. param_bytes stays the whole TP-split weight, the
+     * parameter count. 0 or 1: not sharded. */
+    int32_t param_shards;
 } loom_layer_cost;
 
 #define LOOM_LAYER_COST_SIZE_V1 ((uint32_t)LOOM_STRUCT_END(loom_layer_cost, flops))
@@ -107,6 +113,21 @@ static inline double loom_layer_cost_element_bytes(const loom_layer_cost *c)
 {
     return LOOM_LAYER_COST_HAS(c, element_bytes) && c->element_bytes > 0 ? c->element_bytes
                                                                           : 2.0;
+}
+
+/* The GPUs *c's weights are sharded over: param_shards when the cost
+ * model set it above 1, else 1. */
+static inline int32_t loom_layer_cost_param_shards(const loom_layer_cost *c)
+{
+    return LOOM_LAYER_COST_HAS(c, param_shards) && c->param_shards > 1 ? c->param_shards : 1;
+}
+
+/* Bytes one GPU keeps for the layer *c describes for the whole step: its
+ * share of the weights (param_bytes / param_shards) and state_bytes. The
+ * one rule for a layer's static memory. */
+static inline int64_t loom_layer_cost_static_bytes(const loom_layer_cost *c)
+{
+    return c->param_bytes / loom_layer_cost_param_shards(c) + c->state_bytes;
 }
 
 /* Zeroes every member of a caller's *c that its struct_size covers and
@@ -252,6 +273,12 @@ typedef struct loom_tail_knobs {
      * LOOM_TAIL_OPTIMIZER_BYTES (bf16 weights over fp32 masters). */
     double param_bytes;
     double optimizer_bytes;
+    /* Appended: weights and gradients sharded over dp x cp as well (FSDP2,
+     * ZeRO-3; implies distributed_optimizer): gathered layer by layer
+     * around each use and reduce-scattered layer by layer during every
+     * backward, so the tail keeps only the last gradient bucket's
+     * reduce-scatter and no parameter all-gather. */
+    int shard_params;
 } loom_tail_knobs;
 
 /* HBM bytes per parameter of one Adam step on fp32 weights, which are
@@ -295,7 +322,9 @@ static inline void loom_rank_tail_assume(const loom_tail_knobs *k, loom_rank_tai
                    (k->overlap_grad_reduce ? LOOM_ASSUMED_OVERLAP_GRAD_REDUCE : 0u) |
                    (k->overlap_param_gather ? LOOM_ASSUMED_OVERLAP_PARAM_GATHER : 0u) |
                    (k->grad_bytes > 0.0 && k->grad_bytes < 4.0 ? LOOM_ASSUMED_GRAD_REDUCE_BF16
-                                                                : 0u);
+                                                                : 0u) |
+                   (k->shard_params ? LOOM_ASSUMED_SHARDED_PARAMS | LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER
+                                    : 0u);
 }
 
 /* Fills *out (struct_size kept) with one rank's tail on cluster c under
@@ -305,8 +334,10 @@ static inline void loom_rank_tail_assume(const loom_tail_knobs *k, loom_rank_tai
  * optimizer, an all-reduce (2(dp-1)/dp) without; an Adam step
  * moving k->optimizer_bytes (LOOM_TAIL_OPTIMIZER_BYTES) per parameter this GPU updates (1/dp of them
  * with the distributed optimizer) at eff_optimizer (eff_memory when 0). Frozen parameters are
- * neither reduced nor stepped. What the host uses for a cost model
- * without rank_tail_ms, with Megatron-LM's defaults. */
+ * neither reduced nor stepped. With k->shard_params: the reduce-scatter of
+ * the last bucket only, after the rank's last stage, no all-gather, and
+ * the step over 1/dp. What the host uses for a cost model without
+ * rank_tail_ms, with Megatron-LM's defaults. */
 static inline void loom_rank_tail_compute(const loom_cluster *c, const loom_rank_state *st,
                                           const loom_tail_knobs *k, loom_rank_tail *out)
 {
@@ -321,6 +352,24 @@ static inline void loom_rank_tail_compute(const loom_cluster *c, const loom_rank
     int32_t dp = st->dp > 1 ? st->dp : 1;
     double frac = (double)(dp - 1) / dp;
     double grads = n * k->grad_bytes;
+    double bucket = k->bucket_params > 0 ? k->bucket_params
+                    : (1e6 * dp > 4e7 ? 1e6 * dp : 4e7);
+    double eff = c->eff_optimizer > 0 ? c->eff_optimizer : c->eff_memory;
+    double bw = c->hbm_bytes_per_s * (eff > 0 ? eff : 1);
+    double step = k->optimizer_bytes > 0 ? k->optimizer_bytes : LOOM_TAIL_OPTIMIZER_BYTES;
+    if (k->shard_params) {
+        /* every backward reduce-scatters its layers' gradients as it goes
+         * (priced per layer by the cost model); after the rank's last
+         * backward only the last bucket's is left. The next step gathers
+         * weights layer by layer, so no all-gather follows the step. */
+        double last = bucket < n ? bucket : n;
+        out->overlap_grad_reduce = 0;
+        out->grad_sync_ms = loom_ring_ms(c, st->dp_same_node, dp, frac * last * k->grad_bytes, 1);
+        out->grad_bucket_ms = out->grad_sync_ms;
+        out->optimizer_ms = bw > 0 ? n / dp * step / bw * 1e3 : 0;
+        loom_rank_tail_assume(k, out);
+        return;
+    }
     if (k->distributed_optimizer) {
         out->grad_sync_ms = loom_ring_ms(c, st->dp_same_node, dp, frac * grads, 1);
         double weight = k->param_bytes > 0 ? k->param_bytes : LOOM_TAIL_PARAM_BYTES;
@@ -332,14 +381,9 @@ static inline void loom_rank_tail_compute(const loom_cluster *c, const loom_rank
     } else {
         out->grad_sync_ms = loom_ring_ms(c, st->dp_same_node, dp, 2 * frac * grads, 2);
     }
-    double bucket = k->bucket_params > 0 ? k->bucket_params
-                    : (1e6 * dp > 4e7 ? 1e6 * dp : 4e7);
     double share = bucket < n ? bucket / n : 1;
     out->grad_bucket_ms = out->grad_sync_ms * share;
     double stepped = k->distributed_optimizer ? n / dp : n;
-    double eff = c->eff_optimizer > 0 ? c->eff_optimizer : c->eff_memory;
-    double bw = c->hbm_bytes_per_s * (eff > 0 ? eff : 1);
-    double step = k->optimizer_bytes > 0 ? k->optimizer_bytes : LOOM_TAIL_OPTIMIZER_BYTES;
     out->optimizer_ms = bw > 0 ? stepped * step / bw * 1e3 : 0;
     loom_rank_tail_assume(k, out);
 }
