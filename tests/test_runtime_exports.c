@@ -255,6 +255,12 @@ START_TEST(megatron_args_precision_flags)
     ck_assert_int_eq(megatron_fits(&plan, reason), 0);
     ck_assert_str_eq(reason, "the plan is priced with Hugging Face transformers' eager layers "
                              "(cost_model.layer_kernels); Megatron-LM runs its own fused layers");
+    g->assumed = base | LOOM_ASSUMED_SHARDED_PARAMS;
+    ck_assert_int_eq(megatron_fits(&plan, reason), 0);
+    ck_assert_str_eq(reason, "the plan is priced with the weights and gradients sharded over the "
+                             "data-parallel replicas (cost_model.fsdp); these arguments run "
+                             "Megatron-LM's distributed optimizer, which keeps whole weights and "
+                             "gradients on every replica");
     g->assumed = base | LOOM_ASSUMED_GRAD_REDUCE_BF16;
     text = render(loom_write_megatron_args, &plan, &rc, &err);
     ck_assert_msg(rc == LOOM_OK, "%s", err.message);
