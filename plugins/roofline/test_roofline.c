@@ -1004,36 +1004,10 @@ START_TEST(fsdp_shards_weights_and_gradients)
 }
 END_TEST
 
-/* fsdp's tail: the reduce-scatter of the last bucket only (the backward
- * scattered the rest layer by layer), after the rank's last stage; no
- * all-gather (the next step gathers layer by layer); the Adam step over
- * the shard; the settings say sharded weights and the distributed
- * optimizer. */
-START_TEST(fsdp_tail_keeps_the_last_bucket)
-{
-    fixture fx;
-    fx_init(&fx, LLAMA3_8B, 32, LOOM_MODULE_BACKBONE, 0, 0);
-    loom_rank_state st = {(uint32_t)sizeof st, 0, 1, 4, 1, 1, 1e9, 1e9};
-    const loom_cluster *c = &fx.cluster;
-    double bw = c->nvlink_bytes_per_s * c->eff_collective;
-    static const char *const on[] = {"fsdp", "true", "overlap_param_gather", "true", NULL};
-    loom_rank_tail t = tail_under(&fx, on, &st);
-    ASSERT_REL(t.grad_sync_ms, 3 * c->p2p_latency_ms + 0.75 * 4 * 4e7 / bw * 1e3);
-    ASSERT_REL(t.grad_bucket_ms, t.grad_sync_ms);
-    ck_assert_int_eq(t.overlap_grad_reduce, 0);
-    ck_assert_double_eq(t.param_gather_ms, 0);
-    ck_assert_double_eq(t.param_prefetch_ms, 0);
-    ASSERT_REL(t.optimizer_ms, 1e9 / 4 * 34 / (c->hbm_bytes_per_s * c->eff_memory) * 1e3);
-    ck_assert_uint_eq(t.assumed & (LOOM_ASSUMED_SHARDED_PARAMS | LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER),
-                      LOOM_ASSUMED_SHARDED_PARAMS | LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER);
-    static const char *const dflt[] = {NULL};
-    ck_assert_uint_eq(tail_under(&fx, dflt, &st).assumed & LOOM_ASSUMED_SHARDED_PARAMS, 0);
-}
-END_TEST
-
 /* rank_tail_ms under the params: without the distributed optimizer an
  * all-reduce (twice the reduce-scatter's bytes and latencies) and no
- * all-gather; overlap off; bf16 gradients halve the bytes. */
+ * all-gather; overlap off; bf16 gradients halve the bytes; fsdp keeps one
+ * bucket. */
 START_TEST(rank_tail_follows_params)
 {
     fixture fx;
@@ -1079,6 +1053,22 @@ START_TEST(rank_tail_follows_params)
         double stepped = k == 1 ? 1e9 : 1e9 / 4;
         ASSERT_REL(t.optimizer_ms, stepped * 34 / (c->hbm_bytes_per_s * c->eff_memory) * 1e3);
     }
+    /* fsdp: the reduce-scatter of the last bucket only (the backward
+     * scattered the rest layer by layer), after the rank's last stage; no
+     * all-gather, even with overlap_param_gather (the next step gathers
+     * layer by layer); the Adam step over the shard; the settings say
+     * sharded weights and the distributed optimizer */
+    static const char *const fsdp[] = {"fsdp", "true", "overlap_param_gather", "true", NULL};
+    loom_rank_tail t = tail_under(&fx, fsdp, &st);
+    ASSERT_REL(t.grad_sync_ms, 3 * c->p2p_latency_ms + 0.75 * 4 * 4e7 / bw * 1e3);
+    ASSERT_REL(t.grad_bucket_ms, t.grad_sync_ms);
+    ck_assert_int_eq(t.overlap_grad_reduce, 0);
+    ck_assert_double_eq(t.param_gather_ms, 0);
+    ck_assert_double_eq(t.param_prefetch_ms, 0);
+    ASSERT_REL(t.optimizer_ms, 1e9 / 4 * 34 / (c->hbm_bytes_per_s * c->eff_memory) * 1e3);
+    const uint32_t sharded = LOOM_ASSUMED_SHARDED_PARAMS | LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER;
+    ck_assert_uint_eq(t.assumed & sharded, sharded);
+    ck_assert_uint_eq(tail_under(&fx, dflt, &st).assumed & LOOM_ASSUMED_SHARDED_PARAMS, 0);
 }
 END_TEST
 
@@ -1535,7 +1525,6 @@ static Suite *roofline_suite(void)
     TCase *tc = tcase_create("model");
     tcase_add_test(tc, llama3_8b_forward_flops);
     tcase_add_test(tc, fsdp_shards_weights_and_gradients);
-    tcase_add_test(tc, fsdp_tail_keeps_the_last_bucket);
     tcase_add_test(tc, causal_and_cross_attention_flops);
     tcase_add_test(tc, operator_time_is_max_of_three_terms);
     tcase_add_test(tc, compute_bound_layer_time_closed_form);
