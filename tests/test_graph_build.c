@@ -28,8 +28,8 @@ static void open_session_with(const char *manifest, const char *param)
     ck_assert_msg(rc == LOOM_OK, "%s", err.message);
 }
 
-/* One flow per module over 4 ranks, one layer per position... */
-static loom_partition *two_flows(loom_candidates *set, int replicate)
+/* One flow per module over `ranks` ranks (4 or 1), the layers cut evenly... */
+static loom_partition *flows_over(loom_candidates *set, int replicate, int32_t ranks)
 {
     loom_partition *p = NULL;
     loom_error err = {0};
@@ -45,15 +45,16 @@ static loom_partition *two_flows(loom_candidates *set, int replicate)
             memset(fl, 0, sizeof *fl);
             fl->pos_off = n_pos;
             fl->module = mod;
-            for (int32_t q = 0; q < 4; q++) {
-                int32_t per = m->modules[mod].n_layers / 4;
-                int32_t first = q * per, n = q == 3 ? m->modules[mod].n_layers - first : per;
+            for (int32_t q = 0; q < ranks; q++) {
+                int32_t per = m->modules[mod].n_layers / ranks;
+                int32_t first = q * per;
+                int32_t n = q == ranks - 1 ? m->modules[mod].n_layers - first : per;
                 p->spans[n_spans] = (loom_span){mod, first, n, 0};
                 p->positions[n_pos] = (loom_position){q, n_spans, 1, 0};
                 n_spans++;
                 n_pos++;
             }
-            fl->n_pos = 4;
+            fl->n_pos = ranks;
             if (mod == 1) {
                 fl->n_inputs = copies;
                 for (int k = 0; k < copies; k++)
@@ -63,6 +64,7 @@ static loom_partition *two_flows(loom_candidates *set, int replicate)
         }
     }
     p->n_positions = n_pos;
+    p->n_ranks = ranks;
     p->n_spans = n_spans;
     p->n_microbatches = s.problem.parallel.microbatches;
     for (int32_t i = 0; i < p->n_modules * p->n_samples; i++)
@@ -74,6 +76,12 @@ static loom_partition *two_flows(loom_candidates *set, int replicate)
             p->subs[1 * p->cap_microbatches + mb] = mb % 2 == 1;
         }
     return p;
+}
+
+/* flows_over on 4 ranks. */
+static loom_partition *two_flows(loom_candidates *set, int replicate)
+{
+    return flows_over(set, replicate, 4);
 }
 
 /* The megatron-1f1b session on vlm-s with its first iteration, a
@@ -247,11 +255,13 @@ START_TEST(test_iteration_tail_by_dp)
 }
 END_TEST
 
-/* cost_model.fsdp: a rank keeps 1/dp of its weights, gradients and
- * optimizer states, 2 + 4 + 12 bytes a parameter over dp, where the
- * distributed optimizer keeps 2 + 4 + 12 / dp; the tail has no all-gather
- * and the reduce-scatter of one bucket after the rank's last stage, and the
- * graph says it assumed sharded weights. */
+/* cost_model.fsdp on this pipeline of 4 ranks, as PyTorch's pipelining
+ * runs FSDP2: the stage's weights stay gathered and its gradients whole
+ * through the step, beside a sharded fp32 gradient, master copy and Adam
+ * state, 2 + 4 + (4 + 12) / dp bytes a parameter where the distributed
+ * optimizer keeps 2 + 4 + 12 / dp; the tail reduce-scatters each chunk's
+ * gradients after its last backward and gathers nothing; the graph says
+ * it assumed sharded weights. */
 START_TEST(test_fsdp_static_and_tail)
 {
     loom_error err = {0};
@@ -271,11 +281,13 @@ START_TEST(test_fsdp_static_and_tail)
     for (int32_t r = 0; r < gd->n_ranks; r++) {
         double per_param = 2 + 4 + 12.0 / 8; /* bytes a parameter, distributed optimizer */
         double params = (double)gd->static_bytes[r] / per_param;
-        ck_assert_double_eq_tol((double)gf->static_bytes[r], params * 18 / 8,
+        ck_assert_double_eq_tol((double)gf->static_bytes[r], params * (2 + 4 + 16.0 / 8),
                                 1e-6 * (double)gf->static_bytes[r]);
         ck_assert_double_eq(gf->tail_param_gather_ms[r], 0);
-        ck_assert_int_eq(gf->tail_overlap[r], 0);
-        ck_assert(gf->tail_grad_sync_ms[r] > 0 && gf->tail_grad_sync_ms[r] < gd->tail_grad_sync_ms[r]);
+        ck_assert_int_eq(gf->tail_overlap[r], 1);
+        ck_assert_double_eq_tol(gf->tail_grad_sync_ms[r], gd->tail_grad_sync_ms[r],
+                                1e-9 * gd->tail_grad_sync_ms[r]);
+        ck_assert_double_eq(gf->tail_grad_bucket_ms[r], gf->tail_grad_sync_ms[r]);
         ck_assert_double_eq_tol(gf->tail_optimizer_ms[r], gd->tail_optimizer_ms[r],
                                 1e-9 * gd->tail_optimizer_ms[r]);
     }
@@ -283,6 +295,38 @@ START_TEST(test_fsdp_static_and_tail)
     loom_graph_free(gf);
     loom_candidates_free(fx.set);
     loom_session_release(&s);
+}
+END_TEST
+
+/* cost_model.fsdp on one pipeline rank: the rank keeps 1/dp of every
+ * layer's weights, gradients and optimizer states, and of the embedding
+ * and head, 18 / dp bytes a parameter where the distributed optimizer
+ * keeps 2 + 4 + 12 / dp; the tail is one bucket's reduce-scatter after the
+ * rank's last stage and no all-gather. */
+START_TEST(test_fsdp_one_rank_shards_everything)
+{
+    loom_error err = {0};
+    loom_stage_graph *gd = NULL, *gf = NULL;
+    for (int k = 0; k < 2; k++) {
+        fixture fx = open_fixture_with(k ? "cost_model.fsdp=true" : NULL);
+        s.problem.parallel.dp = 8;
+        s.problem.parallel.pp = 1;
+        loom_partition *p = flows_over(fx.set, 0, 1);
+        ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, k ? &gf : &gd, &err),
+                         LOOM_OK);
+        loom_candidates_free(fx.set);
+        loom_session_release(&s);
+    }
+    ck_assert_int_eq(gf->n_ranks, 1);
+    double params = (double)gd->static_bytes[0] / (2 + 4 + 12.0 / 8);
+    ck_assert_double_eq_tol((double)gf->static_bytes[0], params * 18 / 8,
+                            1e-6 * (double)gf->static_bytes[0]);
+    ck_assert_double_eq(gf->tail_param_gather_ms[0], 0);
+    ck_assert_int_eq(gf->tail_overlap[0], 0);
+    ck_assert(gf->tail_grad_sync_ms[0] > 0 && gf->tail_grad_sync_ms[0] < gd->tail_grad_sync_ms[0]);
+    ck_assert_uint_eq(gf->assumed & LOOM_ASSUMED_SHARDED_PARAMS, LOOM_ASSUMED_SHARDED_PARAMS);
+    loom_graph_free(gd);
+    loom_graph_free(gf);
 }
 END_TEST
 
@@ -633,6 +677,7 @@ int main(void)
     tcase_add_test(tc, test_counts_and_replicas);
     tcase_add_test(tc, test_iteration_tail_by_dp);
     tcase_add_test(tc, test_fsdp_static_and_tail);
+    tcase_add_test(tc, test_fsdp_one_rank_shards_everything);
     tcase_add_test(tc, test_context_parallel);
     tcase_add_test(tc, test_span_tp);
     tcase_add_test(tc, test_merged_patches_cross_flows);

@@ -4,6 +4,7 @@
  * this file validates inputs and fills the role's output struct. */
 #include <loom/loom.h>
 
+#include <math.h>
 #include <string.h>
 
 #include "roofline_model.h"
@@ -69,7 +70,9 @@ static const loom_param_def rf_param_table[] = {
                    "backward and reduce-scatters its gradients after it, overlapped with the "
                    "neighbouring layer's compute (only what runs longer costs time); the "
                    "tail keeps the last bucket's reduce-scatter and the Adam step over the "
-                   "shard, no all-gather. Implies the distributed optimizer"),
+                   "shard, no all-gather; under pipeline parallelism the weights stay gathered "
+                   "and the gradients whole until each chunk's last backward, as PyTorch's "
+                   "pipelining runs FSDP2. Implies the distributed optimizer"),
     LOOM_BOOL_PARAM(rf_params, flash_attention, 1,
                    "fused attention core: scores never reach HBM, so no softmax traffic and "
                    "no stored scores (policy none stores what selective stores)"),
@@ -252,11 +255,26 @@ static void rf_destroy(void *self)
     }
 }
 
-/* The state sharding loom_roofline_state_bytes takes: 2 under fsdp
- * (gradients too), 1 with the distributed optimizer, else 0. */
-static int rf_sharding(const rf_self *s)
+/* 1 when fsdp runs under pipeline parallelism: PyTorch's pipelining
+ * stages keep an FSDP module's weights gathered and its gradients
+ * unsharded from the first forward to the REDUCE_GRAD after the last
+ * backward (stage.py: set_reshard_after_backward(False),
+ * set_requires_gradient_sync(False)), and torchtitan does not reshard
+ * after forward under PP (apply_fsdp, reshard_after_forward "default"). */
+static int rf_fsdp_pipelined(const rf_self *s, const loom_problem *problem)
 {
-    return s->fsdp ? 2 : s->distributed_optimizer ? 1 : 0;
+    return s->fsdp && problem && problem->parallel.pp > 1;
+}
+
+/* The state sharding loom_roofline_state_bytes takes: under fsdp 2
+ * (gradients sharded too), or 3 under pipeline parallelism (whole
+ * gradients beside the sharded copy); 1 with the distributed optimizer,
+ * else 0. */
+static int rf_sharding(const rf_self *s, const loom_problem *problem)
+{
+    if (s->fsdp)
+        return rf_fsdp_pipelined(s, problem) ? 3 : 2;
+    return s->distributed_optimizer ? 1 : 0;
 }
 
 /* Rounds a non-negative byte count up to an integer. */
@@ -577,7 +595,7 @@ static int rf_estimate(void *self, const loom_problem *problem,
     out->param_bytes = rf_bytes(s->element_bytes * params / shape->tp);
     out->state_bytes = rf_bytes(loom_roofline_state_bytes(
         params, shape->tp, loom_shape_state_shards(shape, problem),
-        rf_sharding(s), m->frozen, s->tail.grad_bytes, s->optimizer_bytes));
+        rf_sharding(s, problem), m->frozen, s->tail.grad_bytes, s->optimizer_bytes));
     out->flops = c.flops;
     if (LOOM_LAYER_COST_HAS(out, recompute_flops))
         out->recompute_flops = c.recompute_flops;
@@ -587,7 +605,7 @@ static int rf_estimate(void *self, const loom_problem *problem,
     }
     if (LOOM_LAYER_COST_HAS(out, element_bytes))
         out->element_bytes = s->element_bytes;
-    if (s->fsdp)
+    if (s->fsdp && !rf_fsdp_pipelined(s, problem))
         rf_fsdp_layer(s, problem, shape, params, m->frozen, out);
     return LOOM_OK;
 }
@@ -625,7 +643,7 @@ static int rf_module_extra(void *self, const loom_problem *problem,
     *param_bytes = rf_bytes(s->element_bytes * params / tp);
     *state_bytes = rf_bytes(loom_roofline_state_bytes(
         params, tp, problem->parallel.dp * loom_parallel_cp(&problem->parallel),
-        rf_sharding(s), m->frozen, s->tail.grad_bytes, s->optimizer_bytes));
+        rf_sharding(s, problem), m->frozen, s->tail.grad_bytes, s->optimizer_bytes));
     return LOOM_OK;
 }
 
@@ -655,7 +673,22 @@ static int rf_rank_tail_ms(void *self, const loom_problem *problem,
     if (!problem || !problem->cluster)
         return s->host->error(err, LOOM_EINVAL,
                               "roofline: an iteration tail needs a cluster, found none");
-    loom_rank_tail_compute(problem->cluster, state, &s->tail, out);
+    if (rf_fsdp_pipelined(s, problem)) {
+        /* the whole stage's gradients reduce-scattered after its last
+         * backward (REDUCE_GRAD), a chunk at a time; the weights gathered
+         * layer by layer at the first forward, hidden as without PP */
+        loom_tail_knobs k = s->tail;
+        k.shard_params = 0;
+        k.distributed_optimizer = k.overlap_grad_reduce = 1;
+        k.overlap_param_gather = 0;
+        k.bucket_params = HUGE_VAL;
+        loom_rank_tail_compute(problem->cluster, state, &k, out);
+        out->param_gather_ms = 0;
+        if (LOOM_STRUCT_HAS(out, loom_rank_tail, assumed))
+            out->assumed |= LOOM_ASSUMED_SHARDED_PARAMS;
+    } else {
+        loom_rank_tail_compute(problem->cluster, state, &s->tail, out);
+    }
     if (!LOOM_STRUCT_HAS(out, loom_rank_tail, assumed))
         return LOOM_OK;
     if (s->flags & LOOM_ROOFLINE_SEQ_PARALLEL)

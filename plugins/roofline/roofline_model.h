@@ -136,7 +136,9 @@ double loom_roofline_activation_bytes(const loom_layer *layer,
  * of states (12: fp32 master + Adam m, v beside bf16 weights; 8: m and v
  * when the weights are fp32 themselves), all / tp, the optimizer part
  * further / dp when `distributed_optimizer` is 1, the gradients too when
- * it is 2 (FSDP2, ZeRO-3). 0 when `frozen`. */
+ * it is 2 (FSDP2, ZeRO-3); 3 keeps whole gradients beside a sharded copy
+ * (FSDP2 under pipeline parallelism, which syncs gradients once a step).
+ * 0 when `frozen`. */
 double loom_roofline_state_bytes(double params, int32_t tp, int32_t dp,
                                  int distributed_optimizer, int frozen,
                                  double grad_bytes, double optimizer_bytes);

@@ -993,6 +993,18 @@ START_TEST(fsdp_shards_weights_and_gradients)
     ck_assert_int_eq(f.param_shards, 16);
     ASSERT_REL(f.forward_ms, 15 * c->p2p_latency_ms +
                                  15.0 / 16 * 2 * p / (c->net_bytes_per_s * c->eff_collective) * 1e3);
+    /* under pipeline parallelism the weights stay gathered and the
+     * gradients whole from the first forward to the step's last backward:
+     * no per-layer collectives, whole gradients beside the sharded copy */
+    fx.problem.parallel.pp = 4;
+    f = estimate_ok(&fx, on, one, LOOM_POLICY_NONE);
+    z = estimate_ok(&fx, off, one, LOOM_POLICY_NONE);
+    ck_assert_int_eq(f.param_shards, 0);
+    ck_assert_int_eq(f.state_bytes, (int64_t)(4 * p + 16 * p / 16));
+    ck_assert_int_eq(f.transient_bytes, z.transient_bytes);
+    ASSERT_REL(f.forward_ms, z.forward_ms);
+    ASSERT_REL(f.weight_grad_ms, z.weight_grad_ms);
+    fx.problem.parallel.pp = 1;
     /* no data parallelism: nothing to shard */
     fx.problem.parallel.dp = 1;
     fx.problem.parallel.cp = 1;
@@ -1069,6 +1081,17 @@ START_TEST(rank_tail_follows_params)
     const uint32_t sharded = LOOM_ASSUMED_SHARDED_PARAMS | LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER;
     ck_assert_uint_eq(t.assumed & sharded, sharded);
     ck_assert_uint_eq(tail_under(&fx, dflt, &st).assumed & LOOM_ASSUMED_SHARDED_PARAMS, 0);
+    /* fsdp under pipeline parallelism: the whole sync after each chunk's
+     * last backward (one bucket), still no all-gather */
+    fx.problem.parallel.pp = 4;
+    t = tail_under(&fx, fsdp, &st);
+    ASSERT_REL(t.grad_sync_ms, 3 * c->p2p_latency_ms + 0.75 * 4e9 / bw * 1e3);
+    ASSERT_REL(t.grad_bucket_ms, t.grad_sync_ms);
+    ck_assert_int_eq(t.overlap_grad_reduce, 1);
+    ck_assert_double_eq(t.param_gather_ms, 0);
+    ck_assert_double_eq(t.param_prefetch_ms, 0);
+    ASSERT_REL(t.optimizer_ms, 1e9 / 4 * 34 / (c->hbm_bytes_per_s * c->eff_memory) * 1e3);
+    ck_assert_uint_eq(t.assumed & sharded, sharded);
 }
 END_TEST
 
