@@ -1,9 +1,10 @@
 /* test_torchtitan_export.c - torchtitan.toml as `loom plan --out` writes
- * it: the exact file of an LLM plan, its seq_len and activation
+ * it: the exact file of an LLM plan (pipelined, or on one rank with
+ * gradient accumulation), its seq_len and activation
  * checkpointing (none, full, every N-th block), and every refusal with its
  * reason in plan.json's exports (and no file, a stale one removed) for
- * plans torchtitan 0.2.2 cannot build: VLMs, one pipeline rank, per-module
- * layouts, stage-times problems, recomputation no setting states, and
+ * plans torchtitan 0.2.2 cannot build: VLMs, one rank whose microbatches
+ * overlap, per-module layouts, stage-times problems, recomputation no setting states, and
  * precisions or tensor parallelism it does not run. The
  * consumer's own code checks the files in tools/checks/
  * check_torchtitan_exports.py. */
@@ -381,16 +382,43 @@ START_TEST(fp32_plans_state_float32)
 }
 END_TEST
 
-START_TEST(one_rank_plans_are_refused)
+/* Without pipeline parallelism torchtitan runs the whole model with FSDP
+ * and accumulates gradients over the microbatches (train.py): the file
+ * states no pipeline and a global batch of microbatches x dp local
+ * batches. A one-rank plan whose microbatches overlap (virtual stages on
+ * the rank) is refused. */
+START_TEST(one_rank_plans_accumulate_gradients)
 {
     const char *dir = out_dir("p1");
     char args[1024];
-    snprintf(args, sizeof args, "--manifest %s --model %s --parallel tp=8,pp=1,dp=1,mb=4",
-             loom_test_src("examples/manifests/megatron-1f1b.json"),
+    const char *sweep_off = "--param partitioner[0].vpp_sweep=false "
+                            "--param partitioner[1].vpp_sweep=false";
+    snprintf(args, sizeof args, "--manifest %s --model %s --parallel tp=1,pp=1,dp=8,mb=4 %s",
+             loom_test_src("examples/manifests/torchtitan-tuned.json"),
+             loom_test_src("examples/models/hf/llama-3-8b.json"), sweep_off);
+    plan_into(dir, args);
+    char path[300];
+    snprintf(path, sizeof path, "%s/torchtitan.toml", dir);
+    char *toml = slurp(path);
+    ck_assert_ptr_nonnull(toml);
+    loom_test_has(toml, "[parallelism]\npipeline_parallel_degree = 1\n"
+                        "tensor_parallel_degree = 1\ncontext_parallel_degree = 1\n"
+                        "data_parallel_shard_degree = 8\n");
+    loom_test_has(toml, "[training]\nlocal_batch_size = 1\nglobal_batch_size = 32\n");
+    loom_test_has(toml, "mixed_precision_param = \"bfloat16\"\n");
+    ck_assert_ptr_null(strstr(toml, "pipeline_parallel_schedule"));
+    ck_assert_ptr_null(strstr(toml, "module_fqns_per_model_part"));
+    free(toml);
+    loom_test_rmdir(dir);
+    dir = out_dir("p1v");
+    snprintf(args, sizeof args, "--manifest %s --model %s --parallel tp=1,pp=1,dp=8,mb=4",
+             loom_test_src("examples/manifests/torchtitan-tuned.json"),
              loom_test_src("examples/models/hf/llama-3-8b.json"));
     plan_into(dir, args);
-    expect_refused(dir, "the plan has one pipeline rank: torchtitan 0.2.2 pipelines only when "
-                        "pipeline_parallel_degree > 1");
+    expect_refused(dir, "the plan's one rank runs microbatch 1 before microbatch 0's backward "
+                        "has ended; torchtitan 0.2.2 without pipeline parallelism runs one "
+                        "microbatch's forward and backward at a time (gradient accumulation; "
+                        "plan with vpp 1)");
     loom_test_rmdir(dir);
 }
 END_TEST
@@ -469,7 +497,7 @@ static Suite *torchtitan_suite(void)
     tcase_add_test(tc, fp32_plans_state_float32);
     tcase_add_test(tc, fp8_plans_convert_the_linears);
     tcase_add_test(tc, tp_overlap_is_async_tp);
-    tcase_add_test(tc, one_rank_plans_are_refused);
+    tcase_add_test(tc, one_rank_plans_accumulate_gradients);
     tcase_add_test(tc, vlm_is_refused_and_stale_file_removed);
     tcase_add_test(tc, module_layouts_are_refused);
     tcase_add_test(tc, stage_times_plans_are_refused);

@@ -13,8 +13,11 @@
  * parallelism.pipeline_parallel_microbatch_size; a Loom microbatch packs
  * the problem's micro_batch_size sequences (1 unless --micro-batch-size),
  * so local_batch_size is that times the microbatches. torchtitan
- * pipelines only when pipeline_parallel_degree > 1 (train.py), and its
- * 0.2.2 VLM experiment has no pipelining function.
+ * pipelines only when pipeline_parallel_degree > 1 (train.py); a plan on
+ * one rank runs the whole model, one microbatch of K sequences a step of
+ * gradient accumulation (global_batch_size over local_batch_size times
+ * the data-parallel degree). Its 0.2.2 VLM experiment has no pipelining
+ * function.
  *
  * torchtitan checkpoints activations per transformer block
  * (torchtitan/distributed/activation_checkpoint.py): mode "none" none,
@@ -181,6 +184,48 @@ static int ac_of(const loom_plan *plan, const loom_out_torch *t, tt_job *job, ch
     return ok;
 }
 
+/* Without pipeline parallelism torchtitan runs one microbatch a step of
+ * gradient accumulation, its forward then its whole backward (train.py,
+ * forward_backward_step): 1 when the plan's one rank runs each
+ * microbatch's stages together and every backward whole; else 0 with
+ * the reason (LOOM_ENOMEM in *rc). */
+static int one_rank_fits(const loom_plan *plan, char *reason, int *rc, loom_error *err)
+{
+    const loom_stage_graph *g = plan->graph;
+    const loom_schedule *s = plan->schedule;
+    int32_t M = 0;
+    for (int32_t v = 0; v < g->n_stages; v++)
+        M = g->microbatch[v] >= M ? g->microbatch[v] + 1 : M;
+    int32_t *left = calloc((size_t)(M > 0 ? M : 1), sizeof *left);
+    if (!left) {
+        *rc = loom_set_error(err, LOOM_ENOMEM, "torchtitan.toml: out of memory");
+        return 0;
+    }
+    for (int32_t v = 0; v < g->n_stages; v++)
+        left[g->microbatch[v]]++;
+    int ok = 1;
+    int32_t current = -1;
+    for (int32_t i = s->rank_off[0]; i < s->rank_off[1] && ok; i++) {
+        int32_t v = s->order[i], mb = g->microbatch[v];
+        if (g->kind[v] == LOOM_STAGE_I || g->kind[v] == LOOM_STAGE_W)
+            ok = loom_out_refuse(reason,
+                          "the plan splits backwards into input and weight gradients on its "
+                          "one rank; torchtitan %s without pipeline parallelism runs every "
+                          "backward whole", TORCHTITAN_RELEASE);
+        else if (mb != current && current >= 0 && left[current] > 0)
+            ok = loom_out_refuse(reason,
+                          "the plan's one rank runs microbatch %d before microbatch %d's "
+                          "backward has ended; torchtitan %s without pipeline parallelism runs "
+                          "one microbatch's forward and backward at a time (gradient "
+                          "accumulation; plan with vpp 1)",
+                          mb, current, TORCHTITAN_RELEASE);
+        current = mb;
+        left[mb]--;
+    }
+    free(left);
+    return ok;
+}
+
 /* The language model's tensor, context and data parallel degrees (each
  * at least 1). */
 static void degrees(const loom_plan *plan, int32_t *tp, int32_t *cp, int32_t *dp)
@@ -299,15 +344,14 @@ static int decide(const loom_plan *plan, const loom_out_torch *t, loom_out_place
     }
     if (!loom_out_one_mesh(plan, reason) || text_module(model, reason) < 0)
         return rc;
-    if (plan->graph->n_ranks < 2) {
-        snprintf(reason, LOOM_OUT_REASON_MAX,
-                 "the plan has one pipeline rank: torchtitan %s pipelines only when "
-                 "pipeline_parallel_degree > 1", TORCHTITAN_RELEASE);
-        return rc;
-    }
-    loom_out_placement_find(plan, t, pl);
-    if (!pl->style) {
-        snprintf(reason, LOOM_OUT_REASON_MAX, "%s", pl->reason);
+    memset(pl, 0, sizeof *pl);
+    if (plan->graph->n_ranks > 1) { /* pipelined: the stages and the schedule */
+        loom_out_placement_find(plan, t, pl);
+        if (!pl->style) {
+            snprintf(reason, LOOM_OUT_REASON_MAX, "%s", pl->reason);
+            return rc;
+        }
+    } else if (!one_rank_fits(plan, reason, &rc, err)) {
         return rc;
     }
     if (!split_fits(plan, t, reason) || !ac_of(plan, t, job, reason, &rc, err) ||
@@ -360,25 +404,34 @@ static void write_toml(FILE *out, const loom_plan *plan, const loom_out_torch *t
     degrees(plan, &tp, &cp, &dp);
     fputs("# torchtitan " TORCHTITAN_RELEASE " job config for the Loom plan ", out);
     loom_out_json_string(out, plan->label);
-    fputs("\n# Pass it with --job.config_file, or copy its tables into your job config.\n"
-          "# pipeline_parallel_schedule_csv is relative to the directory torchtitan runs in.\n"
-          "[parallelism]\n", out);
-    fprintf(out, "pipeline_parallel_degree = %d\n", plan->graph->n_ranks);
-    fprintf(out, "pipeline_parallel_schedule = \"%s\"\n", pl->schedule);
+    int pipelined = plan->graph->n_ranks > 1;
+    fputs(pipelined ? "\n# Pass it with --job.config_file, or copy its tables into your job "
+                      "config.\n# pipeline_parallel_schedule_csv is relative to the directory "
+                      "torchtitan runs in.\n"
+                    : "\n# Pass it with --job.config_file, or copy its tables into your job "
+                      "config.\n", out);
+    fprintf(out, "[parallelism]\npipeline_parallel_degree = %d\n", plan->graph->n_ranks);
     int32_t K = loom_problem_micro_batch_size(plan->problem);
-    fprintf(out, "pipeline_parallel_schedule_csv = \"schedule.csv\"\n"
-            "pipeline_parallel_microbatch_size = %d\n"
-            "module_fqns_per_model_part = [\n", K);
-    for (int32_t g = 0; g < t->n_stages; g++)
-        write_part(out, plan, t, g);
-    fputs("]\n", out);
+    if (pipelined) {
+        fprintf(out, "pipeline_parallel_schedule = \"%s\"\n", pl->schedule);
+        fprintf(out, "pipeline_parallel_schedule_csv = \"schedule.csv\"\n"
+                "pipeline_parallel_microbatch_size = %d\n"
+                "module_fqns_per_model_part = [\n", K);
+        for (int32_t g = 0; g < t->n_stages; g++)
+            write_part(out, plan, t, g);
+        fputs("]\n", out);
+    }
     fprintf(out, "tensor_parallel_degree = %d\n", tp);
     if (job->async_tp)
         fputs("enable_async_tensor_parallel = true\n", out);
     fprintf(out, "context_parallel_degree = %d\n", cp);
     fprintf(out, "data_parallel_shard_degree = %d\n", dp);
     fputs("\n[training]\n", out);
-    fprintf(out, "local_batch_size = %lld\n", (long long)t->microbatches * K);
+    if (pipelined) /* the schedule runs the microbatches */
+        fprintf(out, "local_batch_size = %lld\n", (long long)t->microbatches * K);
+    else /* one microbatch a step of gradient accumulation (train.py) */
+        fprintf(out, "local_batch_size = %d\nglobal_batch_size = %lld\n", K,
+                (long long)t->microbatches * K * dp);
     if (job->seq_len > 0)
         fprintf(out, "seq_len = %lld\n", (long long)job->seq_len);
     fprintf(out, "mixed_precision_param = \"%s\"\n", job->param_dtype);

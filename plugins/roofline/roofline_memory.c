@@ -61,7 +61,8 @@ double loom_roofline_state_bytes(double params, int32_t tp, int32_t dp,
     double t = tp > 1 ? (double)tp : 1.0;
     double d = (distributed_optimizer && dp > 1) ? (double)dp : 1.0;
     double w = params / t;
-    double whole_grad = distributed_optimizer == 2 ? 0.0 : grad_bytes * w;
-    double shard = optimizer_bytes + (distributed_optimizer >= 2 ? grad_bytes : 0.0);
+    int grads_sharded = distributed_optimizer >= 2 && d > 1.0; /* fsdp over dp > 1 */
+    double whole_grad = grads_sharded && distributed_optimizer == 2 ? 0.0 : grad_bytes * w;
+    double shard = optimizer_bytes + (grads_sharded ? grad_bytes : 0.0);
     return whole_grad + shard * w / d;
 }

@@ -43,6 +43,10 @@ each plan:
   kernels the roofline prices) and async TP is on exactly when the plan overlaps the TP
   collectives (torchtitan's maybe_enable_async_tp checks its own precondition). Tensor,
   context and data parallel degrees are then forced to 1: only the pipeline is built.
+  A one-rank plan's toml (no pipeline) is built as train.py builds the model without
+  one: the whole tiny model, converted and checkpointed the same way, in one process;
+  the gradient accumulation steps train.py derives from its batch sizes and ParallelDims
+  must be the plan's microbatches, and its data parallelism sharded, not replicated.
 - with --step, llama plans also run one training step through the schedule, called as
   torchtitan's train.py calls it, and must record one loss per microbatch (a schedule
   whose last stage runs forwards out of microbatch order is reported without running:
@@ -52,7 +56,8 @@ Prints one line per plan (and `note:` lines: how the toml differs from the oracl
 below, torchtitan limits met). Exit 0 when every plan is refused with its reason or
 built exactly, 1 naming each plan and mismatch, 2 on bad usage. --self-test instead
 checks the checker: good tomls pass, and a split moved by one layer, a misspelt field,
-a V schedule for a loop plan and the reverse, a wrong batch, layers_per_stage beside
+a V schedule for a loop plan and the reverse, a wrong batch (on one rank: a global
+batch without the data-parallel degree, or left out), layers_per_stage beside
 the parts, a toml without its activation_checkpoint table (torchtitan's default then
 checkpoints every second block), full checkpointing for a plan that recomputes
 nothing, a toml without seq_len (torchtitan's default 2048), every 4th block checkpointed
@@ -133,6 +138,13 @@ EXTRAS = [
      LLM[2] + ["--param", "cost_model.grad_accumulation_fp32=false"]),
     ("megatron-1f1b in fp8", "megatron-1f1b", LLM[0], LLM[1],
      LLM[2] + ["--param", "cost_model.matmul_precision=fp8"]),
+    # no pipeline: FSDP over 8 GPUs, gradient accumulation; with virtual stages on the
+    # one rank the microbatches overlap, which torchtitan does not run (refused)
+    ("torchtitan-tuned at pp 1", "torchtitan-tuned", "llama-3-8b pp1", LLM[1],
+     ["--parallel", "tp=1,pp=1,dp=8,mb=4", "--param", "partitioner[0].vpp_sweep=false",
+      "--param", "partitioner[1].vpp_sweep=false"]),
+    ("torchtitan-tuned at pp 1, virtual stages", "torchtitan-tuned", "llama-3-8b pp1", LLM[1],
+     ["--parallel", "tp=1,pp=1,dp=8,mb=4"]),
     ("megatron-1f1b+zb-v", "megatron-1f1b", "vlm-s.json", "examples/models/vlm-s.json",
      ["--parallel", "tp=1,pp=2,vpp=2,mb=4", "--use", "interleaver=zb-v",
       "--param", "partitioner.placement=v", "--workload", VLM_WORKLOAD,
@@ -349,6 +361,15 @@ def expected_stages(doc, text, image):
     return out
 
 
+def whole_model(doc, text):
+    """expected_stages for a one-rank plan: one part, every layer, the layers the plan
+    recomputes in full (the same in every microbatch: one chunk's policies suffice)."""
+    stages = expected_stages(doc, text, None)
+    return [{"layers": [i for st in stages for i in st["layers"]], "tok_embeddings": True,
+             "norm": True, "output": True, "encoder_layers": [], "projector": False,
+             "ac_layers": [i for st in stages for i in st["ac_layers"]]}]
+
+
 def text_tokens_per_microbatch(doc):
     """{microbatch: text tokens} of the plan's first flow, from plan.json's data."""
     samples = doc["iteration"]["samples"] if doc.get("iteration") else []
@@ -366,12 +387,15 @@ def expectation(doc, modalities, layout, prec):
     text, image, _ = module_roles(doc, modalities)
     pl = doc["placement"]
     tokens = text_tokens_per_microbatch(doc)
-    return {"ranks": doc["ranks"], "stage_ranks": pl["stage_ranks"], "style": pl["style"],
+    one = doc["ranks"] == 1  # no pipeline: the whole model, one part
+    return {"ranks": doc["ranks"], "stage_ranks": [0] if one else pl["stage_ranks"],
+            "style": None if one else pl["style"],
             "longest_tokens": max(tokens.values()) if tokens else 0,
             "microbatches": doc["schedule_csv"]["microbatches"],
             "csv_actions": None, "plan_microbatches": doc["microbatches"],
             "tp": layout[0], "cp": layout[1],
-            "dp": layout[2], "stages": expected_stages(doc, text, image),
+            "dp": layout[2],
+            "stages": whole_model(doc, text) if one else expected_stages(doc, text, image),
             "dtype": train_dtype_of(prec, layout)[0],
             "float8": bool(prec) and prec["matmul"] == "fp8",
             "async_tp": bool(prec) and prec["tp_overlap"] and layout[0] > 1,
@@ -386,14 +410,14 @@ def oracle_refusal(doc, modalities, prec, layout):
     """Why torchtitan 0.2.2 cannot build the plan, or None (the oracle's rules)."""
     if doc.get("partition") is None:
         return "a stage-times problem has no model modules"
-    if not doc["schedule_csv"]["written"]:
-        return "schedule.csv: " + doc["schedule_csv"]["reason"]
-    pl = doc["placement"]
-    if not pl["style"]:
-        return pl["reason"]
     if doc["ranks"] < 2:
-        return ("pipeline_parallel_degree 1: %s builds no pipeline (pipeline_llm needs a pp "
-                "mesh of size > 1)" % TT)
+        why = one_rank_refusal(doc)
+        if why:
+            return why
+    elif not doc["schedule_csv"]["written"]:
+        return "schedule.csv: " + doc["schedule_csv"]["reason"]
+    elif not doc["placement"]["style"]:
+        return doc["placement"]["reason"]
     own = [lay["module"] for lay in doc.get("layouts") or [] if lay["placement"] != "top"]
     if own:
         return "module %s has a layout of its own: torchtitan runs one mesh" % own[0]
@@ -420,6 +444,25 @@ def oracle_refusal(doc, modalities, prec, layout):
                     % (g, sp["first_layer"], text, nxt)
             else:
                 nxt += sp["layers"]
+    return None
+
+
+def one_rank_refusal(doc):
+    """Why torchtitan cannot run a one-rank plan as written, or None: without pipeline
+    parallelism its train.py runs a step as gradient accumulation, each microbatch's
+    forward and then its whole backward (forward_backward_step), so the rank's actions
+    must take the microbatches one at a time, with no split backward."""
+    acts = [a for a in doc["rank_actions"][0]["actions"] if "microbatch" in a]
+    if any(a["kind"] in ("I", "W") for a in acts):
+        return "a split backward on the one rank: torchtitan runs every backward whole"
+    seen, current = set(), None
+    for a in acts:
+        if a["microbatch"] != current:
+            if a["microbatch"] in seen:
+                return ("the one rank returns to microbatch %d: torchtitan runs one "
+                        "microbatch's forward and backward at a time" % a["microbatch"])
+            seen.add(a["microbatch"])
+            current = a["microbatch"]
     return None
 
 
@@ -476,21 +519,28 @@ def fqn_parts(doc, modalities):
 def toml_text(doc, parts, layout, ac, dtype, float8, async_tp, seq_len=None):
     """The torchtitan.toml of the documented format for the plan."""
     tp, cp, dp = layout
+    one = doc["ranks"] == 1
     lines = ['# %s job config for Loom plan "%s": pass it with --job.config_file or copy '
              'its tables into yours' % (TT, doc["label"]),
              "[parallelism]",
-             "pipeline_parallel_degree = %d" % doc["ranks"],
-             'pipeline_parallel_schedule = "%s"' % schedule_name(doc),
-             'pipeline_parallel_schedule_csv = "schedule.csv"',
-             "pipeline_parallel_microbatch_size = 1",
-             "module_fqns_per_model_part = ["]
-    lines += ["  [%s]," % ", ".join('"%s"' % f for f in p) for p in parts]
-    lines += ["]", "tensor_parallel_degree = %d" % tp]
+             "pipeline_parallel_degree = %d" % doc["ranks"]]
+    if not one:
+        lines += ['pipeline_parallel_schedule = "%s"' % schedule_name(doc),
+                  'pipeline_parallel_schedule_csv = "schedule.csv"',
+                  "pipeline_parallel_microbatch_size = 1",
+                  "module_fqns_per_model_part = ["]
+        lines += ["  [%s]," % ", ".join('"%s"' % f for f in p) for p in parts]
+        lines.append("]")
+    lines += ["tensor_parallel_degree = %d" % tp]
     if async_tp:
         lines.append("enable_async_tensor_parallel = true")
     lines += ["context_parallel_degree = %d" % cp,
-              "data_parallel_shard_degree = %d" % dp, "", "[training]",
-              "local_batch_size = %d" % doc["schedule_csv"]["microbatches"]]
+              "data_parallel_shard_degree = %d" % dp, "", "[training]"]
+    if one:  # one microbatch a step of gradient accumulation
+        lines += ["local_batch_size = 1",
+                  "global_batch_size = %d" % (doc["microbatches"] * dp)]
+    else:
+        lines.append("local_batch_size = %d" % doc["schedule_csv"]["microbatches"])
     if seq_len:
         lines.append("seq_len = %d" % seq_len)
     lines.append('mixed_precision_param = "%s"' % dtype)
@@ -578,6 +628,7 @@ def config_facts(cfg):
             else "loop", "csv": par.pipeline_parallel_schedule_csv,
             "microbatch_size": par.pipeline_parallel_microbatch_size,
             "local_batch_size": cfg.training.local_batch_size,
+            "grad_accumulation_steps": grad_accumulation_steps(cfg),
             "tp": par.tensor_parallel_degree, "cp": par.context_parallel_degree,
             "dp_shard": par.data_parallel_shard_degree,
             "dp_replicate": par.data_parallel_replicate_degree,
@@ -588,6 +639,21 @@ def config_facts(cfg):
             "float8_recipe": cfg.quantize.linear.float8.recipe_name,
             "compile_model": cfg.compile.enable and "model" in cfg.compile.components,
             "async_tp": par.enable_async_tensor_parallel}
+
+
+def grad_accumulation_steps(cfg):
+    """The gradient accumulation steps torchtitan's train.py derives from the toml
+    (Trainer.__init__: global_batch_size, default local_batch_size times the batch
+    degree, over local_batch_size times the batch degree), or its refusal."""
+    dims = toml_dims(cfg.parallelism)
+    degree = dims.dp_replicate * dims.dp_shard
+    local, glob = cfg.training.local_batch_size, cfg.training.global_batch_size
+    if glob < 0:
+        glob = local * degree
+    if glob <= 0 or glob % (local * degree):
+        return "global batch size %d is not a multiple of local batch size %d x %d" % (
+            glob, local, degree)
+    return glob // (local * degree)
 
 
 def toml_dims(par):
@@ -702,6 +768,15 @@ def build_job(job, rank, dims):
         cfg.quantize.linear.float8.emulate = True
         cfg.compile.enable = False
         build_model_converters(cfg, dims).convert(model)
+        if par.pipeline_parallel_degree == 1:
+            # train.py without pipeline parallelism: the model_parts are the whole
+            # model, parallelized (here: its activation checkpointing) in one piece
+            checkpoint_as_torchtitan(model, dims, cfg)
+            facts["stages"] = [{"index": 0, "num_stages": 1, "modules": part_facts(model)}]
+            facts["first_last"] = [True, True]
+            facts["schedule"] = None
+            facts["train_spec_pipelines"] = True
+            return facts
         sched, parts, first, last = pipeline_llm(
             model, dims, cfg, torch.device("cpu"), args, checkpoint_as_torchtitan,
             lambda out, target: torch.nn.functional.cross_entropy(
@@ -915,8 +990,9 @@ def compare(exp, facts_list, plan_dir):
 def compare_config(exp, cfg, plan_dir):
     """Mismatches between the parsed JobConfig and the plan's layout."""
     bad = []
-    want = {"pp": exp["ranks"], "tp": exp["tp"], "cp": exp["cp"],
-            "schedule_style": exp["style"]}
+    want = {"pp": exp["ranks"], "tp": exp["tp"], "cp": exp["cp"]}
+    if exp["ranks"] > 1:
+        want["schedule_style"] = exp["style"]
     for key, val in want.items():
         if cfg[key] != val:
             bad.append("%s is %r in the toml, the plan has %r" % (key, cfg[key], val))
@@ -924,6 +1000,12 @@ def compare_config(exp, cfg, plan_dir):
     if cfg["dp_shard"] < 1 or dp != exp["dp"]:
         bad.append("data_parallel_shard_degree %d x replicate %d, the plan has dp %d"
                    % (cfg["dp_shard"], cfg["dp_replicate"], exp["dp"]))
+    elif cfg["dp_replicate"] > 1:
+        bad.append("data_parallel_replicate_degree %d: torchtitan replicates the weights "
+                   "there (DDP, HSDP), the plan shards them over dp %d"
+                   % (cfg["dp_replicate"], exp["dp"]))
+    if exp["ranks"] == 1:
+        return bad + compare_one_rank(exp, cfg)
     csv = cfg["csv"] or ""
     if not csv or os.path.isabs(csv) or \
             os.path.normpath(os.path.join(plan_dir, csv)) != os.path.join(plan_dir,
@@ -936,6 +1018,25 @@ def compare_config(exp, cfg, plan_dir):
                                      exp["microbatches"]))
     if cfg["parts"] is None:
         bad.append("module_fqns_per_model_part is not set")
+    return bad + compare_training(exp, cfg)
+
+
+def compare_one_rank(exp, cfg):
+    """Mismatches of a one-rank plan's config: a local batch a step of gradient
+    accumulation, as many steps as the plan has microbatches."""
+    bad = []
+    steps = cfg["grad_accumulation_steps"]
+    if isinstance(steps, str):
+        bad.append("torchtitan's train.py refuses the batch: " + steps)
+    elif steps != exp["plan_microbatches"]:
+        bad.append("torchtitan accumulates %d steps of local batch %d, the plan runs %d "
+                   "microbatches" % (steps, cfg["local_batch_size"], exp["plan_microbatches"]))
+    return bad + compare_training(exp, cfg)
+
+
+def compare_training(exp, cfg):
+    """Mismatches of what every plan's config states beside the pipeline."""
+    bad = []
     if cfg["train_dtype"] != exp["dtype"]:
         bad.append("torchtitan trains in %s, the plan is priced in %s"
                    % (cfg["train_dtype"], exp["dtype"]))
@@ -977,7 +1078,8 @@ def compare_rank(exp, facts):
     if facts["first_last"] != [first, last]:
         bad.append("rank %d: pipeline_llm says first/last stage here %s, the plan %s"
                    % (r, facts["first_last"], [first, last]))
-    bad += compare_schedule(exp, facts["schedule"], r)
+    if facts["schedule"] is not None or exp["ranks"] > 1:
+        bad += compare_schedule(exp, facts["schedule"], r)
     if last and facts.get("step_losses", exp["microbatches"]) != exp["microbatches"]:
         bad.append("rank %d: a step recorded %d losses, expected one per microbatch (%d)"
                    % (r, facts["step_losses"], exp["microbatches"]))
@@ -1093,8 +1195,8 @@ def job_item(item, doc, tt, exp, oracle_why, step):
         return item
     if not item.get("oracle"):
         item["note"] = oracle_note(toml, item["oracle_text"], oracle_why)
-    exp["csv_actions"] = csv_action_count(item["dir"])
-    step = step and exp["model"]["kind"] == "llama"
+    exp["csv_actions"] = csv_action_count(item["dir"]) if doc["ranks"] > 1 else None
+    step = step and exp["model"]["kind"] == "llama" and doc["ranks"] > 1
     item["step_blocker"] = step_blocker(item["dir"], exp) if step else None
     item["exp"] = exp
     item["job"] = {"toml": toml, "dir": item["dir"], "world": doc["ranks"],
@@ -1194,6 +1296,10 @@ def verdict(item, results):
         ", %d schedule microbatches for %d plan microbatches" % (
             exp["microbatches"], exp["plan_microbatches"])
     ran = ", one step ran" if item["job"].get("step") else ""
+    if exp["ranks"] == 1:
+        return ["%s: %s ok (no pipeline: the whole model on one rank, %d steps of gradient "
+                "accumulation)" % (where, name, facts["config"]["grad_accumulation_steps"])] + \
+            note, False
     return ["%s: %s ok (%d stages on %d ranks, %s, %s%s%s)"
             % (where, name, len(exp["stages"]), exp["ranks"], exp["style"], sch, mbs, ran)] + \
         note, False
@@ -1207,6 +1313,7 @@ SELF_TEST_BASES = {
     "v": next(e for e in EXTRAS if e[0] == "megatron-1f1b+zb-v" and e[2] == LLM[0]),
     "fp8": next(e for e in EXTRAS if e[0] == "megatron-1f1b in fp8"),
     "async": next(e for e in EXTRAS if e[0] == "megatron-1f1b with the TP overlap"),
+    "pp1": next(e for e in EXTRAS if e[0] == "torchtitan-tuned at pp 1"),
 }
 
 
@@ -1287,6 +1394,17 @@ def self_test_cases():
         ("async TP left out", "async",
          lambda t: t.replace("enable_async_tensor_parallel = true\n", ""),
          "enable_async_tensor_parallel False, the plan overlaps the TP collectives"),
+        ("good one rank", "pp1", same, None),
+        ("one rank: the global batch without the data-parallel degree", "pp1",
+         lambda t: t.replace("global_batch_size = 32", "global_batch_size = 4"),
+         "refuses the batch: global batch size 4 is not a multiple of local batch size 1 x 8"),
+        ("one rank: the global batch left to torchtitan's default", "pp1",
+         lambda t: t.replace("global_batch_size = 32\n", ""),
+         "torchtitan accumulates 1 steps of local batch 1, the plan runs 4 microbatches"),
+        ("one rank: FSDP replicated instead of sharded", "pp1",
+         lambda t: t.replace("data_parallel_shard_degree = 8",
+                             "data_parallel_shard_degree = 1\ndata_parallel_replicate_degree = 8"),
+         "data_parallel_replicate_degree 8: torchtitan replicates the weights there"),
         ("tensor parallel degree", "llm",
          lambda t: t.replace("tensor_parallel_degree = 2", "tensor_parallel_degree = 1"),
          "tp is 1 in the toml, the plan has 2"),
