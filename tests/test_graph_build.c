@@ -255,6 +255,23 @@ START_TEST(test_iteration_tail_by_dp)
 }
 END_TEST
 
+/* The graph of the fixture with one --param (or none) at dp 8 on `ranks`
+ * pipeline ranks (4 or 1), the layers cut evenly; the session is
+ * released. */
+static loom_stage_graph *graph_at_dp8(const char *param, int32_t ranks)
+{
+    loom_error err = {0};
+    loom_stage_graph *g = NULL;
+    fixture fx = open_fixture_with(param);
+    s.problem.parallel.dp = 8;
+    s.problem.parallel.pp = ranks;
+    loom_partition *p = flows_over(fx.set, 0, ranks);
+    ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, &g, &err), LOOM_OK);
+    loom_candidates_free(fx.set);
+    loom_session_release(&s);
+    return g;
+}
+
 /* cost_model.fsdp on this pipeline of 4 ranks, as PyTorch's pipelining
  * runs FSDP2: the stage's weights stay gathered and its gradients whole
  * through the step, beside a sharded fp32 gradient, master copy and Adam
@@ -264,18 +281,7 @@ END_TEST
  * it assumed sharded weights. */
 START_TEST(test_fsdp_static_and_tail)
 {
-    loom_error err = {0};
-    loom_stage_graph *gd = NULL, *gf = NULL;
-    fixture fx = open_fixture();
-    s.problem.parallel.dp = 8;
-    loom_partition *p = two_flows(fx.set, 0);
-    ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, &gd, &err), LOOM_OK);
-    loom_candidates_free(fx.set);
-    loom_session_release(&s);
-    fx = open_fixture_with("cost_model.fsdp=true");
-    s.problem.parallel.dp = 8;
-    p = two_flows(fx.set, 0);
-    ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, &gf, &err), LOOM_OK);
+    loom_stage_graph *gd = graph_at_dp8(NULL, 4), *gf = graph_at_dp8("cost_model.fsdp=true", 4);
     ck_assert_uint_eq(gd->assumed & LOOM_ASSUMED_SHARDED_PARAMS, 0);
     ck_assert_uint_eq(gf->assumed & LOOM_ASSUMED_SHARDED_PARAMS, LOOM_ASSUMED_SHARDED_PARAMS);
     for (int32_t r = 0; r < gd->n_ranks; r++) {
@@ -293,8 +299,6 @@ START_TEST(test_fsdp_static_and_tail)
     }
     loom_graph_free(gd);
     loom_graph_free(gf);
-    loom_candidates_free(fx.set);
-    loom_session_release(&s);
 }
 END_TEST
 
@@ -305,18 +309,7 @@ END_TEST
  * rank's last stage and no all-gather. */
 START_TEST(test_fsdp_one_rank_shards_everything)
 {
-    loom_error err = {0};
-    loom_stage_graph *gd = NULL, *gf = NULL;
-    for (int k = 0; k < 2; k++) {
-        fixture fx = open_fixture_with(k ? "cost_model.fsdp=true" : NULL);
-        s.problem.parallel.dp = 8;
-        s.problem.parallel.pp = 1;
-        loom_partition *p = flows_over(fx.set, 0, 1);
-        ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, k ? &gf : &gd, &err),
-                         LOOM_OK);
-        loom_candidates_free(fx.set);
-        loom_session_release(&s);
-    }
+    loom_stage_graph *gd = graph_at_dp8(NULL, 1), *gf = graph_at_dp8("cost_model.fsdp=true", 1);
     ck_assert_int_eq(gf->n_ranks, 1);
     double params = (double)gd->static_bytes[0] / (2 + 4 + 12.0 / 8);
     ck_assert_double_eq_tol((double)gf->static_bytes[0], params * 18 / 8,

@@ -147,21 +147,27 @@ START_TEST(llm_plan_file_is_exact)
 }
 END_TEST
 
-/* The torchtitan.toml of megatron-1f1b's plan of Llama 3 8B with `extra`
+/* The torchtitan.toml of `manifest`'s plan of Llama 3 8B with `extra`
  * (malloc'd), or NULL when none was written. */
-static char *toml_of(const char *tag, const char *extra)
+static char *toml_with(const char *manifest, const char *tag, const char *extra)
 {
     const char *dir = out_dir(tag);
     char args[1024];
     snprintf(args, sizeof args, "--manifest %s --model %s %s",
-             loom_test_src("examples/manifests/megatron-1f1b.json"),
-             loom_test_src("examples/models/hf/llama-3-8b.json"), extra);
+             loom_test_src(manifest), loom_test_src("examples/models/hf/llama-3-8b.json"),
+             extra);
     plan_into(dir, args);
     char path[300];
     snprintf(path, sizeof path, "%s/torchtitan.toml", dir);
     char *toml = slurp(path);
     loom_test_rmdir(dir);
     return toml;
+}
+
+/* toml_with megatron-1f1b's manifest. */
+static char *toml_of(const char *tag, const char *extra)
+{
+    return toml_with("examples/manifests/megatron-1f1b.json", tag, extra);
 }
 
 /* The [activation_checkpoint] table of toml_of(tag, LLAMA's parallel
@@ -389,17 +395,10 @@ END_TEST
  * the rank) is refused. */
 START_TEST(one_rank_plans_accumulate_gradients)
 {
-    const char *dir = out_dir("p1");
-    char args[1024];
-    const char *sweep_off = "--param partitioner[0].vpp_sweep=false "
-                            "--param partitioner[1].vpp_sweep=false";
-    snprintf(args, sizeof args, "--manifest %s --model %s --parallel tp=1,pp=1,dp=8,mb=4 %s",
-             loom_test_src("examples/manifests/torchtitan-tuned.json"),
-             loom_test_src("examples/models/hf/llama-3-8b.json"), sweep_off);
-    plan_into(dir, args);
-    char path[300];
-    snprintf(path, sizeof path, "%s/torchtitan.toml", dir);
-    char *toml = slurp(path);
+    char *toml = toml_with("examples/manifests/torchtitan-tuned.json", "p1",
+                           "--parallel tp=1,pp=1,dp=8,mb=4 "
+                           "--param partitioner[0].vpp_sweep=false "
+                           "--param partitioner[1].vpp_sweep=false");
     ck_assert_ptr_nonnull(toml);
     loom_test_has(toml, "[parallelism]\npipeline_parallel_degree = 1\n"
                         "tensor_parallel_degree = 1\ncontext_parallel_degree = 1\n"
@@ -409,8 +408,8 @@ START_TEST(one_rank_plans_accumulate_gradients)
     ck_assert_ptr_null(strstr(toml, "pipeline_parallel_schedule"));
     ck_assert_ptr_null(strstr(toml, "module_fqns_per_model_part"));
     free(toml);
-    loom_test_rmdir(dir);
-    dir = out_dir("p1v");
+    const char *dir = out_dir("p1v");
+    char args[1024];
     snprintf(args, sizeof args, "--manifest %s --model %s --parallel tp=1,pp=1,dp=8,mb=4",
              loom_test_src("examples/manifests/torchtitan-tuned.json"),
              loom_test_src("examples/models/hf/llama-3-8b.json"));
