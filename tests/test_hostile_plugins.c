@@ -138,6 +138,10 @@ START_TEST(cost_bytes_out_of_range)
                                        "element_bytes is 16, expected 0 (2, bf16) or a number "
                                        "in 1..8", NULL};
     expect_plugin_error(COST, "cost_model.mode=element-bytes", elem);
+    static const char *const shards[] = {"plugin fixture.hostile-cost: module 0 layer 0: "
+                                         "param_shards is -3, expected 0..1048576 (0 or 1: not "
+                                         "sharded)", NULL};
+    expect_plugin_error(COST, "cost_model.mode=param-shards", shards);
 }
 END_TEST
 

@@ -193,9 +193,7 @@ static int one_rank_fits(const loom_plan *plan, char *reason, int *rc, loom_erro
 {
     const loom_stage_graph *g = plan->graph;
     const loom_schedule *s = plan->schedule;
-    int32_t M = 0;
-    for (int32_t v = 0; v < g->n_stages; v++)
-        M = g->microbatch[v] >= M ? g->microbatch[v] + 1 : M;
+    int32_t M = plan->partition->n_microbatches;
     int32_t *left = calloc((size_t)(M > 0 ? M : 1), sizeof *left);
     if (!left) {
         *rc = loom_set_error(err, LOOM_ENOMEM, "torchtitan.toml: out of memory");

@@ -266,15 +266,14 @@ static int rf_fsdp_pipelined(const rf_self *s, const loom_problem *problem)
     return s->fsdp && problem && problem->parallel.pp > 1;
 }
 
-/* The state sharding loom_roofline_state_bytes takes: under fsdp 2
- * (gradients sharded too), or 3 under pipeline parallelism (whole
- * gradients beside the sharded copy); 1 with the distributed optimizer,
- * else 0. */
+/* The state sharding loom_roofline_state_bytes takes (a
+ * LOOM_ROOFLINE_SHARD_*). */
 static int rf_sharding(const rf_self *s, const loom_problem *problem)
 {
     if (s->fsdp)
-        return rf_fsdp_pipelined(s, problem) ? 3 : 2;
-    return s->distributed_optimizer ? 1 : 0;
+        return rf_fsdp_pipelined(s, problem) ? LOOM_ROOFLINE_SHARD_ALL_WHOLE_GRADS
+                                             : LOOM_ROOFLINE_SHARD_ALL;
+    return s->distributed_optimizer ? LOOM_ROOFLINE_SHARD_OPTIMIZER : LOOM_ROOFLINE_SHARD_NONE;
 }
 
 /* Rounds a non-negative byte count up to an integer. */

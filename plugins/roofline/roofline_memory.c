@@ -53,16 +53,17 @@ double loom_roofline_activation_bytes(const loom_layer *layer,
 
 /* Gradient + optimizer bytes per GPU (see header). */
 double loom_roofline_state_bytes(double params, int32_t tp, int32_t dp,
-                                 int distributed_optimizer, int frozen,
+                                 int sharding, int frozen,
                                  double grad_bytes, double optimizer_bytes)
 {
     if (frozen)
         return 0.0;
     double t = tp > 1 ? (double)tp : 1.0;
-    double d = (distributed_optimizer && dp > 1) ? (double)dp : 1.0;
+    double d = (sharding != LOOM_ROOFLINE_SHARD_NONE && dp > 1) ? (double)dp : 1.0;
     double w = params / t;
-    int grads_sharded = distributed_optimizer >= 2 && d > 1.0; /* fsdp over dp > 1 */
-    double whole_grad = grads_sharded && distributed_optimizer == 2 ? 0.0 : grad_bytes * w;
+    int grads_sharded = sharding >= LOOM_ROOFLINE_SHARD_ALL && d > 1.0; /* fsdp over dp > 1 */
+    double whole_grad =
+        grads_sharded && sharding == LOOM_ROOFLINE_SHARD_ALL ? 0.0 : grad_bytes * w;
     double shard = optimizer_bytes + (grads_sharded ? grad_bytes : 0.0);
     return whole_grad + shard * w / d;
 }

@@ -131,16 +131,25 @@ double loom_roofline_activation_bytes(const loom_layer *layer,
                                       const loom_shape *shape, int policy,
                                       unsigned flags);
 
+/* What a GPU's gradient and optimizer bytes shard over dp:
+ * loom_roofline_state_bytes' `sharding`. */
+enum {
+    LOOM_ROOFLINE_SHARD_NONE,        /* every GPU keeps everything */
+    LOOM_ROOFLINE_SHARD_OPTIMIZER,   /* the distributed optimizer (ZeRO-1) */
+    LOOM_ROOFLINE_SHARD_ALL,         /* fsdp: FSDP2, ZeRO-3 */
+    LOOM_ROOFLINE_SHARD_ALL_WHOLE_GRADS /* fsdp under pipeline parallelism, which
+                                           syncs gradients once a step */
+};
+
 /* Gradient + optimizer bytes per GPU for `params` parameters: grad_bytes
  * of gradient (4 with fp32 accumulation, 2 without) and optimizer_bytes
  * of states (12: fp32 master + Adam m, v beside bf16 weights; 8: m and v
  * when the weights are fp32 themselves), all / tp, the optimizer part
- * further / dp when `distributed_optimizer` is 1, the gradients too when
- * it is 2 (FSDP2, ZeRO-3); 3 keeps whole gradients beside a sharded copy
- * (FSDP2 under pipeline parallelism, which syncs gradients once a step).
- * 0 when `frozen`. */
+ * further / dp under LOOM_ROOFLINE_SHARD_OPTIMIZER, the gradients too
+ * under LOOM_ROOFLINE_SHARD_ALL; LOOM_ROOFLINE_SHARD_ALL_WHOLE_GRADS keeps
+ * whole gradients beside the sharded copy. 0 when `frozen`. */
 double loom_roofline_state_bytes(double params, int32_t tp, int32_t dp,
-                                 int distributed_optimizer, int frozen,
+                                 int sharding, int frozen,
                                  double grad_bytes, double optimizer_bytes);
 
 /* Everything estimate() reports, before rounding to the output struct. */
