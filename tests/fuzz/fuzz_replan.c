@@ -71,8 +71,8 @@ static int too_slow(const char *job)
           n_layers >= 1 && n_layers <= LOOM_OOBLECK_MAX_LAYERS && n0 >= 1 && f >= 0 &&
           max_stages >= 0 && max_stages <= LOOM_OOBLECK_MAX_LAYERS && mb >= 1 && mb <= 1e6))
         return 0; /* refused by the parser */
-    double last = nodes - f * n0;
-    if (last < n0)
+    double last = nodes - f * n0; /* NaN when f is 0 and n0 infinite */
+    if (!(last >= n0))
         return 0;
     if (loom_oobleck_work((int32_t)n_layers, (int32_t)gpus, (int32_t)last,
                           (int32_t)max_stages) > 2000000)
