@@ -3,7 +3,8 @@
  * policies give (block, uniform, selective) and the mixes Megatron-LM
  * cannot state, the refusal of a multimodal plan (the writer, plan.json's
  * exports and the output set agree), the exact mimo.json of a two-layout
- * plan and the refusal of a colocated module. */
+ * plan and the refusal of a colocated module; a sharded plan on one rank
+ * as Megatron-FSDP. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -134,6 +135,43 @@ START_TEST(megatron_args_small_llm)
 }
 END_TEST
 
+/* A plan priced with sharded weights (cost_model.fsdp) on one pipeline
+ * rank runs as Megatron-FSDP: the flags Megatron-LM's user guide and
+ * validate_args require, both collectives overlapped whatever the
+ * roofline's overlap params say (optim_grads_params overlaps them). */
+START_TEST(megatron_args_fsdp_one_rank)
+{
+    char model[4096], workload[4096];
+    snprintf(model, sizeof model, "%s", loom_test_tmpfile(".json", tiny_llm));
+    snprintf(workload, sizeof workload, "%s", loom_test_tmpfile(".jsonl", tiny_workload));
+    static const char *const params[] = {"cost_model.fsdp=true",
+                                         "cost_model.overlap_grad_reduce=false", NULL};
+    loom_session s;
+    loom_plan plan;
+    plan_one(&s, &plan, "examples/manifests/megatron-1f1b.json", model, "tp=2,pp=1,dp=2,mb=4",
+             workload, params);
+    ck_assert(plan.graph->assumed & LOOM_ASSUMED_SHARDED_PARAMS);
+    int rc;
+    loom_error err = {0, ""};
+    char *text = render(loom_write_megatron_args, &plan, &rc, &err);
+    ck_assert_msg(rc == LOOM_OK, "%s", err.message);
+    loom_test_has(text, "(the layout holds '*'): pretrain_gpt.py $(grep -v '^#' megatron.args)\n"
+                        "# Megatron-FSDP: leave CUDA_DEVICE_MAX_CONNECTIONS unset (Megatron-LM's "
+                        "validate_args refuses 1)\n--tensor-model-parallel-size 2\n"
+                        "--pipeline-model-parallel-size 1\n");
+    loom_test_has(text, "--global-batch-size 8\n--bf16\n--sequence-parallel\n"
+                        "--use-megatron-fsdp\n"
+                        "--data-parallel-sharding-strategy optim_grads_params\n"
+                        "--no-gradient-accumulation-fusion\n--ckpt-format fsdp_dtensor\n"
+                        "--use-distributed-optimizer\n--overlap-grad-reduce\n"
+                        "--overlap-param-gather\n");
+    ck_assert_ptr_null(strstr(text, "--overlap-param-gather\n-"));
+    free(text);
+    loom_plan_clear(&plan);
+    loom_session_release(&s);
+}
+END_TEST
+
 START_TEST(megatron_args_recompute_flags)
 {
     loom_session s;
@@ -258,9 +296,12 @@ START_TEST(megatron_args_precision_flags)
     g->assumed = base | LOOM_ASSUMED_SHARDED_PARAMS;
     ck_assert_int_eq(megatron_fits(&plan, reason), 0);
     ck_assert_str_eq(reason, "the plan is priced with the weights and gradients sharded over the "
-                             "data-parallel replicas (cost_model.fsdp); these arguments run "
-                             "Megatron-LM's distributed optimizer, which keeps whole weights and "
-                             "gradients on every replica");
+                             "data-parallel replicas (cost_model.fsdp) under pipeline "
+                             "parallelism, where PyTorch's pipelining keeps a stage's weights "
+                             "gathered and its gradients whole until the step; Megatron-FSDP "
+                             "(--use-megatron-fsdp) gathers and reshards every layer's weights "
+                             "and reduce-scatters its gradients on every microbatch, which the "
+                             "plan does not price");
     g->assumed = base | LOOM_ASSUMED_GRAD_REDUCE_BF16;
     text = render(loom_write_megatron_args, &plan, &rc, &err);
     ck_assert_msg(rc == LOOM_OK, "%s", err.message);
@@ -453,6 +494,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, megatron_args_small_llm);
+    tcase_add_test(tc, megatron_args_fsdp_one_rank);
     tcase_add_test(tc, megatron_args_recompute_flags);
     tcase_add_test(tc, megatron_args_precision_flags);
     tcase_add_test(tc, megatron_args_refuses_multimodal);

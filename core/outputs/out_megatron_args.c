@@ -7,7 +7,8 @@
  * shape, one microbatch per unit, one backward per forward, every rank's
  * order the one Megatron's 1F1B (V = 1) or interleaved 1F1B (V > 1)
  * schedule runs, memory policies its recompute flags can state, and the
- * optimizer and overlap settings the cost model named. Otherwise the
+ * optimizer and overlap settings the cost model named (Megatron-FSDP for
+ * a plan priced with sharded weights on one pipeline rank). Otherwise the
  * reason says which rule the plan breaks. */
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ typedef struct mg_args {
     int recompute;             /* enum mg_recompute */
     int32_t recompute_layers;  /* --recompute-num-layers */
     uint32_t assumed;          /* LOOM_ASSUMED_* bits */
+    int megatron_fsdp;         /* weights, gradients and state sharded */
     const char *precision;     /* the precision flags, one a line */
     const loom_layer *shape;   /* every decoder layer's */
 } mg_args;
@@ -254,7 +256,9 @@ static int sequence_tokens(const loom_plan *plan, mg_args *a, int *oom)
 }
 
 /* The optimizer and overlap settings the cost model assumed (the stage
- * graph's `assumed`), as Megatron-LM accepts them together. */
+ * graph's `assumed`), as Megatron-LM accepts them together; sharded
+ * weights (cost_model.fsdp) become Megatron-FSDP without a pipeline and
+ * are refused with one. */
 static int tail_settings(const loom_plan *plan, mg_args *a, char *reason)
 {
     const loom_stage_graph *g = plan->graph;
@@ -264,8 +268,21 @@ static int tail_settings(const loom_plan *plan, mg_args *a, char *reason)
                       "the cost model did not say which optimizer and gradient-overlap "
                       "settings its iteration tail assumes (loom_rank_tail.assumed), so the "
                       "Megatron-LM flags for them are unknown");
+    if (a->assumed & LOOM_ASSUMED_SHARDED_PARAMS) {
+        if (a->pp > 1)
+            return loom_out_refuse(reason,
+                          "the plan is priced with the weights and gradients sharded over the "
+                          "data-parallel replicas (cost_model.fsdp) under pipeline parallelism, "
+                          "where PyTorch's pipelining keeps a stage's weights gathered and its "
+                          "gradients whole until the step; Megatron-FSDP "
+                          "(--use-megatron-fsdp) gathers and reshards every layer's weights "
+                          "and reduce-scatters its gradients on every microbatch, which the "
+                          "plan does not price");
+        a->megatron_fsdp = 1;
+    }
     uint32_t need = LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER | LOOM_ASSUMED_OVERLAP_GRAD_REDUCE;
-    if ((a->assumed & LOOM_ASSUMED_OVERLAP_PARAM_GATHER) && (a->assumed & need) != need)
+    if (!a->megatron_fsdp && (a->assumed & LOOM_ASSUMED_OVERLAP_PARAM_GATHER) &&
+        (a->assumed & need) != need)
         return loom_out_refuse(reason,
                       "the cost model overlaps the parameter all-gather without %s; Megatron-LM "
                       "takes --overlap-param-gather only with --use-distributed-optimizer and "
@@ -273,12 +290,6 @@ static int tail_settings(const loom_plan *plan, mg_args *a, char *reason)
                       (a->assumed & LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER)
                           ? "overlapping the gradient reduce"
                           : "the distributed optimizer");
-    if (a->assumed & LOOM_ASSUMED_SHARDED_PARAMS)
-        return loom_out_refuse(reason,
-                      "the plan is priced with the weights and gradients sharded over the "
-                      "data-parallel replicas (cost_model.fsdp); these arguments run "
-                      "Megatron-LM's distributed optimizer, which keeps whole weights and "
-                      "gradients on every replica");
     if (a->assumed & LOOM_ASSUMED_EAGER_LAYERS)
         return loom_out_refuse(reason,
                       "the plan is priced with Hugging Face transformers' eager layers "
@@ -425,6 +436,16 @@ static void write_schedule(const mg_args *a, FILE *out)
                 a->recompute == MG_FULL_UNIFORM ? "uniform" : "block", a->recompute_layers);
     if (a->assumed & LOOM_ASSUMED_GRAD_REDUCE_BF16)
         fputs("--grad-reduce-in-bf16\n", out);
+    if (a->megatron_fsdp) {
+        /* the flags Megatron-LM's Megatron-FSDP user guide requires; its
+         * optim_grads_params strategy overlaps both collectives layer by
+         * layer whatever the overlap flags say, as the plan prices it */
+        fputs("--use-megatron-fsdp\n--data-parallel-sharding-strategy optim_grads_params\n"
+              "--no-gradient-accumulation-fusion\n--ckpt-format fsdp_dtensor\n"
+              "--use-distributed-optimizer\n--overlap-grad-reduce\n--overlap-param-gather\n",
+              out);
+        return;
+    }
     if (a->assumed & LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER)
         fputs("--use-distributed-optimizer\n", out);
     if (a->assumed & LOOM_ASSUMED_OVERLAP_GRAD_REDUCE)
@@ -440,6 +461,9 @@ static void write_args(const loom_plan *plan, const mg_args *a, FILE *out)
     write_label(out, plan->label);
     fputs("\" (megatron-core 0.16.1); pass them with set -f (the layout holds '*'):"
           " pretrain_gpt.py $(grep -v '^#' megatron.args)\n", out);
+    if (a->megatron_fsdp)
+        fputs("# Megatron-FSDP: leave CUDA_DEVICE_MAX_CONNECTIONS unset (Megatron-LM's "
+              "validate_args refuses 1)\n", out);
     fprintf(out, "--tensor-model-parallel-size %d\n--pipeline-model-parallel-size %d\n"
                  "--context-parallel-size %d\n",
             a->tp, a->pp, a->cp);

@@ -23,7 +23,10 @@ uniform recomputation (megatron-tuned under a memory cap), each precision
   megatron-core's schedule runs (get_pp_rank_microbatches,
   get_schedule_table); the recompute flags are the stages' layer_policies;
   the optimizer, overlap, TP-overlap and gradient-reduce flags are the
-  roofline cost model's params;
+  roofline cost model's params; a plan priced with sharded weights (fsdp)
+  runs Megatron-FSDP with the flags validate_args and its user guide
+  require, on one pipeline rank only, and megatron-core builds its
+  DistributedDataParallelConfig from them;
   --seq-length holds the longest microbatch; the precision flags give the
   parameter dtype and fp8 recipe Megatron-LM runs (its validate_args rule,
   TransformerConfig) of what the roofline priced (bf16, fp16, fp8 GEMMs
@@ -34,6 +37,7 @@ uniform recomputation (megatron-tuned under a memory cap), each precision
 
 Prints one line per plan and exits 1 when anything failed.
 """
+import dataclasses
 import glob
 import json
 import math
@@ -46,6 +50,7 @@ import warnings
 warnings.filterwarnings("ignore")
 from roofline_params import roofline_params as shared_roofline_params  # noqa: E402
 import torch  # noqa: E402
+from megatron.core.distributed import DistributedDataParallelConfig  # noqa: E402
 from megatron.core.num_microbatches_calculator import ConstantNumMicroBatchesCalculator  # noqa: E402
 from megatron.core.pipeline_parallel.schedules import (  # noqa: E402
     get_pp_rank_microbatches, get_schedule_table)
@@ -84,10 +89,26 @@ MEGATRON_LM_ARGS = {
     "--recompute-num-layers", "--use-distributed-optimizer", "--overlap-grad-reduce",
     "--overlap-param-gather", "--bf16", "--fp16", "--fp8-format", "--fp8-recipe",
     "--tp-comm-overlap", "--grad-reduce-in-bf16", "--attention-backend",
+    "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
+    "--no-gradient-accumulation-fusion", "--ckpt-format",
 }
 FLAGS = {"--group-query-attention", "--swiglu", "--sequence-parallel",
          "--use-distributed-optimizer", "--overlap-grad-reduce", "--overlap-param-gather",
-         "--bf16", "--fp16", "--tp-comm-overlap", "--grad-reduce-in-bf16"}
+         "--bf16", "--fp16", "--tp-comm-overlap", "--grad-reduce-in-bf16",
+         "--use-megatron-fsdp", "--no-gradient-accumulation-fusion"}
+# Megatron-FSDP in the same tag: --use-megatron-fsdp, --data-parallel-sharding-strategy
+# (choices no_shard, optim, optim_grads, optim_grads_params) and
+# --no-gradient-accumulation-fusion defined with group.add_argument; --ckpt-format
+# generated from CheckpointConfig.ckpt_format (training_config.py: torch, torch_dist,
+# torch_dcp, fsdp_dtensor). validate_args: with --use-megatron-fsdp the checkpoint
+# format must be fsdp_dtensor, fsdp_dtensor only with --use-megatron-fsdp, and
+# --overlap-param-gather needs the distributed optimizer or Megatron-FSDP. Its user
+# guide (docs/discussions/megatron-fsdp-user-guide) requires --use-megatron-fsdp,
+# --data-parallel-sharding-strategy optim_grads_params,
+# --no-gradient-accumulation-fusion, --use-distributed-optimizer and --ckpt-format
+# fsdp_dtensor together.
+SHARDING_STRATEGIES = {"no_shard", "optim", "optim_grads", "optim_grads_params"}
+CKPT_FORMATS = {"torch", "torch_dist", "torch_dcp", "fsdp_dtensor"}
 # The precision the roofline's (element_bytes, matmul_precision) prices, as
 # (params dtype, (fp8 format, fp8 recipe) or None); what Megatron-LM does not
 # run is missing (the export must refuse it).
@@ -148,7 +169,8 @@ def parse_args_file(path):
     """{name: value or True}; one argument a line, no value with spaces."""
     args = {}
     for n, line in enumerate(open(path).read().splitlines(), 1):
-        if n == 1 and line.startswith("# Megatron-LM arguments for plan "):
+        if (n == 1 and line.startswith("# Megatron-LM arguments for plan ")) or \
+                line.startswith("# "):  # pretrain_gpt.py $(grep -v '^#' megatron.args)
             continue
         words = line.split()
         need(line == " ".join(words) and 1 <= len(words) <= 2 and words[0].startswith("--"),
@@ -323,9 +345,15 @@ def check_megatron(path, doc, case):
     need((backend == "unfused") == (not roof["flash_attention"]),
          "attention backend %s, the cost model priced the attention core %s"
          % (backend, "fused" if roof["flash_attention"] else "unfused"))
-    want = {"--use-distributed-optimizer": roof["distributed_optimizer"],
-            "--overlap-grad-reduce": roof["overlap_grad_reduce"],
-            "--overlap-param-gather": roof["overlap_param_gather"],
+    sharded = bool(roof["fsdp"])
+    fsdp = megatron_fsdp(args)
+    need(fsdp == sharded, "Megatron-FSDP %s, the cost model priced %s" % (
+        "on" if fsdp else "off", "sharded weights (fsdp)" if sharded else "whole weights"))
+    need(not fsdp or P == 1, "Megatron-FSDP on %d pipeline ranks; the plan is priced with "
+         "PyTorch's pipelined FSDP there" % P)
+    want = {"--use-distributed-optimizer": roof["distributed_optimizer"] or sharded,
+            "--overlap-grad-reduce": roof["overlap_grad_reduce"] or sharded,
+            "--overlap-param-gather": roof["overlap_param_gather"] or sharded,
             "--sequence-parallel": roof["sequence_parallel"] and part["tp"] > 1,
             "--tp-comm-overlap": roof["tp_comm_overlap"] and
             float(roof["tp_comm_overlap_share"]) > 0 and part["tp"] > 1,
@@ -337,7 +365,7 @@ def check_megatron(path, doc, case):
     if "--tp-comm-overlap" in args:  # Megatron-LM's validate_args
         need("--sequence-parallel" in args, "--tp-comm-overlap without --sequence-parallel")
     if "--overlap-param-gather" in args:  # Megatron-LM's validate_args
-        need("--use-distributed-optimizer" in args and "--overlap-grad-reduce" in args,
+        need(("--use-distributed-optimizer" in args or fsdp) and "--overlap-grad-reduce" in args,
              "--overlap-param-gather without the distributed optimizer and grad overlap")
     seq, tokens = int(args.get("--seq-length", 0)), longest_microbatch(doc)
     unit = 1
@@ -349,9 +377,37 @@ def check_megatron(path, doc, case):
     need(int(args["--max-position-embeddings"]) >= seq, "max positions below seq length")
     split = args.get("--pipeline-model-parallel-layout") or (
         "even, %d virtual stages" % V if V > 1 else "even")
-    return "layout %s, recompute %s, %s%s" % (
+    return "layout %s, recompute %s, %s%s%s" % (
         split, "%s %s %s" % rec if rec and rec[1] else rec[0] if rec else "none", got[0],
-        " + fp8 %s %s" % got[1] if got[1] else "")
+        " + fp8 %s %s" % got[1] if got[1] else "",
+        ", Megatron-FSDP optim_grads_params" if fsdp else "")
+
+
+def megatron_fsdp(args):
+    """1 when the arguments run Megatron-FSDP with weights, gradients and
+    optimizer state sharded; raises Refused for what Megatron-LM's validate_args
+    and its Megatron-FSDP user guide reject. The DDP config is built the way
+    Megatron-LM's training.py builds it, copying arguments by field name."""
+    on = "--use-megatron-fsdp" in args
+    strategy = args.get("--data-parallel-sharding-strategy", "no_shard")
+    ckpt = args.get("--ckpt-format", "torch_dist")
+    need(strategy in SHARDING_STRATEGIES, "--data-parallel-sharding-strategy %s" % strategy)
+    need(ckpt in CKPT_FORMATS, "--ckpt-format %s" % ckpt)
+    need((ckpt == "fsdp_dtensor") == on, "--ckpt-format %s %s --use-megatron-fsdp" % (
+        ckpt, "with" if on else "without"))
+    if on:
+        for flag in ("--use-distributed-optimizer", "--no-gradient-accumulation-fusion"):
+            need(flag in args, "--use-megatron-fsdp without %s" % flag)
+        need(strategy == "optim_grads_params", "Megatron-FSDP with %s sharding; the plan "
+             "shards weights, gradients and optimizer state" % strategy)
+    fields = {f.name for f in dataclasses.fields(DistributedDataParallelConfig)}
+    kw = {name[2:].replace("-", "_"): value for name, value in args.items()
+          if name[2:].replace("-", "_") in fields}
+    cfg = DistributedDataParallelConfig(**kw)
+    need(cfg.use_megatron_fsdp == on and cfg.data_parallel_sharding_strategy == strategy,
+         "megatron-core's DDP config reads use_megatron_fsdp %s, %s" % (
+             cfg.use_megatron_fsdp, cfg.data_parallel_sharding_strategy))
+    return on
 
 
 # ---- mimo.json --------------------------------------------------------------
@@ -536,6 +592,18 @@ def cases(src):
         out.append(dict(name="megatron-1f1b llama-3-8b " + " ".join(prm), manifest=m1, dp=1,
                         shape=llama_shape, args=args, roofline=roofline_params(src, m1, args),
                         expect=[want]))
+    one_rank = ["--model", LLAMA, "--parallel", "tp=2,pp=1,dp=4,mb=8",
+                "--param", "cost_model.fsdp=true"]
+    sharded_pp = llama[:3] + ["tp=2,pp=4,dp=2,mb=8", "--param", "cost_model.fsdp=true"]
+    out += [
+        dict(name="megatron-1f1b llama-3-8b fsdp pp=1 dp=4", manifest=m1, dp=4,
+             shape=llama_shape, args=one_rank, roofline=roofline_params(src, m1, one_rank),
+             expect=["Megatron-FSDP optim_grads_params"]),
+        dict(name="megatron-1f1b llama-3-8b fsdp pp=4 dp=2", manifest=m1, dp=2,
+             shape=llama_shape, args=sharded_pp, roofline=roofline_params(src, m1, sharded_pp),
+             expect=["megatron.args refused: the plan is priced with the weights and gradients "
+                     "sharded over the data-parallel replicas (cost_model.fsdp) under pipeline "
+                     "parallelism"])]
     for c in out[n_manifest_cases:]:  # every case beyond the shipped manifests plans
         c["must_plan"] = True
     for c in out:
@@ -547,7 +615,26 @@ def cases(src):
 
 
 def self_test():
-    """The MIMO rules reject what the Bridge class rejects."""
+    """The MIMO rules reject what the Bridge class rejects; the Megatron-FSDP
+    rules what validate_args and the user guide reject."""
+    fsdp = {"--use-megatron-fsdp": True, "--data-parallel-sharding-strategy": "optim_grads_params",
+            "--no-gradient-accumulation-fusion": True, "--ckpt-format": "fsdp_dtensor",
+            "--use-distributed-optimizer": True}
+    if not megatron_fsdp(fsdp) or megatron_fsdp({"--use-distributed-optimizer": True}):
+        fail("self-test: the good Megatron-FSDP and distributed-optimizer arguments")
+    for what, drop, add in (
+            ("checkpoint format", "--ckpt-format", {}),
+            ("distributed optimizer", "--use-distributed-optimizer", {}),
+            ("accumulation fusion", "--no-gradient-accumulation-fusion", {}),
+            ("sharding strategy", None, {"--data-parallel-sharding-strategy": "optim"}),
+            ("fsdp_dtensor alone", "--use-megatron-fsdp", {})):
+        args = dict(fsdp, **add)
+        args.pop(drop, None)
+        try:
+            megatron_fsdp(args)
+            fail("self-test: Megatron-FSDP rule %s not enforced" % what)
+        except Refused:
+            pass
     good = {"module_parallelisms": {
         "vit": dict(tensor_model_parallel_size=1, pipeline_model_parallel_size=2,
                     context_parallel_size=1, expert_model_parallel_size=1,
