@@ -85,8 +85,18 @@ static void expect_refused(const char *dir, const char *reason)
     ck_assert_int_ne(access(path, F_OK), 0);
 }
 
-/* dp 2: torchtitan trains bf16 only under FSDP (precision_refusals) */
-#define LLAMA "--model %s --parallel tp=2,pp=4,dp=2,mb=8"
+/* dp 2: torchtitan trains bf16 only under FSDP (precision_refusals), which
+ * the plan must be priced with (cost_model.fsdp) */
+#define LLAMA "--model %s --parallel tp=2,pp=4,dp=2,mb=8 --param cost_model.fsdp=true"
+
+/* `extra` with FSDP2's pricing unless it sets cost_model.fsdp itself, in
+ * buf. */
+static const char *with_fsdp(char *buf, size_t size, const char *extra)
+{
+    snprintf(buf, size, "%s%s", strstr(extra, "cost_model.fsdp") ? ""
+                                : "--param cost_model.fsdp=true ", extra);
+    return buf;
+}
 
 /* seq_len: the longest microbatch holds 8117 text tokens (megatron.args
  * gives --seq-length 8118, a multiple of tp 2), rounded up to a multiple
@@ -164,10 +174,12 @@ static char *toml_with(const char *manifest, const char *tag, const char *extra)
     return toml;
 }
 
-/* toml_with megatron-1f1b's manifest. */
+/* toml_with megatron-1f1b's manifest, priced with FSDP2 (with_fsdp). */
 static char *toml_of(const char *tag, const char *extra)
 {
-    return toml_with("examples/manifests/megatron-1f1b.json", tag, extra);
+    char buf[768];
+    return toml_with("examples/manifests/megatron-1f1b.json", tag,
+                     with_fsdp(buf, sizeof buf, extra));
 }
 
 /* The [activation_checkpoint] table of toml_of(tag, LLAMA's parallel
@@ -195,10 +207,10 @@ START_TEST(recomputation_is_the_checkpoint_mode)
     char *full = ac_table("ac-full", "--use memory_tuner=full-recompute");
     ck_assert_str_eq(full, "[activation_checkpoint]\nmode = \"full\"\n");
     free(full);
-    /* torchtitan-recompute at 28 GiB checkpoints the 8th block of each
-     * rank's 8 */
+    /* torchtitan-recompute at 30 GiB checkpoints the 8th block of each
+     * rank's 8 (FSDP2 under PP keeps whole gradients beside the shards) */
     char *every8 = ac_table("ac-8", "--use memory_tuner=torchtitan-recompute "
-                                    "--memory-cap 28GiB");
+                                    "--memory-cap 30GiB");
     ck_assert_str_eq(every8, "[activation_checkpoint]\nmode = \"selective\"\n"
                              "selective_ac_option = \"8\"\n");
     free(every8);
@@ -230,7 +242,7 @@ START_TEST(recomputation_of_some_layers_is_refused)
 {
     const char *dir = out_dir("ac-some");
     char args[1024];
-    snprintf(args, sizeof args, "--manifest %s " LLAMA " --memory-cap 24GiB",
+    snprintf(args, sizeof args, "--manifest %s " LLAMA " --memory-cap 26GiB",
              loom_test_src("examples/manifests/megatron-tuned.json"),
              loom_test_src("examples/models/hf/llama-3-8b.json"));
     plan_into(dir, args);
@@ -265,10 +277,11 @@ END_TEST
 static char *refusal_of(const char *tag, const char *parallel, const char *extra)
 {
     const char *dir = out_dir(tag);
-    char args[1024];
+    char args[1024], buf[768];
     snprintf(args, sizeof args, "--manifest %s --model %s --parallel %s %s",
              loom_test_src("examples/manifests/megatron-1f1b.json"),
-             loom_test_src("examples/models/hf/llama-3-8b.json"), parallel, extra);
+             loom_test_src("examples/models/hf/llama-3-8b.json"), parallel,
+             with_fsdp(buf, sizeof buf, extra));
     plan_into(dir, args);
     cJSON *doc;
     const cJSON *x = torchtitan_export(dir, &doc);
@@ -293,6 +306,20 @@ START_TEST(precision_refusals)
     free(why);
     /* cp 2 turns FSDP on at dp 1 */
     ck_assert_ptr_null(refusal_of("bf16-cp2", "tp=2,cp=2,pp=4,dp=1,mb=8", ""));
+    /* FSDP2 keeps other memory and gathers every layer: a plan priced with
+     * Megatron-LM's distributed optimizer is not what torchtitan runs */
+    static const char dist_opt[] =
+        "the plan is priced with Megatron-LM's distributed optimizer, whole weights and "
+        "gradients on every data-parallel replica; torchtitan 0.2.2 shards them with FSDP2 "
+        "over the data-parallel shard degree and cp, which keeps other memory and gathers "
+        "every layer's weights (plan with cost_model.fsdp=true, as "
+        "examples/manifests/torchtitan-tuned.json does)";
+    why = refusal_of("dist-opt", "tp=2,pp=4,dp=2,mb=8", "--param cost_model.fsdp=false");
+    ck_assert_str_eq(why, dist_opt);
+    free(why);
+    why = refusal_of("dist-opt-cp2", "tp=2,cp=2,pp=4,dp=1,mb=8", "--param cost_model.fsdp=false");
+    ck_assert_str_eq(why, dist_opt);
+    free(why);
     why = refusal_of("tf32", "tp=2,pp=4,dp=2,mb=8",
                      "--param cost_model.element_bytes=4 --param cost_model.matmul_precision=tf32 "
                      "--memory-cap 1e15");

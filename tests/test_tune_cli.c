@@ -88,13 +88,13 @@ START_TEST(readme_tune_example)
                                      "/examples/models/hf/llama-3-8b.json --gpus 8 "
                                      "--global-batch 64 --top 1 --quiet --json --out %s/best",
                                      dir);
-    /* the two files the README hands to torchtitan and Megatron-LM */
-    const char *files[] = {"torchtitan.toml", "megatron.args"};
-    for (int i = 0; i < 2; i++) {
-        char path[256];
-        snprintf(path, sizeof path, "%s/best/%s", dir, files[i]);
-        ck_assert_msg(access(path, R_OK) == 0, "the README's best/ holds no %s", files[i]);
-    }
+    /* the file the README hands to Megatron-LM; torchtitan's FSDP2 is not
+     * the distributed optimizer this plan is priced with */
+    char path[256];
+    snprintf(path, sizeof path, "%s/best/megatron.args", dir);
+    ck_assert_msg(access(path, R_OK) == 0, "the README's best/ holds no megatron.args");
+    snprintf(path, sizeof path, "%s/best/torchtitan.toml", dir);
+    ck_assert_int_ne(access(path, F_OK), 0);
     cJSON *doc = cJSON_Parse(out);
     ck_assert_ptr_nonnull(doc);
     cJSON *best = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "ranked"), 0);
@@ -111,6 +111,29 @@ START_TEST(readme_tune_example)
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(best, "peak_mem_bytes"))
         peak = e->valuedouble > peak ? e->valuedouble : peak;
     ck_assert_double_eq_tol(peak / 1073741824.0, 74.4, 0.05);
+    cJSON_Delete(doc);
+    free(out);
+    /* the README's torchtitan tune: torchtitan-tuned's FSDP2 pricing by
+     * default, and a winner without a pipeline whose torchtitan.toml (and
+     * Megatron-FSDP megatron.args) lie in tt/ */
+    out = loom_test_cli_expect(0, "tune --model " LOOM_TEST_SOURCE_DIR
+                               "/examples/models/hf/llama-3-8b.json --gpus 8 --global-batch 64 "
+                               "--runtime torchtitan --top 1 --quiet --json --out %s/tt", dir);
+    doc = cJSON_Parse(out);
+    ck_assert_ptr_nonnull(doc);
+    best = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "ranked"), 0);
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(best, "manifest")),
+                     "torchtitan-tuned");
+    lay = cJSON_GetObjectItemCaseSensitive(best, "layout");
+    const int tt_want[] = {1, 4, 1, 2, 1, 8, 4};
+    for (int i = 0; i < 7; i++)
+        ck_assert_int_eq(deg(lay, keys[i]), tt_want[i]);
+    ck_assert_int_eq((int)cJSON_GetObjectItemCaseSensitive(best, "makespan_ms")->valuedouble, 4992);
+    const char *tt_files[] = {"torchtitan.toml", "megatron.args"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/tt/%s", dir, tt_files[i]);
+        ck_assert_msg(access(path, R_OK) == 0, "the README's tt/ holds no %s", tt_files[i]);
+    }
     cJSON_Delete(doc);
     free(out);
     loom_test_rmdir(dir);
@@ -171,8 +194,9 @@ START_TEST(runtime_ranks_what_the_export_states)
 {
     char dir[64];
     loom_test_mkdtemp(dir, sizeof dir, "tune");
+    /* without --manifest, --runtime torchtitan searches torchtitan-tuned.json */
     const char *llama = "--model " LOOM_TEST_SOURCE_DIR "/examples/models/hf/llama-3-8b.json "
-                        "--gpus 8 --global-batch 16 --quiet --json " TUNED;
+                        "--gpus 8 --global-batch 16 --quiet --json";
     char *out = loom_test_cli_expect(0, "tune %s --runtime torchtitan --out %s/best", llama, dir);
     cJSON *doc = cJSON_Parse(out);
     ck_assert_ptr_nonnull(doc);
@@ -182,6 +206,8 @@ START_TEST(runtime_ranks_what_the_export_states)
     {
         const cJSON *lay = cJSON_GetObjectItemCaseSensitive(e, "layout");
         ck_assert(deg(lay, "dp") > 1 || deg(lay, "cp") > 1);
+        ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "manifest")),
+                         "torchtitan-tuned");
     }
     int refused = 0;
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "infeasible"))
@@ -220,6 +246,15 @@ START_TEST(runtime_ranks_what_the_export_states)
     free(loom_test_cli_expect(0, "tune %s --top 3 --shard 2/2 --json %s", llama, s2));
     out = loom_test_cli_expect(2, "tune merge %s %s --json %s", s1, s2, merged);
     loom_test_has(out, "from a different search");
+    free(out);
+    /* Megatron-LM's distributed optimizer is not torchtitan's FSDP2: with
+     * megatron-tuned.json torchtitan states none of the plans that fit */
+    out = loom_test_cli_expect(2, "tune %s " TUNED " --runtime torchtitan", llama);
+    loom_test_has(out, "layouts of " LOOM_TEST_SOURCE_DIR "/examples/models/hf/llama-3-8b.json "
+                       "on 8 GPUs fit, but the torchtitan export states none of them (the "
+                       "infeasible list gives each reason; the first: ");
+    loom_test_has(out, "\"torchtitan: the plan is priced with Megatron-LM's distributed "
+                       "optimizer, whole weights and gradients on every data-parallel replica;");
     free(out);
     out = loom_test_cli_expect(2, "tune %s --runtime deepspeed", llama);
     loom_test_has(out, "--runtime: expected pytorch_csv, torchtitan, megatron or mimo "

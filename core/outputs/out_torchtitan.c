@@ -252,7 +252,9 @@ static void degrees(const loom_plan *plan, int32_t *tp, int32_t *cp, int32_t *dp
  * converter (components/quantization/float8.py) swaps the Linear layers
  * not named in filter_fqns for torchao's Float8Linear, tensorwise scaled
  * without a recipe_name, as roofline's fp8 prices the blocks' GEMMs; the
- * LM head ("output") stays bf16, the attention core is no Linear. */
+ * LM head ("output") stays bf16, the attention core is no Linear. Its
+ * FSDP2 shards weights, gradients and optimizer states, so a plan it runs
+ * with FSDP must be priced so (LOOM_ASSUMED_SHARDED_PARAMS). */
 static int precision_of(const loom_plan *plan, tt_job *job, char *reason)
 {
     int32_t tp, cp, dp;
@@ -286,6 +288,14 @@ static int precision_of(const loom_plan *plan, tt_job *job, char *reason)
                       "the cost model did not say which precision its times assume "
                       "(loom_rank_tail.assumed), so torchtitan's dtype is unknown");
     int fsdp = dp > 1 || cp > 1;
+    if (fsdp && (a & LOOM_ASSUMED_KNOWN) && !(a & LOOM_ASSUMED_SHARDED_PARAMS))
+        return loom_out_refuse(reason,
+                      "the plan is priced with Megatron-LM's distributed optimizer, whole "
+                      "weights and gradients on every data-parallel replica; torchtitan %s "
+                      "shards them with FSDP2 over the data-parallel shard degree and cp, "
+                      "which keeps other memory and gathers every layer's weights (plan with "
+                      "cost_model.fsdp=true, as examples/manifests/torchtitan-tuned.json does)",
+                      TORCHTITAN_RELEASE);
     int mixed = p.element_bytes == 2 && (!strcmp(p.matmul, "bf16") || !strcmp(p.matmul, "fp8"));
     job->float8 = mixed && !strcmp(p.matmul, "fp8");
     if (mixed && fsdp)

@@ -4,13 +4,15 @@ torchtitan 0.2.2's own code builds every torchtitan.toml Loom writes exactly as 
 says.
 
 Every shipped manifest (SRC/examples/manifests/*.json) is planned (--iterations 1,
---evaluations 30) on the LLM HF config llama-3-8b (tp=2, pp=4, dp=2, mb=8) and on the
+--evaluations 30) on the LLM HF config llama-3-8b (tp=2, pp=4, dp=2, mb=8, priced with
+FSDP2's sharding, cost_model.fsdp, as torchtitan runs data parallelism) and on the
 VLM preset vlm-s (tp=1, pp=4, mb=8, no memory cap), plus plans of the other styles
 (EXTRAS: full recomputation on every layer; recomputation of some layers, refused;
 torchtitan-recompute's every-N-th-block settings at one and two stages a rank; a given
 uneven split; zero-bubble, I/W split, loop; zb-v, V placement, on llama-3-8b and
 vlm-s.json with tools/executor/tests/vlm.jsonl; bf16 at dp 1, fp32 at dp 1, TP without
-sequence parallelism, TP overlapped with the GEMMs, bf16 gradient reduce, fp8). For
+sequence parallelism, TP overlapped with the GEMMs, bf16 gradient reduce, fp8; dp 2
+priced with Megatron-LM's distributed optimizer, refused). For
 each plan:
 
 - plan.json exports.torchtitan has a reason: torchtitan.toml must not exist; printed as
@@ -93,9 +95,11 @@ POOL_TIMEOUT_S = 180
 GROUP_TIMEOUT_S = 60   # gloo's timeout: a step that deadlocks fails after it
 TINY_VOCAB = 64
 STEP_SEQ_LEN = 4
-# dp 2: torchtitan trains bf16 only through FSDP (data-parallel shard degree or cp above 1)
+# dp 2: torchtitan trains bf16 only through FSDP (data-parallel shard degree or cp above 1),
+# and its FSDP2 shards weights and gradients: the plan must be priced so (cost_model.fsdp)
+FSDP = ["--param", "cost_model.fsdp=true"]
 LLM = ("llama-3-8b", "examples/models/hf/llama-3-8b.json",
-       ["--parallel", "tp=2,pp=4,dp=2,mb=8"])
+       ["--parallel", "tp=2,pp=4,dp=2,mb=8"] + FSDP)
 VLM = ("vlm-s", "vlm-s", ["--parallel", "tp=1,pp=4,mb=8", "--memory-cap", "1e15"])
 # per-manifest parameters that let it plan one pipeline replica (dp=1)
 MANIFEST_ARGS = {"oobleck": ["--param", "partitioner.fault_tolerance=0",
@@ -106,22 +110,26 @@ VLM_WORKLOAD = "tools/executor/tests/vlm.jsonl"
 EXTRAS = [
     ("megatron-1f1b+full-recompute", "megatron-1f1b", LLM[0], LLM[1],
      LLM[2] + ["--use", "memory_tuner=full-recompute"]),
-    ("megatron-tuned at a 24 GiB cap", "megatron-tuned", LLM[0], LLM[1],
-     LLM[2] + ["--memory-cap", "24GiB"]),
-    ("megatron-1f1b+torchtitan-recompute at 28 GiB", "megatron-1f1b", LLM[0], LLM[1],
-     LLM[2] + ["--use", "memory_tuner=torchtitan-recompute", "--memory-cap", "28GiB"]),
-    ("megatron-1f1b+torchtitan-recompute at 30 GiB", "megatron-1f1b", "llama-3-8b vpp2", LLM[1],
+    ("megatron-tuned at a 26 GiB cap", "megatron-tuned", LLM[0], LLM[1],
+     LLM[2] + ["--memory-cap", "26GiB"]),
+    ("megatron-1f1b+torchtitan-recompute at 30 GiB", "megatron-1f1b", LLM[0], LLM[1],
+     LLM[2] + ["--use", "memory_tuner=torchtitan-recompute", "--memory-cap", "30GiB"]),
+    ("megatron-1f1b+torchtitan-recompute at 32 GiB", "megatron-1f1b", "llama-3-8b vpp2", LLM[1],
      ["--parallel", "tp=2,pp=4,dp=2,vpp=2,mb=8", "--use", "memory_tuner=torchtitan-recompute",
-      "--memory-cap", "30GiB"]),
+      "--memory-cap", "32GiB"] + FSDP),
     ("megatron-1f1b+given split", "megatron-1f1b", LLM[0], LLM[1],
-     ["--parallel", "tp=2,pp=4,dp=2,mb=8", "--param", "partitioner.layers_per_position=5,9,9,9"]),
+     ["--parallel", "tp=2,pp=4,dp=2,mb=8", "--param", "partitioner.layers_per_position=5,9,9,9"]
+     + FSDP),
     ("megatron-1f1b+zero-bubble", "megatron-1f1b", LLM[0], LLM[1],
-     ["--parallel", "tp=2,pp=4,dp=2,vpp=2,mb=8", "--use", "interleaver=zero-bubble"]),
+     ["--parallel", "tp=2,pp=4,dp=2,vpp=2,mb=8", "--use", "interleaver=zero-bubble"] + FSDP),
     ("megatron-1f1b+zero-bubble", "megatron-1f1b", "llama-3-8b vpp1", LLM[1],
-     ["--parallel", "tp=2,pp=4,dp=2,mb=8", "--use", "interleaver=zero-bubble"]),
+     ["--parallel", "tp=2,pp=4,dp=2,mb=8", "--use", "interleaver=zero-bubble"] + FSDP),
     ("megatron-1f1b+zb-v", "megatron-1f1b", LLM[0], LLM[1],
      ["--parallel", "tp=2,pp=2,dp=2,vpp=2,mb=4", "--use", "interleaver=zb-v",
-      "--param", "partitioner.placement=v"]),
+      "--param", "partitioner.placement=v"] + FSDP),
+    # priced with Megatron-LM's distributed optimizer, which torchtitan's FSDP2 is not
+    ("megatron-1f1b with the distributed optimizer", "megatron-1f1b", LLM[0], LLM[1],
+     ["--parallel", "tp=2,pp=4,dp=2,mb=8"]),
     # precision: bf16 without FSDP, fp32 without FSDP, and TP without sequence parallelism
     ("megatron-1f1b at dp 1 (bf16 without FSDP)", "megatron-1f1b", LLM[0], LLM[1],
      ["--parallel", "tp=2,pp=4,dp=1,mb=8"]),
@@ -259,7 +267,8 @@ def spec_precision(src, manifest, args):
             "tp_overlap": bool(prm["tp_comm_overlap"]) and
             float(prm["tp_comm_overlap_share"]) > 0,
             "grad_bf16": not prm["grad_accumulation_fp32"] and int(prm["element_bytes"]) == 2,
-            "flash": bool(prm["flash_attention"]), "eager": prm["layer_kernels"] != "fused"}
+            "flash": bool(prm["flash_attention"]), "eager": prm["layer_kernels"] != "fused",
+            "fsdp": bool(prm["fsdp"])}
 
 
 def train_dtype_of(prec, layout):
@@ -280,6 +289,8 @@ def train_dtype_of(prec, layout):
         return None, "the attention core unfused (torchtitan runs SDPA)"
     if prec["grad_bf16"]:
         return None, "gradients reduced in bf16 (torchtitan reduces in float32)"
+    if (dp > 1 or cp > 1) and not prec["fsdp"]:
+        return None, "Megatron-LM's distributed optimizer priced (torchtitan shards with FSDP2)"
     if prec["element_bytes"] == 2 and prec["matmul"] in ("bf16", "fp8"):
         if dp > 1 or cp > 1:
             return "bfloat16", None
@@ -1309,7 +1320,7 @@ def verdict(item, results):
 
 SELF_TEST_BASES = {
     "llm": ("megatron-1f1b", "megatron-1f1b", LLM[0], LLM[1], LLM[2]),
-    "sac": next(e for e in EXTRAS if e[0] == "megatron-1f1b+torchtitan-recompute at 28 GiB"),
+    "sac": next(e for e in EXTRAS if e[0] == "megatron-1f1b+torchtitan-recompute at 30 GiB"),
     "v": next(e for e in EXTRAS if e[0] == "megatron-1f1b+zb-v" and e[2] == LLM[0]),
     "fp8": next(e for e in EXTRAS if e[0] == "megatron-1f1b in fp8"),
     "async": next(e for e in EXTRAS if e[0] == "megatron-1f1b with the TP overlap"),

@@ -38,7 +38,8 @@ static void usage(FILE *out)
             "  --seq-len S           tokens per sequence (default %d)\n"
             "  --micro-batch-size K  sequences per microbatch (default: try 1, 2, 4, ...)\n"
             "  --manifest FILE       a planner manifest to search with; repeatable (default\n"
-            "                        examples/manifests/megatron-tuned.json)\n"
+            "                        examples/manifests/megatron-tuned.json; with\n"
+            "                        --runtime torchtitan, torchtitan-tuned.json)\n"
             "  --top K               configurations to rank (default %d)\n"
             "  --json [FILE]         print (or write to FILE) the JSON report\n"
             "  --out DIR             write the winner's plan as `loom plan --out DIR` does\n"
@@ -180,8 +181,11 @@ static int prepare(tune_cli *o, loom_error *err)
     loom_tune_search *t = &o->t;
     static char dflt[4200];
     if (t->n_manifests == 0) {
-        /* the shipped megatron-tuned.json, as `--manifest megatron-tuned` finds it */
-        if (loom_planner_manifest_resolve("megatron-tuned", dflt, sizeof dflt, err) != LOOM_OK)
+        /* the shipped megatron-tuned.json, as `--manifest megatron-tuned` finds it;
+         * torchtitan-tuned.json for --runtime torchtitan, priced as its FSDP2 runs */
+        const char *name = t->runtime && !strcmp(t->runtime, "torchtitan") ? "torchtitan-tuned"
+                                                                             : "megatron-tuned";
+        if (loom_planner_manifest_resolve(name, dflt, sizeof dflt, err) != LOOM_OK)
             return LOOM_ENOTFOUND;
         t->manifests[t->n_manifests++] = dflt;
     }
@@ -301,12 +305,24 @@ static int write_job(void *ctx, FILE *out, loom_error *err)
     return LOOM_OK;
 }
 
-/* Says which resource ran out when nothing fits; exit code 2. */
+/* The reason of c when --runtime's export refused its plan (after
+ * "RUNTIME: "), else NULL. */
+static const char *runtime_reason(const loom_tune_search *t, const loom_tune_config *c)
+{
+    size_t n = t->runtime ? strlen(t->runtime) : 0;
+    const char *r = c->simulated && !c->static_reason ? c->result.reason : NULL;
+    return n && r && !strncmp(r, t->runtime, n) && r[n] == ':' ? r + n + 2 : NULL;
+}
+
+/* Says which resource ran out when nothing fits, or that --runtime's
+ * export states none of the plans that fit; exit code 2. */
 static int nothing_fits(const tune_cli *o, const loom_tune_walk *w)
 {
     const loom_tune_search *t = &o->t;
     const loom_tune_config *least = NULL;
+    const char *refusal = NULL;
     int all_static = 1;
+    int32_t refused = 0;
     for (int32_t i = 0; i < w->n_infeasible; i++) {
         const loom_tune_config *c = &t->configs[w->infeasible[i]];
         double s = c->param_rank_bytes + c->state_rank_bytes;
@@ -314,9 +330,17 @@ static int nothing_fits(const tune_cli *o, const loom_tune_walk *w)
             least = c;
         if (c->simulated && c->result.reason && !c->static_reason)
             all_static = 0;
+        if (runtime_reason(t, c) && refused++ == 0)
+            refusal = runtime_reason(t, c);
     }
     if (!least) {
         fprintf(stderr, "loom tune: no configuration could be planned\n");
+        return LOOM_EXIT_USAGE;
+    }
+    if (refused > 0) {
+        fprintf(stderr, "loom tune: %d layouts of %s on %lld GPUs fit, but the %s export states "
+                "none of them (the infeasible list gives each reason; the first: %s)\n",
+                refused, t->model, (long long)t->gpus, t->runtime, refusal);
         return LOOM_EXIT_USAGE;
     }
     fprintf(stderr, "loom tune: %s fits no configuration of %lld GPUs: ", t->model,
