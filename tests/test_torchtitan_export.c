@@ -304,6 +304,12 @@ START_TEST(precision_refusals)
                           "(data-parallel shard degree or cp above 1) and otherwise, under "
                           "pipeline parallelism, in float32");
     free(why);
+    /* one GPU runs under autocast over float32 weights and gradients */
+    why = refusal_of("bf16-1gpu", "tp=1,pp=1,dp=1,mb=2", "--memory-cap 1e15");
+    ck_assert_str_eq(why, "the plan is priced in bf16 on one GPU; torchtitan 0.2.2 trains one "
+                          "GPU under autocast over float32 weights and gradients "
+                          "(maybe_enable_amp), which keeps other memory than the plan prices");
+    free(why);
     /* cp 2 turns FSDP on at dp 1 */
     ck_assert_ptr_null(refusal_of("bf16-cp2", "tp=2,cp=2,pp=4,dp=1,mb=8", ""));
     /* FSDP2 keeps other memory and gathers every layer: a plan priced with

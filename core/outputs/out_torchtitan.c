@@ -244,8 +244,9 @@ static void degrees(const loom_plan *plan, int32_t *tp, int32_t *cp, int32_t *dp
  * and activations along the sequence (parallelize.py apply_tp:
  * SequenceParallel). It trains mixed precision through FSDP, which it
  * applies when the data-parallel shard degree or cp is above 1; without
- * FSDP, under tensor or pipeline parallelism, it trains in float32
- * (distributed/utils.py maybe_enable_amp). Its mixed_precision_param is
+ * FSDP, under tensor or pipeline parallelism, it trains in float32, and
+ * on one GPU under autocast over float32 weights (distributed/utils.py
+ * maybe_enable_amp). Its mixed_precision_param is
  * bfloat16 or float32, and it never enables TF32 matmuls. It overlaps
  * the TP collectives with the GEMMs as async TP, which needs the model
  * compiled (distributed/tensor_parallel.py maybe_enable_async_tp). Its float8
@@ -302,6 +303,12 @@ static int precision_of(const loom_plan *plan, tt_job *job, char *reason)
         job->param_dtype = "bfloat16";
     else if (p.element_bytes == 4 && !strcmp(p.matmul, "fp32"))
         job->param_dtype = "float32";
+    else if (mixed && tp == 1 && plan->partition->n_ranks == 1)
+        return loom_out_refuse(reason,
+                      "the plan is priced in %s on one GPU; torchtitan %s trains one GPU "
+                      "under autocast over float32 weights and gradients (maybe_enable_amp), "
+                      "which keeps other memory than the plan prices", p.matmul,
+                      TORCHTITAN_RELEASE);
     else if (mixed)
         return loom_out_refuse(reason,
                       "the plan is priced in %s at data-parallel degree 1 and cp 1; "
