@@ -8,7 +8,6 @@
 void loom_cost_rank_state(const loom_cost_ranks *cr, const loom_problem *pb,
                           const loom_partition *pt, int32_t r, loom_rank_state *st)
 {
-    int32_t gpn = pb->cluster && pb->cluster->gpus_per_node > 0 ? pb->cluster->gpus_per_node : 1;
     int32_t cp = loom_parallel_cp(&pb->parallel);
     /* context-parallel GPUs hold the same weights: gradients are reduced
      * (and optimizer states sharded) over dp x cp, Megatron's dp-cp group */
@@ -23,10 +22,9 @@ void loom_cost_rank_state(const loom_cost_ranks *cr, const loom_problem *pb,
         tp = (int32_t)(loom_cost_rank_width(cr, r) / own->cp);
         rdp = own->dp * own->cp;
     }
-    /* a DP group (stride tp, Megatron-LM's tp-dp-pp order) stays in one
-     * node when tp * dp fits */
     *st = (loom_rank_state){(uint32_t)sizeof *st, r, tp, rdp, cr->rank_chunks[r],
-                            (int64_t)tp * rdp <= gpn, cr->rank_params[r], cr->rank_trainable[r]};
+                            loom_dp_group_same_node(pb->cluster, tp, rdp), cr->rank_params[r],
+                            cr->rank_trainable[r]};
 }
 
 /* Each chunk's share of its rank's trainable parameters

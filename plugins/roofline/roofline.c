@@ -302,8 +302,7 @@ static void rf_fsdp_layer(const rf_self *s, const loom_problem *problem, const l
     const loom_cluster *c = problem->cluster;
     double t = shape->tp > 1 ? (double)shape->tp : 1.0;
     double frac = (double)(shards - 1) / shards, weights = params / t;
-    int32_t gpn = c->gpus_per_node > 0 ? c->gpus_per_node : 1;
-    int same_node = (int64_t)shape->tp * shards <= gpn;
+    int same_node = loom_dp_group_same_node(c, shape->tp, shards);
     double grad = frozen ? 0.0 : s->tail.grad_bytes;
     out->param_shards = shards;
     out->transient_bytes += rf_bytes((2.0 * s->element_bytes + grad) * weights);

@@ -311,6 +311,15 @@ static inline double loom_ring_ms(const loom_cluster *c, int same_node, int32_t 
            (bw > 0 ? bytes_per_member / (bw * eff) * 1e3 : 0);
 }
 
+/* 1 when a data-parallel group of `members` GPUs `tp` apart (Megatron-LM's
+ * tp-dp-pp rank order) stays inside one node of cluster c: tp x members
+ * GPUs fit its gpus_per_node (1 when unknown). */
+static inline int loom_dp_group_same_node(const loom_cluster *c, int32_t tp, int32_t members)
+{
+    int32_t gpn = c && c->gpus_per_node > 0 ? c->gpus_per_node : 1;
+    return (int64_t)(tp > 0 ? tp : 1) * (members > 0 ? members : 1) <= gpn;
+}
+
 /* Records in out->assumed (when struct_size covers it) the tail settings
  * of `k` as LOOM_ASSUMED_* bits, LOOM_ASSUMED_KNOWN included. */
 static inline void loom_rank_tail_assume(const loom_tail_knobs *k, loom_rank_tail *out)
