@@ -441,6 +441,34 @@ START_TEST(one_rank_plans_accumulate_gradients)
     ck_assert_ptr_null(strstr(toml, "pipeline_parallel_schedule"));
     ck_assert_ptr_null(strstr(toml, "module_fqns_per_model_part"));
     free(toml);
+    /* plan.json's placement, the summary and the report say the same, two
+     * sequences a microbatch here */
+    const char *one = out_dir("p1k2");
+    char args1[1024];
+    snprintf(args1, sizeof args1, "--manifest %s --model %s --parallel tp=1,pp=1,dp=8,mb=4 "
+             "--micro-batch-size 2 --param partitioner[0].vpp_sweep=false "
+             "--param partitioner[1].vpp_sweep=false",
+             loom_test_src("examples/manifests/torchtitan-tuned.json"),
+             loom_test_src("examples/models/hf/llama-3-8b.json"));
+    plan_into(one, args1);
+    char path[300];
+    snprintf(path, sizeof path, "%s/plan.json", one);
+    char *text = slurp(path);
+    ck_assert_ptr_nonnull(text);
+    loom_test_has(text, "\"torchtitan\": {\"pipeline_parallel_degree\": 1, "
+                        "\"local_batch_size\": 2, \"global_batch_size\": 64}}");
+    free(text);
+    snprintf(path, sizeof path, "%s/summary.txt", one);
+    text = slurp(path);
+    loom_test_has(text, "  torchtitan    no pipeline: the whole model on one rank, 4 steps of "
+                        "gradient accumulation\n");
+    free(text);
+    snprintf(path, sizeof path, "%s/report.html", one);
+    text = slurp(path);
+    loom_test_has(text, "no pipeline: the whole model on one rank, 4 steps of gradient "
+                        "accumulation");
+    free(text);
+    loom_test_rmdir(one);
     const char *dir = out_dir("p1v");
     char args[1024];
     snprintf(args, sizeof args, "--manifest %s --model %s --parallel tp=1,pp=1,dp=8,mb=4",

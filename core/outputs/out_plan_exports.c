@@ -51,14 +51,24 @@ void loom_out_json_data(const loom_out_data *d, FILE *out)
 
 /* The torchtitan options of a fitting style: field names of torchtitan's
  * [parallelism] table, and local_batch_size of its [training] table (the
- * whole job config, split included, is torchtitan.toml). */
+ * whole job config, split included, is torchtitan.toml). On one rank
+ * torchtitan runs no pipeline: one microbatch of K sequences a step of
+ * gradient accumulation, global_batch_size K x microbatches x dp. */
 static void write_torchtitan(const loom_plan *plan, const loom_out_torch *t,
                              const loom_out_placement *pl, FILE *out)
 {
+    int32_t K = loom_problem_micro_batch_size(plan->problem);
+    if (plan->graph->n_ranks == 1) {
+        int32_t tp, cp, dp;
+        loom_out_mesh_degrees(plan, &tp, &cp, &dp);
+        fprintf(out, "{\"pipeline_parallel_degree\": 1, \"local_batch_size\": %d, "
+                     "\"global_batch_size\": %lld}",
+                K, (long long)t->microbatches * K * dp);
+        return;
+    }
     fprintf(out, "{\"pipeline_parallel_degree\": %d, \"pipeline_parallel_schedule\": ",
             plan->graph->n_ranks);
     loom_out_json_string(out, pl->schedule);
-    int32_t K = loom_problem_micro_batch_size(plan->problem);
     fprintf(out, ", \"pipeline_parallel_schedule_csv\": \"schedule.csv\", "
                  "\"pipeline_parallel_microbatch_size\": %d, \"local_batch_size\": %lld}",
             K, (long long)t->microbatches * K);

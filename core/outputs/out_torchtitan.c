@@ -224,9 +224,7 @@ static int one_rank_fits(const loom_plan *plan, char *reason, int *rc, loom_erro
     return ok;
 }
 
-/* The language model's tensor, context and data parallel degrees (each
- * at least 1). */
-static void degrees(const loom_plan *plan, int32_t *tp, int32_t *cp, int32_t *dp)
+void loom_out_mesh_degrees(const loom_plan *plan, int32_t *tp, int32_t *cp, int32_t *dp)
 {
     const loom_parallel *par = &plan->problem->parallel;
     const loom_module_layout *l = loom_out_layout(plan, 0);
@@ -259,7 +257,7 @@ static void degrees(const loom_plan *plan, int32_t *tp, int32_t *cp, int32_t *dp
 static int precision_of(const loom_plan *plan, tt_job *job, char *reason)
 {
     int32_t tp, cp, dp;
-    degrees(plan, &tp, &cp, &dp);
+    loom_out_mesh_degrees(plan, &tp, &cp, &dp);
     const loom_stage_graph *g = plan->graph;
     uint32_t a = LOOM_STRUCT_HAS(g, loom_stage_graph, assumed) ? g->assumed : 0;
     if (tp > 1 && (a & LOOM_ASSUMED_KNOWN) && !(a & LOOM_ASSUMED_SEQUENCE_PARALLEL))
@@ -338,7 +336,7 @@ static int seq_len_of(const loom_plan *plan, tt_job *job, loom_error *err)
     if (rc != LOOM_OK)
         return loom_error_prefix(err, rc, "torchtitan.toml");
     int32_t tp, cp, dp;
-    degrees(plan, &tp, &cp, &dp);
+    loom_out_mesh_degrees(plan, &tp, &cp, &dp);
     int64_t unit = (int64_t)tp * 2 * cp;
     job->seq_len = tokens > 0 ? (tokens + unit - 1) / unit * unit : 0;
     return LOOM_OK;
@@ -416,7 +414,7 @@ static void write_toml(FILE *out, const loom_plan *plan, const loom_out_torch *t
                        const loom_out_placement *pl, const tt_job *job)
 {
     int32_t tp, cp, dp;
-    degrees(plan, &tp, &cp, &dp);
+    loom_out_mesh_degrees(plan, &tp, &cp, &dp);
     fputs("# torchtitan " TORCHTITAN_RELEASE " job config for the Loom plan ", out);
     loom_out_json_string(out, plan->label);
     int pipelined = plan->graph->n_ranks > 1;

@@ -146,6 +146,13 @@ def check_placement(where, doc):
     if none != (pl["torchtitan"] is None) or none != bool(pl["reason"]):
         fail("%s: placement torchtitan/reason do not match the style" % where)
     tt = pl["torchtitan"]
+    if tt and P == 1:  # no pipeline: gradient accumulation over the microbatches
+        M, K = doc["schedule_csv"]["microbatches"], tt["local_batch_size"]
+        if set(tt) != {"pipeline_parallel_degree", "local_batch_size", "global_batch_size"} or \
+                tt["pipeline_parallel_degree"] != 1 or K < 1 or \
+                tt["global_batch_size"] % (K * M) != 0 or tt["global_batch_size"] < K * M:
+            fail("%s: one-rank torchtitan options %s do not match %d microbatches" % (where, tt, M))
+        return
     if tt and (tt["pipeline_parallel_degree"] != P or
                tt["local_batch_size"] != doc["schedule_csv"]["microbatches"] *
                tt["pipeline_parallel_microbatch_size"] or
@@ -255,7 +262,12 @@ def plan(loom, src, tmp, where, args, must_plan):
     if lay and '<span class="k wide">Megatron layout</span><span class="v wide">%s</span>' % lay not in page:
         fail("%s: report.html lacks the Megatron layout" % where)
     style = doc["placement"]["style"]
-    if style and "torchtitan    %s style: pipeline_parallel_schedule %s," % (
+    one_rank = "torchtitan    no pipeline: the whole model on one rank, %d steps of gradient " \
+        "accumulation\n" % doc["schedule_csv"]["microbatches"]
+    if style and doc["ranks"] == 1:
+        if one_rank not in summary:
+            fail("%s: summary.txt lacks the one-rank torchtitan line" % where)
+    elif style and "torchtitan    %s style: pipeline_parallel_schedule %s," % (
             style, doc["placement"]["torchtitan"]["pipeline_parallel_schedule"]) not in summary:
         fail("%s: summary.txt lacks the torchtitan style" % where)
     print("ok: %s (schedule.csv %s, style %s)" %

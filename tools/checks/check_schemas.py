@@ -11,7 +11,8 @@ Usage: check_schemas.py SOURCE_DIR LOOM_BINARY
    examples/ that no rule maps to a schema is an error, so new examples are
    checked too.
 3. Real outputs validate: `loom plan --json`, plan.json of `loom plan --out`
-   (a model and a stage-times problem), `loom ab --json` (with and
+   (a model, on one rank and pipelined with two sequences a microbatch, and a
+   stage-times problem), `loom ab --json` (with and
    without --timings, and with a failing side), the shard reports of
    `loom ab --shard K/N --json` (ab-shard) and their `loom ab merge --json`,
    `loom tune --json`, every line of `loom workload generate`, and the
@@ -211,6 +212,16 @@ def check_outputs(src, loom, schemas, counts):
              ["--manifest", os.path.join(src, "examples/manifests/hetero.json"),
               "--param", "partitioner.mode=given", "--parallel",
               os.path.join(src, "examples/parallel/vlm-s-vit-disjoint.json")]),
+            ("plan.json (one rank, two sequences a microbatch)", "one-rank",
+             ["--manifest", os.path.join(src, "examples/manifests/torchtitan-tuned.json"),
+              "--model", os.path.join(src, "examples/models/hf/llama-3-8b.json"),
+              "--parallel", "tp=1,pp=1,dp=8,mb=4", "--micro-batch-size", "2",
+              "--param", "partitioner[0].vpp_sweep=false",
+              "--param", "partitioner[1].vpp_sweep=false"]),
+            ("plan.json (pipeline, two sequences a microbatch)", "k2",
+             ["--manifest", manifest, "--model",
+              os.path.join(src, "examples/models/hf/llama-3-8b.json"),
+              "--parallel", "tp=2,pp=4,dp=2,mb=8", "--micro-batch-size", "2"]),
             ("plan.json (stage-times)", "stage-times",
              ["--manifest", manifest, "--stage-times",
               os.path.join(src, "examples/stage-times/interleaved-v2.json")]),
