@@ -129,6 +129,12 @@ START_TEST(readme_tune_example)
     for (int i = 0; i < 7; i++)
         ck_assert_int_eq(deg(lay, keys[i]), tt_want[i]);
     ck_assert_int_eq((int)cJSON_GetObjectItemCaseSensitive(best, "makespan_ms")->valuedouble, 4992);
+    ck_assert_double_eq_tol(cJSON_GetObjectItemCaseSensitive(best, "mfu")->valuedouble, 0.520,
+                            0.0005);
+    peak = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(best, "peak_mem_bytes"))
+        peak = e->valuedouble > peak ? e->valuedouble : peak;
+    ck_assert_double_eq_tol(peak / 1073741824.0, 78.0, 0.05);
     const char *tt_files[] = {"torchtitan.toml", "megatron.args"};
     for (int i = 0; i < 2; i++) {
         snprintf(path, sizeof path, "%s/tt/%s", dir, tt_files[i]);
