@@ -21,8 +21,11 @@ static void open_session_with(const char *manifest, const char *param)
     a.manifest = manifest;
     a.model = "vlm-s";
     a.iterations = 1;
-    if (param)
-        a.params[a.n_params++] = param;
+    /* `param`: one --param, or several separated by spaces */
+    static char words[512];
+    snprintf(words, sizeof words, "%s", param ? param : "");
+    for (char *w = strtok(words, " "); w; w = strtok(NULL, " "))
+        a.params[a.n_params++] = w;
     loom_error err = {0};
     int rc = loom_session_init(&s, &a, &err);
     ck_assert_msg(rc == LOOM_OK, "%s", err.message);
@@ -304,16 +307,25 @@ END_TEST
 
 /* cost_model.fsdp on one pipeline rank: the rank keeps 1/dp of every
  * layer's weights, gradients and optimizer states, and of the embedding
- * and head, 18 / dp bytes a parameter where the distributed optimizer
- * keeps 2 + 4 + 12 / dp; the tail is one bucket's reduce-scatter after the
- * rank's last stage and no all-gather. */
+ * and head, 16 / dp bytes a parameter under FSDP2 (the fp32 weight shard
+ * is the master copy) and 18 / dp under Megatron-FSDP (a bf16 shard
+ * beside it), where the distributed optimizer keeps 2 + 4 + 12 / dp; the
+ * tail is one bucket's reduce-scatter after the rank's last stage and no
+ * all-gather. */
 START_TEST(test_fsdp_one_rank_shards_everything)
 {
     loom_stage_graph *gd = graph_at_dp8(NULL, 1), *gf = graph_at_dp8("cost_model.fsdp=true", 1);
+    loom_stage_graph *gm = graph_at_dp8("cost_model.fsdp=true "
+                                        "cost_model.fsdp_implementation=megatron-fsdp", 1);
     ck_assert_int_eq(gf->n_ranks, 1);
     double params = (double)gd->static_bytes[0] / (2 + 4 + 12.0 / 8);
-    ck_assert_double_eq_tol((double)gf->static_bytes[0], params * 18 / 8,
+    ck_assert_double_eq_tol((double)gf->static_bytes[0], params * 16 / 8,
                             1e-6 * (double)gf->static_bytes[0]);
+    ck_assert_double_eq_tol((double)gm->static_bytes[0], params * 18 / 8,
+                            1e-6 * (double)gm->static_bytes[0]);
+    ck_assert_uint_eq(gf->assumed & LOOM_ASSUMED_MEGATRON_FSDP, 0);
+    ck_assert_uint_eq(gm->assumed & LOOM_ASSUMED_MEGATRON_FSDP, LOOM_ASSUMED_MEGATRON_FSDP);
+    loom_graph_free(gm);
     ck_assert_double_eq(gf->tail_param_gather_ms[0], 0);
     ck_assert_int_eq(gf->tail_overlap[0], 0);
     ck_assert(gf->tail_grad_sync_ms[0] > 0 && gf->tail_grad_sync_ms[0] < gd->tail_grad_sync_ms[0]);

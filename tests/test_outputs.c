@@ -774,6 +774,32 @@ START_TEST(test_plan_json_1f1b)
 }
 END_TEST
 
+/* On one rank there is no pipeline: placement.torchtitan gives the
+ * microbatches as one local batch a step of accumulation (a stage-times
+ * plan has no data parallelism), and the summary says so. */
+START_TEST(test_plan_json_one_rank)
+{
+    fixture fx;
+    stage_times_plan(&fx, 1, 4, 0, 0, 0, 1);
+    char *text = render(loom_write_plan_json, &fx.plan);
+    cJSON *doc = parse(text);
+    const cJSON *pl = get(doc, "placement");
+    ck_assert_str_eq(str(pl, "style"), "loop");
+    const cJSON *tt = get(pl, "torchtitan");
+    ck_assert_int_eq(cJSON_GetArraySize(tt), 3);
+    ck_assert_int_eq((int)num(tt, "pipeline_parallel_degree"), 1);
+    ck_assert_int_eq((int)num(tt, "local_batch_size"), 1);
+    ck_assert_int_eq((int)num(tt, "global_batch_size"), 4);
+    cJSON_Delete(doc);
+    free(text);
+    text = render(loom_write_summary, &fx.plan);
+    loom_test_has(text, "  torchtitan    no pipeline: the whole model on one rank, 4 microbatches "
+                        "a step\n");
+    free(text);
+    fixture_free(&fx);
+}
+END_TEST
+
 START_TEST(test_plan_json_p2p_wait_placement)
 {
     /* 0.5 ms transfers: waits for sends land behind later stages. */
@@ -1636,6 +1662,7 @@ static Suite *suite(void)
     Suite *s = suite_create("outputs");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_plan_json_1f1b);
+    tcase_add_test(tc, test_plan_json_one_rank);
     tcase_add_test(tc, test_plan_json_p2p_wait_placement);
     tcase_add_test(tc, test_plan_json_partition_and_modules);
     tcase_add_test(tc, test_two_flows_with_subs);

@@ -135,7 +135,8 @@ START_TEST(megatron_args_small_llm)
 }
 END_TEST
 
-/* A plan priced with sharded weights (cost_model.fsdp) on one pipeline
+/* A plan priced with sharded weights as Megatron-FSDP keeps them
+ * (cost_model.fsdp, fsdp_implementation megatron-fsdp) on one pipeline
  * rank runs as Megatron-FSDP: the flags Megatron-LM's user guide and
  * validate_args require, both collectives overlapped whatever the
  * roofline's overlap params say (optim_grads_params overlaps them). */
@@ -145,6 +146,7 @@ START_TEST(megatron_args_fsdp_one_rank)
     snprintf(model, sizeof model, "%s", loom_test_tmpfile(".json", tiny_llm));
     snprintf(workload, sizeof workload, "%s", loom_test_tmpfile(".jsonl", tiny_workload));
     static const char *const params[] = {"cost_model.fsdp=true",
+                                         "cost_model.fsdp_implementation=megatron-fsdp",
                                          "cost_model.overlap_grad_reduce=false", NULL};
     loom_session s;
     loom_plan plan;
@@ -167,6 +169,14 @@ START_TEST(megatron_args_fsdp_one_rank)
                         "--overlap-param-gather\n");
     ck_assert_ptr_null(strstr(text, "--overlap-param-gather\n-"));
     free(text);
+    /* priced with FSDP2's memory, which Megatron-FSDP does not keep */
+    plan.graph->assumed &= ~LOOM_ASSUMED_MEGATRON_FSDP;
+    char reason[LOOM_OUT_REASON_MAX];
+    ck_assert_int_eq(megatron_fits(&plan, reason), 0);
+    ck_assert_str_eq(reason, "the plan is priced with PyTorch FSDP2's memory, whose fp32 weight "
+                             "shard is the only copy; Megatron-FSDP keeps a shard in element "
+                             "precision beside it (plan with "
+                             "cost_model.fsdp_implementation=megatron-fsdp)");
     loom_plan_clear(&plan);
     loom_session_release(&s);
 }

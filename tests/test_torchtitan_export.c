@@ -326,6 +326,14 @@ START_TEST(precision_refusals)
     why = refusal_of("dist-opt-cp2", "tp=2,cp=2,pp=4,dp=1,mb=8", "--param cost_model.fsdp=false");
     ck_assert_str_eq(why, dist_opt);
     free(why);
+    /* Megatron-FSDP keeps a bf16 weight shard FSDP2 does not */
+    why = refusal_of("mfsdp", "tp=2,pp=1,dp=4,mb=8", "--param cost_model.fsdp=true "
+                     "--param cost_model.fsdp_implementation=megatron-fsdp");
+    ck_assert_str_eq(why, "the plan is priced with Megatron-FSDP's memory, a weight shard in "
+                          "element precision beside the fp32 one; torchtitan 0.2.2's FSDP2 "
+                          "keeps the fp32 shard alone (plan with "
+                          "cost_model.fsdp_implementation=fsdp2)");
+    free(why);
     why = refusal_of("tf32", "tp=2,pp=4,dp=2,mb=8",
                      "--param cost_model.element_bytes=4 --param cost_model.matmul_precision=tf32 "
                      "--memory-cap 1e15");
@@ -460,13 +468,12 @@ START_TEST(one_rank_plans_accumulate_gradients)
     free(text);
     snprintf(path, sizeof path, "%s/summary.txt", one);
     text = slurp(path);
-    loom_test_has(text, "  torchtitan    no pipeline: the whole model on one rank, 4 steps of "
-                        "gradient accumulation\n");
+    loom_test_has(text, "  torchtitan    no pipeline: the whole model on one rank, 4 "
+                        "microbatches a step\n");
     free(text);
     snprintf(path, sizeof path, "%s/report.html", one);
     text = slurp(path);
-    loom_test_has(text, "no pipeline: the whole model on one rank, 4 steps of gradient "
-                        "accumulation");
+    loom_test_has(text, "no pipeline: the whole model on one rank, 4 microbatches a step");
     free(text);
     loom_test_rmdir(one);
     const char *dir = out_dir("p1v");

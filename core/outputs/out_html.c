@@ -280,8 +280,8 @@ static void summary_kv(FILE *out, const loom_plan *plan, double cap, mem_unit mu
     if (!x->csv_ok)
         fputs("schedule.csv not written (plan.json: schedule_csv.reason); ", out);
     if (x->placement.style && g->n_ranks == 1)
-        fprintf(out, "no pipeline: the whole model on one rank, %d steps of gradient "
-                     "accumulation", x->microbatches);
+        fprintf(out, "no pipeline: the whole model on one rank, %d microbatches a "
+                     "step", x->microbatches);
     else if (x->placement.style)
         fprintf(out, "%s style &middot; pipeline_parallel_schedule %s &middot; "
                      "pipeline_parallel_schedule_csv schedule.csv &middot; %d microbatches",

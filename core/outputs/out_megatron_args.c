@@ -278,6 +278,12 @@ static int tail_settings(const loom_plan *plan, mg_args *a, char *reason)
                           "(--use-megatron-fsdp) gathers and reshards every layer's weights "
                           "and reduce-scatters its gradients on every microbatch, which the "
                           "plan does not price");
+        if (!(a->assumed & LOOM_ASSUMED_MEGATRON_FSDP))
+            return loom_out_refuse(reason,
+                          "the plan is priced with PyTorch FSDP2's memory, whose fp32 weight "
+                          "shard is the only copy; Megatron-FSDP keeps a shard in element "
+                          "precision beside it (plan with "
+                          "cost_model.fsdp_implementation=megatron-fsdp)");
         a->megatron_fsdp = 1;
     }
     uint32_t need = LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER | LOOM_ASSUMED_OVERLAP_GRAD_REDUCE;

@@ -44,8 +44,8 @@ static int write_exports(const loom_plan *plan, FILE *out, loom_error *err)
     if (plan->problem && plan->problem->model && !loom_out_one_mesh(plan, why))
         fprintf(out, "  torchtitan    none runs it: %s\n", why);
     else if (x.placement.style && plan->graph->n_ranks == 1)
-        fprintf(out, "  torchtitan    no pipeline: the whole model on one rank, %d steps of "
-                     "gradient accumulation\n", x.microbatches);
+        fprintf(out, "  torchtitan    no pipeline: the whole model on one rank, %d "
+                     "microbatches a step\n", x.microbatches);
     else if (x.placement.style)
         fprintf(out, "  torchtitan    %s style: pipeline_parallel_schedule %s, "
                      "pipeline_parallel_schedule_csv schedule.csv, %d microbatches\n",

@@ -228,7 +228,7 @@ void loom_out_mesh_degrees(const loom_plan *plan, int32_t *tp, int32_t *cp, int3
 {
     const loom_parallel *par = &plan->problem->parallel;
     const loom_module_layout *l = loom_out_layout(plan, 0);
-    *tp = l ? l->tp : plan->partition->tp > 0 ? plan->partition->tp : 1;
+    *tp = l ? l->tp : plan->partition && plan->partition->tp > 0 ? plan->partition->tp : 1;
     *cp = l ? l->cp : loom_parallel_cp(par);
     *dp = l ? l->dp : par->dp > 0 ? par->dp : 1;
     *tp = *tp > 0 ? *tp : 1;
@@ -253,7 +253,8 @@ void loom_out_mesh_degrees(const loom_plan *plan, int32_t *tp, int32_t *cp, int3
  * without a recipe_name, as roofline's fp8 prices the blocks' GEMMs; the
  * LM head ("output") stays bf16, the attention core is no Linear. Its
  * FSDP2 shards weights, gradients and optimizer states, so a plan it runs
- * with FSDP must be priced so (LOOM_ASSUMED_SHARDED_PARAMS). */
+ * with FSDP must be priced so (LOOM_ASSUMED_SHARDED_PARAMS), and with
+ * FSDP2's memory, not Megatron-FSDP's (LOOM_ASSUMED_MEGATRON_FSDP). */
 static int precision_of(const loom_plan *plan, tt_job *job, char *reason)
 {
     int32_t tp, cp, dp;
@@ -294,6 +295,12 @@ static int precision_of(const loom_plan *plan, tt_job *job, char *reason)
                       "shards them with FSDP2 over the data-parallel shard degree and cp, "
                       "which keeps other memory and gathers every layer's weights (plan with "
                       "cost_model.fsdp=true, as examples/manifests/torchtitan-tuned.json does)",
+                      TORCHTITAN_RELEASE);
+    if (fsdp && (a & LOOM_ASSUMED_MEGATRON_FSDP))
+        return loom_out_refuse(reason,
+                      "the plan is priced with Megatron-FSDP's memory, a weight shard in "
+                      "element precision beside the fp32 one; torchtitan %s's FSDP2 keeps "
+                      "the fp32 shard alone (plan with cost_model.fsdp_implementation=fsdp2)",
                       TORCHTITAN_RELEASE);
     int mixed = p.element_bytes == 2 && (!strcmp(p.matmul, "bf16") || !strcmp(p.matmul, "fp8"));
     job->float8 = mixed && !strcmp(p.matmul, "fp8");

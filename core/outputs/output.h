@@ -212,7 +212,8 @@ void loom_out_placement_find(const loom_plan *plan, const loom_out_torch *t,
 int loom_out_one_mesh(const loom_plan *plan, char *reason);
 
 /* The language model's tensor, context and data parallel degrees on
- * torchtitan's one mesh (each at least 1). */
+ * torchtitan's one mesh (each at least 1; 1 where a stage-times plan has
+ * none). */
 void loom_out_mesh_degrees(const loom_plan *plan, int32_t *tp, int32_t *cp, int32_t *dp);
 
 /* ---- Megatron-LM layout (out_megatron.c) ---------------------------------- */

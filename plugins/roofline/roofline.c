@@ -19,6 +19,7 @@ typedef struct rf_self {
     double launch_ms;           /* kernel_launch_us / 1000 */
     int distributed_optimizer;  /* shard optimizer states over dp */
     int fsdp;                   /* shard weights and gradients too */
+    int megatron_fsdp;          /* fsdp_implementation megatron-fsdp */
     unsigned flags;             /* LOOM_ROOFLINE_FLASH | _SEQ_PARALLEL | _FP32 | _EAGER | _GELU_TANH */
     double element_bytes;       /* 2 (bf16) or 4 (fp32 / TF32 training) */
     double optimizer_bytes;     /* optimizer state bytes per parameter */
@@ -40,6 +41,7 @@ typedef struct rf_params {
     double gemm_efficiency_scale;
     int distributed_optimizer;
     int fsdp;
+    const char *fsdp_implementation;
     int flash_attention;
     int sequence_parallel;
     double kernel_launch_us;
@@ -73,6 +75,15 @@ static const loom_param_def rf_param_table[] = {
                    "shard, no all-gather; under pipeline parallelism the weights stay gathered "
                    "and the gradients whole until each chunk's last backward, as PyTorch's "
                    "pipelining runs FSDP2. Implies the distributed optimizer"),
+    LOOM_ENUM_PARAM(rf_params, fsdp_implementation, "fsdp2", "fsdp2|megatron-fsdp",
+                   "with fsdp, whose memory is priced: fsdp2, PyTorch's FSDP2 as torchtitan "
+                   "applies it, whose fp32 weight shard is the optimizer's master copy "
+                   "((grad + 12) bytes a parameter over the shards with 2-byte elements); "
+                   "megatron-fsdp, Megatron-FSDP's optim_grads_params, which keeps a shard of "
+                   "the weights in their element precision beside the fp32 one (2 bytes more "
+                   "over the shards) and runs without pipeline parallelism here (a plan with "
+                   "pp > 1 is refused). Under pipeline parallelism fsdp2's weights stay "
+                   "gathered (see fsdp)"),
     LOOM_BOOL_PARAM(rf_params, flash_attention, 1,
                    "fused attention core: scores never reach HBM, so no softmax traffic and "
                    "no stored scores (policy none stores what selective stores)"),
@@ -234,6 +245,7 @@ static int rf_create(const loom_host_api *host, loom_ctx *ctx,
     s->gemm_scale = scale;
     s->distributed_optimizer = dist != 0;
     s->fsdp = prm.fsdp != 0;
+    s->megatron_fsdp = !strcmp(prm.fsdp_implementation, "megatron-fsdp");
     s->flags = (flash ? LOOM_ROOFLINE_FLASH : 0u) |
                (seqpar ? LOOM_ROOFLINE_SEQ_PARALLEL : 0u) |
                (eager ? LOOM_ROOFLINE_EAGER : 0u) |
@@ -274,6 +286,19 @@ static int rf_sharding(const rf_self *s, const loom_problem *problem)
         return rf_fsdp_pipelined(s, problem) ? LOOM_ROOFLINE_SHARD_ALL_WHOLE_GRADS
                                              : LOOM_ROOFLINE_SHARD_ALL;
     return s->distributed_optimizer ? LOOM_ROOFLINE_SHARD_OPTIMIZER : LOOM_ROOFLINE_SHARD_NONE;
+}
+
+/* The optimizer bytes a parameter under this instance's sharding over
+ * `shards` GPUs: FSDP2 without a pipeline keeps its fp32 weight shard as
+ * the optimizer's master copy, so of the 12 bytes of master weight and
+ * Adam moments the element-precision shard (param_bytes / shards, which
+ * loom_layer_cost_static_bytes counts) is already part; Megatron-FSDP
+ * keeps both shards, as the distributed optimizer does. */
+static double rf_optimizer_bytes(const rf_self *s, const loom_problem *problem, int32_t shards)
+{
+    int fp32_shard_only = s->fsdp && !s->megatron_fsdp && !rf_fsdp_pipelined(s, problem) &&
+                          shards > 1 && s->element_bytes < 4.0;
+    return s->optimizer_bytes - (fp32_shard_only ? s->element_bytes : 0.0);
 }
 
 /* Rounds a non-negative byte count up to an integer. */
@@ -335,6 +360,11 @@ static int rf_check_module(const rf_self *s, const loom_problem *p,
                               "roofline: module index %d out of range "
                               "[0, %d)",
                               (int)module, (int)p->model->n_modules);
+    if (s->fsdp && s->megatron_fsdp && p->parallel.pp > 1)
+        return s->host->error(err, LOOM_EINVAL,
+                              "roofline: param fsdp_implementation: megatron-fsdp is priced "
+                              "without pipeline parallelism, found pp %d (fsdp2 prices "
+                              "PyTorch's pipelined FSDP2)", (int)p->parallel.pp);
     return LOOM_OK;
 }
 
@@ -591,9 +621,10 @@ static int rf_estimate(void *self, const loom_problem *problem,
     out->activation_bytes = rf_bytes(c.activation_bytes);
     out->transient_bytes = rf_bytes(c.transient_bytes);
     out->param_bytes = rf_bytes(s->element_bytes * params / shape->tp);
+    int32_t shards = loom_shape_state_shards(shape, problem);
     out->state_bytes = rf_bytes(loom_roofline_state_bytes(
-        params, shape->tp, loom_shape_state_shards(shape, problem),
-        rf_sharding(s, problem), m->frozen, s->tail.grad_bytes, s->optimizer_bytes));
+        params, shape->tp, shards, rf_sharding(s, problem), m->frozen, s->tail.grad_bytes,
+        rf_optimizer_bytes(s, problem, shards)));
     out->flops = c.flops;
     if (LOOM_LAYER_COST_HAS(out, recompute_flops))
         out->recompute_flops = c.recompute_flops;
@@ -638,10 +669,11 @@ static int rf_module_extra(void *self, const loom_problem *problem,
                   m->kind == LOOM_MODULE_DECODER) ? 2 : 1;
     double params = (double)tables * (double)m->vocab *
                     (double)m->layers[0].hidden;
+    int32_t shards = problem->parallel.dp * loom_parallel_cp(&problem->parallel);
     *param_bytes = rf_bytes(s->element_bytes * params / tp);
     *state_bytes = rf_bytes(loom_roofline_state_bytes(
-        params, tp, problem->parallel.dp * loom_parallel_cp(&problem->parallel),
-        rf_sharding(s, problem), m->frozen, s->tail.grad_bytes, s->optimizer_bytes));
+        params, tp, shards, rf_sharding(s, problem), m->frozen, s->tail.grad_bytes,
+        rf_optimizer_bytes(s, problem, shards)));
     return LOOM_OK;
 }
 
@@ -689,6 +721,8 @@ static int rf_rank_tail_ms(void *self, const loom_problem *problem,
     }
     if (!LOOM_STRUCT_HAS(out, loom_rank_tail, assumed))
         return LOOM_OK;
+    if (s->fsdp && s->megatron_fsdp)
+        out->assumed |= LOOM_ASSUMED_MEGATRON_FSDP;
     if (s->flags & LOOM_ROOFLINE_SEQ_PARALLEL)
         out->assumed |= LOOM_ASSUMED_SEQUENCE_PARALLEL;
     if (s->tp_overlap_share > 0.0)

@@ -969,8 +969,18 @@ START_TEST(fsdp_shards_weights_and_gradients)
     loom_layer_cost z = estimate_ok(&fx, off, one, LOOM_POLICY_NONE);
     ck_assert_int_eq(f.param_bytes, (int64_t)(2 * p)); /* still the parameter count */
     ck_assert_int_eq(f.param_shards, 8);
-    ck_assert_int_eq(f.state_bytes, (int64_t)(4 * p / 8 + 12 * p / 8));
-    ck_assert_int_eq(loom_layer_cost_static_bytes(&f), (int64_t)(2 * p / 8 + 2 * p));
+    /* FSDP2: the fp32 weight shard is the master copy, 16 bytes a
+     * parameter over the 8 shards: 4 of weight, 8 of Adam moments, 4 of
+     * gradient; the bf16 shard param_bytes / 8 counts is part of it */
+    ck_assert_int_eq(f.state_bytes, (int64_t)(4 * p / 8 + 10 * p / 8));
+    ck_assert_int_eq(loom_layer_cost_static_bytes(&f), (int64_t)(2 * p));
+    /* Megatron-FSDP keeps a bf16 shard beside the fp32 one: 18 bytes */
+    const char *const mfsdp[] = {"fsdp", "true", "fsdp_implementation", "megatron-fsdp", NULL};
+    loom_layer_cost mf = estimate_ok(&fx, mfsdp, one, LOOM_POLICY_NONE);
+    ck_assert_int_eq(mf.state_bytes, (int64_t)(4 * p / 8 + 12 * p / 8));
+    ck_assert_int_eq(loom_layer_cost_static_bytes(&mf), (int64_t)(2 * p / 8 + 2 * p));
+    ck_assert_double_eq(mf.forward_ms, f.forward_ms);
+    ck_assert_double_eq(mf.weight_grad_ms, f.weight_grad_ms);
     ck_assert_int_eq(z.param_shards, 0);
     ck_assert_int_eq(loom_layer_cost_static_bytes(&z), (int64_t)(2 * p + 4 * p + 12 * p / 8));
     ck_assert_int_eq(f.transient_bytes, z.transient_bytes + (int64_t)(8 * p));
@@ -1004,6 +1014,9 @@ START_TEST(fsdp_shards_weights_and_gradients)
     ck_assert_int_eq(f.transient_bytes, z.transient_bytes);
     ASSERT_REL(f.forward_ms, z.forward_ms);
     ASSERT_REL(f.weight_grad_ms, z.weight_grad_ms);
+    expect_refused(&fx, mfsdp, one,
+                   "roofline: param fsdp_implementation: megatron-fsdp is priced without "
+                   "pipeline parallelism, found pp 4 (fsdp2 prices PyTorch's pipelined FSDP2)");
     fx.problem.parallel.pp = 1;
     /* no data parallelism: nothing to shard */
     fx.problem.parallel.dp = 1;
@@ -1013,6 +1026,8 @@ START_TEST(fsdp_shards_weights_and_gradients)
     ck_assert_int_eq(f.param_shards, 0);
     ck_assert_int_eq(loom_layer_cost_static_bytes(&f), loom_layer_cost_static_bytes(&z));
     ASSERT_REL(f.forward_ms, z.forward_ms);
+    mf = estimate_ok(&fx, mfsdp, one, LOOM_POLICY_NONE);
+    ck_assert_int_eq(loom_layer_cost_static_bytes(&mf), loom_layer_cost_static_bytes(&z));
 }
 END_TEST
 
@@ -1080,7 +1095,15 @@ START_TEST(rank_tail_follows_params)
     ASSERT_REL(t.optimizer_ms, 1e9 / 4 * 34 / (c->hbm_bytes_per_s * c->eff_memory) * 1e3);
     const uint32_t sharded = LOOM_ASSUMED_SHARDED_PARAMS | LOOM_ASSUMED_DISTRIBUTED_OPTIMIZER;
     ck_assert_uint_eq(t.assumed & sharded, sharded);
+    ck_assert_uint_eq(t.assumed & LOOM_ASSUMED_MEGATRON_FSDP, 0);
     ck_assert_uint_eq(tail_under(&fx, dflt, &st).assumed & LOOM_ASSUMED_SHARDED_PARAMS, 0);
+    /* Megatron-FSDP's memory is said, for the exports (the same tail) */
+    static const char *const mfsdp[] = {"fsdp", "true", "fsdp_implementation", "megatron-fsdp",
+                                        NULL};
+    loom_rank_tail mt = tail_under(&fx, mfsdp, &st);
+    ck_assert_uint_eq(mt.assumed & (sharded | LOOM_ASSUMED_MEGATRON_FSDP),
+                      sharded | LOOM_ASSUMED_MEGATRON_FSDP);
+    ck_assert_double_eq(mt.grad_sync_ms, t.grad_sync_ms);
     /* fsdp under pipeline parallelism: the whole sync after each chunk's
      * last backward (one bucket), still no all-gather */
     fx.problem.parallel.pp = 4;

@@ -262,8 +262,8 @@ def plan(loom, src, tmp, where, args, must_plan):
     if lay and '<span class="k wide">Megatron layout</span><span class="v wide">%s</span>' % lay not in page:
         fail("%s: report.html lacks the Megatron layout" % where)
     style = doc["placement"]["style"]
-    one_rank = "torchtitan    no pipeline: the whole model on one rank, %d steps of gradient " \
-        "accumulation\n" % doc["schedule_csv"]["microbatches"]
+    one_rank = "torchtitan    no pipeline: the whole model on one rank, %d microbatches a " \
+        "step\n" % doc["schedule_csv"]["microbatches"]
     if style and doc["ranks"] == 1:
         if one_rank not in summary:
             fail("%s: summary.txt lacks the one-rank torchtitan line" % where)

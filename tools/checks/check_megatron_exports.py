@@ -23,7 +23,8 @@ uniform recomputation (megatron-tuned under a memory cap), each precision
   megatron-core's schedule runs (get_pp_rank_microbatches,
   get_schedule_table); the recompute flags are the stages' layer_policies;
   the optimizer, overlap, TP-overlap and gradient-reduce flags are the
-  roofline cost model's params; a plan priced with sharded weights (fsdp)
+  roofline cost model's params; a plan priced with sharded weights as
+  Megatron-FSDP keeps them (fsdp, fsdp_implementation megatron-fsdp)
   runs Megatron-FSDP with the flags validate_args and its user guide
   require, on one pipeline rank only, and megatron-core builds its
   DistributedDataParallelConfig from them;
@@ -351,6 +352,8 @@ def check_megatron(path, doc, case):
         "on" if fsdp else "off", "sharded weights (fsdp)" if sharded else "whole weights"))
     need(not fsdp or P == 1, "Megatron-FSDP on %d pipeline ranks; the plan is priced with "
          "PyTorch's pipelined FSDP there" % P)
+    need(not fsdp or roof["fsdp_implementation"] == "megatron-fsdp",
+         "Megatron-FSDP for a plan priced with %s's memory" % roof["fsdp_implementation"])
     want = {"--use-distributed-optimizer": roof["distributed_optimizer"] or sharded,
             "--overlap-grad-reduce": roof["overlap_grad_reduce"] or sharded,
             "--overlap-param-gather": roof["overlap_param_gather"] or sharded,
@@ -593,12 +596,18 @@ def cases(src):
                         shape=llama_shape, args=args, roofline=roofline_params(src, m1, args),
                         expect=[want]))
     one_rank = ["--model", LLAMA, "--parallel", "tp=2,pp=1,dp=4,mb=8",
-                "--param", "cost_model.fsdp=true"]
+                "--param", "cost_model.fsdp=true",
+                "--param", "cost_model.fsdp_implementation=megatron-fsdp"]
+    one_rank_fsdp2 = one_rank[:-2]
     sharded_pp = llama[:3] + ["tp=2,pp=4,dp=2,mb=8", "--param", "cost_model.fsdp=true"]
     out += [
         dict(name="megatron-1f1b llama-3-8b fsdp pp=1 dp=4", manifest=m1, dp=4,
              shape=llama_shape, args=one_rank, roofline=roofline_params(src, m1, one_rank),
              expect=["Megatron-FSDP optim_grads_params"]),
+        dict(name="megatron-1f1b llama-3-8b fsdp2 pp=1 dp=4", manifest=m1, dp=4,
+             shape=llama_shape, args=one_rank_fsdp2,
+             roofline=roofline_params(src, m1, one_rank_fsdp2),
+             expect=["megatron.args refused: the plan is priced with PyTorch FSDP2's memory"]),
         dict(name="megatron-1f1b llama-3-8b fsdp pp=4 dp=2", manifest=m1, dp=2,
              shape=llama_shape, args=sharded_pp, roofline=roofline_params(src, m1, sharded_pp),
              expect=["megatron.args refused: the plan is priced with the weights and gradients "

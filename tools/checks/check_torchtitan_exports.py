@@ -12,7 +12,8 @@ torchtitan-recompute's every-N-th-block settings at one and two stages a rank; a
 uneven split; zero-bubble, I/W split, loop; zb-v, V placement, on llama-3-8b and
 vlm-s.json with tools/executor/tests/vlm.jsonl; bf16 at dp 1, fp32 at dp 1, TP without
 sequence parallelism, TP overlapped with the GEMMs, bf16 gradient reduce, fp8; dp 2
-priced with Megatron-LM's distributed optimizer, refused). For
+priced with Megatron-LM's distributed optimizer and dp 4 priced as Megatron-FSDP, both
+refused). For
 each plan:
 
 - plan.json exports.torchtitan has a reason: torchtitan.toml must not exist; printed as
@@ -127,9 +128,13 @@ EXTRAS = [
     ("megatron-1f1b+zb-v", "megatron-1f1b", LLM[0], LLM[1],
      ["--parallel", "tp=2,pp=2,dp=2,vpp=2,mb=4", "--use", "interleaver=zb-v",
       "--param", "partitioner.placement=v"] + FSDP),
-    # priced with Megatron-LM's distributed optimizer, which torchtitan's FSDP2 is not
+    # priced with Megatron-LM's distributed optimizer or Megatron-FSDP's memory, which
+    # torchtitan's FSDP2 keeps neither
     ("megatron-1f1b with the distributed optimizer", "megatron-1f1b", LLM[0], LLM[1],
      ["--parallel", "tp=2,pp=4,dp=2,mb=8"]),
+    ("megatron-1f1b priced as Megatron-FSDP", "megatron-1f1b", "llama-3-8b pp1", LLM[1],
+     ["--parallel", "tp=2,pp=1,dp=4,mb=8"] + FSDP +
+     ["--param", "cost_model.fsdp_implementation=megatron-fsdp"]),
     # precision: bf16 without FSDP, fp32 without FSDP, and TP without sequence parallelism
     ("megatron-1f1b at dp 1 (bf16 without FSDP)", "megatron-1f1b", LLM[0], LLM[1],
      ["--parallel", "tp=2,pp=4,dp=1,mb=8"]),
@@ -268,7 +273,8 @@ def spec_precision(src, manifest, args):
             float(prm["tp_comm_overlap_share"]) > 0,
             "grad_bf16": not prm["grad_accumulation_fp32"] and int(prm["element_bytes"]) == 2,
             "flash": bool(prm["flash_attention"]), "eager": prm["layer_kernels"] != "fused",
-            "fsdp": bool(prm["fsdp"])}
+            "fsdp": bool(prm["fsdp"]),
+            "megatron_fsdp": bool(prm["fsdp"]) and prm["fsdp_implementation"] == "megatron-fsdp"}
 
 
 def train_dtype_of(prec, layout):
@@ -291,6 +297,8 @@ def train_dtype_of(prec, layout):
         return None, "gradients reduced in bf16 (torchtitan reduces in float32)"
     if (dp > 1 or cp > 1) and not prec["fsdp"]:
         return None, "Megatron-LM's distributed optimizer priced (torchtitan shards with FSDP2)"
+    if (dp > 1 or cp > 1) and prec["megatron_fsdp"]:
+        return None, "Megatron-FSDP's memory priced (torchtitan's FSDP2 keeps the fp32 shard alone)"
     if prec["element_bytes"] == 2 and prec["matmul"] in ("bf16", "fp8"):
         if dp > 1 or cp > 1:
             return "bfloat16", None

@@ -258,6 +258,7 @@ typedef struct loom_stage_graph {
 #define LOOM_ASSUMED_UNFUSED_ATTENTION 8192u   /* --attention-backend unfused */
 #define LOOM_ASSUMED_EAGER_LAYERS 16384u       /* Hugging Face transformers' eager layers */
 #define LOOM_ASSUMED_SHARDED_PARAMS 32768u     /* FSDP2 / ZeRO-3: weights sharded over dp x cp */
+#define LOOM_ASSUMED_MEGATRON_FSDP 65536u      /* sharded as Megatron-FSDP keeps memory */
 /* The precision the times and bytes assume; LOOM_ASSUMED_PRECISION says
  * the bits after it are set. Elements (weights, activations) are 2-byte
  * over fp32 master weights unless LOOM_ASSUMED_ELEMENTS_FP32; matmuls run
