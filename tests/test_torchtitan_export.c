@@ -459,22 +459,21 @@ START_TEST(one_rank_plans_accumulate_gradients)
              loom_test_src("examples/manifests/torchtitan-tuned.json"),
              loom_test_src("examples/models/hf/llama-3-8b.json"));
     plan_into(one, args1);
-    char path[300];
-    snprintf(path, sizeof path, "%s/plan.json", one);
-    char *text = slurp(path);
-    ck_assert_ptr_nonnull(text);
-    loom_test_has(text, "\"torchtitan\": {\"pipeline_parallel_degree\": 1, "
-                        "\"local_batch_size\": 2, \"global_batch_size\": 64}}");
-    free(text);
-    snprintf(path, sizeof path, "%s/summary.txt", one);
-    text = slurp(path);
-    loom_test_has(text, "  torchtitan    no pipeline: the whole model on one rank, 4 "
-                        "microbatches a step\n");
-    free(text);
-    snprintf(path, sizeof path, "%s/report.html", one);
-    text = slurp(path);
-    loom_test_has(text, "no pipeline: the whole model on one rank, 4 microbatches a step");
-    free(text);
+    static const struct { const char *file, *has; } said[] = {
+        {"plan.json", "\"torchtitan\": {\"pipeline_parallel_degree\": 1, "
+                      "\"local_batch_size\": 2, \"global_batch_size\": 64}}"},
+        {"summary.txt", "  torchtitan    no pipeline: the whole model on one rank, 4 "
+                        "microbatches a step\n"},
+        {"report.html", "no pipeline: the whole model on one rank, 4 microbatches a step"},
+    };
+    for (size_t k = 0; k < sizeof said / sizeof said[0]; k++) {
+        char path[300];
+        snprintf(path, sizeof path, "%s/%s", one, said[k].file);
+        char *text = slurp(path);
+        ck_assert_ptr_nonnull(text);
+        loom_test_has(text, said[k].has);
+        free(text);
+    }
     loom_test_rmdir(one);
     const char *dir = out_dir("p1v");
     char args[1024];

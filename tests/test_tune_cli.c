@@ -79,69 +79,78 @@ START_TEST(shards_merge_to_the_same_bytes)
 }
 END_TEST
 
-START_TEST(readme_tune_example)
+/* A README winner line: the layout (tp cp pp dp vpp K M), the manifest,
+ * the makespan in whole ms, the MFU and the peak in GiB. */
+typedef struct readme_winner {
+    int layout[7];
+    const char *manifest;
+    int makespan_ms;
+    double mfu, peak_gib;
+} readme_winner;
+
+/* Asserts that rank 1 of `loom tune --json` output `out` is *w. */
+static void expect_winner(const char *out, const readme_winner *w)
 {
-    /* README's first screen: loom tune of Llama-3-8B on 8 GPUs, batch 64 */
-    char dir[64];
-    loom_test_mkdtemp(dir, sizeof dir, "tune");
-    char *out = loom_test_cli_expect(0, "tune --model " LOOM_TEST_SOURCE_DIR
-                                     "/examples/models/hf/llama-3-8b.json --gpus 8 "
-                                     "--global-batch 64 --top 1 --quiet --json --out %s/best",
-                                     dir);
-    /* the file the README hands to Megatron-LM; torchtitan's FSDP2 is not
-     * the distributed optimizer this plan is priced with */
-    char path[256];
-    snprintf(path, sizeof path, "%s/best/megatron.args", dir);
-    ck_assert_msg(access(path, R_OK) == 0, "the README's best/ holds no megatron.args");
-    snprintf(path, sizeof path, "%s/best/torchtitan.toml", dir);
-    ck_assert_int_ne(access(path, F_OK), 0);
+    static const char *const keys[] = {"tp", "cp", "pp", "dp", "vpp", "micro_batch_size",
+                                       "microbatches"};
     cJSON *doc = cJSON_Parse(out);
     ck_assert_ptr_nonnull(doc);
-    cJSON *best = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "ranked"), 0);
-    cJSON *lay = cJSON_GetObjectItemCaseSensitive(best, "layout");
-    const char *keys[] = {"tp", "cp", "pp", "dp", "vpp", "micro_batch_size", "microbatches"};
-    const int want[] = {1, 2, 2, 2, 8, 2, 16};
+    const cJSON *best = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "ranked"), 0);
+    const cJSON *lay = cJSON_GetObjectItemCaseSensitive(best, "layout");
     for (int i = 0; i < 7; i++)
-        ck_assert_int_eq(deg(lay, keys[i]), want[i]);
-    ck_assert_int_eq((int)cJSON_GetObjectItemCaseSensitive(best, "makespan_ms")->valuedouble, 5114);
-    ck_assert_double_eq_tol(cJSON_GetObjectItemCaseSensitive(best, "mfu")->valuedouble, 0.508,
+        ck_assert_int_eq(deg(lay, keys[i]), w->layout[i]);
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(best, "manifest")),
+                     w->manifest);
+    ck_assert_int_eq((int)cJSON_GetObjectItemCaseSensitive(best, "makespan_ms")->valuedouble,
+                     w->makespan_ms);
+    ck_assert_double_eq_tol(cJSON_GetObjectItemCaseSensitive(best, "mfu")->valuedouble, w->mfu,
                             0.0005);
     double peak = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(best, "peak_mem_bytes"))
         peak = e->valuedouble > peak ? e->valuedouble : peak;
-    ck_assert_double_eq_tol(peak / 1073741824.0, 74.4, 0.05);
+    ck_assert_double_eq_tol(peak / 1073741824.0, w->peak_gib, 0.05);
     cJSON_Delete(doc);
-    free(out);
-    /* the README's torchtitan tune: torchtitan-tuned's FSDP2 pricing by
-     * default, and a winner without a pipeline whose torchtitan.toml lies
-     * in tt/ */
-    out = loom_test_cli_expect(0, "tune --model " LOOM_TEST_SOURCE_DIR
-                               "/examples/models/hf/llama-3-8b.json --gpus 8 --global-batch 64 "
-                               "--runtime torchtitan --top 1 --quiet --json --out %s/tt", dir);
-    doc = cJSON_Parse(out);
-    ck_assert_ptr_nonnull(doc);
-    best = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "ranked"), 0);
-    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(best, "manifest")),
-                     "torchtitan-tuned");
-    lay = cJSON_GetObjectItemCaseSensitive(best, "layout");
-    const int tt_want[] = {1, 4, 1, 2, 1, 8, 4};
-    for (int i = 0; i < 7; i++)
-        ck_assert_int_eq(deg(lay, keys[i]), tt_want[i]);
-    ck_assert_int_eq((int)cJSON_GetObjectItemCaseSensitive(best, "makespan_ms")->valuedouble, 4992);
-    ck_assert_double_eq_tol(cJSON_GetObjectItemCaseSensitive(best, "mfu")->valuedouble, 0.520,
-                            0.0005);
-    peak = 0;
-    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(best, "peak_mem_bytes"))
-        peak = e->valuedouble > peak ? e->valuedouble : peak;
-    ck_assert_double_eq_tol(peak / 1073741824.0, 76.1, 0.05);
-    snprintf(path, sizeof path, "%s/tt/torchtitan.toml", dir);
-    ck_assert_msg(access(path, R_OK) == 0, "the README's tt/ holds no torchtitan.toml");
-    /* priced with FSDP2's memory, which Megatron-FSDP does not keep */
-    snprintf(path, sizeof path, "%s/tt/megatron.args", dir);
-    ck_assert_int_ne(access(path, F_OK), 0);
-    cJSON_Delete(doc);
-    free(out);
+}
+
+/* 1 when `name` lies in `dir`/`sub`. */
+static int has_file(const char *dir, const char *sub, const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s/%s", dir, sub, name);
+    return access(path, F_OK) == 0;
+}
+
+START_TEST(readme_tune_example)
+{
+    /* README's first screen: loom tune of Llama-3-8B on 8 GPUs, batch 64,
+     * for Megatron-LM (best/) and for torchtitan (tt/). The Megatron plan
+     * is priced with the distributed optimizer, which torchtitan's FSDP2
+     * is not; --runtime torchtitan searches torchtitan-tuned's FSDP2
+     * pricing, whose memory Megatron-FSDP does not keep. */
+    static const struct {
+        const char *extra, *sub, *has, *lacks;
+        readme_winner w;
+    } runs[] = {
+        {"", "best", "megatron.args", "torchtitan.toml",
+         {{1, 2, 2, 2, 8, 2, 16}, "megatron-tuned", 5114, 0.508, 74.4}},
+        {"--runtime torchtitan", "tt", "torchtitan.toml", "megatron.args",
+         {{1, 4, 1, 2, 1, 8, 4}, "torchtitan-tuned", 4992, 0.520, 76.1}},
+    };
+    char dir[64];
+    loom_test_mkdtemp(dir, sizeof dir, "tune");
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+        char *out = loom_test_cli_expect(0, "tune --model " LOOM_TEST_SOURCE_DIR
+                                         "/examples/models/hf/llama-3-8b.json --gpus 8 "
+                                         "--global-batch 64 %s --top 1 --quiet --json "
+                                         "--out %s/%s", runs[k].extra, dir, runs[k].sub);
+        expect_winner(out, &runs[k].w);
+        free(out);
+        ck_assert_msg(has_file(dir, runs[k].sub, runs[k].has), "the README's %s/ holds no %s",
+                      runs[k].sub, runs[k].has);
+        ck_assert_msg(!has_file(dir, runs[k].sub, runs[k].lacks), "%s/ holds %s", runs[k].sub,
+                      runs[k].lacks);
+    }
     loom_test_rmdir(dir);
 }
 END_TEST
