@@ -44,6 +44,7 @@ typedef struct exhaustive_params {
 
 static const loom_param_def exhaustive_param_table[] = {
     LOOM_SK_BUDGET_MS_PARAM(exhaustive_params, search),
+    LOOM_SK_BUDGET_ITERATIONS_PARAM(exhaustive_params, search),
     LOOM_INT_PARAM_AT("threads", exhaustive_params, search.threads, 1, 1, 64,
                    "worker threads evaluating batches of enumerated assignments, each with "
                    "its own evaluator"),

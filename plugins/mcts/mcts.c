@@ -104,6 +104,7 @@ typedef struct mcts_params {
 
 static const loom_param_def mcts_param_table[] = {
     LOOM_SK_BUDGET_MS_PARAM(mcts_params, search),
+    LOOM_SK_BUDGET_ITERATIONS_PARAM(mcts_params, search),
     LOOM_INT_PARAM(mcts_params, rollouts, 10, 1, 1000,
                    "random rollouts (complete assignments evaluated) per expanded node"),
     LOOM_FLOAT_PARAM(mcts_params, polish, 0.75, 0, 0.95,

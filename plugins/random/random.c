@@ -35,6 +35,7 @@ typedef struct random_params {
 
 static const loom_param_def random_param_table[] = {
     LOOM_SK_BUDGET_MS_PARAM(random_params, search),
+    LOOM_SK_BUDGET_ITERATIONS_PARAM(random_params, search),
     LOOM_INT_PARAM_AT("threads", random_params, search.threads, 1, 1, 64,
                    "worker threads, each with its own evaluator"),
     LOOM_SK_SEED_PARAM(random_params, search),

@@ -19,7 +19,11 @@ usage: tools/bench/plan_quality.py [--build build] [--iterations 20]
            [--models vlm-s,vlm-m,vlm-l,t2v-s,t2v-l] [--seed 7]
            [--budget-ms 500] [--ablation vlm-s] [--no-ablation]
            [--param ROLE.KEY=VALUE ...] [--packing-window N]
+           [--budget-iterations X]
 
+--budget-iterations X also ends every MCTS search after X of its reference
+plan's predicted iterations (ranker.budget_iterations; PipeWeaver section 1:
+the search overlaps one training iteration); --budget-ms still caps it.
 --packing-window packs the generated iterations first-fit over N samples
 drawn ahead (loom plan --packing-window; default next-fit). --param is passed to every planner (e.g. cost_model.sequence_parallel=false
 for plain tensor parallelism in every manifest's cost model).
@@ -55,13 +59,18 @@ def main():
                     help="a loom plan --param for every planner (repeatable)")
     ap.add_argument("--packing-window", type=int, default=0, metavar="N",
                     help="pack the generated iterations first-fit over N samples drawn ahead")
+    ap.add_argument("--budget-iterations", type=float, default=0, metavar="X",
+                    help="end each MCTS search after X reference iterations (0: budget-ms alone)")
     a = ap.parse_args()
+    search = ["--param", "ranker.budget_ms=%d" % a.budget_ms]
+    if a.budget_iterations > 0:
+        search += ["--param", "ranker.budget_iterations=%g" % a.budget_iterations]
     common = [x for p in a.param for x in ("--param", p)]
     if a.packing_window > 0:
         common += ["--packing-window", str(a.packing_window)]
     loom = os.path.join(ROOT, a.build, "bin", "loom")
     mdir = os.path.join(ROOT, "examples", "manifests")
-    planners = [("pipeweaver", ["--param", "ranker.budget_ms=%d" % a.budget_ms]),
+    planners = [("pipeweaver", search),
                 ("megatron-tuned", []), ("megatron-param-balanced", []), ("megatron-1f1b", []),
                 ("megatron-balanced", []), ("optimus", [])]
     planners = [(n, x) for n, x in planners if os.path.exists(os.path.join(mdir, n + ".json"))]
@@ -114,9 +123,8 @@ def main():
         ("+ dual-queue interleaving", os.path.join(mdir, "pipeweaver.json"),
          ["--use", "ranker=fifo", "--use", "memory_tuner=none"]),
         ("+ MCTS ranking", os.path.join(mdir, "pipeweaver.json"),
-         ["--use", "memory_tuner=none", "--param", "ranker.budget_ms=%d" % a.budget_ms]),
-        ("+ memory tuning (pipeweaver)", os.path.join(mdir, "pipeweaver.json"),
-         ["--param", "ranker.budget_ms=%d" % a.budget_ms]),
+         ["--use", "memory_tuner=none"] + search),
+        ("+ memory tuning (pipeweaver)", os.path.join(mdir, "pipeweaver.json"), search),
     ]
     print("\nAblation on %s (PipeWeaver Table 5 structure), %d iterations" % (m, a.iterations))
     print("%-32s %14s %10s %10s %10s" % ("technique", "iter time", "gain", "bubble", "over cap"))

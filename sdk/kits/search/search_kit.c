@@ -259,6 +259,15 @@ static void sk_tuner_deadline(loom_sk *sk, double deadline_ms)
         v->set_deadline(sk->ev[0], deadline_ms);
 }
 
+double loom_sk_iteration_deadline(double start_ms, double deadline_ms,
+                                  double iterations, double ref_ms)
+{
+    if (!(iterations > 0) || !(ref_ms > 0))
+        return deadline_ms;
+    double d = start_ms + iterations * ref_ms;
+    return d < deadline_ms ? d : deadline_ms;
+}
+
 int loom_sk_open(loom_sk *sk, const loom_host_api *host, loom_ctx *ctx,
                  const char *who, const loom_sk_params *p,
                  const loom_stage_graph *const *graphs, int32_t n_graphs,
@@ -302,6 +311,18 @@ int loom_sk_open(loom_sk *sk, const loom_host_api *host, loom_ctx *ctx,
                            "not available", who, LOOM_SERVICE_EVALUATOR);
 
     int rc = sk_choose(sk, graphs, n_graphs, max_groups, err);
+    if (rc == LOOM_OK && p->budget_iterations > 0) {
+        double was_ms = sk->deadline_ms;
+        sk->deadline_ms = loom_sk_iteration_deadline(sk->start_ms, was_ms,
+                                                     p->budget_iterations, sk->ref_ms);
+        if (sk->ref_ms > 0)
+            host->log(ctx, LOOM_LOG_INFO, "%s: budget %.0f ms: %g of the reference's %.1f ms "
+                      "iteration%s", who, sk->deadline_ms - sk->start_ms, p->budget_iterations,
+                      sk->ref_ms, sk->deadline_ms < was_ms ? "" : ", capped by budget_ms");
+        else
+            host->log(ctx, LOOM_LOG_INFO, "%s: budget_iterations: the reference is infeasible, "
+                      "so budget_ms alone bounds the search", who);
+    }
     sk->n_workers = 1;
     for (int32_t w = 1; w < (int32_t)p->threads && rc == LOOM_OK; w++) {
         rc = sk->svc->create(ctx, sk->graph, &sk->ev[w], err);

@@ -311,6 +311,19 @@ START_TEST(seed_orders_fit_the_deadline)
 }
 END_TEST
 
+/* budget_iterations: the deadline is that many reference iterations
+ * after the start, unless budget_ms ends the search first or the
+ * reference is infeasible. */
+START_TEST(iteration_budget_deadline)
+{
+    ck_assert_double_eq(loom_sk_iteration_deadline(100, 1100, 0.5, 600), 400);
+    ck_assert_double_eq(loom_sk_iteration_deadline(100, 1100, 1, 600), 700);
+    ck_assert_double_eq(loom_sk_iteration_deadline(100, 1100, 2, 600), 1100); /* budget_ms */
+    ck_assert_double_eq(loom_sk_iteration_deadline(100, 1100, 0, 600), 1100); /* off */
+    ck_assert_double_eq(loom_sk_iteration_deadline(100, 1100, 1, 0), 1100);   /* infeasible */
+}
+END_TEST
+
 /* The evaluations a search can afford: the time left over the screening
  * run, on every worker; unbounded without a timing or a deadline. */
 START_TEST(affordable_evaluations)
@@ -580,6 +593,7 @@ static Suite *suite(void)
     tcase_add_test(tc, seed_orders_fit_the_deadline);
     tcase_add_test(tc, max_moves_by_order_length);
     tcase_add_test(tc, affordable_evaluations);
+    tcase_add_test(tc, iteration_budget_deadline);
     tcase_add_test(tc, job_seeds_and_draws);
     tcase_add_test(tc, polish_moves_keep_orders_valid);
     tcase_add_test(tc, moves_carry_neighbours_along);

@@ -50,6 +50,9 @@ typedef struct loom_sk_params {
     int64_t seed;            /* 0: host->seed(ctx) */
     int64_t max_evaluations; /* 0: unlimited */
     int deterministic;       /* 1: results depend on the evaluation count only */
+    double budget_iterations; /* > 0: the budget ends this many reference
+                                 iterations (the screened makespan) after
+                                 the start, when before budget_ms */
 } loom_sk_params;
 
 /* Param-table entries two or more search rankers declare alike, kept in
@@ -59,6 +62,11 @@ typedef struct loom_sk_params {
     LOOM_INT_PARAM_AT("budget_ms", conf, member.budget_ms, 1000, 1, 2147483647, \
                       "search time budget in milliseconds (the run's own budget may be " \
                       "shorter)")
+#define LOOM_SK_BUDGET_ITERATIONS_PARAM(conf, member)                          \
+    LOOM_FLOAT_PARAM_AT("budget_iterations", conf, member.budget_iterations, 0, 0, 1000, \
+                        "search for at most this many of the reference plan's iterations " \
+                        "(its predicted makespan; PipeWeaver section 1: the search overlaps " \
+                        "one training iteration); budget_ms still caps it; 0: budget_ms alone")
 #define LOOM_SK_SEED_PARAM(conf, member)                                       \
     LOOM_INT_PARAM_AT("seed", conf, member.seed, 0, 0, 2147483647,             \
                       "random seed; 0 uses the run's seed")
@@ -116,6 +124,14 @@ typedef int (*loom_sk_job_fn)(void *user, int32_t worker, int32_t job,
                               loom_error *err);
 
 /* ---- session ------------------------------------------------------------ */
+
+/* The deadline a search with budget_iterations keeps: start_ms plus
+ * `iterations` times the reference plan's makespan ref_ms, when that is
+ * before deadline_ms (the budget_ms and host bound); deadline_ms when
+ * iterations is 0 or the reference is infeasible (ref_ms 0). PipeWeaver
+ * section 1: the search runs while the iteration before trains. */
+double loom_sk_iteration_deadline(double start_ms, double deadline_ms,
+                                  double iterations, double ref_ms);
 
 /* Opens a session (see the file comment). On failure everything opened so
  * far is closed again. */
