@@ -471,6 +471,52 @@ START_TEST(dc_matches_plain_recursion)
 }
 END_TEST
 
+/* Plans every template of 1..nodes on a planner with `threads` threads
+ * into out[] (cleared by the caller) and returns its memo counts. */
+static void plan_all(const cost_table *ct, int gpus, int nodes, int threads,
+                     loom_oobleck_template *out, int64_t *entries, int64_t *hits)
+{
+    loom_oobleck_planner *p = NULL;
+    loom_error err = {0, ""};
+    ck_assert_int_eq(loom_oobleck_planner_new(&ct->c, gpus, 0, &p, &err), LOOM_OK);
+    loom_oobleck_planner_set_threads(p, threads);
+    for (int n = 1; n <= nodes; n++)
+        ck_assert_int_eq(loom_oobleck_plan_template(p, n, 0, &out[n - 1], &err), LOOM_OK);
+    *entries = loom_oobleck_memo_entries(p);
+    *hits = loom_oobleck_memo_hits(p);
+    loom_oobleck_planner_free(p);
+}
+
+/* Levels big enough to be filled on several threads give the templates
+ * and memo counts of one thread, bit for bit. */
+START_TEST(dc_threads_change_nothing)
+{
+    enum { L = 48, G = 8, NODES = 5 };
+    double ms[L];
+    for (int l = 0; l < L; l++) /* an embedding, a head, a repeating pattern */
+        ms[l] = l == 0 ? 5 : l == L - 1 ? 11 : 3 + (l % 5) * 0.75 + (l % 3) * 0.5;
+    static cost_table ct;
+    costs_from(&ct, ms, L, G, 0.8);
+    loom_oobleck_template one[NODES], many[NODES];
+    int64_t e1, h1, e2, h2;
+    plan_all(&ct, G, NODES, 1, one, &e1, &h1);
+    for (int threads = 2; threads <= 9; threads += 7) { /* 9 is clamped to 8 */
+        plan_all(&ct, G, NODES, threads, many, &e2, &h2);
+        ck_assert(e2 == e1 && h2 == h1);
+        for (int n = 0; n < NODES; n++) {
+            ck_assert_int_eq(many[n].n_stages, one[n].n_stages);
+            ck_assert(many[n].iteration_ms == one[n].iteration_ms);
+            ck_assert(many[n].slowest_ms == one[n].slowest_ms && many[n].slowest == one[n].slowest);
+            ck_assert_mem_eq(many[n].stages, one[n].stages,
+                             (size_t)one[n].n_stages * sizeof *one[n].stages);
+            loom_oobleck_template_clear(&many[n]);
+        }
+    }
+    for (int n = 0; n < NODES; n++)
+        loom_oobleck_template_clear(&one[n]);
+}
+END_TEST
+
 START_TEST(dc_rejects_bad_input)
 {
     double ms[2] = {1, 1};
@@ -710,6 +756,7 @@ static Suite *oobleck_suite(void)
     tcase_add_test(tc, dc_compares_stage_counts_at_common_batch);
     tcase_add_test(tc, dc_memo_shared_across_templates);
     tcase_add_test(tc, dc_matches_plain_recursion);
+    tcase_add_test(tc, dc_threads_change_nothing);
     tcase_add_test(tc, dc_rejects_bad_input);
     tcase_add_test(tc, dc_work_is_bounded_before_planning);
     tcase_add_test(tc, instantiation_work_is_bounded);

@@ -20,9 +20,16 @@
  * per cell, the first strictly better kept, the same sums
  * (tests/test_oobleck.c compares it with a plain recursion).
  *
- * Uses only the C library (see oobleck.h).
+ * A cell (u, v) reads only its own row's bests and filled blocks of
+ * fewer stages, so a large block's rows are filled on up to
+ * loom_oobleck_planner_set_threads() threads at once (row u on thread
+ * u mod threads), each with its own scratch; every cell still tries the
+ * same splits in the same order, so the result does not change.
+ *
+ * Uses only the C library and POSIX threads (see oobleck.h).
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +107,23 @@ typedef struct dc_block {
 /* Bytes of memo a planner may allocate. */
 #define DC_MEMO_BUDGET ((size_t)2 << 30)
 
+/* Most threads that fill one block. */
+#define DC_MAX_THREADS 8
+
+/* Split evaluations (roughly) below which a block is filled on one
+ * thread: starting a thread costs more than such a block's work. */
+#define DC_PARALLEL_WORK 1000000.0
+
+/* One filling thread's scratch (triangles of the block being filled) and
+ * counters, added to the planner's after every level. */
+typedef struct dc_scratch {
+    double *best;        /* a triangle: best T of the block being filled */
+    double *rmin;        /* a triangle: right bounds (dc_right_bounds) */
+    double *pmax, *smax; /* triangles + 1: running maxima of best's rows,
+                          * row u indexed by v from pmax + tri[u] - u */
+    int64_t entries, hits;
+} dc_scratch;
+
 struct loom_oobleck_planner {
     int32_t n_layers, max_gpus, gpus_per_node, pow2;
     double *prefix;      /* (max_gpus) x (n_layers + 1): sum of F + B */
@@ -109,10 +133,8 @@ struct loom_oobleck_planner {
     size_t cap, count, bytes;
     dc_block **work;     /* blocks to fill for the template being planned */
     size_t n_work, cap_work;
-    double *best;        /* a triangle: best T of the block being filled */
-    double *rmin;        /* a triangle: right bounds (dc_right_bounds) */
-    double *pmax, *smax; /* triangles + 1: running maxima of best's rows,
-                          * row u indexed by v from pmax + tri[u] - u */
+    int32_t threads;     /* most threads filling one block */
+    dc_scratch scr[DC_MAX_THREADS]; /* per thread, allocated on first use */
     int64_t entries, hits;
     int oom;
 };
@@ -193,6 +215,40 @@ static dc_block *dc_block_for(loom_oobleck_planner *p, int32_t stages,
     return b;
 }
 
+/* The block of `stages` on nodes x g GPUs, which dc_need created; the
+ * fill only reads the table, so threads may look blocks up at once. */
+static const dc_block *dc_block_find(const loom_oobleck_planner *p, int32_t stages,
+                                     int32_t nodes, int32_t g)
+{
+    int32_t dev = dc_dev(p, nodes, g);
+    for (size_t i = dc_hash(stages, dev, p->cap);; i = (i + 1) & (p->cap - 1)) {
+        const dc_block *b = p->blocks[i];
+        if (!b || (b->stages == stages && b->dev == dev))
+            return b;
+    }
+}
+
+/* Allocates thread t's scratch triangles; 0 when out of memory. */
+static int dc_scratch_alloc(loom_oobleck_planner *p, int32_t t)
+{
+    dc_scratch *x = &p->scr[t];
+    if (x->best)
+        return 1;
+    size_t cells = (size_t)p->tri[p->n_layers];
+    x->best = malloc(cells * sizeof *x->best);
+    x->rmin = malloc(cells * sizeof *x->rmin);
+    x->pmax = malloc((cells + 1) * sizeof *x->pmax);
+    x->smax = malloc((cells + 1) * sizeof *x->smax);
+    if (x->best && x->rmin && x->pmax && x->smax)
+        return 1;
+    free(x->best);
+    free(x->rmin);
+    free(x->pmax);
+    free(x->smax);
+    memset(x, 0, sizeof *x);
+    return 0;
+}
+
 /* The cell of (u, v) in a block. */
 static dc_cell *dc_at(const loom_oobleck_planner *p, const dc_block *b,
                       int32_t u, int32_t v)
@@ -240,11 +296,8 @@ int loom_oobleck_planner_new(const loom_oobleck_costs *costs,
     p->tri[0] = 0; /* row u of the triangle holds v = u+1 .. L */
     for (int32_t u = 0; u < costs->n_layers + 1; u++)
         p->tri[u + 1] = p->tri[u] + (costs->n_layers - u);
-    p->best = malloc((size_t)p->tri[p->n_layers] * sizeof *p->best);
-    p->rmin = malloc((size_t)p->tri[p->n_layers] * sizeof *p->rmin);
-    p->pmax = malloc(((size_t)p->tri[p->n_layers] + 1) * sizeof *p->pmax);
-    p->smax = malloc(((size_t)p->tri[p->n_layers] + 1) * sizeof *p->smax);
-    if (!p->best || !p->rmin || !p->pmax || !p->smax) {
+    p->threads = 1;
+    if (!dc_scratch_alloc(p, 0)) {
         loom_oobleck_planner_free(p);
         return loom_error_format(err, LOOM_ENOMEM, "oobleck: out of memory");
     }
@@ -273,10 +326,12 @@ void loom_oobleck_planner_free(loom_oobleck_planner *p)
     free(p->prefix);
     free(p->bad);
     free(p->tri);
-    free(p->best);
-    free(p->rmin);
-    free(p->pmax);
-    free(p->smax);
+    for (int32_t t = 0; t < DC_MAX_THREADS; t++) {
+        free(p->scr[t].best);
+        free(p->scr[t].rmin);
+        free(p->scr[t].pmax);
+        free(p->scr[t].smax);
+    }
     for (size_t i = 0; p->blocks && i < p->cap; i++) {
         if (p->blocks[i])
             free(p->blocks[i]->c);
@@ -285,6 +340,12 @@ void loom_oobleck_planner_free(loom_oobleck_planner *p)
     free(p->blocks);
     free(p->work);
     free(p);
+}
+
+void loom_oobleck_planner_set_threads(loom_oobleck_planner *p, int32_t threads)
+{
+    if (p)
+        p->threads = threads < 1 ? 1 : threads > DC_MAX_THREADS ? DC_MAX_THREADS : threads;
 }
 
 int64_t loom_oobleck_memo_entries(const loom_oobleck_planner *p)
@@ -390,8 +451,8 @@ static int dc_need(loom_oobleck_planner *p, dc_block *b, uint8_t nu,
 }
 
 /* Fills one-stage cells: all g GPUs of the node (Eq. 2.4: T1 + 2c + T3). */
-static void dc_fill_leaf(loom_oobleck_planner *p, dc_block *b, int32_t u0,
-                         int32_t u1, int32_t all_v)
+static void dc_fill_leaf(const loom_oobleck_planner *p, dc_scratch *x, dc_block *b,
+                         int32_t u0, int32_t u1, int32_t all_v)
 {
     int32_t L = p->n_layers;
     for (int32_t u = u0; u <= u1; u++)
@@ -402,7 +463,7 @@ static void dc_fill_leaf(loom_oobleck_planner *p, dc_block *b, int32_t u0,
             *c = (dc_cell){INFINITY, INFINITY, INFINITY, 0, -1, 0, 0};
             if (isfinite(cost) && isfinite(4 * cost))
                 *c = (dc_cell){cost, cost, cost, 0, -1, 0, 0};
-            p->entries++;
+            x->entries++;
         }
 }
 
@@ -436,34 +497,35 @@ static int32_t dc_first_meet(const double *a, const double *b, int32_t lo,
  * of a lower bound of any total the half (k, v') enters, T1 + (3S' - 1)
  * c_{k*} + T3 of the half alone. Rounding is monotone and every term is
  * non-negative, so the bound never exceeds a total computed from it. */
-static void dc_right_bounds(const loom_oobleck_planner *p, const dc_block *rb,
-                            int32_t k0, int32_t rs, double steady0)
+static void dc_right_bounds(const loom_oobleck_planner *p, dc_scratch *x,
+                            const dc_block *rb, int32_t k0, int32_t rs, double steady0)
 {
     int32_t L = p->n_layers;
     for (int32_t k = k0; k <= L - rs; k++) {
         const dc_cell *r = dc_at(p, rb, k, k + 1);
-        double *lb = p->rmin + p->tri[k]; /* index v - k - 1 */
+        double *lb = x->rmin + p->tri[k]; /* index v - k - 1 */
         double run = INFINITY;
         for (int32_t v = L; v >= k + rs; v--) {
             const dc_cell *c = &r[v - k - 1];
-            double x = c->t1 + steady0 * c->cstar + c->t3;
-            run = x < run ? x : run;
+            double t = c->t1 + steady0 * c->cstar + c->t3;
+            run = t < run ? t : run;
             lb[v - k - 1] = run;
         }
     }
 }
 
-/* For rows 0..u1 of the best so far (cells v >= u + span, only v = L
+/* For rows u0, u0 + stride, .. <= u1 of the best so far (cells v >= u + span, only v = L
  * when span < 0): pmax, the running maximum from the row's start, and
  * smax, from its end. Bests only fall, so older maxima stay bounds. */
-static void dc_row_maxima(loom_oobleck_planner *p, int32_t u1, int32_t span)
+static void dc_row_maxima(const loom_oobleck_planner *p, dc_scratch *x, int32_t u0,
+                          int32_t u1, int32_t stride, int32_t span)
 {
     int32_t L = p->n_layers;
-    for (int32_t u = 0; u <= u1; u++) {
+    for (int32_t u = u0; u <= u1; u += stride) {
         int32_t v0 = span >= 0 ? u + span : L;
-        const double *brow = &p->best[p->tri[u]]; /* index v - u - 1 */
-        double *pm = p->pmax + (p->tri[u] - u), run = 0; /* index v */
-        double *sm = p->smax + (p->tri[u] - u);
+        const double *brow = &x->best[p->tri[u]]; /* index v - u - 1 */
+        double *pm = x->pmax + (p->tri[u] - u), run = 0; /* index v */
+        double *sm = x->smax + (p->tri[u] - u);
         for (int32_t v = v0; v <= L; v++) {
             run = brow[v - u - 1] > run ? brow[v - u - 1] : run;
             pm[v] = run;
@@ -476,7 +538,8 @@ static void dc_row_maxima(loom_oobleck_planner *p, int32_t u1, int32_t span)
     }
 }
 
-/* The cells (u, v) of a block of several stages: every split (s, m, k),
+/* The cells (u, v) of rows u0, u0 + stride, .. <= u1 of a block of
+ * several stages: every split (s, m, k),
  * in the order s, m, k per cell, the first best kept. One (s, m) pair
  * at a time over every row, so its two sub-blocks stay in cache, and the
  * right halves (k, v) of one k lie next to each other in row k. A right
@@ -487,16 +550,16 @@ static void dc_row_maxima(loom_oobleck_planner *p, int32_t u1, int32_t span)
  * the v from which the right bound's minimum reaches the best's maximum
  * (dc_right_bounds). Neither can change a cell: a total equal to the
  * best does not replace it. */
-static void dc_fill_split(loom_oobleck_planner *p, dc_block *b, int32_t u1,
-                          int32_t all_v)
+static void dc_fill_split(const loom_oobleck_planner *p, dc_scratch *x, dc_block *b,
+                          int32_t u1, int32_t all_v, int32_t u0, int32_t stride)
 {
     int32_t L = p->n_layers, s_all = b->stages;
-    double *best = p->best; /* same triangle layout as a block */
-    for (int32_t u = 0; u <= u1; u++)
+    double *best = x->best; /* same triangle layout as a block */
+    for (int32_t u = u0; u <= u1; u += stride)
         for (int32_t v = all_v ? u + 1 : L; v <= L; v++) {
             best[p->tri[u] + (v - u - 1)] = INFINITY;
             *dc_at(p, b, u, v) = (dc_cell){INFINITY, INFINITY, INFINITY, 0, -1, 0, 0};
-            p->entries++;
+            x->entries++;
         }
     /* steady multiplier N_b - S' + k* - 1 with N_b = 4 S' (never < 0) */
     const double steady0 = 3.0 * s_all - 1;
@@ -505,20 +568,20 @@ static void dc_fill_split(loom_oobleck_planner *p, dc_block *b, int32_t u1,
     for (int32_t s = 1; s < s_all; s++) {
         int32_t lo, hi, rs = s_all - s;
         dc_split_range(b, s, &lo, &hi);
-        dc_row_maxima(p, u1, all_v ? s_all : -1);
+        dc_row_maxima(p, x, u0, u1, stride, all_v ? s_all : -1);
         for (int32_t m = lo; m <= hi; m++) {
             int32_t ln, lg, rn, rg;
             dc_sides(b, m, &ln, &lg, &rn, &rg);
-            const dc_block *lb = dc_block_for(p, s, ln, lg);
-            const dc_block *rb = dc_block_for(p, rs, rn, rg);
+            const dc_block *lb = dc_block_find(p, s, ln, lg);
+            const dc_block *rb = dc_block_find(p, rs, rn, rg);
             if (right_bounds)
-                dc_right_bounds(p, rb, s, rs, steady0);
-            for (int32_t u = 0; u <= u1; u++) {
+                dc_right_bounds(p, x, rb, s, rs, steady0);
+            for (int32_t u = u0; u <= u1; u += stride) {
                 int32_t v0 = all_v ? u + s_all : L;
                 if (v0 > L)
                     break;
-                const double *pmax = p->pmax + (p->tri[u] - u); /* index v */
-                const double *smax = p->smax + (p->tri[u] - u);
+                const double *pmax = x->pmax + (p->tri[u] - u); /* index v */
+                const double *smax = x->smax + (p->tri[u] - u);
                 int32_t ga = v0, gb = L + 1; /* the last k's answers */
                 int32_t k0 = u + s, k1 = L - rs;
                 /* trim the k no v can use: a left half whose bound reaches
@@ -529,7 +592,7 @@ static void dc_fill_split(loom_oobleck_planner *p, dc_block *b, int32_t u1,
                                        pmax[L])
                     k1--;
                 while (right_bounds && k0 <= k1 &&
-                       p->rmin[p->tri[k0] + rs - 1] >= smax[k0 + rs])
+                       x->rmin[p->tri[k0] + rs - 1] >= smax[k0 + rs])
                     k0++;
                 for (int32_t k = k0; k <= k1; k++) {
                     const dc_cell *l = dc_at(p, lb, u, k);
@@ -543,7 +606,7 @@ static void dc_fill_split(loom_oobleck_planner *p, dc_block *b, int32_t u1,
                     va = ga = dc_first_above(pmax, va, L, ga, lt1 + steady0 * lc);
                     int32_t vb = L;
                     if (right_bounds) {
-                        gb = dc_first_meet(p->rmin + p->tri[k] - k - 1, smax,
+                        gb = dc_first_meet(x->rmin + p->tri[k] - k - 1, smax,
                                            va, L, gb);
                         vb = gb - 1;
                     }
@@ -574,17 +637,74 @@ static void dc_fill_split(loom_oobleck_planner *p, dc_block *b, int32_t u1,
             }
         }
     }
-    p->hits += hits;
+    x->hits += hits;
 }
 
-/* Fills the wanted cells of a block whose sub-blocks are filled. */
+/* Roughly the split evaluations of filling block b: its (s, m) pairs
+ * times the cells it needs and the layers k each cell tries. */
+static double dc_fill_work(const loom_oobleck_planner *p, const dc_block *b)
+{
+    double L = p->n_layers, pairs = 0;
+    for (int32_t s = 1; s < b->stages; s++) {
+        int32_t lo, hi;
+        dc_split_range(b, s, &lo, &hi);
+        pairs += hi >= lo ? hi - lo + 1 : 0;
+    }
+    double cells = b->need_u ? L * L / 2 : L;
+    return pairs * cells * (b->need_v ? L / 3 : L);
+}
+
+/* One filling thread: rows t, t + n, .. of the block. */
+typedef struct dc_rows {
+    const loom_oobleck_planner *p;
+    dc_scratch *x;
+    dc_block *b;
+    int32_t u1, all_v, t, n;
+} dc_rows;
+
+static void *dc_rows_main(void *arg)
+{
+    dc_rows *r = arg;
+    dc_fill_split(r->p, r->x, r->b, r->u1, r->all_v, r->t, r->n);
+    return NULL;
+}
+
+/* Fills the wanted cells of a block whose sub-blocks are filled: a block
+ * of several stages whose work pays for it on up to p->threads threads
+ * (fewer when a thread or its scratch cannot be had; the cells are the
+ * same either way). */
 static void dc_fill(loom_oobleck_planner *p, dc_block *b)
 {
     int32_t u1 = b->need_u ? p->n_layers - 1 : 0;
-    if (b->stages == 1)
-        dc_fill_leaf(p, b, 0, u1, b->need_v);
-    else
-        dc_fill_split(p, b, u1, b->need_v);
+    int32_t threads = 1;
+    if (b->stages > 1 && p->threads > 1 && u1 > 0 &&
+        dc_fill_work(p, b) >= DC_PARALLEL_WORK)
+        threads = p->threads;
+    for (int32_t t = 1; t < threads; t++)
+        if (!dc_scratch_alloc(p, t))
+            threads = t; /* as many as have scratch */
+    if (b->stages == 1) {
+        dc_fill_leaf(p, &p->scr[0], b, 0, u1, b->need_v);
+    } else {
+        pthread_t tid[DC_MAX_THREADS];
+        dc_rows r[DC_MAX_THREADS];
+        int32_t started = 1;
+        for (int32_t t = 0; t < threads; t++)
+            r[t] = (dc_rows){p, &p->scr[t], b, u1, b->need_v, t, threads};
+        for (; started < threads; started++)
+            if (pthread_create(&tid[started], NULL, dc_rows_main, &r[started]) != 0)
+                break;
+        /* this thread's rows, then those of threads that did not start */
+        for (int32_t t = started; t <= threads; t++)
+            dc_fill_split(p, &p->scr[0], b, u1, b->need_v, t < threads ? t : 0, threads);
+        for (int32_t t = 1; t < started; t++)
+            pthread_join(tid[t], NULL);
+    }
+    for (int32_t t = 0; t < threads; t++) {
+        p->entries += p->scr[t].entries;
+        p->hits += p->scr[t].hits;
+        p->scr[t].entries = p->scr[t].hits = 0;
+    }
     b->done = 1;
     b->done_u = b->need_u;
     b->done_v = b->need_v;

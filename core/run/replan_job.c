@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "base.h"
 #include <loom/algorithms/oobleck.h>
 #include <loom/api.h>
@@ -144,6 +145,14 @@ static int job_parse(const char *name, const cJSON *root, job *j,
     return LOOM_OK;
 }
 
+/* Threads for the divide and conquer: the online CPUs, at most 8 (the
+ * templates do not depend on it). */
+static int32_t replan_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 8 ? 8 : (int32_t)n;
+}
+
 /* Plans the templates n0..N-f*n0 from the per-layer costs. */
 static int job_templates(const char *name, job *j, loom_error *err)
 {
@@ -175,6 +184,8 @@ static int job_templates(const char *name, job *j, loom_error *err)
     loom_oobleck_costs c = {L, M, f, b};
     loom_oobleck_planner *pl = NULL;
     rc = loom_oobleck_planner_new(&c, M, j->pow2, &pl, err);
+    if (rc == LOOM_OK)
+        loom_oobleck_planner_set_threads(pl, replan_threads());
     for (int32_t n = first; rc == LOOM_OK && n <= last; n++) {
         rc = loom_oobleck_plan_template(pl, n, (int32_t)j->max_stages,
                                         &j->t[n - first], err);

@@ -5,7 +5,8 @@
  * instantiation plans (§2.4.2.1, Eq. 2.5), batch distribution (§2.4.2.2,
  * Eq. 2.6) and reinstantiation after node failures (§2.5).
  *
- * oobleck.c and oobleck_plan.c use only the C library, so the plugins
+ * oobleck.c and oobleck_plan.c use only the C library (and POSIX threads,
+ * oobleck.c for loom_oobleck_planner_set_threads), so the plugins
  * oobleck-templates and oobleck-instantiate compile the same files (one
  * implementation, no core symbols reached); oobleck_replan.c is core only.
  *
@@ -99,6 +100,11 @@ int loom_oobleck_planner_new(const loom_oobleck_costs *costs,
                              int32_t gpus_per_node, int pow2_gpus,
                              loom_oobleck_planner **out, loom_error *err);
 void loom_oobleck_planner_free(loom_oobleck_planner *p);
+
+/* Fills each stage count's memo blocks on up to `threads` threads (1 to 8,
+ * clamped; 1 when the planner is created). Results, memo counts and errors
+ * do not depend on it: blocks of one stage count are independent. */
+void loom_oobleck_planner_set_threads(loom_oobleck_planner *p, int32_t threads);
 
 /* Best template on `nodes` nodes: every S in [nodes, min(L, nodes*M)]
  * (capped by max_stages when > 0) is planned by the divide and conquer
