@@ -311,7 +311,11 @@ int loom_sk_open(loom_sk *sk, const loom_host_api *host, loom_ctx *ctx,
                            "not available", who, LOOM_SERVICE_EVALUATOR);
 
     int rc = sk_choose(sk, graphs, n_graphs, max_groups, err);
-    if (rc == LOOM_OK && p->budget_iterations > 0) {
+    /* a count of evaluations decides in deterministic mode, not a clock */
+    if (rc == LOOM_OK && p->budget_iterations > 0 && p->max_evaluations > 0)
+        host->log(ctx, LOOM_LOG_INFO, "%s: budget_iterations ignored: max_evaluations (%lld) "
+                  "decides", who, (long long)p->max_evaluations);
+    else if (rc == LOOM_OK && p->budget_iterations > 0) {
         double was_ms = sk->deadline_ms;
         sk->deadline_ms = loom_sk_iteration_deadline(sk->start_ms, was_ms,
                                                      p->budget_iterations, sk->ref_ms);

@@ -52,7 +52,8 @@ typedef struct loom_sk_params {
     int deterministic;       /* 1: results depend on the evaluation count only */
     double budget_iterations; /* > 0: the budget ends this many reference
                                  iterations (the screened makespan) after
-                                 the start, when before budget_ms */
+                                 the start, when before budget_ms; not
+                                 with max_evaluations */
 } loom_sk_params;
 
 /* Param-table entries two or more search rankers declare alike, kept in
@@ -66,7 +67,8 @@ typedef struct loom_sk_params {
     LOOM_FLOAT_PARAM_AT("budget_iterations", conf, member.budget_iterations, 0, 0, 1000, \
                         "search for at most this many of the reference plan's iterations " \
                         "(its predicted makespan; PipeWeaver section 1: the search overlaps " \
-                        "one training iteration); budget_ms still caps it; 0: budget_ms alone")
+                        "one training iteration); budget_ms still caps it; ignored when " \
+                        "max_evaluations is set; 0: budget_ms alone")
 #define LOOM_SK_SEED_PARAM(conf, member)                                       \
     LOOM_INT_PARAM_AT("seed", conf, member.seed, 0, 0, 2147483647,             \
                       "random seed; 0 uses the run's seed")
