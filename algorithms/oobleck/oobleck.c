@@ -115,7 +115,7 @@ typedef struct dc_block {
 #define DC_PARALLEL_WORK 1000000.0
 
 /* One filling thread's scratch (triangles of the block being filled) and
- * counters, added to the planner's after every level. */
+ * counters, added to the planner's after every block. */
 typedef struct dc_scratch {
     double *best;        /* a triangle: best T of the block being filled */
     double *rmin;        /* a triangle: right bounds (dc_right_bounds) */
