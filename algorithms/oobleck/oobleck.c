@@ -174,19 +174,29 @@ static int dc_grow(loom_oobleck_planner *p)
     return 1;
 }
 
+/* The block of `stages` on nodes x g GPUs, NULL when none was created.
+ * It only reads the table, so the filling threads look blocks up at once
+ * (dc_need created every block a fill reads). */
+static dc_block *dc_block_find(const loom_oobleck_planner *p, int32_t stages,
+                               int32_t nodes, int32_t g)
+{
+    int32_t dev = dc_dev(p, nodes, g);
+    for (size_t i = dc_hash(stages, dev, p->cap);; i = (i + 1) & (p->cap - 1)) {
+        dc_block *b = p->blocks[i];
+        if (!b || (b->stages == stages && b->dev == dev))
+            return b;
+    }
+}
+
 /* The block of `stages` on nodes x g GPUs, allocated on first use; NULL
  * when out of memory or over the budget (p->oom set). */
 static dc_block *dc_block_for(loom_oobleck_planner *p, int32_t stages,
                               int32_t nodes, int32_t g)
 {
+    dc_block *found = dc_block_find(p, stages, nodes, g);
+    if (found)
+        return found;
     int32_t dev = dc_dev(p, nodes, g);
-    for (size_t i = dc_hash(stages, dev, p->cap);; i = (i + 1) & (p->cap - 1)) {
-        dc_block *b = p->blocks[i];
-        if (!b)
-            break;
-        if (b->stages == stages && b->dev == dev)
-            return b;
-    }
     if ((p->count + 1) * 2 > p->cap && !dc_grow(p)) {
         p->oom = 1;
         return NULL;
@@ -213,19 +223,6 @@ static dc_block *dc_block_for(loom_oobleck_planner *p, int32_t stages,
     p->count++;
     p->bytes += bytes;
     return b;
-}
-
-/* The block of `stages` on nodes x g GPUs, which dc_need created; the
- * fill only reads the table, so threads may look blocks up at once. */
-static const dc_block *dc_block_find(const loom_oobleck_planner *p, int32_t stages,
-                                     int32_t nodes, int32_t g)
-{
-    int32_t dev = dc_dev(p, nodes, g);
-    for (size_t i = dc_hash(stages, dev, p->cap);; i = (i + 1) & (p->cap - 1)) {
-        const dc_block *b = p->blocks[i];
-        if (!b || (b->stages == stages && b->dev == dev))
-            return b;
-    }
 }
 
 /* Allocates thread t's scratch triangles; 0 when out of memory. */
@@ -541,7 +538,7 @@ static void dc_row_maxima(const loom_oobleck_planner *p, dc_scratch *x, int32_t 
 /* The cells (u, v) of rows u0, u0 + stride, .. <= u1 of a block of
  * several stages: every split (s, m, k),
  * in the order s, m, k per cell, the first best kept. One (s, m) pair
- * at a time over every row, so its two sub-blocks stay in cache, and the
+ * at a time over the rows, so its two sub-blocks stay in cache, and the
  * right halves (k, v) of one k lie next to each other in row k. A right
  * half without a layout holds INFINITY, so its total is never below the
  * best. Splits that cannot beat the best so far are skipped: for a left
