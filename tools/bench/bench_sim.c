@@ -1,10 +1,12 @@
 /* bench_sim.c - simulator and evaluator throughput on one planned
  * iteration: builds the iteration's stage graph through a planner
- * manifest, then times batches of simulator runs (fixed schedule) and
- * evaluator runs (interleaver + memory tuner + simulator) and prints the
- * median rate of the batches: once with the plan's priorities on every
- * run, once with two groups' priorities swapped per run (a search's moves:
- * consecutive runs differ in up to four groups). Last, what an incremental
+ * manifest, then times rounds of three batches: simulator runs (fixed
+ * schedule), evaluator runs (interleaver + memory tuner + simulator) with
+ * the plan's priorities on every run, and evaluator runs with two groups'
+ * priorities swapped per run (a search's moves: consecutive runs differ in
+ * up to four groups). It prints the median of each kind of batch and the
+ * median over rounds of what an evaluation costs in simulations within a
+ * round, so a machine's drift does not enter that ratio. Last, what an incremental
  * evaluation could reuse after one such move: how much of every rank's
  * order stays the same from its start, for two groups swapped at random
  * and for two groups adjacent in priority (the smallest move a search
@@ -58,6 +60,17 @@ static int cmp_prio(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
+/* Swaps the priorities of two distinct random groups of n (n > 1). */
+static void swap_two_groups(float *prio, int32_t n, uint64_t *rng)
+{
+    *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+    int32_t x = (int32_t)((*rng >> 33) % (uint64_t)n);
+    int32_t y = (int32_t)((x + 1 + (int32_t)((*rng >> 13) % (uint64_t)(n - 1))) % n);
+    float t = prio[x];
+    prio[x] = prio[y];
+    prio[y] = t;
+}
+
 int main(int argc, char **argv)
 {
     loom_session_args a;
@@ -97,24 +110,13 @@ int main(int argc, char **argv)
            g->n_stages, g->n_edges, g->n_ranks, g->n_groups, g->n_layer_entries, s.manifest_name,
            plan.label);
 
-    /* simulator alone: replay the plan's schedule */
+    /* Rounds of one simulator batch (the plan's schedule replayed) and one
+     * evaluator batch per kind of priorities (interleaver + memory tuner +
+     * simulator: the plan's, then two groups swapped per run, as a
+     * search's moves), so that every ratio compares runs of the same
+     * minutes of a shared machine. */
     loom_sim_scratch *scratch = loom_sim_scratch_new();
     loom_metrics m = LOOM_METRICS_INIT;
-    double rates[1000];
-    int per_batch = 200;
-    for (int b = 0; b < batches; b++) {
-        double t0 = loom_now_ms();
-        for (int k = 0; k < per_batch; k++)
-            loom_sim_run(scratch, g, plan.schedule, &m, &err);
-        double dt = loom_now_ms() - t0;
-        rates[b] = per_batch / (dt / 1e3);
-    }
-    double sim_rate = median(rates, batches);
-    printf("simulator:  %.0f evaluations/s (median of %d batches of %d), %.2f us each\n", sim_rate,
-           batches, per_batch, 1e6 / sim_rate);
-
-    /* evaluator: interleaver + memory tuner + simulator for the plan's
-     * priorities, then for search moves around them */
     loom_step *rk = &s.pl->steps[s.pl->ranker];
     const char *inter = s.pl->steps[s.pl->interleaver].ctx.plugin_id;
     const char *tuner = s.pl->memory_tuner >= 0 ? s.pl->steps[s.pl->memory_tuner].ctx.plugin_id
@@ -122,35 +124,44 @@ int main(int argc, char **argv)
     int32_t G = g->n_groups;
     float *moved = malloc((size_t)(G ? G : 1) * sizeof *moved);
     loom_evaluator *ev = NULL;
-    rc = moved ? loom_evaluator_create(&rk->ctx, g, &ev, &err) : LOOM_ENOMEM;
+    rc = moved && scratch ? loom_evaluator_create(&rk->ctx, g, &ev, &err) : LOOM_ENOMEM;
     uint64_t rng = 0x9e3779b97f4a7c15ull;
-    for (int pass = 0; pass < 2 && rc == LOOM_OK; pass++) {
-        per_batch = 50;
-        for (int b = 0; b < batches && rc == LOOM_OK; b++) {
+    enum { SIM_RUNS = 200, EV_RUNS = 50 };
+    double sim_us[1000], ev_us[2][1000], ratio[2][1000];
+    for (int b = 0; b < batches && rc == LOOM_OK; b++) {
+        double t0 = loom_now_ms();
+        for (int k = 0; k < SIM_RUNS && rc == LOOM_OK; k++)
+            rc = loom_sim_run(scratch, g, plan.schedule, &m, &err);
+        sim_us[b] = (loom_now_ms() - t0) * 1e3 / SIM_RUNS;
+        for (int pass = 0; pass < 2 && rc == LOOM_OK; pass++) {
             double dt = 0;
-            for (int k = 0; k < per_batch && rc == LOOM_OK; k++) {
+            for (int k = 0; k < EV_RUNS && rc == LOOM_OK; k++) {
                 memcpy(moved, plan.priorities, (size_t)G * sizeof *moved);
-                if (pass == 1 && G > 1) { /* swap two distinct groups */
-                    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-                    int32_t x = (int32_t)((rng >> 33) % (uint64_t)G);
-                    int32_t y = (int32_t)((x + 1 + (int32_t)((rng >> 13) % (uint64_t)(G - 1))) % G);
-                    float t = moved[x];
-                    moved[x] = moved[y];
-                    moved[y] = t;
-                }
-                double t0 = loom_now_ms();
+                if (pass == 1 && G > 1)
+                    swap_two_groups(moved, G, &rng);
+                t0 = loom_now_ms();
                 rc = loom_evaluator_run(ev, moved, &m, &err);
                 dt += loom_now_ms() - t0;
             }
-            rates[b] = per_batch / (dt / 1e3);
+            ev_us[pass][b] = dt * 1e3 / EV_RUNS;
+            ratio[pass][b] = ev_us[pass][b] / sim_us[b];
         }
-        if (rc != LOOM_OK)
-            break;
-        double ev_rate = median(rates, batches);
-        printf("evaluator:  %.0f evaluations/s (median of %d batches of %d), %.2f us each "
-               "(interleaver %s, memory tuner %s; %s)\n",
-               ev_rate, batches, per_batch, 1e6 / ev_rate, inter, tuner,
-               pass == 0 ? "the plan's priorities" : "two groups swapped per run");
+    }
+    if (rc == LOOM_OK) {
+        double sim = median(sim_us, batches);
+        printf("simulator:  %.0f evaluations/s (median of %d batches of %d), %.2f us each\n",
+               1e6 / sim, batches, SIM_RUNS, sim);
+        for (int pass = 0; pass < 2; pass++) {
+            double us = median(ev_us[pass], batches);
+            printf("evaluator:  %.0f evaluations/s (median of %d batches of %d), %.2f us each "
+                   "(interleaver %s, memory tuner %s; %s)\n",
+                   1e6 / us, batches, EV_RUNS, us, inter, tuner,
+                   pass == 0 ? "the plan's priorities" : "two groups swapped per run");
+        }
+        printf("ratio:      an evaluation costs %.2f simulations with the plan's priorities, %.2f "
+               "with two groups swapped per run (medians over %d rounds of one batch each, "
+               "of the ratio within a round)\n",
+               median(ratio[0], batches), median(ratio[1], batches), batches);
     }
     /* reuse: one move against the plan's priorities */
     int32_t *base = malloc((size_t)(g->n_stages ? g->n_stages : 1) * sizeof *base);
@@ -171,19 +182,15 @@ int main(int argc, char **argv)
             int32_t unchanged = 0, moves_with_same = 0;
             for (int k = 0; k < MOVES && rc == LOOM_OK; k++) {
                 memcpy(moved, plan.priorities, (size_t)G * sizeof *moved);
-                rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-                int32_t x, y;
                 if (pass == 0) {
-                    x = (int32_t)((rng >> 33) % (uint64_t)G);
-                    y = (int32_t)((x + 1 + (int32_t)((rng >> 13) % (uint64_t)(G - 1))) % G);
+                    swap_two_groups(moved, G, &rng);
                 } else {
+                    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
                     int32_t i = (int32_t)((rng >> 33) % (uint64_t)(G - 1));
-                    x = by_prio[i];
-                    y = by_prio[i + 1];
+                    float t = moved[by_prio[i]];
+                    moved[by_prio[i]] = moved[by_prio[i + 1]];
+                    moved[by_prio[i + 1]] = t;
                 }
-                float t = moved[x];
-                moved[x] = moved[y];
-                moved[y] = t;
                 rc = loom_evaluator_run(ev, moved, &m, &err);
                 if (rc != LOOM_OK)
                     break;
