@@ -124,7 +124,8 @@ int main(int argc, char **argv)
     int32_t G = g->n_groups;
     float *moved = malloc((size_t)(G ? G : 1) * sizeof *moved);
     loom_evaluator *ev = NULL;
-    rc = moved && scratch ? loom_evaluator_create(&rk->ctx, g, &ev, &err) : LOOM_ENOMEM;
+    rc = moved && scratch ? loom_evaluator_create(&rk->ctx, g, &ev, &err)
+                         : loom_set_error(&err, LOOM_ENOMEM, "out of memory");
     uint64_t rng = 0x9e3779b97f4a7c15ull;
     enum { SIM_RUNS = 200, EV_RUNS = 50 };
     double sim_us[1000], ev_us[2][1000], ratio[2][1000];
@@ -215,7 +216,7 @@ int main(int argc, char **argv)
     free(base);
     free(by_prio);
     if (rc != LOOM_OK)
-        fprintf(stderr, "loom-bench-sim: %s\n", moved ? err.message : "out of memory");
+        fprintf(stderr, "loom-bench-sim: %s\n", err.message);
     loom_evaluator_destroy(ev);
     free(moved);
     loom_sim_scratch_free(scratch);
