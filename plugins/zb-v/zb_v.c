@@ -29,7 +29,10 @@
  * to run and the greedy cannot stall; a larger K lets ranks hold more of
  * the early chunks. The call tries both preference orders with K = K0 ..
  * 2 K0 + 1 (at most M) and keeps the schedule with the smallest makespan
- * (ties: the first order, then the smaller K).
+ * (ties: the first order, then the smaller K), copying the best order
+ * aside so no pass runs twice. A change in the admitted count re-decides
+ * only the ranks with first-position forwards, whose choice it alone
+ * affects.
  * Ties inside a queue: higher priority, lower sub-microbatch, later
  * position, stage id.
  */
@@ -57,6 +60,10 @@ typedef struct zv_self {
     int32_t *back_left;    /* per microbatch: I or B stages not placed */
     int64_t cap_cells;
     int64_t *cell;         /* per (rank, microbatch): forward bytes */
+    int32_t *new_ranks;    /* the ranks holding first-position forwards ... */
+    int32_t n_new_ranks;   /* ... (the only decisions admission changes) */
+    int32_t *best_order;   /* the order of the best pass so far */
+    int32_t cap_order;
     int32_t inflight;      /* admitted microbatches with back_left > 0 */
     int32_t admit;         /* K of the current try */
     const int *prefer;     /* queue types in order of preference, this try */
@@ -119,6 +126,8 @@ static void zv_destroy(void *self)
     s->host->free(s->started);
     s->host->free(s->back_left);
     s->host->free(s->cell);
+    s->host->free(s->new_ranks);
+    s->host->free(s->best_order);
     s->host->free(s);
 }
 
@@ -148,7 +157,10 @@ static int zv_reserve(zv_self *s, const loom_stage_graph *g, loom_error *err)
         int64_t *b = h->realloc(s->budget, n * sizeof *b);
         if (b)
             s->budget = b;
-        bad |= !c || !sh || !b;
+        int32_t *nr = h->realloc(s->new_ranks, n * sizeof *nr);
+        if (nr)
+            s->new_ranks = nr;
+        bad |= !c || !sh || !b || !nr;
         if (!bad)
             s->cap_ranks = g->n_ranks;
     }
@@ -163,6 +175,14 @@ static int zv_reserve(zv_self *s, const loom_stage_graph *g, loom_error *err)
         bad |= !st || !bl;
         if (!bad)
             s->cap_mb = M;
+    }
+    if (!bad && g->n_stages > s->cap_order) {
+        int32_t *o = h->realloc(s->best_order, (size_t)g->n_stages * sizeof *o);
+        if (o) {
+            s->best_order = o;
+            s->cap_order = g->n_stages;
+        }
+        bad |= !o;
     }
     int64_t cells = (int64_t)g->n_ranks * M;
     if (!bad && cells > s->cap_cells) {
@@ -281,14 +301,30 @@ static double zv_decide(zv_self *s, const loom_stage_graph *g, int32_t r)
     return best;
 }
 
-/* Marks every rank for a new decision (the admission count changed). */
-static void zv_mark_all(loom_ls *ls, int32_t P)
+/* Lists the ranks that hold first-position forwards (a non-empty ZV_NEW
+ * queue in the layout loom_ls_begin made): only their decisions read the
+ * admission count (zv_forward_fits). */
+static void zv_find_new_ranks(zv_self *s, int32_t P)
 {
+    const int32_t *q_off = s->ls.q_off;
+    s->n_new_ranks = 0;
     for (int32_t r = 0; r < P; r++)
+        if (q_off[r * ZV_TYPES + ZV_NEW + 1] > q_off[r * ZV_TYPES + ZV_NEW])
+            s->new_ranks[s->n_new_ranks++] = r;
+}
+
+/* Marks the ranks with first-position forwards for a new decision (the
+ * admission count changed; no other rank's choice depends on it). */
+static void zv_mark_new_ranks(zv_self *s)
+{
+    loom_ls *ls = &s->ls;
+    for (int32_t i = 0; i < s->n_new_ranks; i++) {
+        int32_t r = s->new_ranks[i];
         if (!ls->is_dirty[r]) {
             ls->is_dirty[r] = 1;
             ls->dirty[ls->n_dirty++] = r;
         }
+    }
 }
 
 /* One greedy pass admitting at most `admit` microbatches at once, with
@@ -301,6 +337,7 @@ static double zv_pass(zv_self *s, const loom_stage_graph *g, loom_schedule *out,
     *rc = loom_ls_begin(ls, g, out, "zb-v", err);
     if (*rc != LOOM_OK)
         return -1;
+    zv_find_new_ranks(s, g->n_ranks);
     int32_t M = g->n_microbatches;
     s->admit = admit;
     s->prefer = zv_orders[order];
@@ -336,7 +373,7 @@ static double zv_pass(zv_self *s, const loom_stage_graph *g, loom_schedule *out,
         }
         loom_ls_place(ls, g, v, out);
         if (changed)
-            zv_mark_all(ls, g->n_ranks);
+            zv_mark_new_ranks(s);
     }
     double makespan = 0;
     for (int32_t r = 0; r < g->n_ranks; r++)
@@ -374,17 +411,21 @@ static int zv_interleave(void *self, const loom_stage_graph *g,
                 best = ms;
                 best_k = k;
                 best_o = o;
+                if (k < k1 || o == 0) /* a later pass may overwrite it */
+                    memcpy(s->best_order, out->order, (size_t)g->n_stages * sizeof *out->order);
             }
         }
     if (best_k < 0)
         return s->host->error(err, LOOM_EINFEASIBLE, "zb-v: no order keeps every rank "
                               "within its activation budget (%d to %d microbatches "
                               "admitted)", k0, k1);
-    if (best_k != last_k || best_o != last_o)
-        zv_pass(s, g, out, best_k, best_o, err, &rc);
-    if (rc != LOOM_OK)
-        return rc;
-    return loom_ls_end(&s->ls, g, out, "zb-v", err);
+    if (best_k == last_k && best_o == last_o)
+        return loom_ls_end(&s->ls, g, out, "zb-v", err);
+    /* the best pass placed every stage; every pass lays out the same
+     * rank_off */
+    memcpy(out->order, s->best_order, (size_t)g->n_stages * sizeof *out->order);
+    out->n_stages = g->n_stages;
+    return LOOM_OK;
 }
 
 static const loom_interleaver_vtable zv_vtable = {
