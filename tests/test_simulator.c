@@ -445,6 +445,40 @@ START_TEST(test_invalid_schedules)
 }
 END_TEST
 
+/* A chain of four stages, one a rank, of 1, 2, 3 and 4 ms with 0.5 ms
+ * between them, added in chain order or backwards (then every
+ * predecessor has a higher id). */
+static loom_stage_graph *chain_graph(int backwards)
+{
+    loom_graph_builder *b = loom_graph_builder_new(4);
+    int32_t id[4];
+    for (int i = 0; i < 4; i++) {
+        int k = backwards ? 3 - i : i;
+        loom_graph_stage st = {.rank = k, .kind = LOOM_STAGE_F, .pair = k, .position = k,
+                               .duration_ms = 1 + k};
+        id[k] = loom_graph_builder_add_stage(b, &st);
+    }
+    for (int k = 0; k + 1 < 4; k++)
+        loom_graph_builder_add_edge(b, id[k], id[k + 1], 0.5);
+    loom_stage_graph *g = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_graph_builder_finish(b, &g, &err), LOOM_OK);
+    loom_graph_builder_free(b);
+    return g;
+}
+
+START_TEST(test_lower_bound_is_the_longest_chain)
+{
+    /* 1 + 2 + 3 + 4 ms of stages and 3 x 0.5 ms of transfers: 11.5 ms,
+     * above the busiest rank's 4 ms, whichever way the ids run */
+    for (int backwards = 0; backwards < 2; backwards++) {
+        loom_stage_graph *g = chain_graph(backwards);
+        ck_assert_double_eq_tol(loom_graph_lower_bound_ms(g, NULL), 11.5, 1e-12);
+        loom_graph_free(g);
+    }
+}
+END_TEST
+
 /* A fill on rank 1: stage X (input from A on rank 0, 1 ms P2P) runs
  * inside hosts H1..H3 (10 ms each, 4 ms of it exposed TP communication);
  * Y on rank 0 takes X's output; with h2_p2p_ms > 0 H2 also waits for A
@@ -746,6 +780,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_invalid_schedules);
     tcase_add_test(tc, test_alpa_formula);
     tcase_add_test(tc, test_fill_runs_in_hosts_communication);
+    tcase_add_test(tc, test_lower_bound_is_the_longest_chain);
     tcase_add_test(tc, test_bad_fills);
     tcase_add_test(tc, test_random_fills_keep_invariants);
     suite_add_tcase(s, tc);

@@ -46,7 +46,26 @@ double loom_graph_lower_bound_ms(const loom_stage_graph *g, const loom_schedule 
             w = w - link[r] > link[r] ? w - link[r] : link[r];
         lb = w > lb ? w : lb;
     }
-    /* longest path by Kahn's order over the predecessor rows */
+    /* longest path: in id order when every predecessor has a lower id
+     * (as the graph builders number stages), else by Kahn's order over
+     * the predecessor rows; each stage takes the same max over the same
+     * row either way */
+    int ids_in_order = 1;
+    for (int32_t v = 0; v < n && ids_in_order; v++)
+        for (int32_t k = g->pred_off[v]; k < g->pred_off[v + 1]; k++)
+            ids_in_order &= g->pred[k] < v;
+    if (ids_in_order) {
+        for (int32_t v = 0; v < n; v++) {
+            double start = 0;
+            for (int32_t k = g->pred_off[v]; k < g->pred_off[v + 1]; k++) {
+                double t = finish[g->pred[k]] + g->pred_p2p_ms[k];
+                start = t > start ? t : start;
+            }
+            finish[v] = start + g->duration_ms[v];
+            lb = finish[v] > lb ? finish[v] : lb;
+        }
+        goto done;
+    }
     for (int32_t v = 0; v < n; v++)
         for (int32_t k = g->pred_off[v]; k < g->pred_off[v + 1]; k++)
             succ_off[g->pred[k] + 1]++;
