@@ -20,6 +20,47 @@ static int rank_fills(const loom_schedule *sched, int32_t r)
     return 0;
 }
 
+/* Writes a topological order of g's stages into order and returns its
+ * length (short of n_stages when stages lie on a cycle): the ids
+ * themselves when every predecessor has a lower id, as the graph
+ * builders number stages, else Kahn's order over successor rows built
+ * in succ_off / succ (indeg: n_stages zeroed counters). */
+static int32_t topo_order(const loom_stage_graph *g, int32_t *order, int32_t *indeg,
+                          int32_t *succ_off, int32_t *succ)
+{
+    int32_t n = g->n_stages;
+    int ids_in_order = 1;
+    for (int32_t v = 0; v < n && ids_in_order; v++)
+        for (int32_t k = g->pred_off[v]; k < g->pred_off[v + 1]; k++)
+            ids_in_order &= g->pred[k] < v;
+    if (ids_in_order) {
+        for (int32_t v = 0; v < n; v++)
+            order[v] = v;
+        return n;
+    }
+    for (int32_t v = 0; v < n; v++)
+        for (int32_t k = g->pred_off[v]; k < g->pred_off[v + 1]; k++)
+            succ_off[g->pred[k] + 1]++;
+    for (int32_t v = 0; v < n; v++)
+        succ_off[v + 1] += succ_off[v];
+    for (int32_t v = 0; v < n; v++) /* indeg counts each row's fill first */
+        for (int32_t k = g->pred_off[v]; k < g->pred_off[v + 1]; k++)
+            succ[succ_off[g->pred[k]] + indeg[g->pred[k]]++] = v;
+    for (int32_t v = 0; v < n; v++)
+        indeg[v] = g->pred_off[v + 1] - g->pred_off[v];
+    int32_t head = 0, tail = 0;
+    for (int32_t v = 0; v < n; v++)
+        if (indeg[v] == 0)
+            order[tail++] = v;
+    while (head < tail) {
+        int32_t v = order[head++];
+        for (int32_t k = succ_off[v]; k < succ_off[v + 1]; k++)
+            if (--indeg[succ[k]] == 0)
+                order[tail++] = succ[k];
+    }
+    return tail;
+}
+
 double loom_graph_lower_bound_ms(const loom_stage_graph *g, const loom_schedule *sched)
 {
     int32_t n = g->n_stages;
@@ -46,42 +87,11 @@ double loom_graph_lower_bound_ms(const loom_stage_graph *g, const loom_schedule 
             w = w - link[r] > link[r] ? w - link[r] : link[r];
         lb = w > lb ? w : lb;
     }
-    /* longest path: in id order when every predecessor has a lower id
-     * (as the graph builders number stages), else by Kahn's order over
-     * the predecessor rows; each stage takes the same max over the same
-     * row either way */
-    int ids_in_order = 1;
-    for (int32_t v = 0; v < n && ids_in_order; v++)
-        for (int32_t k = g->pred_off[v]; k < g->pred_off[v + 1]; k++)
-            ids_in_order &= g->pred[k] < v;
-    if (ids_in_order) {
-        for (int32_t v = 0; v < n; v++) {
-            double start = 0;
-            for (int32_t k = g->pred_off[v]; k < g->pred_off[v + 1]; k++) {
-                double t = finish[g->pred[k]] + g->pred_p2p_ms[k];
-                start = t > start ? t : start;
-            }
-            finish[v] = start + g->duration_ms[v];
-            lb = finish[v] > lb ? finish[v] : lb;
-        }
-        goto done;
-    }
-    for (int32_t v = 0; v < n; v++)
-        for (int32_t k = g->pred_off[v]; k < g->pred_off[v + 1]; k++)
-            succ_off[g->pred[k] + 1]++;
-    for (int32_t v = 0; v < n; v++)
-        succ_off[v + 1] += succ_off[v];
-    for (int32_t v = 0; v < n; v++) /* indeg counts each row's fill first */
-        for (int32_t k = g->pred_off[v]; k < g->pred_off[v + 1]; k++)
-            succ[succ_off[g->pred[k]] + indeg[g->pred[k]]++] = v;
-    for (int32_t v = 0; v < n; v++)
-        indeg[v] = g->pred_off[v + 1] - g->pred_off[v];
-    int32_t head = 0, tail = 0;
-    for (int32_t v = 0; v < n; v++)
-        if (indeg[v] == 0)
-            queue[tail++] = v;
-    while (head < tail) {
-        int32_t v = queue[head++];
+    /* longest path over a topological order: each stage starts after
+     * its predecessors' ends plus their transfers */
+    int32_t placed = topo_order(g, queue, indeg, succ_off, succ);
+    for (int32_t i = 0; i < placed; i++) {
+        int32_t v = queue[i];
         double start = 0;
         for (int32_t k = g->pred_off[v]; k < g->pred_off[v + 1]; k++) {
             double t = finish[g->pred[k]] + g->pred_p2p_ms[k];
@@ -89,9 +99,6 @@ double loom_graph_lower_bound_ms(const loom_stage_graph *g, const loom_schedule 
         }
         finish[v] = start + g->duration_ms[v];
         lb = finish[v] > lb ? finish[v] : lb;
-        for (int32_t k = succ_off[v]; k < succ_off[v + 1]; k++)
-            if (--indeg[succ[k]] == 0)
-                queue[tail++] = succ[k];
     }
 done:
     free(work);
