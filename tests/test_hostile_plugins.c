@@ -33,6 +33,7 @@ static void expect_plugin_error(const char *planner, const char *param,
 #define INTER "tests/fixtures/planners/hostile-inter.json"
 #define COST "tests/fixtures/planners/hostile-cost.json"
 #define MEM "tests/fixtures/planners/hostile-mem.json"
+#define INTER_TUNED "tests/fixtures/planners/hostile-inter-tuned.json"
 
 START_TEST(well_behaved_fixtures_plan)
 {
@@ -78,6 +79,39 @@ START_TEST(read_only_graph_written)
     static const char *const f[] = {"plugin fixture.hostile-inter: wrote into the stage graph "
                                     "it was given read-only", NULL};
     expect_plugin_error(INTER, "interleaver.mode=write-graph", f);
+}
+END_TEST
+
+/* Behind a memory tuner the interleaver sees a graph of the evaluator's
+ * own (the most frugal policies' memory): a write there is caught too. */
+START_TEST(read_only_view_written)
+{
+    static const char *const f[] = {"plugin fixture.hostile-inter: wrote into the stage graph "
+                                    "it was given read-only", NULL};
+    expect_plugin_error(INTER_TUNED, "interleaver.mode=write-graph", f);
+}
+END_TEST
+
+/* The fifo ranker evaluates its one order once, and the engine takes that
+ * evaluation as the plan's instead of running the interleaver again:
+ * one interleave call per plan, with and without a memory tuner. */
+START_TEST(fifo_plan_interleaves_once)
+{
+    const char *planners[] = {INTER, INTER_TUNED};
+    for (int i = 0; i < 2; i++) {
+        char cmd[4096], *out = NULL;
+        snprintf(cmd, sizeof cmd,
+                 "'%s' plan --manifest '%s' --param interleaver.mode=count-calls "
+                 "--iterations 1 --json 2>&1",
+                 loom_test_bin("bin/loom"), loom_test_bin(planners[i]));
+        ck_assert_msg(loom_test_run(cmd, &out) == 0, "%s", out);
+        ck_assert_msg(strstr(out, "fixture: interleave call 1") != NULL, "%s: no call:\n%s",
+                      planners[i], out);
+        ck_assert_msg(strstr(out, "fixture: interleave call 2") == NULL,
+                      "%s: the interleaver ran twice:\n%s", planners[i], out);
+        ck_assert_ptr_nonnull(strstr(out, "\"makespan_ms\""));
+        free(out);
+    }
 }
 END_TEST
 
@@ -165,6 +199,8 @@ static Suite *hostile_suite(void)
     tcase_add_test(tc, schedule_offsets_out_of_range);
     tcase_add_test(tc, schedule_offsets_decreasing);
     tcase_add_test(tc, schedule_arrays_replaced);
+    tcase_add_test(tc, read_only_view_written);
+    tcase_add_test(tc, fifo_plan_interleaves_once);
     tcase_add_test(tc, read_only_graph_written);
     tcase_add_test(tc, error_message_without_nul);
     tcase_add_test(tc, lower_bound_above_makespan);

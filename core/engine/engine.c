@@ -275,11 +275,17 @@ static int finish(engine_run *run, const loom_ranking *ranking, loom_plan *plan,
     plan->n_candidates = run->offered;
     plan->evaluations = ranking->evaluations;
 
-    loom_evaluator *ev = NULL;
-    int rc = loom_evaluator_create(&rk->ctx, run->graphs[ranking->candidate], &ev, err);
-    if (rc == LOOM_OK) {
-        loom_evaluator_check_writes(ev, 1);
-        rc = loom_evaluator_run(ev, ranking->priorities, &plan->metrics, err);
+    /* the ranker's last evaluation, when it was of these priorities, is
+     * the plan's (fifo's one run); else one more, with write checks */
+    const loom_stage_graph *g = run->graphs[ranking->candidate];
+    loom_evaluator *ev = loom_evaluator_take_kept(pl, g, ranking->priorities);
+    int rc = LOOM_OK;
+    if (!ev) {
+        rc = loom_evaluator_create(&rk->ctx, g, &ev, err);
+        if (rc == LOOM_OK) {
+            loom_evaluator_check_writes(ev, 1);
+            rc = loom_evaluator_run(ev, ranking->priorities, &plan->metrics, err);
+        }
     }
     loom_mark_step(pl, -1);
     if (rc == LOOM_OK)
@@ -342,10 +348,12 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
     if (rc == LOOM_OK)
         rc = build_graphs(&run, err);
     loom_ranking ranking = LOOM_RANKING_INIT;
+    loom_evaluator_destroy(loom_evaluator_take_kept(pl, NULL, NULL)); /* a partitioner's */
     if (rc == LOOM_OK)
         rc = rank(&run, &ranking, plan, err);
     if (rc == LOOM_OK)
         rc = finish(&run, &ranking, plan, err);
+    loom_evaluator_destroy(loom_evaluator_take_kept(pl, NULL, NULL));
     if (rc == LOOM_OK)
         plan->plan_time_ms = loom_now_ms() - t0;
     run_free(&run);

@@ -65,6 +65,15 @@ void loom_evaluator_destroy(loom_evaluator *ev);
  * naming the plugin when it changed (O(graph) per run: the engine's own
  * evaluations only, not a search's). */
 void loom_evaluator_check_writes(loom_evaluator *ev, int on);
+/* The evaluator a plugin last released through the service's destroy
+ * (it keeps one whose last run succeeded without a tuner deadline), when
+ * it is bound to `graph`, its last run had `priorities` and its
+ * interleaver view is as built; the caller owns it. Else NULL, and the
+ * kept evaluator is destroyed. With graph NULL it only empties the slot.
+ * The schedule and graph of that run stay readable. */
+loom_evaluator *loom_evaluator_take_kept(struct loom_pipeline *pl,
+                                         const loom_stage_graph *graph,
+                                         const float *priorities);
 /* Gives the pipeline's memory tuner a deadline (loom.evaluator's
  * set_deadline: the tuner step's ctx->deadline_ms, < 0 for none). */
 void loom_evaluator_set_deadline(loom_evaluator *ev, double deadline_ms);

@@ -21,6 +21,10 @@ struct loom_evaluator {
     int32_t inter_index, mem_index, caller_index; /* pipeline step indices */
     int applied;                  /* work graph reflects its layer_policy */
     int check_writes;             /* digest the graphs around plugin calls */
+    float *last_prio;             /* the priorities of the last run ... */
+    int last_ok;                  /* ... when it succeeded */
+    int last_deadline;            /* the tuner had a deadline in that run */
+    uint64_t view_digest;         /* of view as frugal_view left it */
 };
 
 /* A graph that shares every array of `base` except the three a policy
@@ -105,7 +109,8 @@ int loom_evaluator_create(loom_ctx *ctx, const loom_stage_graph *graph,
             ev->caller_index = i;
     ev->sched = loom_schedule_new(graph->n_ranks, graph->n_stages);
     ev->sim = loom_sim_scratch_new();
-    if (!ev->sched || !ev->sim) {
+    ev->last_prio = malloc((size_t)(graph->n_groups > 0 ? graph->n_groups : 1) * sizeof(float));
+    if (!ev->sched || !ev->sim || !ev->last_prio) {
         loom_evaluator_destroy(ev);
         return loom_set_error(err, LOOM_ENOMEM, "evaluator: out of memory");
     }
@@ -148,6 +153,7 @@ int loom_evaluator_create(loom_ctx *ctx, const loom_stage_graph *graph,
             return loom_set_error(err, LOOM_ENOMEM, "evaluator: out of memory");
         }
         frugal_view(ev->view, graph);
+        ev->view_digest = loom_graph_digest(ev->view);
     }
     *out = ev;
     return LOOM_OK;
@@ -156,6 +162,7 @@ int loom_evaluator_create(loom_ctx *ctx, const loom_stage_graph *graph,
 int loom_evaluator_run(loom_evaluator *ev, const float *priorities,
                        loom_metrics *out, loom_error *err)
 {
+    ev->last_ok = 0;
     int rc = loom_metrics_check(out, "evaluator", err);
     if (rc != LOOM_OK)
         return rc;
@@ -228,6 +235,10 @@ int loom_evaluator_run(loom_evaluator *ev, const float *priorities,
         err->code = rc;
         return rc;
     }
+    if (ev->base->n_groups > 0)
+        memcpy(ev->last_prio, priorities, (size_t)ev->base->n_groups * sizeof(float));
+    ev->last_deadline = ev->mem && ev->mem->ctx.deadline_ms >= 0;
+    ev->last_ok = 1;
     return LOOM_OK;
 }
 
@@ -263,12 +274,46 @@ void loom_evaluator_destroy(loom_evaluator *ev)
     overlay_free(ev->work);
     overlay_free(ev->view);
     free(ev->policies);
+    free(ev->last_prio);
     loom_schedule_free(ev->sched);
     loom_sim_scratch_free(ev->sim);
     free(ev);
 }
 
+/* The service's destroy: an evaluator whose last run succeeded without a
+ * tuner deadline replaces the pipeline's kept one (which is destroyed),
+ * so that the engine can take that run as the plan's when the ranker
+ * chose its priorities; any other is destroyed. */
+static void evaluator_release(loom_evaluator *ev)
+{
+    if (ev && ev->last_ok && !ev->last_deadline && ev->pl) {
+        pthread_mutex_lock(&ev->pl->kept_lock);
+        loom_evaluator *old = ev->pl->kept_evaluator;
+        ev->pl->kept_evaluator = ev;
+        pthread_mutex_unlock(&ev->pl->kept_lock);
+        ev = old;
+    }
+    loom_evaluator_destroy(ev);
+}
+
+loom_evaluator *loom_evaluator_take_kept(loom_pipeline *pl, const loom_stage_graph *graph,
+                                         const float *priorities)
+{
+    pthread_mutex_lock(&pl->kept_lock);
+    loom_evaluator *ev = pl->kept_evaluator;
+    pl->kept_evaluator = NULL;
+    pthread_mutex_unlock(&pl->kept_lock);
+    if (ev && (ev->base != graph || !ev->last_ok ||
+               (graph->n_groups > 0 &&
+                memcmp(ev->last_prio, priorities, (size_t)graph->n_groups * sizeof(float))) ||
+               (ev->view && loom_graph_digest(ev->view) != ev->view_digest))) {
+        loom_evaluator_destroy(ev);
+        ev = NULL;
+    }
+    return ev;
+}
+
 const loom_evaluator_service loom_evaluator_service_v1 = {
     sizeof(loom_evaluator_service), 1, loom_evaluator_create, loom_evaluator_run,
-    loom_evaluator_destroy, loom_evaluator_set_deadline,
+    evaluator_release, loom_evaluator_set_deadline,
 };
