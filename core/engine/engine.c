@@ -33,12 +33,25 @@ static int fail_step(loom_step *st, int rc, loom_error *err)
     return loom_plugin_fail(err, rc, st->ctx.plugin_id);
 }
 
-/* Re-simulates the chosen schedule with every optional output recorded. */
-static int finish_plan(loom_plan *plan, loom_evaluator *ev, loom_error *err)
+/* Re-simulates the chosen schedule with every optional output recorded.
+ * The plan takes the candidate graph *base (the evaluator's, which it
+ * leaves NULL) instead of a copy: behind a memory tuner the evaluator's
+ * graph is an overlay of *base that owns only the durations, memory
+ * deltas and policies (and their recompute sum), so those are copied in. */
+static int finish_plan(loom_plan *plan, loom_evaluator *ev, loom_stage_graph **base,
+                       loom_error *err)
 {
     const loom_stage_graph *g = loom_evaluator_graph(ev);
     const loom_schedule *s = loom_evaluator_schedule(ev);
-    plan->graph = loom_graph_clone(g);
+    loom_stage_graph *own = *base;
+    if (g != own) {
+        memcpy(own->duration_ms, g->duration_ms, (size_t)g->n_stages * sizeof(double));
+        memcpy(own->mem_delta_bytes, g->mem_delta_bytes, (size_t)g->n_stages * sizeof(int64_t));
+        memcpy(own->layer_policy, g->layer_policy, (size_t)g->n_layer_entries);
+        own->recompute_flops = g->recompute_flops;
+    }
+    plan->graph = own;
+    *base = NULL;
     plan->schedule = loom_schedule_new(s->n_ranks, s->n_stages);
     plan->metrics.span_ms = calloc((size_t)g->n_ranks, sizeof(double));
     plan->metrics.peak_bytes = calloc((size_t)g->n_ranks, sizeof(int64_t));
@@ -289,7 +302,7 @@ static int finish(engine_run *run, const loom_ranking *ranking, loom_plan *plan,
     }
     loom_mark_step(pl, -1);
     if (rc == LOOM_OK)
-        rc = finish_plan(plan, ev, err);
+        rc = finish_plan(plan, ev, &run->graphs[ranking->candidate], err);
     if (rc == LOOM_OK)
         rc = check_bound(plan, loom_evaluator_schedule(ev)->lower_bound_ms, inter->ctx.plugin_id,
                          err);
@@ -348,9 +361,10 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
     if (rc == LOOM_OK)
         rc = build_graphs(&run, err);
     loom_ranking ranking = LOOM_RANKING_INIT;
-    loom_evaluator_destroy(loom_evaluator_take_kept(pl, NULL, NULL)); /* a partitioner's */
+    pl->keep_released = 1; /* the ranker's evaluators only */
     if (rc == LOOM_OK)
         rc = rank(&run, &ranking, plan, err);
+    pl->keep_released = 0;
     if (rc == LOOM_OK)
         rc = finish(&run, &ranking, plan, err);
     loom_evaluator_destroy(loom_evaluator_take_kept(pl, NULL, NULL));

@@ -66,7 +66,8 @@ void loom_evaluator_destroy(loom_evaluator *ev);
  * evaluations only, not a search's). */
 void loom_evaluator_check_writes(loom_evaluator *ev, int on);
 /* The evaluator a plugin last released through the service's destroy
- * (it keeps one whose last run succeeded without a tuner deadline), when
+ * during the engine's ranking (it keeps one whose last run succeeded
+ * without a tuner deadline), when
  * it is bound to `graph`, its last run had `priorities` and its
  * interleaver view is as built; the caller owns it. Else NULL, and the
  * kept evaluator is destroyed. With graph NULL it only empties the slot.

@@ -280,13 +280,14 @@ void loom_evaluator_destroy(loom_evaluator *ev)
     free(ev);
 }
 
-/* The service's destroy: an evaluator whose last run succeeded without a
- * tuner deadline replaces the pipeline's kept one (which is destroyed),
- * so that the engine can take that run as the plan's when the ranker
- * chose its priorities; any other is destroyed. */
+/* The service's destroy: during the engine's ranking, an evaluator whose
+ * last run succeeded without a tuner deadline replaces the pipeline's
+ * kept one (which is destroyed), so that the engine can take that run as
+ * the plan's when the ranker chose its priorities; any other is
+ * destroyed. */
 static void evaluator_release(loom_evaluator *ev)
 {
-    if (ev && ev->last_ok && !ev->last_deadline && ev->pl) {
+    if (ev && ev->last_ok && !ev->last_deadline && ev->pl && ev->pl->keep_released) {
         pthread_mutex_lock(&ev->pl->kept_lock);
         loom_evaluator *old = ev->pl->kept_evaluator;
         ev->pl->kept_evaluator = ev;

@@ -82,11 +82,13 @@ struct loom_pipeline {
     volatile int32_t *step_marker;          /* see loom_mark_step; NULL: none */
     volatile int32_t *last_step_marker;     /* the last step marked >= 0; NULL: none */
     loom_progress_log progress;             /* the last search's progress */
-    /* The evaluator a plugin released last whose last run succeeded
-     * (evaluator.c); owned, emptied by the engine before and after a
-     * ranking (loom_evaluator_take_kept). */
+    /* While keep_released is set (the engine's ranking), the evaluator a
+     * plugin released last whose last run succeeded (evaluator.c); owned,
+     * taken or destroyed by the engine after the ranking
+     * (loom_evaluator_take_kept). */
     pthread_mutex_t kept_lock;
     struct loom_evaluator *kept_evaluator;
+    int keep_released;
 };
 
 /* Records that the plugin of step `i` runs now (-1: core code), so an
