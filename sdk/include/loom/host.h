@@ -66,7 +66,11 @@ typedef struct loom_simulator_service {
  * memory tuner sees it through host->budget_left_ms() and may stop
  * refining there (the ilp tuner returns its warm start). < 0 removes it.
  * It applies to every evaluator of the run: call it between batches, from
- * the thread that created them, and remove it before returning. */
+ * the thread that created them, and remove it before returning.
+ * destroy() ends the caller's use of the evaluator. During the engine's
+ * ranking the host may keep the one released last (its last run may
+ * become the plan's) and destroys its interleaver and memory-tuner
+ * instances later, from the engine's thread. */
 typedef struct loom_evaluator loom_evaluator;
 #define LOOM_SERVICE_EVALUATOR "loom.evaluator"
 typedef struct loom_evaluator_service {
