@@ -35,22 +35,14 @@ static int fail_step(loom_step *st, int rc, loom_error *err)
 
 /* Re-simulates the chosen schedule with every optional output recorded.
  * The plan takes the candidate graph *base (the evaluator's, which it
- * leaves NULL) instead of a copy: behind a memory tuner the evaluator's
- * graph is an overlay of *base that owns only the durations, memory
- * deltas and policies (and their recompute sum), so those are copied in. */
+ * leaves NULL) with the last run's policies written in, instead of a copy. */
 static int finish_plan(loom_plan *plan, loom_evaluator *ev, loom_stage_graph **base,
                        loom_error *err)
 {
     const loom_stage_graph *g = loom_evaluator_graph(ev);
     const loom_schedule *s = loom_evaluator_schedule(ev);
-    loom_stage_graph *own = *base;
-    if (g != own) {
-        memcpy(own->duration_ms, g->duration_ms, (size_t)g->n_stages * sizeof(double));
-        memcpy(own->mem_delta_bytes, g->mem_delta_bytes, (size_t)g->n_stages * sizeof(int64_t));
-        memcpy(own->layer_policy, g->layer_policy, (size_t)g->n_layer_entries);
-        own->recompute_flops = g->recompute_flops;
-    }
-    plan->graph = own;
+    loom_evaluator_write_policies(ev, *base);
+    plan->graph = *base;
     *base = NULL;
     plan->schedule = loom_schedule_new(s->n_ranks, s->n_stages);
     plan->metrics.span_ms = calloc((size_t)g->n_ranks, sizeof(double));
@@ -367,7 +359,7 @@ int loom_engine_plan(loom_pipeline *pl, const loom_problem *problem, const loom_
     pl->keep_released = 0;
     if (rc == LOOM_OK)
         rc = finish(&run, &ranking, plan, err);
-    loom_evaluator_destroy(loom_evaluator_take_kept(pl, NULL, NULL));
+    (void)loom_evaluator_take_kept(pl, NULL, NULL); /* destroys what is left */
     if (rc == LOOM_OK)
         plan->plan_time_ms = loom_now_ms() - t0;
     run_free(&run);

@@ -75,6 +75,11 @@ void loom_evaluator_check_writes(loom_evaluator *ev, int on);
 loom_evaluator *loom_evaluator_take_kept(struct loom_pipeline *pl,
                                          const loom_stage_graph *graph,
                                          const float *priorities);
+/* Writes the last run's memory policies into `base`, the graph `ev` was
+ * created on, which the caller owns and may now change: the durations,
+ * memory deltas, policies and recompute sum of the tuned overlay (nothing
+ * without a memory tuner). `ev` must not run again after it. */
+void loom_evaluator_write_policies(const loom_evaluator *ev, loom_stage_graph *base);
 /* Gives the pipeline's memory tuner a deadline (loom.evaluator's
  * set_deadline: the tuner step's ctx->deadline_ms, < 0 for none). */
 void loom_evaluator_set_deadline(loom_evaluator *ev, double deadline_ms);

@@ -252,6 +252,19 @@ const loom_stage_graph *loom_evaluator_graph(const loom_evaluator *ev)
     return ev->last;
 }
 
+void loom_evaluator_write_policies(const loom_evaluator *ev, loom_stage_graph *base)
+{
+    const loom_stage_graph *g = ev->last;
+    if (g == base)
+        return;
+    /* the overlay owns these three arrays (overlay_new) and the sum that
+     * loom_graph_apply_policies derives from them */
+    memcpy(base->duration_ms, g->duration_ms, (size_t)g->n_stages * sizeof(double));
+    memcpy(base->mem_delta_bytes, g->mem_delta_bytes, (size_t)g->n_stages * sizeof(int64_t));
+    memcpy(base->layer_policy, g->layer_policy, (size_t)g->n_layer_entries);
+    base->recompute_flops = g->recompute_flops;
+}
+
 void loom_evaluator_check_writes(loom_evaluator *ev, int on)
 {
     ev->check_writes = on != 0;
