@@ -24,7 +24,9 @@ struct loom_evaluator {
     float *last_prio;             /* the priorities of the last run ... */
     int last_ok;                  /* ... when it succeeded */
     int last_deadline;            /* the tuner had a deadline in that run */
-    uint64_t view_digest;         /* of view as frugal_view left it */
+    uint64_t view_digest;         /* of view's own fields and arrays as
+                                   * frugal_view left them (the others are
+                                   * base's, digested by the engine) */
 };
 
 /* A graph that shares every array of `base` except the three a policy
@@ -153,7 +155,7 @@ int loom_evaluator_create(loom_ctx *ctx, const loom_stage_graph *graph,
             return loom_set_error(err, LOOM_ENOMEM, "evaluator: out of memory");
         }
         frugal_view(ev->view, graph);
-        ev->view_digest = loom_graph_digest(ev->view);
+        ev->view_digest = loom_graph_policy_digest(ev->view);
     }
     *out = ev;
     return LOOM_OK;
@@ -320,7 +322,7 @@ loom_evaluator *loom_evaluator_take_kept(loom_pipeline *pl, const loom_stage_gra
     if (ev && (ev->base != graph || !ev->last_ok ||
                (graph->n_groups > 0 &&
                 memcmp(ev->last_prio, priorities, (size_t)graph->n_groups * sizeof(float))) ||
-               (ev->view && loom_graph_digest(ev->view) != ev->view_digest))) {
+               (ev->view && loom_graph_policy_digest(ev->view) != ev->view_digest))) {
         loom_evaluator_destroy(ev);
         ev = NULL;
     }

@@ -37,6 +37,11 @@ int loom_metrics_check(const loom_metrics *m, const char *who, loom_error *err);
  * plugin writing into a graph it was given as const (graph_digest.c). */
 uint64_t loom_graph_digest(const loom_stage_graph *g);
 
+/* A digest of the graph struct's own fields and of what a policy choice
+ * derives (duration_ms, mem_delta_bytes, layer_policy): enough for an
+ * overlay whose other arrays are a digested graph's (graph_digest.c). */
+uint64_t loom_graph_policy_digest(const loom_stage_graph *g);
+
 /* Gives g a revision no graph of this process has had
  * (loom_stage_graph.revision), once its content is final: from then on
  * only its layer_policy and what a policy choice derives may change.
