@@ -272,12 +272,70 @@ static void ot_log(ot_self *o, const loom_oobleck_template *t)
                  t->iteration_ms);
 }
 
-/* Activation bytes of `take` layers of module m from `layer` on for
- * microbatch mb at TP tp, each layer at its most frugal recomputation
- * policy (what the memory tuner tests a stage with), added to *bytes. */
-static int ot_frugal_bytes(ot_self *o, const loom_cost_service *cost, const loom_problem *pb,
-                           const loom_iteration *it, int32_t m, int32_t layer, int32_t take,
-                           int32_t mb, int32_t tp, double *bytes, loom_error *err)
+/* What ot_misfit asks of the cost service, memoised: per TP degree, per
+ * microbatch, every layer's activation bytes at its most frugal policy
+ * (the model's layers back to back, NaN until asked). Stages of every
+ * template share the rows, so each (TP, microbatch, module) is priced
+ * once, not once per stage. */
+typedef struct ot_memo {
+    int32_t n_tables, mbs, n_layers;
+    int32_t *tp;      /* n_tables TP degrees */
+    double **bytes;   /* n_tables rows of mbs * n_layers */
+} ot_memo;
+
+/* Releases the memo's tables. */
+static void ot_memo_free(const loom_host_api *host, ot_memo *memo)
+{
+    for (int32_t k = 0; k < memo->n_tables; k++)
+        host->free(memo->bytes[k]);
+    host->free(memo->bytes);
+    host->free(memo->tp);
+}
+
+/* The table of TP degree tp into *table, added when new. */
+static int ot_memo_table(ot_self *o, ot_memo *memo, int32_t tp, double **table,
+                         loom_error *err)
+{
+    const loom_host_api *host = o->host;
+    for (int32_t k = 0; k < memo->n_tables; k++)
+        if (memo->tp[k] == tp) {
+            *table = memo->bytes[k];
+            return LOOM_OK;
+        }
+    size_t n = (size_t)memo->mbs * (size_t)memo->n_layers, k = (size_t)memo->n_tables + 1;
+    int32_t *tps = host->alloc(k * sizeof *tps);
+    double **rows = host->alloc(k * sizeof *rows);
+    double *row = host->alloc((n ? n : 1) * sizeof *row);
+    if (!tps || !rows || !row) {
+        host->free(tps);
+        host->free(rows);
+        host->free(row);
+        return host->error(err, LOOM_ENOMEM, "oobleck-templates: out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        row[i] = NAN;
+    for (int32_t j = 0; j < memo->n_tables; j++) {
+        tps[j] = memo->tp[j];
+        rows[j] = memo->bytes[j];
+    }
+    tps[k - 1] = tp;
+    rows[k - 1] = row;
+    host->free(memo->tp);
+    host->free(memo->bytes);
+    memo->tp = tps;
+    memo->bytes = rows;
+    memo->n_tables = (int32_t)k;
+    *table = row;
+    return LOOM_OK;
+}
+
+/* Activation bytes of every layer of module m for microbatch mb at TP
+ * tp, each at its most frugal recomputation policy (what the memory
+ * tuner tests a stage with), 0 for a layer that keeps nothing, into
+ * out[0..n_layers of m). */
+static int ot_frugal_layers(ot_self *o, const loom_cost_service *cost, const loom_problem *pb,
+                            const loom_iteration *it, int32_t m, int32_t mb, int32_t tp,
+                            double *out, loom_error *err)
 {
     const loom_model *model = pb->model;
     const loom_module *mod = &model->modules[m];
@@ -288,7 +346,8 @@ static int ot_frugal_bytes(ot_self *o, const loom_cost_service *cost, const loom
         return rc;
     shape.tp = tp;
     int up = ot_upstream(model, m);
-    for (int32_t l = layer; l < layer + take; l++) {
+    for (int32_t l = 0; l < mod->n_layers; l++) {
+        out[l] = 0;
         shape.trainable_upstream = loom_layer_trainable_upstream_from(up, mod, l);
         if (shape.tokens <= 0 || (!shape.trainable_upstream && mod->frozen))
             continue; /* nothing kept for a backward */
@@ -301,7 +360,7 @@ static int ot_frugal_bytes(ot_self *o, const loom_cost_service *cost, const loom
             if (least < 0 || (double)c.activation_bytes < least)
                 least = (double)c.activation_bytes;
         }
-        *bytes += least;
+        out[l] = least;
     }
     return LOOM_OK;
 }
@@ -310,40 +369,45 @@ static int ot_frugal_bytes(ot_self *o, const loom_cost_service *cost, const loom
  * test: its static bytes by the rule the graph builder charges ranks with
  * (the cost service's span_static_bytes) plus the largest microbatch's
  * activations at the most frugal recomputation policy, at the stage's GPU
- * count as TP. */
+ * count as TP (the activations from memo). */
 static int ot_stage_bytes(ot_self *o, const loom_cost_service *cost, const loom_problem *pb,
                           const loom_iteration *it, const loom_oobleck_stage *st,
-                          double *bytes, loom_error *err)
+                          ot_memo *memo, double *bytes, loom_error *err)
 {
     const loom_model *model = pb->model;
-    int32_t mbs = pb->parallel.microbatches > 0 ? pb->parallel.microbatches : 1;
-    int32_t m0 = 0, layer0 = st->first_layer;
-    while (m0 < model->n_modules && layer0 >= model->modules[m0].n_layers)
-        layer0 -= model->modules[m0++].n_layers;
+    int32_t m0 = 0, layer0 = st->first_layer, base0 = 0;
+    while (m0 < model->n_modules && layer0 >= model->modules[m0].n_layers) {
+        layer0 -= model->modules[m0].n_layers;
+        base0 += model->modules[m0++].n_layers;
+    }
+    double *table = NULL;
+    int rc = ot_memo_table(o, memo, st->gpus, &table, err);
     double stat = 0, act = 0;
-    for (int32_t mb = -1; mb < mbs; mb++) { /* -1: the static bytes */
+    for (int32_t mb = -1; rc == LOOM_OK && mb < memo->mbs; mb++) { /* -1: the static bytes */
         double sum = 0;
-        int32_t m = m0, layer = layer0;
-        for (int32_t left = st->n_layers; left > 0 && m < model->n_modules; m++, layer = 0) {
+        double *row = mb < 0 ? NULL : table + (size_t)mb * (size_t)memo->n_layers;
+        int32_t m = m0, layer = layer0, base = base0;
+        for (int32_t left = st->n_layers; rc == LOOM_OK && left > 0 && m < model->n_modules;
+             base += model->modules[m++].n_layers, layer = 0) {
             int32_t take = model->modules[m].n_layers - layer;
             take = take < left ? take : left;
-            int rc = LOOM_OK;
             if (mb < 0) {
                 loom_span sp = {m, layer, take, st->gpus};
                 int64_t b = 0;
                 rc = cost->span_static_bytes(o->ctx, &sp, &b, err);
                 stat += (double)b;
             } else {
-                rc = ot_frugal_bytes(o, cost, pb, it, m, layer, take, mb, st->gpus, &sum, err);
+                if (isnan(row[base]))
+                    rc = ot_frugal_layers(o, cost, pb, it, m, mb, st->gpus, row + base, err);
+                for (int32_t l = layer; rc == LOOM_OK && l < layer + take; l++)
+                    sum += row[base + l];
             }
-            if (rc != LOOM_OK)
-                return rc;
             left -= take;
         }
         act = sum > act ? sum : act;
     }
     *bytes = stat + act;
-    return LOOM_OK;
+    return rc;
 }
 
 /* The index of the first template one of whose stages needs more than
@@ -354,18 +418,22 @@ static int ot_misfit(ot_self *o, const loom_cost_service *cost, const loom_probl
                      int32_t *stage, loom_error *err)
 {
     *bad = -1;
-    for (int32_t i = 0; i < o->n_t; i++)
-        for (int32_t k = 0; k < o->t[i].n_stages; k++) {
-            int rc = ot_stage_bytes(o, cost, pb, it, &o->t[i].stages[k], need, err);
-            if (rc != LOOM_OK)
-                return rc;
-            if (*need > cap) {
+    ot_memo memo = {0, pb->parallel.microbatches > 0 ? pb->parallel.microbatches : 1, 0,
+                    NULL, NULL};
+    for (int32_t m = 0; m < pb->model->n_modules; m++)
+        memo.n_layers += pb->model->modules[m].n_layers;
+    int rc = LOOM_OK;
+    for (int32_t i = 0; rc == LOOM_OK && *bad < 0 && i < o->n_t; i++)
+        for (int32_t k = 0; rc == LOOM_OK && k < o->t[i].n_stages; k++) {
+            rc = ot_stage_bytes(o, cost, pb, it, &o->t[i].stages[k], &memo, need, err);
+            if (rc == LOOM_OK && *need > cap) {
                 *bad = i;
                 *stage = k;
-                return LOOM_OK;
+                break;
             }
         }
-    return LOOM_OK;
+    ot_memo_free(o->host, &memo);
+    return rc;
 }
 
 /* Plans one template for every node count first..last into o->t. */
