@@ -130,7 +130,7 @@ START_TEST(reaches_optimum_never_beats_it)
         loom_mock_host_set_param(r.h, "late_acceptance", late[k]);
         loom_mock_host_set_param(r.h, "max_evaluations", evals[k]);
         for (int seed = 1; seed <= 4; seed++) {
-            char s[8];
+            char s[12];
             snprintf(s, sizeof s, "%d", seed);
             loom_mock_host_set_param(r.h, "seed", s);
             float prio[8];
