@@ -36,7 +36,7 @@ struct loom_evaluator {
  * of policy options). Free with overlay_free(); base must outlive it. */
 static loom_stage_graph *overlay_new(const loom_stage_graph *base)
 {
-    loom_stage_graph *o = malloc(sizeof *o);
+    loom_stage_graph *o = calloc(1, sizeof *o); /* padding zeroed: digested */
     if (!o)
         return NULL;
     *o = *base;
