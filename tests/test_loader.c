@@ -202,7 +202,7 @@ START_TEST(role_vtable_too_small)
 {
     char want[96];
     snprintf(want, sizeof want, "ranker vtable struct_size is 8 bytes, host needs at least %zu",
-             sizeof(loom_ranker_vtable));
+             offsetof(loom_ranker_vtable, reads));
     const char *const f[] = {want, NULL};
     expect_load_failure("small-vtable", LOOM_EABI, f);
 }
@@ -554,10 +554,34 @@ START_TEST(vtable_copy_zero_fills)
 }
 END_TEST
 
+/* Stand-in rank. */
+static int stub_rank(void *self, const loom_stage_graph *const *g, int32_t n, loom_ranking *out,
+                     loom_error *e)
+{
+    (void)self, (void)g, (void)n, (void)out, (void)e;
+    return LOOM_OK;
+}
+
+START_TEST(ranker_reads_defaults_to_all)
+{
+    /* A ranker built before `reads` existed: the host reads every graph
+     * member for it (LOOM_RANKER_READS_ALL), whatever follows its struct. */
+    loom_ranker_vtable src = {{(uint32_t)offsetof(loom_ranker_vtable, reads), 1},
+                              stub_create, stub_destroy, stub_rank, LOOM_RANKER_READS_COUNTS};
+    loom_ranker_vtable dst;
+    memset(&dst, 0xab, sizeof dst);
+    ck_assert_ptr_null(loom_role_copy_vtable(2, &src.header, &dst));
+    ck_assert_uint_eq(dst.reads, LOOM_RANKER_READS_ALL);
+    src.header.struct_size = sizeof src;
+    ck_assert_ptr_null(loom_role_copy_vtable(2, &src.header, &dst));
+    ck_assert_uint_eq(dst.reads, LOOM_RANKER_READS_COUNTS);
+}
+END_TEST
+
 START_TEST(role_tables)
 {
     ck_assert_uint_eq(loom_role_vtable_bytes(2), sizeof(loom_ranker_vtable));
-    ck_assert_uint_eq(loom_role_vtable_min_bytes(2), sizeof(loom_ranker_vtable));
+    ck_assert_uint_eq(loom_role_vtable_min_bytes(2), offsetof(loom_ranker_vtable, reads));
     ck_assert_uint_eq(loom_role_vtable_min_bytes(3),
                       offsetof(loom_interleaver_vtable, wants_split_backward));
     ck_assert_uint_eq(loom_role_vtable_min_bytes(0),
@@ -712,6 +736,7 @@ static Suite *loader_suite(void)
     tcase_add_test(ok, static_registration_runs_the_checks);
     tcase_add_test(ok, role_tables);
     tcase_add_test(ok, vtable_copy_zero_fills);
+    tcase_add_test(ok, ranker_reads_defaults_to_all);
     tcase_add_test(ok, plugin_calls_status_name);
     suite_add_tcase(s, ok);
     TCase *reg = tcase_create("registry");

@@ -156,8 +156,10 @@ typedef struct engine_run {
     const loom_iteration *it;
     int split;                 /* the interleaver wants I and W stages */
     loom_candidates *set;      /* NULL for a stage-times problem */
-    loom_stage_graph **graphs; /* n of them */
+    loom_stage_graph **graphs; /* n of them (into outlines when it has them) */
     uint64_t *digest;          /* per graph, before the search */
+    loom_stage_graph *outlines; /* n outlines for a counts-only ranker, or NULL */
+    loom_stage_graph *outlines_given; /* their copy, to check the ranker left them */
     loom_guarded prio;         /* the priorities buffer the ranker writes */
     int32_t n, offered, max_groups;
 } engine_run;
@@ -198,10 +200,57 @@ static int partition(engine_run *run, loom_error *err)
     return LOOM_OK;
 }
 
+/* loom_pipeline.outline_build: candidate c's full graph. */
+static int build_outlined(void *user, int32_t c, loom_stage_graph **out, loom_error *err)
+{
+    engine_run *run = user;
+    return build_graph(run->pl, run->problem, run->it, run->set, c, run->split, out, err);
+}
+
+/* The ranker reads only the graphs' counts and the set has several
+ * candidates: gives it outlines (loom_graph_outline), one full graph built
+ * per evaluator it creates. */
+static int ranks_outlines(const engine_run *run)
+{
+    const loom_step *rk = &run->pl->steps[run->pl->ranker];
+    return run->set && run->set->n > 1 && rk->vt.ranker.reads == LOOM_RANKER_READS_COUNTS;
+}
+
+/* Fills run->outlines, one per candidate, and points run->graphs at them. */
+static int build_outlines(engine_run *run, loom_error *err)
+{
+    int32_t count = run->set->n;
+    run->graphs = calloc((size_t)count, sizeof *run->graphs);
+    run->outlines = calloc((size_t)count, sizeof *run->outlines);
+    run->outlines_given = malloc((size_t)count * sizeof *run->outlines_given);
+    if (!run->graphs || !run->outlines || !run->outlines_given)
+        return loom_set_error(err, LOOM_ENOMEM, "plan: out of memory");
+    for (int32_t c = 0; c < count; c++) {
+        if (run->split)
+            run->set->items[c]->split_backward = 1;
+        int rc = loom_graph_outline(run->problem, run->it, run->set->items[c], &run->outlines[c],
+                                    err);
+        if (rc != LOOM_OK)
+            return rc;
+        run->graphs[c] = &run->outlines[c];
+    }
+    memcpy(run->outlines_given, run->outlines, (size_t)count * sizeof *run->outlines);
+    run->n = count;
+    loom_pipeline *pl = run->pl;
+    pl->outlines = run->outlines;
+    pl->n_outlines = count;
+    pl->outline_build = build_outlined;
+    pl->outline_user = run;
+    return LOOM_OK;
+}
+
 /* Builds the stage graph of every candidate (run->n of them), or the one
- * graph of a stage-times problem, and records each graph's digest. */
+ * graph of a stage-times problem, and records each graph's digest; a
+ * counts-only ranker's run gets outlines instead. */
 static int build_graphs(engine_run *run, loom_error *err)
 {
+    if (ranks_outlines(run))
+        return build_outlines(run, err);
     int32_t count = run->set ? run->set->n : 1;
     run->graphs = calloc((size_t)count, sizeof *run->graphs);
     if (!run->graphs)
@@ -260,6 +309,13 @@ static int rank(engine_run *run, loom_ranking *ranking, loom_plan *plan, loom_er
     if (ranking->candidate < 0 || ranking->candidate >= n)
         return loom_set_error(err, LOOM_EPLUGIN, "plugin %s: chose candidate %d of %d",
                               rk->ctx.plugin_id, ranking->candidate, n);
+    if (run->outlines) {
+        if (memcmp(run->outlines, run->outlines_given, (size_t)n * sizeof *run->outlines))
+            return loom_set_error(err, LOOM_EPLUGIN,
+                                  "plugin %s: wrote into the graph outlines it was given "
+                                  "read-only", rk->ctx.plugin_id);
+        return LOOM_OK;
+    }
     for (int32_t c = 0; c < n; c++)
         if (loom_graph_digest(run->graphs[c]) != run->digest[c])
             return blame_writer(pl, run->problem, run->it, run->set, c, run->split,
@@ -283,9 +339,21 @@ static int finish(engine_run *run, const loom_ranking *ranking, loom_plan *plan,
     /* the ranker's last evaluation, when it was of these priorities, is
      * the plan's (fifo's one run); else one more, with write checks */
     const loom_stage_graph *g = run->graphs[ranking->candidate];
+    loom_stage_graph **base = &run->graphs[ranking->candidate];
+    loom_stage_graph *built = NULL; /* the chosen outline's graph, built here */
     loom_evaluator *ev = loom_evaluator_take_kept(pl, g, ranking->priorities);
     int rc = LOOM_OK;
-    if (!ev) {
+    if (run->outlines && ev && !(base = loom_evaluator_owned_graph(ev))) {
+        loom_evaluator_destroy(ev); /* not one built from the outline */
+        ev = NULL;
+    }
+    if (run->outlines && !ev) {
+        rc = build_graph(pl, run->problem, run->it, run->set, ranking->candidate, run->split,
+                         &built, err);
+        g = built;
+        base = &built;
+    }
+    if (!ev && rc == LOOM_OK) {
         rc = loom_evaluator_create(&rk->ctx, g, &ev, err);
         if (rc == LOOM_OK) {
             loom_evaluator_check_writes(ev, 1);
@@ -294,11 +362,12 @@ static int finish(engine_run *run, const loom_ranking *ranking, loom_plan *plan,
     }
     loom_mark_step(pl, -1);
     if (rc == LOOM_OK)
-        rc = finish_plan(plan, ev, &run->graphs[ranking->candidate], err);
+        rc = finish_plan(plan, ev, base, err);
     if (rc == LOOM_OK)
         rc = check_bound(plan, loom_evaluator_schedule(ev)->lower_bound_ms, inter->ctx.plugin_id,
                          err);
     loom_evaluator_destroy(ev);
+    loom_graph_free(built);
     if (rc != LOOM_OK)
         return rc;
     if (run->set) {
@@ -312,9 +381,15 @@ static int finish(engine_run *run, const loom_ranking *ranking, loom_plan *plan,
 static void run_free(engine_run *run)
 {
     loom_guarded_free(&run->prio);
-    for (int32_t c = 0; c < run->n; c++)
+    for (int32_t c = 0; c < run->n && !run->outlines; c++)
         loom_graph_free(run->graphs[c]);
     free(run->graphs);
+    free(run->outlines);
+    free(run->outlines_given);
+    run->pl->outlines = NULL;
+    run->pl->n_outlines = 0;
+    run->pl->outline_build = NULL;
+    run->pl->outline_user = NULL;
     free(run->digest);
     loom_candidates_free(run->set);
 }

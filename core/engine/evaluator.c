@@ -27,6 +27,9 @@ struct loom_evaluator {
     uint64_t view_digest;         /* of view's own fields and arrays as
                                    * frugal_view left them (the others are
                                    * base's, digested by the engine) */
+    const loom_stage_graph *outline; /* the outline it was created on, or NULL */
+    loom_stage_graph *owned;      /* base, built from that outline; owned */
+    uint64_t owned_digest;        /* of owned as built */
 };
 
 /* A graph that shares every array of `base` except the three a policy
@@ -288,11 +291,64 @@ void loom_evaluator_destroy(loom_evaluator *ev)
         ev->mem->vt.memory_tuner.destroy(ev->mem_inst);
     overlay_free(ev->work);
     overlay_free(ev->view);
+    loom_graph_free(ev->owned);
     free(ev->policies);
     free(ev->last_prio);
     loom_schedule_free(ev->sched);
     loom_sim_scratch_free(ev->sim);
     free(ev);
+}
+
+/* The candidate whose outline `graph` is, or -1 when it is none of the
+ * pipeline's outlines. */
+static int32_t outline_index(const loom_pipeline *pl, const loom_stage_graph *graph)
+{
+    if (!pl || !pl->outlines || !graph)
+        return -1;
+    uintptr_t at = (uintptr_t)graph, first = (uintptr_t)pl->outlines;
+    if (at < first || at >= first + (uintptr_t)pl->n_outlines * sizeof *graph ||
+        (at - first) % sizeof *graph != 0)
+        return -1;
+    return (int32_t)((at - first) / sizeof *graph);
+}
+
+/* The service's create: on an outline (LOOM_RANKER_READS_COUNTS) it
+ * builds the candidate's full graph, which the evaluator then owns. */
+static int evaluator_service_create(loom_ctx *ctx, const loom_stage_graph *graph,
+                                    loom_evaluator **out, loom_error *err)
+{
+    loom_pipeline *pl = ctx ? ctx->pipeline : NULL;
+    int32_t c = outline_index(pl, graph);
+    if (c < 0)
+        return loom_evaluator_create(ctx, graph, out, err);
+    loom_stage_graph *full = NULL;
+    pthread_mutex_lock(&pl->outline_lock);
+    int rc = pl->outline_build(pl->outline_user, c, &full, err);
+    pthread_mutex_unlock(&pl->outline_lock);
+    if (rc == LOOM_OK &&
+        (full->n_stages != graph->n_stages || full->n_edges != graph->n_edges ||
+         full->n_pairs != graph->n_pairs || full->n_layer_entries != graph->n_layer_entries ||
+         full->n_ranks != graph->n_ranks || full->n_groups != graph->n_groups ||
+         full->n_microbatches != graph->n_microbatches))
+        rc = loom_set_error(err, LOOM_EINVAL, "graph builder: candidate %d's graph has %d "
+                            "stages and %d groups, its outline %d and %d", c, full->n_stages,
+                            full->n_groups, graph->n_stages, graph->n_groups);
+    if (rc == LOOM_OK)
+        rc = loom_evaluator_create(ctx, full, out, err);
+    if (rc != LOOM_OK) {
+        loom_graph_free(full);
+        return rc;
+    }
+    (*out)->outline = graph;
+    (*out)->owned = full;
+    (*out)->owned_digest = loom_graph_digest(full);
+    return LOOM_OK;
+}
+
+loom_stage_graph **loom_evaluator_owned_graph(loom_evaluator *ev)
+{
+    return ev && ev->owned && loom_graph_digest(ev->owned) == ev->owned_digest ? &ev->owned
+                                                                              : NULL;
 }
 
 /* The service's destroy: during the engine's ranking, an evaluator whose
@@ -319,7 +375,7 @@ loom_evaluator *loom_evaluator_take_kept(loom_pipeline *pl, const loom_stage_gra
     loom_evaluator *ev = pl->kept_evaluator;
     pl->kept_evaluator = NULL;
     pthread_mutex_unlock(&pl->kept_lock);
-    if (ev && (ev->base != graph || !ev->last_ok ||
+    if (ev && ((ev->outline ? ev->outline : ev->base) != graph || !ev->last_ok ||
                (graph->n_groups > 0 &&
                 memcmp(ev->last_prio, priorities, (size_t)graph->n_groups * sizeof(float))) ||
                (ev->view && loom_graph_policy_digest(ev->view) != ev->view_digest))) {
@@ -330,6 +386,6 @@ loom_evaluator *loom_evaluator_take_kept(loom_pipeline *pl, const loom_stage_gra
 }
 
 const loom_evaluator_service loom_evaluator_service_v1 = {
-    sizeof(loom_evaluator_service), 1, loom_evaluator_create, loom_evaluator_run,
+    sizeof(loom_evaluator_service), 1, evaluator_service_create, loom_evaluator_run,
     evaluator_release, loom_evaluator_set_deadline,
 };

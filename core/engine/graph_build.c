@@ -605,6 +605,41 @@ static void build_free(build *b)
     free(b->sums);
 }
 
+int loom_graph_outline(const loom_problem *problem, const loom_iteration *it,
+                       const loom_partition *part, loom_stage_graph *out, loom_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (problem->kind != LOOM_PROBLEM_MODEL || !problem->model)
+        return loom_set_error(err, LOOM_EINVAL, "graph builder: needs a model problem");
+    int rc = loom_partition_check(problem, part, err);
+    if (rc != LOOM_OK)
+        return rc;
+    build b = {0};
+    b.problem = problem;
+    b.it = it;
+    b.part = part;
+    b.err = err;
+    b.split = part->split_backward != 0;
+    b.M = part->n_microbatches;
+    b.F = part->n_flows;
+    graph_size z;
+    rc = build_init(&b, err);
+    if (rc == LOOM_OK)
+        rc = size_graph(&b, &z, err);
+    if (rc == LOOM_OK) {
+        out->struct_size = (uint32_t)sizeof *out;
+        out->n_stages = (int32_t)z.stages;
+        out->n_edges = (int32_t)z.edges;
+        out->n_pairs = (int32_t)z.pairs;
+        out->n_layer_entries = (int32_t)z.entries;
+        out->n_ranks = part->n_ranks;
+        out->n_groups = b.M * b.F;
+        out->n_microbatches = b.M;
+    }
+    build_free(&b);
+    return rc;
+}
+
 int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
                      const loom_iteration *it, const loom_partition *part,
                      loom_stage_graph **out, loom_error *err)

@@ -89,6 +89,17 @@ struct loom_pipeline {
     pthread_mutex_t kept_lock;
     struct loom_evaluator *kept_evaluator;
     int keep_released;
+    /* While the engine ranks with outlines (a ranker that declares
+     * LOOM_RANKER_READS_COUNTS), the n_outlines outlines it handed the
+     * ranker (borrowed) and how to build candidate c's full graph; an
+     * evaluator created on an outline builds it (evaluator.c), one build
+     * at a time under outline_lock. NULL otherwise. */
+    const loom_stage_graph *outlines;
+    int32_t n_outlines;
+    int (*outline_build)(void *user, int32_t candidate, loom_stage_graph **out,
+                         loom_error *err);
+    void *outline_user;
+    pthread_mutex_t outline_lock;
 };
 
 /* Records that the plugin of step `i` runs now (-1: core code), so an

@@ -87,7 +87,7 @@ static int reverse_rank(void *self, const loom_stage_graph *const *graphs,
 
 static const loom_ranker_vtable reverse_vtable = {
     {sizeof(loom_ranker_vtable), LOOM_RANKER_VERSION},
-    reverse_create, loom_instance_free, reverse_rank};
+    reverse_create, loom_instance_free, reverse_rank, LOOM_RANKER_READS_ALL};
 
 /* role(), the info struct (id and version equal manifest.json's, and the
  * param table) and the entry point, for a plugin with one role. */

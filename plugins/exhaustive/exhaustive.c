@@ -237,6 +237,7 @@ static const loom_ranker_vtable exh_vtable = {
     exh_create,
     exh_destroy,
     exh_rank,
+    LOOM_RANKER_READS_ALL,
 };
 
 /* Returns the ranker vtable for role "ranker", else NULL. */

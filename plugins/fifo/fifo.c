@@ -80,6 +80,7 @@ static const loom_ranker_vtable fifo_vtable = {
     fifo_create,
     fifo_destroy,
     fifo_rank,
+    LOOM_RANKER_READS_ALL,
 };
 
 /* Returns the ranker vtable for role "ranker", else NULL. */

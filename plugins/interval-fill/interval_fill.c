@@ -231,6 +231,7 @@ static const loom_ranker_vtable ifr_vtable = {
     ifr_create,
     ifr_destroy,
     ifr_rank,
+    LOOM_RANKER_READS_ALL,
 };
 
 /* Returns the ranker vtable for role "ranker", else NULL. */

@@ -568,6 +568,7 @@ static const loom_ranker_vtable mcts_vtable = {
     mcts_create,
     mcts_destroy,
     mcts_rank,
+    LOOM_RANKER_READS_ALL,
 };
 
 /* Returns the ranker vtable for role "ranker", else NULL. */

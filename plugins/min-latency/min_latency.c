@@ -121,6 +121,7 @@ static const loom_ranker_vtable ml_vtable = {
     ml_create,
     ml_destroy,
     ml_rank,
+    LOOM_RANKER_READS_ALL,
 };
 
 /* Returns the ranker vtable for role "ranker", else NULL. */

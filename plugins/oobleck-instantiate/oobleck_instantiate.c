@@ -376,6 +376,7 @@ static const loom_ranker_vtable oi_vtable = {
     oi_create,
     oi_destroy,
     oi_rank,
+    LOOM_RANKER_READS_COUNTS,
 };
 
 /* Returns the ranker vtable for role "ranker", else NULL. */

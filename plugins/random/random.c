@@ -189,6 +189,7 @@ static const loom_ranker_vtable random_vtable = {
     random_create,
     random_destroy,
     random_rank,
+    LOOM_RANKER_READS_ALL,
 };
 
 /* Returns the ranker vtable for role "ranker", else NULL. */

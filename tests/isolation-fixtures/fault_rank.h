@@ -75,7 +75,7 @@ static int fault_rank_rank(void *self, const loom_stage_graph *const *graphs, in
 
 static const loom_ranker_vtable fault_vtable = {
     {sizeof(loom_ranker_vtable), LOOM_RANKER_VERSION},
-    fault_create, fault_destroy, fault_rank_rank};
+    fault_create, fault_destroy, fault_rank_rank, LOOM_RANKER_READS_ALL};
 
 /* The ranker vtable, nothing else. */
 static const loom_role_header *fault_role(const char *role)

@@ -3,8 +3,9 @@
  * assign a priority to every segment group, scoring choices through the
  * "loom.evaluator" service (interleaver + memory tuner + simulator).
  *
- * Ownership: graphs are host-owned and read-only; `out` and its priority
- * buffer are host-owned (capacity cap_priorities >= the largest n_groups).
+ * Ownership: graphs are host-owned and read-only (outlines, for a ranker
+ * that declares LOOM_RANKER_READS_COUNTS); `out` and its priority buffer
+ * are host-owned (capacity cap_priorities >= the largest n_groups).
  */
 #ifndef LOOM_RANKER_H
 #define LOOM_RANKER_H
@@ -72,7 +73,25 @@ typedef struct loom_ranker_vtable {
      * waiting after it). */
     int (*rank)(void *self, const loom_stage_graph *const *graphs,
                 int32_t n_graphs, loom_ranking *out, loom_error *err);
+    /* Appended (a vtable without it reads as
+     * LOOM_RANKER_READS_ALL): what rank() reads of the graphs it is
+     * given. See LOOM_RANKER_READS_COUNTS. */
+    uint32_t reads;
 } loom_ranker_vtable;
+
+/* Values of loom_ranker_vtable.reads. */
+#define LOOM_RANKER_READS_ALL 0u
+/* rank() reads only the counts of each graph (n_stages, n_ranks,
+ * n_groups, n_microbatches, n_edges, n_pairs, n_layer_entries) and scores
+ * a graph only by creating an evaluator on it. The host may then give
+ * outlines: graphs with those counts, every other member zero and every
+ * array NULL. Creating an evaluator on an outline builds the candidate's
+ * full graph, which that evaluator owns and frees when it is destroyed,
+ * so a ranker of thousands of candidates holds the graphs of the
+ * evaluators it has open, not every candidate's. Building may fail with
+ * the cost model's error; evaluators may be created on outlines from
+ * several threads (the host builds one graph at a time). */
+#define LOOM_RANKER_READS_COUNTS 1u
 
 #ifdef __cplusplus
 }

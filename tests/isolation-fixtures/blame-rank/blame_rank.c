@@ -64,7 +64,7 @@ static int blame_rank_rank(void *self, const loom_stage_graph *const *graphs, in
 
 static const loom_ranker_vtable blame_vtable = {
     {sizeof(loom_ranker_vtable), LOOM_RANKER_VERSION},
-    blame_create, blame_destroy, blame_rank_rank};
+    blame_create, blame_destroy, blame_rank_rank, LOOM_RANKER_READS_ALL};
 
 /* The ranker vtable, nothing else. */
 static const loom_role_header *blame_role(const char *role)
