@@ -157,6 +157,54 @@ START_TEST(test_counts_and_replicas)
 }
 END_TEST
 
+/* An outline holds the counts of the graph the builder builds and no
+ * arrays; add_sized gives a partition room for fewer microbatches than
+ * the set's, filled as add fills it, and a clone keeps that room. */
+START_TEST(test_outlines_and_sized_candidates)
+{
+    fixture fx = open_fixture();
+    loom_error err = {0};
+    loom_stage_graph *g = NULL, o;
+    loom_partition *p = two_flows(fx.set, 0);
+    ck_assert_int_eq(loom_graph_build(fx.cost, &s.problem, fx.it, p, &g, &err), LOOM_OK);
+    ck_assert_int_eq(loom_graph_outline(&s.problem, fx.it, p, &o, &err), LOOM_OK);
+    ck_assert_int_eq(o.n_stages, g->n_stages);
+    ck_assert_int_eq(o.n_edges, g->n_edges);
+    ck_assert_int_eq(o.n_pairs, g->n_pairs);
+    ck_assert_int_eq(o.n_layer_entries, g->n_layer_entries);
+    ck_assert_int_eq(o.n_ranks, g->n_ranks);
+    ck_assert_int_eq(o.n_groups, g->n_groups);
+    ck_assert_int_eq(o.n_microbatches, g->n_microbatches);
+    ck_assert(!o.rank && !o.duration_ms && !o.pred_off && !o.layer_options && !o.static_bytes);
+    loom_graph_free(g);
+
+    loom_candidates *set = fx.set;
+    int32_t cap = set->items[0]->cap_microbatches;
+    loom_partition *q = NULL;
+    ck_assert_int_eq(set->add_sized(set, 0, &q, &err), LOOM_EINVAL);
+    char want[96];
+    snprintf(want, sizeof want, "room for 0 microbatches asked, expected 1 to %d", cap);
+    loom_test_has(err.message, want);
+    ck_assert_int_eq(set->add_sized(set, cap + 1, &q, &err), LOOM_EINVAL);
+    int32_t n = set->n;
+    ck_assert_int_eq(set->add_sized(set, 3, &q, &err), LOOM_OK);
+    ck_assert_int_eq(set->n, n + 1);
+    ck_assert_int_eq(q->cap_microbatches, 3);
+    ck_assert_int_eq(q->cap_flows, set->items[0]->cap_flows);
+    for (int32_t i = 0; i < q->cap_flows * 3; i++)
+        ck_assert_int_eq(q->subs[i], 1);
+    for (int32_t i = 0; i < 3; i++)
+        ck_assert(q->cp_attention_scale[i] == 1.0);
+    for (int32_t i = 0; i < q->n_modules * q->n_samples; i++)
+        ck_assert_int_eq(q->sample_mb[i], -1);
+    loom_partition *r = NULL;
+    ck_assert_int_eq(set->clone(set, n, &r, &err), LOOM_OK);
+    ck_assert_int_eq(r->cap_microbatches, 3);
+    loom_candidates_free(set);
+    loom_session_release(&s);
+}
+END_TEST
+
 /* The offload option of every layer entry is loom_offload_option() of its
  * none and full options on the problem's cluster: with the preset's host
  * bandwidth it holds full's bytes (less than none's) and costs none's
@@ -680,6 +728,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_counts_and_replicas);
+    tcase_add_test(tc, test_outlines_and_sized_candidates);
     tcase_add_test(tc, test_iteration_tail_by_dp);
     tcase_add_test(tc, test_fsdp_static_and_tail);
     tcase_add_test(tc, test_fsdp_one_rank_shards_everything);

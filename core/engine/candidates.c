@@ -114,9 +114,16 @@ static int push(loom_candidates *set, loom_partition *p, loom_error *err)
     return LOOM_OK;
 }
 
-static int cand_add(loom_candidates *set, loom_partition **out, loom_error *err)
+static int cand_add_sized(loom_candidates *set, int32_t cap_microbatches, loom_partition **out,
+                          loom_error *err)
 {
-    loom_partition *p = partition_alloc(set->host_private);
+    cand_private c = *(const cand_private *)set->host_private;
+    if (cap_microbatches < 1 || cap_microbatches > c.cap_microbatches)
+        return loom_set_error(err, LOOM_EINVAL,
+                              "candidate set: room for %d microbatches asked, expected 1 to %d",
+                              cap_microbatches, c.cap_microbatches);
+    c.cap_microbatches = cap_microbatches;
+    loom_partition *p = partition_alloc(&c);
     if (!p)
         return loom_set_error(err, LOOM_ENOMEM, "candidate set: out of memory");
     int rc = push(set, p, err);
@@ -126,6 +133,12 @@ static int cand_add(loom_candidates *set, loom_partition **out, loom_error *err)
     }
     *out = p;
     return LOOM_OK;
+}
+
+static int cand_add(loom_candidates *set, loom_partition **out, loom_error *err)
+{
+    const cand_private *c = set->host_private;
+    return cand_add_sized(set, c->cap_microbatches, out, err);
 }
 
 static int cand_clone(loom_candidates *set, int32_t index, loom_partition **out,
@@ -182,6 +195,7 @@ loom_candidates *loom_candidates_new(const loom_problem *problem,
     set->clone = cand_clone;
     set->remove = cand_remove;
     set->host_private = c;
+    set->add_sized = cand_add_sized;
     return set;
 }
 

@@ -541,7 +541,11 @@ static int ot_emit(ot_self *o, const loom_problem *pb, const loom_iteration *it,
         for (int32_t k = 0; rc == LOOM_OK && k < per; k++) {
             int32_t s = all ? oobleck_share_of(k, mbs) : mbs;
             loom_partition *p = NULL;
-            rc = set->add(set, &p, err);
+            /* room for the share alone: thousands of small candidates */
+            if (LOOM_STRUCT_HAS(set, loom_candidates, add_sized) && set->add_sized)
+                rc = set->add_sized(set, s + 1, &p, err);
+            else
+                rc = set->add(set, &p, err);
             if (rc == LOOM_OK)
                 rc = ot_candidate(o->host, pb->model, it, &o->t[i], s, mbs, p, err);
             if (rc != LOOM_OK && p)

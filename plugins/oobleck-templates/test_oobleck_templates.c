@@ -113,6 +113,7 @@ START_TEST(templates_in_order)
         const loom_partition *p = set->items[c];
         int nodes = 1 + c / 4, share = 1 + c % 4;
         ck_assert_int_eq(p->n_microbatches, share);
+        ck_assert_int_eq(p->cap_microbatches, share + 1); /* room for its share alone */
         char want[32];
         snprintf(want, sizeof want, "oobleck n=%d ", nodes);
         ck_assert_msg(strstr(p->label, want) != NULL, "%s", p->label);

@@ -35,6 +35,14 @@ struct loom_candidates {
     /* Removes items[index]; later items shift down. */
     void (*remove)(loom_candidates *set, int32_t index);
     void *host_private;
+    /* Appended (read it when LOOM_STRUCT_HAS(set, loom_candidates,
+     * add_sized) and it is not NULL). Appends an empty partition as add
+     * does, with room for cap_microbatches microbatches (1 up to the
+     * set's own) instead of the set's: subs and cp_attention_scale are
+     * that much smaller. For a partitioner that offers many candidates of
+     * few microbatches each (oobleck-templates' microbatch shares). */
+    int (*add_sized)(loom_candidates *set, int32_t cap_microbatches, loom_partition **out,
+                     loom_error *err);
 };
 
 typedef struct loom_partitioner_vtable {
