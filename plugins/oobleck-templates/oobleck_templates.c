@@ -281,7 +281,54 @@ typedef struct ot_memo {
     int32_t n_tables, mbs, n_layers;
     int32_t *tp;      /* n_tables TP degrees */
     double **bytes;   /* n_tables rows of mbs * n_layers */
+    /* the iteration's samples grouped by microbatch (mb_off: mbs + 1
+     * offsets into samples), each with microbatch -1, so that a
+     * microbatch's shape is one microbatch's iteration of its own samples
+     * instead of a pass over every sample */
+    int32_t *mb_off;
+    loom_sample *samples;
 } ot_memo;
+
+/* The microbatch of sample i of it (as ot_candidate assigns it). */
+static int32_t ot_sample_mb(const loom_iteration *it, int32_t i, int32_t mbs)
+{
+    int32_t mb = it->samples[i].microbatch;
+    return mb >= 0 ? mb : (int32_t)((int64_t)i * mbs / it->n_samples);
+}
+
+/* Groups it's samples by microbatch into memo (ot_memo.mb_off), in
+ * sample order within a microbatch (a counting sort); samples of no
+ * microbatch below mbs are left out. */
+static int ot_memo_group(const loom_host_api *host, ot_memo *memo, const loom_iteration *it,
+                         loom_error *err)
+{
+    int32_t n = it->n_samples, mbs = memo->mbs;
+    int32_t *off = memo->mb_off = host->alloc(((size_t)mbs + 1) * sizeof *off);
+    memo->samples = host->alloc((size_t)(n > 0 ? n : 1) * sizeof *memo->samples);
+    if (!off || !memo->samples)
+        return host->error(err, LOOM_ENOMEM, "oobleck-templates: out of memory");
+    for (int32_t mb = 0; mb <= mbs; mb++)
+        off[mb] = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t mb = ot_sample_mb(it, i, mbs);
+        if (mb < mbs)
+            off[mb + 1]++;
+    }
+    for (int32_t mb = 1; mb <= mbs; mb++) /* off[mb]: where microbatch mb starts */
+        off[mb] += off[mb - 1];
+    for (int32_t i = 0; i < n; i++) {
+        int32_t mb = ot_sample_mb(it, i, mbs);
+        if (mb >= mbs)
+            continue;
+        loom_sample *at = &memo->samples[off[mb]++]; /* off[mb] ends up where mb ends */
+        *at = it->samples[i];
+        at->microbatch = -1;
+    }
+    for (int32_t mb = mbs; mb > 0; mb--)
+        off[mb] = off[mb - 1];
+    off[0] = 0;
+    return LOOM_OK;
+}
 
 /* Releases the memo's tables. */
 static void ot_memo_free(const loom_host_api *host, ot_memo *memo)
@@ -290,6 +337,8 @@ static void ot_memo_free(const loom_host_api *host, ot_memo *memo)
         host->free(memo->bytes[k]);
     host->free(memo->bytes);
     host->free(memo->tp);
+    host->free(memo->mb_off);
+    host->free(memo->samples);
 }
 
 /* The table of TP degree tp into *table, added when new. */
@@ -334,14 +383,15 @@ static int ot_memo_table(ot_self *o, ot_memo *memo, int32_t tp, double **table,
  * tuner tests a stage with), 0 for a layer that keeps nothing, into
  * out[0..n_layers of m). */
 static int ot_frugal_layers(ot_self *o, const loom_cost_service *cost, const loom_problem *pb,
-                            const loom_iteration *it, int32_t m, int32_t mb, int32_t tp,
-                            double *out, loom_error *err)
+                            const loom_iteration *it, const ot_memo *memo, int32_t m,
+                            int32_t mb, int32_t tp, double *out, loom_error *err)
 {
     const loom_model *model = pb->model;
     const loom_module *mod = &model->modules[m];
-    int32_t mbs = pb->parallel.microbatches > 0 ? pb->parallel.microbatches : 1;
     loom_shape shape = LOOM_SHAPE_INIT;
-    int rc = cost->module_shape(o->ctx, m, it, mbs, mb, 1, &shape, err);
+    loom_iteration own = {it->index, memo->mb_off[mb + 1] - memo->mb_off[mb],
+                          memo->samples + memo->mb_off[mb]};
+    int rc = cost->module_shape(o->ctx, m, &own, 1, 0, 1, &shape, err);
     if (rc != LOOM_OK)
         return rc;
     shape.tp = tp;
@@ -398,7 +448,8 @@ static int ot_stage_bytes(ot_self *o, const loom_cost_service *cost, const loom_
                 stat += (double)b;
             } else {
                 if (isnan(row[base]))
-                    rc = ot_frugal_layers(o, cost, pb, it, m, mb, st->gpus, row + base, err);
+                    rc = ot_frugal_layers(o, cost, pb, it, memo, m, mb, st->gpus, row + base,
+                                          err);
                 for (int32_t l = layer; rc == LOOM_OK && l < layer + take; l++)
                     sum += row[base + l];
             }
@@ -419,10 +470,10 @@ static int ot_misfit(ot_self *o, const loom_cost_service *cost, const loom_probl
 {
     *bad = -1;
     ot_memo memo = {0, pb->parallel.microbatches > 0 ? pb->parallel.microbatches : 1, 0,
-                    NULL, NULL};
+                    NULL, NULL, NULL, NULL};
     for (int32_t m = 0; m < pb->model->n_modules; m++)
         memo.n_layers += pb->model->modules[m].n_layers;
-    int rc = LOOM_OK;
+    int rc = ot_memo_group(o->host, &memo, it, err);
     for (int32_t i = 0; rc == LOOM_OK && *bad < 0 && i < o->n_t; i++)
         for (int32_t k = 0; rc == LOOM_OK && k < o->t[i].n_stages; k++) {
             rc = ot_stage_bytes(o, cost, pb, it, &o->t[i].stages[k], &memo, need, err);
@@ -528,6 +579,16 @@ static int ot_plan(ot_self *o, const loom_problem *pb, const loom_iteration *it,
     return rc;
 }
 
+/* Bounds on one iteration's candidates (docs/formats.md, "Bounds on the
+ * work an input implies"; docs/benchmarks.md, "Graphs built on demand"):
+ * stage-microbatches, the sum over candidates of stages x microbatches
+ * (GPT-3 6.7B on 30 A40 nodes: 12,288 microbatches in all shares hold
+ * 8.32 million and plan in 7.0 s, the whole batch of 20,480 alone 8.29
+ * million in 8.4 s); and sample-map entries, candidates x samples x
+ * modules (2^27: 512 MiB of maps). */
+#define OT_MAX_WORK ((int64_t)1 << 23)
+#define OT_MAX_SAMPLE_MAP ((int64_t)1 << 27)
+
 /* Emits every template's candidates for this iteration. */
 static int ot_emit(ot_self *o, const loom_problem *pb, const loom_iteration *it,
                    loom_candidates *set, loom_error *err)
@@ -537,6 +598,30 @@ static int ot_emit(ot_self *o, const loom_problem *pb, const loom_iteration *it,
     int32_t mbs = pb->parallel.microbatches > 0 ? pb->parallel.microbatches : 1;
     int all = strcmp(shares, "full") != 0;
     int32_t per = all ? oobleck_shares_per_template(mbs) : 1;
+    /* the candidates' stages x microbatches, what building and simulating
+     * them all would cost */
+    int64_t work = 0, sum_shares = 0;
+    for (int32_t k = 0; k < per; k++)
+        sum_shares += all ? oobleck_share_of(k, mbs) : mbs;
+    for (int32_t i = 0; i < o->n_t; i++)
+        work += (int64_t)o->t[i].n_stages * sum_shares;
+    if (work > OT_MAX_WORK)
+        return o->host->error(err, LOOM_EINVAL,
+                              "oobleck-templates: %d templates of %d microbatch share(s) "
+                              "(%lld microbatches in all) hold %lld stage-microbatches, at most "
+                              "%lld (docs/formats.md, bounds); plan fewer microbatches or "
+                              "nodes", o->n_t, per, (long long)sum_shares, (long long)work,
+                              (long long)OT_MAX_WORK);
+    /* each candidate maps every sample (sample_mb): bound the sum */
+    int64_t entries = (int64_t)o->n_t * per * it->n_samples * pb->model->n_modules;
+    if (entries > OT_MAX_SAMPLE_MAP)
+        return o->host->error(err, LOOM_EINVAL,
+                              "oobleck-templates: %d templates x %d microbatch shares x %d "
+                              "samples x %d modules = %lld sample-map entries, at most %lld "
+                              "(docs/formats.md, bounds); plan fewer microbatches or nodes",
+                              o->n_t, per,
+                              it->n_samples, pb->model->n_modules, (long long)entries,
+                              (long long)OT_MAX_SAMPLE_MAP);
     for (int32_t i = 0; rc == LOOM_OK && i < o->n_t; i++)
         for (int32_t k = 0; rc == LOOM_OK && k < per; k++) {
             int32_t s = all ? oobleck_share_of(k, mbs) : mbs;

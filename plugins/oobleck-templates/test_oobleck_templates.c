@@ -61,9 +61,10 @@ static loom_layer layer = {64, 256, 4, 4, 0, 0, 0, 0};
 static int64_t test_hbm = 8LL << 30; /* HBM per GPU of the test cluster */
 
 /* Runs the partitioner on a 12-layer model, tp*pp*dp GPUs, 8 GPUs per
- * node of test_hbm bytes, 4 microbatches; params as "k", "v" pairs. */
-static int run(int32_t gpus, const char *const *params, loom_candidates **set,
-               loom_error *err)
+ * node of test_hbm bytes, mbs microbatches of n_samples samples (spread
+ * evenly); params as "k", "v" pairs. */
+static int run_with(int32_t gpus, int32_t mbs, int32_t n_samples, const char *const *params,
+                    loom_candidates **set, loom_error *err)
 {
     static loom_module mods[1];
     static loom_model model;
@@ -80,10 +81,12 @@ static int run(int32_t gpus, const char *const *params, loom_candidates **set,
     pb.kind = LOOM_PROBLEM_MODEL;
     pb.model = &model;
     pb.cluster = &cl;
-    pb.parallel = (loom_parallel){1, gpus, 1, 1, 4, 0};
-    static loom_sample smp[4] = {{100, 0, -1, 0, 0}, {100, 0, -1, 0, 0},
-                                 {100, 0, -1, 0, 0}, {100, 0, -1, 0, 0}};
-    static loom_iteration it = {0, 4, smp};
+    pb.parallel = (loom_parallel){1, gpus, 1, 1, mbs, 0};
+    loom_sample *smp = calloc((size_t)n_samples, sizeof *smp);
+    ck_assert_ptr_nonnull(smp);
+    for (int32_t i = 0; i < n_samples; i++)
+        smp[i] = (loom_sample){100, 0, -1, 0, 0};
+    loom_iteration it = {0, n_samples, smp};
     loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
     loom_mock_host_set_problem(h, &pb);
     loom_mock_host_add_service(h, LOOM_SERVICE_COST, 1, &mock_cost);
@@ -98,8 +101,46 @@ static int run(int32_t gpus, const char *const *params, loom_candidates **set,
     int rc = vt->partition(self, &pb, &it, *set, err);
     vt->destroy(self);
     loom_mock_host_free(h);
+    free(smp);
     return rc;
 }
+
+/* run_with 4 microbatches of one sample each. */
+static int run(int32_t gpus, const char *const *params, loom_candidates **set,
+               loom_error *err)
+{
+    return run_with(gpus, 4, 4, params, set, err);
+}
+
+/* The candidates' work is bounded before they are offered: stages x
+ * microbatches over every template and share (2^23), and the samples
+ * every candidate maps (2^27 entries). */
+START_TEST(candidate_work_is_bounded)
+{
+    loom_candidates *set = NULL;
+    loom_error err = {0, ""};
+    /* 12 nodes, templates of 1..11 nodes with a stage a node, at 130,000
+     * microbatches: the 128 shares and the whole batch are 138,256
+     * microbatches a template, over 66 stages */
+    ck_assert_int_eq(run_with(96, 130000, 130000, NULL, &set, &err), LOOM_EINVAL);
+    loom_test_has(err.message, "oobleck-templates: 11 templates of 129 microbatch share(s) "
+                               "(138256 microbatches in all) hold 9124896 stage-microbatches, "
+                               "at most 8388608 (docs/formats.md, bounds); plan fewer "
+                               "microbatches or nodes");
+    loom_mock_candidates_free(set);
+    set = NULL;
+    /* 3 templates x 128 shares x 400,000 samples */
+    ck_assert_int_eq(run_with(32, 128, 400000, NULL, &set, &err), LOOM_EINVAL);
+    loom_test_has(err.message, "3 templates x 128 microbatch shares x 400000 samples x 1 "
+                               "modules = 153600000 sample-map entries, at most 134217728");
+    loom_mock_candidates_free(set);
+    set = NULL;
+    /* within both: 128 microbatches of 1,000 samples */
+    ck_assert_msg(run_with(32, 128, 1000, NULL, &set, &err) == LOOM_OK, "%s", err.message);
+    ck_assert_int_eq(set->n, 3 * 128);
+    loom_mock_candidates_free(set);
+}
+END_TEST
 
 START_TEST(templates_in_order)
 {
@@ -232,6 +273,7 @@ static Suite *ot_suite(void)
     Suite *s = suite_create("oobleck_templates");
     TCase *tc = tcase_create("partitioner");
     tcase_add_test(tc, templates_in_order);
+    tcase_add_test(tc, candidate_work_is_bounded);
     tcase_add_test(tc, memory_sets_n0_and_params);
     tcase_add_test(tc, templates_kept_across_iterations);
     suite_add_tcase(s, tc);
