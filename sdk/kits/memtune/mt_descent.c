@@ -5,6 +5,7 @@
  * the pairs live at that peak one step down its chain of ever more frugal
  * states.
  */
+#include <stdint.h>
 #include <string.h>
 #include <loom/kits/memtune.h>
 
@@ -28,7 +29,101 @@ void loom_mt_descent_free(const loom_host_api *host, loom_mt_descent *d)
     host->free(d->best_saved);
     host->free(d->best_key);
     host->free(d->best_free);
+    host->free(d->peak_max);
+    host->free(d->peak_add);
+    int32_t rescans = d->rescans;
     memset(d, 0, sizeof *d);
+    d->rescans = rescans;
+}
+
+/* Peaks a rank fixes by rescanning its slots (loom_mt_rank_peak) before
+ * the descent tracks them in the tree instead. */
+#define LOOM_MT_RESCANS 8
+
+/* Builds the tree over rank r's slots from pair_bytes: leaf k holds the
+ * activation bytes at the rank's k-th slot as loom_mt_rank_peak measures
+ * them (after the slot's allocation, before its releases). */
+static int mt_tree_build(const loom_host_api *host, loom_mt_descent *d,
+                         const loom_mt_timeline *t, int32_t r, const int64_t *pair_bytes)
+{
+    int32_t lo = t->rank_off[r], n = t->rank_off[r + 1] - lo, leaves = 1;
+    while (leaves < n)
+        leaves *= 2;
+    if (leaves > d->cap_peak) {
+        host->free(d->peak_max);
+        host->free(d->peak_add);
+        d->peak_max = host->alloc(2 * (size_t)leaves * sizeof *d->peak_max);
+        d->peak_add = host->alloc(2 * (size_t)leaves * sizeof *d->peak_add);
+        d->cap_peak = d->peak_max && d->peak_add ? leaves : 0;
+        if (!d->cap_peak)
+            return LOOM_ENOMEM;
+    }
+    d->peak_leaves = leaves;
+    int64_t *mx = d->peak_max, cur = 0;
+    for (int32_t k = 0; k < leaves; k++) {
+        if (k < n) {
+            int32_t o = t->slot_open[lo + k];
+            if (o >= 0)
+                cur += pair_bytes[o];
+            mx[leaves + k] = cur;
+            for (int32_t c = t->slot_close[lo + k]; c >= 0; c = t->close_next[c])
+                cur -= pair_bytes[c];
+        } else {
+            mx[leaves + k] = INT64_MIN / 4; /* never the maximum */
+        }
+    }
+    for (int32_t v = leaves - 1; v >= 1; v--)
+        mx[v] = mx[2 * v] > mx[2 * v + 1] ? mx[2 * v] : mx[2 * v + 1];
+    memset(d->peak_add, 0, 2 * (size_t)leaves * sizeof *d->peak_add);
+    return LOOM_OK;
+}
+
+/* Adds x to the leaves l..r (inclusive) under node v, which covers
+ * leaves nl..nr. */
+static void mt_tree_add(loom_mt_descent *d, int32_t v, int32_t nl, int32_t nr, int32_t l,
+                        int32_t r, int64_t x)
+{
+    if (r < nl || nr < l)
+        return;
+    if (l <= nl && nr <= r) {
+        d->peak_max[v] += x;
+        d->peak_add[v] += x;
+        return;
+    }
+    int32_t mid = nl + (nr - nl) / 2;
+    mt_tree_add(d, 2 * v, nl, mid, l, r, x);
+    mt_tree_add(d, 2 * v + 1, mid + 1, nr, l, r, x);
+    int64_t a = d->peak_max[2 * v], b = d->peak_max[2 * v + 1];
+    d->peak_max[v] = (a > b ? a : b) + d->peak_add[v];
+}
+
+/* Pair p's bytes changed by x: every slot it is live at (its allocation
+ * through its release) changes by x. */
+static void mt_tree_pair(loom_mt_descent *d, const loom_mt_timeline *t, int32_t r, int32_t p,
+                         int64_t x)
+{
+    int32_t lo = t->rank_off[r];
+    mt_tree_add(d, 1, 0, d->peak_leaves - 1, t->pair_open[p] - lo, t->pair_close[p] - lo, x);
+}
+
+/* Rank r's peak from the tree into t (peak_bytes, peak_slot: the first
+ * slot reaching it, -1 when memory never rises above 0), as
+ * loom_mt_rank_peak would compute it; returns the peak. */
+static int64_t mt_tree_peak(const loom_mt_descent *d, loom_mt_timeline *t, int32_t r)
+{
+    const int64_t *mx = d->peak_max, *add = d->peak_add;
+    int64_t peak = mx[1];
+    if (peak <= 0) {
+        t->peak_bytes[r] = 0;
+        t->peak_slot[r] = -1;
+        return 0;
+    }
+    int32_t v = 1;
+    while (v < d->peak_leaves) /* the leftmost child holding the maximum */
+        v = mx[2 * v] == mx[v] - add[v] ? 2 * v : 2 * v + 1;
+    t->peak_bytes[r] = peak;
+    t->peak_slot[r] = t->rank_off[r] + (v - d->peak_leaves);
+    return peak;
 }
 
 /* Recomputes pair p's best next move into the cache: the largest key,
@@ -153,6 +248,8 @@ static int mt_descend_rank(const loom_host_api *host, loom_mt_descent *d,
     double cap = g->memory_cap_bytes;
     int64_t stat = g->static_bytes ? g->static_bytes[r] : 0;
     int64_t peak = loom_mt_rank_peak(t, r, pair_bytes);
+    int32_t fixed = 0; /* peaks fixed; past `rescans` the tree tracks them */
+    int32_t rescans = d->rescans > 0 ? d->rescans : LOOM_MT_RESCANS;
     while ((double)stat + (double)peak > cap) {
         int32_t slot = t->peak_slot[r];
         int64_t at = peak; /* activation bytes after `slot` */
@@ -170,7 +267,7 @@ static int mt_descend_rank(const loom_host_api *host, loom_mt_descent *d,
                     (long long)stat, (long long)at);
             int32_t p = d->heap[0].pair >> 1;
             int32_t x = d->best_unit[p];
-            int64_t saved = d->best_saved[p];
+            int64_t saved = d->best_saved[p], before = pair_bytes[p];
             u->state[x]++;
             pair_bytes[p] -= saved;
             at -= saved;
@@ -187,6 +284,8 @@ static int mt_descend_rank(const loom_host_api *host, loom_mt_descent *d,
                 if (moves)
                     (*moves)++;
             }
+            if (fixed > rescans)
+                mt_tree_pair(d, t, r, p, pair_bytes[p] - before);
             mt_pair_best(d, u, p);
             if (d->best_unit[p] < 0)
                 d->heap[0] = d->heap[--n]; /* p cannot move any more */
@@ -197,7 +296,13 @@ static int mt_descend_rank(const loom_host_api *host, loom_mt_descent *d,
             if (moves)
                 (*moves)++;
         }
-        peak = loom_mt_rank_peak(t, r, pair_bytes);
+        if (++fixed <= rescans) {
+            peak = loom_mt_rank_peak(t, r, pair_bytes);
+            continue;
+        }
+        if (fixed == rescans + 1 && mt_tree_build(host, d, t, r, pair_bytes) != LOOM_OK)
+            return host->error(err, LOOM_ENOMEM, "%s: out of memory", who);
+        peak = mt_tree_peak(d, t, r);
     }
     return LOOM_OK;
 }

@@ -318,6 +318,83 @@ START_TEST(timeline_bounds_per_phase_peaks)
 }
 END_TEST
 
+/* Runs the descent on g under order s with the cap at `share` of its
+ * peak with no recomputation, fixing `rescans` peaks a rank by rescans
+ * before the tree takes over; the units' states and pair bytes into
+ * state[] and bytes[], the peaks into peak[] and peak_slot[]. */
+static int64_t descend_with(const loom_host_api *host, loom_stage_graph *g,
+                            const loom_schedule *s, double share, int32_t rescans,
+                            int32_t *state, int64_t *bytes, int64_t *peak, int32_t *peak_slot)
+{
+    loom_mt_entry_chains c;
+    memset(&c, 0, sizeof c);
+    loom_mt_timeline t;
+    memset(&t, 0, sizeof t);
+    loom_mt_descent d;
+    memset(&d, 0, sizeof d);
+    d.rescans = rescans;
+    loom_error err = {0};
+    ck_assert_int_eq(loom_mt_entry_chains_build(host, &c, g, &err), LOOM_OK);
+    ck_assert_int_eq(loom_mt_timeline_build(host, &t, g, s, &err), LOOM_OK);
+    g->memory_cap_bytes = share * (double)mtt_uniform_peak(g, s, LOOM_POLICY_NONE);
+    loom_mt_units u = loom_mt_entry_units(&c, g);
+    int64_t moves = 0;
+    ck_assert_msg(loom_mt_descend(host, &d, &t, g, &u, c.pair_bytes, -1, "t", &moves, &err) ==
+                      LOOM_OK, "%s", err.message);
+    memcpy(state, c.state, (size_t)g->n_layer_entries * sizeof *state);
+    memcpy(bytes, c.pair_bytes, (size_t)g->n_pairs * sizeof *bytes);
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        peak[r] = t.peak_bytes[r];
+        peak_slot[r] = t.peak_slot[r];
+        /* what the descent leaves is what a scan of the rank reads */
+        ck_assert_int_eq(loom_mt_rank_peak(&t, r, c.pair_bytes), peak[r]);
+        ck_assert_int_eq(t.peak_slot[r], peak_slot[r]);
+        ck_assert(g->static_bytes[r] + peak[r] <= g->memory_cap_bytes);
+    }
+    loom_mt_descent_free(host, &d);
+    loom_mt_timeline_free(host, &t);
+    loom_mt_entry_chains_free(host, &c);
+    return moves;
+}
+
+/* A rank with many peaks over the cap (1F1B over 48 microbatches) makes
+ * the same moves whether every peak is found by rescanning the rank or,
+ * past the first, by the tree of its slots. */
+START_TEST(descent_tree_matches_rescans)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    const loom_host_api *host = loom_mock_host_api(h);
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        int P = 1 + (int)(seed % 3), M = 48;
+        loom_stage_graph *g = mtt_chain(P, M, 2, 0, seed);
+        loom_schedule *s = mtt_order(P, M, 0, 0);
+        int32_t *st[2];
+        int64_t *by[2], peak[2][8], moves[2];
+        int32_t slot[2][8];
+        double share = 0.5 + 0.1 * (double)(seed % 3);
+        for (int k = 0; k < 2; k++) {
+            st[k] = malloc((size_t)g->n_layer_entries * sizeof *st[k]);
+            by[k] = malloc((size_t)g->n_pairs * sizeof *by[k]);
+            moves[k] = descend_with(host, g, s, share, k == 0 ? INT32_MAX : 1, st[k], by[k],
+                                    peak[k], slot[k]);
+        }
+        ck_assert_int_gt(moves[0], 8); /* the tree took over */
+        ck_assert_int_eq(moves[0], moves[1]);
+        ck_assert_mem_eq(st[0], st[1], (size_t)g->n_layer_entries * sizeof *st[0]);
+        ck_assert_mem_eq(by[0], by[1], (size_t)g->n_pairs * sizeof *by[0]);
+        ck_assert_mem_eq(peak[0], peak[1], (size_t)P * sizeof peak[0][0]);
+        ck_assert_mem_eq(slot[0], slot[1], (size_t)P * sizeof slot[0][0]);
+        for (int k = 0; k < 2; k++) {
+            free(st[k]);
+            free(by[k]);
+        }
+        loom_schedule_free(s);
+        loom_graph_free(g);
+    }
+    loom_mock_host_free(h);
+}
+END_TEST
+
 /* The suite: every test in one case. */
 static Suite *suite(void)
 {
@@ -328,6 +405,7 @@ static Suite *suite(void)
     tcase_add_test(tc, check_inputs);
     tcase_add_test(tc, timeline_peaks_match_simulator);
     tcase_add_test(tc, timeline_bounds_per_phase_peaks);
+    tcase_add_test(tc, descent_tree_matches_rescans);
     tcase_add_test(tc, offload_option_closed_form);
     suite_add_tcase(s, tc);
     return s;

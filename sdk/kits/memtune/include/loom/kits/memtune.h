@@ -124,6 +124,14 @@ typedef struct loom_mt_descent {
                               bytes it saves when it adds no time */
     uint8_t *best_free;    /* per pair: 1 when that move adds no time */
     int32_t cap_live;
+    /* A rank's memory over its slots as a tree of maxima (range add, the
+     * first slot of the maximum), built once a rank has had
+     * LOOM_MT_RESCANS peaks fixed, so that a rank of thousands of peaks
+     * over the cap is not rescanned for each: 2 * peak_leaves entries. */
+    int64_t *peak_max, *peak_add;
+    int32_t peak_leaves, cap_peak;
+    int32_t rescans;       /* peaks a rank fixes by rescanning before the
+                              tree takes over; 0: LOOM_MT_RESCANS (8) */
 } loom_mt_descent;
 
 /* For every rank whose static bytes plus activation peak exceed `cap`
