@@ -605,27 +605,37 @@ static void build_free(build *b)
     free(b->sums);
 }
 
-int loom_graph_outline(const loom_problem *problem, const loom_iteration *it,
-                       const loom_partition *part, loom_stage_graph *out, loom_error *err)
+/* Checks the problem and partition, sets the builder up for them and
+ * sizes the graph into *z; the caller frees b with build_free either way. */
+static int build_start(build *b, loom_ctx *cost_ctx, const loom_problem *problem,
+                       const loom_iteration *it, const loom_partition *part, graph_size *z,
+                       loom_error *err)
 {
-    memset(out, 0, sizeof *out);
+    memset(b, 0, sizeof *b);
+    b->problem = problem;
     if (problem->kind != LOOM_PROBLEM_MODEL || !problem->model)
         return loom_set_error(err, LOOM_EINVAL, "graph builder: needs a model problem");
     int rc = loom_partition_check(problem, part, err);
     if (rc != LOOM_OK)
         return rc;
-    build b = {0};
-    b.problem = problem;
-    b.it = it;
-    b.part = part;
-    b.err = err;
-    b.split = part->split_backward != 0;
-    b.M = part->n_microbatches;
-    b.F = part->n_flows;
+    b->it = it;
+    b->part = part;
+    b->cost_ctx = cost_ctx;
+    b->err = err;
+    b->split = part->split_backward != 0;
+    b->M = part->n_microbatches;
+    b->F = part->n_flows;
+    rc = build_init(b, err);
+    return rc == LOOM_OK ? size_graph(b, z, err) : rc;
+}
+
+int loom_graph_outline(const loom_problem *problem, const loom_iteration *it,
+                       const loom_partition *part, loom_stage_graph *out, loom_error *err)
+{
+    memset(out, 0, sizeof *out);
+    build b;
     graph_size z;
-    rc = build_init(&b, err);
-    if (rc == LOOM_OK)
-        rc = size_graph(&b, &z, err);
+    int rc = build_start(&b, NULL, problem, it, part, &z, err);
     if (rc == LOOM_OK) {
         out->struct_size = (uint32_t)sizeof *out;
         out->n_stages = (int32_t)z.stages;
@@ -644,25 +654,10 @@ int loom_graph_build(loom_ctx *cost_ctx, const loom_problem *problem,
                      const loom_iteration *it, const loom_partition *part,
                      loom_stage_graph **out, loom_error *err)
 {
-    if (problem->kind != LOOM_PROBLEM_MODEL || !problem->model)
-        return loom_set_error(err, LOOM_EINVAL, "graph builder: needs a model problem");
-    int rc = loom_partition_check(problem, part, err);
-    if (rc != LOOM_OK)
-        return rc;
-    build b = {0};
-    b.problem = problem;
-    b.it = it;
-    b.part = part;
-    b.cost_ctx = cost_ctx;
-    b.err = err;
-    b.split = part->split_backward != 0;
-    b.M = part->n_microbatches;
-    b.F = part->n_flows;
+    build b;
     graph_size z;
     loom_stage_graph *g = NULL;
-    rc = build_init(&b, err);
-    if (rc == LOOM_OK)
-        rc = size_graph(&b, &z, err);
+    int rc = build_start(&b, cost_ctx, problem, it, part, &z, err);
     if (rc == LOOM_OK)
         rc = alloc_graph(&b, &z, &g, err);
     if (rc == LOOM_OK) {
