@@ -396,16 +396,17 @@ static int rf_hardware(const rf_self *s, const loom_cluster *c, int32_t tp,
                        loom_roofline_hw *hw, loom_error *err)
 {
     const char *name = c->name ? c->name : "?";
-    struct { const char *key; double v; int needed; } f[] = {
-        {"peak_flops", c->peak_flops, 1},
-        {"hbm_bytes_per_s", c->hbm_bytes_per_s, 1},
-        {"eff_gemm", c->eff_gemm, 1},
-        {"eff_attention", c->eff_attention, 1},
-        {"eff_memory", c->eff_memory, 1},
-        {"eff_collective", c->eff_collective, tp > 1},
+    /* is_eff: an efficiency, in (0, 1]; else a rate, > 0 */
+    struct { const char *key; double v; int needed, is_eff; } f[] = {
+        {"peak_flops", c->peak_flops, 1, 0},
+        {"hbm_bytes_per_s", c->hbm_bytes_per_s, 1, 0},
+        {"eff_gemm", c->eff_gemm, 1, 1},
+        {"eff_attention", c->eff_attention, 1, 1},
+        {"eff_memory", c->eff_memory, 1, 1},
+        {"eff_collective", c->eff_collective, tp > 1, 1},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-        int is_eff = strncmp(f[i].key, "eff_", 4) == 0;
+        int is_eff = f[i].is_eff;
         if (f[i].needed && !(f[i].v > 0.0 && (!is_eff || f[i].v <= 1.0)))
             return s->host->error(err, LOOM_EINVAL,
                                   "roofline: cluster \"%s\": expected %s %s, "

@@ -1,6 +1,7 @@
 /* roofline_memo.c - the layer-cost memo of a roofline instance (see
  * roofline_memo.h): a word-wise hash of the key picks a slot of a
  * 4096-slot table; a slot holds the last key that hashed there. */
+#include <stddef.h>
 #include <string.h>
 #include "roofline_memo.h"
 
@@ -20,13 +21,17 @@ void rf_memo_free(rf_memo *m, const loom_host_api *host)
     pthread_mutex_destroy(&m->lock);
 }
 
-/* The slot of a key: a multiply-xorshift mix over its 8-byte words (the
- * key is zeroed before it is filled, so its padding hashes the same). */
+/* The slot of a key: a multiply-xorshift mix over the 8-byte words from
+ * its shape on (the key is zeroed before it is filled, so its padding
+ * hashes the same). The model, rates and layer parameters before it
+ * change with the module and TP, which the hashed part holds too, and a
+ * lookup compares the whole key: hashing them cost more than the
+ * estimate a hit saves. */
 static uint32_t slot_of(const rf_memo_key *key)
 {
     uint64_t h = 0x9e3779b97f4a7c15ull, w;
     const unsigned char *p = (const unsigned char *)key;
-    size_t n = sizeof *key, i = 0;
+    size_t n = sizeof *key, i = offsetof(rf_memo_key, tokens);
     for (; i + 8 <= n; i += 8) {
         memcpy(&w, p + i, 8);
         h = (h ^ w) * 0xff51afd7ed558ccdull;
