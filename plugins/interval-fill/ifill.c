@@ -96,31 +96,109 @@ static void ifill_sort(int32_t *idx, int32_t *tmp, int32_t n, const double *key)
     }
 }
 
-/* The stage-0 interval the next filler goes into, for the first `filled`
- * positions of `order` and zero-time placeholders after them. */
-static double ifill_interval(int32_t p, int32_t l, const int32_t *order,
-                             int32_t filled, const double *fwd,
-                             const double *bwd, double *scratch,
-                             int32_t *ident, int32_t *cursor, double *wf,
-                             double *wb)
+/* Index of F(k, s) in stage s's 1F1B order (ifill_op), 2l when k >= l. */
+static int32_t ifill_f_index(int32_t p, int32_t l, int32_t s, int32_t k)
 {
-    size_t row = (size_t)p * sizeof(double);
-    for (int32_t k = 0; k < l; k++) {
-        ident[k] = k;
-        if (k < filled) {
-            memcpy(wf + (size_t)k * p, fwd + (size_t)order[k] * p, row);
-            memcpy(wb + (size_t)k * p, bwd + (size_t)order[k] * p, row);
-        } else {
-            memset(wf + (size_t)k * p, 0, row);
-            memset(wb + (size_t)k * p, 0, row);
+    if (k >= l)
+        return 2 * l;
+    int32_t w = p - s - 1 < l ? p - s - 1 : l;
+    return k < w ? k : w + 2 * (k - w);
+}
+
+/* The simulation loom_ifill_order measures intervals with, kept between
+ * intervals: the first `real` positions of the order have their times, the
+ * others take none. Filling positions only changes the ops from each
+ * stage's F of the first newly filled position on (earlier ops depend on
+ * earlier positions only, along a stage and across stages alike), so
+ * each interval rolls the stages back to there and runs only the ops on
+ * positions up to what the interval reads. */
+typedef struct ifill_sim {
+    int32_t p, l, real;   /* positions with their own times */
+    const int32_t *order;
+    const double *fwd, *bwd;
+    double *ef, *eb;      /* per (position, stage): end of F / B, -1 not run */
+    double *free_t;       /* per stage: end of its last op run */
+    int32_t *cursor;      /* per stage: ops run */
+} ifill_sim;
+
+/* Runs every stage's ops on positions up to `last`, as far as their
+ * dependencies allow. */
+static void ifill_sim_run(ifill_sim *m, int32_t last)
+{
+    int32_t p = m->p, l = m->l;
+    int progress = 1;
+    while (progress) {
+        progress = 0;
+        for (int32_t s = 0; s < p; s++) {
+            int32_t limit = ifill_f_index(p, l, s, last + 1);
+            while (m->cursor[s] < limit) {
+                int32_t k;
+                int back = ifill_op(p, l, s, m->cursor[s], &k);
+                size_t at = (size_t)k * (size_t)p + (size_t)s;
+                double dep = 0;
+                if (!back && s > 0)
+                    dep = m->ef[at - 1];
+                else if (back)
+                    dep = s < p - 1 ? m->eb[at + 1] : m->ef[at];
+                if (dep < 0)
+                    break;
+                double start = dep > m->free_t[s] ? dep : m->free_t[s], ms = 0;
+                if (k < m->real) {
+                    size_t row = (size_t)m->order[k] * (size_t)p + (size_t)s;
+                    ms = back ? m->bwd[row] : m->fwd[row];
+                }
+                double end = start + ms;
+                if (back)
+                    m->eb[at] = end;
+                else
+                    m->ef[at] = end;
+                m->free_t[s] = end;
+                m->cursor[s]++;
+                progress = 1;
+            }
         }
     }
-    loom_ifill_makespan(p, l, ident, wf, wb, scratch, cursor);
-    const double *ef = scratch, *eb = scratch + (size_t)l * p;
-    /* B of position q at stage 0 may start once stage 1 finished it */
+}
+
+/* Gives positions up to real - 1 their times: every stage forgets its ops
+ * from the F of the first position that had none. */
+static void ifill_sim_fill(ifill_sim *m, int32_t real)
+{
+    int32_t p = m->p, l = m->l;
+    for (int32_t s = 0; s < p; s++) {
+        int32_t from = ifill_f_index(p, l, s, m->real);
+        for (int32_t i = from; i < m->cursor[s]; i++) {
+            int32_t k;
+            int back = ifill_op(p, l, s, i, &k);
+            (back ? m->eb : m->ef)[(size_t)k * (size_t)p + (size_t)s] = -1;
+        }
+        if (from < m->cursor[s]) {
+            m->cursor[s] = from;
+            m->free_t[s] = 0;
+            if (from > 0) {
+                int32_t k;
+                int back = ifill_op(p, l, s, from - 1, &k);
+                m->free_t[s] = (back ? m->eb : m->ef)[(size_t)k * (size_t)p + (size_t)s];
+            }
+        }
+    }
+    m->real = real;
+}
+
+/* The stage-0 interval the next filler goes into, for the first `filled`
+ * positions of the order and zero-time placeholders after them. */
+static double ifill_interval(ifill_sim *m, int32_t filled)
+{
+    int32_t p = m->p;
+    ifill_sim_fill(m, filled);
+    /* B of position q at stage 0 may start once stage 1 finished it; both
+     * it and the B before it at stage 0 wait for ops on positions up to
+     * q + p - 2 only */
     int32_t q = filled == 1 ? 0 : filled - p + 1;
-    double ready = p > 1 ? eb[(size_t)q * p + 1] : ef[(size_t)q * p];
-    double from = filled == 1 ? ef[0] : eb[(size_t)(q - 1) * p];
+    int32_t last = q + p - 1 > filled ? q + p - 1 : filled;
+    ifill_sim_run(m, last < m->l ? last : m->l - 1);
+    double ready = p > 1 ? m->eb[(size_t)q * p + 1] : m->ef[(size_t)q * p];
+    double from = filled == 1 ? m->ef[0] : m->eb[(size_t)(q - 1) * p];
     return ready > from ? ready - from : 0;
 }
 
@@ -131,7 +209,7 @@ void loom_ifill_order(int32_t p, int32_t l, const double *fwd,
     if (l < 1)
         return;
     int32_t *idx = iscratch, *pool = iscratch + l, *tmp = iscratch + 2 * l;
-    int32_t *ident = iscratch + 3 * l, *cursor = iscratch + 4 * l;
+    int32_t *cursor = iscratch + 4 * l;
     double *size = zero_f, *fwd0 = zero_b;
     for (int32_t j = 0; j < l; j++) {
         size[j] = 0;
@@ -151,15 +229,21 @@ void loom_ifill_order(int32_t p, int32_t l, const double *fwd,
     for (int32_t t = 0; t < n_pool; t++)
         pool[t] = idx[1 + n_rear + t];
     ifill_sort(pool, idx, n_pool, fwd0);
-    /* the keys are no longer needed: zero_f / zero_b now hold the
-     * placeholder-padded times of each interval's simulation */
+    /* the intervals' simulation, grown one filled position at a time */
+    ifill_sim m = {p, l, 0, order, fwd, bwd, scratch, scratch + (size_t)l * p,
+                   scratch + 2 * (size_t)l * p, cursor};
+    for (size_t i = 0; i < 2 * (size_t)l * (size_t)p; i++)
+        scratch[i] = -1;
+    for (int32_t s = 0; s < p; s++) {
+        m.free_t[s] = 0;
+        cursor[s] = 0;
+    }
     int32_t filled = 1;
     while (n_pool > 0) {
         int32_t k = filled == 1 ? (p - 1 < n_pool ? p - 1 : n_pool) : 1;
         if (k < 1)
             k = 1;
-        double v = ifill_interval(p, l, order, filled, fwd, bwd, scratch,
-                                  ident, cursor, zero_f, zero_b);
+        double v = ifill_interval(&m, filled);
         int32_t best = 0;
         double best_gap = -1;
         double sum = 0;

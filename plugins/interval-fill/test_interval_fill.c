@@ -187,6 +187,107 @@ START_TEST(order_shape)
 }
 END_TEST
 
+/* Stable insertion sort of idx[0..n) ascending by key[idx] (ties: index). */
+static void ref_sort(int32_t *idx, int32_t n, const double *key)
+{
+    for (int32_t i = 1; i < n; i++)
+        for (int32_t j = i; j > 0 && (key[idx[j]] < key[idx[j - 1]] ||
+                                      (key[idx[j]] == key[idx[j - 1]] && idx[j] < idx[j - 1]));
+             j--) {
+            int32_t t = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = t;
+        }
+}
+
+/* Algorithm 3 as the header states it, each interval measured by
+ * simulating the whole order so far with zero-time placeholders
+ * (loom_ifill_makespan): what loom_ifill_order must equal. */
+static void ref_order(const inst *in, int32_t *order)
+{
+    int32_t p = in->p, l = in->l, idx[MAXL], pool[MAXL], rear[MAXL], ident[MAXL], cursor[MAXP];
+    double size[MAXL], fwd0[MAXL], wf[MAXL * MAXP], wb[MAXL * MAXP];
+    double scratch[2 * MAXL * MAXP + MAXP];
+    for (int32_t j = 0; j < l; j++) {
+        size[j] = 0;
+        for (int32_t q = 0; q < p; q++)
+            size[j] += in->fwd[j * p + q] + in->bwd[j * p + q];
+        fwd0[j] = in->fwd[j * p];
+        idx[j] = j;
+        ident[j] = j;
+    }
+    ref_sort(idx, l, size);
+    order[0] = idx[0];
+    int32_t n_rear = p - 1 < l - 1 ? p - 1 : l - 1, n_pool = l - 1 - n_rear, filled = 1;
+    for (int32_t t = 0; t < n_rear; t++)
+        rear[t] = idx[1 + t];
+    for (int32_t t = 0; t < n_pool; t++)
+        pool[t] = idx[1 + n_rear + t];
+    ref_sort(pool, n_pool, fwd0);
+    while (n_pool > 0) {
+        int32_t k = filled == 1 ? (p - 1 < n_pool ? p - 1 : n_pool) : 1;
+        k = k < 1 ? 1 : k;
+        for (int32_t j = 0; j < l; j++)
+            for (int32_t q = 0; q < p; q++) {
+                wf[j * p + q] = j < filled ? in->fwd[order[j] * p + q] : 0;
+                wb[j * p + q] = j < filled ? in->bwd[order[j] * p + q] : 0;
+            }
+        loom_ifill_makespan(p, l, ident, wf, wb, scratch, cursor);
+        int32_t at = filled == 1 ? 0 : filled - p + 1;
+        double ready = p > 1 ? scratch[l * p + at * p + 1] : scratch[at * p];
+        double from = filled == 1 ? scratch[0] : scratch[l * p + (at - 1) * p];
+        double v = ready > from ? ready - from : 0, best_gap = -1;
+        int32_t best = 0;
+        for (int32_t a = 0; a + k <= n_pool; a++) {
+            double sum = 0;
+            for (int32_t t = 0; t < k; t++)
+                sum += in->fwd[pool[a + t] * p];
+            double gap = sum > v ? sum - v : v - sum;
+            if (best_gap < 0 || gap < best_gap) {
+                best_gap = gap;
+                best = a;
+            }
+        }
+        for (int32_t t = 0; t < k; t++)
+            order[filled++] = pool[best + t];
+        memmove(pool + best, pool + best + k, (size_t)(n_pool - best - k) * sizeof *pool);
+        n_pool -= k;
+    }
+    for (int32_t t = n_rear - 1; t >= 0; t--)
+        order[filled++] = rear[t];
+}
+
+/* loom_ifill_order measures each interval on a simulation it keeps and
+ * rolls back only past the newly filled positions; its order equals the
+ * whole re-simulation's for every p and l, with random and with tied
+ * times. */
+START_TEST(order_matches_full_resimulation)
+{
+    uint64_t rng = 11;
+    for (int32_t p = 1; p <= MAXP; p++)
+        for (int32_t l = 1; l <= MAXL; l++)
+            for (int rep = 0; rep < 3; rep++) {
+                double fs[MAXP], sc[MAXL];
+                for (int32_t q = 0; q < p; q++) {
+                    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                    fs[q] = rep == 2 ? 1 : 0.5 + (double)(rng >> 40) / (double)(1 << 24);
+                }
+                for (int32_t j = 0; j < l; j++) {
+                    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                    sc[j] = rep == 2 ? (double)(1 + j % 3)
+                                     : 0.25 + 3 * (double)(rng >> 40) / (double)(1 << 24);
+                }
+                inst in;
+                make(&in, p, l, fs, sc);
+                int32_t got[MAXL], want[MAXL];
+                fill_order(&in, got);
+                ref_order(&in, want);
+                ck_assert_msg(!memcmp(got, want, (size_t)l * sizeof *got),
+                              "p %d l %d rep %d: the orders differ", p, l, rep);
+            }
+}
+END_TEST
+
 /* Smallest makespan over every order (l <= 7). */
 static double brute(const inst *in)
 {
@@ -395,6 +496,7 @@ static Suite *suite(void)
     tcase_add_test(tc, encoder_bottleneck_simulated);
     tcase_add_test(tc, recurrence_matches_core_simulator);
     tcase_add_test(tc, order_shape);
+    tcase_add_test(tc, order_matches_full_resimulation);
     tcase_add_test(tc, quality_against_brute_force);
     tcase_add_test(tc, ranker_orders_and_chooses);
     tcase_add_test(tc, manifest_matches_binary);
