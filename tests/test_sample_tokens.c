@@ -4,6 +4,7 @@
  * upstream modules, and the core shape builder agreeing with it. */
 #include <string.h>
 #include <loom/tokens.h>
+#include <loom/sample_groups.h>
 #include "testutil.h"
 #include "engine_api.h"
 
@@ -88,6 +89,43 @@ START_TEST(shape_builder_uses_the_rule)
 }
 END_TEST
 
+/* loom_group_samples: each microbatch's samples alone, in order, own
+ * microbatches kept and the even spread for the rest, those past the
+ * count left out; a group's shape as one microbatch is the whole
+ * iteration's shape of that microbatch. */
+START_TEST(samples_grouped_by_microbatch)
+{
+    loom_sample mixed[7];
+    for (int i = 0; i < 7; i++)
+        mixed[i] = samples[i % 4];
+    mixed[1].microbatch = 2; /* own microbatches: 2, 0 and 5 (past 3) */
+    mixed[4].microbatch = 0;
+    mixed[6].microbatch = 5;
+    loom_iteration it = {3, 7, mixed};
+    /* the spread of the rest over 3: i * 3 / 7 -> 0 0 _ 1 _ 2 _ */
+    int32_t off[4];
+    loom_sample out[7];
+    loom_group_samples(&it, 3, off, out);
+    static const int32_t want_off[4] = {0, 3, 4, 6};
+    ck_assert_mem_eq(off, want_off, sizeof want_off);
+    static const int from[6] = {0, 2, 4, 3, 1, 5}; /* mb 0: 0 2 4; 1: 3; 2: 1 5 */
+    for (int k = 0; k < 6; k++) {
+        ck_assert_int_eq(out[k].microbatch, -1);
+        ck_assert_int_eq(out[k].text_tokens, mixed[from[k]].text_tokens);
+        ck_assert(out[k].video_seconds == mixed[from[k]].video_seconds);
+    }
+    loom_problem pb = problem_of(&model);
+    for (int32_t mb = 0; mb < 3; mb++)
+        for (int32_t m = 0; m < 4; m++) {
+            loom_iteration own = {3, off[mb + 1] - off[mb], out + off[mb]};
+            loom_shape a = LOOM_SHAPE_INIT, b = LOOM_SHAPE_INIT;
+            loom_shape_for(&pb, m, &it, NULL, 3, mb, 1, &a);
+            loom_shape_for(&pb, m, &own, NULL, 1, 0, 1, &b);
+            ck_assert_mem_eq(&a, &b, sizeof a);
+        }
+}
+END_TEST
+
 /* A vision tower that runs each image as 2916 patches and hands 169
  * merged tokens downstream: its own shape counts patches, the text
  * backbone counts merged tokens. */
@@ -123,6 +161,7 @@ int main(void)
     tcase_add_test(tc, exact_tokens_per_module);
     tcase_add_test(tc, shape_builder_uses_the_rule);
     tcase_add_test(tc, patches_inside_the_encoder);
+    tcase_add_test(tc, samples_grouped_by_microbatch);
     suite_add_tcase(su, tc);
     return loom_test_main(su);
 }

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <loom/loom.h>
+#include <loom/sample_groups.h>
 #include "lpt.h"
 
 typedef struct lpt_self {
@@ -62,19 +63,12 @@ static int32_t lpt_module_tp(const loom_partition *p, int32_t module)
     return p->tp > 0 ? p->tp : 1;
 }
 
-
-/* sizes[u]: forward + backward time of unit u in the non-backbone modules
- * (all modules when there are none) at the candidate's TPs. */
-static int lpt_sizes(lpt_self *s, const loom_cost_service *cost,
-                     const loom_model *model, const loom_iteration *it,
-                     const loom_partition *p, int32_t units, double *sizes,
-                     loom_error *err)
+/* lpt_sizes over the samples grouped by unit (loom_group_samples). */
+static int lpt_sizes_of(lpt_self *s, const loom_cost_service *cost, const loom_model *model,
+                        const loom_iteration *it, const loom_partition *p, int32_t units,
+                        const int32_t *off, const loom_sample *grouped, int any_side,
+                        double *sizes, loom_error *err)
 {
-    int any_side = 0;
-    for (int32_t m = 0; m < model->n_modules; m++)
-        any_side |= model->modules[m].kind != LOOM_MODULE_BACKBONE;
-    for (int32_t u = 0; u < units; u++)
-        sizes[u] = 0;
     for (int32_t m = 0; m < model->n_modules; m++) {
         const loom_module *mod = &model->modules[m];
         if (any_side && mod->kind == LOOM_MODULE_BACKBONE)
@@ -83,7 +77,8 @@ static int lpt_sizes(lpt_self *s, const loom_cost_service *cost,
         int up = loom_module_upstream_trainable(model, m);
         for (int32_t u = 0; u < units; u++) {
             loom_shape shape = LOOM_SHAPE_INIT;
-            int rc = cost->module_shape(s->ctx, m, it, units, u, 1, &shape, err);
+            loom_iteration own = {it->index, off[u + 1] - off[u], grouped + off[u]};
+            int rc = cost->module_shape(s->ctx, m, &own, 1, 0, 1, &shape, err);
             if (rc != LOOM_OK)
                 return rc;
             if (shape.tokens <= 0)
@@ -100,6 +95,35 @@ static int lpt_sizes(lpt_self *s, const loom_cost_service *cost,
         }
     }
     return LOOM_OK;
+}
+
+/* sizes[u]: forward + backward time of unit u in the non-backbone modules
+ * (all modules when there are none) at the candidate's TPs. */
+static int lpt_sizes(lpt_self *s, const loom_cost_service *cost,
+                     const loom_model *model, const loom_iteration *it,
+                     const loom_partition *p, int32_t units, double *sizes,
+                     loom_error *err)
+{
+    int any_side = 0;
+    for (int32_t m = 0; m < model->n_modules; m++)
+        any_side |= model->modules[m].kind != LOOM_MODULE_BACKBONE;
+    for (int32_t u = 0; u < units; u++)
+        sizes[u] = 0;
+    /* each unit's samples alone: a shape per unit without a pass over
+     * every sample for each */
+    int32_t *off = s->host->alloc(((size_t)units + 1) * sizeof *off);
+    loom_sample *grouped =
+        s->host->alloc((size_t)(it->n_samples > 0 ? it->n_samples : 1) * sizeof *grouped);
+    if (!off || !grouped) {
+        s->host->free(off);
+        s->host->free(grouped);
+        return s->host->error(err, LOOM_ENOMEM, "lpt-balance: out of memory");
+    }
+    loom_group_samples(it, units, off, grouped);
+    int rc = lpt_sizes_of(s, cost, model, it, p, units, off, grouped, any_side, sizes, err);
+    s->host->free(off);
+    s->host->free(grouped);
+    return rc;
 }
 
 /* Rewrites candidate p's sample map to model the most loaded DP group. */

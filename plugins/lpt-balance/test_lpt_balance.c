@@ -9,6 +9,7 @@
 #include <loom/mock_host.h>
 #include <loom/mock_sim.h>
 #include <cjson/cJSON.h>
+#include <loom/sample_groups.h>
 #include "testutil.h"
 #include "lpt.h"
 
@@ -207,10 +208,10 @@ static int fake_shape(loom_ctx *ctx, int32_t module, const loom_iteration *it,
                       int32_t microbatches, int32_t microbatch, int32_t subs,
                       loom_shape *out, loom_error *err)
 {
-    (void)ctx, (void)module, (void)microbatches, (void)subs, (void)err;
+    (void)ctx, (void)module, (void)subs, (void)err;
     memset(out, 0, sizeof *out);
-    for (int32_t i = 0; i < it->n_samples; i++)
-        if (it->samples[i].microbatch == microbatch)
+    for (int32_t i = 0; i < it->n_samples; i++) /* own microbatch, else the even spread */
+        if (loom_sample_microbatch(it, i, microbatches) == microbatch)
             out->tokens += 16 * it->samples[i].images;
     out->tp = 1;
     return LOOM_OK;

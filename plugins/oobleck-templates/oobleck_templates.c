@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <loom/loom.h>
+#include <loom/sample_groups.h>
 #include <loom/algorithms/oobleck.h>
 #include <loom/algorithms/oobleck_common.h>
 
@@ -289,44 +290,17 @@ typedef struct ot_memo {
     loom_sample *samples;
 } ot_memo;
 
-/* The microbatch of sample i of it (as ot_candidate assigns it). */
-static int32_t ot_sample_mb(const loom_iteration *it, int32_t i, int32_t mbs)
-{
-    int32_t mb = it->samples[i].microbatch;
-    return mb >= 0 ? mb : (int32_t)((int64_t)i * mbs / it->n_samples);
-}
-
-/* Groups it's samples by microbatch into memo (ot_memo.mb_off), in
- * sample order within a microbatch (a counting sort); samples of no
- * microbatch below mbs are left out. */
+/* Groups it's samples by microbatch into memo (ot_memo.mb_off,
+ * loom_group_samples). */
 static int ot_memo_group(const loom_host_api *host, ot_memo *memo, const loom_iteration *it,
                          loom_error *err)
 {
     int32_t n = it->n_samples, mbs = memo->mbs;
-    int32_t *off = memo->mb_off = host->alloc(((size_t)mbs + 1) * sizeof *off);
+    memo->mb_off = host->alloc(((size_t)mbs + 1) * sizeof *memo->mb_off);
     memo->samples = host->alloc((size_t)(n > 0 ? n : 1) * sizeof *memo->samples);
-    if (!off || !memo->samples)
+    if (!memo->mb_off || !memo->samples)
         return host->error(err, LOOM_ENOMEM, "oobleck-templates: out of memory");
-    for (int32_t mb = 0; mb <= mbs; mb++)
-        off[mb] = 0;
-    for (int32_t i = 0; i < n; i++) {
-        int32_t mb = ot_sample_mb(it, i, mbs);
-        if (mb < mbs)
-            off[mb + 1]++;
-    }
-    for (int32_t mb = 1; mb <= mbs; mb++) /* off[mb]: where microbatch mb starts */
-        off[mb] += off[mb - 1];
-    for (int32_t i = 0; i < n; i++) {
-        int32_t mb = ot_sample_mb(it, i, mbs);
-        if (mb >= mbs)
-            continue;
-        loom_sample *at = &memo->samples[off[mb]++]; /* off[mb] ends up where mb ends */
-        *at = it->samples[i];
-        at->microbatch = -1;
-    }
-    for (int32_t mb = mbs; mb > 0; mb--)
-        off[mb] = off[mb - 1];
-    off[0] = 0;
+    loom_group_samples(it, mbs, memo->mb_off, memo->samples);
     return LOOM_OK;
 }
 
