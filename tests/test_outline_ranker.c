@@ -1,8 +1,8 @@
 /* test_outline_ranker.c - a ranker that declares LOOM_RANKER_READS_COUNTS
  * (tests/fixtures/outline-rank) is given outlines, counts without arrays,
  * and scores candidates through evaluators that build each graph: its
- * plan is the same whether the engine keeps the chosen candidate's last
- * evaluation or builds that graph again, a write into an outline is
+ * plan is the same whether or not its last evaluation was of the chosen
+ * candidate (the plan's graph is built again either way), a write into an outline is
  * refused naming the ranker, and an interleaver writing into a graph built
  * from an outline is named as it is without outlines. */
 #include <stdlib.h>
@@ -20,9 +20,9 @@ static char *plan(int code, const char *params, const char *dir)
                                 dir ? dir : "");
 }
 
-/* The chosen candidate's plan is the same when the engine takes the
- * ranker's last evaluation ("last") and when it builds the graph again
- * ("best": the last evaluator released was another candidate's). */
+/* The chosen candidate's plan is the same when the ranker's last
+ * evaluation was of it ("last") and when it was of another candidate
+ * ("best"). */
 START_TEST(kept_and_rebuilt_plans_agree)
 {
     char best[256], last[256], path[320];

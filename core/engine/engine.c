@@ -337,17 +337,15 @@ static int finish(engine_run *run, const loom_ranking *ranking, loom_plan *plan,
     plan->evaluations = ranking->evaluations;
 
     /* the ranker's last evaluation, when it was of these priorities, is
-     * the plan's (fifo's one run); else one more, with write checks */
+     * the plan's (fifo's one run); else one more, with write checks, as
+     * always behind a counts-only ranker */
     const loom_stage_graph *g = run->graphs[ranking->candidate];
     loom_stage_graph **base = &run->graphs[ranking->candidate];
-    loom_stage_graph *built = NULL; /* the chosen outline's graph, built here */
+    loom_stage_graph *built = NULL; /* the chosen outline's graph, built again */
+    /* (no kept evaluator is bound to an outline: its graph is the one it built) */
     loom_evaluator *ev = loom_evaluator_take_kept(pl, g, ranking->priorities);
     int rc = LOOM_OK;
-    if (run->outlines && ev && !(base = loom_evaluator_owned_graph(ev))) {
-        loom_evaluator_destroy(ev); /* not one built from the outline */
-        ev = NULL;
-    }
-    if (run->outlines && !ev) {
+    if (run->outlines) {
         rc = build_graph(pl, run->problem, run->it, run->set, ranking->candidate, run->split,
                          &built, err);
         g = built;

@@ -76,17 +76,13 @@ void loom_evaluator_check_writes(loom_evaluator *ev, int on);
 /* The evaluator a plugin last released through the service's destroy
  * during the engine's ranking (it keeps one whose last run succeeded
  * without a tuner deadline), when
- * it is bound to `graph` (or was created on the outline `graph`), its last run had `priorities` and its
+ * it is bound to `graph`, its last run had `priorities` and its
  * interleaver view is as built; the caller owns it. Else NULL, and the
  * kept evaluator is destroyed. With graph NULL it only empties the slot.
  * The schedule and graph of that run stay readable. */
 loom_evaluator *loom_evaluator_take_kept(struct loom_pipeline *pl,
                                          const loom_stage_graph *graph,
                                          const float *priorities);
-/* The full graph `ev` built from an outline and owns (the caller may take
- * it, leaving NULL), or NULL when it was created on a graph it borrows or
- * that graph is no longer as built (a plugin wrote into it). */
-loom_stage_graph **loom_evaluator_owned_graph(loom_evaluator *ev);
 /* Writes the last run's memory policies into `base`, the graph `ev` was
  * created on, which the caller owns and may now change: the durations,
  * memory deltas, policies and recompute sum of the tuned overlay (nothing

@@ -27,9 +27,7 @@ struct loom_evaluator {
     uint64_t view_digest;         /* of view's own fields and arrays as
                                    * frugal_view left them (the others are
                                    * base's, digested by the engine) */
-    const loom_stage_graph *outline; /* the outline it was created on, or NULL */
-    loom_stage_graph *owned;      /* base, built from that outline; owned */
-    uint64_t owned_digest;        /* of owned as built */
+    loom_stage_graph *owned;      /* base when built from an outline; owned */
 };
 
 /* A graph that shares every array of `base` except the three a policy
@@ -339,16 +337,8 @@ static int evaluator_service_create(loom_ctx *ctx, const loom_stage_graph *graph
         loom_graph_free(full);
         return rc;
     }
-    (*out)->outline = graph;
     (*out)->owned = full;
-    (*out)->owned_digest = loom_graph_digest(full);
     return LOOM_OK;
-}
-
-loom_stage_graph **loom_evaluator_owned_graph(loom_evaluator *ev)
-{
-    return ev && ev->owned && loom_graph_digest(ev->owned) == ev->owned_digest ? &ev->owned
-                                                                              : NULL;
 }
 
 /* The service's destroy: during the engine's ranking, an evaluator whose
@@ -375,7 +365,7 @@ loom_evaluator *loom_evaluator_take_kept(loom_pipeline *pl, const loom_stage_gra
     loom_evaluator *ev = pl->kept_evaluator;
     pl->kept_evaluator = NULL;
     pthread_mutex_unlock(&pl->kept_lock);
-    if (ev && ((ev->outline ? ev->outline : ev->base) != graph || !ev->last_ok ||
+    if (ev && (ev->base != graph || !ev->last_ok ||
                (graph->n_groups > 0 &&
                 memcmp(ev->last_prio, priorities, (size_t)graph->n_groups * sizeof(float))) ||
                (ev->view && loom_graph_policy_digest(ev->view) != ev->view_digest))) {

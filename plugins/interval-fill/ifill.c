@@ -28,74 +28,6 @@ static int ifill_op(int32_t p, int32_t l, int32_t s, int32_t i, int32_t *k)
     return 1;
 }
 
-double loom_ifill_makespan(int32_t p, int32_t l, const int32_t *order,
-                           const double *fwd, const double *bwd,
-                           double *scratch, int32_t *cursor)
-{
-    size_t n = (size_t)l * (size_t)p;
-    double *ef = scratch, *eb = scratch + n, *free_t = scratch + 2 * n;
-    for (size_t i = 0; i < n; i++)
-        ef[i] = eb[i] = -1;
-    for (int32_t s = 0; s < p; s++) {
-        free_t[s] = 0;
-        cursor[s] = 0;
-    }
-    int progress = 1;
-    while (progress) {
-        progress = 0;
-        for (int32_t s = 0; s < p; s++) {
-            while (cursor[s] < 2 * l) {
-                int32_t k;
-                int back = ifill_op(p, l, s, cursor[s], &k);
-                size_t at = (size_t)k * (size_t)p + (size_t)s;
-                double dep = 0;
-                if (!back && s > 0)
-                    dep = ef[at - 1];
-                else if (back)
-                    dep = s < p - 1 ? eb[at + 1] : ef[at];
-                if (dep < 0)
-                    break;
-                double start = dep > free_t[s] ? dep : free_t[s];
-                size_t row = (size_t)order[k] * (size_t)p + (size_t)s;
-                double end = start + (back ? bwd[row] : fwd[row]);
-                if (back)
-                    eb[at] = end;
-                else
-                    ef[at] = end;
-                free_t[s] = end;
-                cursor[s]++;
-                progress = 1;
-            }
-        }
-    }
-    double makespan = 0;
-    for (int32_t s = 0; s < p; s++)
-        makespan = free_t[s] > makespan ? free_t[s] : makespan;
-    return makespan;
-}
-
-/* Stable merge sort of idx[0..n-1] ascending by key[idx] (ties: index). */
-static void ifill_sort(int32_t *idx, int32_t *tmp, int32_t n, const double *key)
-{
-    for (int32_t width = 1; width < n; width *= 2) {
-        for (int32_t lo = 0; lo < n; lo += 2 * width) {
-            int32_t mid = lo + width < n ? lo + width : n;
-            int32_t hi = lo + 2 * width < n ? lo + 2 * width : n;
-            int32_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi) {
-                int take_j = key[idx[j]] < key[idx[i]] ||
-                             (key[idx[j]] == key[idx[i]] && idx[j] < idx[i]);
-                tmp[k++] = take_j ? idx[j++] : idx[i++];
-            }
-            while (i < mid)
-                tmp[k++] = idx[i++];
-            while (j < hi)
-                tmp[k++] = idx[j++];
-        }
-        memcpy(idx, tmp, (size_t)n * sizeof *idx);
-    }
-}
-
 /* Index of F(k, s) in stage s's 1F1B order (ifill_op), 2l when k >= l. */
 static int32_t ifill_f_index(int32_t p, int32_t l, int32_t s, int32_t k)
 {
@@ -160,6 +92,54 @@ static void ifill_sim_run(ifill_sim *m, int32_t last)
     }
 }
 
+/* Clears m: no op run on any stage. */
+static void ifill_sim_init(ifill_sim *m)
+{
+    size_t n = (size_t)m->l * (size_t)m->p;
+    for (size_t i = 0; i < 2 * n; i++)
+        m->ef[i] = -1; /* ef and eb are one array */
+    for (int32_t s = 0; s < m->p; s++) {
+        m->free_t[s] = 0;
+        m->cursor[s] = 0;
+    }
+}
+
+double loom_ifill_makespan(int32_t p, int32_t l, const int32_t *order,
+                           const double *fwd, const double *bwd,
+                           double *scratch, int32_t *cursor)
+{
+    size_t n = (size_t)l * (size_t)p;
+    ifill_sim m = {p, l, l, order, fwd, bwd, scratch, scratch + n, scratch + 2 * n, cursor};
+    ifill_sim_init(&m);
+    ifill_sim_run(&m, l - 1);
+    double makespan = 0;
+    for (int32_t s = 0; s < p; s++)
+        makespan = m.free_t[s] > makespan ? m.free_t[s] : makespan;
+    return makespan;
+}
+
+/* Stable merge sort of idx[0..n-1] ascending by key[idx] (ties: index). */
+static void ifill_sort(int32_t *idx, int32_t *tmp, int32_t n, const double *key)
+{
+    for (int32_t width = 1; width < n; width *= 2) {
+        for (int32_t lo = 0; lo < n; lo += 2 * width) {
+            int32_t mid = lo + width < n ? lo + width : n;
+            int32_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            int32_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) {
+                int take_j = key[idx[j]] < key[idx[i]] ||
+                             (key[idx[j]] == key[idx[i]] && idx[j] < idx[i]);
+                tmp[k++] = take_j ? idx[j++] : idx[i++];
+            }
+            while (i < mid)
+                tmp[k++] = idx[i++];
+            while (j < hi)
+                tmp[k++] = idx[j++];
+        }
+        memcpy(idx, tmp, (size_t)n * sizeof *idx);
+    }
+}
+
 /* Gives positions up to real - 1 their times: every stage forgets its ops
  * from the F of the first position that had none. */
 static void ifill_sim_fill(ifill_sim *m, int32_t real)
@@ -204,13 +184,13 @@ static double ifill_interval(ifill_sim *m, int32_t filled)
 
 void loom_ifill_order(int32_t p, int32_t l, const double *fwd,
                       const double *bwd, int32_t *order, double *scratch,
-                      int32_t *iscratch, double *zero_f, double *zero_b)
+                      int32_t *iscratch, double *key_size, double *key_fwd0)
 {
     if (l < 1)
         return;
     int32_t *idx = iscratch, *pool = iscratch + l, *tmp = iscratch + 2 * l;
-    int32_t *cursor = iscratch + 4 * l;
-    double *size = zero_f, *fwd0 = zero_b;
+    int32_t *cursor = iscratch + 3 * l;
+    double *size = key_size, *fwd0 = key_fwd0;
     for (int32_t j = 0; j < l; j++) {
         size[j] = 0;
         for (int32_t s = 0; s < p; s++)
@@ -232,12 +212,7 @@ void loom_ifill_order(int32_t p, int32_t l, const double *fwd,
     /* the intervals' simulation, grown one filled position at a time */
     ifill_sim m = {p, l, 0, order, fwd, bwd, scratch, scratch + (size_t)l * p,
                    scratch + 2 * (size_t)l * p, cursor};
-    for (size_t i = 0; i < 2 * (size_t)l * (size_t)p; i++)
-        scratch[i] = -1;
-    for (int32_t s = 0; s < p; s++) {
-        m.free_t[s] = 0;
-        cursor[s] = 0;
-    }
+    ifill_sim_init(&m);
     int32_t filled = 1;
     while (n_pool > 0) {
         int32_t k = filled == 1 ? (p - 1 < n_pool ? p - 1 : n_pool) : 1;

@@ -29,8 +29,8 @@ double loom_ifill_makespan(int32_t p, int32_t l, const int32_t *order,
                            const double *fwd, const double *bwd,
                            double *scratch, int32_t *cursor_scratch);
 
-/* Ints of scratch loom_ifill_order needs: 4 * l + p. */
-#define LOOM_IFILL_ORDER_INTS(l, p) (4 * (size_t)(l) + (size_t)(p))
+/* Ints of scratch loom_ifill_order needs: 3 * l + p. */
+#define LOOM_IFILL_ORDER_INTS(l, p) (3 * (size_t)(l) + (size_t)(p))
 
 /* The interval-filling order (Algorithm 3 with the digest's fixes): the
  * smallest microbatch first; the p - 1 next smallest last (largest of them
@@ -40,12 +40,13 @@ double loom_ifill_makespan(int32_t p, int32_t l, const int32_t *order,
  * whose stage-0 forward times sum closest to the interval (a window of
  * consecutive items in forward-time order; ties: the earlier window).
  * Intervals are measured by simulating the order so far with zero-time
- * placeholders in the unfilled positions. Works for any l >= 1 (fewer
- * fillers when l < 2p - 1). Writes order[l]. scratch: as for
- * loom_ifill_makespan; iscratch: LOOM_IFILL_ORDER_INTS(l, p) ints;
- * zero_f / zero_b: l * p doubles each (placeholder times). */
+ * placeholders in the unfilled positions (one simulation, kept and rolled
+ * back from interval to interval). Works for any l >= 1 (fewer fillers
+ * when l < 2p - 1). Writes order[l]. scratch: as for loom_ifill_makespan;
+ * iscratch: LOOM_IFILL_ORDER_INTS(l, p) ints; key_size / key_fwd0: l
+ * doubles each (the sort keys). */
 void loom_ifill_order(int32_t p, int32_t l, const double *fwd,
                       const double *bwd, int32_t *order, double *scratch,
-                      int32_t *iscratch, double *zero_f, double *zero_b);
+                      int32_t *iscratch, double *key_size, double *key_fwd0);
 
 #endif

@@ -47,7 +47,7 @@ static void ifr_destroy(void *self)
 
 /* Working memory for one graph. */
 typedef struct ifr_work {
-    double *fwd, *bwd, *sim, *zf, *zb;
+    double *fwd, *bwd, *sim, *key_size, *key_fwd0;
     int32_t *order, *pos, *iscratch;
 } ifr_work;
 
@@ -57,8 +57,8 @@ static void ifr_free(const loom_host_api *host, ifr_work *w)
     host->free(w->fwd);
     host->free(w->bwd);
     host->free(w->sim);
-    host->free(w->zf);
-    host->free(w->zb);
+    host->free(w->key_size);
+    host->free(w->key_fwd0);
     host->free(w->order);
     host->free(w->pos);
     host->free(w->iscratch);
@@ -80,12 +80,12 @@ static int ifr_priorities(ifr_self *s, const loom_stage_graph *g, float *prio,
     w.fwd = host->alloc(lp * sizeof(double));
     w.bwd = host->alloc(lp * sizeof(double));
     w.sim = host->alloc(LOOM_IFILL_SIM_DOUBLES(l, p) * sizeof(double));
-    w.zf = host->alloc(lp * sizeof(double));
-    w.zb = host->alloc(lp * sizeof(double));
+    w.key_size = host->alloc((size_t)l * sizeof(double));
+    w.key_fwd0 = host->alloc((size_t)l * sizeof(double));
     w.order = host->alloc((size_t)l * sizeof(int32_t));
     w.pos = host->alloc((size_t)l * sizeof(int32_t));
     w.iscratch = host->alloc(LOOM_IFILL_ORDER_INTS(l, p) * sizeof(int32_t));
-    if (!w.fwd || !w.bwd || !w.sim || !w.zf || !w.zb || !w.order || !w.pos ||
+    if (!w.fwd || !w.bwd || !w.sim || !w.key_size || !w.key_fwd0 || !w.order || !w.pos ||
         !w.iscratch) {
         ifr_free(host, &w);
         return host->error(err, LOOM_ENOMEM, "interval-fill: out of memory");
@@ -99,7 +99,7 @@ static int ifr_priorities(ifr_self *s, const loom_stage_graph *g, float *prio,
         else
             w.bwd[at] += g->duration_ms[v];
     }
-    loom_ifill_order(p, l, w.fwd, w.bwd, w.order, w.sim, w.iscratch, w.zf, w.zb);
+    loom_ifill_order(p, l, w.fwd, w.bwd, w.order, w.sim, w.iscratch, w.key_size, w.key_fwd0);
     for (int32_t k = 0; k < l; k++)
         w.pos[w.order[k]] = k;
     int32_t flows = g->n_groups / l > 0 ? g->n_groups / l : 1;

@@ -55,10 +55,10 @@ static double span(const inst *in, const int32_t *order)
 /* The interval-fill order of in. */
 static void fill_order(const inst *in, int32_t *order)
 {
-    double scratch[2 * MAXL * MAXP + MAXP], zf[MAXL * MAXP], zb[MAXL * MAXP];
-    int32_t iscratch[4 * MAXL + MAXP];
+    double scratch[2 * MAXL * MAXP + MAXP], key_size[MAXL], key_fwd0[MAXL];
+    int32_t iscratch[3 * MAXL + MAXP];
     loom_ifill_order(in->p, in->l, in->fwd, in->bwd, order, scratch, iscratch,
-                     zf, zb);
+                     key_size, key_fwd0);
 }
 
 START_TEST(uniform_stages_closed_form)
