@@ -87,15 +87,33 @@ START_TEST(chain_budget_is_honoured)
 }
 END_TEST
 
+START_TEST(first_microbatches_confirmed)
+{
+    /* scored on the first 4 of the 8 microbatches, the refinement moves
+     * to a split that takes 473 on all 8: the whole iteration keeps the
+     * min-max split's 449; with the first 8 (all of them) it is the
+     * whole-iteration search's 437 */
+    const char *args = "--use partitioner=balanced-dp --use interleaver=1f1b "
+                       "--param partitioner.refine_microbatches=";
+    char a[256];
+    snprintf(a, sizeof a, "%s4", args);
+    ck_assert_double_eq_tol(plan_ms(NULL, a, NULL), 449.0, 1e-6);
+    snprintf(a, sizeof a, "%s8", args);
+    ck_assert_double_eq_tol(plan_ms(NULL, a, NULL), 437.0, 1e-6);
+}
+END_TEST
+
 START_TEST(vlm_l_never_worse)
 {
     /* VLM-L's layer costs (roofline, h800), one iteration: the refined
      * split is at least as fast under 1F1B, interleaved (v = 2) and
-     * zero-bubble */
+     * zero-bubble, and with 64 microbatches when scored on the first 16 */
     static const char *const inter[] = {"--use interleaver=1f1b",
                                         "--use interleaver=interleaved-1f1b --parallel vpp=2",
-                                        "--use interleaver=zero-bubble"};
-    for (int i = 0; i < 3; i++) {
+                                        "--use interleaver=zero-bubble",
+                                        "--use interleaver=1f1b --parallel mb=64 "
+                                        "--param partitioner.refine_microbatches=16"};
+    for (int i = 0; i < 4; i++) {
         char args[512];
         snprintf(args, sizeof args, "--use partitioner=balanced-dp %s "
                  "--param partitioner.refine_evaluations=0", inter[i]);
@@ -117,6 +135,7 @@ static Suite *suite(void)
     tcase_add_test(tc, chain_under_1f1b);
     tcase_add_test(tc, chain_interleaved);
     tcase_add_test(tc, chain_budget_is_honoured);
+    tcase_add_test(tc, first_microbatches_confirmed);
     tcase_add_test(tc, vlm_l_never_worse);
     suite_add_tcase(s, tc);
     return s;

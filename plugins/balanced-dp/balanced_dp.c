@@ -118,6 +118,7 @@ typedef struct bdp_self {
     const loom_host_api *host;
     loom_ctx *ctx;
     int64_t refine_evals; /* params.refine_evaluations */
+    int64_t refine_mbs;   /* params.refine_microbatches */
     pthread_mutex_t lock; /* guards the cache below */
     double *cache_weight; /* the layer weights the cached splits refine */
     int32_t cache_layers, n_cached;
@@ -134,6 +135,7 @@ typedef struct bdp_params {
     const char *placement;
     const char *balance;
     int64_t refine_evaluations;
+    int64_t refine_microbatches;
     const char *reference;
 } bdp_params;
 
@@ -156,6 +158,11 @@ static const loom_param_def bdp_param_table[] = {
                    "split fewer ranks over the memory cap or a shorter makespan (PyTorch's "
                    "pipeline auto-partitioner, pytorch/pytorch PR #179212); the best split "
                    "found within the budget is kept. 0: the min-max split as it is"),
+    LOOM_INT_PARAM(bdp_params, refine_microbatches, 512, 0, 1 << 23,
+                   "with more microbatches than this, the refinement scores splits on the "
+                   "reference iteration's first this many (rounded down to a multiple of pp), "
+                   "and the refined split is kept only when the whole iteration finds it no "
+                   "worse than the min-max split; 0: always the whole iteration"),
     LOOM_ENUM_PARAM(bdp_params, reference, "workload", "workload|iteration",
                    "with balance time, whose mean microbatch the split balances: workload "
                    "(the mean over every iteration the run plans, one split for all of them, "
@@ -183,6 +190,7 @@ static int bdp_create(const loom_host_api *host, loom_ctx *ctx,
     b->vpp_sweep = prm.vpp_sweep;
     b->placement = prm.placement;
     b->refine_evals = prm.refine_evaluations;
+    b->refine_mbs = prm.refine_microbatches;
     b->cache_weight = NULL;
     b->cache_layers = b->n_cached = 0;
     pthread_mutex_init(&b->lock, NULL);
@@ -313,6 +321,7 @@ typedef struct bdp_scorer {
     const loom_partition_eval_service *pe;
     loom_partition *part;
     int32_t np;
+    int32_t microbatches; /* of it */
 } bdp_scorer;
 
 /* Lays the split out as the candidate would be and simulates it; a split
@@ -329,8 +338,8 @@ static int bdp_score(void *user, const int32_t *sizes, loom_lk_split_score *out,
     if (rc == LOOM_OK)
         rc = loom_lk_place(host, "balanced-dp", b->placement, pp, sc->part, err);
     if (rc == LOOM_OK)
-        rc = loom_lk_assign_samples(host, "balanced-dp", model, sc->it,
-                                    sc->problem->parallel.microbatches, sc->part, err);
+        rc = loom_lk_assign_samples(host, "balanced-dp", model, sc->it, sc->microbatches,
+                                    sc->part, err);
     loom_metrics m = LOOM_METRICS_INIT;
     if (rc == LOOM_OK)
         rc = sc->pe->evaluate(b->ctx, sc->it, sc->part, &m, err);
@@ -392,6 +401,61 @@ static void bdp_cache_put(bdp_self *b, const double *weight, int32_t n_layers,
     pthread_mutex_unlock(&b->lock);
 }
 
+/* The samples of it's first k microbatches (of `microbatches`) as an
+ * iteration of their own, in samples[] (room for it->n_samples): each
+ * with the microbatch loom_lk_assign_samples gives it (the workload's,
+ * else the even split's), the later ones dropped. */
+static loom_iteration bdp_first_microbatches(const loom_iteration *it, int32_t microbatches,
+                                             int32_t k, loom_sample *samples)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < it->n_samples; i++) {
+        int32_t mb = it->samples[i].microbatch;
+        if (mb < 0)
+            mb = (int32_t)((int64_t)i * microbatches / it->n_samples);
+        if (mb >= k)
+            continue;
+        samples[n] = it->samples[i];
+        samples[n++].microbatch = mb;
+    }
+    return (loom_iteration){it->index, n, samples};
+}
+
+/* A split refined on the first microbatches is scored with the min-max
+ * split `start` on the whole iteration `ref`, and kept only when it is
+ * no worse there; else sizes and r go back to the min-max split. */
+static int bdp_confirm(bdp_self *b, const loom_problem *problem, const loom_iteration *ref,
+                       const loom_partition_eval_service *pe, int32_t np, const int32_t *start,
+                       int32_t *sizes, loom_lk_refine *r, loom_error *err)
+{
+    const loom_host_api *host = b->host;
+    bdp_scorer whole = {b, problem, ref, pe, NULL, np, problem->parallel.microbatches};
+    whole.part = loom_lk_partition_new(host, problem, np, ref->n_samples);
+    if (!whole.part)
+        return host->error(err, LOOM_ENOMEM, "balanced-dp: out of memory for %d samples",
+                           ref->n_samples);
+    loom_lk_split_score was, now;
+    int rc = bdp_score(&whole, start, &was, err);
+    if (rc == LOOM_OK)
+        rc = bdp_score(&whole, sizes, &now, err);
+    loom_lk_partition_free(host, whole.part);
+    if (rc != LOOM_OK)
+        return rc;
+    r->evaluations += 2;
+    int worse = now.cap_violations > was.cap_violations ||
+                (now.cap_violations == was.cap_violations && now.makespan_ms > was.makespan_ms);
+    host->log(b->ctx, LOOM_LOG_INFO,
+              "the whole iteration: min-max split %.6g ms, refined %.6g ms: %s",
+              was.makespan_ms, now.makespan_ms, worse ? "min-max kept" : "refined kept");
+    r->initial = was;
+    r->best = worse ? was : now;
+    if (worse) {
+        memcpy(sizes, start, (size_t)np * sizeof *sizes);
+        r->moves = 0;
+    }
+    return LOOM_OK;
+}
+
 /* Refines the min-max split sizes[np] by simulation (see the file
  * comment) within params.refine_evaluations; *moves gets the layer moves
  * kept. Without the loom.partition_eval service (a host that has none, no
@@ -423,8 +487,22 @@ static int bdp_refine(bdp_self *b, const loom_problem *problem, const loom_itera
         if (c)
             return LOOM_OK;
     }
-    bdp_scorer sc = {b, problem, ref, pe, NULL, np};
-    sc.part = loom_lk_partition_new(host, problem, np, ref->n_samples);
+    /* many microbatches: score on the first few (see params) */
+    int32_t mbs = problem->parallel.microbatches, pp = problem->parallel.pp;
+    int32_t few = b->refine_mbs > 0 && b->refine_mbs < mbs ? (int32_t)b->refine_mbs : mbs;
+    few = few < mbs ? few - few % pp : mbs;
+    few = few < pp ? (pp < mbs ? pp : mbs) : few;
+    loom_sample *kept = NULL;
+    loom_iteration head = *ref;
+    if (few < mbs) {
+        kept = host->alloc((size_t)(ref->n_samples > 0 ? ref->n_samples : 1) * sizeof *kept);
+        if (!kept)
+            return host->error(err, LOOM_ENOMEM, "balanced-dp: out of memory for %d samples",
+                               ref->n_samples);
+        head = bdp_first_microbatches(ref, mbs, few, kept);
+    }
+    bdp_scorer sc = {b, problem, &head, pe, NULL, np, few};
+    sc.part = loom_lk_partition_new(host, problem, np, head.n_samples);
     int32_t *order = host->alloc((size_t)np * sizeof *order);
     double *load = host->alloc((size_t)np * sizeof *load);
     int32_t *start = host->alloc((size_t)np * sizeof *start);
@@ -446,17 +524,20 @@ static int bdp_refine(bdp_self *b, const loom_problem *problem, const loom_itera
             r.evaluations = 0;
         }
     }
+    if (rc == LOOM_OK && r.evaluations > 0 && r.moves > 0 && few < mbs)
+        rc = bdp_confirm(b, problem, ref, pe, np, start, sizes, &r, err);
     if (rc == LOOM_OK && r.evaluations > 0) {
         *moves = r.moves;
         host->log(b->ctx, LOOM_LOG_INFO,
-                  "vpp %d: %d simulations moved %d layers: makespan %.6g -> %.6g ms on "
-                  "iteration %d", vpp, r.evaluations, r.moves, r.initial.makespan_ms,
-                  r.best.makespan_ms, ref->index);
+                  "vpp %d: %d simulations of %d microbatches moved %d layers: makespan %.6g -> "
+                  "%.6g ms on iteration %d", vpp, r.evaluations, few, r.moves,
+                  r.initial.makespan_ms, r.best.makespan_ms, ref->index);
         if (run_wide) {
             bdp_cached c = {vpp, sizes, r.moves, r.initial, r.best};
             bdp_cache_put(b, weight, n_layers, &c, np);
         }
     }
+    host->free(kept);
     host->free(start);
     host->free(load);
     host->free(order);
