@@ -375,7 +375,14 @@ loom_evaluator *loom_evaluator_take_kept(loom_pipeline *pl, const loom_stage_gra
     return ev;
 }
 
+/* The service's graph(): the candidate graph the evaluator was created
+ * on, or built from its outline. */
+static const loom_stage_graph *evaluator_service_graph(const loom_evaluator *ev)
+{
+    return ev ? ev->base : NULL;
+}
+
 const loom_evaluator_service loom_evaluator_service_v1 = {
     sizeof(loom_evaluator_service), 1, evaluator_service_create, loom_evaluator_run,
-    evaluator_release, loom_evaluator_set_deadline,
+    evaluator_release, loom_evaluator_set_deadline, evaluator_service_graph,
 };

@@ -52,8 +52,15 @@ static void fwd_set_deadline(loom_evaluator *ev, double deadline_ms)
     owner(ev)->set_deadline(ev, deadline_ms);
 }
 
+static const loom_stage_graph *fwd_graph(const loom_evaluator *ev)
+{
+    const loom_evaluator_service *svc = ev ? owner(ev) : NULL;
+    return LOOM_EVALUATOR_HAS(svc, graph) ? svc->graph(ev) : NULL;
+}
+
 static const loom_evaluator_service evaluator_forward_v1 = {
     sizeof(loom_evaluator_service), 1, fwd_create, fwd_run, fwd_destroy, fwd_set_deadline,
+    fwd_graph,
 };
 
 /* ---- the partition scorer, forwarded to ctx's pipeline ------------------ */

@@ -45,7 +45,7 @@ static void fake_destroy(loom_evaluator *ev)
 
 static const loom_evaluator_service fake_evaluator = {
     sizeof(loom_evaluator_service), 1, fake_create, fake_run, fake_destroy,
-    NULL};
+    NULL, NULL};
 
 /* Creates an instance on host h, ranks a 3-group graph into prio, frees it. */
 static int run_rank(loom_mock_host *h, float prio[3], loom_ranking *out)

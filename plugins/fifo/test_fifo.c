@@ -75,7 +75,7 @@ static void ev_destroy(loom_evaluator *e)
 }
 
 static const loom_evaluator_service test_evaluator_service = {
-    sizeof(loom_evaluator_service), 1, ev_create, ev_run, ev_destroy, NULL,
+    sizeof(loom_evaluator_service), 1, ev_create, ev_run, ev_destroy, NULL, NULL,
 };
 
 /* A P x M stage-times graph, forward f ms and backward 2 f ms. */

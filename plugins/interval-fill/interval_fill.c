@@ -3,6 +3,9 @@
  * reordering (DistTrain §6.2) as the order in which microbatches enter
  * the pipeline, and the choice among candidates.
  *
+ * It reads only its candidates' counts (LOOM_RANKER_READS_COUNTS): each
+ * candidate's graph is built by the evaluator created on it and read
+ * from there (loom.evaluator's graph()), one candidate at a time.
  * For every candidate graph it reads each microbatch's forward and
  * backward time on every rank (rank r standing for pipeline stage r, as
  * disttrain-alloc numbers them along the encoder -> backbone -> generator
@@ -112,18 +115,12 @@ static int ifr_priorities(ifr_self *s, const loom_stage_graph *g, float *prio,
     return LOOM_OK;
 }
 
-/* Scores priorities `prio` on graph g through the evaluator. */
-static int ifr_score(ifr_self *s, const loom_evaluator_service *ev_svc,
-                     const loom_stage_graph *g, const float *prio,
+/* Scores priorities `prio` with evaluator ev. */
+static int ifr_score(const loom_evaluator_service *ev_svc, loom_evaluator *ev, const float *prio,
                      double *makespan_ms, loom_error *err)
 {
-    loom_evaluator *ev = NULL;
-    int rc = ev_svc->create(s->ctx, g, &ev, err);
-    if (rc != LOOM_OK)
-        return rc;
     loom_metrics m = LOOM_METRICS_INIT;
-    rc = ev_svc->run(ev, prio, &m, err);
-    ev_svc->destroy(ev);
+    int rc = ev_svc->run(ev, prio, &m, err);
     *makespan_ms = m.makespan_ms;
     return rc;
 }
@@ -176,26 +173,43 @@ static int ifr_rank(void *self, const loom_stage_graph *const *graphs,
     for (int32_t c = 0; c < n_graphs && rc == LOOM_OK; c++) {
         if (out->candidate >= 0 && host->expired(s->ctx))
             break;
+        /* an outline's graph is built by its evaluator and read from it */
+        loom_evaluator *ev = NULL;
         const loom_stage_graph *g = graphs[c];
         double t_fill = 0, t_fifo = 0;
-        rc = ifr_priorities(s, g, fill, err);
+        int scored = 0; /* rc is the evaluator's (create, run), not ours */
+        rc = ev_svc->create(s->ctx, graphs[c], &ev, err);
         if (rc == LOOM_OK) {
-            rc = ifr_score(s, ev_svc, g, fill, &t_fill, err);
-            evals++;
-            if (rc != LOOM_OK && rc != LOOM_ENOMEM && rc != LOOM_EINTERRUPTED) {
-                /* this candidate cannot be scheduled: try the next */
-                host->log(s->ctx, LOOM_LOG_INFO, "candidate %d: %s", c, err->message);
-                last_rc = rc;
-                rc = LOOM_OK;
-                continue;
+            if (LOOM_EVALUATOR_HAS(ev_svc, graph))
+                g = ev_svc->graph(ev);
+            if (!g || (g->n_stages > 0 && !g->kind))
+                rc = host->error(err, LOOM_EINVAL, "interval-fill: candidate %d: the "
+                                 "evaluator gives no graph to read", c);
+            else
+                rc = ifr_priorities(s, g, fill, err);
+            if (rc == LOOM_OK) {
+                rc = ifr_score(ev_svc, ev, fill, &t_fill, err);
+                evals++;
+                scored = 1;
             }
+        } else {
+            scored = 1;
+        }
+        if (scored && rc != LOOM_OK && rc != LOOM_ENOMEM && rc != LOOM_EINTERRUPTED) {
+            /* this candidate cannot be scheduled: try the next */
+            host->log(s->ctx, LOOM_LOG_INFO, "candidate %d: %s", c, err->message);
+            last_rc = rc;
+            rc = LOOM_OK;
+            if (ev)
+                ev_svc->destroy(ev);
+            continue;
         }
         const float *use = fill;
         double t = t_fill;
         if (rc == LOOM_OK && keep) {
             for (int32_t i = 0; i < g->n_groups; i++)
                 fifo[i] = (float)(g->n_groups - i);
-            rc = ifr_score(s, ev_svc, g, fifo, &t_fifo, err);
+            rc = ifr_score(ev_svc, ev, fifo, &t_fifo, err);
             evals += rc == LOOM_OK;
             if (rc == LOOM_OK && t_fifo < t_fill) {
                 use = fifo;
@@ -212,6 +226,8 @@ static int ifr_rank(void *self, const loom_stage_graph *const *graphs,
             if (LOOM_HOST_HAS(host, progress) && host->progress)
                 host->progress(s->ctx, t, evals);
         }
+        if (ev)
+            ev_svc->destroy(ev);
     }
     host->free(fill);
     host->free(fifo);
@@ -231,7 +247,7 @@ static const loom_ranker_vtable ifr_vtable = {
     ifr_create,
     ifr_destroy,
     ifr_rank,
-    LOOM_RANKER_READS_ALL,
+    LOOM_RANKER_READS_COUNTS,
 };
 
 /* Returns the ranker vtable for role "ranker", else NULL. */

@@ -383,8 +383,14 @@ static void ev_destroy(loom_evaluator *e)
 {
     (void)e;
 }
+/* The graph an evaluator of test_ev runs: the evaluator is its graph. */
+static const loom_stage_graph *ev_graph(const loom_evaluator *e)
+{
+    return (const loom_stage_graph *)(uintptr_t)e;
+}
+
 static const loom_evaluator_service test_ev = {
-    sizeof(loom_evaluator_service), 1, ev_create, ev_run, ev_destroy, NULL,
+    sizeof(loom_evaluator_service), 1, ev_create, ev_run, ev_destroy, NULL, ev_graph,
 };
 
 /* A stage-times graph: p ranks, microbatch scales `scale` (l of them). */
@@ -475,6 +481,71 @@ START_TEST(ranker_orders_and_chooses)
 }
 END_TEST
 
+/* Outlines of two graphs (counts only) and an evaluator that builds
+ * each: the evaluator of outline i is graph i (of a graph, the graph). */
+static loom_stage_graph outline_of[2];
+static loom_stage_graph *built_of[2];
+static int outline_create(loom_ctx *ctx, const loom_stage_graph *graph,
+                          loom_evaluator **out, loom_error *err)
+{
+    for (int i = 0; i < 2; i++)
+        if (graph == &outline_of[i])
+            graph = built_of[i];
+    return ev_create(ctx, graph, out, err);
+}
+
+START_TEST(ranker_reads_outlines)
+{
+    static const double f[3] = {1, 1, 1}, f2[3] = {2, 2, 2};
+    static const double scale[7] = {3, 1, 0.5, 2, 1.5, 0.2, 1};
+    built_of[0] = graph(3, 7, f2, scale);
+    built_of[1] = graph(3, 7, f, scale);
+    for (int i = 0; i < 2; i++) {
+        const loom_stage_graph *b = built_of[i];
+        memset(&outline_of[i], 0, sizeof outline_of[i]);
+        outline_of[i].n_stages = b->n_stages;
+        outline_of[i].n_edges = b->n_edges;
+        outline_of[i].n_ranks = b->n_ranks;
+        outline_of[i].n_groups = b->n_groups;
+        outline_of[i].n_microbatches = b->n_microbatches;
+    }
+    const loom_ranker_vtable *vt =
+        (const loom_ranker_vtable *)loom_static_interval_fill()->role(LOOM_ROLE_RANKER);
+    ck_assert_uint_eq(vt->reads, LOOM_RANKER_READS_COUNTS);
+    loom_evaluator_service builds = test_ev;
+    builds.create = outline_create;
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+    loom_mock_host_add_service(h, LOOM_SERVICE_EVALUATOR, 1, &builds);
+    void *self = NULL;
+    loom_error err = {0, ""};
+    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL,
+                                &self, &err), LOOM_OK);
+    float by_graph[64], by_outline[64];
+    loom_ranking a = {.struct_size = (uint32_t)sizeof(loom_ranking), .cap_priorities = 64,
+                      .priorities = by_graph};
+    loom_ranking o = a;
+    o.priorities = by_outline;
+    ck_assert_int_eq(vt->rank(self, (const loom_stage_graph *const *)built_of, 2, &a, &err),
+                     LOOM_OK);
+    const loom_stage_graph *outlines[2] = {&outline_of[0], &outline_of[1]};
+    ck_assert_msg(vt->rank(self, outlines, 2, &o, &err) == LOOM_OK, "%s", err.message);
+    /* the same choice, order and makespan as from the graphs themselves */
+    ck_assert_int_eq(o.candidate, a.candidate);
+    ck_assert_int_eq(o.evaluations, a.evaluations);
+    ck_assert_double_eq(o.best_makespan_ms, a.best_makespan_ms);
+    ck_assert_mem_eq(by_outline, by_graph, (size_t)built_of[1]->n_groups * sizeof(float));
+    /* an evaluator service without graph() cannot show an outline's arrays */
+    builds.struct_size = (uint32_t)offsetof(loom_evaluator_service, graph);
+    ck_assert_int_eq(vt->rank(self, outlines, 2, &o, &err), LOOM_EINVAL);
+    ck_assert_str_eq(err.message, "interval-fill: candidate 0: the evaluator gives no graph "
+                                  "to read");
+    vt->destroy(self);
+    loom_mock_host_free(h);
+    loom_graph_free(built_of[0]);
+    loom_graph_free(built_of[1]);
+}
+END_TEST
+
 START_TEST(manifest_matches_binary)
 {
     const loom_plugin_info *info = loom_static_interval_fill();
@@ -499,6 +570,7 @@ static Suite *suite(void)
     tcase_add_test(tc, order_matches_full_resimulation);
     tcase_add_test(tc, quality_against_brute_force);
     tcase_add_test(tc, ranker_orders_and_chooses);
+    tcase_add_test(tc, ranker_reads_outlines);
     tcase_add_test(tc, manifest_matches_binary);
     suite_add_tcase(s, tc);
     return s;

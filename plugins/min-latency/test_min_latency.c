@@ -50,7 +50,7 @@ static void ev_destroy(loom_evaluator *e)
     (void)e;
 }
 static const loom_evaluator_service test_ev = {
-    sizeof(loom_evaluator_service), 1, ev_create, ev_run, ev_destroy, NULL,
+    sizeof(loom_evaluator_service), 1, ev_create, ev_run, ev_destroy, NULL, NULL,
 };
 
 /* A backbone of P stages (F f, B 2f) fed by a 1-stage encoder on rank 0;

@@ -56,7 +56,7 @@ static void ev_destroy(loom_evaluator *ev)
 }
 
 static const loom_evaluator_service mock_ev = {sizeof(loom_evaluator_service), 1,
-                                               ev_create, ev_run, ev_destroy, NULL};
+                                               ev_create, ev_run, ev_destroy, NULL, NULL};
 
 /* Candidate graphs: templates of 2, 3, 4 stages (one GPU per node), for
  * shares 1..12 (all) or only 12. */

@@ -67,6 +67,11 @@ typedef struct loom_simulator_service {
  * refining there (the ilp tuner returns its warm start). < 0 removes it.
  * It applies to every evaluator of the run: call it between batches, from
  * the thread that created them, and remove it before returning.
+ * graph() (present when struct_size covers it and non-NULL): the graph
+ * `ev` evaluates, read-only and valid until destroy(): the one given to
+ * create(), or the one the host built from an outline
+ * (LOOM_RANKER_READS_COUNTS), so that a counts-only ranker can read one
+ * candidate's arrays at a time and never hold them all.
  * destroy() ends the caller's use of the evaluator. During the engine's
  * ranking the host may keep the one released last (its last run may
  * become the plan's) and destroys its interleaver and memory-tuner
@@ -82,7 +87,14 @@ typedef struct loom_evaluator_service {
                loom_metrics *out, loom_error *err);
     void (*destroy)(loom_evaluator *ev);
     void (*set_deadline)(loom_evaluator *ev, double deadline_ms);
+    const loom_stage_graph *(*graph)(const loom_evaluator *ev); /* appended */
 } loom_evaluator_service;
+
+/* 1 when the evaluator service `ev_svc` has member `member` (non-NULL). */
+#define LOOM_EVALUATOR_HAS(ev_svc, member)                                     \
+    ((ev_svc) && (ev_svc)->struct_size >= offsetof(loom_evaluator_service, member) + \
+                                               sizeof((ev_svc)->member) &&           \
+     (ev_svc)->member)
 
 /* "loom.partition_eval" v1: scores one partition as the engine would
  * plan it, for partitioners that judge a split by simulation. evaluate()

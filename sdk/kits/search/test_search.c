@@ -264,7 +264,7 @@ static int stub_run(loom_evaluator *ev, const float *prio, loom_metrics *out, lo
 }
 
 static const loom_evaluator_service stub_service = {
-    sizeof(loom_evaluator_service), 1, NULL, stub_run, NULL, NULL};
+    sizeof(loom_evaluator_service), 1, NULL, stub_run, NULL, NULL, NULL};
 
 /* On share_graph the six seed orders hold four distinct ones that differ
  * from the reference (Johnson's rule is the reference there, heaviest

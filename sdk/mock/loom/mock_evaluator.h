@@ -69,9 +69,15 @@ static inline void mock_ev_destroy(loom_evaluator *ev)
     free(ev);
 }
 
+/* service.graph. */
+static inline const loom_stage_graph *mock_ev_graph(const loom_evaluator *ev)
+{
+    return ev->g;
+}
+
 static const loom_evaluator_service MOCK_EVALUATOR = {
     sizeof(loom_evaluator_service), 1, mock_ev_create, mock_ev_run,
-    mock_ev_destroy, NULL};
+    mock_ev_destroy, NULL, mock_ev_graph};
 
 /* A stage-times graph of P ranks (at most 16) and M microbatches (at most
  * 16), one group each, with F = 1, B = 2 and one activation byte on every
