@@ -182,6 +182,36 @@ static double ifill_interval(ifill_sim *m, int32_t filled)
     return ready > from ? ready - from : 0;
 }
 
+/* The first of pool[0..n) (ascending by key) whose key is >= v; n when
+ * none. */
+static int32_t ifill_lower_bound(const int32_t *pool, int32_t n, const double *key, double v)
+{
+    int32_t lo = 0, hi = n;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (key[pool[mid]] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Follows links from i to an entry that links to itself (a live item,
+ * or the sentinel), shortening the path behind it. */
+static int32_t ifill_live(int32_t *link, int32_t i)
+{
+    int32_t root = i;
+    while (link[root] != root)
+        root = link[root];
+    while (link[i] != root) {
+        int32_t up = link[i];
+        link[i] = root;
+        i = up;
+    }
+    return root;
+}
+
 void loom_ifill_order(int32_t p, int32_t l, const double *fwd,
                       const double *bwd, int32_t *order, double *scratch,
                       int32_t *iscratch, double *key_size, double *key_fwd0)
@@ -214,19 +244,17 @@ void loom_ifill_order(int32_t p, int32_t l, const double *fwd,
                    scratch + 2 * (size_t)l * p, cursor};
     ifill_sim_init(&m);
     int32_t filled = 1;
-    while (n_pool > 0) {
-        int32_t k = filled == 1 ? (p - 1 < n_pool ? p - 1 : n_pool) : 1;
-        if (k < 1)
-            k = 1;
+    if (n_pool > 0) { /* interval 1: a window of k consecutive items */
+        int32_t k = p - 1 < n_pool ? p - 1 : n_pool;
+        k = k < 1 ? 1 : k;
         double v = ifill_interval(&m, filled);
         int32_t best = 0;
-        double best_gap = -1;
-        double sum = 0;
+        double best_gap = -1, sum = 0;
         for (int32_t t = 0; t < k; t++)
-            sum += fwd[(size_t)pool[t] * p];
+            sum += fwd0[pool[t]];
         for (int32_t a = 0; a + k <= n_pool; a++) {
             if (a > 0)
-                sum += fwd[(size_t)pool[a + k - 1] * p] - fwd[(size_t)pool[a - 1] * p];
+                sum += fwd0[pool[a + k - 1]] - fwd0[pool[a - 1]];
             double gap = sum > v ? sum - v : v - sum;
             if (best_gap < 0 || gap < best_gap) {
                 best_gap = gap;
@@ -235,9 +263,30 @@ void loom_ifill_order(int32_t p, int32_t l, const double *fwd,
         }
         for (int32_t t = 0; t < k; t++)
             order[filled++] = pool[best + t];
-        memmove(pool + best, pool + best + k,
-                (size_t)(n_pool - best - k) * sizeof *pool);
+        memmove(pool + best, pool + best + k, (size_t)(n_pool - best - k) * sizeof *pool);
         n_pool -= k;
+    }
+    /* every later interval takes the one item closest to it: the nearest
+     * live item below and above it in the sorted pool (ties: the earlier),
+     * found through next/previous-live links (idx is free after the sort;
+     * tmp past the rear has room for n_pool + 1) */
+    int32_t *next = idx, *prev = tmp + n_rear;
+    for (int32_t i = 0; i <= n_pool; i++) {
+        next[i] = i;
+        prev[i] = i; /* prev is shifted by one: prev[i + 1] is item i */
+    }
+    for (int32_t left = n_pool; left > 0; left--) {
+        double v = ifill_interval(&m, filled);
+        int32_t at = ifill_lower_bound(pool, n_pool, fwd0, v);
+        int32_t hi = ifill_live(next, at);         /* first live >= v */
+        int32_t lo = ifill_live(prev, at) - 1;     /* last live < v */
+        if (lo >= 0) /* the earliest live item of lo's value */
+            lo = ifill_live(next, ifill_lower_bound(pool, n_pool, fwd0, fwd0[pool[lo]]));
+        int32_t pick = hi >= n_pool || (lo >= 0 && v - fwd0[pool[lo]] <= fwd0[pool[hi]] - v)
+                           ? lo : hi;
+        order[filled++] = pool[pick];
+        next[pick] = pick + 1;
+        prev[pick + 1] = pick;
     }
     /* the rear, largest first so the smallest ends the iteration */
     for (int32_t t = n_rear - 1; t >= 0; t--)

@@ -41,7 +41,9 @@ double loom_ifill_makespan(int32_t p, int32_t l, const int32_t *order,
  * consecutive items in forward-time order; ties: the earlier window).
  * Intervals are measured by simulating the order so far with zero-time
  * placeholders in the unfilled positions (one simulation, kept and rolled
- * back from interval to interval). Works for any l >= 1 (fewer fillers
+ * back from interval to interval); each later interval's item is found by
+ * binary search in the forward-time order and links past the items taken
+ * (no pass over the pool per interval). Works for any l >= 1 (fewer fillers
  * when l < 2p - 1). Writes order[l]. scratch: as for loom_ifill_makespan;
  * iscratch: LOOM_IFILL_ORDER_INTS(l, p) ints; key_size / key_fwd0: l
  * doubles each (the sort keys). */

@@ -258,24 +258,30 @@ static void ref_order(const inst *in, int32_t *order)
 }
 
 /* loom_ifill_order measures each interval on a simulation it keeps and
- * rolls back only past the newly filled positions; its order equals the
- * whole re-simulation's for every p and l, with random and with tied
- * times. */
+ * rolls back only past the newly filled positions, and finds each later
+ * interval's item by links through the sorted pool; its order equals the
+ * whole re-simulation's window scan for every p and l, with random, tied
+ * and small integer times. */
 START_TEST(order_matches_full_resimulation)
 {
     uint64_t rng = 11;
     for (int32_t p = 1; p <= MAXP; p++)
         for (int32_t l = 1; l <= MAXL; l++)
-            for (int rep = 0; rep < 3; rep++) {
+            for (int rep = 0; rep < 6; rep++) {
+                /* reps 0-1 random, 2 tied, 3-5 small integers (intervals
+                 * halfway between two items' times) */
                 double fs[MAXP], sc[MAXL];
                 for (int32_t q = 0; q < p; q++) {
                     rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-                    fs[q] = rep == 2 ? 1 : 0.5 + (double)(rng >> 40) / (double)(1 << 24);
+                    fs[q] = rep == 2 ? 1
+                            : rep > 2 ? (double)(1 + (rng >> 40) % 2)
+                                      : 0.5 + (double)(rng >> 40) / (double)(1 << 24);
                 }
                 for (int32_t j = 0; j < l; j++) {
                     rng = rng * 6364136223846793005ull + 1442695040888963407ull;
                     sc[j] = rep == 2 ? (double)(1 + j % 3)
-                                     : 0.25 + 3 * (double)(rng >> 40) / (double)(1 << 24);
+                            : rep > 2 ? (double)(1 + (rng >> 40) % 5)
+                                      : 0.25 + 3 * (double)(rng >> 40) / (double)(1 << 24);
                 }
                 inst in;
                 make(&in, p, l, fs, sc);
