@@ -177,25 +177,22 @@ static int ifr_rank(void *self, const loom_stage_graph *const *graphs,
         loom_evaluator *ev = NULL;
         const loom_stage_graph *g = graphs[c];
         double t_fill = 0, t_fifo = 0;
-        int scored = 0; /* rc is the evaluator's (create, run), not ours */
+        int ours = 0; /* rc is interval-fill's own error, not the evaluator's */
         rc = ev_svc->create(s->ctx, graphs[c], &ev, err);
         if (rc == LOOM_OK) {
             if (LOOM_EVALUATOR_HAS(ev_svc, graph))
                 g = ev_svc->graph(ev);
-            if (!g || (g->n_stages > 0 && !g->kind))
+            ours = 1;
+            if (!g || (g->n_stages > 0 && !g->kind)) {
                 rc = host->error(err, LOOM_EINVAL, "interval-fill: candidate %d: the "
                                  "evaluator gives no graph to read", c);
-            else
-                rc = ifr_priorities(s, g, fill, err);
-            if (rc == LOOM_OK) {
+            } else if ((rc = ifr_priorities(s, g, fill, err)) == LOOM_OK) {
+                ours = 0;
                 rc = ifr_score(ev_svc, ev, fill, &t_fill, err);
                 evals++;
-                scored = 1;
             }
-        } else {
-            scored = 1;
         }
-        if (scored && rc != LOOM_OK && rc != LOOM_ENOMEM && rc != LOOM_EINTERRUPTED) {
+        if (!ours && rc != LOOM_OK && rc != LOOM_ENOMEM && rc != LOOM_EINTERRUPTED) {
             /* this candidate cannot be scheduled: try the next */
             host->log(s->ctx, LOOM_LOG_INFO, "candidate %d: %s", c, err->message);
             last_rc = rc;
