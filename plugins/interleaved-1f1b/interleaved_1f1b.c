@@ -34,6 +34,9 @@ typedef struct il_self {
     loom_ctx *ctx;
     il_item *items;    /* cap_items entries, reused across calls */
     int32_t cap_items;
+    int32_t n_items;   /* the F, B and I stages of the last call */
+    int32_t *bucket_off; /* cap_buckets + 1 entries, reused across calls */
+    int32_t cap_buckets;
 } il_self;
 
 /* Creates an instance with empty scratch. */
@@ -58,20 +61,15 @@ static void il_destroy(void *self)
     if (!s)
         return;
     s->host->free(s->items);
+    s->host->free(s->bucket_off);
     s->host->free(s);
 }
 
-/* Orders items by rank, phase, chunk, priority (higher first), microbatch,
- * sub. */
+/* Orders two items of one (rank, phase, chunk) bucket: priority (higher
+ * first), microbatch, sub, stage. */
 static int il_cmp(const void *a, const void *b)
 {
     const il_item *x = a, *y = b;
-    if (x->rank != y->rank)
-        return x->rank < y->rank ? -1 : 1;
-    if (x->back != y->back)
-        return x->back < y->back ? -1 : 1;
-    if (x->chunk != y->chunk)
-        return x->chunk < y->chunk ? -1 : 1;
     if (x->prio != y->prio)
         return x->prio > y->prio ? -1 : 1;
     if (x->mb != y->mb)
@@ -161,6 +159,61 @@ static int il_check_run(il_self *s, const il_item *first, int32_t r,
     return LOOM_OK;
 }
 
+/* The bucket of stage v: (rank, phase, chunk), phase 0 forward, 1 backward. */
+static int32_t il_bucket(const loom_stage_graph *g, int32_t v, int32_t nv)
+{
+    return (g->rank[v] * 2 + (g->kind[v] != LOOM_STAGE_F)) * nv + g->chunk[v];
+}
+
+/* Fills s->items with the F, B and I stages ordered by rank, phase, chunk
+ * (placed by counting, keeping the graph's order), then within each
+ * bucket by il_cmp; a bucket already in that order, as the graph builder
+ * emits microbatches, is left as it is. */
+static int il_sort(il_self *s, const loom_stage_graph *g, const float *priorities,
+                   int32_t nv, loom_error *err)
+{
+    int32_t nb = g->n_ranks * 2 * nv;
+    if (nb > s->cap_buckets) {
+        void *p = s->host->realloc(s->bucket_off, ((size_t)nb + 1) * sizeof *s->bucket_off);
+        if (!p)
+            return s->host->error(err, LOOM_ENOMEM, "interleaved-1f1b: out of memory");
+        s->bucket_off = p;
+        s->cap_buckets = nb;
+    }
+    int32_t *off = s->bucket_off;
+    memset(off, 0, ((size_t)nb + 1) * sizeof *off);
+    for (int32_t v = 0; v < g->n_stages; v++)
+        if (g->kind[v] != LOOM_STAGE_W)
+            off[il_bucket(g, v, nv) + 1]++;
+    for (int32_t b = 0; b < nb; b++)
+        off[b + 1] += off[b];
+    s->n_items = off[nb];
+    for (int32_t v = 0; v < g->n_stages; v++) {
+        if (g->kind[v] == LOOM_STAGE_W)
+            continue;
+        il_item *it = &s->items[off[il_bucket(g, v, nv)]++];
+        it->rank = g->rank[v];
+        it->back = g->kind[v] != LOOM_STAGE_F;
+        it->chunk = g->chunk[v];
+        it->prio = priorities ? priorities[g->group[v]] : -(float)g->group[v];
+        if (it->prio != it->prio)
+            it->prio = -1e30f; /* NaN sorts last */
+        it->mb = g->microbatch[v];
+        it->sub = g->sub[v];
+        it->id = v;
+    }
+    /* off[b] now ends bucket b */
+    for (int32_t b = 0, start = 0; b < nb; start = off[b++]) {
+        il_item *first = &s->items[start];
+        int32_t len = off[b] - start, j = 1;
+        while (j < len && il_cmp(&first[j - 1], &first[j]) < 0)
+            j++;
+        if (j < len)
+            qsort(first, (size_t)len, sizeof *first, il_cmp);
+    }
+    return LOOM_OK;
+}
+
 /* Writes the interleaved 1F1B order of every rank into `out`. */
 static int il_interleave(void *self, const loom_stage_graph *g,
                          const float *priorities, loom_schedule *out,
@@ -180,22 +233,10 @@ static int il_interleave(void *self, const loom_stage_graph *g,
     if (rc != LOOM_OK)
         return rc;
 
-    int32_t n = 0;
-    for (int32_t v = 0; v < g->n_stages; v++) {
-        if (g->kind[v] == LOOM_STAGE_W)
-            continue;
-        il_item *it = &s->items[n++];
-        it->rank = g->rank[v];
-        it->back = g->kind[v] != LOOM_STAGE_F;
-        it->chunk = g->chunk[v];
-        it->prio = priorities ? priorities[g->group[v]] : -(float)g->group[v];
-        if (it->prio != it->prio)
-            it->prio = -1e30f; /* NaN sorts last */
-        it->mb = g->microbatch[v];
-        it->sub = g->sub[v];
-        it->id = v;
-    }
-    qsort(s->items, (size_t)n, sizeof *s->items, il_cmp);
+    rc = il_sort(s, g, priorities, nv, err);
+    if (rc != LOOM_OK)
+        return rc;
+    int32_t n = s->n_items;
 
     int32_t p = g->n_ranks, units = -1, k = 0, i = 0;
     out->n_ranks = p;
