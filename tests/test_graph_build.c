@@ -255,6 +255,97 @@ START_TEST(test_offload_option)
 }
 END_TEST
 
+/* The layers the cost model was asked to price a microbatch of, by
+ * module and layer (the static memory's one-token questions, one per
+ * layer, are not counted), and the roofline's own estimate() the recorder
+ * forwards to. */
+static uint8_t asked[8][256];
+static int (*roofline_estimate)(void *, const loom_problem *, int32_t, int32_t,
+                                const loom_shape *, int32_t, loom_layer_cost *, loom_error *);
+static int recording_estimate(void *self, const loom_problem *problem, int32_t module,
+                              int32_t layer, const loom_shape *shape, int32_t policy,
+                              loom_layer_cost *out, loom_error *err)
+{
+    if (shape->tokens > 1)
+        asked[module][layer] = 1;
+    return roofline_estimate(self, problem, module, layer, shape, policy, out, err);
+}
+
+/* The graph of two_flows with the roofline declaring what it declares
+ * (layer_reads) or reading the layer index, into *g; fills asked[]. */
+static void build_recorded(const fixture *fx, loom_partition *p, uint32_t layer_reads,
+                           loom_stage_graph **g)
+{
+    loom_cost_model_vtable *vt = &s.pl->steps[s.pl->cost_model].vt.cost_model;
+    uint32_t own = vt->layer_reads;
+    if (!roofline_estimate)
+        roofline_estimate = vt->estimate;
+    vt->estimate = recording_estimate;
+    vt->layer_reads = layer_reads;
+    memset(asked, 0, sizeof asked);
+    loom_error err = {0};
+    ck_assert_int_eq(loom_graph_build(fx->cost, &s.problem, fx->it, p, g, &err), LOOM_OK);
+    vt->estimate = roofline_estimate;
+    vt->layer_reads = own;
+}
+
+/* The roofline declares LOOM_COST_READS_LAYER_FIELDS: the builder then
+ * asks it for a span's first layer, a module's first, second and last
+ * layers and any layer unlike the one before it, and copies the rest;
+ * the graph is the one asking for every layer builds, bit for bit. A cost
+ * model reading the layer index is asked for every layer. */
+START_TEST(test_layer_fields_asked_once_per_run)
+{
+    fixture fx = open_fixture();
+    ck_assert_uint_eq(s.pl->steps[s.pl->cost_model].vt.cost_model.layer_reads,
+                      LOOM_COST_READS_LAYER_FIELDS);
+    loom_partition *p = two_flows(fx.set, 0);
+    const loom_model *m = s.problem.model;
+    ck_assert_int_le(m->n_modules, 8);
+    loom_stage_graph *all = NULL, *once = NULL;
+    build_recorded(&fx, p, LOOM_COST_READS_LAYER_INDEX, &all);
+    for (int32_t mod = 0; mod < m->n_modules; mod++)
+        for (int32_t l = 0; l < m->modules[mod].n_layers; l++)
+            ck_assert_msg(asked[mod][l], "module %d layer %d not asked", mod, l);
+    build_recorded(&fx, p, LOOM_COST_READS_LAYER_FIELDS, &once);
+    int copied = 0;
+    for (int32_t mod = 0; mod < m->n_modules; mod++) {
+        const loom_module *md = &m->modules[mod];
+        ck_assert_int_le(md->n_layers, 256);
+        for (int32_t l = 0; l < md->n_layers; l++) {
+            int span_first = 0;
+            for (int32_t k = 0; k < p->n_spans; k++)
+                span_first |= p->spans[k].module == mod && p->spans[k].first_layer == l;
+            int want = span_first || l <= 1 || l == md->n_layers - 1 ||
+                       memcmp(&md->layers[l], &md->layers[l - 1], sizeof md->layers[l]) != 0;
+            ck_assert_msg(asked[mod][l] == want, "module %d layer %d: asked %d, expected %d",
+                          mod, l, asked[mod][l], want);
+            copied += !want;
+        }
+    }
+    ck_assert_int_gt(copied, 0);
+    ck_assert_int_eq(once->n_stages, all->n_stages);
+    ck_assert_int_eq(once->n_layer_entries, all->n_layer_entries);
+    size_t n = (size_t)all->n_stages, e = (size_t)all->n_layer_entries * LOOM_POLICY_COUNT;
+    ck_assert(memcmp(once->duration_ms, all->duration_ms, n * sizeof(double)) == 0);
+    ck_assert(memcmp(once->flops, all->flops, n * sizeof(double)) == 0);
+    ck_assert(memcmp(once->mem_delta_bytes, all->mem_delta_bytes, n * sizeof(int64_t)) == 0);
+    ck_assert(memcmp(once->layer_options, all->layer_options, e * sizeof *all->layer_options) == 0);
+    ck_assert(memcmp(once->layer_recompute_flops, all->layer_recompute_flops, e * sizeof(double)) ==
+              0);
+    ck_assert(!all->layer_weight_held_bytes == !once->layer_weight_held_bytes);
+    ck_assert(!all->layer_weight_held_bytes || /* split backwards only */
+              memcmp(once->layer_weight_held_bytes, all->layer_weight_held_bytes,
+                     e * sizeof(int64_t)) == 0);
+    ck_assert(memcmp(once->pred_p2p_ms, all->pred_p2p_ms,
+                     (size_t)all->n_edges * sizeof(double)) == 0);
+    loom_graph_free(all);
+    loom_graph_free(once);
+    loom_candidates_free(fx.set);
+    loom_session_release(&s);
+}
+END_TEST
+
 /* Per-span TP: a rank's TP group is as wide as its widest span, the ranks'
  * groups sit on consecutive GPUs (P2P between two ranks is intra-node when
  * their first GPUs share a node) and the peak FLOP/s behind the ranks
@@ -741,6 +832,7 @@ int main(void)
     tcase_add_test(tc, test_revision_stamps);
     tcase_add_test(tc, test_param_prefetch_in_graph);
     tcase_add_test(tc, test_offload_option);
+    tcase_add_test(tc, test_layer_fields_asked_once_per_run);
     suite_add_tcase(su, tc);
     return loom_test_main(su);
 }

@@ -108,6 +108,17 @@ int loom_cost_static_memory(loom_cost_ranks *cr, const loom_cost_source *src,
 int64_t loom_cost_weight_kept_bytes(const loom_layer *ly, int64_t tokens, int32_t tp,
                                     double element, int64_t stored);
 
+/* ---- layers that cost what the one before them costs (cost_repeat.c) --- */
+
+/* 1 when layer l of `mod`, in a span from layer span_first priced with one
+ * shape, costs what layer l - 1 costs: the cost model reads only the
+ * layer's members and its first/last role (reads_layer_fields,
+ * LOOM_COST_READS_LAYER_FIELDS), neither layer is the module's first or
+ * last, their members are equal and so is whether some earlier layer
+ * trains (same_upstream). */
+int loom_cost_repeats_previous(int reads_layer_fields, const loom_module *mod,
+                               int32_t span_first, int32_t l, int same_upstream);
+
 /* ---- the iteration's tail (cost_tail.c) --------------------------------- */
 
 /* What rank r's tail is computed from: its DP x CP group and the

@@ -14,6 +14,7 @@ typedef struct build {
     const loom_iteration *it;
     const loom_partition *part;
     loom_ctx *cost_ctx;
+    int reads_layer_fields;  /* the cost model's LOOM_COST_READS_LAYER_FIELDS */
     int split;
     int32_t M, F;            /* microbatches, flows */
     int32_t *unit_base;      /* [f * M + mb]: first stage of (f, mb, sub 0) */
@@ -104,7 +105,8 @@ static int32_t position_layers(const loom_partition *pt, const loom_position *po
  * loom_offload_option on the problem's cluster):
  * entries[l * LOOM_POLICY_COUNT + policy] for the position's l-th layer,
  * in rflops[] (same index) the FLOPs its recomputation adds and in held[]
- * the part of its activation bytes W keeps. */
+ * the part of its activation bytes W keeps. A layer that costs what the
+ * one before it costs (loom_cost_repeats_previous) is copied, not asked. */
 static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *pos,
                          loom_policy_option *entries, double *rflops, int64_t *held,
                          double *flops, double *out_bytes, double *comm, loom_error *err)
@@ -138,16 +140,30 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
             shape.cp_attention_scale = b->part->cp_attention_scale[mb];
         int up = loom_module_upstream_trainable(model, sp->module);
         double element = 2.0; /* bytes per activation element: bf16 unless told */
+        double layer_flops = 0, layer_comm[2] = {0, 0}; /* the last layer asked */
         for (int32_t l = sp->first_layer; l < sp->first_layer + sp->n_layers; l++, k++) {
             loom_policy_option *opt = &entries[(size_t)k * LOOM_POLICY_COUNT];
             int64_t *keep = &held[(size_t)k * LOOM_POLICY_COUNT];
             memset(opt, 0, sizeof(loom_policy_option) * LOOM_POLICY_COUNT);
             memset(&rflops[(size_t)k * LOOM_POLICY_COUNT], 0, sizeof(double) * LOOM_POLICY_COUNT);
             memset(keep, 0, sizeof(int64_t) * LOOM_POLICY_COUNT);
+            int prev_up = shape.trainable_upstream;
             shape.trainable_upstream = loom_layer_trainable_upstream_from(up, mod, l);
             int needs_backward = shape.trainable_upstream || !mod->frozen;
             if (shape.tokens <= 0)
                 continue;
+            if (loom_cost_repeats_previous(b->reads_layer_fields, mod, sp->first_layer, l,
+                                           prev_up == shape.trainable_upstream)) {
+                memcpy(opt, opt - LOOM_POLICY_COUNT, sizeof *opt * LOOM_POLICY_COUNT);
+                double *rf = &rflops[(size_t)k * LOOM_POLICY_COUNT];
+                memcpy(rf, rf - LOOM_POLICY_COUNT, sizeof *rf * LOOM_POLICY_COUNT);
+                memcpy(keep, keep - LOOM_POLICY_COUNT, sizeof *keep * LOOM_POLICY_COUNT);
+                *flops += layer_flops;
+                comm[0] += layer_comm[0];
+                comm[1] += layer_comm[1];
+                continue;
+            }
+            layer_flops = layer_comm[0] = layer_comm[1] = 0;
             for (int p = 0; p < LOOM_POLICY_OFFLOAD; p++) {
                 loom_layer_cost c = LOOM_LAYER_COST_INIT;
                 int rc = loom_cost_estimate(b->cost_ctx, sp->module, l, &shape, p, &c, err);
@@ -166,12 +182,15 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
                                                           element, opt[p].activation_bytes);
                 }
                 if (p == 0)
-                    *flops += c.flops * (double)reps;
+                    layer_flops = c.flops * (double)reps;
                 if (p == 0 && LOOM_LAYER_COST_HAS(&c, input_grad_comm_ms)) {
-                    comm[0] += c.forward_comm_ms;
-                    comm[1] += c.input_grad_comm_ms;
+                    layer_comm[0] = c.forward_comm_ms;
+                    layer_comm[1] = c.input_grad_comm_ms;
                 }
             }
+            *flops += layer_flops;
+            comm[0] += layer_comm[0];
+            comm[1] += layer_comm[1];
             /* offload: derived from none and full, nothing recomputed */
             opt[LOOM_POLICY_OFFLOAD] = loom_offload_option(pb->cluster, &opt[LOOM_POLICY_NONE],
                                                            &opt[LOOM_POLICY_FULL]);
@@ -476,6 +495,7 @@ static int build_init(build *b, loom_error *err)
         return loom_set_error(err, LOOM_ENOMEM, "graph builder: out of memory");
     b->src = (loom_cost_source){b->cost_ctx, loom_cost_estimate, loom_cost_module_extra,
                                 loom_cost_rank_tail};
+    b->reads_layer_fields = loom_cost_reads_layer_fields(b->cost_ctx);
     int rc = loom_cost_ranks_init(&b->ranks, b->problem, part, err);
     if (rc != LOOM_OK)
         return rc;

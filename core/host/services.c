@@ -185,6 +185,14 @@ int loom_cost_estimate(loom_ctx *ctx, int32_t module, int32_t layer,
     return loom_check_layer_cost(out, st->ctx.plugin_id, module, layer, err);
 }
 
+int loom_cost_reads_layer_fields(loom_ctx *ctx)
+{
+    loom_pipeline *pl = ctx ? ctx->pipeline : NULL;
+    if (!pl || pl->cost_model < 0)
+        return 0;
+    return pl->steps[pl->cost_model].vt.cost_model.layer_reads == LOOM_COST_READS_LAYER_FIELDS;
+}
+
 int loom_cost_module_extra(loom_ctx *ctx, int32_t module, int32_t tp,
                            int64_t *param_bytes, int64_t *state_bytes,
                            loom_error *err)

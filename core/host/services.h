@@ -40,6 +40,9 @@ const void *loom_service_lookup(const char *name, uint32_t min_version);
 int loom_cost_estimate(loom_ctx *ctx, int32_t module, int32_t layer,
                        const loom_shape *shape, int32_t policy,
                        loom_layer_cost *out, loom_error *err);
+/* 1 when the pipeline's cost model declares LOOM_COST_READS_LAYER_FIELDS
+ * (<loom/cost_model.h>), else 0. */
+int loom_cost_reads_layer_fields(loom_ctx *ctx);
 int loom_cost_module_extra(loom_ctx *ctx, int32_t module, int32_t tp,
                            int64_t *param_bytes, int64_t *state_bytes,
                            loom_error *err);

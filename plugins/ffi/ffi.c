@@ -277,6 +277,7 @@ static const loom_cost_model_vtable ff_vtable = {
     NULL,
     NULL,
     NULL,
+    LOOM_COST_READS_LAYER_INDEX, /* a foreign function may take the layer index */
 };
 
 /* The vtable for the cost_model role, NULL for any other. */

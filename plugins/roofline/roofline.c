@@ -744,6 +744,9 @@ static const loom_cost_model_vtable rf_vtable = {
     rf_module_extra,
     rf_p2p_ms,
     rf_rank_tail_ms,
+    /* the memo key holds the layer's members and its vocabulary role,
+     * never its index (rf_key_of) */
+    LOOM_COST_READS_LAYER_FIELDS,
 };
 
 /* The vtable for the cost_model role, NULL for any other. */

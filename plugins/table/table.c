@@ -334,6 +334,7 @@ static const loom_cost_model_vtable tb_vtable = {
     NULL,
     NULL,
     tb_rank_tail_ms,
+    LOOM_COST_READS_LAYER_INDEX, /* a table row prices one layer index */
 };
 
 /* The vtable for the cost_model role, NULL for any other. */

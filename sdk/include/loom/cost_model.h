@@ -432,7 +432,23 @@ typedef struct loom_cost_model_vtable {
     int (*rank_tail_ms)(void *self, const loom_problem *problem,
                         const loom_rank_state *state, loom_rank_tail *out,
                         loom_error *err);
+    /* Appended (a vtable without it reads as LOOM_COST_READS_LAYER_INDEX):
+     * what estimate() reads of the layer it prices. See
+     * LOOM_COST_READS_LAYER_FIELDS. */
+    uint32_t layer_reads;
 } loom_cost_model_vtable;
+
+/* Values of loom_cost_model_vtable.layer_reads. */
+/* estimate() may depend on anything, the layer's index included (a table
+ * of measured layers): the host asks for every layer. */
+#define LOOM_COST_READS_LAYER_INDEX 0u
+/* estimate() reads the layer only through the members of
+ * module->layers[layer] and whether it is the module's first or last
+ * layer: two neighbouring layers of one module with equal members,
+ * neither the first nor the last, cost the same for one shape and
+ * policy. The graph builder then asks once for a run of such layers
+ * priced with one shape and copies the answer to the rest. */
+#define LOOM_COST_READS_LAYER_FIELDS 1u
 
 #ifdef __cplusplus
 }
