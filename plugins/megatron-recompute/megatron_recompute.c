@@ -76,6 +76,20 @@ static void apply_setting(const loom_stage_graph *g, mr_setting st, uint8_t *pol
             policies[e] = (uint8_t)setting_policy(st, e - g->pair_layer_off[p]);
 }
 
+/* 1 when full recomputation adds no less backward time than none on
+ * every layer entry: then each block setting costs at least the one
+ * before it (the per-rank sums only gain non-negative terms, and
+ * rounding keeps the order), and full at least every block. */
+static int blocks_cost_more(const loom_stage_graph *g)
+{
+    for (int32_t e = 0; e < g->n_layer_entries; e++) {
+        const loom_policy_option *o = &g->layer_options[(size_t)e * LOOM_POLICY_COUNT];
+        if (!(o[LOOM_POLICY_FULL].backward_ms - o[LOOM_POLICY_NONE].backward_ms >= 0))
+            return 0;
+    }
+    return 1;
+}
+
 /* Gives every layer entry the cheapest policy that fits (file comment). */
 static int mr_tune(void *self, const loom_stage_graph *g, const loom_schedule *sched,
                    uint8_t *policies, loom_error *err)
@@ -114,6 +128,7 @@ static int mr_tune(void *self, const loom_stage_graph *g, const loom_schedule *s
         int32_t n_settings = 2 + (most_layers > 1 ? most_layers - 1 : 0) + 1;
         int32_t rank = -1;
         double short_bytes = 0, best_ms = -1;
+        int ordered = blocks_cost_more(g);
         for (int32_t i = 0; i < n_settings; i++) {
             mr_setting st = {i == 0 ? LOOM_POLICY_NONE : i == 1 ? LOOM_POLICY_SELECTIVE
                                                                   : LOOM_POLICY_FULL,
@@ -128,6 +143,8 @@ static int mr_tune(void *self, const loom_stage_graph *g, const loom_schedule *s
             }
             if (i == 0)
                 break; /* nothing recomputed: nothing is cheaper */
+            if (i >= 2 && ordered)
+                break; /* the first block that fits: the later ones cost more */
         }
         if (best_ms < 0)
             return host->error(err, LOOM_EINFEASIBLE,

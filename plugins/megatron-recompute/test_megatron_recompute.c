@@ -93,12 +93,36 @@ START_TEST(order_decides_the_peak)
 }
 END_TEST
 
+/* The first block setting that fits ends the search only when no layer's
+ * full backward is shorter than its none one. Here entries 1 and 3
+ * recompute in 0 ms against 3 stored (a measured cost model may say so):
+ * full adds 2 - 3 + 2 - 3 = -2 ms, block 1 adds 4, so at a cap both fit
+ * under (210) full wins. */
+START_TEST(full_cheaper_than_a_block)
+{
+    loom_stage_graph *g = hand_graph();
+    const double ms1[3] = {3, 4, 0}, ms3[3] = {3, 3.1, 0};
+    const int64_t b1[3] = {100, 40, 20}, b3[3] = {100, 100, 50};
+    mtt_set_entry(g, 1, ms1, b1);
+    mtt_set_entry(g, 3, ms3, b3);
+    loom_graph_apply_policies(g);
+    loom_schedule *s = mtt_order(1, 2, 0, 1);
+    const loom_memory_tuner_vtable *vt = mtt_vtable(loom_static_megatron_recompute());
+    expect_policy(vt, g, s, 290, 0, LOOM_POLICY_FULL); /* -2 ms beats selective's 1.8 */
+    expect_policy(vt, g, s, 210, 0, LOOM_POLICY_FULL); /* block 1 fits too, at 4 ms */
+    expect_policy(vt, g, s, 80, 0, LOOM_POLICY_FULL);
+    loom_schedule_free(s);
+    loom_graph_free(g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("megatron-recompute");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, cheapest_setting_that_fits);
     tcase_add_test(tc, order_decides_the_peak);
+    tcase_add_test(tc, full_cheaper_than_a_block);
     suite_add_tcase(s, tc);
     return s;
 }
