@@ -9,7 +9,9 @@
  * every rank's peak (static bytes plus the activation peak of its order,
  * from the memory-tuning kit's timeline: exact without simulating) is
  * checked against the cap; of the settings that fit on every rank, the one
- * whose busiest rank recomputes least wins (ties: the earlier setting).
+ * whose busiest rank recomputes least wins (ties: the earlier setting;
+ * the first block setting that fits ends the search when no layer
+ * recomputes faster than it stores, since every later one costs more).
  * LOOM_EINFEASIBLE names the rank and the bytes short when even full
  * recomputation does not fit.
  */
