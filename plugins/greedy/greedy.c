@@ -16,10 +16,12 @@
  *
  * The chains of policies per layer entry depend only on the entries'
  * options and the pairs' entry rows. A search tunes one graph many times,
- * so the instance keeps the chains and a copy of what they were built
- * from; while both are unchanged a call only resets every entry to its
- * chain's start (reading the options once in a compare instead of
- * rebuilding the chains from them).
+ * so the instance keeps the chains and the revision stamp of the graph
+ * they were built from (the host stamps every graph it builds, and a new
+ * stamp means new content); while it is unchanged a call only resets
+ * every entry to its chain's start. For a graph without a stamp the
+ * instance keeps a copy of the options and pair rows instead and compares
+ * them (reading the options once instead of rebuilding the chains).
  */
 #include <string.h>
 #include <loom/kits/memtune.h>
@@ -30,7 +32,8 @@ typedef struct greedy_self {
     loom_mt_driver drv;
     loom_mt_entry_chains chains;
     int view; /* LOOM_VIEW_FRUGAL or LOOM_VIEW_AS_BUILT */
-    /* What the chains were built from (valid: chains_n_entries >= 0). */
+    /* What the chains were built from (valid: chains_n_entries >= 0): the
+     * graph's revision, or with none (chains_revision 0) a copy. */
     loom_policy_option *options_seen; /* n_entries * LOOM_POLICY_COUNT */
     int32_t *pair_off_seen;           /* n_pairs + 1 */
     int32_t chains_n_entries, chains_n_pairs;
@@ -95,12 +98,13 @@ static uint64_t graph_revision(const loom_stage_graph *g)
 }
 
 /* 1 when the chains were built from g's options and pair rows: the same
- * nonzero revision, or the same content. */
+ * nonzero revision, or, built from a graph without one, the same content. */
 static int greedy_chains_current(const greedy_self *s, const loom_stage_graph *g)
 {
-    if (s->chains_n_entries >= 0 && s->chains_revision != 0 &&
-        s->chains_revision == graph_revision(g))
-        return 1;
+    if (s->chains_n_entries < 0)
+        return 0;
+    if (s->chains_revision != 0)
+        return s->chains_revision == graph_revision(g);
     size_t n_opt = (size_t)g->n_layer_entries * LOOM_POLICY_COUNT;
     return s->chains_n_entries == g->n_layer_entries && s->chains_n_pairs == g->n_pairs &&
            (n_opt == 0 ||
@@ -123,14 +127,11 @@ static void greedy_chains_reset(greedy_self *s, const loom_stage_graph *g)
     }
 }
 
-/* Builds the chains for g and remembers what from; LOOM_ENOMEM. */
-static int greedy_chains_build(greedy_self *s, const loom_stage_graph *g, loom_error *err)
+/* Keeps a copy of g's options and pair rows (a graph without a revision
+ * stamp); LOOM_ENOMEM. */
+static int greedy_copy_content(greedy_self *s, const loom_stage_graph *g, loom_error *err)
 {
     const loom_host_api *h = s->host;
-    s->chains_n_entries = -1;
-    int rc = loom_mt_entry_chains_build(h, &s->chains, g, err);
-    if (rc != LOOM_OK)
-        return rc;
     size_t n_opt = (size_t)g->n_layer_entries * LOOM_POLICY_COUNT;
     size_t n_off = (size_t)g->n_pairs + 1;
     if (n_opt > s->cap_options) {
@@ -150,6 +151,19 @@ static int greedy_chains_build(greedy_self *s, const loom_stage_graph *g, loom_e
     if (n_opt)
         memcpy(s->options_seen, g->layer_options, n_opt * sizeof *g->layer_options);
     memcpy(s->pair_off_seen, g->pair_layer_off, n_off * sizeof *g->pair_layer_off);
+    return LOOM_OK;
+}
+
+/* Builds the chains for g and remembers what from: its revision stamp, or
+ * without one a copy of its content; LOOM_ENOMEM. */
+static int greedy_chains_build(greedy_self *s, const loom_stage_graph *g, loom_error *err)
+{
+    s->chains_n_entries = -1;
+    int rc = loom_mt_entry_chains_build(s->host, &s->chains, g, err);
+    if (rc == LOOM_OK && graph_revision(g) == 0)
+        rc = greedy_copy_content(s, g, err);
+    if (rc != LOOM_OK)
+        return rc;
     s->chains_n_entries = g->n_layer_entries;
     s->chains_n_pairs = g->n_pairs;
     s->chains_revision = graph_revision(g);

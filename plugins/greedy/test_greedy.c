@@ -333,6 +333,63 @@ START_TEST(a_revision_seen_before_skips_the_compare)
 }
 END_TEST
 
+/* Bytes the greedy instance under test asked its host for. */
+static size_t bytes_asked;
+static void *(*host_alloc)(size_t);
+static void *(*host_realloc)(void *, size_t);
+static void *counting_alloc(size_t n)
+{
+    bytes_asked += n;
+    return host_alloc(n);
+}
+static void *counting_realloc(void *p, size_t n)
+{
+    bytes_asked += n;
+    return host_realloc(p, n);
+}
+
+/* The bytes one tune of the hand graph asks for, the graph stamped with a
+ * revision or not. */
+static size_t bytes_of_one_tune(int stamp)
+{
+    loom_mock_host *h = loom_test_mock_host(loom_static_greedy());
+    static loom_host_api counted;
+    counted = *loom_mock_host_api(h);
+    host_alloc = counted.alloc;
+    host_realloc = counted.realloc;
+    counted.alloc = counting_alloc;
+    counted.realloc = counting_realloc;
+    const loom_memory_tuner_vtable *vt = mtt_vtable(loom_static_greedy());
+    void *self = NULL;
+    loom_error err = {0};
+    ck_assert_int_eq(vt->create(&counted, loom_mock_host_ctx(h), NULL, &self, &err), LOOM_OK);
+    loom_stage_graph *g = hand_graph();
+    loom_schedule *s = mtt_order(1, 2, 0, 1);
+    g->memory_cap_bytes = 300;
+    g->revision = stamp ? 9 : 0;
+    uint8_t pol[4];
+    bytes_asked = 0;
+    ck_assert_int_eq(vt->tune(self, g, s, pol, &err), LOOM_OK);
+    size_t n = bytes_asked;
+    vt->destroy(self);
+    loom_mock_host_free(h);
+    loom_schedule_free(s);
+    loom_graph_free(g);
+    return n;
+}
+
+START_TEST(a_stamped_graph_is_not_copied)
+{
+    /* The host stamps every graph it builds: the instance then keeps the
+     * stamp, not a copy of the options and pair rows (at 8,192
+     * microbatches of VLM-L that copy is 400 MB). Only an unstamped graph
+     * is copied, and that copy is all the difference. */
+    size_t stamped = bytes_of_one_tune(1), unstamped = bytes_of_one_tune(0);
+    ck_assert_uint_eq(unstamped - stamped,
+                      4 * LOOM_POLICY_COUNT * sizeof(loom_policy_option) + 3 * sizeof(int32_t));
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("greedy");
@@ -345,6 +402,7 @@ static Suite *suite(void)
     tcase_add_test(tc, view_param_picks_the_interleaver_budget);
     tcase_add_test(tc, one_instance_follows_every_change);
     tcase_add_test(tc, a_revision_seen_before_skips_the_compare);
+    tcase_add_test(tc, a_stamped_graph_is_not_copied);
     suite_add_tcase(s, tc);
     return s;
 }
