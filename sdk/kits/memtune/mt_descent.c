@@ -22,7 +22,7 @@ static double mt_key(int64_t saved, double added, uint8_t *is_free)
 /* Releases the descent's scratch. */
 void loom_mt_descent_free(const loom_host_api *host, loom_mt_descent *d)
 {
-    host->free(d->live);
+    host->free(d->next);
     host->free(d->heap);
     host->free(d->best_epoch);
     host->free(d->best_unit);
@@ -212,20 +212,50 @@ static loom_mt_move mt_move_of(const loom_mt_descent *d, int32_t p)
     return m;
 }
 
-/* Puts the live pairs that can still move (computing the cached move of
- * pairs not seen in this descent yet) into the heap and heapifies it;
- * returns how many. */
-static int32_t mt_heapify(loom_mt_descent *d, const loom_mt_units *u,
-                          int32_t n)
+/* The first entry at or after i of the rank's pairs (t->rank_pairs) that
+ * may still move in this descent, shortening the links it follows. */
+static int32_t mt_next_movable(int32_t *next, int32_t i)
 {
+    while (next[i] != i) {
+        next[i] = next[next[i]];
+        i = next[i];
+    }
+    return i;
+}
+
+/* Puts the pairs of rank r live at `slot` that can still move into the
+ * heap (computing the cached move of pairs not seen in this descent yet)
+ * and heapifies it; returns how many. Pairs are in opening order, so one
+ * opened after the slot ends the scan, and every pair before the first
+ * whose close_prefix passes the slot is already freed (as in
+ * loom_mt_live_pairs). A pair that cannot move is linked past: states
+ * only advance, so it cannot move for the rest of the descent either. */
+static int32_t mt_heapify_live(loom_mt_descent *d, const loom_mt_timeline *t,
+                               const loom_mt_units *u, int32_t r, int32_t slot)
+{
+    int32_t lo = t->rank_pair_off[r], b = t->rank_pair_off[r + 1], hi = b;
+    while (lo < hi) { /* first entry with close_prefix > slot */
+        int32_t mid = lo + (hi - lo) / 2;
+        if (t->close_prefix[mid] > slot)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
     int32_t m = 0;
-    for (int32_t i = 0; i < n; i++) {
-        int32_t p = d->live[i];
+    for (int32_t i = mt_next_movable(d->next, lo); i < b;
+         i = mt_next_movable(d->next, i + 1)) {
+        int32_t p = t->rank_pairs[i];
+        if (t->pair_open[p] > slot)
+            break;
+        if (t->pair_close[p] <= slot)
+            continue;
         if (d->best_epoch[p] != d->epoch) {
             d->best_epoch[p] = d->epoch;
             mt_pair_best(d, u, p);
         }
-        if (d->best_unit[p] >= 0)
+        if (d->best_unit[p] < 0)
+            d->next[i] = i + 1;
+        else
             d->heap[m++] = mt_move_of(d, p);
     }
     for (int32_t i = m / 2 - 1; i >= 0; i--)
@@ -250,11 +280,12 @@ static int mt_descend_rank(const loom_host_api *host, loom_mt_descent *d,
     int64_t peak = loom_mt_rank_peak(t, r, pair_bytes);
     int32_t fixed = 0; /* peaks fixed; past `rescans` the tree tracks them */
     int32_t rescans = d->rescans > 0 ? d->rescans : LOOM_MT_RESCANS;
+    for (int32_t i = t->rank_pair_off[r]; i <= t->rank_pair_off[r + 1]; i++)
+        d->next[i] = i; /* every pair may move */
     while ((double)stat + (double)peak > cap) {
         int32_t slot = t->peak_slot[r];
         int64_t at = peak; /* activation bytes after `slot` */
-        int32_t n = slot >= 0 ? loom_mt_live_pairs(t, r, slot, d->live) : 0;
-        n = mt_heapify(d, u, n); /* d->heap[0..n) */
+        int32_t n = slot >= 0 ? mt_heapify_live(d, t, u, r, slot) : 0; /* d->heap[0..n) */
         while ((double)stat + (double)at > cap) {
             if (n == 0)
                 return host->error(
@@ -315,10 +346,10 @@ int loom_mt_descend(const loom_host_api *host, loom_mt_descent *d,
 {
     if (!(g->memory_cap_bytes > 0.0))
         return LOOM_OK;
-    if (t->n_pairs > d->cap_live || !d->live) {
+    if (t->n_pairs > d->cap_live || !d->next) {
         size_t n = (size_t)t->n_pairs + 1;
         loom_mt_descent_free(host, d);
-        d->live = host->alloc(n * sizeof *d->live);
+        d->next = host->alloc(n * sizeof *d->next);
         d->heap = host->alloc(n * sizeof *d->heap);
         d->best_epoch = host->alloc(n * sizeof *d->best_epoch);
         d->best_unit = host->alloc(n * sizeof *d->best_unit);
@@ -328,7 +359,7 @@ int loom_mt_descend(const loom_host_api *host, loom_mt_descent *d,
         d->cap_live = t->n_pairs;
         if (d->best_epoch)
             memset(d->best_epoch, 0, n * sizeof *d->best_epoch);
-        if (!d->live || !d->heap || !d->best_epoch || !d->best_unit || !d->best_saved || !d->best_key ||
+        if (!d->next || !d->heap || !d->best_epoch || !d->best_unit || !d->best_saved || !d->best_key ||
             !d->best_free) {
             loom_mt_descent_free(host, d);
             return host->error(err, LOOM_ENOMEM, "%s: out of memory", who);

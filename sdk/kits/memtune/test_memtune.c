@@ -395,6 +395,176 @@ START_TEST(descent_tree_matches_rescans)
 }
 END_TEST
 
+/* 1 when unit y sits where unit x sat before its move (x now at state
+ * k + 1, y at k) with the same chain from there on. */
+static int same_chain_from(const loom_mt_units *u, int32_t x, int32_t y)
+{
+    int32_t k = u->state[x] - 1, n = u->chain_off[x + 1] - u->chain_off[x];
+    if (u->state[y] != k || u->chain_off[y + 1] - u->chain_off[y] != n)
+        return 0;
+    for (int32_t i = k; i < n; i++)
+        if (u->chain_bytes[u->chain_off[x] + i] != u->chain_bytes[u->chain_off[y] + i] ||
+            u->chain_ms[u->chain_off[x] + i] != u->chain_ms[u->chain_off[y] + i])
+            return 0;
+    return 1;
+}
+
+/* The descent's rule, written plainly: while rank r is over the cap, take
+ * its peak slot (a scan of the rank) and, until that slot fits, move the
+ * unit of a pair live there with the best move (adding no time first, then
+ * the most bytes per ms, or bytes when free; ties to the lower unit), and
+ * the pair's next units that make the same move while the slot still
+ * needs bytes. Every live unit is looked at for every move. */
+static void descend_plainly(loom_mt_timeline *t, const loom_stage_graph *g, loom_mt_units *u,
+                            int64_t *bytes, int32_t r, int32_t *live)
+{
+    double cap = g->memory_cap_bytes, stat = (double)g->static_bytes[r];
+    int64_t at;
+    while (stat + (double)(at = loom_mt_rank_peak(t, r, bytes)) > cap) {
+        int32_t n = loom_mt_live_pairs(t, r, t->peak_slot[r], live);
+        while (stat + (double)at > cap) {
+            int32_t bx = -1, bp = -1, bfree = 0;
+            double bkey = 0;
+            int64_t bsaved = 0;
+            for (int32_t i = 0; i < n; i++)
+                for (int32_t x = u->pair_unit_off[live[i]]; x < u->pair_unit_off[live[i] + 1]; x++) {
+                    int32_t st = u->chain_off[x] + u->state[x];
+                    if (st + 1 >= u->chain_off[x + 1])
+                        continue;
+                    int64_t saved = u->chain_bytes[st] - u->chain_bytes[st + 1];
+                    double added = u->chain_ms[st + 1] - u->chain_ms[st];
+                    int is_free = !(added > 0.0);
+                    double key = is_free ? (double)saved : (double)saved / added;
+                    if (bx < 0 || is_free > bfree ||
+                        (is_free == bfree && (key > bkey || (key == bkey && x < bx)))) {
+                        bx = x, bp = live[i], bfree = is_free, bkey = key, bsaved = saved;
+                    }
+                }
+            ck_assert_int_ge(bx, 0);
+            u->state[bx]++;
+            bytes[bp] -= bsaved;
+            at -= bsaved;
+            for (int32_t y = bx + 1; y < u->pair_unit_off[bp + 1] && stat + (double)at > cap &&
+                                     same_chain_from(u, bx, y);
+                 y++) {
+                u->state[y]++;
+                bytes[bp] -= bsaved;
+                at -= bsaved;
+            }
+        }
+    }
+}
+
+/* The descent makes exactly the moves of its rule written plainly, on
+ * GPipe orders (every pair live at the peak, most of them soon at their
+ * most frugal state, which the descent then passes over) and 1F1B orders,
+ * at caps from half to seven tenths of the peak without recomputation. */
+START_TEST(descent_follows_its_rule)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    const loom_host_api *host = loom_mock_host_api(h);
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+        int P = 1 + (int)(seed % 3), M = 24 + 8 * (int)(seed % 4);
+        int gpipe = (int)(seed % 2);
+        loom_stage_graph *g = mtt_chain(P, M, 3, 0, seed);
+        loom_schedule *s = mtt_order(P, M, 0, gpipe);
+        double share = 0.5 + 0.1 * (double)(seed % 3);
+        int32_t *state = malloc((size_t)g->n_layer_entries * sizeof *state);
+        int64_t *bytes = malloc((size_t)g->n_pairs * sizeof *bytes), peak[8];
+        int32_t slot[8];
+        descend_with(host, g, s, share, INT32_MAX, state, bytes, peak, slot);
+
+        loom_mt_entry_chains c;
+        memset(&c, 0, sizeof c);
+        loom_mt_timeline t;
+        memset(&t, 0, sizeof t);
+        loom_error err = {0};
+        ck_assert_int_eq(loom_mt_entry_chains_build(host, &c, g, &err), LOOM_OK);
+        ck_assert_int_eq(loom_mt_timeline_build(host, &t, g, s, &err), LOOM_OK);
+        loom_mt_units u = loom_mt_entry_units(&c, g);
+        int32_t *live = malloc((size_t)g->n_pairs * sizeof *live);
+        int moved = 0;
+        for (int32_t r = 0; r < g->n_ranks; r++)
+            descend_plainly(&t, g, &u, c.pair_bytes, r, live);
+        for (int32_t e = 0; e < g->n_layer_entries; e++) {
+            ck_assert_msg(c.state[e] == state[e], "seed %d: entry %d at state %d, the rule's %d",
+                          (int)seed, e, state[e], c.state[e]);
+            moved += state[e] > 0;
+        }
+        ck_assert_mem_eq(c.pair_bytes, bytes, (size_t)g->n_pairs * sizeof *bytes);
+        ck_assert_int_gt(moved, 0);
+        free(live);
+        loom_mt_timeline_free(host, &t);
+        loom_mt_entry_chains_free(host, &c);
+        free(state);
+        free(bytes);
+        loom_schedule_free(s);
+        loom_graph_free(g);
+    }
+    loom_mock_host_free(h);
+}
+END_TEST
+
+/* One rank, six microbatches, one entry each, released out of order:
+ * F0 F1 B1 F2 F3 F4 B4 B3 B2 F5 B5 B0. Pairs 2-4 (400 bytes each) make
+ * slot 5 the first peak (1,300 bytes with pair 0's 100); fixing it to the
+ * 700-byte cap leaves slot 1 (pair 0 and pair 1's 1,000 bytes) over it,
+ * so the descent comes back to a slot before one it fixed, where pair 1,
+ * freed before slot 5 though opened after pair 0, is live and must move. */
+START_TEST(descent_returns_to_an_earlier_slot)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    const loom_host_api *host = loom_mock_host_api(h);
+    loom_stage_graph *g = mtt_chain(1, 6, 1, 0, 1);
+    static const int64_t big[6] = {100, 1000, 400, 400, 400, 100};
+    for (int32_t e = 0; e < 6; e++) {
+        const double ms[3] = {3, 3.5, 5};
+        const int64_t bytes[3] = {big[e], big[e] / 2, big[e] / 10};
+        mtt_set_entry(g, e, ms, bytes);
+    }
+    loom_graph_apply_policies(g);
+    g->memory_cap_bytes = 700;
+    loom_schedule *s = loom_schedule_new(1, 12);
+    static const int order[12][2] = {{0, 0}, {1, 0}, {1, 1}, {2, 0}, {3, 0}, {4, 0},
+                                     {4, 1}, {3, 1}, {2, 1}, {5, 0}, {5, 1}, {0, 1}};
+    s->rank_off[0] = 0;
+    for (int k = 0; k < 12; k++) /* stage ids: 2 mb for F, 2 mb + 1 for B */
+        s->order[k] = 2 * order[k][0] + order[k][1];
+    s->rank_off[1] = 12;
+    int32_t state[2][6];
+    int64_t bytes[2][6];
+    for (int plain = 0; plain < 2; plain++) {
+        loom_mt_entry_chains c;
+        memset(&c, 0, sizeof c);
+        loom_mt_timeline t;
+        memset(&t, 0, sizeof t);
+        loom_mt_descent d;
+        memset(&d, 0, sizeof d);
+        loom_error err = {0};
+        ck_assert_int_eq(loom_mt_entry_chains_build(host, &c, g, &err), LOOM_OK);
+        ck_assert_int_eq(loom_mt_timeline_build(host, &t, g, s, &err), LOOM_OK);
+        loom_mt_units u = loom_mt_entry_units(&c, g);
+        int32_t live[6];
+        if (plain)
+            descend_plainly(&t, g, &u, c.pair_bytes, 0, live);
+        else
+            ck_assert_msg(loom_mt_descend(host, &d, &t, g, &u, c.pair_bytes, -1, "t", NULL,
+                                          &err) == LOOM_OK, "%s", err.message);
+        memcpy(state[plain], c.state, sizeof state[plain]);
+        memcpy(bytes[plain], c.pair_bytes, sizeof bytes[plain]);
+        loom_mt_descent_free(host, &d);
+        loom_mt_timeline_free(host, &t);
+        loom_mt_entry_chains_free(host, &c);
+    }
+    ck_assert_int_gt(state[1][1], 0); /* the scenario: pair 1 had to move */
+    ck_assert_mem_eq(state[0], state[1], sizeof state[0]);
+    ck_assert_mem_eq(bytes[0], bytes[1], sizeof bytes[0]);
+    loom_schedule_free(s);
+    loom_graph_free(g);
+    loom_mock_host_free(h);
+}
+END_TEST
+
 /* The suite: every test in one case. */
 static Suite *suite(void)
 {
@@ -406,6 +576,8 @@ static Suite *suite(void)
     tcase_add_test(tc, timeline_peaks_match_simulator);
     tcase_add_test(tc, timeline_bounds_per_phase_peaks);
     tcase_add_test(tc, descent_tree_matches_rescans);
+    tcase_add_test(tc, descent_follows_its_rule);
+    tcase_add_test(tc, descent_returns_to_an_earlier_slot);
     tcase_add_test(tc, offload_option_closed_form);
     suite_add_tcase(s, tc);
     return s;

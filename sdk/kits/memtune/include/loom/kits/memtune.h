@@ -114,7 +114,9 @@ typedef struct loom_mt_move {
  * next move, computed when the pair is first live at a slot being fixed
  * and recomputed only when one of its units moves. */
 typedef struct loom_mt_descent {
-    int32_t *live;
+    int32_t *next;         /* per rank_pairs entry (+ 1): itself while its
+                              pair may still move in this descent, else a
+                              link towards the next that may */
     loom_mt_move *heap;    /* the live pairs that can still move */
     uint32_t *best_epoch;  /* per pair: epoch its cache was computed in */
     uint32_t epoch;        /* bumped by every loom_mt_descend call */
