@@ -108,16 +108,40 @@ int loom_cost_static_memory(loom_cost_ranks *cr, const loom_cost_source *src,
 int64_t loom_cost_weight_kept_bytes(const loom_layer *ly, int64_t tokens, int32_t tp,
                                     double element, int64_t stored);
 
-/* ---- layers that cost what the one before them costs (cost_repeat.c) --- */
+/* ---- layers that cost what a layer already priced costs (cost_repeat.c) */
 
-/* 1 when layer l of `mod`, in a span from layer span_first priced with one
- * shape, costs what layer l - 1 costs: the cost model reads only the
- * layer's members and its first/last role (reads_layer_fields,
- * LOOM_COST_READS_LAYER_FIELDS), neither layer is the module's first or
- * last, their members are equal and so is whether some earlier layer
- * trains (same_upstream). */
-int loom_cost_repeats_previous(int reads_layer_fields, const loom_module *mod,
-                               int32_t span_first, int32_t l, int same_upstream);
+/* The last layer inside its module (neither its first layer, which the
+ * embedding prices, nor its last, the LM head's) that a cost model
+ * reading a layer only through its members and first/last role
+ * (LOOM_COST_READS_LAYER_FIELDS) priced, with what it costs. A layer of
+ * the same module with equal members, also inside it, priced under an
+ * equal shape costs the same. Zero it to start. */
+typedef struct loom_cost_layer_memo {
+    int valid;
+    int32_t module, layer;
+    loom_shape shape;
+    loom_policy_option opt[LOOM_POLICY_COUNT];
+    double rflops[LOOM_POLICY_COUNT];
+    int64_t keep[LOOM_POLICY_COUNT];
+    double flops;   /* model FLOPs of one copy of the layer (policy none) */
+    double comm[2]; /* exposed TP communication of its forward, input gradient */
+    double element; /* bytes per activation element */
+} loom_cost_layer_memo;
+
+/* 1 when `layer` is inside its module (neither first nor last). */
+int loom_cost_layer_inside(const loom_module *mod, int32_t layer);
+/* 1, with the memo's options, recomputation FLOPs and kept bytes (per
+ * policy) in opt, rflops and keep, when layer `layer` of `module` under
+ * `shape` costs what the memo holds; else 0. */
+int loom_cost_memo_get(const loom_cost_layer_memo *m, const loom_model *model, int32_t module,
+                       int32_t layer, const loom_shape *shape, loom_policy_option *opt,
+                       double *rflops, int64_t *keep);
+/* Holds layer `layer` of `module` under `shape` and its costs when the
+ * layer is inside its module; else leaves the memo as it is. */
+void loom_cost_memo_put(loom_cost_layer_memo *m, const loom_model *model, int32_t module,
+                        int32_t layer, const loom_shape *shape, const loom_policy_option *opt,
+                        const double *rflops, const int64_t *keep, double flops,
+                        const double *comm, double element);
 
 /* ---- the iteration's tail (cost_tail.c) --------------------------------- */
 

@@ -30,6 +30,7 @@ typedef struct build {
     loom_shape_sums **sums;  /* [module]: per-microbatch sums, NULL until used */
     loom_cost_ranks ranks;   /* GPU groups, chunks and parameters of the ranks */
     loom_cost_source src;    /* the cost model, for the rules above the layer */
+    loom_cost_layer_memo last; /* with reads_layer_fields: the last layer priced */
 } build;
 
 /* The per-microbatch shape sums of `module` (computed on first use, one
@@ -106,7 +107,8 @@ static int32_t position_layers(const loom_partition *pt, const loom_position *po
  * entries[l * LOOM_POLICY_COUNT + policy] for the position's l-th layer,
  * in rflops[] (same index) the FLOPs its recomputation adds and in held[]
  * the part of its activation bytes W keeps. A layer that costs what the
- * one before it costs (loom_cost_repeats_previous) is copied, not asked. */
+ * last layer priced costs (loom_cost_same_layer_cost) is copied, not
+ * asked. */
 static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *pos,
                          loom_policy_option *entries, double *rflops, int64_t *held,
                          double *flops, double *out_bytes, double *comm, loom_error *err)
@@ -140,30 +142,26 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
             shape.cp_attention_scale = b->part->cp_attention_scale[mb];
         int up = loom_module_upstream_trainable(model, sp->module);
         double element = 2.0; /* bytes per activation element: bf16 unless told */
-        double layer_flops = 0, layer_comm[2] = {0, 0}; /* the last layer asked */
         for (int32_t l = sp->first_layer; l < sp->first_layer + sp->n_layers; l++, k++) {
             loom_policy_option *opt = &entries[(size_t)k * LOOM_POLICY_COUNT];
+            double *rf = &rflops[(size_t)k * LOOM_POLICY_COUNT];
             int64_t *keep = &held[(size_t)k * LOOM_POLICY_COUNT];
             memset(opt, 0, sizeof(loom_policy_option) * LOOM_POLICY_COUNT);
-            memset(&rflops[(size_t)k * LOOM_POLICY_COUNT], 0, sizeof(double) * LOOM_POLICY_COUNT);
+            memset(rf, 0, sizeof(double) * LOOM_POLICY_COUNT);
             memset(keep, 0, sizeof(int64_t) * LOOM_POLICY_COUNT);
-            int prev_up = shape.trainable_upstream;
             shape.trainable_upstream = loom_layer_trainable_upstream_from(up, mod, l);
             int needs_backward = shape.trainable_upstream || !mod->frozen;
             if (shape.tokens <= 0)
                 continue;
-            if (loom_cost_repeats_previous(b->reads_layer_fields, mod, sp->first_layer, l,
-                                           prev_up == shape.trainable_upstream)) {
-                memcpy(opt, opt - LOOM_POLICY_COUNT, sizeof *opt * LOOM_POLICY_COUNT);
-                double *rf = &rflops[(size_t)k * LOOM_POLICY_COUNT];
-                memcpy(rf, rf - LOOM_POLICY_COUNT, sizeof *rf * LOOM_POLICY_COUNT);
-                memcpy(keep, keep - LOOM_POLICY_COUNT, sizeof *keep * LOOM_POLICY_COUNT);
-                *flops += layer_flops;
-                comm[0] += layer_comm[0];
-                comm[1] += layer_comm[1];
+            if (b->reads_layer_fields &&
+                loom_cost_memo_get(&b->last, model, sp->module, l, &shape, opt, rf, keep)) {
+                *flops += b->last.flops * (double)reps;
+                comm[0] += b->last.comm[0];
+                comm[1] += b->last.comm[1];
+                element = b->last.element;
                 continue;
             }
-            layer_flops = layer_comm[0] = layer_comm[1] = 0;
+            double layer_flops = 0, layer_comm[2] = {0, 0};
             for (int p = 0; p < LOOM_POLICY_OFFLOAD; p++) {
                 loom_layer_cost c = LOOM_LAYER_COST_INIT;
                 int rc = loom_cost_estimate(b->cost_ctx, sp->module, l, &shape, p, &c, err);
@@ -176,19 +174,19 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
                 element = loom_layer_cost_element_bytes(&c);
                 if (LOOM_LAYER_COST_HAS(&c, recompute_flops) && c.recompute_flops > 0 &&
                     c.recompute_flops < 1e30)
-                    rflops[(size_t)k * LOOM_POLICY_COUNT + p] = c.recompute_flops;
+                    rf[p] = c.recompute_flops;
                 if (!mod->frozen) { /* frozen layers have no W to keep bytes for */
                     keep[p] = loom_cost_weight_kept_bytes(&mod->layers[l], shape.tokens, shape.tp,
                                                           element, opt[p].activation_bytes);
                 }
                 if (p == 0)
-                    layer_flops = c.flops * (double)reps;
+                    layer_flops = c.flops;
                 if (p == 0 && LOOM_LAYER_COST_HAS(&c, input_grad_comm_ms)) {
                     layer_comm[0] = c.forward_comm_ms;
                     layer_comm[1] = c.input_grad_comm_ms;
                 }
             }
-            *flops += layer_flops;
+            *flops += layer_flops * (double)reps;
             comm[0] += layer_comm[0];
             comm[1] += layer_comm[1];
             /* offload: derived from none and full, nothing recomputed */
@@ -197,6 +195,9 @@ static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *p
             keep[LOOM_POLICY_OFFLOAD] =
                 keep[LOOM_POLICY_NONE] < opt[LOOM_POLICY_OFFLOAD].activation_bytes
                     ? keep[LOOM_POLICY_NONE] : opt[LOOM_POLICY_OFFLOAD].activation_bytes;
+            if (b->reads_layer_fields)
+                loom_cost_memo_put(&b->last, model, sp->module, l, &shape, opt, rf, keep,
+                                   layer_flops, layer_comm, element);
         }
         if (s == pos->n_spans - 1) {
             /* each GPU of the TP x CP group sends its 1/(tp cp) share (of
