@@ -107,8 +107,7 @@ static int32_t position_layers(const loom_partition *pt, const loom_position *po
  * entries[l * LOOM_POLICY_COUNT + policy] for the position's l-th layer,
  * in rflops[] (same index) the FLOPs its recomputation adds and in held[]
  * the part of its activation bytes W keeps. A layer that costs what the
- * last layer priced costs (loom_cost_same_layer_cost) is copied, not
- * asked. */
+ * last layer priced costs (loom_cost_memo_get) is copied, not asked. */
 static int cost_position(build *b, int32_t f, int32_t mb, const loom_position *pos,
                          loom_policy_option *entries, double *rflops, int64_t *held,
                          double *flops, double *out_bytes, double *comm, loom_error *err)

@@ -34,7 +34,6 @@ typedef struct il_self {
     loom_ctx *ctx;
     il_item *items;    /* cap_items entries, reused across calls */
     int32_t cap_items;
-    int32_t n_items;   /* the F, B and I stages of the last call */
     int32_t *bucket_off; /* cap_buckets + 1 entries, reused across calls */
     int32_t cap_buckets;
 } il_self;
@@ -165,12 +164,12 @@ static int32_t il_bucket(const loom_stage_graph *g, int32_t v, int32_t nv)
     return (g->rank[v] * 2 + (g->kind[v] != LOOM_STAGE_F)) * nv + g->chunk[v];
 }
 
-/* Fills s->items with the F, B and I stages ordered by rank, phase, chunk
- * (placed by counting, keeping the graph's order), then within each
- * bucket by il_cmp; a bucket already in that order, as the graph builder
- * emits microbatches, is left as it is. */
+/* Fills s->items with the F, B and I stages (*n of them) ordered by rank,
+ * phase, chunk (placed by counting, keeping the graph's order), then
+ * within each bucket by il_cmp; a bucket already in that order, as the
+ * graph builder emits microbatches, is left as it is. */
 static int il_sort(il_self *s, const loom_stage_graph *g, const float *priorities,
-                   int32_t nv, loom_error *err)
+                   int32_t nv, int32_t *n, loom_error *err)
 {
     int32_t nb = g->n_ranks * 2 * nv;
     if (nb > s->cap_buckets) {
@@ -187,7 +186,7 @@ static int il_sort(il_self *s, const loom_stage_graph *g, const float *prioritie
             off[il_bucket(g, v, nv) + 1]++;
     for (int32_t b = 0; b < nb; b++)
         off[b + 1] += off[b];
-    s->n_items = off[nb];
+    *n = off[nb];
     for (int32_t v = 0; v < g->n_stages; v++) {
         if (g->kind[v] == LOOM_STAGE_W)
             continue;
@@ -233,10 +232,10 @@ static int il_interleave(void *self, const loom_stage_graph *g,
     if (rc != LOOM_OK)
         return rc;
 
-    rc = il_sort(s, g, priorities, nv, err);
+    int32_t n = 0;
+    rc = il_sort(s, g, priorities, nv, &n, err);
     if (rc != LOOM_OK)
         return rc;
-    int32_t n = s->n_items;
 
     int32_t p = g->n_ranks, units = -1, k = 0, i = 0;
     out->n_ranks = p;

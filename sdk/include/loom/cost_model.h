@@ -444,10 +444,10 @@ typedef struct loom_cost_model_vtable {
 #define LOOM_COST_READS_LAYER_INDEX 0u
 /* estimate() reads the layer only through the members of
  * module->layers[layer] and whether it is the module's first or last
- * layer: two neighbouring layers of one module with equal members,
- * neither the first nor the last, cost the same for one shape and
- * policy. The graph builder then asks once for a run of such layers
- * priced with one shape and copies the answer to the rest. */
+ * layer: two layers of one module with equal members, neither the first
+ * nor the last, cost the same for one shape and policy. The graph builder
+ * then copies the costs of the last such layer it asked for to a later
+ * one priced with an equal shape instead of asking again. */
 #define LOOM_COST_READS_LAYER_FIELDS 1u
 
 #ifdef __cplusplus
