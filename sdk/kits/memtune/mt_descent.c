@@ -225,24 +225,16 @@ static int32_t mt_next_movable(int32_t *next, int32_t i)
 
 /* Puts the pairs of rank r live at `slot` that can still move into the
  * heap (computing the cached move of pairs not seen in this descent yet)
- * and heapifies it; returns how many. Pairs are in opening order, so one
- * opened after the slot ends the scan, and every pair before the first
- * whose close_prefix passes the slot is already freed (as in
- * loom_mt_live_pairs). A pair that cannot move is linked past: states
- * only advance, so it cannot move for the rest of the descent either. */
+ * and heapifies it; returns how many. The scan is loom_mt_live_pairs'
+ * (from loom_mt_live_from; pairs are in opening order, so one opened
+ * after the slot ends it), except that a pair that cannot move is linked
+ * past: states only advance, so it cannot move for the rest of the
+ * descent either. */
 static int32_t mt_heapify_live(loom_mt_descent *d, const loom_mt_timeline *t,
                                const loom_mt_units *u, int32_t r, int32_t slot)
 {
-    int32_t lo = t->rank_pair_off[r], b = t->rank_pair_off[r + 1], hi = b;
-    while (lo < hi) { /* first entry with close_prefix > slot */
-        int32_t mid = lo + (hi - lo) / 2;
-        if (t->close_prefix[mid] > slot)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    int32_t m = 0;
-    for (int32_t i = mt_next_movable(d->next, lo); i < b;
+    int32_t b = t->rank_pair_off[r + 1], m = 0;
+    for (int32_t i = mt_next_movable(d->next, loom_mt_live_from(t, r, slot)); i < b;
          i = mt_next_movable(d->next, i + 1)) {
         int32_t p = t->rank_pairs[i];
         if (t->pair_open[p] > slot)

@@ -247,11 +247,11 @@ int32_t loom_mt_first_over_cap(loom_mt_timeline *t, const loom_stage_graph *g,
  * before the first whose close_prefix passes the slot is already freed:
  * only the entries between are scanned (in a first-in-first-out order,
  * just the live window). */
-int32_t loom_mt_live_pairs(const loom_mt_timeline *t, int32_t r, int32_t slot,
-                           int32_t *out)
+/* A binary search for the first entry with close_prefix > slot (see
+ * header). */
+int32_t loom_mt_live_from(const loom_mt_timeline *t, int32_t r, int32_t slot)
 {
-    int32_t a = t->rank_pair_off[r], b = t->rank_pair_off[r + 1];
-    int32_t lo = a, hi = b; /* first entry with close_prefix > slot */
+    int32_t lo = t->rank_pair_off[r], hi = t->rank_pair_off[r + 1];
     while (lo < hi) {
         int32_t mid = lo + (hi - lo) / 2;
         if (t->close_prefix[mid] > slot)
@@ -259,8 +259,14 @@ int32_t loom_mt_live_pairs(const loom_mt_timeline *t, int32_t r, int32_t slot,
         else
             lo = mid + 1;
     }
-    int32_t n = 0;
-    for (int32_t i = lo; i < b; i++) {
+    return lo;
+}
+
+int32_t loom_mt_live_pairs(const loom_mt_timeline *t, int32_t r, int32_t slot,
+                           int32_t *out)
+{
+    int32_t b = t->rank_pair_off[r + 1], n = 0;
+    for (int32_t i = loom_mt_live_from(t, r, slot); i < b; i++) {
         int32_t p = t->rank_pairs[i];
         if (t->pair_open[p] > slot)
             break;

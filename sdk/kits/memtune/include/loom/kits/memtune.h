@@ -76,6 +76,10 @@ double loom_mt_policy_costs(const loom_stage_graph *g, const uint8_t *policies,
 int32_t loom_mt_first_over_cap(loom_mt_timeline *t, const loom_stage_graph *g,
                                const int64_t *pair_bytes, double *short_bytes);
 
+/* The first entry of rank r's pairs (t->rank_pairs, in opening order)
+ * that may be live at `slot`: every entry before it is freed at or before
+ * the slot (its close_prefix does not pass it). */
+int32_t loom_mt_live_from(const loom_mt_timeline *t, int32_t r, int32_t slot);
 /* Writes to out the pairs of rank r live at `slot` (allocated at or
  * before it, freed after it) and returns how many (<= pairs of r). */
 int32_t loom_mt_live_pairs(const loom_mt_timeline *t, int32_t r, int32_t slot,
