@@ -345,10 +345,14 @@ static int evaluator_service_create(loom_ctx *ctx, const loom_stage_graph *graph
  * last run succeeded without a tuner deadline replaces the pipeline's
  * kept one (which is destroyed), so that the engine can take that run as
  * the plan's when the ranker chose its priorities; any other is
- * destroyed. */
+ * destroyed, and so is one created on an outline: its graph is not the
+ * candidate's the engine takes a kept run for (loom_evaluator_take_kept),
+ * so keeping it would only hold a second graph while the ranker builds
+ * the next. */
 static void evaluator_release(loom_evaluator *ev)
 {
-    if (ev && ev->last_ok && !ev->last_deadline && ev->pl && ev->pl->keep_released) {
+    if (ev && ev->last_ok && !ev->last_deadline && !ev->owned && ev->pl &&
+        ev->pl->keep_released) {
         pthread_mutex_lock(&ev->pl->kept_lock);
         loom_evaluator *old = ev->pl->kept_evaluator;
         ev->pl->kept_evaluator = ev;

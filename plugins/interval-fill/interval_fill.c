@@ -16,9 +16,16 @@
  * of the two. The candidate with the lowest makespan wins (ties: lowest
  * index); candidates that cannot be scheduled (e.g. over the memory cap)
  * are skipped, and it fails only when none can.
+ *
+ * With `threads` above 1 it scores that many candidates at once, each on
+ * its own thread and evaluator (the search kit's job pool), and settles
+ * them in candidate order as they finish, so the choice, the progress
+ * reports and the logs are those of one thread.
  */
+#include <pthread.h>
 #include <string.h>
 #include <loom/loom.h>
+#include <loom/kits/search.h>
 #include "ifill.h"
 
 typedef struct ifr_self {
@@ -128,13 +135,166 @@ static int ifr_score(const loom_evaluator_service *ev_svc, loom_evaluator *ev, c
 /* The params, declared once in ifill_param_table (manifest.json says the same). */
 typedef struct ifill_params {
     int keep_better;
+    int64_t threads;
 } ifill_params;
 
 static const loom_param_def ifill_param_table[] = {
     LOOM_BOOL_PARAM(ifill_params, keep_better, 1,
                    "also evaluate the workload order and keep it when it is faster than the "
                    "interval-fill order"),
+    LOOM_INT_PARAM(ifill_params, threads, 1, 1, LOOM_SK_MAX_THREADS,
+                   "candidates scored at once, each on its own thread and evaluator; the "
+                   "choice does not depend on it"),
     LOOM_PARAM_END};
+
+/* What scoring one candidate gave (ifr_candidate), kept until every
+ * candidate before it is settled (ifr_settle). */
+typedef struct ifr_result {
+    int done;        /* scored, skipped or failed */
+    int rc;          /* LOOM_OK, or why the candidate cannot be scheduled */
+    int skipped;     /* not scored: the deadline had passed */
+    int fifo_won;    /* the workload order was faster */
+    int64_t evals;
+    double t_fill, t_fifo;
+    float *prio;     /* the faster order's priorities, n_groups; host memory */
+    int32_t n_groups;
+    char why[LOOM_ERROR_MSG_BYTES];
+} ifr_result;
+
+/* One ranking over the candidates, shared by the threads that score them. */
+typedef struct ifr_run {
+    ifr_self *s;
+    const loom_evaluator_service *ev_svc;
+    const loom_stage_graph *const *graphs;
+    int32_t n_graphs;
+    int keep;
+    ifr_result *res;
+    pthread_mutex_t mu;
+    int32_t settled;  /* candidates before this one are settled */
+    int any_ok;       /* some candidate was scored */
+    int64_t evals;
+    loom_ranking *out;
+} ifr_run;
+
+/* Scores candidate c into run->res[c]: the interval-fill order and, with
+ * keep_better, the workload order. A candidate that cannot be scheduled
+ * is recorded (rc, why), not an error; LOOM_ENOMEM, LOOM_EINTERRUPTED and
+ * interval-fill's own errors are. */
+static int ifr_candidate(ifr_run *run, int32_t c, loom_error *err)
+{
+    ifr_self *s = run->s;
+    const loom_host_api *host = s->host;
+    const loom_evaluator_service *ev_svc = run->ev_svc;
+    ifr_result *r = &run->res[c];
+    pthread_mutex_lock(&run->mu);
+    int late = run->any_ok && host->expired(s->ctx);
+    pthread_mutex_unlock(&run->mu);
+    if (late) {
+        r->skipped = 1;
+        return LOOM_OK;
+    }
+    /* an outline's graph is built by its evaluator and read from it */
+    loom_evaluator *ev = NULL;
+    const loom_stage_graph *g = run->graphs[c];
+    float *fill = NULL, *fifo = NULL;
+    int ours = 0; /* rc is interval-fill's own error, not the evaluator's */
+    int rc = ev_svc->create(s->ctx, run->graphs[c], &ev, err);
+    if (rc == LOOM_OK) {
+        if (LOOM_EVALUATOR_HAS(ev_svc, graph))
+            g = ev_svc->graph(ev);
+        ours = 1;
+        if (!g || (g->n_stages > 0 && !g->kind)) {
+            rc = host->error(err, LOOM_EINVAL, "interval-fill: candidate %d: the "
+                             "evaluator gives no graph to read", c);
+        } else {
+            size_t n = (size_t)(g->n_groups > 0 ? g->n_groups : 1);
+            fill = host->alloc(n * sizeof *fill);
+            fifo = host->alloc(n * sizeof *fifo);
+            if (!fill || !fifo)
+                rc = host->error(err, LOOM_ENOMEM, "interval-fill: out of memory");
+            else if ((rc = ifr_priorities(s, g, fill, err)) == LOOM_OK) {
+                ours = 0;
+                rc = ifr_score(ev_svc, ev, fill, &r->t_fill, err);
+                r->evals++;
+            }
+        }
+    }
+    if (!ours && rc != LOOM_OK && rc != LOOM_ENOMEM && rc != LOOM_EINTERRUPTED) {
+        r->rc = rc; /* this candidate cannot be scheduled: the next may */
+        memcpy(r->why, err->message, sizeof r->why);
+        rc = LOOM_OK;
+    } else if (rc == LOOM_OK && run->keep) {
+        for (int32_t i = 0; i < g->n_groups; i++)
+            fifo[i] = (float)(g->n_groups - i);
+        rc = ifr_score(ev_svc, ev, fifo, &r->t_fifo, err);
+        r->evals += rc == LOOM_OK;
+        r->fifo_won = rc == LOOM_OK && r->t_fifo < r->t_fill;
+    }
+    if (rc == LOOM_OK && r->rc == LOOM_OK) {
+        r->n_groups = g->n_groups;
+        r->prio = r->fifo_won ? fifo : fill;
+        if (r->fifo_won)
+            fifo = NULL;
+        else
+            fill = NULL;
+    }
+    host->free(fill);
+    host->free(fifo);
+    if (ev)
+        ev_svc->destroy(ev);
+    return rc;
+}
+
+/* Settles the scored candidates from run->settled on, in candidate order,
+ * as one thread scoring them in turn would: logs each, keeps the fastest
+ * (ties: the lower index) and reports progress. Caller holds run->mu. */
+static void ifr_settle(ifr_run *run)
+{
+    ifr_self *s = run->s;
+    const loom_host_api *host = s->host;
+    loom_ranking *out = run->out;
+    for (; run->settled < run->n_graphs && run->res[run->settled].done; run->settled++) {
+        ifr_result *r = &run->res[run->settled];
+        int32_t c = run->settled;
+        run->evals += r->evals;
+        if (r->rc != LOOM_OK) {
+            host->log(s->ctx, LOOM_LOG_INFO, "candidate %d: %s", c, r->why);
+            continue;
+        }
+        if (r->skipped || !r->prio)
+            continue;
+        double t = r->fifo_won ? r->t_fifo : r->t_fill;
+        if (run->keep)
+            host->log(s->ctx, LOOM_LOG_INFO,
+                      "candidate %d: interval fill %.3f ms, workload order "
+                      "%.3f ms", c, r->t_fill, r->t_fifo);
+        if (out->candidate < 0 || t < out->best_makespan_ms) {
+            out->candidate = c;
+            out->best_makespan_ms = t;
+            memcpy(out->priorities, r->prio, (size_t)r->n_groups * sizeof *r->prio);
+            if (LOOM_HOST_HAS(host, progress) && host->progress)
+                host->progress(s->ctx, t, run->evals);
+        }
+        host->free(r->prio);
+        r->prio = NULL;
+    }
+}
+
+/* A pool job: scores candidate `job`, then settles what it can. */
+static int ifr_job(void *user, int32_t worker, int32_t job, loom_error *err)
+{
+    (void)worker;
+    ifr_run *run = user;
+    int rc = ifr_candidate(run, job, err);
+    pthread_mutex_lock(&run->mu);
+    if (rc == LOOM_OK) {
+        run->any_ok |= run->res[job].prio != NULL;
+        run->res[job].done = 1;
+        ifr_settle(run);
+    }
+    pthread_mutex_unlock(&run->mu);
+    return rc;
+}
 
 /* Orders every candidate's microbatches and keeps the fastest. */
 static int ifr_rank(void *self, const loom_stage_graph *const *graphs,
@@ -155,7 +315,6 @@ static int ifr_rank(void *self, const loom_stage_graph *const *graphs,
     int rc = loom_params_read(host, s->ctx, "interval-fill", ifill_param_table, &prm, err);
     if (rc != LOOM_OK)
         return rc;
-    int keep = prm.keep_better;
     int32_t most = 1;
     for (int32_t c = 0; c < n_graphs; c++)
         most = graphs[c]->n_groups > most ? graphs[c]->n_groups : most;
@@ -163,79 +322,42 @@ static int ifr_rank(void *self, const loom_stage_graph *const *graphs,
         return host->error(err, LOOM_EINVAL,
                            "interval-fill: room for %d priorities, a graph "
                            "has %d groups", out->cap_priorities, most);
-    float *fill = host->alloc((size_t)most * sizeof *fill);
-    float *fifo = host->alloc((size_t)most * sizeof *fifo);
-    rc = fill && fifo ? LOOM_OK
-                      : host->error(err, LOOM_ENOMEM, "interval-fill: out of memory");
-    int64_t evals = 0;
-    int last_rc = LOOM_OK;
+    ifr_run run = {.s = s, .ev_svc = ev_svc, .graphs = graphs, .n_graphs = n_graphs,
+                   .keep = prm.keep_better,
+                   .out = out};
+    run.res = host->alloc((size_t)n_graphs * sizeof *run.res);
+    if (!run.res)
+        return host->error(err, LOOM_ENOMEM, "interval-fill: out of memory");
+    memset(run.res, 0, (size_t)n_graphs * sizeof *run.res);
+    pthread_mutex_init(&run.mu, NULL);
     out->candidate = -1;
-    for (int32_t c = 0; c < n_graphs && rc == LOOM_OK; c++) {
-        if (out->candidate >= 0 && host->expired(s->ctx))
+    /* the search kit's job pool, without the rest of a search session */
+    loom_sk pool = {.host = host, .ctx = s->ctx, .who = "interval-fill",
+                    .n_workers = prm.threads < n_graphs ? (int32_t)prm.threads : n_graphs};
+    rc = loom_sk_pool_start(&pool, err);
+    if (rc == LOOM_OK)
+        rc = loom_sk_run_jobs(&pool, n_graphs, ifr_job, &run, err);
+    loom_sk_pool_stop(&pool);
+    for (int32_t c = 0; c < n_graphs; c++)
+        host->free(run.res[c].prio);
+    int last_rc = LOOM_OK;
+    for (int32_t c = 0; c < n_graphs; c++)
+        if (run.res[c].rc != LOOM_OK)
+            last_rc = run.res[c].rc;
+    char why[LOOM_ERROR_MSG_BYTES];
+    memcpy(why, err->message, sizeof why);
+    for (int32_t c = n_graphs - 1; c >= 0; c--)
+        if (run.res[c].rc != LOOM_OK) {
+            memcpy(why, run.res[c].why, sizeof why);
             break;
-        /* an outline's graph is built by its evaluator and read from it */
-        loom_evaluator *ev = NULL;
-        const loom_stage_graph *g = graphs[c];
-        double t_fill = 0, t_fifo = 0;
-        int ours = 0; /* rc is interval-fill's own error, not the evaluator's */
-        rc = ev_svc->create(s->ctx, graphs[c], &ev, err);
-        if (rc == LOOM_OK) {
-            if (LOOM_EVALUATOR_HAS(ev_svc, graph))
-                g = ev_svc->graph(ev);
-            ours = 1;
-            if (!g || (g->n_stages > 0 && !g->kind)) {
-                rc = host->error(err, LOOM_EINVAL, "interval-fill: candidate %d: the "
-                                 "evaluator gives no graph to read", c);
-            } else if ((rc = ifr_priorities(s, g, fill, err)) == LOOM_OK) {
-                ours = 0;
-                rc = ifr_score(ev_svc, ev, fill, &t_fill, err);
-                evals++;
-            }
         }
-        if (!ours && rc != LOOM_OK && rc != LOOM_ENOMEM && rc != LOOM_EINTERRUPTED) {
-            /* this candidate cannot be scheduled: try the next */
-            host->log(s->ctx, LOOM_LOG_INFO, "candidate %d: %s", c, err->message);
-            last_rc = rc;
-            rc = LOOM_OK;
-            if (ev)
-                ev_svc->destroy(ev);
-            continue;
-        }
-        const float *use = fill;
-        double t = t_fill;
-        if (rc == LOOM_OK && keep) {
-            for (int32_t i = 0; i < g->n_groups; i++)
-                fifo[i] = (float)(g->n_groups - i);
-            rc = ifr_score(ev_svc, ev, fifo, &t_fifo, err);
-            evals += rc == LOOM_OK;
-            if (rc == LOOM_OK && t_fifo < t_fill) {
-                use = fifo;
-                t = t_fifo;
-            }
-            host->log(s->ctx, LOOM_LOG_INFO,
-                      "candidate %d: interval fill %.3f ms, workload order "
-                      "%.3f ms", c, t_fill, t_fifo);
-        }
-        if (rc == LOOM_OK && (out->candidate < 0 || t < out->best_makespan_ms)) {
-            out->candidate = c;
-            out->best_makespan_ms = t;
-            memcpy(out->priorities, use, (size_t)g->n_groups * sizeof *use);
-            if (LOOM_HOST_HAS(host, progress) && host->progress)
-                host->progress(s->ctx, t, evals);
-        }
-        if (ev)
-            ev_svc->destroy(ev);
-    }
-    host->free(fill);
-    host->free(fifo);
-    out->evaluations = evals;
-    if (rc == LOOM_OK && out->candidate < 0) {
-        char why[LOOM_ERROR_MSG_BYTES];
-        memcpy(why, err->message, sizeof why);
+    host->free(run.res);
+    pthread_mutex_destroy(&run.mu);
+    out->evaluations = run.evals;
+    if (rc == LOOM_OK && out->candidate < 0)
         return host->error(err, last_rc != LOOM_OK ? last_rc : LOOM_EINFEASIBLE,
                            "interval-fill: none of the %d candidates could be "
                            "scheduled; the last: %.400s", n_graphs, why);
-    }
     return rc;
 }
 

@@ -487,6 +487,91 @@ START_TEST(ranker_orders_and_chooses)
 }
 END_TEST
 
+/* What one ranking over `n` candidates gave, for comparing thread counts. */
+typedef struct ranked {
+    int rc;
+    int32_t candidate;
+    int64_t evaluations, logs, progress_calls;
+    double best_ms, progress_ms;
+    float prio[64];
+    char last_log[256], message[LOOM_ERROR_MSG_BYTES];
+} ranked;
+
+/* Ranks g[0..n) with `threads` threads on a fresh mock host. */
+static ranked rank_with(loom_stage_graph *const *g, int32_t n, const char *threads)
+{
+    const loom_ranker_vtable *vt =
+        (const loom_ranker_vtable *)loom_static_interval_fill()->role(LOOM_ROLE_RANKER);
+    loom_mock_host *h = loom_mock_host_new_with_manifest(LOOM_PLUGIN_SOURCE_DIR);
+    loom_mock_host_add_service(h, LOOM_SERVICE_EVALUATOR, 1, &test_ev);
+    loom_mock_host_set_param(h, "threads", threads);
+    void *self = NULL;
+    loom_error err = {0, ""};
+    ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL,
+                                &self, &err), LOOM_OK);
+    ranked out;
+    memset(&out, 0, sizeof out);
+    loom_ranking r = {.struct_size = (uint32_t)sizeof(loom_ranking), .cap_priorities = 64,
+                      .priorities = out.prio};
+    out.rc = vt->rank(self, (const loom_stage_graph *const *)g, n, &r, &err);
+    out.candidate = r.candidate;
+    out.evaluations = r.evaluations;
+    out.best_ms = r.best_makespan_ms;
+    out.logs = loom_mock_host_log_count(h);
+    out.progress_calls = loom_mock_host_progress_calls(h);
+    out.progress_ms = loom_mock_host_best_makespan_ms(h);
+    snprintf(out.last_log, sizeof out.last_log, "%s", loom_mock_host_last_log(h));
+    memcpy(out.message, err.message, sizeof out.message);
+    vt->destroy(self);
+    loom_mock_host_free(h);
+    return out;
+}
+
+/* Candidates scored on several threads give what one thread gives: the
+ * same choice (the fastest, ties to the lower index, a candidate that
+ * cannot be scheduled skipped), priorities, evaluation count, progress
+ * reports and logs, the last of them the last candidate's. */
+START_TEST(threads_do_not_change_the_choice)
+{
+    static const double scale[7] = {3, 1, 0.5, 2, 1.5, 0.2, 1};
+    static const double f[9][3] = {{2, 2, 2}, {1, 3, 1}, {1, 1, 1}, {3, 1, 1}, {1, 1, 1},
+                                   {0.5, 2, 2}, {2, 1, 2}, {1, 1, 2}, {2, 2, 1}};
+    loom_stage_graph *g[9];
+    for (int i = 0; i < 9; i++)
+        g[i] = graph(3, 7, f[i], scale);
+    ev_fail_graph = g[5];
+    ranked one = rank_with(g, 9, "1");
+    ck_assert_msg(one.rc == LOOM_OK, "%s", one.message);
+    ck_assert_int_eq(one.candidate, 2); /* g[4] is as fast: the lower index */
+    ck_assert_int_eq(one.evaluations, 17); /* two per candidate, g[5] one (it fails) */
+    ck_assert_msg(strncmp(one.last_log, "candidate 8: interval fill ", 27) == 0, "%s",
+                  one.last_log);
+    for (int t = 2; t <= 4; t++) {
+        char threads[8];
+        snprintf(threads, sizeof threads, "%d", t);
+        ranked many = rank_with(g, 9, threads);
+        ck_assert_int_eq(many.rc, LOOM_OK);
+        ck_assert_int_eq(many.candidate, one.candidate);
+        ck_assert_int_eq(many.evaluations, one.evaluations);
+        ck_assert_double_eq(many.best_ms, one.best_ms);
+        ck_assert_mem_eq(many.prio, one.prio, 7 * sizeof(float));
+        ck_assert_int_eq(many.progress_calls, one.progress_calls);
+        ck_assert_double_eq(many.progress_ms, one.progress_ms);
+        ck_assert_int_eq(many.logs, one.logs);
+        ck_assert_str_eq(many.last_log, one.last_log);
+    }
+    /* none schedulable: the last one's reason, on any thread count */
+    ev_fail_graph = g[8];
+    ranked last = rank_with(g + 8, 1, "3");
+    ck_assert_int_eq(last.rc, LOOM_EINFEASIBLE);
+    ck_assert_str_eq(last.message, "interval-fill: none of the 1 candidates could be "
+                                   "scheduled; the last: test: over the cap");
+    ev_fail_graph = NULL;
+    for (int i = 0; i < 9; i++)
+        loom_graph_free(g[i]);
+}
+END_TEST
+
 /* Outlines of two graphs (counts only) and an evaluator that builds
  * each: the evaluator of outline i is graph i (of a graph, the graph). */
 static loom_stage_graph outline_of[2];
@@ -577,6 +662,7 @@ static Suite *suite(void)
     tcase_add_test(tc, quality_against_brute_force);
     tcase_add_test(tc, ranker_orders_and_chooses);
     tcase_add_test(tc, ranker_reads_outlines);
+    tcase_add_test(tc, threads_do_not_change_the_choice);
     tcase_add_test(tc, manifest_matches_binary);
     suite_add_tcase(s, tc);
     return s;

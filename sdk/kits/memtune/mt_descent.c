@@ -78,23 +78,35 @@ static int mt_tree_build(const loom_host_api *host, loom_mt_descent *d,
     return LOOM_OK;
 }
 
-/* Adds x to the leaves l..r (inclusive) under node v, which covers
- * leaves nl..nr. */
-static void mt_tree_add(loom_mt_descent *d, int32_t v, int32_t nl, int32_t nr, int32_t l,
-                        int32_t r, int64_t x)
+/* Sets node v's maximum from its children and its own pending add. */
+static void mt_tree_pull(loom_mt_descent *d, int32_t v)
 {
-    if (r < nl || nr < l)
-        return;
-    if (l <= nl && nr <= r) {
-        d->peak_max[v] += x;
-        d->peak_add[v] += x;
-        return;
-    }
-    int32_t mid = nl + (nr - nl) / 2;
-    mt_tree_add(d, 2 * v, nl, mid, l, r, x);
-    mt_tree_add(d, 2 * v + 1, mid + 1, nr, l, r, x);
     int64_t a = d->peak_max[2 * v], b = d->peak_max[2 * v + 1];
     d->peak_max[v] = (a > b ? a : b) + d->peak_add[v];
+}
+
+/* Adds x to the leaves l..r (inclusive): to the nodes that cover the
+ * range exactly (bottom-up, the range's canonical cover), then refreshes
+ * every ancestor of its two end leaves. Node v's maximum is that of its
+ * children plus peak_add[v], which holds what was added to the whole of
+ * v's range. */
+static void mt_tree_add(loom_mt_descent *d, int32_t l, int32_t r, int64_t x)
+{
+    int32_t lo = l + d->peak_leaves, hi = r + d->peak_leaves + 1;
+    for (int32_t a = lo, b = hi; a < b; a >>= 1, b >>= 1) {
+        if (a & 1) {
+            d->peak_max[a] += x;
+            d->peak_add[a++] += x;
+        }
+        if (b & 1) {
+            d->peak_max[--b] += x;
+            d->peak_add[b] += x;
+        }
+    }
+    for (int32_t v = lo >> 1; v >= 1; v >>= 1)
+        mt_tree_pull(d, v);
+    for (int32_t v = (hi - 1) >> 1; v >= 1; v >>= 1)
+        mt_tree_pull(d, v);
 }
 
 /* Pair p's bytes changed by x: every slot it is live at (its allocation
@@ -103,7 +115,7 @@ static void mt_tree_pair(loom_mt_descent *d, const loom_mt_timeline *t, int32_t 
                          int64_t x)
 {
     int32_t lo = t->rank_off[r];
-    mt_tree_add(d, 1, 0, d->peak_leaves - 1, t->pair_open[p] - lo, t->pair_close[p] - lo, x);
+    mt_tree_add(d, t->pair_open[p] - lo, t->pair_close[p] - lo, x);
 }
 
 /* Rank r's peak from the tree into t (peak_bytes, peak_slot: the first

@@ -219,7 +219,10 @@ uint32_t loom_sk_below(uint64_t *state, uint32_t n);
 
 /* ---- thread pool (search_pool.c) ---------------------------------------- */
 
-/* Starts n_workers - 1 threads. LOOM_ENOMEM / LOOM_EPLUGIN on failure. */
+/* Starts n_workers - 1 threads. LOOM_ENOMEM / LOOM_EPLUGIN on failure.
+ * The pool needs only host, who and n_workers of the session: a ranker
+ * that is no search can zero a loom_sk, set those and run batches with
+ * loom_sk_run_jobs() (interval-fill does), then loom_sk_pool_stop(). */
 int loom_sk_pool_start(loom_sk *sk, loom_error *err);
 
 /* Joins the threads (no-op without a pool). */
