@@ -22,7 +22,7 @@
  * them in candidate order as they finish, so the choice, the progress
  * reports and the logs are those of one thread.
  */
-#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <loom/loom.h>
 #include <loom/kits/search.h>
@@ -150,7 +150,6 @@ static const loom_param_def ifill_param_table[] = {
 /* What scoring one candidate gave (ifr_candidate), kept until every
  * candidate before it is settled (ifr_settle). */
 typedef struct ifr_result {
-    int done;        /* scored, skipped or failed */
     int rc;          /* LOOM_OK, or why the candidate cannot be scheduled */
     int skipped;     /* not scored: the deadline had passed */
     int fifo_won;    /* the workload order was faster */
@@ -166,12 +165,9 @@ typedef struct ifr_run {
     ifr_self *s;
     const loom_evaluator_service *ev_svc;
     const loom_stage_graph *const *graphs;
-    int32_t n_graphs;
     int keep;
     ifr_result *res;
-    pthread_mutex_t mu;
-    int32_t settled;  /* candidates before this one are settled */
-    int any_ok;       /* some candidate was scored */
+    atomic_int any_ok; /* some candidate is settled as scored */
     int64_t evals;
     loom_ranking *out;
 } ifr_run;
@@ -186,10 +182,7 @@ static int ifr_candidate(ifr_run *run, int32_t c, loom_error *err)
     const loom_host_api *host = s->host;
     const loom_evaluator_service *ev_svc = run->ev_svc;
     ifr_result *r = &run->res[c];
-    pthread_mutex_lock(&run->mu);
-    int late = run->any_ok && host->expired(s->ctx);
-    pthread_mutex_unlock(&run->mu);
-    if (late) {
+    if (atomic_load(&run->any_ok) && host->expired(s->ctx)) {
         r->skipped = 1;
         return LOOM_OK;
     }
@@ -245,55 +238,45 @@ static int ifr_candidate(ifr_run *run, int32_t c, loom_error *err)
     return rc;
 }
 
-/* Settles the scored candidates from run->settled on, in candidate order,
- * as one thread scoring them in turn would: logs each, keeps the fastest
- * (ties: the lower index) and reports progress. Caller holds run->mu. */
-static void ifr_settle(ifr_run *run)
+/* Settles candidate c, in candidate order, as one thread scoring them in
+ * turn would: logs it, keeps the fastest (ties: the lower index) and
+ * reports progress. */
+static void ifr_settle(void *user, int32_t c)
 {
+    ifr_run *run = user;
     ifr_self *s = run->s;
     const loom_host_api *host = s->host;
     loom_ranking *out = run->out;
-    for (; run->settled < run->n_graphs && run->res[run->settled].done; run->settled++) {
-        ifr_result *r = &run->res[run->settled];
-        int32_t c = run->settled;
-        run->evals += r->evals;
-        if (r->rc != LOOM_OK) {
-            host->log(s->ctx, LOOM_LOG_INFO, "candidate %d: %s", c, r->why);
-            continue;
-        }
-        if (r->skipped || !r->prio)
-            continue;
-        double t = r->fifo_won ? r->t_fifo : r->t_fill;
-        if (run->keep)
-            host->log(s->ctx, LOOM_LOG_INFO,
-                      "candidate %d: interval fill %.3f ms, workload order "
-                      "%.3f ms", c, r->t_fill, r->t_fifo);
-        if (out->candidate < 0 || t < out->best_makespan_ms) {
-            out->candidate = c;
-            out->best_makespan_ms = t;
-            memcpy(out->priorities, r->prio, (size_t)r->n_groups * sizeof *r->prio);
-            if (LOOM_HOST_HAS(host, progress) && host->progress)
-                host->progress(s->ctx, t, run->evals);
-        }
-        host->free(r->prio);
-        r->prio = NULL;
+    ifr_result *r = &run->res[c];
+    run->evals += r->evals;
+    if (r->rc != LOOM_OK) {
+        host->log(s->ctx, LOOM_LOG_INFO, "candidate %d: %s", c, r->why);
+        return;
     }
+    if (r->skipped || !r->prio)
+        return;
+    double t = r->fifo_won ? r->t_fifo : r->t_fill;
+    if (run->keep)
+        host->log(s->ctx, LOOM_LOG_INFO,
+                  "candidate %d: interval fill %.3f ms, workload order "
+                  "%.3f ms", c, r->t_fill, r->t_fifo);
+    if (out->candidate < 0 || t < out->best_makespan_ms) {
+        out->candidate = c;
+        out->best_makespan_ms = t;
+        memcpy(out->priorities, r->prio, (size_t)r->n_groups * sizeof *r->prio);
+        if (LOOM_HOST_HAS(host, progress) && host->progress)
+            host->progress(s->ctx, t, run->evals);
+    }
+    atomic_store(&run->any_ok, 1);
+    host->free(r->prio);
+    r->prio = NULL;
 }
 
-/* A pool job: scores candidate `job`, then settles what it can. */
+/* A pool job: scores candidate `job`. */
 static int ifr_job(void *user, int32_t worker, int32_t job, loom_error *err)
 {
     (void)worker;
-    ifr_run *run = user;
-    int rc = ifr_candidate(run, job, err);
-    pthread_mutex_lock(&run->mu);
-    if (rc == LOOM_OK) {
-        run->any_ok |= run->res[job].prio != NULL;
-        run->res[job].done = 1;
-        ifr_settle(run);
-    }
-    pthread_mutex_unlock(&run->mu);
-    return rc;
+    return ifr_candidate(user, job, err);
 }
 
 /* Orders every candidate's microbatches and keeps the fastest. */
@@ -322,21 +305,20 @@ static int ifr_rank(void *self, const loom_stage_graph *const *graphs,
         return host->error(err, LOOM_EINVAL,
                            "interval-fill: room for %d priorities, a graph "
                            "has %d groups", out->cap_priorities, most);
-    ifr_run run = {.s = s, .ev_svc = ev_svc, .graphs = graphs, .n_graphs = n_graphs,
-                   .keep = prm.keep_better,
+    ifr_run run = {.s = s, .ev_svc = ev_svc, .graphs = graphs, .keep = prm.keep_better,
                    .out = out};
     run.res = host->alloc((size_t)n_graphs * sizeof *run.res);
     if (!run.res)
         return host->error(err, LOOM_ENOMEM, "interval-fill: out of memory");
     memset(run.res, 0, (size_t)n_graphs * sizeof *run.res);
-    pthread_mutex_init(&run.mu, NULL);
+    atomic_init(&run.any_ok, 0);
     out->candidate = -1;
     /* the search kit's job pool, without the rest of a search session */
     loom_sk pool = {.host = host, .ctx = s->ctx, .who = "interval-fill",
                     .n_workers = prm.threads < n_graphs ? (int32_t)prm.threads : n_graphs};
     rc = loom_sk_pool_start(&pool, err);
     if (rc == LOOM_OK)
-        rc = loom_sk_run_jobs(&pool, n_graphs, ifr_job, &run, err);
+        rc = loom_sk_run_ordered(&pool, n_graphs, ifr_job, ifr_settle, &run, err);
     loom_sk_pool_stop(&pool);
     for (int32_t c = 0; c < n_graphs; c++)
         host->free(run.res[c].prio);
@@ -352,7 +334,6 @@ static int ifr_rank(void *self, const loom_stage_graph *const *graphs,
             break;
         }
     host->free(run.res);
-    pthread_mutex_destroy(&run.mu);
     out->evaluations = run.evals;
     if (rc == LOOM_OK && out->candidate < 0)
         return host->error(err, last_rc != LOOM_OK ? last_rc : LOOM_EINFEASIBLE,

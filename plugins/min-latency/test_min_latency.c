@@ -2,6 +2,7 @@
  * ties go to the lowest index, candidates that cannot be scheduled are
  * skipped (all failing is an error naming the last), the budget stops it
  * after the first candidate, and the evaluator service is required. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <loom/mock_host.h>
@@ -14,7 +15,7 @@
 const loom_plugin_info *loom_static_min_latency(void);
 const loom_plugin_info *loom_static_encoder_first(void);
 
-static int ev_runs;
+static atomic_int ev_runs; /* evaluator runs, from any thread */
 
 /* Test evaluator: encoder-first plus the core simulator. */
 static int ev_create(loom_ctx *ctx, const loom_stage_graph *graph,
@@ -73,9 +74,17 @@ static loom_stage_graph *graph(int P, double f, int bad)
     return co_tg_build(fl, 2, P, 4);
 }
 
-/* Ranks `n` graphs; budget_ms < 0: none. */
-static int rank(loom_stage_graph **g, int n, int with_ev, int expired,
-                loom_ranking *r, loom_error *err)
+/* What a ranking's host saw: progress and logs. */
+typedef struct host_saw {
+    int64_t progress_calls, logs;
+    double progress_ms;
+    char last_log[256];
+} host_saw;
+
+/* Ranks `n` graphs with `threads` threads (NULL: the default) and an
+ * expired budget or not; fills *saw when given. */
+static int rank_on(loom_stage_graph **g, int n, int with_ev, int expired, const char *threads,
+                   loom_ranking *r, loom_error *err, host_saw *saw)
 {
     const loom_ranker_vtable *vt =
         (const loom_ranker_vtable *)loom_static_min_latency()->role(LOOM_ROLE_RANKER);
@@ -83,6 +92,8 @@ static int rank(loom_stage_graph **g, int n, int with_ev, int expired,
     if (with_ev)
         loom_mock_host_add_service(h, LOOM_SERVICE_EVALUATOR, 1, &test_ev);
     loom_mock_host_set_expired(h, expired);
+    if (threads)
+        loom_mock_host_set_param(h, "threads", threads);
     void *self = NULL;
     ck_assert_int_eq(vt->create(loom_mock_host_api(h), loom_mock_host_ctx(h), NULL,
                                 &self, err), LOOM_OK);
@@ -90,9 +101,22 @@ static int rank(loom_stage_graph **g, int n, int with_ev, int expired,
     int rc = vt->rank(self, (const loom_stage_graph *const *)g, n, r, err);
     if (rc == LOOM_OK)
         ck_assert_double_eq(loom_mock_host_best_makespan_ms(h), r->best_makespan_ms);
+    if (saw) {
+        saw->progress_calls = loom_mock_host_progress_calls(h);
+        saw->progress_ms = loom_mock_host_best_makespan_ms(h);
+        saw->logs = loom_mock_host_log_count(h);
+        snprintf(saw->last_log, sizeof saw->last_log, "%s", loom_mock_host_last_log(h));
+    }
     vt->destroy(self);
     loom_mock_host_free(h);
     return rc;
+}
+
+/* Ranks `n` graphs with the default threads. */
+static int rank(loom_stage_graph **g, int n, int with_ev, int expired,
+                loom_ranking *r, loom_error *err)
+{
+    return rank_on(g, n, with_ev, expired, NULL, r, err, NULL);
 }
 
 START_TEST(lowest_makespan_wins)
@@ -146,13 +170,59 @@ START_TEST(skips_what_cannot_run)
 }
 END_TEST
 
+/* Candidates scored on several threads give what one thread gives: the
+ * same choice (the fastest, ties to the lower index, one that cannot be
+ * scheduled skipped), priorities, evaluation count, progress reports and
+ * logs, the last of them the last candidate's. */
+START_TEST(threads_do_not_change_the_choice)
+{
+    loom_stage_graph *g[7] = {graph(4, 2, 0), graph(4, 1, 1), graph(2, 1, 0), graph(3, 1, 0),
+                              graph(2, 1, 0), graph(4, 1, 0), graph(2, 3, 0)};
+    loom_error err = {0, ""};
+    float p1[64], pt[64];
+    loom_ranking r1 = {.struct_size = (uint32_t)sizeof(loom_ranking), .cap_priorities = 64,
+                       .priorities = p1};
+    loom_ranking rt = r1;
+    rt.priorities = pt;
+    host_saw one, many;
+    ck_assert_msg(rank_on(g, 7, 1, 0, "1", &r1, &err, &one) == LOOM_OK, "%s", err.message);
+    ck_assert_int_eq(r1.candidate, 2); /* 2 and 4 tie: the lower index */
+    ck_assert_int_eq(r1.evaluations, 7);
+    ck_assert_msg(strncmp(one.last_log, "candidate 6: ", 13) == 0, "%s", one.last_log);
+    for (int t = 2; t <= 4; t++) {
+        char threads[8];
+        snprintf(threads, sizeof threads, "%d", t);
+        ck_assert_int_eq(rank_on(g, 7, 1, 0, threads, &rt, &err, &many), LOOM_OK);
+        ck_assert_int_eq(rt.candidate, r1.candidate);
+        ck_assert_int_eq(rt.evaluations, r1.evaluations);
+        ck_assert_double_eq(rt.best_makespan_ms, r1.best_makespan_ms);
+        ck_assert_mem_eq(pt, p1, (size_t)g[2]->n_groups * sizeof(float));
+        ck_assert_int_eq(many.progress_calls, one.progress_calls);
+        ck_assert_double_eq(many.progress_ms, one.progress_ms);
+        ck_assert_int_eq(many.logs, one.logs);
+        ck_assert_str_eq(many.last_log, one.last_log);
+    }
+    /* none schedulable: the last one's reason, on any thread count */
+    loom_stage_graph *bad[2] = {g[1], g[1]};
+    ck_assert_int_eq(rank_on(bad, 2, 1, 0, "2", &rt, &err, NULL), LOOM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "none of the 2 candidates could be "
+                                              "scheduled; the last: encoder-first: "
+                                              "expects one backbone flow"));
+    for (int i = 0; i < 7; i++)
+        loom_graph_free(g[i]);
+}
+END_TEST
+
 START_TEST(manifest_matches_binary)
 {
     const loom_plugin_info *info = loom_static_min_latency();
     cJSON *m = loom_test_json(loom_test_src("plugins/min-latency/manifest.json"));
     ck_assert_str_eq(cJSON_GetObjectItem(m, "id")->valuestring, info->id);
     ck_assert_str_eq(cJSON_GetObjectItem(m, "version")->valuestring, info->version);
-    ck_assert_ptr_nonnull(info->role(LOOM_ROLE_RANKER));
+    const loom_ranker_vtable *vt = (const loom_ranker_vtable *)info->role(LOOM_ROLE_RANKER);
+    ck_assert_ptr_nonnull(vt);
+    /* it reads counts and scores through evaluators: the host may hand it outlines */
+    ck_assert_uint_eq(vt->reads, LOOM_RANKER_READS_COUNTS);
     cJSON_Delete(m);
 }
 END_TEST
@@ -164,6 +234,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, lowest_makespan_wins);
     tcase_add_test(tc, skips_what_cannot_run);
+    tcase_add_test(tc, threads_do_not_change_the_choice);
     tcase_add_test(tc, manifest_matches_binary);
     suite_add_tcase(s, tc);
     return s;

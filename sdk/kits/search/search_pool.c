@@ -170,3 +170,43 @@ int loom_sk_run_jobs(loom_sk *sk, int32_t n_jobs, loom_sk_job_fn fn,
     pthread_mutex_unlock(&p->mu);
     return rc;
 }
+
+/* One loom_sk_run_ordered batch: the caller's job and settle callbacks,
+ * which jobs finished, and the first job not settled yet. */
+typedef struct sk_ordered {
+    loom_sk_job_fn fn;
+    loom_sk_settle_fn settle;
+    void *user;
+    uint8_t *done;
+    int32_t n_jobs, next;
+    pthread_mutex_t mu;
+} sk_ordered;
+
+/* Runs one job, then settles every finished job from the first unsettled. */
+static int sk_ordered_job(void *user, int32_t worker, int32_t job, loom_error *err)
+{
+    sk_ordered *o = user;
+    int rc = o->fn(o->user, worker, job, err);
+    if (rc != LOOM_OK)
+        return rc;
+    pthread_mutex_lock(&o->mu);
+    o->done[job] = 1;
+    for (; o->next < o->n_jobs && o->done[o->next]; o->next++)
+        o->settle(o->user, o->next);
+    pthread_mutex_unlock(&o->mu);
+    return LOOM_OK;
+}
+
+int loom_sk_run_ordered(loom_sk *sk, int32_t n_jobs, loom_sk_job_fn fn,
+                        loom_sk_settle_fn settle, void *user, loom_error *err)
+{
+    sk_ordered o = {fn, settle, user, NULL, n_jobs, 0, PTHREAD_MUTEX_INITIALIZER};
+    o.done = sk->host->alloc(n_jobs > 0 ? (size_t)n_jobs : 1);
+    if (!o.done)
+        return sk->host->error(err, LOOM_ENOMEM, "%s: out of memory", sk->who);
+    memset(o.done, 0, n_jobs > 0 ? (size_t)n_jobs : 1);
+    int rc = loom_sk_run_jobs(sk, n_jobs, sk_ordered_job, &o, err);
+    sk->host->free(o.done);
+    pthread_mutex_destroy(&o.mu);
+    return rc;
+}

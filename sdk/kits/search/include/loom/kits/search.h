@@ -222,11 +222,25 @@ uint32_t loom_sk_below(uint64_t *state, uint32_t n);
 /* Starts n_workers - 1 threads. LOOM_ENOMEM / LOOM_EPLUGIN on failure.
  * The pool needs only host, who and n_workers of the session: a ranker
  * that is no search can zero a loom_sk, set those and run batches with
- * loom_sk_run_jobs() (interval-fill does), then loom_sk_pool_stop(). */
+ * loom_sk_run_jobs() or loom_sk_run_ordered() (interval-fill and
+ * min-latency do), then loom_sk_pool_stop(). */
 int loom_sk_pool_start(loom_sk *sk, loom_error *err);
 
 /* Joins the threads (no-op without a pool). */
 void loom_sk_pool_stop(loom_sk *sk);
+
+/* Called for each job that ended with LOOM_OK, in job order: job j once
+ * every job before it is settled. Calls are serialised. */
+typedef void (*loom_sk_settle_fn)(void *user, int32_t job);
+
+/* loom_sk_run_jobs(), then each job settled in job order as soon as the
+ * jobs before it are, so that what `settle` does (choosing, logging,
+ * reporting progress) is what one thread running the jobs in turn would
+ * do, on any number of workers. A failing job is not settled, nor any
+ * after it; the lowest failing job's error is returned. Allocates
+ * n_jobs bytes (LOOM_ENOMEM). */
+int loom_sk_run_ordered(loom_sk *sk, int32_t n_jobs, loom_sk_job_fn fn,
+                        loom_sk_settle_fn settle, void *user, loom_error *err);
 
 /* ---- group precedence and orders (search_order.c) ----------------------- */
 
