@@ -2,7 +2,7 @@
  * group precedence in both directions with its topological order, the
  * reference order, orders <-> priorities (exact values), precedence
  * errors, local moves that keep orders valid and reach every valid order,
- * and uniformly drawn random orders. */
+ * uniformly drawn random orders, and batches settled in job order. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -545,6 +545,74 @@ START_TEST(moves_keep_random_dags_valid)
 }
 END_TEST
 
+/* A job for ordered_jobs_settle_in_order: job j sleeps a little when j is
+ * even (so later jobs finish first on several workers) and fails when it
+ * is `fail`. */
+typedef struct ordered_probe {
+    int32_t fail;
+    int32_t settled[64];
+    int32_t n_settled;
+    int32_t ran[64];
+} ordered_probe;
+
+static int probe_job(void *user, int32_t worker, int32_t job, loom_error *err)
+{
+    (void)worker;
+    ordered_probe *o = user;
+    if (job % 2 == 0) {
+        volatile double x = 0;
+        for (int i = 0; i < 200000; i++)
+            x += i;
+    }
+    __atomic_add_fetch(&o->ran[job], 1, __ATOMIC_RELAXED);
+    if (job == o->fail) {
+        snprintf(err->message, sizeof err->message, "job %d failed", job);
+        return err->code = LOOM_EINVAL;
+    }
+    return LOOM_OK;
+}
+
+static void probe_settle(void *user, int32_t job)
+{
+    ordered_probe *o = user;
+    o->settled[o->n_settled++] = job;
+}
+
+/* loom_sk_run_ordered settles every job once, in job order, on 1 to 4
+ * workers; a failing job is not settled, nor any after it, and its error
+ * is returned. */
+START_TEST(ordered_jobs_settle_in_order)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    for (int32_t workers = 1; workers <= 4; workers++) {
+        for (int32_t fail = -1; fail <= 20; fail += 7) {
+            loom_sk sk;
+            memset(&sk, 0, sizeof sk);
+            sk.host = loom_mock_host_api(h);
+            sk.who = "probe";
+            sk.n_workers = workers;
+            loom_error err = {0, ""};
+            ck_assert_int_eq(loom_sk_pool_start(&sk, &err), LOOM_OK);
+            ordered_probe o;
+            memset(&o, 0, sizeof o);
+            o.fail = fail;
+            int rc = loom_sk_run_ordered(&sk, 40, probe_job, probe_settle, &o, &err);
+            loom_sk_pool_stop(&sk);
+            int32_t expect = fail < 0 ? 40 : fail;
+            ck_assert_int_eq(rc, fail < 0 ? LOOM_OK : LOOM_EINVAL);
+            if (fail >= 0)
+                ck_assert_msg(strstr(err.message, "failed"), "%s", err.message);
+            ck_assert_int_eq(o.n_settled, expect);
+            for (int32_t j = 0; j < expect; j++) {
+                ck_assert_int_eq(o.settled[j], j);
+                ck_assert_int_eq(o.ran[j], 1);
+            }
+        }
+    }
+    loom_mock_host_free(h);
+}
+END_TEST
+
 START_TEST(draws_are_uniform_per_slot)
 {
     /* Three groups, group 0 before group 1: the valid slot sequences are
@@ -599,6 +667,7 @@ static Suite *suite(void)
     tcase_add_test(tc, moves_carry_neighbours_along);
     tcase_add_test(tc, moves_keep_random_dags_valid);
     tcase_add_test(tc, draws_are_uniform_per_slot);
+    tcase_add_test(tc, ordered_jobs_settle_in_order);
     suite_add_tcase(s, tc);
     return s;
 }
