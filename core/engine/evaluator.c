@@ -310,19 +310,18 @@ static int32_t outline_index(const loom_pipeline *pl, const loom_stage_graph *gr
     return (int32_t)((at - first) / sizeof *graph);
 }
 
-/* The service's create: on an outline (LOOM_RANKER_READS_COUNTS) it
- * builds the candidate's full graph, which the evaluator then owns. */
-static int evaluator_service_create(loom_ctx *ctx, const loom_stage_graph *graph,
-                                    loom_evaluator **out, loom_error *err)
+/* An evaluator on `graph`; on an outline (LOOM_RANKER_READS_COUNTS) it
+ * builds the candidate's full graph, which the evaluator then owns.
+ * Called under the pipeline's create_lock. */
+static int evaluator_create_locked(loom_pipeline *pl, loom_ctx *ctx,
+                                   const loom_stage_graph *graph, loom_evaluator **out,
+                                   loom_error *err)
 {
-    loom_pipeline *pl = ctx ? ctx->pipeline : NULL;
     int32_t c = outline_index(pl, graph);
     if (c < 0)
         return loom_evaluator_create(ctx, graph, out, err);
     loom_stage_graph *full = NULL;
-    pthread_mutex_lock(&pl->outline_lock);
     int rc = pl->outline_build(pl->outline_user, c, &full, err);
-    pthread_mutex_unlock(&pl->outline_lock);
     if (rc == LOOM_OK &&
         (full->n_stages != graph->n_stages || full->n_edges != graph->n_edges ||
          full->n_pairs != graph->n_pairs || full->n_layer_entries != graph->n_layer_entries ||
@@ -339,6 +338,22 @@ static int evaluator_service_create(loom_ctx *ctx, const loom_stage_graph *graph
     }
     (*out)->owned = full;
     return LOOM_OK;
+}
+
+/* The service's create (evaluator_create_locked). One create runs at a
+ * time (the pipeline's create_lock), so a ranker that
+ * creates evaluators on several threads never has two graphs built, or
+ * two plugin instances created, at once. */
+static int evaluator_service_create(loom_ctx *ctx, const loom_stage_graph *graph,
+                                    loom_evaluator **out, loom_error *err)
+{
+    loom_pipeline *pl = ctx ? ctx->pipeline : NULL;
+    if (!pl)
+        return loom_evaluator_create(ctx, graph, out, err);
+    pthread_mutex_lock(&pl->create_lock);
+    int rc = evaluator_create_locked(pl, ctx, graph, out, err);
+    pthread_mutex_unlock(&pl->create_lock);
+    return rc;
 }
 
 /* The service's destroy: during the engine's ranking, an evaluator whose

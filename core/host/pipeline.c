@@ -55,7 +55,7 @@ void loom_pipeline_close(loom_pipeline *p)
     loom_progress_log_free(&p->progress);
     pthread_mutex_destroy(&p->progress.lock);
     pthread_mutex_destroy(&p->kept_lock);
-    pthread_mutex_destroy(&p->outline_lock);
+    pthread_mutex_destroy(&p->create_lock);
     free(p);
 }
 
@@ -306,7 +306,7 @@ int loom_pipeline_open_ex(loom_registry *reg, const loom_planner_config *cfg,
         return loom_set_error(err, LOOM_ENOMEM, "out of memory");
     pthread_mutex_init(&p->progress.lock, NULL);
     pthread_mutex_init(&p->kept_lock, NULL);
-    pthread_mutex_init(&p->outline_lock, NULL);
+    pthread_mutex_init(&p->create_lock, NULL);
     p->steps = calloc((size_t)cfg->n_steps, sizeof *p->steps);
     p->name = strdup(cfg->name ? cfg->name : "");
     p->manifest_path = strdup(cfg->path ? cfg->path : "");

@@ -92,14 +92,15 @@ struct loom_pipeline {
     /* While the engine ranks with outlines (a ranker that declares
      * LOOM_RANKER_READS_COUNTS), the n_outlines outlines it handed the
      * ranker (borrowed) and how to build candidate c's full graph; an
-     * evaluator created on an outline builds it (evaluator.c), one build
-     * at a time under outline_lock. NULL otherwise. */
+     * evaluator created on an outline builds it (evaluator.c). NULL
+     * otherwise. create_lock: one evaluator service create() at a time,
+     * graph build and plugin instances included. */
     const loom_stage_graph *outlines;
     int32_t n_outlines;
     int (*outline_build)(void *user, int32_t candidate, loom_stage_graph **out,
                          loom_error *err);
     void *outline_user;
-    pthread_mutex_t outline_lock;
+    pthread_mutex_t create_lock;
 };
 
 /* Records that the plugin of step `i` runs now (-1: core code), so an
