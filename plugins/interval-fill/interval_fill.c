@@ -18,8 +18,8 @@
  * are skipped, and it fails only when none can.
  *
  * With `threads` above 1 it scores that many candidates at once, each on
- * its own thread and evaluator (the search kit's job pool), and settles
- * them in candidate order as they finish, so the choice, the progress
+ * its own thread and evaluator (the search kit's loom_sk_ordered_batch),
+ * and settles them in candidate order as they finish, so the choice, the progress
  * reports and the logs are those of one thread.
  */
 #include <stdatomic.h>
@@ -313,13 +313,8 @@ static int ifr_rank(void *self, const loom_stage_graph *const *graphs,
     memset(run.res, 0, (size_t)n_graphs * sizeof *run.res);
     atomic_init(&run.any_ok, 0);
     out->candidate = -1;
-    /* the search kit's job pool, without the rest of a search session */
-    loom_sk pool = {.host = host, .ctx = s->ctx, .who = "interval-fill",
-                    .n_workers = prm.threads < n_graphs ? (int32_t)prm.threads : n_graphs};
-    rc = loom_sk_pool_start(&pool, err);
-    if (rc == LOOM_OK)
-        rc = loom_sk_run_ordered(&pool, n_graphs, ifr_job, ifr_settle, &run, err);
-    loom_sk_pool_stop(&pool);
+    rc = loom_sk_ordered_batch(host, s->ctx, "interval-fill", prm.threads, n_graphs, ifr_job,
+                               ifr_settle, &run, err);
     for (int32_t c = 0; c < n_graphs; c++)
         host->free(run.res[c].prio);
     int last_rc = LOOM_OK;

@@ -59,7 +59,7 @@ static const loom_param_def ml_param_table[] = {
                    "choice does not depend on it"),
     LOOM_PARAM_END};
 
-/* What scoring one candidate gave (ml_candidate), until it is settled. */
+/* What scoring one candidate gave (ml_job), until it is settled. */
 typedef struct ml_result {
     int rc;          /* the evaluator's status; LOOM_OK: scored */
     int skipped;     /* not scored: the deadline had passed */
@@ -186,13 +186,8 @@ static int ml_rank(void *self, const loom_stage_graph *const *graphs,
     run.prio = prio;
     out->candidate = -1;
     out->evaluations = 0;
-    /* the search kit's job pool, without the rest of a search session */
-    loom_sk pool = {.host = host, .ctx = s->ctx, .who = "min-latency",
-                    .n_workers = prm.threads < n_graphs ? (int32_t)prm.threads : n_graphs};
-    rc = loom_sk_pool_start(&pool, err);
-    if (rc == LOOM_OK)
-        rc = loom_sk_run_ordered(&pool, n_graphs, ml_job, ml_settle, &run, err);
-    loom_sk_pool_stop(&pool);
+    rc = loom_sk_ordered_batch(host, s->ctx, "min-latency", prm.threads, n_graphs, ml_job,
+                               ml_settle, &run, err);
     if (rc == LOOM_OK && out->candidate >= 0) {
         int32_t n = graphs[out->candidate]->n_groups;
         memcpy(out->priorities, prio + (most - n), (size_t)n * sizeof *prio);

@@ -210,3 +210,22 @@ int loom_sk_run_ordered(loom_sk *sk, int32_t n_jobs, loom_sk_job_fn fn,
     pthread_mutex_destroy(&o.mu);
     return rc;
 }
+
+int loom_sk_ordered_batch(const loom_host_api *host, loom_ctx *ctx, const char *who,
+                          int64_t threads, int32_t n_jobs, loom_sk_job_fn fn,
+                          loom_sk_settle_fn settle, void *user, loom_error *err)
+{
+    loom_sk pool;
+    memset(&pool, 0, sizeof pool);
+    pool.host = host;
+    pool.ctx = ctx;
+    pool.who = who;
+    pool.n_workers = threads < n_jobs ? (int32_t)threads : n_jobs;
+    if (pool.n_workers < 1)
+        pool.n_workers = 1;
+    int rc = loom_sk_pool_start(&pool, err);
+    if (rc == LOOM_OK)
+        rc = loom_sk_run_ordered(&pool, n_jobs, fn, settle, user, err);
+    loom_sk_pool_stop(&pool);
+    return rc;
+}

@@ -220,10 +220,7 @@ uint32_t loom_sk_below(uint64_t *state, uint32_t n);
 /* ---- thread pool (search_pool.c) ---------------------------------------- */
 
 /* Starts n_workers - 1 threads. LOOM_ENOMEM / LOOM_EPLUGIN on failure.
- * The pool needs only host, who and n_workers of the session: a ranker
- * that is no search can zero a loom_sk, set those and run batches with
- * loom_sk_run_jobs() or loom_sk_run_ordered() (interval-fill and
- * min-latency do), then loom_sk_pool_stop(). */
+ * The pool needs only host, who and n_workers of the session. */
 int loom_sk_pool_start(loom_sk *sk, loom_error *err);
 
 /* Joins the threads (no-op without a pool). */
@@ -241,6 +238,13 @@ typedef void (*loom_sk_settle_fn)(void *user, int32_t job);
  * n_jobs bytes (LOOM_ENOMEM). */
 int loom_sk_run_ordered(loom_sk *sk, int32_t n_jobs, loom_sk_job_fn fn,
                         loom_sk_settle_fn settle, void *user, loom_error *err);
+
+/* loom_sk_run_ordered() on min(threads, n_jobs) workers of a pool of its
+ * own, started and joined here, for a plugin that runs no search session
+ * (interval-fill, min-latency). `who` names the plugin in messages. */
+int loom_sk_ordered_batch(const loom_host_api *host, loom_ctx *ctx, const char *who,
+                          int64_t threads, int32_t n_jobs, loom_sk_job_fn fn,
+                          loom_sk_settle_fn settle, void *user, loom_error *err);
 
 /* ---- group precedence and orders (search_order.c) ----------------------- */
 
