@@ -37,8 +37,12 @@ void loom_mt_descent_free(const loom_host_api *host, loom_mt_descent *d)
 }
 
 /* Peaks a rank fixes by rescanning its slots (loom_mt_rank_peak) before
- * the descent tracks them in the tree instead. */
+ * the descent tracks them in the tree instead; on a rank of at least
+ * LOOM_MT_LONG_RANK slots, LOOM_MT_LONG_RESCANS (a rescan there costs a
+ * tree build, and such ranks fix many peaks). */
 #define LOOM_MT_RESCANS 8
+#define LOOM_MT_LONG_RANK 16384
+#define LOOM_MT_LONG_RESCANS 2
 
 /* Builds the tree over rank r's slots from pair_bytes: leaf k holds the
  * activation bytes at the rank's k-th slot as loom_mt_rank_peak measures
@@ -283,7 +287,10 @@ static int mt_descend_rank(const loom_host_api *host, loom_mt_descent *d,
     int64_t stat = g->static_bytes ? g->static_bytes[r] : 0;
     int64_t peak = loom_mt_rank_peak(t, r, pair_bytes);
     int32_t fixed = 0; /* peaks fixed; past `rescans` the tree tracks them */
-    int32_t rescans = d->rescans > 0 ? d->rescans : LOOM_MT_RESCANS;
+    int32_t slots = t->rank_off[r + 1] - t->rank_off[r];
+    int32_t rescans = d->rescans > 0                ? d->rescans
+                      : slots >= LOOM_MT_LONG_RANK ? LOOM_MT_LONG_RESCANS
+                                                   : LOOM_MT_RESCANS;
     for (int32_t i = t->rank_pair_off[r]; i <= t->rank_pair_off[r + 1]; i++)
         d->next[i] = i; /* every pair may move */
     while ((double)stat + (double)peak > cap) {

@@ -137,7 +137,8 @@ typedef struct loom_mt_descent {
     int64_t *peak_max, *peak_add;
     int32_t peak_leaves, cap_peak;
     int32_t rescans;       /* peaks a rank fixes by rescanning before the
-                              tree takes over; 0: LOOM_MT_RESCANS (8) */
+                              tree takes over; 0: 8, or 2 on a rank of
+                              16384 slots or more (mt_descent.c) */
 } loom_mt_descent;
 
 /* For every rank whose static bytes plus activation peak exceed `cap`
