@@ -169,6 +169,8 @@ typedef struct ifr_run {
     ifr_result *res;
     atomic_int any_ok; /* some candidate is settled as scored */
     int64_t evals;
+    int last_rc;       /* the last candidate that could not be scheduled */
+    char last_why[LOOM_ERROR_MSG_BYTES];
     loom_ranking *out;
 } ifr_run;
 
@@ -250,6 +252,8 @@ static void ifr_settle(void *user, int32_t c)
     ifr_result *r = &run->res[c];
     run->evals += r->evals;
     if (r->rc != LOOM_OK) {
+        run->last_rc = r->rc;
+        memcpy(run->last_why, r->why, sizeof run->last_why);
         host->log(s->ctx, LOOM_LOG_INFO, "candidate %d: %s", c, r->why);
         return;
     }
@@ -317,23 +321,12 @@ static int ifr_rank(void *self, const loom_stage_graph *const *graphs,
                                ifr_settle, &run, err);
     for (int32_t c = 0; c < n_graphs; c++)
         host->free(run.res[c].prio);
-    int last_rc = LOOM_OK;
-    for (int32_t c = 0; c < n_graphs; c++)
-        if (run.res[c].rc != LOOM_OK)
-            last_rc = run.res[c].rc;
-    char why[LOOM_ERROR_MSG_BYTES];
-    memcpy(why, err->message, sizeof why);
-    for (int32_t c = n_graphs - 1; c >= 0; c--)
-        if (run.res[c].rc != LOOM_OK) {
-            memcpy(why, run.res[c].why, sizeof why);
-            break;
-        }
     host->free(run.res);
     out->evaluations = run.evals;
     if (rc == LOOM_OK && out->candidate < 0)
-        return host->error(err, last_rc != LOOM_OK ? last_rc : LOOM_EINFEASIBLE,
+        return host->error(err, run.last_rc != LOOM_OK ? run.last_rc : LOOM_EINFEASIBLE,
                            "interval-fill: none of the %d candidates could be "
-                           "scheduled; the last: %.400s", n_graphs, why);
+                           "scheduled; the last: %.400s", n_graphs, run.last_why);
     return rc;
 }
 
