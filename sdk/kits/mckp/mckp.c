@@ -489,7 +489,7 @@ int loom_mckp_units_reset(const loom_host_api *host, loom_mckp_units *mu,
         mu->pair_bytes[p] = set->cand_bytes[set->cand_off[p]];
     }
     loom_mt_units u = {n_pairs, mu->unit_off, set->cand_off, set->cand_ms,
-                       set->cand_bytes, mu->state};
+                       set->cand_bytes, mu->state, set->cand_off + 1};
     *out = u;
     return LOOM_OK;
 }

@@ -24,11 +24,7 @@ void loom_mt_descent_free(const loom_host_api *host, loom_mt_descent *d)
 {
     host->free(d->next);
     host->free(d->heap);
-    host->free(d->best_epoch);
-    host->free(d->best_unit);
-    host->free(d->best_saved);
-    host->free(d->best_key);
-    host->free(d->best_free);
+    host->free(d->best);
     host->free(d->peak_max);
     host->free(d->peak_add);
     int32_t rescans = d->rescans;
@@ -152,7 +148,7 @@ static void mt_pair_best(loom_mt_descent *d, const loom_mt_units *u, int32_t p)
     uint8_t best_free = 0;
     for (int32_t x = u->pair_unit_off[p]; x < u->pair_unit_off[p + 1]; x++) {
         int32_t s = u->chain_off[x] + u->state[x];
-        if (s + 1 >= u->chain_off[x + 1])
+        if (s + 1 >= u->chain_end[x])
             continue; /* already at its most frugal state */
         int64_t saved = u->chain_bytes[s] - u->chain_bytes[s + 1];
         uint8_t is_free = 0;
@@ -166,10 +162,11 @@ static void mt_pair_best(loom_mt_descent *d, const loom_mt_units *u, int32_t p)
             best_free = is_free;
         }
     }
-    d->best_unit[p] = best;
-    d->best_saved[p] = best_saved;
-    d->best_key[p] = best_key;
-    d->best_free[p] = best_free;
+    loom_mt_pair_best *b = &d->best[p];
+    b->unit = best;
+    b->saved = best_saved;
+    b->key = best_key;
+    b->is_free = best_free;
 }
 
 /* 1 when unit y, about to move, makes exactly the move unit x just made
@@ -181,7 +178,9 @@ static int mt_same_move(const loom_mt_units *u, int32_t x, int32_t y)
     if (u->state[y] != k)
         return 0;
     int32_t ax = u->chain_off[x], ay = u->chain_off[y];
-    int32_t lx = u->chain_off[x + 1] - ax, ly = u->chain_off[y + 1] - ay;
+    if (ax == ay)
+        return 1; /* one chain */
+    int32_t lx = u->chain_end[x] - ax, ly = u->chain_end[y] - ay;
     if (lx != ly)
         return 0;
     for (int32_t i = k; i < lx; i++)
@@ -224,7 +223,8 @@ static void mt_sift(loom_mt_move *h, int32_t n, int32_t i)
 /* The heap entry of pair p's cached move. */
 static loom_mt_move mt_move_of(const loom_mt_descent *d, int32_t p)
 {
-    loom_mt_move m = {d->best_key[p], d->best_unit[p], p * 2 + d->best_free[p]};
+    const loom_mt_pair_best *b = &d->best[p];
+    loom_mt_move m = {b->key, b->unit, p * 2 + b->is_free};
     return m;
 }
 
@@ -257,11 +257,11 @@ static int32_t mt_heapify_live(loom_mt_descent *d, const loom_mt_timeline *t,
             break;
         if (t->pair_close[p] <= slot)
             continue;
-        if (d->best_epoch[p] != d->epoch) {
-            d->best_epoch[p] = d->epoch;
+        if (d->best[p].epoch != d->epoch) {
+            d->best[p].epoch = d->epoch;
             mt_pair_best(d, u, p);
         }
-        if (d->best_unit[p] < 0)
+        if (d->best[p].unit < 0)
             d->next[i] = i + 1;
         else
             d->heap[m++] = mt_move_of(d, p);
@@ -308,8 +308,8 @@ static int mt_descend_rank(const loom_host_api *host, loom_mt_descent *d,
                     who, r, (double)stat + (double)at - cap, cap,
                     (long long)stat, (long long)at);
             int32_t p = d->heap[0].pair >> 1;
-            int32_t x = d->best_unit[p];
-            int64_t saved = d->best_saved[p], before = pair_bytes[p];
+            int32_t x = d->heap[0].unit;
+            int64_t saved = d->best[p].saved, before = pair_bytes[p];
             u->state[x]++;
             pair_bytes[p] -= saved;
             at -= saved;
@@ -329,7 +329,7 @@ static int mt_descend_rank(const loom_host_api *host, loom_mt_descent *d,
             if (fixed > rescans)
                 mt_tree_pair(d, t, r, p, pair_bytes[p] - before);
             mt_pair_best(d, u, p);
-            if (d->best_unit[p] < 0)
+            if (d->best[p].unit < 0)
                 d->heap[0] = d->heap[--n]; /* p cannot move any more */
             else
                 d->heap[0] = mt_move_of(d, p);
@@ -362,22 +362,19 @@ int loom_mt_descend(const loom_host_api *host, loom_mt_descent *d,
         loom_mt_descent_free(host, d);
         d->next = host->alloc(n * sizeof *d->next);
         d->heap = host->alloc(n * sizeof *d->heap);
-        d->best_epoch = host->alloc(n * sizeof *d->best_epoch);
-        d->best_unit = host->alloc(n * sizeof *d->best_unit);
-        d->best_saved = host->alloc(n * sizeof *d->best_saved);
-        d->best_key = host->alloc(n * sizeof *d->best_key);
-        d->best_free = host->alloc(n * sizeof *d->best_free);
+        d->best = host->alloc(n * sizeof *d->best);
         d->cap_live = t->n_pairs;
-        if (d->best_epoch)
-            memset(d->best_epoch, 0, n * sizeof *d->best_epoch);
-        if (!d->next || !d->heap || !d->best_epoch || !d->best_unit || !d->best_saved || !d->best_key ||
-            !d->best_free) {
+        if (d->best)
+            for (size_t i = 0; i < n; i++)
+                d->best[i].epoch = 0;
+        if (!d->next || !d->heap || !d->best) {
             loom_mt_descent_free(host, d);
             return host->error(err, LOOM_ENOMEM, "%s: out of memory", who);
         }
     }
     if (++d->epoch == 0) { /* wrapped: no cache may look current */
-        memset(d->best_epoch, 0, ((size_t)d->cap_live + 1) * sizeof *d->best_epoch);
+        for (int32_t i = 0; i <= d->cap_live; i++)
+            d->best[i].epoch = 0;
         d->epoch = 1;
     }
     for (int32_t r = 0; r < t->n_ranks; r++) {

@@ -148,6 +148,7 @@ START_TEST(chains_and_tuning_loop_by_hand)
     static const uint8_t pol[11] = {0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 2};
     static const int64_t cb[11] = {100, 60, 10, 100, 40, 20, 100, 90, 0, 100, 50};
     ck_assert_mem_eq(c.chain_off, off, sizeof off);
+    ck_assert_mem_eq(c.chain_end, off + 1, 4 * sizeof *off);
     ck_assert_mem_eq(c.chain_pol, pol, sizeof pol);
     ck_assert_mem_eq(c.chain_bytes, cb, sizeof cb);
     ck_assert_double_eq(c.chain_ms[10], 6.0);
@@ -399,8 +400,8 @@ END_TEST
  * k + 1, y at k) with the same chain from there on. */
 static int same_chain_from(const loom_mt_units *u, int32_t x, int32_t y)
 {
-    int32_t k = u->state[x] - 1, n = u->chain_off[x + 1] - u->chain_off[x];
-    if (u->state[y] != k || u->chain_off[y + 1] - u->chain_off[y] != n)
+    int32_t k = u->state[x] - 1, n = u->chain_end[x] - u->chain_off[x];
+    if (u->state[y] != k || u->chain_end[y] - u->chain_off[y] != n)
         return 0;
     for (int32_t i = k; i < n; i++)
         if (u->chain_bytes[u->chain_off[x] + i] != u->chain_bytes[u->chain_off[y] + i] ||
@@ -429,7 +430,7 @@ static void descend_plainly(loom_mt_timeline *t, const loom_stage_graph *g, loom
             for (int32_t i = 0; i < n; i++)
                 for (int32_t x = u->pair_unit_off[live[i]]; x < u->pair_unit_off[live[i] + 1]; x++) {
                     int32_t st = u->chain_off[x] + u->state[x];
-                    if (st + 1 >= u->chain_off[x + 1])
+                    if (st + 1 >= u->chain_end[x])
                         continue;
                     int64_t saved = u->chain_bytes[st] - u->chain_bytes[st + 1];
                     double added = u->chain_ms[st + 1] - u->chain_ms[st];
@@ -498,6 +499,97 @@ START_TEST(descent_follows_its_rule)
         loom_mt_entry_chains_free(host, &c);
         free(state);
         free(bytes);
+        loom_schedule_free(s);
+        loom_graph_free(g);
+    }
+    loom_mock_host_free(h);
+}
+END_TEST
+
+/* Entries with the options of an earlier entry share its chain's states
+ * (the entry before, the one at their place in the previous pair, or one
+ * further back: pair 6's layers are pair 0's again); a descent
+ * over the shared chains makes the moves it makes over a copy of the
+ * chain for every entry. Every pair's entries repeat the first pair's,
+ * except pair 5's, and entry 2 of every pair repeats entry 1. */
+START_TEST(repeated_layers_share_chains)
+{
+    loom_mock_host *h = loom_mock_host_new();
+    const loom_host_api *host = loom_mock_host_api(h);
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        int P = 1 + (int)(seed % 3), M = 32, E = 3;
+        loom_stage_graph *g = mtt_chain(P, M, E, 0, seed);
+        loom_policy_option *o = g->layer_options;
+        const size_t row = LOOM_POLICY_COUNT;
+        for (int32_t p = 0; p < g->n_pairs; p++)
+            for (int32_t i = 0; i < E; i++) {
+                int32_t e = g->pair_layer_off[p] + i;
+                int32_t from = i == 2 ? e - 1 : p == 5 ? -1 : i;
+                if (from >= 0 && from != e)
+                    memcpy(&o[(size_t)e * row], &o[(size_t)from * row], row * sizeof *o);
+            }
+        loom_graph_apply_policies(g);
+        loom_schedule *s = mtt_order(P, M, 0, (int)(seed % 2));
+
+        loom_mt_entry_chains c;
+        memset(&c, 0, sizeof c);
+        loom_error err = {0};
+        ck_assert_int_eq(loom_mt_entry_chains_build(host, &c, g, &err), LOOM_OK);
+        int32_t n = g->n_layer_entries, p5 = g->pair_layer_off[5];
+        for (int32_t e = 0; e < n; e++) {
+            int32_t i = e - g->pair_layer_off[e / E], want = i == 2 ? e - 1 : i;
+            if (e >= p5 && e < p5 + 2)
+                want = e; /* pair 5's own layers; pair 6 has pair 0's again */
+            ck_assert_msg(c.chain_off[e] == c.chain_off[want] && c.chain_end[e] == c.chain_end[want],
+                          "seed %d: entry %d has chain %d..%d, expected entry %d's %d..%d", (int)seed,
+                          e, c.chain_off[e], c.chain_end[e], want, c.chain_off[want], c.chain_end[want]);
+        }
+        ck_assert_int_eq(c.chain_off[n], c.chain_end[1] + (c.chain_end[p5 + 1] - c.chain_off[p5]));
+
+        /* the same chains, a copy for every entry */
+        int32_t *off = malloc((size_t)n * sizeof *off), *end = malloc((size_t)n * sizeof *end);
+        int32_t *state = calloc((size_t)n, sizeof *state);
+        double *ms = malloc((size_t)n * row * sizeof *ms);
+        int64_t *bytes = malloc((size_t)n * row * sizeof *bytes);
+        int64_t *pair_bytes = malloc((size_t)g->n_pairs * sizeof *pair_bytes);
+        int32_t k = 0;
+        for (int32_t e = 0; e < n; e++) {
+            off[e] = k;
+            for (int32_t x = c.chain_off[e]; x < c.chain_end[e]; x++, k++) {
+                ms[k] = c.chain_ms[x];
+                bytes[k] = c.chain_bytes[x];
+            }
+            end[e] = k;
+        }
+        memcpy(pair_bytes, c.pair_bytes, (size_t)g->n_pairs * sizeof *pair_bytes);
+        loom_mt_units copied = {g->n_pairs, g->pair_layer_off, off, ms, bytes, state, end};
+        loom_mt_units shared = loom_mt_entry_units(&c, g);
+
+        loom_mt_timeline t;
+        memset(&t, 0, sizeof t);
+        ck_assert_int_eq(loom_mt_timeline_build(host, &t, g, s, &err), LOOM_OK);
+        g->memory_cap_bytes = 0.55 * (double)mtt_uniform_peak(g, s, LOOM_POLICY_NONE);
+        int64_t moves[2] = {0, 0};
+        for (int k2 = 0; k2 < 2; k2++) {
+            loom_mt_descent d;
+            memset(&d, 0, sizeof d);
+            ck_assert_int_eq(loom_mt_descend(host, &d, &t, g, k2 ? &copied : &shared,
+                                             k2 ? pair_bytes : c.pair_bytes, -1, "t",
+                                             &moves[k2], &err), LOOM_OK);
+            loom_mt_descent_free(host, &d);
+        }
+        ck_assert_int_gt(moves[0], 0);
+        ck_assert_int_eq(moves[0], moves[1]);
+        ck_assert_mem_eq(c.state, state, (size_t)n * sizeof *state);
+        ck_assert_mem_eq(c.pair_bytes, pair_bytes, (size_t)g->n_pairs * sizeof *pair_bytes);
+        free(off);
+        free(end);
+        free(state);
+        free(ms);
+        free(bytes);
+        free(pair_bytes);
+        loom_mt_timeline_free(host, &t);
+        loom_mt_entry_chains_free(host, &c);
         loom_schedule_free(s);
         loom_graph_free(g);
     }
@@ -577,6 +669,7 @@ static Suite *suite(void)
     tcase_add_test(tc, timeline_bounds_per_phase_peaks);
     tcase_add_test(tc, descent_tree_matches_rescans);
     tcase_add_test(tc, descent_follows_its_rule);
+    tcase_add_test(tc, repeated_layers_share_chains);
     tcase_add_test(tc, descent_returns_to_an_earlier_slot);
     tcase_add_test(tc, offload_option_closed_form);
     suite_add_tcase(s, tc);

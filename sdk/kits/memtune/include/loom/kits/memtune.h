@@ -95,15 +95,18 @@ int loom_mt_is_crest(const loom_mt_timeline *t, int32_t r, int32_t slot);
 /* Units, each a chain of states ordered from fastest to most frugal with
  * strictly decreasing bytes. Pair p owns units pair_unit_off[p] ..
  * pair_unit_off[p+1]-1; unit u's states are chain_off[u] ..
- * chain_off[u+1]-1 and it currently sits at state[u] (0-based within its
- * chain). A pair's bytes are the sum of its units' current bytes. */
+ * chain_end[u]-1 and it currently sits at state[u] (0-based within its
+ * chain). Units may share one chain's states (the same chain_off); where
+ * each unit's chain follows the previous one, chain_end is chain_off + 1.
+ * A pair's bytes are the sum of its units' current bytes. */
 typedef struct loom_mt_units {
     int32_t n_pairs;
     const int32_t *pair_unit_off; /* n_pairs + 1 */
-    const int32_t *chain_off;     /* n_units + 1 */
+    const int32_t *chain_off;     /* per unit: its first state */
     const double *chain_ms;       /* per state */
     const int64_t *chain_bytes;   /* per state */
     int32_t *state;               /* per unit, updated by the descent */
+    const int32_t *chain_end;     /* per unit: one past its last state */
 } loom_mt_units;
 
 /* One entry of the descent's heap: a live pair and its cached best move,
@@ -114,6 +117,17 @@ typedef struct loom_mt_move {
     int32_t pair;    /* pair * 2 + 1 when the move adds no time, else * 2 */
 } loom_mt_move;
 
+/* A pair's cached best next move, in one record so that a move reads
+ * one cache line of it. */
+typedef struct loom_mt_pair_best {
+    double key;      /* bytes per ms that move adds, or the bytes it saves
+                        when it adds no time */
+    int64_t saved;   /* bytes that move saves */
+    int32_t unit;    /* the unit that moves, or -1 */
+    uint32_t epoch;  /* the descent epoch this was computed in */
+    uint8_t is_free; /* 1 when that move adds no time */
+} loom_mt_pair_best;
+
 /* Scratch of the descent, grown on demand. Each pair caches its best
  * next move, computed when the pair is first live at a slot being fixed
  * and recomputed only when one of its units moves. */
@@ -122,13 +136,8 @@ typedef struct loom_mt_descent {
                               pair may still move in this descent, else a
                               link towards the next that may */
     loom_mt_move *heap;    /* the live pairs that can still move */
-    uint32_t *best_epoch;  /* per pair: epoch its cache was computed in */
+    loom_mt_pair_best *best; /* per pair: its cached best move */
     uint32_t epoch;        /* bumped by every loom_mt_descend call */
-    int32_t *best_unit;    /* per pair: its best unit to move, or -1 */
-    int64_t *best_saved;   /* per pair: bytes that move saves */
-    double *best_key;      /* per pair: bytes per ms that move adds, or the
-                              bytes it saves when it adds no time */
-    uint8_t *best_free;    /* per pair: 1 when that move adds no time */
     int32_t cap_live;
     /* A rank's memory over its slots as a tree of maxima (range add, the
      * first slot of the maximum), built once a rank has had
@@ -164,7 +173,9 @@ void loom_mt_descent_free(const loom_host_api *host, loom_mt_descent *d);
  * time, then the lower policy), until none is left. Offload enters the
  * chains only when asked for (loom_mt_entry_chains_build_policies). */
 typedef struct loom_mt_entry_chains {
-    int32_t *chain_off;   /* per entry + 1 */
+    int32_t *chain_off;   /* per entry: its chain's first state; entries
+                             with the same options share one chain */
+    int32_t *chain_end;   /* per entry: one past its chain's last state */
     double *chain_ms;     /* per chain state */
     int64_t *chain_bytes; /* per chain state */
     uint8_t *chain_pol;   /* per chain state: the policy */
