@@ -27,9 +27,13 @@ void loom_mt_descent_free(const loom_host_api *host, loom_mt_descent *d)
     host->free(d->best);
     host->free(d->peak_max);
     host->free(d->peak_add);
-    int32_t rescans = d->rescans;
+    host->free(d->peak_diff);
+    host->free(d->moved_pair);
+    host->free(d->moved_bytes);
+    int32_t rescans = d->rescans, batch_span = d->batch_span;
     memset(d, 0, sizeof *d);
     d->rescans = rescans;
+    d->batch_span = batch_span;
 }
 
 /* Peaks a rank fixes by rescanning its slots (loom_mt_rank_peak) before
@@ -52,9 +56,11 @@ static int mt_tree_build(const loom_host_api *host, loom_mt_descent *d,
     if (leaves > d->cap_peak) {
         host->free(d->peak_max);
         host->free(d->peak_add);
+        host->free(d->peak_diff);
         d->peak_max = host->alloc(2 * (size_t)leaves * sizeof *d->peak_max);
         d->peak_add = host->alloc(2 * (size_t)leaves * sizeof *d->peak_add);
-        d->cap_peak = d->peak_max && d->peak_add ? leaves : 0;
+        d->peak_diff = host->alloc(((size_t)leaves + 1) * sizeof *d->peak_diff);
+        d->cap_peak = d->peak_max && d->peak_add && d->peak_diff ? leaves : 0;
         if (!d->cap_peak)
             return LOOM_ENOMEM;
     }
@@ -109,13 +115,67 @@ static void mt_tree_add(loom_mt_descent *d, int32_t l, int32_t r, int64_t x)
         mt_tree_pull(d, v);
 }
 
-/* Pair p's bytes changed by x: every slot it is live at (its allocation
- * through its release) changes by x. */
+/* Slots a batch of n range adds may span and still be added slot by
+ * slot (about twice the span in node updates) rather than range by range
+ * (about four tree heights each). */
+#define MT_BATCH_SPAN 32
+
+/* Adds the batch of moves made while fixing a slot of rank r to the tree:
+ * every slot each moved pair is live at (its allocation through its
+ * release) changes by the bytes it changed. A batch spanning few slots
+ * is added as differences over them, then every ancestor of the span is
+ * pulled level by level; a wide one range by range. Either leaves every
+ * slot's memory and every node's maximum over the tags above it as they
+ * would be after the single adds. */
+static void mt_tree_flush(loom_mt_descent *d, const loom_mt_timeline *t, int32_t r)
+{
+    int32_t n = d->n_moved, lo = t->rank_off[r], a = INT32_MAX, b = -1;
+    d->n_moved = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t p = d->moved_pair[i];
+        a = t->pair_open[p] - lo < a ? t->pair_open[p] - lo : a;
+        b = t->pair_close[p] - lo > b ? t->pair_close[p] - lo : b;
+    }
+    if (n == 0)
+        return;
+    int64_t span = (int64_t)b - a + 1;
+    int32_t per = d->batch_span ? d->batch_span : MT_BATCH_SPAN;
+    if (per < 0 || span > (int64_t)n * per) {
+        for (int32_t i = 0; i < n; i++) {
+            int32_t p = d->moved_pair[i];
+            mt_tree_add(d, t->pair_open[p] - lo, t->pair_close[p] - lo, d->moved_bytes[i]);
+        }
+        return;
+    }
+    int64_t *diff = d->peak_diff, cur = 0;
+    memset(diff, 0, ((size_t)span + 1) * sizeof *diff);
+    for (int32_t i = 0; i < n; i++) {
+        int32_t p = d->moved_pair[i];
+        diff[t->pair_open[p] - lo - a] += d->moved_bytes[i];
+        diff[t->pair_close[p] - lo - a + 1] -= d->moved_bytes[i];
+    }
+    for (int32_t k = 0; k < span; k++) {
+        cur += diff[k];
+        if (cur) {
+            d->peak_max[d->peak_leaves + a + k] += cur;
+            d->peak_add[d->peak_leaves + a + k] += cur;
+        }
+    }
+    for (int32_t l = (d->peak_leaves + a) >> 1, h = (d->peak_leaves + b) >> 1; l >= 1;
+         l >>= 1, h >>= 1)
+        for (int32_t v = l; v <= h; v++)
+            mt_tree_pull(d, v);
+}
+
+/* Records that pair p's bytes changed by x while the tree tracks rank
+ * r's peaks (added with the batch; a full batch is added at once). */
 static void mt_tree_pair(loom_mt_descent *d, const loom_mt_timeline *t, int32_t r, int32_t p,
                          int64_t x)
 {
-    int32_t lo = t->rank_off[r];
-    mt_tree_add(d, t->pair_open[p] - lo, t->pair_close[p] - lo, x);
+    if (d->n_moved > d->cap_live)
+        mt_tree_flush(d, t, r);
+    d->moved_pair[d->n_moved] = p;
+    d->moved_bytes[d->n_moved++] = x;
 }
 
 /* Rank r's peak from the tree into t (peak_bytes, peak_slot: the first
@@ -293,6 +353,7 @@ static int mt_descend_rank(const loom_host_api *host, loom_mt_descent *d,
                                                    : LOOM_MT_RESCANS;
     for (int32_t i = t->rank_pair_off[r]; i <= t->rank_pair_off[r + 1]; i++)
         d->next[i] = i; /* every pair may move */
+    d->n_moved = 0;
     while ((double)stat + (double)peak > cap) {
         int32_t slot = t->peak_slot[r];
         int64_t at = peak; /* activation bytes after `slot` */
@@ -344,6 +405,7 @@ static int mt_descend_rank(const loom_host_api *host, loom_mt_descent *d,
         }
         if (fixed == rescans + 1 && mt_tree_build(host, d, t, r, pair_bytes) != LOOM_OK)
             return host->error(err, LOOM_ENOMEM, "%s: out of memory", who);
+        mt_tree_flush(d, t, r);
         peak = mt_tree_peak(d, t, r);
     }
     return LOOM_OK;
@@ -363,11 +425,13 @@ int loom_mt_descend(const loom_host_api *host, loom_mt_descent *d,
         d->next = host->alloc(n * sizeof *d->next);
         d->heap = host->alloc(n * sizeof *d->heap);
         d->best = host->alloc(n * sizeof *d->best);
+        d->moved_pair = host->alloc(n * sizeof *d->moved_pair);
+        d->moved_bytes = host->alloc(n * sizeof *d->moved_bytes);
         d->cap_live = t->n_pairs;
         if (d->best)
             for (size_t i = 0; i < n; i++)
                 d->best[i].epoch = 0;
-        if (!d->next || !d->heap || !d->best) {
+        if (!d->next || !d->heap || !d->best || !d->moved_pair || !d->moved_bytes) {
             loom_mt_descent_free(host, d);
             return host->error(err, LOOM_ENOMEM, "%s: out of memory", who);
         }

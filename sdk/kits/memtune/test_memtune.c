@@ -321,11 +321,14 @@ END_TEST
 
 /* Runs the descent on g under order s with the cap at `share` of its
  * peak with no recomputation, fixing `rescans` peaks a rank by rescans
- * before the tree takes over; the units' states and pair bytes into
- * state[] and bytes[], the peaks into peak[] and peak_slot[]. */
+ * before the tree takes over, adding a slot's moves to it slot by slot
+ * up to `batch_span` slots a move (loom_mt_descent); the units' states
+ * and pair bytes into state[] and bytes[], the peaks into peak[] and
+ * peak_slot[]. */
 static int64_t descend_with(const loom_host_api *host, loom_stage_graph *g,
                             const loom_schedule *s, double share, int32_t rescans,
-                            int32_t *state, int64_t *bytes, int64_t *peak, int32_t *peak_slot)
+                            int32_t batch_span, int32_t *state, int64_t *bytes, int64_t *peak,
+                            int32_t *peak_slot)
 {
     loom_mt_entry_chains c;
     memset(&c, 0, sizeof c);
@@ -334,6 +337,7 @@ static int64_t descend_with(const loom_host_api *host, loom_stage_graph *g,
     loom_mt_descent d;
     memset(&d, 0, sizeof d);
     d.rescans = rescans;
+    d.batch_span = batch_span;
     loom_error err = {0};
     ck_assert_int_eq(loom_mt_entry_chains_build(host, &c, g, &err), LOOM_OK);
     ck_assert_int_eq(loom_mt_timeline_build(host, &t, g, s, &err), LOOM_OK);
@@ -360,32 +364,37 @@ static int64_t descend_with(const loom_host_api *host, loom_stage_graph *g,
 
 /* A rank with many peaks over the cap (1F1B over 48 microbatches) makes
  * the same moves whether every peak is found by rescanning the rank or,
- * past the first, by the tree of its slots. */
+ * past the first, by the tree of its slots, with each slot's moves added
+ * to the tree as the descent chooses, range by range, or slot by slot. */
 START_TEST(descent_tree_matches_rescans)
 {
     loom_mock_host *h = loom_mock_host_new();
     const loom_host_api *host = loom_mock_host_api(h);
+    enum { RUNS = 4 };
+    const int32_t rescans[RUNS] = {INT32_MAX, 1, 1, 1}, span[RUNS] = {0, 0, -1, INT32_MAX};
     for (uint64_t seed = 1; seed <= 6; seed++) {
         int P = 1 + (int)(seed % 3), M = 48;
         loom_stage_graph *g = mtt_chain(P, M, 2, 0, seed);
         loom_schedule *s = mtt_order(P, M, 0, 0);
-        int32_t *st[2];
-        int64_t *by[2], peak[2][8], moves[2];
-        int32_t slot[2][8];
+        int32_t *st[RUNS];
+        int64_t *by[RUNS], peak[RUNS][8], moves[RUNS];
+        int32_t slot[RUNS][8];
         double share = 0.5 + 0.1 * (double)(seed % 3);
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < RUNS; k++) {
             st[k] = malloc((size_t)g->n_layer_entries * sizeof *st[k]);
             by[k] = malloc((size_t)g->n_pairs * sizeof *by[k]);
-            moves[k] = descend_with(host, g, s, share, k == 0 ? INT32_MAX : 1, st[k], by[k],
+            moves[k] = descend_with(host, g, s, share, rescans[k], span[k], st[k], by[k],
                                     peak[k], slot[k]);
         }
         ck_assert_int_gt(moves[0], 8); /* the tree took over */
-        ck_assert_int_eq(moves[0], moves[1]);
-        ck_assert_mem_eq(st[0], st[1], (size_t)g->n_layer_entries * sizeof *st[0]);
-        ck_assert_mem_eq(by[0], by[1], (size_t)g->n_pairs * sizeof *by[0]);
-        ck_assert_mem_eq(peak[0], peak[1], (size_t)P * sizeof peak[0][0]);
-        ck_assert_mem_eq(slot[0], slot[1], (size_t)P * sizeof slot[0][0]);
-        for (int k = 0; k < 2; k++) {
+        for (int k = 1; k < RUNS; k++) {
+            ck_assert_int_eq(moves[0], moves[k]);
+            ck_assert_mem_eq(st[0], st[k], (size_t)g->n_layer_entries * sizeof *st[0]);
+            ck_assert_mem_eq(by[0], by[k], (size_t)g->n_pairs * sizeof *by[0]);
+            ck_assert_mem_eq(peak[0], peak[k], (size_t)P * sizeof peak[0][0]);
+            ck_assert_mem_eq(slot[0], slot[k], (size_t)P * sizeof slot[0][0]);
+        }
+        for (int k = 0; k < RUNS; k++) {
             free(st[k]);
             free(by[k]);
         }
@@ -473,7 +482,7 @@ START_TEST(descent_follows_its_rule)
         int32_t *state = malloc((size_t)g->n_layer_entries * sizeof *state);
         int64_t *bytes = malloc((size_t)g->n_pairs * sizeof *bytes), peak[8];
         int32_t slot[8];
-        descend_with(host, g, s, share, INT32_MAX, state, bytes, peak, slot);
+        descend_with(host, g, s, share, INT32_MAX, 0, state, bytes, peak, slot);
 
         loom_mt_entry_chains c;
         memset(&c, 0, sizeof c);

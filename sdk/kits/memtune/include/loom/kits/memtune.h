@@ -144,7 +144,17 @@ typedef struct loom_mt_descent {
      * LOOM_MT_RESCANS peaks fixed, so that a rank of thousands of peaks
      * over the cap is not rescanned for each: 2 * peak_leaves entries. */
     int64_t *peak_max, *peak_add;
+    int64_t *peak_diff;    /* peak_leaves + 1: a batch of range adds as
+                              differences over the slots it spans */
     int32_t peak_leaves, cap_peak;
+    /* The moves made while fixing one slot, added to the tree in one
+     * batch before its next peak is read: pair and bytes changed. */
+    int32_t *moved_pair;
+    int64_t *moved_bytes;
+    int32_t n_moved;
+    int32_t batch_span;    /* slots a batch may span per move and still be
+                              added slot by slot; 0: 32, negative: never
+                              (range by range) */
     int32_t rescans;       /* peaks a rank fixes by rescanning before the
                               tree takes over; 0: 8, or 2 on a rank of
                               16384 slots or more (mt_descent.c) */
