@@ -184,7 +184,8 @@ void loom_mt_descent_free(const loom_host_api *host, loom_mt_descent *d);
  * chains only when asked for (loom_mt_entry_chains_build_policies). */
 typedef struct loom_mt_entry_chains {
     int32_t *chain_off;   /* per entry: its chain's first state; entries
-                             with the same options share one chain */
+                             with the same options share one chain; at
+                             n_layer_entries: the states stored */
     int32_t *chain_end;   /* per entry: one past its chain's last state */
     double *chain_ms;     /* per chain state */
     int64_t *chain_bytes; /* per chain state */
