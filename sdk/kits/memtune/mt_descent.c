@@ -441,10 +441,13 @@ int loom_mt_descend(const loom_host_api *host, loom_mt_descent *d,
             d->best[i].epoch = 0;
         d->epoch = 1;
     }
+    loom_mt_units v = *u; /* the states stay the caller's */
+    if (!v.chain_end)
+        v.chain_end = v.chain_off + 1; /* each chain ends where the next starts */
     for (int32_t r = 0; r < t->n_ranks; r++) {
         if (only_rank >= 0 && r != only_rank)
             continue;
-        int rc = mt_descend_rank(host, d, t, g, u, pair_bytes, r, who, moves,
+        int rc = mt_descend_rank(host, d, t, g, &v, pair_bytes, r, who, moves,
                                  err);
         if (rc != LOOM_OK)
             return rc;

@@ -519,7 +519,7 @@ END_TEST
  * (the entry before, the one at their place in the previous pair, or one
  * further back: pair 6's layers are pair 0's again); a descent
  * over the shared chains makes the moves it makes over a copy of the
- * chain for every entry. Every pair's entries repeat the first pair's,
+ * chain for every entry, given each copy's end or (chain_end NULL) not. Every pair's entries repeat the first pair's,
  * except pair 5's, and entry 2 of every pair repeats entry 1. */
 START_TEST(repeated_layers_share_chains)
 {
@@ -555,8 +555,9 @@ START_TEST(repeated_layers_share_chains)
         }
         ck_assert_int_eq(c.chain_off[n], c.chain_end[1] + (c.chain_end[p5 + 1] - c.chain_off[p5]));
 
-        /* the same chains, a copy for every entry */
-        int32_t *off = malloc((size_t)n * sizeof *off), *end = malloc((size_t)n * sizeof *end);
+        /* the same chains, a copy for every entry, each after the one before:
+         * with their ends, and without (chain_end NULL, chain_off n + 1) */
+        int32_t *off = malloc(((size_t)n + 1) * sizeof *off), *end = malloc((size_t)n * sizeof *end);
         int32_t *state = calloc((size_t)n, sizeof *state);
         double *ms = malloc((size_t)n * row * sizeof *ms);
         int64_t *bytes = malloc((size_t)n * row * sizeof *bytes);
@@ -570,27 +571,36 @@ START_TEST(repeated_layers_share_chains)
             }
             end[e] = k;
         }
-        memcpy(pair_bytes, c.pair_bytes, (size_t)g->n_pairs * sizeof *pair_bytes);
+        off[n] = k;
+        int64_t *pair_bytes0 = malloc((size_t)g->n_pairs * sizeof *pair_bytes0);
+        memcpy(pair_bytes0, c.pair_bytes, (size_t)g->n_pairs * sizeof *pair_bytes0);
         loom_mt_units copied = {g->n_pairs, g->pair_layer_off, off, ms, bytes, state, end};
+        loom_mt_units plain = {g->n_pairs, g->pair_layer_off, off, ms, bytes, state, NULL};
         loom_mt_units shared = loom_mt_entry_units(&c, g);
 
         loom_mt_timeline t;
         memset(&t, 0, sizeof t);
         ck_assert_int_eq(loom_mt_timeline_build(host, &t, g, s, &err), LOOM_OK);
         g->memory_cap_bytes = 0.55 * (double)mtt_uniform_peak(g, s, LOOM_POLICY_NONE);
-        int64_t moves[2] = {0, 0};
-        for (int k2 = 0; k2 < 2; k2++) {
+        int64_t moves[3] = {0, 0, 0};
+        loom_mt_units *units[3] = {&shared, &copied, &plain};
+        for (int k2 = 0; k2 < 3; k2++) {
             loom_mt_descent d;
             memset(&d, 0, sizeof d);
-            ck_assert_int_eq(loom_mt_descend(host, &d, &t, g, k2 ? &copied : &shared,
+            memset(state, 0, (size_t)n * sizeof *state);
+            memcpy(pair_bytes, pair_bytes0, (size_t)g->n_pairs * sizeof *pair_bytes);
+            ck_assert_int_eq(loom_mt_descend(host, &d, &t, g, units[k2],
                                              k2 ? pair_bytes : c.pair_bytes, -1, "t",
                                              &moves[k2], &err), LOOM_OK);
             loom_mt_descent_free(host, &d);
+            if (k2 == 0)
+                continue;
+            ck_assert_int_eq(moves[0], moves[k2]);
+            ck_assert_mem_eq(c.state, state, (size_t)n * sizeof *state);
+            ck_assert_mem_eq(c.pair_bytes, pair_bytes, (size_t)g->n_pairs * sizeof *pair_bytes);
         }
         ck_assert_int_gt(moves[0], 0);
-        ck_assert_int_eq(moves[0], moves[1]);
-        ck_assert_mem_eq(c.state, state, (size_t)n * sizeof *state);
-        ck_assert_mem_eq(c.pair_bytes, pair_bytes, (size_t)g->n_pairs * sizeof *pair_bytes);
+        free(pair_bytes0);
         free(off);
         free(end);
         free(state);

@@ -96,9 +96,11 @@ int loom_mt_is_crest(const loom_mt_timeline *t, int32_t r, int32_t slot);
  * strictly decreasing bytes. Pair p owns units pair_unit_off[p] ..
  * pair_unit_off[p+1]-1; unit u's states are chain_off[u] ..
  * chain_end[u]-1 and it currently sits at state[u] (0-based within its
- * chain). Units may share one chain's states (the same chain_off); where
- * each unit's chain follows the previous one, chain_end is chain_off + 1.
- * A pair's bytes are the sum of its units' current bytes. */
+ * chain). Units may share one chain's states (the same chain_off). Where
+ * each unit's chain follows the previous one, chain_end may be NULL: then
+ * chain_off holds n_units + 1 entries and a chain ends where the next
+ * starts (chain_end = chain_off + 1). A pair's bytes are the sum of its
+ * units' current bytes. */
 typedef struct loom_mt_units {
     int32_t n_pairs;
     const int32_t *pair_unit_off; /* n_pairs + 1 */
@@ -106,7 +108,8 @@ typedef struct loom_mt_units {
     const double *chain_ms;       /* per state */
     const int64_t *chain_bytes;   /* per state */
     int32_t *state;               /* per unit, updated by the descent */
-    const int32_t *chain_end;     /* per unit: one past its last state */
+    const int32_t *chain_end;     /* per unit: one past its last state;
+                                     NULL: chain_off + 1 */
 } loom_mt_units;
 
 /* One entry of the descent's heap: a live pair and its cached best move,
