@@ -494,10 +494,11 @@ static int32_t run_stage(loom_sim_scratch *s, const loom_stage_graph *g, const i
     double fin = start + dur;
     s->busy_ms[r] += dur;
     s->start_ms[st] = start;
-    if (g->mem_delta_bytes[st] > 0)
-        mem_add(s, r, g->mem_delta_bytes[st]);
-    else
-        s->mem[r] += g->mem_delta_bytes[st];
+    /* the peak is never below the memory held, so taking the max after a
+     * release changes nothing; no branch on the delta's sign */
+    int64_t held = s->mem[r] + g->mem_delta_bytes[st];
+    s->mem[r] = held;
+    s->peak[r] = held > s->peak[r] ? held : s->peak[r];
     if (s->first_ms[r] < 0)
         s->first_ms[r] = start;
     s->end_ms[st] = fin;

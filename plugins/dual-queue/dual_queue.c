@@ -148,36 +148,33 @@ static void dq_keys(dq_self *s, const loom_stage_graph *g,
 static double dq_decide(dq_self *s, const loom_stage_graph *g, int32_t r)
 {
     loom_ls *ls = &s->ls;
-    double tf = 0, tb = 0;
+    double tf, tb; /* INFINITY for an empty queue */
     int32_t f = loom_ls_peek(ls, r, DQ_FWD, &tf);
     int32_t b = loom_ls_peek(ls, r, DQ_BWD, &tb);
-    s->blocked_f[r] = -1;
-    if (f >= 0 && g->memory_cap_bytes > 0 &&
-        (double)(g->static_bytes[r] + ls->mem_bytes[r] +
-                 g->mem_delta_bytes[f]) > g->memory_cap_bytes) {
-        if (b < 0)
-            s->blocked_f[r] = f;
-        f = -1;
+    /* The rules below, written as selections rather than branches: which
+     * queue wins is data the branch predictor cannot learn. A forward
+     * that would exceed the cap is blocked (kept aside when the backward
+     * queue is empty). */
+    int over = 0;
+    if (g->memory_cap_bytes > 0) { /* the same way every call of a plan */
+        int32_t fi = f < 0 ? 0 : f;
+        over = (f >= 0) & ((double)(g->static_bytes[r] + ls->mem_bytes[r] +
+                                    g->mem_delta_bytes[fi]) > g->memory_cap_bytes);
     }
-    int32_t pick;
-    if (f < 0 && b < 0)
-        pick = -1;
-    else if (f < 0)
-        pick = b;
-    else if (b < 0)
-        pick = f;
-    else if (tf < tb)
-        pick = f;
-    else if (tb < tf)
-        pick = b;
-    else if (tf <= ls->last_ms[r]) /* both could start by t_last */
-        pick = ls->last_type[r] == DQ_FWD ? b : f;
-    else
-        pick = f;
+    s->blocked_f[r] = over & (b < 0) ? f : -1;
+    f = over ? -1 : f;
+    tf = over ? INFINITY : tf;
+    /* The earlier start; on a tie of starts by t_last, the other kind than
+     * the rank's last stage; else the forward. An empty or blocked queue
+     * starts at INFINITY, so the other one wins, and with both empty the
+     * pick is f, -1. */
+    int take_b = (tb < tf) |
+                 ((tb == tf) & (tf <= ls->last_ms[r]) & (ls->last_type[r] == DQ_FWD));
+    int32_t pick = take_b ? b : f;
     s->choice[r] = pick;
     if (pick < 0)
         return -1;
-    return pick == f ? tf : tb;
+    return take_b ? tb : tf;
 }
 
 /* Grows the per-rank arrays. */

@@ -406,8 +406,11 @@ static void kit_schedule(loom_ls *ls, const loom_stage_graph *g, int32_t T,
             int32_t r = ls->dirty[i], c[4];
             double t[4], tr = 0;
             ls->is_dirty[r] = 0;
-            for (int32_t q = 0; q < T; q++)
+            for (int32_t q = 0; q < T; q++) {
                 c[q] = loom_ls_peek(ls, r, q, &t[q]);
+                if (c[q] < 0) /* an empty queue starts at infinity */
+                    ck_assert(isinf(t[q]) && t[q] > 0);
+            }
             choice[r] = rule_pick(c, t, T, ls->last_type[r], ls->last_ms[r], &tr);
             if (choice[r] >= 0)
                 loom_ls_rank_push(ls, r, tr);

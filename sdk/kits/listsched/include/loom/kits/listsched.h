@@ -108,6 +108,7 @@ typedef struct loom_ls {
     int32_t *succ_off;   /* successor rows, n_stages + 1 */
     int32_t *succ;       /* successor stage of each edge */
     int32_t *succ_edge;  /* index of that edge in graph->pred */
+    double *succ_p2p_ms; /* that edge's pred_p2p_ms, copied at each call */
     int32_t *pred_off_seen; /* the predecessor rows the successor rows */
     int32_t *pred_seen;     /* were built from (n_stages + 1, n_edges) */
     int32_t succ_n, succ_e; /* their stage and edge counts, -1 none */
@@ -147,6 +148,8 @@ typedef struct loom_ls {
     uint64_t *sums;      /* a bit per non-empty word */
     loom_ls_entry *store;    /* n_stages pending entries, sliced per queue */
     loom_ls_heap *pending;   /* n_queues */
+    double *pending_top_ms;  /* n_queues: each heap's earliest time, or
+                                INFINITY when empty */
     loom_ls_front *front;    /* n_queues */
 
     /* Per rank. */
@@ -209,14 +212,13 @@ int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
 
 /* The stage of (rank r, type q) that would be taken now, or -1 when that
  * queue is empty; *start_ms gets its start time on r (never before the
- * rank is free). A read of the queue's front (inline: the interleavers
+ * rank is free; INFINITY when the queue is empty). A read of the queue's front (inline: the interleavers
  * call it for every decision). */
 static inline int32_t loom_ls_peek(const loom_ls *ls, int32_t r, int32_t q,
                                    double *start_ms)
 {
     const loom_ls_front *f = &ls->front[r * ls->n_types + q];
-    if (f->stage >= 0)
-        *start_ms = f->start_ms;
+    *start_ms = f->start_ms; /* INFINITY when empty: no branch to mispredict */
     return f->stage;
 }
 
