@@ -6,7 +6,12 @@
  * priorities swapped per run (a search's moves: consecutive runs differ in
  * up to four groups). It prints the median of each kind of batch and the
  * median over rounds of what an evaluation costs in simulations within a
- * round, so a machine's drift does not enter that ratio. Last, what an incremental
+ * round, so a machine's drift does not enter that ratio. A third batch
+ * evaluates a random order of the groups per run, as a search's
+ * evaluations differ from one to the next, and a fourth simulates the
+ * schedules that batch built: on a replayed schedule the branch predictor
+ * learns the run, on a new one it cannot, and these two give the ratio a
+ * search pays. Last, what an incremental
  * evaluation could reuse after one such move: how much of every rank's
  * order stays the same from its start, for two groups swapped at random
  * and for two groups adjacent in priority (the smallest move a search
@@ -58,6 +63,18 @@ static int cmp_prio(const void *a, const void *b)
 {
     float x = rank_key[*(const int32_t *)a], y = rank_key[*(const int32_t *)b];
     return (x < y) - (x > y);
+}
+
+/* A random permutation of prio's n values (Fisher-Yates). */
+static void shuffle(float *prio, int32_t n, uint64_t *rng)
+{
+    for (int32_t i = n - 1; i > 0; i--) {
+        *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+        int32_t j = (int32_t)((*rng >> 33) % (uint64_t)(i + 1));
+        float t = prio[i];
+        prio[i] = prio[j];
+        prio[j] = t;
+    }
 }
 
 /* Swaps the priorities of two distinct random groups of n (n > 1). */
@@ -126,43 +143,74 @@ int main(int argc, char **argv)
     loom_evaluator *ev = NULL;
     rc = moved && scratch ? loom_evaluator_create(&rk->ctx, g, &ev, &err)
                          : loom_set_error(&err, LOOM_ENOMEM, "out of memory");
-    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    uint64_t rng = 0x9e3779b97f4a7c15ull, rng_orders = 0x2545f4914f6cdd1dull;
     enum { SIM_RUNS = 200, EV_RUNS = 50 };
-    double sim_us[1000], ev_us[2][1000], ratio[2][1000];
+    double sim_us[1000], ev_us[3][1000], ratio[3][1000], sim_new_us[1000];
+    /* the random-order batch's schedules, replayed by the simulator */
+    size_t n_st = (size_t)(g->n_stages ? g->n_stages : 1);
+    int32_t *orders = malloc((size_t)EV_RUNS * n_st * sizeof *orders);
+    int32_t *fills = malloc((size_t)EV_RUNS * n_st * sizeof *fills);
+    if (rc == LOOM_OK && (!orders || !fills))
+        rc = loom_set_error(&err, LOOM_ENOMEM, "out of memory");
+    loom_schedule replay = *plan.schedule;
     for (int b = 0; b < batches && rc == LOOM_OK; b++) {
         double t0 = loom_now_ms();
         for (int k = 0; k < SIM_RUNS && rc == LOOM_OK; k++)
             rc = loom_sim_run(scratch, g, plan.schedule, &m, &err);
         sim_us[b] = (loom_now_ms() - t0) * 1e3 / SIM_RUNS;
-        for (int pass = 0; pass < 2 && rc == LOOM_OK; pass++) {
+        for (int pass = 0; pass < 3 && rc == LOOM_OK; pass++) {
             double dt = 0;
             for (int k = 0; k < EV_RUNS && rc == LOOM_OK; k++) {
                 memcpy(moved, plan.priorities, (size_t)G * sizeof *moved);
                 if (pass == 1 && G > 1)
                     swap_two_groups(moved, G, &rng);
+                if (pass == 2)
+                    shuffle(moved, G, &rng_orders);
                 t0 = loom_now_ms();
                 rc = loom_evaluator_run(ev, moved, &m, &err);
                 dt += loom_now_ms() - t0;
+                const loom_schedule *x = loom_evaluator_schedule(ev);
+                if (pass == 2 && rc == LOOM_OK) {
+                    memcpy(orders + (size_t)k * n_st, x->order, (size_t)g->n_stages * sizeof *orders);
+                    memcpy(fills + (size_t)k * n_st, x->fill_hosts,
+                           (size_t)g->n_stages * sizeof *fills);
+                }
             }
             ev_us[pass][b] = dt * 1e3 / EV_RUNS;
             ratio[pass][b] = ev_us[pass][b] / sim_us[b];
         }
+        /* the random orders' schedules, each simulated once on the plan's graph */
+        t0 = loom_now_ms();
+        for (int k = 0; k < EV_RUNS && rc == LOOM_OK; k++) {
+            replay.order = orders + (size_t)k * n_st;
+            replay.fill_hosts = fills + (size_t)k * n_st;
+            rc = loom_sim_run(scratch, g, &replay, &m, &err);
+        }
+        sim_new_us[b] = (loom_now_ms() - t0) * 1e3 / EV_RUNS;
+        ratio[2][b] = ev_us[2][b] / sim_new_us[b];
     }
     if (rc == LOOM_OK) {
         double sim = median(sim_us, batches);
         printf("simulator:  %.0f evaluations/s (median of %d batches of %d), %.2f us each\n",
                1e6 / sim, batches, SIM_RUNS, sim);
-        for (int pass = 0; pass < 2; pass++) {
+        static const char *const kinds[3] = {"the plan's priorities", "two groups swapped per run",
+                                             "a random order per run"};
+        for (int pass = 0; pass < 3; pass++) {
             double us = median(ev_us[pass], batches);
             printf("evaluator:  %.0f evaluations/s (median of %d batches of %d), %.2f us each "
                    "(interleaver %s, memory tuner %s; %s)\n",
-                   1e6 / us, batches, EV_RUNS, us, inter, tuner,
-                   pass == 0 ? "the plan's priorities" : "two groups swapped per run");
+                   1e6 / us, batches, EV_RUNS, us, inter, tuner, kinds[pass]);
         }
+        double sim_new = median(sim_new_us, batches);
+        printf("simulator:  %.0f evaluations/s (median of %d batches of %d), %.2f us each "
+               "(the random orders' schedules, each once)\n",
+               1e6 / sim_new, batches, EV_RUNS, sim_new);
         printf("ratio:      an evaluation costs %.2f simulations with the plan's priorities, %.2f "
                "with two groups swapped per run (medians over %d rounds of one batch each, "
                "of the ratio within a round)\n",
                median(ratio[0], batches), median(ratio[1], batches), batches);
+        printf("ratio:      with a random order per run, an evaluation costs %.2f simulations of "
+               "such schedules (median over %d rounds)\n", median(ratio[2], batches), batches);
     }
     /* reuse: one move against the plan's priorities */
     int32_t *base = malloc((size_t)(g->n_stages ? g->n_stages : 1) * sizeof *base);
@@ -215,6 +263,8 @@ int main(int argc, char **argv)
     }
     free(base);
     free(by_prio);
+    free(orders);
+    free(fills);
     if (rc != LOOM_OK)
         fprintf(stderr, "loom-bench-sim: %s\n", err.message);
     loom_evaluator_destroy(ev);
