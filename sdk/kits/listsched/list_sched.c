@@ -26,6 +26,7 @@ void loom_ls_heap_push(loom_ls_heap *h, loom_ls_entry x)
         i = parent;
     }
     h->e[i] = x;
+    h->top_ms = h->e[0].t_ms;
 }
 
 void loom_ls_heap_pop(loom_ls_heap *h)
@@ -45,6 +46,7 @@ void loom_ls_heap_pop(loom_ls_heap *h)
     }
     if (n > 0)
         h->e[i] = x;
+    h->top_ms = n > 0 ? h->e[0].t_ms : INFINITY;
 }
 
 /* The rank queue's leaves for n ranks: the smallest power of two >= n,
@@ -113,7 +115,6 @@ int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
         size_t n = (size_t)g->n_edges;
         bad |= ls_grow(host, (void **)&ls->succ, n, sizeof *ls->succ);
         bad |= ls_grow(host, (void **)&ls->succ_edge, n, sizeof *ls->succ_edge);
-        bad |= ls_grow(host, (void **)&ls->succ_p2p_ms, n, sizeof *ls->succ_p2p_ms);
         bad |= ls_grow(host, (void **)&ls->pred_seen, n, sizeof *ls->pred_seen);
         ls->succ_n = -1;
         if (!bad)
@@ -128,7 +129,6 @@ int loom_ls_reserve(loom_ls *ls, const loom_host_api *host,
         bad |= ls_grow(host, (void **)&ls->word_off, nq + 1, sizeof *ls->word_off);
         bad |= ls_grow(host, (void **)&ls->sum_off, nq + 1, sizeof *ls->sum_off);
         bad |= ls_grow(host, (void **)&ls->pending, nq, sizeof *ls->pending);
-        bad |= ls_grow(host, (void **)&ls->pending_top_ms, nq, sizeof *ls->pending_top_ms);
         bad |= ls_grow(host, (void **)&ls->front, nq, sizeof *ls->front);
         bad |= ls_grow(host, (void **)&ls->last_ms, n, sizeof *ls->last_ms);
         bad |= ls_grow(host, (void **)&ls->mem_bytes, n, sizeof *ls->mem_bytes);
@@ -179,11 +179,11 @@ void loom_ls_release(loom_ls *ls)
         return;
     void *arrays[] = {ls->type, ls->prio, ls->tie, ls->succ_off, ls->succ,
                       ls->pred_off_seen, ls->pred_seen,
-                      ls->succ_edge, ls->succ_p2p_ms, ls->left, ls->ready_ms,
+                      ls->succ_edge, ls->left, ls->ready_ms,
                       ls->slot, ls->tie_order, ls->tie_seen, ls->sort_key,
                       ls->sort_id, ls->q_off, ls->q_count, ls->slot_stage, ls->word_off,
                       ls->sum_off, ls->words, ls->sums, ls->store,
-                      ls->pending, ls->pending_top_ms, ls->front, ls->last_ms, ls->mem_bytes, ls->fill,
+                      ls->pending, ls->front, ls->last_ms, ls->mem_bytes, ls->fill,
                       ls->last_type, ls->rank_t_ms, ls->rank_tree, ls->dirty,
                       ls->is_dirty, ls->group, ls->queue, ls->rank_seen,
                       ls->type_seen, ls->indeg, ls->sources, ls->group_prio,
@@ -268,7 +268,6 @@ static void ls_release(loom_ls *ls, const loom_stage_graph *g, int32_t v)
     } else {
         loom_ls_entry x = {t, s, 0};
         loom_ls_heap_push(&ls->pending[q], x);
-        ls->pending_top_ms[q] = ls->pending[q].e[0].t_ms;
         if (f->stage >= 0 && (f->ready || f->start_ms < t ||
                               (f->start_ms == t && f->slot < s)))
             return;
@@ -289,14 +288,13 @@ static int32_t ls_drain_some(loom_ls *ls, int32_t q, double now_ms)
         low = s < low ? s : low;
         loom_ls_heap_pop(pd);
     }
-    ls->pending_top_ms[q] = pd->n > 0 ? pd->e[0].t_ms : INFINITY;
     return low;
 }
 
 /* ls_drain_some, with the common case (nothing to move) inline. */
 static inline int32_t ls_drain(loom_ls *ls, int32_t q, double now_ms)
 {
-    if (ls->pending_top_ms[q] > now_ms)
+    if (ls->pending[q].top_ms > now_ms)
         return INT32_MAX;
     return ls_drain_some(ls, q, now_ms);
 }
@@ -483,7 +481,7 @@ int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
     for (int32_t q = 0; q < Q; q++) {
         ls->pending[q].e = ls->store + ls->q_off[q];
         ls->pending[q].n = 0;
-        ls->pending_top_ms[q] = INFINITY;
+        ls->pending[q].top_ms = INFINITY;
         ls->front[q].stage = -1;
         ls->front[q].start_ms = INFINITY;
     }
@@ -496,8 +494,6 @@ int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
             return rc;
     }
     memcpy(ls->left, ls->indeg, (size_t)n * sizeof *ls->left);
-    for (int32_t i = 0; i < g->n_edges; i++)
-        ls->succ_p2p_ms[i] = g->pred_p2p_ms[ls->succ_edge[i]];
     memset(ls->ready_ms, 0, (size_t)n * sizeof *ls->ready_ms);
 
     loom_ls_order_slots(ls, n, Q);
@@ -515,11 +511,8 @@ void loom_ls_place(loom_ls *ls, const loom_stage_graph *g, int32_t v,
                    loom_schedule *out)
 {
     int32_t r = g->rank[v], q = ls->type[v], qi = ls->queue[v];
-    if (!ls_ready_remove(ls, qi, ls->slot[v])) {
-        loom_ls_heap *pd = &ls->pending[qi];
-        loom_ls_heap_pop(pd);
-        ls->pending_top_ms[qi] = pd->n > 0 ? pd->e[0].t_ms : INFINITY;
-    }
+    if (!ls_ready_remove(ls, qi, ls->slot[v]))
+        loom_ls_heap_pop(&ls->pending[qi]);
 
     double start = ls->last_ms[r] > ls->ready_ms[v] ? ls->last_ms[r]
                                                      : ls->ready_ms[v];
@@ -541,7 +534,7 @@ void loom_ls_place(loom_ls *ls, const loom_stage_graph *g, int32_t v,
 
     for (int32_t i = ls->succ_off[v]; i < ls->succ_off[v + 1]; i++) {
         int32_t s = ls->succ[i];
-        double t = end + ls->succ_p2p_ms[i];
+        double t = end + g->pred_p2p_ms[ls->succ_edge[i]];
         if (t > ls->ready_ms[s])
             ls->ready_ms[s] = t;
         if (--ls->left[s] == 0)

@@ -16,10 +16,13 @@
 START_TEST(heap_and_rank_queue_orders)
 {
     loom_ls_entry store[4];
-    loom_ls_heap hp = {store, 0, 0};
+    loom_ls_heap hp = {store, 0, 0, INFINITY};
     const loom_ls_entry in[4] = {{3, 0, 0}, {1, 5, 0}, {1, 2, 0}, {2, 1, 0}};
-    for (int i = 0; i < 4; i++)
+    const double top_after_push[4] = {3, 1, 1, 1};
+    for (int i = 0; i < 4; i++) {
         loom_ls_heap_push(&hp, in[i]);
+        ck_assert_double_eq(hp.top_ms, top_after_push[i]); /* the top's time */
+    }
     /* by time, then slot */
     const double t[4] = {1, 1, 2, 3};
     const int32_t slot[4] = {2, 5, 1, 0};
@@ -27,9 +30,11 @@ START_TEST(heap_and_rank_queue_orders)
         ck_assert_int_eq(hp.n, 4 - i);
         ck_assert_double_eq(hp.e[0].t_ms, t[i]);
         ck_assert_int_eq(hp.e[0].slot, slot[i]);
+        ck_assert_double_eq(hp.top_ms, t[i]);
         loom_ls_heap_pop(&hp);
     }
     ck_assert_int_eq(hp.n, 0);
+    ck_assert(isinf(hp.top_ms) && hp.top_ms > 0); /* empty: infinity */
 
     /* the rank queue: smallest start first, ties to the lower rank */
     loom_ls ls;

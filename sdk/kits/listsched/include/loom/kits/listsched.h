@@ -73,6 +73,7 @@ typedef struct loom_ls_heap {
     loom_ls_entry *e;
     int32_t n;
     int32_t reserved;
+    double top_ms;  /* e[0].t_ms, INFINITY when empty (push and pop keep it) */
 } loom_ls_heap;
 
 /* The front of one (rank, type) queue: what loom_ls_peek() returns, kept
@@ -108,7 +109,6 @@ typedef struct loom_ls {
     int32_t *succ_off;   /* successor rows, n_stages + 1 */
     int32_t *succ;       /* successor stage of each edge */
     int32_t *succ_edge;  /* index of that edge in graph->pred */
-    double *succ_p2p_ms; /* that edge's pred_p2p_ms, copied at each call */
     int32_t *pred_off_seen; /* the predecessor rows the successor rows */
     int32_t *pred_seen;     /* were built from (n_stages + 1, n_edges) */
     int32_t succ_n, succ_e; /* their stage and edge counts, -1 none */
@@ -148,8 +148,6 @@ typedef struct loom_ls {
     uint64_t *sums;      /* a bit per non-empty word */
     loom_ls_entry *store;    /* n_stages pending entries, sliced per queue */
     loom_ls_heap *pending;   /* n_queues */
-    double *pending_top_ms;  /* n_queues: each heap's earliest time, or
-                                INFINITY when empty */
     loom_ls_front *front;    /* n_queues */
 
     /* Per rank. */
