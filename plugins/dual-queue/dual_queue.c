@@ -161,7 +161,7 @@ static double dq_decide(dq_self *s, const loom_stage_graph *g, int32_t r)
         over = (f >= 0) & ((double)(g->static_bytes[r] + ls->mem_bytes[r] +
                                     g->mem_delta_bytes[fi]) > g->memory_cap_bytes);
     }
-    s->blocked_f[r] = over & (b < 0) ? f : -1;
+    s->blocked_f[r] = (over & (b < 0)) ? f : -1;
     f = over ? -1 : f;
     tf = over ? INFINITY : tf;
     /* The earlier start; on a tie of starts by t_last, the other kind than

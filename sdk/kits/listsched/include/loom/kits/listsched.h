@@ -210,8 +210,8 @@ int loom_ls_begin(loom_ls *ls, const loom_stage_graph *g, loom_schedule *out,
 
 /* The stage of (rank r, type q) that would be taken now, or -1 when that
  * queue is empty; *start_ms gets its start time on r (never before the
- * rank is free; INFINITY when the queue is empty). A read of the queue's front (inline: the interleavers
- * call it for every decision). */
+ * rank is free; INFINITY when the queue is empty). A read of the queue's
+ * front (inline: the interleavers call it for every decision). */
 static inline int32_t loom_ls_peek(const loom_ls *ls, int32_t r, int32_t q,
                                    double *start_ms)
 {
