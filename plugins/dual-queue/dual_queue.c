@@ -174,6 +174,18 @@ static double dq_decide(dq_self *s, const loom_stage_graph *g, int32_t r)
     s->choice[r] = pick;
     if (pick < 0)
         return -1;
+    /* Placing the pick reads its own and its successors' per-stage
+     * entries, spread over arrays that outgrow the caches on large graphs;
+     * fetch them now, while other ranks decide and place (no effect on
+     * the order). */
+    __builtin_prefetch(&ls->ready_ms[pick]);
+    __builtin_prefetch(&g->duration_ms[pick]);
+    __builtin_prefetch(&ls->slot[pick]);
+    __builtin_prefetch(&g->rank[pick]);
+    for (int32_t i = ls->succ_off[pick], e = ls->succ_off[pick + 1]; i < e; i++) {
+        __builtin_prefetch(&ls->ready_ms[ls->succ[i]]);
+        __builtin_prefetch(&ls->left[ls->succ[i]]);
+    }
     return take_b ? tb : tf;
 }
 
